@@ -1,0 +1,142 @@
+//! Block I/O for mkfs-alloc: one small trait, [`BlockIo`], and its backends.
+//!
+//! ```text
+//!  writer / partitioner ──► BlockIo ──┬─ MemDisk      (Vec<u8>, tests)
+//!                                     ├─ ImageFile    (sparse image files)
+//!                                     ├─ Slice<D>     (a window of another BlockIo)
+//!                                     └─ FaultyIo<D>  (fault injection, tests)
+//! ```
+//!
+//! All offsets are in blocks of [`BlockIo::block_size`] bytes; every buffer is a
+//! whole number of blocks. Errors carry the byte offset that failed.
+//!
+//! Architecture invariant: this is the only crate of the workspace allowed to
+//! contain `unsafe` code (raw device ioctls).
+
+use std::fmt;
+
+/// The kind of operation that failed, for error messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoOp {
+    /// A read.
+    Read,
+    /// A write.
+    Write,
+    /// Zeroing a range (write of zeros, hole punch, zero-range or discard).
+    Zero,
+    /// Flushing caches to stable storage.
+    Flush,
+    /// Opening, creating or resizing the target.
+    Open,
+}
+
+impl fmt::Display for IoOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            IoOp::Read => "read",
+            IoOp::Write => "write",
+            IoOp::Zero => "zeroing",
+            IoOp::Flush => "flush",
+            IoOp::Open => "open",
+        })
+    }
+}
+
+/// An I/O failure, with the operation and the byte range that failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{op} of {len} bytes at byte offset {offset} failed: {source}")]
+pub struct IoError {
+    /// What was attempted.
+    pub op: IoOp,
+    /// Byte offset on the target where the failed operation started.
+    pub offset: u64,
+    /// Length in bytes of the failed operation.
+    pub len: u64,
+    /// The underlying error.
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl IoError {
+    /// Builds an error for `op` over `len` bytes at `offset`.
+    pub fn new(op: IoOp, offset: u64, len: u64, source: std::io::Error) -> Self {
+        IoError { op, offset, len, source }
+    }
+}
+
+/// A block device: fixed-size blocks addressed by LBA.
+///
+/// Buffers passed to [`read_blocks`](BlockIo::read_blocks) and
+/// [`write_blocks`](BlockIo::write_blocks) must be a whole number of blocks and
+/// stay inside [`num_blocks`](BlockIo::num_blocks).
+pub trait BlockIo {
+    /// Size of one block in bytes (a power of two, 512..=4096 for real media).
+    fn block_size(&self) -> u32;
+    /// Number of blocks.
+    fn num_blocks(&self) -> u64;
+    /// Reads `dst.len() / block_size` blocks starting at `lba`.
+    fn read_blocks(&mut self, lba: u64, dst: &mut [u8]) -> Result<(), IoError>;
+    /// Writes `src.len() / block_size` blocks starting at `lba`.
+    fn write_blocks(&mut self, lba: u64, src: &[u8]) -> Result<(), IoError>;
+    /// Makes `count` blocks from `lba` read as zero.
+    ///
+    /// Backends override this with something cheaper than writing zeros
+    /// (hole punching, `ZERO_RANGE`, `BLKZEROOUT`); the default writes zeros
+    /// in large chunks.
+    fn write_zeroes(&mut self, lba: u64, count: u64) -> Result<(), IoError> {
+        write_zeroes_by_writing(self, lba, count)
+    }
+    /// True when every block reads as zero right now (a freshly created sparse
+    /// image). Writers may then skip zero-filling. Defaults to `false`.
+    fn reads_as_zero(&self) -> bool {
+        false
+    }
+    /// Flushes written data to stable storage.
+    fn flush(&mut self) -> Result<(), IoError>;
+}
+
+/// Size of the zero buffer used by [`write_zeroes_by_writing`].
+pub const ZERO_CHUNK: usize = 1 << 20;
+
+/// Zeroes `count` blocks from `lba` by writing zero buffers of up to
+/// [`ZERO_CHUNK`] bytes. The fallback of [`BlockIo::write_zeroes`].
+pub fn write_zeroes_by_writing<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    lba: u64,
+    count: u64,
+) -> Result<(), IoError> {
+    let bs = u64::from(dev.block_size());
+    let per_chunk = (ZERO_CHUNK as u64 / bs).max(1);
+    let zeros = vec![0u8; (per_chunk * bs) as usize];
+    let mut done = 0u64;
+    while done < count {
+        let n = per_chunk.min(count - done);
+        dev.write_blocks(lba + done, &zeros[..(n * bs) as usize])?;
+        done += n;
+    }
+    Ok(())
+}
+
+impl<T: BlockIo + ?Sized> BlockIo for &mut T {
+    fn block_size(&self) -> u32 {
+        (**self).block_size()
+    }
+    fn num_blocks(&self) -> u64 {
+        (**self).num_blocks()
+    }
+    fn read_blocks(&mut self, lba: u64, dst: &mut [u8]) -> Result<(), IoError> {
+        (**self).read_blocks(lba, dst)
+    }
+    fn write_blocks(&mut self, lba: u64, src: &[u8]) -> Result<(), IoError> {
+        (**self).write_blocks(lba, src)
+    }
+    fn write_zeroes(&mut self, lba: u64, count: u64) -> Result<(), IoError> {
+        (**self).write_zeroes(lba, count)
+    }
+    fn reads_as_zero(&self) -> bool {
+        (**self).reads_as_zero()
+    }
+    fn flush(&mut self) -> Result<(), IoError> {
+        (**self).flush()
+    }
+}
