@@ -1,0 +1,155 @@
+//! Planner errors. Every variant says what the valid range is.
+
+use crate::label::LabelError;
+use crate::options::FsType;
+use crate::units::{format_count, format_size};
+
+/// Why no layout could be planned. Nothing has been written when this is returned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlanError {
+    /// Sector size outside 512, 1024, 2048, 4096.
+    #[error("sector size {0} is not supported; valid: 512, 1024, 2048, 4096")]
+    SectorSize(u64),
+    /// Cluster size not a power of two.
+    #[error("cluster size {} is not a power of two; valid for {fs}: {}", fmt_bytes(*.cluster), range(*.min, *.max))]
+    ClusterNotPowerOfTwo {
+        /// File system.
+        fs: FsType,
+        /// Requested size in bytes.
+        cluster: u64,
+        /// Smallest valid size.
+        min: u64,
+        /// Largest valid size.
+        max: u64,
+    },
+    /// Cluster size outside what the file system allows at this sector size.
+    #[error("cluster size {} is out of range for {fs} with {sector}-byte sectors; valid: {} (powers of two){}", fmt_bytes(*.cluster), range(*.min, *.max), fat32_hint(*.fs, *.cluster, *.sector))]
+    ClusterOutOfRange {
+        /// File system.
+        fs: FsType,
+        /// Requested size in bytes.
+        cluster: u64,
+        /// Sector size in bytes.
+        sector: u32,
+        /// Smallest valid size.
+        min: u64,
+        /// Largest valid size.
+        max: u64,
+    },
+    /// The volume has too few clusters at this cluster size (or is smaller
+    /// than the file system's minimum).
+    #[error("{} is too small for {fs} at {} clusters ({} clusters, needs >= {}); {}", format_size(*.volume), format_size(*.cluster), format_count(*.clusters), format_count(*.min_clusters), valid_hint(*.fs, .valid))]
+    TooFewClusters {
+        /// File system.
+        fs: FsType,
+        /// Volume size in bytes.
+        volume: u64,
+        /// Cluster size in bytes.
+        cluster: u64,
+        /// Clusters this combination would have.
+        clusters: u64,
+        /// Minimum.
+        min_clusters: u64,
+        /// Cluster sizes that are valid for this volume.
+        valid: Vec<u64>,
+    },
+    /// The volume has too many clusters at this cluster size.
+    #[error("{} is too large for {fs} at {} clusters ({} clusters, maximum {}); {}", format_size(*.volume), format_size(*.cluster), format_count(*.clusters), format_count(*.max_clusters), valid_hint(*.fs, .valid))]
+    TooManyClusters {
+        /// File system.
+        fs: FsType,
+        /// Volume size in bytes.
+        volume: u64,
+        /// Cluster size in bytes.
+        cluster: u64,
+        /// Clusters this combination would have.
+        clusters: u64,
+        /// Maximum.
+        max_clusters: u64,
+        /// Cluster sizes that are valid for this volume.
+        valid: Vec<u64>,
+    },
+    /// The volume is smaller than the file system can hold at all.
+    #[error("{} is too small for {fs}; the minimum is {}", format_size(*.volume), format_size(*.min))]
+    VolumeTooSmall {
+        /// File system.
+        fs: FsType,
+        /// Volume size in bytes.
+        volume: u64,
+        /// Minimum volume size in bytes.
+        min: u64,
+    },
+    /// The volume is larger than the file system's sector-count fields allow.
+    #[error("{} is too large for {fs} with {sector}-byte sectors; the maximum is {}{}", format_size(*.volume), format_size(*.max), if *.fs == FsType::Fat32 { " (use exFAT, or 4096-byte sectors)" } else { "" })]
+    VolumeTooLarge {
+        /// File system.
+        fs: FsType,
+        /// Volume size in bytes.
+        volume: u64,
+        /// Sector size in bytes.
+        sector: u32,
+        /// Maximum volume size in bytes.
+        max: u64,
+    },
+    /// Alignment not a power of two, below the sector size, or too large.
+    #[error("alignment {} is invalid; valid: a power of two from the sector size ({sector} B) up to {}", fmt_bytes(*.align), format_size(*.max))]
+    Align {
+        /// Requested alignment in bytes.
+        align: u64,
+        /// Sector size.
+        sector: u32,
+        /// Largest allowed alignment.
+        max: u64,
+    },
+    /// The partition offset is not a whole number of sectors.
+    #[error("partition offset {offset} is not a multiple of the sector size {sector}")]
+    PartitionOffset {
+        /// Offset in bytes.
+        offset: u64,
+        /// Sector size.
+        sector: u32,
+    },
+    /// The label is not valid for the file system.
+    #[error(transparent)]
+    Label(#[from] LabelError),
+}
+
+fn fmt_bytes(b: u64) -> String {
+    if b.is_power_of_two() {
+        format_size(b)
+    } else {
+        format!("{} bytes", format_count(b))
+    }
+}
+
+fn range(min: u64, max: u64) -> String {
+    format!("{}..{}", format_size(min), format_size(max))
+}
+
+fn fat32_hint(fs: FsType, cluster: u64, sector: u32) -> &'static str {
+    if fs == FsType::Fat32 && cluster > 128 * u64::from(sector) && cluster <= 32 << 20 {
+        "; exFAT allows up to 32 MiB"
+    } else {
+        ""
+    }
+}
+
+/// "valid: 512 B..16 KiB, or use exFAT" from a sorted list of valid sizes.
+fn valid_hint(fs: FsType, valid: &[u64]) -> String {
+    let other = match fs {
+        FsType::Fat32 => ", or use exFAT",
+        FsType::Exfat => "",
+    };
+    match (valid.first(), valid.last()) {
+        (Some(&a), Some(&b)) if a == b => format!("valid: {}{other}", format_size(a)),
+        (Some(&a), Some(&b)) => {
+            // The valid set is contiguous in powers of two; say so as a range.
+            format!("valid: {}{other}", range(a, b))
+        }
+        _ => match fs {
+            FsType::Fat32 => "no cluster size is valid for FAT32 on this volume; use exFAT".to_string(),
+            FsType::Exfat => "no cluster size is valid for exFAT on this volume".to_string(),
+        },
+    }
+}

@@ -1,0 +1,142 @@
+//! Volume label validation and encoding.
+//!
+//! Sources: exFAT specification §7.3 (Volume Label directory entry);
+//! fatgen103 §"FAT Directory Structure" (DIR_Name legal characters).
+
+/// Why a label was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LabelError {
+    /// Too long for the file system.
+    #[error("label {label:?} is {len} {unit} long; {fs} allows at most 11")]
+    TooLong {
+        /// The label as given.
+        label: String,
+        /// Its length in the unit the file system counts.
+        len: usize,
+        /// "UTF-16 code units" or "bytes".
+        unit: &'static str,
+        /// File system name.
+        fs: &'static str,
+    },
+    /// A character the file system does not allow.
+    #[error("label {label:?} contains {ch:?} (U+{code:04X}), which {fs} labels cannot hold; not allowed: {forbidden}")]
+    Forbidden {
+        /// The label as given.
+        label: String,
+        /// The offending character.
+        ch: char,
+        /// Its code point.
+        code: u32,
+        /// File system name.
+        fs: &'static str,
+        /// Description of the forbidden set.
+        forbidden: &'static str,
+    },
+    /// FAT32 labels are stored in an OEM code page; we accept ASCII only.
+    #[error("label {label:?} contains the non-ASCII character {ch:?}; FAT32 labels are limited to ASCII here (the on-disk code page is not portable); use exFAT for Unicode labels")]
+    NonAscii {
+        /// The label as given.
+        label: String,
+        /// The offending character.
+        ch: char,
+    },
+    /// FAT labels may not start with a space.
+    #[error("FAT32 label {0:?} starts with a space, which FAT does not allow")]
+    LeadingSpace(String),
+}
+
+const EXFAT_FORBIDDEN: &str = "control characters U+0000..U+001F and \" * / : < > ? \\ |";
+const FAT_FORBIDDEN: &str =
+    "control characters and \" * + , . / : ; < = > ? [ \\ ] |, and characters outside ASCII";
+
+/// Validates an exFAT label and returns its UTF-16 code units (at most 11).
+pub fn exfat_label(label: &str) -> Result<Vec<u16>, LabelError> {
+    for ch in label.chars() {
+        if (ch as u32) < 0x20 || "\"*/:<>?\\|".contains(ch) {
+            return Err(LabelError::Forbidden {
+                label: label.to_string(),
+                ch,
+                code: ch as u32,
+                fs: "exFAT",
+                forbidden: EXFAT_FORBIDDEN,
+            });
+        }
+    }
+    let units: Vec<u16> = label.encode_utf16().collect();
+    if units.len() > 11 {
+        return Err(LabelError::TooLong {
+            label: label.to_string(),
+            len: units.len(),
+            unit: "UTF-16 code units",
+            fs: "exFAT",
+        });
+    }
+    Ok(units)
+}
+
+/// Validates a FAT32 label and returns the 11 on-disk bytes (upper-cased,
+/// space padded). Lower-case letters are upper-cased, as Windows does.
+pub fn fat32_label(label: &str) -> Result<[u8; 11], LabelError> {
+    for ch in label.chars() {
+        if !ch.is_ascii() {
+            return Err(LabelError::NonAscii { label: label.to_string(), ch });
+        }
+        if (ch as u32) < 0x20 || ch == '\x7f' || "\"*+,./:;<=>?[\\]|".contains(ch) {
+            return Err(LabelError::Forbidden {
+                label: label.to_string(),
+                ch,
+                code: ch as u32,
+                fs: "FAT32",
+                forbidden: FAT_FORBIDDEN,
+            });
+        }
+    }
+    let trimmed = label.trim_end_matches(' ');
+    if trimmed.len() > 11 {
+        return Err(LabelError::TooLong {
+            label: label.to_string(),
+            len: trimmed.len(),
+            unit: "bytes",
+            fs: "FAT32",
+        });
+    }
+    if trimmed.starts_with(' ') {
+        return Err(LabelError::LeadingSpace(label.to_string()));
+    }
+    let mut out = [b' '; 11];
+    for (dst, b) in out.iter_mut().zip(trimmed.bytes()) {
+        *dst = b.to_ascii_uppercase();
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exfat_labels() {
+        assert_eq!(exfat_label("STICK").map(|u| u.len()), Ok(5));
+        assert_eq!(exfat_label("Größe Daten").map(|u| u.len()), Ok(11));
+        assert!(matches!(exfat_label("twelve chars"), Err(LabelError::TooLong { len: 12, .. })));
+        // A surrogate pair counts as two units: 6 emoji = 12 units.
+        assert!(matches!(exfat_label("😀😀😀😀😀😀"), Err(LabelError::TooLong { len: 12, .. })));
+        assert!(exfat_label("😀😀😀😀😀").is_ok());
+        for bad in ["a/b", "a:b", "a*b", "a?b", "a\"b", "a<b", "a>b", "a\\b", "a|b", "a\tb"] {
+            assert!(matches!(exfat_label(bad), Err(LabelError::Forbidden { .. })), "{bad}");
+        }
+    }
+
+    #[test]
+    fn fat32_labels() {
+        assert_eq!(&fat32_label("stick").unwrap_or([0; 11]), b"STICK      ");
+        assert_eq!(&fat32_label("MY DISK 01").unwrap_or([0; 11]), b"MY DISK 01 ");
+        assert!(matches!(fat32_label("TWELVE CHARS"), Err(LabelError::TooLong { .. })));
+        assert!(matches!(fat32_label("Größe"), Err(LabelError::NonAscii { .. })));
+        assert!(matches!(fat32_label(" X"), Err(LabelError::LeadingSpace(_))));
+        for bad in ["A.B", "A+B", "A,B", "A;B", "A=B", "A[B", "A]B", "A/B"] {
+            assert!(matches!(fat32_label(bad), Err(LabelError::Forbidden { .. })), "{bad}");
+        }
+    }
+}

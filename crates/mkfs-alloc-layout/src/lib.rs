@@ -1,0 +1,48 @@
+//! On-disk layout of exFAT and FAT32 volumes: the structures, a pure planner
+//! and a streaming writer.
+//!
+//! ```text
+//!  FormatOptions ─┐
+//!                 ├─► plan() ──► Layout ──► write_volume(layout, &mut impl BlockIo)
+//!  Medium ────────┘   (all validation)      (no validation; streams in 1 MiB chunks)
+//! ```
+//!
+//! Architecture invariants:
+//! - no I/O and no OS calls here: bytes go out only through
+//!   [`mkfs_alloc_blockio::BlockIo`];
+//! - every rejection happens in [`plan`], before the first write;
+//! - memory is bounded by [`writer::CHUNK`] whatever the volume size;
+//! - on-disk structures are `zerocopy` structs whose fields are the spec
+//!   tables, with their sizes asserted at compile time.
+//!
+//! ```
+//! use mkfs_alloc_layout::{plan, write_volume, FormatOptions, FsChoice, FsType, ClusterChoice, Medium};
+//! use mkfs_alloc_blockio::MemDisk;
+//!
+//! let opts = FormatOptions {
+//!     fs: FsChoice::Fixed(FsType::Exfat),
+//!     cluster: ClusterChoice::Bytes(32 * 1024),
+//!     label: Some("STICK".into()),
+//!     ..FormatOptions::default()
+//! };
+//! let mut disk = MemDisk::new(512, 64 * 2048)?; // 64 MiB
+//! let layout = plan(&opts, &Medium::whole(64 << 20, 512))?;
+//! write_volume(&layout, &mut disk, &mut |_, _| {})?;
+//! assert_eq!(&disk.as_bytes()[3..11], b"EXFAT   ");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod error;
+pub mod exfat;
+pub mod fat32;
+pub mod label;
+pub mod options;
+pub mod plan;
+pub mod rules;
+pub mod units;
+pub mod writer;
+
+pub use error::PlanError;
+pub use options::{ClusterChoice, FormatOptions, FsChoice, FsType, Medium, Timestamp};
+pub use plan::{plan, valid_cluster_sizes, Layout, Region, RegionKind};
+pub use writer::{write_volume, WriteError, WriteReport};

@@ -1,0 +1,110 @@
+//! What the caller asks for ([`FormatOptions`]) and what it formats ([`Medium`]).
+
+use serde::Serialize;
+
+/// A file system this crate can lay out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FsType {
+    /// exFAT (Microsoft exFAT specification, 2019).
+    Exfat,
+    /// FAT32 (fatgen103).
+    Fat32,
+}
+
+impl FsType {
+    /// Lower-case name as used on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            FsType::Exfat => "exfat",
+            FsType::Fat32 => "fat32",
+        }
+    }
+
+    /// Display name: `exFAT` or `FAT32`.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            FsType::Exfat => "exFAT",
+            FsType::Fat32 => "FAT32",
+        }
+    }
+}
+
+impl std::fmt::Display for FsType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.display_name())
+    }
+}
+
+/// Which file system to create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FsChoice {
+    /// FAT32 up to 32 GiB, exFAT above (and exFAT when the volume is too small for FAT32).
+    #[default]
+    Auto,
+    /// Exactly this file system.
+    Fixed(FsType),
+}
+
+/// Which cluster (allocation unit) size to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClusterChoice {
+    /// The field-evidence rule of [`crate::rules::auto_cluster`].
+    #[default]
+    Auto,
+    /// Exactly this many bytes per cluster (validated by the planner).
+    Bytes(u64),
+}
+
+/// The volume to format: where it lies on its medium and its sector size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Medium {
+    /// Length of the volume in bytes (rounded down to whole sectors by the planner).
+    pub volume_bytes: u64,
+    /// Logical sector size of the file system: 512, 1024, 2048 or 4096.
+    pub sector_size: u32,
+    /// Byte offset of the volume from the start of the medium (the partition
+    /// start; 0 for a whole-medium volume). Alignment is measured from the
+    /// start of the medium, so this offset is included.
+    pub partition_offset: u64,
+}
+
+impl Medium {
+    /// A whole-medium volume (no partition table).
+    pub fn whole(volume_bytes: u64, sector_size: u32) -> Self {
+        Medium { volume_bytes, sector_size, partition_offset: 0 }
+    }
+}
+
+/// A point in time, as seconds and nanoseconds since the Unix epoch (UTC).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Timestamp {
+    /// Whole seconds since 1970-01-01T00:00:00Z.
+    pub secs: i64,
+    /// Nanoseconds within the second.
+    pub nanos: u32,
+}
+
+/// Everything that decides the bytes a format writes, besides the medium.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FormatOptions {
+    /// File system to create.
+    pub fs: FsChoice,
+    /// Cluster size.
+    pub cluster: ClusterChoice,
+    /// Volume label (`None`: no label).
+    pub label: Option<String>,
+    /// Volume serial number. `None`: derived from [`FormatOptions::timestamp`].
+    /// Every other identifier (the exFAT volume GUID) is derived from the serial,
+    /// so pinning it (and the timestamp) makes the output byte-identical.
+    pub serial: Option<u32>,
+    /// Alignment in bytes of the FAT and the cluster heap (exFAT) or of the data
+    /// region (FAT32), measured from the start of the medium. `None`: 1 MiB,
+    /// less for volumes under 16 MiB.
+    pub align: Option<u64>,
+    /// Creation time recorded in the file system (FAT32 label entry) and source
+    /// of the serial when none is given.
+    pub timestamp: Timestamp,
+    /// Write an exFAT volume GUID directory entry (derived from the serial).
+    pub volume_guid: bool,
+}

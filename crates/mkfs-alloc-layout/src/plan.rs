@@ -1,0 +1,510 @@
+//! The planner: [`FormatOptions`] + [`Medium`] → a validated [`Layout`].
+//!
+//! Architecture invariant: every check happens here. The writer trusts a
+//! `Layout` and never rejects input, so rejected input can never have written
+//! a byte.
+
+use crate::error::PlanError;
+use crate::label::{exfat_label, fat32_label};
+use crate::options::{ClusterChoice, FormatOptions, FsChoice, FsType, Medium, Timestamp};
+use crate::rules::{self, ClusterRule, FsRule};
+use crate::units::{format_size, MIB};
+use crate::{exfat, fat32};
+use serde::Serialize;
+
+/// The default alignment for volumes of 16 MiB and more.
+pub const DEFAULT_ALIGN: u64 = MIB;
+/// The largest alignment accepted (the SD specification's largest Boundary Unit).
+pub const MAX_ALIGN: u64 = 64 * MIB;
+
+/// What a region of the volume holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RegionKind {
+    /// exFAT main boot region (12 sectors) or FAT32 reserved sectors.
+    BootRegion,
+    /// exFAT backup boot region (12 sectors).
+    BackupBootRegion,
+    /// Zero padding before the FAT (alignment).
+    Padding,
+    /// A FAT; the number is its index (0 or 1).
+    Fat,
+    /// Zero padding before the cluster heap (exFAT, alignment).
+    HeapPadding,
+    /// exFAT allocation bitmap clusters.
+    Bitmap,
+    /// exFAT up-case table clusters.
+    Upcase,
+    /// The root directory clusters.
+    RootDirectory,
+    /// Free clusters; a quick format does not touch them.
+    FreeClusters,
+    /// Sectors after the last whole cluster, unused.
+    Tail,
+}
+
+/// One contiguous region of the volume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Region {
+    /// What it holds.
+    pub kind: RegionKind,
+    /// Index among regions of the same kind (FAT 0 and 1).
+    pub index: u32,
+    /// Byte offset from the start of the volume.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// True if the format writes (or zeroes) this region.
+    pub written: bool,
+}
+
+/// File-system-specific geometry of a [`Layout`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Geometry {
+    /// exFAT geometry.
+    Exfat(exfat::Geometry),
+    /// FAT32 geometry.
+    Fat32(fat32::Geometry),
+}
+
+/// A validated plan: every byte offset the writer will use, and why each
+/// choice was made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// File system.
+    pub fs: FsType,
+    /// Why this file system.
+    pub fs_rule: FsRule,
+    /// Sector size in bytes.
+    pub sector_size: u32,
+    /// Cluster size in bytes.
+    pub cluster_size: u64,
+    /// Why this cluster size.
+    pub cluster_rule: ClusterRule,
+    /// What Windows' format would have picked, if it formats this at all.
+    pub windows_default_cluster: Option<u64>,
+    /// Number of clusters in the data region / cluster heap.
+    pub cluster_count: u32,
+    /// Bytes of the volume (whole sectors).
+    pub volume_bytes: u64,
+    /// Byte offset of the volume on its medium.
+    pub partition_offset: u64,
+    /// Alignment (bytes, from the medium start) of the FAT and data region.
+    pub align: u64,
+    /// Byte offset of the first FAT from the volume start.
+    pub fat_offset: u64,
+    /// Bytes of one FAT.
+    pub fat_bytes: u64,
+    /// Number of FATs.
+    pub fat_count: u32,
+    /// Byte offset of the cluster heap / data region from the volume start.
+    pub data_offset: u64,
+    /// Clusters in use after formatting (bitmap, up-case, root).
+    pub used_clusters: u32,
+    /// Volume serial number.
+    pub serial: u32,
+    /// The label as given (validated), if any.
+    pub label: Option<String>,
+    /// exFAT volume GUID written to the root directory, if any.
+    pub volume_guid: Option<[u8; 16]>,
+    /// Time recorded in the file system.
+    pub timestamp: Timestamp,
+    /// Compatibility warnings (the layout is valid, but some systems may balk).
+    pub warnings: Vec<String>,
+    /// File-system geometry.
+    pub geometry: Geometry,
+    /// All regions, in order, covering the volume exactly.
+    pub regions: Vec<Region>,
+}
+
+impl Layout {
+    /// Bytes available for files: free clusters × cluster size.
+    pub fn usable_bytes(&self) -> u64 {
+        u64::from(self.cluster_count - self.used_clusters) * self.cluster_size
+    }
+
+    /// Bytes not available for files: everything but the free clusters.
+    pub fn overhead_bytes(&self) -> u64 {
+        self.volume_bytes - self.usable_bytes()
+    }
+
+    /// Absolute byte offset of the FAT on the medium.
+    pub fn fat_offset_on_medium(&self) -> u64 {
+        self.partition_offset + self.fat_offset
+    }
+
+    /// Absolute byte offset of the data region / cluster heap on the medium.
+    pub fn data_offset_on_medium(&self) -> u64 {
+        self.partition_offset + self.data_offset
+    }
+
+    /// Largest power of two (up to 64 MiB) that divides an absolute offset.
+    pub fn alignment_of(offset: u64) -> u64 {
+        if offset == 0 {
+            MAX_ALIGN
+        } else {
+            (1u64 << offset.trailing_zeros()).min(MAX_ALIGN)
+        }
+    }
+
+    /// Byte offset of cluster `n` (>= 2) from the volume start.
+    pub fn cluster_offset(&self, n: u32) -> u64 {
+        self.data_offset + u64::from(n - 2) * self.cluster_size
+    }
+}
+
+/// The alignment used when none is given: 1 MiB, or for volumes under 16 MiB
+/// the largest power of two not above 1/16 of the volume (at least the sector
+/// size), so that alignment never eats a small volume.
+pub fn default_align(volume_bytes: u64, sector_size: u32) -> u64 {
+    let sixteenth = (volume_bytes / 16).max(1);
+    let pow = 1u64 << (63 - sixteenth.leading_zeros());
+    pow.clamp(u64::from(sector_size), DEFAULT_ALIGN)
+}
+
+/// Validates the sector size.
+fn check_sector(sector_size: u32) -> Result<(), PlanError> {
+    match sector_size {
+        512 | 1024 | 2048 | 4096 => Ok(()),
+        s => Err(PlanError::SectorSize(u64::from(s))),
+    }
+}
+
+fn geometry_for(fs: FsType, medium: &Medium, cluster: u64, align: u64) -> Result<Geometry, PlanError> {
+    let (v, bps, start) = (medium.volume_bytes, medium.sector_size, medium.partition_offset);
+    Ok(match fs {
+        FsType::Exfat => Geometry::Exfat(exfat::geometry(v, bps, cluster, start, align)?),
+        FsType::Fat32 => Geometry::Fat32(fat32::geometry(v, bps, cluster, start, align)?),
+    })
+}
+
+/// Every cluster size (a power of two) for which `fs` can lay out this medium.
+pub fn valid_cluster_sizes(fs: FsType, medium: &Medium, align: u64) -> Vec<u64> {
+    let bps = u64::from(medium.sector_size);
+    let max = match fs {
+        FsType::Exfat => exfat::MAX_CLUSTER,
+        FsType::Fat32 => fat32::MAX_SECTORS_PER_CLUSTER * bps,
+    };
+    std::iter::successors(Some(bps), |c| Some(c * 2))
+        .take_while(|&c| c <= max)
+        .filter(|&c| geometry_for(fs, medium, c, align).is_ok())
+        .collect()
+}
+
+/// Plans a format. Returns a [`Layout`] in which every invariant holds, or the
+/// reason (naming the valid range) why the options cannot work on this medium.
+pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> {
+    check_sector(medium.sector_size)?;
+    let bps = u64::from(medium.sector_size);
+    if medium.partition_offset % bps != 0 {
+        return Err(PlanError::PartitionOffset { offset: medium.partition_offset, sector: medium.sector_size });
+    }
+    let volume_bytes = medium.volume_bytes / bps * bps;
+    let medium = Medium { volume_bytes, ..*medium };
+    let align = match opts.align {
+        Some(a) => {
+            if !a.is_power_of_two() || a < bps || a > MAX_ALIGN {
+                return Err(PlanError::Align { align: a, sector: medium.sector_size, max: MAX_ALIGN });
+            }
+            a
+        }
+        None => default_align(volume_bytes, medium.sector_size),
+    };
+
+    // File system.
+    let (fs, fs_rule) = match opts.fs {
+        FsChoice::Fixed(fs) => (fs, FsRule::Explicit),
+        FsChoice::Auto => match rules::auto_fs(volume_bytes) {
+            FsType::Exfat => (FsType::Exfat, FsRule::AutoExfatAbove32GiB),
+            FsType::Fat32 => {
+                if valid_cluster_sizes(FsType::Fat32, &medium, align).is_empty() {
+                    (FsType::Exfat, FsRule::AutoExfatTooSmallForFat32)
+                } else {
+                    (FsType::Fat32, FsRule::AutoFat32UpTo32GiB)
+                }
+            }
+        },
+    };
+
+    // Label (validated before anything else can fail late).
+    let label = match &opts.label {
+        Some(l) => {
+            match fs {
+                FsType::Exfat => {
+                    exfat_label(l)?;
+                }
+                FsType::Fat32 => {
+                    fat32_label(l)?;
+                }
+            }
+            Some(l.clone())
+        }
+        None => None,
+    };
+
+    // Cluster size.
+    let (cluster, cluster_rule, geometry) = match opts.cluster {
+        ClusterChoice::Bytes(c) => {
+            let g = geometry_for(fs, &medium, c, align)
+                .map_err(|e| with_valid_sizes(e, fs, &medium, align))?;
+            (c, ClusterRule::Explicit, g)
+        }
+        ClusterChoice::Auto => {
+            let want = rules::auto_cluster(fs, volume_bytes).max(bps);
+            match geometry_for(fs, &medium, want, align) {
+                Ok(g) => (want, ClusterRule::FieldEvidence, g),
+                Err(first) => {
+                    let valid = valid_cluster_sizes(fs, &medium, align);
+                    let pick = valid.iter().rev().find(|&&c| c < want).or(valid.first()).copied();
+                    match pick {
+                        Some(c) => (c, ClusterRule::FieldEvidenceReduced, geometry_for(fs, &medium, c, align)?),
+                        None => return Err(with_valid_sizes(first, fs, &medium, align)),
+                    }
+                }
+            }
+        }
+    };
+
+    let mut warnings = Vec::new();
+    if fs == FsType::Fat32 && cluster > fat32::COMPAT_MAX_CLUSTER {
+        warnings.push(format!(
+            "FAT32 clusters above 32 KiB ({}) are not handled by some systems (old DOS, some BIOS and camera firmware)",
+            format_size(cluster)
+        ));
+    }
+    if fs == FsType::Exfat && cluster > MIB {
+        warnings.push(format!(
+            "exFAT clusters above 1 MiB ({}) are not mounted by some systems (older macOS) and waste space on small files",
+            format_size(cluster)
+        ));
+    }
+    if fs == FsType::Fat32 && volume_bytes > 32 * 1_000_000_000 {
+        warnings.push(
+            "FAT32 above 32 GB is valid, but Windows' own format refuses it and some firmware rejects it".to_string(),
+        );
+    }
+    if align < DEFAULT_ALIGN && opts.align.is_none() {
+        warnings.push(format!("small volume: alignment reduced to {}", format_size(align)));
+    }
+
+    let serial = opts.serial.unwrap_or_else(|| serial_from_time(opts.timestamp));
+    let volume_guid = (fs == FsType::Exfat && opts.volume_guid).then(|| derive_guid(serial, opts.timestamp));
+    let layout = build(
+        fs,
+        fs_rule,
+        cluster,
+        cluster_rule,
+        &medium,
+        align,
+        geometry,
+        serial,
+        label,
+        volume_guid,
+        opts.timestamp,
+        warnings,
+    );
+    Ok(layout)
+}
+
+/// Fills in the list of valid cluster sizes of a cluster-count error.
+fn with_valid_sizes(e: PlanError, fs: FsType, medium: &Medium, align: u64) -> PlanError {
+    match e {
+        PlanError::TooFewClusters { fs, volume, cluster, clusters, min_clusters, .. } => PlanError::TooFewClusters {
+            fs,
+            volume,
+            cluster,
+            clusters,
+            min_clusters,
+            valid: valid_cluster_sizes(fs, medium, align),
+        },
+        PlanError::TooManyClusters { fs, volume, cluster, clusters, max_clusters, .. } => PlanError::TooManyClusters {
+            fs,
+            volume,
+            cluster,
+            clusters,
+            max_clusters,
+            valid: valid_cluster_sizes(fs, medium, align),
+        },
+        other => {
+            let _ = fs;
+            other
+        }
+    }
+}
+
+/// A volume serial from the clock, in the spirit of DOS: date and time bits mixed.
+fn serial_from_time(t: Timestamp) -> u32 {
+    let x = splitmix64((t.secs as u64) ^ (u64::from(t.nanos) << 32));
+    (x ^ (x >> 32)) as u32
+}
+
+/// The exFAT volume GUID, derived from the serial (and the timestamp) so that
+/// pinned inputs give pinned output. A version-4-shaped GUID, never all zero.
+fn derive_guid(serial: u32, t: Timestamp) -> [u8; 16] {
+    let seed = u64::from(serial) ^ 0x6d6b_6673_2d61_6c6c ^ (t.secs as u64).rotate_left(17);
+    let a = splitmix64(seed);
+    let b = splitmix64(a);
+    let mut g = [0u8; 16];
+    g[..8].copy_from_slice(&a.to_le_bytes());
+    g[8..].copy_from_slice(&b.to_le_bytes());
+    g[7] = (g[7] & 0x0F) | 0x40;
+    g[8] = (g[8] & 0x3F) | 0x80;
+    g
+}
+
+/// SplitMix64: a tiny, well-known bit mixer (Steele, Lea, Flood 2014).
+pub(crate) fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build(
+    fs: FsType,
+    fs_rule: FsRule,
+    cluster: u64,
+    cluster_rule: ClusterRule,
+    medium: &Medium,
+    align: u64,
+    geometry: Geometry,
+    serial: u32,
+    label: Option<String>,
+    volume_guid: Option<[u8; 16]>,
+    timestamp: Timestamp,
+    warnings: Vec<String>,
+) -> Layout {
+    let bps = u64::from(medium.sector_size);
+    let volume_bytes = medium.volume_bytes;
+    let mut regions = Vec::new();
+    let mut push = |kind, index, offset: u64, len: u64, written| {
+        if len > 0 {
+            regions.push(Region { kind, index, offset, len, written });
+        }
+    };
+    let (cluster_count, used_clusters, fat_offset, fat_bytes, fat_count, data_offset) = match &geometry {
+        Geometry::Exfat(g) => {
+            let fat_off = u64::from(g.fat_offset) * bps;
+            let fat_len = u64::from(g.fat_length) * bps;
+            let heap = u64::from(g.heap_offset) * bps;
+            let br = exfat::boot::BOOT_REGION_SECTORS * bps;
+            push(RegionKind::BootRegion, 0, 0, br, true);
+            push(RegionKind::BackupBootRegion, 0, br, br, true);
+            push(RegionKind::Padding, 0, 2 * br, fat_off - 2 * br, true);
+            push(RegionKind::Fat, 0, fat_off, fat_len, true);
+            push(RegionKind::HeapPadding, 0, fat_off + fat_len, heap - fat_off - fat_len, true);
+            let c = g.cluster;
+            let bm = u64::from(g.bitmap_clusters) * c;
+            let up = u64::from(g.upcase_clusters) * c;
+            let rt = u64::from(g.root_clusters) * c;
+            push(RegionKind::Bitmap, 0, heap, bm, true);
+            push(RegionKind::Upcase, 0, heap + bm, up, true);
+            push(RegionKind::RootDirectory, 0, heap + bm + up, rt, true);
+            let heap_end = heap + u64::from(g.cluster_count) * c;
+            push(RegionKind::FreeClusters, 0, heap + bm + up + rt, heap_end - (heap + bm + up + rt), false);
+            push(RegionKind::Tail, 0, heap_end, volume_bytes - heap_end, false);
+            (g.cluster_count, g.used_clusters(), fat_off, fat_len, 1, heap)
+        }
+        Geometry::Fat32(g) => {
+            let rsvd = u64::from(g.rsvd) * bps;
+            let fat_len = u64::from(g.fat_sz) * bps;
+            let data = g.data_sector() * bps;
+            push(RegionKind::BootRegion, 0, 0, rsvd, true);
+            push(RegionKind::Fat, 0, rsvd, fat_len, true);
+            push(RegionKind::Fat, 1, rsvd + fat_len, fat_len, true);
+            push(RegionKind::RootDirectory, 0, data, g.cluster, true);
+            let data_end = data + u64::from(g.cluster_count) * g.cluster;
+            push(RegionKind::FreeClusters, 0, data + g.cluster, data_end - data - g.cluster, false);
+            push(RegionKind::Tail, 0, data_end, volume_bytes - data_end, false);
+            (g.cluster_count, 1, rsvd, fat_len, 2, data)
+        }
+    };
+    Layout {
+        fs,
+        fs_rule,
+        sector_size: medium.sector_size,
+        cluster_size: cluster,
+        cluster_rule,
+        windows_default_cluster: rules::windows_default(fs, volume_bytes),
+        cluster_count,
+        volume_bytes,
+        partition_offset: medium.partition_offset,
+        align,
+        fat_offset,
+        fat_bytes,
+        fat_count,
+        data_offset,
+        used_clusters,
+        serial,
+        label,
+        volume_guid,
+        timestamp,
+        warnings,
+        geometry,
+        regions,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::units::{GIB, KIB};
+
+    fn opts(fs: FsType, cluster: u64) -> FormatOptions {
+        FormatOptions {
+            fs: FsChoice::Fixed(fs),
+            cluster: ClusterChoice::Bytes(cluster),
+            serial: Some(0x1234_5678),
+            ..FormatOptions::default()
+        }
+    }
+
+    #[test]
+    fn the_documented_fat32_error() {
+        let e = plan(&opts(FsType::Fat32, 32 * KIB), &Medium::whole(GIB, 512)).expect_err("invalid");
+        let msg = e.to_string();
+        assert!(msg.starts_with("1 GiB is too small for FAT32 at 32 KiB clusters ("), "{msg}");
+        // With the FAT and data region aligned to 1 MiB, 16 KiB clusters give too few.
+        assert!(msg.ends_with("valid: 512 B..8 KiB, or use exFAT"), "{msg}");
+    }
+
+    #[test]
+    fn auto_picks_exfat_when_fat32_cannot_fit() {
+        let l = plan(&FormatOptions::default(), &Medium::whole(16 * MIB, 512)).expect("valid");
+        assert_eq!(l.fs, FsType::Exfat);
+        assert_eq!(l.fs_rule, FsRule::AutoExfatTooSmallForFat32);
+    }
+
+    #[test]
+    fn auto_reduces_fat32_cluster_on_small_volumes() {
+        let l = plan(&opts(FsType::Fat32, 0), &Medium::whole(100 * MIB, 512));
+        assert!(l.is_err());
+        let o = FormatOptions { fs: FsChoice::Fixed(FsType::Fat32), ..FormatOptions::default() };
+        let l = plan(&o, &Medium::whole(100 * MIB, 512)).expect("valid");
+        assert_eq!(l.cluster_rule, ClusterRule::FieldEvidenceReduced);
+        assert_eq!(l.cluster_size, KIB);
+    }
+
+    #[test]
+    fn regions_tile_the_volume() {
+        for fs in [FsType::Exfat, FsType::Fat32] {
+            let l = plan(&opts(fs, 4 * KIB), &Medium::whole(2 * GIB, 512)).expect("valid");
+            let mut at = 0;
+            for r in &l.regions {
+                assert_eq!(r.offset, at, "{r:?}");
+                at += r.len;
+            }
+            assert_eq!(at, l.volume_bytes);
+        }
+    }
+
+    #[test]
+    fn default_alignment() {
+        assert_eq!(default_align(8 * GIB, 512), MIB);
+        assert_eq!(default_align(16 * MIB, 512), MIB);
+        assert_eq!(default_align(4 * MIB, 512), 256 * KIB);
+        assert_eq!(default_align(1 << 20, 4096), 64 * KIB);
+        assert_eq!(default_align(4096, 4096), 4096);
+    }
+}

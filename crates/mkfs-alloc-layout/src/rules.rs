@@ -1,0 +1,158 @@
+//! Default choices: which file system and cluster size `auto` picks, and what
+//! Windows would have picked (for comparison in the output).
+//!
+//! The `auto` rules follow the field evidence in the project's reference
+//! (`defaults-and-peers.md` §1), not the Windows defaults: Windows picks
+//! 128 KiB..2 MiB exFAT clusters on large sticks and wastes 30% of them on
+//! ordinary files.
+
+use crate::options::FsType;
+use crate::units::{GIB, KIB, MIB};
+use serde::Serialize;
+
+/// Largest volume `--fs auto` formats as FAT32.
+pub const AUTO_FAT32_MAX: u64 = 32 * GIB;
+
+/// Why the planner chose the file system it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FsRule {
+    /// The caller named it.
+    Explicit,
+    /// `auto`: FAT32 up to 32 GiB.
+    AutoFat32UpTo32GiB,
+    /// `auto`: exFAT above 32 GiB.
+    AutoExfatAbove32GiB,
+    /// `auto`: the volume is too small for FAT32 at any cluster size.
+    AutoExfatTooSmallForFat32,
+}
+
+impl FsRule {
+    /// A sentence for the summary.
+    pub fn describe(self) -> &'static str {
+        match self {
+            FsRule::Explicit => "chosen with --fs",
+            FsRule::AutoFat32UpTo32GiB => "auto: FAT32 for volumes up to 32 GiB",
+            FsRule::AutoExfatAbove32GiB => "auto: exFAT for volumes above 32 GiB",
+            FsRule::AutoExfatTooSmallForFat32 => {
+                "auto: exFAT, the volume is too small for FAT32 at any cluster size"
+            }
+        }
+    }
+}
+
+/// Why the planner chose the cluster size it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClusterRule {
+    /// The caller named it.
+    Explicit,
+    /// The field-evidence table picked it.
+    FieldEvidence,
+    /// The field-evidence pick was not valid for this volume; this is the
+    /// largest valid size below it.
+    FieldEvidenceReduced,
+}
+
+impl ClusterRule {
+    /// A sentence for the summary, given the file system and volume size.
+    pub fn describe(self, fs: FsType, volume_bytes: u64) -> String {
+        match self {
+            ClusterRule::Explicit => "chosen with --cluster".to_string(),
+            ClusterRule::FieldEvidence => format!("auto: {}", auto_cluster_reason(fs, volume_bytes)),
+            ClusterRule::FieldEvidenceReduced => format!(
+                "auto: {}, reduced to the largest size valid for this volume",
+                auto_cluster_reason(fs, volume_bytes)
+            ),
+        }
+    }
+}
+
+/// The file system `--fs auto` picks for a volume (before checking FAT32 fits).
+pub fn auto_fs(volume_bytes: u64) -> FsType {
+    if volume_bytes <= AUTO_FAT32_MAX {
+        FsType::Fat32
+    } else {
+        FsType::Exfat
+    }
+}
+
+/// The cluster size `--cluster auto` picks (field evidence, §1 of the reference):
+/// FAT32 4 KiB up to 8 GiB, 8 KiB up to 16 GiB, 16 KiB up to 32 GiB, 32 KiB above;
+/// exFAT 4 KiB up to 256 MiB, 32 KiB above.
+pub fn auto_cluster(fs: FsType, volume_bytes: u64) -> u64 {
+    match fs {
+        FsType::Fat32 => match volume_bytes {
+            v if v <= 8 * GIB => 4 * KIB,
+            v if v <= 16 * GIB => 8 * KIB,
+            v if v <= 32 * GIB => 16 * KIB,
+            _ => 32 * KIB,
+        },
+        FsType::Exfat => {
+            if volume_bytes <= 256 * MIB {
+                4 * KIB
+            } else {
+                32 * KIB
+            }
+        }
+    }
+}
+
+fn auto_cluster_reason(fs: FsType, volume_bytes: u64) -> &'static str {
+    match fs {
+        FsType::Fat32 => match volume_bytes {
+            v if v <= 8 * GIB => "FAT32 up to 8 GiB gets 4 KiB clusters",
+            v if v <= 16 * GIB => "FAT32 up to 16 GiB gets 8 KiB clusters",
+            v if v <= 32 * GIB => "FAT32 up to 32 GiB gets 16 KiB clusters",
+            _ => "FAT32 above 32 GiB gets 32 KiB clusters",
+        },
+        FsType::Exfat => {
+            if volume_bytes <= 256 * MIB {
+                "exFAT up to 256 MiB gets 4 KiB clusters"
+            } else {
+                "exFAT above 256 MiB gets 32 KiB clusters (field evidence: larger clusters only waste space)"
+            }
+        }
+    }
+}
+
+/// The cluster size Windows' format would pick by default (KB140365), or
+/// `None` where Windows refuses (FAT32 above 32 GB, exFAT under 7 MB).
+pub fn windows_default(fs: FsType, volume_bytes: u64) -> Option<u64> {
+    const GB: u64 = 1_000_000_000;
+    const MB: u64 = 1_000_000;
+    match fs {
+        FsType::Fat32 => match volume_bytes {
+            v if v < 8 * GB => Some(4 * KIB),
+            v if v < 16 * GB => Some(8 * KIB),
+            v if v <= 32 * GB => Some(16 * KIB),
+            _ => None,
+        },
+        FsType::Exfat => match volume_bytes {
+            v if v < 7 * MB => None,
+            v if v <= 256 * MB => Some(4 * KIB),
+            v if v <= 32 * GB => Some(32 * KIB),
+            _ => Some(128 * KIB),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_rules_follow_the_field_evidence() {
+        assert_eq!(auto_cluster(FsType::Fat32, 8 * GIB), 4 * KIB);
+        assert_eq!(auto_cluster(FsType::Fat32, 8 * GIB + 1), 8 * KIB);
+        assert_eq!(auto_cluster(FsType::Fat32, 16 * GIB), 8 * KIB);
+        assert_eq!(auto_cluster(FsType::Fat32, 32 * GIB), 16 * KIB);
+        assert_eq!(auto_cluster(FsType::Fat32, 64 * GIB), 32 * KIB);
+        assert_eq!(auto_cluster(FsType::Exfat, 256 * MIB), 4 * KIB);
+        assert_eq!(auto_cluster(FsType::Exfat, 128 * GIB), 32 * KIB);
+        assert_eq!(auto_fs(32 * GIB), FsType::Fat32);
+        assert_eq!(auto_fs(32 * GIB + 512), FsType::Exfat);
+        assert_eq!(windows_default(FsType::Exfat, 128 * GIB), Some(128 * KIB));
+        assert_eq!(windows_default(FsType::Fat32, 64 * GIB), None);
+    }
+}

@@ -1,0 +1,267 @@
+//! The writer: [`Layout`] → blocks, through [`BlockIo`].
+//!
+//! Memory stays bounded: FAT and bitmap are generated in chunks of
+//! [`CHUNK`] bytes, whatever the volume size; zero regions are handed to
+//! [`BlockIo::write_zeroes`] (hole punching, `ZERO_RANGE`, `BLKZEROOUT`) or,
+//! on a target that already reads as zero, skipped.
+//!
+//! Write order (so an interrupted format never leaves a half-valid file system):
+//! 1. unless the target reads as zero: zero everything before the FAT — the
+//!    old boot sector(s) and their backups — and flush, so the old file system
+//!    is gone before anything new exists;
+//! 2. FAT(s), allocation bitmap, up-case table, root directory; flush;
+//! 3. the boot area except sector 0 (backup boot region / FSInfo and backups);
+//! 4. sector 0 (the main boot sector, which makes the volume recognisable); flush.
+//!
+//! A crash before step 4 leaves a volume with no main boot sector.
+
+use crate::exfat;
+use crate::fat32;
+use crate::plan::{Geometry, Layout};
+use mkfs_alloc_blockio::{BlockIo, IoError};
+
+/// Size of the generation buffer: the writer's memory bound.
+pub const CHUNK: usize = 1 << 20;
+
+/// Why a layout could not be written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WriteError {
+    /// The target's block size does not divide the file system's sector size.
+    #[error("the target's block size ({device} bytes) is larger than, or does not divide, the file system's sector size ({sector} bytes); use --sector-size {device} or larger")]
+    BlockSize {
+        /// Target block size.
+        device: u32,
+        /// File system sector size.
+        sector: u32,
+    },
+    /// The target is smaller than the planned volume.
+    #[error("the target holds {device} bytes but the volume needs {volume}")]
+    TooSmall {
+        /// Target bytes.
+        device: u64,
+        /// Volume bytes.
+        volume: u64,
+    },
+    /// An I/O operation failed.
+    #[error(transparent)]
+    Io(#[from] IoError),
+}
+
+/// What a write did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WriteReport {
+    /// Bytes of data written.
+    pub bytes_written: u64,
+    /// Bytes zeroed through `write_zeroes`.
+    pub bytes_zeroed: u64,
+    /// Bytes of zeros not written because the target already read as zero.
+    pub bytes_skipped: u64,
+    /// Bytes the quick format left untouched (free clusters, tail).
+    pub bytes_untouched: u64,
+}
+
+/// Progress callback: `(bytes_done, bytes_total)` of the regions to write.
+pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
+
+struct Sink<'a, D: BlockIo + ?Sized> {
+    dev: &'a mut D,
+    bs: u64,
+    fresh: bool,
+    report: WriteReport,
+    done: u64,
+    total: u64,
+    progress: Progress<'a>,
+    buf: Vec<u8>,
+}
+
+impl<D: BlockIo + ?Sized> Sink<'_, D> {
+    fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), IoError> {
+        self.dev.write_blocks(offset / self.bs, data)?;
+        self.report.bytes_written += data.len() as u64;
+        self.advance(data.len() as u64);
+        Ok(())
+    }
+
+    fn zero(&mut self, offset: u64, len: u64) -> Result<(), IoError> {
+        if len == 0 {
+            return Ok(());
+        }
+        if self.fresh {
+            self.report.bytes_skipped += len;
+        } else {
+            self.dev.write_zeroes(offset / self.bs, len / self.bs)?;
+            self.report.bytes_zeroed += len;
+        }
+        self.advance(len);
+        Ok(())
+    }
+
+    fn advance(&mut self, n: u64) {
+        self.done += n;
+        (self.progress)(self.done, self.total);
+    }
+
+    /// Writes a region of `len` bytes at `offset` whose first `content` bytes
+    /// come from `fill(byte_offset_in_region, buffer)` and whose rest is zero.
+    /// `content` is rounded up to whole sectors.
+    fn region(
+        &mut self,
+        offset: u64,
+        len: u64,
+        content: u64,
+        sector: u64,
+        mut fill: impl FnMut(u64, &mut [u8]),
+    ) -> Result<(), IoError> {
+        let content = content.div_ceil(sector).saturating_mul(sector).min(len);
+        let mut buf = std::mem::take(&mut self.buf);
+        let mut at = 0;
+        let result = (|| {
+            while at < content {
+                let n = (content - at).min(CHUNK as u64) as usize;
+                let chunk = &mut buf[..n];
+                chunk.fill(0);
+                fill(at, chunk);
+                self.write(offset + at, chunk)?;
+                at += n as u64;
+            }
+            self.zero(offset + content, len - content)
+        })();
+        self.buf = buf;
+        result
+    }
+
+    fn flush(&mut self) -> Result<(), IoError> {
+        self.dev.flush()
+    }
+}
+
+/// Writes a planned volume to `dev`, whose block 0 is the volume's first byte
+/// (wrap a whole medium in a `Slice` to format a partition).
+pub fn write_volume<D: BlockIo + ?Sized>(
+    layout: &Layout,
+    dev: &mut D,
+    progress: Progress<'_>,
+) -> Result<WriteReport, WriteError> {
+    let bs = dev.block_size();
+    if bs == 0 || bs > layout.sector_size || layout.sector_size % bs != 0 {
+        return Err(WriteError::BlockSize { device: bs, sector: layout.sector_size });
+    }
+    let device = dev.num_blocks().saturating_mul(u64::from(bs));
+    if device < layout.volume_bytes {
+        return Err(WriteError::TooSmall { device, volume: layout.volume_bytes });
+    }
+    let total = layout.regions.iter().filter(|r| r.written).map(|r| r.len).sum();
+    let untouched = layout.regions.iter().filter(|r| !r.written).map(|r| r.len).sum();
+    let fresh = dev.reads_as_zero();
+    let mut sink = Sink {
+        dev,
+        bs: u64::from(bs),
+        fresh,
+        report: WriteReport { bytes_untouched: untouched, ..WriteReport::default() },
+        done: 0,
+        total,
+        progress,
+        buf: vec![0u8; CHUNK],
+    };
+    match &layout.geometry {
+        Geometry::Exfat(g) => write_exfat(layout, g, &mut sink)?,
+        Geometry::Fat32(g) => write_fat32(layout, g, &mut sink)?,
+    }
+    Ok(sink.report)
+}
+
+/// Fills `buf` with little-endian FAT entries starting at byte `at` of the FAT.
+fn fill_fat(at: u64, buf: &mut [u8], entry: impl Fn(u64) -> u32) {
+    let first = at / 4;
+    for (i, word) in buf.chunks_exact_mut(4).enumerate() {
+        word.copy_from_slice(&entry(first + i as u64).to_le_bytes());
+    }
+}
+
+fn write_exfat<D: BlockIo + ?Sized>(layout: &Layout, g: &exfat::Geometry, s: &mut Sink<'_, D>) -> Result<(), IoError> {
+    let bps = u64::from(g.bps);
+    let boot = exfat::boot_region(layout, g);
+    let region_len = boot.len() as u64;
+    // 1. Invalidate whatever was there: zero all sectors before the FAT.
+    if !s.fresh {
+        s.zero(0, layout.fat_offset)?;
+        s.flush()?;
+    } else {
+        s.zero(0, layout.fat_offset)?;
+    }
+    // 2. FAT, heap padding, bitmap, up-case table, root directory.
+    let fat_content = (2 + u64::from(g.used_clusters())) * 4;
+    s.region(layout.fat_offset, layout.fat_bytes, fat_content, bps, |at, buf| {
+        fill_fat(at, buf, |i| exfat::fat_entry(g, i))
+    })?;
+    let fat_end = layout.fat_offset + layout.fat_bytes;
+    s.zero(fat_end, layout.data_offset - fat_end)?;
+    let used = u64::from(g.used_clusters());
+    let bitmap_len = u64::from(g.bitmap_clusters) * g.cluster;
+    s.region(layout.cluster_offset(g.bitmap_cluster()), bitmap_len, used.div_ceil(8), bps, |at, buf| {
+        for (i, b) in buf.iter_mut().enumerate() {
+            let bit0 = (at + i as u64) * 8;
+            *b = if bit0 + 8 <= used {
+                0xFF
+            } else if bit0 < used {
+                (1u8 << (used - bit0)) - 1
+            } else {
+                0
+            };
+        }
+    })?;
+    let table = exfat::upcase::compressed_table();
+    let upcase_len = u64::from(g.upcase_clusters) * g.cluster;
+    s.region(layout.cluster_offset(g.upcase_cluster()), upcase_len, table.len() as u64, bps, |at, buf| {
+        let from = (at as usize).min(table.len());
+        let n = (table.len() - from).min(buf.len());
+        buf[..n].copy_from_slice(&table[from..from + n]);
+    })?;
+    let root = exfat::root_entries(layout, g);
+    let root_len = u64::from(g.root_clusters) * g.cluster;
+    s.region(layout.cluster_offset(g.root_cluster()), root_len, root.len() as u64, bps, |at, buf| {
+        if at == 0 {
+            buf[..root.len()].copy_from_slice(&root);
+        }
+    })?;
+    s.flush()?;
+    // 3. Backup boot region, then the main region without sector 0.
+    s.write(region_len, &boot)?;
+    s.write(bps, &boot[bps as usize..])?;
+    // 4. Sector 0 last.
+    s.write(0, &boot[..bps as usize])?;
+    s.flush()
+}
+
+fn write_fat32<D: BlockIo + ?Sized>(layout: &Layout, g: &fat32::Geometry, s: &mut Sink<'_, D>) -> Result<(), IoError> {
+    let bps = u64::from(g.bps);
+    // 1. Invalidate: zero the reserved area (boot sector, FSInfo, backups).
+    if !s.fresh {
+        s.zero(0, layout.fat_offset)?;
+        s.flush()?;
+    } else {
+        s.zero(0, layout.fat_offset)?;
+    }
+    // 2. Both FATs, then the root directory cluster.
+    for i in 0..u64::from(layout.fat_count) {
+        let off = layout.fat_offset + i * layout.fat_bytes;
+        s.region(off, layout.fat_bytes, 12, bps, |at, buf| fill_fat(at, buf, fat32::fat_entry))?;
+    }
+    let root = fat32::root_entries(layout);
+    s.region(layout.data_offset, g.cluster, root.len() as u64, bps, |at, buf| {
+        if at == 0 {
+            buf[..root.len()].copy_from_slice(&root);
+        }
+    })?;
+    s.flush()?;
+    // 3. FSInfo, backup boot sector, backup FSInfo.
+    let boot = fat32::boot_sector(layout, g);
+    let info = fat32::fsinfo_sector(g);
+    s.write(fat32::boot::FSINFO_SECTOR * bps, &info)?;
+    s.write(fat32::boot::BACKUP_BOOT_SECTOR * bps, &boot)?;
+    s.write((fat32::boot::BACKUP_BOOT_SECTOR + 1) * bps, &info)?;
+    // 4. Sector 0 last.
+    s.write(0, &boot)?;
+    s.flush()
+}

@@ -1,0 +1,208 @@
+//! Output: the plan, the summary, JSON, progress.
+//!
+//! JSON field names are part of the interface (documented in the README):
+//! add fields, never rename them.
+
+use crate::target::{Action, Target};
+use mkfs_alloc_layout::units::{format_count, format_size};
+use mkfs_alloc_layout::{Layout, RegionKind, WriteReport};
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// A progress bar on stderr, if wanted.
+pub fn progress_bar(show: bool) -> Option<indicatif::ProgressBar> {
+    if !show {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    let style = indicatif::ProgressStyle::with_template("{spinner} writing [{bar:40}] {bytes}/{total_bytes} ({eta})")
+        .map(|s| s.progress_chars("=> "));
+    if let Ok(style) = style {
+        bar.set_style(style);
+    }
+    Some(bar)
+}
+
+fn region_name(kind: RegionKind, index: u32, layout: &Layout) -> String {
+    match kind {
+        RegionKind::BootRegion => match layout.fs {
+            mkfs_alloc_layout::FsType::Exfat => "main boot region".into(),
+            mkfs_alloc_layout::FsType::Fat32 => "reserved sectors (boot, FSInfo, backups)".into(),
+        },
+        RegionKind::BackupBootRegion => "backup boot region".into(),
+        RegionKind::Padding => "alignment padding".into(),
+        RegionKind::Fat => format!("FAT #{}", index + 1),
+        RegionKind::HeapPadding => "alignment padding".into(),
+        RegionKind::Bitmap => "allocation bitmap".into(),
+        RegionKind::Upcase => "up-case table".into(),
+        RegionKind::RootDirectory => "root directory".into(),
+        RegionKind::FreeClusters => "free clusters".into(),
+        RegionKind::Tail => "unused tail".into(),
+    }
+}
+
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
+
+fn serial_text(s: u32) -> String {
+    format!("{:04X}-{:04X}", s >> 16, s & 0xFFFF)
+}
+
+fn guid_text(g: &[u8; 16]) -> String {
+    // Mixed-endian textual form, as Windows shows GUIDs.
+    format!(
+        "{:02X}{:02X}{:02X}{:02X}-{:02X}{:02X}-{:02X}{:02X}-{:02X}{:02X}-{:02X}{:02X}{:02X}{:02X}{:02X}{:02X}",
+        g[3], g[2], g[1], g[0], g[5], g[4], g[7], g[6], g[8], g[9], g[10], g[11], g[12], g[13], g[14], g[15]
+    )
+}
+
+fn alignment_note(offset: u64) -> String {
+    format!("aligned to {}", format_size(Layout::alignment_of(offset)))
+}
+
+fn print_common(layout: &Layout) {
+    let fs = layout.fs;
+    println!("  file system    {fs} ({})", layout.fs_rule.describe());
+    let windows = match layout.windows_default_cluster {
+        Some(w) => format!("Windows' default would be {}", format_size(w)),
+        None => "Windows' format would refuse this volume".to_string(),
+    };
+    println!(
+        "  cluster size   {} ({}; {windows})",
+        format_size(layout.cluster_size),
+        layout.cluster_rule.describe(fs, layout.volume_bytes)
+    );
+    println!("  sector size    {} B", layout.sector_size);
+    println!("  clusters       {}", format_count(u64::from(layout.cluster_count)));
+    println!(
+        "  capacity       {} usable of {} (metadata and reserved: {}, {:.2}%)",
+        format_size(layout.usable_bytes()),
+        format_size(layout.volume_bytes),
+        format_size(layout.overhead_bytes()),
+        pct(layout.overhead_bytes(), layout.volume_bytes)
+    );
+    println!(
+        "  FAT            at {} on the medium, {} x {} ({})",
+        format_size(layout.fat_offset_on_medium()),
+        layout.fat_count,
+        format_size(layout.fat_bytes),
+        alignment_note(layout.fat_offset_on_medium())
+    );
+    println!(
+        "  data region    at {} on the medium ({})",
+        format_size(layout.data_offset_on_medium()),
+        alignment_note(layout.data_offset_on_medium())
+    );
+    println!("  serial         {}", serial_text(layout.serial));
+    println!("  label          {}", layout.label.as_deref().unwrap_or("(none)"));
+}
+
+fn print_warnings(layout: &Layout) {
+    for w in &layout.warnings {
+        eprintln!("mkfs-alloc: warning: {w}");
+    }
+}
+
+/// The plan of a dry run: summary and region table.
+pub fn print_plan(path: &Path, layout: &Layout, target: &Target) {
+    let what = match target.action() {
+        Action::Create(s) => format!("would create {} ({})", path.display(), format_size(s)),
+        Action::Grow(s) => format!("would grow {} to {}", path.display(), format_size(s)),
+        Action::Keep(s) => format!("would format {} ({})", path.display(), format_size(s)),
+    };
+    println!("mkfs-alloc: dry run, nothing written; {what}");
+    print_common(layout);
+    println!();
+    println!("  {:<42} {:>16} {:>16}  {}", "region", "offset", "length", "written");
+    for r in &layout.regions {
+        println!(
+            "  {:<42} {:>16} {:>16}  {}",
+            region_name(r.kind, r.index, layout),
+            r.offset,
+            r.len,
+            if r.written { "yes" } else { "no (quick format)" }
+        );
+    }
+    print_warnings(layout);
+}
+
+/// The summary after formatting.
+pub fn print_summary(path: &Path, layout: &Layout, write: &WriteReport, target: &Target) {
+    let what = match target.action() {
+        Action::Create(_) => "created and formatted",
+        Action::Grow(_) => "grew and formatted",
+        Action::Keep(_) => "formatted",
+    };
+    println!("mkfs-alloc: {what} {}", path.display());
+    print_common(layout);
+    println!(
+        "  written        {} (zeroed {}, skipped {} already zero)",
+        format_size(write.bytes_written),
+        format_size(write.bytes_zeroed),
+        format_size(write.bytes_skipped)
+    );
+    print_warnings(layout);
+}
+
+/// The plan (and the write report) as one JSON object on stdout.
+pub fn print_json(path: &Path, layout: &Layout, write: Option<&WriteReport>, dry_run: bool) {
+    let regions: Vec<Value> = layout
+        .regions
+        .iter()
+        .map(|r| {
+            json!({
+                "kind": r.kind,
+                "name": region_name(r.kind, r.index, layout),
+                "index": r.index,
+                "offset": r.offset,
+                "len": r.len,
+                "written": r.written,
+            })
+        })
+        .collect();
+    let mut v = json!({
+        "target": path.display().to_string(),
+        "dry_run": dry_run,
+        "fs": layout.fs.name(),
+        "fs_rule": layout.fs_rule,
+        "cluster_size": layout.cluster_size,
+        "cluster_rule": layout.cluster_rule,
+        "cluster_rule_text": layout.cluster_rule.describe(layout.fs, layout.volume_bytes),
+        "windows_default_cluster": layout.windows_default_cluster,
+        "sector_size": layout.sector_size,
+        "volume_bytes": layout.volume_bytes,
+        "partition_offset": layout.partition_offset,
+        "align": layout.align,
+        "cluster_count": layout.cluster_count,
+        "used_clusters": layout.used_clusters,
+        "usable_bytes": layout.usable_bytes(),
+        "overhead_bytes": layout.overhead_bytes(),
+        "fat_offset": layout.fat_offset,
+        "fat_bytes": layout.fat_bytes,
+        "fat_count": layout.fat_count,
+        "data_offset": layout.data_offset,
+        "fat_offset_on_medium": layout.fat_offset_on_medium(),
+        "data_offset_on_medium": layout.data_offset_on_medium(),
+        "fat_alignment": Layout::alignment_of(layout.fat_offset_on_medium()),
+        "data_alignment": Layout::alignment_of(layout.data_offset_on_medium()),
+        "serial": format!("{:08X}", layout.serial),
+        "label": layout.label,
+        "volume_guid": layout.volume_guid.as_ref().map(guid_text),
+        "warnings": layout.warnings,
+        "regions": regions,
+    });
+    if let (Some(w), Some(obj)) = (write, v.as_object_mut()) {
+        obj.insert("write".into(), json!(w));
+    }
+    println!("{v:#}");
+}
+
+/// An error as JSON on stdout (the message also goes to stderr).
+pub fn print_json_error(e: &anyhow::Error, code: u8) {
+    println!("{:#}", json!({ "error": format!("{e:#}"), "exit_code": code }));
+}
