@@ -4,6 +4,7 @@
 //!  writer / partitioner ──► BlockIo ──┬─ MemDisk      (Vec<u8>, tests)
 //!                                     ├─ ImageFile    (sparse image files)
 //!                                     ├─ Slice<D>     (a window of another BlockIo)
+//!                                     ├─ Counting<D>  (counters and an op log, tests)
 //!                                     └─ FaultyIo<D>  (fault injection, tests)
 //! ```
 //!
@@ -14,6 +15,21 @@
 //! contain `unsafe` code (raw device ioctls).
 
 use std::fmt;
+
+mod counting;
+mod faulty;
+mod image;
+mod mem;
+mod range;
+mod slice;
+mod stats;
+
+pub use counting::{Counting, LogEntry};
+pub use faulty::{injected_fault, Fault, FaultyIo, InjectedFault};
+pub use image::{ImageFile, ZeroMethod};
+pub use mem::MemDisk;
+pub use slice::Slice;
+pub use stats::IoStats;
 
 /// The kind of operation that failed, for error messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,7 +76,12 @@ pub struct IoError {
 impl IoError {
     /// Builds an error for `op` over `len` bytes at `offset`.
     pub fn new(op: IoOp, offset: u64, len: u64, source: std::io::Error) -> Self {
-        IoError { op, offset, len, source }
+        IoError {
+            op,
+            offset,
+            len,
+            source,
+        }
     }
 }
 

@@ -148,7 +148,9 @@ fn valid_hint(fs: FsType, valid: &[u64]) -> String {
             format!("valid: {}{other}", range(a, b))
         }
         _ => match fs {
-            FsType::Fat32 => "no cluster size is valid for FAT32 on this volume; use exFAT".to_string(),
+            FsType::Fat32 => {
+                "no cluster size is valid for FAT32 on this volume; use exFAT".to_string()
+            }
             FsType::Exfat => "no cluster size is valid for exFAT on this volume".to_string(),
         },
     }

@@ -80,7 +80,10 @@ pub fn exfat_label(label: &str) -> Result<Vec<u16>, LabelError> {
 pub fn fat32_label(label: &str) -> Result<[u8; 11], LabelError> {
     for ch in label.chars() {
         if !ch.is_ascii() {
-            return Err(LabelError::NonAscii { label: label.to_string(), ch });
+            return Err(LabelError::NonAscii {
+                label: label.to_string(),
+                ch,
+            });
         }
         if (ch as u32) < 0x20 || ch == '\x7f' || "\"*+,./:;<=>?[\\]|".contains(ch) {
             return Err(LabelError::Forbidden {
@@ -119,24 +122,50 @@ mod tests {
     fn exfat_labels() {
         assert_eq!(exfat_label("STICK").map(|u| u.len()), Ok(5));
         assert_eq!(exfat_label("Größe Daten").map(|u| u.len()), Ok(11));
-        assert!(matches!(exfat_label("twelve chars"), Err(LabelError::TooLong { len: 12, .. })));
+        assert!(matches!(
+            exfat_label("twelve chars"),
+            Err(LabelError::TooLong { len: 12, .. })
+        ));
         // A surrogate pair counts as two units: 6 emoji = 12 units.
-        assert!(matches!(exfat_label("😀😀😀😀😀😀"), Err(LabelError::TooLong { len: 12, .. })));
+        assert!(matches!(
+            exfat_label("😀😀😀😀😀😀"),
+            Err(LabelError::TooLong { len: 12, .. })
+        ));
         assert!(exfat_label("😀😀😀😀😀").is_ok());
-        for bad in ["a/b", "a:b", "a*b", "a?b", "a\"b", "a<b", "a>b", "a\\b", "a|b", "a\tb"] {
-            assert!(matches!(exfat_label(bad), Err(LabelError::Forbidden { .. })), "{bad}");
+        for bad in [
+            "a/b", "a:b", "a*b", "a?b", "a\"b", "a<b", "a>b", "a\\b", "a|b", "a\tb",
+        ] {
+            assert!(
+                matches!(exfat_label(bad), Err(LabelError::Forbidden { .. })),
+                "{bad}"
+            );
         }
     }
 
     #[test]
     fn fat32_labels() {
         assert_eq!(&fat32_label("stick").unwrap_or([0; 11]), b"STICK      ");
-        assert_eq!(&fat32_label("MY DISK 01").unwrap_or([0; 11]), b"MY DISK 01 ");
-        assert!(matches!(fat32_label("TWELVE CHARS"), Err(LabelError::TooLong { .. })));
-        assert!(matches!(fat32_label("Größe"), Err(LabelError::NonAscii { .. })));
-        assert!(matches!(fat32_label(" X"), Err(LabelError::LeadingSpace(_))));
+        assert_eq!(
+            &fat32_label("MY DISK 01").unwrap_or([0; 11]),
+            b"MY DISK 01 "
+        );
+        assert!(matches!(
+            fat32_label("TWELVE CHARS"),
+            Err(LabelError::TooLong { .. })
+        ));
+        assert!(matches!(
+            fat32_label("Größe"),
+            Err(LabelError::NonAscii { .. })
+        ));
+        assert!(matches!(
+            fat32_label(" X"),
+            Err(LabelError::LeadingSpace(_))
+        ));
         for bad in ["A.B", "A+B", "A,B", "A;B", "A=B", "A[B", "A]B", "A/B"] {
-            assert!(matches!(fat32_label(bad), Err(LabelError::Forbidden { .. })), "{bad}");
+            assert!(
+                matches!(fat32_label(bad), Err(LabelError::Forbidden { .. })),
+                "{bad}"
+            );
         }
     }
 }

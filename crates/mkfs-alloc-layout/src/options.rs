@@ -72,7 +72,11 @@ pub struct Medium {
 impl Medium {
     /// A whole-medium volume (no partition table).
     pub fn whole(volume_bytes: u64, sector_size: u32) -> Self {
-        Medium { volume_bytes, sector_size, partition_offset: 0 }
+        Medium {
+            volume_bytes,
+            sector_size,
+            partition_offset: 0,
+        }
     }
 }
 

@@ -170,8 +170,17 @@ fn check_sector(sector_size: u32) -> Result<(), PlanError> {
     }
 }
 
-fn geometry_for(fs: FsType, medium: &Medium, cluster: u64, align: u64) -> Result<Geometry, PlanError> {
-    let (v, bps, start) = (medium.volume_bytes, medium.sector_size, medium.partition_offset);
+fn geometry_for(
+    fs: FsType,
+    medium: &Medium,
+    cluster: u64,
+    align: u64,
+) -> Result<Geometry, PlanError> {
+    let (v, bps, start) = (
+        medium.volume_bytes,
+        medium.sector_size,
+        medium.partition_offset,
+    );
     Ok(match fs {
         FsType::Exfat => Geometry::Exfat(exfat::geometry(v, bps, cluster, start, align)?),
         FsType::Fat32 => Geometry::Fat32(fat32::geometry(v, bps, cluster, start, align)?),
@@ -197,14 +206,24 @@ pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> 
     check_sector(medium.sector_size)?;
     let bps = u64::from(medium.sector_size);
     if medium.partition_offset % bps != 0 {
-        return Err(PlanError::PartitionOffset { offset: medium.partition_offset, sector: medium.sector_size });
+        return Err(PlanError::PartitionOffset {
+            offset: medium.partition_offset,
+            sector: medium.sector_size,
+        });
     }
     let volume_bytes = medium.volume_bytes / bps * bps;
-    let medium = Medium { volume_bytes, ..*medium };
+    let medium = Medium {
+        volume_bytes,
+        ..*medium
+    };
     let align = match opts.align {
         Some(a) => {
             if !a.is_power_of_two() || a < bps || a > MAX_ALIGN {
-                return Err(PlanError::Align { align: a, sector: medium.sector_size, max: MAX_ALIGN });
+                return Err(PlanError::Align {
+                    align: a,
+                    sector: medium.sector_size,
+                    max: MAX_ALIGN,
+                });
             }
             a
         }
@@ -255,9 +274,18 @@ pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> 
                 Ok(g) => (want, ClusterRule::FieldEvidence, g),
                 Err(first) => {
                     let valid = valid_cluster_sizes(fs, &medium, align);
-                    let pick = valid.iter().rev().find(|&&c| c < want).or(valid.first()).copied();
+                    let pick = valid
+                        .iter()
+                        .rev()
+                        .find(|&&c| c < want)
+                        .or(valid.first())
+                        .copied();
                     match pick {
-                        Some(c) => (c, ClusterRule::FieldEvidenceReduced, geometry_for(fs, &medium, c, align)?),
+                        Some(c) => (
+                            c,
+                            ClusterRule::FieldEvidenceReduced,
+                            geometry_for(fs, &medium, c, align)?,
+                        ),
                         None => return Err(with_valid_sizes(first, fs, &medium, align)),
                     }
                 }
@@ -284,11 +312,17 @@ pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> 
         );
     }
     if align < DEFAULT_ALIGN && opts.align.is_none() {
-        warnings.push(format!("small volume: alignment reduced to {}", format_size(align)));
+        warnings.push(format!(
+            "small volume: alignment reduced to {}",
+            format_size(align)
+        ));
     }
 
-    let serial = opts.serial.unwrap_or_else(|| serial_from_time(opts.timestamp));
-    let volume_guid = (fs == FsType::Exfat && opts.volume_guid).then(|| derive_guid(serial, opts.timestamp));
+    let serial = opts
+        .serial
+        .unwrap_or_else(|| serial_from_time(opts.timestamp));
+    let volume_guid =
+        (fs == FsType::Exfat && opts.volume_guid).then(|| derive_guid(serial, opts.timestamp));
     let layout = build(
         fs,
         fs_rule,
@@ -309,7 +343,14 @@ pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> 
 /// Fills in the list of valid cluster sizes of a cluster-count error.
 fn with_valid_sizes(e: PlanError, fs: FsType, medium: &Medium, align: u64) -> PlanError {
     match e {
-        PlanError::TooFewClusters { fs, volume, cluster, clusters, min_clusters, .. } => PlanError::TooFewClusters {
+        PlanError::TooFewClusters {
+            fs,
+            volume,
+            cluster,
+            clusters,
+            min_clusters,
+            ..
+        } => PlanError::TooFewClusters {
             fs,
             volume,
             cluster,
@@ -317,7 +358,14 @@ fn with_valid_sizes(e: PlanError, fs: FsType, medium: &Medium, align: u64) -> Pl
             min_clusters,
             valid: valid_cluster_sizes(fs, medium, align),
         },
-        PlanError::TooManyClusters { fs, volume, cluster, clusters, max_clusters, .. } => PlanError::TooManyClusters {
+        PlanError::TooManyClusters {
+            fs,
+            volume,
+            cluster,
+            clusters,
+            max_clusters,
+            ..
+        } => PlanError::TooManyClusters {
             fs,
             volume,
             cluster,
@@ -380,46 +428,90 @@ fn build(
     let mut regions = Vec::new();
     let mut push = |kind, index, offset: u64, len: u64, written| {
         if len > 0 {
-            regions.push(Region { kind, index, offset, len, written });
+            regions.push(Region {
+                kind,
+                index,
+                offset,
+                len,
+                written,
+            });
         }
     };
-    let (cluster_count, used_clusters, fat_offset, fat_bytes, fat_count, data_offset) = match &geometry {
-        Geometry::Exfat(g) => {
-            let fat_off = u64::from(g.fat_offset) * bps;
-            let fat_len = u64::from(g.fat_length) * bps;
-            let heap = u64::from(g.heap_offset) * bps;
-            let br = exfat::boot::BOOT_REGION_SECTORS * bps;
-            push(RegionKind::BootRegion, 0, 0, br, true);
-            push(RegionKind::BackupBootRegion, 0, br, br, true);
-            push(RegionKind::Padding, 0, 2 * br, fat_off - 2 * br, true);
-            push(RegionKind::Fat, 0, fat_off, fat_len, true);
-            push(RegionKind::HeapPadding, 0, fat_off + fat_len, heap - fat_off - fat_len, true);
-            let c = g.cluster;
-            let bm = u64::from(g.bitmap_clusters) * c;
-            let up = u64::from(g.upcase_clusters) * c;
-            let rt = u64::from(g.root_clusters) * c;
-            push(RegionKind::Bitmap, 0, heap, bm, true);
-            push(RegionKind::Upcase, 0, heap + bm, up, true);
-            push(RegionKind::RootDirectory, 0, heap + bm + up, rt, true);
-            let heap_end = heap + u64::from(g.cluster_count) * c;
-            push(RegionKind::FreeClusters, 0, heap + bm + up + rt, heap_end - (heap + bm + up + rt), false);
-            push(RegionKind::Tail, 0, heap_end, volume_bytes - heap_end, false);
-            (g.cluster_count, g.used_clusters(), fat_off, fat_len, 1, heap)
-        }
-        Geometry::Fat32(g) => {
-            let rsvd = u64::from(g.rsvd) * bps;
-            let fat_len = u64::from(g.fat_sz) * bps;
-            let data = g.data_sector() * bps;
-            push(RegionKind::BootRegion, 0, 0, rsvd, true);
-            push(RegionKind::Fat, 0, rsvd, fat_len, true);
-            push(RegionKind::Fat, 1, rsvd + fat_len, fat_len, true);
-            push(RegionKind::RootDirectory, 0, data, g.cluster, true);
-            let data_end = data + u64::from(g.cluster_count) * g.cluster;
-            push(RegionKind::FreeClusters, 0, data + g.cluster, data_end - data - g.cluster, false);
-            push(RegionKind::Tail, 0, data_end, volume_bytes - data_end, false);
-            (g.cluster_count, 1, rsvd, fat_len, 2, data)
-        }
-    };
+    let (cluster_count, used_clusters, fat_offset, fat_bytes, fat_count, data_offset) =
+        match &geometry {
+            Geometry::Exfat(g) => {
+                let fat_off = u64::from(g.fat_offset) * bps;
+                let fat_len = u64::from(g.fat_length) * bps;
+                let heap = u64::from(g.heap_offset) * bps;
+                let br = exfat::boot::BOOT_REGION_SECTORS * bps;
+                push(RegionKind::BootRegion, 0, 0, br, true);
+                push(RegionKind::BackupBootRegion, 0, br, br, true);
+                push(RegionKind::Padding, 0, 2 * br, fat_off - 2 * br, true);
+                push(RegionKind::Fat, 0, fat_off, fat_len, true);
+                push(
+                    RegionKind::HeapPadding,
+                    0,
+                    fat_off + fat_len,
+                    heap - fat_off - fat_len,
+                    true,
+                );
+                let c = g.cluster;
+                let bm = u64::from(g.bitmap_clusters) * c;
+                let up = u64::from(g.upcase_clusters) * c;
+                let rt = u64::from(g.root_clusters) * c;
+                push(RegionKind::Bitmap, 0, heap, bm, true);
+                push(RegionKind::Upcase, 0, heap + bm, up, true);
+                push(RegionKind::RootDirectory, 0, heap + bm + up, rt, true);
+                let heap_end = heap + u64::from(g.cluster_count) * c;
+                push(
+                    RegionKind::FreeClusters,
+                    0,
+                    heap + bm + up + rt,
+                    heap_end - (heap + bm + up + rt),
+                    false,
+                );
+                push(
+                    RegionKind::Tail,
+                    0,
+                    heap_end,
+                    volume_bytes - heap_end,
+                    false,
+                );
+                (
+                    g.cluster_count,
+                    g.used_clusters(),
+                    fat_off,
+                    fat_len,
+                    1,
+                    heap,
+                )
+            }
+            Geometry::Fat32(g) => {
+                let rsvd = u64::from(g.rsvd) * bps;
+                let fat_len = u64::from(g.fat_sz) * bps;
+                let data = g.data_sector() * bps;
+                push(RegionKind::BootRegion, 0, 0, rsvd, true);
+                push(RegionKind::Fat, 0, rsvd, fat_len, true);
+                push(RegionKind::Fat, 1, rsvd + fat_len, fat_len, true);
+                push(RegionKind::RootDirectory, 0, data, g.cluster, true);
+                let data_end = data + u64::from(g.cluster_count) * g.cluster;
+                push(
+                    RegionKind::FreeClusters,
+                    0,
+                    data + g.cluster,
+                    data_end - data - g.cluster,
+                    false,
+                );
+                push(
+                    RegionKind::Tail,
+                    0,
+                    data_end,
+                    volume_bytes - data_end,
+                    false,
+                );
+                (g.cluster_count, 1, rsvd, fat_len, 2, data)
+            }
+        };
     Layout {
         fs,
         fs_rule,
@@ -462,9 +554,13 @@ mod tests {
 
     #[test]
     fn the_documented_fat32_error() {
-        let e = plan(&opts(FsType::Fat32, 32 * KIB), &Medium::whole(GIB, 512)).expect_err("invalid");
+        let e =
+            plan(&opts(FsType::Fat32, 32 * KIB), &Medium::whole(GIB, 512)).expect_err("invalid");
         let msg = e.to_string();
-        assert!(msg.starts_with("1 GiB is too small for FAT32 at 32 KiB clusters ("), "{msg}");
+        assert!(
+            msg.starts_with("1 GiB is too small for FAT32 at 32 KiB clusters ("),
+            "{msg}"
+        );
         // With the FAT and data region aligned to 1 MiB, 16 KiB clusters give too few.
         assert!(msg.ends_with("valid: 512 B..8 KiB, or use exFAT"), "{msg}");
     }
@@ -480,7 +576,10 @@ mod tests {
     fn auto_reduces_fat32_cluster_on_small_volumes() {
         let l = plan(&opts(FsType::Fat32, 0), &Medium::whole(100 * MIB, 512));
         assert!(l.is_err());
-        let o = FormatOptions { fs: FsChoice::Fixed(FsType::Fat32), ..FormatOptions::default() };
+        let o = FormatOptions {
+            fs: FsChoice::Fixed(FsType::Fat32),
+            ..FormatOptions::default()
+        };
         let l = plan(&o, &Medium::whole(100 * MIB, 512)).expect("valid");
         assert_eq!(l.cluster_rule, ClusterRule::FieldEvidenceReduced);
         assert_eq!(l.cluster_size, KIB);

@@ -59,7 +59,9 @@ impl ClusterRule {
     pub fn describe(self, fs: FsType, volume_bytes: u64) -> String {
         match self {
             ClusterRule::Explicit => "chosen with --cluster".to_string(),
-            ClusterRule::FieldEvidence => format!("auto: {}", auto_cluster_reason(fs, volume_bytes)),
+            ClusterRule::FieldEvidence => {
+                format!("auto: {}", auto_cluster_reason(fs, volume_bytes))
+            }
             ClusterRule::FieldEvidenceReduced => format!(
                 "auto: {}, reduced to the largest size valid for this volume",
                 auto_cluster_reason(fs, volume_bytes)

@@ -71,7 +71,13 @@ pub fn parse_size(input: &str) -> Result<u64, SizeError> {
 /// Formats a byte count for people: exact binary units when the value is a
 /// whole number of them (`32 KiB`, `2 TiB`), else one decimal (`1.5 GiB`).
 pub fn format_size(bytes: u64) -> String {
-    const UNITS: [(&str, u32); 5] = [("PiB", 50), ("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)];
+    const UNITS: [(&str, u32); 5] = [
+        ("PiB", 50),
+        ("TiB", 40),
+        ("GiB", 30),
+        ("MiB", 20),
+        ("KiB", 10),
+    ];
     for (name, shift) in UNITS {
         let unit = 1u64 << shift;
         if bytes >= unit {
@@ -128,8 +134,14 @@ mod tests {
         assert!(matches!(parse_size("K"), Err(SizeError::Malformed(_))));
         assert!(matches!(parse_size("4X"), Err(SizeError::Unit { .. })));
         assert!(matches!(parse_size("4.5K"), Err(SizeError::Unit { .. })));
-        assert!(matches!(parse_size("99999999999999999999"), Err(SizeError::Overflow(_))));
-        assert!(matches!(parse_size("17000000T"), Err(SizeError::Overflow(_))));
+        assert!(matches!(
+            parse_size("99999999999999999999"),
+            Err(SizeError::Overflow(_))
+        ));
+        assert!(matches!(
+            parse_size("17000000T"),
+            Err(SizeError::Overflow(_))
+        ));
     }
 
     #[test]

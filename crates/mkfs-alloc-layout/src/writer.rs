@@ -145,20 +145,45 @@ pub fn write_volume<D: BlockIo + ?Sized>(
 ) -> Result<WriteReport, WriteError> {
     let bs = dev.block_size();
     if bs == 0 || bs > layout.sector_size || layout.sector_size % bs != 0 {
-        return Err(WriteError::BlockSize { device: bs, sector: layout.sector_size });
+        return Err(WriteError::BlockSize {
+            device: bs,
+            sector: layout.sector_size,
+        });
     }
     let device = dev.num_blocks().saturating_mul(u64::from(bs));
     if device < layout.volume_bytes {
-        return Err(WriteError::TooSmall { device, volume: layout.volume_bytes });
+        return Err(WriteError::TooSmall {
+            device,
+            volume: layout.volume_bytes,
+        });
     }
-    let total = layout.regions.iter().filter(|r| r.written).map(|r| r.len).sum();
-    let untouched = layout.regions.iter().filter(|r| !r.written).map(|r| r.len).sum();
+    // The boot sectors are zeroed with their region, then written: count both.
+    let boot_sectors = match layout.geometry {
+        Geometry::Exfat(_) => 2 * exfat::boot::BOOT_REGION_SECTORS,
+        Geometry::Fat32(_) => 4,
+    };
+    let total = layout
+        .regions
+        .iter()
+        .filter(|r| r.written)
+        .map(|r| r.len)
+        .sum::<u64>()
+        + boot_sectors * u64::from(layout.sector_size);
+    let untouched = layout
+        .regions
+        .iter()
+        .filter(|r| !r.written)
+        .map(|r| r.len)
+        .sum();
     let fresh = dev.reads_as_zero();
     let mut sink = Sink {
         dev,
         bs: u64::from(bs),
         fresh,
-        report: WriteReport { bytes_untouched: untouched, ..WriteReport::default() },
+        report: WriteReport {
+            bytes_untouched: untouched,
+            ..WriteReport::default()
+        },
         done: 0,
         total,
         progress,
@@ -179,7 +204,11 @@ fn fill_fat(at: u64, buf: &mut [u8], entry: impl Fn(u64) -> u32) {
     }
 }
 
-fn write_exfat<D: BlockIo + ?Sized>(layout: &Layout, g: &exfat::Geometry, s: &mut Sink<'_, D>) -> Result<(), IoError> {
+fn write_exfat<D: BlockIo + ?Sized>(
+    layout: &Layout,
+    g: &exfat::Geometry,
+    s: &mut Sink<'_, D>,
+) -> Result<(), IoError> {
     let bps = u64::from(g.bps);
     let boot = exfat::boot_region(layout, g);
     let region_len = boot.len() as u64;
@@ -192,39 +221,61 @@ fn write_exfat<D: BlockIo + ?Sized>(layout: &Layout, g: &exfat::Geometry, s: &mu
     }
     // 2. FAT, heap padding, bitmap, up-case table, root directory.
     let fat_content = (2 + u64::from(g.used_clusters())) * 4;
-    s.region(layout.fat_offset, layout.fat_bytes, fat_content, bps, |at, buf| {
-        fill_fat(at, buf, |i| exfat::fat_entry(g, i))
-    })?;
+    s.region(
+        layout.fat_offset,
+        layout.fat_bytes,
+        fat_content,
+        bps,
+        |at, buf| fill_fat(at, buf, |i| exfat::fat_entry(g, i)),
+    )?;
     let fat_end = layout.fat_offset + layout.fat_bytes;
     s.zero(fat_end, layout.data_offset - fat_end)?;
     let used = u64::from(g.used_clusters());
     let bitmap_len = u64::from(g.bitmap_clusters) * g.cluster;
-    s.region(layout.cluster_offset(g.bitmap_cluster()), bitmap_len, used.div_ceil(8), bps, |at, buf| {
-        for (i, b) in buf.iter_mut().enumerate() {
-            let bit0 = (at + i as u64) * 8;
-            *b = if bit0 + 8 <= used {
-                0xFF
-            } else if bit0 < used {
-                (1u8 << (used - bit0)) - 1
-            } else {
-                0
-            };
-        }
-    })?;
+    s.region(
+        layout.cluster_offset(g.bitmap_cluster()),
+        bitmap_len,
+        used.div_ceil(8),
+        bps,
+        |at, buf| {
+            for (i, b) in buf.iter_mut().enumerate() {
+                let bit0 = (at + i as u64) * 8;
+                *b = if bit0 + 8 <= used {
+                    0xFF
+                } else if bit0 < used {
+                    (1u8 << (used - bit0)) - 1
+                } else {
+                    0
+                };
+            }
+        },
+    )?;
     let table = exfat::upcase::compressed_table();
     let upcase_len = u64::from(g.upcase_clusters) * g.cluster;
-    s.region(layout.cluster_offset(g.upcase_cluster()), upcase_len, table.len() as u64, bps, |at, buf| {
-        let from = (at as usize).min(table.len());
-        let n = (table.len() - from).min(buf.len());
-        buf[..n].copy_from_slice(&table[from..from + n]);
-    })?;
+    s.region(
+        layout.cluster_offset(g.upcase_cluster()),
+        upcase_len,
+        table.len() as u64,
+        bps,
+        |at, buf| {
+            let from = (at as usize).min(table.len());
+            let n = (table.len() - from).min(buf.len());
+            buf[..n].copy_from_slice(&table[from..from + n]);
+        },
+    )?;
     let root = exfat::root_entries(layout, g);
     let root_len = u64::from(g.root_clusters) * g.cluster;
-    s.region(layout.cluster_offset(g.root_cluster()), root_len, root.len() as u64, bps, |at, buf| {
-        if at == 0 {
-            buf[..root.len()].copy_from_slice(&root);
-        }
-    })?;
+    s.region(
+        layout.cluster_offset(g.root_cluster()),
+        root_len,
+        root.len() as u64,
+        bps,
+        |at, buf| {
+            if at == 0 {
+                buf[..root.len()].copy_from_slice(&root);
+            }
+        },
+    )?;
     s.flush()?;
     // 3. Backup boot region, then the main region without sector 0.
     s.write(region_len, &boot)?;
@@ -234,7 +285,11 @@ fn write_exfat<D: BlockIo + ?Sized>(layout: &Layout, g: &exfat::Geometry, s: &mu
     s.flush()
 }
 
-fn write_fat32<D: BlockIo + ?Sized>(layout: &Layout, g: &fat32::Geometry, s: &mut Sink<'_, D>) -> Result<(), IoError> {
+fn write_fat32<D: BlockIo + ?Sized>(
+    layout: &Layout,
+    g: &fat32::Geometry,
+    s: &mut Sink<'_, D>,
+) -> Result<(), IoError> {
     let bps = u64::from(g.bps);
     // 1. Invalidate: zero the reserved area (boot sector, FSInfo, backups).
     if !s.fresh {
@@ -246,14 +301,22 @@ fn write_fat32<D: BlockIo + ?Sized>(layout: &Layout, g: &fat32::Geometry, s: &mu
     // 2. Both FATs, then the root directory cluster.
     for i in 0..u64::from(layout.fat_count) {
         let off = layout.fat_offset + i * layout.fat_bytes;
-        s.region(off, layout.fat_bytes, 12, bps, |at, buf| fill_fat(at, buf, fat32::fat_entry))?;
+        s.region(off, layout.fat_bytes, 12, bps, |at, buf| {
+            fill_fat(at, buf, fat32::fat_entry)
+        })?;
     }
     let root = fat32::root_entries(layout);
-    s.region(layout.data_offset, g.cluster, root.len() as u64, bps, |at, buf| {
-        if at == 0 {
-            buf[..root.len()].copy_from_slice(&root);
-        }
-    })?;
+    s.region(
+        layout.data_offset,
+        g.cluster,
+        root.len() as u64,
+        bps,
+        |at, buf| {
+            if at == 0 {
+                buf[..root.len()].copy_from_slice(&root);
+            }
+        },
+    )?;
     s.flush()?;
     // 3. FSInfo, backup boot sector, backup FSInfo.
     let boot = fat32::boot_sector(layout, g);

@@ -109,7 +109,11 @@ impl Cli {
         } else {
             ClusterChoice::Bytes(size_arg("cluster", &self.cluster)?)
         };
-        let align = self.align.as_deref().map(|a| size_arg("align", a)).transpose()?;
+        let align = self
+            .align
+            .as_deref()
+            .map(|a| size_arg("align", a))
+            .transpose()?;
         let serial = self.serial.as_deref().map(parse_serial).transpose()?;
         Ok(FormatOptions {
             fs,
@@ -126,7 +130,10 @@ impl Cli {
 /// Parses `1234ABCD`, `0x1234abcd` or `1234-ABCD`.
 fn parse_serial(s: &str) -> Result<u32, Failure> {
     let t = s.trim();
-    let t = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
+    let t = t
+        .strip_prefix("0x")
+        .or_else(|| t.strip_prefix("0X"))
+        .unwrap_or(t);
     let hex: String = t.chars().filter(|&c| c != '-').collect();
     if hex.is_empty() || hex.len() > 8 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
         return Err(usage(anyhow!(
@@ -141,7 +148,9 @@ fn timestamp() -> Result<Timestamp, Failure> {
     match std::env::var("SOURCE_DATE_EPOCH") {
         Ok(v) => {
             let secs: i64 = v.trim().parse().map_err(|_| {
-                usage(anyhow!("SOURCE_DATE_EPOCH={v:?}: expected a whole number of seconds since 1970"))
+                usage(anyhow!(
+                    "SOURCE_DATE_EPOCH={v:?}: expected a whole number of seconds since 1970"
+                ))
             })?;
             Ok(Timestamp { secs, nanos: 0 })
         }
@@ -149,7 +158,10 @@ fn timestamp() -> Result<Timestamp, Failure> {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .unwrap_or_default();
-            Ok(Timestamp { secs: now.as_secs() as i64, nanos: now.subsec_nanos() })
+            Ok(Timestamp {
+                secs: now.as_secs() as i64,
+                nanos: now.subsec_nanos(),
+            })
         }
     }
 }

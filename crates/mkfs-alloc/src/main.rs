@@ -59,7 +59,11 @@ fn run(cli: args::Cli) -> Result<(), Failure> {
     let opts = cli.format_options()?;
     let sector_size = cli.sector_size;
     let target = target::Target::inspect(&cli.target, cli.size_bytes()?, sector_size)?;
-    let medium = Medium { volume_bytes: target.size_bytes(), sector_size, partition_offset: 0 };
+    let medium = Medium {
+        volume_bytes: target.size_bytes(),
+        sector_size,
+        partition_offset: 0,
+    };
     let layout = plan(&opts, &medium).map_err(|e: PlanError| usage(e))?;
 
     if cli.dry_run {
@@ -84,7 +88,9 @@ fn run(cli: args::Cli) -> Result<(), Failure> {
         b.finish_and_clear();
     }
     let write = result.map_err(|e| match e {
-        WriteError::Io(io) => Failure::Io(anyhow::Error::new(io).context(format!("writing {}", cli.target.display()))),
+        WriteError::Io(io) => {
+            Failure::Io(anyhow::Error::new(io).context(format!("writing {}", cli.target.display())))
+        }
         other => usage(other),
     })?;
     drop(dev);

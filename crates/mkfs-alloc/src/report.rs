@@ -15,8 +15,10 @@ pub fn progress_bar(show: bool) -> Option<indicatif::ProgressBar> {
         return None;
     }
     let bar = indicatif::ProgressBar::new(0);
-    let style = indicatif::ProgressStyle::with_template("{spinner} writing [{bar:40}] {bytes}/{total_bytes} ({eta})")
-        .map(|s| s.progress_chars("=> "));
+    let style = indicatif::ProgressStyle::with_template(
+        "{spinner} writing [{bar:40}] {bytes}/{total_bytes} ({eta})",
+    )
+    .map(|s| s.progress_chars("=> "));
     if let Ok(style) = style {
         bar.set_style(style);
     }
@@ -78,7 +80,10 @@ fn print_common(layout: &Layout) {
         layout.cluster_rule.describe(fs, layout.volume_bytes)
     );
     println!("  sector size    {} B", layout.sector_size);
-    println!("  clusters       {}", format_count(u64::from(layout.cluster_count)));
+    println!(
+        "  clusters       {}",
+        format_count(u64::from(layout.cluster_count))
+    );
     println!(
         "  capacity       {} usable of {} (metadata and reserved: {}, {:.2}%)",
         format_size(layout.usable_bytes()),
@@ -99,7 +104,10 @@ fn print_common(layout: &Layout) {
         alignment_note(layout.data_offset_on_medium())
     );
     println!("  serial         {}", serial_text(layout.serial));
-    println!("  label          {}", layout.label.as_deref().unwrap_or("(none)"));
+    println!(
+        "  label          {}",
+        layout.label.as_deref().unwrap_or("(none)")
+    );
 }
 
 fn print_warnings(layout: &Layout) {
@@ -118,14 +126,21 @@ pub fn print_plan(path: &Path, layout: &Layout, target: &Target) {
     println!("mkfs-alloc: dry run, nothing written; {what}");
     print_common(layout);
     println!();
-    println!("  {:<42} {:>16} {:>16}  {}", "region", "offset", "length", "written");
+    println!(
+        "  {:<42} {:>16} {:>16}  written",
+        "region", "offset", "length"
+    );
     for r in &layout.regions {
         println!(
             "  {:<42} {:>16} {:>16}  {}",
             region_name(r.kind, r.index, layout),
             r.offset,
             r.len,
-            if r.written { "yes" } else { "no (quick format)" }
+            if r.written {
+                "yes"
+            } else {
+                "no (quick format)"
+            }
         );
     }
     print_warnings(layout);
@@ -204,5 +219,8 @@ pub fn print_json(path: &Path, layout: &Layout, write: Option<&WriteReport>, dry
 
 /// An error as JSON on stdout (the message also goes to stderr).
 pub fn print_json_error(e: &anyhow::Error, code: u8) {
-    println!("{:#}", json!({ "error": format!("{e:#}"), "exit_code": code }));
+    println!(
+        "{:#}",
+        json!({ "error": format!("{e:#}"), "exit_code": code })
+    );
 }

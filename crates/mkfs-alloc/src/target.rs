@@ -33,7 +33,9 @@ impl Target {
             Ok(m) => Some(m),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => {
-                return Err(usage(anyhow!(e).context(format!("cannot inspect {}", path.display()))));
+                return Err(usage(
+                    anyhow!(e).context(format!("cannot inspect {}", path.display())),
+                ));
             }
         };
         let bs = u64::from(sector_size);
@@ -45,7 +47,10 @@ impl Target {
                 )))
             }
             (None, Some(s)) => {
-                let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+                let parent = path
+                    .parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .unwrap_or(Path::new("."));
                 if !parent.is_dir() {
                     return Err(usage(anyhow!(
                         "cannot create {}: directory {} does not exist",
@@ -57,7 +62,10 @@ impl Target {
             }
             (Some(m), size) => {
                 if m.is_dir() {
-                    return Err(usage(anyhow!("{} is a directory; expected an image file", path.display())));
+                    return Err(usage(anyhow!(
+                        "{} is a directory; expected an image file",
+                        path.display()
+                    )));
                 }
                 if !m.is_file() {
                     return Err(usage(anyhow!(
@@ -70,7 +78,12 @@ impl Target {
                 std::fs::OpenOptions::new()
                     .write(true)
                     .open(path)
-                    .map_err(|e| usage(anyhow!(e).context(format!("cannot open {} for writing", path.display()))))?;
+                    .map_err(|e| {
+                        usage(
+                            anyhow!(e)
+                                .context(format!("cannot open {} for writing", path.display())),
+                        )
+                    })?;
                 let current = m.len();
                 match size {
                     None => {
@@ -100,7 +113,11 @@ impl Target {
                 }
             }
         };
-        Ok(Target { path: path.to_path_buf(), action, sector_size })
+        Ok(Target {
+            path: path.to_path_buf(),
+            action,
+            sector_size,
+        })
     }
 
     /// The size the image will have.
@@ -122,7 +139,8 @@ impl Target {
             Action::Grow(s) => ImageFile::open_resize(&self.path, s, self.sector_size),
             Action::Keep(_) => ImageFile::open(&self.path, self.sector_size),
         };
-        r.with_context(|| format!("opening {}", self.path.display())).map_err(Failure::Io)
+        r.with_context(|| format!("opening {}", self.path.display()))
+            .map_err(Failure::Io)
     }
 }
 

@@ -96,15 +96,30 @@ pub fn geometry(
     let fs = FsType::Exfat;
     let bps64 = u64::from(bps);
     if !cluster.is_power_of_two() {
-        return Err(PlanError::ClusterNotPowerOfTwo { fs, cluster, min: bps64, max: MAX_CLUSTER });
+        return Err(PlanError::ClusterNotPowerOfTwo {
+            fs,
+            cluster,
+            min: bps64,
+            max: MAX_CLUSTER,
+        });
     }
     if cluster < bps64 || cluster > MAX_CLUSTER {
-        return Err(PlanError::ClusterOutOfRange { fs, cluster, sector: bps, min: bps64, max: MAX_CLUSTER });
+        return Err(PlanError::ClusterOutOfRange {
+            fs,
+            cluster,
+            sector: bps,
+            min: bps64,
+            max: MAX_CLUSTER,
+        });
     }
     let volume_sectors = volume_bytes / bps64;
     let len = volume_sectors * bps64;
     if len < MIN_VOLUME {
-        return Err(PlanError::VolumeTooSmall { fs, volume: volume_bytes, min: MIN_VOLUME });
+        return Err(PlanError::VolumeTooSmall {
+            fs,
+            volume: volume_bytes,
+            min: MIN_VOLUME,
+        });
     }
     let too_few = |clusters: u64, min_clusters: u64| PlanError::TooFewClusters {
         fs,
@@ -142,12 +157,14 @@ pub fn geometry(
     if clusters < used + 1 {
         return Err(too_few(clusters, used + 1));
     }
-    let to_u32 = |v: u64| u32::try_from(v).map_err(|_| PlanError::VolumeTooLarge {
-        fs,
-        volume: volume_bytes,
-        sector: bps,
-        max: u64::from(u32::MAX) * bps64,
-    });
+    let to_u32 = |v: u64| {
+        u32::try_from(v).map_err(|_| PlanError::VolumeTooLarge {
+            fs,
+            volume: volume_bytes,
+            sector: bps,
+            max: u64::from(u32::MAX) * bps64,
+        })
+    };
     Ok(Geometry {
         bps,
         cluster,
@@ -161,25 +178,6 @@ pub fn geometry(
         upcase_clusters: to_u32(upcase_clusters)?,
         root_clusters: 1,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::units::{GIB, KIB};
-
-    #[test]
-    fn matches_mkfs_exfat_on_1gib_32k() {
-        // Reference A.5: `truncate -s 1G a.img && mkfs.exfat -c 32K a.img`:
-        // FatOffset 2048, FatLength 256, CHO 4096, CC 32704.
-        let g = geometry(GIB, 512, 32 * KIB, 0, MIB).expect("valid");
-        assert_eq!(g.fat_offset, 2048);
-        assert_eq!(g.fat_length, 256);
-        assert_eq!(g.heap_offset, 4096);
-        assert_eq!(g.cluster_count, 32704);
-        assert_eq!(g.bitmap_bytes, 4088);
-        assert_eq!((g.bitmap_cluster(), g.upcase_cluster(), g.root_cluster()), (2, 3, 4));
-    }
 }
 
 /// The bytes of one boot region (12 sectors): boot sector, extended boot
@@ -276,5 +274,27 @@ pub fn fat_entry(g: &Geometry, index: u64) -> u32 {
         i if i > chain_ends[2] => 0,
         i if chain_ends.contains(&i) => EOC,
         i => (i + 1) as u32,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::units::{GIB, KIB};
+
+    #[test]
+    fn matches_mkfs_exfat_on_1gib_32k() {
+        // Reference A.5: `truncate -s 1G a.img && mkfs.exfat -c 32K a.img`:
+        // FatOffset 2048, FatLength 256, CHO 4096, CC 32704.
+        let g = geometry(GIB, 512, 32 * KIB, 0, MIB).expect("valid");
+        assert_eq!(g.fat_offset, 2048);
+        assert_eq!(g.fat_length, 256);
+        assert_eq!(g.heap_offset, 4096);
+        assert_eq!(g.cluster_count, 32704);
+        assert_eq!(g.bitmap_bytes, 4088);
+        assert_eq!(
+            (g.bitmap_cluster(), g.upcase_cluster(), g.root_cluster()),
+            (2, 3, 4)
+        );
     }
 }

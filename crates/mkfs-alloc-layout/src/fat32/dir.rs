@@ -54,7 +54,9 @@ pub fn dos_date_time(unix_secs: i64) -> (u16, u16) {
         return ((127 << 9) | (12 << 5) | 31, (23 << 11) | (59 << 5) | 29);
     }
     let date = (((y - 1980) as u16) << 9) | ((m as u16) << 5) | d as u16;
-    let time = (((secs / 3600) as u16) << 11) | ((((secs / 60) % 60) as u16) << 5) | ((secs % 60) / 2) as u16;
+    let time = (((secs / 3600) as u16) << 11)
+        | ((((secs / 60) % 60) as u16) << 5)
+        | ((secs % 60) / 2) as u16;
     (date, time)
 }
 

@@ -82,10 +82,21 @@ pub fn geometry(
     let bps64 = u64::from(bps);
     let max_cluster = MAX_SECTORS_PER_CLUSTER * bps64;
     if !cluster.is_power_of_two() {
-        return Err(PlanError::ClusterNotPowerOfTwo { fs, cluster, min: bps64, max: max_cluster });
+        return Err(PlanError::ClusterNotPowerOfTwo {
+            fs,
+            cluster,
+            min: bps64,
+            max: max_cluster,
+        });
     }
     if cluster < bps64 || cluster > max_cluster {
-        return Err(PlanError::ClusterOutOfRange { fs, cluster, sector: bps, min: bps64, max: max_cluster });
+        return Err(PlanError::ClusterOutOfRange {
+            fs,
+            cluster,
+            sector: bps,
+            min: bps64,
+            max: max_cluster,
+        });
     }
     let spc = cluster / bps64;
     let tot = volume_bytes / bps64;
@@ -151,31 +162,6 @@ pub fn geometry(
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::units::{GIB, KIB, MIB};
-
-    #[test]
-    fn one_gib_at_32k_is_not_fat32() {
-        let e = geometry(GIB, 512, 32 * KIB, 0, MIB).expect_err("too few clusters");
-        match e {
-            PlanError::TooFewClusters { clusters, .. } => assert_eq!(clusters, 32_704),
-            other => panic!("unexpected {other}"),
-        }
-    }
-
-    #[test]
-    fn fat_and_data_region_are_aligned() {
-        for start in [0, MIB, 63 * 512] {
-            let g = geometry(8 * GIB, 512, 4 * KIB, start, MIB).expect("valid");
-            assert_eq!((start + g.data_sector() * 512) % MIB, 0);
-            assert_eq!((start + u64::from(g.rsvd) * 512) % MIB, 0);
-            assert!(u64::from(g.fat_sz) * 512 / 4 >= u64::from(g.cluster_count) + 2);
-        }
-    }
-}
-
 /// Media descriptor byte (fixed disk).
 pub const MEDIA: u8 = 0xF8;
 
@@ -192,7 +178,8 @@ pub fn boot_sector(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
     b.media = MEDIA;
     b.sec_per_trk = 63.into();
     b.num_heads = 255.into();
-    b.hidd_sec = ((layout.partition_offset / u64::from(g.bps)).min(u64::from(u32::MAX)) as u32).into();
+    b.hidd_sec =
+        ((layout.partition_offset / u64::from(g.bps)).min(u64::from(u32::MAX)) as u32).into();
     b.tot_sec32 = g.tot_sec.into();
     b.fat_sz32 = g.fat_sz.into();
     b.root_clus = 2.into();
@@ -258,5 +245,30 @@ pub fn fat_entry(index: u64) -> u32 {
         0 => 0x0FFF_FF00 | u32::from(MEDIA),
         1 | 2 => 0x0FFF_FFFF,
         _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::units::{GIB, KIB, MIB};
+
+    #[test]
+    fn one_gib_at_32k_is_not_fat32() {
+        let e = geometry(GIB, 512, 32 * KIB, 0, MIB).expect_err("too few clusters");
+        match e {
+            PlanError::TooFewClusters { clusters, .. } => assert_eq!(clusters, 32_704),
+            other => panic!("unexpected {other}"),
+        }
+    }
+
+    #[test]
+    fn fat_and_data_region_are_aligned() {
+        for start in [0, MIB, 63 * 512] {
+            let g = geometry(8 * GIB, 512, 4 * KIB, start, MIB).expect("valid");
+            assert_eq!((start + g.data_sector() * 512) % MIB, 0);
+            assert_eq!((start + u64::from(g.rsvd) * 512) % MIB, 0);
+            assert!(u64::from(g.fat_sz) * 512 / 4 >= u64::from(g.cluster_count) + 2);
+        }
     }
 }

@@ -1,0 +1,575 @@
+//! [`ImageFile`]: a (sparse) disk image file as a block device.
+//!
+//! Positioned I/O only (`pread`/`pwrite` on Unix, `seek_read`/`seek_write` on
+//! Windows), so the file cursor is never relied on. On Linux,
+//! [`write_zeroes`](BlockIo::write_zeroes) punches holes with
+//! `fallocate(PUNCH_HOLE | KEEP_SIZE)`, falls back to `fallocate(ZERO_RANGE)`,
+//! then to writing zero buffers; elsewhere it writes zero buffers.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::range::{block_range, buffer_range, check_block_size};
+use crate::{BlockIo, IoError, IoOp, IoStats, ZERO_CHUNK};
+
+/// How a [`write_zeroes`](BlockIo::write_zeroes) call on an [`ImageFile`]
+/// was carried out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ZeroMethod {
+    /// `fallocate(PUNCH_HOLE | KEEP_SIZE)`: the blocks were deallocated.
+    PunchHole,
+    /// `fallocate(ZERO_RANGE)`: the blocks were zeroed by the file system.
+    ZeroRange,
+    /// Zero buffers were written.
+    Writing,
+}
+
+/// A disk image file accessed as fixed-size blocks.
+///
+/// The file size is a whole number of blocks and never changes after
+/// opening. Counters of the work done are kept in [`ImageFile::stats`].
+///
+/// ```no_run
+/// use mkfs_alloc_blockio::{BlockIo, ImageFile};
+///
+/// let mut img = ImageFile::create("disk.img", 64 << 20, 512)?;
+/// assert!(img.reads_as_zero());
+/// img.write_blocks(0, &[0xEB; 512])?;
+/// img.flush()?;
+/// # Ok::<(), mkfs_alloc_blockio::IoError>(())
+/// ```
+#[derive(Debug)]
+pub struct ImageFile {
+    file: File,
+    path: PathBuf,
+    block_size: u32,
+    size: u64,
+    all_zero: bool,
+    stats: IoStats,
+    last_zero: Option<ZeroMethod>,
+    /// `fallocate` modes not yet found unsupported by this file system.
+    #[cfg(target_os = "linux")]
+    punch_ok: bool,
+    #[cfg(target_os = "linux")]
+    zero_range_ok: bool,
+}
+
+impl ImageFile {
+    /// Creates a new sparse image of `size_bytes` bytes at `path`.
+    ///
+    /// Fails if `path` already exists. [`reads_as_zero`](BlockIo::reads_as_zero)
+    /// is true until the first write.
+    ///
+    /// # Errors
+    ///
+    /// [`IoOp::Open`] at offset 0: `block_size` not a power of two,
+    /// `size_bytes` not a multiple of it, the file exists, or the file system
+    /// refused the size (the new file is then removed).
+    pub fn create(
+        path: impl AsRef<Path>,
+        size_bytes: u64,
+        block_size: u32,
+    ) -> Result<Self, IoError> {
+        let path = path.as_ref();
+        let open_err = |e: io::Error| open_error(path, size_bytes, e);
+        check_size(size_bytes, block_size).map_err(open_err)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(open_err)?;
+        if let Err(e) = file.set_len(size_bytes) {
+            drop(file);
+            // Best effort: the file is ours and useless; the set_len error is
+            // the one worth reporting.
+            let _ = std::fs::remove_file(path);
+            return Err(open_err(e));
+        }
+        Ok(Self::from_file(file, path, size_bytes, block_size, true))
+    }
+
+    /// Opens an existing image for reading and writing, keeping its size.
+    ///
+    /// # Errors
+    ///
+    /// [`IoOp::Open`] at offset 0: `block_size` not a power of two, the file
+    /// cannot be opened, or its size is not a multiple of `block_size`.
+    pub fn open(path: impl AsRef<Path>, block_size: u32) -> Result<Self, IoError> {
+        let path = path.as_ref();
+        let (file, size) = open_existing(path, block_size)?;
+        check_size(size, block_size).map_err(|e| open_error(path, size, e))?;
+        Ok(Self::from_file(file, path, size, block_size, false))
+    }
+
+    /// Opens an existing image and grows it, sparsely, to `new_size` bytes.
+    ///
+    /// A file already of `new_size` bytes is left as it is.
+    ///
+    /// # Errors
+    ///
+    /// [`IoOp::Open`] at offset 0: as [`ImageFile::open`] for `new_size`,
+    /// or the file is larger than `new_size` (images are never shrunk).
+    pub fn open_resize(
+        path: impl AsRef<Path>,
+        new_size: u64,
+        block_size: u32,
+    ) -> Result<Self, IoError> {
+        let path = path.as_ref();
+        let open_err = |e: io::Error| open_error(path, new_size, e);
+        check_size(new_size, block_size).map_err(open_err)?;
+        let (file, size) = open_existing(path, block_size)?;
+        if size > new_size {
+            return Err(open_err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("the file has {size} bytes; refusing to shrink it to {new_size}"),
+            )));
+        }
+        if size < new_size {
+            file.set_len(new_size).map_err(open_err)?;
+        }
+        Ok(Self::from_file(file, path, new_size, block_size, false))
+    }
+
+    /// Size of the image in bytes.
+    pub fn size_bytes(&self) -> u64 {
+        self.size
+    }
+
+    /// Path the image was opened with.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Counters of the successful operations so far.
+    pub fn stats(&self) -> IoStats {
+        self.stats
+    }
+
+    /// How the last successful [`write_zeroes`](BlockIo::write_zeroes) was
+    /// done, or `None` before the first one.
+    pub fn last_zero_method(&self) -> Option<ZeroMethod> {
+        self.last_zero
+    }
+
+    fn from_file(file: File, path: &Path, size: u64, block_size: u32, all_zero: bool) -> Self {
+        ImageFile {
+            file,
+            path: path.to_path_buf(),
+            block_size,
+            size,
+            all_zero,
+            stats: IoStats::default(),
+            last_zero: None,
+            #[cfg(target_os = "linux")]
+            punch_ok: true,
+            #[cfg(target_os = "linux")]
+            zero_range_ok: true,
+        }
+    }
+
+    /// Zeroes `len` bytes at `offset` (already bounds-checked), by the
+    /// cheapest method the file system supports.
+    fn zero_bytes(&mut self, offset: u64, len: u64) -> io::Result<ZeroMethod> {
+        #[cfg(target_os = "linux")]
+        {
+            use rustix::fs::{fallocate, FallocateFlags};
+
+            if self.punch_ok {
+                let mode = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
+                match fallocate(&self.file, mode, offset, len) {
+                    Ok(()) => return Ok(ZeroMethod::PunchHole),
+                    Err(e) if fallocate_unsupported(e) => self.punch_ok = false,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            if self.zero_range_ok {
+                let mode = FallocateFlags::ZERO_RANGE | FallocateFlags::KEEP_SIZE;
+                match fallocate(&self.file, mode, offset, len) {
+                    Ok(()) => return Ok(ZeroMethod::ZeroRange),
+                    Err(e) if fallocate_unsupported(e) => self.zero_range_ok = false,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        // The same chunking as `write_zeroes_by_writing`, but without going
+        // through `write_blocks`, so that the counters stay apart.
+        let chunk = u64::try_from(ZERO_CHUNK).unwrap_or(u64::MAX).min(len);
+        let zeros = vec![0u8; usize::try_from(chunk).unwrap_or(ZERO_CHUNK)];
+        let mut done = 0u64;
+        while done < len {
+            let n = chunk.min(len - done);
+            let n_usize = usize::try_from(n).unwrap_or(ZERO_CHUNK);
+            write_all_at(&self.file, &zeros[..n_usize], offset + done)?;
+            done += n;
+        }
+        Ok(ZeroMethod::Writing)
+    }
+}
+
+/// True for the errors by which `fallocate` says a mode is not supported.
+#[cfg(target_os = "linux")]
+fn fallocate_unsupported(e: rustix::io::Errno) -> bool {
+    use rustix::io::Errno;
+    e == Errno::OPNOTSUPP || e == Errno::NOSYS || e == Errno::INVAL
+}
+
+/// Opens an existing file read-write and returns it with its size.
+fn open_existing(path: &Path, block_size: u32) -> Result<(File, u64), IoError> {
+    check_block_size(block_size).map_err(|e| open_error(path, 0, e))?;
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|e| open_error(path, 0, e))?;
+    let size = file.metadata().map_err(|e| open_error(path, 0, e))?.len();
+    Ok((file, size))
+}
+
+/// Checks that `size` is a whole number of `block_size`-byte blocks.
+fn check_size(size: u64, block_size: u32) -> io::Result<()> {
+    check_block_size(block_size)?;
+    if size % u64::from(block_size) != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("size {size} bytes is not a multiple of the block size {block_size}"),
+        ));
+    }
+    Ok(())
+}
+
+/// An [`IoOp::Open`] error at offset 0 whose message names the path; the
+/// error kind is kept.
+fn open_error(path: &Path, len: u64, e: io::Error) -> IoError {
+    let source = io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    IoError::new(IoOp::Open, 0, len, source)
+}
+
+impl BlockIo for ImageFile {
+    fn block_size(&self) -> u32 {
+        self.block_size
+    }
+
+    fn num_blocks(&self) -> u64 {
+        self.size / u64::from(self.block_size)
+    }
+
+    fn read_blocks(&mut self, lba: u64, dst: &mut [u8]) -> Result<(), IoError> {
+        let r = buffer_range(
+            IoOp::Read,
+            self.block_size,
+            self.num_blocks(),
+            lba,
+            dst.len(),
+        )?;
+        read_exact_at(&self.file, dst, r.offset)
+            .map_err(|e| IoError::new(IoOp::Read, r.offset, r.len, e))?;
+        self.stats.add_read(r.len);
+        Ok(())
+    }
+
+    fn write_blocks(&mut self, lba: u64, src: &[u8]) -> Result<(), IoError> {
+        let r = buffer_range(
+            IoOp::Write,
+            self.block_size,
+            self.num_blocks(),
+            lba,
+            src.len(),
+        )?;
+        // Cleared before writing: a partial write also leaves data behind.
+        self.all_zero = false;
+        write_all_at(&self.file, src, r.offset)
+            .map_err(|e| IoError::new(IoOp::Write, r.offset, r.len, e))?;
+        self.stats.add_write(r.len);
+        Ok(())
+    }
+
+    fn write_zeroes(&mut self, lba: u64, count: u64) -> Result<(), IoError> {
+        let r = block_range(IoOp::Zero, self.block_size, self.num_blocks(), lba, count)?;
+        if r.len > 0 {
+            let method = self
+                .zero_bytes(r.offset, r.len)
+                .map_err(|e| IoError::new(IoOp::Zero, r.offset, r.len, e))?;
+            self.last_zero = Some(method);
+        }
+        self.stats.add_zero(r.len);
+        Ok(())
+    }
+
+    fn reads_as_zero(&self) -> bool {
+        self.all_zero
+    }
+
+    fn flush(&mut self) -> Result<(), IoError> {
+        self.file
+            .sync_data()
+            .map_err(|e| IoError::new(IoOp::Flush, 0, self.size, e))?;
+        self.stats.add_flush();
+        Ok(())
+    }
+}
+
+#[cfg(unix)]
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+}
+
+#[cfg(unix)]
+fn write_all_at(file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(file, buf, offset)
+}
+
+#[cfg(windows)]
+fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+    use std::os::windows::fs::FileExt;
+    while !buf.is_empty() {
+        match file.seek_read(buf, offset) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "failed to fill whole buffer",
+                ))
+            }
+            Ok(n) => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(windows)]
+fn write_all_at(file: &File, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
+    use std::os::windows::fs::FileExt;
+    while !buf.is_empty() {
+        match file.seek_write(buf, offset) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    "failed to write whole buffer",
+                ))
+            }
+            Ok(n) => {
+                buf = &buf[n..];
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    /// A unique path in the temp dir, removed on drop.
+    struct TempPath(PathBuf);
+
+    impl TempPath {
+        fn new(tag: &str) -> Self {
+            static N: AtomicU32 = AtomicU32::new(0);
+            let n = N.fetch_add(1, Ordering::Relaxed);
+            let name = format!("mkfs-alloc-blockio-{}-{tag}-{n}.img", std::process::id());
+            let p = std::env::temp_dir().join(name);
+            let _ = std::fs::remove_file(&p);
+            TempPath(p)
+        }
+    }
+
+    impl Drop for TempPath {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    #[test]
+    fn create_round_trip_and_counters() {
+        let t = TempPath::new("rt");
+        let mut img = ImageFile::create(&t.0, 1 << 20, 4096).unwrap();
+        assert_eq!(img.size_bytes(), 1 << 20);
+        assert_eq!(img.num_blocks(), 256);
+        assert_eq!(img.path(), t.0.as_path());
+        assert!(img.reads_as_zero());
+        assert_eq!(std::fs::metadata(&t.0).unwrap().len(), 1 << 20);
+
+        let src: Vec<u8> = (0..8192u32).map(|i| (i % 253) as u8).collect();
+        img.write_blocks(10, &src).unwrap();
+        assert!(!img.reads_as_zero());
+        img.flush().unwrap();
+        let mut dst = vec![0; 8192];
+        img.read_blocks(10, &mut dst).unwrap();
+        assert_eq!(dst, src);
+        img.write_zeroes(11, 1).unwrap();
+        img.read_blocks(10, &mut dst).unwrap();
+        assert_eq!(dst[..4096], src[..4096]);
+        assert!(dst[4096..].iter().all(|&b| b == 0));
+
+        let s = img.stats();
+        assert_eq!((s.writes, s.bytes_written), (1, 8192));
+        assert_eq!((s.zeroes, s.bytes_zeroed), (1, 4096));
+        assert_eq!(s.flushes, 1);
+        assert_eq!((s.reads, s.bytes_read), (2, 16384));
+    }
+
+    #[test]
+    fn bounds_errors() {
+        let t = TempPath::new("bounds");
+        let mut img = ImageFile::create(&t.0, 8 * 512, 512).unwrap();
+        let err = img.write_blocks(7, &[0; 1024]).unwrap_err();
+        assert_eq!((err.op, err.offset), (IoOp::Write, 3584));
+        assert_eq!(err.source.kind(), io::ErrorKind::InvalidInput);
+        assert!(img.read_blocks(0, &mut [0; 100]).is_err());
+        assert!(img.write_zeroes(8, 1).is_err());
+        assert!(img.reads_as_zero(), "failed requests change nothing");
+        assert_eq!(std::fs::metadata(&t.0).unwrap().len(), 8 * 512);
+    }
+
+    #[test]
+    fn create_refuses_an_existing_file() {
+        let t = TempPath::new("exists");
+        std::fs::write(&t.0, [1u8; 512]).unwrap();
+        let err = ImageFile::create(&t.0, 4096, 512).unwrap_err();
+        assert_eq!((err.op, err.offset), (IoOp::Open, 0));
+        assert_eq!(err.source.kind(), io::ErrorKind::AlreadyExists);
+        assert!(err.to_string().contains(&*t.0.to_string_lossy()), "{err}");
+        assert_eq!(std::fs::read(&t.0).unwrap(), [1u8; 512], "left alone");
+    }
+
+    #[test]
+    fn create_validates_sizes() {
+        let t = TempPath::new("badsize");
+        assert!(ImageFile::create(&t.0, 1000, 512).is_err());
+        assert!(ImageFile::create(&t.0, 1024, 0).is_err());
+        assert!(ImageFile::create(&t.0, 1024, 384).is_err());
+        assert!(!t.0.exists(), "nothing created");
+    }
+
+    #[test]
+    fn open_keeps_size_and_refuses_misaligned() {
+        let t = TempPath::new("open");
+        std::fs::write(&t.0, vec![0x5A; 3 * 512]).unwrap();
+        let mut img = ImageFile::open(&t.0, 512).unwrap();
+        assert_eq!(img.num_blocks(), 3);
+        assert!(!img.reads_as_zero());
+        let mut b = [0; 512];
+        img.read_blocks(2, &mut b).unwrap();
+        assert_eq!(b, [0x5A; 512]);
+        drop(img);
+
+        let err = ImageFile::open(&t.0, 4096).unwrap_err();
+        assert_eq!((err.op, err.offset), (IoOp::Open, 0));
+        assert_eq!(err.source.kind(), io::ErrorKind::InvalidInput);
+        let msg = err.to_string();
+        assert!(msg.contains("1536") && msg.contains("4096"), "{msg}");
+
+        let missing = TempPath::new("missing");
+        let err = ImageFile::open(&missing.0, 512).unwrap_err();
+        assert_eq!(err.source.kind(), io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn open_resize_grows_sparsely_and_never_shrinks() {
+        let t = TempPath::new("resize");
+        std::fs::write(&t.0, vec![0x5A; 1024]).unwrap();
+        let mut img = ImageFile::open_resize(&t.0, 1 << 20, 512).unwrap();
+        assert_eq!(img.size_bytes(), 1 << 20);
+        assert_eq!(std::fs::metadata(&t.0).unwrap().len(), 1 << 20);
+        let mut b = [0; 1024];
+        img.read_blocks(0, &mut b).unwrap();
+        assert_eq!(b, [0x5A; 1024]);
+        img.read_blocks(2046, &mut b).unwrap();
+        assert_eq!(b, [0; 1024]);
+        drop(img);
+
+        let err = ImageFile::open_resize(&t.0, 4096, 512).unwrap_err();
+        assert_eq!((err.op, err.offset), (IoOp::Open, 0));
+        assert!(err.to_string().contains("shrink"), "{err}");
+        assert_eq!(std::fs::metadata(&t.0).unwrap().len(), 1 << 20);
+
+        assert!(ImageFile::open_resize(&t.0, (1 << 20) + 100, 512).is_err());
+        assert!(ImageFile::open_resize(&t.0, 1 << 20, 512).is_ok());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn write_zeroes_deallocates_written_blocks() {
+        use std::os::unix::fs::MetadataExt;
+
+        let t = TempPath::new("punch");
+        let mut img = ImageFile::create(&t.0, 8 << 20, 4096).unwrap();
+        let blocks_of = |p: &Path| std::fs::metadata(p).unwrap().blocks();
+        let empty = blocks_of(&t.0);
+        img.write_blocks(0, &vec![0xAB; 4 << 20]).unwrap();
+        img.flush().unwrap();
+        let written = blocks_of(&t.0);
+        // `blocks()` counts 512-byte units: 4 MiB is 8192 of them.
+        assert!(written >= empty + 8192, "{empty} -> {written}");
+
+        img.write_zeroes(256, 512).unwrap(); // bytes 1 MiB..3 MiB
+        let method = img.last_zero_method();
+        let mut buf = vec![0xFF; 4 << 20];
+        img.read_blocks(0, &mut buf).unwrap();
+        assert!(buf[..1 << 20].iter().all(|&b| b == 0xAB));
+        assert!(buf[1 << 20..3 << 20].iter().all(|&b| b == 0));
+        assert!(buf[3 << 20..].iter().all(|&b| b == 0xAB));
+        let punched = blocks_of(&t.0);
+        if cfg!(target_os = "linux") && method == Some(ZeroMethod::PunchHole) {
+            // 2 MiB is 4096 units of 512 bytes.
+            assert!(punched + 4096 <= written, "{written} -> {punched}");
+        } else {
+            eprintln!("no hole punching here ({method:?}); blocks {written} -> {punched}");
+        }
+        assert_eq!(img.stats().bytes_zeroed, 2 << 20);
+        assert_eq!(img.stats().bytes_written, 4 << 20);
+        assert_eq!(std::fs::metadata(&t.0).unwrap().len(), 8 << 20, "size kept");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn punch_hole_is_used_on_this_machine() {
+        let t = TempPath::new("method");
+        let mut img = ImageFile::create(&t.0, 1 << 20, 512).unwrap();
+        img.write_zeroes(0, 8).unwrap();
+        // tmpfs, ext4, xfs and btrfs all punch holes; report loudly otherwise.
+        assert_eq!(
+            img.last_zero_method(),
+            Some(ZeroMethod::PunchHole),
+            "temp dir {:?} does not support hole punching",
+            std::env::temp_dir()
+        );
+        // Zeroing keeps a fresh image's reads_as_zero.
+        assert!(img.reads_as_zero());
+    }
+
+    #[test]
+    fn zero_fallback_by_writing_is_counted_as_zeroing() {
+        let t = TempPath::new("fallback");
+        let mut img = ImageFile::create(&t.0, 3 << 20, 512).unwrap();
+        img.write_blocks(0, &vec![0xCD; 3 << 20]).unwrap();
+        #[cfg(target_os = "linux")]
+        {
+            img.punch_ok = false;
+            img.zero_range_ok = false;
+        }
+        // More than one ZERO_CHUNK, not a multiple of it.
+        img.write_zeroes(1, 2048 + 100).unwrap();
+        assert_eq!(img.last_zero_method(), Some(ZeroMethod::Writing));
+        let mut buf = vec![0xFF; 3 << 20];
+        img.read_blocks(0, &mut buf).unwrap();
+        let end = 512 * (1 + 2048 + 100);
+        assert!(buf[..512].iter().all(|&b| b == 0xCD));
+        assert!(buf[512..end].iter().all(|&b| b == 0));
+        assert!(buf[end..].iter().all(|&b| b == 0xCD));
+        let s = img.stats();
+        assert_eq!((s.writes, s.bytes_written), (1, 3 << 20));
+        assert_eq!((s.zeroes, s.bytes_zeroed), (1, 512 * 2148));
+    }
+}

@@ -1,0 +1,115 @@
+//! Bounds and alignment checks shared by the backends.
+//!
+//! Every check returns an [`IoError`] of kind [`io::ErrorKind::InvalidInput`]
+//! instead of panicking, with the (saturated) byte offset of the request.
+
+use std::io;
+
+use crate::{IoError, IoOp};
+
+/// A validated block range: byte offset and byte length on the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ByteRange {
+    /// Byte offset of the first block.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u64,
+}
+
+/// Builds an `InvalidInput` error for `op` over `len` bytes at `offset`.
+pub(crate) fn invalid(op: IoOp, offset: u64, len: u64, msg: String) -> IoError {
+    IoError::new(
+        op,
+        offset,
+        len,
+        io::Error::new(io::ErrorKind::InvalidInput, msg),
+    )
+}
+
+/// Checks that `block_size` is a power of two (so also non-zero).
+pub(crate) fn check_block_size(block_size: u32) -> Result<(), io::Error> {
+    if block_size.is_power_of_two() {
+        Ok(())
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("block size {block_size} is not a power of two"),
+        ))
+    }
+}
+
+/// Checks a buffer of `buf_len` bytes at `lba` against a device of
+/// `num_blocks` blocks of `block_size` bytes.
+pub(crate) fn buffer_range(
+    op: IoOp,
+    block_size: u32,
+    num_blocks: u64,
+    lba: u64,
+    buf_len: usize,
+) -> Result<ByteRange, IoError> {
+    let bs = u64::from(block_size);
+    let len = u64::try_from(buf_len).unwrap_or(u64::MAX);
+    let offset = lba.saturating_mul(bs);
+    if bs == 0 || len % bs != 0 {
+        return Err(invalid(
+            op,
+            offset,
+            len,
+            format!("buffer of {len} bytes is not a whole number of {bs}-byte blocks"),
+        ));
+    }
+    block_range(op, block_size, num_blocks, lba, len / bs)
+}
+
+/// Checks `count` blocks at `lba` against a device of `num_blocks` blocks of
+/// `block_size` bytes.
+pub(crate) fn block_range(
+    op: IoOp,
+    block_size: u32,
+    num_blocks: u64,
+    lba: u64,
+    count: u64,
+) -> Result<ByteRange, IoError> {
+    let bs = u64::from(block_size);
+    let offset = lba.saturating_mul(bs);
+    let len = count.saturating_mul(bs);
+    let end = lba.checked_add(count);
+    match end {
+        Some(end) if end <= num_blocks => Ok(ByteRange { offset, len }),
+        _ => Err(invalid(
+            op,
+            offset,
+            len,
+            format!(
+                "blocks {lba}..{lba}+{count} are outside the device of {num_blocks} blocks \
+                 of {bs} bytes"
+            ),
+        )),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_in_range_and_rejects_the_rest() {
+        assert_eq!(
+            buffer_range(IoOp::Read, 512, 4, 3, 512).unwrap(),
+            ByteRange {
+                offset: 1536,
+                len: 512
+            }
+        );
+        assert!(buffer_range(IoOp::Read, 512, 4, 3, 1024).is_err());
+        assert!(buffer_range(IoOp::Read, 512, 4, 0, 100).is_err());
+        assert!(block_range(IoOp::Zero, 512, 4, u64::MAX, 2).is_err());
+        let err = block_range(IoOp::Zero, 512, 4, 5, 0).unwrap_err();
+        assert_eq!(err.offset, 2560);
+        assert_eq!(err.source.kind(), io::ErrorKind::InvalidInput);
+        assert!(check_block_size(0).is_err());
+        assert!(check_block_size(3000).is_err());
+        assert!(check_block_size(4096).is_ok());
+    }
+}

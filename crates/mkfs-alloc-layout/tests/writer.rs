@@ -1,0 +1,172 @@
+//! Writer tests on memory disks: write order, sentinel coverage, bounded
+//! work on a huge volume, block-size checks.
+
+use mkfs_alloc_blockio::{BlockIo, Counting, IoError, IoOp, MemDisk};
+use mkfs_alloc_layout::units::{GIB, KIB, MIB, TIB};
+use mkfs_alloc_layout::{
+    plan, write_volume, ClusterChoice, FormatOptions, FsChoice, FsType, Layout, Medium, WriteError,
+};
+
+fn layout(fs: FsType, cluster: u64, size: u64, bps: u32) -> Layout {
+    let o = FormatOptions {
+        fs: FsChoice::Fixed(fs),
+        cluster: ClusterChoice::Bytes(cluster),
+        serial: Some(0xC0FF_EE00),
+        label: Some("TEST".into()),
+        ..FormatOptions::default()
+    };
+    plan(&o, &Medium::whole(size, bps)).expect("valid plan")
+}
+
+fn no_progress() -> impl FnMut(u64, u64) {
+    |_, _| {}
+}
+
+#[test]
+fn previously_used_target_is_invalidated_first_and_sector_0_written_last() {
+    for fs in [FsType::Exfat, FsType::Fat32] {
+        let l = layout(fs, 4 * KIB, 256 * MIB + 4 * MIB, 512);
+        let disk = MemDisk::filled(512, l.volume_bytes / 512, 0xD1).expect("disk");
+        let mut dev = Counting::new(disk, true);
+        write_volume(&l, &mut dev, &mut no_progress()).expect("write");
+        let log = dev.log().to_vec();
+        // First: zero everything before the FAT (old boot sectors), then flush.
+        assert_eq!(log[0], (IoOp::Zero, 0, l.fat_offset / 512), "{fs}");
+        assert_eq!(log[1].0, IoOp::Flush, "{fs}");
+        // Last: sector 0, then a flush; a flush also precedes the boot area writes.
+        let n = log.len();
+        assert_eq!(log[n - 2], (IoOp::Write, 0, 1), "{fs}");
+        assert_eq!(log[n - 1].0, IoOp::Flush, "{fs}");
+        assert!(
+            log[1..n - 2]
+                .iter()
+                .all(|&(op, lba, _)| op == IoOp::Flush || lba != 0),
+            "{fs}: sector 0 touched early"
+        );
+        let boot_writes_start = log[..n - 1]
+            .iter()
+            .rposition(|e| e.0 == IoOp::Flush)
+            .expect("flush");
+        for &(op, lba, _) in &log[boot_writes_start + 1..n - 2] {
+            assert_eq!(op, IoOp::Write);
+            assert!(
+                lba * 512 < l.fat_offset,
+                "{fs}: only boot-area writes after the metadata flush"
+            );
+        }
+    }
+}
+
+#[test]
+fn quick_format_touches_metadata_only() {
+    for (fs, cluster, bps) in [
+        (FsType::Exfat, 32 * KIB, 512),
+        (FsType::Exfat, 4 * KIB, 4096),
+        (FsType::Fat32, 4 * KIB, 512),
+        (FsType::Fat32, 4 * KIB, 4096),
+    ] {
+        let l = layout(fs, cluster, 300 * MIB, bps);
+        let mut disk = MemDisk::filled(bps, l.volume_bytes / u64::from(bps), 0xD1).expect("disk");
+        write_volume(&l, &mut disk, &mut no_progress()).expect("write");
+        let bytes = disk.as_bytes();
+        for r in &l.regions {
+            let area = &bytes[r.offset as usize..(r.offset + r.len) as usize];
+            if r.written {
+                // Every sector of a written region was written (no sentinel sector left).
+                for (i, s) in area.chunks(bps as usize).enumerate() {
+                    assert!(
+                        s.iter().any(|&b| b != 0xD1),
+                        "{fs} {r:?}: sector {i} still sentinel"
+                    );
+                }
+            } else {
+                assert!(area.iter().all(|&b| b == 0xD1), "{fs} {r:?} was touched");
+            }
+        }
+    }
+}
+
+#[test]
+fn fresh_target_gets_only_nonzero_sectors() {
+    let l = layout(FsType::Exfat, 32 * KIB, GIB, 512);
+    let mut dev = Counting::new(MemDisk::new(512, GIB / 512).expect("disk"), false);
+    let report = write_volume(&l, &mut dev, &mut no_progress()).expect("write");
+    let s = dev.stats();
+    assert_eq!(s.bytes_zeroed, 0);
+    // Boot regions 2 x 12 sectors, FAT 1 sector, bitmap 1, up-case 12, root 1.
+    assert_eq!(s.bytes_written, (24 + 1 + 1 + 12 + 1) * 512);
+    assert_eq!(report.bytes_written, s.bytes_written);
+}
+
+/// A device that accepts everything and stores nothing: for huge volumes.
+struct Null {
+    blocks: u64,
+    written: u64,
+    max_write: usize,
+}
+
+impl BlockIo for Null {
+    fn block_size(&self) -> u32 {
+        512
+    }
+    fn num_blocks(&self) -> u64 {
+        self.blocks
+    }
+    fn read_blocks(&mut self, _lba: u64, dst: &mut [u8]) -> Result<(), IoError> {
+        dst.fill(0);
+        Ok(())
+    }
+    fn write_blocks(&mut self, _lba: u64, src: &[u8]) -> Result<(), IoError> {
+        self.written += src.len() as u64;
+        self.max_write = self.max_write.max(src.len());
+        Ok(())
+    }
+    fn write_zeroes(&mut self, _lba: u64, _count: u64) -> Result<(), IoError> {
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<(), IoError> {
+        Ok(())
+    }
+}
+
+#[test]
+fn one_tib_fat32_at_4k_streams_in_bounded_chunks() {
+    // Two 1 GiB FATs: written as generated 1 MiB chunks, never held whole.
+    let l = layout(FsType::Fat32, 4 * KIB, TIB, 512);
+    assert!(l.fat_bytes >= 1000 * MIB, "{}", l.fat_bytes);
+    let mut dev = Null {
+        blocks: l.volume_bytes / 512,
+        written: 0,
+        max_write: 0,
+    };
+    let mut calls = 0u64;
+    let mut last = (0, 0);
+    write_volume(&l, &mut dev, &mut |d, t| {
+        calls += 1;
+        last = (d, t);
+    })
+    .expect("write");
+    assert!(dev.max_write <= 1 << 20, "largest write {}", dev.max_write);
+    assert_eq!(last.0, last.1, "progress reaches the total");
+    assert!(calls > 10);
+}
+
+#[test]
+fn block_size_larger_than_sector_is_refused() {
+    let l = layout(FsType::Exfat, 32 * KIB, 64 * MIB, 512);
+    let mut disk = MemDisk::new(4096, 64 * MIB / 4096).expect("disk");
+    let e = write_volume(&l, &mut disk, &mut no_progress()).expect_err("refused");
+    assert!(matches!(
+        e,
+        WriteError::BlockSize {
+            device: 4096,
+            sector: 512
+        }
+    ));
+    assert!(disk.as_bytes().iter().all(|&b| b == 0));
+    let mut small = MemDisk::new(512, 1024).expect("disk");
+    assert!(matches!(
+        write_volume(&l, &mut small, &mut no_progress()),
+        Err(WriteError::TooSmall { .. })
+    ));
+}
