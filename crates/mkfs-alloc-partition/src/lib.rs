@@ -1,0 +1,65 @@
+//! Partition tables (MBR, GPT) for mkfs-alloc, behind a small API of our own.
+//!
+//! One partition spanning the medium, or no table at all:
+//!
+//! ```text
+//!  MBR   LBA 0            align (1 MiB)                              end
+//!        ┌────┬───────────┬──────────────────────────────────────────┐
+//!        │MBR │  (zero)   │ partition: type 0x0C FAT32 / 0x07 exFAT  │
+//!        └────┴───────────┴──────────────────────────────────────────┘
+//!
+//!  GPT   LBA 0  1   2..    first usable   align          last usable      end-1
+//!        ┌────┬───┬───────┬──────┬────────────────────────────┬───────┬───┐
+//!        │PMBR│hdr│entries│(zero)│ partition: Basic Data GUID │entries│hdr│
+//!        └────┴───┴───────┴──────┴────────────────────────────┴───────┴───┘
+//!             128 entries x 128 bytes = 32 LBAs of 512 or 4 LBAs of 4096
+//!
+//!  None  the file system starts at byte 0 ("superfloppy").
+//! ```
+//!
+//! The flow is plan, then write: [`choose_table`] picks the kind,
+//! [`plan_table`] computes a [`TablePlan`] (pure arithmetic, serializable),
+//! [`wipe_for_table`] zeroes stale signatures, [`write_table`] writes the table.
+//! [`probe_signatures`] lists what is on a medium, like `wipefs -n`.
+//!
+//! Identifiers (MBR disk signature, GPT disk and partition GUIDs) come from
+//! [`TableOptions::seed`] through SplitMix64, so output is reproducible.
+//!
+//! Architecture invariant: the `mbrman` (MBR) and `gpt` (GPT) crates are
+//! private details; no type of theirs is part of this API, so either can be
+//! replaced (e.g. by the zerocopy structs [`probe_signatures`] already uses to
+//! read tables). How they are used, and why:
+//!
+//! - `gpt` writes through a private `Read + Write + Seek` adapter over
+//!   [`BlockIo`](mkfs_alloc_blockio::BlockIo) that reads, modifies and writes
+//!   back partial blocks (the crate writes single 128-byte entries). It knows
+//!   512- and 4096-byte logical blocks only. Its `add_partition` draws random
+//!   GUIDs, so the entry is built from the plan and set with
+//!   `update_partitions`. Its protective MBR is serialized to 512 bytes and
+//!   written by us as a whole LBA 0 (its own writer leaves bytes 512.. of a
+//!   4096-byte LBA 0 untouched).
+//! - `mbrman` serializes LBA 0 into memory; the block is then written whole.
+//!   It leaves CHS empty without a geometry and saturates sizes above 2^32
+//!   sectors silently, so CHS values and the 2^32-sector limit are ours.
+
+#![forbid(unsafe_code)]
+
+mod error;
+mod guid;
+mod ondisk;
+mod plan;
+mod probe;
+mod stream;
+mod wipe;
+mod write;
+
+pub use error::PartitionError;
+pub use guid::Guid;
+pub use plan::{
+    choose_table, plan_table, PartitionFs, TableChoice, TableKind, TableOptions, TablePlan,
+    AUTO_GPT_THRESHOLD, DEFAULT_ALIGN, GPT_ENTRIES, GPT_ENTRY_SIZE, GPT_NAME_MAX, MAX_ALIGN,
+    MBR_TYPE_EXFAT, MBR_TYPE_FAT32_LBA, MIN_GPT_ALIGN, MIN_PARTITION_BYTES,
+};
+pub use probe::{probe_signatures, Signature};
+pub use wipe::wipe_for_table;
+pub use write::write_table;

@@ -1,0 +1,361 @@
+//! Choosing a table kind and planning the one partition: pure arithmetic, no I/O.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::guid::{Guid, SplitMix64};
+use crate::PartitionError;
+
+/// One mebibyte.
+const MIB: u64 = 1 << 20;
+
+/// Default partition alignment: 1 MiB, what Windows and Linux tools use.
+pub const DEFAULT_ALIGN: u64 = MIB;
+
+/// Smallest alignment accepted for GPT. Windows tools only make 1 MiB bounds.
+pub const MIN_GPT_ALIGN: u64 = MIB;
+
+/// Largest alignment accepted (1 GiB).
+pub const MAX_ALIGN: u64 = 1 << 30;
+
+/// Smallest partition this crate plans: 1 MiB, the smallest exFAT volume.
+pub const MIN_PARTITION_BYTES: u64 = MIB;
+
+/// Media of at least this size get GPT under [`TableChoice::Auto`] (2 TiB).
+pub const AUTO_GPT_THRESHOLD: u64 = 1 << 41;
+
+/// Number of GPT partition entries written (the UEFI minimum array of 16 KiB).
+pub const GPT_ENTRIES: u64 = 128;
+
+/// Size of one GPT partition entry in bytes.
+pub const GPT_ENTRY_SIZE: u64 = 128;
+
+/// Longest GPT partition name, in UTF-16 code units.
+pub const GPT_NAME_MAX: usize = 36;
+
+/// MBR partition type for FAT32 with LBA addressing.
+pub const MBR_TYPE_FAT32_LBA: u8 = 0x0C;
+
+/// MBR partition type for exFAT (shared with NTFS and HPFS).
+pub const MBR_TYPE_EXFAT: u8 = 0x07;
+
+/// The partition table to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TableKind {
+    /// No table: the file system starts at byte 0 ("superfloppy").
+    None,
+    /// A DOS/MBR table with one primary partition.
+    Mbr,
+    /// A GUID partition table with one partition and a protective MBR.
+    Gpt,
+}
+
+impl fmt::Display for TableKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TableKind::None => "no partition table",
+            TableKind::Mbr => "MBR",
+            TableKind::Gpt => "GPT",
+        })
+    }
+}
+
+/// What the user asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TableChoice {
+    /// Let [`choose_table`] decide from the medium.
+    Auto,
+    /// Exactly this kind.
+    Fixed(TableKind),
+}
+
+/// The file system the partition will hold; decides the MBR type byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PartitionFs {
+    /// exFAT: MBR type 0x07.
+    Exfat,
+    /// FAT32: MBR type 0x0C (FAT32 LBA).
+    Fat32,
+}
+
+impl PartitionFs {
+    /// The MBR partition type byte for this file system.
+    pub fn mbr_type(self) -> u8 {
+        match self {
+            PartitionFs::Exfat => MBR_TYPE_EXFAT,
+            PartitionFs::Fat32 => MBR_TYPE_FAT32_LBA,
+        }
+    }
+}
+
+/// Picks the table kind and says why, in a few words for the user.
+///
+/// [`TableChoice::Auto`]: a whole disk gets MBR below 2 TiB and GPT from
+/// 2 TiB ([`AUTO_GPT_THRESHOLD`]); an image file or an existing partition gets
+/// no table. [`TableChoice::Fixed`] is returned as it is.
+pub fn choose_table(
+    choice: TableChoice,
+    medium_bytes: u64,
+    is_whole_disk: bool,
+) -> (TableKind, &'static str) {
+    match choice {
+        TableChoice::Fixed(kind) => (kind, "requested explicitly"),
+        TableChoice::Auto if !is_whole_disk => (
+            TableKind::None,
+            "not a whole disk (image file or existing partition): no partition table",
+        ),
+        TableChoice::Auto if medium_bytes < AUTO_GPT_THRESHOLD => {
+            (TableKind::Mbr, "whole disk smaller than 2 TiB: MBR")
+        }
+        TableChoice::Auto => (TableKind::Gpt, "whole disk of 2 TiB or more: GPT"),
+    }
+}
+
+/// What to plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableOptions {
+    /// The table to write.
+    pub kind: TableKind,
+    /// Partition start alignment in bytes: a power of two, at least the block
+    /// size, at least [`MIN_GPT_ALIGN`] for GPT, at most [`MAX_ALIGN`].
+    /// Default [`DEFAULT_ALIGN`].
+    pub align: u64,
+    /// The file system the partition will hold.
+    pub fs_type: PartitionFs,
+    /// GPT partition name, conventionally the volume label (at most 36 UTF-16
+    /// code units). Ignored for MBR.
+    pub name: String,
+    /// Seed of the MBR disk signature and the GPT GUIDs: equal seeds give
+    /// byte-identical tables.
+    pub seed: u64,
+}
+
+impl TableOptions {
+    /// Options for `kind` and `fs_type` with the default alignment, an empty
+    /// name and seed 0.
+    pub fn new(kind: TableKind, fs_type: PartitionFs) -> Self {
+        TableOptions {
+            kind,
+            align: DEFAULT_ALIGN,
+            fs_type,
+            name: String::new(),
+            seed: 0,
+        }
+    }
+}
+
+/// A planned table: where the one partition goes and every identifier that
+/// will be written. Serializes to JSON for the CLI.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TablePlan {
+    /// The table kind.
+    pub kind: TableKind,
+    /// Logical block (sector) size in bytes; table LBAs count these.
+    pub block_size: u32,
+    /// Size of the medium in bytes (a trailing partial block is not used).
+    pub medium_bytes: u64,
+    /// Alignment the partition start was rounded up to, in bytes.
+    pub align: u64,
+    /// Byte offset of the partition (of the file system) on the medium;
+    /// 0 without a table.
+    pub partition_start: u64,
+    /// Length of the partition (of the file system) in bytes, a multiple of
+    /// the block size.
+    pub partition_len: u64,
+    /// MBR partition type byte (MBR only).
+    pub mbr_type: Option<u8>,
+    /// MBR disk signature (MBR only; the protective MBR of GPT keeps 0).
+    pub disk_signature: Option<u32>,
+    /// GPT disk GUID (GPT only).
+    pub disk_guid: Option<Guid>,
+    /// GPT partition type GUID: Microsoft Basic Data (GPT only).
+    pub partition_type_guid: Option<Guid>,
+    /// GPT unique partition GUID (GPT only).
+    pub partition_guid: Option<Guid>,
+    /// GPT partition name (GPT only).
+    pub partition_name: Option<String>,
+    /// GPT first usable LBA, after the primary entries (GPT only).
+    pub first_usable_lba: Option<u64>,
+    /// GPT last usable LBA, before the backup entries (GPT only).
+    pub last_usable_lba: Option<u64>,
+}
+
+impl TablePlan {
+    /// Number of whole blocks on the medium.
+    pub fn num_blocks(&self) -> u64 {
+        self.medium_bytes / u64::from(self.block_size)
+    }
+
+    /// First LBA of the partition: what FAT32 `HiddSec` and exFAT
+    /// `PartitionOffset` must hold.
+    pub fn partition_start_lba(&self) -> u64 {
+        self.partition_start / u64::from(self.block_size)
+    }
+
+    /// Length of the partition in blocks.
+    pub fn partition_blocks(&self) -> u64 {
+        self.partition_len / u64::from(self.block_size)
+    }
+}
+
+/// Plans one partition spanning the medium.
+///
+/// The start is the first multiple of `opts.align` after the table (after
+/// LBA 0 for MBR, after the primary entries for GPT); the end is the end of
+/// the medium (MBR) or the last usable LBA before the backup entries (GPT).
+/// Identifiers come from `opts.seed`.
+///
+/// # Errors
+///
+/// - [`PartitionError::UnsupportedBlockSize`]: GPT needs 512 or 4096; others
+///   a power of two from 512 to 4096.
+/// - [`PartitionError::InvalidAlignment`]: not a power of two, below the block
+///   size (below 1 MiB for GPT) or above [`MAX_ALIGN`].
+/// - [`PartitionError::MbrTooLarge`]: MBR on more than 2^32 blocks.
+/// - [`PartitionError::InvalidName`]: GPT name over 36 UTF-16 units or with NUL.
+/// - [`PartitionError::MediumTooSmall`]: no room for a partition of
+///   [`MIN_PARTITION_BYTES`].
+pub fn plan_table(
+    opts: &TableOptions,
+    medium_bytes: u64,
+    block_size: u32,
+) -> Result<TablePlan, PartitionError> {
+    let kind = opts.kind;
+    check_block_size(kind, block_size)?;
+    let bs = u64::from(block_size);
+    let min_align = match kind {
+        TableKind::Gpt => MIN_GPT_ALIGN.max(bs),
+        TableKind::None | TableKind::Mbr => bs,
+    };
+    let align = opts.align;
+    if !align.is_power_of_two() || align < min_align || align > MAX_ALIGN {
+        return Err(PartitionError::InvalidAlignment {
+            align,
+            kind,
+            min: min_align,
+            max: MAX_ALIGN,
+        });
+    }
+    let blocks = medium_bytes / bs;
+    let too_small = |min_bytes: u64| PartitionError::MediumTooSmall {
+        medium_bytes,
+        kind,
+        align,
+        min_bytes,
+        min_partition: MIN_PARTITION_BYTES,
+    };
+
+    let mut rng = SplitMix64::new(opts.seed);
+    let disk_signature = rng.next_nonzero_u32();
+    let disk_guid = Guid::from_rng(&mut rng);
+    let partition_guid = Guid::from_rng(&mut rng);
+
+    let mut plan = TablePlan {
+        kind,
+        block_size,
+        medium_bytes,
+        align,
+        partition_start: 0,
+        partition_len: 0,
+        mbr_type: None,
+        disk_signature: None,
+        disk_guid: None,
+        partition_type_guid: None,
+        partition_guid: None,
+        partition_name: None,
+        first_usable_lba: None,
+        last_usable_lba: None,
+    };
+
+    // Each arm yields [start_lba, end_lba) of the partition and the number of
+    // blocks the table keeps after it (for the size error).
+    let (start_lba, end_lba, tail_blocks) = match kind {
+        TableKind::None => (0, blocks, 0),
+        TableKind::Mbr => {
+            // Both the start and the length are u32 sector numbers.
+            let max_blocks = 1u64 << 32;
+            if blocks > max_blocks {
+                return Err(PartitionError::MbrTooLarge {
+                    medium_bytes,
+                    block_size,
+                    max_bytes: max_blocks.saturating_mul(bs),
+                });
+            }
+            plan.mbr_type = Some(opts.fs_type.mbr_type());
+            plan.disk_signature = Some(disk_signature);
+            // LBA 0 holds the MBR; align >= block size, so `align` is the
+            // first aligned offset after it.
+            (align / bs, blocks, 0)
+        }
+        TableKind::Gpt => {
+            let units = opts.name.encode_utf16().count();
+            if units > GPT_NAME_MAX || opts.name.contains('\0') {
+                return Err(PartitionError::InvalidName {
+                    name: opts.name.clone(),
+                    units,
+                    max: GPT_NAME_MAX,
+                });
+            }
+            let entry_blocks = (GPT_ENTRIES * GPT_ENTRY_SIZE).div_ceil(bs);
+            // LBA 0 protective MBR, LBA 1 header, then the entries.
+            let first_usable = 2 + entry_blocks;
+            // Backup entries, then the backup header in the last LBA.
+            let tail = entry_blocks + 1;
+            let min_blocks = first_usable + tail + 1;
+            let start = (first_usable * bs).next_multiple_of(align) / bs;
+            if blocks < min_blocks {
+                return Err(too_small(
+                    (start * bs)
+                        .saturating_add(MIN_PARTITION_BYTES)
+                        .saturating_add(tail * bs),
+                ));
+            }
+            let last_usable = blocks - tail - 1;
+            plan.disk_guid = Some(disk_guid);
+            plan.partition_type_guid = Some(Guid::BASIC_DATA);
+            plan.partition_guid = Some(partition_guid);
+            plan.partition_name = Some(opts.name.clone());
+            plan.first_usable_lba = Some(first_usable);
+            plan.last_usable_lba = Some(last_usable);
+            (start, last_usable + 1, tail)
+        }
+    };
+
+    let len_blocks = end_lba.saturating_sub(start_lba);
+    let len = len_blocks.saturating_mul(bs);
+    if len < MIN_PARTITION_BYTES {
+        return Err(too_small(
+            start_lba
+                .saturating_mul(bs)
+                .saturating_add(MIN_PARTITION_BYTES)
+                .saturating_add(tail_blocks.saturating_mul(bs)),
+        ));
+    }
+    plan.partition_start = start_lba * bs;
+    plan.partition_len = len;
+    Ok(plan)
+}
+
+/// Checks `block_size` for `kind`.
+fn check_block_size(kind: TableKind, block_size: u32) -> Result<(), PartitionError> {
+    let (ok, valid) = match kind {
+        // The gpt crate knows only these two logical block sizes.
+        TableKind::Gpt => (matches!(block_size, 512 | 4096), "512 or 4096"),
+        TableKind::None | TableKind::Mbr => (
+            block_size.is_power_of_two() && (512..=4096).contains(&block_size),
+            "a power of two from 512 to 4096",
+        ),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(PartitionError::UnsupportedBlockSize {
+            block_size,
+            kind,
+            valid,
+        })
+    }
+}

@@ -1,0 +1,51 @@
+//! [`wipe_for_table`]: zero what could make tools see an old table or file
+//! system next to the new one.
+
+use mkfs_alloc_blockio::BlockIo;
+
+use crate::write::check_plan;
+use crate::{PartitionError, TablePlan};
+
+/// Bytes zeroed at the end of the medium and at the start of the volume.
+const WIPE: u64 = 1 << 20;
+
+/// Zeroes, with [`BlockIo::write_zeroes`], then flushes:
+///
+/// - everything before the partition start (old MBR, primary GPT, boot code,
+///   any old volume that started there);
+/// - the last 1 MiB of the medium (old backup GPT headers and entries, for
+///   any sector size);
+/// - the first 1 MiB of the new volume, or all of it if smaller (old file
+///   system superblocks, up to btrfs at 64 KiB).
+///
+/// Call it before [`write_table`](crate::write_table) and before formatting:
+/// the last MiB may lie inside the new volume.
+///
+/// # Errors
+///
+/// [`PartitionError::DeviceMismatch`] if `dev` is not the medium of the plan;
+/// [`PartitionError::InvalidPlan`] for a plan `plan_table` would not make;
+/// [`PartitionError::Io`] on I/O failure.
+pub fn wipe_for_table<D: BlockIo>(plan: &TablePlan, dev: &mut D) -> Result<(), PartitionError> {
+    check_plan(plan, dev)?;
+    let bs = u64::from(plan.block_size);
+    let blocks = plan.num_blocks();
+    let start = plan.partition_start_lba();
+    let wipe_blocks = WIPE.div_ceil(bs);
+    let ranges = [
+        (0, start),
+        (blocks.saturating_sub(wipe_blocks), blocks),
+        (
+            start,
+            start.saturating_add(wipe_blocks.min(plan.partition_blocks())),
+        ),
+    ];
+    for (from, to) in ranges {
+        let to = to.min(blocks);
+        if from < to {
+            dev.write_zeroes(from, to - from)?;
+        }
+    }
+    dev.flush()?;
+    Ok(())
+}
