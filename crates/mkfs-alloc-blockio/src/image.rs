@@ -103,6 +103,26 @@ impl ImageFile {
         Ok(Self::from_file(file, path, size, block_size, false))
     }
 
+    /// Opens an existing image read-only (for probing and inspection; no
+    /// write permission needed). Writes fail with the operating system's
+    /// error. A trailing partial block is ignored.
+    ///
+    /// # Errors
+    ///
+    /// [`IoOp::Open`] at offset 0: `block_size` not a power of two or the file
+    /// cannot be opened.
+    pub fn open_read_only(path: impl AsRef<Path>, block_size: u32) -> Result<Self, IoError> {
+        let path = path.as_ref();
+        check_block_size(block_size).map_err(|e| open_error(path, 0, e))?;
+        let file = OpenOptions::new()
+            .read(true)
+            .open(path)
+            .map_err(|e| open_error(path, 0, e))?;
+        let size = file.metadata().map_err(|e| open_error(path, 0, e))?.len();
+        let size = size - size % u64::from(block_size);
+        Ok(Self::from_file(file, path, size, block_size, false))
+    }
+
     /// Opens an existing image and grows it, sparsely, to `new_size` bytes.
     ///
     /// A file already of `new_size` bytes is left as it is.

@@ -380,8 +380,9 @@ fn with_valid_sizes(e: PlanError, fs: FsType, medium: &Medium, align: u64) -> Pl
     }
 }
 
-/// A volume serial from the clock, in the spirit of DOS: date and time bits mixed.
-fn serial_from_time(t: Timestamp) -> u32 {
+/// The serial used when none is given: the clock's seconds and nanoseconds,
+/// mixed (in the spirit of DOS, which mixed date and time).
+pub fn serial_from_time(t: Timestamp) -> u32 {
     let x = splitmix64((t.secs as u64) ^ (u64::from(t.nanos) << 32));
     (x ^ (x >> 32)) as u32
 }

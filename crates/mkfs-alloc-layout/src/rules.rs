@@ -20,10 +20,13 @@ pub enum FsRule {
     /// The caller named it.
     Explicit,
     /// `auto`: FAT32 up to 32 GiB.
+    #[serde(rename = "auto_fat32_up_to_32gib")]
     AutoFat32UpTo32GiB,
     /// `auto`: exFAT above 32 GiB.
+    #[serde(rename = "auto_exfat_above_32gib")]
     AutoExfatAbove32GiB,
     /// `auto`: the volume is too small for FAT32 at any cluster size.
+    #[serde(rename = "auto_exfat_too_small_for_fat32")]
     AutoExfatTooSmallForFat32,
 }
 

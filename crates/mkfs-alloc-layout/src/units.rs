@@ -69,7 +69,8 @@ pub fn parse_size(input: &str) -> Result<u64, SizeError> {
 }
 
 /// Formats a byte count for people: exact binary units when the value is a
-/// whole number of them (`32 KiB`, `2 TiB`), else one decimal (`1.5 GiB`).
+/// whole number of them (`32 KiB`, `2 TiB`), else one decimal rounded down
+/// (`1.5 GiB`; 16,775,168 bytes is `15.9 MiB`, not `16.0 MiB`).
 pub fn format_size(bytes: u64) -> String {
     const UNITS: [(&str, u32); 5] = [
         ("PiB", 50),
@@ -84,7 +85,9 @@ pub fn format_size(bytes: u64) -> String {
             if bytes % unit == 0 {
                 return format!("{} {name}", bytes >> shift);
             }
-            return format!("{:.1} {name}", bytes as f64 / unit as f64);
+            // Rounded down: never claim more than there is.
+            let tenths = (u128::from(bytes) * 10 / u128::from(unit)) as u64;
+            return format!("{}.{} {name}", tenths / 10, tenths % 10);
         }
     }
     format!("{bytes} B")
@@ -150,6 +153,7 @@ mod tests {
         assert_eq!(format_size(32 * KIB), "32 KiB");
         assert_eq!(format_size(3 * GIB / 2), "1.5 GiB");
         assert_eq!(format_size(2 * TIB), "2 TiB");
+        assert_eq!(format_size(16_775_168), "15.9 MiB");
         assert_eq!(format_count(32758), "32,758");
         assert_eq!(format_count(65525), "65,525");
         assert_eq!(format_count(100), "100");

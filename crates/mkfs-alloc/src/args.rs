@@ -5,6 +5,7 @@ use anyhow::anyhow;
 use clap::{Parser, ValueEnum};
 use mkfs_alloc_layout::units::parse_size;
 use mkfs_alloc_layout::{ClusterChoice, FormatOptions, FsChoice, FsType, Timestamp};
+use mkfs_alloc_partition::{TableChoice, TableKind};
 use std::path::PathBuf;
 
 const EXAMPLES: &str = "\
@@ -17,6 +18,8 @@ Examples:
     mkfs-alloc --dry-run --size 128G stick.img
   Reproducible output (same bytes every run):
     SOURCE_DATE_EPOCH=0 mkfs-alloc --serial 1234ABCD --size 1G a.img
+  A whole-stick image with an MBR partition table (partition at 1 MiB):
+    mkfs-alloc --table mbr --fs exfat --cluster 32K --size 64G stick.img
   Machine-readable plan and summary:
     mkfs-alloc --json --dry-run --size 64G a.img
 
@@ -36,10 +39,45 @@ pub enum FsArg {
     Fat32,
 }
 
+/// Partition table argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TableArg {
+    /// A whole disk gets MBR below 2 TiB and GPT from 2 TiB; an image file gets none.
+    Auto,
+    /// No table: the file system spans the target ("superfloppy").
+    None,
+    /// MBR with one partition (type 0x0C for FAT32, 0x07 for exFAT).
+    Mbr,
+    /// GPT with one Microsoft Basic Data partition named after the label.
+    Gpt,
+}
+
 /// Format a disk image as FAT32 or exFAT with an explicit cluster size.
 #[derive(Debug, Parser)]
-#[command(name = "mkfs-alloc", version, about, after_help = EXAMPLES)]
+#[command(
+    name = "mkfs-alloc",
+    version,
+    about,
+    after_help = EXAMPLES,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
 pub struct Cli {
+    /// Other commands; without one, mkfs-alloc formats TARGET.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Formatting options.
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+/// Commands besides formatting.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {}
+
+/// Options of the format command (the default command).
+#[derive(Debug, clap::Args)]
+pub struct FormatArgs {
     /// File system to create.
     #[arg(long, value_enum, default_value_t = FsArg::Auto)]
     pub fs: FsArg,
@@ -65,6 +103,9 @@ pub struct Cli {
     /// default: exfatprogs' fsck.exfat 1.2 reports it as an unknown entry.
     #[arg(long)]
     pub volume_guid: bool,
+    /// Partition table: "auto" (none for an image file), "none", "mbr" or "gpt".
+    #[arg(long, value_enum, default_value_t = TableArg::Auto)]
+    pub table: TableArg,
     /// Print the plan and write nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -75,14 +116,15 @@ pub struct Cli {
     #[arg(long, short = 'q')]
     pub quiet: bool,
     /// The image file to format.
-    pub target: PathBuf,
+    #[arg(required = true)]
+    pub target: Option<PathBuf>,
 }
 
 fn size_arg(name: &str, value: &str) -> Result<u64, Failure> {
     parse_size(value).map_err(|e| usage(anyhow!("--{name}: {e}")))
 }
 
-impl Cli {
+impl FormatArgs {
     /// The `--size` value in bytes, if given.
     pub fn size_bytes(&self) -> Result<Option<u64>, Failure> {
         match &self.size {
@@ -94,6 +136,16 @@ impl Cli {
                 }
                 Ok(Some(v))
             }
+        }
+    }
+
+    /// The partition table choice.
+    pub fn table_choice(&self) -> TableChoice {
+        match self.table {
+            TableArg::Auto => TableChoice::Auto,
+            TableArg::None => TableChoice::Fixed(TableKind::None),
+            TableArg::Mbr => TableChoice::Fixed(TableKind::Mbr),
+            TableArg::Gpt => TableChoice::Fixed(TableKind::Gpt),
         }
     }
 

@@ -8,7 +8,7 @@ mod report;
 mod target;
 
 use clap::Parser;
-use mkfs_alloc_layout::{plan, write_volume, Medium, PlanError, WriteError};
+use mkfs_alloc::{format_medium, plan_medium, MediumOptions};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
@@ -42,8 +42,12 @@ pub fn usage(e: impl Into<anyhow::Error>) -> Failure {
 
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
-    let json = cli.json;
-    match run(cli) {
+    let json = cli.format.json;
+    let result = match cli.command {
+        None => run(cli.format),
+        Some(command) => match command {},
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
             eprintln!("mkfs-alloc: error: {:#}", f.error());
@@ -55,22 +59,33 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: args::Cli) -> Result<(), Failure> {
-    let opts = cli.format_options()?;
-    let sector_size = cli.sector_size;
-    let target = target::Target::inspect(&cli.target, cli.size_bytes()?, sector_size)?;
-    let medium = Medium {
-        volume_bytes: target.size_bytes(),
-        sector_size,
-        partition_offset: 0,
+fn run(cli: args::FormatArgs) -> Result<(), Failure> {
+    let path = cli
+        .target
+        .clone()
+        .ok_or_else(|| usage(anyhow::anyhow!("missing TARGET")))?;
+    let opts = MediumOptions {
+        format: cli.format_options()?,
+        table: cli.table_choice(),
+        whole_disk: false,
+        sector_size: cli.sector_size,
     };
-    let layout = plan(&opts, &medium).map_err(|e: PlanError| usage(e))?;
+    let target = target::Target::inspect(&path, cli.size_bytes()?, cli.sector_size)?;
+    let plan = plan_medium(&opts, target.size_bytes(), cli.sector_size).map_err(|e| {
+        if e.is_invalid_input() {
+            usage(e)
+        } else {
+            Failure::Io(e.into())
+        }
+    })?;
+    // What is on the target now, the way `wipefs -n` would show it.
+    let found = target.probe().map_err(Failure::Io)?;
 
     if cli.dry_run {
         if cli.json {
-            report::print_json(&cli.target, &layout, None, true);
+            report::print_json(&path, &plan, &found, None, true);
         } else if !cli.quiet {
-            report::print_plan(&cli.target, &layout, &target);
+            report::print_plan(&path, &plan, &found, &target);
         }
         return Ok(());
     }
@@ -78,7 +93,7 @@ fn run(cli: args::Cli) -> Result<(), Failure> {
     let mut dev = target.open()?;
     let show_progress = !cli.quiet && !cli.json && std::io::stderr().is_terminal();
     let bar = report::progress_bar(show_progress);
-    let result = write_volume(&layout, &mut dev, &mut |done, total| {
+    let result = format_medium(&plan, &mut dev, &mut |done, total| {
         if let Some(b) = &bar {
             b.set_length(total);
             b.set_position(done);
@@ -87,18 +102,21 @@ fn run(cli: args::Cli) -> Result<(), Failure> {
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
-    let write = result.map_err(|e| match e {
-        WriteError::Io(io) => {
-            Failure::Io(anyhow::Error::new(io).context(format!("writing {}", cli.target.display())))
+    let write = result.map_err(|e| {
+        let invalid = e.is_invalid_input();
+        let e = anyhow::Error::new(e).context(format!("formatting {}", path.display()));
+        if invalid {
+            usage(e)
+        } else {
+            Failure::Io(e)
         }
-        other => usage(other),
     })?;
     drop(dev);
 
     if cli.json {
-        report::print_json(&cli.target, &layout, Some(&write), false);
+        report::print_json(&path, &plan, &found, Some(&write), false);
     } else if !cli.quiet {
-        report::print_summary(&cli.target, &layout, &write, &target);
+        report::print_summary(&path, &plan, &found, &write, &target);
     }
     Ok(())
 }

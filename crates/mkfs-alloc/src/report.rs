@@ -4,8 +4,10 @@
 //! add fields, never rename them.
 
 use crate::target::{Action, Target};
+use mkfs_alloc::MediumPlan;
 use mkfs_alloc_layout::units::{format_count, format_size};
 use mkfs_alloc_layout::{Layout, RegionKind, WriteReport};
+use mkfs_alloc_partition::{Signature, TableKind};
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -67,7 +69,47 @@ fn alignment_note(offset: u64) -> String {
     format!("aligned to {}", format_size(Layout::alignment_of(offset)))
 }
 
-fn print_common(layout: &Layout) {
+fn print_table(plan: &MediumPlan) {
+    let t = &plan.table;
+    match t.kind {
+        TableKind::None => println!("  partition      none ({})", plan.table_reason),
+        kind => {
+            let ty = match (t.mbr_type, t.partition_type_guid) {
+                (Some(b), _) => format!("type 0x{b:02X}"),
+                (None, Some(_)) => "Microsoft Basic Data".to_string(),
+                _ => String::new(),
+            };
+            println!(
+                "  partition      {} ({}): 1 partition at {} ({}), {}, {ty}",
+                match kind {
+                    TableKind::Mbr => "MBR",
+                    _ => "GPT",
+                },
+                plan.table_reason,
+                format_size(t.partition_start),
+                alignment_note(t.partition_start),
+                format_size(t.partition_len)
+            );
+        }
+    }
+}
+
+fn print_found(found: &[Signature]) {
+    if found.is_empty() {
+        return;
+    }
+    println!("  found before   (will be wiped or overwritten)");
+    for s in found {
+        println!(
+            "                 {} at byte {}: {}",
+            s.kind, s.offset, s.detail
+        );
+    }
+}
+
+fn print_common(plan: &MediumPlan) {
+    let layout = &plan.layout;
+    print_table(plan);
     let fs = layout.fs;
     println!("  file system    {fs} ({})", layout.fs_rule.describe());
     let windows = match layout.windows_default_cluster {
@@ -117,14 +159,16 @@ fn print_warnings(layout: &Layout) {
 }
 
 /// The plan of a dry run: summary and region table.
-pub fn print_plan(path: &Path, layout: &Layout, target: &Target) {
+pub fn print_plan(path: &Path, plan: &MediumPlan, found: &[Signature], target: &Target) {
+    let layout = &plan.layout;
     let what = match target.action() {
         Action::Create(s) => format!("would create {} ({})", path.display(), format_size(s)),
         Action::Grow(s) => format!("would grow {} to {}", path.display(), format_size(s)),
         Action::Keep(s) => format!("would format {} ({})", path.display(), format_size(s)),
     };
     println!("mkfs-alloc: dry run, nothing written; {what}");
-    print_common(layout);
+    print_common(plan);
+    print_found(found);
     println!();
     println!(
         "  {:<42} {:>16} {:>16}  written",
@@ -147,14 +191,22 @@ pub fn print_plan(path: &Path, layout: &Layout, target: &Target) {
 }
 
 /// The summary after formatting.
-pub fn print_summary(path: &Path, layout: &Layout, write: &WriteReport, target: &Target) {
+pub fn print_summary(
+    path: &Path,
+    plan: &MediumPlan,
+    found: &[Signature],
+    write: &WriteReport,
+    target: &Target,
+) {
+    let layout = &plan.layout;
     let what = match target.action() {
         Action::Create(_) => "created and formatted",
         Action::Grow(_) => "grew and formatted",
         Action::Keep(_) => "formatted",
     };
     println!("mkfs-alloc: {what} {}", path.display());
-    print_common(layout);
+    print_common(plan);
+    print_found(found);
     println!(
         "  written        {} (zeroed {}, skipped {} already zero)",
         format_size(write.bytes_written),
@@ -165,7 +217,14 @@ pub fn print_summary(path: &Path, layout: &Layout, write: &WriteReport, target: 
 }
 
 /// The plan (and the write report) as one JSON object on stdout.
-pub fn print_json(path: &Path, layout: &Layout, write: Option<&WriteReport>, dry_run: bool) {
+pub fn print_json(
+    path: &Path,
+    plan: &MediumPlan,
+    found: &[Signature],
+    write: Option<&WriteReport>,
+    dry_run: bool,
+) {
+    let layout = &plan.layout;
     let regions: Vec<Value> = layout
         .regions
         .iter()
@@ -210,6 +269,9 @@ pub fn print_json(path: &Path, layout: &Layout, write: Option<&WriteReport>, dry
         "volume_guid": layout.volume_guid.as_ref().map(guid_text),
         "warnings": layout.warnings,
         "regions": regions,
+        "table": plan.table,
+        "table_reason": plan.table_reason,
+        "signatures_found": found,
     });
     if let (Some(w), Some(obj)) = (write, v.as_object_mut()) {
         obj.insert("write".into(), json!(w));

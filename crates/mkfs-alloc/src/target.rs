@@ -5,6 +5,7 @@ use crate::{usage, Failure};
 use anyhow::{anyhow, Context};
 use mkfs_alloc_blockio::ImageFile;
 use mkfs_alloc_layout::units::format_size;
+use mkfs_alloc_partition::{probe_signatures, Signature};
 use std::path::{Path, PathBuf};
 
 /// What will be done to the image.
@@ -130,6 +131,18 @@ impl Target {
     /// What will be done.
     pub fn action(&self) -> Action {
         self.action
+    }
+
+    /// Signatures found on the existing image (read-only); none for a new one.
+    pub fn probe(&self) -> anyhow::Result<Vec<Signature>> {
+        if let Action::Create(_) = self.action {
+            return Ok(Vec::new());
+        }
+        let mut img =
+            ImageFile::open_read_only(&self.path, self.sector_size).with_context(|| {
+                format!("opening {} to look for old signatures", self.path.display())
+            })?;
+        probe_signatures(&mut img).with_context(|| format!("probing {}", self.path.display()))
     }
 
     /// Creates or opens the image for writing.

@@ -1,0 +1,474 @@
+//! `mkfs-alloc advise`: which cluster size for this volume, and for this data?
+//!
+//! Prints, per file system, every valid cluster size with its cluster count,
+//! metadata overhead and (given PATHs) the data's footprint and waste, a bar
+//! per size, a histogram of the file sizes, and a recommendation with its
+//! reason. `--json` prints the same as one JSON document (field names are
+//! those of `mkfs_alloc_advise::Advice`: add fields, never rename them).
+
+use crate::{usage, Failure};
+use anyhow::anyhow;
+use clap::ValueEnum;
+use mkfs_alloc_advise::{
+    advise, scan, Advice, FsAdvice, FsNote, FsSelection, Row, ScanError, ScanOptions, ScanProgress,
+    ScanResult, DEFAULT_MAX_WASTE_PERCENT,
+};
+use mkfs_alloc_layout::units::{format_count, format_size, parse_size};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+const EXAMPLES: &str = "\
+Examples:
+  Which cluster size for a 128 GiB stick, and for these photos?
+    mkfs-alloc advise --size 128G ~/Pictures
+  Only exFAT, allowing 2% waste, as JSON:
+    mkfs-alloc advise --size 64G --fs exfat --max-waste 2 --json ~/Music
+  The volume size of an existing image:
+    mkfs-alloc advise --target card.img
+
+Waste = bytes on disk (files rounded up to clusters, plus directories)
+minus the files' sizes. The recommendation is the largest cluster size
+whose waste stays within --max-waste and that every common system handles
+(FAT32 up to 32 KiB, exFAT up to 1 MiB), never below 4 KiB unless the
+volume requires it; without PATHs, the --cluster auto rule.";
+
+/// File systems to advise on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AdviseFs {
+    /// exFAT only.
+    Exfat,
+    /// FAT32 only.
+    Fat32,
+    /// Both.
+    Both,
+}
+
+/// Options of `mkfs-alloc advise`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLES)]
+pub struct AdviseArgs {
+    /// Size of the volume, e.g. 32G, 128G, 1T (binary units).
+    #[arg(long, value_name = "SIZE", required_unless_present = "target")]
+    pub size: Option<String>,
+    /// An image file whose size is the volume's (devices are not supported yet).
+    #[arg(long, value_name = "IMAGE", conflicts_with = "size")]
+    pub target: Option<PathBuf>,
+    /// File systems to compare.
+    #[arg(long, value_enum, default_value_t = AdviseFs::Both)]
+    pub fs: AdviseFs,
+    /// Largest acceptable waste, in percent of the data's size.
+    #[arg(long, value_name = "PERCENT", default_value_t = DEFAULT_MAX_WASTE_PERCENT)]
+    pub max_waste: f64,
+    /// Logical sector size of the file system: 512, 1024, 2048 or 4096.
+    #[arg(long, default_value_t = 512, value_name = "N")]
+    pub sector_size: u32,
+    /// Print the advice as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Follow symbolic links inside PATHs (the PATHs themselves are always followed).
+    #[arg(long)]
+    pub follow_symlinks: bool,
+    /// Files and directories you mean to store (each one as an entry of the root directory).
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+}
+
+/// Runs `advise`.
+pub fn run(args: &AdviseArgs) -> Result<(), Failure> {
+    let volume = volume_bytes(args)?;
+    if args.max_waste.is_nan() || args.max_waste < 0.0 {
+        return Err(usage(anyhow!(
+            "--max-waste {}: expected a percentage of 0 or more, e.g. 1 or 2.5",
+            args.max_waste
+        )));
+    }
+    let selection = match args.fs {
+        AdviseFs::Exfat => FsSelection::Exfat,
+        AdviseFs::Fat32 => FsSelection::Fat32,
+        AdviseFs::Both => FsSelection::Both,
+    };
+    let data = if args.paths.is_empty() {
+        None
+    } else {
+        Some(scan_paths(args)?)
+    };
+    let advice = advise(
+        volume,
+        args.sector_size,
+        selection,
+        data.as_ref(),
+        args.max_waste,
+    )
+    .map_err(usage)?;
+    if args.json {
+        let text = serde_json::to_string_pretty(&advice)
+            .map_err(|e| Failure::Io(anyhow!(e).context("writing JSON")))?;
+        println!("{text}");
+    } else {
+        let unicode = std::io::stdout().is_terminal();
+        print!("{}", render(&advice, data.as_ref(), &args.paths, unicode));
+    }
+    Ok(())
+}
+
+fn volume_bytes(args: &AdviseArgs) -> Result<u64, Failure> {
+    let v = match (&args.size, &args.target) {
+        (Some(s), _) => parse_size(s).map_err(|e| usage(anyhow!("--size: {e}")))?,
+        (None, Some(t)) => {
+            let m = std::fs::metadata(t)
+                .map_err(|e| usage(anyhow!(e).context(format!("cannot inspect {}", t.display()))))?;
+            if !m.is_file() {
+                return Err(usage(anyhow!(
+                    "{} is not a regular file; advise reads the size of image files only (devices are not supported yet); give --size instead",
+                    t.display()
+                )));
+            }
+            m.len()
+        }
+        (None, None) => return Err(usage(anyhow!("give --size SIZE or --target IMAGE"))),
+    };
+    if v == 0 {
+        return Err(usage(anyhow!("the volume size must be greater than zero")));
+    }
+    Ok(v)
+}
+
+/// Scans the PATHs, with a spinner on stderr when it is a terminal and the
+/// scan takes more than a moment.
+fn scan_paths(args: &AdviseArgs) -> Result<ScanResult, Failure> {
+    let show = !args.json && std::io::stderr().is_terminal();
+    let bar: OnceLock<indicatif::ProgressBar> = OnceLock::new();
+    let report = |p: &ScanProgress| {
+        if p.elapsed < Duration::from_millis(300) {
+            return;
+        }
+        let b = bar.get_or_init(|| {
+            let b = indicatif::ProgressBar::new_spinner();
+            b.enable_steady_tick(Duration::from_millis(120));
+            b
+        });
+        b.set_message(format!(
+            "scanning: {} files, {} directories, {}",
+            format_count(p.files),
+            format_count(p.directories),
+            format_size(p.bytes)
+        ));
+    };
+    let opts = ScanOptions {
+        follow_symlinks: args.follow_symlinks,
+        progress: if show { Some(&report) } else { None },
+        ..ScanOptions::default()
+    };
+    let result = scan(&args.paths, &opts);
+    if let Some(b) = bar.get() {
+        b.finish_and_clear();
+    }
+    result.map_err(|e| match e {
+        ScanError::Threads(_) => Failure::Io(anyhow!(e)),
+        other => usage(other),
+    })
+}
+
+/// Bar glyphs: data, waste.
+struct Glyphs {
+    data: char,
+    waste: char,
+}
+
+const BAR_WIDTH: usize = 28;
+
+fn bar(g: &Glyphs, data: f64, waste: f64, max: f64) -> String {
+    if max <= 0.0 {
+        return String::new();
+    }
+    let total = ((data + waste) / max * BAR_WIDTH as f64).round() as usize;
+    let d = ((data / max * BAR_WIDTH as f64).round() as usize).min(total);
+    let mut s: String = std::iter::repeat(g.data).take(d).collect();
+    s.extend(std::iter::repeat(g.waste).take(total - d));
+    s
+}
+
+/// The human-readable report.
+pub fn render(
+    advice: &Advice,
+    data: Option<&ScanResult>,
+    paths: &[PathBuf],
+    unicode: bool,
+) -> String {
+    use std::fmt::Write;
+    let g = if unicode {
+        Glyphs {
+            data: '█',
+            waste: '░',
+        }
+    } else {
+        Glyphs {
+            data: '#',
+            waste: '~',
+        }
+    };
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "Volume: {} ({} bytes), {}-byte sectors",
+        format_size(advice.volume_bytes),
+        format_count(advice.volume_bytes),
+        advice.sector_size
+    );
+    if let (Some(d), Some(s)) = (data, &advice.data) {
+        let _ = writeln!(
+            o,
+            "Data:   {} files, {} directories, {} ({} bytes) in {}; scanned in {:.2} s",
+            format_count(s.files),
+            format_count(s.directories),
+            format_size(s.apparent_bytes),
+            format_count(s.apparent_bytes),
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            s.scan_seconds
+        );
+        if s.symlinks_skipped > 0 {
+            let _ = writeln!(
+                o,
+                "        {} symbolic link(s) skipped (--follow-symlinks follows them)",
+                format_count(s.symlinks_skipped)
+            );
+        }
+        if s.duplicates_skipped > 0 {
+            let _ = writeln!(
+                o,
+                "        {} extra hard link(s) or repeated directories counted once (a copy onto FAT stores each link as a file)",
+                format_count(s.duplicates_skipped)
+            );
+        }
+        if s.special_skipped > 0 {
+            let _ = writeln!(
+                o,
+                "        {} FIFO(s), socket(s) or device(s) skipped",
+                format_count(s.special_skipped)
+            );
+        }
+        if s.unreadable > 0 {
+            let _ = writeln!(
+                o,
+                "        {} unreadable entr(ies), not counted; first {}:",
+                format_count(s.unreadable),
+                s.unreadable_paths.len()
+            );
+            for u in &s.unreadable_paths {
+                let _ = writeln!(o, "          {}: {}", u.path.display(), u.error);
+            }
+        }
+        if s.invalid_names > 0 {
+            let _ = writeln!(
+                o,
+                "        {} name(s) with characters exFAT and FAT32 cannot store; first {}:",
+                format_count(s.invalid_names),
+                s.invalid_name_paths.len()
+            );
+            for p in &s.invalid_name_paths {
+                let _ = writeln!(o, "          {}", p.display());
+            }
+        }
+        render_histogram(&mut o, d, &g);
+    }
+    for f in &advice.per_fs {
+        render_fs(&mut o, advice, f, &g, unicode);
+    }
+    o
+}
+
+fn render_histogram(o: &mut String, d: &ScanResult, g: &Glyphs) {
+    use std::fmt::Write;
+    let h = d.histogram();
+    if h.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "\nFile sizes (by power of two)");
+    let max = h.iter().map(|b| b.files).max().unwrap_or(1) as f64;
+    let label = |b: &mkfs_alloc_advise::SizeBucket| {
+        if b.max == 0 {
+            "empty".to_string()
+        } else if b.min == b.max {
+            format_size(b.min)
+        } else {
+            format!("{} - <{}", format_size(b.min), format_size(b.max.saturating_add(1)))
+        }
+    };
+    let width = h.iter().map(|b| label(b).len()).max().unwrap_or(0);
+    for b in &h {
+        let _ = writeln!(
+            o,
+            "  {:<width$}  {:>11} files  {:>10}  {}",
+            label(b),
+            format_count(b.files),
+            format_size(b.bytes),
+            bar(g, b.files as f64, 0.0, max)
+        );
+    }
+}
+
+fn pct(v: f64) -> String {
+    if v < 0.01 && v > 0.0 {
+        "<0.01%".into()
+    } else {
+        format!("{v:.2}%")
+    }
+}
+
+fn render_fs(o: &mut String, advice: &Advice, f: &FsAdvice, g: &Glyphs, unicode: bool) {
+    use std::fmt::Write;
+    let fs = f.fs;
+    let _ = writeln!(o, "\n{fs} on {}", format_size(advice.volume_bytes));
+    let valid = |c: u64| {
+        if f.rows.iter().any(|r| r.cluster_size == c) {
+            format_size(c)
+        } else {
+            format!("{} (not valid here)", format_size(c))
+        }
+    };
+    let mut peers = Vec::new();
+    match f.windows_default {
+        Some(c) => peers.push(format!("Windows {}", valid(c))),
+        None => peers.push("Windows refuses this size".into()),
+    }
+    if let Some(c) = f.sd_recommended {
+        peers.push(format!("SD spec {}", valid(c)));
+    }
+    peers.push(format!("{} {}", f.mkfs_tool, valid(f.mkfs_default)));
+    if let Some(c) = f.auto_cluster {
+        peers.push(format!("--cluster auto {}", format_size(c)));
+    }
+    let _ = writeln!(o, "  defaults: {}", peers.join(", "));
+    if f.rows.is_empty() {
+        for n in &f.notes {
+            let _ = writeln!(o, "  {}", n.describe(fs));
+        }
+        return;
+    }
+    let with_data = advice.data.is_some();
+    let mut table: Vec<[String; COLS]> = vec![[
+        "cluster".into(),
+        "clusters".into(),
+        "overhead".into(),
+        String::new(),
+        if with_data { "on disk" } else { "usable" }.into(),
+        if with_data { "waste" } else { "" }.into(),
+        String::new(),
+        if with_data { "fits" } else { "" }.into(),
+        String::new(),
+    ]];
+    let max_bar = f
+        .rows
+        .iter()
+        .map(|r| {
+            if with_data {
+                r.data_bytes_on_disk.unwrap_or(0) as f64
+            } else {
+                r.overhead_percent
+            }
+        })
+        .fold(0.0, f64::max);
+    let apparent = advice.data.as_ref().map_or(0, |d| d.apparent_bytes) as f64;
+    for r in &f.rows {
+        table.push(row_cells(r, with_data, apparent, max_bar, g));
+    }
+    let widths: Vec<usize> = (0..COLS)
+        .map(|i| table.iter().map(|c| c[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    for (i, cells) in table.iter().enumerate() {
+        let mut line = String::from("  ");
+        for (j, c) in cells.iter().enumerate() {
+            if widths[j] == 0 {
+                continue;
+            }
+            let pad = widths[j] - c.chars().count();
+            // Numbers right-aligned; the size, the bar left-aligned.
+            if j == 0 || j == COLS - 1 {
+                line.push_str(c);
+                line.push_str(&" ".repeat(pad));
+            } else {
+                line.push_str(&" ".repeat(pad));
+                line.push_str(c);
+            }
+            line.push_str("  ");
+        }
+        if i > 0 {
+            let notes: Vec<String> = f.rows[i - 1]
+                .notes
+                .iter()
+                .map(|n| n.describe(fs))
+                .collect();
+            line.push_str(&notes.join("; "));
+        }
+        let _ = writeln!(o, "{}", line.trim_end());
+    }
+    if with_data {
+        let _ = writeln!(
+            o,
+            "  bars: on-disk footprint, {} file bytes, {} waste",
+            g.data, g.waste
+        );
+    } else {
+        let _ = writeln!(o, "  bars: metadata overhead");
+    }
+    for n in &f.notes {
+        // Invalid peer defaults are marked in the "defaults" line.
+        if !matches!(n, FsNote::DefaultNotValid { .. }) {
+            let _ = writeln!(o, "  note: {}", n.describe(fs));
+        }
+    }
+    if let Some(r) = &f.recommendation {
+        let arrow = if unicode { "→" } else { "->" };
+        let _ = writeln!(
+            o,
+            "  {arrow} recommended: {} ({})",
+            format_size(r.cluster_size),
+            r.reason
+        );
+    }
+}
+
+/// Columns of the table: cluster, clusters, overhead, overhead %, on disk
+/// (or usable), waste, waste %, fits, bar.
+const COLS: usize = 9;
+
+fn row_cells(
+    r: &Row,
+    with_data: bool,
+    apparent: f64,
+    max_bar: f64,
+    g: &Glyphs,
+) -> [String; COLS] {
+    if with_data {
+        let on_disk = r.data_bytes_on_disk.unwrap_or(0);
+        [
+            format_size(r.cluster_size),
+            format_count(u64::from(r.cluster_count)),
+            format_size(r.overhead_bytes),
+            pct(r.overhead_percent),
+            format_size(on_disk),
+            r.waste_bytes.map(format_size).unwrap_or_default(),
+            r.waste_percent.map(pct).unwrap_or_default(),
+            if r.fits == Some(true) { "yes" } else { "NO" }.into(),
+            bar(g, apparent.min(on_disk as f64), on_disk as f64 - apparent.min(on_disk as f64), max_bar),
+        ]
+    } else {
+        [
+            format_size(r.cluster_size),
+            format_count(u64::from(r.cluster_count)),
+            format_size(r.overhead_bytes),
+            pct(r.overhead_percent),
+            format_size(r.usable_bytes),
+            String::new(),
+            String::new(),
+            String::new(),
+            bar(g, r.overhead_percent, 0.0, max_bar),
+        ]
+    }
+}

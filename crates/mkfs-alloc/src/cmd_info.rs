@@ -1,0 +1,247 @@
+//! `mkfs-alloc info TARGET`: what is on an image or a device, read-only.
+//!
+//! Exit codes: 0 report printed; 2 bad input (missing file, a directory);
+//! 1 I/O failure, or a volume that could not be read to the end (the report
+//! is printed first, with the volume's error).
+
+use crate::{usage, Failure};
+use anyhow::anyhow;
+use mkfs_alloc_inspect::{
+    inspect, FileStats, InspectOptions, ReadOnlyFile, Report, TableKind, Volume, ALIGN_BOUNDARY,
+};
+use mkfs_alloc_layout::units::{format_count, format_size};
+use std::io::ErrorKind;
+use std::path::PathBuf;
+
+/// Arguments of `mkfs-alloc info`.
+#[derive(Debug, clap::Args)]
+pub struct InfoArgs {
+    /// The image file or device to inspect (opened read-only; no root needed for images).
+    pub target: PathBuf,
+    /// Also walk the directory trees of FAT/exFAT volumes: file count, sizes,
+    /// waste, and what the files would take at every other cluster size.
+    #[arg(long)]
+    pub files: bool,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `info`.
+pub fn run(args: &InfoArgs) -> Result<(), Failure> {
+    let path = &args.target;
+    let mut dev = ReadOnlyFile::open(path, 512).map_err(|e| match e.source.kind() {
+        ErrorKind::NotFound | ErrorKind::InvalidInput => usage(anyhow!(e)),
+        _ => Failure::Io(anyhow!(e)),
+    })?;
+    let opts = InspectOptions {
+        files: args.files,
+        ..InspectOptions::default()
+    };
+    let report = inspect(&mut dev, &opts)
+        .map_err(|e| Failure::Io(anyhow!(e).context(format!("reading {}", path.display()))))?;
+
+    if args.json {
+        let mut v = serde_json::to_value(&report)
+            .map_err(|e| Failure::Io(anyhow!(e).context("serialising the report")))?;
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert(
+                "target".into(),
+                serde_json::Value::String(path.display().to_string()),
+            );
+        }
+        println!("{v:#}");
+    } else {
+        print_text(&path.display().to_string(), &report);
+    }
+
+    let errors: Vec<String> = report
+        .errors()
+        .map(|(i, e)| format!("volume {}: {e}", i + 1))
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Io(anyhow!(
+            "{}: {}",
+            path.display(),
+            errors.join("; ")
+        )))
+    }
+}
+
+fn serial_text(s: &str) -> String {
+    if s.len() == 8 {
+        format!("{}-{}", &s[..4], &s[4..])
+    } else {
+        s.to_string()
+    }
+}
+
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
+
+fn place(offset: u64) -> String {
+    let a = mkfs_alloc_inspect::alignment_of(offset);
+    let flag = if offset % ALIGN_BOUNDARY != 0 {
+        "  NOT on a 1 MiB boundary"
+    } else {
+        ""
+    };
+    format!(
+        "at byte {offset} ({}), aligned to {}{flag}",
+        format_size(offset),
+        format_size(a)
+    )
+}
+
+fn print_text(target: &str, r: &Report) {
+    let t = &r.partition_table;
+    let table = match (t.kind, &t.disk_id) {
+        (TableKind::None, _) => "none".to_string(),
+        (k, Some(id)) => format!("{} (disk {id})", k.display_name()),
+        (k, None) => k.display_name().to_string(),
+    };
+    println!(
+        "{target}: {} ({} bytes), partition table: {table}",
+        format_size(r.medium_bytes),
+        r.medium_bytes
+    );
+    for p in &t.partitions {
+        let name = p.name.as_deref().map(|n| format!(" {n:?}")).unwrap_or_default();
+        println!(
+            "  partition {:<3} start {:>10}  size {:>10}  type {} {}{}{name}",
+            p.index,
+            format_size(p.start),
+            format_size(p.size),
+            p.type_id,
+            p.type_name.as_deref().unwrap_or(""),
+            if p.bootable { " (active)" } else { "" },
+        );
+    }
+    for w in &t.warnings {
+        println!("  warning: {w}");
+    }
+    for (i, v) in r.volumes.iter().enumerate() {
+        println!();
+        print_volume(i + 1, v);
+    }
+    if r.volumes.is_empty() {
+        println!("no volume found");
+    }
+}
+
+fn print_volume(n: usize, v: &Volume) {
+    let whereabouts = match v.partition {
+        Some(p) => format!("partition {p}"),
+        None => "whole medium".to_string(),
+    };
+    println!(
+        "volume {n} ({whereabouts}, {}): {}",
+        format_size(v.size),
+        v.fs.display_name()
+    );
+    let row = |k: &str, val: String| println!("  {k:<15}{val}");
+    if let Some(l) = &v.label {
+        row("label", l.clone());
+    } else if v.fs.is_fat_family() {
+        row("label", "(none)".into());
+    }
+    if let Some(s) = &v.serial {
+        row("serial", serial_text(s));
+    }
+    if let Some(c) = v.cluster_size {
+        row("cluster size", format_size(c));
+    }
+    if let Some(s) = v.sector_size {
+        row("sector size", format!("{s} B"));
+    }
+    if let Some(c) = v.cluster_count {
+        row("clusters", format_count(c));
+    }
+    if let Some(b) = v.fs_bytes {
+        row("size", format!("{} ({b} bytes)", format_size(b)));
+    }
+    if let (Some(used), Some(free)) = (v.used_bytes, v.free_bytes) {
+        let total = used + free;
+        row(
+            "used",
+            format!("{} ({:.1}%)", format_size(used), pct(used, total)),
+        );
+        row(
+            "free",
+            format!("{} ({:.1}%)", format_size(free), pct(free, total)),
+        );
+    }
+    if let Some(h) = v.free_bytes_fsinfo {
+        if Some(h) != v.free_bytes {
+            row("free (FSInfo)", format_size(h));
+        }
+    }
+    row("partition", place(v.start));
+    if let Some(f) = v.fat_offset {
+        let what = match (v.fat_count, v.fat_bytes) {
+            (Some(c), Some(b)) => format!("{}, {c} x {}", place(f), format_size(b)),
+            _ => place(f),
+        };
+        row("FAT", what);
+    }
+    if let Some(d) = v.data_offset {
+        row("data region", place(d));
+    }
+    if let Some(files) = &v.files {
+        print_files(files, v.cluster_size.unwrap_or(0));
+    }
+    for w in &v.warnings {
+        println!("  warning: {w}");
+    }
+    if let Some(e) = &v.error {
+        println!("  error: {e}");
+    }
+}
+
+fn print_files(f: &FileStats, current: u64) {
+    println!(
+        "  {:<15}{} files in {} directories: {}, taking {} (waste {}, {:.1}%){}",
+        "files",
+        format_count(f.count),
+        format_count(f.dirs),
+        format_size(f.total_bytes),
+        format_size(f.allocated_bytes),
+        format_size(f.waste_bytes),
+        pct(f.waste_bytes, f.allocated_bytes),
+        if f.complete { "" } else { " (partial)" }
+    );
+    if f.fragmented > 0 {
+        println!("  {:<15}{} files", "fragmented", format_count(f.fragmented));
+    }
+    println!(
+        "  {:<15}{}",
+        "directories",
+        format_size(f.dir_bytes)
+    );
+    println!(
+        "  {:<15}{:>10}  {:>12}  {:>12}  {:>12}",
+        "at cluster", "size", "files take", "waste", "directories"
+    );
+    for a in &f.at_cluster_sizes {
+        println!(
+            "  {:<15}{:>10}  {:>12}  {:>12}  {:>12}{}",
+            "",
+            format_size(a.cluster_size),
+            format_size(a.allocated_bytes),
+            format_size(a.waste_bytes),
+            format_size(a.dir_bytes),
+            if a.cluster_size == current {
+                "  <- current"
+            } else {
+                ""
+            }
+        );
+    }
+}
