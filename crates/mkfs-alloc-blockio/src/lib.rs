@@ -5,7 +5,8 @@
 //!                                     ├─ ImageFile    (sparse image files)
 //!                                     ├─ Slice<D>     (a window of another BlockIo)
 //!                                     ├─ Counting<D>  (counters and an op log, tests)
-//!                                     └─ FaultyIo<D>  (fault injection, tests)
+//!                                     ├─ FaultyIo<D>  (fault injection, tests)
+//!                                     └─ Device       (raw block devices, see [`device`])
 //! ```
 //!
 //! All offsets are in blocks of [`BlockIo::block_size`] bytes; every buffer is a
@@ -17,6 +18,7 @@
 use std::fmt;
 
 mod counting;
+pub mod device;
 mod faulty;
 mod image;
 mod mem;
@@ -25,6 +27,7 @@ mod slice;
 mod stats;
 
 pub use counting::{Counting, LogEntry};
+pub use device::{Device, DeviceError, DeviceInfo, PartitionInfo, Refusal, RefusalKind};
 pub use faulty::{injected_fault, Fault, FaultyIo, InjectedFault};
 pub use image::{ImageFile, ZeroMethod};
 pub use mem::MemDisk;

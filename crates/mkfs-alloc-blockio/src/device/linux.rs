@@ -1,0 +1,613 @@
+//! Linux block devices: ioctls on the device node, sysfs, udev's database
+//! and `/proc/self/mountinfo`.
+//!
+//! Sources: `include/uapi/linux/fs.h` (BLK* ioctl numbers),
+//! Documentation/ABI/stable/sysfs-block (`queue/*`, `removable`, `ro`,
+//! partition `start`/`size` in 512-byte units), proc(5) (mountinfo, swaps).
+
+#![allow(unsafe_code)]
+
+use std::collections::HashSet;
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use rustix::io::Errno;
+use rustix::ioctl::{self, opcode, Opcode};
+
+use super::mountinfo::{self, Mount};
+use super::probe::{probe, ProbeRead, PROBE_UNIT};
+use super::{clean, DeviceError, DeviceInfo, PartitionInfo, XferResult};
+
+/// `BLKROGET`: `_IO(0x12, 94)`, writes an `int`.
+const BLKROGET: Opcode = opcode::none(0x12, 94);
+/// `BLKRRPART`: `_IO(0x12, 95)`, no argument.
+const BLKRRPART: Opcode = opcode::none(0x12, 95);
+/// `BLKGETSIZE64`: `_IOR(0x12, 114, size_t)`, writes a `u64`.
+const BLKGETSIZE64: Opcode = opcode::read::<libc::size_t>(0x12, 114);
+/// `BLKDISCARD`: `_IO(0x12, 119)`, reads `u64[2]` (start, length in bytes).
+const BLKDISCARD: Opcode = opcode::none(0x12, 119);
+/// `BLKIOOPT`: `_IO(0x12, 121)`, writes an `unsigned int`.
+const BLKIOOPT: Opcode = opcode::none(0x12, 121);
+/// `BLKZEROOUT`: `_IO(0x12, 127)`, reads `u64[2]` (start, length in bytes).
+const BLKZEROOUT: Opcode = opcode::none(0x12, 127);
+
+type DevNum = (u32, u32);
+
+fn dev_num(rdev: u64) -> DevNum {
+    (rustix::fs::major(rdev), rustix::fs::minor(rdev))
+}
+
+pub(super) fn is_block_device(path: &Path) -> bool {
+    fs::metadata(path).is_ok_and(|m| m.file_type().is_block_device())
+}
+
+/// Canonical path and device number of the block device at `path`.
+fn block_node(path: &Path) -> Result<(PathBuf, DevNum), DeviceError> {
+    let meta = fs::metadata(path).map_err(|e| DeviceError::io(path, "stat", e))?;
+    if !meta.file_type().is_block_device() {
+        return Err(DeviceError::NotABlockDevice {
+            path: path.to_path_buf(),
+        });
+    }
+    let canonical = fs::canonicalize(path).map_err(|e| DeviceError::io(path, "canonicalize", e))?;
+    Ok((canonical, dev_num(meta.rdev())))
+}
+
+pub(super) fn inspect(path: &Path) -> Result<DeviceInfo, DeviceError> {
+    let (canonical, dev) = block_node(path)?;
+    // Read-only, non-blocking (no medium must not hang): used for ioctls
+    // and probing. Without permission, sysfs alone is used.
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(&canonical)
+        .ok();
+    let env = Env::load()?;
+    gather(&env, &canonical, dev, file.as_ref())
+}
+
+pub(super) fn list() -> Result<Vec<DeviceInfo>, DeviceError> {
+    let class = Path::new("/sys/class/block");
+    let entries = fs::read_dir(class).map_err(|e| DeviceError::io(class, "read_dir", e))?;
+    let env = Env::load()?;
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let dir = entry.path();
+        if !listable(&name, &dir) {
+            continue;
+        }
+        let node = Path::new("/dev").join(dev_name(&dir).unwrap_or(name));
+        let Ok((canonical, dev)) = block_node(&node) else {
+            continue;
+        };
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(&canonical)
+            .ok();
+        if let Ok(info) = gather(&env, &canonical, dev, file.as_ref()) {
+            out.push(info);
+        }
+    }
+    Ok(out)
+}
+
+/// Whether the sysfs entry `name` is a device worth listing.
+fn listable(name: &str, dir: &Path) -> bool {
+    if dir.join("partition").exists() {
+        return false;
+    }
+    const SKIP: [&str; 6] = ["ram", "zram", "dm-", "md", "sr", "fd"];
+    if SKIP.iter().any(|p| name.starts_with(p)) {
+        return false;
+    }
+    if name.starts_with("mmcblk") && (name.contains("boot") || name.ends_with("rpmb")) {
+        return false;
+    }
+    if name.starts_with("loop") && !dir.join("loop/backing_file").exists() {
+        return false;
+    }
+    read_u64(&dir.join("size")).unwrap_or(0) > 0
+}
+
+/// Systemwide facts shared by the inspection of several devices.
+struct Env {
+    mounts: Vec<Mount>,
+    /// For each mount, the device number of its source when the source is a
+    /// block device node (catches FUSE mounts, whose own number is `0:N`,
+    /// and btrfs).
+    mount_src: Vec<Option<DevNum>>,
+    /// Every device the root file system is built on, up to whole disks.
+    root_chain: HashSet<DevNum>,
+    /// Devices that are active swap.
+    swaps: Vec<DevNum>,
+}
+
+impl Env {
+    fn load() -> Result<Env, DeviceError> {
+        let mi = Path::new("/proc/self/mountinfo");
+        let text = fs::read_to_string(mi).map_err(|e| DeviceError::io(mi, "read", e))?;
+        let mounts = mountinfo::parse(&text);
+        let mount_src: Vec<Option<DevNum>> = mounts.iter().map(|m| source_dev(&m.source)).collect();
+        let mut root_chain = HashSet::new();
+        for (m, src) in mounts.iter().zip(&mount_src) {
+            if m.mountpoint != Path::new("/") {
+                continue;
+            }
+            if m.major != 0 {
+                add_chain((m.major, m.minor), &mut root_chain);
+            }
+            if let Some(d) = src {
+                add_chain(*d, &mut root_chain);
+            }
+        }
+        let swaps = fs::read_to_string("/proc/swaps")
+            .unwrap_or_default()
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next())
+            .filter_map(source_dev)
+            .collect();
+        Ok(Env {
+            mounts,
+            mount_src,
+            root_chain,
+            swaps,
+        })
+    }
+
+    /// Mount points of the device `dev` whose node is `path`.
+    fn mountpoints(&self, dev: DevNum, path: &Path) -> Vec<PathBuf> {
+        self.mounts
+            .iter()
+            .zip(&self.mount_src)
+            .filter(|(m, src)| {
+                (m.major, m.minor) == dev || **src == Some(dev) || Path::new(&m.source) == path
+            })
+            .map(|(m, _)| m.mountpoint.clone())
+            .collect()
+    }
+}
+
+/// Device number of a mount or swap source naming a block device node.
+/// Only paths under `/dev` are examined, so that no network file system is
+/// touched.
+fn source_dev(source: &str) -> Option<DevNum> {
+    if !source.starts_with("/dev/") {
+        return None;
+    }
+    let meta = fs::metadata(source).ok()?;
+    meta.file_type()
+        .is_block_device()
+        .then(|| dev_num(meta.rdev()))
+}
+
+/// Adds `dev`, the disk it is a partition of, the devices it is built on
+/// (`slaves/`) and, for a loop device, the device of its backing file, all
+/// recursively.
+fn add_chain(dev: DevNum, set: &mut HashSet<DevNum>) {
+    if !set.insert(dev) {
+        return;
+    }
+    let Some(dir) = sys_dir(dev) else {
+        return;
+    };
+    if dir.join("partition").exists() {
+        if let Some(d) = dir.parent().and_then(|p| read_dev(&p.join("dev"))) {
+            add_chain(d, set);
+        }
+    }
+    if let Ok(slaves) = fs::read_dir(dir.join("slaves")) {
+        for s in slaves.flatten() {
+            if let Some(d) = read_dev(&s.path().join("dev")) {
+                add_chain(d, set);
+            }
+        }
+    }
+    if let Some(backing) = read_str(&dir.join("loop/backing_file")) {
+        if let Ok(meta) = fs::metadata(backing) {
+            add_chain(dev_num(meta.dev()), set);
+        }
+    }
+}
+
+/// `/sys/dev/block/MAJ:MIN`, resolved to its `/sys/devices/...` directory.
+fn sys_dir(dev: DevNum) -> Option<PathBuf> {
+    fs::canonicalize(format!("/sys/dev/block/{}:{}", dev.0, dev.1)).ok()
+}
+
+fn read_str(p: &Path) -> Option<String> {
+    clean(&fs::read_to_string(p).ok()?)
+}
+
+fn read_u64(p: &Path) -> Option<u64> {
+    read_str(p)?.parse().ok()
+}
+
+fn read_dev(p: &Path) -> Option<DevNum> {
+    let s = read_str(p)?;
+    let (a, b) = s.split_once(':')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+/// `DEVNAME` from a sysfs `uevent` file (`sda`, `mapper/x` style names).
+fn dev_name(dir: &Path) -> Option<String> {
+    let text = fs::read_to_string(dir.join("uevent")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("DEVNAME="))
+        .map(str::to_string)
+}
+
+/// udev's database entry `E:KEY=value` properties for `dev`.
+fn udev_props(dev: DevNum) -> Vec<(String, String)> {
+    let p = format!("/run/udev/data/b{}:{}", dev.0, dev.1);
+    fs::read_to_string(p)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.strip_prefix("E:"))
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn prop(props: &[(String, String)], key: &str) -> Option<String> {
+    props
+        .iter()
+        .find(|(k, _)| k == key)
+        .and_then(|(_, v)| clean(v))
+}
+
+/// Reads through an open device file, for the probe.
+struct FileReader<'a>(&'a File);
+
+impl ProbeRead for FileReader<'_> {
+    fn read_exact_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.0.read_exact_at(buf, offset)
+    }
+}
+
+fn gather(
+    env: &Env,
+    path: &Path,
+    dev: DevNum,
+    file: Option<&File>,
+) -> Result<DeviceInfo, DeviceError> {
+    let dir = sys_dir(dev).ok_or_else(|| {
+        DeviceError::io(
+            path,
+            format!("find /sys/dev/block/{}:{}", dev.0, dev.1),
+            io::Error::from(io::ErrorKind::NotFound),
+        )
+    })?;
+    let is_partition = dir.join("partition").exists();
+    let disk_dir = if is_partition {
+        dir.parent().map_or_else(|| dir.clone(), Path::to_path_buf)
+    } else {
+        dir.clone()
+    };
+    let queue = disk_dir.join("queue");
+    let q = |name: &str| read_u64(&queue.join(name));
+
+    let size_bytes = match file.map(ioctl_size) {
+        Some(Ok(n)) => n,
+        _ => read_u64(&dir.join("size")).unwrap_or(0).saturating_mul(512),
+    };
+    let logical_block_size = match file.map(rustix::fs::ioctl_blksszget) {
+        Some(Ok(n)) => n,
+        _ => q("logical_block_size").map_or(512, |n| u32::try_from(n).unwrap_or(0)),
+    };
+    let physical_block_size = match file.map(rustix::fs::ioctl_blkpbszget) {
+        Some(Ok(n)) => n,
+        _ => q("physical_block_size").map_or(0, |n| u32::try_from(n).unwrap_or(0)),
+    };
+    let optimal_io_size = match file.map(ioctl_io_opt) {
+        Some(Ok(n)) => n,
+        _ => q("optimal_io_size").map_or(0, |n| u32::try_from(n).unwrap_or(0)),
+    };
+    let discard_granularity = if q("discard_max_bytes").unwrap_or(0) > 0 {
+        q("discard_granularity").unwrap_or(0)
+    } else {
+        0
+    };
+    let read_only = match file.map(ioctl_ro) {
+        Some(Ok(ro)) => ro,
+        _ => read_u64(&dir.join("ro")).unwrap_or(0) != 0,
+    };
+
+    let props = udev_props(dev);
+    let disk_props = if is_partition {
+        read_dev(&disk_dir.join("dev"))
+            .map(udev_props)
+            .unwrap_or_default()
+    } else {
+        props.clone()
+    };
+    let device = disk_dir.join("device");
+    let removable = is_removable(&disk_dir);
+    // virtio and NVMe put a PCI vendor number (`0x1af4`) there: not a name.
+    let vendor = read_str(&device.join("vendor"))
+        .filter(|v| !v.starts_with("0x"))
+        .or_else(|| prop(&disk_props, "ID_VENDOR"));
+    let model = read_str(&device.join("model"))
+        .or_else(|| read_str(&device.join("name")))
+        .or_else(|| prop(&disk_props, "ID_MODEL"));
+    let serial = read_str(&device.join("serial"))
+        .or_else(|| read_str(&disk_dir.join("serial")))
+        .or_else(|| prop(&disk_props, "ID_SERIAL_SHORT"));
+
+    let (fs_type, label) = fs_of(&props, file, 0, size_bytes);
+    let partitions = if is_partition {
+        Vec::new()
+    } else {
+        partitions(env, &dir, file)
+    };
+
+    let mut in_use_by = holders(&dir);
+    let mut devs = vec![dev];
+    for p in &partitions {
+        if let Some(d) = p.dev {
+            devs.push(d);
+            in_use_by.extend(holders(&p.sys_dir));
+        }
+    }
+    if env.swaps.iter().any(|s| devs.contains(s)) {
+        in_use_by.push("swap".to_string());
+    }
+    let holds_system_root = devs.iter().any(|d| env.root_chain.contains(d));
+
+    Ok(DeviceInfo {
+        path: path.to_path_buf(),
+        size_bytes,
+        logical_block_size,
+        physical_block_size,
+        optimal_io_size,
+        discard_granularity,
+        removable,
+        read_only,
+        vendor,
+        model,
+        serial,
+        is_whole_disk: !is_partition,
+        partitions: partitions.into_iter().map(|p| p.info).collect(),
+        mountpoints: env.mountpoints(dev, path),
+        holds_system_root,
+        in_use_by,
+        fs_type,
+        label,
+    })
+}
+
+/// Removable medium (`removable` = 1), or on a USB bus, or an SD card.
+fn is_removable(disk_dir: &Path) -> bool {
+    if read_u64(&disk_dir.join("removable")) == Some(1) {
+        return true;
+    }
+    let p = disk_dir.to_string_lossy();
+    if p.contains("/usb") || p.contains("/firewire") {
+        return true;
+    }
+    read_str(&disk_dir.join("device/type")).as_deref() == Some("SD")
+}
+
+/// `/dev/NAME` of the devices in `dir/holders` (device-mapper, RAID).
+fn holders(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir.join("holders"))
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    format!("/dev/{}", dev_name(&e.path()).unwrap_or(name))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Type and label from udev's database, else from the probe.
+fn fs_of(
+    props: &[(String, String)],
+    file: Option<&File>,
+    base: u64,
+    size: u64,
+) -> (Option<String>, Option<String>) {
+    if let Some(t) = prop(props, "ID_FS_TYPE") {
+        return (Some(t), prop(props, "ID_FS_LABEL"));
+    }
+    match file {
+        Some(f) if base % PROBE_UNIT == 0 => probe(&mut FileReader(f), base, size),
+        _ => (None, None),
+    }
+}
+
+struct Part {
+    info: PartitionInfo,
+    number: u64,
+    dev: Option<DevNum>,
+    sys_dir: PathBuf,
+}
+
+/// The partitions of the disk at `disk_dir`, from sysfs, ordered by number.
+/// Partition nodes may be missing in `/dev`; the disk's handle is used to
+/// probe them.
+fn partitions(env: &Env, disk_dir: &Path, file: Option<&File>) -> Vec<Part> {
+    let Ok(rd) = fs::read_dir(disk_dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<Part> = rd
+        .flatten()
+        .filter_map(|e| {
+            let dir = e.path();
+            let number = read_u64(&dir.join("partition"))?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            let start_bytes = read_u64(&dir.join("start"))?.saturating_mul(512);
+            let size_bytes = read_u64(&dir.join("size"))?.saturating_mul(512);
+            let path = Path::new("/dev").join(dev_name(&dir).unwrap_or(name));
+            let dev = read_dev(&dir.join("dev"));
+            let props = dev.map(udev_props).unwrap_or_default();
+            let (fs_type, label) = fs_of(&props, file, start_bytes, size_bytes);
+            let mountpoints = dev.map_or_else(Vec::new, |d| env.mountpoints(d, &path));
+            Some(Part {
+                info: PartitionInfo {
+                    path,
+                    start_bytes,
+                    size_bytes,
+                    mountpoints,
+                    fs_type,
+                    label,
+                },
+                number,
+                dev,
+                sys_dir: dir,
+            })
+        })
+        .collect();
+    out.sort_by_key(|p| p.number);
+    out
+}
+
+fn ioctl_size(f: &File) -> io::Result<u64> {
+    // SAFETY: BLKGETSIZE64 writes one u64 (the size in bytes) through the
+    // pointer, which `Getter` provides for a `u64`.
+    let n = unsafe { ioctl::ioctl(f, ioctl::Getter::<BLKGETSIZE64, u64>::new()) }?;
+    Ok(n)
+}
+
+fn ioctl_io_opt(f: &File) -> io::Result<u32> {
+    // SAFETY: BLKIOOPT writes one `unsigned int` through the pointer.
+    let n = unsafe { ioctl::ioctl(f, ioctl::Getter::<BLKIOOPT, libc::c_uint>::new()) }?;
+    Ok(n)
+}
+
+fn ioctl_ro(f: &File) -> io::Result<bool> {
+    // SAFETY: BLKROGET writes one `int` through the pointer.
+    let n = unsafe { ioctl::ioctl(f, ioctl::Getter::<BLKROGET, libc::c_int>::new()) }?;
+    Ok(n != 0)
+}
+
+/// True for errors by which an ioctl says "not supported here".
+fn unsupported(e: Errno) -> bool {
+    e == Errno::OPNOTSUPP || e == Errno::NOTTY || e == Errno::NOSYS
+}
+
+/// An exclusively opened Linux block device.
+#[derive(Debug)]
+pub(super) struct RawDevice {
+    file: File,
+    can_discard: bool,
+}
+
+impl RawDevice {
+    pub(super) fn open(path: &Path) -> Result<(RawDevice, DeviceInfo), DeviceError> {
+        let (canonical, dev) = block_node(path)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_EXCL | libc::O_CLOEXEC)
+            .open(&canonical)
+            .map_err(|e| {
+                if e.raw_os_error() == Some(libc::EBUSY) {
+                    DeviceError::Busy {
+                        path: canonical.clone(),
+                        source: e,
+                    }
+                } else {
+                    DeviceError::io(&canonical, "open for writing (O_EXCL)", e)
+                }
+            })?;
+        let env = Env::load()?;
+        let info = gather(&env, &canonical, dev, Some(&file))?;
+        let raw = RawDevice {
+            file,
+            can_discard: info.discard_granularity > 0,
+        };
+        Ok((raw, info))
+    }
+
+    pub(super) fn read_at(&mut self, offset: u64, mut buf: &mut [u8]) -> XferResult {
+        let mut done = 0u64;
+        while !buf.is_empty() {
+            match self.file.read_at(buf, offset + done) {
+                Ok(0) => return Err((done, io::ErrorKind::UnexpectedEof.into())),
+                Ok(n) => {
+                    buf = &mut buf[n..];
+                    done += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err((done, e)),
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn write_at(&mut self, offset: u64, mut buf: &[u8]) -> XferResult {
+        let mut done = 0u64;
+        while !buf.is_empty() {
+            match self.file.write_at(buf, offset + done) {
+                Ok(0) => return Err((done, io::ErrorKind::WriteZero.into())),
+                Ok(n) => {
+                    buf = &buf[n..];
+                    done += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err((done, e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// `BLKZEROOUT`; `Ok(false)` if the kernel does not know it.
+    pub(super) fn zero_range(&mut self, offset: u64, len: u64) -> io::Result<bool> {
+        // SAFETY: BLKZEROOUT reads a `u64[2]` {start, len} through the
+        // pointer; `Setter` passes a pointer to its `[u64; 2]`.
+        let r = unsafe {
+            ioctl::ioctl(
+                &self.file,
+                ioctl::Setter::<BLKZEROOUT, [u64; 2]>::new([offset, len]),
+            )
+        };
+        match r {
+            Ok(()) => Ok(true),
+            Err(e) if unsupported(e) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// `BLKDISCARD`; `Ok(false)` if the device cannot discard.
+    pub(super) fn discard(&mut self, offset: u64, len: u64) -> io::Result<bool> {
+        if !self.can_discard {
+            return Ok(false);
+        }
+        // SAFETY: BLKDISCARD reads a `u64[2]` {start, len} through the
+        // pointer; `Setter` passes a pointer to its `[u64; 2]`.
+        let r = unsafe {
+            ioctl::ioctl(
+                &self.file,
+                ioctl::Setter::<BLKDISCARD, [u64; 2]>::new([offset, len]),
+            )
+        };
+        match r {
+            Ok(()) => Ok(true),
+            Err(e) if unsupported(e) => {
+                self.can_discard = false;
+                Ok(false)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// `fsync`: writes back the page cache and flushes the device's cache.
+    pub(super) fn flush(&mut self) -> io::Result<()> {
+        self.file.sync_all()
+    }
+
+    pub(super) fn reread_partitions(&mut self) -> io::Result<()> {
+        // SAFETY: BLKRRPART takes no argument.
+        unsafe { ioctl::ioctl(&self.file, ioctl::NoArg::<BLKRRPART>::new()) }?;
+        Ok(())
+    }
+}

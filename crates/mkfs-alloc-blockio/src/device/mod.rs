@@ -1,0 +1,633 @@
+//! Raw block devices: inspection, listing, safety checks and exclusive I/O.
+//!
+//! ```text
+//!  inspect(path) ──► DeviceInfo ──► refusal(&info) ──► None ──► Device::open(path)
+//!  list()        ──► [DeviceInfo]                            (exclusive, BlockIo)
+//! ```
+//!
+//! * [`inspect`] and [`list`] never open a device for writing.
+//! * [`refusal`] says why a device must not be formatted (mounted, holds the
+//!   running system, in use, read-only, no medium).
+//! * [`Device`] is an exclusively opened device that implements [`BlockIo`]
+//!   with the logical block size as its block size.
+//!
+//! Platforms: Linux (`/dev/sdX`, `/dev/mmcblkN`, `/dev/loopN`, ...), macOS
+//! (`/dev/diskN`, `/dev/rdiskN`) and Windows (`\\.\PhysicalDriveN`, or a drive
+//! letter `\\.\X:` / `X:` standing for the disk that holds it). Other
+//! platforms get [`DeviceError::Unsupported`].
+//!
+//! Architecture invariant: the platform modules are the only places of the
+//! workspace with `unsafe` code; every `unsafe` block has a `// SAFETY:`
+//! comment.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::range::{block_range, buffer_range, invalid};
+use crate::{write_zeroes_by_writing, BlockIo, IoError, IoOp};
+
+#[cfg(target_os = "linux")]
+#[path = "linux.rs"]
+mod sys;
+#[cfg(target_os = "macos")]
+#[path = "macos.rs"]
+mod sys;
+#[cfg(windows)]
+#[path = "windows.rs"]
+mod sys;
+#[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
+#[path = "unsupported.rs"]
+mod sys;
+
+#[cfg(target_os = "linux")]
+mod mountinfo;
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+mod probe;
+
+/// What is known about a block device, gathered without writing to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeviceInfo {
+    /// Path of the device (canonical: symbolic links such as
+    /// `/dev/disk/by-id/...` are resolved; on Windows `\\.\PhysicalDriveN`).
+    pub path: PathBuf,
+    /// Size in bytes.
+    pub size_bytes: u64,
+    /// Logical block (sector) size in bytes: the unit of addressing and the
+    /// [`BlockIo::block_size`] of a [`Device`].
+    pub logical_block_size: u32,
+    /// Physical block size in bytes (writes smaller than this are
+    /// read-modify-write inside the device).
+    pub physical_block_size: u32,
+    /// Optimal I/O size in bytes reported by the device, 0 if unknown.
+    pub optimal_io_size: u32,
+    /// Discard (TRIM/UNMAP) granularity in bytes, 0 if the device cannot
+    /// discard.
+    pub discard_granularity: u64,
+    /// Removable medium or hot-pluggable device (USB, SD/MMC, FireWire).
+    pub removable: bool,
+    /// Whether the device is read-only (write-protect switch, read-only
+    /// loop device, ...).
+    pub read_only: bool,
+    /// Vendor string, if the device reports one.
+    pub vendor: Option<String>,
+    /// Model string, if the device reports one.
+    pub model: Option<String>,
+    /// Serial number, if the device reports one.
+    pub serial: Option<String>,
+    /// True for a whole disk, false for a partition. A Linux loop device
+    /// attached with an offset or size limit is a whole disk of its own.
+    pub is_whole_disk: bool,
+    /// Partitions of the disk (empty for a partition), ordered by number.
+    pub partitions: Vec<PartitionInfo>,
+    /// Where the device itself is mounted (not its partitions).
+    pub mountpoints: Vec<PathBuf>,
+    /// Whether the device (or a partition of it, or a device built on it)
+    /// holds the running system's root file system.
+    pub holds_system_root: bool,
+    /// Other users of the device or its partitions that keep it busy:
+    /// device-mapper / RAID holders (`/dev/dm-0`), active swap (`swap`).
+    pub in_use_by: Vec<String>,
+    /// File system type found on the device itself (`exfat`, `vfat`,
+    /// `ext4`, ...), if known.
+    pub fs_type: Option<String>,
+    /// File system label found on the device itself, if known.
+    pub label: Option<String>,
+}
+
+/// A partition of a [`DeviceInfo`] disk.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PartitionInfo {
+    /// Path of the partition node (it may not exist, e.g. for a loop device
+    /// without partition scanning).
+    pub path: PathBuf,
+    /// Offset of the partition from the start of the disk, in bytes.
+    pub start_bytes: u64,
+    /// Size of the partition in bytes.
+    pub size_bytes: u64,
+    /// Where the partition is mounted.
+    pub mountpoints: Vec<PathBuf>,
+    /// File system type found in the partition, if known.
+    pub fs_type: Option<String>,
+    /// File system label found in the partition, if known.
+    pub label: Option<String>,
+}
+
+impl DeviceInfo {
+    /// Every mount point of the device and of its partitions, device first.
+    pub fn all_mountpoints(&self) -> impl Iterator<Item = &Path> {
+        self.mountpoints
+            .iter()
+            .chain(self.partitions.iter().flat_map(|p| p.mountpoints.iter()))
+            .map(PathBuf::as_path)
+    }
+}
+
+/// Why a device must not be formatted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub enum RefusalKind {
+    /// The device holds the running system's root file system.
+    SystemDisk,
+    /// The device or one of its partitions is mounted.
+    Mounted,
+    /// The device is used by another device (device-mapper, RAID) or as swap.
+    InUse,
+    /// The device is read-only.
+    ReadOnly,
+    /// The device has no medium (size 0).
+    NoMedium,
+}
+
+/// Why formatting a device must be refused, from [`refusal`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Refusal {
+    /// The kind of refusal, for programs.
+    pub kind: RefusalKind,
+    /// A sentence for humans, naming the device (and the mount point).
+    pub reason: String,
+    /// The mount point that blocks formatting, for [`RefusalKind::Mounted`].
+    pub mountpoint: Option<PathBuf>,
+    /// Whether a user may override the refusal (for example with
+    /// `--force`). None of the current refusals is overridable: unmounting
+    /// or releasing the device is the way out.
+    pub overridable: bool,
+}
+
+/// Errors of device inspection and opening.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeviceError {
+    /// The path exists but is not a block device.
+    #[error("{path}: not a block device")]
+    NotABlockDevice {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// Exclusive opening failed because something else holds the device
+    /// (a kernel mount, device-mapper, RAID, another program).
+    #[error("{path}: device is busy (mounted, or in use by another program or device): {source}")]
+    Busy {
+        /// The device.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: io::Error,
+    },
+    /// A system call or system file failed.
+    #[error("{path}: {what}: {source}")]
+    Io {
+        /// The device (or system file) concerned.
+        path: PathBuf,
+        /// What was attempted (`open`, `BLKGETSIZE64`, `read /proc/self/mountinfo`).
+        what: String,
+        /// The operating system's error.
+        #[source]
+        source: io::Error,
+    },
+    /// The device reported values this crate cannot work with.
+    #[error("{path}: {detail}")]
+    Invalid {
+        /// The device.
+        path: PathBuf,
+        /// What is wrong, with the values.
+        detail: String,
+    },
+    /// Raw devices are not supported on this platform.
+    #[error("raw block devices are not supported on this platform ({what})")]
+    Unsupported {
+        /// What was attempted.
+        what: String,
+    },
+}
+
+impl DeviceError {
+    pub(crate) fn io(path: &Path, what: impl Into<String>, source: io::Error) -> Self {
+        DeviceError::Io {
+            path: path.to_path_buf(),
+            what: what.into(),
+            source,
+        }
+    }
+}
+
+/// Read-only inspection of the block device at `path`: never opens it for
+/// writing.
+///
+/// # Errors
+///
+/// [`DeviceError::NotABlockDevice`] if `path` is not a block device (a
+/// regular file, a directory); [`DeviceError::Io`] if it cannot be examined.
+pub fn inspect(path: &Path) -> Result<DeviceInfo, DeviceError> {
+    let mut info = sys::inspect(path)?;
+    finish(&mut info)?;
+    Ok(info)
+}
+
+/// Whether `path` names a block device (false for regular files and for
+/// paths that do not exist).
+pub fn is_block_device(path: &Path) -> bool {
+    sys::is_block_device(path)
+}
+
+/// All block devices one could format, removable devices first, then by
+/// path.
+///
+/// Left out: partitions (they are in [`DeviceInfo::partitions`]), devices
+/// without a medium, RAM disks, zram, detached loop devices, device-mapper
+/// and MD RAID devices, optical drives, eMMC boot areas. Attached loop
+/// devices are listed.
+///
+/// # Errors
+///
+/// [`DeviceError::Io`] if the system's device list cannot be read; devices
+/// that vanish or cannot be examined while listing are skipped.
+pub fn list() -> Result<Vec<DeviceInfo>, DeviceError> {
+    let mut all = sys::list()?;
+    // A device with an unusable geometry is left out, not an error.
+    all.retain_mut(|info| finish(info).is_ok());
+    all.sort_by(|a, b| {
+        b.removable
+            .cmp(&a.removable)
+            .then_with(|| natural_key(&a.path).cmp(&natural_key(&b.path)))
+    });
+    Ok(all)
+}
+
+/// Sorting key that orders `disk2` before `disk10`.
+fn natural_key(p: &Path) -> (String, u64, String) {
+    let s = p.to_string_lossy();
+    let digits = s.len() - s.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let (head, tail) = s.split_at(s.len() - digits);
+    let n = tail.parse().unwrap_or(0);
+    (head.to_string(), n, s.to_string())
+}
+
+/// Checks common to all platforms after inspection.
+fn finish(info: &mut DeviceInfo) -> Result<(), DeviceError> {
+    let bs = info.logical_block_size;
+    if !bs.is_power_of_two() || bs < 512 {
+        return Err(DeviceError::Invalid {
+            path: info.path.clone(),
+            detail: format!("logical block size {bs} is not a power of two of at least 512"),
+        });
+    }
+    if info.physical_block_size < bs || !info.physical_block_size.is_power_of_two() {
+        info.physical_block_size = bs;
+    }
+    info.mountpoints.dedup();
+    for p in &mut info.partitions {
+        p.mountpoints.dedup();
+    }
+    Ok(())
+}
+
+/// Why formatting the device described by `info` must be refused, if it
+/// must. Checked in this order: holds the running system's root, mounted
+/// (the device or any partition; the first mount point is named), used by
+/// another device or as swap, read-only, no medium.
+pub fn refusal(info: &DeviceInfo) -> Option<Refusal> {
+    let name = info.path.display();
+    if info.holds_system_root {
+        return Some(Refusal {
+            kind: RefusalKind::SystemDisk,
+            reason: format!("{name} holds the running system's root file system"),
+            mountpoint: None,
+            overridable: false,
+        });
+    }
+    let mounted = info
+        .mountpoints
+        .iter()
+        .map(|m| (info.path.as_path(), m))
+        .chain(
+            info.partitions
+                .iter()
+                .flat_map(|p| p.mountpoints.iter().map(move |m| (p.path.as_path(), m))),
+        )
+        .next();
+    if let Some((dev, mnt)) = mounted {
+        let what = if dev == info.path {
+            format!("{name} is mounted")
+        } else {
+            format!("{name} has partition {} mounted", dev.display())
+        };
+        return Some(Refusal {
+            kind: RefusalKind::Mounted,
+            reason: format!("{what} at {}; unmount it first", mnt.display()),
+            mountpoint: Some(mnt.clone()),
+            overridable: false,
+        });
+    }
+    if let Some(user) = info.in_use_by.first() {
+        return Some(Refusal {
+            kind: RefusalKind::InUse,
+            reason: format!("{name} is in use by {user}"),
+            mountpoint: None,
+            overridable: false,
+        });
+    }
+    if info.read_only {
+        return Some(Refusal {
+            kind: RefusalKind::ReadOnly,
+            reason: format!("{name} is read-only (write-protect switch?)"),
+            mountpoint: None,
+            overridable: false,
+        });
+    }
+    if info.size_bytes == 0 {
+        return Some(Refusal {
+            kind: RefusalKind::NoMedium,
+            reason: format!("{name} has no medium (size 0)"),
+            mountpoint: None,
+            overridable: false,
+        });
+    }
+    None
+}
+
+/// An exclusively opened block device, usable as a [`BlockIo`] whose block
+/// size is the device's logical block size.
+///
+/// Linux opens with `O_EXCL`: opening fails with [`DeviceError::Busy`] if the
+/// device is mounted by the kernel or opened exclusively elsewhere (FUSE
+/// mounts are not caught by `O_EXCL`: check [`refusal`] first). macOS opens
+/// with `O_EXLOCK`. Windows locks and dismounts the disk's volumes for as
+/// long as the `Device` lives.
+///
+/// ```no_run
+/// use mkfs_alloc_blockio::{device, BlockIo};
+/// use std::path::Path;
+///
+/// let info = device::inspect(Path::new("/dev/sdb"))?;
+/// if let Some(r) = device::refusal(&info) {
+///     panic!("{}", r.reason);
+/// }
+/// let mut dev = device::Device::open(&info.path)?;
+/// dev.write_blocks(0, &vec![0; dev.block_size() as usize])?;
+/// dev.flush()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Device {
+    raw: sys::RawDevice,
+    info: DeviceInfo,
+    block_size: u32,
+    num_blocks: u64,
+    /// Whether the fast zeroing path may still be supported.
+    zero_fast: bool,
+}
+
+impl Device {
+    /// Opens the block device at `path` exclusively for reading and writing.
+    ///
+    /// The [`info`](Device::info) is gathered through the open handle. The
+    /// device's size must be a whole number of logical blocks.
+    ///
+    /// # Errors
+    ///
+    /// [`DeviceError::NotABlockDevice`], [`DeviceError::Busy`] (held by a
+    /// mount or another program), [`DeviceError::Io`] (permission denied,
+    /// ...), [`DeviceError::Invalid`] (odd geometry).
+    pub fn open(path: &Path) -> Result<Device, DeviceError> {
+        let (raw, mut info) = sys::RawDevice::open(path)?;
+        finish(&mut info)?;
+        let block_size = info.logical_block_size;
+        if info.size_bytes % u64::from(block_size) != 0 {
+            return Err(DeviceError::Invalid {
+                path: info.path.clone(),
+                detail: format!(
+                    "size {} bytes is not a multiple of the logical block size {block_size}",
+                    info.size_bytes
+                ),
+            });
+        }
+        let num_blocks = info.size_bytes / u64::from(block_size);
+        Ok(Device {
+            raw,
+            info,
+            block_size,
+            num_blocks,
+            zero_fast: true,
+        })
+    }
+
+    /// What was found about the device when it was opened.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// Discards (TRIMs) `len` bytes at byte `offset`: `BLKDISCARD` on Linux,
+    /// `DKIOCUNMAP` on macOS. Both must be multiples of the logical block
+    /// size. Discarded blocks may read back as anything (often zeros).
+    ///
+    /// Returns `Ok(false)` if the device or platform cannot discard (nothing
+    /// was done), `Ok(true)` if the range was discarded.
+    ///
+    /// # Errors
+    ///
+    /// [`IoOp::Zero`] errors at `offset`: misaligned or out-of-range request,
+    /// or the device failed.
+    pub fn discard(&mut self, offset: u64, len: u64) -> Result<bool, IoError> {
+        let bs = u64::from(self.block_size);
+        if offset % bs != 0 || len % bs != 0 {
+            return Err(invalid(
+                IoOp::Zero,
+                offset,
+                len,
+                format!("discard range is not aligned to the logical block size {bs}"),
+            ));
+        }
+        let r = block_range(
+            IoOp::Zero,
+            self.block_size,
+            self.num_blocks,
+            offset / bs,
+            len / bs,
+        )?;
+        if r.len == 0 {
+            return Ok(true);
+        }
+        self.raw
+            .discard(r.offset, r.len)
+            .map_err(|e| IoError::new(IoOp::Zero, r.offset, r.len, e))
+    }
+
+    /// Asks the kernel to re-read the partition table: `BLKRRPART` on Linux,
+    /// `IOCTL_DISK_UPDATE_PROPERTIES` on Windows. macOS has no such call (it
+    /// re-probes a disk when its last writer closes it) and returns an
+    /// `Unsupported` error.
+    ///
+    /// # Errors
+    ///
+    /// [`IoOp::Open`] at offset 0 with the reason, e.g. `EBUSY` (a partition
+    /// is in use) or `EINVAL` (a loop device without partition scanning).
+    pub fn reread_partitions(&mut self) -> Result<(), IoError> {
+        self.raw
+            .reread_partitions()
+            .map_err(|e| IoError::new(IoOp::Open, 0, self.info.size_bytes, e))
+    }
+}
+
+impl BlockIo for Device {
+    fn block_size(&self) -> u32 {
+        self.block_size
+    }
+
+    fn num_blocks(&self) -> u64 {
+        self.num_blocks
+    }
+
+    fn read_blocks(&mut self, lba: u64, dst: &mut [u8]) -> Result<(), IoError> {
+        let r = buffer_range(IoOp::Read, self.block_size, self.num_blocks, lba, dst.len())?;
+        self.raw
+            .read_at(r.offset, dst)
+            .map_err(|(done, e)| IoError::new(IoOp::Read, r.offset + done, r.len - done, e))
+    }
+
+    fn write_blocks(&mut self, lba: u64, src: &[u8]) -> Result<(), IoError> {
+        let r = buffer_range(
+            IoOp::Write,
+            self.block_size,
+            self.num_blocks,
+            lba,
+            src.len(),
+        )?;
+        self.raw
+            .write_at(r.offset, src)
+            .map_err(|(done, e)| IoError::new(IoOp::Write, r.offset + done, r.len - done, e))
+    }
+
+    /// `BLKZEROOUT` on Linux; writes zeros elsewhere, or when the kernel
+    /// refuses.
+    fn write_zeroes(&mut self, lba: u64, count: u64) -> Result<(), IoError> {
+        let r = block_range(IoOp::Zero, self.block_size, self.num_blocks, lba, count)?;
+        if r.len == 0 {
+            return Ok(());
+        }
+        if self.zero_fast {
+            match self.raw.zero_range(r.offset, r.len) {
+                Ok(true) => return Ok(()),
+                Ok(false) => self.zero_fast = false,
+                Err(e) => return Err(IoError::new(IoOp::Zero, r.offset, r.len, e)),
+            }
+        }
+        write_zeroes_by_writing(self, lba, count)
+    }
+
+    fn flush(&mut self) -> Result<(), IoError> {
+        self.raw
+            .flush()
+            .map_err(|e| IoError::new(IoOp::Flush, 0, self.info.size_bytes, e))
+    }
+}
+
+/// Result of a positioned transfer: on failure, the bytes done before the
+/// error and the error.
+pub(crate) type XferResult = Result<(), (u64, io::Error)>;
+
+/// Trims a string read from the system; `None` if empty.
+pub(crate) fn clean(s: &str) -> Option<String> {
+    let t = s.trim_matches(|c: char| c.is_whitespace() || c == '\0');
+    if t.is_empty() {
+        None
+    } else {
+        Some(t.to_string())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn info(path: &str) -> DeviceInfo {
+        DeviceInfo {
+            path: PathBuf::from(path),
+            size_bytes: 1 << 30,
+            logical_block_size: 512,
+            physical_block_size: 4096,
+            optimal_io_size: 0,
+            discard_granularity: 0,
+            removable: true,
+            read_only: false,
+            vendor: None,
+            model: None,
+            serial: None,
+            is_whole_disk: true,
+            partitions: vec![PartitionInfo {
+                path: PathBuf::from(format!("{path}1")),
+                start_bytes: 1 << 20,
+                size_bytes: (1 << 30) - (1 << 20),
+                mountpoints: vec![],
+                fs_type: Some("exfat".into()),
+                label: None,
+            }],
+            mountpoints: vec![],
+            holds_system_root: false,
+            in_use_by: vec![],
+            fs_type: None,
+            label: None,
+        }
+    }
+
+    #[test]
+    fn refusals_in_order() {
+        let mut i = info("/dev/sdz");
+        assert_eq!(refusal(&i), None);
+
+        i.size_bytes = 0;
+        assert_eq!(refusal(&i).unwrap().kind, RefusalKind::NoMedium);
+        i.read_only = true;
+        assert_eq!(refusal(&i).unwrap().kind, RefusalKind::ReadOnly);
+        i.in_use_by.push("/dev/dm-0".into());
+        let r = refusal(&i).unwrap();
+        assert_eq!(r.kind, RefusalKind::InUse);
+        assert!(r.reason.contains("/dev/dm-0"), "{}", r.reason);
+
+        i.partitions[0].mountpoints.push("/media/usb".into());
+        let r = refusal(&i).unwrap();
+        assert_eq!(r.kind, RefusalKind::Mounted);
+        assert_eq!(r.mountpoint.as_deref(), Some(Path::new("/media/usb")));
+        assert!(r.reason.contains("/dev/sdz1") && r.reason.contains("/media/usb"));
+        assert!(!r.overridable);
+
+        i.mountpoints.push("/mnt/whole".into());
+        let r = refusal(&i).unwrap();
+        assert_eq!(r.mountpoint.as_deref(), Some(Path::new("/mnt/whole")));
+        let all: Vec<_> = i.all_mountpoints().collect();
+        assert_eq!(all, [Path::new("/mnt/whole"), Path::new("/media/usb")]);
+
+        i.holds_system_root = true;
+        let r = refusal(&i).unwrap();
+        assert_eq!(r.kind, RefusalKind::SystemDisk);
+        assert!(!r.overridable);
+    }
+
+    #[test]
+    fn finish_checks_block_sizes() {
+        let mut i = info("/dev/sdz");
+        i.physical_block_size = 0;
+        finish(&mut i).unwrap();
+        assert_eq!(i.physical_block_size, 512);
+        i.logical_block_size = 520;
+        assert!(matches!(finish(&mut i), Err(DeviceError::Invalid { .. })));
+    }
+
+    #[test]
+    fn natural_order() {
+        let mut v = ["/dev/disk10", "/dev/disk2", "/dev/sdb", "/dev/sda"].map(PathBuf::from);
+        v.sort_by_key(|p| natural_key(p));
+        assert_eq!(
+            v.map(|p| p.display().to_string()),
+            ["/dev/disk2", "/dev/disk10", "/dev/sda", "/dev/sdb"]
+        );
+    }
+
+    #[test]
+    fn clean_trims() {
+        assert_eq!(clean("  SanDisk \n"), Some("SanDisk".into()));
+        assert_eq!(clean(" \0"), None);
+    }
+}

@@ -1,0 +1,119 @@
+//! Parser of `/proc/self/mountinfo` (Linux).
+//!
+//! Source: proc(5), "/proc/pid/mountinfo". One line per mount:
+//!
+//! ```text
+//! 36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue
+//! (1)(2) (3)   (4)   (5)      (6)      (7)   (8) (9)   (10)         (11)
+//! ```
+//!
+//! (3) is `major:minor` of the mounted device, (5) the mount point, (9) the
+//! file system type and (10) the mount source. Fields (7) are optional and
+//! end with `-`. Spaces, tabs, newlines and backslashes are escaped as octal
+//! (`\040`).
+
+use std::path::PathBuf;
+
+/// One mount.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Mount {
+    /// Device number of the mounted file system (`0:NN` for virtual and
+    /// FUSE file systems).
+    pub major: u32,
+    /// Minor device number.
+    pub minor: u32,
+    /// Mount point.
+    pub mountpoint: PathBuf,
+    /// File system type (`ext4`, `vfat`, `fuseblk`, ...).
+    pub fs_type: String,
+    /// Mount source (`/dev/sdb1`, `/dev/loop3` for exfat-fuse, `tmpfs`).
+    pub source: String,
+}
+
+/// Parses the whole file; malformed lines are skipped.
+pub(crate) fn parse(text: &str) -> Vec<Mount> {
+    text.lines().filter_map(parse_line).collect()
+}
+
+fn parse_line(line: &str) -> Option<Mount> {
+    let mut fields = line.split(' ');
+    let _id = fields.next()?;
+    let _parent = fields.next()?;
+    let (major, minor) = fields.next()?.split_once(':')?;
+    let _root = fields.next()?;
+    let mountpoint = unescape(fields.next()?);
+    let _options = fields.next()?;
+    // Optional fields up to the separator.
+    for f in fields.by_ref() {
+        if f == "-" {
+            break;
+        }
+    }
+    let fs_type = unescape(fields.next()?);
+    let source = unescape(fields.next()?);
+    Some(Mount {
+        major: major.parse().ok()?,
+        minor: minor.parse().ok()?,
+        mountpoint: PathBuf::from(mountpoint),
+        fs_type,
+        source,
+    })
+}
+
+/// Decodes the kernel's `\ooo` octal escapes.
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 4 <= b.len() {
+            let digits = &b[i + 1..i + 4];
+            if digits.iter().all(|d| (b'0'..=b'7').contains(d)) {
+                let v = digits
+                    .iter()
+                    .fold(0u16, |acc, d| acc * 8 + u16::from(d - b'0'));
+                if let Ok(v) = u8::try_from(v) {
+                    out.push(v);
+                    i += 4;
+                    continue;
+                }
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_kernel_and_fuse_mounts() {
+        let text = "\
+27 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw,discard
+112 27 0:52 / /tmp/my\\040stick rw,nosuid,nodev,relatime - fuseblk /dev/loop3 rw,user_id=0
+bad line
+113 27 7:3 / /mnt/x rw master:2 propagate_from:1 - vfat /dev/loop3 rw
+";
+        let m = parse(text);
+        assert_eq!(m.len(), 3);
+        assert_eq!((m[0].major, m[0].minor), (254, 0));
+        assert_eq!(m[0].mountpoint, PathBuf::from("/"));
+        assert_eq!(m[0].source, "/dev/vda");
+        assert_eq!(m[1].fs_type, "fuseblk");
+        assert_eq!(m[1].mountpoint, PathBuf::from("/tmp/my stick"));
+        assert_eq!((m[1].major, m[1].minor), (0, 52));
+        assert_eq!((m[2].fs_type.as_str(), m[2].minor), ("vfat", 3));
+    }
+
+    #[test]
+    fn unescapes_octal() {
+        assert_eq!(unescape("a\\040b\\134c\\011"), "a b\\c\t");
+        assert_eq!(unescape("trailing\\04"), "trailing\\04");
+        assert_eq!(unescape("\\xyz"), "\\xyz");
+        assert_eq!(unescape("\\é12"), "\\é12");
+    }
+}

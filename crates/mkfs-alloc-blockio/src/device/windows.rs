@@ -1,0 +1,629 @@
+//! Windows disks: `\\.\PhysicalDriveN`, drive letters mapped to their disk,
+//! `DeviceIoControl` and the volume manager's enumeration.
+//!
+//! Sources: Microsoft Learn, "IOCTL_DISK_GET_DRIVE_GEOMETRY_EX",
+//! "IOCTL_STORAGE_QUERY_PROPERTY" (StorageDeviceProperty,
+//! StorageAccessAlignmentProperty), "IOCTL_STORAGE_GET_DEVICE_NUMBER",
+//! "IOCTL_VOLUME_GET_VOLUME_DISK_EXTENTS", "IOCTL_DISK_GET_DRIVE_LAYOUT_EX",
+//! "FSCTL_LOCK_VOLUME", "FSCTL_DISMOUNT_VOLUME", "File Buffering"
+//! (`FILE_FLAG_NO_BUFFERING`: sector-aligned offsets, lengths and buffers).
+//!
+//! Output structures are parsed from byte buffers at the offsets of the
+//! `windows-sys` definitions (`offset_of!`), so no structure is read
+//! through a cast pointer.
+
+#![allow(unsafe_code)]
+
+use std::ffi::{c_void, OsStr, OsString};
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::mem::{offset_of, size_of};
+use std::os::windows::ffi::{OsStrExt, OsStringExt};
+use std::os::windows::fs::{FileExt, OpenOptionsExt};
+use std::os::windows::io::AsRawHandle;
+use std::path::{Path, PathBuf};
+
+use windows_sys::Win32::Foundation::{
+    ERROR_INSUFFICIENT_BUFFER, ERROR_MORE_DATA, HANDLE, INVALID_HANDLE_VALUE,
+};
+use windows_sys::Win32::Storage::FileSystem::{
+    BusTypeMmc, BusTypeSd, BusTypeUsb, FindFirstVolumeW, FindNextVolumeW, FindVolumeClose,
+    GetVolumeInformationW, GetVolumePathNamesForVolumeNameW, FILE_FLAG_NO_BUFFERING,
+    FILE_FLAG_WRITE_THROUGH, FILE_SHARE_READ, FILE_SHARE_WRITE,
+    IOCTL_VOLUME_GET_VOLUME_DISK_EXTENTS,
+};
+use windows_sys::Win32::System::Ioctl::{
+    PropertyStandardQuery, StorageAccessAlignmentProperty, StorageDeviceProperty, DISK_EXTENT,
+    DISK_GEOMETRY, DISK_GEOMETRY_EX, DRIVE_LAYOUT_INFORMATION_EX, FSCTL_DISMOUNT_VOLUME,
+    FSCTL_LOCK_VOLUME, IOCTL_DISK_GET_DRIVE_GEOMETRY_EX, IOCTL_DISK_GET_DRIVE_LAYOUT_EX,
+    IOCTL_DISK_IS_WRITABLE, IOCTL_DISK_UPDATE_PROPERTIES, IOCTL_STORAGE_GET_DEVICE_NUMBER,
+    IOCTL_STORAGE_QUERY_PROPERTY, PARTITION_INFORMATION_EX, STORAGE_ACCESS_ALIGNMENT_DESCRIPTOR,
+    STORAGE_DEVICE_DESCRIPTOR, STORAGE_DEVICE_NUMBER, STORAGE_PROPERTY_QUERY, VOLUME_DISK_EXTENTS,
+};
+use windows_sys::Win32::System::IO::DeviceIoControl;
+
+use super::{clean, DeviceError, DeviceInfo, PartitionInfo, XferResult};
+
+/// Largest transfer through the aligned bounce buffer.
+const BOUNCE: usize = 1 << 20;
+/// Alignment of the bounce buffer: a multiple of every sector size.
+const ALIGN: usize = 4096;
+
+/// Calls `DeviceIoControl` with `input` and an output buffer of `out_len`
+/// bytes; returns the bytes written. Grows the buffer on
+/// `ERROR_INSUFFICIENT_BUFFER`/`ERROR_MORE_DATA` up to 1 MiB.
+fn ioctl(h: HANDLE, code: u32, input: &[u8], out_len: usize) -> io::Result<Vec<u8>> {
+    let mut len = out_len;
+    loop {
+        let mut out = vec![0u8; len];
+        let mut returned = 0u32;
+        let in_len = u32::try_from(input.len()).unwrap_or(u32::MAX);
+        let o_len = u32::try_from(out.len()).unwrap_or(u32::MAX);
+        let in_ptr = if input.is_empty() {
+            std::ptr::null()
+        } else {
+            input.as_ptr().cast::<c_void>()
+        };
+        let out_ptr = if out.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            out.as_mut_ptr().cast::<c_void>()
+        };
+        // SAFETY: `h` is an open handle; the input and output pointers are
+        // valid for the lengths given (or null with length 0); `returned`
+        // outlives the synchronous call (no OVERLAPPED).
+        let ok = unsafe {
+            DeviceIoControl(
+                h,
+                code,
+                in_ptr,
+                in_len,
+                out_ptr,
+                o_len,
+                &mut returned,
+                std::ptr::null_mut(),
+            )
+        };
+        if ok != 0 {
+            out.truncate(usize::try_from(returned).unwrap_or(0).min(len));
+            return Ok(out);
+        }
+        let e = io::Error::last_os_error();
+        let more = matches!(
+            e.raw_os_error().and_then(|c| u32::try_from(c).ok()),
+            Some(ERROR_INSUFFICIENT_BUFFER | ERROR_MORE_DATA)
+        );
+        if more && len < (1 << 20) {
+            len *= 4;
+            continue;
+        }
+        return Err(e);
+    }
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    b.get(at..at + 4)
+        .map_or(0, |s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    b.get(at..at + 8).map_or(0, |s| {
+        u64::from_le_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]])
+    })
+}
+
+/// A NUL-terminated ASCII string at `at`, for descriptor string offsets.
+fn cstr_at(b: &[u8], at: usize) -> Option<String> {
+    if at == 0 {
+        return None;
+    }
+    let s = b.get(at..)?;
+    let end = s.iter().position(|&c| c == 0).unwrap_or(s.len());
+    clean(&String::from_utf8_lossy(&s[..end]))
+}
+
+fn wide(s: &OsStr) -> Vec<u16> {
+    s.encode_wide().chain(std::iter::once(0)).collect()
+}
+
+fn from_wide(buf: &[u16]) -> String {
+    let end = buf.iter().position(|&c| c == 0).unwrap_or(buf.len());
+    OsString::from_wide(&buf[..end])
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Opens a device path for queries only (no read or write access).
+fn open_query(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .access_mode(0)
+        .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE)
+        .open(path)
+}
+
+fn h(f: &File) -> HANDLE {
+    f.as_raw_handle()
+}
+
+fn disk_path(n: u32) -> PathBuf {
+    PathBuf::from(format!(r"\\.\PhysicalDrive{n}"))
+}
+
+/// The disk number named by `path`: `\\.\PhysicalDriveN`, or a drive
+/// letter (`\\.\X:`, `X:`, `X:\`) mapped through
+/// `IOCTL_STORAGE_GET_DEVICE_NUMBER`.
+fn disk_number(path: &Path) -> Result<u32, DeviceError> {
+    let s = path.to_string_lossy();
+    let not_dev = || DeviceError::NotABlockDevice {
+        path: path.to_path_buf(),
+    };
+    let body = s.strip_prefix(r"\\.\").or_else(|| s.strip_prefix(r"\\?\"));
+    if let Some(rest) = body {
+        if rest.len() > 13 && rest[..13].eq_ignore_ascii_case("PhysicalDrive") {
+            return rest[13..].parse().map_err(|_| not_dev());
+        }
+    }
+    let letter = body.unwrap_or(&s).trim_end_matches('\\');
+    let b = letter.as_bytes();
+    if b.len() != 2 || !b[0].is_ascii_alphabetic() || b[1] != b':' {
+        return Err(not_dev());
+    }
+    let vol = PathBuf::from(format!(r"\\.\{letter}"));
+    let f = open_query(&vol).map_err(|e| DeviceError::io(&vol, "open", e))?;
+    let out = ioctl(
+        h(&f),
+        IOCTL_STORAGE_GET_DEVICE_NUMBER,
+        &[],
+        size_of::<STORAGE_DEVICE_NUMBER>(),
+    )
+    .map_err(|e| DeviceError::io(&vol, "IOCTL_STORAGE_GET_DEVICE_NUMBER", e))?;
+    Ok(u32_at(
+        &out,
+        offset_of!(STORAGE_DEVICE_NUMBER, DeviceNumber),
+    ))
+}
+
+pub(super) fn is_block_device(path: &Path) -> bool {
+    match disk_number(path) {
+        Ok(n) => open_query(&disk_path(n)).is_ok(),
+        Err(_) => false,
+    }
+}
+
+pub(super) fn inspect(path: &Path) -> Result<DeviceInfo, DeviceError> {
+    let n = disk_number(path)?;
+    let p = disk_path(n);
+    let f = open_query(&p).map_err(|e| DeviceError::io(&p, "open", e))?;
+    gather(n, &f, &volumes())
+}
+
+pub(super) fn list() -> Result<Vec<DeviceInfo>, DeviceError> {
+    let vols = volumes();
+    let mut out = Vec::new();
+    let mut misses = 0;
+    for n in 0..256u32 {
+        let Ok(f) = open_query(&disk_path(n)) else {
+            misses += 1;
+            if misses > 16 {
+                break;
+            }
+            continue;
+        };
+        misses = 0;
+        if let Ok(info) = gather(n, &f, &vols) {
+            if info.size_bytes > 0 {
+                out.push(info);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A mounted volume and where it lives.
+struct Volume {
+    /// `\\?\Volume{GUID}\`.
+    name: String,
+    /// `(disk number, starting offset)` of each extent.
+    extents: Vec<(u32, u64)>,
+    /// Drive letters and folder mount points (`E:\`).
+    paths: Vec<PathBuf>,
+    fs_type: Option<String>,
+    label: Option<String>,
+}
+
+/// Every volume of the system, with its extents and mount points.
+fn volumes() -> Vec<Volume> {
+    let mut out = Vec::new();
+    let mut buf = [0u16; 260];
+    // SAFETY: `buf` is writable for its length in UTF-16 units.
+    let find = unsafe { FindFirstVolumeW(buf.as_mut_ptr(), buf.len() as u32) };
+    if find == INVALID_HANDLE_VALUE {
+        return out;
+    }
+    loop {
+        out.push(volume(&from_wide(&buf)));
+        // SAFETY: `find` is the live search handle; `buf` as above.
+        let more = unsafe { FindNextVolumeW(find, buf.as_mut_ptr(), buf.len() as u32) };
+        if more == 0 {
+            break;
+        }
+    }
+    // SAFETY: `find` came from FindFirstVolumeW and is closed once.
+    unsafe { FindVolumeClose(find) };
+    out
+}
+
+fn volume(name: &str) -> Volume {
+    let device = name.trim_end_matches('\\');
+    let extents = open_query(Path::new(device))
+        .ok()
+        .and_then(|f| ioctl(h(&f), IOCTL_VOLUME_GET_VOLUME_DISK_EXTENTS, &[], 256).ok())
+        .map(|b| {
+            let count = u32_at(&b, offset_of!(VOLUME_DISK_EXTENTS, NumberOfDiskExtents));
+            let first = offset_of!(VOLUME_DISK_EXTENTS, Extents);
+            (0..count as usize)
+                .map(|i| {
+                    let e = first + i * size_of::<DISK_EXTENT>();
+                    (
+                        u32_at(&b, e + offset_of!(DISK_EXTENT, DiskNumber)),
+                        u64_at(&b, e + offset_of!(DISK_EXTENT, StartingOffset)),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+
+    let wname = wide(OsStr::new(name));
+    let mut paths_buf = vec![0u16; 1024];
+    let mut needed = 0u32;
+    // SAFETY: `wname` is NUL-terminated; `paths_buf` is writable for its
+    // length; `needed` outlives the call.
+    let ok = unsafe {
+        GetVolumePathNamesForVolumeNameW(
+            wname.as_ptr(),
+            paths_buf.as_mut_ptr(),
+            paths_buf.len() as u32,
+            &mut needed,
+        )
+    };
+    let paths = if ok != 0 {
+        paths_buf
+            .split(|&c| c == 0)
+            .take_while(|s| !s.is_empty())
+            .map(|s| PathBuf::from(OsString::from_wide(s)))
+            .collect()
+    } else {
+        Vec::new()
+    };
+
+    let mut label = [0u16; 261];
+    let mut fs = [0u16; 261];
+    // SAFETY: `wname` is NUL-terminated; both buffers are writable for the
+    // lengths given; the optional out-pointers are null.
+    let ok = unsafe {
+        GetVolumeInformationW(
+            wname.as_ptr(),
+            label.as_mut_ptr(),
+            label.len() as u32,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            fs.as_mut_ptr(),
+            fs.len() as u32,
+        )
+    };
+    let (fs_type, label) = if ok != 0 {
+        (
+            clean(&from_wide(&fs)).map(|t| t.to_ascii_lowercase()),
+            clean(&from_wide(&label)),
+        )
+    } else {
+        (None, None)
+    };
+    Volume {
+        name: name.to_string(),
+        extents,
+        paths,
+        fs_type,
+        label,
+    }
+}
+
+/// Disk numbers holding `%SystemDrive%`.
+fn system_disks() -> Vec<u32> {
+    let drive = std::env::var("SystemDrive").unwrap_or_else(|_| "C:".to_string());
+    let vol = PathBuf::from(format!(r"\\.\{}", drive.trim_end_matches('\\')));
+    let Ok(f) = open_query(&vol) else {
+        return Vec::new();
+    };
+    let Ok(b) = ioctl(h(&f), IOCTL_VOLUME_GET_VOLUME_DISK_EXTENTS, &[], 256) else {
+        return Vec::new();
+    };
+    let count = u32_at(&b, offset_of!(VOLUME_DISK_EXTENTS, NumberOfDiskExtents));
+    let first = offset_of!(VOLUME_DISK_EXTENTS, Extents);
+    (0..count as usize)
+        .map(|i| {
+            u32_at(
+                &b,
+                first + i * size_of::<DISK_EXTENT>() + offset_of!(DISK_EXTENT, DiskNumber),
+            )
+        })
+        .collect()
+}
+
+/// `STORAGE_PROPERTY_QUERY { PropertyId, PropertyStandardQuery }` as bytes.
+fn property_query(id: i32) -> Vec<u8> {
+    let mut q = vec![0u8; size_of::<STORAGE_PROPERTY_QUERY>()];
+    let at = offset_of!(STORAGE_PROPERTY_QUERY, PropertyId);
+    q[at..at + 4].copy_from_slice(&id.to_le_bytes());
+    let at = offset_of!(STORAGE_PROPERTY_QUERY, QueryType);
+    q[at..at + 4].copy_from_slice(&PropertyStandardQuery.to_le_bytes());
+    q
+}
+
+fn gather(n: u32, f: &File, vols: &[Volume]) -> Result<DeviceInfo, DeviceError> {
+    let path = disk_path(n);
+    let geo = ioctl(h(f), IOCTL_DISK_GET_DRIVE_GEOMETRY_EX, &[], 256)
+        .map_err(|e| DeviceError::io(&path, "IOCTL_DISK_GET_DRIVE_GEOMETRY_EX", e))?;
+    let size_bytes = u64_at(&geo, offset_of!(DISK_GEOMETRY_EX, DiskSize));
+    let mut logical_block_size = u32_at(
+        &geo,
+        offset_of!(DISK_GEOMETRY_EX, Geometry) + offset_of!(DISK_GEOMETRY, BytesPerSector),
+    );
+    let mut physical_block_size = logical_block_size;
+    if let Ok(a) = ioctl(
+        h(f),
+        IOCTL_STORAGE_QUERY_PROPERTY,
+        &property_query(StorageAccessAlignmentProperty),
+        size_of::<STORAGE_ACCESS_ALIGNMENT_DESCRIPTOR>(),
+    ) {
+        let l = u32_at(
+            &a,
+            offset_of!(STORAGE_ACCESS_ALIGNMENT_DESCRIPTOR, BytesPerLogicalSector),
+        );
+        let p = u32_at(
+            &a,
+            offset_of!(STORAGE_ACCESS_ALIGNMENT_DESCRIPTOR, BytesPerPhysicalSector),
+        );
+        if l != 0 {
+            logical_block_size = l;
+        }
+        if p != 0 {
+            physical_block_size = p;
+        }
+    }
+    let (mut removable, mut vendor, mut model, mut serial) = (false, None, None, None);
+    if let Ok(d) = ioctl(
+        h(f),
+        IOCTL_STORAGE_QUERY_PROPERTY,
+        &property_query(StorageDeviceProperty),
+        1024,
+    ) {
+        let bus = u32_at(&d, offset_of!(STORAGE_DEVICE_DESCRIPTOR, BusType)) as i32;
+        let rm = d
+            .get(offset_of!(STORAGE_DEVICE_DESCRIPTOR, RemovableMedia))
+            .is_some_and(|&b| b != 0);
+        removable = rm || bus == BusTypeUsb || bus == BusTypeSd || bus == BusTypeMmc;
+        let s = |field: usize| cstr_at(&d, u32_at(&d, field) as usize);
+        vendor = s(offset_of!(STORAGE_DEVICE_DESCRIPTOR, VendorIdOffset));
+        model = s(offset_of!(STORAGE_DEVICE_DESCRIPTOR, ProductIdOffset));
+        serial = s(offset_of!(STORAGE_DEVICE_DESCRIPTOR, SerialNumberOffset));
+    }
+    // IOCTL_DISK_IS_WRITABLE fails with ERROR_WRITE_PROTECT on protected
+    // media; other failures say nothing.
+    let read_only = matches!(
+        ioctl(h(f), IOCTL_DISK_IS_WRITABLE, &[], 0),
+        Err(e) if e.raw_os_error() == Some(19)
+    );
+
+    let mine: Vec<&Volume> = vols
+        .iter()
+        .filter(|v| v.extents.iter().any(|(d, _)| *d == n))
+        .collect();
+    let mut partitions = Vec::new();
+    if let Ok(l) = ioctl(h(f), IOCTL_DISK_GET_DRIVE_LAYOUT_EX, &[], 4096) {
+        let count = u32_at(&l, offset_of!(DRIVE_LAYOUT_INFORMATION_EX, PartitionCount));
+        let first = offset_of!(DRIVE_LAYOUT_INFORMATION_EX, PartitionEntry);
+        for i in 0..count as usize {
+            let e = first + i * size_of::<PARTITION_INFORMATION_EX>();
+            let start = u64_at(&l, e + offset_of!(PARTITION_INFORMATION_EX, StartingOffset));
+            let len = u64_at(
+                &l,
+                e + offset_of!(PARTITION_INFORMATION_EX, PartitionLength),
+            );
+            let number = u32_at(
+                &l,
+                e + offset_of!(PARTITION_INFORMATION_EX, PartitionNumber),
+            );
+            if len == 0 {
+                continue;
+            }
+            let vol = mine
+                .iter()
+                .find(|v| v.extents.iter().any(|&(d, s)| d == n && s == start));
+            partitions.push(PartitionInfo {
+                path: PathBuf::from(format!(
+                    r"\\?\GLOBALROOT\Device\Harddisk{n}\Partition{number}"
+                )),
+                start_bytes: start,
+                size_bytes: len,
+                mountpoints: vol.map(|v| v.paths.clone()).unwrap_or_default(),
+                fs_type: vol.and_then(|v| v.fs_type.clone()),
+                label: vol.and_then(|v| v.label.clone()),
+            });
+        }
+    }
+    partitions.sort_by_key(|p| p.start_bytes);
+    // Volumes on the disk that match no partition (a "superfloppy" with a
+    // file system at offset 0) are mounts of the disk itself.
+    let whole: Vec<&&Volume> = mine
+        .iter()
+        .filter(|v| {
+            !v.extents
+                .iter()
+                .any(|&(d, s)| d == n && partitions.iter().any(|p| p.start_bytes == s))
+        })
+        .collect();
+    let mountpoints = whole.iter().flat_map(|v| v.paths.clone()).collect();
+    let fs_type = whole.first().and_then(|v| v.fs_type.clone());
+    let label = whole.first().and_then(|v| v.label.clone());
+
+    Ok(DeviceInfo {
+        path,
+        size_bytes,
+        logical_block_size,
+        physical_block_size,
+        optimal_io_size: 0,
+        discard_granularity: 0,
+        removable,
+        read_only,
+        vendor,
+        model,
+        serial,
+        is_whole_disk: true,
+        partitions,
+        mountpoints,
+        holds_system_root: system_disks().contains(&n),
+        in_use_by: Vec::new(),
+        fs_type,
+        label,
+    })
+}
+
+/// An aligned window into a heap buffer (no unsafe: the start is found
+/// with `align_offset`).
+#[derive(Debug)]
+struct Bounce {
+    storage: Vec<u8>,
+    start: usize,
+}
+
+impl Bounce {
+    fn new() -> Bounce {
+        let storage = vec![0u8; BOUNCE + ALIGN];
+        let start = storage.as_ptr().align_offset(ALIGN).min(ALIGN);
+        Bounce { storage, start }
+    }
+
+    fn buf(&mut self, len: usize) -> &mut [u8] {
+        &mut self.storage[self.start..self.start + len]
+    }
+}
+
+/// An opened disk, with its volumes locked and dismounted.
+#[derive(Debug)]
+pub(super) struct RawDevice {
+    file: File,
+    /// Locked volume handles; the locks end when they close.
+    _locked: Vec<File>,
+    bounce: Bounce,
+}
+
+impl RawDevice {
+    pub(super) fn open(path: &Path) -> Result<(RawDevice, DeviceInfo), DeviceError> {
+        let n = disk_number(path)?;
+        let vols = volumes();
+        let mut locked = Vec::new();
+        for v in vols
+            .iter()
+            .filter(|v| v.extents.iter().any(|(d, _)| *d == n))
+        {
+            let dev = PathBuf::from(v.name.trim_end_matches('\\'));
+            let f = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE)
+                .open(&dev)
+                .map_err(|e| DeviceError::io(&dev, "open volume", e))?;
+            let shown = v.paths.first().cloned().unwrap_or_else(|| dev.clone());
+            ioctl(h(&f), FSCTL_LOCK_VOLUME, &[], 0).map_err(|e| DeviceError::Busy {
+                path: shown.clone(),
+                source: e,
+            })?;
+            ioctl(h(&f), FSCTL_DISMOUNT_VOLUME, &[], 0)
+                .map_err(|e| DeviceError::io(&shown, "FSCTL_DISMOUNT_VOLUME", e))?;
+            locked.push(f);
+        }
+        let p = disk_path(n);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE)
+            .custom_flags(FILE_FLAG_NO_BUFFERING | FILE_FLAG_WRITE_THROUGH)
+            .open(&p)
+            .map_err(|e| DeviceError::io(&p, "open for writing", e))?;
+        let info = gather(n, &file, &vols)?;
+        let dev = RawDevice {
+            file,
+            _locked: locked,
+            bounce: Bounce::new(),
+        };
+        Ok((dev, info))
+    }
+
+    pub(super) fn read_at(&mut self, offset: u64, dst: &mut [u8]) -> XferResult {
+        let mut done = 0usize;
+        while done < dst.len() {
+            let n = (dst.len() - done).min(BOUNCE);
+            let at = offset + done as u64;
+            let buf = self.bounce.buf(n);
+            let mut got = 0usize;
+            while got < n {
+                match self.file.seek_read(&mut buf[got..], at + got as u64) {
+                    Ok(0) => {
+                        return Err(((done + got) as u64, io::ErrorKind::UnexpectedEof.into()))
+                    }
+                    Ok(k) => got += k,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(((done + got) as u64, e)),
+                }
+            }
+            dst[done..done + n].copy_from_slice(buf);
+            done += n;
+        }
+        Ok(())
+    }
+
+    pub(super) fn write_at(&mut self, offset: u64, src: &[u8]) -> XferResult {
+        let mut done = 0usize;
+        while done < src.len() {
+            let n = (src.len() - done).min(BOUNCE);
+            let at = offset + done as u64;
+            let buf = self.bounce.buf(n);
+            buf.copy_from_slice(&src[done..done + n]);
+            let mut put = 0usize;
+            while put < n {
+                match self.file.seek_write(&buf[put..], at + put as u64) {
+                    Ok(0) => return Err(((done + put) as u64, io::ErrorKind::WriteZero.into())),
+                    Ok(k) => put += k,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(((done + put) as u64, e)),
+                }
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// No zero-out call is used on Windows: the caller writes zeros.
+    pub(super) fn zero_range(&mut self, _offset: u64, _len: u64) -> io::Result<bool> {
+        Ok(false)
+    }
+
+    /// Not implemented on Windows (TRIM would be
+    /// `IOCTL_STORAGE_MANAGE_DATA_SET_ATTRIBUTES`).
+    pub(super) fn discard(&mut self, _offset: u64, _len: u64) -> io::Result<bool> {
+        Ok(false)
+    }
+
+    /// `FlushFileBuffers`.
+    pub(super) fn flush(&mut self) -> io::Result<()> {
+        self.file.sync_all()
+    }
+
+    /// `IOCTL_DISK_UPDATE_PROPERTIES`: the disk's partition table is
+    /// re-read.
+    pub(super) fn reread_partitions(&mut self) -> io::Result<()> {
+        ioctl(h(&self.file), IOCTL_DISK_UPDATE_PROPERTIES, &[], 0).map(|_| ())
+    }
+}

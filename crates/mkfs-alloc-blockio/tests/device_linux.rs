@@ -1,0 +1,505 @@
+//! Raw block devices against the real kernel: loop devices over sparse
+//! images, compared with `blockdev`, mounted with exFAT-FUSE.
+//!
+//! Needs root and util-linux (`losetup`, `blockdev`), exfatprogs
+//! (`mkfs.exfat`) and exfat-fuse (`mount.exfat-fuse`, `fusermount`). A
+//! missing tool fails the test: nothing is skipped. Every test attaches its
+//! own loop device over an image in its own temporary directory, so tests
+//! may run concurrently; guards detach and unmount on drop, also on panic.
+
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used)]
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use mkfs_alloc_blockio::device::{self, Device, DeviceError, RefusalKind};
+use mkfs_alloc_blockio::{BlockIo, IoOp};
+
+/// Runs `cmd args`, panics unless it ran and succeeded; returns stdout.
+fn run(cmd: &str, args: &[&str]) -> String {
+    let out = Command::new(cmd)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run `{cmd}` (is it installed?): {e}"));
+    assert!(
+        out.status.success(),
+        "`{cmd} {}` failed ({}): {}",
+        args.join(" "),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A fresh directory under the temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!(
+            "mkfs-alloc-device-{}-{tag}-{n}",
+            std::process::id()
+        ));
+        let _ = fs::remove_dir_all(&p);
+        fs::create_dir(&p).unwrap();
+        TempDir(fs::canonicalize(&p).unwrap())
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A loop device over a sparse image; detached on drop (before the image's
+/// directory is removed).
+struct Loop {
+    dev: PathBuf,
+    image: PathBuf,
+    dir: TempDir,
+}
+
+impl Loop {
+    /// `losetup -f --show [--sector-size N] IMAGE` over a new sparse image.
+    fn attach(tag: &str, size: u64, sector_size: Option<u32>) -> Loop {
+        Loop::attach_with(tag, size, sector_size, |_| {}, false)
+    }
+
+    /// Like [`Loop::attach`], with `prepare` run on the image first and
+    /// `-P` (partition scan) if `partscan`.
+    fn attach_with(
+        tag: &str,
+        size: u64,
+        sector_size: Option<u32>,
+        prepare: impl FnOnce(&Path),
+        partscan: bool,
+    ) -> Loop {
+        let dir = TempDir::new(tag);
+        let image = dir.0.join("disk.img");
+        fs::File::create(&image).unwrap().set_len(size).unwrap();
+        prepare(&image);
+        let ss = sector_size.map(|s| s.to_string());
+        let mut args = vec!["-f", "--show"];
+        if partscan {
+            args.push("-P");
+        }
+        if let Some(ss) = &ss {
+            args.extend(["--sector-size", ss.as_str()]);
+        }
+        let img = image.to_str().unwrap();
+        args.push(img);
+        let dev = PathBuf::from(run("losetup", &args));
+        let lp = Loop { dev, image, dir };
+        assert!(
+            lp.dev.to_string_lossy().starts_with("/dev/loop"),
+            "losetup printed {:?}",
+            lp.dev
+        );
+        lp
+    }
+
+    fn dev_str(&self) -> &str {
+        self.dev.to_str().unwrap()
+    }
+
+    /// 512-byte units allocated to the backing image.
+    fn allocated(&self) -> u64 {
+        fs::metadata(&self.image).unwrap().blocks()
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let ok = Command::new("losetup")
+            .args(["-d", self.dev_str()])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("warning: could not detach {}", self.dev.display());
+        }
+    }
+}
+
+/// A FUSE mount, unmounted with `fusermount -u` on drop.
+struct FuseMount(PathBuf);
+
+impl FuseMount {
+    fn unmount(&self) -> bool {
+        Command::new("fusermount")
+            .arg("-u")
+            .arg(&self.0)
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+}
+
+impl Drop for FuseMount {
+    fn drop(&mut self) {
+        for _ in 0..20 {
+            if self.unmount() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        eprintln!("warning: could not unmount {}", self.0.display());
+    }
+}
+
+/// `blockdev --getss --getpbsz --getsize64 DEV`.
+fn blockdev(dev: &str) -> (u32, u32, u64) {
+    let out = run("blockdev", &["--getss", "--getpbsz", "--getsize64", dev]);
+    let v: Vec<&str> = out.lines().collect();
+    assert_eq!(v.len(), 3, "blockdev printed {out:?}");
+    (
+        v[0].parse().unwrap(),
+        v[1].parse().unwrap(),
+        v[2].parse().unwrap(),
+    )
+}
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i % 251) as u8 ^ seed)
+        .collect::<Vec<u8>>()
+}
+
+#[test]
+fn inspect_matches_blockdev_for_512_and_4096_byte_sectors() {
+    for ss in [None, Some(4096u32)] {
+        let lp = Loop::attach("inspect", 64 << 20, ss);
+        let info = device::inspect(&lp.dev).unwrap();
+        let (getss, getpbsz, size) = blockdev(lp.dev_str());
+        assert_eq!(info.logical_block_size, getss, "{ss:?}");
+        assert_eq!(info.physical_block_size, getpbsz, "{ss:?}");
+        assert_eq!(info.size_bytes, size);
+        assert_eq!(info.size_bytes, 64 << 20);
+        assert_eq!(info.logical_block_size, ss.unwrap_or(512));
+        assert_eq!(info.path, lp.dev);
+        assert!(info.is_whole_disk);
+        assert!(info.partitions.is_empty());
+        assert!(info.mountpoints.is_empty());
+        assert!(!info.holds_system_root);
+        assert!(!info.read_only);
+        assert!(info.in_use_by.is_empty(), "{:?}", info.in_use_by);
+        assert_eq!(info.fs_type, None, "blank image");
+        assert_eq!(device::refusal(&info), None);
+        assert!(device::is_block_device(&lp.dev));
+        assert!(!device::is_block_device(&lp.image));
+        // Serializable for `--json` output.
+        let json = serde_json::to_value(&info).unwrap();
+        assert_eq!(json["path"], lp.dev_str());
+        assert_eq!(json["logical_block_size"], getss);
+    }
+}
+
+#[test]
+fn inspect_rejects_files_and_missing_paths() {
+    let dir = TempDir::new("notdev");
+    let file = dir.0.join("plain.img");
+    fs::write(&file, [0u8; 4096]).unwrap();
+    assert!(matches!(
+        device::inspect(&file),
+        Err(DeviceError::NotABlockDevice { .. })
+    ));
+    assert!(matches!(
+        Device::open(&file),
+        Err(DeviceError::NotABlockDevice { .. })
+    ));
+    let missing = dir.0.join("missing");
+    let err = device::inspect(&missing).unwrap_err();
+    assert!(matches!(err, DeviceError::Io { .. }), "{err}");
+    assert!(err.to_string().contains("missing"), "{err}");
+    assert!(!device::is_block_device(&missing));
+}
+
+#[test]
+fn open_round_trip_and_exclusive() {
+    let lp = Loop::attach("rw", 16 << 20, Some(4096));
+    let mut dev = Device::open(&lp.dev).unwrap();
+    assert_eq!(dev.block_size(), 4096);
+    assert_eq!(dev.num_blocks(), (16 << 20) / 4096);
+    assert_eq!(dev.info().path, lp.dev);
+
+    // O_EXCL: a second exclusive open fails while the first is open...
+    match Device::open(&lp.dev) {
+        Err(DeviceError::Busy { path, .. }) => assert_eq!(path, lp.dev),
+        other => panic!("second open: {other:?}"),
+    }
+    // ...but read-only inspection still works.
+    assert_eq!(device::inspect(&lp.dev).unwrap().size_bytes, 16 << 20);
+
+    let data = pattern(3 * 4096, 0x5A);
+    dev.write_blocks(3, &data).unwrap();
+    dev.flush().unwrap();
+    let mut back = vec![0u8; data.len()];
+    dev.read_blocks(3, &mut back).unwrap();
+    assert_eq!(back, data);
+    // The bytes reached the backing file at the right offset.
+    let mut in_file = vec![0u8; data.len()];
+    fs::File::open(&lp.image)
+        .unwrap()
+        .read_exact_at(&mut in_file, 3 * 4096)
+        .unwrap();
+    assert_eq!(in_file, data);
+
+    // Errors carry the failing byte offset.
+    let last = dev.num_blocks() - 1;
+    let err = dev.write_blocks(last, &data).unwrap_err();
+    assert_eq!((err.op, err.offset), (IoOp::Write, last * 4096));
+    let err = dev.read_blocks(0, &mut [0u8; 512]).unwrap_err();
+    assert_eq!(err.op, IoOp::Read);
+
+    drop(dev);
+    let again = Device::open(&lp.dev).unwrap();
+    drop(again);
+}
+
+#[test]
+fn discard_deallocates_backing_blocks() {
+    let lp = Loop::attach("discard", 16 << 20, None);
+    let mut dev = Device::open(&lp.dev).unwrap();
+    assert!(dev.info().discard_granularity > 0, "{:?}", dev.info());
+    let empty = lp.allocated();
+    dev.write_blocks(0, &vec![0xAB; 4 << 20]).unwrap();
+    dev.flush().unwrap();
+    let written = lp.allocated();
+    // `blocks` counts 512-byte units: 4 MiB is 8192 of them.
+    assert!(written >= empty + 8192, "{empty} -> {written}");
+
+    assert!(dev.discard(1 << 20, 2 << 20).unwrap());
+    dev.flush().unwrap();
+    let discarded = lp.allocated();
+    assert!(discarded + 4096 <= written, "{written} -> {discarded}");
+    let mut buf = vec![0xFF; 4 << 20];
+    dev.read_blocks(0, &mut buf).unwrap();
+    assert!(buf[..1 << 20].iter().all(|&b| b == 0xAB));
+    assert!(buf[1 << 20..3 << 20].iter().all(|&b| b == 0));
+    assert!(buf[3 << 20..].iter().all(|&b| b == 0xAB));
+
+    // Misaligned or out-of-range requests are refused with their offset.
+    let err = dev.discard(1000, 512).unwrap_err();
+    assert_eq!((err.op, err.offset), (IoOp::Zero, 1000));
+    let err = dev.discard(16 << 20, 512).unwrap_err();
+    assert_eq!(err.offset, 16 << 20);
+    assert!(dev.discard(0, 0).unwrap());
+}
+
+#[test]
+fn write_zeroes_zeroes() {
+    let lp = Loop::attach("zero", 16 << 20, None);
+    let mut dev = Device::open(&lp.dev).unwrap();
+    let data = pattern(8 << 20, 0x33);
+    dev.write_blocks(0, &data).unwrap();
+    // 5 MiB from sector 7: unaligned to anything but the sector.
+    let (lba, count) = (7u64, 10 * 1024);
+    dev.write_zeroes(lba, count).unwrap();
+    dev.flush().unwrap();
+    let mut back = vec![0xFF; 8 << 20];
+    dev.read_blocks(0, &mut back).unwrap();
+    let (a, b) = (lba as usize * 512, (lba + count) as usize * 512);
+    assert_eq!(back[..a], data[..a]);
+    assert!(back[a..b].iter().all(|&x| x == 0));
+    assert_eq!(back[b..], data[b..]);
+    // Through the backing file, too.
+    let mut in_file = vec![0xFF; b - a];
+    fs::File::open(&lp.image)
+        .unwrap()
+        .read_exact_at(&mut in_file, a as u64)
+        .unwrap();
+    assert!(in_file.iter().all(|&x| x == 0));
+
+    let err = dev.write_zeroes(dev.num_blocks() - 1, 2).unwrap_err();
+    assert_eq!(
+        (err.op, err.offset),
+        (IoOp::Zero, (dev.num_blocks() - 1) * 512)
+    );
+}
+
+#[test]
+fn list_includes_attached_loop_devices() {
+    let lp = Loop::attach("list", 8 << 20, None);
+    let all = device::list().unwrap();
+    let me = all
+        .iter()
+        .find(|i| i.path == lp.dev)
+        .unwrap_or_else(|| panic!("{} not in {all:#?}", lp.dev.display()));
+    assert_eq!(me.size_bytes, 8 << 20);
+    assert!(all.iter().all(|i| i.size_bytes > 0 && i.is_whole_disk));
+    assert!(!all
+        .iter()
+        .any(|i| i.path.to_string_lossy().contains("zram")));
+    // Removable devices come first.
+    let firsts: Vec<bool> = all.iter().map(|i| i.removable).collect();
+    let mut sorted = firsts.clone();
+    sorted.sort_by(|a, b| b.cmp(a));
+    assert_eq!(firsts, sorted);
+}
+
+#[test]
+fn refusal_names_the_fuse_mount_point() {
+    let lp = Loop::attach("fuse", 64 << 20, None);
+    run("mkfs.exfat", &["-L", "MKFSTEST", lp.dev_str()]);
+    let info = device::inspect(&lp.dev).unwrap();
+    assert_eq!(info.fs_type.as_deref(), Some("exfat"));
+    assert_eq!(info.label.as_deref(), Some("MKFSTEST"));
+    assert_eq!(device::refusal(&info), None, "not mounted yet");
+
+    let mnt = lp.dir.0.join("mnt");
+    fs::create_dir(&mnt).unwrap();
+    run("mount.exfat-fuse", &[lp.dev_str(), mnt.to_str().unwrap()]);
+    let guard = FuseMount(mnt.clone());
+
+    let info = device::inspect(&lp.dev).unwrap();
+    assert_eq!(info.mountpoints, std::slice::from_ref(&mnt), "{info:#?}");
+    let r = device::refusal(&info).unwrap();
+    assert_eq!(r.kind, RefusalKind::Mounted);
+    assert_eq!(r.mountpoint.as_deref(), Some(mnt.as_path()));
+    assert!(r.reason.contains(mnt.to_str().unwrap()), "{}", r.reason);
+    assert!(!r.overridable);
+    // list() sees the same mount.
+    let listed = device::list().unwrap();
+    let me = listed.iter().find(|i| i.path == lp.dev).unwrap();
+    assert_eq!(me.mountpoints, std::slice::from_ref(&mnt));
+
+    assert!(guard.unmount(), "fusermount -u {}", mnt.display());
+    std::mem::forget(guard);
+    let info = device::inspect(&lp.dev).unwrap();
+    assert!(info.mountpoints.is_empty(), "{info:#?}");
+    assert_eq!(device::refusal(&info), None);
+}
+
+#[test]
+fn reread_partitions_on_a_plain_loop_device_does_not_panic() {
+    let lp = Loop::attach("rrpart", 8 << 20, None);
+    let mut dev = Device::open(&lp.dev).unwrap();
+    match dev.reread_partitions() {
+        Ok(()) => {}
+        Err(e) => {
+            assert_eq!((e.op, e.offset), (IoOp::Open, 0));
+            assert!(!e.source.to_string().is_empty());
+        }
+    }
+    // The device is still usable.
+    dev.write_blocks(0, &[1u8; 512]).unwrap();
+    dev.flush().unwrap();
+}
+
+#[test]
+fn partitions_are_read_from_sysfs_and_their_mounts_refused() {
+    // Two partitions, 1 MiB..9 MiB and 9 MiB..29 MiB, written into the
+    // image with `sfdisk`. The loop device is attached with `-P` and the
+    // partitions are added with `partx --add` (BLKPG), which works even on
+    // kernels without partition table parsers.
+    let write_table = |image: &Path| {
+        let mut child = Command::new("sfdisk")
+            .arg("--quiet")
+            .arg(image)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run sfdisk: {e}"));
+        let script = "label: gpt\nstart=2048, size=16384\nstart=18432, size=40960\n";
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(script.as_bytes())
+            .unwrap();
+        assert!(child.wait().unwrap().success(), "sfdisk failed");
+    };
+    let lp = Loop::attach_with("parts", 32 << 20, None, write_table, true);
+    // Partitions found by the kernel's own scan are already there.
+    let out = Command::new("partx")
+        .args(["--add", lp.dev_str()])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run partx: {e}"));
+    let p1 = format!("{}p1", lp.dev_str());
+    assert!(
+        out.status.success() || Path::new(&p1).exists(),
+        "partx --add: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    run("mkfs.exfat", &["-L", "PART1", &p1]);
+
+    let info = device::inspect(&lp.dev).unwrap();
+    let parts: Vec<(String, u64, u64)> = info
+        .partitions
+        .iter()
+        .map(|p| (p.path.display().to_string(), p.start_bytes, p.size_bytes))
+        .collect();
+    let d = lp.dev_str();
+    assert_eq!(
+        parts,
+        [
+            (format!("{d}p1"), 1 << 20, 8 << 20),
+            (format!("{d}p2"), 9 << 20, 20 << 20),
+        ],
+        "{info:#?}"
+    );
+    // Probed through the disk, at the partition's offset.
+    assert_eq!(info.partitions[0].fs_type.as_deref(), Some("exfat"));
+    assert_eq!(info.partitions[0].label.as_deref(), Some("PART1"));
+    assert_eq!(info.partitions[1].fs_type, None);
+    assert_eq!(device::refusal(&info), None);
+    let part = device::inspect(Path::new(&p1)).unwrap();
+    assert!(!part.is_whole_disk);
+    assert_eq!(part.size_bytes, 8 << 20);
+    assert_eq!(part.fs_type.as_deref(), Some("exfat"));
+
+    // A mounted partition makes the whole disk refused, naming both.
+    let mnt = lp.dir.0.join("mnt");
+    fs::create_dir(&mnt).unwrap();
+    run("mount.exfat-fuse", &[&p1, mnt.to_str().unwrap()]);
+    let guard = FuseMount(mnt.clone());
+    let info = device::inspect(&lp.dev).unwrap();
+    assert_eq!(info.partitions[0].mountpoints, std::slice::from_ref(&mnt));
+    let r = device::refusal(&info).unwrap();
+    assert_eq!(r.kind, RefusalKind::Mounted);
+    assert_eq!(r.mountpoint.as_deref(), Some(mnt.as_path()));
+    assert!(r.reason.contains(&p1), "{}", r.reason);
+    // exfat-fuse mounts as `fuseblk`, which claims the partition: the
+    // exclusive open of the whole disk fails too.
+    assert!(matches!(
+        Device::open(&lp.dev),
+        Err(DeviceError::Busy { .. })
+    ));
+    assert!(guard.unmount());
+    std::mem::forget(guard);
+
+    // With partition scanning on and nothing mounted, it succeeds.
+    let mut dev = Device::open(&lp.dev).unwrap();
+    dev.reread_partitions().unwrap();
+}
+
+#[test]
+fn the_root_device_holds_the_system() {
+    // The device of `/`, from mountinfo, when it is a block device node.
+    let text = fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let root_src = text.lines().rev().find_map(|l| {
+        let f: Vec<&str> = l.split(' ').collect();
+        let sep = f.iter().position(|&x| x == "-")?;
+        (f.get(4) == Some(&"/")).then(|| f.get(sep + 2).map(|s| s.to_string()))?
+    });
+    let Some(src) = root_src.filter(|s| device::is_block_device(Path::new(s))) else {
+        eprintln!("the root file system is not on a block device here: nothing to check");
+        return;
+    };
+    let info = device::inspect(Path::new(&src)).unwrap();
+    assert!(info.holds_system_root, "{info:#?}");
+    let r = device::refusal(&info).unwrap();
+    assert_eq!(r.kind, RefusalKind::SystemDisk);
+    assert!(!r.overridable);
+    let listed = device::list().unwrap();
+    assert!(listed
+        .iter()
+        .filter(|i| i.holds_system_root)
+        .all(|i| device::refusal(i).unwrap().kind == RefusalKind::SystemDisk));
+}
