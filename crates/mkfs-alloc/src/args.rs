@@ -20,6 +20,8 @@ Examples:
     SOURCE_DATE_EPOCH=0 mkfs-alloc --serial 1234ABCD --size 1G a.img
   A whole-stick image with an MBR partition table (partition at 1 MiB):
     mkfs-alloc --table mbr --fs exfat --cluster 32K --size 64G stick.img
+  A USB stick (asks for confirmation; MBR partition table by default):
+    mkfs-alloc --fs exfat --cluster 32K /dev/sdb
   Machine-readable plan and summary:
     mkfs-alloc --json --dry-run --size 64G a.img
 
@@ -52,7 +54,7 @@ pub enum TableArg {
     Gpt,
 }
 
-/// Format a disk image as FAT32 or exFAT with an explicit cluster size.
+/// Format a disk, stick, card or image as FAT32 or exFAT with an explicit cluster size.
 #[derive(Debug, Parser)]
 #[command(
     name = "mkfs-alloc",
@@ -73,7 +75,10 @@ pub struct Cli {
 
 /// Commands besides formatting.
 #[derive(Debug, clap::Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// List the block devices one could format (removable first).
+    List(crate::cmd_list::ListArgs),
+}
 
 /// Options of the format command (the default command).
 #[derive(Debug, clap::Args)]
@@ -90,9 +95,11 @@ pub struct FormatArgs {
     /// Volume serial number in hex (e.g. 1234ABCD or 1234-ABCD); pins every identifier written.
     #[arg(long, value_name = "HEX")]
     pub serial: Option<String>,
-    /// Logical sector size of the file system: 512, 1024, 2048 or 4096.
-    #[arg(long, default_value_t = 512, value_name = "N")]
-    pub sector_size: u32,
+    /// Logical sector size of the file system: 512, 1024, 2048 or 4096
+    /// (default: the device's logical sector size; 512 for images, where it is
+    /// also the image's block size, e.g. for a partition table).
+    #[arg(long, value_name = "N")]
+    pub sector_size: Option<u32>,
     /// Align the FAT and the data region to this many bytes (default 1M; less for tiny volumes).
     #[arg(long, value_name = "SIZE")]
     pub align: Option<String>,
@@ -106,6 +113,18 @@ pub struct FormatArgs {
     /// Partition table: "auto" (none for an image file), "none", "mbr" or "gpt".
     #[arg(long, value_enum, default_value_t = TableArg::Auto)]
     pub table: TableArg,
+    /// Discard (TRIM) the whole device before writing (default for devices that support it).
+    #[arg(long, overrides_with = "no_discard")]
+    pub discard: bool,
+    /// Do not discard.
+    #[arg(long)]
+    pub no_discard: bool,
+    /// Zero the whole volume ("full format") instead of writing metadata only.
+    #[arg(long)]
+    pub full: bool,
+    /// Do not ask for confirmation before writing to a device (required without a terminal).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
     /// Print the plan and write nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -115,7 +134,7 @@ pub struct FormatArgs {
     /// Print nothing but errors.
     #[arg(long, short = 'q')]
     pub quiet: bool,
-    /// The image file to format.
+    /// The image file or block device to format.
     #[arg(required = true)]
     pub target: Option<PathBuf>,
 }

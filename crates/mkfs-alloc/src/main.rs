@@ -4,11 +4,15 @@
 //! 1 I/O failure, 2 invalid input (nothing written).
 
 mod args;
+mod cmd_list;
+mod confirm;
 mod report;
 mod target;
 
 use clap::Parser;
 use mkfs_alloc::{format_medium, plan_medium, MediumOptions};
+use mkfs_alloc_blockio::{BlockIo, IoError};
+use mkfs_alloc_partition::{probe_signatures, TableKind};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
@@ -45,7 +49,7 @@ fn main() -> ExitCode {
     let json = cli.format.json;
     let result = match cli.command {
         None => run(cli.format),
-        Some(command) => match command {},
+        Some(args::Command::List(a)) => cmd_list::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -64,14 +68,18 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
         .target
         .clone()
         .ok_or_else(|| usage(anyhow::anyhow!("missing TARGET")))?;
-    let opts = MediumOptions {
-        format: cli.format_options()?,
-        table: cli.table_choice(),
-        whole_disk: false,
-        sector_size: cli.sector_size,
-    };
     let target = target::Target::inspect(&path, cli.size_bytes()?, cli.sector_size)?;
-    let plan = plan_medium(&opts, target.size_bytes(), cli.sector_size).map_err(|e| {
+    let mut format = cli.format_options()?;
+    if format.align.is_none() {
+        format.align = target.preferred_align();
+    }
+    let opts = MediumOptions {
+        format,
+        table: cli.table_choice(),
+        whole_disk: target.device().is_some_and(|d| d.is_whole_disk),
+        sector_size: cli.sector_size.unwrap_or(target.block_size()),
+    };
+    let plan = plan_medium(&opts, target.size_bytes(), target.block_size()).map_err(|e| {
         if e.is_invalid_input() {
             usage(e)
         } else {
@@ -79,21 +87,56 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
         }
     })?;
     // What is on the target now, the way `wipefs -n` would show it.
-    let found = target.probe().map_err(Failure::Io)?;
+    let mut found = target.probe().map_err(Failure::Io)?;
 
     if cli.dry_run {
         if cli.json {
-            report::print_json(&path, &plan, &found, None, true);
+            report::print_json(&path, &plan, &found, target.device(), None, true);
         } else if !cli.quiet {
             report::print_plan(&path, &plan, &found, &target);
         }
         return Ok(());
     }
 
-    let mut dev = target.open()?;
+    if let Some(info) = target.device() {
+        confirm::confirm(info, &plan, cli.yes, cli.quiet || cli.json)?;
+    }
+    let mut opened = target.open()?;
+    let mut notes = Vec::new();
+    if let target::Opened::Device(d) = &mut opened {
+        found = probe_signatures(d).unwrap_or_default();
+        let want_discard = !cli.no_discard && (cli.discard || d.info().discard_granularity > 0);
+        if want_discard {
+            match d.discard(0, target.size_bytes()) {
+                Ok(true) => {
+                    notes.push("discarded (TRIM) the whole device before writing".to_string())
+                }
+                Ok(false) => {
+                    notes.push("the device does not support discard; not discarded".to_string())
+                }
+                Err(e) => notes.push(format!("discard failed, continuing without it: {e}")),
+            }
+        }
+    }
     let show_progress = !cli.quiet && !cli.json && std::io::stderr().is_terminal();
-    let bar = report::progress_bar(show_progress);
-    let result = format_medium(&plan, &mut dev, &mut |done, total| {
+    if cli.full {
+        let bar = report::progress_bar(show_progress, "zeroing");
+        zero_all(opened.io(), &mut |done, total| {
+            if let Some(b) = &bar {
+                b.set_length(total);
+                b.set_position(done);
+            }
+        })
+        .map_err(|e| {
+            Failure::Io(anyhow::Error::new(e).context(format!("zeroing {}", path.display())))
+        })?;
+        if let Some(b) = &bar {
+            b.finish_and_clear();
+        }
+        notes.push("full format: zeroed the whole medium".to_string());
+    }
+    let bar = report::progress_bar(show_progress, "writing");
+    let result = format_medium(&plan, &mut opened.io(), &mut |done, total| {
         if let Some(b) = &bar {
             b.set_length(total);
             b.set_position(done);
@@ -111,12 +154,45 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
             Failure::Io(e)
         }
     })?;
-    drop(dev);
+    if let target::Opened::Device(d) = &mut opened {
+        if plan.table.kind != TableKind::None {
+            match d.reread_partitions() {
+                Ok(()) => notes.push("the kernel re-read the partition table".to_string()),
+                Err(e) => notes.push(format!(
+                    "the kernel could not re-read the partition table ({}); replug the device or run partprobe",
+                    e.source
+                )),
+            }
+        }
+    }
+    drop(opened);
 
     if cli.json {
-        report::print_json(&path, &plan, &found, Some(&write), false);
+        report::print_json(
+            &path,
+            &plan,
+            &found,
+            target.device(),
+            Some((&write, &notes)),
+            false,
+        );
     } else if !cli.quiet {
-        report::print_summary(&path, &plan, &found, &write, &target);
+        report::print_summary(&path, &plan, &found, &write, &target, &notes);
     }
     Ok(())
+}
+
+/// Zeroes the whole target in 64 MiB steps (a full format).
+fn zero_all(dev: &mut dyn BlockIo, progress: &mut dyn FnMut(u64, u64)) -> Result<(), IoError> {
+    let bs = u64::from(dev.block_size());
+    let total = dev.num_blocks();
+    let step = (64 << 20) / bs;
+    let mut at = 0;
+    while at < total {
+        let n = step.min(total - at);
+        dev.write_zeroes(at, n)?;
+        at += n;
+        progress(at * bs, total * bs);
+    }
+    dev.flush()
 }

@@ -5,6 +5,7 @@
 
 use crate::target::{Action, Target};
 use mkfs_alloc::MediumPlan;
+use mkfs_alloc_blockio::DeviceInfo;
 use mkfs_alloc_layout::units::{format_count, format_size};
 use mkfs_alloc_layout::{Layout, RegionKind, WriteReport};
 use mkfs_alloc_partition::{Signature, TableKind};
@@ -12,15 +13,13 @@ use serde_json::{json, Value};
 use std::path::Path;
 
 /// A progress bar on stderr, if wanted.
-pub fn progress_bar(show: bool) -> Option<indicatif::ProgressBar> {
+pub fn progress_bar(show: bool, what: &str) -> Option<indicatif::ProgressBar> {
     if !show {
         return None;
     }
     let bar = indicatif::ProgressBar::new(0);
-    let style = indicatif::ProgressStyle::with_template(
-        "{spinner} writing [{bar:40}] {bytes}/{total_bytes} ({eta})",
-    )
-    .map(|s| s.progress_chars("=> "));
+    let template = format!("{{spinner}} {what} [{{bar:40}}] {{bytes}}/{{total_bytes}} ({{eta}})");
+    let style = indicatif::ProgressStyle::with_template(&template).map(|s| s.progress_chars("=> "));
     if let Ok(style) = style {
         bar.set_style(style);
     }
@@ -165,6 +164,11 @@ pub fn print_plan(path: &Path, plan: &MediumPlan, found: &[Signature], target: &
         Action::Create(s) => format!("would create {} ({})", path.display(), format_size(s)),
         Action::Grow(s) => format!("would grow {} to {}", path.display(), format_size(s)),
         Action::Keep(s) => format!("would format {} ({})", path.display(), format_size(s)),
+        Action::Device(s) => format!(
+            "would format device {} ({})",
+            path.display(),
+            format_size(s)
+        ),
     };
     println!("mkfs-alloc: dry run, nothing written; {what}");
     print_common(plan);
@@ -197,12 +201,13 @@ pub fn print_summary(
     found: &[Signature],
     write: &WriteReport,
     target: &Target,
+    notes: &[String],
 ) {
     let layout = &plan.layout;
     let what = match target.action() {
         Action::Create(_) => "created and formatted",
         Action::Grow(_) => "grew and formatted",
-        Action::Keep(_) => "formatted",
+        Action::Keep(_) | Action::Device(_) => "formatted",
     };
     println!("mkfs-alloc: {what} {}", path.display());
     print_common(plan);
@@ -213,6 +218,9 @@ pub fn print_summary(
         format_size(write.bytes_zeroed),
         format_size(write.bytes_skipped)
     );
+    for n in notes {
+        println!("  note           {n}");
+    }
     print_warnings(layout);
 }
 
@@ -221,7 +229,8 @@ pub fn print_json(
     path: &Path,
     plan: &MediumPlan,
     found: &[Signature],
-    write: Option<&WriteReport>,
+    device: Option<&DeviceInfo>,
+    write: Option<(&WriteReport, &Vec<String>)>,
     dry_run: bool,
 ) {
     let layout = &plan.layout;
@@ -273,8 +282,14 @@ pub fn print_json(
         "table_reason": plan.table_reason,
         "signatures_found": found,
     });
-    if let (Some(w), Some(obj)) = (write, v.as_object_mut()) {
-        obj.insert("write".into(), json!(w));
+    if let Some(obj) = v.as_object_mut() {
+        if let Some((w, notes)) = write {
+            obj.insert("write".into(), json!(w));
+            obj.insert("notes".into(), json!(notes));
+        }
+        if let Some(d) = device {
+            obj.insert("device".into(), json!(d));
+        }
     }
     println!("{v:#}");
 }

@@ -1,14 +1,16 @@
-//! The format target: an image file, inspected (read-only) before anything is
-//! planned, opened for writing only after the plan is valid.
+//! The format target: an image file or a block device, inspected read-only
+//! before anything is planned, opened for writing only after the plan is
+//! valid and (for devices) confirmed.
 
 use crate::{usage, Failure};
 use anyhow::{anyhow, Context};
-use mkfs_alloc_blockio::ImageFile;
+use mkfs_alloc_blockio::device::{self, Device, DeviceError, DeviceInfo};
+use mkfs_alloc_blockio::{BlockIo, ImageFile};
 use mkfs_alloc_layout::units::format_size;
 use mkfs_alloc_partition::{probe_signatures, Signature};
 use std::path::{Path, PathBuf};
 
-/// What will be done to the image.
+/// What will be done to the target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
     /// Create a new sparse image of this size.
@@ -17,6 +19,8 @@ pub enum Action {
     Grow(u64),
     /// Keep the existing image's size.
     Keep(u64),
+    /// Format a block device of this size.
+    Device(u64),
 }
 
 /// A validated target.
@@ -24,12 +28,48 @@ pub enum Action {
 pub struct Target {
     path: PathBuf,
     action: Action,
-    sector_size: u32,
+    /// Logical block size of the medium (the device's, or the image's).
+    block_size: u32,
+    device: Option<DeviceInfo>,
+}
+
+/// An opened target.
+pub enum Opened {
+    /// An image file.
+    Image(ImageFile),
+    /// A block device, opened exclusively.
+    Device(Device),
+}
+
+impl Opened {
+    /// The target as a block device.
+    pub fn io(&mut self) -> &mut dyn BlockIo {
+        match self {
+            Opened::Image(i) => i,
+            Opened::Device(d) => d,
+        }
+    }
+}
+
+fn device_error(e: DeviceError) -> Failure {
+    match e {
+        DeviceError::Io { .. } => Failure::Io(e.into()),
+        other => usage(other),
+    }
 }
 
 impl Target {
-    /// Checks the target without modifying it. `size` is `--size`.
-    pub fn inspect(path: &Path, size: Option<u64>, sector_size: u32) -> Result<Self, Failure> {
+    /// Checks the target without modifying it. `size` is `--size`,
+    /// `sector_size` is `--sector-size` (the medium's block size for images).
+    pub fn inspect(
+        path: &Path,
+        size: Option<u64>,
+        sector_size: Option<u32>,
+    ) -> Result<Self, Failure> {
+        if device::is_block_device(path) {
+            return Self::inspect_device(path, size, sector_size);
+        }
+        let sector_size = sector_size.unwrap_or(512);
         let meta = match std::fs::metadata(path) {
             Ok(m) => Some(m),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -64,13 +104,13 @@ impl Target {
             (Some(m), size) => {
                 if m.is_dir() {
                     return Err(usage(anyhow!(
-                        "{} is a directory; expected an image file",
+                        "{} is a directory; expected an image file or a block device",
                         path.display()
                     )));
                 }
                 if !m.is_file() {
                     return Err(usage(anyhow!(
-                        "{} is not a regular file; formatting devices is not supported yet, only image files",
+                        "{} is neither a regular file nor a block device",
                         path.display()
                     )));
                 }
@@ -117,15 +157,58 @@ impl Target {
         Ok(Target {
             path: path.to_path_buf(),
             action,
-            sector_size,
+            block_size: sector_size,
+            device: None,
         })
     }
 
-    /// The size the image will have.
+    fn inspect_device(
+        path: &Path,
+        size: Option<u64>,
+        sector_size: Option<u32>,
+    ) -> Result<Self, Failure> {
+        if size.is_some() {
+            return Err(usage(anyhow!(
+                "--size applies to image files; {} is a block device and keeps its size",
+                path.display()
+            )));
+        }
+        let info = device::inspect(path).map_err(device_error)?;
+        if let Some(s) = sector_size {
+            if s < info.logical_block_size {
+                return Err(usage(anyhow!(
+                    "--sector-size {s} is smaller than the logical sector size of {} ({}); valid: {}..4096",
+                    path.display(),
+                    info.logical_block_size,
+                    info.logical_block_size
+                )));
+            }
+        }
+        if let Some(r) = device::refusal(&info) {
+            return Err(usage(anyhow!(
+                "refusing to format {}: {}",
+                path.display(),
+                r.reason
+            )));
+        }
+        Ok(Target {
+            path: path.to_path_buf(),
+            action: Action::Device(info.size_bytes),
+            block_size: info.logical_block_size,
+            device: Some(info),
+        })
+    }
+
+    /// The size the medium will have.
     pub fn size_bytes(&self) -> u64 {
         match self.action {
-            Action::Create(s) | Action::Grow(s) | Action::Keep(s) => s,
+            Action::Create(s) | Action::Grow(s) | Action::Keep(s) | Action::Device(s) => s,
         }
+    }
+
+    /// The medium's logical block size.
+    pub fn block_size(&self) -> u32 {
+        self.block_size
     }
 
     /// What will be done.
@@ -133,24 +216,52 @@ impl Target {
         self.action
     }
 
-    /// Signatures found on the existing image (read-only); none for a new one.
+    /// The device, if the target is one.
+    pub fn device(&self) -> Option<&DeviceInfo> {
+        self.device.as_ref()
+    }
+
+    /// The alignment a device asks for: the larger of 1 MiB and its optimal
+    /// I/O size and discard granularity, where those are powers of two.
+    pub fn preferred_align(&self) -> Option<u64> {
+        let d = self.device.as_ref()?;
+        let mut a = 1u64 << 20;
+        for v in [u64::from(d.optimal_io_size), d.discard_granularity] {
+            if v.is_power_of_two() && v <= 64 << 20 {
+                a = a.max(v);
+            }
+        }
+        Some(a)
+    }
+
+    /// Signatures found on the existing target (read-only); none for a new image.
     pub fn probe(&self) -> anyhow::Result<Vec<Signature>> {
         if let Action::Create(_) = self.action {
             return Ok(Vec::new());
         }
+        if self.device.is_some() {
+            // The device is probed through its exclusive handle in open().
+            return Ok(Vec::new());
+        }
         let mut img =
-            ImageFile::open_read_only(&self.path, self.sector_size).with_context(|| {
+            ImageFile::open_read_only(&self.path, self.block_size).with_context(|| {
                 format!("opening {} to look for old signatures", self.path.display())
             })?;
         probe_signatures(&mut img).with_context(|| format!("probing {}", self.path.display()))
     }
 
-    /// Creates or opens the image for writing.
-    pub fn open(&self) -> Result<ImageFile, Failure> {
+    /// Creates or opens the target for writing.
+    pub fn open(&self) -> Result<Opened, Failure> {
+        let bs = self.block_size;
         let r = match self.action {
-            Action::Create(s) => ImageFile::create(&self.path, s, self.sector_size),
-            Action::Grow(s) => ImageFile::open_resize(&self.path, s, self.sector_size),
-            Action::Keep(_) => ImageFile::open(&self.path, self.sector_size),
+            Action::Create(s) => ImageFile::create(&self.path, s, bs).map(Opened::Image),
+            Action::Grow(s) => ImageFile::open_resize(&self.path, s, bs).map(Opened::Image),
+            Action::Keep(_) => ImageFile::open(&self.path, bs).map(Opened::Image),
+            Action::Device(_) => {
+                return Device::open(&self.path)
+                    .map(Opened::Device)
+                    .map_err(device_error)
+            }
         };
         r.with_context(|| format!("opening {}", self.path.display()))
             .map_err(Failure::Io)

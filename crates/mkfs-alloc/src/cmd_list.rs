@@ -1,0 +1,94 @@
+//! `mkfs-alloc list`: the block devices one could format.
+
+use crate::Failure;
+use mkfs_alloc_blockio::device;
+use mkfs_alloc_layout::units::format_size;
+
+/// Options of `list`.
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Lists block devices, removable first, with what is on them.
+pub fn run(args: &ListArgs) -> Result<(), Failure> {
+    let devices = device::list().map_err(|e| Failure::Io(e.into()))?;
+    if args.json {
+        let v: Vec<serde_json::Value> = devices
+            .iter()
+            .map(|d| {
+                let mut v = serde_json::json!(d);
+                if let Some(obj) = v.as_object_mut() {
+                    obj.insert(
+                        "refusal".into(),
+                        serde_json::json!(device::refusal(d).map(|r| r.reason)),
+                    );
+                }
+                v
+            })
+            .collect();
+        println!("{:#}", serde_json::Value::Array(v));
+        return Ok(());
+    }
+    if devices.is_empty() {
+        println!("no block devices found");
+        return Ok(());
+    }
+    println!(
+        "{:<16} {:>10} {:<10} {:<28} contents",
+        "device", "size", "kind", "model"
+    );
+    for d in &devices {
+        let model = [d.vendor.as_deref(), d.model.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut contents = Vec::new();
+        if let Some(fs) = &d.fs_type {
+            contents.push(match &d.label {
+                Some(l) => format!("{fs} {l:?}"),
+                None => fs.clone(),
+            });
+        }
+        for p in &d.partitions {
+            let mut s = format!(
+                "{}: {}",
+                p.path.display(),
+                p.fs_type.as_deref().unwrap_or("?")
+            );
+            if let Some(l) = &p.label {
+                s.push_str(&format!(" {l:?}"));
+            }
+            for m in &p.mountpoints {
+                s.push_str(&format!(" on {}", m.display()));
+            }
+            contents.push(s);
+        }
+        for m in &d.mountpoints {
+            contents.push(format!("mounted on {}", m.display()));
+        }
+        if let Some(r) = device::refusal(d) {
+            contents.push(format!("[refused: {}]", r.reason));
+        }
+        println!(
+            "{:<16} {:>10} {:<10} {:<28} {}",
+            d.path.display(),
+            format_size(d.size_bytes),
+            if d.removable { "removable" } else { "fixed" },
+            if model.is_empty() {
+                "-".to_string()
+            } else {
+                model
+            },
+            if contents.is_empty() {
+                "-".to_string()
+            } else {
+                contents.join("; ")
+            }
+        );
+    }
+    Ok(())
+}

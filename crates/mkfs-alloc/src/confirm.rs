@@ -1,0 +1,104 @@
+//! Confirmation before writing to a device: show what is about to be
+//! destroyed, ask on a terminal, refuse without one unless `--yes`.
+
+use crate::{usage, Failure};
+use anyhow::anyhow;
+use mkfs_alloc::MediumPlan;
+use mkfs_alloc_blockio::DeviceInfo;
+use mkfs_alloc_layout::units::format_size;
+use std::io::{BufRead, IsTerminal, Write};
+
+/// Describes the device on stderr and asks for "yes"; `yes` skips the question.
+pub fn confirm(
+    info: &DeviceInfo,
+    plan: &MediumPlan,
+    yes: bool,
+    quiet: bool,
+) -> Result<(), Failure> {
+    if !quiet || !yes {
+        describe(info, plan);
+    }
+    if yes {
+        return Ok(());
+    }
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        return Err(usage(anyhow!(
+            "refusing to write to {} without confirmation: no terminal to ask on; pass --yes to confirm",
+            info.path.display()
+        )));
+    }
+    eprint!(
+        "Type \"yes\" to erase {} and format it: ",
+        info.path.display()
+    );
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    stdin
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| usage(anyhow!(e).context("reading the confirmation")))?;
+    if answer.trim() == "yes" {
+        Ok(())
+    } else {
+        Err(usage(anyhow!(
+            "not confirmed; nothing was written to {}",
+            info.path.display()
+        )))
+    }
+}
+
+fn describe(info: &DeviceInfo, plan: &MediumPlan) {
+    let name = [info.vendor.as_deref(), info.model.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ");
+    eprintln!("mkfs-alloc: about to ERASE {}:", info.path.display());
+    eprintln!(
+        "  device     {} ({}, {}{})",
+        if name.is_empty() {
+            "unknown model"
+        } else {
+            name.as_str()
+        },
+        format_size(info.size_bytes),
+        if info.removable {
+            "removable"
+        } else {
+            "NOT removable"
+        },
+        info.serial
+            .as_deref()
+            .map(|s| format!(", serial {s}"))
+            .unwrap_or_default()
+    );
+    if let Some(fs) = &info.fs_type {
+        eprintln!(
+            "  contains   {fs}{}",
+            info.label
+                .as_deref()
+                .map(|l| format!(" labelled {l:?}"))
+                .unwrap_or_default()
+        );
+    }
+    for p in &info.partitions {
+        eprintln!(
+            "  partition  {} at {}, {}: {}{}",
+            p.path.display(),
+            format_size(p.start_bytes),
+            format_size(p.size_bytes),
+            p.fs_type.as_deref().unwrap_or("unknown contents"),
+            p.label
+                .as_deref()
+                .map(|l| format!(" labelled {l:?}"))
+                .unwrap_or_default()
+        );
+    }
+    eprintln!(
+        "  will write {} table, {} with {} clusters",
+        plan.table.kind,
+        plan.layout.fs,
+        format_size(plan.layout.cluster_size)
+    );
+}
