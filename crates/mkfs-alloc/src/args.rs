@@ -22,6 +22,8 @@ Examples:
     mkfs-alloc --table mbr --fs exfat --cluster 32K --size 64G stick.img
   A USB stick (asks for confirmation; MBR partition table by default):
     mkfs-alloc --fs exfat --cluster 32K /dev/sdb
+  Let your data choose the cluster size (largest with <= 1% waste):
+    mkfs-alloc --fs exfat --data ~/Photos --size 64G photos.img
   Machine-readable plan and summary:
     mkfs-alloc --json --dry-run --size 64G a.img
 
@@ -78,6 +80,10 @@ pub struct Cli {
 pub enum Command {
     /// List the block devices one could format (removable first).
     List(crate::cmd_list::ListArgs),
+    /// Which cluster size fits a volume (and, given PATHs, your data).
+    Advise(crate::cmd_advise::AdviseArgs),
+    /// What a stick or image has now: table, file system, cluster size, waste.
+    Info(crate::cmd_info::InfoArgs),
 }
 
 /// Options of the format command (the default command).
@@ -89,6 +95,10 @@ pub struct FormatArgs {
     /// Cluster (allocation unit) size, e.g. 4K, 32K, 1M, or "auto".
     #[arg(long, short = 'c', default_value = "auto", value_name = "SIZE|auto")]
     pub cluster: String,
+    /// With --cluster auto: pick the largest cluster size that keeps the waste
+    /// of these files within 1% (see `mkfs-alloc advise`). May be repeated.
+    #[arg(long, value_name = "PATH")]
+    pub data: Vec<PathBuf>,
     /// Volume label (exFAT: up to 11 UTF-16 units; FAT32: up to 11 ASCII bytes).
     #[arg(long, short = 'L')]
     pub label: Option<String>,

@@ -59,7 +59,12 @@ pub struct AdviseArgs {
     #[arg(long, value_enum, default_value_t = AdviseFs::Both)]
     pub fs: AdviseFs,
     /// Largest acceptable waste, in percent of the data's size.
-    #[arg(long, value_name = "PERCENT", default_value_t = DEFAULT_MAX_WASTE_PERCENT)]
+    #[arg(
+        long,
+        value_name = "PERCENT",
+        default_value_t = DEFAULT_MAX_WASTE_PERCENT,
+        allow_negative_numbers = true
+    )]
     pub max_waste: f64,
     /// Logical sector size of the file system: 512, 1024, 2048 or 4096.
     #[arg(long, default_value_t = 512, value_name = "N")]
@@ -117,8 +122,9 @@ fn volume_bytes(args: &AdviseArgs) -> Result<u64, Failure> {
     let v = match (&args.size, &args.target) {
         (Some(s), _) => parse_size(s).map_err(|e| usage(anyhow!("--size: {e}")))?,
         (None, Some(t)) => {
-            let m = std::fs::metadata(t)
-                .map_err(|e| usage(anyhow!(e).context(format!("cannot inspect {}", t.display()))))?;
+            let m = std::fs::metadata(t).map_err(|e| {
+                usage(anyhow!(e).context(format!("cannot inspect {}", t.display())))
+            })?;
             if !m.is_file() {
                 return Err(usage(anyhow!(
                     "{} is not a regular file; advise reads the size of image files only (devices are not supported yet); give --size instead",
@@ -171,22 +177,63 @@ fn scan_paths(args: &AdviseArgs) -> Result<ScanResult, Failure> {
     })
 }
 
-/// Bar glyphs: data, waste.
+/// Bar glyphs.
 struct Glyphs {
+    /// A whole cell of a plain bar (histogram, overhead) or of waste.
+    full: char,
+    /// A cell of file data in a footprint bar.
     data: char,
-    waste: char,
+    /// Partial cells, 1/8 to 7/8 (unicode only).
+    eighths: Option<[char; 7]>,
+    /// End of a clipped bar.
+    clipped: char,
 }
 
 const BAR_WIDTH: usize = 28;
+/// Cells that stand for the data's own size in a footprint bar.
+const DATA_CELLS: usize = 12;
+/// Most cells of waste drawn after the data.
+const WASTE_CELLS: usize = 24;
 
-fn bar(g: &Glyphs, data: f64, waste: f64, max: f64) -> String {
+/// `cells` cells (fractional) of `g.full`, with a partial last cell when
+/// unicode is available.
+fn cells(g: &Glyphs, cells: f64) -> String {
+    let cells = cells.max(0.0);
+    let whole = cells.floor() as usize;
+    let mut s: String = std::iter::repeat_n(g.full, whole).collect();
+    let eighth = ((cells - whole as f64) * 8.0).round() as usize;
+    match (g.eighths, eighth) {
+        (_, 0) => {}
+        (Some(_), 8) | (None, 4..) => s.push(g.full),
+        (Some(e), n) => s.push(e[n - 1]),
+        (None, _) => {}
+    }
+    s
+}
+
+/// A bar of `value / max` × [`BAR_WIDTH`] cells.
+fn bar(g: &Glyphs, value: f64, max: f64) -> String {
     if max <= 0.0 {
         return String::new();
     }
-    let total = ((data + waste) / max * BAR_WIDTH as f64).round() as usize;
-    let d = ((data / max * BAR_WIDTH as f64).round() as usize).min(total);
-    let mut s: String = std::iter::repeat(g.data).take(d).collect();
-    s.extend(std::iter::repeat(g.waste).take(total - d));
+    cells(g, value / max * BAR_WIDTH as f64)
+}
+
+/// A footprint bar: the data's own size as [`DATA_CELLS`] cells of
+/// `g.data`, then the waste on the same scale in `g.full` cells, clipped at
+/// [`WASTE_CELLS`].
+fn footprint_bar(g: &Glyphs, apparent: u64, waste: u64) -> String {
+    let mut s: String = std::iter::repeat_n(g.data, DATA_CELLS).collect();
+    if apparent == 0 {
+        return s;
+    }
+    let w = waste as f64 / apparent as f64 * DATA_CELLS as f64;
+    if w > WASTE_CELLS as f64 {
+        s.push_str(&cells(g, (WASTE_CELLS - 1) as f64));
+        s.push(g.clipped);
+    } else {
+        s.push_str(&cells(g, w));
+    }
     s
 }
 
@@ -200,13 +247,17 @@ pub fn render(
     use std::fmt::Write;
     let g = if unicode {
         Glyphs {
-            data: '█',
-            waste: '░',
+            full: '█',
+            data: '░',
+            eighths: Some(['▏', '▎', '▍', '▌', '▋', '▊', '▉']),
+            clipped: '▶',
         }
     } else {
         Glyphs {
-            data: '#',
-            waste: '~',
+            full: '#',
+            data: '.',
+            eighths: None,
+            clipped: '>',
         }
     };
     let mut o = String::new();
@@ -297,7 +348,11 @@ fn render_histogram(o: &mut String, d: &ScanResult, g: &Glyphs) {
         } else if b.min == b.max {
             format_size(b.min)
         } else {
-            format!("{} - <{}", format_size(b.min), format_size(b.max.saturating_add(1)))
+            format!(
+                "{} - <{}",
+                format_size(b.min),
+                format_size(b.max.saturating_add(1))
+            )
         }
     };
     let width = h.iter().map(|b| label(b).len()).max().unwrap_or(0);
@@ -308,7 +363,7 @@ fn render_histogram(o: &mut String, d: &ScanResult, g: &Glyphs) {
             label(b),
             format_count(b.files),
             format_size(b.bytes),
-            bar(g, b.files as f64, 0.0, max)
+            bar(g, b.files as f64, max)
         );
     }
 }
@@ -366,20 +421,20 @@ fn render_fs(o: &mut String, advice: &Advice, f: &FsAdvice, g: &Glyphs, unicode:
     let max_bar = f
         .rows
         .iter()
-        .map(|r| {
-            if with_data {
-                r.data_bytes_on_disk.unwrap_or(0) as f64
-            } else {
-                r.overhead_percent
-            }
-        })
+        .map(|r| r.overhead_percent)
         .fold(0.0, f64::max);
-    let apparent = advice.data.as_ref().map_or(0, |d| d.apparent_bytes) as f64;
+    let apparent = advice.data.as_ref().map_or(0, |d| d.apparent_bytes);
     for r in &f.rows {
         table.push(row_cells(r, with_data, apparent, max_bar, g));
     }
     let widths: Vec<usize> = (0..COLS)
-        .map(|i| table.iter().map(|c| c[i].chars().count()).max().unwrap_or(0))
+        .map(|i| {
+            table
+                .iter()
+                .map(|c| c[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     for (i, cells) in table.iter().enumerate() {
         let mut line = String::from("  ");
@@ -399,11 +454,7 @@ fn render_fs(o: &mut String, advice: &Advice, f: &FsAdvice, g: &Glyphs, unicode:
             line.push_str("  ");
         }
         if i > 0 {
-            let notes: Vec<String> = f.rows[i - 1]
-                .notes
-                .iter()
-                .map(|n| n.describe(fs))
-                .collect();
+            let notes: Vec<String> = f.rows[i - 1].notes.iter().map(|n| n.describe(fs)).collect();
             line.push_str(&notes.join("; "));
         }
         let _ = writeln!(o, "{}", line.trim_end());
@@ -411,8 +462,8 @@ fn render_fs(o: &mut String, advice: &Advice, f: &FsAdvice, g: &Glyphs, unicode:
     if with_data {
         let _ = writeln!(
             o,
-            "  bars: on-disk footprint, {} file bytes, {} waste",
-            g.data, g.waste
+            "  bars: on-disk footprint; {} the data's size, {} waste on the same scale",
+            g.data, g.full
         );
     } else {
         let _ = writeln!(o, "  bars: metadata overhead");
@@ -438,13 +489,7 @@ fn render_fs(o: &mut String, advice: &Advice, f: &FsAdvice, g: &Glyphs, unicode:
 /// (or usable), waste, waste %, fits, bar.
 const COLS: usize = 9;
 
-fn row_cells(
-    r: &Row,
-    with_data: bool,
-    apparent: f64,
-    max_bar: f64,
-    g: &Glyphs,
-) -> [String; COLS] {
+fn row_cells(r: &Row, with_data: bool, apparent: u64, max_bar: f64, g: &Glyphs) -> [String; COLS] {
     if with_data {
         let on_disk = r.data_bytes_on_disk.unwrap_or(0);
         [
@@ -456,7 +501,7 @@ fn row_cells(
             r.waste_bytes.map(format_size).unwrap_or_default(),
             r.waste_percent.map(pct).unwrap_or_default(),
             if r.fits == Some(true) { "yes" } else { "NO" }.into(),
-            bar(g, apparent.min(on_disk as f64), on_disk as f64 - apparent.min(on_disk as f64), max_bar),
+            footprint_bar(g, apparent, r.waste_bytes.unwrap_or(0)),
         ]
     } else {
         [
@@ -468,7 +513,7 @@ fn row_cells(
             String::new(),
             String::new(),
             String::new(),
-            bar(g, r.overhead_percent, 0.0, max_bar),
+            bar(g, r.overhead_percent, max_bar),
         ]
     }
 }

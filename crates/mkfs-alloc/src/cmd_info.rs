@@ -30,9 +30,13 @@ pub struct InfoArgs {
 /// Runs `info`.
 pub fn run(args: &InfoArgs) -> Result<(), Failure> {
     let path = &args.target;
-    let mut dev = ReadOnlyFile::open(path, 512).map_err(|e| match e.source.kind() {
-        ErrorKind::NotFound | ErrorKind::InvalidInput => usage(anyhow!(e)),
-        _ => Failure::Io(anyhow!(e)),
+    // The error's source already names the path.
+    let mut dev = ReadOnlyFile::open(path, 512).map_err(|e| {
+        let msg = anyhow!("cannot open {}", e.source);
+        match e.source.kind() {
+            ErrorKind::NotFound | ErrorKind::InvalidInput => usage(msg),
+            _ => Failure::Io(msg),
+        }
     })?;
     let opts = InspectOptions {
         files: args.files,
@@ -113,7 +117,11 @@ fn print_text(target: &str, r: &Report) {
         r.medium_bytes
     );
     for p in &t.partitions {
-        let name = p.name.as_deref().map(|n| format!(" {n:?}")).unwrap_or_default();
+        let name = p
+            .name
+            .as_deref()
+            .map(|n| format!(" {n:?}"))
+            .unwrap_or_default();
         println!(
             "  partition {:<3} start {:>10}  size {:>10}  type {} {}{}{name}",
             p.index,
@@ -220,11 +228,7 @@ fn print_files(f: &FileStats, current: u64) {
     if f.fragmented > 0 {
         println!("  {:<15}{} files", "fragmented", format_count(f.fragmented));
     }
-    println!(
-        "  {:<15}{}",
-        "directories",
-        format_size(f.dir_bytes)
-    );
+    println!("  {:<15}{}", "directories", format_size(f.dir_bytes));
     println!(
         "  {:<15}{:>10}  {:>12}  {:>12}  {:>12}",
         "at cluster", "size", "files take", "waste", "directories"

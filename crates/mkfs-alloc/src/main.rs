@@ -4,14 +4,18 @@
 //! 1 I/O failure, 2 invalid input (nothing written).
 
 mod args;
+mod cmd_advise;
+mod cmd_info;
 mod cmd_list;
 mod confirm;
+mod data;
 mod report;
 mod target;
 
 use clap::Parser;
 use mkfs_alloc::{format_medium, plan_medium, MediumOptions};
 use mkfs_alloc_blockio::{BlockIo, IoError};
+use mkfs_alloc_layout::ClusterChoice;
 use mkfs_alloc_partition::{probe_signatures, TableKind};
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -46,10 +50,17 @@ pub fn usage(e: impl Into<anyhow::Error>) -> Failure {
 
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
-    let json = cli.format.json;
+    let json = match &cli.command {
+        None => cli.format.json,
+        Some(args::Command::List(a)) => a.json,
+        Some(args::Command::Advise(a)) => a.json,
+        Some(args::Command::Info(a)) => a.json,
+    };
     let result = match cli.command {
         None => run(cli.format),
         Some(args::Command::List(a)) => cmd_list::run(&a),
+        Some(args::Command::Advise(a)) => cmd_advise::run(&a),
+        Some(args::Command::Info(a)) => cmd_info::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -73,19 +84,35 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
     if format.align.is_none() {
         format.align = target.preferred_align();
     }
-    let opts = MediumOptions {
+    let mut opts = MediumOptions {
         format,
         table: cli.table_choice(),
         whole_disk: target.device().is_some_and(|d| d.is_whole_disk),
         sector_size: cli.sector_size.unwrap_or(target.block_size()),
     };
-    let plan = plan_medium(&opts, target.size_bytes(), target.block_size()).map_err(|e| {
+    let plan_error = |e: mkfs_alloc::FormatError| {
         if e.is_invalid_input() {
             usage(e)
         } else {
             Failure::Io(e.into())
         }
-    })?;
+    };
+    let mut plan =
+        plan_medium(&opts, target.size_bytes(), target.block_size()).map_err(plan_error)?;
+    let mut data_note = None;
+    if !cli.data.is_empty() {
+        if opts.format.cluster != ClusterChoice::Auto {
+            return Err(usage(anyhow::anyhow!(
+                "--data chooses the cluster size; it cannot be combined with --cluster {}",
+                cli.cluster
+            )));
+        }
+        let (cluster, reason) =
+            data::recommend(&cli.data, &opts.format, &plan, !cli.quiet && !cli.json)?;
+        opts.format.cluster = ClusterChoice::Bytes(cluster);
+        plan = plan_medium(&opts, target.size_bytes(), target.block_size()).map_err(plan_error)?;
+        data_note = Some(reason);
+    }
     // What is on the target now, the way `wipefs -n` would show it.
     let mut found = target.probe().map_err(Failure::Io)?;
 
@@ -102,7 +129,7 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
         confirm::confirm(info, &plan, cli.yes, cli.quiet || cli.json)?;
     }
     let mut opened = target.open()?;
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = data_note.into_iter().collect();
     if let target::Opened::Device(d) = &mut opened {
         found = probe_signatures(d).unwrap_or_default();
         let want_discard = !cli.no_discard && (cli.discard || d.info().discard_granularity > 0);

@@ -1,0 +1,770 @@
+//! The advice: every valid cluster size of each file system, what it costs
+//! the volume and the data, and a recommendation with its reason.
+//!
+//! Every volume number (cluster count, overhead) comes from the planner,
+//! [`mkfs_alloc_layout::plan`]; this module only adds the data's footprint
+//! ([`crate::model`]) and the comparison with other tools' defaults.
+
+use crate::defaults::{mkfs_default, mkfs_tool, sd_recommended, windows_default};
+use crate::model::{fat32_dirs_over_limit, footprint_for, Footprint};
+use crate::scan::{DataSummary, ScanResult};
+use mkfs_alloc_layout::plan::default_align;
+use mkfs_alloc_layout::units::{format_count, format_size, KIB, MIB};
+use mkfs_alloc_layout::{
+    plan, valid_cluster_sizes, ClusterChoice, FormatOptions, FsChoice, FsType, Layout, Medium,
+    PlanError, RegionKind,
+};
+use serde::Serialize;
+
+/// `--max-waste` default, in percent of the data's apparent size.
+pub const DEFAULT_MAX_WASTE_PERCENT: f64 = 1.0;
+/// The recommendation never goes below this unless the volume requires it.
+pub const MIN_PREFERRED_CLUSTER: u64 = 4 * KIB;
+/// exFAT spec §3.1.9 recommends at most 2^24 - 2 clusters.
+pub const EXFAT_RECOMMENDED_MAX_CLUSTERS: u32 = (1 << 24) - 2;
+/// Label assumed by [`advise`]: a labelled FAT32 volume has one more root
+/// entry than an unlabelled one (the worst case); exFAT always has a label entry.
+pub const ASSUMED_LABEL: &str = "LABEL";
+
+/// The largest cluster size every common system handles: FAT32 32 KiB (old
+/// DOS, some BIOS and camera firmware fail above), exFAT 1 MiB (older macOS
+/// does not mount larger).
+pub fn compat_max_cluster(fs: FsType) -> u64 {
+    match fs {
+        FsType::Fat32 => 32 * KIB,
+        FsType::Exfat => MIB,
+    }
+}
+
+/// Why advice could not be given.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AdviseError {
+    /// The planner rejected the volume (sector size, partition offset, alignment, label).
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// `--max-waste` is negative or not a number.
+    #[error("maximum waste {0}% is invalid; expected a percentage of 0 or more, e.g. 1 or 2.5")]
+    MaxWaste(f64),
+    /// `--fs auto` (or a fixed file system) has no valid layout for this volume.
+    #[error("no cluster size is valid for {fs} on a {} volume", format_size(*.volume_bytes))]
+    NoValidCluster {
+        /// File system.
+        fs: FsType,
+        /// Volume size.
+        volume_bytes: u64,
+    },
+}
+
+/// Which file systems to advise on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FsSelection {
+    /// exFAT only.
+    Exfat,
+    /// FAT32 only.
+    Fat32,
+    /// Both, exFAT first.
+    #[default]
+    Both,
+}
+
+impl FsSelection {
+    /// The file systems selected, in report order.
+    pub fn file_systems(self) -> &'static [FsType] {
+        match self {
+            FsSelection::Exfat => &[FsType::Exfat],
+            FsSelection::Fat32 => &[FsType::Fat32],
+            FsSelection::Both => &[FsType::Exfat, FsType::Fat32],
+        }
+    }
+}
+
+/// The whole advice for one volume.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Advice {
+    /// Volume size in bytes (whole sectors).
+    pub volume_bytes: u64,
+    /// Sector size.
+    pub sector_size: u32,
+    /// The waste limit the recommendation used, in percent.
+    pub max_waste_percent: f64,
+    /// The scanned data, if any.
+    pub data: Option<DataSummary>,
+    /// One entry per file system.
+    pub per_fs: Vec<FsAdvice>,
+}
+
+/// The advice for one file system.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FsAdvice {
+    /// File system.
+    pub fs: FsType,
+    /// One row per valid cluster size, smallest first.
+    pub rows: Vec<Row>,
+    /// Files over 4 GiB - 1 bytes (FAT32 with data only).
+    pub files_over_4gib: Option<u64>,
+    /// What Windows' format picks by default, if it formats this volume.
+    pub windows_default: Option<u64>,
+    /// What the SD specification recommends for this capacity.
+    pub sd_recommended: Option<u64>,
+    /// What mkfs.exfat / mkfs.fat pick by default.
+    pub mkfs_default: u64,
+    /// Which tool `mkfs_default` is for.
+    pub mkfs_tool: &'static str,
+    /// What `--cluster auto` picks without data.
+    pub auto_cluster: Option<u64>,
+    /// The recommendation, if any size is valid.
+    pub recommendation: Option<Recommendation>,
+    /// Notes about the whole volume on this file system.
+    pub notes: Vec<FsNote>,
+}
+
+/// Metadata overhead of a layout, by kind, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Overhead {
+    /// Boot region(s) and reserved sectors.
+    pub reserved: u64,
+    /// File allocation table(s).
+    pub fat: u64,
+    /// exFAT allocation bitmap clusters.
+    pub bitmap: u64,
+    /// exFAT up-case table clusters.
+    pub upcase: u64,
+    /// Root directory clusters allocated by the format.
+    pub root_directory: u64,
+    /// Alignment padding.
+    pub alignment: u64,
+    /// Sectors after the last whole cluster.
+    pub tail: u64,
+}
+
+impl Overhead {
+    /// The breakdown of a layout's regions (all but the free clusters).
+    pub fn of(layout: &Layout) -> Self {
+        let mut o = Overhead::default();
+        for r in &layout.regions {
+            let slot = match r.kind {
+                RegionKind::BootRegion | RegionKind::BackupBootRegion => &mut o.reserved,
+                RegionKind::Fat => &mut o.fat,
+                RegionKind::Bitmap => &mut o.bitmap,
+                RegionKind::Upcase => &mut o.upcase,
+                RegionKind::RootDirectory => &mut o.root_directory,
+                RegionKind::Padding | RegionKind::HeapPadding => &mut o.alignment,
+                RegionKind::Tail => &mut o.tail,
+                RegionKind::FreeClusters => continue,
+            };
+            *slot += r.len;
+        }
+        o
+    }
+
+    /// Sum of all parts.
+    pub fn total(&self) -> u64 {
+        self.reserved
+            + self.fat
+            + self.bitmap
+            + self.upcase
+            + self.root_directory
+            + self.alignment
+            + self.tail
+    }
+}
+
+/// One cluster size of one file system.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    /// Cluster size in bytes.
+    pub cluster_size: u64,
+    /// Clusters of the volume.
+    pub cluster_count: u32,
+    /// Bytes free for files after formatting.
+    pub usable_bytes: u64,
+    /// Bytes not available for files (everything but the free clusters).
+    pub overhead_bytes: u64,
+    /// `overhead_bytes` in percent of the volume.
+    pub overhead_percent: f64,
+    /// The overhead by kind.
+    pub overhead: Overhead,
+    /// Bytes the data takes: file clusters plus the directory clusters the
+    /// copy allocates (with data only).
+    pub data_bytes_on_disk: Option<u64>,
+    /// Of which file data clusters.
+    pub file_bytes_on_disk: Option<u64>,
+    /// Of which directory clusters.
+    pub directory_bytes_on_disk: Option<u64>,
+    /// `data_bytes_on_disk` minus the apparent size.
+    pub waste_bytes: Option<u64>,
+    /// `waste_bytes` in percent of the apparent size (`None` when the data
+    /// has no bytes).
+    pub waste_percent: Option<f64>,
+    /// True if the data fits in the usable bytes.
+    pub fits: Option<bool>,
+    /// Compatibility notes and markers (defaults, recommendation).
+    pub notes: Vec<RowNote>,
+}
+
+/// A note on one cluster size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RowNote {
+    /// FAT32 cluster above 32 KiB.
+    AboveFat32Compat,
+    /// exFAT cluster above 1 MiB.
+    AboveExfatCompat,
+    /// exFAT cluster count above the spec's recommended 2^24 - 2.
+    ExfatManyClusters,
+    /// Windows' default for this volume.
+    WindowsDefault,
+    /// The SD specification's recommendation for this capacity.
+    SdRecommended,
+    /// mkfs.exfat's or mkfs.fat's default.
+    MkfsDefault,
+    /// What `--cluster auto` picks without data.
+    AutoDefault,
+    /// The recommendation.
+    Recommended,
+}
+
+impl RowNote {
+    /// A phrase for people.
+    pub fn describe(self, fs: FsType) -> String {
+        match self {
+            RowNote::AboveFat32Compat => {
+                "above 32 KiB: old DOS, some BIOS and camera firmware fail".into()
+            }
+            RowNote::AboveExfatCompat => "above 1 MiB: older macOS does not mount it".into(),
+            RowNote::ExfatManyClusters => format!(
+                "more than {} clusters (the exFAT spec recommends fewer)",
+                format_count(u64::from(EXFAT_RECOMMENDED_MAX_CLUSTERS))
+            ),
+            RowNote::WindowsDefault => "Windows default".into(),
+            RowNote::SdRecommended => "SD spec".into(),
+            RowNote::MkfsDefault => format!("{} default", mkfs_tool(fs)),
+            RowNote::AutoDefault => "--cluster auto".into(),
+            RowNote::Recommended => "recommended".into(),
+        }
+    }
+}
+
+/// A note on the whole volume for one file system.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FsNote {
+    /// No cluster size is valid.
+    NoValidCluster,
+    /// FAT32 above 32 GB: valid, but Windows' format refuses it.
+    #[serde(rename = "fat32_above_32gb")]
+    Fat32Above32Gb,
+    /// Files FAT32 cannot store.
+    #[serde(rename = "files_over_4gib")]
+    FilesOver4Gib {
+        /// How many.
+        count: u64,
+    },
+    /// Directories with more entries than FAT32 allows.
+    DirsOverFat32Limit {
+        /// How many.
+        count: u64,
+    },
+    /// A peer tool's default is not valid for this volume in our layout.
+    DefaultNotValid {
+        /// Whose default (`windows`, `sd_spec`, `mkfs`).
+        source: &'static str,
+        /// The size it would pick.
+        cluster_size: u64,
+    },
+}
+
+impl FsNote {
+    /// A sentence for people.
+    pub fn describe(&self, fs: FsType) -> String {
+        match self {
+            FsNote::NoValidCluster => format!("no cluster size is valid for {fs} on this volume"),
+            FsNote::Fat32Above32Gb => {
+                "FAT32 above 32 GB is valid, but Windows' own format refuses it and some firmware rejects it".into()
+            }
+            FsNote::FilesOver4Gib { count } => format!(
+                "{} file(s) exceed FAT32's 4 GiB - 1 limit and cannot be stored: use exFAT",
+                format_count(*count)
+            ),
+            FsNote::DirsOverFat32Limit { count } => format!(
+                "{} directory(ies) need more than FAT32's 65,536 entries and cannot be copied whole",
+                format_count(*count)
+            ),
+            FsNote::DefaultNotValid {
+                source,
+                cluster_size,
+            } => {
+                let who = match *source {
+                    "windows" => "Windows' default".to_string(),
+                    "sd_spec" => "the SD specification's recommendation".to_string(),
+                    _ => format!("{}'s default", mkfs_tool(fs)),
+                };
+                format!(
+                    "{who} ({}) is not a valid {fs} cluster size for this volume",
+                    format_size(*cluster_size)
+                )
+            }
+        }
+    }
+}
+
+/// Which rule produced a recommendation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecommendationRule {
+    /// The largest compatible size whose waste is within the limit.
+    WithinMaxWaste,
+    /// No compatible size is within the limit; the one that wastes least.
+    LeastWaste,
+    /// The data fits only at smaller sizes than the rules prefer.
+    OnlyFitting,
+    /// The data fits at no size; the one that comes closest.
+    DoesNotFit,
+    /// No data: the `--cluster auto` rule.
+    AutoNoData,
+    /// The data has no bytes: the `--cluster auto` rule.
+    AutoEmptyData,
+}
+
+/// A recommended cluster size and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Recommendation {
+    /// Cluster size in bytes.
+    pub cluster_size: u64,
+    /// The rule that chose it.
+    pub rule: RecommendationRule,
+    /// A sentence for people.
+    pub reason: String,
+}
+
+/// Advice for a whole-medium volume of `volume_bytes` with `sector_size`-byte
+/// sectors, on the selected file systems, for `data` if given.
+///
+/// The volumes are planned with the default alignment and a label
+/// ([`ASSUMED_LABEL`]).
+///
+/// # Errors
+///
+/// [`AdviseError::Plan`] for an invalid sector size, [`AdviseError::MaxWaste`]
+/// for a negative or NaN limit. A file system with no valid cluster size is
+/// not an error: its [`FsAdvice`] has no rows and says so in its notes.
+pub fn advise(
+    volume_bytes: u64,
+    sector_size: u32,
+    fs: FsSelection,
+    data: Option<&ScanResult>,
+    max_waste_percent: f64,
+) -> Result<Advice, AdviseError> {
+    check_inputs(sector_size, max_waste_percent)?;
+    let bps = u64::from(sector_size);
+    let medium = Medium::whole(volume_bytes / bps * bps, sector_size);
+    let per_fs = fs
+        .file_systems()
+        .iter()
+        .map(|&fs| {
+            let base = FormatOptions {
+                fs: FsChoice::Fixed(fs),
+                label: Some(ASSUMED_LABEL.to_string()),
+                ..FormatOptions::default()
+            };
+            fs_advice(fs, &base, &medium, data, max_waste_percent)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Advice {
+        volume_bytes: medium.volume_bytes,
+        sector_size,
+        max_waste_percent,
+        data: data.map(ScanResult::summary),
+        per_fs,
+    })
+}
+
+/// The cluster size for `data` on `fs`, and why: what `--cluster auto` picks
+/// when the formatter is given `--data PATH`. `None` if no size is valid.
+pub fn recommend_for_data(
+    fs: FsType,
+    medium: &Medium,
+    data: &ScanResult,
+    max_waste_percent: f64,
+) -> Option<(u64, String)> {
+    let opts = FormatOptions {
+        fs: FsChoice::Fixed(fs),
+        ..FormatOptions::default()
+    };
+    recommend_for_format(&opts, medium, data, max_waste_percent)
+        .ok()
+        .map(|r| (r.cluster_size, r.reason))
+}
+
+/// Like [`recommend_for_data`], honouring the formatter's own options (file
+/// system choice, alignment, label, volume GUID); `opts.cluster` is ignored.
+/// `FsChoice::Auto` is resolved the way the planner resolves it.
+///
+/// # Errors
+///
+/// [`AdviseError::Plan`] when the planner rejects the options or the
+/// medium, [`AdviseError::NoValidCluster`] when no size is valid,
+/// [`AdviseError::MaxWaste`] for a negative or NaN limit.
+pub fn recommend_for_format(
+    opts: &FormatOptions,
+    medium: &Medium,
+    data: &ScanResult,
+    max_waste_percent: f64,
+) -> Result<Recommendation, AdviseError> {
+    check_inputs(medium.sector_size, max_waste_percent)?;
+    let bps = u64::from(medium.sector_size);
+    let medium = Medium {
+        volume_bytes: medium.volume_bytes / bps * bps,
+        ..*medium
+    };
+    let fs = match opts.fs {
+        FsChoice::Fixed(fs) => fs,
+        FsChoice::Auto => {
+            let auto = FormatOptions {
+                cluster: ClusterChoice::Auto,
+                ..opts.clone()
+            };
+            plan(&auto, &medium)?.fs
+        }
+    };
+    let base = FormatOptions {
+        fs: FsChoice::Fixed(fs),
+        ..opts.clone()
+    };
+    fs_advice(fs, &base, &medium, Some(data), max_waste_percent)?
+        .recommendation
+        .ok_or(AdviseError::NoValidCluster {
+            fs,
+            volume_bytes: medium.volume_bytes,
+        })
+}
+
+fn check_inputs(sector_size: u32, max_waste_percent: f64) -> Result<(), AdviseError> {
+    if !matches!(sector_size, 512 | 1024 | 2048 | 4096) {
+        return Err(PlanError::SectorSize(u64::from(sector_size)).into());
+    }
+    if max_waste_percent.is_nan() || max_waste_percent < 0.0 {
+        return Err(AdviseError::MaxWaste(max_waste_percent));
+    }
+    Ok(())
+}
+
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
+
+/// A row and the footprint behind it.
+struct Candidate {
+    row: Row,
+    footprint: Option<Footprint>,
+}
+
+fn fs_advice(
+    fs: FsType,
+    base: &FormatOptions,
+    medium: &Medium,
+    data: Option<&ScanResult>,
+    max_waste: f64,
+) -> Result<FsAdvice, AdviseError> {
+    let volume = medium.volume_bytes;
+    let align = base
+        .align
+        .unwrap_or_else(|| default_align(volume, medium.sector_size));
+    let valid = valid_cluster_sizes(fs, medium, align);
+    let auto_layout = plan(
+        &FormatOptions {
+            cluster: ClusterChoice::Auto,
+            ..base.clone()
+        },
+        medium,
+    );
+    let auto_cluster = auto_layout.as_ref().ok().map(|l| l.cluster_size);
+    let windows = windows_default(fs, volume);
+    let sd = sd_recommended(volume);
+    let mkfs = mkfs_default(fs, volume, medium.sector_size);
+
+    let mut cands = Vec::with_capacity(valid.len());
+    for &c in &valid {
+        // valid_cluster_sizes said yes; a label or option error would fail
+        // every size: report it.
+        let layout = plan(
+            &FormatOptions {
+                cluster: ClusterChoice::Bytes(c),
+                ..base.clone()
+            },
+            medium,
+        )?;
+        cands.push(candidate(&layout, data, windows, sd, mkfs, auto_cluster));
+    }
+
+    let mut notes = Vec::new();
+    if valid.is_empty() {
+        notes.push(FsNote::NoValidCluster);
+    }
+    if fs == FsType::Fat32 && volume > 32 * 1_000_000_000 && !valid.is_empty() {
+        notes.push(FsNote::Fat32Above32Gb);
+    }
+    let files_over_4gib = match (fs, data) {
+        (FsType::Fat32, Some(d)) => Some(d.files_over_fat32_limit()),
+        _ => None,
+    };
+    if let Some(count) = files_over_4gib.filter(|&n| n > 0) {
+        notes.push(FsNote::FilesOver4Gib { count });
+    }
+    if let (FsType::Fat32, Some(d)) = (fs, data) {
+        let count = fat32_dirs_over_limit(d);
+        if count > 0 {
+            notes.push(FsNote::DirsOverFat32Limit { count });
+        }
+    }
+    if !valid.is_empty() {
+        for (source, c) in [("windows", windows), ("sd_spec", sd), ("mkfs", Some(mkfs))] {
+            if let Some(c) = c.filter(|c| !valid.contains(c)) {
+                notes.push(FsNote::DefaultNotValid {
+                    source,
+                    cluster_size: c,
+                });
+            }
+        }
+    }
+
+    let recommendation = match data {
+        _ if cands.is_empty() => None,
+        Some(d) if d.apparent_bytes > 0 => Some(recommend(fs, &cands, max_waste, d)),
+        Some(_) => auto_layout.as_ref().ok().map(|l| Recommendation {
+            cluster_size: l.cluster_size,
+            rule: RecommendationRule::AutoEmptyData,
+            reason: format!(
+                "the data holds no file bytes; {}",
+                l.cluster_rule.describe(fs, volume)
+            ),
+        }),
+        None => auto_layout.as_ref().ok().map(|l| Recommendation {
+            cluster_size: l.cluster_size,
+            rule: RecommendationRule::AutoNoData,
+            reason: l.cluster_rule.describe(fs, volume),
+        }),
+    };
+    let mut rows: Vec<Row> = cands.into_iter().map(|c| c.row).collect();
+    if let Some(r) = &recommendation {
+        if let Some(row) = rows
+            .iter_mut()
+            .find(|row| row.cluster_size == r.cluster_size)
+        {
+            row.notes.push(RowNote::Recommended);
+        }
+    }
+    Ok(FsAdvice {
+        fs,
+        rows,
+        files_over_4gib,
+        windows_default: windows,
+        sd_recommended: sd,
+        mkfs_default: mkfs,
+        mkfs_tool: mkfs_tool(fs),
+        auto_cluster,
+        recommendation,
+        notes,
+    })
+}
+
+fn candidate(
+    layout: &Layout,
+    data: Option<&ScanResult>,
+    windows: Option<u64>,
+    sd: Option<u64>,
+    mkfs: u64,
+    auto: Option<u64>,
+) -> Candidate {
+    let c = layout.cluster_size;
+    let fs = layout.fs;
+    let usable = layout.usable_bytes();
+    let overhead = layout.overhead_bytes();
+    let footprint = data.map(|d| footprint_for(layout, d));
+    let on_disk = footprint.map(|f| f.bytes_on_disk());
+    let waste = match (on_disk, data) {
+        (Some(b), Some(d)) => Some(b.saturating_sub(d.apparent_bytes)),
+        _ => None,
+    };
+    let waste_percent = match (waste, data) {
+        (Some(w), Some(d)) if d.apparent_bytes > 0 => Some(pct(w, d.apparent_bytes)),
+        _ => None,
+    };
+    let mut notes = Vec::new();
+    if c > compat_max_cluster(fs) {
+        notes.push(match fs {
+            FsType::Fat32 => RowNote::AboveFat32Compat,
+            FsType::Exfat => RowNote::AboveExfatCompat,
+        });
+    }
+    if fs == FsType::Exfat && layout.cluster_count > EXFAT_RECOMMENDED_MAX_CLUSTERS {
+        notes.push(RowNote::ExfatManyClusters);
+    }
+    for (note, pick) in [
+        (RowNote::WindowsDefault, windows),
+        (RowNote::SdRecommended, sd),
+        (RowNote::MkfsDefault, Some(mkfs)),
+        (RowNote::AutoDefault, auto),
+    ] {
+        if pick == Some(c) {
+            notes.push(note);
+        }
+    }
+    Candidate {
+        row: Row {
+            cluster_size: c,
+            cluster_count: layout.cluster_count,
+            usable_bytes: usable,
+            overhead_bytes: overhead,
+            overhead_percent: pct(overhead, layout.volume_bytes),
+            overhead: Overhead::of(layout),
+            data_bytes_on_disk: on_disk,
+            file_bytes_on_disk: footprint.map(|f| f.file_bytes()),
+            directory_bytes_on_disk: footprint.map(|f| f.directory_bytes()),
+            waste_bytes: waste,
+            waste_percent,
+            fits: on_disk.map(|b| b <= usable),
+            notes,
+        },
+        footprint,
+    }
+}
+
+/// The recommendation rule with data (rows sorted by cluster size, data
+/// with a non-zero apparent size):
+///
+/// 1. candidates: valid sizes up to the compatibility ceiling
+///    ([`compat_max_cluster`]; all valid sizes if none is that small), and
+///    not below [`MIN_PREFERRED_CLUSTER`] unless no candidate is that large;
+/// 2. the largest candidate whose waste is within `max_waste` and where the
+///    data fits ([`RecommendationRule::WithinMaxWaste`]);
+/// 3. else the fitting candidate that wastes least, i.e. the smallest
+///    ([`RecommendationRule::LeastWaste`]);
+/// 4. else the largest valid size of any kind where the data fits
+///    ([`RecommendationRule::OnlyFitting`]);
+/// 5. else the size with the smallest footprint ([`RecommendationRule::DoesNotFit`]).
+///
+/// Waste never shrinks as clusters grow (each file and directory rounds up
+/// to a multiple of the previous size), so "largest within the limit" is a
+/// threshold.
+fn recommend(fs: FsType, cands: &[Candidate], max_waste: f64, data: &ScanResult) -> Recommendation {
+    let ceiling = compat_max_cluster(fs);
+    let mut compatible: Vec<&Candidate> = cands
+        .iter()
+        .filter(|c| c.row.cluster_size <= ceiling)
+        .collect();
+    if compatible.is_empty() {
+        compatible = cands.iter().collect();
+    }
+    let floor = if compatible
+        .iter()
+        .any(|c| c.row.cluster_size >= MIN_PREFERRED_CLUSTER)
+    {
+        MIN_PREFERRED_CLUSTER
+    } else {
+        compatible.last().map_or(0, |c| c.row.cluster_size)
+    };
+    let preferred: Vec<&Candidate> = compatible
+        .into_iter()
+        .filter(|c| c.row.cluster_size >= floor)
+        .collect();
+    let fits = |c: &Candidate| c.row.fits == Some(true);
+    let waste = |c: &Candidate| c.row.waste_percent.unwrap_or(0.0);
+    let over = data.files_over_fat32_limit();
+    let tail = if fs == FsType::Fat32 && over > 0 {
+        format!(
+            "; {} file(s) exceed FAT32's 4 GiB - 1 limit: use exFAT",
+            format_count(over)
+        )
+    } else {
+        String::new()
+    };
+    let ceiling_text = match fs {
+        FsType::Fat32 => "FAT32 up to 32 KiB",
+        FsType::Exfat => "exFAT up to 1 MiB",
+    };
+    let below_floor = if floor < MIN_PREFERRED_CLUSTER {
+        format!("; clusters of 4 KiB and more are not valid for {fs} on this volume")
+    } else {
+        String::new()
+    };
+    let make = |c: &Candidate, rule, reason: String| Recommendation {
+        cluster_size: c.row.cluster_size,
+        rule,
+        reason: format!("{reason}{below_floor}{tail}"),
+    };
+
+    if let Some(c) = preferred
+        .iter()
+        .copied()
+        .rfind(|c| fits(c) && waste(c) <= max_waste)
+    {
+        return make(
+            c,
+            RecommendationRule::WithinMaxWaste,
+            format!(
+                "the largest cluster size whose waste ({:.2}%) stays within {}% and that every common system handles ({ceiling_text})",
+                waste(c),
+                trim_float(max_waste)
+            ),
+        );
+    }
+    if let Some(c) = preferred.iter().copied().find(|c| fits(c)) {
+        return make(
+            c,
+            RecommendationRule::LeastWaste,
+            format!(
+                "no cluster size of {} or more keeps the waste within {}%; {} wastes least ({:.1}%, {} more than the data's size)",
+                format_size(floor.max(512)),
+                trim_float(max_waste),
+                format_size(c.row.cluster_size),
+                waste(c),
+                format_size(c.row.waste_bytes.unwrap_or(0)),
+            ),
+        );
+    }
+    if let Some(c) = cands.iter().rfind(|c| fits(c)) {
+        return make(
+            c,
+            RecommendationRule::OnlyFitting,
+            format!(
+                "the data fits only with clusters of {} or less (waste {:.1}%)",
+                format_size(c.row.cluster_size),
+                waste(c)
+            ),
+        );
+    }
+    let best = cands
+        .iter()
+        .min_by_key(|c| {
+            c.footprint
+                .map_or(u64::MAX, |f| f.bytes_on_disk())
+                .saturating_sub(c.row.usable_bytes)
+        })
+        .unwrap_or(&cands[0]);
+    make(
+        best,
+        RecommendationRule::DoesNotFit,
+        format!(
+            "the data does not fit at any cluster size; at {} it needs {} and {} is free",
+            format_size(best.row.cluster_size),
+            format_size(best.row.data_bytes_on_disk.unwrap_or(0)),
+            format_size(best.row.usable_bytes)
+        ),
+    )
+}
+
+/// `1` rather than `1.0`, `2.5` as is.
+fn trim_float(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}

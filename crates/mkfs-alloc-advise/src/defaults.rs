@@ -1,0 +1,95 @@
+//! What other tools and specifications pick, shown next to our advice.
+//!
+//! Sources: the project reference `defaults-and-peers.md` §2 (Windows
+//! KB140365, exfatprogs `mkfs/mkfs.c`, dosfstools `src/mkfs.fat.c`, SD
+//! Physical Layer Specification Part 2 "File System").
+
+use mkfs_alloc_layout::units::{GIB, KIB, MIB, TIB};
+use mkfs_alloc_layout::FsType;
+
+pub use mkfs_alloc_layout::rules::windows_default;
+
+/// The cluster size the SD specification recommends for a card of this
+/// capacity, or `None` above 2 TiB (not in the table).
+pub fn sd_recommended(volume_bytes: u64) -> Option<u64> {
+    let v = volume_bytes;
+    Some(match v {
+        _ if v <= 8 * MIB => 8 * KIB,
+        _ if v <= GIB => 16 * KIB,
+        _ if v <= 32 * GIB => 32 * KIB,
+        _ if v <= 128 * GIB => 128 * KIB,
+        _ if v <= 512 * GIB => 256 * KIB,
+        _ if v <= 2 * TIB => 512 * KIB,
+        _ => return None,
+    })
+}
+
+/// The tool whose default [`mkfs_default`] gives.
+pub fn mkfs_tool(fs: FsType) -> &'static str {
+    match fs {
+        FsType::Exfat => "mkfs.exfat",
+        FsType::Fat32 => "mkfs.fat",
+    }
+}
+
+/// The cluster size `mkfs.exfat` (exfatprogs) or `mkfs.fat -F 32`
+/// (dosfstools) picks by default.
+///
+/// - mkfs.exfat: under 7 MiB 512 B; up to 256 MiB 4 KiB; up to 32 GiB 32 KiB;
+///   above 128 KiB (never below the sector size).
+/// - mkfs.fat counts in sectors, whatever their size, with the volume in
+///   whole MiB rounded up: above 32 GiB 64 sectors, above 16 GiB 32, above
+///   8 GiB 16, above 260 MiB 8, else 1 (so 4 KiB with 512-byte sectors, but
+///   32 KiB with 4096-byte sectors).
+pub fn mkfs_default(fs: FsType, volume_bytes: u64, sector_size: u32) -> u64 {
+    let bps = u64::from(sector_size);
+    match fs {
+        FsType::Exfat => {
+            let v = volume_bytes;
+            let c = match v {
+                _ if v < 7 * MIB => 512,
+                _ if v <= 256 * MIB => 4 * KIB,
+                _ if v <= 32 * GIB => 32 * KIB,
+                _ => 128 * KIB,
+            };
+            c.max(bps)
+        }
+        FsType::Fat32 => {
+            let mib = volume_bytes.div_ceil(MIB);
+            let sectors = match mib {
+                _ if mib > 32 * 1024 => 64,
+                _ if mib > 16 * 1024 => 32,
+                _ if mib > 8 * 1024 => 16,
+                _ if mib > 260 => 8,
+                _ => 1,
+            };
+            sectors * bps
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables() {
+        assert_eq!(sd_recommended(8 * MIB), Some(8 * KIB));
+        assert_eq!(sd_recommended(64 * MIB), Some(16 * KIB));
+        assert_eq!(sd_recommended(2 * GIB), Some(32 * KIB));
+        assert_eq!(sd_recommended(64 * GIB), Some(128 * KIB));
+        assert_eq!(sd_recommended(128 * GIB), Some(128 * KIB));
+        assert_eq!(sd_recommended(256 * GIB), Some(256 * KIB));
+        assert_eq!(sd_recommended(TIB), Some(512 * KIB));
+        assert_eq!(sd_recommended(4 * TIB), None);
+        assert_eq!(mkfs_default(FsType::Exfat, 6 * MIB, 512), 512);
+        assert_eq!(mkfs_default(FsType::Exfat, 256 * MIB, 512), 4 * KIB);
+        assert_eq!(mkfs_default(FsType::Exfat, 32 * GIB, 512), 32 * KIB);
+        assert_eq!(mkfs_default(FsType::Exfat, 128 * GIB, 512), 128 * KIB);
+        assert_eq!(mkfs_default(FsType::Fat32, 256 * MIB, 512), 512);
+        assert_eq!(mkfs_default(FsType::Fat32, GIB, 512), 4 * KIB);
+        assert_eq!(mkfs_default(FsType::Fat32, GIB, 4096), 32 * KIB);
+        assert_eq!(mkfs_default(FsType::Fat32, 16 * GIB, 512), 8 * KIB);
+        assert_eq!(mkfs_default(FsType::Fat32, 64 * GIB, 512), 32 * KIB);
+    }
+}

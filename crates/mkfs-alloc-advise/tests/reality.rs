@@ -1,0 +1,384 @@
+//! Predictions checked against reality: format an image with our library,
+//! copy a generated tree into it with an independent implementation
+//! (exfat-fuse for exFAT, mtools for FAT32), count the clusters actually in
+//! use, and compare with the model's prediction.
+//!
+//! Needs root (losetup, FUSE mounts) and the tools `losetup`,
+//! `mount.exfat-fuse`, `fusermount` (package `exfat-fuse`, `fuse`) and
+//! `mcopy` (package `mtools`). A missing tool fails the test: these checks
+//! are the reason the model can be trusted.
+//!
+//! Commands used, per image:
+//! - exFAT: `losetup -f --show IMG`, `mount.exfat-fuse /dev/loopN MNT`,
+//!   `cp -r SRC... MNT/`, `fusermount -u MNT`, `losetup -d /dev/loopN`;
+//! - FAT32: `MTOOLS_SKIP_CHECK=1 mcopy -s -i IMG SRC... ::/`.
+
+use mkfs_alloc_advise::testtree::{self, VariedSpec};
+use mkfs_alloc_advise::{footprint_for, scan, ScanOptions, ScanResult};
+use mkfs_alloc_blockio::ImageFile;
+use mkfs_alloc_layout::units::{KIB, MIB};
+use mkfs_alloc_layout::{
+    plan, write_volume, ClusterChoice, FormatOptions, FsChoice, FsType, Layout, Medium, Timestamp,
+};
+use std::fs;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A scratch directory removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let p = std::env::temp_dir().join(format!(
+            "mkfs-alloc-advise-reality-{}-{name}",
+            std::process::id()
+        ));
+        let _ = fs::remove_dir_all(&p);
+        fs::create_dir_all(&p).expect("create scratch dir");
+        Scratch(p)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Fails (never skips) when a tool is missing.
+fn require(tool: &str, package: &str) {
+    let found = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+        .unwrap_or(false)
+        || ["/sbin", "/usr/sbin", "/bin", "/usr/bin"]
+            .iter()
+            .any(|d| Path::new(d).join(tool).is_file());
+    assert!(
+        found,
+        "{tool} is missing: install the {package} package (apt-get install {package}); \
+         this test checks predictions against it and must not be skipped"
+    );
+}
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}): {}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn format(img: &Path, fs: FsType, cluster: u64, size: u64) -> Layout {
+    let opts = FormatOptions {
+        fs: FsChoice::Fixed(fs),
+        cluster: ClusterChoice::Bytes(cluster),
+        label: Some(mkfs_alloc_advise::advise::ASSUMED_LABEL.to_string()),
+        serial: Some(0x1234_5678),
+        timestamp: Timestamp {
+            secs: 1_700_000_000,
+            nanos: 0,
+        },
+        ..FormatOptions::default()
+    };
+    let layout = plan(&opts, &Medium::whole(size, 512)).expect("plan");
+    let mut dev = ImageFile::create(img, size, 512).expect("create image");
+    write_volume(&layout, &mut dev, &mut |_, _| {}).expect("format");
+    layout
+}
+
+/// Unmounts and detaches on drop, so a failing copy leaves nothing behind.
+struct Mounted {
+    loop_dev: String,
+    mnt: PathBuf,
+    mounted: bool,
+}
+
+impl Mounted {
+    fn unmount(&mut self) {
+        if self.mounted {
+            run(Command::new("fusermount").arg("-u").arg(&self.mnt));
+            self.mounted = false;
+        }
+        if !self.loop_dev.is_empty() {
+            run(Command::new("losetup").arg("-d").arg(&self.loop_dev));
+            self.loop_dev.clear();
+        }
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        if self.mounted {
+            let _ = Command::new("fusermount").arg("-u").arg(&self.mnt).status();
+        }
+        if !self.loop_dev.is_empty() {
+            let _ = Command::new("losetup")
+                .arg("-d")
+                .arg(&self.loop_dev)
+                .status();
+        }
+    }
+}
+
+fn copy_exfat(img: &Path, mnt: &Path, sources: &[PathBuf]) {
+    require("losetup", "mount");
+    require("mount.exfat-fuse", "exfat-fuse");
+    require("fusermount", "fuse");
+    fs::create_dir_all(mnt).expect("mount point");
+    let loop_dev = run(Command::new("losetup").args(["-f", "--show"]).arg(img));
+    let mut m = Mounted {
+        loop_dev,
+        mnt: mnt.to_path_buf(),
+        mounted: false,
+    };
+    run(Command::new("mount.exfat-fuse").arg(&m.loop_dev).arg(mnt));
+    m.mounted = true;
+    run(Command::new("cp").arg("-r").args(sources).arg(mnt));
+    m.unmount();
+}
+
+fn copy_fat32(img: &Path, sources: &[PathBuf]) {
+    require("mcopy", "mtools");
+    run(Command::new("mcopy")
+        .env("MTOOLS_SKIP_CHECK", "1")
+        .args(["-s", "-i"])
+        .arg(img)
+        .args(sources)
+        .arg("::/"));
+}
+
+fn read_at(f: &mut fs::File, off: u64, len: usize) -> Vec<u8> {
+    let mut buf = vec![0u8; len];
+    f.seek(SeekFrom::Start(off)).expect("seek");
+    f.read_exact(&mut buf).expect("read");
+    buf
+}
+
+fn u16_at(b: &[u8], o: usize) -> u64 {
+    u64::from(u16::from_le_bytes([b[o], b[o + 1]]))
+}
+
+fn u32_at(b: &[u8], o: usize) -> u64 {
+    u64::from(u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]))
+}
+
+/// Clusters marked in use in the exFAT allocation bitmap, found through the
+/// boot sector and the root directory's bitmap entry (type 0x81).
+fn exfat_used_clusters(img: &Path) -> u64 {
+    let mut f = fs::File::open(img).expect("open image");
+    let bs = read_at(&mut f, 0, 512);
+    assert_eq!(&bs[3..11], b"EXFAT   ");
+    let bps = 1u64 << bs[108];
+    let cluster = bps << bs[109];
+    let heap = u32_at(&bs, 88) * bps;
+    let count = u32_at(&bs, 92);
+    let root = u32_at(&bs, 96);
+    let at = |c: u64| heap + (c - 2) * cluster;
+    let root_dir = read_at(&mut f, at(root), cluster as usize);
+    let entry = root_dir
+        .chunks_exact(32)
+        .find(|e| e[0] == 0x81)
+        .expect("allocation bitmap entry in the root directory");
+    let first = u32_at(entry, 20);
+    let len = u32_at(entry, 24) as usize;
+    assert_eq!(len as u64, count.div_ceil(8));
+    let bitmap = read_at(&mut f, at(first), len);
+    bitmap.iter().map(|b| u64::from(b.count_ones())).sum()
+}
+
+/// Non-free entries of the first FAT, entries 0 and 1 excluded.
+fn fat32_used_clusters(img: &Path) -> u64 {
+    let mut f = fs::File::open(img).expect("open image");
+    let bs = read_at(&mut f, 0, 512);
+    assert_eq!(&bs[82..90], b"FAT32   ");
+    let bps = u16_at(&bs, 11);
+    let spc = u64::from(bs[13]);
+    let rsvd = u16_at(&bs, 14);
+    let nfats = u64::from(bs[16]);
+    let tot = u32_at(&bs, 32);
+    let fatsz = u32_at(&bs, 36);
+    let count = (tot - rsvd - nfats * fatsz) / spc;
+    let fat = read_at(&mut f, rsvd * bps, ((count + 2) * 4) as usize);
+    fat.chunks_exact(4)
+        .skip(2)
+        .filter(|e| u32::from_le_bytes([e[0], e[1], e[2], e[3]]) & 0x0FFF_FFFF != 0)
+        .count() as u64
+}
+
+/// What a copy actually allocated, next to the prediction.
+struct Outcome {
+    predicted: u64,
+    actual: u64,
+    predicted_files: u64,
+}
+
+fn check(
+    name: &str,
+    fs: FsType,
+    cluster: u64,
+    volume: u64,
+    spec: &VariedSpec,
+    flat: bool,
+) -> Outcome {
+    let s = Scratch::new(name);
+    let tree = s.0.join("tree");
+    let stats = testtree::varied(&tree, spec).expect("generate tree");
+    // Flat: the files themselves go into the root directory.
+    let sources: Vec<PathBuf> = if flat {
+        let mut v: Vec<PathBuf> = fs::read_dir(&tree)
+            .expect("read tree")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        v.sort();
+        v
+    } else {
+        vec![tree.clone()]
+    };
+    let data: ScanResult = scan(&sources, &ScanOptions::default()).expect("scan");
+    assert_eq!(data.file_count(), stats.files);
+    assert_eq!(data.apparent_bytes, stats.bytes);
+
+    let img = s.0.join("vol.img");
+    let layout = format(&img, fs, cluster, volume);
+    let before = match fs {
+        FsType::Exfat => exfat_used_clusters(&img),
+        FsType::Fat32 => fat32_used_clusters(&img),
+    };
+    assert_eq!(before, u64::from(layout.used_clusters), "freshly formatted");
+    match fs {
+        FsType::Exfat => copy_exfat(&img, &s.0.join("mnt"), &sources),
+        FsType::Fat32 => copy_fat32(&img, &sources),
+    }
+    let after = match fs {
+        FsType::Exfat => exfat_used_clusters(&img),
+        FsType::Fat32 => fat32_used_clusters(&img),
+    };
+    let fp = footprint_for(&layout, &data);
+    let outcome = Outcome {
+        predicted: fp.new_clusters(),
+        actual: after - before,
+        predicted_files: fp.file_clusters,
+    };
+    eprintln!(
+        "{name}: {fs} {} clusters, {} files, {} dirs: predicted {} clusters ({} file data, {} dirs, root {}/{}), actual {}",
+        cluster,
+        data.file_count(),
+        data.dir_count(),
+        outcome.predicted,
+        fp.file_clusters,
+        fp.dir_clusters,
+        fp.root_clusters,
+        fp.root_clusters_at_format,
+        outcome.actual
+    );
+    outcome
+}
+
+fn assert_within_1_percent(o: &Outcome) {
+    let diff = o.predicted.abs_diff(o.actual);
+    assert!(
+        diff * 100 <= o.actual,
+        "prediction {} clusters, reality {} ({} off, over 1%)",
+        o.predicted,
+        o.actual,
+        diff
+    );
+}
+
+fn flat_spec(seed: u64) -> VariedSpec {
+    VariedSpec {
+        seed,
+        files: 120,
+        max_size: MIB,
+        nested: false,
+    }
+}
+
+fn nested_spec(seed: u64) -> VariedSpec {
+    VariedSpec {
+        seed,
+        files: 300,
+        max_size: MIB,
+        nested: true,
+    }
+}
+
+// File data exactly: root-level files only, so the only directory is the
+// root, whose clusters the model knows exactly.
+
+#[test]
+fn exfat_root_files_exact() {
+    for (i, cluster) in [512, 4 * KIB, 32 * KIB].into_iter().enumerate() {
+        let o = check(
+            &format!("exfat-flat-{cluster}"),
+            FsType::Exfat,
+            cluster,
+            256 * MIB,
+            &flat_spec(10 + i as u64),
+            true,
+        );
+        assert_eq!(o.predicted, o.actual, "exFAT {cluster}: prediction exact");
+    }
+}
+
+#[test]
+fn fat32_root_files_exact() {
+    for (i, (cluster, volume)) in [(KIB, 256 * MIB), (4 * KIB, 512 * MIB)]
+        .into_iter()
+        .enumerate()
+    {
+        let o = check(
+            &format!("fat32-flat-{cluster}"),
+            FsType::Fat32,
+            cluster,
+            volume,
+            &flat_spec(20 + i as u64),
+            true,
+        );
+        assert_eq!(o.predicted, o.actual, "FAT32 {cluster}: prediction exact");
+    }
+}
+
+// Whole trees: nested, empty and large directories; within 1% overall.
+
+#[test]
+fn exfat_tree_within_one_percent() {
+    for (i, cluster) in [512, 4 * KIB, 32 * KIB, 128 * KIB].into_iter().enumerate() {
+        let o = check(
+            &format!("exfat-tree-{cluster}"),
+            FsType::Exfat,
+            cluster,
+            512 * MIB,
+            &nested_spec(30 + i as u64),
+            false,
+        );
+        assert_within_1_percent(&o);
+        assert!(o.predicted_files <= o.actual);
+    }
+}
+
+#[test]
+fn fat32_tree_within_one_percent() {
+    for (i, (cluster, volume)) in [(KIB, 256 * MIB), (4 * KIB, 512 * MIB), (32 * KIB, 3 << 30)]
+        .into_iter()
+        .enumerate()
+    {
+        let o = check(
+            &format!("fat32-tree-{cluster}"),
+            FsType::Fat32,
+            cluster,
+            volume,
+            &nested_spec(40 + i as u64),
+            false,
+        );
+        assert_within_1_percent(&o);
+        assert!(o.predicted_files <= o.actual);
+    }
+}

@@ -1,0 +1,894 @@
+//! exFAT: boot region, root directory, allocation bitmap, directory walk.
+//!
+//! ```text
+//!  volume start
+//!  │ sectors 0..=11   main boot region (boot sector, extended boot sectors,
+//!  │                  OEM, reserved, checksum sector)
+//!  │ sectors 12..=23  backup boot region (used when the main one is damaged)
+//!  ├ FatOffset        FAT (32-bit entries)
+//!  ├ ClusterHeapOffset cluster 2 …: bitmap, up-case table, root directory,
+//!  │                  files (FAT chains, or contiguous with NoFatChain)
+//!  └ VolumeLength
+//! ```
+//!
+//! Sources: exFAT specification §3.1 (boot sector), §3.4 (boot checksum),
+//! §6.3 (entry sets and their checksum), §7.1-7.7 (bitmap, up-case, label,
+//! file, stream extension and file name entries); reference
+//! `on-disk-format.md` A.
+
+use mkfs_alloc_blockio::BlockIo;
+use mkfs_alloc_layout::exfat::boot::{boot_checksum, BootSector, BOOT_REGION_SECTORS};
+use mkfs_alloc_layout::exfat::dir::{
+    set_checksum, LabelEntry, TYPE_BITMAP, TYPE_LABEL, TYPE_UPCASE,
+};
+use mkfs_alloc_layout::{FsType, Medium};
+use zerocopy::FromBytes;
+
+use crate::chain::{ChainReader, Fat, FatBits, Geo, Source};
+use crate::error::InspectError;
+use crate::io::Reader;
+use crate::report::{alignment_of, Volume};
+use crate::walk::{chain_error, display_path, join, powers, round_up, Pending, Walker};
+use crate::InspectOptions;
+
+/// File entry type.
+pub const TYPE_FILE: u8 = 0x85;
+/// Stream extension entry type.
+pub const TYPE_STREAM: u8 = 0xC0;
+/// File name entry type.
+pub const TYPE_NAME: u8 = 0xC1;
+/// Directory attribute bit.
+pub const ATTR_DIRECTORY: u16 = 0x10;
+/// Largest directory (spec §6.2: 256 MiB).
+pub const MAX_DIR_BYTES: u64 = 256 << 20;
+
+/// The fields of a valid exFAT boot region.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExfatBoot {
+    /// Bytes per sector.
+    pub sector_size: u32,
+    /// Bytes per cluster.
+    pub cluster_size: u64,
+    /// PartitionOffset (sectors).
+    pub partition_offset: u64,
+    /// VolumeLength (sectors).
+    pub volume_length: u64,
+    /// FatOffset (sectors).
+    pub fat_offset: u32,
+    /// FatLength (sectors).
+    pub fat_length: u32,
+    /// ClusterHeapOffset (sectors).
+    pub heap_offset: u32,
+    /// ClusterCount.
+    pub cluster_count: u32,
+    /// FirstClusterOfRootDirectory.
+    pub root_cluster: u32,
+    /// VolumeSerialNumber.
+    pub serial: u32,
+    /// VolumeFlags.
+    pub volume_flags: u16,
+    /// NumberOfFats.
+    pub fat_count: u8,
+    /// PercentInUse.
+    pub percent_in_use: u8,
+    /// Oddities that do not stop reading.
+    pub warnings: Vec<String>,
+}
+
+/// Checks a boot region (12 sectors; the sector size is read from byte 108)
+/// and returns its fields. Errors name the field, expected and actual values.
+pub fn parse_boot_region(region: &[u8]) -> Result<ExfatBoot, String> {
+    let (b, _) =
+        BootSector::read_from_prefix(region).map_err(|_| "shorter than 512 bytes".to_string())?;
+    if &b.file_system_name != b"EXFAT   " {
+        return Err(format!(
+            "file system name {:?}, expected \"EXFAT   \"",
+            String::from_utf8_lossy(&b.file_system_name)
+        ));
+    }
+    let bps_shift = b.bytes_per_sector_shift;
+    if !(9..=12).contains(&bps_shift) {
+        return Err(format!("BytesPerSectorShift {bps_shift}, expected 9..=12"));
+    }
+    let spc_shift = b.sectors_per_cluster_shift;
+    if spc_shift > 25 - bps_shift {
+        return Err(format!(
+            "SectorsPerClusterShift {spc_shift}: clusters above 32 MiB (max {} with {}-byte sectors)",
+            25 - bps_shift,
+            1u32 << bps_shift
+        ));
+    }
+    let bps = 1u32 << bps_shift;
+    let need = usize::try_from(BOOT_REGION_SECTORS).unwrap_or(12) * bps as usize;
+    if region.len() < need {
+        return Err(format!(
+            "boot region needs {need} bytes, got {}",
+            region.len()
+        ));
+    }
+    let mut warnings = Vec::new();
+    if b.must_be_zero.iter().any(|&x| x != 0) {
+        return Err("MustBeZero bytes 11..64 are not zero".into());
+    }
+    if b.boot_signature.get() != 0xAA55 {
+        warnings.push(format!(
+            "boot signature {:#06x}, expected 0xaa55",
+            b.boot_signature.get()
+        ));
+    }
+    let stored = u32::from_le_bytes([
+        region[11 * bps as usize],
+        region[11 * bps as usize + 1],
+        region[11 * bps as usize + 2],
+        region[11 * bps as usize + 3],
+    ]);
+    let computed = boot_checksum(&region[..11 * bps as usize]);
+    if stored != computed {
+        return Err(format!(
+            "boot checksum mismatch: stored {stored:#010x}, computed {computed:#010x}"
+        ));
+    }
+    let rev = b.file_system_revision.get();
+    if rev >> 8 != 1 {
+        return Err(format!(
+            "FileSystemRevision {}.{:02}, expected 1.xx",
+            rev >> 8,
+            rev & 0xFF
+        ));
+    }
+    let nfats = b.number_of_fats;
+    if !(1..=2).contains(&nfats) {
+        return Err(format!("NumberOfFats {nfats}, expected 1 or 2"));
+    }
+    let fat_offset = b.fat_offset.get();
+    let fat_length = b.fat_length.get();
+    let heap = b.cluster_heap_offset.get();
+    let cc = b.cluster_count.get();
+    let vol_len = b.volume_length.get();
+    if fat_offset < 24 {
+        return Err(format!("FatOffset {fat_offset}, expected >= 24"));
+    }
+    if cc == 0 || u64::from(cc) > mkfs_alloc_layout::exfat::MAX_CLUSTERS {
+        return Err(format!("ClusterCount {cc}, expected 1..=0xFFFFFFF5"));
+    }
+    let fat_end = u64::from(fat_offset) + u64::from(fat_length) * u64::from(nfats);
+    if u64::from(heap) < fat_end {
+        return Err(format!(
+            "ClusterHeapOffset {heap} lies inside the FAT(s), which end at sector {fat_end}"
+        ));
+    }
+    if u64::from(fat_length) * u64::from(bps) < (u64::from(cc) + 2) * 4 {
+        return Err(format!(
+            "FatLength {fat_length} sectors cannot hold {} entries",
+            u64::from(cc) + 2
+        ));
+    }
+    let heap_end = u64::from(heap) + (u64::from(cc) << spc_shift);
+    if heap_end > vol_len {
+        return Err(format!(
+            "the cluster heap ends at sector {heap_end}, past VolumeLength {vol_len}"
+        ));
+    }
+    let root = b.first_cluster_of_root_directory.get();
+    if root < 2 || u64::from(root) > u64::from(cc) + 1 {
+        return Err(format!(
+            "FirstClusterOfRootDirectory {root}, expected 2..={}",
+            u64::from(cc) + 1
+        ));
+    }
+    Ok(ExfatBoot {
+        sector_size: bps,
+        cluster_size: u64::from(bps) << spc_shift,
+        partition_offset: b.partition_offset.get(),
+        volume_length: vol_len,
+        fat_offset,
+        fat_length,
+        heap_offset: heap,
+        cluster_count: cc,
+        root_cluster: root,
+        serial: b.volume_serial_number.get(),
+        volume_flags: b.volume_flags.get(),
+        fat_count: nfats,
+        percent_in_use: b.percent_in_use,
+        warnings,
+    })
+}
+
+/// A file or directory of an exFAT directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExfatFile {
+    /// FileAttributes.
+    pub attributes: u16,
+    /// The name (UTF-16 decoded, lossy).
+    pub name: String,
+    /// FirstCluster.
+    pub first_cluster: u32,
+    /// DataLength.
+    pub data_length: u64,
+    /// ValidDataLength.
+    pub valid_data_length: u64,
+    /// NoFatChain: the clusters are contiguous and the FAT is not used.
+    pub no_fat_chain: bool,
+}
+
+impl ExfatFile {
+    /// True for a directory.
+    pub fn is_dir(&self) -> bool {
+        self.attributes & ATTR_DIRECTORY != 0
+    }
+}
+
+/// What a directory parser found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExfatItem {
+    /// End of directory (type 0x00).
+    End,
+    /// Allocation bitmap entry.
+    Bitmap {
+        /// BitmapFlags.
+        flags: u8,
+        /// FirstCluster.
+        first_cluster: u32,
+        /// DataLength.
+        data_length: u64,
+    },
+    /// Up-case table entry.
+    Upcase {
+        /// TableChecksum.
+        checksum: u32,
+        /// FirstCluster.
+        first_cluster: u32,
+        /// DataLength.
+        data_length: u64,
+    },
+    /// Volume label.
+    Label(String),
+    /// A file or directory (a complete, checksummed entry set).
+    File(ExfatFile),
+    /// A damaged entry or entry set (skipped).
+    Bad(String),
+}
+
+/// Streaming parser of exFAT directory entries: feed it the directory's
+/// bytes in any pieces of whole 32-byte entries. Memory: one entry set
+/// (at most 19 entries).
+#[derive(Debug, Default)]
+pub struct ExfatDirParser {
+    set: Vec<u8>,
+    remaining: usize,
+    skip: usize,
+    entries: u64,
+    ended: bool,
+}
+
+impl ExfatDirParser {
+    /// A parser at the start of a directory.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// True after the end-of-directory entry.
+    pub fn ended(&self) -> bool {
+        self.ended
+    }
+
+    /// Entries seen before the end-of-directory entry.
+    pub fn entries(&self) -> u64 {
+        self.entries
+    }
+
+    /// Parses whole entries of `bytes` (a trailing partial entry is
+    /// ignored); nothing after the end-of-directory entry.
+    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<ExfatItem>) {
+        for e in bytes.chunks_exact(32) {
+            if self.ended {
+                return;
+            }
+            self.push(e, out);
+        }
+    }
+
+    fn push(&mut self, e: &[u8], out: &mut Vec<ExfatItem>) {
+        let t = e[0];
+        let in_use_secondary = t & 0xC0 == 0xC0;
+        if self.remaining > 0 {
+            if in_use_secondary {
+                self.entries += 1;
+                self.set.extend_from_slice(e);
+                self.remaining -= 1;
+                if self.remaining == 0 {
+                    out.push(self.finish_set());
+                }
+                return;
+            }
+            out.push(ExfatItem::Bad(format!(
+                "entry set cut short: entry {} has type {t:#04x}, expected a secondary entry",
+                self.entries
+            )));
+            self.set.clear();
+            self.remaining = 0;
+        }
+        if self.skip > 0 {
+            if in_use_secondary {
+                self.entries += 1;
+                self.skip -= 1;
+                return;
+            }
+            self.skip = 0;
+        }
+        if t == 0 {
+            self.ended = true;
+            out.push(ExfatItem::End);
+            return;
+        }
+        self.entries += 1;
+        if t & 0x80 == 0 {
+            return; // unused or deleted
+        }
+        let u32_at = |o: usize| u32::from_le_bytes([e[o], e[o + 1], e[o + 2], e[o + 3]]);
+        let u64_at = |o: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&e[o..o + 8]);
+            u64::from_le_bytes(b)
+        };
+        match t {
+            TYPE_BITMAP => out.push(ExfatItem::Bitmap {
+                flags: e[1],
+                first_cluster: u32_at(20),
+                data_length: u64_at(24),
+            }),
+            TYPE_UPCASE => out.push(ExfatItem::Upcase {
+                checksum: u32_at(4),
+                first_cluster: u32_at(20),
+                data_length: u64_at(24),
+            }),
+            TYPE_LABEL => match LabelEntry::read_from_prefix(e) {
+                Ok((l, _)) if l.character_count <= 11 => {
+                    let units: Vec<u16> = l.volume_label[..usize::from(l.character_count)]
+                        .iter()
+                        .map(|u| u.get())
+                        .collect();
+                    out.push(ExfatItem::Label(String::from_utf16_lossy(&units)));
+                }
+                _ => out.push(ExfatItem::Bad(format!(
+                    "volume label entry with {} characters (max 11)",
+                    e[1]
+                ))),
+            },
+            TYPE_FILE => {
+                let n = usize::from(e[1]);
+                if !(2..=18).contains(&n) {
+                    out.push(ExfatItem::Bad(format!(
+                        "file entry with {n} secondary entries (valid: 2..=18)"
+                    )));
+                    self.skip = n;
+                } else {
+                    self.set.clear();
+                    self.set.extend_from_slice(e);
+                    self.remaining = n;
+                }
+            }
+            0xA0..=0xBF => self.skip = usize::from(e[1]), // benign primary
+            _ if t & 0x40 != 0 => out.push(ExfatItem::Bad(format!(
+                "secondary entry (type {t:#04x}) outside an entry set"
+            ))),
+            _ => out.push(ExfatItem::Bad(format!(
+                "unknown critical primary entry type {t:#04x}"
+            ))),
+        }
+    }
+
+    fn finish_set(&mut self) -> ExfatItem {
+        let set = std::mem::take(&mut self.set);
+        let stored = u16::from_le_bytes([set[2], set[3]]);
+        let computed = set_checksum(&set);
+        if stored != computed {
+            return ExfatItem::Bad(format!(
+                "entry set checksum mismatch: stored {stored:#06x}, computed {computed:#06x}"
+            ));
+        }
+        let s = &set[32..64];
+        if s[0] != TYPE_STREAM {
+            return ExfatItem::Bad(format!(
+                "file entry followed by type {:#04x}, expected a stream extension (0xc0)",
+                s[0]
+            ));
+        }
+        let u64_at = |o: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&s[o..o + 8]);
+            u64::from_le_bytes(b)
+        };
+        let name_len = usize::from(s[3]);
+        let mut units = Vec::with_capacity(name_len);
+        for ne in set[64..].chunks_exact(32) {
+            if ne[0] != TYPE_NAME {
+                continue;
+            }
+            for u in ne[2..32].chunks_exact(2) {
+                if units.len() < name_len {
+                    units.push(u16::from_le_bytes([u[0], u[1]]));
+                }
+            }
+        }
+        if units.len() < name_len || name_len == 0 {
+            return ExfatItem::Bad(format!(
+                "file name of {} characters, NameLength says {name_len}",
+                units.len()
+            ));
+        }
+        ExfatItem::File(ExfatFile {
+            attributes: u16::from_le_bytes([set[4], set[5]]),
+            name: String::from_utf16_lossy(&units),
+            first_cluster: u32::from_le_bytes([s[20], s[21], s[22], s[23]]),
+            data_length: u64_at(24),
+            valid_data_length: u64_at(8),
+            no_fat_chain: s[1] & 0x02 != 0,
+        })
+    }
+}
+
+/// Parses a whole directory held in memory (for tests and fuzzing).
+pub fn parse_directory(bytes: &[u8]) -> Vec<ExfatItem> {
+    let mut p = ExfatDirParser::new();
+    let mut out = Vec::new();
+    p.feed(bytes, &mut out);
+    out
+}
+
+/// Reads the boot region at `start`, falling back to the backup.
+fn read_boot<D: BlockIo + ?Sized>(
+    r: &mut Reader<'_, D>,
+    start: u64,
+    warnings: &mut Vec<String>,
+) -> Result<ExfatBoot, InspectError> {
+    let region_at =
+        |r: &mut Reader<'_, D>, off: u64| -> Result<Result<ExfatBoot, String>, InspectError> {
+            let s0 = r.read_vec("exFAT boot sector", off, 512)?;
+            let shift = s0[108];
+            if !(9..=12).contains(&shift) {
+                return Ok(parse_boot_region(&s0));
+            }
+            let len = 12usize << shift;
+            let region = r.read_vec("exFAT boot region", off, len)?;
+            Ok(parse_boot_region(&region))
+        };
+    let main = region_at(r, start)?;
+    let main_err = match main {
+        Ok(b) => return Ok(b),
+        Err(e) => e,
+    };
+    for shift in 9..=12u32 {
+        let off = start + (12u64 << shift);
+        let Some(s0) = r.read_opt(off, 512)? else {
+            continue;
+        };
+        if &s0[3..11] != b"EXFAT   " || u32::from(s0[108]) != shift {
+            continue;
+        }
+        if let Ok(Ok(b)) = region_at(r, off) {
+            warnings.push(format!(
+                "main boot region damaged ({main_err}); using the backup boot region"
+            ));
+            return Ok(b);
+        }
+    }
+    Err(InspectError::corrupt(
+        "exFAT boot region",
+        start,
+        format!("{main_err}; the backup boot region is not valid either"),
+    ))
+}
+
+/// Fills `vol` for an exFAT volume.
+pub(crate) fn inspect<D: BlockIo + ?Sized>(
+    r: &mut Reader<'_, D>,
+    vol: &mut Volume,
+    opts: &InspectOptions,
+) -> Result<(), InspectError> {
+    let start = vol.start;
+    let b = read_boot(r, start, &mut vol.warnings)?;
+    vol.warnings.extend(b.warnings.iter().cloned());
+    let bps = u64::from(b.sector_size);
+    let fs_bytes = b.volume_length.saturating_mul(bps);
+    let active = if b.fat_count == 2 && b.volume_flags & 1 != 0 {
+        1u64
+    } else {
+        0
+    };
+    let fat_abs = start + (u64::from(b.fat_offset) + active * u64::from(b.fat_length)) * bps;
+    let data_abs = start + u64::from(b.heap_offset) * bps;
+    vol.fs_bytes = Some(fs_bytes);
+    vol.sector_size = Some(b.sector_size);
+    vol.cluster_size = Some(b.cluster_size);
+    vol.cluster_count = Some(u64::from(b.cluster_count));
+    vol.serial = Some(format!("{:08X}", b.serial));
+    vol.fat_offset = Some(fat_abs);
+    vol.fat_bytes = Some(u64::from(b.fat_length) * bps);
+    vol.fat_count = Some(u32::from(b.fat_count));
+    vol.data_offset = Some(data_abs);
+    vol.alignment.fat = Some(alignment_of(fat_abs));
+    vol.alignment.data = Some(alignment_of(data_abs));
+    if b.partition_offset != 0 && b.partition_offset.saturating_mul(bps) != start {
+        vol.warnings.push(format!(
+            "PartitionOffset says the volume starts at sector {} ({} bytes) but it is at byte {start}",
+            b.partition_offset,
+            b.partition_offset.saturating_mul(bps)
+        ));
+    }
+    if b.volume_flags & 0x2 != 0 {
+        vol.warnings
+            .push("the volume is marked dirty (not cleanly unmounted)".into());
+    }
+    if fs_bytes > vol.size {
+        return Err(InspectError::Truncated {
+            what: "exFAT volume",
+            offset: start,
+            end: start.saturating_add(fs_bytes),
+            size: start + vol.size,
+        });
+    }
+    let geo = Geo {
+        data_offset: data_abs,
+        cluster_size: b.cluster_size,
+        cluster_count: b.cluster_count,
+    };
+    let mut fat = Fat::new(
+        FatBits::Exfat,
+        fat_abs,
+        u64::from(b.fat_length) * bps,
+        geo.max_cluster(),
+    );
+
+    // Pass 1: the root directory's system entries.
+    let mut reader = ChainReader::new(Source::Chain(b.root_cluster), MAX_DIR_BYTES);
+    let mut parser = ExfatDirParser::new();
+    let mut items = Vec::new();
+    let mut bitmap = None;
+    let mut label = None;
+    let mut bad = 0u64;
+    while let Some(piece) =
+        reader.next_piece(r, &mut fat, &geo, None, &|| "root directory".to_string())?
+    {
+        items.clear();
+        parser.feed(piece, &mut items);
+        for item in items.drain(..) {
+            match item {
+                ExfatItem::Bitmap {
+                    flags,
+                    first_cluster,
+                    data_length,
+                } if bitmap.is_none() && u64::from(flags & 1) == active => {
+                    bitmap = Some((first_cluster, data_length));
+                }
+                ExfatItem::Label(l) if label.is_none() => label = Some(l),
+                ExfatItem::Bad(_) => bad += 1,
+                _ => {}
+            }
+        }
+        if parser.ended() {
+            break;
+        }
+    }
+    vol.label = label.filter(|l| !l.is_empty());
+    if !parser.ended() {
+        vol.warnings
+            .push("the root directory has no end-of-directory entry".into());
+    }
+    let Some((bm_first, bm_len)) = bitmap else {
+        return Err(InspectError::corrupt(
+            "exFAT root directory",
+            geo.cluster_offset(b.root_cluster),
+            "no allocation bitmap entry",
+        ));
+    };
+
+    // Used and free space from the bitmap.
+    let used = count_bitmap(r, &mut fat, &geo, bm_first, bm_len, &mut vol.warnings)?;
+    let cc = u64::from(b.cluster_count);
+    vol.used_bytes = Some(used * b.cluster_size);
+    vol.free_bytes = Some((cc - used.min(cc)) * b.cluster_size);
+
+    if opts.files {
+        let medium = Medium {
+            volume_bytes: fs_bytes,
+            sector_size: b.sector_size,
+            partition_offset: start,
+        };
+        let mut sizes = mkfs_alloc_layout::valid_cluster_sizes(
+            FsType::Exfat,
+            &medium,
+            mkfs_alloc_layout::plan::default_align(fs_bytes, b.sector_size),
+        );
+        if sizes.is_empty() {
+            sizes = powers(bps, mkfs_alloc_layout::exfat::MAX_CLUSTER);
+        }
+        if !sizes.contains(&b.cluster_size) {
+            sizes.push(b.cluster_size);
+            sizes.sort_unstable();
+        }
+        let mut w = Walker::new(opts, &geo, sizes);
+        if bad > 0 {
+            w.damaged(format!("/: {bad} damaged directory entries skipped"));
+        }
+        walk(r, &mut fat, &geo, b.root_cluster, &mut w)?;
+        let (stats, warnings, damage) = w.finish();
+        vol.files = Some(stats);
+        vol.warnings.extend(warnings);
+        if let Some(d) = damage {
+            vol.error
+                .get_or_insert(format!("the file system is damaged: {d}"));
+        }
+    }
+    Ok(())
+}
+
+/// Counts the set bits of the first `cluster_count` bits of the bitmap.
+fn count_bitmap<D: BlockIo + ?Sized>(
+    r: &mut Reader<'_, D>,
+    fat: &mut Fat,
+    geo: &Geo,
+    first: u32,
+    len: u64,
+    warnings: &mut Vec<String>,
+) -> Result<u64, InspectError> {
+    let cc = u64::from(geo.cluster_count);
+    let need = cc.div_ceil(8);
+    if len < need {
+        return Err(InspectError::corrupt(
+            "exFAT allocation bitmap entry",
+            geo.cluster_offset(first),
+            format!("DataLength {len} bytes, {need} needed for {cc} clusters"),
+        ));
+    }
+    match count_bits(r, fat, geo, Source::Chain(first), need, cc) {
+        Err(InspectError::Chain { problem, .. }) => {
+            warnings.push(format!(
+                "allocation bitmap: {problem}; read as contiguous clusters instead"
+            ));
+            count_bits(r, fat, geo, Source::Contiguous(first), need, cc)
+        }
+        other => other,
+    }
+}
+
+fn count_bits<D: BlockIo + ?Sized>(
+    r: &mut Reader<'_, D>,
+    fat: &mut Fat,
+    geo: &Geo,
+    src: Source,
+    need: u64,
+    cc: u64,
+) -> Result<u64, InspectError> {
+    let mut reader = ChainReader::new(src, need);
+    let mut bits_left = cc;
+    let mut set = 0u64;
+    while let Some(piece) =
+        reader.next_piece(r, fat, geo, None, &|| "allocation bitmap".to_string())?
+    {
+        for &byte in piece {
+            if bits_left >= 8 {
+                set += u64::from(byte.count_ones());
+                bits_left -= 8;
+            } else {
+                let mask = (1u16 << bits_left) - 1;
+                set += u64::from((u16::from(byte) & mask).count_ones());
+                bits_left = 0;
+            }
+        }
+    }
+    if reader.bytes_read() < need {
+        return Err(chain_error(
+            "allocation bitmap",
+            crate::error::ChainProblem::Short {
+                clusters: reader.clusters(),
+                expected: need.div_ceil(geo.cluster_size),
+            },
+        ));
+    }
+    Ok(set)
+}
+
+/// Walks the directory tree from the root.
+fn walk<D: BlockIo + ?Sized>(
+    r: &mut Reader<'_, D>,
+    fat: &mut Fat,
+    geo: &Geo,
+    root: u32,
+    w: &mut Walker<'_>,
+) -> Result<(), InspectError> {
+    let mut stack = vec![Pending {
+        src: (Source::Chain(root), u64::MAX),
+        path: String::new(),
+        depth: 0,
+    }];
+    let mut items = Vec::new();
+    while let Some(dir) = stack.pop() {
+        if w.stopped() {
+            break;
+        }
+        let (src, declared) = dir.src;
+        let limit = declared.min(w.limits.max_dir_bytes).min(w.dir_budget);
+        if limit == 0 {
+            w.incomplete(format!(
+                "{}: not read: the directory read budget is exhausted",
+                display_path(&dir.path)
+            ));
+            continue;
+        }
+        let mut reader = ChainReader::new(src, limit);
+        let mut parser = ExfatDirParser::new();
+        let path = dir.path.clone();
+        let what = || format!("directory {}", display_path(&path));
+        let mut result = Ok(());
+        loop {
+            let piece = match reader.next_piece(r, fat, geo, Some(&mut w.dir_clusters), &what) {
+                Ok(Some(p)) => p,
+                Ok(None) => break,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            };
+            items.clear();
+            parser.feed(piece, &mut items);
+            for item in items.drain(..) {
+                match item {
+                    ExfatItem::File(f) if f.is_dir() => {
+                        let child = join(&dir.path, &f.name);
+                        if !w.may_descend(&child, dir.depth + 1, stack.len()) {
+                            continue;
+                        }
+                        if f.data_length == 0 {
+                            w.damaged(format!("{child}: directory with DataLength 0; not read"));
+                            continue;
+                        }
+                        let src = if f.no_fat_chain {
+                            Source::Contiguous(f.first_cluster)
+                        } else {
+                            Source::Chain(f.first_cluster)
+                        };
+                        stack.push(Pending {
+                            src: (src, f.data_length),
+                            path: child,
+                            depth: dir.depth + 1,
+                        });
+                    }
+                    ExfatItem::File(f) => {
+                        let name = &f.name;
+                        w.add_file(
+                            r,
+                            fat,
+                            geo,
+                            &|| join(&dir.path, name),
+                            f.data_length,
+                            f.first_cluster,
+                            f.no_fat_chain,
+                        )?;
+                    }
+                    ExfatItem::Bad(msg) => w.damaged(format!("{}: {msg}", display_path(&dir.path))),
+                    _ => {}
+                }
+            }
+            if parser.ended() || w.stopped() {
+                break;
+            }
+        }
+        w.dir_budget = w.dir_budget.saturating_sub(reader.bytes_read());
+        if let Err(e) = result {
+            if let InspectError::Chain { .. } = e {
+                w.broken_dir(&dir.path, &e);
+                continue;
+            }
+            return Err(e);
+        }
+        if !parser.ended() && reader.bytes_read() >= limit && limit < declared {
+            w.incomplete(format!(
+                "{}: only the first {limit} bytes were read (limit)",
+                display_path(&dir.path)
+            ));
+        }
+        let allocated = if declared == u64::MAX {
+            match reader.count_rest(r, fat)? {
+                Ok(n) => n.saturating_mul(geo.cluster_size),
+                Err(p) => {
+                    w.damaged(format!("{}: {p}", display_path(&dir.path)));
+                    reader.clusters().saturating_mul(geo.cluster_size)
+                }
+            }
+        } else {
+            round_up(declared, geo.cluster_size)
+        };
+        w.add_dir(parser.entries() * 32, allocated);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// An entry set for `name` with the given stream fields.
+    pub(crate) fn file_set(name: &str, attr: u16, first: u32, len: u64, flags: u8) -> Vec<u8> {
+        let units: Vec<u16> = name.encode_utf16().collect();
+        let names = units.len().div_ceil(15);
+        let mut set = vec![0u8; 32 * (2 + names)];
+        set[0] = TYPE_FILE;
+        set[1] = u8::try_from(1 + names).unwrap();
+        set[4..6].copy_from_slice(&attr.to_le_bytes());
+        let s = &mut set[32..64];
+        s[0] = TYPE_STREAM;
+        s[1] = 0x01 | flags;
+        s[3] = u8::try_from(units.len()).unwrap();
+        s[8..16].copy_from_slice(&len.to_le_bytes());
+        s[20..24].copy_from_slice(&first.to_le_bytes());
+        s[24..32].copy_from_slice(&len.to_le_bytes());
+        for (i, u) in units.iter().enumerate() {
+            let e = 64 + 32 * (i / 15);
+            set[e] = TYPE_NAME;
+            let o = e + 2 + 2 * (i % 15);
+            set[o..o + 2].copy_from_slice(&u.to_le_bytes());
+        }
+        let c = set_checksum(&set);
+        set[2..4].copy_from_slice(&c.to_le_bytes());
+        set
+    }
+
+    #[test]
+    fn parses_sets_across_pieces() {
+        let long = "a rather long file name, longer than fifteen units.txt";
+        let mut dir = file_set(long, 0x20, 5, 100_000, 0);
+        dir.extend(file_set("sub", ATTR_DIRECTORY, 9, 4096, 0x02));
+        dir.extend([0u8; 64]);
+        let mut p = ExfatDirParser::new();
+        let mut out = Vec::new();
+        for piece in dir.chunks(32) {
+            p.feed(piece, &mut out);
+        }
+        assert_eq!(out.len(), 3, "{out:?}");
+        let ExfatItem::File(f) = &out[0] else {
+            panic!("{out:?}")
+        };
+        assert_eq!(
+            (
+                f.name.as_str(),
+                f.first_cluster,
+                f.data_length,
+                f.no_fat_chain
+            ),
+            (long, 5, 100_000, false)
+        );
+        let ExfatItem::File(d) = &out[1] else {
+            panic!()
+        };
+        assert!(d.is_dir() && d.no_fat_chain);
+        assert_eq!(out[2], ExfatItem::End);
+        assert!(p.ended());
+        assert_eq!(p.entries(), u64::try_from(dir.len() / 32 - 2).unwrap());
+    }
+
+    #[test]
+    fn damaged_sets_are_reported_not_trusted() {
+        let mut set = file_set("x", 0, 5, 10, 0);
+        set[40] ^= 1;
+        let out = parse_directory(&set);
+        assert!(
+            matches!(&out[0], ExfatItem::Bad(m) if m.contains("checksum")),
+            "{out:?}"
+        );
+        // A set cut short by a primary entry: the primary still counts.
+        let mut cut = file_set("abc", 0, 5, 10, 0);
+        cut.truncate(64);
+        cut.extend(file_set("def", 0, 6, 10, 0));
+        let out = parse_directory(&cut);
+        assert!(matches!(&out[0], ExfatItem::Bad(_)));
+        assert!(matches!(&out[1], ExfatItem::File(f) if f.name == "def"));
+        // Absurd secondary counts.
+        let out = parse_directory(&[
+            TYPE_FILE, 200, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            0, 0, 0, 0, 0, 0,
+        ]);
+        assert!(matches!(&out[0], ExfatItem::Bad(_)));
+    }
+}

@@ -1,0 +1,926 @@
+//! FAT12, FAT16 and FAT32: BPB, FSInfo, FAT free count, directory walk with
+//! long file names.
+//!
+//! ```text
+//!  volume start (HiddSec on the medium)
+//!  │ reserved sectors: boot sector (BPB), FAT32 FSInfo and backups
+//!  ├ RsvdSecCnt        FAT #1, FAT #2 … (12-, 16- or 28-bit entries)
+//!  ├ FAT12/16 only     fixed root directory (RootEntCnt × 32 bytes)
+//!  ├ data region       cluster 2 … (FAT32: the root is a cluster chain)
+//!  └ TotSec
+//! ```
+//!
+//! Sources: fatgen103 §3 (BPB), §3.5 (FAT type by cluster count), §4 (FAT),
+//! §5 (FSInfo), §6 (directory entries), §7 (long names and their checksum);
+//! reference `on-disk-format.md` B.
+
+use mkfs_alloc_blockio::BlockIo;
+use mkfs_alloc_layout::fat32::boot::{
+    BootSector, FsInfo, FSINFO_LEAD_SIG, FSINFO_STRUC_SIG, FSINFO_TRAIL_SIG,
+};
+use mkfs_alloc_layout::{FsType, Medium};
+use zerocopy::FromBytes;
+
+use crate::chain::{ChainReader, Fat, FatBits, Geo, Source};
+use crate::error::InspectError;
+use crate::io::{Reader, MAX_READ};
+use crate::probe::ascii_label;
+use crate::report::{alignment_of, FsKind, Volume};
+use crate::walk::{display_path, join, powers, Pending, Walker};
+use crate::InspectOptions;
+
+/// Largest FAT directory: 65,536 entries of 32 bytes (fatgen103 §6).
+pub const MAX_DIR_BYTES: u64 = 65_536 * 32;
+/// Attribute bits.
+pub const ATTR_DIRECTORY: u8 = 0x10;
+/// Volume label attribute.
+pub const ATTR_VOLUME_ID: u8 = 0x08;
+/// Long-name entry attribute (read-only | hidden | system | volume).
+pub const ATTR_LONG_NAME: u8 = 0x0F;
+
+/// The fields of a valid FAT boot sector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FatBoot {
+    /// FAT12, FAT16 or FAT32.
+    pub kind: FsKind,
+    /// Bytes per sector.
+    pub sector_size: u32,
+    /// Sectors per cluster.
+    pub sectors_per_cluster: u32,
+    /// Reserved sectors.
+    pub reserved: u32,
+    /// Number of FATs.
+    pub fat_count: u32,
+    /// Root directory entries (FAT12/16).
+    pub root_entries: u32,
+    /// Total sectors.
+    pub total_sectors: u32,
+    /// Sectors per FAT.
+    pub fat_size: u32,
+    /// Hidden sectors (partition start LBA).
+    pub hidden_sectors: u32,
+    /// First cluster of the root directory (FAT32).
+    pub root_cluster: u32,
+    /// FSInfo sector (FAT32).
+    pub fs_info: u32,
+    /// ExtFlags (FAT32).
+    pub ext_flags: u16,
+    /// Number of data clusters.
+    pub cluster_count: u32,
+    /// First data sector.
+    pub data_sector: u64,
+    /// Volume serial number, if the extended BPB has one.
+    pub serial: Option<u32>,
+    /// BPB volume label, unless absent or `NO NAME`.
+    pub label: Option<String>,
+    /// Oddities that do not stop reading.
+    pub warnings: Vec<String>,
+}
+
+impl FatBoot {
+    /// Cluster size in bytes.
+    pub fn cluster_size(&self) -> u64 {
+        u64::from(self.sector_size) * u64::from(self.sectors_per_cluster)
+    }
+}
+
+/// Checks a FAT boot sector (at least 512 bytes) and returns its fields.
+///
+/// The type follows Linux and fatgen103: a BPB with a 16-bit FAT size of 0
+/// is FAT32; otherwise fewer than 4085 clusters is FAT12, else FAT16.
+pub fn parse_boot_sector(s: &[u8]) -> Result<FatBoot, String> {
+    let (b, _) =
+        BootSector::read_from_prefix(s).map_err(|_| "shorter than 512 bytes".to_string())?;
+    let mut warnings = Vec::new();
+    let bps = u32::from(b.byts_per_sec.get());
+    if !bps.is_power_of_two() || !(512..=4096).contains(&bps) {
+        return Err(format!(
+            "BytsPerSec {bps}, expected 512, 1024, 2048 or 4096"
+        ));
+    }
+    let spc = u32::from(b.sec_per_clus);
+    if !spc.is_power_of_two() {
+        return Err(format!("SecPerClus {spc}, expected a power of two 1..=128"));
+    }
+    let rsvd = u32::from(b.rsvd_sec_cnt.get());
+    if rsvd == 0 {
+        return Err("RsvdSecCnt 0".into());
+    }
+    let nfats = u32::from(b.num_fats);
+    if !(1..=4).contains(&nfats) {
+        return Err(format!("NumFATs {nfats}, expected 1 or 2"));
+    }
+    let root_ent = u32::from(b.root_ent_cnt.get());
+    let tot = if b.tot_sec16.get() != 0 {
+        u32::from(b.tot_sec16.get())
+    } else {
+        b.tot_sec32.get()
+    };
+    let is32 = b.fat_sz16.get() == 0;
+    let fatsz = if is32 {
+        b.fat_sz32.get()
+    } else {
+        u32::from(b.fat_sz16.get())
+    };
+    if tot == 0 || fatsz == 0 {
+        return Err(format!(
+            "total sectors {tot}, FAT size {fatsz}: both must be non-zero"
+        ));
+    }
+    if is32 && root_ent != 0 {
+        warnings.push(format!(
+            "FAT32 BPB with RootEntCnt {root_ent} (expected 0); ignored"
+        ));
+    }
+    let root_dir_sectors = if is32 {
+        0
+    } else {
+        (u64::from(root_ent) * 32).div_ceil(u64::from(bps))
+    };
+    let data_sector = u64::from(rsvd) + u64::from(nfats) * u64::from(fatsz) + root_dir_sectors;
+    if data_sector >= u64::from(tot) {
+        return Err(format!(
+            "the data region would start at sector {data_sector}, past the {tot} sectors of the volume"
+        ));
+    }
+    let cc64 = (u64::from(tot) - data_sector) / u64::from(spc);
+    if cc64 == 0 {
+        return Err("no data clusters".into());
+    }
+    let (kind, bits) = if is32 {
+        (FsKind::Fat32, 32)
+    } else if cc64 < 4085 {
+        (FsKind::Fat12, 12)
+    } else if cc64 < 65525 {
+        (FsKind::Fat16, 16)
+    } else {
+        return Err(format!(
+            "{cc64} clusters with a 16-bit FAT size: too many for FAT16, and not a FAT32 BPB"
+        ));
+    };
+    if is32 && cc64 > mkfs_alloc_layout::fat32::MAX_CLUSTERS {
+        return Err(format!("{cc64} clusters, more than FAT32's 268,435,445"));
+    }
+    if is32 && cc64 < mkfs_alloc_layout::fat32::SPEC_MIN_CLUSTERS {
+        warnings.push(format!(
+            "FAT32 with only {cc64} clusters (fewer than 65,525): some systems read it as FAT16"
+        ));
+    }
+    let cc = u32::try_from(cc64).map_err(|_| format!("{cc64} clusters"))?;
+    let fat_entries = u64::from(fatsz) * u64::from(bps) * 8 / bits;
+    if fat_entries < cc64 + 2 {
+        return Err(format!(
+            "a FAT of {fatsz} sectors holds {fat_entries} entries, {} needed for {cc} clusters",
+            cc64 + 2
+        ));
+    }
+    let root_cluster = if is32 { b.root_clus.get() } else { 0 };
+    if is32 && (root_cluster < 2 || u64::from(root_cluster) > cc64 + 1) {
+        return Err(format!(
+            "RootClus {root_cluster}, expected 2..={}",
+            cc64 + 1
+        ));
+    }
+    if b.signature.get() != 0xAA55 {
+        warnings.push(format!(
+            "boot signature {:#06x}, expected 0xaa55",
+            b.signature.get()
+        ));
+    }
+    // Extended BPB: at 36 (FAT12/16) or 64 (FAT32).
+    let ext = if is32 { 64 } else { 36 };
+    let (serial, label) = match s.get(ext + 2) {
+        Some(0x29) => (
+            Some(u32::from_le_bytes([
+                s[ext + 3],
+                s[ext + 4],
+                s[ext + 5],
+                s[ext + 6],
+            ])),
+            ascii_label(&s[ext + 7..ext + 18]).filter(|l| l != "NO NAME"),
+        ),
+        Some(0x28) => (
+            Some(u32::from_le_bytes([
+                s[ext + 3],
+                s[ext + 4],
+                s[ext + 5],
+                s[ext + 6],
+            ])),
+            None,
+        ),
+        _ => (None, None),
+    };
+    Ok(FatBoot {
+        kind,
+        sector_size: bps,
+        sectors_per_cluster: spc,
+        reserved: rsvd,
+        fat_count: nfats,
+        root_entries: if is32 { 0 } else { root_ent },
+        total_sectors: tot,
+        fat_size: fatsz,
+        hidden_sectors: b.hidd_sec.get(),
+        root_cluster,
+        fs_info: if is32 { u32::from(b.fs_info.get()) } else { 0 },
+        ext_flags: if is32 { b.ext_flags.get() } else { 0 },
+        cluster_count: cc,
+        data_sector,
+        serial,
+        label,
+        warnings,
+    })
+}
+
+/// An entry of a FAT directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FatEntry {
+    /// The long name when a valid one precedes the entry, else the 8.3 name.
+    pub name: String,
+    /// Attributes.
+    pub attr: u8,
+    /// First cluster (FAT32: with the high word).
+    pub first_cluster: u32,
+    /// File size.
+    pub size: u32,
+}
+
+impl FatEntry {
+    /// True for a directory.
+    pub fn is_dir(&self) -> bool {
+        self.attr & ATTR_DIRECTORY != 0
+    }
+
+    /// True for `.` and `..`.
+    pub fn is_dot(&self) -> bool {
+        self.name == "." || self.name == ".."
+    }
+}
+
+/// What a FAT directory parser found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FatItem {
+    /// End of directory (first byte 0x00).
+    End,
+    /// A volume label entry.
+    Label(String),
+    /// A file or directory.
+    Entry(FatEntry),
+}
+
+/// Streaming parser of FAT directory entries with long names (VFAT). Feed
+/// whole 32-byte entries in any pieces. Memory: one long name (20 × 13 units).
+#[derive(Debug)]
+pub struct FatDirParser {
+    fat32: bool,
+    lfn: Vec<u16>,
+    next_seq: u8,
+    sum: u8,
+    lfn_ok: bool,
+    entries: u64,
+    ended: bool,
+    /// Long-name sequences that did not match their short entry.
+    pub orphans: u64,
+}
+
+impl FatDirParser {
+    /// A parser at the start of a directory; `fat32` enables the high word
+    /// of the first cluster.
+    pub fn new(fat32: bool) -> Self {
+        FatDirParser {
+            fat32,
+            lfn: Vec::new(),
+            next_seq: 0,
+            sum: 0,
+            lfn_ok: false,
+            entries: 0,
+            ended: false,
+            orphans: 0,
+        }
+    }
+
+    /// True after the end-of-directory entry.
+    pub fn ended(&self) -> bool {
+        self.ended
+    }
+
+    /// Entries seen before the end.
+    pub fn entries(&self) -> u64 {
+        self.entries
+    }
+
+    /// Parses whole entries of `bytes`; nothing after the end.
+    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<FatItem>) {
+        for e in bytes.chunks_exact(32) {
+            if self.ended {
+                return;
+            }
+            self.push(e, out);
+        }
+    }
+
+    fn reset_lfn(&mut self) {
+        if self.lfn_ok {
+            self.orphans += 1;
+        }
+        self.lfn_ok = false;
+        self.next_seq = 0;
+    }
+
+    fn push(&mut self, e: &[u8], out: &mut Vec<FatItem>) {
+        let b0 = e[0];
+        if b0 == 0 {
+            self.ended = true;
+            out.push(FatItem::End);
+            return;
+        }
+        self.entries += 1;
+        if b0 == 0xE5 {
+            self.reset_lfn();
+            return;
+        }
+        let attr = e[11];
+        if attr & 0x3F == ATTR_LONG_NAME {
+            let seq = b0 & 0x1F;
+            if b0 & 0x40 != 0 {
+                self.reset_lfn();
+                if seq == 0 || seq > 20 {
+                    return;
+                }
+                self.lfn.clear();
+                self.lfn.resize(usize::from(seq) * 13, 0xFFFF);
+                self.sum = e[13];
+                self.lfn_ok = true;
+                self.next_seq = seq;
+            } else if !self.lfn_ok || seq != self.next_seq || e[13] != self.sum || seq == 0 {
+                self.reset_lfn();
+                return;
+            }
+            let at = (usize::from(seq) - 1) * 13;
+            let units = e[1..11]
+                .chunks_exact(2)
+                .chain(e[14..26].chunks_exact(2))
+                .chain(e[28..32].chunks_exact(2));
+            for (i, u) in units.enumerate() {
+                if let Some(slot) = self.lfn.get_mut(at + i) {
+                    *slot = u16::from_le_bytes([u[0], u[1]]);
+                }
+            }
+            self.next_seq = seq - 1;
+            return;
+        }
+        let short = &e[..11];
+        if attr & ATTR_VOLUME_ID != 0 && attr & ATTR_DIRECTORY == 0 {
+            self.reset_lfn();
+            if let Some(l) = ascii_label(short) {
+                out.push(FatItem::Label(l));
+            }
+            return;
+        }
+        let name = if self.lfn_ok && self.next_seq == 0 && lfn_checksum(short) == self.sum {
+            self.lfn_ok = false;
+            let end = self
+                .lfn
+                .iter()
+                .position(|&u| u == 0 || u == 0xFFFF)
+                .unwrap_or(self.lfn.len());
+            String::from_utf16_lossy(&self.lfn[..end])
+        } else {
+            self.reset_lfn();
+            short_name(short, e[12])
+        };
+        let hi = if self.fat32 {
+            u32::from(u16::from_le_bytes([e[20], e[21]])) << 16
+        } else {
+            0
+        };
+        out.push(FatItem::Entry(FatEntry {
+            name,
+            attr,
+            first_cluster: hi | u32::from(u16::from_le_bytes([e[26], e[27]])),
+            size: u32::from_le_bytes([e[28], e[29], e[30], e[31]]),
+        }));
+    }
+}
+
+/// Checksum of an 8.3 name that long-name entries carry (fatgen103 §7).
+pub fn lfn_checksum(short: &[u8]) -> u8 {
+    short
+        .iter()
+        .take(11)
+        .fold(0u8, |s, &b| s.rotate_right(1).wrapping_add(b))
+}
+
+/// `NAME.EXT` from an 8.3 entry, lower-cased as Windows NT flags say.
+fn short_name(s: &[u8], nt_res: u8) -> String {
+    let conv = |bytes: &[u8], lower: bool| -> String {
+        bytes
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| {
+                let b = if i == 0 && b == 0x05 { 0xE5 } else { b };
+                let c = char::from(b);
+                if lower {
+                    c.to_ascii_lowercase()
+                } else {
+                    c
+                }
+            })
+            .collect::<String>()
+            .trim_end_matches(' ')
+            .to_string()
+    };
+    let base = conv(&s[..8], nt_res & 0x08 != 0);
+    let ext = conv(&s[8..11], nt_res & 0x10 != 0);
+    if ext.is_empty() {
+        base
+    } else {
+        format!("{base}.{ext}")
+    }
+}
+
+/// Parses a whole directory held in memory (for tests and fuzzing).
+pub fn parse_directory(bytes: &[u8], fat32: bool) -> Vec<FatItem> {
+    let mut p = FatDirParser::new(fat32);
+    let mut out = Vec::new();
+    p.feed(bytes, &mut out);
+    out
+}
+
+fn bits(kind: FsKind) -> FatBits {
+    match kind {
+        FsKind::Fat12 => FatBits::Fat12,
+        FsKind::Fat16 => FatBits::Fat16,
+        _ => FatBits::Fat32,
+    }
+}
+
+/// Fills `vol` for a FAT volume.
+pub(crate) fn inspect<D: BlockIo + ?Sized>(
+    r: &mut Reader<'_, D>,
+    vol: &mut Volume,
+    opts: &InspectOptions,
+) -> Result<(), InspectError> {
+    let start = vol.start;
+    let s0 = r.read_vec("FAT boot sector", start, 512)?;
+    let b =
+        parse_boot_sector(&s0).map_err(|e| InspectError::corrupt("FAT boot sector", start, e))?;
+    vol.warnings.extend(b.warnings.iter().cloned());
+    let bps = u64::from(b.sector_size);
+    let cs = b.cluster_size();
+    let fs_bytes = u64::from(b.total_sectors) * bps;
+    let fat_bytes = u64::from(b.fat_size) * bps;
+    let first_fat = start + u64::from(b.reserved) * bps;
+    let data_abs = start + b.data_sector * bps;
+    vol.fs = b.kind;
+    vol.fs_bytes = Some(fs_bytes);
+    vol.sector_size = Some(b.sector_size);
+    vol.cluster_size = Some(cs);
+    vol.cluster_count = Some(u64::from(b.cluster_count));
+    vol.serial = b.serial.map(|s| format!("{s:08X}"));
+    vol.label = b.label.clone();
+    vol.fat_offset = Some(first_fat);
+    vol.fat_bytes = Some(fat_bytes);
+    vol.fat_count = Some(b.fat_count);
+    vol.data_offset = Some(data_abs);
+    vol.alignment.fat = Some(alignment_of(first_fat));
+    vol.alignment.data = Some(alignment_of(data_abs));
+    if start != 0 && u64::from(b.hidden_sectors) * bps != start {
+        vol.warnings.push(format!(
+            "HiddSec is {} sectors but the volume starts at byte {start} (sector {})",
+            b.hidden_sectors,
+            start / bps
+        ));
+    }
+    if fs_bytes > vol.size {
+        return Err(InspectError::Truncated {
+            what: "FAT volume",
+            offset: start,
+            end: start.saturating_add(fs_bytes),
+            size: start + vol.size,
+        });
+    }
+    let active = if b.kind == FsKind::Fat32 && b.ext_flags & 0x80 != 0 {
+        let a = u32::from(b.ext_flags & 0x0F);
+        if a >= b.fat_count {
+            vol.warnings.push(format!(
+                "ExtFlags names FAT #{a} as active but there are {} FATs; using the first",
+                b.fat_count
+            ));
+            0
+        } else {
+            a
+        }
+    } else {
+        0
+    };
+    let fat_abs = first_fat + u64::from(active) * fat_bytes;
+    let geo = Geo {
+        data_offset: data_abs,
+        cluster_size: cs,
+        cluster_count: b.cluster_count,
+    };
+    let fat_bits = bits(b.kind);
+    let mut fat = Fat::new(fat_bits, fat_abs, fat_bytes, geo.max_cluster());
+
+    if b.kind == FsKind::Fat32 {
+        check_fat32_reserved(r, vol, &b, start)?;
+    }
+
+    // Label from the root directory (authoritative over the BPB copy).
+    let root_src = if b.kind == FsKind::Fat32 {
+        (Source::Chain(b.root_cluster), MAX_DIR_BYTES)
+    } else {
+        let off = first_fat + u64::from(b.fat_count) * fat_bytes;
+        (Source::Fixed(off), u64::from(b.root_entries) * 32)
+    };
+    let mut reader = ChainReader::new(root_src.0, root_src.1);
+    let mut parser = FatDirParser::new(b.kind == FsKind::Fat32);
+    let mut items = Vec::new();
+    let mut root_label = None;
+    while let Some(piece) =
+        reader.next_piece(r, &mut fat, &geo, None, &|| "root directory".to_string())?
+    {
+        items.clear();
+        parser.feed(piece, &mut items);
+        for item in items.drain(..) {
+            if let FatItem::Label(l) = item {
+                root_label.get_or_insert(l);
+            }
+        }
+        if parser.ended() || root_label.is_some() {
+            break;
+        }
+    }
+    if let Some(l) = root_label {
+        if let Some(bpb) = &b.label {
+            if *bpb != l {
+                vol.warnings.push(format!(
+                    "the label in the root directory ({l:?}) differs from the boot sector's ({bpb:?})"
+                ));
+            }
+        }
+        vol.label = Some(l);
+    }
+
+    // Free space from the FAT.
+    let free = count_free(r, fat_abs, fat_bits, b.cluster_count)?;
+    let cc = u64::from(b.cluster_count);
+    vol.free_bytes = Some(free * cs);
+    vol.used_bytes = Some((cc - free.min(cc)) * cs);
+    if let Some(hint) = vol.free_bytes_fsinfo {
+        if hint != free * cs {
+            vol.warnings.push(format!(
+                "FSInfo free count ({} clusters) differs from the FAT ({free} clusters)",
+                hint / cs
+            ));
+        }
+    }
+
+    if opts.files {
+        let mut sizes = if b.kind == FsKind::Fat32 {
+            let medium = Medium {
+                volume_bytes: fs_bytes,
+                sector_size: b.sector_size,
+                partition_offset: start,
+            };
+            mkfs_alloc_layout::valid_cluster_sizes(
+                FsType::Fat32,
+                &medium,
+                mkfs_alloc_layout::plan::default_align(fs_bytes, b.sector_size),
+            )
+        } else {
+            powers(bps, (128 * bps).min(64 * 1024))
+        };
+        if sizes.is_empty() {
+            sizes = powers(bps, 128 * bps);
+        }
+        if !sizes.contains(&cs) {
+            sizes.push(cs);
+            sizes.sort_unstable();
+        }
+        let mut w = Walker::new(opts, &geo, sizes);
+        walk(r, &mut fat, &geo, root_src, b.kind == FsKind::Fat32, &mut w)?;
+        let (stats, warnings, damage) = w.finish();
+        vol.files = Some(stats);
+        vol.warnings.extend(warnings);
+        if let Some(d) = damage {
+            vol.error
+                .get_or_insert(format!("the file system is damaged: {d}"));
+        }
+    }
+    Ok(())
+}
+
+/// FAT32 reserved area: backup boot sector and FSInfo.
+fn check_fat32_reserved<D: BlockIo + ?Sized>(
+    r: &mut Reader<'_, D>,
+    vol: &mut Volume,
+    b: &FatBoot,
+    start: u64,
+) -> Result<(), InspectError> {
+    let bps = u64::from(b.sector_size);
+    if b.fs_info == 0 || b.fs_info >= b.reserved {
+        if b.fs_info != 0xFFFF && b.fs_info != 0 {
+            vol.warnings.push(format!(
+                "FSInfo sector {} lies outside the reserved area",
+                b.fs_info
+            ));
+        }
+        return Ok(());
+    }
+    let off = start + u64::from(b.fs_info) * bps;
+    let s = r.read_vec("FAT32 FSInfo sector", off, 512)?;
+    let Ok((fsi, _)) = FsInfo::read_from_prefix(&s[..]) else {
+        return Ok(());
+    };
+    if fsi.lead_sig.get() != FSINFO_LEAD_SIG
+        || fsi.struc_sig.get() != FSINFO_STRUC_SIG
+        || fsi.trail_sig.get() != FSINFO_TRAIL_SIG
+    {
+        vol.warnings
+            .push("FSInfo sector signatures are wrong; its free count is ignored".into());
+        return Ok(());
+    }
+    let fc = fsi.free_count.get();
+    if fc != 0xFFFF_FFFF {
+        if fc <= b.cluster_count {
+            vol.free_bytes_fsinfo = Some(u64::from(fc) * b.cluster_size());
+        } else {
+            vol.warnings.push(format!(
+                "FSInfo free count {fc} exceeds the {} clusters",
+                b.cluster_count
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Counts the free entries of clusters 2..cluster_count+2, streaming the FAT
+/// in chunks of at most [`MAX_READ`] bytes.
+fn count_free<D: BlockIo + ?Sized>(
+    r: &mut Reader<'_, D>,
+    fat_abs: u64,
+    bits: FatBits,
+    cluster_count: u32,
+) -> Result<u64, InspectError> {
+    let cc = u64::from(cluster_count);
+    if bits == FatBits::Fat12 {
+        // At most 4086 entries: 6 KiB.
+        let len = usize::try_from(((cc + 2) * 3).div_ceil(2)).unwrap_or(0);
+        let fat = r.read_vec("FAT", fat_abs, len)?;
+        let mut free = 0;
+        for n in 2..cc + 2 {
+            let i = usize::try_from(n + n / 2).unwrap_or(0);
+            let v = u16::from_le_bytes([fat[i], *fat.get(i + 1).unwrap_or(&0)]);
+            let e = if n % 2 == 0 { v & 0x0FFF } else { v >> 4 };
+            free += u64::from(e == 0);
+        }
+        return Ok(free);
+    }
+    let width: u64 = if bits == FatBits::Fat16 { 2 } else { 4 };
+    let mut pos = fat_abs + 2 * width;
+    let mut left = cc * width;
+    let mut buf = vec![0u8; MAX_READ.min(usize::try_from(left).unwrap_or(MAX_READ))];
+    let mut free = 0u64;
+    while left > 0 {
+        let n = usize::try_from(left.min(buf.len() as u64)).unwrap_or(0);
+        let chunk = &mut buf[..n];
+        r.read_at("FAT", pos, chunk)?;
+        if width == 2 {
+            free += chunk
+                .chunks_exact(2)
+                .filter(|e| e[0] == 0 && e[1] == 0)
+                .count() as u64;
+        } else {
+            free += chunk
+                .chunks_exact(4)
+                .filter(|e| u32::from_le_bytes([e[0], e[1], e[2], e[3]]) & 0x0FFF_FFFF == 0)
+                .count() as u64;
+        }
+        pos += n as u64;
+        left -= n as u64;
+    }
+    Ok(free)
+}
+
+/// Walks the directory tree from the root.
+fn walk<D: BlockIo + ?Sized>(
+    r: &mut Reader<'_, D>,
+    fat: &mut Fat,
+    geo: &Geo,
+    root: (Source, u64),
+    fat32: bool,
+    w: &mut Walker<'_>,
+) -> Result<(), InspectError> {
+    let mut stack = vec![Pending {
+        src: root.0,
+        path: String::new(),
+        depth: 0,
+    }];
+    let mut items = Vec::new();
+    while let Some(dir) = stack.pop() {
+        if w.stopped() {
+            break;
+        }
+        let fixed = matches!(dir.src, Source::Fixed(_));
+        let declared = if fixed { root.1 } else { MAX_DIR_BYTES };
+        let limit = declared.min(w.limits.max_dir_bytes).min(w.dir_budget);
+        if limit == 0 && declared > 0 {
+            w.incomplete(format!(
+                "{}: not read: the directory read budget is exhausted",
+                display_path(&dir.path)
+            ));
+            continue;
+        }
+        let mut reader = ChainReader::new(dir.src, limit);
+        let mut parser = FatDirParser::new(fat32);
+        let path = dir.path.clone();
+        let what = || format!("directory {}", display_path(&path));
+        let mut result = Ok(());
+        loop {
+            let piece = match reader.next_piece(r, fat, geo, Some(&mut w.dir_clusters), &what) {
+                Ok(Some(p)) => p,
+                Ok(None) => break,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            };
+            items.clear();
+            parser.feed(piece, &mut items);
+            for item in items.drain(..) {
+                let FatItem::Entry(e) = item else { continue };
+                if e.is_dot() {
+                    continue;
+                }
+                if e.is_dir() {
+                    let child = join(&dir.path, &e.name);
+                    if !w.may_descend(&child, dir.depth + 1, stack.len()) {
+                        continue;
+                    }
+                    if !geo.valid(e.first_cluster) {
+                        w.damaged(format!(
+                            "{child}: directory starts at cluster {} (valid: 2..={}{}); not read",
+                            e.first_cluster,
+                            geo.max_cluster(),
+                            if e.first_cluster == 0 {
+                                ", 0 means the root: a directory cycle"
+                            } else {
+                                ""
+                            }
+                        ));
+                        continue;
+                    }
+                    stack.push(Pending {
+                        src: Source::Chain(e.first_cluster),
+                        path: child,
+                        depth: dir.depth + 1,
+                    });
+                } else {
+                    let name = &e.name;
+                    w.add_file(
+                        r,
+                        fat,
+                        geo,
+                        &|| join(&dir.path, name),
+                        u64::from(e.size),
+                        e.first_cluster,
+                        false,
+                    )?;
+                }
+            }
+            if parser.ended() || w.stopped() {
+                break;
+            }
+        }
+        w.dir_budget = w.dir_budget.saturating_sub(reader.bytes_read());
+        if let Err(e) = result {
+            if let InspectError::Chain { .. } = e {
+                w.broken_dir(&dir.path, &e);
+                continue;
+            }
+            return Err(e);
+        }
+        if !parser.ended() && reader.bytes_read() >= limit && limit < declared {
+            w.incomplete(format!(
+                "{}: only the first {limit} bytes were read (limit)",
+                display_path(&dir.path)
+            ));
+        }
+        if parser.orphans > 0 {
+            w.warn(format!(
+                "{}: {} long names without a matching short entry",
+                display_path(&dir.path),
+                parser.orphans
+            ));
+        }
+        if !fixed {
+            let clusters = match reader.count_rest(r, fat)? {
+                Ok(n) => n,
+                Err(p) => {
+                    w.damaged(format!("{}: {p}", display_path(&dir.path)));
+                    reader.clusters()
+                }
+            };
+            w.add_dir(
+                parser.entries() * 32,
+                clusters.saturating_mul(geo.cluster_size),
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn lfn_entries(long: &str, short: &[u8; 11]) -> Vec<u8> {
+        let mut units: Vec<u16> = long.encode_utf16().collect();
+        units.push(0);
+        while units.len() % 13 != 0 {
+            units.push(0xFFFF);
+        }
+        let n = units.len() / 13;
+        let sum = lfn_checksum(short);
+        let mut out = Vec::new();
+        for seq in (1..=n).rev() {
+            let mut e = [0u8; 32];
+            e[0] = u8::try_from(seq).unwrap() | if seq == n { 0x40 } else { 0 };
+            e[11] = ATTR_LONG_NAME;
+            e[13] = sum;
+            let part = &units[(seq - 1) * 13..seq * 13];
+            let offs = [1, 3, 5, 7, 9, 14, 16, 18, 20, 22, 24, 28, 30];
+            for (u, o) in part.iter().zip(offs) {
+                e[o..o + 2].copy_from_slice(&u.to_le_bytes());
+            }
+            out.extend(e);
+        }
+        let mut s = [0u8; 32];
+        s[..11].copy_from_slice(short);
+        s[11] = 0x20;
+        s[26] = 7;
+        s[28..32].copy_from_slice(&1234u32.to_le_bytes());
+        out.extend(s);
+        out
+    }
+
+    #[test]
+    fn long_names() {
+        let long = "Ünïcode and a long name that spans two entries.txt";
+        let mut dir = lfn_entries(long, b"UNICOD~1TXT");
+        let mut plain = [0u8; 32];
+        plain[..11].copy_from_slice(b"README  MD ");
+        plain[12] = 0x18;
+        dir.extend(plain);
+        dir.extend([0u8; 32]);
+        let out = parse_directory(&dir, true);
+        assert_eq!(out.len(), 3, "{out:?}");
+        let FatItem::Entry(e) = &out[0] else { panic!() };
+        assert_eq!((e.name.as_str(), e.first_cluster, e.size), (long, 7, 1234));
+        let FatItem::Entry(e) = &out[1] else { panic!() };
+        assert_eq!(e.name, "readme.md");
+        assert_eq!(out[2], FatItem::End);
+    }
+
+    #[test]
+    fn broken_long_names_fall_back_to_short() {
+        let mut dir = lfn_entries("some long name.txt", b"SOMELO~1TXT");
+        dir[13] ^= 0xFF; // checksum of the first LFN entry
+        let out = parse_directory(&dir, false);
+        let FatItem::Entry(e) = &out[0] else { panic!() };
+        assert_eq!(e.name, "SOMELO~1.TXT");
+    }
+
+    #[test]
+    fn bpb_checks() {
+        let mut s = vec![0u8; 512];
+        s[0] = 0xEB;
+        s[2] = 0x90;
+        s[11..13].copy_from_slice(&512u16.to_le_bytes());
+        s[13] = 4;
+        s[14] = 1;
+        s[16] = 2;
+        s[17..19].copy_from_slice(&512u16.to_le_bytes());
+        s[19..21].copy_from_slice(&20480u16.to_le_bytes());
+        s[21] = 0xF8;
+        s[22..24].copy_from_slice(&20u16.to_le_bytes());
+        s[38] = 0x29;
+        s[39..43].copy_from_slice(&0x1234_5678u32.to_le_bytes());
+        s[43..54].copy_from_slice(b"MYDISK     ");
+        s[510] = 0x55;
+        s[511] = 0xAA;
+        let b = parse_boot_sector(&s).unwrap();
+        assert_eq!(b.kind, FsKind::Fat16);
+        assert_eq!(b.serial, Some(0x1234_5678));
+        assert_eq!(b.label.as_deref(), Some("MYDISK"));
+        assert_eq!(b.data_sector, 1 + 40 + 32);
+        let mut t = s.clone();
+        t[13] = 3;
+        assert!(parse_boot_sector(&t).is_err());
+        let mut t = s.clone();
+        t[22] = 1; // 1-sector FAT cannot hold the clusters
+        assert!(parse_boot_sector(&t).unwrap_err().contains("entries"));
+    }
+}

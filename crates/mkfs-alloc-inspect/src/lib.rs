@@ -1,0 +1,231 @@
+//! Read-only inspection of a medium: partition table, file systems, and for
+//! FAT12/16/32 and exFAT the geometry, alignment, used and free space, label,
+//! serial and (optionally) what the files take at every cluster size.
+//!
+//! ```text
+//!  any BlockIo ─► Reader (byte ranges, bounds-checked)
+//!                   │
+//!                   ├─ partition: MBR / protective MBR + GPT (CRC-checked)
+//!                   │     └─ one Volume per partition, or the whole medium
+//!                   ├─ probe: exFAT, FAT, NTFS, ext2/3/4, ISO 9660, … by signature
+//!                   ├─ exfat: boot region (+ backup), bitmap count, directory walk
+//!                   └─ fat:   BPB, FSInfo, FAT free count, directory walk (VFAT names)
+//!                         └─ chain: FAT window cache, Brent loop detection,
+//!                                   streaming cluster reader
+//! ```
+//!
+//! The input is untrusted. Architecture invariants:
+//! - nothing is ever written (the [`ReadOnlyFile`] backend cannot write);
+//! - no panics on any input: every offset is checked before it is read;
+//! - memory is bounded: reads go in pieces of at most 1 MiB, the FAT through
+//!   a 16 KiB window, directories one entry set at a time; what grows with
+//!   the volume (pending directories, visited directory clusters, listed
+//!   files, warnings) is capped by [`Limits`];
+//! - work is bounded: FAT chains are walked with cycle detection and length
+//!   limits, every directory cluster is read at most once (a second visit is
+//!   a cycle or a cross-link), and the walk stops at [`Limits`].
+//!
+//! Damage found in a volume does not fail [`inspect`]: the volume gets an
+//! [`Volume::error`] (after the fields read before it) or
+//! [`Volume::warnings`].
+//!
+//! ```
+//! use mkfs_alloc_blockio::MemDisk;
+//! use mkfs_alloc_inspect::{inspect, FsKind, InspectOptions, TableKind};
+//! use mkfs_alloc_layout::{plan, write_volume, ClusterChoice, FormatOptions, FsChoice, FsType, Medium};
+//!
+//! let opts = FormatOptions {
+//!     fs: FsChoice::Fixed(FsType::Exfat),
+//!     cluster: ClusterChoice::Bytes(4096),
+//!     label: Some("STICK".into()),
+//!     serial: Some(0x1234_ABCD),
+//!     ..FormatOptions::default()
+//! };
+//! let mut disk = MemDisk::new(512, 16 * 2048)?; // 16 MiB
+//! let layout = plan(&opts, &Medium::whole(16 << 20, 512))?;
+//! write_volume(&layout, &mut disk, &mut |_, _| {})?;
+//!
+//! let report = inspect(&mut disk, &InspectOptions { files: true, ..Default::default() })?;
+//! assert_eq!(report.partition_table.kind, TableKind::None);
+//! let v = &report.volumes[0];
+//! assert_eq!(v.fs, FsKind::Exfat);
+//! assert_eq!(v.cluster_size, Some(4096));
+//! assert_eq!(v.label.as_deref(), Some("STICK"));
+//! assert_eq!(v.serial.as_deref(), Some("1234ABCD"));
+//! assert_eq!(v.files.as_ref().map(|f| f.count), Some(0));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod chain;
+pub mod error;
+pub mod exfat;
+pub mod fat;
+mod io;
+pub mod partition;
+mod probe;
+mod report;
+mod walk;
+
+use mkfs_alloc_blockio::BlockIo;
+
+pub use error::{ChainProblem, InspectError};
+pub use io::ReadOnlyFile;
+pub use partition::read_partition_table;
+pub use probe::{is_fs_boot_sector, plausible_bpb};
+pub use report::{
+    alignment_of, Alignment, AtClusterSize, FileEntry, FileStats, FsKind, Partition,
+    PartitionTable, Report, TableKind, Volume, ALIGN_BOUNDARY,
+};
+
+use io::Reader;
+
+/// Bounds on the work and memory of an inspection of untrusted input.
+///
+/// The defaults are far above what a real volume needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Files and directories counted before the walk stops.
+    pub max_entries: u64,
+    /// Directories queued but not yet read.
+    pub max_pending_dirs: u64,
+    /// Directory nesting depth.
+    pub max_depth: u32,
+    /// Bytes read from one directory (exFAT allows 256 MiB, FAT 2 MiB).
+    pub max_dir_bytes: u64,
+    /// Bytes read from all directories together.
+    pub max_dir_bytes_total: u64,
+    /// Files listed in [`FileStats::entries`].
+    pub max_listed_files: usize,
+    /// Warnings kept per volume.
+    pub max_warnings: usize,
+    /// Clusters walked along file FAT chains (fragment counting); `None`:
+    /// twice the cluster count plus 2^20.
+    pub max_chain_steps: Option<u64>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_entries: 100_000_000,
+            max_pending_dirs: 1 << 20,
+            max_depth: 255,
+            max_dir_bytes: exfat::MAX_DIR_BYTES,
+            max_dir_bytes_total: 8 << 30,
+            max_listed_files: 1 << 20,
+            max_warnings: 100,
+            max_chain_steps: None,
+        }
+    }
+}
+
+/// What to inspect.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InspectOptions {
+    /// Walk the directory trees of FAT/exFAT volumes ([`Volume::files`]).
+    pub files: bool,
+    /// Also list every file ([`FileStats::entries`]; needs `files`).
+    pub list_files: bool,
+    /// Bounds.
+    pub limits: Limits,
+}
+
+/// Inspects a medium: its partition table and every volume on it.
+///
+/// # Errors
+///
+/// Only when the first sector cannot be read ([`InspectError::Io`]); damage
+/// and I/O errors inside a volume are reported in its [`Volume::error`].
+pub fn inspect<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    opts: &InspectOptions,
+) -> Result<Report, InspectError> {
+    let block_size = dev.block_size();
+    let mut r = Reader::new(dev);
+    let medium = r.size();
+    let table = partition::read_table(&mut r)?;
+    let mut volumes = Vec::new();
+    if table.kind == TableKind::None {
+        if medium > 0 {
+            volumes.push(inspect_volume(&mut r, Volume::new(None, 0, medium), opts));
+        }
+    } else {
+        for p in &table.partitions {
+            let kind = p.type_id.as_str();
+            if matches!(kind, "0x05" | "0x0f" | "0x85" | "0xee") {
+                continue;
+            }
+            let mut v = Volume::new(Some(p.index), p.start, p.size);
+            if p.start >= medium {
+                v.error = Some(format!(
+                    "partition {} starts at byte {}, beyond the end of the medium ({medium} bytes)",
+                    p.index, p.start
+                ));
+                volumes.push(v);
+                continue;
+            }
+            if p.start.saturating_add(p.size) > medium {
+                v.size = medium - p.start;
+                v.warnings.push(format!(
+                    "partition {} ends at byte {}, beyond the end of the medium ({medium} bytes)",
+                    p.index,
+                    p.start.saturating_add(p.size)
+                ));
+            }
+            volumes.push(inspect_volume(&mut r, v, opts));
+        }
+    }
+    Ok(Report {
+        medium_bytes: medium,
+        block_size,
+        partition_table: table,
+        volumes,
+    })
+}
+
+fn inspect_volume<D: BlockIo + ?Sized>(
+    r: &mut Reader<'_, D>,
+    mut v: Volume,
+    opts: &InspectOptions,
+) -> Volume {
+    if let Err(e) = fill_volume(r, &mut v, opts) {
+        v.error = Some(e.to_string());
+    }
+    v.misaligned = misaligned(&v);
+    v
+}
+
+fn fill_volume<D: BlockIo + ?Sized>(
+    r: &mut Reader<'_, D>,
+    v: &mut Volume,
+    opts: &InspectOptions,
+) -> Result<(), InspectError> {
+    let p = probe::probe(r, v.start, v.size)?;
+    v.fs = p.fs;
+    v.label = p.label;
+    v.serial = p.serial;
+    match p.fs {
+        FsKind::Exfat => exfat::inspect(r, v, opts),
+        FsKind::Fat12 | FsKind::Fat16 | FsKind::Fat32 => fat::inspect(r, v, opts),
+        _ => Ok(()),
+    }
+}
+
+/// Names of the regions not on a 1 MiB boundary.
+fn misaligned(v: &Volume) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut check = |name: &str, offset: Option<u64>| {
+        if let Some(o) = offset {
+            if o % ALIGN_BOUNDARY != 0 {
+                out.push(name.to_string());
+            }
+        }
+    };
+    check("partition", Some(v.start));
+    if v.fs.is_fat_family() {
+        check("fat", v.fat_offset);
+        check("data", v.data_offset);
+    }
+    out
+}

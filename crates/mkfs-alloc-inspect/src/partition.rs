@@ -1,0 +1,615 @@
+//! MBR and GPT partition tables, read-only and bounded.
+//!
+//! ```text
+//!  LBA 0  MBR: boot code | 4 × 16-byte entries at 0x1BE | 55 AA
+//!         (one entry of type 0xEE from LBA 1: protective MBR → GPT)
+//!  LBA 1  GPT header "EFI PART" (CRC32 over HeaderSize bytes)
+//!  LBA 2… partition entries (NumberOfEntries × EntrySize, CRC32)
+//!  …
+//!  last   backup GPT header (used when the primary is damaged)
+//! ```
+//!
+//! Sources: UEFI Specification 2.10 §5.2.1 (legacy MBR), §5.2.3 (protective
+//! MBR), §5.3.2 (GPT header), §5.3.3 (partition entry array); reference
+//! `on-disk-format.md` C.
+
+use crc::{Crc, CRC_32_ISO_HDLC};
+use mkfs_alloc_blockio::BlockIo;
+use zerocopy::little_endian::{U16, U32, U64};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+
+use crate::error::InspectError;
+use crate::io::Reader;
+use crate::probe::is_fs_boot_sector;
+use crate::report::{Partition, PartitionTable, TableKind};
+
+/// One MBR partition entry.
+///
+/// Sources: UEFI 2.10 §5.2.1, Table 5-2 "Legacy MBR Partition Record".
+#[derive(Debug, Clone, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct MbrEntry {
+    /// 0x80 active, 0x00 inactive.
+    pub boot_indicator: u8,
+    /// CHS address of the first sector.
+    pub starting_chs: [u8; 3],
+    /// Partition type.
+    pub os_type: u8,
+    /// CHS address of the last sector.
+    pub ending_chs: [u8; 3],
+    /// First LBA.
+    pub starting_lba: U32,
+    /// Number of sectors.
+    pub size_in_lba: U32,
+}
+
+/// GPT header (the first 92 bytes of LBA 1).
+///
+/// Sources: UEFI 2.10 §5.3.2, Table 5-5 "GPT Header".
+#[derive(Debug, Clone, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct GptHeader {
+    /// `"EFI PART"`.
+    pub signature: [u8; 8],
+    /// 0x00010000.
+    pub revision: U32,
+    /// 92 ..= block size.
+    pub header_size: U32,
+    /// CRC32 of the header with this field zero.
+    pub header_crc32: U32,
+    /// Zero.
+    pub reserved: U32,
+    /// LBA of this header.
+    pub my_lba: U64,
+    /// LBA of the other header.
+    pub alternate_lba: U64,
+    /// First usable LBA.
+    pub first_usable_lba: U64,
+    /// Last usable LBA.
+    pub last_usable_lba: U64,
+    /// Disk GUID.
+    pub disk_guid: [u8; 16],
+    /// First LBA of the entry array.
+    pub partition_entry_lba: U64,
+    /// Number of entries.
+    pub number_of_partition_entries: U32,
+    /// Size of one entry: 128 × 2^n.
+    pub size_of_partition_entry: U32,
+    /// CRC32 of the entry array.
+    pub partition_entry_array_crc32: U32,
+}
+
+/// One GPT partition entry (the first 128 bytes of each slot).
+///
+/// Sources: UEFI 2.10 §5.3.3, Table 5-6 "GPT Partition Entry".
+#[derive(Debug, Clone, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct GptEntry {
+    /// Type GUID; all zero for an unused slot.
+    pub partition_type_guid: [u8; 16],
+    /// Unique GUID.
+    pub unique_partition_guid: [u8; 16],
+    /// First LBA.
+    pub starting_lba: U64,
+    /// Last LBA (inclusive).
+    pub ending_lba: U64,
+    /// Attribute bits.
+    pub attributes: U64,
+    /// UTF-16LE name, NUL padded.
+    pub partition_name: [U16; 36],
+}
+
+const _: () = assert!(core::mem::size_of::<MbrEntry>() == 16);
+const _: () = assert!(core::mem::size_of::<GptHeader>() == 92);
+const _: () = assert!(core::mem::size_of::<GptEntry>() == 128);
+
+/// Offset of the MBR partition entries.
+pub const MBR_ENTRIES_OFFSET: usize = 0x1BE;
+/// Protective MBR partition type.
+pub const MBR_TYPE_GPT_PROTECTIVE: u8 = 0xEE;
+/// Largest GPT entry array read, in bytes (the memory bound).
+pub const MAX_GPT_ARRAY_BYTES: u64 = 1 << 20;
+
+const CRC32: Crc<u32> = Crc::<u32>::new(&CRC_32_ISO_HDLC);
+
+/// A parsed MBR (no I/O): the non-empty entries with their 1-based slot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mbr {
+    /// Disk signature at 0x1B8.
+    pub disk_signature: u32,
+    /// `(slot, boot_indicator, type, first LBA, sectors)` of the used slots.
+    pub entries: Vec<(u32, u8, u8, u32, u32)>,
+}
+
+impl Mbr {
+    /// True if an entry has the protective type 0xEE.
+    pub fn is_protective(&self) -> bool {
+        self.entries.iter().any(|e| e.2 == MBR_TYPE_GPT_PROTECTIVE)
+    }
+}
+
+/// Parses LBA 0 as an MBR. `None` when it is not one: no `55 AA`, a boot
+/// indicator other than 0x00/0x80, no used entry, or a file system boot
+/// sector (a whole-medium FAT/exFAT/NTFS volume).
+pub fn parse_mbr(sector: &[u8]) -> Option<Mbr> {
+    let s = sector.get(..512)?;
+    if s[510..512] != [0x55, 0xAA] || is_fs_boot_sector(s) {
+        return None;
+    }
+    let mut entries = Vec::new();
+    for slot in 0..4u32 {
+        let off = MBR_ENTRIES_OFFSET + 16 * slot as usize;
+        let (e, _) = MbrEntry::read_from_prefix(&s[off..off + 16]).ok()?;
+        if e.boot_indicator != 0 && e.boot_indicator != 0x80 {
+            return None;
+        }
+        if e.os_type != 0 && e.size_in_lba.get() != 0 {
+            entries.push((
+                slot + 1,
+                e.boot_indicator,
+                e.os_type,
+                e.starting_lba.get(),
+                e.size_in_lba.get(),
+            ));
+        }
+    }
+    if entries.is_empty() {
+        return None;
+    }
+    Some(Mbr {
+        disk_signature: u32::from_le_bytes([s[0x1B8], s[0x1B9], s[0x1BA], s[0x1BB]]),
+        entries,
+    })
+}
+
+/// A GPT header that passed its checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GptInfo {
+    /// Disk GUID (text).
+    pub disk_guid: String,
+    /// First LBA of the entry array.
+    pub entries_lba: u64,
+    /// Number of entries.
+    pub entries: u32,
+    /// Size of one entry.
+    pub entry_size: u32,
+    /// Expected CRC32 of the array.
+    pub entries_crc: u32,
+    /// LBA of the other header.
+    pub alternate_lba: u64,
+    /// Usable LBA range.
+    pub usable: (u64, u64),
+}
+
+/// Checks a GPT header block read at `lba` (signature, size, CRC32, MyLBA,
+/// entry geometry within [`MAX_GPT_ARRAY_BYTES`]).
+pub fn parse_gpt_header(block: &[u8], lba: u64) -> Result<GptInfo, String> {
+    let (h, _) = GptHeader::read_from_prefix(block).map_err(|_| "block too short".to_string())?;
+    if &h.signature != b"EFI PART" {
+        return Err("no \"EFI PART\" signature".into());
+    }
+    let hsize = h.header_size.get();
+    if hsize < 92 || hsize as usize > block.len() {
+        return Err(format!("header size {hsize} outside 92..={}", block.len()));
+    }
+    let mut copy = block[..hsize as usize].to_vec();
+    copy[16..20].fill(0);
+    let crc = CRC32.checksum(&copy);
+    if crc != h.header_crc32.get() {
+        return Err(format!(
+            "header CRC32 mismatch: stored {:#010x}, computed {crc:#010x}",
+            h.header_crc32.get()
+        ));
+    }
+    if h.my_lba.get() != lba {
+        return Err(format!(
+            "header says it is at LBA {}, read at {lba}",
+            h.my_lba.get()
+        ));
+    }
+    let n = h.number_of_partition_entries.get();
+    let esize = h.size_of_partition_entry.get();
+    if esize < 128 || !esize.is_power_of_two() {
+        return Err(format!("entry size {esize} is not 128 × 2^n"));
+    }
+    if u64::from(n) * u64::from(esize) > MAX_GPT_ARRAY_BYTES {
+        return Err(format!(
+            "{n} entries of {esize} bytes exceed the {MAX_GPT_ARRAY_BYTES}-byte limit"
+        ));
+    }
+    Ok(GptInfo {
+        disk_guid: guid_text(&h.disk_guid),
+        entries_lba: h.partition_entry_lba.get(),
+        entries: n,
+        entry_size: esize,
+        entries_crc: h.partition_entry_array_crc32.get(),
+        alternate_lba: h.alternate_lba.get(),
+        usable: (h.first_usable_lba.get(), h.last_usable_lba.get()),
+    })
+}
+
+/// Parses a GPT entry array (no CRC check): used slots as partitions, with
+/// byte offsets for `lba_size`-byte LBAs; problems go to `warnings`.
+pub fn parse_gpt_entries(
+    array: &[u8],
+    entry_size: u32,
+    lba_size: u32,
+    warnings: &mut Vec<String>,
+) -> Vec<Partition> {
+    let mut out = Vec::new();
+    let step = (entry_size as usize).max(128);
+    for (i, slot) in array.chunks(step).enumerate() {
+        let Ok((e, _)) = GptEntry::read_from_prefix(slot) else {
+            break;
+        };
+        if e.partition_type_guid == [0; 16] {
+            continue;
+        }
+        let index = u32::try_from(i + 1).unwrap_or(u32::MAX);
+        let (first, last) = (e.starting_lba.get(), e.ending_lba.get());
+        if last < first {
+            warnings.push(format!(
+                "GPT entry {index}: ending LBA {last} before starting LBA {first}; ignored"
+            ));
+            continue;
+        }
+        let ls = u64::from(lba_size);
+        let (Some(start), Some(size)) = (
+            first.checked_mul(ls),
+            (last - first)
+                .checked_add(1)
+                .and_then(|n| n.checked_mul(ls)),
+        ) else {
+            warnings.push(format!("GPT entry {index}: LBAs out of range; ignored"));
+            continue;
+        };
+        let units: Vec<u16> = e
+            .partition_name
+            .iter()
+            .map(|u| u.get())
+            .take_while(|&u| u != 0)
+            .collect();
+        let name = String::from_utf16_lossy(&units);
+        let type_guid = guid_text(&e.partition_type_guid);
+        out.push(Partition {
+            index,
+            start,
+            size,
+            type_name: gpt_type_name(&type_guid).map(str::to_string),
+            type_id: type_guid,
+            name: (!name.is_empty()).then_some(name),
+            uuid: Some(guid_text(&e.unique_partition_guid)),
+            bootable: false,
+        });
+    }
+    out
+}
+
+/// Reads the partition table of a medium. Never fails on damage (that goes
+/// into `warnings`, falling back to the backup GPT or to "no table"); fails
+/// only when LBA 0 cannot be read.
+pub fn read_partition_table<D: BlockIo + ?Sized>(
+    dev: &mut D,
+) -> Result<PartitionTable, InspectError> {
+    let mut r = Reader::new(dev);
+    read_table(&mut r)
+}
+
+pub(crate) fn read_table<D: BlockIo + ?Sized>(
+    r: &mut Reader<'_, D>,
+) -> Result<PartitionTable, InspectError> {
+    let mut table = PartitionTable::none();
+    let Some(lba0) = r.read_opt(0, 512)? else {
+        table.warnings.push(format!(
+            "the medium holds only {} bytes: no partition table, no file system",
+            r.size()
+        ));
+        return Ok(table);
+    };
+    let mbr = parse_mbr(&lba0);
+    let fs_at_0 = is_fs_boot_sector(&lba0);
+    let gpt_wanted = match &mbr {
+        Some(m) => m.is_protective(),
+        None => !fs_at_0,
+    };
+    if gpt_wanted {
+        if let Some(t) = read_gpt(r, mbr.is_some())? {
+            return Ok(t);
+        }
+    }
+    let Some(mbr) = mbr else {
+        return Ok(table);
+    };
+    table.kind = TableKind::Mbr;
+    table.sector_size = Some(512);
+    table.disk_id = Some(format!("{:08x}", mbr.disk_signature));
+    if mbr.is_protective() {
+        table
+            .warnings
+            .push("protective MBR (type 0xEE) but no valid GPT header, primary or backup".into());
+    }
+    for &(slot, boot, ty, first, count) in &mbr.entries {
+        if matches!(ty, 0x05 | 0x0F | 0x85) {
+            table.warnings.push(format!(
+                "partition {slot} is an extended partition; logical partitions are not listed"
+            ));
+        }
+        table.partitions.push(Partition {
+            index: slot,
+            start: u64::from(first) * 512,
+            size: u64::from(count) * 512,
+            type_id: format!("0x{ty:02x}"),
+            type_name: mbr_type_name(ty).map(str::to_string),
+            name: None,
+            uuid: None,
+            bootable: boot == 0x80,
+        });
+    }
+    Ok(table)
+}
+
+/// Looks for a GPT at LBA 1 for 512- and 4096-byte LBAs (the device's block
+/// size first), then for the backup header at the last LBA.
+fn read_gpt<D: BlockIo + ?Sized>(
+    r: &mut Reader<'_, D>,
+    have_pmbr: bool,
+) -> Result<Option<PartitionTable>, InspectError> {
+    let mut sizes = vec![r.block_size().clamp(512, 4096)];
+    for s in [512u64, 4096] {
+        if !sizes.contains(&s) {
+            sizes.push(s);
+        }
+    }
+    let mut problems = Vec::new();
+    for &ls in &sizes {
+        let Some(block) = r.read_opt(ls, ls as usize)? else {
+            continue;
+        };
+        if &block[..8] != b"EFI PART" {
+            continue;
+        }
+        let ls32 = u32::try_from(ls).unwrap_or(512);
+        match parse_gpt_header(&block, 1) {
+            Ok(info) => match read_gpt_entries(r, &info, ls32)? {
+                Ok(t) => return Ok(Some(finish_gpt(t, have_pmbr, problems))),
+                Err(e) => problems.push(format!("primary GPT: {e}")),
+            },
+            Err(e) => problems.push(format!("primary GPT header: {e}")),
+        }
+        // Backup header at the last LBA.
+        let last = r.size() / ls;
+        if last >= 2 {
+            if let Some(block) = r.read_opt((last - 1) * ls, ls as usize)? {
+                match parse_gpt_header(&block, last - 1) {
+                    Ok(info) => match read_gpt_entries(r, &info, ls32)? {
+                        Ok(t) => {
+                            problems.push("using the backup GPT".into());
+                            return Ok(Some(finish_gpt(t, have_pmbr, problems)));
+                        }
+                        Err(e) => problems.push(format!("backup GPT: {e}")),
+                    },
+                    Err(e) => problems.push(format!("backup GPT header: {e}")),
+                }
+            }
+        }
+    }
+    if problems.is_empty() || !have_pmbr {
+        return Ok(None);
+    }
+    // A protective MBR with a broken GPT: report the GPT with no partitions.
+    let mut t = PartitionTable::none();
+    t.kind = TableKind::Gpt;
+    t.warnings = problems;
+    t.warnings
+        .push("no valid GPT header: partitions unknown".into());
+    Ok(Some(t))
+}
+
+fn finish_gpt(mut t: PartitionTable, have_pmbr: bool, mut problems: Vec<String>) -> PartitionTable {
+    if !have_pmbr {
+        problems.push("GPT without a protective MBR".into());
+    }
+    problems.append(&mut t.warnings);
+    t.warnings = problems;
+    t
+}
+
+/// Reads and checks the entry array of a valid header.
+fn read_gpt_entries<D: BlockIo + ?Sized>(
+    r: &mut Reader<'_, D>,
+    info: &GptInfo,
+    ls: u32,
+) -> Result<Result<PartitionTable, String>, InspectError> {
+    let len = u64::from(info.entries) * u64::from(info.entry_size);
+    let Some(off) = info.entries_lba.checked_mul(u64::from(ls)) else {
+        return Ok(Err("entry array LBA out of range".into()));
+    };
+    let len_usize = usize::try_from(len).unwrap_or(usize::MAX);
+    let Some(array) = r.read_opt(off, len_usize)? else {
+        return Ok(Err(format!(
+            "entry array at byte {off} ({len} bytes) lies beyond the end of the medium"
+        )));
+    };
+    let crc = CRC32.checksum(&array);
+    if crc != info.entries_crc {
+        return Ok(Err(format!(
+            "entry array CRC32 mismatch: stored {:#010x}, computed {crc:#010x}",
+            info.entries_crc
+        )));
+    }
+    let mut t = PartitionTable::none();
+    t.kind = TableKind::Gpt;
+    t.sector_size = Some(ls);
+    t.disk_id = Some(info.disk_guid.clone());
+    t.partitions = parse_gpt_entries(&array, info.entry_size, ls, &mut t.warnings);
+    Ok(Ok(t))
+}
+
+/// Mixed-endian GUID text, as Windows and `sfdisk` print them.
+pub fn guid_text(g: &[u8; 16]) -> String {
+    format!(
+        "{:02X}{:02X}{:02X}{:02X}-{:02X}{:02X}-{:02X}{:02X}-{:02X}{:02X}-{:02X}{:02X}{:02X}{:02X}{:02X}{:02X}",
+        g[3], g[2], g[1], g[0], g[5], g[4], g[7], g[6], g[8], g[9], g[10], g[11], g[12], g[13], g[14], g[15]
+    )
+}
+
+fn mbr_type_name(t: u8) -> Option<&'static str> {
+    Some(match t {
+        0x01 => "FAT12",
+        0x04 => "FAT16 <32M",
+        0x05 => "Extended",
+        0x06 => "FAT16",
+        0x07 => "HPFS/NTFS/exFAT",
+        0x0B => "W95 FAT32",
+        0x0C => "W95 FAT32 (LBA)",
+        0x0E => "W95 FAT16 (LBA)",
+        0x0F => "W95 Extended (LBA)",
+        0x82 => "Linux swap",
+        0x83 => "Linux",
+        0x85 => "Linux extended",
+        0x8E => "Linux LVM",
+        0xEE => "GPT protective",
+        0xEF => "EFI System",
+        0xFD => "Linux RAID",
+        _ => return None,
+    })
+}
+
+fn gpt_type_name(g: &str) -> Option<&'static str> {
+    Some(match g {
+        "EBD0A0A2-B9E5-4433-87C0-68B6B72699C7" => "Microsoft basic data",
+        "C12A7328-F81F-11D2-BA4B-00A0C93EC93B" => "EFI System",
+        "E3C9E316-0B5C-4DB8-817D-F92DF00215AE" => "Microsoft reserved",
+        "DE94BBA4-06D1-4D40-A16A-BFD50179D6AC" => "Windows recovery environment",
+        "0FC63DAF-8483-4772-8E79-3D69D8477DE4" => "Linux filesystem",
+        "0657FD6D-A4AB-43C4-84E5-0933C84B4F4F" => "Linux swap",
+        "E6D6D379-F507-44C2-A23C-238F2A3DF928" => "Linux LVM",
+        "A19D880F-05FC-4D3B-A006-743F0F84911E" => "Linux RAID",
+        "21686148-6449-6E6F-744E-656564454649" => "BIOS boot",
+        "48465300-0000-11AA-AA11-00306543ECAC" => "Apple HFS/HFS+",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use mkfs_alloc_blockio::MemDisk;
+
+    fn mbr_with(entries: &[(u8, u8, u32, u32)]) -> Vec<u8> {
+        let mut s = vec![0u8; 512];
+        for (i, &(boot, ty, first, count)) in entries.iter().enumerate() {
+            let o = MBR_ENTRIES_OFFSET + 16 * i;
+            s[o] = boot;
+            s[o + 4] = ty;
+            s[o + 8..o + 12].copy_from_slice(&first.to_le_bytes());
+            s[o + 12..o + 16].copy_from_slice(&count.to_le_bytes());
+        }
+        s[510] = 0x55;
+        s[511] = 0xAA;
+        s
+    }
+
+    #[test]
+    fn mbr_parsing() {
+        let s = mbr_with(&[
+            (0x80, 0x0C, 2048, 100_000),
+            (0, 0, 0, 0),
+            (0, 0x07, 200_000, 10),
+        ]);
+        let m = parse_mbr(&s).unwrap();
+        assert_eq!(
+            m.entries,
+            vec![(1, 0x80, 0x0C, 2048, 100_000), (3, 0, 0x07, 200_000, 10)]
+        );
+        assert!(!m.is_protective());
+        let mut bad = s.clone();
+        bad[MBR_ENTRIES_OFFSET] = 0x12;
+        assert!(parse_mbr(&bad).is_none(), "invalid boot indicator");
+        let mut nosig = s.clone();
+        nosig[511] = 0;
+        assert!(parse_mbr(&nosig).is_none());
+        assert!(parse_mbr(&mbr_with(&[])).is_none(), "no entries");
+        assert!(parse_mbr(&s[..100]).is_none());
+    }
+
+    fn gpt_disk(corrupt_primary: bool) -> MemDisk {
+        let ls = 512usize;
+        let blocks = 4096u64;
+        let mut d = vec![0u8; ls * blocks as usize];
+        d[..512].copy_from_slice(&mbr_with(&[(0, 0xEE, 1, (blocks - 1) as u32)]));
+        let mut array = vec![0u8; 128 * 128];
+        array[..16].copy_from_slice(&[
+            0xA2, 0xA0, 0xD0, 0xEB, 0xE5, 0xB9, 0x33, 0x44, 0x87, 0xC0, 0x68, 0xB6, 0xB7, 0x26,
+            0x99, 0xC7,
+        ]);
+        array[16] = 1;
+        array[32..40].copy_from_slice(&2048u64.to_le_bytes());
+        array[40..48].copy_from_slice(&4000u64.to_le_bytes());
+        for (i, c) in "data".encode_utf16().enumerate() {
+            array[56 + 2 * i..58 + 2 * i].copy_from_slice(&c.to_le_bytes());
+        }
+        let acrc = CRC32.checksum(&array);
+        let header = |my: u64, alt: u64, entries: u64| {
+            let mut h = vec![0u8; 92];
+            h[..8].copy_from_slice(b"EFI PART");
+            h[8..12].copy_from_slice(&0x0001_0000u32.to_le_bytes());
+            h[12..16].copy_from_slice(&92u32.to_le_bytes());
+            h[24..32].copy_from_slice(&my.to_le_bytes());
+            h[32..40].copy_from_slice(&alt.to_le_bytes());
+            h[40..48].copy_from_slice(&34u64.to_le_bytes());
+            h[48..56].copy_from_slice(&(blocks - 34).to_le_bytes());
+            h[56] = 0x42;
+            h[72..80].copy_from_slice(&entries.to_le_bytes());
+            h[80..84].copy_from_slice(&128u32.to_le_bytes());
+            h[84..88].copy_from_slice(&128u32.to_le_bytes());
+            h[88..92].copy_from_slice(&acrc.to_le_bytes());
+            let c = CRC32.checksum(&h);
+            h[16..20].copy_from_slice(&c.to_le_bytes());
+            h
+        };
+        d[512..604].copy_from_slice(&header(1, blocks - 1, 2));
+        d[1024..1024 + array.len()].copy_from_slice(&array);
+        let bpos = (blocks as usize - 33) * ls;
+        d[bpos..bpos + array.len()].copy_from_slice(&array);
+        let hpos = (blocks as usize - 1) * ls;
+        d[hpos..hpos + 92].copy_from_slice(&header(blocks - 1, 1, blocks - 33));
+        if corrupt_primary {
+            d[512 + 60] ^= 1;
+        }
+        MemDisk::from_vec(512, d).unwrap()
+    }
+
+    #[test]
+    fn gpt_primary_and_backup() {
+        for corrupt in [false, true] {
+            let mut d = gpt_disk(corrupt);
+            let t = read_partition_table(&mut d).unwrap();
+            assert_eq!(t.kind, TableKind::Gpt);
+            assert_eq!(t.partitions.len(), 1);
+            let p = &t.partitions[0];
+            assert_eq!((p.index, p.start, p.size), (1, 2048 * 512, 1953 * 512));
+            assert_eq!(p.type_name.as_deref(), Some("Microsoft basic data"));
+            assert_eq!(p.name.as_deref(), Some("data"));
+            assert_eq!(
+                t.warnings.iter().any(|w| w.contains("backup")),
+                corrupt,
+                "{:?}",
+                t.warnings
+            );
+        }
+    }
+
+    #[test]
+    fn gpt_header_rejects_huge_arrays() {
+        let d = gpt_disk(false).into_inner();
+        let mut h = d[512..1024].to_vec();
+        h[80..84].copy_from_slice(&1_000_000u32.to_le_bytes());
+        h[16..20].fill(0);
+        let c = CRC32.checksum(&h[..92]);
+        h[16..20].copy_from_slice(&c.to_le_bytes());
+        let e = parse_gpt_header(&h, 1).unwrap_err();
+        assert!(e.contains("limit"), "{e}");
+    }
+}

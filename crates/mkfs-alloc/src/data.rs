@@ -1,0 +1,49 @@
+//! `--data PATH`: let the files to be stored choose the cluster size.
+
+use crate::{usage, Failure};
+use anyhow::anyhow;
+use mkfs_alloc::MediumPlan;
+use mkfs_alloc_advise::{recommend_for_format, scan, ScanOptions, DEFAULT_MAX_WASTE_PERCENT};
+use mkfs_alloc_layout::units::{format_count, format_size};
+use mkfs_alloc_layout::{FormatOptions, Medium};
+use std::path::PathBuf;
+
+/// Scans `paths` and returns the recommended cluster size with its reason.
+pub fn recommend(
+    paths: &[PathBuf],
+    format: &FormatOptions,
+    plan: &MediumPlan,
+    show: bool,
+) -> Result<(u64, String), Failure> {
+    for p in paths {
+        if !p.exists() {
+            return Err(usage(anyhow!(
+                "--data {}: no such file or directory",
+                p.display()
+            )));
+        }
+    }
+    let opts = ScanOptions::default();
+    let data =
+        scan(paths, &opts).map_err(|e| Failure::Io(anyhow!(e).context("scanning --data")))?;
+    let medium = Medium {
+        volume_bytes: plan.layout.volume_bytes,
+        sector_size: plan.layout.sector_size,
+        partition_offset: plan.layout.partition_offset,
+    };
+    // The file system is the one already planned (auto resolved).
+    let mut fixed = format.clone();
+    fixed.fs = mkfs_alloc_layout::FsChoice::Fixed(plan.layout.fs);
+    let r = recommend_for_format(&fixed, &medium, &data, DEFAULT_MAX_WASTE_PERCENT)
+        .map_err(|e| usage(anyhow!(e).context("choosing a cluster size for --data")))?;
+    let summary = data.summary();
+    if show {
+        eprintln!(
+            "mkfs-alloc: scanned {} files, {} in {} directories",
+            format_count(summary.files),
+            format_size(summary.apparent_bytes),
+            format_count(summary.directories)
+        );
+    }
+    Ok((r.cluster_size, format!("--data: {}", r.reason)))
+}

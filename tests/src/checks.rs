@@ -1,0 +1,176 @@
+//! Checks shared by several test files: what a formatted image must look
+//! like to the independent tools.
+
+use crate::boot::{exfat_boot_checksum, ExfatBoot, Fat32Boot, FsInfo};
+use crate::cmd::{run, run_env, CmdOutput};
+use crate::image::read_at;
+use crate::tools::require_tool;
+use std::path::Path;
+
+/// `fsck.exfat -n IMG`: panics unless it exits 0 and calls the volume clean.
+#[track_caller]
+pub fn fsck_exfat_clean(image: &Path) -> CmdOutput {
+    let out = run(require_tool("fsck.exfat"), &[Path::new("-n"), image]);
+    assert!(
+        out.success() && out.stdout.contains("clean"),
+        "fsck.exfat rejects the image:\n{out}"
+    );
+    out
+}
+
+/// `dump.exfat IMG`: the value of the `Cluster size:` line.
+#[track_caller]
+pub fn dump_exfat_cluster_size(image: &Path) -> u64 {
+    let out = run(require_tool("dump.exfat"), &[image]);
+    out.assert_success();
+    field_after(&out, "Cluster size:")
+}
+
+/// The number after `key` on the first line that contains it.
+#[track_caller]
+pub fn field_after(out: &CmdOutput, key: &str) -> u64 {
+    out.lines()
+        .find_map(|l| l.split_once(key).map(|(_, rest)| rest.trim().to_string()))
+        .and_then(|v| v.split_whitespace().next().and_then(|n| n.parse().ok()))
+        .unwrap_or_else(|| panic!("no `{key} N` in the output:\n{out}"))
+}
+
+/// Checks the exFAT boot region of `image` with the spec's rules that
+/// fsck.exfat does not check (reference D): name, MustBeZero, signatures,
+/// checksum sector, backup region identical.
+#[track_caller]
+pub fn check_exfat_boot_region(image: &Path) -> ExfatBoot {
+    let boot = ExfatBoot::read(image, 0);
+    let bps = usize::try_from(boot.bytes_per_sector()).expect("sector size fits usize");
+    assert_eq!(&boot.jump_boot, &[0xEB, 0x76, 0x90]);
+    assert_eq!(&boot.file_system_name, b"EXFAT   ");
+    assert!(boot.must_be_zero_ok, "MustBeZero bytes are not zero");
+    assert_eq!(boot.boot_signature, 0xAA55);
+    assert_eq!(boot.revision, 0x0100);
+    assert_eq!(boot.number_of_fats, 1);
+    let region = read_at(image, 0, 24 * bps);
+    let (main, backup) = region.split_at(12 * bps);
+    assert!(
+        main == backup,
+        "backup boot region differs from the main one"
+    );
+    for s in 1..=8 {
+        let sector = &main[s * bps..(s + 1) * bps];
+        assert_eq!(
+            &sector[bps - 4..],
+            &[0, 0, 0x55, 0xAA],
+            "extended boot sector {s} signature"
+        );
+    }
+    let sum = exfat_boot_checksum(&main[..11 * bps]);
+    for w in main[11 * bps..12 * bps].chunks_exact(4) {
+        assert_eq!(
+            u32::from_le_bytes([w[0], w[1], w[2], w[3]]),
+            sum,
+            "boot checksum sector"
+        );
+    }
+    boot
+}
+
+/// `fsck.fat -n IMG`: panics unless it exits 0 and prints nothing but its
+/// version line and the one-line summary (anything else is a warning or a
+/// repair it would have made).
+#[track_caller]
+pub fn fsck_fat_clean(image: &Path) -> CmdOutput {
+    let out = run(require_tool("fsck.fat"), &[Path::new("-n"), image]);
+    assert!(out.success(), "fsck.fat rejects the image:\n{out}");
+    let name = image.to_string_lossy();
+    let extra: Vec<&str> = out
+        .lines()
+        .filter(|l| {
+            let version = l.starts_with("fsck.fat ");
+            let summary = l.starts_with(name.as_ref()) && l.contains(" files, ");
+            !(version || summary)
+        })
+        .collect();
+    assert!(
+        extra.is_empty(),
+        "fsck.fat printed warnings: {extra:?}\n{out}"
+    );
+    out
+}
+
+/// `fsck.fat -n -v IMG`: the `N bytes per cluster` and `N bytes per logical
+/// sector` values.
+#[track_caller]
+pub fn fsck_fat_geometry(image: &Path) -> (u64, u64) {
+    let out = run(
+        require_tool("fsck.fat"),
+        &[Path::new("-n"), Path::new("-v"), image],
+    );
+    out.assert_success();
+    let num_before = |key: &str| {
+        out.lines()
+            .find_map(|l| {
+                l.strip_suffix(key)
+                    .and_then(|n| n.trim().parse::<u64>().ok())
+            })
+            .unwrap_or_else(|| panic!("no `N {key}` in fsck.fat -v output:\n{out}"))
+    };
+    (
+        num_before("bytes per cluster"),
+        num_before("bytes per logical sector"),
+    )
+}
+
+/// Checks the FAT32 reserved area with fatgen103's rules: BPB constants,
+/// signatures, FSInfo and backups, FAT[0..3], both FATs' first sector equal.
+#[track_caller]
+pub fn check_fat32_boot(image: &Path) -> Fat32Boot {
+    let b = Fat32Boot::read(image, 0);
+    assert_eq!(&b.jmp_boot, &[0xEB, 0x58, 0x90]);
+    assert_eq!(b.signature, 0xAA55);
+    assert_eq!((b.root_ent_cnt, b.tot_sec16, b.fat_sz16), (0, 0, 0));
+    assert_eq!(b.num_fats, 2);
+    assert_eq!(b.media, 0xF8);
+    assert_eq!((b.root_cluster, b.fs_info, b.backup_boot), (2, 1, 6));
+    assert_eq!(b.boot_sig, 0x29);
+    assert_eq!(&b.fs_type, b"FAT32   ");
+    let bps = u64::from(b.bytes_per_sector);
+    let sector = |n: u64| read_at(image, n * bps, b.bytes_per_sector.into());
+    assert!(sector(0) == sector(6), "backup boot sector differs");
+    assert!(sector(1) == sector(7), "backup FSInfo differs");
+    let info = FsInfo::read(image, 0, &b, b.fs_info);
+    assert!(info.signatures_ok(), "FSInfo signatures: {info:?}");
+    let clusters = b.cluster_count();
+    assert!(
+        (65_525..=0x0FFF_FFF5).contains(&clusters),
+        "FAT32 cluster count {clusters}"
+    );
+    assert!(
+        b.fat_bytes() / 4 >= clusters + 2,
+        "FAT too small for {clusters} clusters"
+    );
+    assert_eq!(
+        u64::from(info.free_count),
+        clusters - 1,
+        "FSInfo free count"
+    );
+    for which in 0..2 {
+        let fat = b.fat_entries(image, 0, which, 4);
+        assert_eq!(
+            &fat[..3],
+            &[0x0FFF_FFF8, 0x0FFF_FFFF, 0x0FFF_FFFF],
+            "FAT #{which} head"
+        );
+        assert_eq!(fat[3], 0, "FAT #{which} entry 3");
+    }
+    b
+}
+
+/// The environment mtools needs for images whose geometry is not a floppy's.
+pub const MTOOLS_ENV: &[(&str, &str)] = &[("MTOOLS_SKIP_CHECK", "1")];
+
+/// Runs an mtools command (`mcopy`, `mdir`, `mtype`) against `image`.
+#[track_caller]
+pub fn mtools(tool: &str, image: &Path, args: &[&str]) -> CmdOutput {
+    let mut all: Vec<String> = vec!["-i".into(), image.to_string_lossy().into_owned()];
+    all.extend(args.iter().map(|s| s.to_string()));
+    run_env(require_tool(tool), &all, MTOOLS_ENV)
+}

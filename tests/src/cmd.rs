@@ -1,0 +1,114 @@
+//! Running commands and keeping what they printed.
+
+use std::ffi::OsStr;
+use std::fmt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// What a finished command printed and how it exited.
+#[derive(Debug, Clone)]
+pub struct CmdOutput {
+    /// The command line, for messages.
+    pub command: String,
+    /// Exit code; `None` if a signal ended the process.
+    pub code: Option<i32>,
+    /// Standard output (lossy UTF-8).
+    pub stdout: String,
+    /// Standard error (lossy UTF-8).
+    pub stderr: String,
+    /// Standard output as bytes.
+    pub stdout_bytes: Vec<u8>,
+}
+
+impl CmdOutput {
+    /// True when the command exited with code 0.
+    pub fn success(&self) -> bool {
+        self.code == Some(0)
+    }
+
+    /// Panics, showing the whole output, unless the command exited with 0.
+    #[track_caller]
+    pub fn assert_success(&self) -> &Self {
+        assert!(self.success(), "command failed:\n{self}");
+        self
+    }
+
+    /// Panics, showing the whole output, unless the command exited with `code`.
+    #[track_caller]
+    pub fn assert_code(&self, code: i32) -> &Self {
+        assert_eq!(self.code, Some(code), "unexpected exit code:\n{self}");
+        self
+    }
+
+    /// Non-empty lines of stdout and stderr together.
+    pub fn lines(&self) -> impl Iterator<Item = &str> {
+        self.stdout
+            .lines()
+            .chain(self.stderr.lines())
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+    }
+}
+
+impl fmt::Display for CmdOutput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "$ {}", self.command)?;
+        match self.code {
+            Some(c) => writeln!(f, "exit code {c}")?,
+            None => writeln!(f, "killed by a signal")?,
+        }
+        writeln!(f, "--- stdout ---\n{}", self.stdout.trim_end())?;
+        write!(f, "--- stderr ---\n{}", self.stderr.trim_end())
+    }
+}
+
+/// Quotes one argument for display when it needs it.
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// Runs `program` with `args` and waits; stdin is empty. Panics only if the
+/// program cannot be started at all.
+#[track_caller]
+pub fn run<S: AsRef<OsStr>>(program: impl AsRef<Path>, args: &[S]) -> CmdOutput {
+    run_env(program, args, &[])
+}
+
+/// Like [`run`], with extra environment variables.
+#[track_caller]
+pub fn run_env<S: AsRef<OsStr>>(
+    program: impl AsRef<Path>,
+    args: &[S],
+    env: &[(&str, &str)],
+) -> CmdOutput {
+    let program = program.as_ref();
+    let mut words = vec![shell_quote(&program.to_string_lossy())];
+    words.extend(
+        args.iter()
+            .map(|a| shell_quote(&a.as_ref().to_string_lossy())),
+    );
+    let mut command = words.join(" ");
+    for (k, v) in env.iter().rev() {
+        command = format!("{k}={} {command}", shell_quote(v));
+    }
+    let out = Command::new(program)
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run `{command}`: {e}"));
+    CmdOutput {
+        command,
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        stdout_bytes: out.stdout,
+    }
+}

@@ -1,0 +1,65 @@
+//! Test harness of mkfs-alloc's interoperability tests.
+//!
+//! The tests in `tests/tests/` format images with the `mkfs-alloc` binary (or
+//! the layout library) and hand them to independent implementations: the
+//! Linux tools (exfatprogs, dosfstools, mtools, 7-Zip), FUSE drivers
+//! (exfat-fuse, fusefat) on loop devices, and the `fatfs` crate.
+//!
+//! ```text
+//!  cmd       run a command, capture stdout/stderr/exit code
+//!  tools     require_tool(): a missing tool is a FAILURE naming its apt package
+//!  tempdir   unique directory under std::env::temp_dir(), removed on drop
+//!  loopdev   losetup guard (sector size, offset, size limit), detached on drop
+//!  fuse      mount.exfat-fuse / fusefat guard, unmounted on drop
+//!  boot      independent decoders of exFAT and FAT32 boot fields
+//!  image     sentinel files, hashes, reads at an offset
+//!  cli       locating and running the mkfs-alloc binary
+//!  sizes     smallest valid volume sizes, found through the planner
+//! ```
+//!
+//! Policy: nothing here skips. A missing tool, binary, loop device or FUSE
+//! module panics with a message that says how to fix the machine.
+
+pub mod boot;
+pub mod checks;
+pub mod cli;
+pub mod cmd;
+pub mod fuse;
+pub mod image;
+pub mod loopdev;
+pub mod sizes;
+pub mod tempdir;
+pub mod tools;
+
+pub use boot::{exfat_checksum, exfat_upcase_table, ExfatBoot, ExfatRootInfo, Fat32Boot, FsInfo};
+pub use cli::{
+    format_image, mkfs_alloc, mkfs_alloc_bin, mkfs_alloc_env, FormatArgs, MkfsJson,
+    SOURCE_DATE_EPOCH,
+};
+pub use cmd::{run, run_env, CmdOutput};
+pub use fuse::FuseMount;
+pub use image::{file_hash, fill_file, fill_range, read_at, sparse_file, test_data, SENTINEL};
+pub use loopdev::{LoopDevice, LoopOptions};
+pub use sizes::{plan_for, smallest_valid};
+pub use tempdir::TempDir;
+pub use tools::{require_root, require_tool, TOOLS};
+
+/// One kibibyte.
+pub const KIB: u64 = 1 << 10;
+/// One mebibyte.
+pub const MIB: u64 = 1 << 20;
+/// One gibibyte.
+pub const GIB: u64 = 1 << 30;
+/// One tebibyte.
+pub const TIB: u64 = 1 << 40;
+
+/// Formats a byte count the way the CLI accepts it (`512`, `4K`, `32M`,
+/// `3G`, `2T`): the largest binary unit that divides it exactly.
+pub fn size_arg(bytes: u64) -> String {
+    for (unit, suffix) in [(TIB, "T"), (GIB, "G"), (MIB, "M"), (KIB, "K")] {
+        if bytes >= unit && bytes % unit == 0 {
+            return format!("{}{suffix}", bytes / unit);
+        }
+    }
+    bytes.to_string()
+}
