@@ -164,8 +164,9 @@ pub fn check_fat32_boot(image: &Path) -> Fat32Boot {
     b
 }
 
-/// The environment mtools needs for images whose geometry is not a floppy's.
-pub const MTOOLS_ENV: &[(&str, &str)] = &[("MTOOLS_SKIP_CHECK", "1")];
+/// The environment of mtools runs: none. mtools' own sanity checks of the
+/// boot sector stay on (no `MTOOLS_SKIP_CHECK`): our images must pass them.
+pub const MTOOLS_ENV: &[(&str, &str)] = &[];
 
 /// Runs an mtools command (`mcopy`, `mdir`, `mtype`) against `image`.
 #[track_caller]

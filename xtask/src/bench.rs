@@ -100,6 +100,9 @@ enum Kind {
     Sparse,
     /// A fully written file; its first 64 MiB are rewritten before every run.
     Written,
+    /// A loop device over a fully written file; its first 64 MiB are
+    /// rewritten (through the device) before every run.
+    Loop,
 }
 
 struct Row {
@@ -185,7 +188,7 @@ fn prepare(img: &Path, row: &Row) -> Result<(), String> {
             let f = std::fs::File::create(img).map_err(|e| e.to_string())?;
             f.set_len(row.size).map_err(|e| e.to_string())?;
         }
-        Kind::Written => {
+        Kind::Written | Kind::Loop => {
             use std::io::{Seek, SeekFrom, Write};
             let fresh = !img.exists();
             let mut f = std::fs::OpenOptions::new()
@@ -257,8 +260,22 @@ pub fn run(bin: &Path, reps: usize, quick: bool) -> Result<String, String> {
     table.push_str("| file system | target | tool | wall time (median) | bytes written | floor | peak RSS | time ratio | bytes ratio |\n");
     table.push_str("|---|---|---|---|---|---|---|---|---|\n");
     for row in &rows {
-        let img: PathBuf = dir.join(format!("bench-{:?}-{}.img", row.fs, row.size));
+        let backing: PathBuf = dir.join(format!("bench-{:?}-{}.img", row.fs, row.size));
         let floor = floor_bytes(bin, row.fs, row.size, &dir)?;
+        let mut loopdev = None;
+        if row.kind == Kind::Loop {
+            prepare(&backing, row)?;
+            let out = Command::new("losetup")
+                .args(["-f", "--show"])
+                .arg(&backing)
+                .output()
+                .map_err(|e| format!("losetup: {e}"))?;
+            if !out.status.success() {
+                return Err(format!("losetup failed: {}", String::from_utf8_lossy(&out.stderr)));
+            }
+            loopdev = Some(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string()));
+        }
+        let img = loopdev.clone().unwrap_or_else(|| backing.clone());
         let mut a = Vec::new();
         let mut b = Vec::new();
         for rep in 0..reps {
@@ -283,7 +300,10 @@ pub fn run(bin: &Path, reps: usize, quick: bool) -> Result<String, String> {
                 }
             }
         }
-        let _ = std::fs::remove_file(&img);
+        if let Some(dev) = &loopdev {
+            let _ = Command::new("losetup").arg("-d").arg(dev).status();
+        }
+        let _ = std::fs::remove_file(&backing);
         let fs_name = match row.fs {
             Fs::Exfat => "exFAT 32K",
             Fs::Fat32 => "FAT32 32K",

@@ -11,7 +11,7 @@
 //! Commands used, per image:
 //! - exFAT: `losetup -f --show IMG`, `mount.exfat-fuse /dev/loopN MNT`,
 //!   `cp -r SRC... MNT/`, `fusermount -u MNT`, `losetup -d /dev/loopN`;
-//! - FAT32: `MTOOLS_SKIP_CHECK=1 mcopy -s -i IMG SRC... ::/`.
+//! - FAT32: `mcopy -s -i IMG SRC... ::/`.
 
 use mkfs_alloc_advise::testtree::{self, VariedSpec};
 use mkfs_alloc_advise::{footprint_for, scan, ScanOptions, ScanResult};
@@ -147,7 +147,6 @@ fn copy_exfat(img: &Path, mnt: &Path, sources: &[PathBuf]) {
 fn copy_fat32(img: &Path, sources: &[PathBuf]) {
     require("mcopy", "mtools");
     run(Command::new("mcopy")
-        .env("MTOOLS_SKIP_CHECK", "1")
         .args(["-s", "-i"])
         .arg(img)
         .args(sources)
