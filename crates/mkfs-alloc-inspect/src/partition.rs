@@ -321,7 +321,35 @@ pub(crate) fn read_table<D: BlockIo + ?Sized>(
         return Ok(table);
     };
     table.kind = TableKind::Mbr;
-    table.sector_size = Some(512);
+    // An MBR counts in logical sectors but does not say how large they are.
+    // Take the device's block size first, then 512 and 4096, and keep the
+    // first under which a partition starts with a file system's boot sector;
+    // else the device's block size.
+    let mut sizes = vec![r.block_size().clamp(512, 4096)];
+    for s in [512u64, 4096] {
+        if !sizes.contains(&s) {
+            sizes.push(s);
+        }
+    }
+    let mut ls = sizes[0];
+    'sizes: for &cand in &sizes {
+        for &(_, _, ty, first, count) in &mbr.entries {
+            if ty == 0 || count == 0 || matches!(ty, 0x05 | 0x0F | 0x85 | 0xEE) {
+                continue;
+            }
+            let start = u64::from(first) * cand;
+            if start + u64::from(count) * cand > r.size() {
+                continue;
+            }
+            if let Some(sector) = r.read_opt(start, 512)? {
+                if is_fs_boot_sector(&sector) {
+                    ls = cand;
+                    break 'sizes;
+                }
+            }
+        }
+    }
+    table.sector_size = Some(ls as u32);
     table.disk_id = Some(format!("{:08x}", mbr.disk_signature));
     if mbr.is_protective() {
         table
@@ -336,8 +364,8 @@ pub(crate) fn read_table<D: BlockIo + ?Sized>(
         }
         table.partitions.push(Partition {
             index: slot,
-            start: u64::from(first) * 512,
-            size: u64::from(count) * 512,
+            start: u64::from(first) * ls,
+            size: u64::from(count) * ls,
             type_id: format!("0x{ty:02x}"),
             type_name: mbr_type_name(ty).map(str::to_string),
             name: None,

@@ -110,7 +110,7 @@ pub fn run(args: &AdviseArgs) -> Result<(), Failure> {
     if args.json {
         let text = serde_json::to_string_pretty(&advice)
             .map_err(|e| Failure::Io(anyhow!(e).context("writing JSON")))?;
-        println!("{text}");
+        outln!("{text}");
     } else {
         let unicode = std::io::stdout().is_terminal();
         print!("{}", render(&advice, data.as_ref(), &args.paths, unicode));

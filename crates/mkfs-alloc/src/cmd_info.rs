@@ -54,7 +54,7 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
                 serde_json::Value::String(path.display().to_string()),
             );
         }
-        println!("{v:#}");
+        outln!("{v:#}");
     } else {
         print_text(&path.display().to_string(), &report);
     }
@@ -111,7 +111,7 @@ fn print_text(target: &str, r: &Report) {
         (k, Some(id)) => format!("{} (disk {id})", k.display_name()),
         (k, None) => k.display_name().to_string(),
     };
-    println!(
+    outln!(
         "{target}: {} ({} bytes), partition table: {table}",
         format_size(r.medium_bytes),
         r.medium_bytes
@@ -122,7 +122,7 @@ fn print_text(target: &str, r: &Report) {
             .as_deref()
             .map(|n| format!(" {n:?}"))
             .unwrap_or_default();
-        println!(
+        outln!(
             "  partition {:<3} start {:>10}  size {:>10}  type {} {}{}{name}",
             p.index,
             format_size(p.start),
@@ -133,14 +133,14 @@ fn print_text(target: &str, r: &Report) {
         );
     }
     for w in &t.warnings {
-        println!("  warning: {w}");
+        outln!("  warning: {w}");
     }
     for (i, v) in r.volumes.iter().enumerate() {
-        println!();
+        outln!();
         print_volume(i + 1, v);
     }
     if r.volumes.is_empty() {
-        println!("no volume found");
+        outln!("no volume found");
     }
 }
 
@@ -149,12 +149,12 @@ fn print_volume(n: usize, v: &Volume) {
         Some(p) => format!("partition {p}"),
         None => "whole medium".to_string(),
     };
-    println!(
+    outln!(
         "volume {n} ({whereabouts}, {}): {}",
         format_size(v.size),
         v.fs.display_name()
     );
-    let row = |k: &str, val: String| println!("  {k:<15}{val}");
+    let row = |k: &str, val: String| outln!("  {k:<15}{val}");
     if let Some(l) = &v.label {
         row("label", l.clone());
     } else if v.fs.is_fat_family() {
@@ -206,15 +206,15 @@ fn print_volume(n: usize, v: &Volume) {
         print_files(files, v.cluster_size.unwrap_or(0));
     }
     for w in &v.warnings {
-        println!("  warning: {w}");
+        outln!("  warning: {w}");
     }
     if let Some(e) = &v.error {
-        println!("  error: {e}");
+        outln!("  error: {e}");
     }
 }
 
 fn print_files(f: &FileStats, current: u64) {
-    println!(
+    outln!(
         "  {:<15}{} files in {} directories: {}, taking {} (waste {}, {:.1}%){}",
         "files",
         format_count(f.count),
@@ -226,15 +226,19 @@ fn print_files(f: &FileStats, current: u64) {
         if f.complete { "" } else { " (partial)" }
     );
     if f.fragmented > 0 {
-        println!("  {:<15}{} files", "fragmented", format_count(f.fragmented));
+        outln!("  {:<15}{} files", "fragmented", format_count(f.fragmented));
     }
-    println!("  {:<15}{}", "directories", format_size(f.dir_bytes));
-    println!(
+    outln!("  {:<15}{}", "directories", format_size(f.dir_bytes));
+    outln!(
         "  {:<15}{:>10}  {:>12}  {:>12}  {:>12}",
-        "at cluster", "size", "files take", "waste", "directories"
+        "at cluster",
+        "size",
+        "files take",
+        "waste",
+        "directories"
     );
     for a in &f.at_cluster_sizes {
-        println!(
+        outln!(
             "  {:<15}{:>10}  {:>12}  {:>12}  {:>12}{}",
             "",
             format_size(a.cluster_size),

@@ -29,16 +29,19 @@ pub fn run(args: &ListArgs) -> Result<(), Failure> {
                 v
             })
             .collect();
-        println!("{:#}", serde_json::Value::Array(v));
+        outln!("{:#}", serde_json::Value::Array(v));
         return Ok(());
     }
     if devices.is_empty() {
-        println!("no block devices found");
+        outln!("no block devices found");
         return Ok(());
     }
-    println!(
+    outln!(
         "{:<16} {:>10} {:<10} {:<28} contents",
-        "device", "size", "kind", "model"
+        "device",
+        "size",
+        "kind",
+        "model"
     );
     for d in &devices {
         let model = [d.vendor.as_deref(), d.model.as_deref()]
@@ -73,7 +76,7 @@ pub fn run(args: &ListArgs) -> Result<(), Failure> {
         if let Some(r) = device::refusal(d) {
             contents.push(format!("[refused: {}]", r.reason));
         }
-        println!(
+        outln!(
             "{:<16} {:>10} {:<10} {:<28} {}",
             d.path.display(),
             format_size(d.size_bytes),

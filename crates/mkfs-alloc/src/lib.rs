@@ -6,7 +6,7 @@
 //!                                   (validates      │
 //!                                    everything)    ▼
 //!                                  format_medium(&plan, &mut impl BlockIo)
-//!                                    1. wipe stale signatures (old tables, old boot sectors)
+//!                                    1. wipe stale signatures (old tables, old boot sectors wherever found)
 //!                                    2. write the file system inside the partition (boot sector last)
 //!                                    3. write the partition table, flush
 //! ```
@@ -43,8 +43,8 @@ use mkfs_alloc_layout::{
     FormatOptions, FsType, Layout, Medium, PlanError, WriteError, WriteReport,
 };
 use mkfs_alloc_partition::{
-    choose_table, plan_table, wipe_for_table, write_table, PartitionError, PartitionFs,
-    TableChoice, TableKind, TableOptions, TablePlan, MIN_GPT_ALIGN,
+    choose_table, plan_table, probe_signatures, wipe_for_table, write_table, PartitionError,
+    PartitionFs, Signature, TableChoice, TableKind, TableOptions, TablePlan, MIN_GPT_ALIGN,
 };
 
 /// What to do with a whole medium.
@@ -167,13 +167,42 @@ pub fn plan_medium(
     })
 }
 
-/// Writes a planned medium: wipes stale signatures, writes the file system
-/// inside the partition, then the partition table, and flushes.
+/// Bytes zeroed at each old signature found (an old boot sector and, within
+/// them, its backups: FAT32 at sector 6, exFAT's backup region at sector 12
+/// even with 4096-byte sectors).
+pub const SIGNATURE_WIPE: u64 = 128 << 10;
+
+/// Zeroes [`SIGNATURE_WIPE`] bytes at every signature `probe_signatures`
+/// finds (old tables, old file systems anywhere the old tables pointed),
+/// then flushes. Returns what was found.
+pub fn wipe_signatures<D: BlockIo>(dev: &mut D) -> Result<Vec<Signature>, FormatError> {
+    if dev.reads_as_zero() {
+        return Ok(Vec::new());
+    }
+    let found = probe_signatures(dev)?;
+    let bs = u64::from(dev.block_size());
+    let end = dev.num_blocks();
+    for s in &found {
+        let first = s.offset / bs;
+        let count = SIGNATURE_WIPE.div_ceil(bs).min(end.saturating_sub(first));
+        if count > 0 {
+            dev.write_zeroes(first, count)?;
+        }
+    }
+    dev.flush()?;
+    Ok(found)
+}
+
+/// Writes a planned medium: wipes stale signatures (everything
+/// [`probe_signatures`] finds, and the areas [`wipe_for_table`] covers),
+/// writes the file system inside the partition, then the partition table,
+/// and flushes.
 pub fn format_medium<D: BlockIo>(
     plan: &MediumPlan,
     dev: &mut D,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<WriteReport, FormatError> {
+    wipe_signatures(dev)?;
     wipe_for_table(&plan.table, dev)?;
     let bs = u64::from(dev.block_size());
     let first = plan.table.partition_start / bs;

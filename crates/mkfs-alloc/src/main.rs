@@ -3,6 +3,15 @@
 //! This is the only crate of the workspace that prints. Exit codes: 0 success,
 //! 1 I/O failure, 2 invalid input (nothing written).
 
+/// `println!` that ignores a closed stdout (`mkfs-alloc info x | head`)
+/// instead of panicking; errors still go to stderr and the exit code.
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    }};
+}
+
 mod args;
 mod cmd_advise;
 mod cmd_info;

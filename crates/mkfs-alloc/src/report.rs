@@ -71,14 +71,14 @@ fn alignment_note(offset: u64) -> String {
 fn print_table(plan: &MediumPlan) {
     let t = &plan.table;
     match t.kind {
-        TableKind::None => println!("  partition      none ({})", plan.table_reason),
+        TableKind::None => outln!("  partition      none ({})", plan.table_reason),
         kind => {
             let ty = match (t.mbr_type, t.partition_type_guid) {
                 (Some(b), _) => format!("type 0x{b:02X}"),
                 (None, Some(_)) => "Microsoft Basic Data".to_string(),
                 _ => String::new(),
             };
-            println!(
+            outln!(
                 "  partition      {} ({}): 1 partition at {} ({}), {}, {ty}",
                 match kind {
                     TableKind::Mbr => "MBR",
@@ -97,11 +97,13 @@ fn print_found(found: &[Signature]) {
     if found.is_empty() {
         return;
     }
-    println!("  found before   (will be wiped or overwritten)");
+    outln!("  found before   (will be wiped or overwritten)");
     for s in found {
-        println!(
+        outln!(
             "                 {} at byte {}: {}",
-            s.kind, s.offset, s.detail
+            s.kind,
+            s.offset,
+            s.detail
         );
     }
 }
@@ -110,42 +112,42 @@ fn print_common(plan: &MediumPlan) {
     let layout = &plan.layout;
     print_table(plan);
     let fs = layout.fs;
-    println!("  file system    {fs} ({})", layout.fs_rule.describe());
+    outln!("  file system    {fs} ({})", layout.fs_rule.describe());
     let windows = match layout.windows_default_cluster {
         Some(w) => format!("Windows' default would be {}", format_size(w)),
         None => "Windows' format would refuse this volume".to_string(),
     };
-    println!(
+    outln!(
         "  cluster size   {} ({}; {windows})",
         format_size(layout.cluster_size),
         layout.cluster_rule.describe(fs, layout.volume_bytes)
     );
-    println!("  sector size    {} B", layout.sector_size);
-    println!(
+    outln!("  sector size    {} B", layout.sector_size);
+    outln!(
         "  clusters       {}",
         format_count(u64::from(layout.cluster_count))
     );
-    println!(
+    outln!(
         "  capacity       {} usable of {} (metadata and reserved: {}, {:.2}%)",
         format_size(layout.usable_bytes()),
         format_size(layout.volume_bytes),
         format_size(layout.overhead_bytes()),
         pct(layout.overhead_bytes(), layout.volume_bytes)
     );
-    println!(
+    outln!(
         "  FAT            at {} on the medium, {} x {} ({})",
         format_size(layout.fat_offset_on_medium()),
         layout.fat_count,
         format_size(layout.fat_bytes),
         alignment_note(layout.fat_offset_on_medium())
     );
-    println!(
+    outln!(
         "  data region    at {} on the medium ({})",
         format_size(layout.data_offset_on_medium()),
         alignment_note(layout.data_offset_on_medium())
     );
-    println!("  serial         {}", serial_text(layout.serial));
-    println!(
+    outln!("  serial         {}", serial_text(layout.serial));
+    outln!(
         "  label          {}",
         layout.label.as_deref().unwrap_or("(none)")
     );
@@ -170,16 +172,18 @@ pub fn print_plan(path: &Path, plan: &MediumPlan, found: &[Signature], target: &
             format_size(s)
         ),
     };
-    println!("mkfs-alloc: dry run, nothing written; {what}");
+    outln!("mkfs-alloc: dry run, nothing written; {what}");
     print_common(plan);
     print_found(found);
-    println!();
-    println!(
+    outln!();
+    outln!(
         "  {:<42} {:>16} {:>16}  written",
-        "region", "offset", "length"
+        "region",
+        "offset",
+        "length"
     );
     for r in &layout.regions {
-        println!(
+        outln!(
             "  {:<42} {:>16} {:>16}  {}",
             region_name(r.kind, r.index, layout),
             r.offset,
@@ -209,17 +213,17 @@ pub fn print_summary(
         Action::Grow(_) => "grew and formatted",
         Action::Keep(_) | Action::Device(_) => "formatted",
     };
-    println!("mkfs-alloc: {what} {}", path.display());
+    outln!("mkfs-alloc: {what} {}", path.display());
     print_common(plan);
     print_found(found);
-    println!(
+    outln!(
         "  written        {} (zeroed {}, skipped {} already zero)",
         format_size(write.bytes_written),
         format_size(write.bytes_zeroed),
         format_size(write.bytes_skipped)
     );
     for n in notes {
-        println!("  note           {n}");
+        outln!("  note           {n}");
     }
     print_warnings(layout);
 }
@@ -291,12 +295,12 @@ pub fn print_json(
             obj.insert("device".into(), json!(d));
         }
     }
-    println!("{v:#}");
+    outln!("{v:#}");
 }
 
 /// An error as JSON on stdout (the message also goes to stderr).
 pub fn print_json_error(e: &anyhow::Error, code: u8) {
-    println!(
+    outln!(
         "{:#}",
         json!({ "error": format!("{e:#}"), "exit_code": code })
     );
