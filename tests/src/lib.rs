@@ -20,6 +20,7 @@
 //! Policy: nothing here skips. A missing tool, binary, loop device or FUSE
 //! module panics with a message that says how to fix the machine.
 
+pub mod blk;
 pub mod boot;
 pub mod checks;
 pub mod cli;
