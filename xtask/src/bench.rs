@@ -110,20 +110,24 @@ struct Row {
     fs: Fs,
     size: u64,
     kind: Kind,
+    /// Cluster size in bytes: 32 KiB, except FAT32 up to 8 GiB, which gets
+    /// 4 KiB (32 KiB clusters give too few clusters for FAT32 on 1 GiB).
+    cluster: u64,
 }
 
-fn ours(bin: &Path, fs: Fs, img: &Path) -> Command {
+fn cluster_for(fs: Fs, size: u64) -> u64 {
+    if fs == Fs::Fat32 && size <= 8 * GIB {
+        4096
+    } else {
+        32 * 1024
+    }
+}
+
+fn ours(bin: &Path, fs: Fs, cluster: u64, img: &Path) -> Command {
     let mut c = Command::new(bin);
-    c.args([
-        "-q",
-        "--serial",
-        "1234ABCD",
-        "--cluster",
-        "32K",
-        "--align",
-        "1M",
-        "--fs",
-    ]);
+    // `--table none` as the peers write no table; `--yes` for the loop device.
+    c.args(["-q", "--yes", "--table", "none", "--serial", "1234ABCD"]);
+    c.args(["--align", "1M", "--cluster"]).arg(cluster.to_string()).arg("--fs");
     c.arg(match fs {
         Fs::Exfat => "exfat",
         Fs::Fat32 => "fat32",
@@ -132,18 +136,18 @@ fn ours(bin: &Path, fs: Fs, img: &Path) -> Command {
     c
 }
 
-fn peer(fs: Fs, img: &Path) -> Command {
+fn peer(fs: Fs, cluster: u64, img: &Path) -> Command {
     let c = match fs {
         Fs::Exfat => {
             // Same cluster size and the same 1 MiB boundary alignment.
             let mut c = Command::new("mkfs.exfat");
-            c.args(["-c", "32K", "-b", "1M"]).arg(img);
+            c.args(["-c", &cluster.to_string(), "-b", "1M"]).arg(img);
             c
         }
         Fs::Fat32 => {
-            // Same cluster size (64 sectors of 512 bytes).
+            // Same cluster size, in 512-byte sectors.
             let mut c = Command::new("mkfs.fat");
-            c.args(["-F", "32", "-s", "64", "-S", "512", "--invariant"])
+            c.args(["-F", "32", "-s", &(cluster / 512).to_string(), "-S", "512", "--invariant"])
                 .arg(img);
             c
         }
@@ -152,9 +156,9 @@ fn peer(fs: Fs, img: &Path) -> Command {
 }
 
 /// Bytes the metadata itself needs, from our dry-run JSON plan.
-fn floor_bytes(bin: &Path, fs: Fs, size: u64, dir: &Path) -> Result<u64, String> {
+fn floor_bytes(bin: &Path, fs: Fs, cluster: u64, size: u64, dir: &Path) -> Result<u64, String> {
     let img = dir.join("floor-plan.img");
-    let out = ours(bin, fs, &img)
+    let out = ours(bin, fs, cluster, &img)
         .args(["--dry-run", "--json", "--size"])
         .arg(size.to_string())
         .output()
@@ -242,26 +246,24 @@ pub fn run(bin: &Path, reps: usize, quick: bool) -> Result<String, String> {
             } else {
                 (size, label)
             };
-            rows.push(Row {
-                name: format!("sparse {label}"),
-                fs,
-                size,
-                kind: Kind::Sparse,
-            });
+            let cluster = cluster_for(fs, size);
+            let name = format!("sparse {label}");
+            rows.push(Row { name, fs, size, kind: Kind::Sparse, cluster });
         }
-        rows.push(Row {
-            name: "written 4 GiB".into(),
-            fs,
-            size: 4 * GIB,
-            kind: Kind::Written,
-        });
+        let cluster = cluster_for(fs, 4 * GIB);
+        let name = "written 4 GiB".to_string();
+        rows.push(Row { name, fs, size: 4 * GIB, kind: Kind::Written, cluster });
+        if !quick {
+            let name = "loop device 4 GiB".to_string();
+            rows.push(Row { name, fs, size: 4 * GIB, kind: Kind::Loop, cluster });
+        }
     }
     let mut table = String::new();
     table.push_str("| file system | target | tool | wall time (median) | bytes written | floor | peak RSS | time ratio | bytes ratio |\n");
     table.push_str("|---|---|---|---|---|---|---|---|---|\n");
     for row in &rows {
         let backing: PathBuf = dir.join(format!("bench-{:?}-{}.img", row.fs, row.size));
-        let floor = floor_bytes(bin, row.fs, row.size, &dir)?;
+        let floor = floor_bytes(bin, row.fs, row.cluster, row.size, &dir)?;
         let mut loopdev = None;
         if row.kind == Kind::Loop {
             prepare(&backing, row)?;
@@ -288,9 +290,9 @@ pub fn run(bin: &Path, reps: usize, quick: bool) -> Result<String, String> {
             for is_ours in order {
                 prepare(&img, row)?;
                 let cmd = if is_ours {
-                    ours(bin, row.fs, &img)
+                    ours(bin, row.fs, row.cluster, &img)
                 } else {
-                    peer(row.fs, &img)
+                    peer(row.fs, row.cluster, &img)
                 };
                 let s = measure(&cmd)?;
                 if is_ours {
@@ -305,8 +307,8 @@ pub fn run(bin: &Path, reps: usize, quick: bool) -> Result<String, String> {
         }
         let _ = std::fs::remove_file(&backing);
         let fs_name = match row.fs {
-            Fs::Exfat => "exFAT 32K",
-            Fs::Fat32 => "FAT32 32K",
+            Fs::Exfat => format!("exFAT {}K", row.cluster / 1024),
+            Fs::Fat32 => format!("FAT32 {}K", row.cluster / 1024),
         };
         let peer_name = match row.fs {
             Fs::Exfat => "mkfs.exfat",
