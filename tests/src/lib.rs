@@ -22,6 +22,7 @@
 
 pub mod blk;
 pub mod boot;
+pub mod check;
 pub mod checks;
 pub mod cli;
 pub mod cmd;

@@ -63,7 +63,7 @@ impl fmt::Display for IoOp {
 
 /// An I/O failure, with the operation and the byte range that failed.
 #[derive(Debug, thiserror::Error)]
-#[error("{op} of {len} bytes at byte offset {offset} failed: {source}")]
+#[error("{op} of {len} bytes at byte offset {offset} failed")]
 pub struct IoError {
     /// What was attempted.
     pub op: IoOp,

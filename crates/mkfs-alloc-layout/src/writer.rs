@@ -11,6 +11,7 @@
 //!    is gone before anything new exists;
 //! 2. FAT(s), allocation bitmap, up-case table, root directory; flush;
 //! 3. the boot area except sector 0 (backup boot region / FSInfo and backups);
+//!    flush, so that no cache can persist sector 0 before them;
 //! 4. sector 0 (the main boot sector, which makes the volume recognisable); flush.
 //!
 //! A crash before step 4 leaves a volume with no main boot sector.
@@ -280,6 +281,7 @@ fn write_exfat<D: BlockIo + ?Sized>(
     // 3. Backup boot region, then the main region without sector 0.
     s.write(region_len, &boot)?;
     s.write(bps, &boot[bps as usize..])?;
+    s.flush()?;
     // 4. Sector 0 last.
     s.write(0, &boot[..bps as usize])?;
     s.flush()
@@ -324,6 +326,7 @@ fn write_fat32<D: BlockIo + ?Sized>(
     s.write(fat32::boot::FSINFO_SECTOR * bps, &info)?;
     s.write(fat32::boot::BACKUP_BOOT_SECTOR * bps, &boot)?;
     s.write((fat32::boot::BACKUP_BOOT_SECTOR + 1) * bps, &info)?;
+    s.flush()?;
     // 4. Sector 0 last.
     s.write(0, &boot)?;
     s.flush()

@@ -115,7 +115,7 @@ pub enum PartitionError {
     Io(#[from] IoError),
 
     /// The MBR or GPT library refused or failed to write the table.
-    #[error("writing the {kind} table failed: {source}")]
+    #[error("writing the {kind} table failed")]
     Table {
         /// Table kind being written.
         kind: TableKind,

@@ -12,7 +12,7 @@ use crate::ondisk::{GptEntry, GptHeader, Mbr, BOOT_SIGNATURE, GPT_SIGNATURE, MBR
 use crate::PartitionError;
 
 /// Bytes read at the start and at the end of the medium.
-const WINDOW: u64 = 1 << 20;
+const WINDOW: u64 = 128 << 10;
 
 /// Bytes read at the start of a volume: enough for the btrfs superblock at 64 KiB.
 const VOLUME_PROBE: u64 = 72 << 10;
@@ -39,8 +39,8 @@ pub struct Signature {
 
 /// Lists the signatures on `dev`, like `wipefs -n` (which only reads).
 ///
-/// Looks at: the first 1 MiB (MBR or protective MBR, primary GPT headers for
-/// 512- and 4096-byte sectors, a file system at byte 0); the last 1 MiB (any
+/// Looks at: the first 128 KiB (MBR or protective MBR, primary GPT headers for
+/// 512- and 4096-byte sectors, a file system at byte 0); the last 128 KiB (any
 /// backup GPT header, e.g. left by a larger or differently-sectored layout)
 /// and the backup a primary header points to; the start of every partition
 /// the tables list (file systems). The result is sorted by offset.
@@ -85,7 +85,7 @@ pub fn probe_signatures<D: BlockIo>(dev: &mut D) -> Result<Vec<Signature>, Parti
         }
     }
 
-    // Backup GPT headers: every 512-byte boundary of the last MiB, and where
+    // Backup GPT headers: every 512-byte boundary of the last 128 KiB, and where
     // the primary headers say.
     let tail_start = total.saturating_sub(WINDOW) / 512 * 512;
     let tail = read_at(dev, tail_start, total - tail_start)?;

@@ -9,7 +9,9 @@ use crate::{PartitionError, TablePlan};
 /// Bytes zeroed at the end of the medium and at the start of the volume.
 const WIPE: u64 = 1 << 20;
 
-/// Zeroes, with [`BlockIo::write_zeroes`], then flushes:
+/// Zeroes, with [`BlockIo::write_zeroes`] (and does not flush: the caller
+/// flushes before writing anything that depends on it — the file-system
+/// writer's first flush does):
 ///
 /// - everything before the partition start (old MBR, primary GPT, boot code,
 ///   any old volume that started there);
@@ -46,6 +48,5 @@ pub fn wipe_for_table<D: BlockIo>(plan: &TablePlan, dev: &mut D) -> Result<(), P
             dev.write_zeroes(from, to - from)?;
         }
     }
-    dev.flush()?;
     Ok(())
 }

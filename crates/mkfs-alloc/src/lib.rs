@@ -173,8 +173,9 @@ pub fn plan_medium(
 pub const SIGNATURE_WIPE: u64 = 128 << 10;
 
 /// Zeroes [`SIGNATURE_WIPE`] bytes at every signature `probe_signatures`
-/// finds (old tables, old file systems anywhere the old tables pointed),
-/// then flushes. Returns what was found.
+/// finds (old tables, old file systems anywhere the old tables pointed).
+/// Does not flush (the writer's first flush covers it). Returns what was
+/// found.
 pub fn wipe_signatures<D: BlockIo>(dev: &mut D) -> Result<Vec<Signature>, FormatError> {
     if dev.reads_as_zero() {
         return Ok(Vec::new());
@@ -189,7 +190,6 @@ pub fn wipe_signatures<D: BlockIo>(dev: &mut D) -> Result<Vec<Signature>, Format
             dev.write_zeroes(first, count)?;
         }
     }
-    dev.flush()?;
     Ok(found)
 }
 
@@ -211,8 +211,10 @@ pub fn format_medium<D: BlockIo>(
         let mut part = Slice::new(&mut *dev, first, count)?;
         mkfs_alloc_layout::write_volume(&plan.layout, &mut part, progress)?
     };
-    write_table(&plan.table, dev)?;
-    dev.flush()?;
+    if plan.table.kind != TableKind::None {
+        write_table(&plan.table, dev)?;
+        dev.flush()?;
+    }
     Ok(report)
 }
 

@@ -88,6 +88,19 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
         .target
         .clone()
         .ok_or_else(|| usage(anyhow::anyhow!("missing TARGET")))?;
+    if let Some(s) = cli.sector_size {
+        if !matches!(s, 512 | 1024 | 2048 | 4096) {
+            return Err(usage(anyhow::anyhow!(
+                "--sector-size {s} is not supported; valid: 512, 1024, 2048, 4096"
+            )));
+        }
+    }
+    if !cli.data.is_empty() && !cli.cluster.eq_ignore_ascii_case("auto") {
+        return Err(usage(anyhow::anyhow!(
+            "--data chooses the cluster size; it cannot be combined with --cluster {}",
+            cli.cluster
+        )));
+    }
     let target = target::Target::inspect(&path, cli.size_bytes()?, cli.sector_size)?;
     let mut format = cli.format_options()?;
     if format.align.is_none() {
@@ -110,12 +123,6 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
         plan_medium(&opts, target.size_bytes(), target.block_size()).map_err(plan_error)?;
     let mut data_note = None;
     if !cli.data.is_empty() {
-        if opts.format.cluster != ClusterChoice::Auto {
-            return Err(usage(anyhow::anyhow!(
-                "--data chooses the cluster size; it cannot be combined with --cluster {}",
-                cli.cluster
-            )));
-        }
         let (cluster, reason) =
             data::recommend(&cli.data, &opts.format, &plan, !cli.quiet && !cli.json)?;
         opts.format.cluster = ClusterChoice::Bytes(cluster);
@@ -150,7 +157,10 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
                 Ok(false) => {
                     notes.push("the device does not support discard; not discarded".to_string())
                 }
-                Err(e) => notes.push(format!("discard failed, continuing without it: {e}")),
+                Err(e) => notes.push(format!(
+                    "discard failed, continuing without it: {e}: {}",
+                    e.source
+                )),
             }
         }
     }

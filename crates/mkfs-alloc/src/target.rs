@@ -4,6 +4,7 @@
 
 use crate::{usage, Failure};
 use anyhow::{anyhow, Context};
+
 use mkfs_alloc_blockio::device::{self, Device, DeviceError, DeviceInfo};
 use mkfs_alloc_blockio::{BlockIo, ImageFile};
 use mkfs_alloc_layout::units::format_size;

@@ -167,7 +167,7 @@ pub enum DeviceError {
     },
     /// Exclusive opening failed because something else holds the device
     /// (a kernel mount, device-mapper, RAID, another program).
-    #[error("{path}: device is busy (mounted, or in use by another program or device): {source}")]
+    #[error("{path}: device is busy (mounted, or in use by another program or device)")]
     Busy {
         /// The device.
         path: PathBuf,
@@ -176,7 +176,7 @@ pub enum DeviceError {
         source: io::Error,
     },
     /// A system call or system file failed.
-    #[error("{path}: {what}: {source}")]
+    #[error("{path}: {what}")]
     Io {
         /// The device (or system file) concerned.
         path: PathBuf,

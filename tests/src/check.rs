@@ -1,0 +1,256 @@
+//! Checks for the crash-safety, bad-input and random-option suites: what
+//! `blkid` sees at an offset, non-panicking fsck verdicts (on the image or
+//! on a loop-device window), sparse copies and cheap fingerprints of
+//! sentinel images.
+//!
+//! The panicking checks of a finished image live in [`crate::checks`]; the
+//! helpers here return verdicts, because a crash-safety test has to
+//! *classify* an image (no file system / the new one / the old one) rather
+//! than insist that it is valid.
+
+use crate::cmd::{run, CmdOutput};
+use crate::image::read_at;
+use crate::loopdev::{LoopDevice, LoopOptions};
+use crate::tools::{find_tool, require_tool};
+use std::path::{Path, PathBuf};
+
+/// `blkid` is in util-linux, which [`crate::TOOLS`] does not list; a missing
+/// `blkid` fails the test like any other missing tool.
+#[track_caller]
+pub fn blkid_tool() -> PathBuf {
+    find_tool("blkid").unwrap_or_else(|| {
+        panic!(
+            "required tool `blkid` is not installed; install it with \
+             `apt-get install -y util-linux`"
+        )
+    })
+}
+
+/// What `blkid -p -o export` reported.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Probe {
+    /// `TYPE=` (`exfat`, `vfat`, ...), if a file system was found.
+    pub fs_type: Option<String>,
+    /// `UUID=`: for FAT and exFAT the volume serial as `XXXX-XXXX`.
+    pub uuid: Option<String>,
+    /// `PTTYPE=` (`dos`, `gpt`), if a partition table was found.
+    pub pttype: Option<String>,
+    /// The whole output, for messages.
+    pub raw: String,
+}
+
+impl Probe {
+    /// True when neither a file system nor a partition table was found.
+    pub fn is_blank(&self) -> bool {
+        self.fs_type.is_none() && self.pttype.is_none()
+    }
+}
+
+/// `blkid -p -o export [--offset OFFSET] IMG`: low-level probing (no cache),
+/// of the volume starting at byte `offset`. Panics on anything but "found"
+/// (exit 0) or "nothing found" (exit 2) — e.g. on exit 8, "ambivalent
+/// result", which means two signatures compete for the same place.
+#[track_caller]
+pub fn blkid_probe(image: &Path, offset: u64) -> Probe {
+    let mut args: Vec<String> = vec!["-p".into(), "-o".into(), "export".into()];
+    if offset != 0 {
+        args.extend(["--offset".into(), offset.to_string()]);
+    }
+    args.push(image.to_string_lossy().into_owned());
+    let out = run(blkid_tool(), &args);
+    match out.code {
+        Some(0) | Some(2) => {}
+        _ => panic!("blkid failed or is ambivalent:\n{out}"),
+    }
+    let get = |key: &str| {
+        out.stdout.lines().find_map(|l| {
+            l.strip_prefix(key)
+                .and_then(|r| r.strip_prefix('='))
+                .map(str::to_string)
+        })
+    };
+    Probe {
+        fs_type: get("TYPE"),
+        uuid: get("UUID"),
+        pttype: get("PTTYPE"),
+        raw: out.to_string(),
+    }
+}
+
+/// A volume serial the way blkid prints FAT and exFAT UUIDs: `1234-ABCD`.
+pub fn serial_uuid(serial: u32) -> String {
+    format!("{:04X}-{:04X}", serial >> 16, serial & 0xFFFF)
+}
+
+/// Which fsck to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FsKind {
+    /// `fsck.exfat`.
+    Exfat,
+    /// `fsck.fat`.
+    Fat32,
+}
+
+impl FsKind {
+    /// The blkid `TYPE` of this file system.
+    pub fn blkid_type(self) -> &'static str {
+        match self {
+            FsKind::Exfat => "exfat",
+            FsKind::Fat32 => "vfat",
+        }
+    }
+
+    /// From a blkid `TYPE`.
+    pub fn from_blkid(t: &str) -> Option<FsKind> {
+        match t {
+            "exfat" => Some(FsKind::Exfat),
+            "vfat" => Some(FsKind::Fat32),
+            _ => None,
+        }
+    }
+}
+
+/// The verdict of `fsck.exfat -n` / `fsck.fat -n` on `target` (an image or
+/// a device): `true` when it exits 0 and reports nothing to repair (exFAT:
+/// "clean"; FAT: nothing but the version line and the summary).
+#[track_caller]
+pub fn fsck_verdict(fs: FsKind, target: &Path) -> (bool, CmdOutput) {
+    match fs {
+        FsKind::Exfat => {
+            let out = run(require_tool("fsck.exfat"), &[Path::new("-n"), target]);
+            (out.success() && out.stdout.contains("clean"), out)
+        }
+        FsKind::Fat32 => {
+            let out = run(require_tool("fsck.fat"), &[Path::new("-n"), target]);
+            let name = target.to_string_lossy();
+            let extra = out.lines().any(|l| {
+                let version = l.starts_with("fsck.fat ");
+                let summary = l.starts_with(name.as_ref()) && l.contains(" files, ");
+                !(version || summary)
+            });
+            (out.success() && !extra, out)
+        }
+    }
+}
+
+/// Runs `f` on the volume at bytes `offset..offset + len` of `image`: the
+/// image itself when the volume starts at 0 and spans it, else a loop device
+/// window (`losetup -o OFFSET --sizelimit LEN`), detached afterwards.
+#[track_caller]
+pub fn with_volume<T>(image: &Path, offset: u64, len: u64, f: impl FnOnce(&Path) -> T) -> T {
+    let whole = std::fs::metadata(image).map(|m| m.len()).unwrap_or(0);
+    if offset == 0 && len == whole {
+        return f(image);
+    }
+    let dev = LoopDevice::attach_with(
+        image,
+        LoopOptions {
+            window: Some((offset, len)),
+            read_only: true,
+            ..LoopOptions::default()
+        },
+    );
+    f(dev.path())
+}
+
+/// `cp --sparse=always SRC DST`: a copy that keeps holes, so copying a
+/// mostly empty 128 MiB template costs a few metadata blocks.
+#[track_caller]
+pub fn sparse_copy(src: &Path, dst: &Path) {
+    let cp = find_tool("cp").unwrap_or_else(|| panic!("required tool `cp` (coreutils) missing"));
+    let out = run(
+        cp,
+        &[Path::new("--sparse=always"), Path::new("--"), src, dst],
+    );
+    out.assert_success();
+}
+
+/// A fingerprint of a sparse sentinel image that is cheap even at 4 GiB:
+/// its length, its allocated block count, and the bytes of the data ranges
+/// `ranges` (the only non-hole parts when it was made). Holes read as zero,
+/// so the contents are unchanged when the length and allocation are the
+/// same and the data ranges hold the same bytes: a non-zero write into a
+/// hole would have allocated blocks, and zeroing a hole changes nothing.
+#[track_caller]
+pub fn sparse_fingerprint(image: &Path, ranges: &[(u64, u64)]) -> (u64, u64, Vec<u32>) {
+    use std::os::unix::fs::MetadataExt;
+    let m =
+        std::fs::metadata(image).unwrap_or_else(|e| panic!("cannot stat {}: {e}", image.display()));
+    let sums = ranges
+        .iter()
+        .map(|&(off, len)| {
+            let bytes = read_at(image, off, usize::try_from(len).expect("range fits usize"));
+            crate::boot::exfat_checksum(&bytes)
+        })
+        .collect();
+    (m.len(), m.blocks(), sums)
+}
+
+/// A mount point with a tmpfs on it, unmounted (lazily if busy) on drop.
+/// Declare it after the [`crate::TempDir`] holding `dir`.
+#[derive(Debug)]
+pub struct TmpfsMount {
+    dir: PathBuf,
+}
+
+impl TmpfsMount {
+    /// `mount -t tmpfs -o OPTIONS tmpfs DIR`. Panics (with mount's output)
+    /// on failure: the test needs root.
+    #[track_caller]
+    pub fn mount(dir: &Path, options: &str) -> TmpfsMount {
+        crate::tools::require_root();
+        let mount = require_mount("mount");
+        let out = run(
+            mount,
+            &[
+                "-t",
+                "tmpfs",
+                "-o",
+                options,
+                "tmpfs",
+                &dir.to_string_lossy(),
+            ],
+        );
+        assert!(out.success(), "cannot mount a tmpfs (root needed):\n{out}");
+        TmpfsMount {
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// `mount -o remount,ro DIR`: everything in it becomes read-only, for
+    /// root too (unlike file modes, which root ignores).
+    #[track_caller]
+    pub fn remount_read_only(&self) {
+        let out = run(
+            require_mount("mount"),
+            &["-o", "remount,ro", &self.dir.to_string_lossy()],
+        );
+        assert!(out.success(), "cannot remount read-only:\n{out}");
+    }
+
+    /// The mount point.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for TmpfsMount {
+    fn drop(&mut self) {
+        let Some(umount) = find_tool("umount") else {
+            return;
+        };
+        let out = run(&umount, &[self.dir.as_os_str()]);
+        if !out.success() {
+            let _ = run(&umount, &[std::ffi::OsStr::new("-l"), self.dir.as_os_str()]);
+        }
+    }
+}
+
+#[track_caller]
+fn require_mount(name: &str) -> PathBuf {
+    find_tool(name).unwrap_or_else(|| {
+        panic!(
+            "required tool `{name}` is not installed; install it with `apt-get install -y mount`"
+        )
+    })
+}

@@ -1,0 +1,297 @@
+//! Random option sets (a property test with a fixed seed): the CLI either
+//! formats — and then the independent tools accept the image and read back
+//! the cluster and sector size we asked for — or rejects the set with exit
+//! code 2 and writes nothing. Never anything else (exit 1, a panic).
+//!
+//! The library planner is the oracle for *which* sets are valid: the CLI
+//! must accept exactly the sets `mkfs_alloc::plan_medium` accepts.
+//!
+//! Each case draws a file system (exfat, fat32, auto), a cluster size (a
+//! power of two, 256 B..64 MiB), a sector size (512..4096, or an invalid
+//! 256 / 1000 / 8192), a volume size (1 MiB..4 GiB, sparse), an alignment
+//! (default, or a power of two 512 B..128 MiB), a label (valid and invalid
+//! ones), a table (none, mbr, gpt), a serial, and whether the target is a new
+//! image (`--size`) or an existing sparse sentinel image.
+
+use mkfs_alloc::layout::{ClusterChoice, FormatOptions, FsChoice, FsType};
+use mkfs_alloc::partition::{TableChoice, TableKind};
+use mkfs_alloc::{plan_medium, MediumOptions};
+use mkfs_alloc_tests::check::{fsck_verdict, sparse_fingerprint, with_volume, FsKind};
+use mkfs_alloc_tests::checks::{dump_exfat_cluster_size, fsck_fat_geometry};
+use mkfs_alloc_tests::{
+    fill_range, mkfs_alloc, require_root, size_arg, sparse_file, MkfsJson, TempDir, MIB, SENTINEL,
+};
+use proptest::prelude::*;
+use proptest::sample::select;
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+/// One option set.
+#[derive(Debug, Clone)]
+struct Opts {
+    fs: &'static str,
+    cluster: u64,
+    sector: u32,
+    size: u64,
+    align: Option<u64>,
+    label: Option<&'static str>,
+    table: &'static str,
+    serial: u32,
+    /// Format an existing sentinel image instead of creating one.
+    existing: bool,
+}
+
+const LABELS: &[Option<&str>] = &[
+    None,
+    None,
+    Some("DATA"),
+    Some("photos 2024"),
+    Some("ELEVENCHARS"),
+    Some("Größe"),        // exFAT only
+    Some("TWELVE_CHARS"), // too long for both
+    Some("a*b"),          // forbidden in both
+    Some("a.b"),          // forbidden in FAT32 only
+];
+
+fn opts() -> impl Strategy<Value = Opts> {
+    let fs = select(vec!["exfat", "exfat", "fat32", "fat32", "auto"]);
+    let sector = prop_oneof![
+        8 => select(vec![512u32, 512, 1024, 2048, 4096]),
+        1 => select(vec![256u32, 1000, 8192]),
+    ];
+    // Mostly 1..64 sectors, sometimes any power of two 256 B..64 MiB.
+    let sector_cluster = sector.prop_flat_map(|sector| {
+        let shift = sector.max(256).ilog2();
+        let cluster = prop_oneof![
+            3 => (shift..=shift + 6).prop_map(|e| 1u64 << e),
+            1 => (8u32..=26).prop_map(|e| 1u64 << e),
+        ];
+        (Just(sector), cluster)
+    });
+    // Log-uniform 1 MiB..4 GiB, three quarters from 32 MiB on (where FAT32
+    // fits).
+    let size = prop_oneof![1 => 0u32..=4, 3 => 5u32..=11]
+        .prop_flat_map(|e| (1u64 << e)..=(2u64 << e).min(4096))
+        .prop_map(|mib| mib * MIB);
+    let align = prop_oneof![3 => Just(None), 1 => (9u32..=27).prop_map(|e| Some(1u64 << e))];
+    let label = prop_oneof![3 => select(LABELS[..5].to_vec()), 1 => select(LABELS[5..].to_vec())];
+    let table = select(vec!["none", "none", "mbr", "gpt"]);
+    let existing = prop_oneof![3 => Just(false), 1 => Just(true)];
+    (
+        fs,
+        sector_cluster,
+        size,
+        align,
+        label,
+        table,
+        any::<u32>(),
+        existing,
+    )
+        .prop_map(
+            |(fs, (sector, cluster), size, align, label, table, serial, existing)| Opts {
+                fs,
+                cluster,
+                sector,
+                size,
+                align,
+                label,
+                table,
+                serial,
+                existing,
+            },
+        )
+}
+
+/// What the library planner says about the set: `Ok(fs)` or `Err(reason)`.
+fn oracle(o: &Opts) -> Result<FsType, String> {
+    if ![512, 1024, 2048, 4096].contains(&o.sector) {
+        return Err(format!("sector size {}", o.sector));
+    }
+    let opts = MediumOptions {
+        format: FormatOptions {
+            fs: match o.fs {
+                "exfat" => FsChoice::Fixed(FsType::Exfat),
+                "fat32" => FsChoice::Fixed(FsType::Fat32),
+                _ => FsChoice::Auto,
+            },
+            cluster: ClusterChoice::Bytes(o.cluster),
+            label: o.label.map(str::to_string),
+            serial: Some(o.serial),
+            align: o.align,
+            ..FormatOptions::default()
+        },
+        table: TableChoice::Fixed(match o.table {
+            "mbr" => TableKind::Mbr,
+            "gpt" => TableKind::Gpt,
+            _ => TableKind::None,
+        }),
+        whole_disk: false,
+        sector_size: o.sector,
+    };
+    plan_medium(&opts, o.size, o.sector)
+        .map(|p| p.layout.fs)
+        .map_err(|e| e.to_string())
+}
+
+static ACCEPTED: AtomicUsize = AtomicUsize::new(0);
+static REJECTED: AtomicUsize = AtomicUsize::new(0);
+
+fn check(o: &Opts) -> Result<(), TestCaseError> {
+    let tmp = TempDir::new("random");
+    let img = tmp.join("target.img");
+    let img_s = img.to_string_lossy().into_owned();
+    // The existing image: sparse, sentinel in its first and last MiB.
+    let ranges = [
+        (0, MIB.min(o.size)),
+        (o.size.saturating_sub(MIB), MIB.min(o.size)),
+    ];
+    let before = o.existing.then(|| {
+        sparse_file(&img, o.size);
+        for (off, len) in ranges {
+            fill_range(&img, off, len, SENTINEL);
+        }
+        sparse_fingerprint(&img, &ranges)
+    });
+    let size_s = size_arg(o.size);
+    let cluster_s = size_arg(o.cluster);
+    let sector_s = o.sector.to_string();
+    let serial_s = format!("{:08X}", o.serial);
+    let mut args: Vec<String> = vec![
+        "--fs".into(),
+        o.fs.into(),
+        "--cluster".into(),
+        cluster_s,
+        "--sector-size".into(),
+        sector_s,
+        "--serial".into(),
+        serial_s,
+        "--table".into(),
+        o.table.into(),
+        "--json".into(),
+        "-q".into(),
+    ];
+    if !o.existing {
+        args.extend(["--size".into(), size_s]);
+    }
+    if let Some(a) = o.align {
+        args.extend(["--align".into(), size_arg(a)]);
+    }
+    if let Some(l) = o.label {
+        args.extend(["--label".into(), l.into()]);
+    }
+    args.push(img_s);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = mkfs_alloc(&refs);
+    let expected = oracle(o);
+    eprintln!(
+        "case: {} {} B clusters, {} B sectors, {} {}, align {:?}, label {:?}, table {} -> exit {:?}",
+        o.fs,
+        o.cluster,
+        o.sector,
+        size_arg(o.size),
+        if o.existing { "existing" } else { "new" },
+        o.align,
+        o.label,
+        o.table,
+        out.code
+    );
+    match out.code {
+        Some(0) => {
+            ACCEPTED.fetch_add(1, Ordering::Relaxed);
+            let fs = expected.map_err(|why| {
+                TestCaseError::fail(format!(
+                    "the CLI accepted a set the planner rejects ({why}):\n{out}"
+                ))
+            })?;
+            let json = MkfsJson::parse(&out);
+            prop_assert_eq!(json.u64("cluster_size"), o.cluster, "{}", out);
+            prop_assert_eq!(json.u64("sector_size"), u64::from(o.sector), "{}", out);
+            let off = json.u64("partition_offset");
+            let len = json.u64("volume_bytes");
+            let kind = match fs {
+                FsType::Exfat => FsKind::Exfat,
+                FsType::Fat32 => FsKind::Fat32,
+            };
+            prop_assert_eq!(
+                json.str("fs"),
+                if kind == FsKind::Exfat {
+                    "exfat"
+                } else {
+                    "fat32"
+                }
+            );
+            let size_now = std::fs::metadata(&img).map(|m| m.len()).unwrap_or(0);
+            prop_assert_eq!(size_now, o.size, "image size");
+            let (clean, fsck, cluster, sector) = with_volume(&img, off, len, |v| {
+                let (clean, fsck) = fsck_verdict(kind, v);
+                if !clean {
+                    return (false, fsck, 0, 0);
+                }
+                let (cluster, sector) = match kind {
+                    FsKind::Exfat => (dump_exfat_cluster_size(v), 0),
+                    FsKind::Fat32 => fsck_fat_geometry(v),
+                };
+                (true, fsck, cluster, sector)
+            });
+            prop_assert!(clean, "fsck rejects the image:\n{}\n{}", fsck, out);
+            prop_assert_eq!(cluster, o.cluster, "cluster size read back\n{}", out);
+            if kind == FsKind::Fat32 {
+                prop_assert_eq!(sector, u64::from(o.sector), "sector size read back");
+            }
+        }
+        Some(2) => {
+            REJECTED.fetch_add(1, Ordering::Relaxed);
+            if let Ok(fs) = expected {
+                return Err(TestCaseError::fail(format!(
+                    "the CLI rejected a set the planner accepts (as {fs:?}):\n{out}"
+                )));
+            }
+            prop_assert!(out.stderr.contains("error"), "no error message:\n{}", out);
+            match &before {
+                None => prop_assert!(!img.exists(), "a rejected set created the image:\n{}", out),
+                Some(b) => prop_assert_eq!(
+                    &sparse_fingerprint(&img, &ranges),
+                    b,
+                    "a rejected set changed the image:\n{}",
+                    out
+                ),
+            }
+        }
+        _ => {
+            return Err(TestCaseError::fail(format!(
+                "exit code {:?} (expected 0 or 2):\n{out}",
+                out.code
+            )))
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn random_option_sets_format_cleanly_or_write_nothing() {
+    require_root();
+    let started = Instant::now();
+    let config = Config {
+        cases: 40,
+        failure_persistence: None,
+        max_shrink_iters: 32,
+        ..Config::default()
+    };
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[0x6D; 32]);
+    let mut runner = TestRunner::new_with_rng(config, rng);
+    let result = runner.run(&opts(), |o| check(&o));
+    let (acc, rej) = (
+        ACCEPTED.load(Ordering::Relaxed),
+        REJECTED.load(Ordering::Relaxed),
+    );
+    eprintln!(
+        "random options: {acc} accepted and checked, {rej} rejected, {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    // Not vacuous: both outcomes were exercised.
+    assert!(acc >= 8 && rej >= 8, "{acc} accepted, {rej} rejected");
+}
