@@ -27,6 +27,7 @@ Examples:
     mkfs-alloc advise --size 64G --fs exfat --max-waste 2 --json ~/Music
   The volume size of an existing image:
     mkfs-alloc advise --target card.img
+    mkfs-alloc advise --target /dev/sdb ~/Photos
 
 Waste = bytes on disk (files rounded up to clusters, plus directories)
 minus the files' sizes. The recommendation is the largest cluster size
@@ -121,13 +122,18 @@ pub fn run(args: &AdviseArgs) -> Result<(), Failure> {
 fn volume_bytes(args: &AdviseArgs) -> Result<u64, Failure> {
     let v = match (&args.size, &args.target) {
         (Some(s), _) => parse_size(s).map_err(|e| usage(anyhow!("--size: {e}")))?,
+        (None, Some(t)) if mkfs_alloc_blockio::device::is_block_device(t) => {
+            mkfs_alloc_blockio::device::inspect(t)
+                .map_err(|e| usage(anyhow!(e).context(format!("cannot inspect {}", t.display()))))?
+                .size_bytes
+        }
         (None, Some(t)) => {
             let m = std::fs::metadata(t).map_err(|e| {
                 usage(anyhow!(e).context(format!("cannot inspect {}", t.display())))
             })?;
             if !m.is_file() {
                 return Err(usage(anyhow!(
-                    "{} is not a regular file; advise reads the size of image files only (devices are not supported yet); give --size instead",
+                    "{} is neither an image file nor a block device; give --size instead",
                     t.display()
                 )));
             }

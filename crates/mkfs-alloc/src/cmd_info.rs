@@ -31,7 +31,16 @@ pub struct InfoArgs {
 pub fn run(args: &InfoArgs) -> Result<(), Failure> {
     let path = &args.target;
     // The error's source already names the path.
-    let mut dev = ReadOnlyFile::open(path, 512).map_err(|e| {
+    // A device is read in its logical block size (a 4Kn disk's MBR counts
+    // 4096-byte sectors); an image in 512-byte blocks.
+    let block_size = if mkfs_alloc_blockio::device::is_block_device(path) {
+        mkfs_alloc_blockio::device::inspect(path)
+            .map(|d| d.logical_block_size)
+            .unwrap_or(512)
+    } else {
+        512
+    };
+    let mut dev = ReadOnlyFile::open(path, block_size).map_err(|e| {
         let msg = anyhow!("cannot open {}", e.source);
         match e.source.kind() {
             ErrorKind::NotFound | ErrorKind::InvalidInput => usage(msg),
