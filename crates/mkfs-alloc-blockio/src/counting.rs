@@ -1,6 +1,7 @@
 //! [`Counting`]: counts the operations on another device, and optionally
 //! logs them in order.
 
+use crate::range::{blocks_of, inner_accessors};
 use crate::{BlockIo, IoError, IoOp, IoStats};
 
 /// One logged operation: what, first LBA, number of blocks.
@@ -54,30 +55,15 @@ impl<D: BlockIo> Counting<D> {
         self.log.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
-    /// The inner device.
-    pub fn inner(&self) -> &D {
-        &self.inner
-    }
-
-    /// The inner device, mutably (operations on it are not counted).
-    pub fn inner_mut(&mut self) -> &mut D {
-        &mut self.inner
-    }
-
-    /// Returns the inner device.
-    pub fn into_inner(self) -> D {
-        self.inner
-    }
+    inner_accessors!(
+        "The inner device, mutably (operations on it are not counted).",
+        "Returns the inner device."
+    );
 
     fn record(&mut self, entry: LogEntry) {
         if let Some(log) = &mut self.log {
             log.push(entry);
         }
-    }
-
-    fn blocks_of(&self, bytes: usize) -> u64 {
-        let bs = u64::from(self.inner.block_size()).max(1);
-        u64::try_from(bytes).unwrap_or(u64::MAX) / bs
     }
 }
 
@@ -101,7 +87,7 @@ impl<D: BlockIo> BlockIo for Counting<D> {
         self.inner.write_blocks(lba, src)?;
         self.stats
             .add_write(u64::try_from(src.len()).unwrap_or(u64::MAX));
-        let blocks = self.blocks_of(src.len());
+        let blocks = blocks_of(self.inner.block_size(), src.len());
         self.record((IoOp::Write, lba, blocks));
         Ok(())
     }

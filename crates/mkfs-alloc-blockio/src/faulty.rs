@@ -9,6 +9,7 @@
 use std::fmt;
 use std::io;
 
+use crate::range::{blocks_of, inner_accessors};
 use crate::{BlockIo, IoError, IoOp};
 
 /// Which mutating operations fail.
@@ -108,20 +109,10 @@ impl<D: BlockIo> FaultyIo<D> {
         self.fault
     }
 
-    /// The inner device.
-    pub fn inner(&self) -> &D {
-        &self.inner
-    }
-
-    /// The inner device, mutably (operations on it bypass the fault).
-    pub fn inner_mut(&mut self) -> &mut D {
-        &mut self.inner
-    }
-
-    /// Returns the inner device, e.g. to check what persisted.
-    pub fn into_inner(self) -> D {
-        self.inner
-    }
+    inner_accessors!(
+        "The inner device, mutably (operations on it bypass the fault).",
+        "Returns the inner device, e.g. to check what persisted."
+    );
 
     /// Counts one mutating operation and says whether it may pass.
     fn admit(&mut self, op: IoOp, lba: u64, blocks: u64) -> Result<(), IoError> {
@@ -152,11 +143,6 @@ impl<D: BlockIo> FaultyIo<D> {
             source,
         )
     }
-
-    fn blocks_of(&self, bytes: usize) -> u64 {
-        let bs = u64::from(self.inner.block_size()).max(1);
-        u64::try_from(bytes).unwrap_or(u64::MAX) / bs
-    }
 }
 
 impl<D: BlockIo> BlockIo for FaultyIo<D> {
@@ -170,14 +156,14 @@ impl<D: BlockIo> BlockIo for FaultyIo<D> {
 
     fn read_blocks(&mut self, lba: u64, dst: &mut [u8]) -> Result<(), IoError> {
         if matches!(self.fault, Fault::StopAfter(_)) && self.tripped() {
-            let blocks = self.blocks_of(dst.len());
+            let blocks = blocks_of(self.inner.block_size(), dst.len());
             return Err(self.injected(IoOp::Read, lba, blocks, self.ops_seen));
         }
         self.inner.read_blocks(lba, dst)
     }
 
     fn write_blocks(&mut self, lba: u64, src: &[u8]) -> Result<(), IoError> {
-        let blocks = self.blocks_of(src.len());
+        let blocks = blocks_of(self.inner.block_size(), src.len());
         self.admit(IoOp::Write, lba, blocks)?;
         self.inner.write_blocks(lba, src)
     }

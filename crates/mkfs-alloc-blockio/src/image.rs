@@ -7,7 +7,7 @@
 //! then to writing zero buffers; elsewhere it writes zero buffers.
 
 use std::fs::{File, OpenOptions};
-use std::io;
+use std::io::{self, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use crate::range::{block_range, buffer_range, check_block_size};
@@ -27,7 +27,8 @@ pub enum ZeroMethod {
 
 /// A disk image file accessed as fixed-size blocks.
 ///
-/// The file size is a whole number of blocks and never changes after
+/// The file size is a whole number of blocks (except for one opened with
+/// [`open_read_only`](ImageFile::open_read_only)) and never changes after
 /// opening. Counters of the work done are kept in [`ImageFile::stats`].
 ///
 /// ```no_run
@@ -103,23 +104,34 @@ impl ImageFile {
         Ok(Self::from_file(file, path, size, block_size, false))
     }
 
-    /// Opens an existing image read-only (for probing and inspection; no
-    /// write permission needed). Writes fail with the operating system's
-    /// error. A trailing partial block is ignored.
+    /// Opens an existing image or a block device read-only (for probing and
+    /// inspection; no write permission needed). Writes fail with the
+    /// operating system's error. A block device's size is found by seeking
+    /// to its end. A trailing partial block is not visible (it is counted in
+    /// [`size_bytes`](ImageFile::size_bytes), not in the blocks).
     ///
     /// # Errors
     ///
-    /// [`IoOp::Open`] at offset 0: `block_size` not a power of two or the file
-    /// cannot be opened.
+    /// [`IoOp::Open`] at offset 0: `block_size` not a power of two, a
+    /// directory, or the file cannot be opened or sized.
     pub fn open_read_only(path: impl AsRef<Path>, block_size: u32) -> Result<Self, IoError> {
         let path = path.as_ref();
-        check_block_size(block_size).map_err(|e| open_error(path, 0, e))?;
-        let file = OpenOptions::new()
-            .read(true)
-            .open(path)
-            .map_err(|e| open_error(path, 0, e))?;
-        let size = file.metadata().map_err(|e| open_error(path, 0, e))?.len();
-        let size = size - size % u64::from(block_size);
+        let open_err = |e: io::Error| open_error(path, 0, e);
+        check_block_size(block_size).map_err(open_err)?;
+        let mut file = OpenOptions::new().read(true).open(path).map_err(open_err)?;
+        let meta = file.metadata().map_err(open_err)?;
+        if meta.is_dir() {
+            return Err(open_err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "is a directory",
+            )));
+        }
+        // A block device's metadata says 0 bytes; its end says how large it is.
+        let size = if meta.is_file() {
+            meta.len()
+        } else {
+            file.seek(SeekFrom::End(0)).map_err(open_err)?
+        };
         Ok(Self::from_file(file, path, size, block_size, false))
     }
 
@@ -459,7 +471,10 @@ mod tests {
         let err = ImageFile::create(&t.0, 4096, 512).unwrap_err();
         assert_eq!((err.op, err.offset), (IoOp::Open, 0));
         assert_eq!(err.source.kind(), io::ErrorKind::AlreadyExists);
-        assert!(err.to_string().contains(&*t.0.to_string_lossy()), "{err}");
+        assert!(
+            err.source.to_string().contains(&*t.0.to_string_lossy()),
+            "{err}"
+        );
         assert_eq!(std::fs::read(&t.0).unwrap(), [1u8; 512], "left alone");
     }
 
@@ -487,7 +502,7 @@ mod tests {
         let err = ImageFile::open(&t.0, 4096).unwrap_err();
         assert_eq!((err.op, err.offset), (IoOp::Open, 0));
         assert_eq!(err.source.kind(), io::ErrorKind::InvalidInput);
-        let msg = err.to_string();
+        let msg = err.source.to_string();
         assert!(msg.contains("1536") && msg.contains("4096"), "{msg}");
 
         let missing = TempPath::new("missing");
@@ -511,7 +526,7 @@ mod tests {
 
         let err = ImageFile::open_resize(&t.0, 4096, 512).unwrap_err();
         assert_eq!((err.op, err.offset), (IoOp::Open, 0));
-        assert!(err.to_string().contains("shrink"), "{err}");
+        assert!(err.source.to_string().contains("shrink"), "{err}");
         assert_eq!(std::fs::metadata(&t.0).unwrap().len(), 1 << 20);
 
         assert!(ImageFile::open_resize(&t.0, (1 << 20) + 100, 512).is_err());

@@ -1,4 +1,6 @@
-//! Bounds and alignment checks shared by the backends.
+//! Bounds and alignment checks shared by the backends, and what the
+//! wrappers of another device ([`Slice`](crate::Slice),
+//! [`Counting`](crate::Counting), [`FaultyIo`](crate::FaultyIo)) share.
 //!
 //! Every check returns an [`IoError`] of kind [`io::ErrorKind::InvalidInput`]
 //! instead of panicking, with the (saturated) byte offset of the request.
@@ -87,6 +89,35 @@ pub(crate) fn block_range(
         )),
     }
 }
+
+/// Whole blocks of `block_size` bytes (0 taken as 1) in `bytes` bytes.
+pub(crate) fn blocks_of(block_size: u32, bytes: usize) -> u64 {
+    let bs = u64::from(block_size).max(1);
+    u64::try_from(bytes).unwrap_or(u64::MAX) / bs
+}
+
+/// The `inner`, `inner_mut` and `into_inner` methods of a wrapper whose
+/// field `inner: D` is the wrapped device; the arguments are the docs of
+/// `inner_mut` and `into_inner`.
+macro_rules! inner_accessors {
+    ($inner_mut_doc:literal, $into_inner_doc:literal) => {
+        /// The inner device.
+        pub fn inner(&self) -> &D {
+            &self.inner
+        }
+
+        #[doc = $inner_mut_doc]
+        pub fn inner_mut(&mut self) -> &mut D {
+            &mut self.inner
+        }
+
+        #[doc = $into_inner_doc]
+        pub fn into_inner(self) -> D {
+            self.inner
+        }
+    };
+}
+pub(crate) use inner_accessors;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

@@ -1,6 +1,6 @@
 //! [`Slice`]: a window of blocks of another device, e.g. one partition.
 
-use crate::range::{block_range, buffer_range, invalid};
+use crate::range::{block_range, buffer_range, inner_accessors, invalid};
 use crate::{BlockIo, IoError, IoOp};
 
 /// The blocks `[first_lba, first_lba + count)` of another [`BlockIo`], seen as
@@ -61,20 +61,10 @@ impl<D: BlockIo> Slice<D> {
         self.first_lba
     }
 
-    /// The inner device.
-    pub fn inner(&self) -> &D {
-        &self.inner
-    }
-
-    /// The inner device, mutably (for reads and writes outside the window).
-    pub fn inner_mut(&mut self) -> &mut D {
-        &mut self.inner
-    }
-
-    /// Returns the inner device.
-    pub fn into_inner(self) -> D {
-        self.inner
-    }
+    inner_accessors!(
+        "The inner device, mutably (for reads and writes outside the window).",
+        "Returns the inner device."
+    );
 }
 
 impl<D: BlockIo> BlockIo for Slice<D> {

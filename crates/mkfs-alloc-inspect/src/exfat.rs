@@ -21,14 +21,17 @@ use mkfs_alloc_layout::exfat::boot::{boot_checksum, BootSector, BOOT_REGION_SECT
 use mkfs_alloc_layout::exfat::dir::{
     set_checksum, LabelEntry, TYPE_BITMAP, TYPE_LABEL, TYPE_UPCASE,
 };
-use mkfs_alloc_layout::{FsType, Medium};
+use mkfs_alloc_layout::FsType;
 use zerocopy::FromBytes;
 
 use crate::chain::{ChainReader, Fat, FatBits, Geo, Source};
 use crate::error::InspectError;
 use crate::io::Reader;
-use crate::report::{alignment_of, Volume};
-use crate::walk::{chain_error, display_path, join, powers, round_up, Pending, Walker};
+use crate::report::Volume;
+use crate::walk::{
+    chain_error, check_fits, display_path, join, planner_cluster_sizes, powers, scan_dir,
+    set_geometry, walk, Allocation, DirFormat, DirParser, FatRegions, Pending, Walker,
+};
 use crate::InspectOptions;
 
 /// File entry type.
@@ -497,18 +500,20 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
         0
     };
     let fat_abs = start + (u64::from(b.fat_offset) + active * u64::from(b.fat_length)) * bps;
-    let data_abs = start + u64::from(b.heap_offset) * bps;
-    vol.fs_bytes = Some(fs_bytes);
-    vol.sector_size = Some(b.sector_size);
-    vol.cluster_size = Some(b.cluster_size);
-    vol.cluster_count = Some(u64::from(b.cluster_count));
+    let geo = Geo {
+        data_offset: start + u64::from(b.heap_offset) * bps,
+        cluster_size: b.cluster_size,
+        cluster_count: b.cluster_count,
+    };
+    let regions = FatRegions {
+        fs_bytes,
+        sector_size: b.sector_size,
+        fat_offset: fat_abs,
+        fat_bytes: u64::from(b.fat_length) * bps,
+        fat_count: u32::from(b.fat_count),
+    };
+    set_geometry(vol, &regions, &geo);
     vol.serial = Some(format!("{:08X}", b.serial));
-    vol.fat_offset = Some(fat_abs);
-    vol.fat_bytes = Some(u64::from(b.fat_length) * bps);
-    vol.fat_count = Some(u32::from(b.fat_count));
-    vol.data_offset = Some(data_abs);
-    vol.alignment.fat = Some(alignment_of(fat_abs));
-    vol.alignment.data = Some(alignment_of(data_abs));
     if b.partition_offset != 0 && b.partition_offset.saturating_mul(bps) != start {
         vol.warnings.push(format!(
             "PartitionOffset says the volume starts at sector {} ({} bytes) but it is at byte {start}",
@@ -520,39 +525,28 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
         vol.warnings
             .push("the volume is marked dirty (not cleanly unmounted)".into());
     }
-    if fs_bytes > vol.size {
-        return Err(InspectError::Truncated {
-            what: "exFAT volume",
-            offset: start,
-            end: start.saturating_add(fs_bytes),
-            size: start + vol.size,
-        });
-    }
-    let geo = Geo {
-        data_offset: data_abs,
-        cluster_size: b.cluster_size,
-        cluster_count: b.cluster_count,
-    };
+    check_fits(vol, "exFAT volume", fs_bytes)?;
     let mut fat = Fat::new(
         FatBits::Exfat,
         fat_abs,
-        u64::from(b.fat_length) * bps,
+        regions.fat_bytes,
         geo.max_cluster(),
     );
 
     // Pass 1: the root directory's system entries.
-    let mut reader = ChainReader::new(Source::Chain(b.root_cluster), MAX_DIR_BYTES);
     let mut parser = ExfatDirParser::new();
-    let mut items = Vec::new();
     let mut bitmap = None;
     let mut label = None;
     let mut bad = 0u64;
-    while let Some(piece) =
-        reader.next_piece(r, &mut fat, &geo, None, &|| "root directory".to_string())?
-    {
-        items.clear();
-        parser.feed(piece, &mut items);
-        for item in items.drain(..) {
+    let root = Source::Chain(b.root_cluster);
+    scan_dir(
+        r,
+        &mut fat,
+        &geo,
+        root,
+        MAX_DIR_BYTES,
+        &mut parser,
+        |item| {
             match item {
                 ExfatItem::Bitmap {
                     flags,
@@ -565,11 +559,9 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
                 ExfatItem::Bad(_) => bad += 1,
                 _ => {}
             }
-        }
-        if parser.ended() {
-            break;
-        }
-    }
+            false
+        },
+    )?;
     vol.label = label.filter(|l| !l.is_empty());
     if !parser.ended() {
         vol.warnings
@@ -590,35 +582,17 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
     vol.free_bytes = Some((cc - used.min(cc)) * b.cluster_size);
 
     if opts.files {
-        let medium = Medium {
-            volume_bytes: fs_bytes,
-            sector_size: b.sector_size,
-            partition_offset: start,
-        };
-        let mut sizes = mkfs_alloc_layout::valid_cluster_sizes(
-            FsType::Exfat,
-            &medium,
-            mkfs_alloc_layout::plan::default_align(fs_bytes, b.sector_size),
-        );
+        let mut sizes = planner_cluster_sizes(FsType::Exfat, fs_bytes, b.sector_size, start);
         if sizes.is_empty() {
             sizes = powers(bps, mkfs_alloc_layout::exfat::MAX_CLUSTER);
-        }
-        if !sizes.contains(&b.cluster_size) {
-            sizes.push(b.cluster_size);
-            sizes.sort_unstable();
         }
         let mut w = Walker::new(opts, &geo, sizes);
         if bad > 0 {
             w.damaged(format!("/: {bad} damaged directory entries skipped"));
         }
-        walk(r, &mut fat, &geo, b.root_cluster, &mut w)?;
-        let (stats, warnings, damage) = w.finish();
-        vol.files = Some(stats);
-        vol.warnings.extend(warnings);
-        if let Some(d) = damage {
-            vol.error
-                .get_or_insert(format!("the file system is damaged: {d}"));
-        }
+        let root = Pending::root(root, u64::MAX, Allocation::Chain);
+        walk(r, &mut fat, &geo, &ExfatDirs, root, &mut w)?;
+        w.finish(vol);
     }
     Ok(())
 }
@@ -689,119 +663,79 @@ fn count_bits<D: BlockIo + ?Sized>(
     Ok(set)
 }
 
-/// Walks the directory tree from the root.
-fn walk<D: BlockIo + ?Sized>(
-    r: &mut Reader<'_, D>,
-    fat: &mut Fat,
-    geo: &Geo,
-    root: u32,
-    w: &mut Walker<'_>,
-) -> Result<(), InspectError> {
-    let mut stack = vec![Pending {
-        src: (Source::Chain(root), u64::MAX),
-        path: String::new(),
-        depth: 0,
-    }];
-    let mut items = Vec::new();
-    while let Some(dir) = stack.pop() {
-        if w.stopped() {
-            break;
-        }
-        let (src, declared) = dir.src;
-        let limit = declared.min(w.limits.max_dir_bytes).min(w.dir_budget);
-        if limit == 0 {
-            w.incomplete(format!(
-                "{}: not read: the directory read budget is exhausted",
-                display_path(&dir.path)
-            ));
-            continue;
-        }
-        let mut reader = ChainReader::new(src, limit);
-        let mut parser = ExfatDirParser::new();
-        let path = dir.path.clone();
-        let what = || format!("directory {}", display_path(&path));
-        let mut result = Ok(());
-        loop {
-            let piece = match reader.next_piece(r, fat, geo, Some(&mut w.dir_clusters), &what) {
-                Ok(Some(p)) => p,
-                Ok(None) => break,
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
-            };
-            items.clear();
-            parser.feed(piece, &mut items);
-            for item in items.drain(..) {
-                match item {
-                    ExfatItem::File(f) if f.is_dir() => {
-                        let child = join(&dir.path, &f.name);
-                        if !w.may_descend(&child, dir.depth + 1, stack.len()) {
-                            continue;
-                        }
-                        if f.data_length == 0 {
-                            w.damaged(format!("{child}: directory with DataLength 0; not read"));
-                            continue;
-                        }
-                        let src = if f.no_fat_chain {
-                            Source::Contiguous(f.first_cluster)
-                        } else {
-                            Source::Chain(f.first_cluster)
-                        };
-                        stack.push(Pending {
-                            src: (src, f.data_length),
-                            path: child,
-                            depth: dir.depth + 1,
-                        });
-                    }
-                    ExfatItem::File(f) => {
-                        let name = &f.name;
-                        w.add_file(
-                            r,
-                            fat,
-                            geo,
-                            &|| join(&dir.path, name),
-                            f.data_length,
-                            f.first_cluster,
-                            f.no_fat_chain,
-                        )?;
-                    }
-                    ExfatItem::Bad(msg) => w.damaged(format!("{}: {msg}", display_path(&dir.path))),
-                    _ => {}
-                }
-            }
-            if parser.ended() || w.stopped() {
-                break;
-            }
-        }
-        w.dir_budget = w.dir_budget.saturating_sub(reader.bytes_read());
-        if let Err(e) = result {
-            if let InspectError::Chain { .. } = e {
-                w.broken_dir(&dir.path, &e);
-                continue;
-            }
-            return Err(e);
-        }
-        if !parser.ended() && reader.bytes_read() >= limit && limit < declared {
-            w.incomplete(format!(
-                "{}: only the first {limit} bytes were read (limit)",
-                display_path(&dir.path)
-            ));
-        }
-        let allocated = if declared == u64::MAX {
-            match reader.count_rest(r, fat)? {
-                Ok(n) => n.saturating_mul(geo.cluster_size),
-                Err(p) => {
-                    w.damaged(format!("{}: {p}", display_path(&dir.path)));
-                    reader.clusters().saturating_mul(geo.cluster_size)
-                }
-            }
-        } else {
-            round_up(declared, geo.cluster_size)
-        };
-        w.add_dir(parser.entries() * 32, allocated);
+/// exFAT's side of the directory walk.
+struct ExfatDirs;
+
+impl DirParser for ExfatDirParser {
+    type Item = ExfatItem;
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<ExfatItem>) {
+        ExfatDirParser::feed(self, bytes, out);
     }
-    Ok(())
+    fn ended(&self) -> bool {
+        self.ended
+    }
+    fn entries(&self) -> u64 {
+        self.entries
+    }
+}
+
+impl DirFormat for ExfatDirs {
+    type Parser = ExfatDirParser;
+
+    fn parser(&self) -> ExfatDirParser {
+        ExfatDirParser::new()
+    }
+
+    fn item<D: BlockIo + ?Sized>(
+        &self,
+        r: &mut Reader<'_, D>,
+        fat: &mut Fat,
+        geo: &Geo,
+        w: &mut Walker<'_>,
+        dir: &Pending,
+        item: ExfatItem,
+        stack: &mut Vec<Pending>,
+    ) -> Result<(), InspectError> {
+        match item {
+            ExfatItem::File(f) if f.is_dir() => {
+                let child = join(&dir.path, &f.name);
+                if !w.may_descend(&child, dir.depth + 1, stack.len()) {
+                    return Ok(());
+                }
+                if f.data_length == 0 {
+                    w.damaged(format!("{child}: directory with DataLength 0; not read"));
+                    return Ok(());
+                }
+                let src = if f.no_fat_chain {
+                    Source::Contiguous(f.first_cluster)
+                } else {
+                    Source::Chain(f.first_cluster)
+                };
+                stack.push(Pending {
+                    src,
+                    declared: f.data_length,
+                    allocation: Allocation::Declared,
+                    path: child,
+                    depth: dir.depth + 1,
+                });
+            }
+            ExfatItem::File(f) => {
+                let name = &f.name;
+                w.add_file(
+                    r,
+                    fat,
+                    geo,
+                    &|| join(&dir.path, name),
+                    f.data_length,
+                    f.first_cluster,
+                    f.no_fat_chain,
+                )?;
+            }
+            ExfatItem::Bad(msg) => w.damaged(format!("{}: {msg}", display_path(&dir.path))),
+            _ => {}
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -18,15 +18,18 @@ use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_layout::fat32::boot::{
     BootSector, FsInfo, FSINFO_LEAD_SIG, FSINFO_STRUC_SIG, FSINFO_TRAIL_SIG,
 };
-use mkfs_alloc_layout::{FsType, Medium};
+use mkfs_alloc_layout::FsType;
 use zerocopy::FromBytes;
 
-use crate::chain::{ChainReader, Fat, FatBits, Geo, Source};
+use crate::chain::{Fat, FatBits, Geo, Source};
 use crate::error::InspectError;
 use crate::io::{Reader, MAX_READ};
 use crate::probe::ascii_label;
-use crate::report::{alignment_of, FsKind, Volume};
-use crate::walk::{display_path, join, powers, Pending, Walker};
+use crate::report::{FsKind, Volume};
+use crate::walk::{
+    check_fits, display_path, join, planner_cluster_sizes, powers, scan_dir, set_geometry, walk,
+    Allocation, DirFormat, DirParser, FatRegions, Pending, Walker,
+};
 use crate::InspectOptions;
 
 /// Largest FAT directory: 65,536 entries of 32 bytes (fatgen103 §6).
@@ -470,20 +473,22 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
     let fs_bytes = u64::from(b.total_sectors) * bps;
     let fat_bytes = u64::from(b.fat_size) * bps;
     let first_fat = start + u64::from(b.reserved) * bps;
-    let data_abs = start + b.data_sector * bps;
     vol.fs = b.kind;
-    vol.fs_bytes = Some(fs_bytes);
-    vol.sector_size = Some(b.sector_size);
-    vol.cluster_size = Some(cs);
-    vol.cluster_count = Some(u64::from(b.cluster_count));
+    let geo = Geo {
+        data_offset: start + b.data_sector * bps,
+        cluster_size: cs,
+        cluster_count: b.cluster_count,
+    };
+    let regions = FatRegions {
+        fs_bytes,
+        sector_size: b.sector_size,
+        fat_offset: first_fat,
+        fat_bytes,
+        fat_count: b.fat_count,
+    };
+    set_geometry(vol, &regions, &geo);
     vol.serial = b.serial.map(|s| format!("{s:08X}"));
     vol.label = b.label.clone();
-    vol.fat_offset = Some(first_fat);
-    vol.fat_bytes = Some(fat_bytes);
-    vol.fat_count = Some(b.fat_count);
-    vol.data_offset = Some(data_abs);
-    vol.alignment.fat = Some(alignment_of(first_fat));
-    vol.alignment.data = Some(alignment_of(data_abs));
     if start != 0 && u64::from(b.hidden_sectors) * bps != start {
         vol.warnings.push(format!(
             "HiddSec is {} sectors but the volume starts at byte {start} (sector {})",
@@ -491,14 +496,7 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
             start / bps
         ));
     }
-    if fs_bytes > vol.size {
-        return Err(InspectError::Truncated {
-            what: "FAT volume",
-            offset: start,
-            end: start.saturating_add(fs_bytes),
-            size: start + vol.size,
-        });
-    }
+    check_fits(vol, "FAT volume", fs_bytes)?;
     let active = if b.kind == FsKind::Fat32 && b.ext_flags & 0x80 != 0 {
         let a = u32::from(b.ext_flags & 0x0F);
         if a >= b.fat_count {
@@ -514,11 +512,6 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
         0
     };
     let fat_abs = first_fat + u64::from(active) * fat_bytes;
-    let geo = Geo {
-        data_offset: data_abs,
-        cluster_size: cs,
-        cluster_count: b.cluster_count,
-    };
     let fat_bits = bits(b.kind);
     let mut fat = Fat::new(fat_bits, fat_abs, fat_bytes, geo.max_cluster());
 
@@ -527,30 +520,34 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
     }
 
     // Label from the root directory (authoritative over the BPB copy).
-    let root_src = if b.kind == FsKind::Fat32 {
-        (Source::Chain(b.root_cluster), MAX_DIR_BYTES)
+    let fat32 = b.kind == FsKind::Fat32;
+    let root = if fat32 {
+        Pending::root(
+            Source::Chain(b.root_cluster),
+            MAX_DIR_BYTES,
+            Allocation::Chain,
+        )
     } else {
         let off = first_fat + u64::from(b.fat_count) * fat_bytes;
-        (Source::Fixed(off), u64::from(b.root_entries) * 32)
+        let len = u64::from(b.root_entries) * 32;
+        Pending::root(Source::Fixed(off), len, Allocation::Uncounted)
     };
-    let mut reader = ChainReader::new(root_src.0, root_src.1);
-    let mut parser = FatDirParser::new(b.kind == FsKind::Fat32);
-    let mut items = Vec::new();
     let mut root_label = None;
-    while let Some(piece) =
-        reader.next_piece(r, &mut fat, &geo, None, &|| "root directory".to_string())?
-    {
-        items.clear();
-        parser.feed(piece, &mut items);
-        for item in items.drain(..) {
+    let mut parser = FatDirParser::new(fat32);
+    scan_dir(
+        r,
+        &mut fat,
+        &geo,
+        root.src,
+        root.declared,
+        &mut parser,
+        |item| {
             if let FatItem::Label(l) = item {
                 root_label.get_or_insert(l);
             }
-        }
-        if parser.ended() || root_label.is_some() {
-            break;
-        }
-    }
+            root_label.is_some()
+        },
+    )?;
     if let Some(l) = root_label {
         if let Some(bpb) = &b.label {
             if *bpb != l {
@@ -577,36 +574,17 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
     }
 
     if opts.files {
-        let mut sizes = if b.kind == FsKind::Fat32 {
-            let medium = Medium {
-                volume_bytes: fs_bytes,
-                sector_size: b.sector_size,
-                partition_offset: start,
-            };
-            mkfs_alloc_layout::valid_cluster_sizes(
-                FsType::Fat32,
-                &medium,
-                mkfs_alloc_layout::plan::default_align(fs_bytes, b.sector_size),
-            )
+        let mut sizes = if fat32 {
+            planner_cluster_sizes(FsType::Fat32, fs_bytes, b.sector_size, start)
         } else {
             powers(bps, (128 * bps).min(64 * 1024))
         };
         if sizes.is_empty() {
             sizes = powers(bps, 128 * bps);
         }
-        if !sizes.contains(&cs) {
-            sizes.push(cs);
-            sizes.sort_unstable();
-        }
         let mut w = Walker::new(opts, &geo, sizes);
-        walk(r, &mut fat, &geo, root_src, b.kind == FsKind::Fat32, &mut w)?;
-        let (stats, warnings, damage) = w.finish();
-        vol.files = Some(stats);
-        vol.warnings.extend(warnings);
-        if let Some(d) = damage {
-            vol.error
-                .get_or_insert(format!("the file system is damaged: {d}"));
-        }
+        walk(r, &mut fat, &geo, &FatDirs { fat32 }, root, &mut w)?;
+        w.finish(vol);
     }
     Ok(())
 }
@@ -703,110 +681,87 @@ fn count_free<D: BlockIo + ?Sized>(
     Ok(free)
 }
 
-/// Walks the directory tree from the root.
-fn walk<D: BlockIo + ?Sized>(
-    r: &mut Reader<'_, D>,
-    fat: &mut Fat,
-    geo: &Geo,
-    root: (Source, u64),
+/// FAT's side of the directory walk.
+struct FatDirs {
     fat32: bool,
-    w: &mut Walker<'_>,
-) -> Result<(), InspectError> {
-    let mut stack = vec![Pending {
-        src: root.0,
-        path: String::new(),
-        depth: 0,
-    }];
-    let mut items = Vec::new();
-    while let Some(dir) = stack.pop() {
-        if w.stopped() {
-            break;
+}
+
+impl DirParser for FatDirParser {
+    type Item = FatItem;
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<FatItem>) {
+        FatDirParser::feed(self, bytes, out);
+    }
+    fn ended(&self) -> bool {
+        self.ended
+    }
+    fn entries(&self) -> u64 {
+        self.entries
+    }
+}
+
+impl DirFormat for FatDirs {
+    type Parser = FatDirParser;
+
+    fn parser(&self) -> FatDirParser {
+        FatDirParser::new(self.fat32)
+    }
+
+    fn item<D: BlockIo + ?Sized>(
+        &self,
+        r: &mut Reader<'_, D>,
+        fat: &mut Fat,
+        geo: &Geo,
+        w: &mut Walker<'_>,
+        dir: &Pending,
+        item: FatItem,
+        stack: &mut Vec<Pending>,
+    ) -> Result<(), InspectError> {
+        let FatItem::Entry(e) = item else {
+            return Ok(());
+        };
+        if e.is_dot() {
+            return Ok(());
         }
-        let fixed = matches!(dir.src, Source::Fixed(_));
-        let declared = if fixed { root.1 } else { MAX_DIR_BYTES };
-        let limit = declared.min(w.limits.max_dir_bytes).min(w.dir_budget);
-        if limit == 0 && declared > 0 {
-            w.incomplete(format!(
-                "{}: not read: the directory read budget is exhausted",
-                display_path(&dir.path)
-            ));
-            continue;
+        if !e.is_dir() {
+            let name = &e.name;
+            return w.add_file(
+                r,
+                fat,
+                geo,
+                &|| join(&dir.path, name),
+                u64::from(e.size),
+                e.first_cluster,
+                false,
+            );
         }
-        let mut reader = ChainReader::new(dir.src, limit);
-        let mut parser = FatDirParser::new(fat32);
-        let path = dir.path.clone();
-        let what = || format!("directory {}", display_path(&path));
-        let mut result = Ok(());
-        loop {
-            let piece = match reader.next_piece(r, fat, geo, Some(&mut w.dir_clusters), &what) {
-                Ok(Some(p)) => p,
-                Ok(None) => break,
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
-            };
-            items.clear();
-            parser.feed(piece, &mut items);
-            for item in items.drain(..) {
-                let FatItem::Entry(e) = item else { continue };
-                if e.is_dot() {
-                    continue;
-                }
-                if e.is_dir() {
-                    let child = join(&dir.path, &e.name);
-                    if !w.may_descend(&child, dir.depth + 1, stack.len()) {
-                        continue;
-                    }
-                    if !geo.valid(e.first_cluster) {
-                        w.damaged(format!(
-                            "{child}: directory starts at cluster {} (valid: 2..={}{}); not read",
-                            e.first_cluster,
-                            geo.max_cluster(),
-                            if e.first_cluster == 0 {
-                                ", 0 means the root: a directory cycle"
-                            } else {
-                                ""
-                            }
-                        ));
-                        continue;
-                    }
-                    stack.push(Pending {
-                        src: Source::Chain(e.first_cluster),
-                        path: child,
-                        depth: dir.depth + 1,
-                    });
+        let child = join(&dir.path, &e.name);
+        if !w.may_descend(&child, dir.depth + 1, stack.len()) {
+            return Ok(());
+        }
+        if !geo.valid(e.first_cluster) {
+            w.damaged(format!(
+                "{child}: directory starts at cluster {} (valid: 2..={}{}); not read",
+                e.first_cluster,
+                geo.max_cluster(),
+                if e.first_cluster == 0 {
+                    ", 0 means the root: a directory cycle"
                 } else {
-                    let name = &e.name;
-                    w.add_file(
-                        r,
-                        fat,
-                        geo,
-                        &|| join(&dir.path, name),
-                        u64::from(e.size),
-                        e.first_cluster,
-                        false,
-                    )?;
+                    ""
                 }
-            }
-            if parser.ended() || w.stopped() {
-                break;
-            }
-        }
-        w.dir_budget = w.dir_budget.saturating_sub(reader.bytes_read());
-        if let Err(e) = result {
-            if let InspectError::Chain { .. } = e {
-                w.broken_dir(&dir.path, &e);
-                continue;
-            }
-            return Err(e);
-        }
-        if !parser.ended() && reader.bytes_read() >= limit && limit < declared {
-            w.incomplete(format!(
-                "{}: only the first {limit} bytes were read (limit)",
-                display_path(&dir.path)
             ));
+            return Ok(());
         }
+        stack.push(Pending {
+            src: Source::Chain(e.first_cluster),
+            declared: MAX_DIR_BYTES,
+            allocation: Allocation::Chain,
+            path: child,
+            depth: dir.depth + 1,
+        });
+        Ok(())
+    }
+
+    fn read(&self, w: &mut Walker<'_>, dir: &Pending, parser: &FatDirParser) {
         if parser.orphans > 0 {
             w.warn(format!(
                 "{}: {} long names without a matching short entry",
@@ -814,21 +769,7 @@ fn walk<D: BlockIo + ?Sized>(
                 parser.orphans
             ));
         }
-        if !fixed {
-            let clusters = match reader.count_rest(r, fat)? {
-                Ok(n) => n,
-                Err(p) => {
-                    w.damaged(format!("{}: {p}", display_path(&dir.path)));
-                    reader.clusters()
-                }
-            };
-            w.add_dir(
-                parser.entries() * 32,
-                clusters.saturating_mul(geo.cluster_size),
-            );
-        }
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,10 +1,9 @@
 //! Byte-addressed reads over any [`BlockIo`], and [`ReadOnlyFile`].
 
-use std::fs::File;
-use std::io::{self, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
+use std::io;
+use std::path::Path;
 
-use mkfs_alloc_blockio::{BlockIo, IoError, IoOp};
+use mkfs_alloc_blockio::{BlockIo, ImageFile, IoError, IoOp};
 
 use crate::error::InspectError;
 
@@ -134,145 +133,70 @@ impl<'a, D: BlockIo + ?Sized> Reader<'a, D> {
     }
 }
 
-/// A file (image or block device) opened read-only, as a [`BlockIo`].
-///
-/// [`mkfs_alloc_blockio::ImageFile::open`] opens for writing; inspecting must
-/// work on read-only images and without write permission. Writes fail with
-/// `PermissionDenied`. A trailing partial block is not visible.
+/// A file (image or block device) opened read-only, as a [`BlockIo`]: an
+/// [`ImageFile`] from [`ImageFile::open_read_only`] (no write permission
+/// needed; a block device's size found by seeking) that refuses writes
+/// itself with `PermissionDenied`. A trailing partial block is not visible.
 #[derive(Debug)]
-pub struct ReadOnlyFile {
-    file: File,
-    path: PathBuf,
-    block_size: u32,
-    size: u64,
-}
+pub struct ReadOnlyFile(ImageFile);
 
 impl ReadOnlyFile {
     /// Opens `path` read-only with blocks of `block_size` bytes (a power of
-    /// two). Block devices report their size through seeking.
+    /// two).
     ///
     /// # Errors
     ///
-    /// [`IoOp::Open`]: the file cannot be opened or sized, or `block_size` is
-    /// not a power of two.
+    /// [`IoOp::Open`]: the file cannot be opened or sized, is a directory, or
+    /// `block_size` is not a power of two.
     pub fn open(path: impl AsRef<Path>, block_size: u32) -> Result<Self, IoError> {
-        let path = path.as_ref();
-        let err = |e: io::Error| {
-            IoError::new(
-                IoOp::Open,
-                0,
-                0,
-                io::Error::new(e.kind(), format!("{}: {e}", path.display())),
-            )
-        };
-        if !block_size.is_power_of_two() {
-            return Err(err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("block size {block_size} is not a power of two"),
-            )));
-        }
-        let mut file = File::open(path).map_err(err)?;
-        let meta = file.metadata().map_err(err)?;
-        if meta.is_dir() {
-            return Err(err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "is a directory",
-            )));
-        }
-        let size = if meta.is_file() {
-            meta.len()
-        } else {
-            file.seek(SeekFrom::End(0)).map_err(err)?
-        };
-        Ok(ReadOnlyFile {
-            file,
-            path: path.to_path_buf(),
-            block_size,
-            size,
-        })
+        ImageFile::open_read_only(path, block_size).map(ReadOnlyFile)
     }
 
     /// Size in bytes (including a trailing partial block).
     pub fn size_bytes(&self) -> u64 {
-        self.size
+        self.0.size_bytes()
     }
 
     /// The path it was opened with.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.0.path()
     }
 }
 
-#[cfg(unix)]
-fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
-    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
-}
-
-#[cfg(windows)]
-fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
-    use std::os::windows::fs::FileExt;
-    while !buf.is_empty() {
-        match file.seek_read(buf, offset) {
-            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-            Ok(n) => {
-                buf = &mut buf[n..];
-                offset += n as u64;
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
+/// The error of a write to a [`ReadOnlyFile`].
+fn read_only(op: IoOp, offset: u64, len: u64) -> IoError {
+    let source = io::Error::new(io::ErrorKind::PermissionDenied, "opened read-only");
+    IoError::new(op, offset, len, source)
 }
 
 impl BlockIo for ReadOnlyFile {
     fn block_size(&self) -> u32 {
-        self.block_size
+        self.0.block_size()
     }
 
     fn num_blocks(&self) -> u64 {
-        self.size / u64::from(self.block_size)
+        self.0.num_blocks()
     }
 
     fn read_blocks(&mut self, lba: u64, dst: &mut [u8]) -> Result<(), IoError> {
-        let bs = u64::from(self.block_size);
-        let len = dst.len() as u64;
-        let offset = lba.saturating_mul(bs);
-        let inside = matches!(offset.checked_add(len), Some(end) if end <= self.num_blocks() * bs);
-        let bad = len % bs != 0 || !inside;
-        if bad {
-            return Err(IoError::new(
-                IoOp::Read,
-                offset,
-                len,
-                io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!(
-                        "read of {len} bytes at {offset} is not whole blocks inside the {} bytes of {}",
-                        self.size,
-                        self.path.display()
-                    ),
-                ),
-            ));
-        }
-        read_exact_at(&self.file, dst, offset).map_err(|e| IoError::new(IoOp::Read, offset, len, e))
+        self.0.read_blocks(lba, dst)
     }
 
     fn write_blocks(&mut self, lba: u64, src: &[u8]) -> Result<(), IoError> {
-        Err(IoError::new(
+        let bs = u64::from(self.block_size());
+        Err(read_only(
             IoOp::Write,
-            lba.saturating_mul(u64::from(self.block_size)),
+            lba.saturating_mul(bs),
             src.len() as u64,
-            io::Error::new(io::ErrorKind::PermissionDenied, "opened read-only"),
         ))
     }
 
     fn write_zeroes(&mut self, lba: u64, count: u64) -> Result<(), IoError> {
-        Err(IoError::new(
+        let bs = u64::from(self.block_size());
+        Err(read_only(
             IoOp::Zero,
-            lba.saturating_mul(u64::from(self.block_size)),
-            count.saturating_mul(u64::from(self.block_size)),
-            io::Error::new(io::ErrorKind::PermissionDenied, "opened read-only"),
+            lba.saturating_mul(bs),
+            count.saturating_mul(bs),
         ))
     }
 

@@ -13,104 +13,24 @@
 //! MBR), §5.3.2 (GPT header), §5.3.3 (partition entry array); reference
 //! `on-disk-format.md` C.
 
-use crc::{Crc, CRC_32_ISO_HDLC};
 use mkfs_alloc_blockio::BlockIo;
-use zerocopy::little_endian::{U16, U32, U64};
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+use mkfs_alloc_partition::ondisk::{self, BOOT_SIGNATURE, GPT_CRC, GPT_SIGNATURE};
+use mkfs_alloc_partition::Guid;
+use zerocopy::{FromBytes, IntoBytes};
 
 use crate::error::InspectError;
 use crate::io::Reader;
 use crate::probe::is_fs_boot_sector;
 use crate::report::{Partition, PartitionTable, TableKind};
 
-/// One MBR partition entry.
-///
-/// Sources: UEFI 2.10 §5.2.1, Table 5-2 "Legacy MBR Partition Record".
-#[derive(Debug, Clone, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
-#[repr(C)]
-pub struct MbrEntry {
-    /// 0x80 active, 0x00 inactive.
-    pub boot_indicator: u8,
-    /// CHS address of the first sector.
-    pub starting_chs: [u8; 3],
-    /// Partition type.
-    pub os_type: u8,
-    /// CHS address of the last sector.
-    pub ending_chs: [u8; 3],
-    /// First LBA.
-    pub starting_lba: U32,
-    /// Number of sectors.
-    pub size_in_lba: U32,
-}
+/// The on-disk structures, shared with the partition crate's probe.
+pub use mkfs_alloc_partition::ondisk::{
+    GptEntry, GptHeader, MbrEntry, MBR_ENTRIES_OFFSET,
+    MBR_TYPE_PROTECTIVE as MBR_TYPE_GPT_PROTECTIVE,
+};
 
-/// GPT header (the first 92 bytes of LBA 1).
-///
-/// Sources: UEFI 2.10 §5.3.2, Table 5-5 "GPT Header".
-#[derive(Debug, Clone, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
-#[repr(C)]
-pub struct GptHeader {
-    /// `"EFI PART"`.
-    pub signature: [u8; 8],
-    /// 0x00010000.
-    pub revision: U32,
-    /// 92 ..= block size.
-    pub header_size: U32,
-    /// CRC32 of the header with this field zero.
-    pub header_crc32: U32,
-    /// Zero.
-    pub reserved: U32,
-    /// LBA of this header.
-    pub my_lba: U64,
-    /// LBA of the other header.
-    pub alternate_lba: U64,
-    /// First usable LBA.
-    pub first_usable_lba: U64,
-    /// Last usable LBA.
-    pub last_usable_lba: U64,
-    /// Disk GUID.
-    pub disk_guid: [u8; 16],
-    /// First LBA of the entry array.
-    pub partition_entry_lba: U64,
-    /// Number of entries.
-    pub number_of_partition_entries: U32,
-    /// Size of one entry: 128 × 2^n.
-    pub size_of_partition_entry: U32,
-    /// CRC32 of the entry array.
-    pub partition_entry_array_crc32: U32,
-}
-
-/// One GPT partition entry (the first 128 bytes of each slot).
-///
-/// Sources: UEFI 2.10 §5.3.3, Table 5-6 "GPT Partition Entry".
-#[derive(Debug, Clone, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
-#[repr(C)]
-pub struct GptEntry {
-    /// Type GUID; all zero for an unused slot.
-    pub partition_type_guid: [u8; 16],
-    /// Unique GUID.
-    pub unique_partition_guid: [u8; 16],
-    /// First LBA.
-    pub starting_lba: U64,
-    /// Last LBA (inclusive).
-    pub ending_lba: U64,
-    /// Attribute bits.
-    pub attributes: U64,
-    /// UTF-16LE name, NUL padded.
-    pub partition_name: [U16; 36],
-}
-
-const _: () = assert!(core::mem::size_of::<MbrEntry>() == 16);
-const _: () = assert!(core::mem::size_of::<GptHeader>() == 92);
-const _: () = assert!(core::mem::size_of::<GptEntry>() == 128);
-
-/// Offset of the MBR partition entries.
-pub const MBR_ENTRIES_OFFSET: usize = 0x1BE;
-/// Protective MBR partition type.
-pub const MBR_TYPE_GPT_PROTECTIVE: u8 = 0xEE;
 /// Largest GPT entry array read, in bytes (the memory bound).
 pub const MAX_GPT_ARRAY_BYTES: u64 = 1 << 20;
-
-const CRC32: Crc<u32> = Crc::<u32>::new(&CRC_32_ISO_HDLC);
 
 /// A parsed MBR (no I/O): the non-empty entries with their 1-based slot.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,20 +52,18 @@ impl Mbr {
 /// indicator other than 0x00/0x80, no used entry, or a file system boot
 /// sector (a whole-medium FAT/exFAT/NTFS volume).
 pub fn parse_mbr(sector: &[u8]) -> Option<Mbr> {
-    let s = sector.get(..512)?;
-    if s[510..512] != [0x55, 0xAA] || is_fs_boot_sector(s) {
+    let (raw, _) = ondisk::Mbr::ref_from_prefix(sector).ok()?;
+    if raw.signature != BOOT_SIGNATURE || is_fs_boot_sector(raw.as_bytes()) {
         return None;
     }
     let mut entries = Vec::new();
-    for slot in 0..4u32 {
-        let off = MBR_ENTRIES_OFFSET + 16 * slot as usize;
-        let (e, _) = MbrEntry::read_from_prefix(&s[off..off + 16]).ok()?;
+    for (slot, e) in (1u32..).zip(&raw.partitions) {
         if e.boot_indicator != 0 && e.boot_indicator != 0x80 {
             return None;
         }
         if e.os_type != 0 && e.size_in_lba.get() != 0 {
             entries.push((
-                slot + 1,
+                slot,
                 e.boot_indicator,
                 e.os_type,
                 e.starting_lba.get(),
@@ -157,7 +75,7 @@ pub fn parse_mbr(sector: &[u8]) -> Option<Mbr> {
         return None;
     }
     Some(Mbr {
-        disk_signature: u32::from_le_bytes([s[0x1B8], s[0x1B9], s[0x1BA], s[0x1BB]]),
+        disk_signature: raw.disk_signature.get(),
         entries,
     })
 }
@@ -185,16 +103,13 @@ pub struct GptInfo {
 /// entry geometry within [`MAX_GPT_ARRAY_BYTES`]).
 pub fn parse_gpt_header(block: &[u8], lba: u64) -> Result<GptInfo, String> {
     let (h, _) = GptHeader::read_from_prefix(block).map_err(|_| "block too short".to_string())?;
-    if &h.signature != b"EFI PART" {
+    if h.signature != GPT_SIGNATURE {
         return Err("no \"EFI PART\" signature".into());
     }
-    let hsize = h.header_size.get();
-    if hsize < 92 || hsize as usize > block.len() {
+    let Some(crc) = h.computed_crc32(block) else {
+        let hsize = h.header_size.get();
         return Err(format!("header size {hsize} outside 92..={}", block.len()));
-    }
-    let mut copy = block[..hsize as usize].to_vec();
-    copy[16..20].fill(0);
-    let crc = CRC32.checksum(&copy);
+    };
     if crc != h.header_crc32.get() {
         return Err(format!(
             "header CRC32 mismatch: stored {:#010x}, computed {crc:#010x}",
@@ -263,13 +178,7 @@ pub fn parse_gpt_entries(
             warnings.push(format!("GPT entry {index}: LBAs out of range; ignored"));
             continue;
         };
-        let units: Vec<u16> = e
-            .partition_name
-            .iter()
-            .map(|u| u.get())
-            .take_while(|&u| u != 0)
-            .collect();
-        let name = String::from_utf16_lossy(&units);
+        let name = e.name();
         let type_guid = guid_text(&e.partition_type_guid);
         out.push(Partition {
             index,
@@ -393,7 +302,7 @@ fn read_gpt<D: BlockIo + ?Sized>(
         let Some(block) = r.read_opt(ls, ls as usize)? else {
             continue;
         };
-        if &block[..8] != b"EFI PART" {
+        if block[..8] != GPT_SIGNATURE {
             continue;
         }
         let ls32 = u32::try_from(ls).unwrap_or(512);
@@ -458,7 +367,7 @@ fn read_gpt_entries<D: BlockIo + ?Sized>(
             "entry array at byte {off} ({len} bytes) lies beyond the end of the medium"
         )));
     };
-    let crc = CRC32.checksum(&array);
+    let crc = GPT_CRC.checksum(&array);
     if crc != info.entries_crc {
         return Ok(Err(format!(
             "entry array CRC32 mismatch: stored {:#010x}, computed {crc:#010x}",
@@ -475,10 +384,7 @@ fn read_gpt_entries<D: BlockIo + ?Sized>(
 
 /// Mixed-endian GUID text, as Windows and `sfdisk` print them.
 pub fn guid_text(g: &[u8; 16]) -> String {
-    format!(
-        "{:02X}{:02X}{:02X}{:02X}-{:02X}{:02X}-{:02X}{:02X}-{:02X}{:02X}-{:02X}{:02X}{:02X}{:02X}{:02X}{:02X}",
-        g[3], g[2], g[1], g[0], g[5], g[4], g[7], g[6], g[8], g[9], g[10], g[11], g[12], g[13], g[14], g[15]
-    )
+    Guid::from_mixed_endian(*g).to_string()
 }
 
 fn mbr_type_name(t: u8) -> Option<&'static str> {
@@ -578,7 +484,7 @@ mod tests {
         for (i, c) in "data".encode_utf16().enumerate() {
             array[56 + 2 * i..58 + 2 * i].copy_from_slice(&c.to_le_bytes());
         }
-        let acrc = CRC32.checksum(&array);
+        let acrc = GPT_CRC.checksum(&array);
         let header = |my: u64, alt: u64, entries: u64| {
             let mut h = vec![0u8; 92];
             h[..8].copy_from_slice(b"EFI PART");
@@ -593,7 +499,7 @@ mod tests {
             h[80..84].copy_from_slice(&128u32.to_le_bytes());
             h[84..88].copy_from_slice(&128u32.to_le_bytes());
             h[88..92].copy_from_slice(&acrc.to_le_bytes());
-            let c = CRC32.checksum(&h);
+            let c = GPT_CRC.checksum(&h);
             h[16..20].copy_from_slice(&c.to_le_bytes());
             h
         };
@@ -635,7 +541,7 @@ mod tests {
         let mut h = d[512..1024].to_vec();
         h[80..84].copy_from_slice(&1_000_000u32.to_le_bytes());
         h[16..20].fill(0);
-        let c = CRC32.checksum(&h[..92]);
+        let c = GPT_CRC.checksum(&h[..92]);
         h[16..20].copy_from_slice(&c.to_le_bytes());
         let e = parse_gpt_header(&h, 1).unwrap_err();
         assert!(e.contains("limit"), "{e}");

@@ -1,22 +1,265 @@
-//! What the directory walks of both file systems share: the statistics, the
-//! limits, the warnings, and the per-file chain check.
+//! What the inspections of both file systems (FAT, exFAT) share: the
+//! geometry they report, the directory walk (a stack of pending directories,
+//! read once each within the budgets), the statistics, the limits, the
+//! warnings, and the per-file chain check. Each file system supplies its
+//! parser ([`DirParser`]) and what its entries mean ([`DirFormat`]).
 
 use std::collections::HashSet;
 
 use mkfs_alloc_blockio::BlockIo;
+use mkfs_alloc_layout::{FsType, Medium};
 
-use crate::chain::{file_fragments, Fat, Geo};
+use crate::chain::{file_fragments, ChainReader, Fat, Geo, Source};
 use crate::error::{ChainProblem, InspectError};
 use crate::io::Reader;
-use crate::report::{AtClusterSize, FileEntry, FileStats};
+use crate::report::{alignment_of, AtClusterSize, FileEntry, FileStats, Volume};
 use crate::{InspectOptions, Limits};
+
+/// Where a FAT or exFAT volume keeps its FAT (the one read) and its data.
+pub(crate) struct FatRegions {
+    /// Bytes of the file system.
+    pub(crate) fs_bytes: u64,
+    /// Bytes per sector.
+    pub(crate) sector_size: u32,
+    /// Absolute byte offset of the FAT reported.
+    pub(crate) fat_offset: u64,
+    /// Bytes of one FAT.
+    pub(crate) fat_bytes: u64,
+    /// Number of FATs.
+    pub(crate) fat_count: u32,
+}
+
+/// Records the geometry of a FAT or exFAT volume in `vol`.
+pub(crate) fn set_geometry(vol: &mut Volume, g: &FatRegions, geo: &Geo) {
+    vol.fs_bytes = Some(g.fs_bytes);
+    vol.sector_size = Some(g.sector_size);
+    vol.cluster_size = Some(geo.cluster_size);
+    vol.cluster_count = Some(u64::from(geo.cluster_count));
+    vol.fat_offset = Some(g.fat_offset);
+    vol.fat_bytes = Some(g.fat_bytes);
+    vol.fat_count = Some(g.fat_count);
+    vol.data_offset = Some(geo.data_offset);
+    vol.alignment.fat = Some(alignment_of(g.fat_offset));
+    vol.alignment.data = Some(alignment_of(geo.data_offset));
+}
+
+/// An error when a file system of `fs_bytes` does not fit in `vol`.
+pub(crate) fn check_fits(
+    vol: &Volume,
+    what: &'static str,
+    fs_bytes: u64,
+) -> Result<(), InspectError> {
+    if fs_bytes > vol.size {
+        return Err(InspectError::Truncated {
+            what,
+            offset: vol.start,
+            end: vol.start.saturating_add(fs_bytes),
+            size: vol.start + vol.size,
+        });
+    }
+    Ok(())
+}
+
+/// The cluster sizes the planner accepts for `fs` on a volume of `fs_bytes`
+/// with `sector_size`-byte sectors at byte `start` of the medium.
+pub(crate) fn planner_cluster_sizes(
+    fs: FsType,
+    fs_bytes: u64,
+    sector_size: u32,
+    start: u64,
+) -> Vec<u64> {
+    let medium = Medium {
+        volume_bytes: fs_bytes,
+        sector_size,
+        partition_offset: start,
+    };
+    mkfs_alloc_layout::valid_cluster_sizes(
+        fs,
+        &medium,
+        mkfs_alloc_layout::plan::default_align(fs_bytes, sector_size),
+    )
+}
+
+/// A streaming directory parser, fed whole 32-byte entries in any pieces.
+pub(crate) trait DirParser {
+    /// What it finds.
+    type Item;
+    /// Parses whole entries of `bytes`; nothing after the end.
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<Self::Item>);
+    /// True after the end-of-directory entry.
+    fn ended(&self) -> bool;
+    /// Entries seen before the end.
+    fn entries(&self) -> u64;
+}
+
+/// How the bytes a directory takes are counted once it has been read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Allocation {
+    /// The clusters of its whole chain.
+    Chain,
+    /// Its declared size, rounded up to whole clusters.
+    Declared,
+    /// Not counted (the fixed FAT12/16 root directory).
+    Uncounted,
+}
 
 /// A directory waiting to be read.
 #[derive(Debug, Clone)]
-pub(crate) struct Pending<S> {
-    pub(crate) src: S,
+pub(crate) struct Pending {
+    pub(crate) src: Source,
+    /// The most bytes it may hold: its recorded size, or the format's limit.
+    pub(crate) declared: u64,
+    pub(crate) allocation: Allocation,
     pub(crate) path: String,
     pub(crate) depth: u32,
+}
+
+impl Pending {
+    /// The root directory.
+    pub(crate) fn root(src: Source, declared: u64, allocation: Allocation) -> Self {
+        Pending {
+            src,
+            declared,
+            allocation,
+            path: String::new(),
+            depth: 0,
+        }
+    }
+}
+
+/// One file system's side of [`walk`].
+pub(crate) trait DirFormat {
+    /// Its directory parser.
+    type Parser: DirParser;
+    /// A parser at the start of a directory.
+    fn parser(&self) -> Self::Parser;
+    /// Handles one item of `dir`: records a file in `w`, or queues a
+    /// subdirectory on `stack` (after [`Walker::may_descend`]).
+    #[allow(clippy::too_many_arguments)]
+    fn item<D: BlockIo + ?Sized>(
+        &self,
+        r: &mut Reader<'_, D>,
+        fat: &mut Fat,
+        geo: &Geo,
+        w: &mut Walker<'_>,
+        dir: &Pending,
+        item: <Self::Parser as DirParser>::Item,
+        stack: &mut Vec<Pending>,
+    ) -> Result<(), InspectError>;
+    /// Called once `dir` has been read without chain damage.
+    fn read(&self, _w: &mut Walker<'_>, _dir: &Pending, _parser: &Self::Parser) {}
+}
+
+/// Walks the directory tree from `root`, depth first, every directory
+/// within [`Limits::max_dir_bytes`] and the walk's read budget.
+pub(crate) fn walk<D: BlockIo + ?Sized, F: DirFormat>(
+    r: &mut Reader<'_, D>,
+    fat: &mut Fat,
+    geo: &Geo,
+    format: &F,
+    root: Pending,
+    w: &mut Walker<'_>,
+) -> Result<(), InspectError> {
+    let mut stack = vec![root];
+    let mut items = Vec::new();
+    while let Some(dir) = stack.pop() {
+        if w.stopped() {
+            break;
+        }
+        let declared = dir.declared;
+        let limit = declared.min(w.limits.max_dir_bytes).min(w.dir_budget);
+        if limit == 0 && declared > 0 {
+            w.incomplete(format!(
+                "{}: not read: the directory read budget is exhausted",
+                display_path(&dir.path)
+            ));
+            continue;
+        }
+        let mut reader = ChainReader::new(dir.src, limit);
+        let mut parser = format.parser();
+        let path = dir.path.clone();
+        let what = || format!("directory {}", display_path(&path));
+        let mut result = Ok(());
+        loop {
+            let piece = match reader.next_piece(r, fat, geo, Some(&mut w.dir_clusters), &what) {
+                Ok(Some(p)) => p,
+                Ok(None) => break,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            };
+            items.clear();
+            parser.feed(piece, &mut items);
+            for item in items.drain(..) {
+                format.item(r, fat, geo, w, &dir, item, &mut stack)?;
+            }
+            if parser.ended() || w.stopped() {
+                break;
+            }
+        }
+        w.dir_budget = w.dir_budget.saturating_sub(reader.bytes_read());
+        if let Err(e) = result {
+            if let InspectError::Chain { .. } = e {
+                w.broken_dir(&dir.path, &e);
+                continue;
+            }
+            return Err(e);
+        }
+        if !parser.ended() && reader.bytes_read() >= limit && limit < declared {
+            w.incomplete(format!(
+                "{}: only the first {limit} bytes were read (limit)",
+                display_path(&dir.path)
+            ));
+        }
+        format.read(w, &dir, &parser);
+        let allocated = match dir.allocation {
+            Allocation::Chain => match reader.count_rest(r, fat)? {
+                Ok(n) => n,
+                Err(p) => {
+                    w.damaged(format!("{}: {p}", display_path(&dir.path)));
+                    reader.clusters()
+                }
+            }
+            .saturating_mul(geo.cluster_size),
+            Allocation::Declared => round_up(declared, geo.cluster_size),
+            Allocation::Uncounted => continue,
+        };
+        w.add_dir(parser.entries() * 32, allocated);
+    }
+    Ok(())
+}
+
+/// Reads the directory at `src` (at most `limit` bytes, outside the walk's
+/// budgets: the root, for its label and system entries) and hands its items
+/// to `each` until the end-of-directory entry, or until `each` returns true
+/// (the rest of that piece is still handed out).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn scan_dir<D: BlockIo + ?Sized, P: DirParser>(
+    r: &mut Reader<'_, D>,
+    fat: &mut Fat,
+    geo: &Geo,
+    src: Source,
+    limit: u64,
+    parser: &mut P,
+    mut each: impl FnMut(P::Item) -> bool,
+) -> Result<(), InspectError> {
+    let mut reader = ChainReader::new(src, limit);
+    let mut items = Vec::new();
+    while let Some(piece) =
+        reader.next_piece(r, fat, geo, None, &|| "root directory".to_string())?
+    {
+        items.clear();
+        parser.feed(piece, &mut items);
+        let mut stop = false;
+        for item in items.drain(..) {
+            stop |= each(item);
+        }
+        if parser.ended() || stop {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// Accumulates [`FileStats`] and warnings during a walk, within [`Limits`].
@@ -39,9 +282,13 @@ pub(crate) struct Walker<'o> {
 }
 
 impl<'o> Walker<'o> {
-    /// A walker for a volume of `cluster_count` clusters of `cluster_size`
-    /// bytes; `sizes` are the cluster sizes to compare.
-    pub(crate) fn new(opts: &'o InspectOptions, geo: &Geo, sizes: Vec<u64>) -> Self {
+    /// A walker for the clusters of `geo`; `sizes` are the cluster sizes to
+    /// compare (the volume's own is added when missing).
+    pub(crate) fn new(opts: &'o InspectOptions, geo: &Geo, mut sizes: Vec<u64>) -> Self {
+        if !sizes.contains(&geo.cluster_size) {
+            sizes.push(geo.cluster_size);
+            sizes.sort_unstable();
+        }
         let limits = &opts.limits;
         let chain_budget = limits
             .max_chain_steps
@@ -237,8 +484,9 @@ impl<'o> Walker<'o> {
         self.damaged(format!("{}: {e}", display_path(path)));
     }
 
-    /// The statistics, the warnings, and the first damage found.
-    pub(crate) fn finish(mut self) -> (FileStats, Vec<String>, Option<String>) {
+    /// Puts the statistics and the warnings into `vol`; the first damage
+    /// found becomes its error (unless it has one).
+    pub(crate) fn finish(mut self, vol: &mut Volume) {
         self.stats.waste_bytes = self
             .stats
             .allocated_bytes
@@ -251,7 +499,12 @@ impl<'o> Walker<'o> {
             self.warnings
                 .push(format!("... and {} more warnings", self.suppressed));
         }
-        (self.stats, self.warnings, self.damage)
+        vol.files = Some(self.stats);
+        vol.warnings.extend(self.warnings);
+        if let Some(d) = self.damage {
+            vol.error
+                .get_or_insert(format!("the file system is damaged: {d}"));
+        }
     }
 }
 

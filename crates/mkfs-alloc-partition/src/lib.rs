@@ -27,8 +27,9 @@
 //!
 //! Architecture invariant: the `mbrman` (MBR) and `gpt` (GPT) crates are
 //! private details; no type of theirs is part of this API, so either can be
-//! replaced (e.g. by the zerocopy structs [`probe_signatures`] already uses to
-//! read tables). How they are used, and why:
+//! replaced (e.g. by the zerocopy structs of [`ondisk`], which
+//! [`probe_signatures`] and `mkfs-alloc-inspect` already use to read tables).
+//! How they are used, and why:
 //!
 //! - `gpt` writes through a private `Read + Write + Seek` adapter over
 //!   [`BlockIo`](mkfs_alloc_blockio::BlockIo) that reads, modifies and writes
@@ -46,7 +47,7 @@
 
 mod error;
 mod guid;
-mod ondisk;
+pub mod ondisk;
 mod plan;
 mod probe;
 mod stream;

@@ -26,7 +26,7 @@ use rustix::io::Errno;
 use rustix::ioctl::{self, opcode, Opcode};
 
 use super::probe::{probe, ProbeRead};
-use super::{DeviceError, DeviceInfo, PartitionInfo, XferResult};
+use super::{transfer_all, DeviceError, DeviceInfo, PartitionInfo, XferResult};
 
 const DKIOCGETBLOCKSIZE: Opcode = opcode::read::<u32>(b'd', 24);
 const DKIOCGETBLOCKCOUNT: Opcode = opcode::read::<u64>(b'd', 25);
@@ -382,36 +382,16 @@ impl RawDevice {
         Ok((dev, info))
     }
 
-    pub(super) fn read_at(&mut self, offset: u64, mut buf: &mut [u8]) -> XferResult {
-        let mut done = 0u64;
-        while !buf.is_empty() {
-            match self.file.read_at(buf, offset + done) {
-                Ok(0) => return Err((done, io::ErrorKind::UnexpectedEof.into())),
-                Ok(n) => {
-                    buf = &mut buf[n..];
-                    done += n as u64;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err((done, e)),
-            }
-        }
-        Ok(())
+    pub(super) fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> XferResult {
+        transfer_all(buf.len(), io::ErrorKind::UnexpectedEof, |done| {
+            self.file.read_at(&mut buf[done..], offset + done as u64)
+        })
     }
 
-    pub(super) fn write_at(&mut self, offset: u64, mut buf: &[u8]) -> XferResult {
-        let mut done = 0u64;
-        while !buf.is_empty() {
-            match self.file.write_at(buf, offset + done) {
-                Ok(0) => return Err((done, io::ErrorKind::WriteZero.into())),
-                Ok(n) => {
-                    buf = &buf[n..];
-                    done += n as u64;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err((done, e)),
-            }
-        }
-        Ok(())
+    pub(super) fn write_at(&mut self, offset: u64, buf: &[u8]) -> XferResult {
+        transfer_all(buf.len(), io::ErrorKind::WriteZero, |done| {
+            self.file.write_at(&buf[done..], offset + done as u64)
+        })
     }
 
     /// macOS has no zero-out ioctl: the caller writes zeros.

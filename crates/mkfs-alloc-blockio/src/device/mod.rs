@@ -527,6 +527,28 @@ impl BlockIo for Device {
 /// error and the error.
 pub(crate) type XferResult = Result<(), (u64, io::Error)>;
 
+/// Repeats a positioned transfer until `len` bytes are done: `step(done)`
+/// moves bytes from byte `done` of the request on and returns how many (none
+/// is an error of kind `on_zero`). Interrupted calls are retried; a failure
+/// carries the bytes done before it.
+#[cfg(any(target_os = "linux", target_os = "macos", windows))]
+pub(crate) fn transfer_all(
+    len: usize,
+    on_zero: io::ErrorKind,
+    mut step: impl FnMut(usize) -> io::Result<usize>,
+) -> XferResult {
+    let mut done = 0usize;
+    while done < len {
+        match step(done) {
+            Ok(0) => return Err((done as u64, on_zero.into())),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err((done as u64, e)),
+        }
+    }
+    Ok(())
+}
+
 /// Trims a string read from the system; `None` if empty.
 pub(crate) fn clean(s: &str) -> Option<String> {
     let t = s.trim_matches(|c: char| c.is_whitespace() || c == '\0');

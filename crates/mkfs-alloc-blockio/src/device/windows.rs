@@ -42,7 +42,7 @@ use windows_sys::Win32::System::Ioctl::{
 };
 use windows_sys::Win32::System::IO::DeviceIoControl;
 
-use super::{clean, DeviceError, DeviceInfo, PartitionInfo, XferResult};
+use super::{clean, transfer_all, DeviceError, DeviceInfo, PartitionInfo, XferResult};
 
 /// Largest transfer through the aligned bounce buffer.
 const BOUNCE: usize = 1 << 20;
@@ -567,17 +567,10 @@ impl RawDevice {
             let n = (dst.len() - done).min(BOUNCE);
             let at = offset + done as u64;
             let buf = self.bounce.buf(n);
-            let mut got = 0usize;
-            while got < n {
-                match self.file.seek_read(&mut buf[got..], at + got as u64) {
-                    Ok(0) => {
-                        return Err(((done + got) as u64, io::ErrorKind::UnexpectedEof.into()))
-                    }
-                    Ok(k) => got += k,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(((done + got) as u64, e)),
-                }
-            }
+            transfer_all(n, io::ErrorKind::UnexpectedEof, |got| {
+                self.file.seek_read(&mut buf[got..], at + got as u64)
+            })
+            .map_err(|(got, e)| (done as u64 + got, e))?;
             dst[done..done + n].copy_from_slice(buf);
             done += n;
         }
@@ -591,15 +584,10 @@ impl RawDevice {
             let at = offset + done as u64;
             let buf = self.bounce.buf(n);
             buf.copy_from_slice(&src[done..done + n]);
-            let mut put = 0usize;
-            while put < n {
-                match self.file.seek_write(&buf[put..], at + put as u64) {
-                    Ok(0) => return Err(((done + put) as u64, io::ErrorKind::WriteZero.into())),
-                    Ok(k) => put += k,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(((done + put) as u64, e)),
-                }
-            }
+            transfer_all(n, io::ErrorKind::WriteZero, |put| {
+                self.file.seek_write(&buf[put..], at + put as u64)
+            })
+            .map_err(|(put, e)| (done as u64 + put, e))?;
             done += n;
         }
         Ok(())
