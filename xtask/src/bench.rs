@@ -127,7 +127,9 @@ fn ours(bin: &Path, fs: Fs, cluster: u64, img: &Path) -> Command {
     let mut c = Command::new(bin);
     // `--table none` as the peers write no table; `--yes` for the loop device.
     c.args(["-q", "--yes", "--table", "none", "--serial", "1234ABCD"]);
-    c.args(["--align", "1M", "--cluster"]).arg(cluster.to_string()).arg("--fs");
+    c.args(["--align", "1M", "--cluster"])
+        .arg(cluster.to_string())
+        .arg("--fs");
     c.arg(match fs {
         Fs::Exfat => "exfat",
         Fs::Fat32 => "fat32",
@@ -147,8 +149,16 @@ fn peer(fs: Fs, cluster: u64, img: &Path) -> Command {
         Fs::Fat32 => {
             // Same cluster size, in 512-byte sectors.
             let mut c = Command::new("mkfs.fat");
-            c.args(["-F", "32", "-s", &(cluster / 512).to_string(), "-S", "512", "--invariant"])
-                .arg(img);
+            c.args([
+                "-F",
+                "32",
+                "-s",
+                &(cluster / 512).to_string(),
+                "-S",
+                "512",
+                "--invariant",
+            ])
+            .arg(img);
             c
         }
     };
@@ -248,14 +258,32 @@ pub fn run(bin: &Path, reps: usize, quick: bool) -> Result<String, String> {
             };
             let cluster = cluster_for(fs, size);
             let name = format!("sparse {label}");
-            rows.push(Row { name, fs, size, kind: Kind::Sparse, cluster });
+            rows.push(Row {
+                name,
+                fs,
+                size,
+                kind: Kind::Sparse,
+                cluster,
+            });
         }
         let cluster = cluster_for(fs, 4 * GIB);
         let name = "written 4 GiB".to_string();
-        rows.push(Row { name, fs, size: 4 * GIB, kind: Kind::Written, cluster });
+        rows.push(Row {
+            name,
+            fs,
+            size: 4 * GIB,
+            kind: Kind::Written,
+            cluster,
+        });
         if !quick {
             let name = "loop device 4 GiB".to_string();
-            rows.push(Row { name, fs, size: 4 * GIB, kind: Kind::Loop, cluster });
+            rows.push(Row {
+                name,
+                fs,
+                size: 4 * GIB,
+                kind: Kind::Loop,
+                cluster,
+            });
         }
     }
     let mut table = String::new();
@@ -273,9 +301,14 @@ pub fn run(bin: &Path, reps: usize, quick: bool) -> Result<String, String> {
                 .output()
                 .map_err(|e| format!("losetup: {e}"))?;
             if !out.status.success() {
-                return Err(format!("losetup failed: {}", String::from_utf8_lossy(&out.stderr)));
+                return Err(format!(
+                    "losetup failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                ));
             }
-            loopdev = Some(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string()));
+            loopdev = Some(PathBuf::from(
+                String::from_utf8_lossy(&out.stdout).trim().to_string(),
+            ));
         }
         let img = loopdev.clone().unwrap_or_else(|| backing.clone());
         let mut a = Vec::new();

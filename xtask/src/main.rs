@@ -2,11 +2,18 @@
 //! `.cargo/config.toml`). Standard library only.
 //!
 //! Commands:
-//! - `install-tools`: check the external tools the interoperability tests
-//!   use, and install the missing Debian packages (as root: `apt-get`;
-//!   otherwise print the command and fail);
+//! - `install-tools [--windows] [--fuzz] [--all]`: check the external tools
+//!   the interoperability tests use (and, with the flags, those of
+//!   `test-windows` and `fuzz`), and install the missing Debian packages in
+//!   one `apt-get` call (as root; otherwise print the command and fail);
 //! - `test [ARGS...]`: `install-tools`, `cargo build -p mkfs-alloc`, then
-//!   `cargo test --workspace [ARGS...]` with `MKFS_ALLOC_BIN` set.
+//!   `cargo test --workspace [ARGS...]` with `MKFS_ALLOC_BIN` set;
+//! - `bench`: see `bench.rs`;
+//! - `cross-check`: `cargo check` and `cargo clippy -D warnings` of the
+//!   product crates for Windows and macOS (see [`CROSS_TARGETS`]);
+//! - `test-windows`: the Windows build run under Wine, its images checked
+//!   on Linux and compared with the Linux build's (see `windows.rs`);
+//! - `fuzz [--secs N]`: every cargo-fuzz target for N seconds (see `fuzz.rs`).
 //!
 //! To add a command, write a `fn(&[String]) -> Result<(), String>` and list
 //! it in [`COMMANDS`].
@@ -26,7 +33,7 @@ type Cmd = (
 const COMMANDS: &[Cmd] = &[
     (
         "install-tools",
-        "install the test tools (Debian packages) that are missing",
+        "install the missing test tools (Debian packages) [--windows] [--fuzz] [--all]",
         install_tools_cmd,
     ),
     (
@@ -39,9 +46,135 @@ const COMMANDS: &[Cmd] = &[
         "mkfs-alloc vs mkfs.exfat / mkfs.fat side by side [--reps N] [--quick] [--write]",
         bench_cmd,
     ),
+    (
+        "cross-check",
+        "cargo check + clippy -D warnings for Windows and macOS targets",
+        cross_check_cmd,
+    ),
+    (
+        "test-windows",
+        "Windows exe under Wine: format images, fsck, compare with Linux [--keep]",
+        windows::test_windows_cmd,
+    ),
+    (
+        "fuzz",
+        "run every cargo-fuzz target [--secs N] (default 30) on nightly",
+        fuzz::fuzz_cmd,
+    ),
 ];
 
 mod bench;
+mod fuzz;
+mod windows;
+
+/// Targets of `cross-check`.
+const CROSS_TARGETS: &[&str] = &[
+    "x86_64-pc-windows-gnu",
+    "x86_64-apple-darwin",
+    "aarch64-apple-darwin",
+];
+
+/// Packages left out of `cross-check`: host-only tooling. `xtask` and
+/// `mkfs-alloc-tests` use `std::os::unix` (and Linux tools); they do not
+/// compile for Windows, and run nowhere but on Linux.
+const CROSS_EXCLUDE: &[&str] = &["xtask", "mkfs-alloc-tests"];
+
+/// `cargo check` and `cargo clippy -- -D warnings` of the workspace (minus
+/// [`CROSS_EXCLUDE`]) for every target of [`CROSS_TARGETS`]. Runs them all,
+/// then fails naming every step that failed.
+fn cross_check_cmd(args: &[String]) -> Result<(), String> {
+    if let Some(a) = args.first() {
+        return Err(format!("cross-check takes no arguments (got {a:?})"));
+    }
+    let start = Instant::now();
+    ensure_rust_targets(CROSS_TARGETS)?;
+    let root = workspace_root();
+    let mut failed = Vec::new();
+    let mut times = Vec::new();
+    for target in CROSS_TARGETS {
+        for tool in ["check", "clippy"] {
+            let step = Instant::now();
+            let mut cmd = Command::new(cargo());
+            cmd.current_dir(&root).args([tool, "--workspace"]);
+            for p in CROSS_EXCLUDE {
+                cmd.args(["--exclude", p]);
+            }
+            cmd.args(["--target", target]);
+            if tool == "clippy" {
+                cmd.args(["--", "-D", "warnings"]);
+            }
+            let result = run(&mut cmd);
+            times.push(format!(
+                "  {tool:<6} {target:<24} {:>6.1} s  {}",
+                step.elapsed().as_secs_f64(),
+                if result.is_ok() { "ok" } else { "FAILED" }
+            ));
+            if let Err(e) = result {
+                failed.push(format!("{tool} --target {target}: {e}"));
+            }
+        }
+    }
+    eprintln!("xtask: cross-check summary:\n{}", times.join("\n"));
+    eprintln!("xtask: cross-check finished in {:.0?}", start.elapsed());
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} of {} steps failed:\n  {}",
+            failed.len(),
+            CROSS_TARGETS.len() * 2,
+            failed.join("\n  ")
+        ))
+    }
+}
+
+/// The rustup targets installed for the toolchain that runs cargo.
+fn installed_rust_targets() -> Result<Vec<String>, String> {
+    let out = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .map_err(|e| format!("cannot run `rustup target list --installed`: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "`rustup target list --installed` failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.trim().to_string())
+        .collect())
+}
+
+/// `rustup target add` of the targets that are missing.
+fn ensure_rust_targets(targets: &[&str]) -> Result<(), String> {
+    let installed = installed_rust_targets()?;
+    let missing: Vec<&str> = targets
+        .iter()
+        .copied()
+        .filter(|t| !installed.iter().any(|i| i == t))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    run(Command::new("rustup")
+        .args(["target", "add"])
+        .args(&missing))
+}
+
+/// The cargo target directory: `$CARGO_TARGET_DIR` (relative to the
+/// workspace root) or `<root>/target`.
+fn target_dir() -> PathBuf {
+    let root = workspace_root();
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    if target.is_absolute() {
+        target
+    } else {
+        root.join(target)
+    }
+}
 
 /// Markers around the generated table in BENCHMARKS.md.
 const BENCH_BEGIN: &str = "<!-- bench:begin -->";
@@ -184,9 +317,9 @@ fn find_tool(name: &str) -> Option<PathBuf> {
 }
 
 /// Debian packages providing the tools that are missing, without duplicates.
-fn missing_packages() -> Vec<&'static str> {
+fn missing_packages(tools: &[(&str, &'static str)]) -> Vec<&'static str> {
     let mut pkgs: Vec<&'static str> = Vec::new();
-    for (tool, pkg) in TOOLS {
+    for (tool, pkg) in tools {
         if find_tool(tool).is_none() && !pkgs.contains(pkg) {
             pkgs.push(pkg);
         }
@@ -217,17 +350,40 @@ fn run(cmd: &mut Command) -> Result<(), String> {
 }
 
 fn install_tools_cmd(args: &[String]) -> Result<(), String> {
-    if let Some(a) = args.first() {
-        return Err(format!("install-tools takes no arguments (got {a:?})"));
+    let mut tools: Vec<(&str, &'static str)> = TOOLS.to_vec();
+    for a in args {
+        match a.as_str() {
+            "--windows" => tools.extend_from_slice(windows::TOOLS),
+            "--fuzz" => tools.extend_from_slice(fuzz::TOOLS),
+            "--all" => {
+                tools.extend_from_slice(windows::TOOLS);
+                tools.extend_from_slice(fuzz::TOOLS);
+            }
+            other => {
+                return Err(format!(
+                    "unknown option {other:?}; valid: --windows, --fuzz, --all"
+                ))
+            }
+        }
     }
-    install_tools()
+    install_packages(&tools)?;
+    check_fuse();
+    Ok(())
 }
 
 /// Installs the missing packages (root) or says how to (not root).
 fn install_tools() -> Result<(), String> {
-    let pkgs = missing_packages();
+    install_packages(TOOLS)?;
+    check_fuse();
+    Ok(())
+}
+
+/// Installs the packages of the missing `tools` (root) in one `apt-get`
+/// call, or says how to (not root).
+fn install_packages(tools: &[(&str, &'static str)]) -> Result<(), String> {
+    let pkgs = missing_packages(tools);
     if pkgs.is_empty() {
-        eprintln!("xtask: all test tools are installed");
+        eprintln!("xtask: all needed tools are installed");
     } else {
         let list = pkgs.join(" ");
         if !is_root() {
@@ -243,7 +399,7 @@ fn install_tools() -> Result<(), String> {
             .args(["install", "-y"])
             .args(&pkgs)
             .env("DEBIAN_FRONTEND", "noninteractive"))?;
-        let still = missing_packages();
+        let still = missing_packages(tools);
         if !still.is_empty() {
             return Err(format!(
                 "still missing after apt-get install: {}",
@@ -251,6 +407,11 @@ fn install_tools() -> Result<(), String> {
             ));
         }
     }
+    Ok(())
+}
+
+/// Warns when `/dev/fuse` is missing (after trying `modprobe fuse` as root).
+fn check_fuse() {
     if !Path::new("/dev/fuse").exists() {
         // The FUSE tests fail with their own message; try to help first.
         if is_root() {
@@ -260,7 +421,6 @@ fn install_tools() -> Result<(), String> {
             eprintln!("xtask: warning: /dev/fuse is missing; the FUSE mount tests will fail");
         }
     }
-    Ok(())
 }
 
 fn test_cmd(args: &[String]) -> Result<(), String> {
@@ -270,14 +430,7 @@ fn test_cmd(args: &[String]) -> Result<(), String> {
     run(Command::new(cargo())
         .current_dir(&root)
         .args(["build", "-p", "mkfs-alloc"]))?;
-    let target =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-    let target = if target.is_absolute() {
-        target
-    } else {
-        root.join(target)
-    };
-    let bin = target.join("debug").join("mkfs-alloc");
+    let bin = target_dir().join("debug").join("mkfs-alloc");
     if !bin.is_file() {
         return Err(format!(
             "`cargo build -p mkfs-alloc` did not produce {}",

@@ -147,7 +147,7 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
     let mut opened = target.open()?;
     let mut notes: Vec<String> = data_note.into_iter().collect();
     if let target::Opened::Device(d) = &mut opened {
-        found = probe_signatures(d).unwrap_or_default();
+        found = probe_signatures(d.as_mut()).unwrap_or_default();
         let want_discard = !cli.no_discard && (cli.discard || d.info().discard_granularity > 0);
         if want_discard {
             match d.discard(0, target.size_bytes()) {

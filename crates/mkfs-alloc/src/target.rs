@@ -38,8 +38,8 @@ pub struct Target {
 pub enum Opened {
     /// An image file.
     Image(ImageFile),
-    /// A block device, opened exclusively.
-    Device(Device),
+    /// A block device, opened exclusively (boxed: larger on Windows).
+    Device(Box<Device>),
 }
 
 impl Opened {
@@ -47,7 +47,7 @@ impl Opened {
     pub fn io(&mut self) -> &mut dyn BlockIo {
         match self {
             Opened::Image(i) => i,
-            Opened::Device(d) => d,
+            Opened::Device(d) => d.as_mut(),
         }
     }
 }
@@ -260,7 +260,7 @@ impl Target {
             Action::Keep(_) => ImageFile::open(&self.path, bs).map(Opened::Image),
             Action::Device(_) => {
                 return Device::open(&self.path)
-                    .map(Opened::Device)
+                    .map(|d| Opened::Device(Box::new(d)))
                     .map_err(device_error)
             }
         };
