@@ -12,11 +12,22 @@ use std::io::{BufRead, IsTerminal, Write};
 pub fn confirm(
     info: &DeviceInfo,
     plan: &MediumPlan,
+    unmount: bool,
     yes: bool,
     quiet: bool,
 ) -> Result<(), Failure> {
     if !quiet || !yes {
         describe(info, plan);
+        if unmount {
+            let mounts: Vec<String> = info
+                .all_mountpoints()
+                .map(|m| m.display().to_string())
+                .collect();
+            eprintln!(
+                "  mounted    {} (will be unmounted first)",
+                mounts.join(", ")
+            );
+        }
     }
     if yes {
         return Ok(());

@@ -142,7 +142,14 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
     }
 
     if let Some(info) = target.device() {
-        confirm::confirm(info, &plan, cli.yes, cli.quiet || cli.json)?;
+        confirm::confirm(
+            info,
+            &plan,
+            target.unmounts(),
+            cli.yes,
+            cli.quiet || cli.json,
+        )?;
+        target.unmount_volumes()?;
     }
     let mut opened = target.open()?;
     let mut notes: Vec<String> = data_note.into_iter().collect();

@@ -5,7 +5,7 @@
 use crate::{usage, Failure};
 use anyhow::{anyhow, Context};
 
-use mkfs_alloc_blockio::device::{self, Device, DeviceError, DeviceInfo};
+use mkfs_alloc_blockio::device::{self, Device, DeviceError, DeviceInfo, RefusalKind};
 use mkfs_alloc_blockio::{BlockIo, ImageFile};
 use mkfs_alloc_layout::units::format_size;
 use mkfs_alloc_partition::{probe_signatures, Signature};
@@ -32,6 +32,8 @@ pub struct Target {
     /// Logical block size of the medium (the device's, or the image's).
     block_size: u32,
     device: Option<DeviceInfo>,
+    /// The device's volumes must be unmounted first (macOS, Windows).
+    unmount: bool,
 }
 
 /// An opened target.
@@ -160,6 +162,7 @@ impl Target {
             action,
             block_size: sector_size,
             device: None,
+            unmount: false,
         })
     }
 
@@ -185,18 +188,26 @@ impl Target {
                 )));
             }
         }
+        let mut unmount = false;
         if let Some(r) = device::refusal(&info) {
-            return Err(usage(anyhow!(
-                "refusing to format {}: {}",
-                path.display(),
-                r.reason
-            )));
+            // Only a mounted stick on macOS or Windows may go on: its volumes
+            // are unmounted after the user's confirmation.
+            if r.overridable && r.kind == RefusalKind::Mounted {
+                unmount = true;
+            } else {
+                return Err(usage(anyhow!(
+                    "refusing to format {}: {}",
+                    path.display(),
+                    r.reason
+                )));
+            }
         }
         Ok(Target {
             path: path.to_path_buf(),
             action: Action::Device(info.size_bytes),
             block_size: info.logical_block_size,
             device: Some(info),
+            unmount,
         })
     }
 
@@ -215,6 +226,32 @@ impl Target {
     /// What will be done.
     pub fn action(&self) -> Action {
         self.action
+    }
+
+    /// True when the device's mounted volumes will be unmounted before writing.
+    pub fn unmounts(&self) -> bool {
+        self.unmount
+    }
+
+    /// Unmounts the device's volumes where the platform needs a command for
+    /// it (macOS: `diskutil unmountDisk`). On Windows `Device::open` locks
+    /// and dismounts them itself.
+    pub fn unmount_volumes(&self) -> Result<(), Failure> {
+        if !self.unmount || !cfg!(target_os = "macos") {
+            return Ok(());
+        }
+        let status = std::process::Command::new("diskutil")
+            .arg("unmountDisk")
+            .arg(&self.path)
+            .status()
+            .map_err(|e| Failure::Io(anyhow!(e).context("running diskutil unmountDisk")))?;
+        if !status.success() {
+            return Err(Failure::Io(anyhow!(
+                "diskutil unmountDisk {} failed ({status}); nothing was written",
+                self.path.display()
+            )));
+        }
+        Ok(())
     }
 
     /// The device, if the target is one.

@@ -313,11 +313,16 @@ pub fn refusal(info: &DeviceInfo) -> Option<Refusal> {
         } else {
             format!("{name} has partition {} mounted", dev.display())
         };
+        // On macOS and Windows a stick's volumes are mounted as soon as it
+        // is plugged in: the caller may unmount them (`diskutil unmountDisk`;
+        // `Device::open` locks and dismounts on Windows) after confirmation.
+        // On Linux the user unmounts.
+        let overridable = cfg!(any(target_os = "macos", windows));
         return Some(Refusal {
             kind: RefusalKind::Mounted,
             reason: format!("{what} at {}; unmount it first", mnt.display()),
             mountpoint: Some(mnt.clone()),
-            overridable: false,
+            overridable,
         });
     }
     if let Some(user) = info.in_use_by.first() {
