@@ -55,6 +55,9 @@ pub enum ClusterRule {
     /// The field-evidence pick was not valid for this volume; this is the
     /// largest valid size below it.
     FieldEvidenceReduced,
+    /// Chosen for the files the user means to store (`--data`): the largest
+    /// size whose waste stays within the limit.
+    FromData,
 }
 
 impl ClusterRule {
@@ -65,6 +68,7 @@ impl ClusterRule {
             ClusterRule::FieldEvidence => {
                 format!("auto: {}", auto_cluster_reason(fs, volume_bytes))
             }
+            ClusterRule::FromData => "chosen for the files given with --data".to_string(),
             ClusterRule::FieldEvidenceReduced => format!(
                 "auto: {}, reduced to the largest size valid for this volume",
                 auto_cluster_reason(fs, volume_bytes)

@@ -127,6 +127,7 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
             data::recommend(&cli.data, &opts.format, &plan, !cli.quiet && !cli.json)?;
         opts.format.cluster = ClusterChoice::Bytes(cluster);
         plan = plan_medium(&opts, target.size_bytes(), target.block_size()).map_err(plan_error)?;
+        plan.layout.cluster_rule = mkfs_alloc_layout::rules::ClusterRule::FromData;
         data_note = Some(reason);
     }
     // What is on the target now, the way `wipefs -n` would show it.
