@@ -4,24 +4,7 @@ use std::path::{Path, PathBuf};
 
 /// Every external tool the tests use, with the Debian package providing it.
 /// `cargo xtask install-tools` installs the same packages.
-pub const TOOLS: &[(&str, &str)] = &[
-    ("mkfs.exfat", "exfatprogs"),
-    ("fsck.exfat", "exfatprogs"),
-    ("dump.exfat", "exfatprogs"),
-    ("mkfs.fat", "dosfstools"),
-    ("fsck.fat", "dosfstools"),
-    ("mcopy", "mtools"),
-    ("mdir", "mtools"),
-    ("mtype", "mtools"),
-    ("7z", "p7zip-full"),
-    ("mount.exfat-fuse", "exfat-fuse"),
-    ("fusefat", "fusefat"),
-    ("fusermount", "fuse"),
-    ("losetup", "mount"),
-    ("sgdisk", "gdisk"),
-    ("sfdisk", "fdisk"),
-    ("cksum", "coreutils"),
-];
+pub const TOOLS: &[(&str, &str)] = include!("../../xtask/src/test_tools.in");
 
 /// Directories searched besides `$PATH` (root tools live in sbin, which a
 /// non-login shell may not have in its PATH).

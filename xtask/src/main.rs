@@ -204,6 +204,7 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
         }
     }
     install_tools()?;
+    install_packages(BENCH_TOOLS)?;
     let root = workspace_root();
     run(Command::new(cargo())
         .current_dir(&root)
@@ -235,27 +236,12 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Tools the tests run, with the Debian package of each. Keep in sync with
-/// `tests/src/tools.rs` (`TOOLS`).
-const TOOLS: &[(&str, &str)] = &[
-    ("mkfs.exfat", "exfatprogs"),
-    ("fsck.exfat", "exfatprogs"),
-    ("dump.exfat", "exfatprogs"),
-    ("mkfs.fat", "dosfstools"),
-    ("fsck.fat", "dosfstools"),
-    ("mcopy", "mtools"),
-    ("mdir", "mtools"),
-    ("mtype", "mtools"),
-    ("7z", "p7zip-full"),
-    ("mount.exfat-fuse", "exfat-fuse"),
-    ("fusefat", "fusefat"),
-    ("fusermount", "fuse"),
-    ("losetup", "mount"),
-    ("sgdisk", "gdisk"),
-    ("sfdisk", "fdisk"),
-    ("cksum", "coreutils"),
-    ("/usr/bin/time", "time"),
-];
+/// Tools the tests run, with the Debian package of each (shared with
+/// `tests/src/tools.rs`).
+const TOOLS: &[(&str, &str)] = include!("test_tools.in");
+
+/// Tools only the benchmark runs.
+const BENCH_TOOLS: &[(&str, &str)] = &[("/usr/bin/time", "time")];
 
 /// Directories searched besides `$PATH`.
 const EXTRA_DIRS: &[&str] = &["/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/bin", "/bin"];

@@ -132,6 +132,33 @@ impl<D: BlockIo + ?Sized> Sink<'_, D> {
         result
     }
 
+    /// Writes a directory region: `entries` at its start, zeros after.
+    fn entries(
+        &mut self,
+        offset: u64,
+        len: u64,
+        entries: &[u8],
+        sector: u64,
+    ) -> Result<(), IoError> {
+        self.region(offset, len, entries.len() as u64, sector, |at, buf| {
+            if at == 0 {
+                buf[..entries.len()].copy_from_slice(entries);
+            }
+        })
+    }
+
+    /// Step 1 of the write order: zero everything before the FAT (the old
+    /// boot sectors and their backups) and, unless the target already read
+    /// as zero, flush so the old file system is gone before anything new.
+    fn invalidate(&mut self, fat_offset: u64) -> Result<(), IoError> {
+        self.zero(0, fat_offset)?;
+        if self.fresh {
+            Ok(())
+        } else {
+            self.flush()
+        }
+    }
+
     fn flush(&mut self) -> Result<(), IoError> {
         self.dev.flush()
     }
@@ -214,12 +241,7 @@ fn write_exfat<D: BlockIo + ?Sized>(
     let boot = exfat::boot_region(layout, g);
     let region_len = boot.len() as u64;
     // 1. Invalidate whatever was there: zero all sectors before the FAT.
-    if !s.fresh {
-        s.zero(0, layout.fat_offset)?;
-        s.flush()?;
-    } else {
-        s.zero(0, layout.fat_offset)?;
-    }
+    s.invalidate(layout.fat_offset)?;
     // 2. FAT, heap padding, bitmap, up-case table, root directory.
     let fat_content = (2 + u64::from(g.used_clusters())) * 4;
     s.region(
@@ -266,16 +288,11 @@ fn write_exfat<D: BlockIo + ?Sized>(
     )?;
     let root = exfat::root_entries(layout, g);
     let root_len = u64::from(g.root_clusters) * g.cluster;
-    s.region(
+    s.entries(
         layout.cluster_offset(g.root_cluster()),
         root_len,
-        root.len() as u64,
+        &root,
         bps,
-        |at, buf| {
-            if at == 0 {
-                buf[..root.len()].copy_from_slice(&root);
-            }
-        },
     )?;
     s.flush()?;
     // 3. Backup boot region, then the main region without sector 0.
@@ -294,12 +311,7 @@ fn write_fat32<D: BlockIo + ?Sized>(
 ) -> Result<(), IoError> {
     let bps = u64::from(g.bps);
     // 1. Invalidate: zero the reserved area (boot sector, FSInfo, backups).
-    if !s.fresh {
-        s.zero(0, layout.fat_offset)?;
-        s.flush()?;
-    } else {
-        s.zero(0, layout.fat_offset)?;
-    }
+    s.invalidate(layout.fat_offset)?;
     // 2. Both FATs, then the root directory cluster.
     for i in 0..u64::from(layout.fat_count) {
         let off = layout.fat_offset + i * layout.fat_bytes;
@@ -308,17 +320,7 @@ fn write_fat32<D: BlockIo + ?Sized>(
         })?;
     }
     let root = fat32::root_entries(layout);
-    s.region(
-        layout.data_offset,
-        g.cluster,
-        root.len() as u64,
-        bps,
-        |at, buf| {
-            if at == 0 {
-                buf[..root.len()].copy_from_slice(&root);
-            }
-        },
-    )?;
+    s.entries(layout.data_offset, g.cluster, &root, bps)?;
     s.flush()?;
     // 3. FSInfo, backup boot sector, backup FSInfo.
     let boot = fat32::boot_sector(layout, g);
