@@ -1,6 +1,7 @@
 //! Locating and running the `mkfs-alloc` binary.
 
 use crate::cmd::{run_env, CmdOutput};
+use mkfs_alloc_layout::FsType;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -63,35 +64,35 @@ impl MkfsJson {
     /// An unsigned field; panics if it is missing.
     #[track_caller]
     pub fn u64(&self, key: &str) -> u64 {
-        self.value
-            .get(key)
-            .and_then(Value::as_u64)
-            .unwrap_or_else(|| {
-                panic!(
-                    "JSON field {key:?} missing or not an integer in {}",
-                    self.value
-                )
-            })
+        json_u64(&self.value, key)
     }
 
     /// A string field; panics if it is missing.
     #[track_caller]
     pub fn str(&self, key: &str) -> &str {
-        self.value
-            .get(key)
-            .and_then(Value::as_str)
-            .unwrap_or_else(|| {
-                panic!(
-                    "JSON field {key:?} missing or not a string in {}",
-                    self.value
-                )
-            })
+        json_str(&self.value, key)
     }
 
     /// `write.bytes_written`, if the run wrote.
     pub fn bytes_written(&self) -> Option<u64> {
         self.value.get("write")?.get("bytes_written")?.as_u64()
     }
+}
+
+/// The unsigned field `key` of the JSON object `v`; panics if it is missing.
+#[track_caller]
+pub fn json_u64(v: &Value, key: &str) -> u64 {
+    v.get(key)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("JSON field {key:?} missing or not an integer in {v}"))
+}
+
+/// The string field `key` of the JSON object `v`; panics if it is missing.
+#[track_caller]
+pub fn json_str<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("JSON field {key:?} missing or not a string in {v}"))
 }
 
 /// What [`format_image`] asks for.
@@ -168,5 +169,15 @@ pub fn format_image(image: &Path, f: &FormatArgs<'_>) -> MkfsJson {
     );
     let len = std::fs::metadata(image).map(|m| m.len()).unwrap_or(0);
     assert_eq!(len, f.size, "image size after --size {}", f.size);
+    json
+}
+
+/// [`format_image`], then checks that the CLI reports the cluster count the
+/// planner gives for the same `fs`, cluster, sector and size.
+#[track_caller]
+pub fn format_planned(image: &Path, fs: FsType, f: &FormatArgs<'_>) -> MkfsJson {
+    let json = format_image(image, f);
+    let planned = crate::plan_for(fs, f.cluster, f.sector, f.size).expect("the planner accepts it");
+    assert_eq!(json.u64("cluster_count"), u64::from(planned.cluster_count));
     json
 }

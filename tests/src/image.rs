@@ -12,8 +12,15 @@ pub const SENTINEL: u8 = 0xD1;
 pub fn fill_file(path: &Path, size: u64, byte: u8) {
     let mut f =
         File::create(path).unwrap_or_else(|e| panic!("cannot create {}: {e}", path.display()));
+    write_repeated(&mut f, path, size, byte);
+}
+
+/// Writes `len` bytes of `byte` at the current position of `f` (`path` names
+/// it in panics), a megabyte at a time.
+#[track_caller]
+fn write_repeated(f: &mut File, path: &Path, len: u64, byte: u8) {
     let chunk = vec![byte; 1 << 20];
-    let mut left = size;
+    let mut left = len;
     while left > 0 {
         let n = left.min(chunk.len() as u64) as usize;
         f.write_all(&chunk[..n])
@@ -59,14 +66,7 @@ pub fn fill_range(path: &Path, offset: u64, len: u64, byte: u8) {
         .unwrap_or_else(|e| panic!("cannot open {}: {e}", path.display()));
     f.seek(SeekFrom::Start(offset))
         .unwrap_or_else(|e| panic!("cannot seek {}: {e}", path.display()));
-    let chunk = vec![byte; 1 << 20];
-    let mut left = len;
-    while left > 0 {
-        let n = left.min(chunk.len() as u64) as usize;
-        f.write_all(&chunk[..n])
-            .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
-        left -= n as u64;
-    }
+    write_repeated(&mut f, path, len, byte);
 }
 
 /// Reads `len` bytes at byte `offset` of `path`.

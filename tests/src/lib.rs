@@ -35,14 +35,14 @@ pub mod tools;
 
 pub use boot::{exfat_checksum, exfat_upcase_table, ExfatBoot, ExfatRootInfo, Fat32Boot, FsInfo};
 pub use cli::{
-    format_image, mkfs_alloc, mkfs_alloc_bin, mkfs_alloc_env, FormatArgs, MkfsJson,
-    SOURCE_DATE_EPOCH,
+    format_image, format_planned, json_str, json_u64, mkfs_alloc, mkfs_alloc_bin, mkfs_alloc_env,
+    FormatArgs, MkfsJson, SOURCE_DATE_EPOCH,
 };
 pub use cmd::{run, run_env, CmdOutput};
 pub use fuse::FuseMount;
 pub use image::{file_hash, fill_file, fill_range, read_at, sparse_file, test_data, SENTINEL};
 pub use loopdev::{LoopDevice, LoopOptions};
-pub use sizes::{plan_for, smallest_valid};
+pub use sizes::{plan_for, smallest_valid, Size};
 pub use tempdir::TempDir;
 pub use tools::{require_root, require_tool, TOOLS};
 

@@ -44,3 +44,62 @@ pub fn smallest_valid(fs: FsType, cluster: u64, sector: u32) -> u64 {
     }
     hi * s
 }
+
+/// A volume size of an interoperability matrix.
+#[derive(Debug, Clone, Copy)]
+pub enum Size {
+    /// The smallest size the planner accepts for this cluster and sector size.
+    Smallest,
+    /// A fixed size in bytes.
+    Bytes(u64),
+}
+
+impl Size {
+    /// The size in bytes of `fs` at `cluster` bytes and `sector`-byte sectors.
+    #[track_caller]
+    pub fn bytes(self, fs: FsType, cluster: u64, sector: u32) -> u64 {
+        match self {
+            Size::Smallest => smallest_valid(fs, cluster, sector),
+            Size::Bytes(b) => b,
+        }
+    }
+}
+
+/// One `#[test]` per row, each calling `$case` with the row's arguments:
+/// `matrix_cases!(exfat_case; c512_s512_smallest: 512, 512, Size::Smallest;)`.
+#[macro_export]
+macro_rules! matrix_cases {
+    ($case:ident; $($name:ident: $($arg:expr),+;)*) => {
+        $(
+            #[test]
+            fn $name() {
+                $case($($arg),+);
+            }
+        )*
+    };
+}
+
+/// Two `#[test]`s per row, in a module named after the row: `smallest`
+/// calls `$case(cluster, sector, Size::Smallest)`, `medium` calls it with
+/// `Size::Bytes($medium)`:
+/// `smallest_and_medium!(exfat_case, MEDIUM; c4k_s512: 4 * KIB, 512;)`.
+#[macro_export]
+macro_rules! smallest_and_medium {
+    ($case:ident, $medium:expr; $($name:ident: $cluster:expr, $sector:expr;)*) => {
+        $(
+            mod $name {
+                use super::*;
+
+                #[test]
+                fn smallest() {
+                    $case($cluster, $sector, $crate::Size::Smallest);
+                }
+
+                #[test]
+                fn medium() {
+                    $case($cluster, $sector, $crate::Size::Bytes($medium));
+                }
+            }
+        )*
+    };
+}

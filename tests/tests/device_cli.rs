@@ -8,25 +8,13 @@ use mkfs_alloc_tests::blk::{
     allocated_bytes, blockdev_sizes, fill_random, nonzero_offsets, sfdisk_json, Window,
 };
 use mkfs_alloc_tests::{
-    file_hash, fill_file, mkfs_alloc, read_at, require_root, sparse_file, test_data, CmdOutput,
-    FuseMount, LoopDevice, MkfsJson, TempDir, MIB, SENTINEL,
+    file_hash, fill_file, json_str, json_u64, matrix_cases, mkfs_alloc, read_at, require_root,
+    sparse_file, test_data, CmdOutput, FuseMount, LoopDevice, MkfsJson, TempDir, MIB, SENTINEL,
 };
 use serde_json::Value;
 use std::path::Path;
 
 const SERIAL: &str = "1234ABCD";
-
-fn json_u64(v: &Value, key: &str) -> u64 {
-    v.get(key)
-        .and_then(Value::as_u64)
-        .unwrap_or_else(|| panic!("JSON field {key:?} missing or not an integer in {v}"))
-}
-
-fn json_str<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_else(|| panic!("JSON field {key:?} missing or not a string in {v}"))
-}
 
 /// Runs `mkfs-alloc ARGS DEV` (stdin is /dev/null: no terminal).
 #[track_caller]
@@ -133,24 +121,11 @@ fn format_device_case(fs: &str, sector: u32, table: &str, seed: u64) {
     .round_trip(&tmp.subdir("scratch"), &data);
 }
 
-#[test]
-fn format_loop_device_512_no_table_exfat() {
-    format_device_case("exfat", 512, "none", 1);
-}
-
-#[test]
-fn format_loop_device_512_auto_table_fat32() {
-    format_device_case("fat32", 512, "auto", 2);
-}
-
-#[test]
-fn format_loop_device_4096_no_table_fat32() {
-    format_device_case("fat32", 4096, "none", 3);
-}
-
-#[test]
-fn format_loop_device_4096_auto_table_exfat() {
-    format_device_case("exfat", 4096, "auto", 4);
+matrix_cases! { format_device_case;
+    format_loop_device_512_no_table_exfat: "exfat", 512, "none", 1;
+    format_loop_device_512_auto_table_fat32: "fat32", 512, "auto", 2;
+    format_loop_device_4096_no_table_fat32: "fat32", 4096, "none", 3;
+    format_loop_device_4096_auto_table_exfat: "exfat", 4096, "auto", 4;
 }
 
 #[test]
@@ -212,6 +187,27 @@ fn list_json_includes_the_loop_device_with_its_size() {
     assert_eq!(json_u64(d, "logical_block_size"), 4096, "{d}");
 }
 
+/// Formats a loop device of `img` with `--fs fs --cluster cluster --table
+/// none --yes --json` and `extra`; asserts success, detaches the device.
+#[track_caller]
+fn format_no_table(img: &Path, fs: &str, cluster: &str, extra: &[&str]) -> CmdOutput {
+    let lo = LoopDevice::attach(img);
+    let mut args = vec![
+        "--fs",
+        fs,
+        "--cluster",
+        cluster,
+        "--table",
+        "none",
+        "--yes",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = mkfs_dev(&args, lo.path());
+    out.assert_success();
+    out
+}
+
 /// Allocated bytes of a 64 MiB random-filled backing file after formatting
 /// its loop device with `extra` options.
 fn allocated_after_format(tmp: &TempDir, name: &str, extra: &[&str]) -> (u64, u64, MkfsJson) {
@@ -222,21 +218,7 @@ fn allocated_after_format(tmp: &TempDir, name: &str, extra: &[&str]) -> (u64, u6
         before >= 64 * MIB,
         "the random fill is not allocated: {before}"
     );
-    let lo = LoopDevice::attach(&img);
-    let mut args = vec![
-        "--fs",
-        "exfat",
-        "--cluster",
-        "4K",
-        "--table",
-        "none",
-        "--yes",
-        "--json",
-    ];
-    args.extend_from_slice(extra);
-    let out = mkfs_dev(&args, lo.path());
-    out.assert_success();
-    drop(lo);
+    let out = format_no_table(&img, "exfat", "4K", extra);
     (before, allocated_bytes(&img), MkfsJson::parse(&out))
 }
 
@@ -359,21 +341,7 @@ fn sector_size_below_the_devices_is_refused() {
 fn nonzero_free_area(tmp: &TempDir, fs: &str, cluster: &str, extra: &[&str]) -> Vec<u64> {
     let img = tmp.join(&format!("{fs}-{}.img", extra.join("")));
     fill_file(&img, 64 * MIB, 0xAA);
-    let lo = LoopDevice::attach(&img);
-    let mut args = vec![
-        "--fs",
-        fs,
-        "--cluster",
-        cluster,
-        "--table",
-        "none",
-        "--yes",
-        "--json",
-    ];
-    args.extend_from_slice(extra);
-    let out = mkfs_dev(&args, lo.path());
-    out.assert_success();
-    drop(lo);
+    let out = format_no_table(&img, fs, cluster, extra);
     let json = MkfsJson::parse(&out);
     let regions = json.value["regions"]
         .as_array()

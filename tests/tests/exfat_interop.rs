@@ -11,33 +11,20 @@ use mkfs_alloc_tests::checks::{
     check_exfat_boot_region, dump_exfat_cluster_size, fsck_exfat_clean,
 };
 use mkfs_alloc_tests::{
-    format_image, plan_for, smallest_valid, test_data, ExfatRootInfo, FormatArgs, FuseMount,
-    LoopDevice, TempDir, GIB, KIB, MIB, TIB,
+    format_planned, matrix_cases, smallest_and_medium, test_data, ExfatRootInfo, FormatArgs,
+    FuseMount, LoopDevice, Size, TempDir, GIB, KIB, MIB, TIB,
 };
 use std::path::Path;
-
-/// A volume size of the matrix.
-#[derive(Debug, Clone, Copy)]
-enum Size {
-    /// The smallest size the planner accepts for this cluster and sector size.
-    Smallest,
-    /// A fixed size in bytes.
-    Bytes(u64),
-}
 
 /// A medium size that is not a round number (tests the unused tail).
 const MEDIUM: u64 = 3 * GIB + 7 * MIB + 12 * KIB;
 
 fn exfat_case(cluster: u64, sector: u32, size: Size) {
-    let size = match size {
-        Size::Smallest => smallest_valid(FsType::Exfat, cluster, sector),
-        Size::Bytes(b) => b,
-    };
+    let size = size.bytes(FsType::Exfat, cluster, sector);
     let tmp = TempDir::new(&format!("exfat-{cluster}-{sector}"));
     let img = tmp.join("exfat.img");
-    let json = format_image(&img, &FormatArgs::new("exfat", cluster, sector, size));
-    let planned = plan_for(FsType::Exfat, cluster, sector, size).expect("the planner accepts it");
-    assert_eq!(json.u64("cluster_count"), u64::from(planned.cluster_count));
+    let args = FormatArgs::new("exfat", cluster, sector, size);
+    let json = format_planned(&img, FsType::Exfat, &args);
 
     let boot = check_exfat_boot_region(&img);
     assert_eq!(boot.cluster_size(), cluster);
@@ -118,40 +105,21 @@ fn write_file(path: &Path, data: &[u8]) {
         .unwrap_or_else(|e| panic!("fsync {}: {e}", path.display()));
 }
 
-macro_rules! cases {
-    ($($name:ident: $cluster:expr, $sector:expr, $size:expr;)*) => {
-        $(
-            #[test]
-            fn $name() {
-                exfat_case($cluster, $sector, $size);
-            }
-        )*
-    };
+smallest_and_medium! { exfat_case, MEDIUM;
+    c512_s512: 512, 512;
+    c4k_s512: 4 * KIB, 512;
+    c4k_s4096: 4 * KIB, 4096;
+    c32k_s512: 32 * KIB, 512;
+    c32k_s4096: 32 * KIB, 4096;
+    c128k_s512: 128 * KIB, 512;
+    c128k_s4096: 128 * KIB, 4096;
+    c1m_s512: MIB, 512;
+    c1m_s4096: MIB, 4096;
+    c32m_s512: 32 * MIB, 512;
+    c32m_s4096: 32 * MIB, 4096;
 }
 
-cases! {
-    c512_s512_smallest: 512, 512, Size::Smallest;
-    c512_s512_medium: 512, 512, Size::Bytes(MEDIUM);
-    c4k_s512_smallest: 4 * KIB, 512, Size::Smallest;
-    c4k_s512_medium: 4 * KIB, 512, Size::Bytes(MEDIUM);
-    c4k_s4096_smallest: 4 * KIB, 4096, Size::Smallest;
-    c4k_s4096_medium: 4 * KIB, 4096, Size::Bytes(MEDIUM);
-    c32k_s512_smallest: 32 * KIB, 512, Size::Smallest;
-    c32k_s512_medium: 32 * KIB, 512, Size::Bytes(MEDIUM);
-    c32k_s4096_smallest: 32 * KIB, 4096, Size::Smallest;
-    c32k_s4096_medium: 32 * KIB, 4096, Size::Bytes(MEDIUM);
-    c128k_s512_smallest: 128 * KIB, 512, Size::Smallest;
-    c128k_s512_medium: 128 * KIB, 512, Size::Bytes(MEDIUM);
-    c128k_s4096_smallest: 128 * KIB, 4096, Size::Smallest;
-    c128k_s4096_medium: 128 * KIB, 4096, Size::Bytes(MEDIUM);
-    c1m_s512_smallest: MIB, 512, Size::Smallest;
-    c1m_s512_medium: MIB, 512, Size::Bytes(MEDIUM);
-    c1m_s4096_smallest: MIB, 4096, Size::Smallest;
-    c1m_s4096_medium: MIB, 4096, Size::Bytes(MEDIUM);
-    c32m_s512_smallest: 32 * MIB, 512, Size::Smallest;
-    c32m_s512_medium: 32 * MIB, 512, Size::Bytes(MEDIUM);
-    c32m_s4096_smallest: 32 * MIB, 4096, Size::Smallest;
-    c32m_s4096_medium: 32 * MIB, 4096, Size::Bytes(MEDIUM);
+matrix_cases! { exfat_case;
     // 2 TiB sparse: the large-count end of several cluster sizes.
     c4k_s4096_2tib: 4 * KIB, 4096, Size::Bytes(2 * TIB);
     c32k_s512_2tib: 32 * KIB, 512, Size::Bytes(2 * TIB);

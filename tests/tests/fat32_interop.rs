@@ -11,20 +11,11 @@
 use mkfs_alloc_layout::FsType;
 use mkfs_alloc_tests::checks::{check_fat32_boot, fsck_fat_clean, fsck_fat_geometry, mtools};
 use mkfs_alloc_tests::{
-    format_image, plan_for, require_tool, run, smallest_valid, test_data, FormatArgs, FuseMount,
-    LoopDevice, TempDir, GIB, KIB, MIB, TIB,
+    format_planned, matrix_cases, require_tool, run, smallest_and_medium, test_data, FormatArgs,
+    FuseMount, LoopDevice, Size, TempDir, GIB, KIB, MIB, TIB,
 };
 use std::io::{Read, Write};
 use std::path::Path;
-
-/// A volume size of the matrix.
-#[derive(Debug, Clone, Copy)]
-enum Size {
-    /// The smallest size the planner accepts for this cluster and sector size.
-    Smallest,
-    /// A fixed size in bytes.
-    Bytes(u64),
-}
 
 /// A medium size that is not a round number (tests the unused tail), valid
 /// for every cluster size of the matrix.
@@ -35,19 +26,14 @@ const MEDIUM: u64 = 8 * GIB + 7 * MIB + 12 * KIB;
 const LABEL: &str = "MKFSALLOC";
 
 fn fat32_case(cluster: u64, sector: u32, size: Size) {
-    let size = match size {
-        Size::Smallest => smallest_valid(FsType::Fat32, cluster, sector),
-        Size::Bytes(b) => b,
-    };
+    let size = size.bytes(FsType::Fat32, cluster, sector);
     let tmp = TempDir::new(&format!("fat32-{cluster}-{sector}"));
     let img = tmp.join("fat32.img");
     let args = FormatArgs {
         label: Some(LABEL),
         ..FormatArgs::new("fat32", cluster, sector, size)
     };
-    let json = format_image(&img, &args);
-    let planned = plan_for(FsType::Fat32, cluster, sector, size).expect("the planner accepts it");
-    assert_eq!(json.u64("cluster_count"), u64::from(planned.cluster_count));
+    let json = format_planned(&img, FsType::Fat32, &args);
 
     let boot = check_fat32_boot(&img);
     assert_eq!(boot.cluster_size(), cluster);
@@ -170,39 +156,22 @@ fn fatfs_read(img: &Path, name: &str) -> Vec<u8> {
     out
 }
 
-macro_rules! cases {
-    ($($name:ident: $cluster:expr, $sector:expr, $size:expr;)*) => {
-        $(
-            #[test]
-            fn $name() {
-                fat32_case($cluster, $sector, $size);
-            }
-        )*
-    };
-}
-
 /// The largest FAT32 volume with 512-byte sectors, rounded down to 1 MiB.
 const NEAR_2TIB: u64 = 2 * TIB - MIB;
 
-cases! {
-    c512_s512_smallest: 512, 512, Size::Smallest;
-    c512_s512_medium: 512, 512, Size::Bytes(MEDIUM);
-    c4k_s512_smallest: 4 * KIB, 512, Size::Smallest;
-    c4k_s512_medium: 4 * KIB, 512, Size::Bytes(MEDIUM);
-    c4k_s4096_smallest: 4 * KIB, 4096, Size::Smallest;
-    c4k_s4096_medium: 4 * KIB, 4096, Size::Bytes(MEDIUM);
-    c16k_s512_smallest: 16 * KIB, 512, Size::Smallest;
-    c16k_s512_medium: 16 * KIB, 512, Size::Bytes(MEDIUM);
-    c16k_s4096_smallest: 16 * KIB, 4096, Size::Smallest;
-    c16k_s4096_medium: 16 * KIB, 4096, Size::Bytes(MEDIUM);
-    c32k_s512_smallest: 32 * KIB, 512, Size::Smallest;
-    c32k_s512_medium: 32 * KIB, 512, Size::Bytes(MEDIUM);
-    c32k_s4096_smallest: 32 * KIB, 4096, Size::Smallest;
-    c32k_s4096_medium: 32 * KIB, 4096, Size::Bytes(MEDIUM);
-    c64k_s512_smallest: 64 * KIB, 512, Size::Smallest;
-    c64k_s512_medium: 64 * KIB, 512, Size::Bytes(MEDIUM);
-    c64k_s4096_smallest: 64 * KIB, 4096, Size::Smallest;
-    c64k_s4096_medium: 64 * KIB, 4096, Size::Bytes(MEDIUM);
+smallest_and_medium! { fat32_case, MEDIUM;
+    c512_s512: 512, 512;
+    c4k_s512: 4 * KIB, 512;
+    c4k_s4096: 4 * KIB, 4096;
+    c16k_s512: 16 * KIB, 512;
+    c16k_s4096: 16 * KIB, 4096;
+    c32k_s512: 32 * KIB, 512;
+    c32k_s4096: 32 * KIB, 4096;
+    c64k_s512: 64 * KIB, 512;
+    c64k_s4096: 64 * KIB, 4096;
+}
+
+matrix_cases! { fat32_case;
     // Near the 2 TiB ceiling of 512-byte sectors, and 2 TiB with 4 KiB ones.
     c32k_s512_near_2tib: 32 * KIB, 512, Size::Bytes(NEAR_2TIB);
     c64k_s512_near_2tib: 64 * KIB, 512, Size::Bytes(NEAR_2TIB);

@@ -17,10 +17,10 @@ use mkfs_alloc_tests::blk::{
     blkid_probe, blkid_value, fdisk_list, sfdisk_json, sgdisk_verify, wipefs_signatures, Window,
 };
 use mkfs_alloc_tests::{
-    file_hash, fill_file, mkfs_alloc, read_at, require_tool, run, size_arg, sparse_file, test_data,
-    ExfatBoot, Fat32Boot, LoopDevice, MkfsJson, TempDir, KIB, MIB, SENTINEL, TIB,
+    file_hash, fill_file, json_str, json_u64, mkfs_alloc, read_at, require_tool, run, size_arg,
+    sparse_file, test_data, ExfatBoot, Fat32Boot, LoopDevice, MkfsJson, TempDir, KIB, MIB,
+    SENTINEL, TIB,
 };
-use serde_json::Value;
 use std::path::Path;
 
 /// The GPT type GUID of a Microsoft Basic Data partition.
@@ -70,18 +70,6 @@ fn cases() -> Vec<Case> {
         }
     }
     v
-}
-
-fn json_u64(v: &Value, key: &str) -> u64 {
-    v.get(key)
-        .and_then(Value::as_u64)
-        .unwrap_or_else(|| panic!("JSON field {key:?} missing or not an integer in {v}"))
-}
-
-fn json_str<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_else(|| panic!("JSON field {key:?} missing or not a string in {v}"))
 }
 
 /// Formats a new sparse image for `case`; returns the JSON report after
@@ -662,24 +650,26 @@ fn mbr_is_refused_above_2_tib_and_gpt_is_not() {
     let img = tmp.join("big.img");
     let target = img.to_string_lossy().into_owned();
     let big = size_arg(3 * TIB);
-
-    // A new image: refused, nothing created.
-    for json in [false, true] {
+    // `mkfs-alloc --fs exfat --cluster 32K --table TABLE --size 3T EXTRA.. IMG`
+    let run_3t = |table: &str, extra: &[&str]| {
         let mut args = vec![
             "--fs",
             "exfat",
             "--cluster",
             "32K",
             "--table",
-            "mbr",
+            table,
             "--size",
             &big,
         ];
-        if json {
-            args.push("--json");
-        }
+        args.extend_from_slice(extra);
         args.push(&target);
-        let out = mkfs_alloc(&args);
+        mkfs_alloc(&args)
+    };
+
+    // A new image: refused, nothing created.
+    for json in [false, true] {
+        let out = run_3t("mbr", if json { &["--json"] } else { &[] });
         out.assert_code(2);
         let msg = if json {
             let j = MkfsJson::parse(&out);
@@ -698,36 +688,14 @@ fn mbr_is_refused_above_2_tib_and_gpt_is_not() {
     // An existing image: refused, unchanged (not grown).
     fill_file(&img, MIB, SENTINEL);
     let hash = file_hash(&img);
-    let out = mkfs_alloc(&[
-        "--fs",
-        "exfat",
-        "--cluster",
-        "32K",
-        "--table",
-        "mbr",
-        "--size",
-        &big,
-        &target,
-    ]);
+    let out = run_3t("mbr", &[]);
     out.assert_code(2);
     assert!(out.stderr.contains("GPT"), "{out}");
     assert_eq!(file_hash(&img), hash, "the refused run changed the image");
     std::fs::remove_file(&img).expect("remove the sentinel image");
 
     // GPT is fine there (plan only).
-    let out = mkfs_alloc(&[
-        "--fs",
-        "exfat",
-        "--cluster",
-        "32K",
-        "--table",
-        "gpt",
-        "--size",
-        &big,
-        "--dry-run",
-        "--json",
-        &target,
-    ]);
+    let out = run_3t("gpt", &["--dry-run", "--json"]);
     out.assert_success();
     assert!(!img.exists(), "the dry run created {target}");
     let json = MkfsJson::parse(&out);

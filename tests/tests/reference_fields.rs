@@ -13,10 +13,18 @@
 
 use mkfs_alloc_tests::checks::check_fat32_boot;
 use mkfs_alloc_tests::{
-    mkfs_alloc, require_tool, run, size_arg, sparse_file, ExfatBoot, ExfatRootInfo, Fat32Boot,
-    FsInfo, LoopDevice, TempDir, GIB, KIB, MIB,
+    matrix_cases, mkfs_alloc, require_tool, run, size_arg, sparse_file, ExfatBoot, ExfatRootInfo,
+    Fat32Boot, FsInfo, LoopDevice, TempDir, GIB, KIB, MIB,
 };
 use std::path::Path;
+
+/// `assert_eq!(ours.FIELD, reference.FIELD, NAME)` for each `FIELD => NAME`,
+/// in order: field by field, so a failure names the field.
+macro_rules! same_fields {
+    ($ours:ident, $reference:ident; $($field:ident => $name:literal,)+) => {
+        $(assert_eq!($ours.$field, $reference.$field, $name);)+
+    };
+}
 
 /// Formats `img` with mkfs-alloc (sparse, created by `--size`).
 fn ours(img: &Path, fs: &str, cluster: u64, sector: u32, size: u64, extra: &[&str]) {
@@ -63,32 +71,20 @@ fn exfat_compare(cluster: u64, sector: u32, size: u64) {
     //   mkfs.exfat -b 1M -c CLUSTER ref.img            (512-byte sectors)
     //   losetup -f --show --sector-size 4096 ref.img
     //   mkfs.exfat -b 1M -c CLUSTER /dev/loopN         (4096-byte sectors)
-    if sector == 512 {
-        run(
-            &mkfs,
-            &[
-                Path::new("-b"),
-                Path::new("1M"),
-                Path::new("-c"),
-                Path::new(&c),
-                &reference,
-            ],
-        )
-        .assert_success();
-    } else {
-        let lo = LoopDevice::attach_sector(&reference, sector);
-        run(
-            &mkfs,
-            &[
-                Path::new("-b"),
-                Path::new("1M"),
-                Path::new("-c"),
-                Path::new(&c),
-                lo.path(),
-            ],
-        )
-        .assert_success();
-    }
+    let lo = (sector != 512).then(|| LoopDevice::attach_sector(&reference, sector));
+    let target = lo.as_ref().map_or(reference.as_path(), LoopDevice::path);
+    run(
+        &mkfs,
+        &[
+            Path::new("-b"),
+            Path::new("1M"),
+            Path::new("-c"),
+            Path::new(&c),
+            target,
+        ],
+    )
+    .assert_success();
+    drop(lo);
     ours(&mine, "exfat", cluster, sector, size, &["--align", "1M"]);
     let (rb, rr) = exfat_fields(&reference);
     let (ob, or) = exfat_fields(&mine);
@@ -99,20 +95,16 @@ fn exfat_compare(cluster: u64, sector: u32, size: u64) {
     );
     assert_eq!(rb.cluster_size(), cluster, "reference cluster size");
     // Field by field, so a failure names the field.
-    assert_eq!(
-        ob.bytes_per_sector_shift, rb.bytes_per_sector_shift,
-        "BytesPerSectorShift"
-    );
-    assert_eq!(
-        ob.sectors_per_cluster_shift, rb.sectors_per_cluster_shift,
-        "SectorsPerClusterShift"
-    );
-    assert_eq!(ob.volume_length, rb.volume_length, "VolumeLength");
-    assert_eq!(ob.fat_offset, rb.fat_offset, "FatOffset");
-    assert_eq!(ob.number_of_fats, rb.number_of_fats, "NumberOfFats");
-    assert_eq!(ob.revision, rb.revision, "FileSystemRevision");
-    assert_eq!(ob.partition_offset, rb.partition_offset, "PartitionOffset");
-    assert_eq!(ob.boot_signature, rb.boot_signature, "BootSignature");
+    same_fields! { ob, rb;
+        bytes_per_sector_shift => "BytesPerSectorShift",
+        sectors_per_cluster_shift => "SectorsPerClusterShift",
+        volume_length => "VolumeLength",
+        fat_offset => "FatOffset",
+        number_of_fats => "NumberOfFats",
+        revision => "FileSystemRevision",
+        partition_offset => "PartitionOffset",
+        boot_signature => "BootSignature",
+    }
     assert_eq!(
         rr.entry_types.first(),
         Some(&0x83),
@@ -213,9 +205,14 @@ fn exfatprogs_geometry(size: u64, sector: u32, cluster: u64, b: u64) -> (u32, u3
     (s(fat_off / bps), s(fat_len / bps), s(heap / bps), s(count))
 }
 
-#[test]
-fn exfat_64mib_4k() {
-    exfat_compare(4 * KIB, 512, 64 * MIB);
+matrix_cases! { exfat_compare;
+    exfat_64mib_4k: 4 * KIB, 512, 64 * MIB;
+    exfat_odd_size_512: 512, 512, 3 * GIB + 7 * MIB + 12 * KIB;
+    exfat_odd_size_128k: 128 * KIB, 512, 3 * GIB + 7 * MIB + 12 * KIB;
+    exfat_1m_clusters_100gib: MIB, 512, 100 * GIB;
+    exfat_32m_clusters: 32 * MIB, 512, 8 * GIB;
+    exfat_4k_sectors_32k: 32 * KIB, 4096, 8 * GIB + 4 * MIB;
+    exfat_4k_sectors_4k: 4 * KIB, 4096, 512 * MIB;
 }
 
 /// Reference A.5's worked example: FatOffset 2048, FatLength 256, CHO 4096.
@@ -235,36 +232,6 @@ fn exfat_1gib_32k() {
         ),
         (2048, 256, 4096, 32704)
     );
-}
-
-#[test]
-fn exfat_odd_size_512() {
-    exfat_compare(512, 512, 3 * GIB + 7 * MIB + 12 * KIB);
-}
-
-#[test]
-fn exfat_odd_size_128k() {
-    exfat_compare(128 * KIB, 512, 3 * GIB + 7 * MIB + 12 * KIB);
-}
-
-#[test]
-fn exfat_1m_clusters_100gib() {
-    exfat_compare(MIB, 512, 100 * GIB);
-}
-
-#[test]
-fn exfat_32m_clusters() {
-    exfat_compare(32 * MIB, 512, 8 * GIB);
-}
-
-#[test]
-fn exfat_4k_sectors_32k() {
-    exfat_compare(32 * KIB, 4096, 8 * GIB + 4 * MIB);
-}
-
-#[test]
-fn exfat_4k_sectors_4k() {
-    exfat_compare(4 * KIB, 4096, 512 * MIB);
 }
 
 fn fat32_compare(cluster: u64, sector: u32, size: u64) {
@@ -303,16 +270,20 @@ fn fat32_compare(cluster: u64, sector: u32, size: u64) {
     );
     let r = Fat32Boot::read(&reference, 0);
     let o = check_fat32_boot(&mine);
-    assert_eq!(o.jmp_boot, r.jmp_boot, "jmpBoot");
-    assert_eq!(o.bytes_per_sector, r.bytes_per_sector, "BytsPerSec");
-    assert_eq!(o.sectors_per_cluster, r.sectors_per_cluster, "SecPerClus");
+    same_fields! { o, r;
+        jmp_boot => "jmpBoot",
+        bytes_per_sector => "BytsPerSec",
+        sectors_per_cluster => "SecPerClus",
+    }
     assert_eq!(o.cluster_size(), cluster);
-    assert_eq!(o.num_fats, r.num_fats, "NumFATs");
-    assert_eq!(o.root_ent_cnt, r.root_ent_cnt, "RootEntCnt");
-    assert_eq!(o.tot_sec16, r.tot_sec16, "TotSec16");
-    assert_eq!(o.media, r.media, "Media");
-    assert_eq!(o.fat_sz16, r.fat_sz16, "FATSz16");
-    assert_eq!(o.hidden_sectors, r.hidden_sectors, "HiddSec");
+    same_fields! { o, r;
+        num_fats => "NumFATs",
+        root_ent_cnt => "RootEntCnt",
+        tot_sec16 => "TotSec16",
+        media => "Media",
+        fat_sz16 => "FATSz16",
+        hidden_sectors => "HiddSec",
+    }
     // mkfs.fat rounds the sector count of an image down to whole tracks
     // (63 sectors) in some cases; ours is the whole image.
     assert_eq!(
@@ -326,17 +297,19 @@ fn fat32_compare(cluster: u64, sector: u32, size: u64) {
         o.tot_sec32,
         r.tot_sec32
     );
-    assert_eq!(o.ext_flags, r.ext_flags, "ExtFlags");
-    assert_eq!(o.fs_ver, r.fs_ver, "FSVer");
-    assert_eq!(o.root_cluster, r.root_cluster, "RootClus");
-    assert_eq!(o.fs_info, r.fs_info, "FSInfo");
-    assert_eq!(o.backup_boot, r.backup_boot, "BkBootSec");
-    assert_eq!(o.drive_number, r.drive_number, "DrvNum");
-    assert_eq!(o.boot_sig, r.boot_sig, "BootSig");
-    assert_eq!(o.volume_id, r.volume_id, "VolID");
-    assert_eq!(o.volume_label, r.volume_label, "VolLab");
-    assert_eq!(o.fs_type, r.fs_type, "FilSysType");
-    assert_eq!(o.signature, r.signature, "signature");
+    same_fields! { o, r;
+        ext_flags => "ExtFlags",
+        fs_ver => "FSVer",
+        root_cluster => "RootClus",
+        fs_info => "FSInfo",
+        backup_boot => "BkBootSec",
+        drive_number => "DrvNum",
+        boot_sig => "BootSig",
+        volume_id => "VolID",
+        volume_label => "VolLab",
+        fs_type => "FilSysType",
+        signature => "signature",
+    }
     // FSInfo: same signatures; each free count matches its own cluster count.
     let (ri, oi) = (
         FsInfo::read(&reference, 0, &r, r.fs_info),
@@ -386,32 +359,11 @@ fn fat32_compare(cluster: u64, sector: u32, size: u64) {
     assert!(o.fat_bytes() / 4 >= o.cluster_count() + 2);
 }
 
-#[test]
-fn fat32_512_clusters() {
-    fat32_compare(512, 512, GIB);
-}
-
-#[test]
-fn fat32_4k_clusters() {
-    fat32_compare(4 * KIB, 512, 8 * GIB + 7 * MIB);
-}
-
-#[test]
-fn fat32_32k_clusters() {
-    fat32_compare(32 * KIB, 512, 16 * GIB);
-}
-
-#[test]
-fn fat32_64k_clusters() {
-    fat32_compare(64 * KIB, 512, 16 * GIB);
-}
-
-#[test]
-fn fat32_4k_sectors_4k() {
-    fat32_compare(4 * KIB, 4096, 2 * GIB);
-}
-
-#[test]
-fn fat32_4k_sectors_16k() {
-    fat32_compare(16 * KIB, 4096, 8 * GIB + 12 * KIB);
+matrix_cases! { fat32_compare;
+    fat32_512_clusters: 512, 512, GIB;
+    fat32_4k_clusters: 4 * KIB, 512, 8 * GIB + 7 * MIB;
+    fat32_32k_clusters: 32 * KIB, 512, 16 * GIB;
+    fat32_64k_clusters: 64 * KIB, 512, 16 * GIB;
+    fat32_4k_sectors_4k: 4 * KIB, 4096, 2 * GIB;
+    fat32_4k_sectors_16k: 16 * KIB, 4096, 8 * GIB + 12 * KIB;
 }

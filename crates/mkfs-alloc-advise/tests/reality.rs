@@ -13,6 +13,9 @@
 //!   `cp -r SRC... MNT/`, `fusermount -u MNT`, `losetup -d /dev/loopN`;
 //! - FAT32: `mcopy -s -i IMG SRC... ::/`.
 
+mod common;
+
+use common::Scratch;
 use mkfs_alloc_advise::testtree::{self, VariedSpec};
 use mkfs_alloc_advise::{footprint_for, scan, ScanOptions, ScanResult};
 use mkfs_alloc_blockio::ImageFile;
@@ -24,27 +27,6 @@ use std::fs;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-/// A scratch directory removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Self {
-        let p = std::env::temp_dir().join(format!(
-            "mkfs-alloc-advise-reality-{}-{name}",
-            std::process::id()
-        ));
-        let _ = fs::remove_dir_all(&p);
-        fs::create_dir_all(&p).expect("create scratch dir");
-        Scratch(p)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Fails (never skips) when a tool is missing.
 fn require(tool: &str, package: &str) {
@@ -309,75 +291,85 @@ fn nested_spec(seed: u64) -> VariedSpec {
     }
 }
 
+/// Runs [`check`] at each `(cluster, volume)` of `cases`, in a scratch
+/// directory named `{name}-{cluster}`, on a flat ([`flat_spec`]) or nested
+/// ([`nested_spec`]) tree of seed `seed`, `seed + 1`, ...; hands each
+/// outcome to `assert_ok` before the next case runs.
+fn check_each(
+    name: &str,
+    fs: FsType,
+    cases: &[(u64, u64)],
+    seed: u64,
+    flat: bool,
+    assert_ok: impl Fn(u64, &Outcome),
+) {
+    for (&(cluster, volume), seed) in cases.iter().zip(seed..) {
+        let spec = if flat {
+            flat_spec(seed)
+        } else {
+            nested_spec(seed)
+        };
+        let o = check(
+            &format!("{name}-{cluster}"),
+            fs,
+            cluster,
+            volume,
+            &spec,
+            flat,
+        );
+        assert_ok(cluster, &o);
+    }
+}
+
 // File data exactly: root-level files only, so the only directory is the
 // root, whose clusters the model knows exactly.
 
 #[test]
 fn exfat_root_files_exact() {
-    for (i, cluster) in [512, 4 * KIB, 32 * KIB].into_iter().enumerate() {
-        let o = check(
-            &format!("exfat-flat-{cluster}"),
-            FsType::Exfat,
-            cluster,
-            256 * MIB,
-            &flat_spec(10 + i as u64),
-            true,
-        );
-        assert_eq!(o.predicted, o.actual, "exFAT {cluster}: prediction exact");
-    }
+    let cases = [512, 4 * KIB, 32 * KIB].map(|c| (c, 256 * MIB));
+    check_each(
+        "exfat-flat",
+        FsType::Exfat,
+        &cases,
+        10,
+        true,
+        |cluster, o| {
+            assert_eq!(o.predicted, o.actual, "exFAT {cluster}: prediction exact");
+        },
+    );
 }
 
 #[test]
 fn fat32_root_files_exact() {
-    for (i, (cluster, volume)) in [(KIB, 256 * MIB), (4 * KIB, 512 * MIB)]
-        .into_iter()
-        .enumerate()
-    {
-        let o = check(
-            &format!("fat32-flat-{cluster}"),
-            FsType::Fat32,
-            cluster,
-            volume,
-            &flat_spec(20 + i as u64),
-            true,
-        );
-        assert_eq!(o.predicted, o.actual, "FAT32 {cluster}: prediction exact");
-    }
+    let cases = [(KIB, 256 * MIB), (4 * KIB, 512 * MIB)];
+    check_each(
+        "fat32-flat",
+        FsType::Fat32,
+        &cases,
+        20,
+        true,
+        |cluster, o| {
+            assert_eq!(o.predicted, o.actual, "FAT32 {cluster}: prediction exact");
+        },
+    );
 }
 
 // Whole trees: nested, empty and large directories; within 1% overall.
 
 #[test]
 fn exfat_tree_within_one_percent() {
-    for (i, cluster) in [512, 4 * KIB, 32 * KIB, 128 * KIB].into_iter().enumerate() {
-        let o = check(
-            &format!("exfat-tree-{cluster}"),
-            FsType::Exfat,
-            cluster,
-            512 * MIB,
-            &nested_spec(30 + i as u64),
-            false,
-        );
-        assert_within_1_percent(&o);
+    let cases = [512, 4 * KIB, 32 * KIB, 128 * KIB].map(|c| (c, 512 * MIB));
+    check_each("exfat-tree", FsType::Exfat, &cases, 30, false, |_, o| {
+        assert_within_1_percent(o);
         assert!(o.predicted_files <= o.actual);
-    }
+    });
 }
 
 #[test]
 fn fat32_tree_within_one_percent() {
-    for (i, (cluster, volume)) in [(KIB, 256 * MIB), (4 * KIB, 512 * MIB), (32 * KIB, 3 << 30)]
-        .into_iter()
-        .enumerate()
-    {
-        let o = check(
-            &format!("fat32-tree-{cluster}"),
-            FsType::Fat32,
-            cluster,
-            volume,
-            &nested_spec(40 + i as u64),
-            false,
-        );
-        assert_within_1_percent(&o);
+    let cases = [(KIB, 256 * MIB), (4 * KIB, 512 * MIB), (32 * KIB, 3 << 30)];
+    check_each("fat32-tree", FsType::Fat32, &cases, 40, false, |_, o| {
+        assert_within_1_percent(o);
         assert!(o.predicted_files <= o.actual);
-    }
+    });
 }

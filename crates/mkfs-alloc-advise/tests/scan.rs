@@ -1,32 +1,14 @@
 //! The scan: apparent sizes, hard links once, symlinks skipped or followed
 //! without looping, unreadable entries counted, names measured.
 
+mod common;
+
+use common::Scratch;
 use mkfs_alloc_advise::testtree;
 use mkfs_alloc_advise::{scan, DirRecord, ScanError, ScanOptions, ScanProgress};
 use std::ffi::OsStr;
 use std::fs;
-use std::path::PathBuf;
 use std::sync::Mutex;
-
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Self {
-        let p = std::env::temp_dir().join(format!(
-            "mkfs-alloc-advise-scan-{}-{name}",
-            std::process::id()
-        ));
-        let _ = fs::remove_dir_all(&p);
-        fs::create_dir_all(&p).expect("scratch");
-        Scratch(p)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
 
 fn write(p: &std::path::Path, n: usize) {
     fs::write(p, vec![7u8; n]).expect("write");

@@ -29,8 +29,8 @@ use crate::error::InspectError;
 use crate::io::Reader;
 use crate::report::Volume;
 use crate::walk::{
-    chain_error, check_fits, display_path, join, planner_cluster_sizes, powers, scan_dir,
-    set_geometry, walk, Allocation, DirFormat, DirParser, FatRegions, Pending, Walker,
+    chain_error, check_fits, display_path, impl_dir_parser, planner_cluster_sizes, powers,
+    scan_dir, set_geometry, walk, Allocation, DirFormat, FatRegions, Found, Pending, Walker,
 };
 use crate::InspectOptions;
 
@@ -268,27 +268,6 @@ impl ExfatDirParser {
     /// A parser at the start of a directory.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// True after the end-of-directory entry.
-    pub fn ended(&self) -> bool {
-        self.ended
-    }
-
-    /// Entries seen before the end-of-directory entry.
-    pub fn entries(&self) -> u64 {
-        self.entries
-    }
-
-    /// Parses whole entries of `bytes` (a trailing partial entry is
-    /// ignored); nothing after the end-of-directory entry.
-    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<ExfatItem>) {
-        for e in bytes.chunks_exact(32) {
-            if self.ended {
-                return;
-            }
-            self.push(e, out);
-        }
     }
 
     fn push(&mut self, e: &[u8], out: &mut Vec<ExfatItem>) {
@@ -666,18 +645,7 @@ fn count_bits<D: BlockIo + ?Sized>(
 /// exFAT's side of the directory walk.
 struct ExfatDirs;
 
-impl DirParser for ExfatDirParser {
-    type Item = ExfatItem;
-    fn feed(&mut self, bytes: &[u8], out: &mut Vec<ExfatItem>) {
-        ExfatDirParser::feed(self, bytes, out);
-    }
-    fn ended(&self) -> bool {
-        self.ended
-    }
-    fn entries(&self) -> u64 {
-        self.entries
-    }
-}
+impl_dir_parser!(ExfatDirParser, ExfatItem);
 
 impl DirFormat for ExfatDirs {
     type Parser = ExfatDirParser;
@@ -686,55 +654,33 @@ impl DirFormat for ExfatDirs {
         ExfatDirParser::new()
     }
 
-    fn item<D: BlockIo + ?Sized>(
-        &self,
-        r: &mut Reader<'_, D>,
-        fat: &mut Fat,
-        geo: &Geo,
-        w: &mut Walker<'_>,
-        dir: &Pending,
-        item: ExfatItem,
-        stack: &mut Vec<Pending>,
-    ) -> Result<(), InspectError> {
+    fn item(&self, _geo: &Geo, w: &mut Walker<'_>, dir: &Pending, item: ExfatItem) -> Found {
         match item {
-            ExfatItem::File(f) if f.is_dir() => {
-                let child = join(&dir.path, &f.name);
-                if !w.may_descend(&child, dir.depth + 1, stack.len()) {
-                    return Ok(());
-                }
-                if f.data_length == 0 {
-                    w.damaged(format!("{child}: directory with DataLength 0; not read"));
-                    return Ok(());
-                }
+            ExfatItem::File(f) if !f.is_dir() => Found::File {
+                size: f.data_length,
+                first: f.first_cluster,
+                contiguous: f.no_fat_chain,
+                name: f.name,
+            },
+            ExfatItem::File(f) => {
                 let src = if f.no_fat_chain {
                     Source::Contiguous(f.first_cluster)
                 } else {
                     Source::Chain(f.first_cluster)
                 };
-                stack.push(Pending {
-                    src,
-                    declared: f.data_length,
-                    allocation: Allocation::Declared,
-                    path: child,
-                    depth: dir.depth + 1,
-                });
+                let at = if f.data_length == 0 {
+                    Err("directory with DataLength 0".to_string())
+                } else {
+                    Ok((src, f.data_length, Allocation::Declared))
+                };
+                Found::Dir { name: f.name, at }
             }
-            ExfatItem::File(f) => {
-                let name = &f.name;
-                w.add_file(
-                    r,
-                    fat,
-                    geo,
-                    &|| join(&dir.path, name),
-                    f.data_length,
-                    f.first_cluster,
-                    f.no_fat_chain,
-                )?;
+            ExfatItem::Bad(msg) => {
+                w.damaged(format!("{}: {msg}", display_path(&dir.path)));
+                Found::Nothing
             }
-            ExfatItem::Bad(msg) => w.damaged(format!("{}: {msg}", display_path(&dir.path))),
-            _ => {}
+            _ => Found::Nothing,
         }
-        Ok(())
     }
 }
 

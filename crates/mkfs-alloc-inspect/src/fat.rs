@@ -27,8 +27,8 @@ use crate::io::{Reader, MAX_READ};
 use crate::probe::ascii_label;
 use crate::report::{FsKind, Volume};
 use crate::walk::{
-    check_fits, display_path, join, planner_cluster_sizes, powers, scan_dir, set_geometry, walk,
-    Allocation, DirFormat, DirParser, FatRegions, Pending, Walker,
+    check_fits, display_path, impl_dir_parser, planner_cluster_sizes, powers, scan_dir,
+    set_geometry, walk, Allocation, DirFormat, FatRegions, Found, Pending, Walker,
 };
 use crate::InspectOptions;
 
@@ -298,26 +298,6 @@ impl FatDirParser {
             entries: 0,
             ended: false,
             orphans: 0,
-        }
-    }
-
-    /// True after the end-of-directory entry.
-    pub fn ended(&self) -> bool {
-        self.ended
-    }
-
-    /// Entries seen before the end.
-    pub fn entries(&self) -> u64 {
-        self.entries
-    }
-
-    /// Parses whole entries of `bytes`; nothing after the end.
-    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<FatItem>) {
-        for e in bytes.chunks_exact(32) {
-            if self.ended {
-                return;
-            }
-            self.push(e, out);
         }
     }
 
@@ -686,18 +666,7 @@ struct FatDirs {
     fat32: bool,
 }
 
-impl DirParser for FatDirParser {
-    type Item = FatItem;
-    fn feed(&mut self, bytes: &[u8], out: &mut Vec<FatItem>) {
-        FatDirParser::feed(self, bytes, out);
-    }
-    fn ended(&self) -> bool {
-        self.ended
-    }
-    fn entries(&self) -> u64 {
-        self.entries
-    }
-}
+impl_dir_parser!(FatDirParser, FatItem);
 
 impl DirFormat for FatDirs {
     type Parser = FatDirParser;
@@ -706,41 +675,30 @@ impl DirFormat for FatDirs {
         FatDirParser::new(self.fat32)
     }
 
-    fn item<D: BlockIo + ?Sized>(
-        &self,
-        r: &mut Reader<'_, D>,
-        fat: &mut Fat,
-        geo: &Geo,
-        w: &mut Walker<'_>,
-        dir: &Pending,
-        item: FatItem,
-        stack: &mut Vec<Pending>,
-    ) -> Result<(), InspectError> {
+    fn item(&self, geo: &Geo, _w: &mut Walker<'_>, _dir: &Pending, item: FatItem) -> Found {
         let FatItem::Entry(e) = item else {
-            return Ok(());
+            return Found::Nothing;
         };
         if e.is_dot() {
-            return Ok(());
+            return Found::Nothing;
         }
         if !e.is_dir() {
-            let name = &e.name;
-            return w.add_file(
-                r,
-                fat,
-                geo,
-                &|| join(&dir.path, name),
-                u64::from(e.size),
-                e.first_cluster,
-                false,
-            );
+            return Found::File {
+                name: e.name,
+                size: u64::from(e.size),
+                first: e.first_cluster,
+                contiguous: false,
+            };
         }
-        let child = join(&dir.path, &e.name);
-        if !w.may_descend(&child, dir.depth + 1, stack.len()) {
-            return Ok(());
-        }
-        if !geo.valid(e.first_cluster) {
-            w.damaged(format!(
-                "{child}: directory starts at cluster {} (valid: 2..={}{}); not read",
+        let at = if geo.valid(e.first_cluster) {
+            Ok((
+                Source::Chain(e.first_cluster),
+                MAX_DIR_BYTES,
+                Allocation::Chain,
+            ))
+        } else {
+            Err(format!(
+                "directory starts at cluster {} (valid: 2..={}{})",
                 e.first_cluster,
                 geo.max_cluster(),
                 if e.first_cluster == 0 {
@@ -748,17 +706,9 @@ impl DirFormat for FatDirs {
                 } else {
                     ""
                 }
-            ));
-            return Ok(());
-        }
-        stack.push(Pending {
-            src: Source::Chain(e.first_cluster),
-            declared: MAX_DIR_BYTES,
-            allocation: Allocation::Chain,
-            path: child,
-            depth: dir.depth + 1,
-        });
-        Ok(())
+            ))
+        };
+        Found::Dir { name: e.name, at }
     }
 
     fn read(&self, w: &mut Walker<'_>, dir: &Pending, parser: &FatDirParser) {

@@ -127,27 +127,137 @@ impl Pending {
     }
 }
 
+/// The public `ended`, `entries` and `feed` of a directory parser type with
+/// the fields `ended` and `entries` and a method `push(&mut self, entry,
+/// out)` that parses one 32-byte entry; and its [`DirParser`] impl.
+macro_rules! impl_dir_parser {
+    ($parser:ty, $item:ty) => {
+        impl $parser {
+            /// True after the end-of-directory entry.
+            pub fn ended(&self) -> bool {
+                self.ended
+            }
+
+            /// Entries seen before the end-of-directory entry.
+            pub fn entries(&self) -> u64 {
+                self.entries
+            }
+
+            /// Parses whole entries of `bytes` (a trailing partial entry is
+            /// ignored); nothing after the end-of-directory entry.
+            pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<$item>) {
+                for e in bytes.chunks_exact(32) {
+                    if self.ended {
+                        return;
+                    }
+                    self.push(e, out);
+                }
+            }
+        }
+
+        impl $crate::walk::DirParser for $parser {
+            type Item = $item;
+            fn feed(&mut self, bytes: &[u8], out: &mut Vec<$item>) {
+                <$parser>::feed(self, bytes, out);
+            }
+            fn ended(&self) -> bool {
+                self.ended
+            }
+            fn entries(&self) -> u64 {
+                self.entries
+            }
+        }
+    };
+}
+pub(crate) use impl_dir_parser;
+
+/// What a [`DirFormat`] makes of one directory item.
+pub(crate) enum Found {
+    /// Nothing for the walk (labels, system entries, `.` and `..`).
+    Nothing,
+    /// A file: its name, size, first cluster and whether its clusters are
+    /// contiguous (no FAT chain).
+    File {
+        name: String,
+        size: u64,
+        first: u32,
+        contiguous: bool,
+    },
+    /// A subdirectory named `name`: where it is, its most bytes
+    /// ([`Pending::declared`]) and how its bytes count, or why it cannot be
+    /// read (a damage, "PATH: WHY; not read").
+    Dir {
+        name: String,
+        at: Result<(Source, u64, Allocation), String>,
+    },
+}
+
 /// One file system's side of [`walk`].
 pub(crate) trait DirFormat {
     /// Its directory parser.
     type Parser: DirParser;
     /// A parser at the start of a directory.
     fn parser(&self) -> Self::Parser;
-    /// Handles one item of `dir`: records a file in `w`, or queues a
-    /// subdirectory on `stack` (after [`Walker::may_descend`]).
-    #[allow(clippy::too_many_arguments)]
-    fn item<D: BlockIo + ?Sized>(
+    /// What one item of `dir` is (damaged items are recorded in `w`).
+    fn item(
         &self,
-        r: &mut Reader<'_, D>,
-        fat: &mut Fat,
         geo: &Geo,
         w: &mut Walker<'_>,
         dir: &Pending,
         item: <Self::Parser as DirParser>::Item,
-        stack: &mut Vec<Pending>,
-    ) -> Result<(), InspectError>;
+    ) -> Found;
     /// Called once `dir` has been read without chain damage.
     fn read(&self, _w: &mut Walker<'_>, _dir: &Pending, _parser: &Self::Parser) {}
+}
+
+/// Records a file of `dir` in `w`, or queues a subdirectory on `stack`
+/// (after [`Walker::may_descend`]).
+#[allow(clippy::too_many_arguments)]
+fn handle<D: BlockIo + ?Sized>(
+    r: &mut Reader<'_, D>,
+    fat: &mut Fat,
+    geo: &Geo,
+    w: &mut Walker<'_>,
+    dir: &Pending,
+    found: Found,
+    stack: &mut Vec<Pending>,
+) -> Result<(), InspectError> {
+    match found {
+        Found::Nothing => {}
+        Found::File {
+            name,
+            size,
+            first,
+            contiguous,
+        } => {
+            w.add_file(
+                r,
+                fat,
+                geo,
+                &|| join(&dir.path, &name),
+                size,
+                first,
+                contiguous,
+            )?;
+        }
+        Found::Dir { name, at } => {
+            let child = join(&dir.path, &name);
+            if !w.may_descend(&child, dir.depth + 1, stack.len()) {
+                return Ok(());
+            }
+            match at {
+                Ok((src, declared, allocation)) => stack.push(Pending {
+                    src,
+                    declared,
+                    allocation,
+                    path: child,
+                    depth: dir.depth + 1,
+                }),
+                Err(why) => w.damaged(format!("{child}: {why}; not read")),
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Walks the directory tree from `root`, depth first, every directory
@@ -192,7 +302,8 @@ pub(crate) fn walk<D: BlockIo + ?Sized, F: DirFormat>(
             items.clear();
             parser.feed(piece, &mut items);
             for item in items.drain(..) {
-                format.item(r, fat, geo, w, &dir, item, &mut stack)?;
+                let found = format.item(geo, w, &dir, item);
+                handle(r, fat, geo, w, &dir, found, &mut stack)?;
             }
             if parser.ended() || w.stopped() {
                 break;
