@@ -67,9 +67,10 @@ pub struct AdviseArgs {
         allow_negative_numbers = true
     )]
     pub max_waste: f64,
-    /// Logical sector size of the file system: 512, 1024, 2048 or 4096.
-    #[arg(long, default_value_t = 512, value_name = "N")]
-    pub sector_size: u32,
+    /// Logical sector size of the file system: 512, 1024, 2048 or 4096
+    /// (default: the device's logical sector size with --target DEVICE, else 512).
+    #[arg(long, value_name = "N")]
+    pub sector_size: Option<u32>,
     /// Print the advice as JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -100,9 +101,18 @@ pub fn run(args: &AdviseArgs) -> Result<(), Failure> {
     } else {
         Some(scan_paths(args)?)
     };
+    let sector_size = match (args.sector_size, &args.target) {
+        (Some(s), _) => s,
+        (None, Some(t)) if mkfs_alloc_blockio::device::is_block_device(t) => {
+            mkfs_alloc_blockio::device::inspect(t)
+                .map(|d| d.logical_block_size)
+                .unwrap_or(512)
+        }
+        (None, _) => 512,
+    };
     let advice = advise(
         volume,
-        args.sector_size,
+        sector_size,
         selection,
         data.as_ref(),
         args.max_waste,
