@@ -155,3 +155,28 @@ fn valid_hint(fs: FsType, valid: &[u64]) -> String {
         },
     }
 }
+
+/// Checks that `cluster` is a power of two from the sector size up to the
+/// file system's largest cluster ([`FsType::max_cluster`]).
+pub(crate) fn check_cluster(fs: FsType, cluster: u64, sector: u32) -> Result<(), PlanError> {
+    let min = u64::from(sector);
+    let max = fs.max_cluster(sector);
+    if !cluster.is_power_of_two() {
+        return Err(PlanError::ClusterNotPowerOfTwo {
+            fs,
+            cluster,
+            min,
+            max,
+        });
+    }
+    if cluster < min || cluster > max {
+        return Err(PlanError::ClusterOutOfRange {
+            fs,
+            cluster,
+            sector,
+            min,
+            max,
+        });
+    }
+    Ok(())
+}

@@ -21,6 +21,15 @@ impl FsType {
         }
     }
 
+    /// The largest cluster in bytes at `sector`-byte sectors: 32 MiB for
+    /// exFAT, 128 sectors for FAT32.
+    pub fn max_cluster(self, sector: u32) -> u64 {
+        match self {
+            FsType::Exfat => crate::exfat::MAX_CLUSTER,
+            FsType::Fat32 => crate::fat32::MAX_SECTORS_PER_CLUSTER * u64::from(sector),
+        }
+    }
+
     /// Display name: `exFAT` or `FAT32`.
     pub fn display_name(self) -> &'static str {
         match self {

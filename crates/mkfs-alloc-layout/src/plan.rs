@@ -190,10 +190,7 @@ fn geometry_for(
 /// Every cluster size (a power of two) for which `fs` can lay out this medium.
 pub fn valid_cluster_sizes(fs: FsType, medium: &Medium, align: u64) -> Vec<u64> {
     let bps = u64::from(medium.sector_size);
-    let max = match fs {
-        FsType::Exfat => exfat::MAX_CLUSTER,
-        FsType::Fat32 => fat32::MAX_SECTORS_PER_CLUSTER * bps,
-    };
+    let max = fs.max_cluster(medium.sector_size);
     std::iter::successors(Some(bps), |c| Some(c * 2))
         .take_while(|&c| c <= max)
         .filter(|&c| geometry_for(fs, medium, c, align).is_ok())

@@ -95,23 +95,7 @@ pub fn geometry(
 ) -> Result<Geometry, PlanError> {
     let fs = FsType::Exfat;
     let bps64 = u64::from(bps);
-    if !cluster.is_power_of_two() {
-        return Err(PlanError::ClusterNotPowerOfTwo {
-            fs,
-            cluster,
-            min: bps64,
-            max: MAX_CLUSTER,
-        });
-    }
-    if cluster < bps64 || cluster > MAX_CLUSTER {
-        return Err(PlanError::ClusterOutOfRange {
-            fs,
-            cluster,
-            sector: bps,
-            min: bps64,
-            max: MAX_CLUSTER,
-        });
-    }
+    crate::error::check_cluster(fs, cluster, bps)?;
     let volume_sectors = volume_bytes / bps64;
     let len = volume_sectors * bps64;
     if len < MIN_VOLUME {

@@ -80,24 +80,7 @@ pub fn geometry(
 ) -> Result<Geometry, PlanError> {
     let fs = FsType::Fat32;
     let bps64 = u64::from(bps);
-    let max_cluster = MAX_SECTORS_PER_CLUSTER * bps64;
-    if !cluster.is_power_of_two() {
-        return Err(PlanError::ClusterNotPowerOfTwo {
-            fs,
-            cluster,
-            min: bps64,
-            max: max_cluster,
-        });
-    }
-    if cluster < bps64 || cluster > max_cluster {
-        return Err(PlanError::ClusterOutOfRange {
-            fs,
-            cluster,
-            sector: bps,
-            min: bps64,
-            max: max_cluster,
-        });
-    }
+    crate::error::check_cluster(fs, cluster, bps)?;
     let spc = cluster / bps64;
     let tot = volume_bytes / bps64;
     if tot > u64::from(u32::MAX) {
