@@ -173,7 +173,7 @@ fn write_table_refuses_another_device() {
         edit(&mut bad);
         let e = write_table(&bad, &mut d).unwrap_err();
         assert!(matches!(e, PartitionError::InvalidPlan { .. }), "{e}");
-        let e = wipe_for_table(&bad, &mut d).unwrap_err();
+        let e = wipe_for_table(&bad, &[], &mut d).unwrap_err();
         assert!(matches!(e, PartitionError::InvalidPlan { .. }), "{e}");
     }
     assert!(d.reads_as_zero(), "nothing was written");

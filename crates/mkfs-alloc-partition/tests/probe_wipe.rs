@@ -64,7 +64,7 @@ fn wipe_and_write(img: &std::path::Path, kind: TableKind, bs: u32) {
     )
     .unwrap();
     let mut dev = ImageFile::open(img, bs).unwrap();
-    wipe_for_table(&plan, &mut dev).unwrap();
+    wipe_for_table(&plan, &[], &mut dev).unwrap();
     write_table(&plan, &mut dev).unwrap();
 }
 

@@ -26,7 +26,7 @@ fn options(kind: TableKind, fs: PartitionFs, name: &str, seed: u64) -> TableOpti
 fn make_image(path: &std::path::Path, size: u64, bs: u32, opts: &TableOptions) -> TablePlan {
     let plan = plan_table(opts, size, bs).unwrap();
     let mut img = ImageFile::create(path, size, bs).unwrap();
-    wipe_for_table(&plan, &mut img).unwrap();
+    wipe_for_table(&plan, &[], &mut img).unwrap();
     write_table(&plan, &mut img).unwrap();
     plan
 }
@@ -208,7 +208,7 @@ fn output_is_pinned_by_the_seed() {
             let blocks = 16 * MIB / u64::from(bs);
             let write = |plan: &TablePlan, fill: u8| {
                 let mut d = MemDisk::filled(bs, blocks, fill).unwrap();
-                wipe_for_table(plan, &mut d).unwrap();
+                wipe_for_table(plan, &[], &mut d).unwrap();
                 write_table(plan, &mut d).unwrap();
                 d.into_inner()
             };

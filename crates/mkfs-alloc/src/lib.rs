@@ -167,43 +167,27 @@ pub fn plan_medium(
     })
 }
 
-/// Bytes zeroed at each old signature found (an old boot sector and, within
-/// them, its backups: FAT32 at sector 6, exFAT's backup region at sector 12
-/// even with 4096-byte sectors).
-pub const SIGNATURE_WIPE: u64 = 128 << 10;
-
-/// Zeroes [`SIGNATURE_WIPE`] bytes at every signature `probe_signatures`
-/// finds (old tables, old file systems anywhere the old tables pointed).
-/// Does not flush (the writer's first flush covers it). Returns what was
-/// found.
-pub fn wipe_signatures<D: BlockIo>(dev: &mut D) -> Result<Vec<Signature>, FormatError> {
+/// What is on `dev` now, the way `wipefs -n` would show it
+/// ([`probe_signatures`]); nothing on a target that reads as zero (a fresh
+/// sparse image), which is not read at all.
+pub fn find_signatures<D: BlockIo>(dev: &mut D) -> Result<Vec<Signature>, FormatError> {
     if dev.reads_as_zero() {
         return Ok(Vec::new());
     }
-    let found = probe_signatures(dev)?;
-    let bs = u64::from(dev.block_size());
-    let end = dev.num_blocks();
-    for s in &found {
-        let first = s.offset / bs;
-        let count = SIGNATURE_WIPE.div_ceil(bs).min(end.saturating_sub(first));
-        if count > 0 {
-            dev.write_zeroes(first, count)?;
-        }
-    }
-    Ok(found)
+    Ok(probe_signatures(dev)?)
 }
 
-/// Writes a planned medium: wipes stale signatures (everything
-/// [`probe_signatures`] finds, and the areas [`wipe_for_table`] covers),
-/// writes the file system inside the partition, then the partition table,
-/// and flushes.
-pub fn format_medium<D: BlockIo>(
+/// Writes a planned medium whose old signatures the caller has already
+/// found with [`find_signatures`]: wipes them and the areas
+/// [`wipe_for_table`] covers, writes the file system inside the partition,
+/// then the partition table, and flushes.
+pub fn write_medium<D: BlockIo>(
     plan: &MediumPlan,
     dev: &mut D,
+    found: &[Signature],
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<WriteReport, FormatError> {
-    wipe_signatures(dev)?;
-    wipe_for_table(&plan.table, dev)?;
+    wipe_for_table(&plan.table, found, dev)?;
     let bs = u64::from(dev.block_size());
     let first = plan.table.partition_start / bs;
     let count = plan.layout.volume_bytes / bs;
@@ -216,6 +200,19 @@ pub fn format_medium<D: BlockIo>(
         dev.flush()?;
     }
     Ok(report)
+}
+
+/// [`find_signatures`] and [`write_medium`]: wipes stale signatures
+/// (everything [`probe_signatures`] finds, and the areas [`wipe_for_table`]
+/// covers), writes the file system inside the partition, then the partition
+/// table, and flushes.
+pub fn format_medium<D: BlockIo>(
+    plan: &MediumPlan,
+    dev: &mut D,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<WriteReport, FormatError> {
+    let found = find_signatures(dev)?;
+    write_medium(plan, dev, &found, progress)
 }
 
 /// [`plan_medium`] and [`format_medium`] in one call.

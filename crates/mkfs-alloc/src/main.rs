@@ -22,10 +22,10 @@ mod report;
 mod target;
 
 use clap::Parser;
-use mkfs_alloc::{format_medium, plan_medium, MediumOptions};
+use mkfs_alloc::{find_signatures, plan_medium, write_medium, MediumOptions};
 use mkfs_alloc_blockio::{BlockIo, IoError};
 use mkfs_alloc_layout::ClusterChoice;
-use mkfs_alloc_partition::{probe_signatures, TableKind};
+use mkfs_alloc_partition::TableKind;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
@@ -112,13 +112,7 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
         whole_disk: target.device().is_some_and(|d| d.is_whole_disk),
         sector_size: cli.sector_size.unwrap_or(target.block_size()),
     };
-    let plan_error = |e: mkfs_alloc::FormatError| {
-        if e.is_invalid_input() {
-            usage(e)
-        } else {
-            Failure::Io(e.into())
-        }
-    };
+    let plan_error = |e| format_failure(e, None);
     let mut plan =
         plan_medium(&opts, target.size_bytes(), target.block_size()).map_err(plan_error)?;
     let mut data_note = None;
@@ -130,10 +124,9 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
         plan.layout.cluster_rule = mkfs_alloc_layout::rules::ClusterRule::FromData;
         data_note = Some(reason);
     }
-    // What is on the target now, the way `wipefs -n` would show it.
-    let mut found = target.probe().map_err(Failure::Io)?;
-
     if cli.dry_run {
+        // What is on the target now, the way `wipefs -n` would show it.
+        let found = target.probe().map_err(Failure::Io)?;
         if cli.json {
             report::print_json(&path, &plan, &found, target.device(), None, true);
         } else if !cli.quiet {
@@ -154,8 +147,11 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
     }
     let mut opened = target.open()?;
     let mut notes: Vec<String> = data_note.into_iter().collect();
+    // Found before discarding or zeroing, through the handle that writes, and
+    // wiped by the same run (never probed twice).
+    let found = find_signatures(&mut opened.io())
+        .map_err(|e| format_failure(e, Some(format!("probing {}", path.display()))))?;
     if let target::Opened::Device(d) = &mut opened {
-        found = probe_signatures(d.as_mut()).unwrap_or_default();
         let want_discard = !cli.no_discard && (cli.discard || d.info().discard_granularity > 0);
         if want_discard {
             match d.discard(0, target.size_bytes()) {
@@ -174,40 +170,21 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
     }
     let show_progress = !cli.quiet && !cli.json && std::io::stderr().is_terminal();
     if cli.full {
-        let bar = report::progress_bar(show_progress, "zeroing");
-        zero_all(opened.io(), &mut |done, total| {
-            if let Some(b) = &bar {
-                b.set_length(total);
-                b.set_position(done);
-            }
-        })
-        .map_err(|e| {
+        let bar = report::Progress::new(show_progress, "zeroing");
+        let zeroed = zero_all(opened.io(), &mut |done, total| bar.update(done, total));
+        bar.finish();
+        zeroed.map_err(|e| {
             Failure::Io(anyhow::Error::new(e).context(format!("zeroing {}", path.display())))
         })?;
-        if let Some(b) = &bar {
-            b.finish_and_clear();
-        }
         notes.push("full format: zeroed the whole medium".to_string());
     }
-    let bar = report::progress_bar(show_progress, "writing");
-    let result = format_medium(&plan, &mut opened.io(), &mut |done, total| {
-        if let Some(b) = &bar {
-            b.set_length(total);
-            b.set_position(done);
-        }
+    let bar = report::Progress::new(show_progress, "writing");
+    let result = write_medium(&plan, &mut opened.io(), &found, &mut |done, total| {
+        bar.update(done, total)
     });
-    if let Some(b) = &bar {
-        b.finish_and_clear();
-    }
-    let write = result.map_err(|e| {
-        let invalid = e.is_invalid_input();
-        let e = anyhow::Error::new(e).context(format!("formatting {}", path.display()));
-        if invalid {
-            usage(e)
-        } else {
-            Failure::Io(e)
-        }
-    })?;
+    bar.finish();
+    let write =
+        result.map_err(|e| format_failure(e, Some(format!("formatting {}", path.display()))))?;
     if let target::Opened::Device(d) = &mut opened {
         if plan.table.kind != TableKind::None {
             match d.reread_partitions() {
@@ -234,6 +211,21 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
         report::print_summary(&path, &plan, &found, &write, &target, &notes);
     }
     Ok(())
+}
+
+/// Classifies a library error: invalid input exits 2 (nothing was written),
+/// anything else is an I/O failure (exit 1).
+fn format_failure(e: mkfs_alloc::FormatError, context: Option<String>) -> Failure {
+    let invalid = e.is_invalid_input();
+    let mut e = anyhow::Error::new(e);
+    if let Some(c) = context {
+        e = e.context(c);
+    }
+    if invalid {
+        usage(e)
+    } else {
+        Failure::Io(e)
+    }
 }
 
 /// Zeroes the whole target in 64 MiB steps (a full format).

@@ -12,18 +12,40 @@ use mkfs_alloc_partition::{Signature, TableKind};
 use serde_json::{json, Value};
 use std::path::Path;
 
-/// A progress bar on stderr, if wanted.
-pub fn progress_bar(show: bool, what: &str) -> Option<indicatif::ProgressBar> {
-    if !show {
-        return None;
+/// A byte progress bar on stderr, or nothing when not wanted.
+pub struct Progress(Option<indicatif::ProgressBar>);
+
+impl Progress {
+    /// A bar labelled `what`, shown only if `show`.
+    pub fn new(show: bool, what: &str) -> Self {
+        if !show {
+            return Progress(None);
+        }
+        let bar = indicatif::ProgressBar::new(0);
+        let template =
+            format!("{{spinner}} {what} [{{bar:40}}] {{bytes}}/{{total_bytes}} ({{eta}})");
+        let style =
+            indicatif::ProgressStyle::with_template(&template).map(|s| s.progress_chars("=> "));
+        if let Ok(style) = style {
+            bar.set_style(style);
+        }
+        Progress(Some(bar))
     }
-    let bar = indicatif::ProgressBar::new(0);
-    let template = format!("{{spinner}} {what} [{{bar:40}}] {{bytes}}/{{total_bytes}} ({{eta}})");
-    let style = indicatif::ProgressStyle::with_template(&template).map(|s| s.progress_chars("=> "));
-    if let Ok(style) = style {
-        bar.set_style(style);
+
+    /// Moves the bar to `done` of `total` bytes (the writers' callback).
+    pub fn update(&self, done: u64, total: u64) {
+        if let Some(b) = &self.0 {
+            b.set_length(total);
+            b.set_position(done);
+        }
     }
-    Some(bar)
+
+    /// Removes the bar.
+    pub fn finish(self) {
+        if let Some(b) = self.0 {
+            b.finish_and_clear();
+        }
+    }
 }
 
 fn region_name(kind: RegionKind, index: u32, layout: &Layout) -> String {
