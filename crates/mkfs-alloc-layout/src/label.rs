@@ -50,6 +50,15 @@ const EXFAT_FORBIDDEN: &str = "control characters U+0000..U+001F and \" * / : < 
 const FAT_FORBIDDEN: &str =
     "control characters and \" * + , . / : ; < = > ? [ \\ ] |, and characters outside ASCII";
 
+/// A validated label in the form its file system stores it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EncodedLabel {
+    /// exFAT: up to 11 UTF-16 code units.
+    Exfat(Vec<u16>),
+    /// FAT32: 11 bytes, upper-cased and space padded.
+    Fat32([u8; 11]),
+}
+
 /// Validates an exFAT label and returns its UTF-16 code units (at most 11).
 pub fn exfat_label(label: &str) -> Result<Vec<u16>, LabelError> {
     for ch in label.chars() {

@@ -5,7 +5,7 @@
 //! a byte.
 
 use crate::error::PlanError;
-use crate::label::{exfat_label, fat32_label};
+use crate::label::{exfat_label, fat32_label, EncodedLabel};
 use crate::options::{ClusterChoice, FormatOptions, FsChoice, FsType, Medium, Timestamp};
 use crate::rules::{self, ClusterRule, FsRule};
 use crate::units::{format_size, MIB};
@@ -105,6 +105,8 @@ pub struct Layout {
     pub serial: u32,
     /// The label as given (validated), if any.
     pub label: Option<String>,
+    /// The label as the file system stores it (encoded once, by the planner).
+    pub label_encoded: Option<EncodedLabel>,
     /// exFAT volume GUID written to the root directory, if any.
     pub volume_guid: Option<[u8; 16]>,
     /// Time recorded in the file system.
@@ -242,19 +244,15 @@ pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> 
         },
     };
 
-    // Label (validated before anything else can fail late).
+    // Label (validated and encoded before anything else can fail late).
     let label = match &opts.label {
-        Some(l) => {
+        Some(l) => Some((
+            l.clone(),
             match fs {
-                FsType::Exfat => {
-                    exfat_label(l)?;
-                }
-                FsType::Fat32 => {
-                    fat32_label(l)?;
-                }
-            }
-            Some(l.clone())
-        }
+                FsType::Exfat => EncodedLabel::Exfat(exfat_label(l)?),
+                FsType::Fat32 => EncodedLabel::Fat32(fat32_label(l)?),
+            },
+        )),
         None => None,
     };
 
@@ -416,7 +414,7 @@ fn build(
     align: u64,
     geometry: Geometry,
     serial: u32,
-    label: Option<String>,
+    label: Option<(String, EncodedLabel)>,
     volume_guid: Option<[u8; 16]>,
     timestamp: Timestamp,
     warnings: Vec<String>,
@@ -527,7 +525,8 @@ fn build(
         data_offset,
         used_clusters,
         serial,
-        label,
+        label_encoded: label.as_ref().map(|(_, e)| e.clone()),
+        label: label.map(|(l, _)| l),
         volume_guid,
         timestamp,
         warnings,

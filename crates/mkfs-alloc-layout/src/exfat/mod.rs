@@ -210,12 +210,9 @@ pub fn root_entries(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
     let mut out = Vec::with_capacity(128);
     let mut label = dir::LabelEntry::new_zeroed();
     label.entry_type = dir::TYPE_LABEL;
-    if let Some(text) = &layout.label {
-        // Validated by the planner; an invalid label here would be a bug, and
-        // is written as empty rather than panicking.
-        let units = crate::label::exfat_label(text).unwrap_or_default();
+    if let Some(crate::label::EncodedLabel::Exfat(units)) = &layout.label_encoded {
         label.character_count = units.len() as u8;
-        for (dst, u) in label.volume_label.iter_mut().zip(units) {
+        for (dst, &u) in label.volume_label.iter_mut().zip(units) {
             *dst = u.into();
         }
     }

@@ -182,11 +182,10 @@ pub fn boot_sector(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
 
 /// The label's 11 bytes, or `"NO NAME    "`.
 fn label_bytes(layout: &crate::Layout) -> [u8; 11] {
-    layout
-        .label
-        .as_deref()
-        .and_then(|l| crate::label::fat32_label(l).ok())
-        .unwrap_or(*b"NO NAME    ")
+    match &layout.label_encoded {
+        Some(crate::label::EncodedLabel::Fat32(bytes)) => *bytes,
+        _ => *b"NO NAME    ",
+    }
 }
 
 /// The FSInfo sector, padded to one sector.
