@@ -187,7 +187,7 @@ pub fn write_volume<D: BlockIo + ?Sized>(
     }
     // The boot sectors are zeroed with their region, then written: count both.
     let boot_sectors = match layout.geometry {
-        Geometry::Exfat(_) => 2 * exfat::boot::BOOT_REGION_SECTORS,
+        Geometry::Exfat(_) => 2 * mkfs_alloc_ondisk::exfat::BOOT_REGION_SECTORS,
         Geometry::Fat32(_) => 4,
     };
     let total = layout
@@ -273,7 +273,7 @@ fn write_exfat<D: BlockIo + ?Sized>(
             }
         },
     )?;
-    let table = exfat::upcase::compressed_table();
+    let table = mkfs_alloc_ondisk::exfat::upcase::compressed_table();
     let upcase_len = u64::from(g.upcase_clusters) * g.cluster;
     s.region(
         layout.cluster_offset(g.upcase_cluster()),
@@ -325,9 +325,12 @@ fn write_fat32<D: BlockIo + ?Sized>(
     // 3. FSInfo, backup boot sector, backup FSInfo.
     let boot = fat32::boot_sector(layout, g);
     let info = fat32::fsinfo_sector(g);
-    s.write(fat32::boot::FSINFO_SECTOR * bps, &info)?;
-    s.write(fat32::boot::BACKUP_BOOT_SECTOR * bps, &boot)?;
-    s.write((fat32::boot::BACKUP_BOOT_SECTOR + 1) * bps, &info)?;
+    s.write(mkfs_alloc_ondisk::fat::FSINFO_SECTOR * bps, &info)?;
+    s.write(mkfs_alloc_ondisk::fat::BACKUP_BOOT_SECTOR * bps, &boot)?;
+    s.write(
+        (mkfs_alloc_ondisk::fat::BACKUP_BOOT_SECTOR + 1) * bps,
+        &info,
+    )?;
     s.flush()?;
     // 4. Sector 0 last.
     s.write(0, &boot)?;

@@ -1,4 +1,5 @@
-//! FAT32: geometry planning and on-disk structures.
+//! FAT32: geometry planning and the bytes of a fresh volume (the structures
+//! are in `mkfs-alloc-ondisk`).
 //!
 //! ```text
 //!  volume start (HiddSec on the medium)
@@ -13,8 +14,8 @@
 //!  └ TotSec32
 //! ```
 
-pub mod boot;
-pub mod dir;
+use mkfs_alloc_ondisk::fat as ondisk;
+use mkfs_alloc_ondisk::time::dos_date_time;
 
 use crate::error::PlanError;
 use crate::options::FsType;
@@ -151,29 +152,29 @@ pub const MEDIA: u8 = 0xF8;
 /// The boot sector, padded to one sector.
 pub fn boot_sector(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
     use zerocopy::{FromZeros, IntoBytes};
-    let mut b = boot::BootSector::new_zeroed();
-    b.jmp_boot = [0xEB, 0x58, 0x90];
-    b.oem_name = *b"MSWIN4.1";
-    b.byts_per_sec = (g.bps as u16).into();
-    b.sec_per_clus = g.sec_per_clus;
-    b.rsvd_sec_cnt = g.rsvd.into();
-    b.num_fats = NUM_FATS as u8;
-    b.media = MEDIA;
-    b.sec_per_trk = 63.into();
-    b.num_heads = 255.into();
-    b.hidd_sec =
+    let mut b = ondisk::Fat32BootSector::new_zeroed();
+    b.bpb.jmp_boot = [0xEB, 0x58, 0x90];
+    b.bpb.oem_name = *b"MSWIN4.1";
+    b.bpb.byts_per_sec = (g.bps as u16).into();
+    b.bpb.sec_per_clus = g.sec_per_clus;
+    b.bpb.rsvd_sec_cnt = g.rsvd.into();
+    b.bpb.num_fats = NUM_FATS as u8;
+    b.bpb.media = MEDIA;
+    b.bpb.sec_per_trk = 63.into();
+    b.bpb.num_heads = 255.into();
+    b.bpb.hidd_sec =
         ((layout.partition_offset / u64::from(g.bps)).min(u64::from(u32::MAX)) as u32).into();
-    b.tot_sec32 = g.tot_sec.into();
-    b.fat_sz32 = g.fat_sz.into();
-    b.root_clus = 2.into();
-    b.fs_info = (boot::FSINFO_SECTOR as u16).into();
-    b.bk_boot_sec = (boot::BACKUP_BOOT_SECTOR as u16).into();
-    b.drv_num = 0x80;
-    b.boot_sig = 0x29;
-    b.vol_id = layout.serial.into();
-    b.vol_lab = label_bytes(layout);
-    b.fil_sys_type = *b"FAT32   ";
-    b.boot_code[..boot::BOOT_CODE.len()].copy_from_slice(&boot::BOOT_CODE);
+    b.bpb.tot_sec32 = g.tot_sec.into();
+    b.ebpb.fat_sz32 = g.fat_sz.into();
+    b.ebpb.root_clus = 2.into();
+    b.ebpb.fs_info = (ondisk::FSINFO_SECTOR as u16).into();
+    b.ebpb.bk_boot_sec = (ondisk::BACKUP_BOOT_SECTOR as u16).into();
+    b.ebpb.drv_num = 0x80;
+    b.ebpb.boot_sig = 0x29;
+    b.ebpb.vol_id = layout.serial.into();
+    b.ebpb.vol_lab = label_bytes(layout);
+    b.ebpb.fil_sys_type = *b"FAT32   ";
+    b.boot_code[..ondisk::BOOT_CODE.len()].copy_from_slice(&ondisk::BOOT_CODE);
     b.signature = 0xAA55.into();
     let mut s = vec![0u8; g.bps as usize];
     s[..512].copy_from_slice(b.as_bytes());
@@ -191,12 +192,12 @@ fn label_bytes(layout: &crate::Layout) -> [u8; 11] {
 /// The FSInfo sector, padded to one sector.
 pub fn fsinfo_sector(g: &Geometry) -> Vec<u8> {
     use zerocopy::{FromZeros, IntoBytes};
-    let mut f = boot::FsInfo::new_zeroed();
-    f.lead_sig = boot::FSINFO_LEAD_SIG.into();
-    f.struc_sig = boot::FSINFO_STRUC_SIG.into();
+    let mut f = ondisk::FsInfo::new_zeroed();
+    f.lead_sig = ondisk::FSINFO_LEAD_SIG.into();
+    f.struc_sig = ondisk::FSINFO_STRUC_SIG.into();
     f.free_count = (g.cluster_count - 1).into();
     f.nxt_free = 3.into();
-    f.trail_sig = boot::FSINFO_TRAIL_SIG.into();
+    f.trail_sig = ondisk::FSINFO_TRAIL_SIG.into();
     let mut s = vec![0u8; g.bps as usize];
     s[..512].copy_from_slice(f.as_bytes());
     s
@@ -208,10 +209,10 @@ pub fn root_entries(layout: &crate::Layout) -> Vec<u8> {
     if layout.label.is_none() {
         return Vec::new();
     }
-    let mut e = dir::DirEntry::new_zeroed();
+    let mut e = ondisk::DirEntry::new_zeroed();
     e.name = label_bytes(layout);
-    e.attr = dir::ATTR_VOLUME_ID;
-    let (date, time) = dir::dos_date_time(layout.timestamp.secs);
+    e.attr = ondisk::attr::VOLUME_ID;
+    let (date, time) = dos_date_time(layout.timestamp.secs);
     e.crt_date = date.into();
     e.crt_time = time.into();
     e.wrt_date = date.into();
