@@ -40,6 +40,7 @@ pub mod options;
 pub mod plan;
 pub mod rules;
 pub mod units;
+pub mod waste;
 pub mod writer;
 
 pub use error::PlanError;
