@@ -190,7 +190,7 @@ mod tests {
 
     #[test]
     fn the_error_lists_every_accepted_unit() {
-        let text = parse_size("4X").unwrap_err().to_string();
+        let text = parse_size("4X").expect_err("4X is not a size").to_string();
         for unit in [
             "K", "M", "G", "T", "P", "E", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "kB", "MB",
             "GB", "TB", "PB", "EB",
