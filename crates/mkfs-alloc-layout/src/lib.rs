@@ -34,12 +34,13 @@
 
 pub mod error;
 pub mod exfat;
-pub mod fat32;
+pub mod fat;
 pub mod label;
 pub mod options;
 pub mod plan;
 pub mod rules;
 pub mod units;
+pub mod waste;
 pub mod writer;
 
 pub use error::PlanError;

@@ -17,7 +17,7 @@
 //! A crash before step 4 leaves a volume with no main boot sector.
 
 use crate::exfat;
-use crate::fat32;
+use crate::fat;
 use crate::plan::{Geometry, Layout};
 use mkfs_alloc_blockio::{BlockIo, IoError};
 
@@ -306,7 +306,7 @@ fn write_exfat<D: BlockIo + ?Sized>(
 
 fn write_fat32<D: BlockIo + ?Sized>(
     layout: &Layout,
-    g: &fat32::Geometry,
+    g: &fat::Geometry,
     s: &mut Sink<'_, D>,
 ) -> Result<(), IoError> {
     let bps = u64::from(g.bps);
@@ -316,18 +316,18 @@ fn write_fat32<D: BlockIo + ?Sized>(
     for i in 0..u64::from(layout.fat_count) {
         let off = layout.fat_offset + i * layout.fat_bytes;
         s.region(off, layout.fat_bytes, 12, bps, |at, buf| {
-            fill_fat(at, buf, fat32::fat_entry)
+            fill_fat(at, buf, fat::fat_entry)
         })?;
     }
-    let root = fat32::root_entries(layout);
+    let root = fat::root_entries(layout);
     s.entries(layout.data_offset, g.cluster, &root, bps)?;
     s.flush()?;
     // 3. FSInfo, backup boot sector, backup FSInfo.
-    let boot = fat32::boot_sector(layout, g);
-    let info = fat32::fsinfo_sector(g);
-    s.write(fat32::boot::FSINFO_SECTOR * bps, &info)?;
-    s.write(fat32::boot::BACKUP_BOOT_SECTOR * bps, &boot)?;
-    s.write((fat32::boot::BACKUP_BOOT_SECTOR + 1) * bps, &info)?;
+    let boot = fat::boot_sector(layout, g);
+    let info = fat::fsinfo_sector(g);
+    s.write(fat::boot::FSINFO_SECTOR * bps, &info)?;
+    s.write(fat::boot::BACKUP_BOOT_SECTOR * bps, &boot)?;
+    s.write((fat::boot::BACKUP_BOOT_SECTOR + 1) * bps, &info)?;
     s.flush()?;
     // 4. Sector 0 last.
     s.write(0, &boot)?;
