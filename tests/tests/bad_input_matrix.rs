@@ -72,7 +72,7 @@ const ROWS: &[Row] = &[
     row("exfat cluster 1000", Sentinel, &["--fs", "exfat", "--cluster", "1000"], &["not a power of two", EXFAT_RANGE]),
     row("fat32 cluster 3K", Sentinel, &["--fs", "fat32", "--cluster", "3K"], &["not a power of two", FAT32_RANGE]),
     row("cluster 0", Sentinel, &["--fs", "exfat", "--cluster", "0"], &[EXFAT_RANGE]),
-    row("cluster unit 32Q", Sentinel, &["--fs", "exfat", "--cluster", "32Q"], &["--cluster", "unknown unit", "K/KiB"]),
+    row("cluster unit 32Q", Sentinel, &["--fs", "exfat", "--cluster", "32Q"], &["--cluster", "unknown unit", SIZE_UNITS]),
     // Cluster sizes: below the sector size.
     row("exfat cluster 256", Sentinel, &["--fs", "exfat", "--cluster", "256"], &["out of range", EXFAT_RANGE]),
     row("fat32 cluster 256", Sentinel, &["--fs", "fat32", "--cluster", "256"], &["out of range", FAT32_RANGE]),
