@@ -84,6 +84,8 @@ pub enum Command {
     Advise(crate::cmd_advise::AdviseArgs),
     /// What a stick or image has now: table, file system, cluster size, waste.
     Info(crate::cmd_info::InfoArgs),
+    /// Is this stick as big as it says? Find counterfeit capacity (writes test blocks).
+    Probe(crate::cmd_probe::ProbeArgs),
 }
 
 /// Options of the format command (the default command).
@@ -135,6 +137,11 @@ pub struct FormatArgs {
     /// Do not ask for confirmation before writing to a device (required without a terminal).
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// Probe the device for counterfeit capacity first (`mkfs-alloc probe`,
+    /// destructive); refuse to format a fake unless --size keeps the volume
+    /// inside its real capacity.
+    #[arg(long, conflicts_with = "dry_run")]
+    pub probe: bool,
     /// Print the plan and write nothing.
     #[arg(long)]
     pub dry_run: bool,

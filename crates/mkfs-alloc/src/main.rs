@@ -16,6 +16,7 @@ mod args;
 mod cmd_advise;
 mod cmd_info;
 mod cmd_list;
+mod cmd_probe;
 mod confirm;
 mod data;
 mod report;
@@ -64,12 +65,14 @@ fn main() -> ExitCode {
         Some(args::Command::List(a)) => a.json,
         Some(args::Command::Advise(a)) => a.json,
         Some(args::Command::Info(a)) => a.json,
+        Some(args::Command::Probe(a)) => a.json,
     };
     let result = match cli.command {
         None => run(cli.format),
         Some(args::Command::List(a)) => cmd_list::run(&a),
         Some(args::Command::Advise(a)) => cmd_advise::run(&a),
         Some(args::Command::Info(a)) => cmd_info::run(&a),
+        Some(args::Command::Probe(a)) => cmd_probe::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -116,6 +119,7 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
     let mut plan =
         plan_medium(&opts, target.size_bytes(), target.block_size()).map_err(plan_error)?;
     let mut data_note = None;
+    let mut probe_note = None;
     if !cli.data.is_empty() {
         let (cluster, reason) =
             data::recommend(&cli.data, &opts.format, &plan, !cli.quiet && !cli.json)?;
@@ -145,8 +149,22 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
         )?;
         target.unmount_volumes()?;
     }
+    if cli.probe {
+        let limit = cli.size_bytes()?;
+        let r = cmd_probe::probe_target(&path, cli.quiet || cli.json)?;
+        if r.verdict.is_fake() && limit.is_none_or(|s| s > r.real_bytes) {
+            return Err(Failure::Io(anyhow::anyhow!(
+                "refusing to format {}: the probe found it {}; pass --size {} (or less) to use only its real capacity",
+                path.display(),
+                cmd_probe::summary_line(&r),
+                r.real_bytes
+            )));
+        }
+        probe_note = Some(format!("probed first: {}", cmd_probe::summary_line(&r)));
+    }
     let mut opened = target.open()?;
     let mut notes: Vec<String> = data_note.into_iter().collect();
+    notes.extend(probe_note);
     // Found before discarding or zeroing, through the handle that writes, and
     // wiped by the same run (never probed twice).
     let found = find_signatures(&mut opened.io())
