@@ -115,7 +115,8 @@ pub struct FormatArgs {
     /// Align the FAT and the data region to this many bytes (default 1M; less for tiny volumes).
     #[arg(long, value_name = "SIZE")]
     pub align: Option<String>,
-    /// Create the image with this size, or grow an existing one (sparse).
+    /// Create the image with this size, or grow an existing one (sparse);
+    /// on a device, use only its first SIZE bytes (a counterfeit's real capacity).
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
     /// Write an exFAT Volume GUID entry (derived from the serial). Off by

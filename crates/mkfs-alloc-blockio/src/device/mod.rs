@@ -437,6 +437,31 @@ impl Device {
         })
     }
 
+    /// Limits the device to its first `size_bytes` bytes (a multiple of the
+    /// logical block size, at most the device size): I/O beyond fails as
+    /// out of range, [`BlockIo::num_blocks`] shrinks. For counterfeit sticks,
+    /// whose blocks beyond the real capacity must not be touched.
+    ///
+    /// # Errors
+    ///
+    /// [`IoOp::Open`] `InvalidInput` if `size_bytes` is misaligned or too large.
+    pub fn limit(&mut self, size_bytes: u64) -> Result<(), IoError> {
+        let bs = u64::from(self.block_size);
+        if size_bytes % bs != 0 || size_bytes / bs > self.num_blocks {
+            return Err(invalid(
+                IoOp::Open,
+                0,
+                size_bytes,
+                format!(
+                    "cannot limit a device of {} bytes to {size_bytes} bytes ({bs}-byte blocks)",
+                    self.num_blocks * bs
+                ),
+            ));
+        }
+        self.num_blocks = size_bytes / bs;
+        Ok(())
+    }
+
     /// What was found about the device when it was opened.
     pub fn info(&self) -> &DeviceInfo {
         &self.info
