@@ -34,7 +34,7 @@
 
 pub mod error;
 pub mod exfat;
-pub mod fat32;
+pub mod fat;
 pub mod label;
 pub mod options;
 pub mod plan;

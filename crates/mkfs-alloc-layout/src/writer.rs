@@ -17,7 +17,7 @@
 //! A crash before step 4 leaves a volume with no main boot sector.
 
 use crate::exfat;
-use crate::fat32;
+use crate::fat;
 use crate::plan::{Geometry, Layout};
 use mkfs_alloc_blockio::{BlockIo, IoError};
 
@@ -398,7 +398,7 @@ fn write_exfat<D: BlockIo + ?Sized>(
 
 fn write_fat32<D: BlockIo + ?Sized>(
     layout: &Layout,
-    g: &fat32::Geometry,
+    g: &fat::Geometry,
     mut content: Option<&mut dyn Content>,
     s: &mut Sink<'_, D>,
 ) -> Result<(), WriteError> {
@@ -412,22 +412,22 @@ fn write_fat32<D: BlockIo + ?Sized>(
         s.region(off, layout.fat_bytes, (3 + extra) * 4, bps, |at, buf| {
             fill_fat(at, buf, |i| match &content {
                 Some(c) if i >= 2 => c.fat_entry(i),
-                _ => fat32::fat_entry(i),
+                _ => fat::fat_entry(i),
             })
         })?;
     }
-    let root = fat32::root_entries(layout);
+    let root = fat::root_entries(layout);
     match content.as_deref_mut() {
         Some(c) => c.write(&root, s)?,
         None => s.entries(layout.data_offset, g.cluster, &root, bps)?,
     }
     s.flush()?;
     // 3. FSInfo, backup boot sector, backup FSInfo.
-    let boot = fat32::boot_sector(layout, g);
-    let info = fat32::fsinfo_sector_used(g, extra);
-    s.write(fat32::boot::FSINFO_SECTOR * bps, &info)?;
-    s.write(fat32::boot::BACKUP_BOOT_SECTOR * bps, &boot)?;
-    s.write((fat32::boot::BACKUP_BOOT_SECTOR + 1) * bps, &info)?;
+    let boot = fat::boot_sector(layout, g);
+    let info = fat::fsinfo_sector_used(g, extra);
+    s.write(fat::boot::FSINFO_SECTOR * bps, &info)?;
+    s.write(fat::boot::BACKUP_BOOT_SECTOR * bps, &boot)?;
+    s.write((fat::boot::BACKUP_BOOT_SECTOR + 1) * bps, &info)?;
     s.flush()?;
     // 4. Sector 0 last.
     s.write(0, &boot)?;

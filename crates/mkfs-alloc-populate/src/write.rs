@@ -19,7 +19,7 @@ use crate::time::{DosTime, EXFAT_UTC};
 use crate::tree::Src;
 use mkfs_alloc_layout::exfat::dir::set_checksum;
 use mkfs_alloc_layout::exfat::upcase::upcase;
-use mkfs_alloc_layout::fat32::dir::DirEntry;
+use mkfs_alloc_layout::fat::dir::DirEntry;
 use mkfs_alloc_layout::{Content, ContentSink, FsType, WriteError};
 use std::io::Read;
 use zerocopy::{FromZeros, IntoBytes};
