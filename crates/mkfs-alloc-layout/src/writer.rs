@@ -72,11 +72,8 @@ pub trait Content {
     fn fat_entry(&self, index: u64) -> u32;
     /// Writes the root directory (starting with `system_entries`, the
     /// entries the format puts there) and everything else, through `out`.
-    fn write(
-        &mut self,
-        system_entries: &[u8],
-        out: &mut dyn ContentSink,
-    ) -> Result<(), WriteError>;
+    fn write(&mut self, system_entries: &[u8], out: &mut dyn ContentSink)
+        -> Result<(), WriteError>;
 }
 
 /// Where [`Content::write`] writes: byte offsets from the volume start,
@@ -314,7 +311,7 @@ fn fill_fat(at: u64, buf: &mut [u8], entry: impl Fn(u64) -> u32) {
 fn write_exfat<D: BlockIo + ?Sized>(
     layout: &Layout,
     g: &exfat::Geometry,
-    mut content: Option<&mut dyn Content>,
+    content: Option<&mut dyn Content>,
     s: &mut Sink<'_, D>,
 ) -> Result<(), WriteError> {
     let bps = u64::from(g.bps);
@@ -374,7 +371,7 @@ fn write_exfat<D: BlockIo + ?Sized>(
         },
     )?;
     let root = exfat::root_entries(layout, g);
-    match content.as_deref_mut() {
+    match content {
         Some(c) => c.write(&root, s)?,
         None => {
             let root_len = u64::from(g.root_clusters) * g.cluster;
@@ -399,7 +396,7 @@ fn write_exfat<D: BlockIo + ?Sized>(
 fn write_fat32<D: BlockIo + ?Sized>(
     layout: &Layout,
     g: &fat::Geometry,
-    mut content: Option<&mut dyn Content>,
+    content: Option<&mut dyn Content>,
     s: &mut Sink<'_, D>,
 ) -> Result<(), WriteError> {
     let bps = u64::from(g.bps);
@@ -417,7 +414,7 @@ fn write_fat32<D: BlockIo + ?Sized>(
         })?;
     }
     let root = fat::root_entries(layout);
-    match content.as_deref_mut() {
+    match content {
         Some(c) => c.write(&root, s)?,
         None => s.entries(layout.data_offset, g.cluster, &root, bps)?,
     }

@@ -52,7 +52,9 @@ pub mod time;
 pub mod tree;
 pub mod write;
 
-pub use plan::{check, plan_tree, scan_result, tree_footprint, NameProblem, PopulateError, Populated, Problem};
+pub use plan::{
+    check, plan_tree, scan_result, tree_footprint, NameProblem, PopulateError, Populated, Problem,
+};
 pub use time::TimePolicy;
 pub use tree::{SkipKind, Skipped, Tree, TreeError, Unreadable};
 pub use write::SourceError;

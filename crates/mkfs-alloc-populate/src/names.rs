@@ -186,7 +186,7 @@ impl AliasSet {
 /// Sources: fatgen103 §7, `ChkSum()`.
 pub fn short_name_checksum(name: &[u8; 11]) -> u8 {
     name.iter()
-        .fold(0u8, |s, &b| (s >> 1 | (s & 1) << 7).wrapping_add(b))
+        .fold(0u8, |s, &b| s.rotate_right(1).wrapping_add(b))
 }
 
 #[cfg(test)]
@@ -220,7 +220,10 @@ mod tests {
                 case: NT_LOWER_BASE
             }
         );
-        assert_eq!(short_form("ReadMe.txt"), ShortForm::CaseOnly(*b"README  TXT"));
+        assert_eq!(
+            short_form("ReadMe.txt"),
+            ShortForm::CaseOnly(*b"README  TXT")
+        );
         assert_eq!(short_form("long name.txt"), ShortForm::Tail);
         assert_eq!(short_form("a.b.c"), ShortForm::Tail);
         assert_eq!(short_form("NAME."), ShortForm::Tail);
@@ -258,7 +261,9 @@ mod tests {
 
     #[test]
     fn tails_grow_past_nine() {
-        let names: Vec<String> = (0..12).map(|i| format!("very long name {i:02}.txt")).collect();
+        let names: Vec<String> = (0..12)
+            .map(|i| format!("very long name {i:02}.txt"))
+            .collect();
         let mut set = AliasSet::new(names.iter().map(String::as_str));
         let aliases: Vec<String> = names.iter().map(|n| s(&set.alias(n).0)).collect();
         assert_eq!(aliases[0], "VERYLO~1TXT");

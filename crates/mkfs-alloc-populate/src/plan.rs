@@ -309,9 +309,17 @@ pub fn plan_tree(
     let mut problems = Vec::new();
     let dirs = tree.dirs_preorder();
     for (i, &d) in dirs.iter().enumerate() {
-        let rec = if d == 0 { &scan.root } else { &scan.dirs[i - 1] };
+        let rec = if d == 0 {
+            &scan.root
+        } else {
+            &scan.dirs[i - 1]
+        };
         let entries = mkfs_alloc_advise::model::dir_entries(fs, rec, d != 0)
-            + if d == 0 { u64::from(root.system_entries) } else { 0 };
+            + if d == 0 {
+                u64::from(root.system_entries)
+            } else {
+                0
+            };
         let too_big = match fs {
             FsType::Exfat => entries * 32 > EXFAT_MAX_DIR_BYTES,
             _ => entries > FAT32_MAX_DIR_ENTRIES,
@@ -347,7 +355,10 @@ pub fn plan_tree(
     for (i, &d) in dirs.iter().enumerate() {
         if d != 0 {
             let rec = &scan.dirs[i - 1];
-            let n = dir_clusters(mkfs_alloc_advise::model::dir_entries(fs, rec, true), cluster);
+            let n = dir_clusters(
+                mkfs_alloc_advise::model::dir_entries(fs, rec, true),
+                cluster,
+            );
             let node = &mut tree.nodes[d as usize];
             node.first_cluster = at as u32;
             node.clusters = n as u32;

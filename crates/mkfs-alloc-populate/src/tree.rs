@@ -485,7 +485,12 @@ impl Tree {
         Ok(())
     }
 
-    fn push_host_dir(&mut self, parent: u32, name_off: u32, name_len: u16) -> Result<u32, TreeError> {
+    fn push_host_dir(
+        &mut self,
+        parent: u32,
+        name_off: u32,
+        name_len: u16,
+    ) -> Result<u32, TreeError> {
         let id = u32::try_from(self.host_dirs.len()).map_err(|_| TreeError::TooLarge)?;
         self.host_dirs.push(HostDir {
             parent,
@@ -576,7 +581,14 @@ impl Tree {
                     });
                     continue;
                 }
-                self.push_node(dir, name, false, Src::HostDir(hd), meta.len(), mtime_of(&meta))?;
+                self.push_node(
+                    dir,
+                    name,
+                    false,
+                    Src::HostDir(hd),
+                    meta.len(),
+                    mtime_of(&meta),
+                )?;
             }
         }
         Ok(())
@@ -594,7 +606,9 @@ impl Tree {
                 }
                 return p;
             }
-            parts.push(&self.names[h.name_off as usize..h.name_off as usize + usize::from(h.name_len)]);
+            parts.push(
+                &self.names[h.name_off as usize..h.name_off as usize + usize::from(h.name_len)],
+            );
             at = h.parent;
         }
     }

@@ -145,7 +145,7 @@ pub fn exfat_name_hash(upcased: &[u16]) -> u16 {
     let mut h = 0u16;
     for &u in upcased {
         for b in u.to_le_bytes() {
-            h = (h >> 1 | h << 15).wrapping_add(u16::from(b));
+            h = h.rotate_right(1).wrapping_add(u16::from(b));
         }
     }
     h
@@ -248,7 +248,10 @@ impl Populated {
                         std::cmp::Ordering::Greater => 0xFFFF,
                     }
                 };
-                let slots = (1..11).step_by(2).chain((14..26).step_by(2)).chain((28..32).step_by(2));
+                let slots = (1..11)
+                    .step_by(2)
+                    .chain((14..26).step_by(2))
+                    .chain((28..32).step_by(2));
                 for (i, off) in slots.enumerate() {
                     e[off..off + 2].copy_from_slice(&unit(i).to_le_bytes());
                 }
@@ -256,7 +259,11 @@ impl Populated {
             }
         }
         let n = &self.tree.nodes[k as usize];
-        let cluster = if n.is_dir || n.size > 0 { n.first_cluster } else { 0 };
+        let cluster = if n.is_dir || n.size > 0 {
+            n.first_cluster
+        } else {
+            0
+        };
         out.extend_from_slice(self.fat_short(short, case, k, cluster).as_bytes());
     }
 
@@ -335,7 +342,12 @@ impl Populated {
                 })?;
                 let len = f
                     .metadata()
-                    .map_err(|source| content_err(SourceError::Io { path: path(), source }))?
+                    .map_err(|source| {
+                        content_err(SourceError::Io {
+                            path: path(),
+                            source,
+                        })
+                    })?
                     .len();
                 if len != n.size {
                     return Err(content_err(SourceError::Changed {
@@ -363,7 +375,12 @@ impl Populated {
                     }
                     Ok(r) => got += r,
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(source) => return Err(content_err(SourceError::Io { path: path(), source })),
+                    Err(source) => {
+                        return Err(content_err(SourceError::Io {
+                            path: path(),
+                            source,
+                        }))
+                    }
                 }
             }
             for piece in buf.chunks(HOLE as usize) {
@@ -388,7 +405,12 @@ impl Populated {
                     }))
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(source) => return Err(content_err(SourceError::Io { path: path(), source })),
+                Err(source) => {
+                    return Err(content_err(SourceError::Io {
+                        path: path(),
+                        source,
+                    }))
+                }
             }
         }
         out.zero_to(end)

@@ -181,7 +181,9 @@ impl FormatArgs {
 
     /// True for `--size auto`.
     pub fn size_auto(&self) -> bool {
-        self.size.as_deref().is_some_and(|s| s.eq_ignore_ascii_case("auto"))
+        self.size
+            .as_deref()
+            .is_some_and(|s| s.eq_ignore_ascii_case("auto"))
     }
 
     /// The partition table choice.

@@ -108,7 +108,9 @@ impl FormatError {
             FormatError::Plan(_) => true,
             FormatError::Partition(PartitionError::Io(_)) => false,
             FormatError::Partition(_) => true,
-            FormatError::Write(WriteError::Io(_) | WriteError::Content(_)) | FormatError::Io(_) => false,
+            FormatError::Write(WriteError::Io(_) | WriteError::Content(_)) | FormatError::Io(_) => {
+                false
+            }
             FormatError::Write(_) => true,
         }
     }

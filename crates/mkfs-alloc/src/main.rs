@@ -129,9 +129,8 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
                 "--size auto is for image files; a device keeps its size"
             )));
         }
-        let mut format = cli.format_options()?;
+        let format = cli.format_options()?;
         let block = cli.sector_size.unwrap_or(512);
-        format.align = format.align.or(Some(1 << 20));
         let o = MediumOptions {
             format,
             table: cli.table_choice(),
@@ -139,7 +138,13 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
             sector_size: block,
         };
         if let Some(data) = &tree_data {
-            size = Some(rootdir::auto_size(data, &o, block, cli.slack, tree_cluster)?);
+            size = Some(rootdir::auto_size(
+                data,
+                &o,
+                block,
+                cli.slack,
+                tree_cluster,
+            )?);
         }
     }
     let target = target::Target::inspect(&path, size, cli.sector_size)?;
@@ -158,14 +163,9 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
         plan_medium(&opts, target.size_bytes(), target.block_size()).map_err(plan_error)?;
     let mut data_note = None;
     if let (Some(data), true) = (&tree_data, tree_cluster) {
-        let (p, note) = rootdir::plan_for(
-            data,
-            &opts,
-            target.size_bytes(),
-            target.block_size(),
-            true,
-        )
-        .map_err(plan_error)?;
+        let (p, note) =
+            rootdir::plan_for(data, &opts, target.size_bytes(), target.block_size(), true)
+                .map_err(plan_error)?;
         plan = p;
         data_note = note;
     }
