@@ -9,7 +9,7 @@
 //!     │                                              the footprint (advise's model) checked
 //!     │                                              against the free space, every cluster allocated
 //!     ▼
-//!  write_volume_with(&layout, Some(&mut populated), &mut dev, progress)
+//!  write_volume_with(&layout, Some(&mut populated), &mut dev, prior, progress)
 //!        FAT, bitmap, up-case table, then directories and file data in
 //!        cluster order, then the boot sectors (sector 0 last)
 //! ```
@@ -22,7 +22,7 @@
 //!
 //! ```
 //! use mkfs_alloc_blockio::MemDisk;
-//! use mkfs_alloc_layout::{plan, write_volume_with, ClusterChoice, FormatOptions, FsChoice, FsType, Medium};
+//! use mkfs_alloc_layout::{plan, write_volume_with, Prior, ClusterChoice, FormatOptions, FsChoice, FsType, Medium};
 //! use mkfs_alloc_populate::{plan_tree, TimePolicy, Tree};
 //! use std::time::{Duration, SystemTime};
 //!
@@ -40,7 +40,7 @@
 //! let mut populated = plan_tree(tree, &layout, TimePolicy::default())?;
 //! assert_eq!(populated.new_clusters(), 2); // the directory and the file
 //! let mut disk = MemDisk::new(512, (16 << 20) / 512)?;
-//! write_volume_with(&layout, Some(&mut populated), &mut disk, &mut |_, _| {})?;
+//! write_volume_with(&layout, Some(&mut populated), &mut disk, Prior::Unknown, &mut |_, _| {})?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
