@@ -7,17 +7,25 @@
 //!
 //! Write order (so an interrupted format never leaves a half-valid file system):
 //! 1. unless the target reads as zero: zero everything before the FAT — the
-//!    old boot sector(s) and their backups — and flush, so the old file system
-//!    is gone before anything new exists;
-//! 2. FAT(s), allocation bitmap, up-case table, root directory; flush;
-//! 3. the boot area except sector 0 (backup boot region / FSInfo and backups);
-//!    flush, so that no cache can persist sector 0 before them;
-//! 4. sector 0 (the main boot sector, which makes the volume recognisable); flush.
+//!    old boot sector(s) and their backups — and, when the target may hold a
+//!    file system ([`Prior::Unknown`]), flush, so the old file system is gone
+//!    before anything new exists; no flush when the caller knows no file
+//!    system is left ([`Prior::NoFileSystem`]) or the target reads as zero;
+//! 2. FAT(s), allocation bitmap, up-case table, root directory, and the
+//!    boot sectors no tool reads without sector 0 (exFAT main boot sectors
+//!    1..11; FAT32 FSInfo, backup boot sector and backup FSInfo); flush, so
+//!    that no cache can persist what follows before them;
+//! 3. exFAT: the backup boot region (fsck.exfat restores a volume from it
+//!    when sector 0 is bad, so it must not exist before step 2 is durable);
+//!    then sector 0 (the main boot sector, which makes the volume
+//!    recognisable); flush.
 //!
-//! A crash before step 4 leaves a volume with no main boot sector.
+//! A crash before step 3 leaves a volume with no main boot sector and (exFAT)
+//! no backup boot region: no tool recognises it. That is two flushes on a
+//! target that held no file system, three on one that may have.
 
 use crate::exfat;
-use crate::fat32;
+use crate::fat;
 use crate::plan::{Geometry, Layout};
 use mkfs_alloc_blockio::{BlockIo, IoError};
 
@@ -65,10 +73,23 @@ pub struct WriteReport {
 /// Progress callback: `(bytes_done, bytes_total)` of the regions to write.
 pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
 
+/// What the caller knows about the target before [`write_volume_to`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prior {
+    /// It may hold a file system: the invalidated boot area is flushed
+    /// before anything new is written.
+    Unknown,
+    /// The caller has probed the whole target and found no file system
+    /// signature, or wiped and flushed those it found: the invalidation
+    /// needs no flush of its own.
+    NoFileSystem,
+}
+
 struct Sink<'a, D: BlockIo + ?Sized> {
     dev: &'a mut D,
     bs: u64,
     fresh: bool,
+    prior: Prior,
     report: WriteReport,
     done: u64,
     total: u64,
@@ -148,11 +169,11 @@ impl<D: BlockIo + ?Sized> Sink<'_, D> {
     }
 
     /// Step 1 of the write order: zero everything before the FAT (the old
-    /// boot sectors and their backups) and, unless the target already read
-    /// as zero, flush so the old file system is gone before anything new.
+    /// boot sectors and their backups) and, when the target may hold a file
+    /// system, flush so the old one is gone before anything new.
     fn invalidate(&mut self, fat_offset: u64) -> Result<(), IoError> {
         self.zero(0, fat_offset)?;
-        if self.fresh {
+        if self.fresh || self.prior == Prior::NoFileSystem {
             Ok(())
         } else {
             self.flush()
@@ -165,10 +186,23 @@ impl<D: BlockIo + ?Sized> Sink<'_, D> {
 }
 
 /// Writes a planned volume to `dev`, whose block 0 is the volume's first byte
-/// (wrap a whole medium in a `Slice` to format a partition).
+/// (wrap a whole medium in a `Slice` to format a partition). The target may
+/// hold a file system ([`Prior::Unknown`]).
 pub fn write_volume<D: BlockIo + ?Sized>(
     layout: &Layout,
     dev: &mut D,
+    progress: Progress<'_>,
+) -> Result<WriteReport, WriteError> {
+    write_volume_to(layout, dev, Prior::Unknown, progress)
+}
+
+/// [`write_volume`] with what the caller knows about the target: with
+/// [`Prior::NoFileSystem`] the invalidation of the old boot area is not
+/// flushed on its own (see the module's write order).
+pub fn write_volume_to<D: BlockIo + ?Sized>(
+    layout: &Layout,
+    dev: &mut D,
+    prior: Prior,
     progress: Progress<'_>,
 ) -> Result<WriteReport, WriteError> {
     let bs = dev.block_size();
@@ -208,6 +242,7 @@ pub fn write_volume<D: BlockIo + ?Sized>(
         dev,
         bs: u64::from(bs),
         fresh,
+        prior,
         report: WriteReport {
             bytes_untouched: untouched,
             ..WriteReport::default()
@@ -294,19 +329,18 @@ fn write_exfat<D: BlockIo + ?Sized>(
         &root,
         bps,
     )?;
-    s.flush()?;
-    // 3. Backup boot region, then the main region without sector 0.
-    s.write(region_len, &boot)?;
+    // Main boot sectors 1..11 (checksum sector included): unread without sector 0.
     s.write(bps, &boot[bps as usize..])?;
     s.flush()?;
-    // 4. Sector 0 last.
+    // 3. The backup boot region, then sector 0 last.
+    s.write(region_len, &boot)?;
     s.write(0, &boot[..bps as usize])?;
     s.flush()
 }
 
 fn write_fat32<D: BlockIo + ?Sized>(
     layout: &Layout,
-    g: &fat32::Geometry,
+    g: &fat::Geometry,
     s: &mut Sink<'_, D>,
 ) -> Result<(), IoError> {
     let bps = u64::from(g.bps);
@@ -316,20 +350,20 @@ fn write_fat32<D: BlockIo + ?Sized>(
     for i in 0..u64::from(layout.fat_count) {
         let off = layout.fat_offset + i * layout.fat_bytes;
         s.region(off, layout.fat_bytes, 12, bps, |at, buf| {
-            fill_fat(at, buf, fat32::fat_entry)
+            fill_fat(at, buf, fat::fat_entry)
         })?;
     }
-    let root = fat32::root_entries(layout);
+    let root = fat::root_entries(layout);
     s.entries(layout.data_offset, g.cluster, &root, bps)?;
+    // FSInfo, backup boot sector, backup FSInfo: no tool reads them without
+    // a valid sector 0.
+    let boot = fat::boot_sector(layout, g);
+    let info = fat::fsinfo_sector(g);
+    s.write(fat::boot::FSINFO_SECTOR * bps, &info)?;
+    s.write(fat::boot::BACKUP_BOOT_SECTOR * bps, &boot)?;
+    s.write((fat::boot::BACKUP_BOOT_SECTOR + 1) * bps, &info)?;
     s.flush()?;
-    // 3. FSInfo, backup boot sector, backup FSInfo.
-    let boot = fat32::boot_sector(layout, g);
-    let info = fat32::fsinfo_sector(g);
-    s.write(fat32::boot::FSINFO_SECTOR * bps, &info)?;
-    s.write(fat32::boot::BACKUP_BOOT_SECTOR * bps, &boot)?;
-    s.write((fat32::boot::BACKUP_BOOT_SECTOR + 1) * bps, &info)?;
-    s.flush()?;
-    // 4. Sector 0 last.
+    // 3. Sector 0 last.
     s.write(0, &boot)?;
     s.flush()
 }

@@ -1,4 +1,4 @@
-//! FAT32: geometry planning and on-disk structures.
+//! FAT: geometry planning and on-disk structures.
 //!
 //! ```text
 //!  volume start (HiddSec on the medium)
