@@ -81,16 +81,16 @@ statfs() {
     FREE=$4
 }
 
-# listing: every path under /mnt (but the KT-LIST copy) with type, size and
-# content digest, sorted bytewise.
+# listing: the directories, then every file's size, then every file's
+# SHA-256, each sorted bytewise; the KT-LIST copy left out. Few processes
+# (`-exec {} +`): under TCG a fork costs milliseconds.
 listing() {
-    (cd /mnt && find . | grep -v -e '^\.$' -e '^\./KT-LIST$' | sort | while IFS= read -r p; do
-        if [ -d "$p" ]; then
-            echo "d $p"
-        else
-            echo "f $(stat -c %s "$p") $(sha256sum <"$p" | cut -d' ' -f1) $p"
-        fi
-    done)
+    (
+        cd /mnt || exit
+        find . -type d ! -path . | sort
+        find . -type f ! -name KT-LIST -exec stat -c '%s %n' {} + | sort
+        find . -type f ! -name KT-LIST -exec sha256sum {} + | sort
+    )
 }
 
 # digest STEP: report the digest of the listing (kept in /tmp/list.STEP).
