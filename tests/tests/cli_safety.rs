@@ -333,7 +333,7 @@ fn a_locked_image_is_not_formatted() {
     fill_file(&img, 64 * MIB, 0xD1);
     let before = file_hash(&img);
     let mut holder = Command::new("flock")
-        .args(["--exclusive", "--nonblock"])
+        .args(["--exclusive", "--nonblock", "--no-fork"])
         .arg(&img)
         .args(["sleep", "30"])
         .spawn()
@@ -395,7 +395,7 @@ fn a_locked_device_is_not_formatted() {
     fill_file(&img, 64 * MIB, 0xD1);
     let lo = LoopDevice::attach(&img);
     let mut holder = Command::new("flock")
-        .args(["--exclusive", "--nonblock"])
+        .args(["--exclusive", "--nonblock", "--no-fork"])
         .arg(lo.path())
         .args(["sleep", "30"])
         .spawn()
@@ -436,8 +436,9 @@ fn an_image_whose_loop_device_is_mounted_is_refused() {
         out.stderr.contains(&mnt_dir.to_string_lossy().into_owned()),
         "names the mount point:\n{out}"
     );
-    mount.unmount();
+    // (Compared while mounted: unmounting makes exfat-fuse write its flags.)
     assert_eq!(file_hash(&img), before, "the mounted image was written");
+    mount.unmount();
     // Attached, not mounted: formatted, and the summary says so.
     let out = mkfs_alloc(&["--fs", "exfat", "--json", &img_s]);
     out.assert_success();

@@ -44,18 +44,15 @@ pub fn run(args: &CompletionsArgs) -> Result<(), Failure> {
         Shell::Bash => clap_complete::generate(shells::Bash, &mut cmd, name, &mut out),
         Shell::Zsh => clap_complete::generate(shells::Zsh, &mut cmd, name, &mut out),
         Shell::Fish => clap_complete::generate(shells::Fish, &mut cmd, name, &mut out),
-        Shell::Powershell => {
-            clap_complete::generate(shells::PowerShell, &mut cmd, name, &mut out)
-        }
+        Shell::Powershell => clap_complete::generate(shells::PowerShell, &mut cmd, name, &mut out),
     }
     Ok(())
 }
 
 /// Writes `mkfs-alloc.1` and `mkfs-alloc-SUBCOMMAND.1` into `args.dir`.
 pub fn man(args: &ManArgs) -> Result<(), Failure> {
-    std::fs::create_dir_all(&args.dir).map_err(|e| {
-        usage(anyhow!(e).context(format!("cannot create {}", args.dir.display())))
-    })?;
+    std::fs::create_dir_all(&args.dir)
+        .map_err(|e| usage(anyhow!(e).context(format!("cannot create {}", args.dir.display()))))?;
     let cmd = crate::args::Cli::command();
     clap_mangen::generate_to(cmd, &args.dir).map_err(|e| {
         Failure::Io(anyhow!(e).context(format!("writing man pages into {}", args.dir.display())))

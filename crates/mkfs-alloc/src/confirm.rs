@@ -12,12 +12,13 @@ use std::io::{BufRead, IsTerminal, Write};
 pub fn confirm(
     info: &DeviceInfo,
     plan: &MediumPlan,
+    contents: &[String],
     unmount: bool,
     yes: bool,
     quiet: bool,
 ) -> Result<(), Failure> {
     if !quiet || !yes {
-        describe(info, plan);
+        describe(info, plan, contents);
         if unmount {
             let mounts: Vec<String> = info
                 .all_mountpoints()
@@ -59,7 +60,10 @@ pub fn confirm(
     }
 }
 
-fn describe(info: &DeviceInfo, plan: &MediumPlan) {
+/// The device and what it holds: `contents` (read from the medium itself,
+/// partitions with their file systems and labels), else what the system
+/// knows of its partitions.
+fn describe(info: &DeviceInfo, plan: &MediumPlan, contents: &[String]) {
     let name = [info.vendor.as_deref(), info.model.as_deref()]
         .into_iter()
         .flatten()
@@ -84,7 +88,10 @@ fn describe(info: &DeviceInfo, plan: &MediumPlan) {
             .map(|s| format!(", serial {s}"))
             .unwrap_or_default()
     );
-    if let Some(fs) = &info.fs_type {
+    for c in contents {
+        eprintln!("  contains   {c}");
+    }
+    if let (Some(fs), true) = (&info.fs_type, contents.is_empty()) {
         eprintln!(
             "  contains   {fs}{}",
             info.label
@@ -93,7 +100,7 @@ fn describe(info: &DeviceInfo, plan: &MediumPlan) {
                 .unwrap_or_default()
         );
     }
-    for p in &info.partitions {
+    for p in info.partitions.iter().filter(|_| contents.is_empty()) {
         eprintln!(
             "  partition  {} at {}, {}: {}{}",
             p.path.display(),
@@ -106,9 +113,13 @@ fn describe(info: &DeviceInfo, plan: &MediumPlan) {
                 .unwrap_or_default()
         );
     }
+    let table = match plan.table.kind {
+        mkfs_alloc_partition::TableKind::None => "no partition table",
+        mkfs_alloc_partition::TableKind::Mbr => "an MBR partition table",
+        mkfs_alloc_partition::TableKind::Gpt => "a GPT partition table",
+    };
     eprintln!(
-        "  will write {} table, {} with {} clusters",
-        plan.table.kind,
+        "  will write {table}, {} with {} clusters",
         plan.layout.fs,
         format_size(plan.layout.cluster_size)
     );

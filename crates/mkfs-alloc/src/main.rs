@@ -24,6 +24,7 @@ mod confirm;
 mod contents;
 mod data;
 mod report;
+mod rootdir;
 mod target;
 
 use clap::Parser;
