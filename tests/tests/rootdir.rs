@@ -377,3 +377,60 @@ fn size_auto_is_the_smallest_that_holds_the_tree() {
         }
     }
 }
+
+/// A source file whose contents are shorter than its size at the walk (a
+/// sysfs attribute bind-mounted into the tree: 4096 bytes by `stat`, a few
+/// when read) stops the format: exit 1, no boot sector written.
+#[test]
+fn a_source_that_changes_fails_cleanly() {
+    mkfs_alloc_tests::require_root();
+    let tmp = TempDir::new("rootdir-changes");
+    let src = tmp.subdir("src");
+    fs::write(src.join("a.txt"), b"fine").expect("write");
+    let target = src.join("b.txt");
+    fs::write(&target, b"").expect("write");
+    let attr = "/sys/kernel/uevent_seqnum";
+    let m = run_env(
+        require_tool("mount"),
+        &["--bind", attr, &target.to_string_lossy()],
+        &[],
+    );
+    m.assert_success();
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _guard = Unmount(target.clone());
+    assert_eq!(fs::metadata(&target).expect("stat").len(), 4096);
+    for fs_name in ["exfat", "fat32"] {
+        let img = tmp.join(&format!("{fs_name}.img"));
+        let (src_s, img_s) = (src.to_string_lossy(), img.to_string_lossy());
+        let args = [
+            "--fs",
+            fs_name,
+            "--size",
+            "300M",
+            "--rootdir",
+            &src_s,
+            &img_s,
+        ];
+        let out = mkfs_alloc_env(&args, &[]);
+        out.assert_code(1);
+        assert!(
+            out.stderr.contains("changed during the copy"),
+            "{}",
+            out.stderr
+        );
+        let head = fs::read(&img).expect("read");
+        assert!(
+            head[..512].iter().all(|&b| b == 0),
+            "{fs_name}: a boot sector was written"
+        );
+        assert!(
+            head[512..12 * 512].iter().all(|&b| b == 0),
+            "{fs_name}: boot sectors were written"
+        );
+    }
+}

@@ -91,6 +91,8 @@ pub enum Command {
     Advise(crate::cmd_advise::AdviseArgs),
     /// What a stick or image has now: table, file system, cluster size, waste.
     Info(crate::cmd_info::InfoArgs),
+    /// Is this stick as big as it says? Find counterfeit capacity (writes test blocks).
+    Probe(crate::cmd_probe::ProbeArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell).
     Completions(crate::completions::CompletionsArgs),
     /// Write the man pages into a directory (used by `cargo xtask man`).
@@ -100,7 +102,15 @@ pub enum Command {
 
 /// The names of the subcommands (a target of one of these names must be
 /// written as a path, `./list`).
-pub const SUBCOMMANDS: &[&str] = &["list", "advise", "info", "completions", "man", "help"];
+pub const SUBCOMMANDS: &[&str] = &[
+    "list",
+    "advise",
+    "info",
+    "probe",
+    "completions",
+    "man",
+    "help",
+];
 
 /// Options of the format command (the default command).
 #[derive(Debug, clap::Args)]
@@ -137,7 +147,8 @@ pub struct FormatArgs {
     #[arg(long, value_name = "SIZE")]
     pub align: Option<String>,
     /// Create the image with this size, or grow an existing one (sparse);
-    /// "auto" with --rootdir: the smallest that holds the tree plus --slack.
+    /// "auto" with --rootdir: the smallest that holds the tree plus --slack;
+    /// on a device, use only its first SIZE bytes (a counterfeit's real capacity).
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
     /// Write an exFAT Volume GUID entry (derived from the serial). Off by
@@ -159,6 +170,11 @@ pub struct FormatArgs {
     /// Do not ask for confirmation before writing to a device (required without a terminal).
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// Probe the device for counterfeit capacity first (`mkfs-alloc probe`,
+    /// destructive); refuse to format a fake unless --size keeps the volume
+    /// inside its real capacity.
+    #[arg(long, conflicts_with = "dry_run")]
+    pub probe: bool,
     /// Print the plan and write nothing.
     #[arg(long)]
     pub dry_run: bool,

@@ -268,6 +268,21 @@ impl Run<'_> {
             )?;
             target.unmount_volumes()?;
         }
+        if cli.probe {
+            let r = crate::cmd_probe::probe_target(path, cli.quiet || cli.json)?;
+            if r.verdict.is_fake() && target.size_bytes() > r.real_bytes {
+                return Err(Failure::Io(anyhow!(
+                    "refusing to format {}: the probe found it {}; pass --size {} (or less) to use only its real capacity",
+                    path.display(),
+                    crate::cmd_probe::summary_line(&r),
+                    r.real_bytes
+                )));
+            }
+            notes.push(format!(
+                "probed first: {}",
+                crate::cmd_probe::summary_line(&r)
+            ));
+        }
         notes.extend(target.notes().iter().cloned());
         let mut opened = target.open()?;
         let result = self.write_opened(&mut opened, &mut notes);

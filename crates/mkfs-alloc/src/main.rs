@@ -19,6 +19,7 @@ mod cmd_advise;
 mod cmd_format;
 mod cmd_info;
 mod cmd_list;
+mod cmd_probe;
 mod completions;
 mod confirm;
 mod contents;
@@ -75,6 +76,7 @@ fn main() -> ExitCode {
         Some(args::Command::List(a)) => cmd_list::run(&a),
         Some(args::Command::Advise(a)) => cmd_advise::run(&a),
         Some(args::Command::Info(a)) => cmd_info::run(&a),
+        Some(args::Command::Probe(a)) => cmd_probe::run(&a),
         Some(args::Command::Completions(a)) => completions::run(&a),
         Some(args::Command::Man(a)) => completions::man(&a),
     };
