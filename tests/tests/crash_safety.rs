@@ -740,7 +740,10 @@ fn cli_io_error_exits_1_and_names_the_offset() {
         "failing offset {offset} is not the start of a metadata region after the FAT ({offsets:?}):\n{out}"
     );
     // The run created the image and failed: it removed it.
-    assert!(!img.exists(), "a failed run left its new image behind:\n{out}");
+    assert!(
+        !img.exists(),
+        "a failed run left its new image behind:\n{out}"
+    );
     // And the same with --json: the error object carries exit code 1.
     real.insert(0, "--json");
     let out = mkfs_alloc(&real);
