@@ -368,6 +368,7 @@ fn install_tools_cmd(args: &[String]) -> Result<(), String> {
         tools.extend_from_slice(kernel::TOOLS);
     }
     install_packages(&tools)?;
+    install_fusepy()?;
     if kernel {
         kernel::install()?;
     }
@@ -378,8 +379,41 @@ fn install_tools_cmd(args: &[String]) -> Result<(), String> {
 /// Installs the missing packages (root) or says how to (not root).
 fn install_tools() -> Result<(), String> {
     install_packages(TOOLS)?;
+    install_fusepy()?;
     check_fuse();
     Ok(())
+}
+
+/// The Python module `fusepy` (PyPI) behind the fake-stick tests
+/// (`tests/src/fakestick.py`): installed with pip when `import fuse` fails.
+fn install_fusepy() -> Result<(), String> {
+    let has = || {
+        Command::new("python3")
+            .args(["-c", "import fuse"])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if has() {
+        return Ok(());
+    }
+    eprintln!("xtask: installing the Python module fusepy (python3 -m pip install fusepy)");
+    // Debian's system Python refuses pip without this flag (PEP 668).
+    let plain = run(Command::new("python3").args(["-m", "pip", "install", "fusepy"]));
+    if plain.is_err() || !has() {
+        run(Command::new("python3").args([
+            "-m",
+            "pip",
+            "install",
+            "--break-system-packages",
+            "fusepy",
+        ]))?;
+    }
+    if has() {
+        Ok(())
+    } else {
+        Err("fusepy is still missing after pip install; the fake-stick tests need it".into())
+    }
 }
 
 /// Installs the packages of the missing `tools` (root) in one `apt-get`
