@@ -169,6 +169,7 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
         plan = p;
         data_note = note;
     }
+    drop(tree_data); // the planner measures the tree again, exactly
     let mut populated = match tree {
         Some(t) => Some(rootdir::populate(t, &plan)?),
         None => None,
