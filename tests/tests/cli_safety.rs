@@ -657,7 +657,7 @@ fn info_files_and_advise_agree_on_waste() {
     .contains(def));
 }
 
-/// Item 17: completion scripts for four shells.
+/// Item 17: completion scripts for four shells, and the man pages.
 #[test]
 fn completions_for_four_shells() {
     for (shell, marker) in [
@@ -672,4 +672,17 @@ fn completions_for_four_shells() {
         assert!(out.stdout.contains("--cluster"), "{shell}:\n{out}");
     }
     mkfs_alloc(&["completions", "tcsh"]).assert_code(2);
+    // The man pages `cargo xtask man` installs: one per command.
+    let tmp = TempDir::new("man");
+    let dir = tmp.join("man");
+    mkfs_alloc(&["man", &dir.to_string_lossy()]).assert_success();
+    for page in [
+        "mkfs-alloc.1",
+        "mkfs-alloc-advise.1",
+        "mkfs-alloc-info.1",
+        "mkfs-alloc-list.1",
+    ] {
+        let text = std::fs::read_to_string(dir.join(page)).unwrap_or_default();
+        assert!(text.contains(".TH"), "{page}: not a man page");
+    }
 }

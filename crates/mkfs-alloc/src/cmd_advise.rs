@@ -408,9 +408,9 @@ fn render_histogram(o: &mut String, d: &ScanResult, g: &Glyphs) {
     for b in &h {
         let _ = writeln!(
             o,
-            "  {:<width$}  {:>11} files  {:>10}  {}",
+            "  {:<width$}  {:>17}  {:>10}  {}",
             label(b),
-            format_count(b.files),
+            plural(b.files, "file ", "files"),
             format_size(b.bytes),
             bar(g, b.files as f64, max)
         );

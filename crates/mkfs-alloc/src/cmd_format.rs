@@ -33,6 +33,7 @@ pub fn run(cli: FormatArgs) -> Result<(), Failure> {
     let size = image_size(&cli, &path, tree_data.as_ref())?;
     let target = Target::inspect(&path, size, cli.sector_size, cli.dry_run)?;
     let planned = plan(&cli, &target, tree_data.as_ref())?;
+    drop(tree_data); // the planner measures the tree again, exactly
     let populated = match tree {
         Some(t) => Some(rootdir::populate(t, &planned.plan)?),
         None => None,
