@@ -6,7 +6,7 @@
 //! ([`crate::model`]) and the comparison with other tools' defaults.
 
 use crate::defaults::{mkfs_default, mkfs_tool, sd_recommended, windows_default};
-use crate::model::{fat32_dirs_over_limit, footprint_for, Footprint};
+use crate::model::{fat32_dirs_over_limit, footprint_for, root_overflow, Footprint};
 use crate::scan::{DataSummary, ScanResult};
 use mkfs_alloc_layout::plan::default_align;
 use mkfs_alloc_layout::units::{format_count, format_size, KIB, MIB};
@@ -26,13 +26,13 @@ pub const EXFAT_RECOMMENDED_MAX_CLUSTERS: u32 = (1 << 24) - 2;
 /// entry than an unlabelled one (the worst case); exFAT always has a label entry.
 pub const ASSUMED_LABEL: &str = "LABEL";
 
-/// The largest cluster size every common system handles: FAT32 32 KiB (old
-/// DOS, some BIOS and camera firmware fail above), exFAT 1 MiB (older macOS
-/// does not mount larger).
+/// The largest cluster size every common system handles: FAT12/16/32 32 KiB
+/// (old DOS, some BIOS and camera firmware fail above), exFAT 1 MiB (older
+/// macOS does not mount larger).
 pub fn compat_max_cluster(fs: FsType) -> u64 {
     match fs {
-        FsType::Fat32 => 32 * KIB,
         FsType::Exfat => MIB,
+        _ => 32 * KIB,
     }
 }
 
@@ -64,7 +64,12 @@ pub enum FsSelection {
     Exfat,
     /// FAT32 only.
     Fat32,
-    /// Both, exFAT first.
+    /// FAT16 only.
+    Fat16,
+    /// FAT12 only.
+    Fat12,
+    /// exFAT and FAT32, then FAT16 and FAT12 where some cluster size fits
+    /// the volume.
     #[default]
     Both,
 }
@@ -75,7 +80,9 @@ impl FsSelection {
         match self {
             FsSelection::Exfat => &[FsType::Exfat],
             FsSelection::Fat32 => &[FsType::Fat32],
-            FsSelection::Both => &[FsType::Exfat, FsType::Fat32],
+            FsSelection::Fat16 => &[FsType::Fat16],
+            FsSelection::Fat12 => &[FsType::Fat12],
+            FsSelection::Both => &[FsType::Exfat, FsType::Fat32, FsType::Fat16, FsType::Fat12],
         }
     }
 }
@@ -208,7 +215,7 @@ pub struct Row {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RowNote {
-    /// FAT32 cluster above 32 KiB.
+    /// FAT12/16/32 cluster above 32 KiB.
     AboveFat32Compat,
     /// exFAT cluster above 1 MiB.
     AboveExfatCompat,
@@ -267,6 +274,13 @@ pub enum FsNote {
         /// How many.
         count: u64,
     },
+    /// FAT12/16: more root entries than the fixed root directory holds.
+    RootDirFull {
+        /// Entries the data's top level needs (label included).
+        entries: u64,
+        /// Entries the root directory holds.
+        capacity: u64,
+    },
     /// A peer tool's default is not valid for this volume in our layout.
     DefaultNotValid {
         /// Whose default (`windows`, `sd_spec`, `mkfs`).
@@ -291,6 +305,11 @@ impl FsNote {
             FsNote::DirsOverFat32Limit { count } => format!(
                 "{} directory(ies) need more than FAT32's 65,536 entries and cannot be copied whole",
                 format_count(*count)
+            ),
+            FsNote::RootDirFull { entries, capacity } => format!(
+                "the top level needs {} root directory entries but the fixed {fs} root holds {}: raise --root-entries",
+                format_count(*entries),
+                format_count(*capacity)
             ),
             FsNote::DefaultNotValid {
                 source,
@@ -360,9 +379,16 @@ pub fn advise(
     check_inputs(sector_size, max_waste_percent)?;
     let bps = u64::from(sector_size);
     let medium = Medium::whole(volume_bytes / bps * bps, sector_size);
+    let all = fs == FsSelection::Both;
     let per_fs = fs
         .file_systems()
         .iter()
+        // With `Both`, FAT16 and FAT12 are listed only where they fit.
+        .filter(|&&fs| {
+            !(all && fs.is_small_fat())
+                || !valid_cluster_sizes(fs, &medium, default_align(medium.volume_bytes, sector_size))
+                    .is_empty()
+        })
         .map(|&fs| {
             let base = FormatOptions {
                 fs: FsChoice::Fixed(fs),
@@ -421,7 +447,7 @@ pub fn recommend_for_format(
     };
     let fs = match opts.fs {
         FsChoice::Fixed(fs) => fs,
-        FsChoice::Auto => {
+        FsChoice::Auto | FsChoice::Fat => {
             let auto = FormatOptions {
                 cluster: ClusterChoice::Auto,
                 ..opts.clone()
@@ -510,14 +536,19 @@ fn fs_advice(
     if fs == FsType::Fat32 && volume > 32 * 1_000_000_000 && !valid.is_empty() {
         notes.push(FsNote::Fat32Above32Gb);
     }
-    let files_over_4gib = match (fs, data) {
-        (FsType::Fat32, Some(d)) => Some(d.files_over_fat32_limit()),
+    let files_over_4gib = match (fs.is_fat(), data) {
+        (true, Some(d)) => Some(d.files_over_fat32_limit()),
         _ => None,
     };
     if let Some(count) = files_over_4gib.filter(|&n| n > 0) {
         notes.push(FsNote::FilesOver4Gib { count });
     }
-    if let (FsType::Fat32, Some(d)) = (fs, data) {
+    if let (Some(d), Some(l)) = (data, auto_layout.as_ref().ok()) {
+        if let Some((entries, capacity)) = root_overflow(l, d) {
+            notes.push(FsNote::RootDirFull { entries, capacity });
+        }
+    }
+    if let (true, Some(d)) = (fs.is_fat(), data) {
         let count = fat32_dirs_over_limit(d);
         if count > 0 {
             notes.push(FsNote::DirsOverFat32Limit { count });
@@ -599,8 +630,8 @@ fn candidate(
     let mut notes = Vec::new();
     if c > compat_max_cluster(fs) {
         notes.push(match fs {
-            FsType::Fat32 => RowNote::AboveFat32Compat,
             FsType::Exfat => RowNote::AboveExfatCompat,
+            _ => RowNote::AboveFat32Compat,
         });
     }
     if fs == FsType::Exfat && layout.cluster_count > EXFAT_RECOMMENDED_MAX_CLUSTERS {
@@ -629,7 +660,7 @@ fn candidate(
             directory_bytes_on_disk: footprint.map(|f| f.directory_bytes()),
             waste_bytes: waste,
             waste_percent,
-            fits: on_disk.map(|b| b <= usable),
+            fits: on_disk.map(|b| b <= usable && data.and_then(|d| root_overflow(layout, d)).is_none()),
             notes,
         },
         footprint,
@@ -677,7 +708,7 @@ fn recommend(fs: FsType, cands: &[Candidate], max_waste: f64, data: &ScanResult)
     let fits = |c: &Candidate| c.row.fits == Some(true);
     let waste = |c: &Candidate| c.row.waste_percent.unwrap_or(0.0);
     let over = data.files_over_fat32_limit();
-    let tail = if fs == FsType::Fat32 && over > 0 {
+    let tail = if fs.is_fat() && over > 0 {
         format!(
             "; {} file(s) exceed FAT32's 4 GiB - 1 limit: use exFAT",
             format_count(over)
@@ -686,8 +717,8 @@ fn recommend(fs: FsType, cands: &[Candidate], max_waste: f64, data: &ScanResult)
         String::new()
     };
     let ceiling_text = match fs {
-        FsType::Fat32 => "FAT32 up to 32 KiB",
-        FsType::Exfat => "exFAT up to 1 MiB",
+        FsType::Exfat => "exFAT up to 1 MiB".to_string(),
+        _ => format!("{fs} up to 32 KiB"),
     };
     let below_floor = if floor < MIN_PREFERRED_CLUSTER {
         format!("; clusters of 4 KiB and more are not valid for {fs} on this volume")
