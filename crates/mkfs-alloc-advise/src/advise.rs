@@ -385,9 +385,8 @@ pub fn advise(
         .iter()
         // With `Both`, FAT16 and FAT12 are listed only where they fit.
         .filter(|&&fs| {
-            !(all && fs.is_small_fat())
-                || !valid_cluster_sizes(fs, &medium, default_align(medium.volume_bytes, sector_size))
-                    .is_empty()
+            let align = default_align(medium.volume_bytes, sector_size);
+            !all || !fs.is_small_fat() || !valid_cluster_sizes(fs, &medium, align).is_empty()
         })
         .map(|&fs| {
             let base = FormatOptions {
@@ -660,7 +659,8 @@ fn candidate(
             directory_bytes_on_disk: footprint.map(|f| f.directory_bytes()),
             waste_bytes: waste,
             waste_percent,
-            fits: on_disk.map(|b| b <= usable && data.and_then(|d| root_overflow(layout, d)).is_none()),
+            fits: on_disk
+                .map(|b| b <= usable && data.and_then(|d| root_overflow(layout, d)).is_none()),
             notes,
         },
         footprint,

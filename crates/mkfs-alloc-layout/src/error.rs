@@ -114,7 +114,9 @@ pub enum PlanError {
     #[error(transparent)]
     Label(#[from] LabelError),
     /// A root directory size outside 1..=32,768 entries.
-    #[error("root directory entries {0} out of range; valid: 1..=32768 (rounded up to whole sectors)")]
+    #[error(
+        "root directory entries {0} out of range; valid: 1..=32768 (rounded up to whole sectors)"
+    )]
     RootEntries(u64),
     /// A root directory size given for a file system without a fixed root.
     #[error("--root-entries applies to FAT12 and FAT16 only; this volume is {0} (its root directory grows as needed)")]
@@ -126,7 +128,8 @@ pub enum PlanError {
         volume: u64,
         /// Cluster size in bytes.
         cluster: u64,
-        /// Clusters this cluster size gives (about: the FAT size varies by width).
+        /// Clusters this cluster size gives (with the FAT of the width the
+        /// specification gives that count).
         clusters: u64,
         /// Cluster sizes at which some FAT width is valid.
         valid: Vec<u64>,

@@ -186,9 +186,7 @@ impl Ctx<'_> {
         let m = self.medium;
         let (v, bps, start) = (m.volume_bytes, m.sector_size, m.partition_offset);
         Ok(match fs {
-            FsType::Exfat => {
-                Geometry::Exfat(exfat::geometry(v, bps, cluster, start, self.align)?)
-            }
+            FsType::Exfat => Geometry::Exfat(exfat::geometry(v, bps, cluster, start, self.align)?),
             _ => Geometry::Fat(fat::geometry(
                 fs,
                 v,
@@ -233,11 +231,25 @@ impl Ctx<'_> {
 
     /// The error for a cluster size at which no FAT width fits.
     fn no_fat_width(&self, cluster: u64) -> PlanError {
-        let bps = u64::from(self.medium.sector_size);
+        // The count as the width the spec would give it computes it (that
+        // width rejected it only for the margin).
+        let counts: Vec<(FsType, u64)> = FAT_WIDTHS
+            .iter()
+            .filter_map(|&fs| match self.geometry(fs, cluster) {
+                Err(PlanError::TooFewClusters { clusters, .. })
+                | Err(PlanError::TooManyClusters { clusters, .. }) => Some((fs, clusters)),
+                _ => None,
+            })
+            .collect();
+        let clusters = counts
+            .iter()
+            .find(|&&(fs, c)| fat::width_of(c) == fs)
+            .or(counts.first())
+            .map_or(0, |&(_, c)| c);
         PlanError::NoFatWidth {
             volume: self.medium.volume_bytes,
             cluster,
-            clusters: self.medium.volume_bytes / cluster.max(bps),
+            clusters,
             valid: self.any_fat_sizes(),
         }
     }
@@ -462,7 +474,9 @@ fn pick_cluster(
     let bps = u64::from(ctx.medium.sector_size);
     match cluster {
         ClusterChoice::Bytes(c) => {
-            let g = ctx.geometry(fs, c).map_err(|e| with_valid_sizes(e, ctx, fs))?;
+            let g = ctx
+                .geometry(fs, c)
+                .map_err(|e| with_valid_sizes(e, ctx, fs))?;
             Ok((c, ClusterRule::Explicit, g))
         }
         ClusterChoice::Auto => {

@@ -219,14 +219,23 @@ fn sweep_fat_width_follows_the_cluster_count() {
                     // No width fits: then no fixed width accepts it either, and the
                     // error names the sizes that do work.
                     for fs in [FsType::Fat32, FsType::Fat16, FsType::Fat12] {
-                        assert!(plan(&opts(fs, c, None), &m).is_err(), "{fs} {size} {c} {bps}");
+                        assert!(
+                            plan(&opts(fs, c, None), &m).is_err(),
+                            "{fs} {size} {c} {bps}"
+                        );
                     }
                     if let PlanError::NoFatWidth { valid, .. } = &e {
                         assert_eq!(valid, &any, "{size} {c} {bps}: {e}");
                     }
                 }
                 // Auto with no cluster size: FAT when the volume is at most 32 GiB.
-                let l = plan(&FormatOptions { fs: FsChoice::Fat, ..FormatOptions::default() }, &m);
+                let l = plan(
+                    &FormatOptions {
+                        fs: FsChoice::Fat,
+                        ..FormatOptions::default()
+                    },
+                    &m,
+                );
                 if let Ok(l) = &l {
                     check(l, &m).unwrap_or_else(|e| panic!("fat auto {size} {bps}: {e}"));
                     assert!(l.fs.is_fat());

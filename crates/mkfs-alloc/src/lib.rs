@@ -161,10 +161,8 @@ pub fn plan_medium(
             FsType::Fat12 => PartitionFs::Fat12,
         };
         let bs = u64::from(block_size);
-        table.mbr_type = Some(fs.mbr_type_for(
-            table.partition_start / bs,
-            table.partition_len / bs,
-        ));
+        table.mbr_type =
+            Some(fs.mbr_type_for(table.partition_start / bs, table.partition_len / bs));
     }
     Ok(MediumPlan {
         table,

@@ -208,7 +208,9 @@ pub fn min_fat_sectors(bits: u64, avail: u64, spc: u64, bps: u64, nfats: u64) ->
     let entries = |f: u64| f * bps * 8 / bits;
     let needed = |f: u64| avail.saturating_sub(nfats * f) / spc + 2;
     // Closed form (fatgen103's, generalised), then step to the exact minimum.
-    let mut f = ((avail + 2 * spc) * bits).div_ceil(8 * bps * spc + nfats * bits).max(1);
+    let mut f = ((avail + 2 * spc) * bits)
+        .div_ceil(8 * bps * spc + nfats * bits)
+        .max(1);
     while entries(f) < needed(f) {
         f += 1;
     }
@@ -234,8 +236,8 @@ fn geometry_small(
     let tot = check_total(fs, volume_bytes, bps)?;
     let per_sector = bps64 / 32;
     let root_min = u64::from(at.root_entries).div_ceil(per_sector);
-    let rsvd = ((at.start + MIN_RESERVED_16 * bps64).div_ceil(at.align) * at.align - at.start)
-        / bps64;
+    let rsvd =
+        ((at.start + MIN_RESERVED_16 * bps64).div_ceil(at.align) * at.align - at.start) / bps64;
     let fixed = rsvd + root_min;
     if tot <= fixed + NUM_FATS + spc {
         return Err(count_error(fs, volume_bytes, cluster, 0));
@@ -523,9 +525,13 @@ mod tests {
                 for spc in [1u64, 4, 64] {
                     for avail in (2..3000).step_by(7) {
                         let f = min_fat_sectors(bits, avail, spc, bps, 2);
-                        let fits = |f: u64| f * bps * 8 / bits >= avail.saturating_sub(2 * f) / spc + 2;
+                        let fits =
+                            |f: u64| f * bps * 8 / bits >= avail.saturating_sub(2 * f) / spc + 2;
                         assert!(fits(f), "{bits} {bps} {spc} {avail}: {f} too small");
-                        assert!(f == 1 || !fits(f - 1), "{bits} {bps} {spc} {avail}: {f} not minimal");
+                        assert!(
+                            f == 1 || !fits(f - 1),
+                            "{bits} {bps} {spc} {avail}: {f} not minimal"
+                        );
                     }
                 }
             }
@@ -539,7 +545,11 @@ mod tests {
                 for start in [0, MIB, 63 * 512, 2048 * 512 + 512] {
                     for align in [512, 4 * KIB, 64 * KIB, MIB] {
                         for root in [1, 16, 17, 224, 512, 513, 4096] {
-                            let p = Placement { start, align, root_entries: root };
+                            let p = Placement {
+                                start,
+                                align,
+                                root_entries: root,
+                            };
                             let Ok(g) = geometry(fs, size, 512, cluster, p) else {
                                 continue;
                             };
@@ -550,8 +560,14 @@ mod tests {
                             assert_eq!(u64::from(g.root_entries) * 32 % 512, 0, "{what}");
                             let cc = u64::from(g.cluster_count);
                             assert_eq!(width_of(cc), fs, "{what}");
-                            assert!(u64::from(g.fat_sz) * 512 * 8 / entry_bits(fs) >= cc + 2, "{what}");
-                            assert!(g.data_sector() + cc * u64::from(g.sec_per_clus) <= u64::from(g.tot_sec));
+                            assert!(
+                                u64::from(g.fat_sz) * 512 * 8 / entry_bits(fs) >= cc + 2,
+                                "{what}"
+                            );
+                            assert!(
+                                g.data_sector() + cc * u64::from(g.sec_per_clus)
+                                    <= u64::from(g.tot_sec)
+                            );
                         }
                     }
                 }
@@ -563,7 +579,11 @@ mod tests {
     fn a_floppy_sized_fat12() {
         // 1.44 MB, 512-byte clusters, 224 root entries, no alignment: the
         // classic floppy numbers (9-sector FATs, 14 root sectors, 2847 clusters).
-        let p = Placement { start: 0, align: 512, root_entries: 224 };
+        let p = Placement {
+            start: 0,
+            align: 512,
+            root_entries: 224,
+        };
         let g = geometry(FsType::Fat12, 2880 * 512, 512, 512, p).expect("valid");
         assert_eq!((g.rsvd, g.fat_sz, g.root_sectors()), (1, 9, 14));
         assert_eq!(g.cluster_count, 2847);
