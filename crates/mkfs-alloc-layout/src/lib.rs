@@ -40,9 +40,10 @@ pub mod options;
 pub mod plan;
 pub mod rules;
 pub mod units;
+pub mod waste;
 pub mod writer;
 
 pub use error::PlanError;
 pub use options::{ClusterChoice, FormatOptions, FsChoice, FsType, Medium, Timestamp};
 pub use plan::{plan, valid_cluster_sizes, Layout, Region, RegionKind};
-pub use writer::{write_volume, WriteError, WriteReport};
+pub use writer::{write_volume, write_volume_to, Prior, WriteError, WriteReport};

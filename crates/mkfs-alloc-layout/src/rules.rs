@@ -152,8 +152,10 @@ fn auto_cluster_reason(fs: FsType, volume_bytes: u64) -> &'static str {
 }
 
 /// The cluster size Windows' format would pick by default (KB140365), or
-/// `None` where Windows refuses (FAT32 above 32 GB, exFAT under 7 MB, FAT16
-/// under 7 MB or above 4 GB, FAT12 on disks).
+/// `None` where Windows refuses (FAT32 up to 32 MB and above 32 GB, exFAT
+/// under 7 MB, FAT16 under 7 MB or from 4 GB, FAT12 on disks). FAT32: 512 B
+/// up to 64 MB, 1 KiB up to 128 MB, 2 KiB up to 256 MB (Microsoft's MB being
+/// MiB), 4 KiB below 8 GB, 8 KiB below 16 GB, 16 KiB up to 32 GB.
 pub fn windows_default(fs: FsType, volume_bytes: u64) -> Option<u64> {
     const GB: u64 = 1_000_000_000;
     const MB: u64 = 1_000_000;
@@ -173,6 +175,10 @@ pub fn windows_default(fs: FsType, volume_bytes: u64) -> Option<u64> {
             _ => None,
         },
         FsType::Fat32 => match volume_bytes {
+            v if v <= 32 * MIB => None,
+            v if v <= 64 * MIB => Some(512),
+            v if v <= 128 * MIB => Some(KIB),
+            v if v <= 256 * MIB => Some(2 * KIB),
             v if v < 8 * GB => Some(4 * KIB),
             v if v < 16 * GB => Some(8 * KIB),
             v if v <= 32 * GB => Some(16 * KIB),
@@ -207,5 +213,18 @@ mod tests {
         assert_eq!(windows_default(FsType::Fat16, 20 * MIB), Some(512));
         assert_eq!(windows_default(FsType::Fat16, GIB), Some(16 * KIB));
         assert_eq!(auto_cluster(FsType::Fat12, MIB), 4 * KIB);
+    }
+
+    #[test]
+    fn windows_fat32_defaults_follow_kb140365_below_256_mib() {
+        assert_eq!(windows_default(FsType::Fat32, 32 * MIB), None);
+        assert_eq!(windows_default(FsType::Fat32, 40 * MIB), Some(512));
+        assert_eq!(windows_default(FsType::Fat32, 64 * MIB), Some(512));
+        assert_eq!(windows_default(FsType::Fat32, 100 * MIB), Some(KIB));
+        assert_eq!(windows_default(FsType::Fat32, 128 * MIB), Some(KIB));
+        assert_eq!(windows_default(FsType::Fat32, 200 * MIB), Some(2 * KIB));
+        assert_eq!(windows_default(FsType::Fat32, 256 * MIB), Some(2 * KIB));
+        assert_eq!(windows_default(FsType::Fat32, 257 * MIB), Some(4 * KIB));
+        assert_eq!(windows_default(FsType::Fat32, 4 * GIB), Some(4 * KIB));
     }
 }

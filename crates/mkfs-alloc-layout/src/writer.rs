@@ -7,14 +7,22 @@
 //!
 //! Write order (so an interrupted format never leaves a half-valid file system):
 //! 1. unless the target reads as zero: zero everything before the FAT — the
-//!    old boot sector(s) and their backups — and flush, so the old file system
-//!    is gone before anything new exists;
-//! 2. FAT(s), allocation bitmap, up-case table, root directory; flush;
-//! 3. the boot area except sector 0 (backup boot region / FSInfo and backups);
-//!    flush, so that no cache can persist sector 0 before them;
-//! 4. sector 0 (the main boot sector, which makes the volume recognisable); flush.
+//!    old boot sector(s) and their backups — and, when the target may hold a
+//!    file system ([`Prior::Unknown`]), flush, so the old file system is gone
+//!    before anything new exists; no flush when the caller knows no file
+//!    system is left ([`Prior::NoFileSystem`]) or the target reads as zero;
+//! 2. FAT(s), allocation bitmap, up-case table, root directory, and the
+//!    boot sectors no tool reads without sector 0 (exFAT main boot sectors
+//!    1..11; FAT32 FSInfo, backup boot sector and backup FSInfo); flush, so
+//!    that no cache can persist what follows before them;
+//! 3. exFAT: the backup boot region (fsck.exfat restores a volume from it
+//!    when sector 0 is bad, so it must not exist before step 2 is durable);
+//!    then sector 0 (the main boot sector, which makes the volume
+//!    recognisable); flush.
 //!
-//! A crash before step 4 leaves a volume with no main boot sector.
+//! A crash before step 3 leaves a volume with no main boot sector and (exFAT)
+//! no backup boot region: no tool recognises it. That is two flushes on a
+//! target that held no file system, three on one that may have.
 
 use crate::exfat;
 use crate::fat;
@@ -66,10 +74,23 @@ pub struct WriteReport {
 /// Progress callback: `(bytes_done, bytes_total)` of the regions to write.
 pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
 
+/// What the caller knows about the target before [`write_volume_to`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prior {
+    /// It may hold a file system: the invalidated boot area is flushed
+    /// before anything new is written.
+    Unknown,
+    /// The caller has probed the whole target and found no file system
+    /// signature, or wiped and flushed those it found: the invalidation
+    /// needs no flush of its own.
+    NoFileSystem,
+}
+
 struct Sink<'a, D: BlockIo + ?Sized> {
     dev: &'a mut D,
     bs: u64,
     fresh: bool,
+    prior: Prior,
     report: WriteReport,
     done: u64,
     total: u64,
@@ -149,11 +170,11 @@ impl<D: BlockIo + ?Sized> Sink<'_, D> {
     }
 
     /// Step 1 of the write order: zero everything before the FAT (the old
-    /// boot sectors and their backups) and, unless the target already read
-    /// as zero, flush so the old file system is gone before anything new.
+    /// boot sectors and their backups) and, when the target may hold a file
+    /// system, flush so the old one is gone before anything new.
     fn invalidate(&mut self, fat_offset: u64) -> Result<(), IoError> {
         self.zero(0, fat_offset)?;
-        if self.fresh {
+        if self.fresh || self.prior == Prior::NoFileSystem {
             Ok(())
         } else {
             self.flush()
@@ -166,10 +187,23 @@ impl<D: BlockIo + ?Sized> Sink<'_, D> {
 }
 
 /// Writes a planned volume to `dev`, whose block 0 is the volume's first byte
-/// (wrap a whole medium in a `Slice` to format a partition).
+/// (wrap a whole medium in a `Slice` to format a partition). The target may
+/// hold a file system ([`Prior::Unknown`]).
 pub fn write_volume<D: BlockIo + ?Sized>(
     layout: &Layout,
     dev: &mut D,
+    progress: Progress<'_>,
+) -> Result<WriteReport, WriteError> {
+    write_volume_to(layout, dev, Prior::Unknown, progress)
+}
+
+/// [`write_volume`] with what the caller knows about the target: with
+/// [`Prior::NoFileSystem`] the invalidation of the old boot area is not
+/// flushed on its own (see the module's write order).
+pub fn write_volume_to<D: BlockIo + ?Sized>(
+    layout: &Layout,
+    dev: &mut D,
+    prior: Prior,
     progress: Progress<'_>,
 ) -> Result<WriteReport, WriteError> {
     let bs = dev.block_size();
@@ -210,6 +244,7 @@ pub fn write_volume<D: BlockIo + ?Sized>(
         dev,
         bs: u64::from(bs),
         fresh,
+        prior,
         report: WriteReport {
             bytes_untouched: untouched,
             ..WriteReport::default()
@@ -321,12 +356,11 @@ fn write_exfat<D: BlockIo + ?Sized>(
         &root,
         bps,
     )?;
-    s.flush()?;
-    // 3. Backup boot region, then the main region without sector 0.
-    s.write(region_len, &boot)?;
+    // Main boot sectors 1..11 (checksum sector included): unread without sector 0.
     s.write(bps, &boot[bps as usize..])?;
     s.flush()?;
-    // 4. Sector 0 last.
+    // 3. The backup boot region, then sector 0 last.
+    s.write(region_len, &boot)?;
     s.write(0, &boot[..bps as usize])?;
     s.flush()
 }
@@ -361,17 +395,17 @@ fn write_fat<D: BlockIo + ?Sized>(
         (g.root_sector() * bps, g.root_sectors() * bps)
     };
     s.entries(root_at, root_len, &root, bps)?;
-    s.flush()?;
     let boot = fat::boot_sector(layout, g);
     if is32 {
-        // 3. FSInfo, backup boot sector, backup FSInfo.
+        // FSInfo, backup boot sector, backup FSInfo: no tool reads them
+        // without a valid sector 0.
         let info = fat::fsinfo_sector(g);
         s.write(fat::boot::FSINFO_SECTOR * bps, &info)?;
         s.write(fat::boot::BACKUP_BOOT_SECTOR * bps, &boot)?;
         s.write((fat::boot::BACKUP_BOOT_SECTOR + 1) * bps, &info)?;
-        s.flush()?;
     }
-    // 4. Sector 0 last (FAT12/16 have no other boot-area sector).
+    s.flush()?;
+    // 3. Sector 0 last (FAT12/16 have no other boot-area sector).
     s.write(0, &boot)?;
     s.flush()
 }

@@ -192,12 +192,22 @@ pub fn write_medium<D: BlockIo>(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<WriteReport, FormatError> {
     wipe_for_table(&plan.table, found, dev)?;
+    // Old file systems gone for good before anything new is written; a
+    // target where none was found needs no flush here.
+    if !found.is_empty() {
+        dev.flush()?;
+    }
     let bs = u64::from(dev.block_size());
     let first = plan.table.partition_start / bs;
     let count = plan.layout.volume_bytes / bs;
     let report = {
         let mut part = Slice::new(&mut *dev, first, count)?;
-        mkfs_alloc_layout::write_volume(&plan.layout, &mut part, progress)?
+        mkfs_alloc_layout::write_volume_to(
+            &plan.layout,
+            &mut part,
+            mkfs_alloc_layout::Prior::NoFileSystem,
+            progress,
+        )?
     };
     if plan.table.kind != TableKind::None {
         write_table(&plan.table, dev)?;
