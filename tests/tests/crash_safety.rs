@@ -20,7 +20,10 @@ use mkfs_alloc::blockio::{
 };
 use mkfs_alloc::layout::{ClusterChoice, FormatOptions, FsChoice, FsType, WriteError};
 use mkfs_alloc::partition::{PartitionError, TableChoice, TableKind};
-use mkfs_alloc::{format, plan_medium, FormatError, MediumOptions, MediumPlan};
+use mkfs_alloc::{
+    find_signatures, format, plan_medium, write_medium_with, FormatError, MediumOptions, MediumPlan,
+};
+use mkfs_alloc_populate::{plan_tree, TimePolicy, Tree};
 use mkfs_alloc_tests::check::{
     blkid_probe, fsck_verdict, serial_uuid, sparse_copy, with_volume, FsKind, Probe, TmpfsMount,
 };
@@ -61,6 +64,8 @@ struct Scenario {
     table: TableKind,
     size: u64,
     old: Old,
+    /// Write a small tree into the volume (`--rootdir`) as part of the format.
+    rootdir: bool,
 }
 
 /// The old file system of a prepared template, as the tools see it.
@@ -199,11 +204,49 @@ fn run_format(
     }
     .unwrap_or_else(|e| panic!("{}: cannot open the image: {e}", s.name));
     let mut dev = FaultyIo::new(Counting::new(dev, true), fault);
-    let result = format(&options(s), &mut dev, &mut |_, _| {}).map(|_| ());
+    let result = if s.rootdir {
+        populated_format(s, &mut dev)
+    } else {
+        format(&options(s), &mut dev, &mut |_, _| {}).map(|_| ())
+    };
     let ops = dev.ops_seen();
     let log = dev.inner().log().to_vec();
     drop(dev);
     (result, ops, log)
+}
+
+/// A small tree: nested directories, a long name, an empty file and a file
+/// of several clusters.
+fn small_tree() -> Tree {
+    let mut t = Tree::new();
+    let when = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+    let big: Vec<u8> = (0..300_000u32).map(|i| (i % 253) as u8).collect();
+    let len = big.len() as u64;
+    t.add_file(
+        "/docs/A long file name.txt",
+        std::io::Cursor::new(big),
+        len,
+        when,
+    )
+    .expect("add");
+    t.add_file("/README.TXT", &b"hello\n"[..], 6, when)
+        .expect("add");
+    t.add_file("/docs/deep/empty", std::io::empty(), 0, when)
+        .expect("add");
+    t
+}
+
+/// The facade's populated format: plan, plan the tree, probe, write.
+fn populated_format<D: mkfs_alloc::blockio::BlockIo>(
+    s: &Scenario,
+    dev: &mut D,
+) -> Result<(), FormatError> {
+    let bytes = dev.num_blocks() * u64::from(dev.block_size());
+    let plan = plan_medium(&options(s), bytes, dev.block_size())?;
+    let mut content = plan_tree(small_tree(), &plan.layout, TimePolicy::default())
+        .unwrap_or_else(|e| panic!("{}: the tree does not fit: {e}", s.name));
+    let found = find_signatures(dev)?;
+    write_medium_with(&plan, Some(&mut content), dev, &found, &mut |_, _| {}).map(|_| ())
 }
 
 /// The I/O error inside a `FormatError`, whichever layer reported it.
@@ -484,6 +527,7 @@ fn exfat_no_table() {
             table: TableKind::None,
             size: SIZE,
             old,
+            rootdir: false,
         });
     }
 }
@@ -504,6 +548,7 @@ fn exfat_mbr() {
             table: TableKind::Mbr,
             size: SIZE,
             old,
+            rootdir: false,
         });
     }
 }
@@ -523,6 +568,7 @@ fn fat32_no_table() {
             table: TableKind::None,
             size: SIZE,
             old,
+            rootdir: false,
         });
     }
 }
@@ -542,6 +588,59 @@ fn fat32_mbr() {
             table: TableKind::Mbr,
             size: 300 * MIB,
             old,
+            rootdir: false,
+        });
+    }
+}
+
+/// A populated format (a small tree written with the volume) is as
+/// crash-safe as an empty one: exFAT and FAT32, with and without a table,
+/// fresh and over an old file system.
+#[test]
+fn populated() {
+    require_root();
+    for (name, fs, cluster, table, size, old) in [
+        (
+            "exfat-rootdir",
+            FsType::Exfat,
+            4 * KIB,
+            TableKind::None,
+            SIZE,
+            Old::Fresh,
+        ),
+        (
+            "exfat-rootdir-mbr",
+            FsType::Exfat,
+            4 * KIB,
+            TableKind::Mbr,
+            SIZE,
+            Old::MkfsFat,
+        ),
+        (
+            "fat32-rootdir",
+            FsType::Fat32,
+            KIB,
+            TableKind::None,
+            SIZE,
+            Old::MkfsExfat,
+        ),
+        (
+            "fat32-rootdir-mbr",
+            FsType::Fat32,
+            2 * KIB,
+            TableKind::Mbr,
+            300 * MIB,
+            Old::Fresh,
+        ),
+    ] {
+        scenario(Scenario {
+            name,
+            fs,
+            cluster,
+            table,
+            size,
+            old,
+            rootdir: true,
         });
     }
 }
@@ -561,6 +660,7 @@ fn fat16_mbr() {
             table: TableKind::Mbr,
             size: SIZE,
             old,
+            rootdir: false,
         });
     }
 }
@@ -580,6 +680,7 @@ fn fat12_no_table() {
             table: TableKind::None,
             size: 12 * MIB,
             old,
+            rootdir: false,
         });
     }
 }
@@ -603,6 +704,7 @@ fn classifier_rejects_a_mountable_but_inconsistent_volume() {
             table: TableKind::None,
             size: SIZE,
             old: Old::Fresh,
+            rootdir: false,
         };
         let tmp = TempDir::new("crash-self-test");
         let img = tmp.join("run.img");

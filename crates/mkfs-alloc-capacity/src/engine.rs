@@ -43,11 +43,11 @@ impl From<IoError> for Stop {
 /// written; [`ProbeError::Backup`] if saving the original data failed (the
 /// probe then restores what it saved and stops); [`ProbeError::Io`] if
 /// restoring failed. I/O errors while probing give [`Verdict::Damaged`].
-pub fn probe<'a, D: ProbeTarget + ?Sized>(
-    dev: &'a mut D,
+pub fn probe<D: ProbeTarget + ?Sized>(
+    dev: &mut D,
     opts: &ProbeOptions,
-    backup: Option<&'a mut dyn Backup>,
-    progress: &'a mut dyn FnMut(Phase),
+    mut backup: Option<&mut dyn Backup>,
+    progress: &mut dyn FnMut(Phase),
 ) -> Result<ProbeReport, ProbeError> {
     let start = Instant::now();
     let bs = dev.block_size();
@@ -71,7 +71,10 @@ pub fn probe<'a, D: ProbeTarget + ?Sized>(
         n,
         salt: crate::rng::mix(seed ^ 0x5341_4C54),
         rng: Rng::new(seed),
-        backup,
+        backup: match backup.as_mut() {
+            Some(b) => Some(&mut **b),
+            None => None,
+        },
         saved: HashSet::new(),
         written: 0,
         read: 0,

@@ -46,4 +46,7 @@ pub mod writer;
 pub use error::PlanError;
 pub use options::{ClusterChoice, FormatOptions, FsChoice, FsType, Medium, Timestamp};
 pub use plan::{plan, valid_cluster_sizes, Layout, Region, RegionKind};
-pub use writer::{write_volume, write_volume_to, Prior, WriteError, WriteReport};
+pub use writer::{
+    write_volume, write_volume_to, write_volume_with, Content, ContentSink, Prior, WriteError,
+    WriteReport,
+};

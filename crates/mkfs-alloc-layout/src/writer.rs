@@ -56,6 +56,49 @@ pub enum WriteError {
     /// An I/O operation failed.
     #[error(transparent)]
     Io(#[from] IoError),
+    /// The [`Content`] failed (a source file that cannot be read, or changed
+    /// during the copy). The volume has no main boot sector.
+    #[error(transparent)]
+    Content(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Files and directories written into the new volume as part of the format
+/// (the `mkfs-alloc-populate` crate implements it).
+///
+/// The content owns every cluster from the root directory's first cluster
+/// on: the format's root cluster(s) and `clusters()` more right after the
+/// format's own, all contiguous. The writer marks them used (bitmap, FSInfo,
+/// PercentInUse), asks [`Content::fat_entry`] for their FAT entries, and
+/// calls [`Content::write`] after the FAT, bitmap and up-case table and
+/// before any boot sector, so the write order stays crash-safe and a
+/// failing content leaves no boot sector.
+pub trait Content {
+    /// Clusters allocated beyond the format's own (root-directory growth
+    /// included), contiguous from the first free cluster.
+    fn clusters(&self) -> u64;
+    /// FAT entry `index` for an index at or after the root directory's first
+    /// cluster (the root chain and the content's chains; 0 for clusters of
+    /// exFAT allocations marked NoFatChain).
+    fn fat_entry(&self, index: u64) -> u32;
+    /// Writes the root directory (starting with `system_entries`, the
+    /// entries the format puts there) and everything else, through `out`.
+    fn write(&mut self, system_entries: &[u8], out: &mut dyn ContentSink)
+        -> Result<(), WriteError>;
+}
+
+/// Where [`Content::write`] writes: byte offsets from the volume start,
+/// multiples of [`ContentSink::block_size`].
+pub trait ContentSink {
+    /// The target's block size in bytes.
+    fn block_size(&self) -> u64;
+    /// True if the target read as zero before the format (a fresh sparse
+    /// image): zeros need not be written.
+    fn fresh(&self) -> bool;
+    /// Writes `data` (whole blocks) at `offset`.
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), IoError>;
+    /// Zeroes `len` bytes (whole blocks) at `offset`; on a fresh target this
+    /// only counts them.
+    fn zero_at(&mut self, offset: u64, len: u64) -> Result<(), IoError>;
 }
 
 /// What a write did.
@@ -96,6 +139,21 @@ struct Sink<'a, D: BlockIo + ?Sized> {
     total: u64,
     progress: Progress<'a>,
     buf: Vec<u8>,
+}
+
+impl<D: BlockIo + ?Sized> ContentSink for Sink<'_, D> {
+    fn block_size(&self) -> u64 {
+        self.bs
+    }
+    fn fresh(&self) -> bool {
+        self.fresh
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), IoError> {
+        self.write(offset, data)
+    }
+    fn zero_at(&mut self, offset: u64, len: u64) -> Result<(), IoError> {
+        self.zero(offset, len)
+    }
 }
 
 impl<D: BlockIo + ?Sized> Sink<'_, D> {
@@ -206,6 +264,18 @@ pub fn write_volume_to<D: BlockIo + ?Sized>(
     prior: Prior,
     progress: Progress<'_>,
 ) -> Result<WriteReport, WriteError> {
+    write_volume_with(layout, None, dev, prior, progress)
+}
+
+/// [`write_volume_to`] with files and directories written into the new
+/// volume before its boot sectors (see [`Content`]).
+pub fn write_volume_with<D: BlockIo + ?Sized>(
+    layout: &Layout,
+    content: Option<&mut dyn Content>,
+    dev: &mut D,
+    prior: Prior,
+    progress: Progress<'_>,
+) -> Result<WriteReport, WriteError> {
     let bs = dev.block_size();
     if bs == 0 || bs > layout.sector_size || layout.sector_size % bs != 0 {
         return Err(WriteError::BlockSize {
@@ -232,13 +302,21 @@ pub fn write_volume_to<D: BlockIo + ?Sized>(
         .filter(|r| r.written)
         .map(|r| r.len)
         .sum::<u64>()
-        + boot_sectors * u64::from(layout.sector_size);
+        + boot_sectors * u64::from(layout.sector_size)
+        + content
+            .as_ref()
+            .map_or(0, |c| c.clusters() * layout.cluster_size);
     let untouched = layout
         .regions
         .iter()
         .filter(|r| !r.written)
         .map(|r| r.len)
-        .sum();
+        .sum::<u64>()
+        .saturating_sub(
+            content
+                .as_ref()
+                .map_or(0, |c| c.clusters() * layout.cluster_size),
+        );
     let fresh = dev.reads_as_zero();
     let mut sink = Sink {
         dev,
@@ -255,8 +333,8 @@ pub fn write_volume_to<D: BlockIo + ?Sized>(
         buf: vec![0u8; CHUNK],
     };
     match &layout.geometry {
-        Geometry::Exfat(g) => write_exfat(layout, g, &mut sink)?,
-        Geometry::Fat(g) => write_fat(layout, g, &mut sink)?,
+        Geometry::Exfat(g) => write_exfat(layout, g, content, &mut sink)?,
+        Geometry::Fat(g) => write_fat(layout, g, content, &mut sink)?,
     }
     Ok(sink.report)
 }
@@ -297,25 +375,33 @@ pub fn fill_fat_bytes(bits: u64, at: u64, buf: &mut [u8], entry: impl Fn(u64) ->
 fn write_exfat<D: BlockIo + ?Sized>(
     layout: &Layout,
     g: &exfat::Geometry,
+    content: Option<&mut dyn Content>,
     s: &mut Sink<'_, D>,
-) -> Result<(), IoError> {
+) -> Result<(), WriteError> {
     let bps = u64::from(g.bps);
-    let boot = exfat::boot_region(layout, g);
+    let extra = content.as_ref().map_or(0, |c| c.clusters());
+    let used = u64::from(g.used_clusters()) + extra;
+    let boot = exfat::boot_region_used(layout, g, used);
     let region_len = boot.len() as u64;
     // 1. Invalidate whatever was there: zero all sectors before the FAT.
     s.invalidate(layout.fat_offset)?;
     // 2. FAT, heap padding, bitmap, up-case table, root directory.
-    let fat_content = (2 + u64::from(g.used_clusters())) * 4;
+    let fat_content = (2 + used) * 4;
+    let root_first = u64::from(g.root_cluster());
     s.region(
         layout.fat_offset,
         layout.fat_bytes,
         fat_content,
         bps,
-        |at, buf| fill_fat(at, buf, |i| exfat::fat_entry(g, i)),
+        |at, buf| {
+            fill_fat(at, buf, |i| match &content {
+                Some(c) if i >= root_first => c.fat_entry(i),
+                _ => exfat::fat_entry(g, i),
+            })
+        },
     )?;
     let fat_end = layout.fat_offset + layout.fat_bytes;
     s.zero(fat_end, layout.data_offset - fat_end)?;
-    let used = u64::from(g.used_clusters());
     let bitmap_len = u64::from(g.bitmap_clusters) * g.cluster;
     s.region(
         layout.cluster_offset(g.bitmap_cluster()),
@@ -349,57 +435,68 @@ fn write_exfat<D: BlockIo + ?Sized>(
         },
     )?;
     let root = exfat::root_entries(layout, g);
-    let root_len = u64::from(g.root_clusters) * g.cluster;
-    s.entries(
-        layout.cluster_offset(g.root_cluster()),
-        root_len,
-        &root,
-        bps,
-    )?;
+    match content {
+        Some(c) => c.write(&root, s)?,
+        None => {
+            let root_len = u64::from(g.root_clusters) * g.cluster;
+            s.entries(
+                layout.cluster_offset(g.root_cluster()),
+                root_len,
+                &root,
+                bps,
+            )?;
+        }
+    }
     // Main boot sectors 1..11 (checksum sector included): unread without sector 0.
     s.write(bps, &boot[bps as usize..])?;
     s.flush()?;
     // 3. The backup boot region, then sector 0 last.
     s.write(region_len, &boot)?;
     s.write(0, &boot[..bps as usize])?;
-    s.flush()
+    Ok(s.flush()?)
 }
 
 fn write_fat<D: BlockIo + ?Sized>(
     layout: &Layout,
     g: &fat::Geometry,
+    content: Option<&mut dyn Content>,
     s: &mut Sink<'_, D>,
-) -> Result<(), IoError> {
+) -> Result<(), WriteError> {
     let bps = u64::from(g.bps);
     let is32 = g.fs == FsType::Fat32;
+    // Populated FAT12/16 volumes are refused by the populate planner.
+    debug_assert!(is32 || content.is_none());
+    let extra = content.as_ref().map_or(0, |c| c.clusters());
     // 1. Invalidate: zero the reserved area (boot sector, FSInfo, backups).
     s.invalidate(layout.fat_offset)?;
     // 2. Both FATs, then the root directory (cluster 2, or the fixed region).
     let bits = fat::entry_bits(g.fs);
-    // Entries 0 and 1 (and the FAT32 root's entry 2).
-    let content = if is32 { 12 } else { 4 };
+    // Entries 0 and 1 (and the FAT32 root's entry 2, and the content's).
+    let head = if is32 { (3 + extra) * 4 } else { 4 };
     for i in 0..u64::from(layout.fat_count) {
         let off = layout.fat_offset + i * layout.fat_bytes;
-        s.region(off, layout.fat_bytes, content, bps, |at, buf| {
+        s.region(off, layout.fat_bytes, head, bps, |at, buf| {
             if is32 {
-                fill_fat(at, buf, |n| fat::fat_entry(g.fs, n))
+                fill_fat(at, buf, |n| match &content {
+                    Some(c) if n >= 2 => c.fat_entry(n),
+                    _ => fat::fat_entry(g.fs, n),
+                })
             } else {
                 fill_fat_bytes(bits, at, buf, |n| fat::fat_entry(g.fs, n))
             }
         })?;
     }
     let root = fat::root_entries(layout);
-    let (root_at, root_len) = if is32 {
-        (layout.data_offset, g.cluster)
-    } else {
-        (g.root_sector() * bps, g.root_sectors() * bps)
-    };
-    s.entries(root_at, root_len, &root, bps)?;
+    match content {
+        Some(c) => c.write(&root, s)?,
+        None if is32 => s.entries(layout.data_offset, g.cluster, &root, bps)?,
+        None => s.entries(g.root_sector() * bps, g.root_sectors() * bps, &root, bps)?,
+    }
     let boot = fat::boot_sector(layout, g);
     if is32 {
         // FSInfo, backup boot sector, backup FSInfo: no tool reads them
         // without a valid sector 0.
-        let info = fat::fsinfo_sector(g);
+        let info = fat::fsinfo_sector_used(g, extra);
         s.write(fat::boot::FSINFO_SECTOR * bps, &info)?;
         s.write(fat::boot::BACKUP_BOOT_SECTOR * bps, &boot)?;
         s.write((fat::boot::BACKUP_BOOT_SECTOR + 1) * bps, &info)?;
@@ -407,7 +504,7 @@ fn write_fat<D: BlockIo + ?Sized>(
     s.flush()?;
     // 3. Sector 0 last (FAT12/16 have no other boot-area sector).
     s.write(0, &boot)?;
-    s.flush()
+    Ok(s.flush()?)
 }
 
 #[cfg(test)]

@@ -24,6 +24,8 @@ Examples:
     mkfs-alloc --fs exfat --cluster 32K /dev/sdb
   Let your data choose the cluster size (largest with <= 1% waste):
     mkfs-alloc --fs exfat --data ~/Photos --size 64G photos.img
+  An image holding a folder, just large enough (plus 10%), reproducible:
+    SOURCE_DATE_EPOCH=315532800 mkfs-alloc --fs fat32 --rootdir esp/ --size auto --serial 1234ABCD esp.img
   Machine-readable plan and summary:
     mkfs-alloc --json --dry-run --size 64G a.img
 
@@ -92,6 +94,8 @@ pub enum Command {
     Advise(crate::cmd_advise::AdviseArgs),
     /// What a stick or image has now: table, file system, cluster size, waste.
     Info(crate::cmd_info::InfoArgs),
+    /// Is this stick as big as it says? Find counterfeit capacity (writes test blocks).
+    Probe(crate::cmd_probe::ProbeArgs),
 }
 
 /// Options of the format command (the default command).
@@ -107,6 +111,13 @@ pub struct FormatArgs {
     /// of these files within 1% (see `mkfs-alloc advise`). May be repeated.
     #[arg(long, value_name = "PATH")]
     pub data: Vec<PathBuf>,
+    /// Copy this directory's files and subdirectories into the new volume
+    /// (sorted, reproducible; symlinks, devices, FIFOs and sockets skipped).
+    #[arg(long, short = 'd', value_name = "DIR")]
+    pub rootdir: Option<PathBuf>,
+    /// With --size auto: free space to leave, in percent of the tree's footprint.
+    #[arg(long, value_name = "PERCENT", default_value_t = 10.0)]
+    pub slack: f64,
     /// Volume label (exFAT: up to 11 UTF-16 units; FAT32: up to 11 ASCII bytes).
     #[arg(long, short = 'L')]
     pub label: Option<String>,
@@ -121,7 +132,9 @@ pub struct FormatArgs {
     /// Align the FAT and the data region to this many bytes (default 1M; less for tiny volumes).
     #[arg(long, value_name = "SIZE")]
     pub align: Option<String>,
-    /// Create the image with this size, or grow an existing one (sparse).
+    /// Create the image with this size, or grow an existing one (sparse);
+    /// "auto" with --rootdir: the smallest that holds the tree plus --slack;
+    /// on a device, use only its first SIZE bytes (a counterfeit's real capacity).
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
     /// FAT12/FAT16 root directory entries (default 512; rounded up to whole sectors).
@@ -146,6 +159,11 @@ pub struct FormatArgs {
     /// Do not ask for confirmation before writing to a device (required without a terminal).
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// Probe the device for counterfeit capacity first (`mkfs-alloc probe`,
+    /// destructive); refuse to format a fake unless --size keeps the volume
+    /// inside its real capacity.
+    #[arg(long, conflicts_with = "dry_run")]
+    pub probe: bool,
     /// Print the plan and write nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -169,6 +187,7 @@ impl FormatArgs {
     pub fn size_bytes(&self) -> Result<Option<u64>, Failure> {
         match &self.size {
             None => Ok(None),
+            Some(s) if s.eq_ignore_ascii_case("auto") => Ok(None),
             Some(s) => {
                 let v = size_arg("size", s)?;
                 if v == 0 {
@@ -177,6 +196,13 @@ impl FormatArgs {
                 Ok(Some(v))
             }
         }
+    }
+
+    /// True for `--size auto`.
+    pub fn size_auto(&self) -> bool {
+        self.size
+            .as_deref()
+            .is_some_and(|s| s.eq_ignore_ascii_case("auto"))
     }
 
     /// The partition table choice.

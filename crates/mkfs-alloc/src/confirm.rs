@@ -29,6 +29,27 @@ pub fn confirm(
             );
         }
     }
+    ask(info, "erase", "format it", yes)
+}
+
+/// Like [`confirm`] for another destructive action: describes the device,
+/// says `what` will be done, asks for "yes" unless `yes`.
+pub fn confirm_action(
+    info: &DeviceInfo,
+    what: &str,
+    yes: bool,
+    quiet: bool,
+) -> Result<(), Failure> {
+    if !quiet || !yes {
+        eprintln!("mkfs-alloc: about to write to {}:", info.path.display());
+        describe_device(info);
+        eprintln!("  will       {what}");
+    }
+    ask(info, "write to", "go on", yes)
+}
+
+/// Asks for "yes" on the terminal: "Type "yes" to VERB DEVICE and THEN".
+fn ask(info: &DeviceInfo, verb: &str, then: &str, yes: bool) -> Result<(), Failure> {
     if yes {
         return Ok(());
     }
@@ -40,7 +61,7 @@ pub fn confirm(
         )));
     }
     eprint!(
-        "Type \"yes\" to erase {} and format it: ",
+        "Type \"yes\" to {verb} {} and {then}: ",
         info.path.display()
     );
     let _ = std::io::stderr().flush();
@@ -60,12 +81,23 @@ pub fn confirm(
 }
 
 fn describe(info: &DeviceInfo, plan: &MediumPlan) {
+    eprintln!("mkfs-alloc: about to ERASE {}:", info.path.display());
+    describe_device(info);
+    eprintln!(
+        "  will write {} table, {} with {} clusters",
+        plan.table.kind,
+        plan.layout.fs,
+        format_size(plan.layout.cluster_size)
+    );
+}
+
+/// What the device is and holds, on stderr.
+fn describe_device(info: &DeviceInfo) {
     let name = [info.vendor.as_deref(), info.model.as_deref()]
         .into_iter()
         .flatten()
         .collect::<Vec<_>>()
         .join(" ");
-    eprintln!("mkfs-alloc: about to ERASE {}:", info.path.display());
     eprintln!(
         "  device     {} ({}, {}{})",
         if name.is_empty() {
@@ -106,10 +138,4 @@ fn describe(info: &DeviceInfo, plan: &MediumPlan) {
                 .unwrap_or_default()
         );
     }
-    eprintln!(
-        "  will write {} table, {} with {} clusters",
-        plan.table.kind,
-        plan.layout.fs,
-        format_size(plan.layout.cluster_size)
-    );
 }

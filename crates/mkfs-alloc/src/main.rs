@@ -16,13 +16,15 @@ mod args;
 mod cmd_advise;
 mod cmd_info;
 mod cmd_list;
+mod cmd_probe;
 mod confirm;
 mod data;
 mod report;
+mod rootdir;
 mod target;
 
 use clap::Parser;
-use mkfs_alloc::{find_signatures, plan_medium, write_medium, MediumOptions};
+use mkfs_alloc::{find_signatures, plan_medium, write_medium_with, MediumOptions};
 use mkfs_alloc_blockio::{BlockIo, IoError};
 use mkfs_alloc_layout::ClusterChoice;
 use mkfs_alloc_partition::TableKind;
@@ -64,12 +66,14 @@ fn main() -> ExitCode {
         Some(args::Command::List(a)) => a.json,
         Some(args::Command::Advise(a)) => a.json,
         Some(args::Command::Info(a)) => a.json,
+        Some(args::Command::Probe(a)) => a.json,
     };
     let result = match cli.command {
         None => run(cli.format),
         Some(args::Command::List(a)) => cmd_list::run(&a),
         Some(args::Command::Advise(a)) => cmd_advise::run(&a),
         Some(args::Command::Info(a)) => cmd_info::run(&a),
+        Some(args::Command::Probe(a)) => cmd_probe::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -101,7 +105,52 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
             cli.cluster
         )));
     }
-    let target = target::Target::inspect(&path, cli.size_bytes()?, cli.sector_size)?;
+    if cli.rootdir.is_some() && !cli.data.is_empty() {
+        return Err(usage(anyhow::anyhow!(
+            "--rootdir already lets the tree choose the cluster size; drop --data"
+        )));
+    }
+    if cli.size_auto() && cli.rootdir.is_none() {
+        return Err(usage(anyhow::anyhow!(
+            "--size auto needs --rootdir (the tree decides the size)"
+        )));
+    }
+    if !(0.0..=1000.0).contains(&cli.slack) {
+        return Err(usage(anyhow::anyhow!(
+            "--slack {}: valid: 0..1000 (percent)",
+            cli.slack
+        )));
+    }
+    // The tree is walked (and measured) before anything is opened for writing.
+    let tree = cli.rootdir.as_deref().map(rootdir::walk).transpose()?;
+    let tree_data = tree.as_ref().map(mkfs_alloc_populate::scan_result);
+    let tree_cluster = tree.is_some() && cli.cluster.eq_ignore_ascii_case("auto");
+    let mut size = cli.size_bytes()?;
+    if cli.size_auto() {
+        if mkfs_alloc_blockio::device::is_block_device(&path) {
+            return Err(usage(anyhow::anyhow!(
+                "--size auto is for image files; a device keeps its size"
+            )));
+        }
+        let format = cli.format_options()?;
+        let block = cli.sector_size.unwrap_or(512);
+        let o = MediumOptions {
+            format,
+            table: cli.table_choice(),
+            whole_disk: false,
+            sector_size: block,
+        };
+        if let Some(data) = &tree_data {
+            size = Some(rootdir::auto_size(
+                data,
+                &o,
+                block,
+                cli.slack,
+                tree_cluster,
+            )?);
+        }
+    }
+    let target = target::Target::inspect(&path, size, cli.sector_size)?;
     let mut format = cli.format_options()?;
     if format.align.is_none() {
         format.align = target.preferred_align();
@@ -116,6 +165,18 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
     let mut plan =
         plan_medium(&opts, target.size_bytes(), target.block_size()).map_err(plan_error)?;
     let mut data_note = None;
+    let mut probe_note = None;
+    if let (Some(data), true) = (&tree_data, tree_cluster) {
+        let (p, note) =
+            rootdir::plan_for(data, &opts, target.size_bytes(), target.block_size(), true)
+                .map_err(plan_error)?;
+        plan = p;
+        data_note = note;
+    }
+    let mut populated = match tree {
+        Some(t) => Some(rootdir::populate(t, &plan)?),
+        None => None,
+    };
     if !cli.data.is_empty() {
         let (cluster, reason) =
             data::recommend(&cli.data, &opts.format, &plan, !cli.quiet && !cli.json)?;
@@ -128,9 +189,22 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
         // What is on the target now, the way `wipefs -n` would show it.
         let found = target.probe().map_err(Failure::Io)?;
         if cli.json {
-            report::print_json(&path, &plan, &found, target.device(), None, true);
+            report::print_json_with(
+                &path,
+                &plan,
+                &found,
+                target.device(),
+                None,
+                true,
+                populated.as_ref().map(|p| ("rootdir", rootdir::json(p))),
+            );
         } else if !cli.quiet {
             report::print_plan(&path, &plan, &found, &target);
+            if let Some(p) = &populated {
+                for line in rootdir::summary(p) {
+                    outln!("  {line}");
+                }
+            }
         }
         return Ok(());
     }
@@ -145,8 +219,21 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
         )?;
         target.unmount_volumes()?;
     }
+    if cli.probe {
+        let r = cmd_probe::probe_target(&path, cli.quiet || cli.json)?;
+        if r.verdict.is_fake() && target.size_bytes() > r.real_bytes {
+            return Err(Failure::Io(anyhow::anyhow!(
+                "refusing to format {}: the probe found it {}; pass --size {} (or less) to use only its real capacity",
+                path.display(),
+                cmd_probe::summary_line(&r),
+                r.real_bytes
+            )));
+        }
+        probe_note = Some(format!("probed first: {}", cmd_probe::summary_line(&r)));
+    }
     let mut opened = target.open()?;
     let mut notes: Vec<String> = data_note.into_iter().collect();
+    notes.extend(probe_note);
     // Found before discarding or zeroing, through the handle that writes, and
     // wiped by the same run (never probed twice).
     let found = find_signatures(&mut opened.io())
@@ -179,9 +266,16 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
         notes.push("full format: zeroed the whole medium".to_string());
     }
     let bar = report::Progress::new(show_progress, "writing");
-    let result = write_medium(&plan, &mut opened.io(), &found, &mut |done, total| {
-        bar.update(done, total)
-    });
+    let content = populated
+        .as_mut()
+        .map(|p| p as &mut dyn mkfs_alloc_layout::Content);
+    let result = write_medium_with(
+        &plan,
+        content,
+        &mut opened.io(),
+        &found,
+        &mut |done, total| bar.update(done, total),
+    );
     bar.finish();
     let write =
         result.map_err(|e| format_failure(e, Some(format!("formatting {}", path.display()))))?;
@@ -198,14 +292,18 @@ fn run(cli: args::FormatArgs) -> Result<(), Failure> {
     }
     drop(opened);
 
+    if let Some(p) = &populated {
+        notes.extend(rootdir::summary(p));
+    }
     if cli.json {
-        report::print_json(
+        report::print_json_with(
             &path,
             &plan,
             &found,
             target.device(),
             Some((&write, &notes)),
             false,
+            populated.as_ref().map(|p| ("rootdir", rootdir::json(p))),
         );
     } else if !cli.quiet {
         report::print_summary(&path, &plan, &found, &write, &target, &notes);

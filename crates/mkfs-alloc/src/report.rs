@@ -252,13 +252,15 @@ pub fn print_summary(
 }
 
 /// The plan (and the write report) as one JSON object on stdout.
-pub fn print_json(
+/// `extra`: one more field (`rootdir`).
+pub fn print_json_with(
     path: &Path,
     plan: &MediumPlan,
     found: &[Signature],
     device: Option<&DeviceInfo>,
     write: Option<(&WriteReport, &Vec<String>)>,
     dry_run: bool,
+    extra: Option<(&str, Value)>,
 ) {
     let layout = &plan.layout;
     let regions: Vec<Value> = layout
@@ -316,6 +318,9 @@ pub fn print_json(
         }
         if let Some(d) = device {
             obj.insert("device".into(), json!(d));
+        }
+        if let Some((k, e)) = extra {
+            obj.insert(k.into(), e);
         }
     }
     outln!("{v:#}");

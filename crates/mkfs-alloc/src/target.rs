@@ -171,13 +171,20 @@ impl Target {
         size: Option<u64>,
         sector_size: Option<u32>,
     ) -> Result<Self, Failure> {
-        if size.is_some() {
-            return Err(usage(anyhow!(
-                "--size applies to image files; {} is a block device and keeps its size",
-                path.display()
-            )));
-        }
         let info = device::inspect(path).map_err(device_error)?;
+        // --size on a device limits the medium to its first SIZE bytes (the
+        // real capacity of a counterfeit stick, see `mkfs-alloc probe`).
+        if let Some(s) = size {
+            if s > info.size_bytes {
+                return Err(usage(anyhow!(
+                    "--size {} is larger than {} ({}); a device keeps its size",
+                    format_size(s),
+                    path.display(),
+                    format_size(info.size_bytes)
+                )));
+            }
+            round_to(s, u64::from(info.logical_block_size), path)?;
+        }
         if let Some(s) = sector_size {
             if s < info.logical_block_size {
                 return Err(usage(anyhow!(
@@ -204,7 +211,7 @@ impl Target {
         }
         Ok(Target {
             path: path.to_path_buf(),
-            action: Action::Device(info.size_bytes),
+            action: Action::Device(size.unwrap_or(info.size_bytes)),
             block_size: info.logical_block_size,
             device: Some(info),
             unmount,
@@ -295,10 +302,15 @@ impl Target {
             Action::Create(s) => ImageFile::create(&self.path, s, bs).map(Opened::Image),
             Action::Grow(s) => ImageFile::open_resize(&self.path, s, bs).map(Opened::Image),
             Action::Keep(_) => ImageFile::open(&self.path, bs).map(Opened::Image),
-            Action::Device(_) => {
-                return Device::open(&self.path)
-                    .map(|d| Opened::Device(Box::new(d)))
-                    .map_err(device_error)
+            Action::Device(size) => {
+                let mut d = Device::open(&self.path).map_err(device_error)?;
+                if size < d.info().size_bytes {
+                    // --size: only the first SIZE bytes are touched.
+                    d.limit(size)
+                        .with_context(|| format!("limiting {}", self.path.display()))
+                        .map_err(Failure::Io)?;
+                }
+                return Ok(Opened::Device(Box::new(d)));
             }
         };
         r.with_context(|| format!("opening {}", self.path.display()))

@@ -494,20 +494,53 @@ fn unsupported(e: Errno) -> bool {
     e == Errno::OPNOTSUPP || e == Errno::NOTTY || e == Errno::NOSYS
 }
 
+/// Size of the bounce buffer of `O_DIRECT` transfers.
+const BOUNCE: usize = 1 << 20;
+/// Alignment of `O_DIRECT` buffers: covers every logical block size.
+const ALIGN: usize = 4096;
+
+/// A buffer aligned to [`ALIGN`] for `O_DIRECT` (safe code: the aligned
+/// window of a larger allocation).
+#[derive(Debug)]
+struct Bounce {
+    storage: Vec<u8>,
+    start: usize,
+}
+
+impl Bounce {
+    fn new() -> Bounce {
+        let storage = vec![0u8; BOUNCE + ALIGN];
+        let start = storage.as_ptr().align_offset(ALIGN).min(ALIGN);
+        Bounce { storage, start }
+    }
+
+    fn buf(&mut self, len: usize) -> &mut [u8] {
+        &mut self.storage[self.start..self.start + len]
+    }
+}
+
 /// An exclusively opened Linux block device.
 #[derive(Debug)]
 pub(super) struct RawDevice {
     file: File,
     can_discard: bool,
+    /// Set when opened with `O_DIRECT`: transfers go through it.
+    bounce: Option<Bounce>,
 }
 
 impl RawDevice {
-    pub(super) fn open(path: &Path) -> Result<(RawDevice, DeviceInfo), DeviceError> {
+    /// With `uncached`, the node is opened with `O_DIRECT` (no page cache)
+    /// and transfers go through an aligned bounce buffer.
+    pub(super) fn open(
+        path: &Path,
+        uncached: bool,
+    ) -> Result<(RawDevice, DeviceInfo), DeviceError> {
         let (canonical, dev) = block_node(path)?;
+        let direct = if uncached { libc::O_DIRECT } else { 0 };
         let file = OpenOptions::new()
             .read(true)
             .write(true)
-            .custom_flags(libc::O_EXCL | libc::O_CLOEXEC)
+            .custom_flags(libc::O_EXCL | libc::O_CLOEXEC | direct)
             .open(&canonical)
             .map_err(|e| {
                 if e.raw_os_error() == Some(libc::EBUSY) {
@@ -524,20 +557,51 @@ impl RawDevice {
         let raw = RawDevice {
             file,
             can_discard: info.discard_granularity > 0,
+            bounce: uncached.then(Bounce::new),
         };
         Ok((raw, info))
     }
 
-    pub(super) fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> XferResult {
-        transfer_all(buf.len(), io::ErrorKind::UnexpectedEof, |done| {
-            self.file.read_at(&mut buf[done..], offset + done as u64)
-        })
+    pub(super) fn read_at(&mut self, offset: u64, dst: &mut [u8]) -> XferResult {
+        let Some(bounce) = self.bounce.as_mut() else {
+            return transfer_all(dst.len(), io::ErrorKind::UnexpectedEof, |done| {
+                self.file.read_at(&mut dst[done..], offset + done as u64)
+            });
+        };
+        let mut done = 0usize;
+        while done < dst.len() {
+            let n = (dst.len() - done).min(BOUNCE);
+            let at = offset + done as u64;
+            let buf = bounce.buf(n);
+            transfer_all(n, io::ErrorKind::UnexpectedEof, |got| {
+                self.file.read_at(&mut buf[got..], at + got as u64)
+            })
+            .map_err(|(got, e)| (done as u64 + got, e))?;
+            dst[done..done + n].copy_from_slice(buf);
+            done += n;
+        }
+        Ok(())
     }
 
-    pub(super) fn write_at(&mut self, offset: u64, buf: &[u8]) -> XferResult {
-        transfer_all(buf.len(), io::ErrorKind::WriteZero, |done| {
-            self.file.write_at(&buf[done..], offset + done as u64)
-        })
+    pub(super) fn write_at(&mut self, offset: u64, src: &[u8]) -> XferResult {
+        let Some(bounce) = self.bounce.as_mut() else {
+            return transfer_all(src.len(), io::ErrorKind::WriteZero, |done| {
+                self.file.write_at(&src[done..], offset + done as u64)
+            });
+        };
+        let mut done = 0usize;
+        while done < src.len() {
+            let n = (src.len() - done).min(BOUNCE);
+            let at = offset + done as u64;
+            let buf = bounce.buf(n);
+            buf.copy_from_slice(&src[done..done + n]);
+            transfer_all(n, io::ErrorKind::WriteZero, |put| {
+                self.file.write_at(&buf[put..], at + put as u64)
+            })
+            .map_err(|(put, e)| (done as u64 + put, e))?;
+            done += n;
+        }
+        Ok(())
     }
 
     /// `BLKZEROOUT`; `Ok(false)` if the kernel does not know it.
