@@ -16,7 +16,9 @@
 //!   on Linux and compared with the Linux build's (see `windows.rs`);
 //! - `fuzz [--secs N]`: every cargo-fuzz target for N seconds (see `fuzz.rs`);
 //! - `test-kernel [--all]`: images through the Linux kernel's exfat and vfat
-//!   drivers in QEMU (see `kernel.rs`).
+//!   drivers in QEMU (see `kernel.rs`);
+//! - `man [DIR]`: the man pages (clap_mangen, through the CLI's hidden
+//!   `man` command) into DIR, default `target/man`.
 //!
 //! To add a command, write a `fn(&[String]) -> Result<(), String>` and list
 //! it in [`COMMANDS`].
@@ -48,6 +50,11 @@ const COMMANDS: &[Cmd] = &[
         "bench",
         "mkfs-alloc vs mkfs.exfat / mkfs.fat side by side [--reps N] [--quick] [--write]",
         bench_cmd,
+    ),
+    (
+        "man",
+        "write the man pages (mkfs-alloc.1 and one per command) into DIR [default target/man]",
+        man_cmd,
     ),
     (
         "cross-check",
@@ -287,6 +294,31 @@ fn usage() {
 }
 
 /// The workspace root (the parent of this crate's directory).
+/// `cargo xtask man [DIR]`: builds the CLI and has it write its man pages.
+fn man_cmd(args: &[String]) -> Result<(), String> {
+    let root = workspace_root();
+    let dir = match args {
+        [] => root.join("target").join("man"),
+        [d] => PathBuf::from(d),
+        _ => return Err("usage: cargo xtask man [DIR]".into()),
+    };
+    run(Command::new(cargo())
+        .current_dir(&root)
+        .args([
+            "run",
+            "-q",
+            "-p",
+            "mkfs-alloc",
+            "--bin",
+            "mkfs-alloc",
+            "--",
+            "man",
+        ])
+        .arg(&dir))?;
+    eprintln!("xtask: man pages in {}", dir.display());
+    Ok(())
+}
+
 fn workspace_root() -> PathBuf {
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
     here.parent()
