@@ -10,13 +10,17 @@
 //! - `test [ARGS...]`: `install-tools`, `cargo build -p mkfs-alloc`, then
 //!   `cargo test --workspace [ARGS...]` with `MKFS_ALLOC_BIN` set;
 //! - `bench`: see `bench.rs`;
+//! - `bench-probe [--write]`: `mkfs-alloc probe` vs f3probe on FUSE fake
+//!   sticks (see `probe_bench.rs`);
 //! - `cross-check`: `cargo check` and `cargo clippy -D warnings` of the
 //!   product crates for Windows and macOS (see [`CROSS_TARGETS`]);
 //! - `test-windows`: the Windows build run under Wine, its images checked
 //!   on Linux and compared with the Linux build's (see `windows.rs`);
 //! - `fuzz [--secs N]`: every cargo-fuzz target for N seconds (see `fuzz.rs`);
 //! - `test-kernel [--all]`: images through the Linux kernel's exfat and vfat
-//!   drivers in QEMU (see `kernel.rs`).
+//!   drivers in QEMU (see `kernel.rs`);
+//! - `man [DIR]`: the man pages (clap_mangen, through the CLI's hidden
+//!   `man` command) into DIR, default `target/man`.
 //!
 //! To add a command, write a `fn(&[String]) -> Result<(), String>` and list
 //! it in [`COMMANDS`].
@@ -50,6 +54,16 @@ const COMMANDS: &[Cmd] = &[
         bench_cmd,
     ),
     (
+        "bench-probe",
+        "mkfs-alloc probe vs f3probe on the same FUSE fake sticks (root) [--write]",
+        bench_probe_cmd,
+    ),
+    (
+        "man",
+        "write the man pages (mkfs-alloc.1 and one per command) into DIR [default target/man]",
+        man_cmd,
+    ),
+    (
         "cross-check",
         "cargo check + clippy -D warnings for Windows and macOS targets",
         cross_check_cmd,
@@ -74,6 +88,7 @@ const COMMANDS: &[Cmd] = &[
 mod bench;
 mod fuzz;
 mod kernel;
+mod probe_bench;
 mod windows;
 
 /// Targets of `cross-check`.
@@ -245,6 +260,30 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+fn bench_probe_cmd(args: &[String]) -> Result<(), String> {
+    let write = match args {
+        [] => false,
+        [w] if w == "--write" => true,
+        _ => return Err("valid: [--write]".into()),
+    };
+    if !is_root() {
+        return Err("bench-probe needs root (FUSE mounts, loop devices)".into());
+    }
+    install_tools()?;
+    let root = workspace_root();
+    run(Command::new(cargo())
+        .current_dir(&root)
+        .args(["build", "--release", "-p", "mkfs-alloc"]))?;
+    let bin = target_dir().join("release").join("mkfs-alloc");
+    let table = probe_bench::run(&root, &bin)?;
+    println!("{table}");
+    if write {
+        probe_bench::write(&root, &table)?;
+        eprintln!("xtask: updated BENCHMARKS.md");
+    }
+    Ok(())
+}
+
 /// Tools the tests run, with the Debian package of each (shared with
 /// `tests/src/tools.rs`).
 const TOOLS: &[(&str, &str)] = include!("test_tools.in");
@@ -287,6 +326,31 @@ fn usage() {
 }
 
 /// The workspace root (the parent of this crate's directory).
+/// `cargo xtask man [DIR]`: builds the CLI and has it write its man pages.
+fn man_cmd(args: &[String]) -> Result<(), String> {
+    let root = workspace_root();
+    let dir = match args {
+        [] => root.join("target").join("man"),
+        [d] => PathBuf::from(d),
+        _ => return Err("usage: cargo xtask man [DIR]".into()),
+    };
+    run(Command::new(cargo())
+        .current_dir(&root)
+        .args([
+            "run",
+            "-q",
+            "-p",
+            "mkfs-alloc",
+            "--bin",
+            "mkfs-alloc",
+            "--",
+            "man",
+        ])
+        .arg(&dir))?;
+    eprintln!("xtask: man pages in {}", dir.display());
+    Ok(())
+}
+
 fn workspace_root() -> PathBuf {
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
     here.parent()

@@ -27,7 +27,9 @@ mod slice;
 mod stats;
 
 pub use counting::{Counting, LogEntry};
-pub use device::{Device, DeviceError, DeviceInfo, PartitionInfo, Refusal, RefusalKind};
+pub use device::{
+    Device, DeviceError, DeviceInfo, LoopAttachment, PartitionInfo, Refusal, RefusalKind,
+};
 pub use faulty::{injected_fault, Fault, FaultyIo, InjectedFault};
 pub use image::{ImageFile, ZeroMethod};
 pub use mem::MemDisk;

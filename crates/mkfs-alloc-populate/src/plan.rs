@@ -138,6 +138,15 @@ fn list(items: impl Iterator<Item = String>) -> String {
     items.map(|s| format!("\n  {s}")).collect()
 }
 
+/// FNV-1a over the up-cased UTF-16 units of a name.
+fn upcased_hash(name: &str) -> u64 {
+    name.encode_utf16()
+        .map(crate::names::upcase)
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, u| {
+            (h ^ u64::from(u)).wrapping_mul(0x100_0000_01b3)
+        })
+}
+
 /// Every name and size in `tree` that `fs` cannot store, and every entry
 /// that cannot be read. Sorts the tree.
 pub fn check(tree: &mut Tree, fs: FsType) -> Result<(), PopulateError> {
@@ -156,7 +165,9 @@ pub fn check(tree: &mut Tree, fs: FsType) -> Result<(), PopulateError> {
         })
         .collect();
     let fat = fs != FsType::Exfat;
-    let mut keys: Vec<(Vec<u16>, u32)> = Vec::new();
+    // Per directory: a 64-bit hash of each up-cased name (16 bytes per
+    // entry, whatever the name length); equal hashes are compared in full.
+    let mut keys: Vec<(u64, u32)> = Vec::new();
     for dir in tree.dirs_preorder() {
         let kids = tree.kids(dir);
         keys.clear();
@@ -184,20 +195,32 @@ pub fn check(tree: &mut Tree, fs: FsType) -> Result<(), PopulateError> {
                 bad(Problem::TooLong { units });
             }
             let n = &tree.nodes[k as usize];
-            if fs == FsType::Fat32 && !n.is_dir && n.size > u64::from(u32::MAX) {
+            if fs == FsType::Fat32 && !n.is_dir() && n.size > u64::from(u32::MAX) {
                 bad(Problem::TooLarge { size: n.size });
             }
-            keys.push((upcased_units(name), k));
+            keys.push((upcased_hash(name), k));
         }
         keys.sort_unstable();
-        for w in keys.windows(2) {
-            if w[0].0 == w[1].0 && tree.name(w[0].1) != tree.name(w[1].1) {
-                problems.push(NameProblem {
-                    path: tree.display_path(w[1].1),
-                    problem: Problem::SameAfterUpcase {
-                        other: tree.name(w[0].1).to_string(),
-                    },
-                });
+        for (i, w) in keys.windows(2).enumerate() {
+            if w[0].0 != w[1].0 {
+                continue;
+            }
+            // Compare with every earlier name of the same hash.
+            let b = w[1].1;
+            let ub = upcased_units(tree.name(b));
+            for &(h, a) in keys[..=i].iter().rev() {
+                if h != w[1].0 {
+                    break;
+                }
+                if upcased_units(tree.name(a)) == ub && tree.name(a) != tree.name(b) {
+                    problems.push(NameProblem {
+                        path: tree.display_path(b),
+                        problem: Problem::SameAfterUpcase {
+                            other: tree.name(a).to_string(),
+                        },
+                    });
+                    break;
+                }
             }
         }
     }
@@ -213,12 +236,14 @@ pub fn check(tree: &mut Tree, fs: FsType) -> Result<(), PopulateError> {
 /// are separate files here), and the names of every directory.
 pub fn scan_result(tree: &Tree) -> ScanResult {
     let mut r = ScanResult::default();
+    r.file_sizes.reserve_exact(tree.file_count() as usize);
+    r.dirs.reserve_exact(tree.dir_count() as usize);
     for dir in tree.dirs_preorder() {
         let mut rec = DirRecord::default();
         for &k in tree.kids(dir) {
             rec.add(OsStr::new(tree.name(k)));
             let n = &tree.nodes[k as usize];
-            if !n.is_dir {
+            if !n.is_dir() {
                 r.file_sizes.push(n.size);
                 r.apparent_bytes = r.apparent_bytes.saturating_add(n.size);
             }
@@ -299,6 +324,13 @@ pub fn plan_tree(
     layout: &Layout,
     time: TimePolicy,
 ) -> Result<Populated, PopulateError> {
+    if layout.fs.is_small_fat() {
+        // Their fixed root directory and 12/16-bit FATs are not populated yet.
+        return Err(PopulateError::Unsupported(format!(
+            "--rootdir does not populate {} volumes yet; use --fs fat32 or exfat (or format, then copy with mtools)",
+            layout.fs
+        )));
+    }
     check(&mut tree, layout.fs)?;
     let fs = layout.fs;
     let cluster = layout.cluster_size;
@@ -344,7 +376,7 @@ pub fn plan_tree(
     }
     let root_first = match &layout.geometry {
         Geometry::Exfat(g) => g.root_cluster(),
-        Geometry::Fat32(_) => 2,
+        Geometry::Fat(_) => 2,
     };
     // Allocate: root, then per directory its clusters and its files' data.
     let mut run_ends = Vec::new();
@@ -361,7 +393,7 @@ pub fn plan_tree(
             );
             let node = &mut tree.nodes[d as usize];
             node.first_cluster = at as u32;
-            node.clusters = n as u32;
+            node.set_dir_clusters(n as u32);
             at += n;
             if chains {
                 run_ends.push((at - 1) as u32);
@@ -369,12 +401,12 @@ pub fn plan_tree(
         } else {
             let node = &mut tree.nodes[0];
             node.first_cluster = root_first;
-            node.clusters = root_clusters;
+            node.set_dir_clusters(root_clusters);
         }
         let kids: Vec<u32> = tree.kids(d).to_vec();
         for k in kids {
             let node = &mut tree.nodes[k as usize];
-            if node.is_dir || node.size == 0 {
+            if node.is_dir() || node.size == 0 {
                 continue;
             }
             let n = node.size.div_ceil(cluster);

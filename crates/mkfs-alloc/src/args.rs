@@ -29,20 +29,33 @@ Examples:
   Machine-readable plan and summary:
     mkfs-alloc --json --dry-run --size 64G a.img
 
-Sizes are binary: 512, 4K, 4KiB, 32K, 1M, 1MiB, 8G, 2T.
+Sizes: K M G T P E (either case) and KiB..EiB are binary (4K = 4096),
+kB MB GB TB PB EB decimal (8GB = 8,000,000,000); no space before the unit.
 Defaults (--cluster auto): FAT32 4 KiB up to 8 GiB, 8 KiB up to 16 GiB,
-16 KiB up to 32 GiB, 32 KiB above; exFAT 4 KiB up to 256 MiB, 32 KiB above.
-Exit codes: 0 success, 1 I/O failure, 2 invalid input (nothing written).";
+16 KiB up to 32 GiB, 32 KiB above; exFAT 4 KiB up to 256 MiB, 32 KiB above;
+FAT16/FAT12 4 KiB. The FAT width follows the cluster count: FAT12 below
+4,085 clusters, FAT16 below 65,525, FAT32 above (16 clusters of margin).
+A target named like a command (list, advise, info, completions) is written
+as a path: ./list.
+Exit codes: 0 success; 1 I/O failure after writing began; 2 invalid input
+or a refusal (read-only, permission denied, busy, locked, mounted), nothing
+written.";
 
 /// File system argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FsArg {
-    /// FAT32 up to 32 GiB, exFAT above.
+    /// exFAT above 32 GiB; FAT32 up to 32 GiB, FAT16/FAT12 when too small for FAT32.
     Auto,
     /// exFAT.
     Exfat,
-    /// FAT32.
+    /// The FAT width the size allows (with --cluster: the width its cluster count gives).
+    Fat,
+    /// FAT32 (65,541 clusters or more).
     Fat32,
+    /// FAT16 (4,101 to 65,508 clusters; fixed root directory).
+    Fat16,
+    /// FAT12 (up to 4,068 clusters; fixed root directory).
+    Fat12,
 }
 
 /// Partition table argument.
@@ -52,7 +65,7 @@ pub enum TableArg {
     Auto,
     /// No table: the file system spans the target ("superfloppy").
     None,
-    /// MBR with one partition (type 0x0C for FAT32, 0x07 for exFAT).
+    /// MBR with one partition (type 0x0C FAT32, 0x06/0x04/0x0E FAT16, 0x01 FAT12, 0x07 exFAT).
     Mbr,
     /// GPT with one Microsoft Basic Data partition named after the label.
     Gpt,
@@ -88,7 +101,24 @@ pub enum Command {
     Info(crate::cmd_info::InfoArgs),
     /// Is this stick as big as it says? Find counterfeit capacity (writes test blocks).
     Probe(crate::cmd_probe::ProbeArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell).
+    Completions(crate::completions::CompletionsArgs),
+    /// Write the man pages into a directory (used by `cargo xtask man`).
+    #[command(hide = true)]
+    Man(crate::completions::ManArgs),
 }
+
+/// The names of the subcommands (a target of one of these names must be
+/// written as a path, `./list`).
+pub const SUBCOMMANDS: &[&str] = &[
+    "list",
+    "advise",
+    "info",
+    "probe",
+    "completions",
+    "man",
+    "help",
+];
 
 /// Options of the format command (the default command).
 #[derive(Debug, clap::Args)]
@@ -129,6 +159,9 @@ pub struct FormatArgs {
     /// on a device, use only its first SIZE bytes (a counterfeit's real capacity).
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
+    /// FAT12/FAT16 root directory entries (default 512; rounded up to whole sectors).
+    #[arg(long, value_name = "N")]
+    pub root_entries: Option<u32>,
     /// Write an exFAT Volume GUID entry (derived from the serial). Off by
     /// default: exfatprogs' fsck.exfat 1.2 reports it as an unknown entry.
     #[arg(long)]
@@ -137,7 +170,7 @@ pub struct FormatArgs {
     #[arg(long, value_enum, default_value_t = TableArg::Auto)]
     pub table: TableArg,
     /// Discard (TRIM) the whole device before writing (default for devices that support it).
-    #[arg(long, overrides_with = "no_discard")]
+    #[arg(long, conflicts_with = "no_discard")]
     pub discard: bool,
     /// Do not discard.
     #[arg(long)]
@@ -209,7 +242,10 @@ impl FormatArgs {
         let fs = match self.fs {
             FsArg::Auto => FsChoice::Auto,
             FsArg::Exfat => FsChoice::Fixed(FsType::Exfat),
+            FsArg::Fat => FsChoice::Fat,
             FsArg::Fat32 => FsChoice::Fixed(FsType::Fat32),
+            FsArg::Fat16 => FsChoice::Fixed(FsType::Fat16),
+            FsArg::Fat12 => FsChoice::Fixed(FsType::Fat12),
         };
         let cluster = if self.cluster.eq_ignore_ascii_case("auto") {
             ClusterChoice::Auto
@@ -225,40 +261,54 @@ impl FormatArgs {
         Ok(FormatOptions {
             fs,
             cluster,
-            label: self.label.clone(),
+            label: self.label.clone().filter(|l| !l.is_empty()),
             serial,
             align,
             timestamp: timestamp()?,
             volume_guid: self.volume_guid,
+            root_entries: self.root_entries,
         })
     }
 }
 
-/// Parses `1234ABCD`, `0x1234abcd` or `1234-ABCD`.
+/// Parses `1234ABCD`, `0x1234abcd` or `1234-ABCD` (one dash, between two
+/// groups of four digits, as the serial is shown).
 fn parse_serial(s: &str) -> Result<u32, Failure> {
+    let bad = || {
+        usage(anyhow!(
+            "--serial {s:?}: expected 1 to 8 hex digits, e.g. 1234ABCD, 0x1234abcd or 1234-ABCD"
+        ))
+    };
     let t = s.trim();
     let t = t
         .strip_prefix("0x")
         .or_else(|| t.strip_prefix("0X"))
         .unwrap_or(t);
-    let hex: String = t.chars().filter(|&c| c != '-').collect();
+    let hex = match t.split_once('-') {
+        None => t.to_string(),
+        Some((hi, lo)) if hi.len() == 4 && lo.len() == 4 => format!("{hi}{lo}"),
+        Some(_) => return Err(bad()),
+    };
     if hex.is_empty() || hex.len() > 8 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
-        return Err(usage(anyhow!(
-            "--serial {s:?}: expected 1 to 8 hex digits, e.g. 1234ABCD or 1234-ABCD"
-        )));
+        return Err(bad());
     }
-    u32::from_str_radix(&hex, 16).map_err(|e| usage(anyhow!("--serial {s:?}: {e}")))
+    u32::from_str_radix(&hex, 16).map_err(|_| bad())
 }
 
 /// The clock, or `SOURCE_DATE_EPOCH` when set (reproducible builds convention).
 fn timestamp() -> Result<Timestamp, Failure> {
     match std::env::var("SOURCE_DATE_EPOCH") {
         Ok(v) => {
-            let secs: i64 = v.trim().parse().map_err(|_| {
-                usage(anyhow!(
-                    "SOURCE_DATE_EPOCH={v:?}: expected a whole number of seconds since 1970"
-                ))
-            })?;
+            let secs: i64 = v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|&s| s >= 0)
+                .ok_or_else(|| {
+                    usage(anyhow!(
+                        "SOURCE_DATE_EPOCH={v:?}: expected a whole number of seconds since 1970, 0 or more"
+                    ))
+                })?;
             Ok(Timestamp { secs, nanos: 0 })
         }
         Err(_) => {
@@ -283,6 +333,9 @@ mod tests {
         assert_eq!(parse_serial("1234-abcd").ok(), Some(0x1234_ABCD));
         assert_eq!(parse_serial("0xff").ok(), Some(0xFF));
         assert!(parse_serial("123456789").is_err());
+        assert!(parse_serial("ABCD-").is_err());
+        assert!(parse_serial("12-34-56-78").is_err());
+        assert!(parse_serial("-").is_err());
         assert!(parse_serial("xyz").is_err());
         assert!(parse_serial("").is_err());
     }

@@ -12,12 +12,13 @@ use std::io::{BufRead, IsTerminal, Write};
 pub fn confirm(
     info: &DeviceInfo,
     plan: &MediumPlan,
+    contents: &[String],
     unmount: bool,
     yes: bool,
     quiet: bool,
 ) -> Result<(), Failure> {
     if !quiet || !yes {
-        describe(info, plan);
+        describe(info, plan, contents);
         if unmount {
             let mounts: Vec<String> = info
                 .all_mountpoints()
@@ -42,7 +43,7 @@ pub fn confirm_action(
 ) -> Result<(), Failure> {
     if !quiet || !yes {
         eprintln!("mkfs-alloc: about to write to {}:", info.path.display());
-        describe_device(info);
+        describe_device(info, &[]);
         eprintln!("  will       {what}");
     }
     ask(info, "write to", "go on", yes)
@@ -80,19 +81,25 @@ fn ask(info: &DeviceInfo, verb: &str, then: &str, yes: bool) -> Result<(), Failu
     }
 }
 
-fn describe(info: &DeviceInfo, plan: &MediumPlan) {
+fn describe(info: &DeviceInfo, plan: &MediumPlan, contents: &[String]) {
     eprintln!("mkfs-alloc: about to ERASE {}:", info.path.display());
-    describe_device(info);
+    describe_device(info, contents);
+    let table = match plan.table.kind {
+        mkfs_alloc_partition::TableKind::None => "no partition table",
+        mkfs_alloc_partition::TableKind::Mbr => "an MBR partition table",
+        mkfs_alloc_partition::TableKind::Gpt => "a GPT partition table",
+    };
     eprintln!(
-        "  will write {} table, {} with {} clusters",
-        plan.table.kind,
+        "  will write {table}, {} with {} clusters",
         plan.layout.fs,
         format_size(plan.layout.cluster_size)
     );
 }
 
-/// What the device is and holds, on stderr.
-fn describe_device(info: &DeviceInfo) {
+/// What the device is and holds, on stderr: `contents` (read from the
+/// medium itself: partitions with their file systems and labels), else what
+/// the system knows of its partitions.
+fn describe_device(info: &DeviceInfo, contents: &[String]) {
     let name = [info.vendor.as_deref(), info.model.as_deref()]
         .into_iter()
         .flatten()
@@ -116,7 +123,10 @@ fn describe_device(info: &DeviceInfo) {
             .map(|s| format!(", serial {s}"))
             .unwrap_or_default()
     );
-    if let Some(fs) = &info.fs_type {
+    for c in contents {
+        eprintln!("  contains   {c}");
+    }
+    if let (Some(fs), true) = (&info.fs_type, contents.is_empty()) {
         eprintln!(
             "  contains   {fs}{}",
             info.label
@@ -125,7 +135,7 @@ fn describe_device(info: &DeviceInfo) {
                 .unwrap_or_default()
         );
     }
-    for p in &info.partitions {
+    for p in info.partitions.iter().filter(|_| contents.is_empty()) {
         eprintln!(
             "  partition  {} at {}, {}: {}{}",
             p.path.display(),

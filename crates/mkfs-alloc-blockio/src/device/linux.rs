@@ -18,7 +18,9 @@ use rustix::ioctl::{self, opcode, Opcode};
 
 use super::mountinfo::{self, Mount};
 use super::probe::{probe, ProbeRead, PROBE_UNIT};
-use super::{clean, transfer_all, DeviceError, DeviceInfo, PartitionInfo, XferResult};
+use super::{
+    clean, transfer_all, DeviceError, DeviceInfo, LoopAttachment, PartitionInfo, XferResult,
+};
 
 /// `BLKROGET`: `_IO(0x12, 94)`, writes an `int`.
 const BLKROGET: Opcode = opcode::none(0x12, 94);
@@ -66,6 +68,73 @@ pub(super) fn inspect(path: &Path) -> Result<DeviceInfo, DeviceError> {
         .ok();
     let env = Env::load()?;
     gather(&env, &canonical, dev, file.as_ref())
+}
+
+pub(super) fn loop_devices_backed_by(file: &Path) -> Vec<LoopAttachment> {
+    let Ok(target) = fs::canonicalize(file) else {
+        return Vec::new();
+    };
+    let Ok(rd) = fs::read_dir("/sys/block") else {
+        return Vec::new();
+    };
+    let mut out: Vec<LoopAttachment> = rd
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("loop"))
+        .filter_map(|e| {
+            // The kernel's d_path of the backing file: absolute, resolved.
+            let backing = read_str(&e.path().join("loop/backing_file"))?;
+            let backing = backing.strip_suffix(" (deleted)").unwrap_or(&backing);
+            if Path::new(backing) != target {
+                return None;
+            }
+            let device = Path::new("/dev").join(e.file_name());
+            let (mountpoints, in_use_by) = match inspect(&device) {
+                Ok(info) => (
+                    info.all_mountpoints().map(Path::to_path_buf).collect(),
+                    info.in_use_by,
+                ),
+                Err(_) => (Vec::new(), Vec::new()),
+            };
+            Some(LoopAttachment {
+                device,
+                mountpoints,
+                in_use_by,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.device.cmp(&b.device));
+    out
+}
+
+/// systemd's "locking block device access": an exclusive, non-blocking BSD
+/// lock on the whole disk (for a partition, its disk), held as long as the
+/// returned handle (or `file` itself, for a whole disk) is open.
+fn lock_whole_disk(
+    canonical: &Path,
+    dev: DevNum,
+    file: &File,
+) -> Result<Option<File>, DeviceError> {
+    let disk_dir = sys_dir(dev)
+        .filter(|d| d.join("partition").exists())
+        .and_then(|d| d.parent().map(Path::to_path_buf));
+    let (holder, node) = match disk_dir {
+        Some(dir) => {
+            let node = Path::new("/dev").join(dev_name(&dir).unwrap_or_default());
+            let f = OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+                .open(&node)
+                .map_err(|e| DeviceError::io(&node, "open the whole disk to lock it", e))?;
+            (Some(f), node)
+        }
+        None => (None, canonical.to_path_buf()),
+    };
+    let target = holder.as_ref().unwrap_or(file);
+    match rustix::fs::flock(target, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(holder),
+        Err(e) if e == Errno::WOULDBLOCK => Err(DeviceError::Locked { path: node }),
+        Err(e) => Err(DeviceError::io(&node, "flock", e.into())),
+    }
 }
 
 pub(super) fn list() -> Result<Vec<DeviceInfo>, DeviceError> {
@@ -524,6 +593,9 @@ impl Bounce {
 pub(super) struct RawDevice {
     file: File,
     can_discard: bool,
+    /// The whole disk's handle holding the lock, when the device is a
+    /// partition (a whole disk is locked through `file`).
+    _disk_lock: Option<File>,
     /// Set when opened with `O_DIRECT`: transfers go through it.
     bounce: Option<Bounce>,
 }
@@ -552,11 +624,13 @@ impl RawDevice {
                     DeviceError::io(&canonical, "open for writing (O_EXCL)", e)
                 }
             })?;
+        let disk_lock = lock_whole_disk(&canonical, dev, &file)?;
         let env = Env::load()?;
         let info = gather(&env, &canonical, dev, Some(&file))?;
         let raw = RawDevice {
             file,
             can_discard: info.discard_granularity > 0,
+            _disk_lock: disk_lock,
             bounce: uncached.then(Bounce::new),
         };
         Ok((raw, info))

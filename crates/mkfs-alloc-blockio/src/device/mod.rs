@@ -175,6 +175,14 @@ pub enum DeviceError {
         #[source]
         source: io::Error,
     },
+    /// Another process holds an advisory lock on the (whole) disk, as
+    /// systemd's "locking block device access" convention asks of every
+    /// program that writes partition tables or file systems.
+    #[error("{path}: in use by another process (it holds a lock on the device)")]
+    Locked {
+        /// The whole-disk device whose lock is held.
+        path: PathBuf,
+    },
     /// A system call or system file failed.
     #[error("{path}: {what}")]
     Io {
@@ -223,6 +231,33 @@ pub fn inspect(path: &Path) -> Result<DeviceInfo, DeviceError> {
     let mut info = sys::inspect(path)?;
     finish(&mut info)?;
     Ok(info)
+}
+
+/// A loop device attached to an image file (Linux), with what keeps it busy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LoopAttachment {
+    /// The loop device, e.g. `/dev/loop3`.
+    pub device: PathBuf,
+    /// Where it (or a partition of it) is mounted.
+    pub mountpoints: Vec<PathBuf>,
+    /// Device-mapper / RAID holders and swap built on it.
+    pub in_use_by: Vec<String>,
+}
+
+/// The loop devices whose backing file is `file`
+/// (`/sys/block/loop*/loop/backing_file`), with their mounts and holders.
+/// Empty where there are no loop devices (other platforms) or `file` does
+/// not exist.
+pub fn loop_devices_backed_by(file: &Path) -> Vec<LoopAttachment> {
+    #[cfg(target_os = "linux")]
+    {
+        sys::loop_devices_backed_by(file)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = file;
+        Vec::new()
+    }
 }
 
 /// Whether `path` names a block device (false for regular files and for
