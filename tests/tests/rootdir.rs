@@ -449,7 +449,15 @@ fn on_a_device_with_a_partition_table() {
             let lo = LoopDevice::attach(&img);
             let (src_s, dev_s) = (src.to_string_lossy(), lo.path().to_string_lossy());
             let args = [
-                "--fs", fs_name, "--cluster", "4K", "--yes", "--json", "--rootdir", &src_s, &dev_s,
+                "--fs",
+                fs_name,
+                "--cluster",
+                "4K",
+                "--yes",
+                "--json",
+                "--rootdir",
+                &src_s,
+                &dev_s,
             ];
             let out = mkfs_alloc_env(&args, &[("SOURCE_DATE_EPOCH", EPOCH)]);
             out.assert_success();
@@ -483,11 +491,68 @@ fn on_a_device_with_a_partition_table() {
             let out_dir = tmp.subdir("mcopy-dev");
             let o = run_env(
                 require_tool("mcopy"),
-                &["-s", "-m", "-n", "-i", &at.to_string_lossy(), "::/*", &out_dir.to_string_lossy()],
+                &[
+                    "-s",
+                    "-m",
+                    "-n",
+                    "-i",
+                    &at.to_string_lossy(),
+                    "::/*",
+                    &out_dir.to_string_lossy(),
+                ],
                 &[("TZ", "UTC")],
             );
             o.assert_success();
             assert_eq!(listing(&out_dir, false), expected(&src, 2, false));
         }
+    }
+}
+
+/// FAT12 and FAT16 (fixed root directory, 12- and 16-bit FATs): fsck.fat is
+/// clean and mtools extracts exactly the tree.
+#[test]
+fn fat12_and_fat16_read_back_through_mtools() {
+    let tmp = TempDir::new("rootdir-smallfat");
+    let src = tmp.join("src");
+    make_tree(&src, &(0..entries().len()).collect::<Vec<_>>());
+    for (fs_name, cluster, size) in [("fat16", "2K", "64M"), ("fat12", "8K", "30M")] {
+        let img = tmp.join(&format!("{fs_name}.img"));
+        let (src_s, img_s) = (src.to_string_lossy(), img.to_string_lossy());
+        let args = [
+            "--fs",
+            fs_name,
+            "--cluster",
+            cluster,
+            "--size",
+            size,
+            "--serial",
+            "1234ABCD",
+            "-q",
+            "--rootdir",
+            &src_s,
+            &img_s,
+        ];
+        mkfs_alloc_env(&args, &[("SOURCE_DATE_EPOCH", EPOCH)]).assert_success();
+        fsck_fat_clean(&img);
+        let out_dir = tmp.subdir(&format!("mcopy-{fs_name}"));
+        let o = run_env(
+            require_tool("mcopy"),
+            &[
+                "-s",
+                "-m",
+                "-n",
+                "-i",
+                &img_s,
+                "::/*",
+                &out_dir.to_string_lossy(),
+            ],
+            &[("TZ", "UTC")],
+        );
+        o.assert_success();
+        assert_eq!(
+            listing(&out_dir, false),
+            expected(&src, 2, false),
+            "{fs_name}"
+        );
     }
 }

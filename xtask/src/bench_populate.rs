@@ -43,8 +43,11 @@ fn small_tree(dir: &Path, files: u64) -> Result<u64, String> {
         }
         let len = (rng.next() % 44_001) as usize;
         fill(&mut rng, &mut buf[..len]);
-        std::fs::write(d.join(format!("track {:05} - some title.dat", i)), &buf[..len])
-            .map_err(|e| e.to_string())?;
+        std::fs::write(
+            d.join(format!("track {:05} - some title.dat", i)),
+            &buf[..len],
+        )
+        .map_err(|e| e.to_string())?;
         total += len as u64;
     }
     Ok(total)
@@ -56,7 +59,8 @@ fn large_tree(dir: &Path) -> Result<u64, String> {
     let mut rng = Rng(7);
     let mut buf = vec![0u8; 4 * MIB as usize];
     for i in 0..4 {
-        let mut f = std::fs::File::create(dir.join(format!("video{i}.mkv"))).map_err(|e| e.to_string())?;
+        let mut f =
+            std::fs::File::create(dir.join(format!("video{i}.mkv"))).map_err(|e| e.to_string())?;
         for _ in 0..64 {
             fill(&mut rng, &mut buf);
             f.write_all(&buf).map_err(|e| e.to_string())?;
@@ -80,12 +84,20 @@ pub fn run(bin: &Path, reps: usize, quick: bool) -> Result<String, String> {
     for &n in counts {
         let t = dir.join(format!("small{n}"));
         let bytes = small_tree(&t, n)?;
-        trees.push((format!("{n} small files ({})", fmt_bytes(bytes as f64)), t, bytes));
+        trees.push((
+            format!("{n} small files ({})", fmt_bytes(bytes as f64)),
+            t,
+            bytes,
+        ));
     }
     if !quick {
         let t = dir.join("large");
         let bytes = large_tree(&t)?;
-        trees.push((format!("4 large files ({})", fmt_bytes(bytes as f64)), t, bytes));
+        trees.push((
+            format!("4 large files ({})", fmt_bytes(bytes as f64)),
+            t,
+            bytes,
+        ));
     }
     let img = dir.join("target.img");
     let mnt = dir.join("mnt");
@@ -151,7 +163,11 @@ pub fn run(bin: &Path, reps: usize, quick: bool) -> Result<String, String> {
             };
             let (ta, wa, ma) = stat(&a);
             let (tb, wb, mb) = stat(&b);
-            let fs_name = if fs == "fat32" { "FAT32 4K" } else { "exFAT 4K" };
+            let fs_name = if fs == "fat32" {
+                "FAT32 4K"
+            } else {
+                "exFAT 4K"
+            };
             table.push_str(&format!(
                 "| {label} | {fs_name} | mkfs-alloc --rootdir | {ta:.2} s | {} | {:.1} MiB | {:.2} | {:.2} |\n",
                 fmt_bytes(wa),
