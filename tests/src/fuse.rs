@@ -76,6 +76,38 @@ impl FuseMount {
         Self::spawn(&prog, &args, dir)
     }
 
+    /// `fakestick.py DIR BACKING MODE ANNOUNCED REAL CACHE` (fusepy): a
+    /// counterfeit stick as the file `DIR/stick`, see [`crate::fakestick`].
+    #[track_caller]
+    pub fn fakestick(
+        dir: &Path,
+        backing: &Path,
+        mode: &str,
+        announced: u64,
+        real: u64,
+        cache: u64,
+    ) -> FuseMount {
+        let python = require_tool("python3");
+        require_tool("fusermount");
+        let check = run(&python, &["-c", "import fuse"]);
+        assert!(
+            check.success(),
+            "the Python module fusepy is missing: `python3 -m pip install fusepy` \
+             (or run `cargo xtask install-tools`):\n{check}"
+        );
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/fakestick.py");
+        let args = vec![
+            script.to_string_lossy().into_owned(),
+            dir.to_string_lossy().into_owned(),
+            backing.to_string_lossy().into_owned(),
+            mode.to_string(),
+            announced.to_string(),
+            real.to_string(),
+            cache.to_string(),
+        ];
+        Self::spawn(&python, &args, dir)
+    }
+
     #[track_caller]
     fn spawn(prog: &Path, args: &[String], dir: &Path) -> FuseMount {
         crate::tools::require_root();

@@ -10,7 +10,8 @@
 //!  tools     require_tool(): a missing tool is a FAILURE naming its apt package
 //!  tempdir   unique directory under std::env::temp_dir(), removed on drop
 //!  loopdev   losetup guard (sector size, offset, size limit), detached on drop
-//!  fuse      mount.exfat-fuse / fusefat guard, unmounted on drop
+//!  fuse      mount.exfat-fuse / fusefat / fakestick.py guard, unmounted on drop
+//!  fakestick a counterfeit stick (FUSE file that lies + direct-I/O loop device)
 //!  boot      independent decoders of exFAT and FAT32 boot fields
 //!  image     sentinel files, hashes, reads at an offset
 //!  cli       locating and running the mkfs-alloc binary
@@ -26,6 +27,7 @@ pub mod check;
 pub mod checks;
 pub mod cli;
 pub mod cmd;
+pub mod fakestick;
 pub mod fuse;
 pub mod image;
 pub mod loopdev;

@@ -47,12 +47,26 @@ impl LoopDevice {
         )
     }
 
+    /// Attaches `image` with direct I/O (`--direct-io=on`): the loop device
+    /// reads and writes the backing file with `O_DIRECT`, bypassing the page
+    /// cache (so a FUSE file behind it sees every I/O).
+    #[track_caller]
+    pub fn attach_direct(image: &Path) -> LoopDevice {
+        Self::attach_args(image, LoopOptions::default(), &["--direct-io=on"])
+    }
+
     /// Attaches `image` with options. Panics (with losetup's output) on failure.
     #[track_caller]
     pub fn attach_with(image: &Path, opts: LoopOptions) -> LoopDevice {
+        Self::attach_args(image, opts, &[])
+    }
+
+    #[track_caller]
+    fn attach_args(image: &Path, opts: LoopOptions, extra: &[&str]) -> LoopDevice {
         crate::tools::require_root();
         let losetup = require_tool("losetup");
         let mut args: Vec<String> = vec!["-f".into(), "--show".into()];
+        args.extend(extra.iter().map(|a| a.to_string()));
         if let Some(s) = opts.sector_size {
             args.extend(["--sector-size".into(), s.to_string()]);
         }

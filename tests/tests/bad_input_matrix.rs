@@ -63,7 +63,7 @@ const EXFAT_RANGE: &str = "512 B..32 MiB";
 const FAT32_RANGE: &str = "512 B..64 KiB";
 const EXFAT_LABEL_CHARS: &str = "\" * / : < > ? \\ |";
 const FAT32_LABEL_CHARS: &str = "\" * + , . / : ; < = > ? [ \\ ] |";
-const SIZE_UNITS: &str = "K, M, G, T|K/KiB, M/MiB";
+const SIZE_UNITS: &str = "K, M, G, T, P or E (binary: 1K = 1024; same as KiB, MiB, GiB, TiB, PiB, EiB) or kB, MB, GB, TB, PB, EB (decimal";
 
 #[rustfmt::skip]
 const ROWS: &[Row] = &[
@@ -72,7 +72,7 @@ const ROWS: &[Row] = &[
     row("exfat cluster 1000", Sentinel, &["--fs", "exfat", "--cluster", "1000"], &["not a power of two", EXFAT_RANGE]),
     row("fat32 cluster 3K", Sentinel, &["--fs", "fat32", "--cluster", "3K"], &["not a power of two", FAT32_RANGE]),
     row("cluster 0", Sentinel, &["--fs", "exfat", "--cluster", "0"], &[EXFAT_RANGE]),
-    row("cluster unit 32Q", Sentinel, &["--fs", "exfat", "--cluster", "32Q"], &["--cluster", "unknown unit", "K/KiB"]),
+    row("cluster unit 32Q", Sentinel, &["--fs", "exfat", "--cluster", "32Q"], &["--cluster", "unknown unit", SIZE_UNITS]),
     // Cluster sizes: below the sector size.
     row("exfat cluster 256", Sentinel, &["--fs", "exfat", "--cluster", "256"], &["out of range", EXFAT_RANGE]),
     row("fat32 cluster 256", Sentinel, &["--fs", "fat32", "--cluster", "256"], &["out of range", FAT32_RANGE]),
@@ -107,12 +107,15 @@ const ROWS: &[Row] = &[
     row("fat32 label a+b", Sentinel, &["--fs", "fat32", "--cluster", "512", "--label", "a+b"], &["'+'", "not allowed", FAT32_LABEL_CHARS]),
     row("fat32 label a[b", Sentinel, &["--fs", "fat32", "--cluster", "512", "--label", "a[b"], &["'['", "not allowed", FAT32_LABEL_CHARS]),
     // Sizes.
-    row("size 4X", New, &["--fs", "exfat", "--size", "4X"], &["--size", "unknown unit", "valid units"]),
-    row("size 4.5G", New, &["--fs", "exfat", "--size", "4.5G"], &["--size", "4.5G", "valid units|whole number"]),
+    row("size 4X", New, &["--fs", "exfat", "--size", "4X"], &["--size", "unknown unit", SIZE_UNITS]),
+    row("size 4.5G", New, &["--fs", "exfat", "--size", "4.5G"], &["--size", "4.5G", SIZE_UNITS]),
     row("size -1G", New, &["--fs", "exfat", "--size=-1G"], &["--size", "-1G", SIZE_UNITS]),
     row("size 0", New, &["--fs", "exfat", "--size", "0"], &["--size", "greater than zero", "1 MiB"]),
     row("size 99999999999999999999", New, &["--fs", "exfat", "--size", "99999999999999999999"], &["--size", "too large", "16 EiB"]),
     row("size 17000000T", New, &["--fs", "exfat", "--size", "17000000T"], &["--size", "too large", "16 EiB"]),
+    row("size 8 G (space before the unit)", New, &["--fs", "exfat", "--size", "8 G"], &["--size", "unknown unit", SIZE_UNITS]),
+    row("size 8gb (bits?)", New, &["--fs", "exfat", "--size", "8gb"], &["--size", "unknown unit", SIZE_UNITS]),
+    row("size 16E (one byte beyond the maximum)", New, &["--fs", "exfat", "--size", "16E"], &["--size", "too large", "16 EiB - 1 byte"]),
     row("size empty", New, &["--fs", "exfat", "--size="], &["--size", "empty"]),
     row("size 1048577 (not whole sectors)", New, &["--fs", "exfat", "--size", "1048577"], &["not a multiple", "512"]),
     row("size smaller than the image", Sentinel, &["--fs", "exfat", "--size", "32M"], &["smaller than the existing image", "never shrunk"]),
@@ -133,7 +136,7 @@ const ROWS: &[Row] = &[
     row("target is read-only", ReadOnly, &["--fs", "exfat"], &["cannot open", "for writing", "Read-only"]),
     row("exfat on 512 KiB", Small, &["--fs", "exfat"], &["too small", "1048576|1 MiB"]),
     row("fat32 on 512 KiB", Small, &["--fs", "fat32"], &["too small"]),
-    row("fat32 on 4 TiB at 512-byte sectors (new)", New, &["--fs", "fat32", "--size", "4T"], &["too large for FAT32", "1.9 TiB", "exFAT|4096-byte sectors"]),
+    row("fat32 on 4 TiB at 512-byte sectors (new)", New, &["--fs", "fat32", "--size", "4T"], &["too large for FAT32", "2.0 TiB", "exFAT|4096-byte sectors"]),
     // --data.
     row("--data with --cluster 32K", Sentinel, &["--fs", "exfat", "--data", "@DATA@", "--cluster", "32K"], &["--data", "cannot be combined with --cluster 32K"]),
     row("--data nonexistent", Sentinel, &["--fs", "exfat", "--data", "/nonexistent/mkfs-alloc-data"], &["--data", "no such file or directory"]),

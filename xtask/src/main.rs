@@ -1,10 +1,11 @@
 //! Project automation, run as `cargo xtask <command>` (alias in
-//! `.cargo/config.toml`). Standard library only.
+//! `.cargo/config.toml`). Standard library, plus serde_json to read the
+//! CLI's `--json` output.
 //!
 //! Commands:
-//! - `install-tools [--windows] [--fuzz] [--all]`: check the external tools
-//!   the interoperability tests use (and, with the flags, those of
-//!   `test-windows` and `fuzz`), and install the missing Debian packages in
+//! - `install-tools [--windows] [--fuzz] [--kernel] [--all]`: check the
+//!   external tools the interoperability tests use (and, with the flags,
+//!   those of `test-windows`, `fuzz` and `test-kernel`), and install the missing Debian packages in
 //!   one `apt-get` call (as root; otherwise print the command and fail);
 //! - `test [ARGS...]`: `install-tools`, `cargo build -p mkfs-alloc-cli`, then
 //!   `cargo test --workspace [ARGS...]` with `MKFS_ALLOC_BIN` set;
@@ -13,7 +14,11 @@
 //!   product crates for Windows and macOS (see [`CROSS_TARGETS`]);
 //! - `test-windows`: the Windows build run under Wine, its images checked
 //!   on Linux and compared with the Linux build's (see `windows.rs`);
-//! - `fuzz [--secs N]`: every cargo-fuzz target for N seconds (see `fuzz.rs`).
+//! - `fuzz [--secs N]`: every cargo-fuzz target for N seconds (see `fuzz.rs`);
+//! - `test-kernel [--all]`: images through the Linux kernel's exfat and vfat
+//!   drivers in QEMU (see `kernel.rs`);
+//! - `man [DIR]`: the man pages (clap_mangen, through the CLI's hidden
+//!   `man` command) into DIR, default `target/man`.
 //!
 //! To add a command, write a `fn(&[String]) -> Result<(), String>` and list
 //! it in [`COMMANDS`].
@@ -33,7 +38,7 @@ type Cmd = (
 const COMMANDS: &[Cmd] = &[
     (
         "install-tools",
-        "install the missing test tools (Debian packages) [--windows] [--fuzz] [--all]",
+        "install the missing test tools (Debian packages) [--windows] [--fuzz] [--kernel] [--all]",
         install_tools_cmd,
     ),
     (
@@ -45,6 +50,11 @@ const COMMANDS: &[Cmd] = &[
         "bench",
         "mkfs-alloc vs mkfs.exfat / mkfs.fat side by side [--reps N] [--quick] [--write]",
         bench_cmd,
+    ),
+    (
+        "man",
+        "write the man pages (mkfs-alloc.1 and one per command) into DIR [default target/man]",
+        man_cmd,
     ),
     (
         "cross-check",
@@ -61,10 +71,16 @@ const COMMANDS: &[Cmd] = &[
         "run every cargo-fuzz target [--secs N] (default 30) on nightly",
         fuzz::fuzz_cmd,
     ),
+    (
+        "test-kernel",
+        "images through the Linux kernel's exfat/vfat drivers in QEMU [--all] [--jobs N] [--case NAME] [--keep]",
+        kernel::test_kernel_cmd,
+    ),
 ];
 
 mod bench;
 mod fuzz;
+mod kernel;
 mod windows;
 
 /// Targets of `cross-check`.
@@ -281,6 +297,31 @@ fn usage() {
 }
 
 /// The workspace root (the parent of this crate's directory).
+/// `cargo xtask man [DIR]`: builds the CLI and has it write its man pages.
+fn man_cmd(args: &[String]) -> Result<(), String> {
+    let root = workspace_root();
+    let dir = match args {
+        [] => root.join("target").join("man"),
+        [d] => PathBuf::from(d),
+        _ => return Err("usage: cargo xtask man [DIR]".into()),
+    };
+    run(Command::new(cargo())
+        .current_dir(&root)
+        .args([
+            "run",
+            "-q",
+            "-p",
+            "mkfs-alloc-cli",
+            "--bin",
+            "mkfs-alloc",
+            "--",
+            "man",
+        ])
+        .arg(&dir))?;
+    eprintln!("xtask: man pages in {}", dir.display());
+    Ok(())
+}
+
 fn workspace_root() -> PathBuf {
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
     here.parent()
@@ -340,22 +381,32 @@ fn run(cmd: &mut Command) -> Result<(), String> {
 
 fn install_tools_cmd(args: &[String]) -> Result<(), String> {
     let mut tools: Vec<(&str, &'static str)> = TOOLS.to_vec();
+    let mut kernel = false;
     for a in args {
         match a.as_str() {
             "--windows" => tools.extend_from_slice(windows::TOOLS),
             "--fuzz" => tools.extend_from_slice(fuzz::TOOLS),
+            "--kernel" => kernel = true,
             "--all" => {
                 tools.extend_from_slice(windows::TOOLS);
                 tools.extend_from_slice(fuzz::TOOLS);
+                kernel = true;
             }
             other => {
                 return Err(format!(
-                    "unknown option {other:?}; valid: --windows, --fuzz, --all"
+                    "unknown option {other:?}; valid: --windows, --fuzz, --kernel, --all"
                 ))
             }
         }
     }
+    if kernel {
+        tools.extend_from_slice(kernel::TOOLS);
+    }
     install_packages(&tools)?;
+    install_fusepy()?;
+    if kernel {
+        kernel::install()?;
+    }
     check_fuse();
     Ok(())
 }
@@ -363,8 +414,41 @@ fn install_tools_cmd(args: &[String]) -> Result<(), String> {
 /// Installs the missing packages (root) or says how to (not root).
 fn install_tools() -> Result<(), String> {
     install_packages(TOOLS)?;
+    install_fusepy()?;
     check_fuse();
     Ok(())
+}
+
+/// The Python module `fusepy` (PyPI) behind the fake-stick tests
+/// (`tests/src/fakestick.py`): installed with pip when `import fuse` fails.
+fn install_fusepy() -> Result<(), String> {
+    let has = || {
+        Command::new("python3")
+            .args(["-c", "import fuse"])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if has() {
+        return Ok(());
+    }
+    eprintln!("xtask: installing the Python module fusepy (python3 -m pip install fusepy)");
+    // Debian's system Python refuses pip without this flag (PEP 668).
+    let plain = run(Command::new("python3").args(["-m", "pip", "install", "fusepy"]));
+    if plain.is_err() || !has() {
+        run(Command::new("python3").args([
+            "-m",
+            "pip",
+            "install",
+            "--break-system-packages",
+            "fusepy",
+        ]))?;
+    }
+    if has() {
+        Ok(())
+    } else {
+        Err("fusepy is still missing after pip install; the fake-stick tests need it".into())
+    }
 }
 
 /// Installs the packages of the missing `tools` (root) in one `apt-get`

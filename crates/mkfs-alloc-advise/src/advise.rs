@@ -10,6 +10,7 @@ use crate::model::{fat32_dirs_over_limit, footprint_for, Footprint};
 use crate::scan::{DataSummary, ScanResult};
 use mkfs_alloc_layout::plan::default_align;
 use mkfs_alloc_layout::units::{format_count, format_size, KIB, MIB};
+use mkfs_alloc_layout::waste::{waste_bytes, waste_percent};
 use mkfs_alloc_layout::{
     plan, valid_cluster_sizes, ClusterChoice, FormatOptions, FsChoice, FsType, Layout, Medium,
     PlanError, RegionKind,
@@ -54,6 +55,46 @@ pub enum AdviseError {
         /// Volume size.
         volume_bytes: u64,
     },
+    /// Files larger than FAT32 can store (4 GiB - 1 bytes).
+    #[error("{} file(s) exceed FAT32's limit of 4 GiB - 1 bytes and cannot be stored: use exFAT", format_count(*.count))]
+    FilesTooLarge {
+        /// How many.
+        count: u64,
+    },
+    /// The data fits at no cluster size up to the compatibility limit.
+    #[error("{}", FsNote::DoesNotFit { cluster_size: *.cluster_size, needed_bytes: *.needed_bytes, free_bytes: *.free_bytes, fits_beyond_compat: *.fits_beyond_compat }.describe(*.fs))]
+    DoesNotFit {
+        /// File system.
+        fs: FsType,
+        /// The cluster size that comes closest.
+        cluster_size: u64,
+        /// What the data needs at that size.
+        needed_bytes: u64,
+        /// What is free at that size.
+        free_bytes: u64,
+        /// The largest cluster size beyond the compatibility limit at which
+        /// it would fit, if any.
+        fits_beyond_compat: Option<u64>,
+    },
+}
+
+/// How to choose the recommendation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Policy {
+    /// Largest acceptable waste, in percent of the data's size.
+    pub max_waste_percent: f64,
+    /// Allow recommending a cluster size beyond [`compat_max_cluster`]
+    /// (never done otherwise).
+    pub beyond_compat: bool,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            max_waste_percent: DEFAULT_MAX_WASTE_PERCENT,
+            beyond_compat: false,
+        }
+    }
 }
 
 /// Which file systems to advise on.
@@ -267,6 +308,18 @@ pub enum FsNote {
         /// How many.
         count: u64,
     },
+    /// The data fits at no cluster size the recommendation may choose.
+    DoesNotFit {
+        /// The cluster size that comes closest.
+        cluster_size: u64,
+        /// What the data needs at that size.
+        needed_bytes: u64,
+        /// What is free at that size.
+        free_bytes: u64,
+        /// The largest cluster size beyond the compatibility limit at which
+        /// it would fit, if any (recommended only when asked).
+        fits_beyond_compat: Option<u64>,
+    },
     /// A peer tool's default is not valid for this volume in our layout.
     DefaultNotValid {
         /// Whose default (`windows`, `sd_spec`, `mkfs`).
@@ -292,6 +345,27 @@ impl FsNote {
                 "{} directory(ies) need more than FAT32's 65,536 entries and cannot be copied whole",
                 format_count(*count)
             ),
+            FsNote::DoesNotFit {
+                cluster_size,
+                needed_bytes,
+                free_bytes,
+                fits_beyond_compat,
+            } => {
+                let beyond = match fits_beyond_compat {
+                    Some(c) => format!(
+                        "; it would fit with {} clusters, beyond the compatibility limit ({}): choose that size explicitly if every system that reads the volume handles it",
+                        format_size(*c),
+                        compat_text(fs)
+                    ),
+                    None => String::new(),
+                };
+                format!(
+                    "the data does not fit on this {fs} volume: at the closest cluster size, {}, it needs {} and {} is free{beyond}",
+                    format_size(*cluster_size),
+                    format_size(*needed_bytes),
+                    format_size(*free_bytes)
+                )
+            }
             FsNote::DefaultNotValid {
                 source,
                 cluster_size,
@@ -320,8 +394,6 @@ pub enum RecommendationRule {
     LeastWaste,
     /// The data fits only at smaller sizes than the rules prefer.
     OnlyFitting,
-    /// The data fits at no size; the one that comes closest.
-    DoesNotFit,
     /// No data: the `--cluster auto` rule.
     AutoNoData,
     /// The data has no bytes: the `--cluster auto` rule.
@@ -348,8 +420,9 @@ pub struct Recommendation {
 /// # Errors
 ///
 /// [`AdviseError::Plan`] for an invalid sector size, [`AdviseError::MaxWaste`]
-/// for a negative or NaN limit. A file system with no valid cluster size is
-/// not an error: its [`FsAdvice`] has no rows and says so in its notes.
+/// for a negative or NaN limit. A file system with no valid cluster size, or
+/// where the data does not fit, is not an error: its [`FsAdvice`] has no
+/// recommendation and says why in its notes.
 pub fn advise(
     volume_bytes: u64,
     sector_size: u32,
@@ -357,6 +430,27 @@ pub fn advise(
     data: Option<&ScanResult>,
     max_waste_percent: f64,
 ) -> Result<Advice, AdviseError> {
+    let policy = Policy {
+        max_waste_percent,
+        ..Policy::default()
+    };
+    advise_with(volume_bytes, sector_size, fs, data, &policy)
+}
+
+/// [`advise`] with a [`Policy`] (e.g. allowing cluster sizes beyond the
+/// compatibility limit).
+///
+/// # Errors
+///
+/// As [`advise`].
+pub fn advise_with(
+    volume_bytes: u64,
+    sector_size: u32,
+    fs: FsSelection,
+    data: Option<&ScanResult>,
+    policy: &Policy,
+) -> Result<Advice, AdviseError> {
+    let max_waste_percent = policy.max_waste_percent;
     check_inputs(sector_size, max_waste_percent)?;
     let bps = u64::from(sector_size);
     let medium = Medium::whole(volume_bytes / bps * bps, sector_size);
@@ -369,7 +463,7 @@ pub fn advise(
                 label: Some(ASSUMED_LABEL.to_string()),
                 ..FormatOptions::default()
             };
-            fs_advice(fs, &base, &medium, data, max_waste_percent)
+            fs_advice(fs, &base, &medium, data, policy)
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Advice {
@@ -406,7 +500,9 @@ pub fn recommend_for_data(
 ///
 /// [`AdviseError::Plan`] when the planner rejects the options or the
 /// medium, [`AdviseError::NoValidCluster`] when no size is valid,
-/// [`AdviseError::MaxWaste`] for a negative or NaN limit.
+/// [`AdviseError::FilesTooLarge`] for files FAT32 cannot store,
+/// [`AdviseError::DoesNotFit`] when the data fits at no size up to the
+/// compatibility limit, [`AdviseError::MaxWaste`] for a negative or NaN limit.
 pub fn recommend_for_format(
     opts: &FormatOptions,
     medium: &Medium,
@@ -433,12 +529,37 @@ pub fn recommend_for_format(
         fs: FsChoice::Fixed(fs),
         ..opts.clone()
     };
-    fs_advice(fs, &base, &medium, Some(data), max_waste_percent)?
-        .recommendation
-        .ok_or(AdviseError::NoValidCluster {
+    let policy = Policy {
+        max_waste_percent,
+        beyond_compat: false,
+    };
+    let advice = fs_advice(fs, &base, &medium, Some(data), &policy)?;
+    if let Some(r) = advice.recommendation {
+        return Ok(r);
+    }
+    Err(advice
+        .notes
+        .iter()
+        .find_map(|n| match *n {
+            FsNote::FilesOver4Gib { count } => Some(AdviseError::FilesTooLarge { count }),
+            FsNote::DoesNotFit {
+                cluster_size,
+                needed_bytes,
+                free_bytes,
+                fits_beyond_compat,
+            } => Some(AdviseError::DoesNotFit {
+                fs,
+                cluster_size,
+                needed_bytes,
+                free_bytes,
+                fits_beyond_compat,
+            }),
+            _ => None,
+        })
+        .unwrap_or(AdviseError::NoValidCluster {
             fs,
             volume_bytes: medium.volume_bytes,
-        })
+        }))
 }
 
 fn check_inputs(sector_size: u32, max_waste_percent: f64) -> Result<(), AdviseError> {
@@ -470,7 +591,7 @@ fn fs_advice(
     base: &FormatOptions,
     medium: &Medium,
     data: Option<&ScanResult>,
-    max_waste: f64,
+    policy: &Policy,
 ) -> Result<FsAdvice, AdviseError> {
     let volume = medium.volume_bytes;
     let align = base
@@ -536,7 +657,15 @@ fn fs_advice(
 
     let recommendation = match data {
         _ if cands.is_empty() => None,
-        Some(d) if d.apparent_bytes > 0 => Some(recommend(fs, &cands, max_waste, d)),
+        // FAT32 cannot store the data whatever the cluster size (noted above).
+        Some(_) if files_over_4gib.is_some_and(|n| n > 0) => None,
+        Some(d) if d.apparent_bytes > 0 => match recommend(fs, &cands, policy) {
+            Ok(r) => Some(r),
+            Err(note) => {
+                notes.push(note);
+                None
+            }
+        },
         Some(_) => auto_layout.as_ref().ok().map(|l| Recommendation {
             cluster_size: l.cluster_size,
             rule: RecommendationRule::AutoEmptyData,
@@ -588,12 +717,16 @@ fn candidate(
     let overhead = layout.overhead_bytes();
     let footprint = data.map(|d| footprint_for(layout, d));
     let on_disk = footprint.map(|f| f.bytes_on_disk());
-    let waste = match (on_disk, data) {
-        (Some(b), Some(d)) => Some(b.saturating_sub(d.apparent_bytes)),
+    let waste = match (footprint, data) {
+        (Some(f), Some(d)) => Some(waste_bytes(
+            f.file_bytes(),
+            f.directory_bytes(),
+            d.apparent_bytes,
+        )),
         _ => None,
     };
     let waste_percent = match (waste, data) {
-        (Some(w), Some(d)) if d.apparent_bytes > 0 => Some(pct(w, d.apparent_bytes)),
+        (Some(w), Some(d)) => waste_percent(w, d.apparent_bytes),
         _ => None,
     };
     let mut notes = Vec::new();
@@ -636,32 +769,44 @@ fn candidate(
     }
 }
 
+/// The compatibility limit in words.
+fn compat_text(fs: FsType) -> &'static str {
+    match fs {
+        FsType::Fat32 => "FAT32 up to 32 KiB",
+        FsType::Exfat => "exFAT up to 1 MiB",
+    }
+}
+
 /// The recommendation rule with data (rows sorted by cluster size, data
 /// with a non-zero apparent size):
 ///
 /// 1. candidates: valid sizes up to the compatibility ceiling
-///    ([`compat_max_cluster`]; all valid sizes if none is that small), and
-///    not below [`MIN_PREFERRED_CLUSTER`] unless no candidate is that large;
-/// 2. the largest candidate whose waste is within `max_waste` and where the
+///    ([`compat_max_cluster`]; every valid size with
+///    [`Policy::beyond_compat`]), and not below [`MIN_PREFERRED_CLUSTER`]
+///    unless no candidate is that large;
+/// 2. the largest candidate whose waste is within the limit and where the
 ///    data fits ([`RecommendationRule::WithinMaxWaste`]);
 /// 3. else the fitting candidate that wastes least, i.e. the smallest
 ///    ([`RecommendationRule::LeastWaste`]);
-/// 4. else the largest valid size of any kind where the data fits
-///    ([`RecommendationRule::OnlyFitting`]);
-/// 5. else the size with the smallest footprint ([`RecommendationRule::DoesNotFit`]).
+/// 4. else the largest size up to the ceiling (below the floor too) where
+///    the data fits ([`RecommendationRule::OnlyFitting`]);
+/// 5. else no recommendation: the [`FsNote::DoesNotFit`] note says how much
+///    is missing, and whether a size beyond the ceiling would do.
 ///
 /// Waste never shrinks as clusters grow (each file and directory rounds up
 /// to a multiple of the previous size), so "largest within the limit" is a
 /// threshold.
-fn recommend(fs: FsType, cands: &[Candidate], max_waste: f64, data: &ScanResult) -> Recommendation {
-    let ceiling = compat_max_cluster(fs);
-    let mut compatible: Vec<&Candidate> = cands
+fn recommend(fs: FsType, cands: &[Candidate], policy: &Policy) -> Result<Recommendation, FsNote> {
+    let max_waste = policy.max_waste_percent;
+    let ceiling = if policy.beyond_compat {
+        u64::MAX
+    } else {
+        compat_max_cluster(fs)
+    };
+    let compatible: Vec<&Candidate> = cands
         .iter()
         .filter(|c| c.row.cluster_size <= ceiling)
         .collect();
-    if compatible.is_empty() {
-        compatible = cands.iter().collect();
-    }
     let floor = if compatible
         .iter()
         .any(|c| c.row.cluster_size >= MIN_PREFERRED_CLUSTER)
@@ -671,23 +816,16 @@ fn recommend(fs: FsType, cands: &[Candidate], max_waste: f64, data: &ScanResult)
         compatible.last().map_or(0, |c| c.row.cluster_size)
     };
     let preferred: Vec<&Candidate> = compatible
-        .into_iter()
+        .iter()
+        .copied()
         .filter(|c| c.row.cluster_size >= floor)
         .collect();
     let fits = |c: &Candidate| c.row.fits == Some(true);
     let waste = |c: &Candidate| c.row.waste_percent.unwrap_or(0.0);
-    let over = data.files_over_fat32_limit();
-    let tail = if fs == FsType::Fat32 && over > 0 {
-        format!(
-            "; {} file(s) exceed FAT32's 4 GiB - 1 limit: use exFAT",
-            format_count(over)
-        )
+    let ceiling_text = if policy.beyond_compat {
+        "cluster sizes beyond the compatibility limit allowed"
     } else {
-        String::new()
-    };
-    let ceiling_text = match fs {
-        FsType::Fat32 => "FAT32 up to 32 KiB",
-        FsType::Exfat => "exFAT up to 1 MiB",
+        compat_text(fs)
     };
     let below_floor = if floor < MIN_PREFERRED_CLUSTER {
         format!("; clusters of 4 KiB and more are not valid for {fs} on this volume")
@@ -697,7 +835,7 @@ fn recommend(fs: FsType, cands: &[Candidate], max_waste: f64, data: &ScanResult)
     let make = |c: &Candidate, rule, reason: String| Recommendation {
         cluster_size: c.row.cluster_size,
         rule,
-        reason: format!("{reason}{below_floor}{tail}"),
+        reason: format!("{reason}{below_floor}"),
     };
 
     if let Some(c) = preferred
@@ -705,7 +843,7 @@ fn recommend(fs: FsType, cands: &[Candidate], max_waste: f64, data: &ScanResult)
         .copied()
         .rfind(|c| fits(c) && waste(c) <= max_waste)
     {
-        return make(
+        return Ok(make(
             c,
             RecommendationRule::WithinMaxWaste,
             format!(
@@ -713,10 +851,10 @@ fn recommend(fs: FsType, cands: &[Candidate], max_waste: f64, data: &ScanResult)
                 waste(c),
                 trim_float(max_waste)
             ),
-        );
+        ));
     }
     if let Some(c) = preferred.iter().copied().find(|c| fits(c)) {
-        return make(
+        return Ok(make(
             c,
             RecommendationRule::LeastWaste,
             format!(
@@ -727,10 +865,10 @@ fn recommend(fs: FsType, cands: &[Candidate], max_waste: f64, data: &ScanResult)
                 waste(c),
                 format_size(c.row.waste_bytes.unwrap_or(0)),
             ),
-        );
+        ));
     }
-    if let Some(c) = cands.iter().rfind(|c| fits(c)) {
-        return make(
+    if let Some(c) = compatible.iter().copied().rfind(|c| fits(c)) {
+        return Ok(make(
             c,
             RecommendationRule::OnlyFitting,
             format!(
@@ -738,26 +876,32 @@ fn recommend(fs: FsType, cands: &[Candidate], max_waste: f64, data: &ScanResult)
                 format_size(c.row.cluster_size),
                 waste(c)
             ),
-        );
+        ));
     }
-    let best = cands
+    let shortfall = |c: &&Candidate| {
+        c.footprint
+            .map_or(u64::MAX, |f| f.bytes_on_disk())
+            .saturating_sub(c.row.usable_bytes)
+    };
+    let pool: Vec<&Candidate> = if compatible.is_empty() {
+        cands.iter().collect()
+    } else {
+        compatible
+    };
+    let best = pool
         .iter()
-        .min_by_key(|c| {
-            c.footprint
-                .map_or(u64::MAX, |f| f.bytes_on_disk())
-                .saturating_sub(c.row.usable_bytes)
-        })
+        .copied()
+        .min_by_key(shortfall)
         .unwrap_or(&cands[0]);
-    make(
-        best,
-        RecommendationRule::DoesNotFit,
-        format!(
-            "the data does not fit at any cluster size; at {} it needs {} and {} is free",
-            format_size(best.row.cluster_size),
-            format_size(best.row.data_bytes_on_disk.unwrap_or(0)),
-            format_size(best.row.usable_bytes)
-        ),
-    )
+    Err(FsNote::DoesNotFit {
+        cluster_size: best.row.cluster_size,
+        needed_bytes: best.row.data_bytes_on_disk.unwrap_or(0),
+        free_bytes: best.row.usable_bytes,
+        fits_beyond_compat: cands
+            .iter()
+            .rfind(|c| c.row.cluster_size > ceiling && fits(c))
+            .map(|c| c.row.cluster_size),
+    })
 }
 
 /// `1` rather than `1.0`, `2.5` as is.

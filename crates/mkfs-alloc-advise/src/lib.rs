@@ -43,9 +43,9 @@ pub mod scan;
 pub mod testtree;
 
 pub use advise::{
-    advise, compat_max_cluster, recommend_for_data, recommend_for_format, Advice, AdviseError,
-    FsAdvice, FsNote, FsSelection, Overhead, Recommendation, RecommendationRule, Row, RowNote,
-    DEFAULT_MAX_WASTE_PERCENT,
+    advise, advise_with, compat_max_cluster, recommend_for_data, recommend_for_format, Advice,
+    AdviseError, FsAdvice, FsNote, FsSelection, Overhead, Policy, Recommendation,
+    RecommendationRule, Row, RowNote, DEFAULT_MAX_WASTE_PERCENT,
 };
 pub use model::{footprint, footprint_for, Footprint, RootDir};
 pub use scan::{

@@ -25,8 +25,8 @@
 //! - Directories only grow: the model assumes a copy into an empty volume,
 //!   with no deletions (deleted entries would leave holes a later copy may
 //!   or may not reuse).
-//! - Hard links are counted once (see [`crate::scan`]): a copy tool that does
-//!   not preserve them (FAT has no hard links) stores each link as a file.
+//! - Each hard link counts as a file (see [`crate::scan`]): FAT and exFAT
+//!   have no hard links, so a copy stores each link as a file of its own.
 
 use crate::names::DIR_ENTRY_BYTES;
 use crate::scan::{DirRecord, ScanResult};

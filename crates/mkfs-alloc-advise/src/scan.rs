@@ -11,8 +11,10 @@
 //! - symbolic links below the PATH arguments are skipped and counted unless
 //!   [`ScanOptions::follow_symlinks`] is set; the PATH arguments themselves are
 //!   always followed (like `find -H`);
-//! - a file with several hard links is counted once, by (device, inode);
-//!   later links are neither data nor directory entries;
+//! - a file with several hard links is counted once per link, as a copy
+//!   stores it (FAT and exFAT have no hard links); with
+//!   [`ScanOptions::hard_links_once`] it is counted once, by (device, inode),
+//!   and later links are neither data nor directory entries;
 //! - with `follow_symlinks`, a directory reached twice (a link loop, or two
 //!   links to one place) is walked once;
 //! - entries that cannot be read are counted, the first
@@ -81,6 +83,10 @@ pub type ProgressFn<'a> = &'a (dyn Fn(&ScanProgress) + Sync);
 pub struct ScanOptions<'a> {
     /// Follow symbolic links below the PATH arguments.
     pub follow_symlinks: bool,
+    /// Count a file with several hard links once (a copy that recreates
+    /// hard links; neither FAT nor exFAT can). Off by default: each link is
+    /// a file of its own, as `cp -r` and `mcopy` store it.
+    pub hard_links_once: bool,
     /// Worker threads; 0 means one per available CPU.
     pub threads: usize,
     /// Called with the running totals while the scan goes on.
@@ -93,6 +99,7 @@ impl Default for ScanOptions<'_> {
     fn default() -> Self {
         ScanOptions {
             follow_symlinks: false,
+            hard_links_once: false,
             threads: 0,
             progress: None,
             progress_interval: Duration::from_millis(100),
@@ -104,6 +111,7 @@ impl std::fmt::Debug for ScanOptions<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ScanOptions")
             .field("follow_symlinks", &self.follow_symlinks)
+            .field("hard_links_once", &self.hard_links_once)
             .field("threads", &self.threads)
             .field("progress", &self.progress.is_some())
             .field("progress_interval", &self.progress_interval)
@@ -150,8 +158,8 @@ pub struct Unreadable {
 /// The outcome of a scan.
 #[derive(Debug, Clone, Default)]
 pub struct ScanResult {
-    /// Apparent size of every regular file counted (hard links once), in no
-    /// particular order.
+    /// Apparent size of every regular file counted (each hard link, unless
+    /// [`ScanOptions::hard_links_once`]), in no particular order.
     pub file_sizes: Vec<u64>,
     /// Every directory below the PATH arguments (the PATH directories included).
     pub dirs: Vec<DirRecord>,
@@ -161,9 +169,13 @@ pub struct ScanResult {
     pub apparent_bytes: u64,
     /// Symbolic links not followed.
     pub symlinks_skipped: u64,
-    /// Further hard links to a file already counted, and (with
-    /// `follow_symlinks`) directories reached a second time.
+    /// Further hard links to a file already counted (with
+    /// [`ScanOptions::hard_links_once`]), and (with `follow_symlinks`)
+    /// directories reached a second time.
     pub duplicates_skipped: u64,
+    /// Further links to a file already counted that were counted as files of
+    /// their own (without [`ScanOptions::hard_links_once`]).
+    pub hard_links_as_files: u64,
     /// FIFOs, sockets and device nodes.
     pub special_skipped: u64,
     /// Entries that could not be read (directories not listed, files not
@@ -210,6 +222,8 @@ pub struct DataSummary {
     pub symlinks_skipped: u64,
     /// See [`ScanResult::duplicates_skipped`].
     pub duplicates_skipped: u64,
+    /// See [`ScanResult::hard_links_as_files`].
+    pub hard_links_as_files: u64,
     /// See [`ScanResult::special_skipped`].
     pub special_skipped: u64,
     /// See [`ScanResult::unreadable`].
@@ -287,6 +301,7 @@ impl ScanResult {
             largest_file: self.file_sizes.iter().copied().max().unwrap_or(0),
             symlinks_skipped: self.symlinks_skipped,
             duplicates_skipped: self.duplicates_skipped,
+            hard_links_as_files: self.hard_links_as_files,
             special_skipped: self.special_skipped,
             unreadable: self.unreadable,
             unreadable_paths: self.unreadable_paths.clone(),
@@ -306,6 +321,7 @@ struct Acc {
     apparent: u64,
     symlinks: u64,
     duplicates: u64,
+    links_as_files: u64,
     special: u64,
     unreadable: u64,
     unreadable_paths: Vec<Unreadable>,
@@ -339,6 +355,7 @@ impl Acc {
         self.apparent = self.apparent.saturating_add(o.apparent);
         self.symlinks += o.symlinks;
         self.duplicates += o.duplicates;
+        self.links_as_files += o.links_as_files;
         self.special += o.special;
         self.unreadable += o.unreadable;
         self.unreadable_paths.extend(o.unreadable_paths);
@@ -350,6 +367,7 @@ impl Acc {
 /// State shared by the workers.
 struct Walk<'a> {
     follow: bool,
+    links_once: bool,
     accs: Vec<Mutex<Acc>>,
     links: Mutex<HashSet<(u64, u64)>>,
     dirs_seen: Mutex<HashSet<(u64, u64)>>,
@@ -391,11 +409,22 @@ fn dir_id(_m: &fs::Metadata) -> Option<(u64, u64)> {
 }
 
 impl Walk<'_> {
-    /// True the first time a file with several links is seen.
-    fn first_link(&self, m: &fs::Metadata) -> bool {
-        match link_id(m) {
+    /// Whether to count this file: always, unless hard links count once
+    /// and this is not the first link seen. A further link counted as a
+    /// file of its own is recorded in `acc`.
+    fn count_link(&self, m: &fs::Metadata, acc: &mut Acc) -> bool {
+        let first = match link_id(m) {
             Some(id) => lock(&self.links).insert(id),
             None => true,
+        };
+        if first {
+            true
+        } else if self.links_once {
+            acc.duplicates += 1;
+            false
+        } else {
+            acc.links_as_files += 1;
+            true
         }
     }
 
@@ -509,8 +538,7 @@ fn walk_dir<'s>(w: &'s Walk<'s>, scope: &rayon::Scope<'s>, dir: PathBuf) {
                             }
                         },
                     };
-                    if !w.first_link(&m) {
-                        acc.duplicates += 1;
+                    if !w.count_link(&m, &mut acc) {
                         continue;
                     }
                     rec.add(&name);
@@ -558,6 +586,7 @@ pub fn scan(paths: &[PathBuf], opts: &ScanOptions<'_>) -> Result<ScanResult, Sca
     };
     let walk = Walk {
         follow: opts.follow_symlinks,
+        links_once: opts.hard_links_once,
         accs: (0..threads).map(|_| Mutex::new(Acc::default())).collect(),
         links: Mutex::new(HashSet::new()),
         dirs_seen: Mutex::new(HashSet::new()),
@@ -592,8 +621,7 @@ pub fn scan(paths: &[PathBuf], opts: &ScanOptions<'_>) -> Result<ScanResult, Sca
             }
             top_dirs.push(path.clone());
         } else if m.is_file() {
-            if !walk.first_link(&m) {
-                top.duplicates += 1;
+            if !walk.count_link(&m, &mut top) {
                 continue;
             }
             top.sizes.push(m.len());
@@ -638,6 +666,7 @@ pub fn scan(paths: &[PathBuf], opts: &ScanOptions<'_>) -> Result<ScanResult, Sca
         apparent_bytes: all.apparent,
         symlinks_skipped: all.symlinks,
         duplicates_skipped: all.duplicates,
+        hard_links_as_files: all.links_as_files,
         special_skipped: all.special,
         unreadable: all.unreadable,
         unreadable_paths: all.unreadable_paths,

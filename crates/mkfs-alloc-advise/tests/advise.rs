@@ -2,8 +2,8 @@
 //! recommendation rule.
 
 use mkfs_alloc_advise::{
-    advise, recommend_for_data, recommend_for_format, AdviseError, FsNote, FsSelection,
-    RecommendationRule, RowNote, ScanResult,
+    advise, advise_with, recommend_for_data, recommend_for_format, AdviseError, FsNote,
+    FsSelection, Policy, RecommendationRule, RowNote, ScanResult,
 };
 use mkfs_alloc_layout::units::{GIB, KIB, MIB};
 use mkfs_alloc_layout::{
@@ -167,8 +167,15 @@ fn data_that_does_not_fit() {
     let a = advise(16 * MIB, 512, FsSelection::Both, Some(&data), 1.0).expect("advice");
     let e = &a.per_fs[0];
     assert!(e.rows.iter().all(|r| r.fits == Some(false)));
-    let r = e.recommendation.as_ref().expect("rec");
-    assert_eq!(r.rule, RecommendationRule::DoesNotFit);
+    // Nothing fits: no recommendation, and a note that says so.
+    assert!(e.recommendation.is_none());
+    let note = e
+        .notes
+        .iter()
+        .find(|n| matches!(n, FsNote::DoesNotFit { .. }))
+        .expect("a does-not-fit note");
+    let text = note.describe(FsType::Exfat);
+    assert!(text.contains("does not fit"), "{text}");
     // FAT32 cannot be laid out on 16 MiB at all.
     let f = &a.per_fs[1];
     assert!(f.rows.is_empty());
@@ -201,8 +208,85 @@ fn fat32_file_limit() {
     let f = &a.per_fs[1];
     assert_eq!(f.files_over_4gib, Some(1));
     assert!(f.notes.contains(&FsNote::FilesOver4Gib { count: 1 }));
-    let r = f.recommendation.as_ref().expect("rec");
-    assert!(r.reason.contains("use exFAT"), "{}", r.reason);
+    // FAT32 cannot store the data at any cluster size: nothing recommended.
+    assert!(f.recommendation.is_none());
+    assert!(FsNote::FilesOver4Gib { count: 1 }
+        .describe(FsType::Fat32)
+        .contains("use exFAT"));
+    // The formatter's `--data` is refused with the reason.
+    let medium = Medium::whole(64 * GIB, 512);
+    let e = recommend_for_data(FsType::Fat32, &medium, &data, 1.0);
+    assert!(e.is_none());
+    let fixed = FormatOptions {
+        fs: FsChoice::Fixed(FsType::Fat32),
+        ..FormatOptions::default()
+    };
+    let e = recommend_for_format(&fixed, &medium, &data, 1.0).expect_err("refused");
+    assert!(matches!(e, AdviseError::FilesTooLarge { count: 1 }), "{e}");
+    assert!(e.to_string().contains("4 GiB - 1"), "{e}");
+}
+
+/// 100 GiB of files onto 16 GiB of FAT32 fits at no size. Before: 64 KiB
+/// was recommended (beyond FAT32's compatibility limit of 32 KiB) with rule
+/// "does not fit", and `--data` formatted with it.
+#[test]
+fn never_beyond_the_compatibility_limit_and_say_when_nothing_fits() {
+    let data = files(vec![4 * GIB - 1; 25]);
+    let a = advise(16 * GIB, 512, FsSelection::Fat32, Some(&data), 1.0).expect("advice");
+    let f = &a.per_fs[0];
+    assert!(f.recommendation.is_none(), "{:?}", f.recommendation);
+    assert!(f
+        .rows
+        .iter()
+        .all(|r| !r.notes.contains(&RowNote::Recommended)));
+    let note = f
+        .notes
+        .iter()
+        .find_map(|n| match n {
+            FsNote::DoesNotFit { cluster_size, .. } => Some(*cluster_size),
+            _ => None,
+        })
+        .expect("does-not-fit note");
+    assert!(note <= 32 * KIB, "closest size {note} within the limit");
+    let medium = Medium::whole(16 * GIB, 512);
+    let fixed = FormatOptions {
+        fs: FsChoice::Fixed(FsType::Fat32),
+        ..FormatOptions::default()
+    };
+    let e = recommend_for_format(&fixed, &medium, &data, 1.0).expect_err("refused");
+    assert!(matches!(e, AdviseError::DoesNotFit { .. }), "{e}");
+    assert!(e.to_string().contains("does not fit"), "{e}");
+
+    // Data that fits only beyond the limit: recommended only when asked.
+    // 16 GiB FAT32: usable grows with the cluster size (smaller FAT).
+    let row = |c: u64| f.rows.iter().find(|r| r.cluster_size == c).expect("row");
+    let usable_32k = row(32 * KIB).usable_bytes;
+    let usable_64k = row(64 * KIB).usable_bytes;
+    assert!(usable_64k > usable_32k);
+    // 1 GiB files plus one filler, all in 64 KiB multiples, one cluster short
+    // of filling the 64 KiB layout.
+    let total = (usable_64k / (64 * KIB) - 1) * 64 * KIB;
+    assert!(total > usable_32k);
+    let mut sizes = vec![GIB; (total / GIB) as usize];
+    sizes.push(total % GIB);
+    let between = files(sizes);
+    let a = advise(16 * GIB, 512, FsSelection::Fat32, Some(&between), 1.0).expect("advice");
+    let f = &a.per_fs[0];
+    assert!(f.recommendation.is_none());
+    assert!(f.notes.iter().any(|n| matches!(
+        n,
+        FsNote::DoesNotFit {
+            fits_beyond_compat: Some(c),
+            ..
+        } if *c == 64 * KIB
+    )));
+    let asked = Policy {
+        beyond_compat: true,
+        ..Policy::default()
+    };
+    let a = advise_with(16 * GIB, 512, FsSelection::Fat32, Some(&between), &asked).expect("advice");
+    let r = a.per_fs[0].recommendation.as_ref().expect("rec when asked");
+    assert_eq!(r.cluster_size, 64 * KIB);
 }
 
 #[test]

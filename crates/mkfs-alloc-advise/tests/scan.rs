@@ -78,7 +78,17 @@ fn links_special_files_and_unreadable_entries() {
         .success();
     assert!(made);
 
+    // By default each hard link is a file, as a copy onto FAT/exFAT stores it.
     let r = scan(std::slice::from_ref(&top), &ScanOptions::default()).expect("scan");
+    assert_eq!(r.file_count(), 3, "d/f, hard (its second link), what?.txt");
+    assert_eq!(r.apparent_bytes, 201);
+    assert_eq!(r.duplicates_skipped, 0);
+    assert_eq!(r.hard_links_as_files, 1);
+    let once = ScanOptions {
+        hard_links_once: true,
+        ..ScanOptions::default()
+    };
+    let r = scan(std::slice::from_ref(&top), &once).expect("scan");
     assert_eq!(
         r.file_count(),
         2,
@@ -86,6 +96,7 @@ fn links_special_files_and_unreadable_entries() {
     );
     assert_eq!(r.apparent_bytes, 101);
     assert_eq!(r.duplicates_skipped, 1);
+    assert_eq!(r.hard_links_as_files, 0);
     assert_eq!(r.symlinks_skipped, 4);
     assert_eq!(r.special_skipped, 1);
     assert_eq!(r.invalid_names, 1);
@@ -94,6 +105,7 @@ fn links_special_files_and_unreadable_entries() {
 
     let follow = ScanOptions {
         follow_symlinks: true,
+        hard_links_once: true,
         ..ScanOptions::default()
     };
     let r = scan(std::slice::from_ref(&top), &follow).expect("scan");
@@ -104,6 +116,16 @@ fn links_special_files_and_unreadable_entries() {
     assert_eq!(r.duplicates_skipped, 1 + 1 + 2);
     assert_eq!(r.unreadable, 1, "the broken link");
     assert!(r.unreadable_paths[0].path.ends_with("broken"));
+
+    // Following links, each link to d/f is a file of its own by default.
+    let follow_each = ScanOptions {
+        follow_symlinks: true,
+        ..ScanOptions::default()
+    };
+    let r = scan(std::slice::from_ref(&top), &follow_each).expect("scan");
+    assert_eq!(r.file_count(), 4, "d/f, hard, link-to-file, what?.txt");
+    assert_eq!(r.hard_links_as_files, 2);
+    assert_eq!(r.duplicates_skipped, 2, "link-to-dir and d/loop");
 }
 
 #[test]

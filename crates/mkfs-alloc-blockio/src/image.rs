@@ -169,6 +169,31 @@ impl ImageFile {
         self.size
     }
 
+    /// Takes an exclusive advisory lock on the file (`flock(LOCK_EX |
+    /// LOCK_NB)`), held until the image is dropped, so that two formatting
+    /// runs never write one image at once. Does nothing where `flock` does
+    /// not exist (Windows).
+    ///
+    /// # Errors
+    ///
+    /// [`io::ErrorKind::WouldBlock`] when another process holds a lock on
+    /// the file; other errors of `flock`.
+    pub fn try_lock_exclusive(&self) -> io::Result<()> {
+        lock(&self.file, true)
+    }
+
+    /// Takes a shared advisory lock (`flock(LOCK_SH | LOCK_NB)`), held until
+    /// the image is dropped: fails with [`io::ErrorKind::WouldBlock`] while
+    /// another process formats the file (for a read-only look, such as a dry
+    /// run, that must say the file is in use).
+    ///
+    /// # Errors
+    ///
+    /// As [`ImageFile::try_lock_exclusive`].
+    pub fn try_lock_shared(&self) -> io::Result<()> {
+        lock(&self.file, false)
+    }
+
     /// Path the image was opened with.
     pub fn path(&self) -> &Path {
         &self.path
@@ -343,6 +368,22 @@ impl BlockIo for ImageFile {
 }
 
 #[cfg(unix)]
+fn lock(file: &File, exclusive: bool) -> io::Result<()> {
+    use rustix::fs::{flock, FlockOperation};
+    let op = if exclusive {
+        FlockOperation::NonBlockingLockExclusive
+    } else {
+        FlockOperation::NonBlockingLockShared
+    };
+    flock(file, op).map_err(io::Error::from)
+}
+
+#[cfg(not(unix))]
+fn lock(_file: &File, _exclusive: bool) -> io::Result<()> {
+    Ok(())
+}
+
+#[cfg(unix)]
 fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
     std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
 }
@@ -420,6 +461,24 @@ mod tests {
         fn drop(&mut self) {
             let _ = std::fs::remove_file(&self.0);
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_exclusive_lock_keeps_a_second_opener_out() {
+        let p = TempPath::new("lock");
+        let a = ImageFile::create(&p.0, 1 << 20, 512).unwrap();
+        a.try_lock_exclusive().unwrap();
+        let b = ImageFile::open(&p.0, 512).unwrap();
+        let e = b.try_lock_exclusive().unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+        let r = ImageFile::open_read_only(&p.0, 512).unwrap();
+        assert_eq!(
+            r.try_lock_shared().unwrap_err().kind(),
+            io::ErrorKind::WouldBlock
+        );
+        drop(a);
+        b.try_lock_exclusive().unwrap();
     }
 
     #[test]

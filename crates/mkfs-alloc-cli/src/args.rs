@@ -24,13 +24,20 @@ Examples:
     mkfs-alloc --fs exfat --cluster 32K /dev/sdb
   Let your data choose the cluster size (largest with <= 1% waste):
     mkfs-alloc --fs exfat --data ~/Photos --size 64G photos.img
+  An image holding a folder, just large enough (plus 10%), reproducible:
+    SOURCE_DATE_EPOCH=315532800 mkfs-alloc --fs fat32 --rootdir esp/ --size auto --serial 1234ABCD esp.img
   Machine-readable plan and summary:
     mkfs-alloc --json --dry-run --size 64G a.img
 
-Sizes are binary: 512, 4K, 4KiB, 32K, 1M, 1MiB, 8G, 2T.
+Sizes: K M G T P E (either case) and KiB..EiB are binary (4K = 4096),
+kB MB GB TB PB EB decimal (8GB = 8,000,000,000); no space before the unit.
 Defaults (--cluster auto): FAT32 4 KiB up to 8 GiB, 8 KiB up to 16 GiB,
 16 KiB up to 32 GiB, 32 KiB above; exFAT 4 KiB up to 256 MiB, 32 KiB above.
-Exit codes: 0 success, 1 I/O failure, 2 invalid input (nothing written).";
+A target named like a command (list, advise, info, completions) is written
+as a path: ./list.
+Exit codes: 0 success; 1 I/O failure after writing began; 2 invalid input
+or a refusal (read-only, permission denied, busy, locked, mounted), nothing
+written.";
 
 /// File system argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -84,7 +91,26 @@ pub enum Command {
     Advise(crate::cmd_advise::AdviseArgs),
     /// What a stick or image has now: table, file system, cluster size, waste.
     Info(crate::cmd_info::InfoArgs),
+    /// Is this stick as big as it says? Find counterfeit capacity (writes test blocks).
+    Probe(crate::cmd_probe::ProbeArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell).
+    Completions(crate::completions::CompletionsArgs),
+    /// Write the man pages into a directory (used by `cargo xtask man`).
+    #[command(hide = true)]
+    Man(crate::completions::ManArgs),
 }
+
+/// The names of the subcommands (a target of one of these names must be
+/// written as a path, `./list`).
+pub const SUBCOMMANDS: &[&str] = &[
+    "list",
+    "advise",
+    "info",
+    "probe",
+    "completions",
+    "man",
+    "help",
+];
 
 /// Options of the format command (the default command).
 #[derive(Debug, clap::Args)]
@@ -99,6 +125,13 @@ pub struct FormatArgs {
     /// of these files within 1% (see `mkfs-alloc advise`). May be repeated.
     #[arg(long, value_name = "PATH")]
     pub data: Vec<PathBuf>,
+    /// Copy this directory's files and subdirectories into the new volume
+    /// (sorted, reproducible; symlinks, devices, FIFOs and sockets skipped).
+    #[arg(long, short = 'd', value_name = "DIR")]
+    pub rootdir: Option<PathBuf>,
+    /// With --size auto: free space to leave, in percent of the tree's footprint.
+    #[arg(long, value_name = "PERCENT", default_value_t = 10.0)]
+    pub slack: f64,
     /// Volume label (exFAT: up to 11 UTF-16 units; FAT32: up to 11 ASCII bytes).
     #[arg(long, short = 'L')]
     pub label: Option<String>,
@@ -113,7 +146,9 @@ pub struct FormatArgs {
     /// Align the FAT and the data region to this many bytes (default 1M; less for tiny volumes).
     #[arg(long, value_name = "SIZE")]
     pub align: Option<String>,
-    /// Create the image with this size, or grow an existing one (sparse).
+    /// Create the image with this size, or grow an existing one (sparse);
+    /// "auto" with --rootdir: the smallest that holds the tree plus --slack;
+    /// on a device, use only its first SIZE bytes (a counterfeit's real capacity).
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
     /// Write an exFAT Volume GUID entry (derived from the serial). Off by
@@ -124,7 +159,7 @@ pub struct FormatArgs {
     #[arg(long, value_enum, default_value_t = TableArg::Auto)]
     pub table: TableArg,
     /// Discard (TRIM) the whole device before writing (default for devices that support it).
-    #[arg(long, overrides_with = "no_discard")]
+    #[arg(long, conflicts_with = "no_discard")]
     pub discard: bool,
     /// Do not discard.
     #[arg(long)]
@@ -135,6 +170,11 @@ pub struct FormatArgs {
     /// Do not ask for confirmation before writing to a device (required without a terminal).
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// Probe the device for counterfeit capacity first (`mkfs-alloc probe`,
+    /// destructive); refuse to format a fake unless --size keeps the volume
+    /// inside its real capacity.
+    #[arg(long, conflicts_with = "dry_run")]
+    pub probe: bool,
     /// Print the plan and write nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -158,6 +198,7 @@ impl FormatArgs {
     pub fn size_bytes(&self) -> Result<Option<u64>, Failure> {
         match &self.size {
             None => Ok(None),
+            Some(s) if s.eq_ignore_ascii_case("auto") => Ok(None),
             Some(s) => {
                 let v = size_arg("size", s)?;
                 if v == 0 {
@@ -166,6 +207,13 @@ impl FormatArgs {
                 Ok(Some(v))
             }
         }
+    }
+
+    /// True for `--size auto`.
+    pub fn size_auto(&self) -> bool {
+        self.size
+            .as_deref()
+            .is_some_and(|s| s.eq_ignore_ascii_case("auto"))
     }
 
     /// The partition table choice.
@@ -199,7 +247,7 @@ impl FormatArgs {
         Ok(FormatOptions {
             fs,
             cluster,
-            label: self.label.clone(),
+            label: self.label.clone().filter(|l| !l.is_empty()),
             serial,
             align,
             timestamp: timestamp()?,
@@ -208,31 +256,44 @@ impl FormatArgs {
     }
 }
 
-/// Parses `1234ABCD`, `0x1234abcd` or `1234-ABCD`.
+/// Parses `1234ABCD`, `0x1234abcd` or `1234-ABCD` (one dash, between two
+/// groups of four digits, as the serial is shown).
 fn parse_serial(s: &str) -> Result<u32, Failure> {
+    let bad = || {
+        usage(anyhow!(
+            "--serial {s:?}: expected 1 to 8 hex digits, e.g. 1234ABCD, 0x1234abcd or 1234-ABCD"
+        ))
+    };
     let t = s.trim();
     let t = t
         .strip_prefix("0x")
         .or_else(|| t.strip_prefix("0X"))
         .unwrap_or(t);
-    let hex: String = t.chars().filter(|&c| c != '-').collect();
+    let hex = match t.split_once('-') {
+        None => t.to_string(),
+        Some((hi, lo)) if hi.len() == 4 && lo.len() == 4 => format!("{hi}{lo}"),
+        Some(_) => return Err(bad()),
+    };
     if hex.is_empty() || hex.len() > 8 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
-        return Err(usage(anyhow!(
-            "--serial {s:?}: expected 1 to 8 hex digits, e.g. 1234ABCD or 1234-ABCD"
-        )));
+        return Err(bad());
     }
-    u32::from_str_radix(&hex, 16).map_err(|e| usage(anyhow!("--serial {s:?}: {e}")))
+    u32::from_str_radix(&hex, 16).map_err(|_| bad())
 }
 
 /// The clock, or `SOURCE_DATE_EPOCH` when set (reproducible builds convention).
 fn timestamp() -> Result<Timestamp, Failure> {
     match std::env::var("SOURCE_DATE_EPOCH") {
         Ok(v) => {
-            let secs: i64 = v.trim().parse().map_err(|_| {
-                usage(anyhow!(
-                    "SOURCE_DATE_EPOCH={v:?}: expected a whole number of seconds since 1970"
-                ))
-            })?;
+            let secs: i64 = v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|&s| s >= 0)
+                .ok_or_else(|| {
+                    usage(anyhow!(
+                        "SOURCE_DATE_EPOCH={v:?}: expected a whole number of seconds since 1970, 0 or more"
+                    ))
+                })?;
             Ok(Timestamp { secs, nanos: 0 })
         }
         Err(_) => {
@@ -257,6 +318,9 @@ mod tests {
         assert_eq!(parse_serial("1234-abcd").ok(), Some(0x1234_ABCD));
         assert_eq!(parse_serial("0xff").ok(), Some(0xFF));
         assert!(parse_serial("123456789").is_err());
+        assert!(parse_serial("ABCD-").is_err());
+        assert!(parse_serial("12-34-56-78").is_err());
+        assert!(parse_serial("-").is_err());
         assert!(parse_serial("xyz").is_err());
         assert!(parse_serial("").is_err());
     }

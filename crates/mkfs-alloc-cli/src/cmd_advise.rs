@@ -6,14 +6,16 @@
 //! reason. `--json` prints the same as one JSON document (field names are
 //! those of `mkfs_alloc_advise::Advice`: add fields, never rename them).
 
+use crate::cmd_info::plural;
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use clap::ValueEnum;
 use mkfs_alloc_advise::{
-    advise, scan, Advice, FsAdvice, FsNote, FsSelection, Row, ScanError, ScanOptions, ScanProgress,
-    ScanResult, DEFAULT_MAX_WASTE_PERCENT,
+    advise_with, scan, Advice, FsAdvice, FsNote, FsSelection, Policy, Row, ScanError, ScanOptions,
+    ScanProgress, ScanResult, DEFAULT_MAX_WASTE_PERCENT,
 };
 use mkfs_alloc_layout::units::{format_count, format_size, parse_size};
+use mkfs_alloc_layout::waste::WASTE_DEFINITION;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -29,11 +31,15 @@ Examples:
     mkfs-alloc advise --target card.img
     mkfs-alloc advise --target /dev/sdb ~/Photos
 
-Waste = bytes on disk (files rounded up to clusters, plus directories)
-minus the files' sizes. The recommendation is the largest cluster size
-whose waste stays within --max-waste and that every common system handles
-(FAT32 up to 32 KiB, exFAT up to 1 MiB), never below 4 KiB unless the
-volume requires it; without PATHs, the --cluster auto rule.";
+Waste = the clusters the files and directories take (not the root
+directory's first cluster, which the format allocates) minus the files'
+sizes, in % of the files' sizes; `info --files` counts it the same way.
+The recommendation is the largest cluster size whose waste stays within
+--max-waste and that every common system handles (FAT32 up to 32 KiB,
+exFAT up to 1 MiB; beyond only with --allow-large-clusters), never below
+4 KiB unless the volume requires it; none when the data fits at no such
+size. Without PATHs, the --cluster auto rule. Each hard link counts as a
+file (a copy onto FAT or exFAT stores it so) unless --hard-links-once.";
 
 /// File systems to advise on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -50,12 +56,21 @@ pub enum AdviseFs {
 #[derive(Debug, clap::Args)]
 #[command(after_help = EXAMPLES)]
 pub struct AdviseArgs {
-    /// Size of the volume, e.g. 32G, 128G, 1T (binary units).
-    #[arg(long, value_name = "SIZE", required_unless_present = "target")]
+    /// Size of the volume, e.g. 32G, 128G, 1T (or --target).
+    #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
-    /// An image file whose size is the volume's (devices are not supported yet).
-    #[arg(long, value_name = "IMAGE", conflicts_with = "size")]
+    /// An image file or block device whose size (and, for a device, sector
+    /// size) is the volume's.
+    #[arg(long, value_name = "IMAGE|DEVICE", conflicts_with = "size")]
     pub target: Option<PathBuf>,
+    /// Also recommend cluster sizes beyond the compatibility limit (FAT32
+    /// above 32 KiB, exFAT above 1 MiB).
+    #[arg(long)]
+    pub allow_large_clusters: bool,
+    /// Count a file with several hard links once (for a copy that keeps
+    /// hard links; FAT and exFAT cannot, so by default each link counts).
+    #[arg(long)]
+    pub hard_links_once: bool,
     /// File systems to compare.
     #[arg(long, value_enum, default_value_t = AdviseFs::Both)]
     pub fs: AdviseFs,
@@ -85,7 +100,7 @@ pub struct AdviseArgs {
 /// Runs `advise`.
 pub fn run(args: &AdviseArgs) -> Result<(), Failure> {
     let volume = volume_bytes(args)?;
-    if args.max_waste.is_nan() || args.max_waste < 0.0 {
+    if !args.max_waste.is_finite() || args.max_waste < 0.0 {
         return Err(usage(anyhow!(
             "--max-waste {}: expected a percentage of 0 or more, e.g. 1 or 2.5",
             args.max_waste
@@ -108,14 +123,12 @@ pub fn run(args: &AdviseArgs) -> Result<(), Failure> {
             .unwrap_or(512),
         (None, _) => 512,
     };
-    let advice = advise(
-        volume,
-        sector_size,
-        selection,
-        data.as_ref(),
-        args.max_waste,
-    )
-    .map_err(usage)?;
+    let policy = Policy {
+        max_waste_percent: args.max_waste,
+        beyond_compat: args.allow_large_clusters,
+    };
+    let advice =
+        advise_with(volume, sector_size, selection, data.as_ref(), &policy).map_err(usage)?;
     if args.json {
         let text = serde_json::to_string_pretty(&advice)
             .map_err(|e| Failure::Io(anyhow!(e).context("writing JSON")))?;
@@ -147,7 +160,11 @@ fn volume_bytes(args: &AdviseArgs) -> Result<u64, Failure> {
             }
             m.len()
         }
-        (None, None) => return Err(usage(anyhow!("give --size SIZE or --target IMAGE"))),
+        (None, None) => {
+            return Err(usage(anyhow!(
+                "no volume size: give --size SIZE, or --target IMAGE|DEVICE to take its size"
+            )))
+        }
     };
     if v == 0 {
         return Err(usage(anyhow!("the volume size must be greater than zero")));
@@ -178,6 +195,7 @@ fn scan_paths(args: &AdviseArgs) -> Result<ScanResult, Failure> {
     };
     let opts = ScanOptions {
         follow_symlinks: args.follow_symlinks,
+        hard_links_once: args.hard_links_once,
         progress: if show { Some(&report) } else { None },
         ..ScanOptions::default()
     };
@@ -285,9 +303,9 @@ pub fn render(
     if let (Some(d), Some(s)) = (data, &advice.data) {
         let _ = writeln!(
             o,
-            "Data:   {} files, {} directories, {} ({} bytes) in {}; scanned in {:.2} s",
-            format_count(s.files),
-            format_count(s.directories),
+            "Data:   {}, {}, {} ({} bytes) in {}; scanned in {:.2} s",
+            plural(s.files, "file", "files"),
+            plural(s.directories, "directory", "directories"),
             format_size(s.apparent_bytes),
             format_count(s.apparent_bytes),
             paths
@@ -300,29 +318,44 @@ pub fn render(
         if s.symlinks_skipped > 0 {
             let _ = writeln!(
                 o,
-                "        {} symbolic link(s) skipped (--follow-symlinks follows them)",
-                format_count(s.symlinks_skipped)
+                "        {} skipped (--follow-symlinks follows them)",
+                plural(s.symlinks_skipped, "symbolic link", "symbolic links")
+            );
+        }
+        if s.hard_links_as_files > 0 {
+            let _ = writeln!(
+                o,
+                "        {} to files already counted, each counted as a file (a copy onto FAT or exFAT stores it so; --hard-links-once counts them once)",
+                plural(s.hard_links_as_files, "further hard link", "further hard links")
             );
         }
         if s.duplicates_skipped > 0 {
             let _ = writeln!(
                 o,
-                "        {} extra hard link(s) or repeated directories counted once (a copy onto FAT stores each link as a file)",
-                format_count(s.duplicates_skipped)
+                "        {} counted once",
+                plural(
+                    s.duplicates_skipped,
+                    "further hard link or repeated directory",
+                    "further hard links or repeated directories"
+                )
             );
         }
         if s.special_skipped > 0 {
             let _ = writeln!(
                 o,
-                "        {} FIFO(s), socket(s) or device(s) skipped",
-                format_count(s.special_skipped)
+                "        {} skipped",
+                plural(
+                    s.special_skipped,
+                    "FIFO, socket or device",
+                    "FIFOs, sockets or devices"
+                )
             );
         }
         if s.unreadable > 0 {
             let _ = writeln!(
                 o,
-                "        {} unreadable entr(ies), not counted; first {}:",
-                format_count(s.unreadable),
+                "        {}, not counted; first {}:",
+                plural(s.unreadable, "unreadable entry", "unreadable entries"),
                 s.unreadable_paths.len()
             );
             for u in &s.unreadable_paths {
@@ -332,8 +365,8 @@ pub fn render(
         if s.invalid_names > 0 {
             let _ = writeln!(
                 o,
-                "        {} name(s) with characters exFAT and FAT32 cannot store; first {}:",
-                format_count(s.invalid_names),
+                "        {} with characters exFAT and FAT32 cannot store; first {}:",
+                plural(s.invalid_names, "name", "names"),
                 s.invalid_name_paths.len()
             );
             for p in &s.invalid_name_paths {
@@ -373,9 +406,9 @@ fn render_histogram(o: &mut String, d: &ScanResult, g: &Glyphs) {
     for b in &h {
         let _ = writeln!(
             o,
-            "  {:<width$}  {:>11} files  {:>10}  {}",
+            "  {:<width$}  {:>17}  {:>10}  {}",
             label(b),
-            format_count(b.files),
+            plural(b.files, "file ", "files"),
             format_size(b.bytes),
             bar(g, b.files as f64, max)
         );
@@ -479,6 +512,7 @@ fn render_fs(o: &mut String, advice: &Advice, f: &FsAdvice, g: &Glyphs, unicode:
             "  bars: on-disk footprint; {} the data's size, {} waste on the same scale",
             g.data, g.full
         );
+        let _ = writeln!(o, "  {WASTE_DEFINITION}");
     } else {
         let _ = writeln!(o, "  bars: metadata overhead");
     }
@@ -488,14 +522,20 @@ fn render_fs(o: &mut String, advice: &Advice, f: &FsAdvice, g: &Glyphs, unicode:
             let _ = writeln!(o, "  note: {}", n.describe(fs));
         }
     }
-    if let Some(r) = &f.recommendation {
-        let arrow = if unicode { "→" } else { "->" };
-        let _ = writeln!(
-            o,
-            "  {arrow} recommended: {} ({})",
-            format_size(r.cluster_size),
-            r.reason
-        );
+    let arrow = if unicode { "→" } else { "->" };
+    match &f.recommendation {
+        Some(r) => {
+            let _ = writeln!(
+                o,
+                "  {arrow} recommended: {} ({})",
+                format_size(r.cluster_size),
+                r.reason
+            );
+        }
+        None if with_data => {
+            let _ = writeln!(o, "  {arrow} no recommendation: the data cannot be stored on this volume as {fs} (see the notes)");
+        }
+        None => {}
     }
 }
 

@@ -10,6 +10,7 @@ use mkfs_alloc_inspect::{
     inspect, FileStats, InspectOptions, ReadOnlyFile, Report, TableKind, Volume, ALIGN_BOUNDARY,
 };
 use mkfs_alloc_layout::units::{format_count, format_size};
+use mkfs_alloc_layout::waste::{waste_percent, WASTE_DEFINITION};
 use std::io::ErrorKind;
 use std::path::PathBuf;
 
@@ -30,6 +31,7 @@ pub struct InfoArgs {
 /// Runs `info`.
 pub fn run(args: &InfoArgs) -> Result<(), Failure> {
     let path = &args.target;
+    check_kind(path)?;
     // The error's source already names the path.
     // A device is read in its logical block size (a 4Kn disk's MBR counts
     // 4096-byte sectors); an image in 512-byte blocks.
@@ -43,7 +45,9 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
     let mut dev = ReadOnlyFile::open(path, block_size).map_err(|e| {
         let msg = anyhow!("cannot open {}", e.source);
         match e.source.kind() {
-            ErrorKind::NotFound | ErrorKind::InvalidInput => usage(msg),
+            ErrorKind::NotFound | ErrorKind::InvalidInput | ErrorKind::PermissionDenied => {
+                usage(msg)
+            }
             _ => Failure::Io(msg),
         }
     })?;
@@ -54,7 +58,14 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
     let report = inspect(&mut dev, &opts)
         .map_err(|e| Failure::Io(anyhow!(e).context(format!("reading {}", path.display()))))?;
 
+    let errors: Vec<String> = report
+        .errors()
+        .map(|(i, e)| format!("volume {}: {e}", i + 1))
+        .collect();
+    let failure =
+        (!errors.is_empty()).then(|| anyhow!("{}: {}", path.display(), errors.join("; ")));
     if args.json {
+        // One document: the report, with the error and exit code if any.
         let mut v = serde_json::to_value(&report)
             .map_err(|e| Failure::Io(anyhow!(e).context("serialising the report")))?;
         if let Some(obj) = v.as_object_mut() {
@@ -62,25 +73,36 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
                 "target".into(),
                 serde_json::Value::String(path.display().to_string()),
             );
+            if let Some(e) = &failure {
+                obj.insert("error".into(), serde_json::json!(format!("{e:#}")));
+                obj.insert("exit_code".into(), serde_json::json!(1));
+            }
         }
         outln!("{v:#}");
-    } else {
-        print_text(&path.display().to_string(), &report);
+        return failure.map_or(Ok(()), |e| Err(Failure::IoInReport(e)));
     }
+    print_text(&path.display().to_string(), &report);
+    failure.map_or(Ok(()), |e| Err(Failure::Io(e)))
+}
 
-    let errors: Vec<String> = report
-        .errors()
-        .map(|(i, e)| format!("volume {}: {e}", i + 1))
-        .collect();
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(Failure::Io(anyhow!(
-            "{}: {}",
-            path.display(),
-            errors.join("; ")
-        )))
+/// Refuses at once what is neither a regular file nor a block device (a
+/// FIFO would block the open; a directory cannot be read).
+fn check_kind(path: &std::path::Path) -> Result<(), Failure> {
+    let m = std::fs::metadata(path)
+        .map_err(|e| usage(anyhow!(e).context(format!("cannot open {}", path.display()))))?;
+    if m.is_dir() {
+        return Err(usage(anyhow!(
+            "{} is a directory; expected an image file or a block device",
+            path.display()
+        )));
     }
+    if !m.is_file() && !mkfs_alloc_device::is_block_device(path) {
+        return Err(usage(anyhow!(
+            "{} is neither a regular file nor a block device",
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 fn serial_text(s: &str) -> String {
@@ -89,6 +111,11 @@ fn serial_text(s: &str) -> String {
     } else {
         s.to_string()
     }
+}
+
+/// `1 file`, `2 files`.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", format_count(n), if n == 1 { one } else { many })
 }
 
 fn pct(part: u64, whole: u64) -> f64 {
@@ -200,7 +227,13 @@ fn print_volume(n: usize, v: &Volume) {
             row("free (FSInfo)", format_size(h));
         }
     }
-    row("partition", place(v.start));
+    match v.partition {
+        Some(_) => row("partition", place(v.start)),
+        None => row(
+            "partition",
+            "none (the volume spans the whole medium)".into(),
+        ),
+    }
     if let Some(f) = v.fat_offset {
         let what = match (v.fat_count, v.fat_bytes) {
             (Some(c), Some(b)) => format!("{}, {c} x {}", place(f), format_size(b)),
@@ -224,16 +257,18 @@ fn print_volume(n: usize, v: &Volume) {
 
 fn print_files(f: &FileStats, current: u64) {
     outln!(
-        "  {:<15}{} files in {} directories: {}, taking {} (waste {}, {:.1}%){}",
+        "  {:<15}{} in {}: {}, taking {} (waste {}, {}){}",
         "files",
-        format_count(f.count),
-        format_count(f.dirs),
+        plural(f.count, "file", "files"),
+        plural(f.dirs, "directory", "directories"),
         format_size(f.total_bytes),
         format_size(f.allocated_bytes),
         format_size(f.waste_bytes),
-        pct(f.waste_bytes, f.allocated_bytes),
+        waste_percent(f.waste_bytes, f.total_bytes)
+            .map_or_else(|| "n/a".to_string(), |p| format!("{p:.2}%")),
         if f.complete { "" } else { " (partial)" }
     );
+    outln!("  {:<15}{WASTE_DEFINITION}", "");
     if f.fragmented > 0 {
         outln!("  {:<15}{} files", "fragmented", format_count(f.fragmented));
     }

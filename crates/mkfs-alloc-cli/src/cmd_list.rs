@@ -22,6 +22,10 @@ pub fn run(args: &ListArgs) -> Result<(), Failure> {
                 let mut v = serde_json::json!(d);
                 if let Some(obj) = v.as_object_mut() {
                     obj.insert(
+                        "contents".into(),
+                        serde_json::json!(crate::contents::describe(&d.path, d.logical_block_size)),
+                    );
+                    obj.insert(
                         "refusal".into(),
                         serde_json::json!(device::refusal(d).map(|r| r.reason)),
                     );
@@ -55,6 +59,10 @@ pub fn run(args: &ListArgs) -> Result<(), Failure> {
                 Some(l) => format!("{fs} {l:?}"),
                 None => fs.clone(),
             });
+        }
+        if d.partitions.is_empty() {
+            // Read from the medium: partition nodes may not exist.
+            contents.extend(crate::contents::describe(&d.path, d.logical_block_size));
         }
         for p in &d.partitions {
             let mut s = format!(

@@ -12,12 +12,13 @@ use std::io::{BufRead, IsTerminal, Write};
 pub fn confirm(
     info: &DeviceInfo,
     plan: &MediumPlan,
+    contents: &[String],
     unmount: bool,
     yes: bool,
     quiet: bool,
 ) -> Result<(), Failure> {
     if !quiet || !yes {
-        describe(info, plan);
+        describe(info, plan, contents);
         if unmount {
             let mounts: Vec<String> = info
                 .all_mountpoints()
@@ -29,6 +30,27 @@ pub fn confirm(
             );
         }
     }
+    ask(info, "erase", "format it", yes)
+}
+
+/// Like [`confirm`] for another destructive action: describes the device,
+/// says `what` will be done, asks for "yes" unless `yes`.
+pub fn confirm_action(
+    info: &DeviceInfo,
+    what: &str,
+    yes: bool,
+    quiet: bool,
+) -> Result<(), Failure> {
+    if !quiet || !yes {
+        eprintln!("mkfs-alloc: about to write to {}:", info.path.display());
+        describe_device(info, &[]);
+        eprintln!("  will       {what}");
+    }
+    ask(info, "write to", "go on", yes)
+}
+
+/// Asks for "yes" on the terminal: "Type "yes" to VERB DEVICE and THEN".
+fn ask(info: &DeviceInfo, verb: &str, then: &str, yes: bool) -> Result<(), Failure> {
     if yes {
         return Ok(());
     }
@@ -40,7 +62,7 @@ pub fn confirm(
         )));
     }
     eprint!(
-        "Type \"yes\" to erase {} and format it: ",
+        "Type \"yes\" to {verb} {} and {then}: ",
         info.path.display()
     );
     let _ = std::io::stderr().flush();
@@ -59,13 +81,30 @@ pub fn confirm(
     }
 }
 
-fn describe(info: &DeviceInfo, plan: &MediumPlan) {
+fn describe(info: &DeviceInfo, plan: &MediumPlan, contents: &[String]) {
+    eprintln!("mkfs-alloc: about to ERASE {}:", info.path.display());
+    describe_device(info, contents);
+    let table = match plan.table.kind {
+        mkfs_alloc_partition::TableKind::None => "no partition table",
+        mkfs_alloc_partition::TableKind::Mbr => "an MBR partition table",
+        mkfs_alloc_partition::TableKind::Gpt => "a GPT partition table",
+    };
+    eprintln!(
+        "  will write {table}, {} with {} clusters",
+        plan.layout.fs,
+        format_size(plan.layout.cluster_size)
+    );
+}
+
+/// What the device is and holds, on stderr: `contents` (read from the
+/// medium itself: partitions with their file systems and labels), else what
+/// the system knows of its partitions.
+fn describe_device(info: &DeviceInfo, contents: &[String]) {
     let name = [info.vendor.as_deref(), info.model.as_deref()]
         .into_iter()
         .flatten()
         .collect::<Vec<_>>()
         .join(" ");
-    eprintln!("mkfs-alloc: about to ERASE {}:", info.path.display());
     eprintln!(
         "  device     {} ({}, {}{})",
         if name.is_empty() {
@@ -84,7 +123,10 @@ fn describe(info: &DeviceInfo, plan: &MediumPlan) {
             .map(|s| format!(", serial {s}"))
             .unwrap_or_default()
     );
-    if let Some(fs) = &info.fs_type {
+    for c in contents {
+        eprintln!("  contains   {c}");
+    }
+    if let (Some(fs), true) = (&info.fs_type, contents.is_empty()) {
         eprintln!(
             "  contains   {fs}{}",
             info.label
@@ -93,7 +135,7 @@ fn describe(info: &DeviceInfo, plan: &MediumPlan) {
                 .unwrap_or_default()
         );
     }
-    for p in &info.partitions {
+    for p in info.partitions.iter().filter(|_| contents.is_empty()) {
         eprintln!(
             "  partition  {} at {}, {}: {}{}",
             p.path.display(),
@@ -106,10 +148,4 @@ fn describe(info: &DeviceInfo, plan: &MediumPlan) {
                 .unwrap_or_default()
         );
     }
-    eprintln!(
-        "  will write {} table, {} with {} clusters",
-        plan.table.kind,
-        plan.layout.fs,
-        format_size(plan.layout.cluster_size)
-    );
 }

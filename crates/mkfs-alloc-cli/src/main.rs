@@ -1,7 +1,9 @@
 //! `mkfs-alloc`: format images as FAT32 or exFAT with an explicit cluster size.
 //!
 //! This is the only crate of the workspace that prints. Exit codes: 0 success,
-//! 1 I/O failure, 2 invalid input (nothing written).
+//! 1 I/O failure after writing began, 2 invalid input or a refusal before
+//! anything was written. With `--json`, every outcome prints exactly one
+//! JSON document on stdout (argument errors included).
 
 /// `println!` that ignores a closed stdout (`mkfs-alloc info x | head`)
 /// instead of panicking; errors still go to stderr and the exit code.
@@ -14,40 +16,44 @@ macro_rules! outln {
 
 mod args;
 mod cmd_advise;
+mod cmd_format;
 mod cmd_info;
 mod cmd_list;
+mod cmd_probe;
+mod completions;
 mod confirm;
+mod contents;
 mod data;
 mod report;
+mod rootdir;
 mod target;
 
 use clap::Parser;
-use mkfs_alloc::{find_signatures, plan_medium, write_medium, MediumOptions};
-use mkfs_alloc_blockio::{BlockIo, IoError};
-use mkfs_alloc_layout::ClusterChoice;
-use mkfs_alloc_partition::TableKind;
-use std::io::IsTerminal;
+use std::ffi::OsString;
 use std::process::ExitCode;
 
 /// A failure, classified by exit code.
 #[derive(Debug)]
 pub enum Failure {
-    /// Invalid input (exit 2); nothing was written.
+    /// Invalid input or a refusal (exit 2); nothing was written.
     Usage(anyhow::Error),
     /// I/O failure (exit 1).
     Io(anyhow::Error),
+    /// An I/O failure already reported inside the command's JSON document
+    /// (exit 1; only the message goes to stderr).
+    IoInReport(anyhow::Error),
 }
 
 impl Failure {
     fn code(&self) -> u8 {
         match self {
             Failure::Usage(_) => 2,
-            Failure::Io(_) => 1,
+            Failure::Io(_) | Failure::IoInReport(_) => 1,
         }
     }
     fn error(&self) -> &anyhow::Error {
         match self {
-            Failure::Usage(e) | Failure::Io(e) => e,
+            Failure::Usage(e) | Failure::Io(e) | Failure::IoInReport(e) => e,
         }
     }
 }
@@ -58,24 +64,27 @@ pub fn usage(e: impl Into<anyhow::Error>) -> Failure {
 }
 
 fn main() -> ExitCode {
-    let cli = args::Cli::parse();
-    let json = match &cli.command {
-        None => cli.format.json,
-        Some(args::Command::List(a)) => a.json,
-        Some(args::Command::Advise(a)) => a.json,
-        Some(args::Command::Info(a)) => a.json,
+    let raw: Vec<OsString> = std::env::args_os().collect();
+    // Known before parsing, so that argument errors are JSON too.
+    let json = raw.iter().skip(1).any(|a| a == "--json");
+    let cli = match args::Cli::try_parse_from(&raw) {
+        Ok(cli) => cli,
+        Err(e) => return argument_error(&e, json),
     };
     let result = match cli.command {
-        None => run(cli.format),
+        None => cmd_format::run(cli.format),
         Some(args::Command::List(a)) => cmd_list::run(&a),
         Some(args::Command::Advise(a)) => cmd_advise::run(&a),
         Some(args::Command::Info(a)) => cmd_info::run(&a),
+        Some(args::Command::Probe(a)) => cmd_probe::run(&a),
+        Some(args::Command::Completions(a)) => completions::run(&a),
+        Some(args::Command::Man(a)) => completions::man(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
             eprintln!("mkfs-alloc: error: {:#}", f.error());
-            if json {
+            if json && !matches!(f, Failure::IoInReport(_)) {
                 report::print_json_error(f.error(), f.code());
             }
             ExitCode::from(f.code())
@@ -83,162 +92,29 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: args::FormatArgs) -> Result<(), Failure> {
-    let path = cli
-        .target
-        .clone()
-        .ok_or_else(|| usage(anyhow::anyhow!("missing TARGET")))?;
-    if let Some(s) = cli.sector_size {
-        if !matches!(s, 512 | 1024 | 2048 | 4096) {
-            return Err(usage(anyhow::anyhow!(
-                "--sector-size {s} is not supported; valid: 512, 1024, 2048, 4096"
-            )));
-        }
+/// A clap error: help and version print as usual (exit 0); argument errors
+/// exit 2, with their JSON document when `--json` was given.
+fn argument_error(e: &clap::Error, json: bool) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
     }
-    if !cli.data.is_empty() && !cli.cluster.eq_ignore_ascii_case("auto") {
-        return Err(usage(anyhow::anyhow!(
-            "--data chooses the cluster size; it cannot be combined with --cluster {}",
-            cli.cluster
-        )));
-    }
-    let target = target::Target::inspect(&path, cli.size_bytes()?, cli.sector_size)?;
-    let mut format = cli.format_options()?;
-    if format.align.is_none() {
-        format.align = target.preferred_align();
-    }
-    let mut opts = MediumOptions {
-        format,
-        table: cli.table_choice(),
-        whole_disk: target.device().is_some_and(|d| d.is_whole_disk),
-        sector_size: cli.sector_size.unwrap_or(target.block_size()),
-    };
-    let plan_error = |e| format_failure(e, None);
-    let mut plan =
-        plan_medium(&opts, target.size_bytes(), target.block_size()).map_err(plan_error)?;
-    let mut data_note = None;
-    if !cli.data.is_empty() {
-        let (cluster, reason) =
-            data::recommend(&cli.data, &opts.format, &plan, !cli.quiet && !cli.json)?;
-        opts.format.cluster = ClusterChoice::Bytes(cluster);
-        plan = plan_medium(&opts, target.size_bytes(), target.block_size()).map_err(plan_error)?;
-        plan.layout.cluster_rule = mkfs_alloc_layout::rules::ClusterRule::FromData;
-        data_note = Some(reason);
-    }
-    if cli.dry_run {
-        // What is on the target now, the way `wipefs -n` would show it.
-        let found = target.probe().map_err(Failure::Io)?;
-        if cli.json {
-            report::print_json(&path, &plan, &found, target.device(), None, true);
-        } else if !cli.quiet {
-            report::print_plan(&path, &plan, &found, &target);
-        }
-        return Ok(());
-    }
-
-    if let Some(info) = target.device() {
-        confirm::confirm(
-            info,
-            &plan,
-            target.unmounts(),
-            cli.yes,
-            cli.quiet || cli.json,
-        )?;
-        target.unmount_volumes()?;
-    }
-    let mut opened = target.open()?;
-    let mut notes: Vec<String> = data_note.into_iter().collect();
-    // Found before discarding or zeroing, through the handle that writes, and
-    // wiped by the same run (never probed twice).
-    let found = find_signatures(&mut opened.io())
-        .map_err(|e| format_failure(e, Some(format!("probing {}", path.display()))))?;
-    if let target::Opened::Device(d) = &mut opened {
-        let want_discard = !cli.no_discard && (cli.discard || d.info().discard_granularity > 0);
-        if want_discard {
-            match d.discard(0, target.size_bytes()) {
-                Ok(true) => {
-                    notes.push("discarded (TRIM) the whole device before writing".to_string())
-                }
-                Ok(false) => {
-                    notes.push("the device does not support discard; not discarded".to_string())
-                }
-                Err(e) => notes.push(format!(
-                    "discard failed, continuing without it: {e}: {}",
-                    e.source
-                )),
-            }
-        }
-    }
-    let show_progress = !cli.quiet && !cli.json && std::io::stderr().is_terminal();
-    if cli.full {
-        let bar = report::Progress::new(show_progress, "zeroing");
-        let zeroed = zero_all(opened.io(), &mut |done, total| bar.update(done, total));
-        bar.finish();
-        zeroed.map_err(|e| {
-            Failure::Io(anyhow::Error::new(e).context(format!("zeroing {}", path.display())))
-        })?;
-        notes.push("full format: zeroed the whole medium".to_string());
-    }
-    let bar = report::Progress::new(show_progress, "writing");
-    let result = write_medium(&plan, &mut opened.io(), &found, &mut |done, total| {
-        bar.update(done, total)
-    });
-    bar.finish();
-    let write =
-        result.map_err(|e| format_failure(e, Some(format!("formatting {}", path.display()))))?;
-    if let target::Opened::Device(d) = &mut opened {
-        if plan.table.kind != TableKind::None {
-            match d.reread_partitions() {
-                Ok(()) => notes.push("the kernel re-read the partition table".to_string()),
-                Err(e) => notes.push(format!(
-                    "the kernel could not re-read the partition table ({}); replug the device or run partprobe",
-                    e.source
-                )),
-            }
-        }
-    }
-    drop(opened);
-
-    if cli.json {
-        report::print_json(
-            &path,
-            &plan,
-            &found,
-            target.device(),
-            Some((&write, &notes)),
-            false,
+    let _ = e.print();
+    if json {
+        let text = e.kind().as_str().map_or_else(
+            || e.to_string().trim().to_string(),
+            |kind| first_line(&e.to_string()).unwrap_or(kind).to_string(),
         );
-    } else if !cli.quiet {
-        report::print_summary(&path, &plan, &found, &write, &target, &notes);
+        report::print_json_error(&anyhow::anyhow!(text), 2);
     }
-    Ok(())
+    ExitCode::from(2)
 }
 
-/// Classifies a library error: invalid input exits 2 (nothing was written),
-/// anything else is an I/O failure (exit 1).
-fn format_failure(e: mkfs_alloc::FormatError, context: Option<String>) -> Failure {
-    let invalid = e.is_invalid_input();
-    let mut e = anyhow::Error::new(e);
-    if let Some(c) = context {
-        e = e.context(c);
-    }
-    if invalid {
-        usage(e)
-    } else {
-        Failure::Io(e)
-    }
-}
-
-/// Zeroes the whole target in 64 MiB steps (a full format).
-fn zero_all(dev: &mut dyn BlockIo, progress: &mut dyn FnMut(u64, u64)) -> Result<(), IoError> {
-    let bs = u64::from(dev.block_size());
-    let total = dev.num_blocks();
-    let step = (64 << 20) / bs;
-    let mut at = 0;
-    while at < total {
-        let n = step.min(total - at);
-        dev.write_zeroes(at, n)?;
-        at += n;
-        progress(at * bs, total * bs);
-    }
-    dev.flush()
+/// The first non-empty line of clap's message, without its "error: " prefix.
+fn first_line(s: &str) -> Option<&str> {
+    s.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(|l| l.strip_prefix("error: ").unwrap_or(l))
 }

@@ -115,11 +115,16 @@ fn print_table(plan: &MediumPlan) {
     }
 }
 
-fn print_found(found: &[Signature]) {
+/// Old signatures: before writing they "will be" wiped, after it they were.
+fn print_found(found: &[Signature], written: bool) {
     if found.is_empty() {
         return;
     }
-    outln!("  found before   (will be wiped or overwritten)");
+    if written {
+        outln!("  found before   (wiped or overwritten)");
+    } else {
+        outln!("  found before   (will be wiped or overwritten)");
+    }
     for s in found {
         outln!(
             "                 {} at byte {}: {}",
@@ -171,8 +176,21 @@ fn print_common(plan: &MediumPlan) {
     outln!("  serial         {}", serial_text(layout.serial));
     outln!(
         "  label          {}",
-        layout.label.as_deref().unwrap_or("(none)")
+        shown_label(layout).as_deref().unwrap_or("(none)")
     );
+}
+
+/// The label as the file system stores it (FAT32 upper-cases it).
+pub fn shown_label(layout: &Layout) -> Option<String> {
+    use mkfs_alloc_layout::label::EncodedLabel;
+    match layout.label_encoded.as_ref()? {
+        EncodedLabel::Exfat(units) => Some(String::from_utf16_lossy(units)),
+        EncodedLabel::Fat32(bytes) => Some(
+            String::from_utf8_lossy(bytes)
+                .trim_end_matches(' ')
+                .to_string(),
+        ),
+    }
 }
 
 fn print_warnings(layout: &Layout) {
@@ -196,7 +214,7 @@ pub fn print_plan(path: &Path, plan: &MediumPlan, found: &[Signature], target: &
     };
     outln!("mkfs-alloc: dry run, nothing written; {what}");
     print_common(plan);
-    print_found(found);
+    print_found(found, false);
     outln!();
     outln!(
         "  {:<42} {:>16} {:>16}  written",
@@ -237,9 +255,9 @@ pub fn print_summary(
     };
     outln!("mkfs-alloc: {what} {}", path.display());
     print_common(plan);
-    print_found(found);
+    print_found(found, true);
     outln!(
-        "  written        {} (zeroed {}, skipped {} already zero)",
+        "  written        {} (the format's own writes: zeroed {}, skipped {} already zero)",
         format_size(write.bytes_written),
         format_size(write.bytes_zeroed),
         format_size(write.bytes_skipped)
@@ -251,13 +269,16 @@ pub fn print_summary(
 }
 
 /// The plan (and the write report) as one JSON object on stdout.
-pub fn print_json(
+/// `extras`: more fields (`rootdir`; a dry run's `would_refuse`,
+/// `contents` and `notes`).
+pub fn print_json_with(
     path: &Path,
     plan: &MediumPlan,
     found: &[Signature],
     device: Option<&DeviceInfo>,
     write: Option<(&WriteReport, &Vec<String>)>,
     dry_run: bool,
+    extras: &[(&str, Value)],
 ) {
     let layout = &plan.layout;
     let regions: Vec<Value> = layout
@@ -300,7 +321,7 @@ pub fn print_json(
         "fat_alignment": Layout::alignment_of(layout.fat_offset_on_medium()),
         "data_alignment": Layout::alignment_of(layout.data_offset_on_medium()),
         "serial": format!("{:08X}", layout.serial),
-        "label": layout.label,
+        "label": shown_label(layout),
         "volume_guid": layout.volume_guid.as_ref().map(guid_text),
         "warnings": layout.warnings,
         "regions": regions,
@@ -315,6 +336,9 @@ pub fn print_json(
         }
         if let Some(d) = device {
             obj.insert("device".into(), json!(d));
+        }
+        for (k, e) in extras {
+            obj.insert((*k).into(), e.clone());
         }
     }
     outln!("{v:#}");

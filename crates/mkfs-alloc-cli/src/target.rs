@@ -1,6 +1,9 @@
 //! The format target: an image file or a block device, inspected read-only
-//! before anything is planned, opened for writing only after the plan is
-//! valid and (for devices) confirmed.
+//! before anything is planned, opened for writing (and locked) only after
+//! the plan is valid and (for devices) confirmed.
+//!
+//! A dry run inspects in the same way but collects what the real run would
+//! refuse (read-only, permission denied, mounted, locked) instead of failing.
 
 use crate::{usage, Failure};
 use anyhow::{anyhow, Context};
@@ -9,6 +12,8 @@ use mkfs_alloc_blockio::{BlockIo, ImageFile};
 use mkfs_alloc_device::{self as device, Device, DeviceError, DeviceInfo, RefusalKind};
 use mkfs_alloc_layout::units::format_size;
 use mkfs_alloc_partition::{probe_signatures, Signature};
+use std::fs::Metadata;
+use std::io::{self, ErrorKind};
 use std::path::{Path, PathBuf};
 
 /// What will be done to the target.
@@ -34,12 +39,16 @@ pub struct Target {
     device: Option<DeviceInfo>,
     /// The device's volumes must be unmounted first (macOS, Windows).
     unmount: bool,
+    /// Dry run only: what the real run would refuse.
+    refusal: Option<String>,
+    /// Facts for the summary (loop devices attached to the image).
+    notes: Vec<String>,
 }
 
-/// An opened target.
+/// An opened (and locked) target.
 pub enum Opened {
-    /// An image file.
-    Image(ImageFile),
+    /// An image file; `true` when this run created it.
+    Image(ImageFile, bool),
     /// A block device, opened exclusively (boxed: larger on Windows).
     Device(Box<Device>),
 }
@@ -48,9 +57,14 @@ impl Opened {
     /// The target as a block device.
     pub fn io(&mut self) -> &mut dyn BlockIo {
         match self {
-            Opened::Image(i) => i,
+            Opened::Image(i, _) => i,
             Opened::Device(d) => d.as_mut(),
         }
+    }
+
+    /// True when this run created the image (it is removed on failure).
+    pub fn created(&self) -> bool {
+        matches!(self, Opened::Image(_, true))
     }
 }
 
@@ -61,21 +75,74 @@ fn device_error(e: DeviceError) -> Failure {
     }
 }
 
+/// "in use by another process" for a lock held elsewhere.
+fn locked(path: &Path) -> anyhow::Error {
+    anyhow!(
+        "{} is in use by another process (it holds a lock on the file); nothing was written",
+        path.display()
+    )
+}
+
+/// Refusals found while inspecting: errors in a real run, collected in a
+/// dry run.
+struct Refusals {
+    dry_run: bool,
+    first: Option<String>,
+}
+
+impl Refusals {
+    fn refuse(&mut self, e: anyhow::Error) -> Result<(), Failure> {
+        if !self.dry_run {
+            return Err(usage(e));
+        }
+        self.first.get_or_insert_with(|| format!("{e:#}"));
+        Ok(())
+    }
+}
+
 impl Target {
-    /// Checks the target without modifying it. `size` is `--size`,
-    /// `sector_size` is `--sector-size` (the medium's block size for images).
+    /// Checks the target without modifying it and without opening it for
+    /// writing. `size` is `--size`, `sector_size` is `--sector-size` (the
+    /// medium's block size for images). With `dry_run`, refusals that only
+    /// the real run meets are recorded ([`Target::would_refuse`]) instead of
+    /// failing.
     pub fn inspect(
         path: &Path,
         size: Option<u64>,
         sector_size: Option<u32>,
+        dry_run: bool,
     ) -> Result<Self, Failure> {
-        if device::is_block_device(path) {
-            return Self::inspect_device(path, size, sector_size);
-        }
-        let sector_size = sector_size.unwrap_or(512);
+        let mut refusals = Refusals {
+            dry_run,
+            first: None,
+        };
+        let mut target = if device::is_block_device(path) {
+            Self::inspect_device(path, size, sector_size, &mut refusals)?
+        } else {
+            Self::inspect_image(path, size, sector_size.unwrap_or(512), &mut refusals)?
+        };
+        target.refusal = refusals.first;
+        Ok(target)
+    }
+
+    fn inspect_image(
+        path: &Path,
+        size: Option<u64>,
+        sector_size: u32,
+        refusals: &mut Refusals,
+    ) -> Result<Self, Failure> {
         let meta = match std::fs::metadata(path) {
             Ok(m) => Some(m),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                if let Ok(link) = std::fs::read_link(path) {
+                    return Err(usage(anyhow!(
+                        "{} is a dangling symbolic link (to {}); give the image's own path",
+                        path.display(),
+                        link.display()
+                    )));
+                }
+                None
+            }
             Err(e) => {
                 return Err(usage(
                     anyhow!(e).context(format!("cannot inspect {}", path.display())),
@@ -83,6 +150,7 @@ impl Target {
             }
         };
         let bs = u64::from(sector_size);
+        let mut notes = Vec::new();
         let action = match (meta, size) {
             (None, None) => {
                 return Err(usage(anyhow!(
@@ -102,59 +170,31 @@ impl Target {
                         parent.display()
                     )));
                 }
+                if let Err(e) = writable(parent) {
+                    refusals.refuse(anyhow!(
+                        "cannot create {}: {}",
+                        path.display(),
+                        os_text(&e)
+                    ))?;
+                }
                 Action::Create(round_to(s, bs, path)?)
             }
             (Some(m), size) => {
-                if m.is_dir() {
-                    return Err(usage(anyhow!(
-                        "{} is a directory; expected an image file or a block device",
-                        path.display()
-                    )));
+                existing_image_kind(path, &m)?;
+                if let Err(e) = writable(path) {
+                    refusals.refuse(anyhow!(
+                        "cannot open {} for writing: {}",
+                        path.display(),
+                        os_text(&e)
+                    ))?;
                 }
-                if !m.is_file() {
-                    return Err(usage(anyhow!(
-                        "{} is neither a regular file nor a block device",
-                        path.display()
-                    )));
+                check_loop_devices(path, refusals, &mut notes)?;
+                // A dry run looks; a real run finds out when it locks (a look
+                // here would make two real runs refuse each other).
+                if refusals.dry_run && lock_held_elsewhere(path, sector_size) {
+                    refusals.refuse(locked(path))?;
                 }
-                // Opening for writing changes nothing, and tells us now rather
-                // than after planning that the file is read-only.
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(path)
-                    .map_err(|e| {
-                        usage(
-                            anyhow!(e)
-                                .context(format!("cannot open {} for writing", path.display())),
-                        )
-                    })?;
-                let current = m.len();
-                match size {
-                    None => {
-                        if current % bs != 0 {
-                            return Err(usage(anyhow!(
-                                "{} is {current} bytes, not a multiple of the {sector_size}-byte sector size",
-                                path.display()
-                            )));
-                        }
-                        Action::Keep(current)
-                    }
-                    Some(s) => {
-                        let s = round_to(s, bs, path)?;
-                        if s < current {
-                            return Err(usage(anyhow!(
-                                "--size {} is smaller than the existing image ({}); images are grown, never shrunk",
-                                format_size(s),
-                                format_size(current)
-                            )));
-                        }
-                        if s == current {
-                            Action::Keep(s)
-                        } else {
-                            Action::Grow(s)
-                        }
-                    }
-                }
+                existing_action(path, m.len(), size, bs, sector_size)?
             }
         };
         Ok(Target {
@@ -163,6 +203,8 @@ impl Target {
             block_size: sector_size,
             device: None,
             unmount: false,
+            refusal: None,
+            notes,
         })
     }
 
@@ -170,14 +212,22 @@ impl Target {
         path: &Path,
         size: Option<u64>,
         sector_size: Option<u32>,
+        refusals: &mut Refusals,
     ) -> Result<Self, Failure> {
-        if size.is_some() {
-            return Err(usage(anyhow!(
-                "--size applies to image files; {} is a block device and keeps its size",
-                path.display()
-            )));
-        }
         let info = device::inspect(path).map_err(device_error)?;
+        // --size on a device limits the medium to its first SIZE bytes (the
+        // real capacity of a counterfeit stick, see `mkfs-alloc probe`).
+        if let Some(s) = size {
+            if s > info.size_bytes {
+                return Err(usage(anyhow!(
+                    "--size {} is larger than {} ({}); a device keeps its size",
+                    format_size(s),
+                    path.display(),
+                    format_size(info.size_bytes)
+                )));
+            }
+            round_to(s, u64::from(info.logical_block_size), path)?;
+        }
         if let Some(s) = sector_size {
             if s < info.logical_block_size {
                 return Err(usage(anyhow!(
@@ -195,19 +245,21 @@ impl Target {
             if r.overridable && r.kind == RefusalKind::Mounted {
                 unmount = true;
             } else {
-                return Err(usage(anyhow!(
+                refusals.refuse(anyhow!(
                     "refusing to format {}: {}",
                     path.display(),
                     r.reason
-                )));
+                ))?;
             }
         }
         Ok(Target {
             path: path.to_path_buf(),
-            action: Action::Device(info.size_bytes),
+            action: Action::Device(size.unwrap_or(info.size_bytes)),
             block_size: info.logical_block_size,
             device: Some(info),
             unmount,
+            refusal: None,
+            notes: Vec::new(),
         })
     }
 
@@ -231,6 +283,16 @@ impl Target {
     /// True when the device's mounted volumes will be unmounted before writing.
     pub fn unmounts(&self) -> bool {
         self.unmount
+    }
+
+    /// Dry run: what the real run would refuse, if anything.
+    pub fn would_refuse(&self) -> Option<&str> {
+        self.refusal.as_deref()
+    }
+
+    /// Facts worth a note in the summary (an attached loop device).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     /// Unmounts the device's volumes where the platform needs a command for
@@ -272,13 +334,10 @@ impl Target {
         Some(a)
     }
 
-    /// Signatures found on the existing target (read-only); none for a new image.
+    /// Signatures found on the existing target, read-only; none for a new
+    /// image.
     pub fn probe(&self) -> anyhow::Result<Vec<Signature>> {
         if let Action::Create(_) = self.action {
-            return Ok(Vec::new());
-        }
-        if self.device.is_some() {
-            // The device is probed through its exclusive handle in open().
             return Ok(Vec::new());
         }
         let mut img =
@@ -288,22 +347,195 @@ impl Target {
         probe_signatures(&mut img).with_context(|| format!("probing {}", self.path.display()))
     }
 
-    /// Creates or opens the target for writing.
+    /// What the medium holds, read from the medium itself (partition nodes
+    /// may not exist): one line per partition and volume, with file system
+    /// and label. Empty for a new image or an unreadable target.
+    pub fn contents(&self) -> Vec<String> {
+        if let Action::Create(_) = self.action {
+            return Vec::new();
+        }
+        crate::contents::describe(&self.path, self.block_size)
+    }
+
+    /// Creates or opens the target for writing, and locks it. Every failure
+    /// here happens before anything is written (exit 2).
     pub fn open(&self) -> Result<Opened, Failure> {
         let bs = self.block_size;
-        let r = match self.action {
-            Action::Create(s) => ImageFile::create(&self.path, s, bs).map(Opened::Image),
-            Action::Grow(s) => ImageFile::open_resize(&self.path, s, bs).map(Opened::Image),
-            Action::Keep(_) => ImageFile::open(&self.path, bs).map(Opened::Image),
-            Action::Device(_) => {
-                return Device::open(&self.path)
-                    .map(|d| Opened::Device(Box::new(d)))
-                    .map_err(device_error)
+        let path = &self.path;
+        let opened = match self.action {
+            Action::Create(s) => ImageFile::create(path, s, bs)
+                .map(|i| Opened::Image(i, true))
+                .map_err(|e| {
+                    usage(anyhow!(
+                        "cannot create {}: {}",
+                        path.display(),
+                        open_text(path, &e)
+                    ))
+                })?,
+            Action::Grow(_) | Action::Keep(_) => {
+                let r = match self.action {
+                    Action::Grow(s) => ImageFile::open_resize(path, s, bs),
+                    _ => ImageFile::open(path, bs),
+                };
+                r.map(|i| Opened::Image(i, false)).map_err(|e| {
+                    usage(anyhow!(
+                        "cannot open {} for writing: {}",
+                        path.display(),
+                        open_text(path, &e)
+                    ))
+                })?
+            }
+            Action::Device(size) => {
+                let mut d = Device::open(path).map_err(device_error)?;
+                if size < d.info().size_bytes {
+                    // --size: only the first SIZE bytes are touched.
+                    d.limit(size)
+                        .with_context(|| format!("limiting {}", path.display()))
+                        .map_err(Failure::Io)?;
+                }
+                return Ok(Opened::Device(Box::new(d)));
             }
         };
-        r.with_context(|| format!("opening {}", self.path.display()))
-            .map_err(Failure::Io)
+        if let Opened::Image(img, created) = &opened {
+            if let Err(e) = img.try_lock_exclusive() {
+                if *created {
+                    let _ = std::fs::remove_file(path);
+                }
+                return Err(if e.kind() == ErrorKind::WouldBlock {
+                    usage(locked(path))
+                } else {
+                    usage(anyhow!(e).context(format!("cannot lock {}", path.display())))
+                });
+            }
+        }
+        Ok(opened)
     }
+}
+
+/// An existing path that can be an image: a regular file (not a directory,
+/// a FIFO, a socket or a character device).
+fn existing_image_kind(path: &Path, m: &Metadata) -> Result<(), Failure> {
+    if m.is_dir() {
+        return Err(usage(anyhow!(
+            "{} is a directory; expected an image file or a block device",
+            path.display()
+        )));
+    }
+    if !m.is_file() {
+        return Err(usage(anyhow!(
+            "{} is neither a regular file nor a block device",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// What happens to an existing image of `current` bytes given `--size`.
+fn existing_action(
+    path: &Path,
+    current: u64,
+    size: Option<u64>,
+    bs: u64,
+    sector_size: u32,
+) -> Result<Action, Failure> {
+    match size {
+        None => {
+            if current % bs != 0 {
+                return Err(usage(anyhow!(
+                    "{} is {current} bytes, not a multiple of the {sector_size}-byte sector size",
+                    path.display()
+                )));
+            }
+            Ok(Action::Keep(current))
+        }
+        Some(s) => {
+            let s = round_to(s, bs, path)?;
+            if s < current {
+                return Err(usage(anyhow!(
+                    "--size {} is smaller than the existing image ({}); images are grown, never shrunk",
+                    format_size(s),
+                    format_size(current)
+                )));
+            }
+            Ok(if s == current {
+                Action::Keep(s)
+            } else {
+                Action::Grow(s)
+            })
+        }
+    }
+}
+
+/// Loop devices backed by the image: mounted (or held) ones are refused,
+/// attached ones noted.
+fn check_loop_devices(
+    path: &Path,
+    refusals: &mut Refusals,
+    notes: &mut Vec<String>,
+) -> Result<(), Failure> {
+    for l in device::loop_devices_backed_by(path) {
+        let dev = l.device.display();
+        if let Some(m) = l.mountpoints.first() {
+            refusals.refuse(anyhow!(
+                "refusing to format {}: it is the backing file of {dev}, which is mounted on {}; \
+                 unmount it (umount {}) and detach the loop device (losetup -d {dev}) first",
+                path.display(),
+                m.display(),
+                m.display()
+            ))?;
+        } else if !l.in_use_by.is_empty() {
+            refusals.refuse(anyhow!(
+                "refusing to format {}: it is the backing file of {dev}, which is in use by {}",
+                path.display(),
+                l.in_use_by.join(", ")
+            ))?;
+        } else {
+            notes.push(format!(
+                "{} is attached to {dev} (not mounted); what the kernel caches of it may be stale: losetup -d {dev}",
+                path.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether another process holds a lock on the image (read-only look).
+fn lock_held_elsewhere(path: &Path, block_size: u32) -> bool {
+    ImageFile::open_read_only(path, block_size)
+        .is_ok_and(|i| i.try_lock_shared().map_err(|e| e.kind()) == Err(ErrorKind::WouldBlock))
+}
+
+/// Whether `path` could be opened for writing (`access(W_OK)`: a read-only
+/// file system, missing permission), without opening it.
+fn writable(path: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        rustix::fs::access(path, rustix::fs::Access::WRITE_OK).map_err(io::Error::from)
+    }
+    #[cfg(not(unix))]
+    {
+        let m = std::fs::metadata(path)?;
+        if m.permissions().readonly() {
+            return Err(io::Error::from(ErrorKind::PermissionDenied));
+        }
+        Ok(())
+    }
+}
+
+/// The operating system's words for an error, without "(os error N)".
+fn os_text(e: &io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// An image's open error without the path the library put in front.
+fn open_text(path: &Path, e: &mkfs_alloc_blockio::IoError) -> String {
+    let text = os_text(&e.source);
+    let prefix = format!("{}: ", path.display());
+    text.strip_prefix(&prefix).unwrap_or(&text).to_string()
 }
 
 fn round_to(size: u64, bs: u64, path: &Path) -> Result<u64, Failure> {

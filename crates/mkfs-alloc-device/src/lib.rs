@@ -175,6 +175,14 @@ pub enum DeviceError {
         #[source]
         source: io::Error,
     },
+    /// Another process holds an advisory lock on the (whole) disk, as
+    /// systemd's "locking block device access" convention asks of every
+    /// program that writes partition tables or file systems.
+    #[error("{path}: in use by another process (it holds a lock on the device)")]
+    Locked {
+        /// The whole-disk device whose lock is held.
+        path: PathBuf,
+    },
     /// A system call or system file failed.
     #[error("{path}: {what}")]
     Io {
@@ -223,6 +231,33 @@ pub fn inspect(path: &Path) -> Result<DeviceInfo, DeviceError> {
     let mut info = sys::inspect(path)?;
     finish(&mut info)?;
     Ok(info)
+}
+
+/// A loop device attached to an image file (Linux), with what keeps it busy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LoopAttachment {
+    /// The loop device, e.g. `/dev/loop3`.
+    pub device: PathBuf,
+    /// Where it (or a partition of it) is mounted.
+    pub mountpoints: Vec<PathBuf>,
+    /// Device-mapper / RAID holders and swap built on it.
+    pub in_use_by: Vec<String>,
+}
+
+/// The loop devices whose backing file is `file`
+/// (`/sys/block/loop*/loop/backing_file`), with their mounts and holders.
+/// Empty where there are no loop devices (other platforms) or `file` does
+/// not exist.
+pub fn loop_devices_backed_by(file: &Path) -> Vec<LoopAttachment> {
+    #[cfg(target_os = "linux")]
+    {
+        sys::loop_devices_backed_by(file)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = file;
+        Vec::new()
+    }
 }
 
 /// Whether `path` names a block device (false for regular files and for
@@ -396,7 +431,26 @@ impl Device {
     /// mount or another program), [`DeviceError::Io`] (permission denied,
     /// ...), [`DeviceError::Invalid`] (odd geometry).
     pub fn open(path: &Path) -> Result<Device, DeviceError> {
-        let (raw, mut info) = sys::RawDevice::open(path)?;
+        Self::open_with(path, false)
+    }
+
+    /// Opens like [`Device::open`], with the operating system's caches
+    /// bypassed, so that every read comes from the device and every write
+    /// reaches it (the counterfeit-capacity probe needs this): `O_DIRECT` on
+    /// Linux (through a 4096-aligned bounce buffer), `F_NOCACHE` on the raw
+    /// node on macOS, `FILE_FLAG_NO_BUFFERING` on Windows (as every open
+    /// there). The device's own cache is not affected.
+    ///
+    /// # Errors
+    ///
+    /// As [`Device::open`]; `EINVAL` ([`DeviceError::Io`]) if the device
+    /// refuses direct I/O.
+    pub fn open_uncached(path: &Path) -> Result<Device, DeviceError> {
+        Self::open_with(path, true)
+    }
+
+    fn open_with(path: &Path, uncached: bool) -> Result<Device, DeviceError> {
+        let (raw, mut info) = sys::RawDevice::open(path, uncached)?;
         finish(&mut info)?;
         let block_size = info.logical_block_size;
         if info.size_bytes % u64::from(block_size) != 0 {
@@ -416,6 +470,31 @@ impl Device {
             num_blocks,
             zero_fast: true,
         })
+    }
+
+    /// Limits the device to its first `size_bytes` bytes (a multiple of the
+    /// logical block size, at most the device size): I/O beyond fails as
+    /// out of range, [`BlockIo::num_blocks`] shrinks. For counterfeit sticks,
+    /// whose blocks beyond the real capacity must not be touched.
+    ///
+    /// # Errors
+    ///
+    /// [`IoOp::Open`] `InvalidInput` if `size_bytes` is misaligned or too large.
+    pub fn limit(&mut self, size_bytes: u64) -> Result<(), IoError> {
+        let bs = u64::from(self.block_size);
+        if size_bytes % bs != 0 || size_bytes / bs > self.num_blocks {
+            return Err(invalid(
+                IoOp::Open,
+                0,
+                size_bytes,
+                format!(
+                    "cannot limit a device of {} bytes to {size_bytes} bytes ({bs}-byte blocks)",
+                    self.num_blocks * bs
+                ),
+            ));
+        }
+        self.num_blocks = size_bytes / bs;
+        Ok(())
     }
 
     /// What was found about the device when it was opened.

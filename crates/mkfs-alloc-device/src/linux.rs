@@ -18,7 +18,9 @@ use rustix::ioctl::{self, opcode, Opcode};
 
 use super::mountinfo::{self, Mount};
 use super::probe::{probe, ProbeRead, PROBE_UNIT};
-use super::{clean, transfer_all, DeviceError, DeviceInfo, PartitionInfo, XferResult};
+use super::{
+    clean, transfer_all, DeviceError, DeviceInfo, LoopAttachment, PartitionInfo, XferResult,
+};
 
 /// `BLKROGET`: `_IO(0x12, 94)`, writes an `int`.
 const BLKROGET: Opcode = opcode::none(0x12, 94);
@@ -66,6 +68,73 @@ pub(super) fn inspect(path: &Path) -> Result<DeviceInfo, DeviceError> {
         .ok();
     let env = Env::load()?;
     gather(&env, &canonical, dev, file.as_ref())
+}
+
+pub(super) fn loop_devices_backed_by(file: &Path) -> Vec<LoopAttachment> {
+    let Ok(target) = fs::canonicalize(file) else {
+        return Vec::new();
+    };
+    let Ok(rd) = fs::read_dir("/sys/block") else {
+        return Vec::new();
+    };
+    let mut out: Vec<LoopAttachment> = rd
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("loop"))
+        .filter_map(|e| {
+            // The kernel's d_path of the backing file: absolute, resolved.
+            let backing = read_str(&e.path().join("loop/backing_file"))?;
+            let backing = backing.strip_suffix(" (deleted)").unwrap_or(&backing);
+            if Path::new(backing) != target {
+                return None;
+            }
+            let device = Path::new("/dev").join(e.file_name());
+            let (mountpoints, in_use_by) = match inspect(&device) {
+                Ok(info) => (
+                    info.all_mountpoints().map(Path::to_path_buf).collect(),
+                    info.in_use_by,
+                ),
+                Err(_) => (Vec::new(), Vec::new()),
+            };
+            Some(LoopAttachment {
+                device,
+                mountpoints,
+                in_use_by,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.device.cmp(&b.device));
+    out
+}
+
+/// systemd's "locking block device access": an exclusive, non-blocking BSD
+/// lock on the whole disk (for a partition, its disk), held as long as the
+/// returned handle (or `file` itself, for a whole disk) is open.
+fn lock_whole_disk(
+    canonical: &Path,
+    dev: DevNum,
+    file: &File,
+) -> Result<Option<File>, DeviceError> {
+    let disk_dir = sys_dir(dev)
+        .filter(|d| d.join("partition").exists())
+        .and_then(|d| d.parent().map(Path::to_path_buf));
+    let (holder, node) = match disk_dir {
+        Some(dir) => {
+            let node = Path::new("/dev").join(dev_name(&dir).unwrap_or_default());
+            let f = OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+                .open(&node)
+                .map_err(|e| DeviceError::io(&node, "open the whole disk to lock it", e))?;
+            (Some(f), node)
+        }
+        None => (None, canonical.to_path_buf()),
+    };
+    let target = holder.as_ref().unwrap_or(file);
+    match rustix::fs::flock(target, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(holder),
+        Err(e) if e == Errno::WOULDBLOCK => Err(DeviceError::Locked { path: node }),
+        Err(e) => Err(DeviceError::io(&node, "flock", e.into())),
+    }
 }
 
 pub(super) fn list() -> Result<Vec<DeviceInfo>, DeviceError> {
@@ -494,20 +563,56 @@ fn unsupported(e: Errno) -> bool {
     e == Errno::OPNOTSUPP || e == Errno::NOTTY || e == Errno::NOSYS
 }
 
+/// Size of the bounce buffer of `O_DIRECT` transfers.
+const BOUNCE: usize = 1 << 20;
+/// Alignment of `O_DIRECT` buffers: covers every logical block size.
+const ALIGN: usize = 4096;
+
+/// A buffer aligned to [`ALIGN`] for `O_DIRECT` (safe code: the aligned
+/// window of a larger allocation).
+#[derive(Debug)]
+struct Bounce {
+    storage: Vec<u8>,
+    start: usize,
+}
+
+impl Bounce {
+    fn new() -> Bounce {
+        let storage = vec![0u8; BOUNCE + ALIGN];
+        let start = storage.as_ptr().align_offset(ALIGN).min(ALIGN);
+        Bounce { storage, start }
+    }
+
+    fn buf(&mut self, len: usize) -> &mut [u8] {
+        &mut self.storage[self.start..self.start + len]
+    }
+}
+
 /// An exclusively opened Linux block device.
 #[derive(Debug)]
 pub(super) struct RawDevice {
     file: File,
     can_discard: bool,
+    /// The whole disk's handle holding the lock, when the device is a
+    /// partition (a whole disk is locked through `file`).
+    _disk_lock: Option<File>,
+    /// Set when opened with `O_DIRECT`: transfers go through it.
+    bounce: Option<Bounce>,
 }
 
 impl RawDevice {
-    pub(super) fn open(path: &Path) -> Result<(RawDevice, DeviceInfo), DeviceError> {
+    /// With `uncached`, the node is opened with `O_DIRECT` (no page cache)
+    /// and transfers go through an aligned bounce buffer.
+    pub(super) fn open(
+        path: &Path,
+        uncached: bool,
+    ) -> Result<(RawDevice, DeviceInfo), DeviceError> {
         let (canonical, dev) = block_node(path)?;
+        let direct = if uncached { libc::O_DIRECT } else { 0 };
         let file = OpenOptions::new()
             .read(true)
             .write(true)
-            .custom_flags(libc::O_EXCL | libc::O_CLOEXEC)
+            .custom_flags(libc::O_EXCL | libc::O_CLOEXEC | direct)
             .open(&canonical)
             .map_err(|e| {
                 if e.raw_os_error() == Some(libc::EBUSY) {
@@ -519,25 +624,58 @@ impl RawDevice {
                     DeviceError::io(&canonical, "open for writing (O_EXCL)", e)
                 }
             })?;
+        let disk_lock = lock_whole_disk(&canonical, dev, &file)?;
         let env = Env::load()?;
         let info = gather(&env, &canonical, dev, Some(&file))?;
         let raw = RawDevice {
             file,
             can_discard: info.discard_granularity > 0,
+            _disk_lock: disk_lock,
+            bounce: uncached.then(Bounce::new),
         };
         Ok((raw, info))
     }
 
-    pub(super) fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> XferResult {
-        transfer_all(buf.len(), io::ErrorKind::UnexpectedEof, |done| {
-            self.file.read_at(&mut buf[done..], offset + done as u64)
-        })
+    pub(super) fn read_at(&mut self, offset: u64, dst: &mut [u8]) -> XferResult {
+        let Some(bounce) = self.bounce.as_mut() else {
+            return transfer_all(dst.len(), io::ErrorKind::UnexpectedEof, |done| {
+                self.file.read_at(&mut dst[done..], offset + done as u64)
+            });
+        };
+        let mut done = 0usize;
+        while done < dst.len() {
+            let n = (dst.len() - done).min(BOUNCE);
+            let at = offset + done as u64;
+            let buf = bounce.buf(n);
+            transfer_all(n, io::ErrorKind::UnexpectedEof, |got| {
+                self.file.read_at(&mut buf[got..], at + got as u64)
+            })
+            .map_err(|(got, e)| (done as u64 + got, e))?;
+            dst[done..done + n].copy_from_slice(buf);
+            done += n;
+        }
+        Ok(())
     }
 
-    pub(super) fn write_at(&mut self, offset: u64, buf: &[u8]) -> XferResult {
-        transfer_all(buf.len(), io::ErrorKind::WriteZero, |done| {
-            self.file.write_at(&buf[done..], offset + done as u64)
-        })
+    pub(super) fn write_at(&mut self, offset: u64, src: &[u8]) -> XferResult {
+        let Some(bounce) = self.bounce.as_mut() else {
+            return transfer_all(src.len(), io::ErrorKind::WriteZero, |done| {
+                self.file.write_at(&src[done..], offset + done as u64)
+            });
+        };
+        let mut done = 0usize;
+        while done < src.len() {
+            let n = (src.len() - done).min(BOUNCE);
+            let at = offset + done as u64;
+            let buf = bounce.buf(n);
+            buf.copy_from_slice(&src[done..done + n]);
+            transfer_all(n, io::ErrorKind::WriteZero, |put| {
+                self.file.write_at(&buf[put..], at + put as u64)
+            })
+            .map_err(|(put, e)| (done as u64 + put, e))?;
+            done += n;
+        }
+        Ok(())
     }
 
     /// `BLKZEROOUT`; `Ok(false)` if the kernel does not know it.

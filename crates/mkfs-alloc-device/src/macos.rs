@@ -359,7 +359,13 @@ pub(super) struct RawDevice {
 }
 
 impl RawDevice {
-    pub(super) fn open(path: &Path) -> Result<(RawDevice, DeviceInfo), DeviceError> {
+    /// With `uncached`, `F_NOCACHE` is set on the raw node (which macOS
+    /// already does not cache for aligned transfers; the flag makes it hold
+    /// for every transfer).
+    pub(super) fn open(
+        path: &Path,
+        uncached: bool,
+    ) -> Result<(RawDevice, DeviceInfo), DeviceError> {
         let name = name_of(path)?;
         let raw = name.raw_path();
         let file = OpenOptions::new()
@@ -374,6 +380,19 @@ impl RawDevice {
                 },
                 _ => DeviceError::io(&raw, "open for writing (O_EXLOCK)", e),
             })?;
+        if uncached {
+            use std::os::fd::AsRawFd;
+            // SAFETY: fcntl(F_NOCACHE, int) on a descriptor `file` owns; no
+            // pointer is passed.
+            let r = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_NOCACHE, 1) };
+            if r == -1 {
+                return Err(DeviceError::io(
+                    &raw,
+                    "fcntl(F_NOCACHE)",
+                    io::Error::last_os_error(),
+                ));
+            }
+        }
         let info = gather(&name, &file, &mounts()?)?;
         let dev = RawDevice {
             file,

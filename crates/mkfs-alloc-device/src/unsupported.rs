@@ -29,7 +29,10 @@ pub(super) fn list() -> Result<Vec<DeviceInfo>, DeviceError> {
 pub(super) enum RawDevice {}
 
 impl RawDevice {
-    pub(super) fn open(_path: &Path) -> Result<(RawDevice, DeviceInfo), DeviceError> {
+    pub(super) fn open(
+        _path: &Path,
+        _uncached: bool,
+    ) -> Result<(RawDevice, DeviceInfo), DeviceError> {
         Err(unsupported("open"))
     }
 

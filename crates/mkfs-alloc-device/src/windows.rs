@@ -520,7 +520,12 @@ pub(super) struct RawDevice {
 }
 
 impl RawDevice {
-    pub(super) fn open(path: &Path) -> Result<(RawDevice, DeviceInfo), DeviceError> {
+    /// Every open is unbuffered (`FILE_FLAG_NO_BUFFERING`), so `_uncached`
+    /// changes nothing.
+    pub(super) fn open(
+        path: &Path,
+        _uncached: bool,
+    ) -> Result<(RawDevice, DeviceInfo), DeviceError> {
         let n = disk_number(path)?;
         let vols = volumes();
         let mut locked = Vec::new();

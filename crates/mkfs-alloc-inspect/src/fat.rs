@@ -15,7 +15,7 @@
 //! reference `on-disk-format.md` B.
 
 use mkfs_alloc_blockio::BlockIo;
-use mkfs_alloc_layout::fat32::boot::{
+use mkfs_alloc_layout::fat::boot::{
     BootSector, FsInfo, FSINFO_LEAD_SIG, FSINFO_STRUC_SIG, FSINFO_TRAIL_SIG,
 };
 use mkfs_alloc_layout::FsType;
@@ -161,10 +161,10 @@ pub fn parse_boot_sector(s: &[u8]) -> Result<FatBoot, String> {
             "{cc64} clusters with a 16-bit FAT size: too many for FAT16, and not a FAT32 BPB"
         ));
     };
-    if is32 && cc64 > mkfs_alloc_layout::fat32::MAX_CLUSTERS {
+    if is32 && cc64 > mkfs_alloc_layout::fat::MAX_CLUSTERS {
         return Err(format!("{cc64} clusters, more than FAT32's 268,435,445"));
     }
-    if is32 && cc64 < mkfs_alloc_layout::fat32::SPEC_MIN_CLUSTERS {
+    if is32 && cc64 < mkfs_alloc_layout::fat::SPEC_MIN_CLUSTERS {
         warnings.push(format!(
             "FAT32 with only {cc64} clusters (fewer than 65,525): some systems read it as FAT16"
         ));

@@ -302,16 +302,16 @@ fn read_gpt<D: BlockIo + ?Sized>(
         let Some(block) = r.read_opt(ls, ls as usize)? else {
             continue;
         };
-        if block[..8] != GPT_SIGNATURE {
-            continue;
-        }
         let ls32 = u32::try_from(ls).unwrap_or(512);
+        // The primary header, even without its signature (a damaged header
+        // must not hide an intact backup).
+        let mut primary = Vec::new();
         match parse_gpt_header(&block, 1) {
             Ok(info) => match read_gpt_entries(r, &info, ls32)? {
                 Ok(t) => return Ok(Some(finish_gpt(t, have_pmbr, problems))),
-                Err(e) => problems.push(format!("primary GPT: {e}")),
+                Err(e) => primary.push(format!("primary GPT ({ls}-byte LBAs): {e}")),
             },
-            Err(e) => problems.push(format!("primary GPT header: {e}")),
+            Err(e) => primary.push(format!("primary GPT header ({ls}-byte LBAs): {e}")),
         }
         // Backup header at the last LBA.
         let last = r.size() / ls;
@@ -320,14 +320,22 @@ fn read_gpt<D: BlockIo + ?Sized>(
                 match parse_gpt_header(&block, last - 1) {
                     Ok(info) => match read_gpt_entries(r, &info, ls32)? {
                         Ok(t) => {
-                            problems.push("using the backup GPT".into());
+                            problems.extend(primary);
+                            problems.push(format!(
+                                "the primary GPT is damaged; using the backup GPT header at LBA {}",
+                                last - 1
+                            ));
                             return Ok(Some(finish_gpt(t, have_pmbr, problems)));
                         }
-                        Err(e) => problems.push(format!("backup GPT: {e}")),
+                        Err(e) => primary.push(format!("backup GPT: {e}")),
                     },
-                    Err(e) => problems.push(format!("backup GPT header: {e}")),
+                    Err(e) => primary.push(format!("backup GPT header: {e}")),
                 }
             }
+        }
+        // Only a size where a GPT header was there at all says something.
+        if block.get(..8) == Some(&GPT_SIGNATURE[..]) {
+            problems.extend(primary);
         }
     }
     if problems.is_empty() || !have_pmbr {
@@ -533,6 +541,28 @@ mod tests {
                 t.warnings
             );
         }
+    }
+
+    /// sgdisk -v: "Main header: ERROR, Backup header: OK". Before, a primary
+    /// header without its signature hid the backup ("no valid GPT header,
+    /// primary or backup").
+    #[test]
+    fn a_wiped_primary_header_falls_back_to_the_backup_and_says_so() {
+        let mut v = gpt_disk(false).into_inner();
+        v[512..1024].fill(0);
+        let mut d = MemDisk::from_vec(512, v).unwrap();
+        let t = read_partition_table(&mut d).unwrap();
+        assert_eq!(t.kind, TableKind::Gpt);
+        assert_eq!(t.partitions.len(), 1, "{:?}", t.warnings);
+        assert_eq!(t.partitions[0].name.as_deref(), Some("data"));
+        assert!(
+            t.warnings
+                .iter()
+                .any(|w| w
+                    .contains("primary GPT is damaged; using the backup GPT header at LBA 4095")),
+            "{:?}",
+            t.warnings
+        );
     }
 
     #[test]

@@ -295,7 +295,9 @@ pub struct FileStats {
     pub total_bytes: u64,
     /// Bytes of the clusters the files take at the current cluster size.
     pub allocated_bytes: u64,
-    /// `allocated_bytes - total_bytes`: slack in the last cluster of each file.
+    /// `allocated_bytes` plus `dir_bytes` less the root directory's first
+    /// cluster, minus `total_bytes`: the one definition of waste
+    /// ([`mkfs_alloc_layout::waste`]) that `advise` uses too.
     pub waste_bytes: u64,
     /// Bytes of the clusters the directories take (root included when it is
     /// in the data region).
@@ -320,7 +322,7 @@ pub struct AtClusterSize {
     pub cluster_size: u64,
     /// Sum over files of their size rounded up to the cluster size.
     pub allocated_bytes: u64,
-    /// `allocated_bytes - total_bytes`.
+    /// As [`FileStats::waste_bytes`], at this cluster size.
     pub waste_bytes: u64,
     /// Estimated directory clusters: each directory's used entries rounded up
     /// to the cluster size.

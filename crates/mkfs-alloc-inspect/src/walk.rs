@@ -7,6 +7,7 @@
 use std::collections::HashSet;
 
 use mkfs_alloc_blockio::BlockIo;
+use mkfs_alloc_layout::waste::waste_bytes;
 use mkfs_alloc_layout::{FsType, Medium};
 
 use crate::chain::{file_fragments, ChainReader, Fat, Geo, Source};
@@ -336,7 +337,7 @@ pub(crate) fn walk<D: BlockIo + ?Sized, F: DirFormat>(
             Allocation::Declared => round_up(declared, geo.cluster_size),
             Allocation::Uncounted => continue,
         };
-        w.add_dir(parser.entries() * 32, allocated);
+        w.add_dir(parser.entries() * 32, allocated, dir.depth == 0);
     }
     Ok(())
 }
@@ -389,6 +390,9 @@ pub(crate) struct Walker<'o> {
     /// Clusters read as directory data (cycle and cross-link detection).
     pub(crate) dir_clusters: HashSet<u32>,
     stopped: bool,
+    /// The root directory's clusters were counted in `dir_bytes` (it lives
+    /// in the data region); its first one is then not waste.
+    root_counted: bool,
     damage: Option<String>,
 }
 
@@ -430,6 +434,7 @@ impl<'o> Walker<'o> {
             dir_budget: limits.max_dir_bytes_total,
             dir_clusters: HashSet::new(),
             stopped: false,
+            root_counted: false,
             damage: None,
         }
     }
@@ -503,7 +508,8 @@ impl<'o> Walker<'o> {
 
     /// Records a directory whose entries take `used` bytes and whose
     /// clusters take `allocated` bytes now.
-    pub(crate) fn add_dir(&mut self, used: u64, allocated: u64) {
+    pub(crate) fn add_dir(&mut self, used: u64, allocated: u64, root: bool) {
+        self.root_counted |= root;
         self.stats.dir_bytes = self.stats.dir_bytes.saturating_add(allocated);
         let used = used.max(1);
         for (a, &c) in self.stats.at_cluster_sizes.iter_mut().zip(&self.sizes) {
@@ -598,13 +604,21 @@ impl<'o> Walker<'o> {
     /// Puts the statistics and the warnings into `vol`; the first damage
     /// found becomes its error (unless it has one).
     pub(crate) fn finish(mut self, vol: &mut Volume) {
-        self.stats.waste_bytes = self
-            .stats
-            .allocated_bytes
-            .saturating_sub(self.stats.total_bytes);
+        // One definition with `advise` (mkfs_alloc_layout::waste): files'
+        // and directories' clusters, less the root directory's first
+        // cluster (the format allocates it), minus the files' sizes.
         let total = self.stats.total_bytes;
+        let root_first = |c: u64| if self.root_counted { c } else { 0 };
+        self.stats.waste_bytes = waste_bytes(
+            self.stats.allocated_bytes,
+            self.stats
+                .dir_bytes
+                .saturating_sub(root_first(self.cluster_size)),
+            total,
+        );
         for a in &mut self.stats.at_cluster_sizes {
-            a.waste_bytes = a.allocated_bytes.saturating_sub(total);
+            let dirs = a.dir_bytes.saturating_sub(root_first(a.cluster_size));
+            a.waste_bytes = waste_bytes(a.allocated_bytes, dirs, total);
         }
         if self.suppressed > 0 {
             self.warnings

@@ -34,15 +34,19 @@
 
 pub mod error;
 pub mod exfat;
-pub mod fat32;
+pub mod fat;
 pub mod label;
 pub mod options;
 pub mod plan;
 pub mod rules;
 pub mod units;
+pub mod waste;
 pub mod writer;
 
 pub use error::PlanError;
 pub use options::{ClusterChoice, FormatOptions, FsChoice, FsType, Medium, Timestamp};
 pub use plan::{plan, valid_cluster_sizes, Layout, Region, RegionKind};
-pub use writer::{write_volume, WriteError, WriteReport};
+pub use writer::{
+    write_volume, write_volume_to, write_volume_with, Content, ContentSink, Prior, WriteError,
+    WriteReport,
+};

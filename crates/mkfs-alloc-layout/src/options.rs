@@ -26,7 +26,7 @@ impl FsType {
     pub fn max_cluster(self, sector: u32) -> u64 {
         match self {
             FsType::Exfat => crate::exfat::MAX_CLUSTER,
-            FsType::Fat32 => crate::fat32::MAX_SECTORS_PER_CLUSTER * u64::from(sector),
+            FsType::Fat32 => crate::fat::MAX_SECTORS_PER_CLUSTER * u64::from(sector),
         }
     }
 

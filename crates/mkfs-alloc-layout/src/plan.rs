@@ -9,7 +9,7 @@ use crate::label::{exfat_label, fat32_label, EncodedLabel};
 use crate::options::{ClusterChoice, FormatOptions, FsChoice, FsType, Medium, Timestamp};
 use crate::rules::{self, ClusterRule, FsRule};
 use crate::units::{format_size, MIB};
-use crate::{exfat, fat32};
+use crate::{exfat, fat};
 use serde::Serialize;
 
 /// The default alignment for volumes of 16 MiB and more.
@@ -64,7 +64,7 @@ pub enum Geometry {
     /// exFAT geometry.
     Exfat(exfat::Geometry),
     /// FAT32 geometry.
-    Fat32(fat32::Geometry),
+    Fat32(fat::Geometry),
 }
 
 /// A validated plan: every byte offset the writer will use, and why each
@@ -185,7 +185,7 @@ fn geometry_for(
     );
     Ok(match fs {
         FsType::Exfat => Geometry::Exfat(exfat::geometry(v, bps, cluster, start, align)?),
-        FsType::Fat32 => Geometry::Fat32(fat32::geometry(v, bps, cluster, start, align)?),
+        FsType::Fat32 => Geometry::Fat32(fat::geometry(v, bps, cluster, start, align)?),
     })
 }
 
@@ -289,7 +289,7 @@ pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> 
     };
 
     let mut warnings = Vec::new();
-    if fs == FsType::Fat32 && cluster > fat32::COMPAT_MAX_CLUSTER {
+    if fs == FsType::Fat32 && cluster > fat::COMPAT_MAX_CLUSTER {
         warnings.push(format!(
             "FAT32 clusters above 32 KiB ({}) are not handled by some systems (old DOS, some BIOS and camera firmware)",
             format_size(cluster)

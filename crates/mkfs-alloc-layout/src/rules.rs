@@ -126,12 +126,19 @@ fn auto_cluster_reason(fs: FsType, volume_bytes: u64) -> &'static str {
 }
 
 /// The cluster size Windows' format would pick by default (KB140365), or
-/// `None` where Windows refuses (FAT32 above 32 GB, exFAT under 7 MB).
+/// `None` where Windows refuses (FAT32 up to 32 MB and above 32 GB, exFAT
+/// under 7 MB). FAT32: 512 B up to 64 MB, 1 KiB up to 128 MB, 2 KiB up to
+/// 256 MB (Microsoft's MB being MiB), 4 KiB below 8 GB, 8 KiB below 16 GB,
+/// 16 KiB up to 32 GB.
 pub fn windows_default(fs: FsType, volume_bytes: u64) -> Option<u64> {
     const GB: u64 = 1_000_000_000;
     const MB: u64 = 1_000_000;
     match fs {
         FsType::Fat32 => match volume_bytes {
+            v if v <= 32 * MIB => None,
+            v if v <= 64 * MIB => Some(512),
+            v if v <= 128 * MIB => Some(KIB),
+            v if v <= 256 * MIB => Some(2 * KIB),
             v if v < 8 * GB => Some(4 * KIB),
             v if v < 16 * GB => Some(8 * KIB),
             v if v <= 32 * GB => Some(16 * KIB),
@@ -163,5 +170,18 @@ mod tests {
         assert_eq!(auto_fs(32 * GIB + 512), FsType::Exfat);
         assert_eq!(windows_default(FsType::Exfat, 128 * GIB), Some(128 * KIB));
         assert_eq!(windows_default(FsType::Fat32, 64 * GIB), None);
+    }
+
+    #[test]
+    fn windows_fat32_defaults_follow_kb140365_below_256_mib() {
+        assert_eq!(windows_default(FsType::Fat32, 32 * MIB), None);
+        assert_eq!(windows_default(FsType::Fat32, 40 * MIB), Some(512));
+        assert_eq!(windows_default(FsType::Fat32, 64 * MIB), Some(512));
+        assert_eq!(windows_default(FsType::Fat32, 100 * MIB), Some(KIB));
+        assert_eq!(windows_default(FsType::Fat32, 128 * MIB), Some(KIB));
+        assert_eq!(windows_default(FsType::Fat32, 200 * MIB), Some(2 * KIB));
+        assert_eq!(windows_default(FsType::Fat32, 256 * MIB), Some(2 * KIB));
+        assert_eq!(windows_default(FsType::Fat32, 257 * MIB), Some(4 * KIB));
+        assert_eq!(windows_default(FsType::Fat32, 4 * GIB), Some(4 * KIB));
     }
 }

@@ -1,4 +1,4 @@
-//! Byte sizes: parsing (`4K`, `1MiB`, `8G`) and human-readable formatting.
+//! Byte sizes: parsing (`4K`, `1MiB`, `8G`, `8GB`) and human-readable formatting.
 
 /// One kibibyte.
 pub const KIB: u64 = 1 << 10;
@@ -9,18 +9,24 @@ pub const GIB: u64 = 1 << 30;
 /// One tebibyte.
 pub const TIB: u64 = 1 << 40;
 
+/// What [`parse_size`] accepts, in words (the text of every size error).
+pub const ACCEPTED_SIZES: &str = "a whole number of bytes, optionally followed without a space by \
+K, M, G, T, P or E (binary: 1K = 1024; same as KiB, MiB, GiB, TiB, PiB, EiB) \
+or kB, MB, GB, TB, PB, EB (decimal: 1kB = 1000), or B for bytes; \
+e.g. 512, 4K, 1MiB, 8G, 8GB; at most 16 EiB - 1 byte";
+
 /// Why a size string could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SizeError {
     /// Nothing was given.
-    #[error("empty size; expected a number with an optional unit, e.g. 512, 4K, 1MiB, 8G")]
+    #[error("empty size; expected {ACCEPTED_SIZES}")]
     Empty,
     /// The number part is missing or malformed (including negative numbers).
-    #[error("invalid size {0:?}; expected a whole number with an optional unit K, M, G, T (or KiB, MiB, GiB, TiB), e.g. 512, 4K, 1MiB, 8G")]
+    #[error("invalid size {0:?}; expected {ACCEPTED_SIZES}")]
     Malformed(String),
     /// The unit suffix is not one we know.
-    #[error("unknown unit {unit:?} in size {input:?}; valid units: B, K/KiB, M/MiB, G/GiB, T/TiB (binary, 1K = 1024)")]
+    #[error("unknown unit {unit:?} in size {input:?}; expected {ACCEPTED_SIZES}")]
     Unit {
         /// The full input.
         input: String,
@@ -28,14 +34,31 @@ pub enum SizeError {
         unit: String,
     },
     /// The value does not fit in 64 bits.
-    #[error("size {0:?} is too large (maximum 16 EiB - 1)")]
+    #[error("size {0:?} is too large (maximum 16 EiB - 1 byte = 18446744073709551615 bytes)")]
     Overflow(String),
 }
 
-/// Parses a byte size: a whole number with an optional binary unit.
-///
-/// Accepted: `512`, `512B`, `4K`, `4k`, `4KiB`, `4KB`, `1M`, `1MiB`, `8G`, `2T`.
-/// All units are binary (`1K` = 1024). Whitespace around the value is ignored.
+/// The multiplier of a unit suffix, following GNU coreutils: `K M G T P E`
+/// (either case) and `KiB … EiB` are powers of 1024, `kB MB GB TB PB EB`
+/// (`KB` too) powers of 1000; `B` or nothing is bytes.
+fn unit_multiplier(unit: &str) -> Option<u128> {
+    if unit.is_empty() || unit == "B" {
+        return Some(1);
+    }
+    let mut chars = unit.chars();
+    let letter = chars.next()?.to_ascii_uppercase();
+    let power = "KMGTPE".find(letter)? as u32 + 1;
+    let base: u128 = match chars.as_str() {
+        "" | "iB" => 1024,
+        "B" => 1000,
+        _ => return None,
+    };
+    Some(base.pow(power))
+}
+
+/// Parses a byte size: a whole number with an optional unit (see
+/// [`ACCEPTED_SIZES`]). Whitespace around the value is ignored; whitespace
+/// between the number and its unit is not accepted (as in coreutils).
 pub fn parse_size(input: &str) -> Result<u64, SizeError> {
     let s = input.trim();
     if s.is_empty() {
@@ -46,33 +69,26 @@ pub fn parse_size(input: &str) -> Result<u64, SizeError> {
     if num.is_empty() {
         return Err(SizeError::Malformed(input.to_string()));
     }
-    let value: u64 = num
+    let multiplier = unit_multiplier(unit).ok_or_else(|| SizeError::Unit {
+        input: input.to_string(),
+        unit: unit.to_string(),
+    })?;
+    let value: u128 = num
         .parse()
         .map_err(|_| SizeError::Overflow(input.to_string()))?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        "t" | "tb" | "tib" => 40,
-        "p" | "pb" | "pib" => 50,
-        _ => {
-            return Err(SizeError::Unit {
-                input: input.to_string(),
-                unit: unit.to_string(),
-            })
-        }
-    };
     value
-        .checked_mul(1u64 << shift)
+        .checked_mul(multiplier)
+        .and_then(|v| u64::try_from(v).ok())
         .ok_or_else(|| SizeError::Overflow(input.to_string()))
 }
 
 /// Formats a byte count for people: exact binary units when the value is a
-/// whole number of them (`32 KiB`, `2 TiB`), else one decimal rounded down
-/// (`1.5 GiB`; 16,775,168 bytes is `15.9 MiB`, not `16.0 MiB`).
+/// whole number of them (`32 KiB`, `2 TiB`), else one decimal rounded to
+/// nearest (`1.5 GiB`; 266,318,725 bytes, 253.98 MiB, is `254.0 MiB`: the
+/// `.0` marks a rounded value).
 pub fn format_size(bytes: u64) -> String {
-    const UNITS: [(&str, u32); 5] = [
+    const UNITS: [(&str, u32); 6] = [
+        ("EiB", 60),
         ("PiB", 50),
         ("TiB", 40),
         ("GiB", 30),
@@ -85,8 +101,8 @@ pub fn format_size(bytes: u64) -> String {
             if bytes % unit == 0 {
                 return format!("{} {name}", bytes >> shift);
             }
-            // Rounded down: never claim more than there is.
-            let tenths = (u128::from(bytes) * 10 / u128::from(unit)) as u64;
+            let unit = u128::from(unit);
+            let tenths = ((u128::from(bytes) * 10 + unit / 2) / unit) as u64;
             return format!("{}.{} {name}", tenths / 10, tenths % 10);
         }
     }
@@ -117,7 +133,18 @@ mod tests {
             ("4K", 4096),
             ("4k", 4096),
             ("4KiB", 4096),
-            ("4KB", 4096),
+            ("4KB", 4000),
+            ("4kB", 4000),
+            ("8GB", 8_000_000_000),
+            ("8G", 8 * GIB),
+            ("8g", 8 * GIB),
+            ("8GiB", 8 * GIB),
+            ("1P", 1 << 50),
+            ("1PB", 1_000_000_000_000_000),
+            ("15E", 15 << 60),
+            ("1EB", 1_000_000_000_000_000_000),
+            ("18446744073709551615", u64::MAX),
+            ("4B", 4),
             ("32K", 32768),
             ("1M", MIB),
             ("1MiB", MIB),
@@ -145,6 +172,31 @@ mod tests {
             parse_size("17000000T"),
             Err(SizeError::Overflow(_))
         ));
+        // 16 EiB is one byte beyond the maximum: too large, not an unknown unit.
+        assert!(matches!(parse_size("16E"), Err(SizeError::Overflow(_))));
+        assert!(matches!(parse_size("16EiB"), Err(SizeError::Overflow(_))));
+        assert!(matches!(
+            parse_size("18446744073709551616"),
+            Err(SizeError::Overflow(_))
+        ));
+        // A space between number and unit, bits and unknown suffixes are refused.
+        for bad in ["8 G", "8 GB", "8gb", "8Gb", "8GIB", "8iB", "8Z", "4KiBB"] {
+            assert!(
+                matches!(parse_size(bad), Err(SizeError::Unit { .. })),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_error_lists_every_accepted_unit() {
+        let text = parse_size("4X").expect_err("4X is not a size").to_string();
+        for unit in [
+            "K", "M", "G", "T", "P", "E", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "kB", "MB",
+            "GB", "TB", "PB", "EB",
+        ] {
+            assert!(text.contains(unit), "{unit} missing from {text}");
+        }
     }
 
     #[test]
@@ -153,7 +205,10 @@ mod tests {
         assert_eq!(format_size(32 * KIB), "32 KiB");
         assert_eq!(format_size(3 * GIB / 2), "1.5 GiB");
         assert_eq!(format_size(2 * TIB), "2 TiB");
-        assert_eq!(format_size(16_775_168), "15.9 MiB");
+        assert_eq!(format_size(16_775_168), "16.0 MiB");
+        assert_eq!(format_size(266_318_725), "254.0 MiB");
+        assert_eq!(format_size(266_000_000), "253.7 MiB");
+        assert_eq!(format_size(u64::MAX), "16.0 EiB");
         assert_eq!(format_count(32758), "32,758");
         assert_eq!(format_count(65525), "65,525");
         assert_eq!(format_count(100), "100");

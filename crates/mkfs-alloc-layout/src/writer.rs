@@ -7,17 +7,25 @@
 //!
 //! Write order (so an interrupted format never leaves a half-valid file system):
 //! 1. unless the target reads as zero: zero everything before the FAT — the
-//!    old boot sector(s) and their backups — and flush, so the old file system
-//!    is gone before anything new exists;
-//! 2. FAT(s), allocation bitmap, up-case table, root directory; flush;
-//! 3. the boot area except sector 0 (backup boot region / FSInfo and backups);
-//!    flush, so that no cache can persist sector 0 before them;
-//! 4. sector 0 (the main boot sector, which makes the volume recognisable); flush.
+//!    old boot sector(s) and their backups — and, when the target may hold a
+//!    file system ([`Prior::Unknown`]), flush, so the old file system is gone
+//!    before anything new exists; no flush when the caller knows no file
+//!    system is left ([`Prior::NoFileSystem`]) or the target reads as zero;
+//! 2. FAT(s), allocation bitmap, up-case table, root directory, and the
+//!    boot sectors no tool reads without sector 0 (exFAT main boot sectors
+//!    1..11; FAT32 FSInfo, backup boot sector and backup FSInfo); flush, so
+//!    that no cache can persist what follows before them;
+//! 3. exFAT: the backup boot region (fsck.exfat restores a volume from it
+//!    when sector 0 is bad, so it must not exist before step 2 is durable);
+//!    then sector 0 (the main boot sector, which makes the volume
+//!    recognisable); flush.
 //!
-//! A crash before step 4 leaves a volume with no main boot sector.
+//! A crash before step 3 leaves a volume with no main boot sector and (exFAT)
+//! no backup boot region: no tool recognises it. That is two flushes on a
+//! target that held no file system, three on one that may have.
 
 use crate::exfat;
-use crate::fat32;
+use crate::fat;
 use crate::plan::{Geometry, Layout};
 use mkfs_alloc_blockio::{BlockIo, IoError};
 
@@ -47,6 +55,49 @@ pub enum WriteError {
     /// An I/O operation failed.
     #[error(transparent)]
     Io(#[from] IoError),
+    /// The [`Content`] failed (a source file that cannot be read, or changed
+    /// during the copy). The volume has no main boot sector.
+    #[error(transparent)]
+    Content(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Files and directories written into the new volume as part of the format
+/// (the `mkfs-alloc-populate` crate implements it).
+///
+/// The content owns every cluster from the root directory's first cluster
+/// on: the format's root cluster(s) and `clusters()` more right after the
+/// format's own, all contiguous. The writer marks them used (bitmap, FSInfo,
+/// PercentInUse), asks [`Content::fat_entry`] for their FAT entries, and
+/// calls [`Content::write`] after the FAT, bitmap and up-case table and
+/// before any boot sector, so the write order stays crash-safe and a
+/// failing content leaves no boot sector.
+pub trait Content {
+    /// Clusters allocated beyond the format's own (root-directory growth
+    /// included), contiguous from the first free cluster.
+    fn clusters(&self) -> u64;
+    /// FAT entry `index` for an index at or after the root directory's first
+    /// cluster (the root chain and the content's chains; 0 for clusters of
+    /// exFAT allocations marked NoFatChain).
+    fn fat_entry(&self, index: u64) -> u32;
+    /// Writes the root directory (starting with `system_entries`, the
+    /// entries the format puts there) and everything else, through `out`.
+    fn write(&mut self, system_entries: &[u8], out: &mut dyn ContentSink)
+        -> Result<(), WriteError>;
+}
+
+/// Where [`Content::write`] writes: byte offsets from the volume start,
+/// multiples of [`ContentSink::block_size`].
+pub trait ContentSink {
+    /// The target's block size in bytes.
+    fn block_size(&self) -> u64;
+    /// True if the target read as zero before the format (a fresh sparse
+    /// image): zeros need not be written.
+    fn fresh(&self) -> bool;
+    /// Writes `data` (whole blocks) at `offset`.
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), IoError>;
+    /// Zeroes `len` bytes (whole blocks) at `offset`; on a fresh target this
+    /// only counts them.
+    fn zero_at(&mut self, offset: u64, len: u64) -> Result<(), IoError>;
 }
 
 /// What a write did.
@@ -65,15 +116,43 @@ pub struct WriteReport {
 /// Progress callback: `(bytes_done, bytes_total)` of the regions to write.
 pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
 
+/// What the caller knows about the target before [`write_volume_to`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prior {
+    /// It may hold a file system: the invalidated boot area is flushed
+    /// before anything new is written.
+    Unknown,
+    /// The caller has probed the whole target and found no file system
+    /// signature, or wiped and flushed those it found: the invalidation
+    /// needs no flush of its own.
+    NoFileSystem,
+}
+
 struct Sink<'a, D: BlockIo + ?Sized> {
     dev: &'a mut D,
     bs: u64,
     fresh: bool,
+    prior: Prior,
     report: WriteReport,
     done: u64,
     total: u64,
     progress: Progress<'a>,
     buf: Vec<u8>,
+}
+
+impl<D: BlockIo + ?Sized> ContentSink for Sink<'_, D> {
+    fn block_size(&self) -> u64 {
+        self.bs
+    }
+    fn fresh(&self) -> bool {
+        self.fresh
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), IoError> {
+        self.write(offset, data)
+    }
+    fn zero_at(&mut self, offset: u64, len: u64) -> Result<(), IoError> {
+        self.zero(offset, len)
+    }
 }
 
 impl<D: BlockIo + ?Sized> Sink<'_, D> {
@@ -148,11 +227,11 @@ impl<D: BlockIo + ?Sized> Sink<'_, D> {
     }
 
     /// Step 1 of the write order: zero everything before the FAT (the old
-    /// boot sectors and their backups) and, unless the target already read
-    /// as zero, flush so the old file system is gone before anything new.
+    /// boot sectors and their backups) and, when the target may hold a file
+    /// system, flush so the old one is gone before anything new.
     fn invalidate(&mut self, fat_offset: u64) -> Result<(), IoError> {
         self.zero(0, fat_offset)?;
-        if self.fresh {
+        if self.fresh || self.prior == Prior::NoFileSystem {
             Ok(())
         } else {
             self.flush()
@@ -165,10 +244,35 @@ impl<D: BlockIo + ?Sized> Sink<'_, D> {
 }
 
 /// Writes a planned volume to `dev`, whose block 0 is the volume's first byte
-/// (wrap a whole medium in a `Slice` to format a partition).
+/// (wrap a whole medium in a `Slice` to format a partition). The target may
+/// hold a file system ([`Prior::Unknown`]).
 pub fn write_volume<D: BlockIo + ?Sized>(
     layout: &Layout,
     dev: &mut D,
+    progress: Progress<'_>,
+) -> Result<WriteReport, WriteError> {
+    write_volume_to(layout, dev, Prior::Unknown, progress)
+}
+
+/// [`write_volume`] with what the caller knows about the target: with
+/// [`Prior::NoFileSystem`] the invalidation of the old boot area is not
+/// flushed on its own (see the module's write order).
+pub fn write_volume_to<D: BlockIo + ?Sized>(
+    layout: &Layout,
+    dev: &mut D,
+    prior: Prior,
+    progress: Progress<'_>,
+) -> Result<WriteReport, WriteError> {
+    write_volume_with(layout, None, dev, prior, progress)
+}
+
+/// [`write_volume_to`] with files and directories written into the new
+/// volume before its boot sectors (see [`Content`]).
+pub fn write_volume_with<D: BlockIo + ?Sized>(
+    layout: &Layout,
+    content: Option<&mut dyn Content>,
+    dev: &mut D,
+    prior: Prior,
     progress: Progress<'_>,
 ) -> Result<WriteReport, WriteError> {
     let bs = dev.block_size();
@@ -196,18 +300,27 @@ pub fn write_volume<D: BlockIo + ?Sized>(
         .filter(|r| r.written)
         .map(|r| r.len)
         .sum::<u64>()
-        + boot_sectors * u64::from(layout.sector_size);
+        + boot_sectors * u64::from(layout.sector_size)
+        + content
+            .as_ref()
+            .map_or(0, |c| c.clusters() * layout.cluster_size);
     let untouched = layout
         .regions
         .iter()
         .filter(|r| !r.written)
         .map(|r| r.len)
-        .sum();
+        .sum::<u64>()
+        .saturating_sub(
+            content
+                .as_ref()
+                .map_or(0, |c| c.clusters() * layout.cluster_size),
+        );
     let fresh = dev.reads_as_zero();
     let mut sink = Sink {
         dev,
         bs: u64::from(bs),
         fresh,
+        prior,
         report: WriteReport {
             bytes_untouched: untouched,
             ..WriteReport::default()
@@ -218,8 +331,8 @@ pub fn write_volume<D: BlockIo + ?Sized>(
         buf: vec![0u8; CHUNK],
     };
     match &layout.geometry {
-        Geometry::Exfat(g) => write_exfat(layout, g, &mut sink)?,
-        Geometry::Fat32(g) => write_fat32(layout, g, &mut sink)?,
+        Geometry::Exfat(g) => write_exfat(layout, g, content, &mut sink)?,
+        Geometry::Fat32(g) => write_fat32(layout, g, content, &mut sink)?,
     }
     Ok(sink.report)
 }
@@ -235,25 +348,33 @@ fn fill_fat(at: u64, buf: &mut [u8], entry: impl Fn(u64) -> u32) {
 fn write_exfat<D: BlockIo + ?Sized>(
     layout: &Layout,
     g: &exfat::Geometry,
+    content: Option<&mut dyn Content>,
     s: &mut Sink<'_, D>,
-) -> Result<(), IoError> {
+) -> Result<(), WriteError> {
     let bps = u64::from(g.bps);
-    let boot = exfat::boot_region(layout, g);
+    let extra = content.as_ref().map_or(0, |c| c.clusters());
+    let used = u64::from(g.used_clusters()) + extra;
+    let boot = exfat::boot_region_used(layout, g, used);
     let region_len = boot.len() as u64;
     // 1. Invalidate whatever was there: zero all sectors before the FAT.
     s.invalidate(layout.fat_offset)?;
     // 2. FAT, heap padding, bitmap, up-case table, root directory.
-    let fat_content = (2 + u64::from(g.used_clusters())) * 4;
+    let fat_content = (2 + used) * 4;
+    let root_first = u64::from(g.root_cluster());
     s.region(
         layout.fat_offset,
         layout.fat_bytes,
         fat_content,
         bps,
-        |at, buf| fill_fat(at, buf, |i| exfat::fat_entry(g, i)),
+        |at, buf| {
+            fill_fat(at, buf, |i| match &content {
+                Some(c) if i >= root_first => c.fat_entry(i),
+                _ => exfat::fat_entry(g, i),
+            })
+        },
     )?;
     let fat_end = layout.fat_offset + layout.fat_bytes;
     s.zero(fat_end, layout.data_offset - fat_end)?;
-    let used = u64::from(g.used_clusters());
     let bitmap_len = u64::from(g.bitmap_clusters) * g.cluster;
     s.region(
         layout.cluster_offset(g.bitmap_cluster()),
@@ -287,49 +408,61 @@ fn write_exfat<D: BlockIo + ?Sized>(
         },
     )?;
     let root = exfat::root_entries(layout, g);
-    let root_len = u64::from(g.root_clusters) * g.cluster;
-    s.entries(
-        layout.cluster_offset(g.root_cluster()),
-        root_len,
-        &root,
-        bps,
-    )?;
-    s.flush()?;
-    // 3. Backup boot region, then the main region without sector 0.
-    s.write(region_len, &boot)?;
+    match content {
+        Some(c) => c.write(&root, s)?,
+        None => {
+            let root_len = u64::from(g.root_clusters) * g.cluster;
+            s.entries(
+                layout.cluster_offset(g.root_cluster()),
+                root_len,
+                &root,
+                bps,
+            )?;
+        }
+    }
+    // Main boot sectors 1..11 (checksum sector included): unread without sector 0.
     s.write(bps, &boot[bps as usize..])?;
     s.flush()?;
-    // 4. Sector 0 last.
+    // 3. The backup boot region, then sector 0 last.
+    s.write(region_len, &boot)?;
     s.write(0, &boot[..bps as usize])?;
-    s.flush()
+    Ok(s.flush()?)
 }
 
 fn write_fat32<D: BlockIo + ?Sized>(
     layout: &Layout,
-    g: &fat32::Geometry,
+    g: &fat::Geometry,
+    content: Option<&mut dyn Content>,
     s: &mut Sink<'_, D>,
-) -> Result<(), IoError> {
+) -> Result<(), WriteError> {
     let bps = u64::from(g.bps);
+    let extra = content.as_ref().map_or(0, |c| c.clusters());
     // 1. Invalidate: zero the reserved area (boot sector, FSInfo, backups).
     s.invalidate(layout.fat_offset)?;
     // 2. Both FATs, then the root directory cluster.
     for i in 0..u64::from(layout.fat_count) {
         let off = layout.fat_offset + i * layout.fat_bytes;
-        s.region(off, layout.fat_bytes, 12, bps, |at, buf| {
-            fill_fat(at, buf, fat32::fat_entry)
+        s.region(off, layout.fat_bytes, (3 + extra) * 4, bps, |at, buf| {
+            fill_fat(at, buf, |i| match &content {
+                Some(c) if i >= 2 => c.fat_entry(i),
+                _ => fat::fat_entry(i),
+            })
         })?;
     }
-    let root = fat32::root_entries(layout);
-    s.entries(layout.data_offset, g.cluster, &root, bps)?;
+    let root = fat::root_entries(layout);
+    match content {
+        Some(c) => c.write(&root, s)?,
+        None => s.entries(layout.data_offset, g.cluster, &root, bps)?,
+    }
+    // FSInfo, backup boot sector, backup FSInfo: no tool reads them without
+    // a valid sector 0.
+    let boot = fat::boot_sector(layout, g);
+    let info = fat::fsinfo_sector_used(g, extra);
+    s.write(fat::boot::FSINFO_SECTOR * bps, &info)?;
+    s.write(fat::boot::BACKUP_BOOT_SECTOR * bps, &boot)?;
+    s.write((fat::boot::BACKUP_BOOT_SECTOR + 1) * bps, &info)?;
     s.flush()?;
-    // 3. FSInfo, backup boot sector, backup FSInfo.
-    let boot = fat32::boot_sector(layout, g);
-    let info = fat32::fsinfo_sector(g);
-    s.write(fat32::boot::FSINFO_SECTOR * bps, &info)?;
-    s.write(fat32::boot::BACKUP_BOOT_SECTOR * bps, &boot)?;
-    s.write((fat32::boot::BACKUP_BOOT_SECTOR + 1) * bps, &info)?;
-    s.flush()?;
-    // 4. Sector 0 last.
+    // 3. Sector 0 last.
     s.write(0, &boot)?;
-    s.flush()
+    Ok(s.flush()?)
 }

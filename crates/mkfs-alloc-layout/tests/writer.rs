@@ -4,7 +4,8 @@
 use mkfs_alloc_blockio::{BlockIo, Counting, IoError, IoOp, MemDisk};
 use mkfs_alloc_layout::units::{GIB, KIB, MIB, TIB};
 use mkfs_alloc_layout::{
-    plan, write_volume, ClusterChoice, FormatOptions, FsChoice, FsType, Layout, Medium, WriteError,
+    plan, write_volume, write_volume_to, ClusterChoice, FormatOptions, FsChoice, FsType, Layout,
+    Medium, Prior, WriteError,
 };
 
 fn layout(fs: FsType, cluster: u64, size: u64, bps: u32) -> Layout {
@@ -53,6 +54,48 @@ fn previously_used_target_is_invalidated_first_and_sector_0_written_last() {
                 lba * 512 < l.fat_offset,
                 "{fs}: only boot-area writes after the metadata flush"
             );
+        }
+    }
+}
+
+/// Only the flushes the crash-safe order needs: two on a target that holds
+/// no file system (fresh, or probed and wiped by the caller), three when it
+/// may hold one. Before: three on a fresh target, four otherwise.
+#[test]
+fn flushes_only_where_the_order_needs_them() {
+    let flushes = |dev: &Counting<MemDisk>| dev.log().iter().filter(|e| e.0 == IoOp::Flush).count();
+    for fs in [FsType::Exfat, FsType::Fat32] {
+        let l = layout(fs, 4 * KIB, 256 * MIB + 4 * MIB, 512);
+        let blocks = l.volume_bytes / 512;
+        let mut fresh = Counting::new(MemDisk::new(512, blocks).expect("disk"), true);
+        write_volume(&l, &mut fresh, &mut no_progress()).expect("write");
+        assert_eq!(flushes(&fresh), 2, "{fs}: fresh target");
+        assert_eq!(
+            fresh.log()[0].0,
+            IoOp::Write,
+            "{fs}: no flush before the first write"
+        );
+
+        let disk = MemDisk::filled(512, blocks, 0xD1).expect("disk");
+        let mut wiped = Counting::new(disk, true);
+        write_volume_to(&l, &mut wiped, Prior::NoFileSystem, &mut no_progress()).expect("write");
+        assert_eq!(flushes(&wiped), 2, "{fs}: no file system left");
+        assert_eq!(
+            wiped.log()[1].0,
+            IoOp::Write,
+            "{fs}: no flush before the first write"
+        );
+
+        let disk = MemDisk::filled(512, blocks, 0xD1).expect("disk");
+        let mut unknown = Counting::new(disk, true);
+        write_volume(&l, &mut unknown, &mut no_progress()).expect("write");
+        assert_eq!(flushes(&unknown), 3, "{fs}: may hold a file system");
+        // Every run ends with sector 0 and a flush, and sector 0 is written once.
+        for dev in [&fresh, &wiped, &unknown] {
+            let log = dev.log();
+            let n = log.len();
+            assert_eq!(log[n - 2], (IoOp::Write, 0, 1), "{fs}");
+            assert_eq!(log[n - 1].0, IoOp::Flush, "{fs}");
         }
     }
 }

@@ -40,7 +40,7 @@ pub use mkfs_alloc_partition as partition;
 
 use mkfs_alloc_blockio::{BlockIo, IoError, Slice};
 use mkfs_alloc_layout::{
-    FormatOptions, FsType, Layout, Medium, PlanError, WriteError, WriteReport,
+    Content, FormatOptions, FsType, Layout, Medium, PlanError, WriteError, WriteReport,
 };
 use mkfs_alloc_partition::{
     choose_table, plan_table, probe_signatures, wipe_for_table, write_table, PartitionError,
@@ -108,7 +108,9 @@ impl FormatError {
             FormatError::Plan(_) => true,
             FormatError::Partition(PartitionError::Io(_)) => false,
             FormatError::Partition(_) => true,
-            FormatError::Write(WriteError::Io(_)) | FormatError::Io(_) => false,
+            FormatError::Write(WriteError::Io(_) | WriteError::Content(_)) | FormatError::Io(_) => {
+                false
+            }
             FormatError::Write(_) => true,
         }
     }
@@ -187,13 +189,37 @@ pub fn write_medium<D: BlockIo>(
     found: &[Signature],
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<WriteReport, FormatError> {
+    write_medium_with(plan, None, dev, found, progress)
+}
+
+/// [`write_medium`] that also writes files and directories into the new
+/// volume (a [`Content`], such as `mkfs_alloc_populate`'s planned tree)
+/// before its boot sector.
+pub fn write_medium_with<D: BlockIo>(
+    plan: &MediumPlan,
+    content: Option<&mut dyn Content>,
+    dev: &mut D,
+    found: &[Signature],
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<WriteReport, FormatError> {
     wipe_for_table(&plan.table, found, dev)?;
+    // Old file systems gone for good before anything new is written; a
+    // target where none was found needs no flush here.
+    if !found.is_empty() {
+        dev.flush()?;
+    }
     let bs = u64::from(dev.block_size());
     let first = plan.table.partition_start / bs;
     let count = plan.layout.volume_bytes / bs;
     let report = {
         let mut part = Slice::new(&mut *dev, first, count)?;
-        mkfs_alloc_layout::write_volume(&plan.layout, &mut part, progress)?
+        mkfs_alloc_layout::write_volume_with(
+            &plan.layout,
+            content,
+            &mut part,
+            mkfs_alloc_layout::Prior::NoFileSystem,
+            progress,
+        )?
     };
     if plan.table.kind != TableKind::None {
         write_table(&plan.table, dev)?;

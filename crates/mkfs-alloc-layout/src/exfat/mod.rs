@@ -168,6 +168,11 @@ pub fn geometry(
 /// sectors, OEM and reserved sectors, checksum sector. Written twice: at
 /// sector 0 and, as the backup, at sector 12.
 pub fn boot_region(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
+    boot_region_used(layout, g, u64::from(g.used_clusters()))
+}
+
+/// [`boot_region`] of a volume with `used` clusters in use (PercentInUse).
+pub fn boot_region_used(layout: &crate::Layout, g: &Geometry, used: u64) -> Vec<u8> {
     use zerocopy::{FromZeros, IntoBytes};
     let bps = g.bps as usize;
     let mut r = vec![0u8; boot::BOOT_REGION_SECTORS as usize * bps];
@@ -187,7 +192,7 @@ pub fn boot_region(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
     bs.sectors_per_cluster_shift = (g.cluster / u64::from(g.bps)).trailing_zeros() as u8;
     bs.number_of_fats = 1;
     bs.drive_select = 0x80;
-    bs.percent_in_use = (u64::from(g.used_clusters()) * 100 / u64::from(g.cluster_count)) as u8;
+    bs.percent_in_use = (used * 100 / u64::from(g.cluster_count)).min(100) as u8;
     bs.boot_code = [0xF4; 390];
     bs.boot_signature = 0xAA55.into();
     r[..512].copy_from_slice(bs.as_bytes());

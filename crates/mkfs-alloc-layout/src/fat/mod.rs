@@ -1,4 +1,4 @@
-//! FAT32: geometry planning and on-disk structures.
+//! FAT: geometry planning and on-disk structures.
 //!
 //! ```text
 //!  volume start (HiddSec on the medium)
@@ -190,12 +190,19 @@ fn label_bytes(layout: &crate::Layout) -> [u8; 11] {
 
 /// The FSInfo sector, padded to one sector.
 pub fn fsinfo_sector(g: &Geometry) -> Vec<u8> {
+    fsinfo_sector_used(g, 0)
+}
+
+/// [`fsinfo_sector`] of a volume with `extra` clusters in use after the
+/// root directory's, all contiguous from cluster 3.
+pub fn fsinfo_sector_used(g: &Geometry, extra: u64) -> Vec<u8> {
     use zerocopy::{FromZeros, IntoBytes};
     let mut f = boot::FsInfo::new_zeroed();
     f.lead_sig = boot::FSINFO_LEAD_SIG.into();
     f.struc_sig = boot::FSINFO_STRUC_SIG.into();
-    f.free_count = (g.cluster_count - 1).into();
-    f.nxt_free = 3.into();
+    let extra = extra.min(u64::from(g.cluster_count) - 1) as u32;
+    f.free_count = (g.cluster_count - 1 - extra).into();
+    f.nxt_free = (3 + extra).into();
     f.trail_sig = boot::FSINFO_TRAIL_SIG.into();
     let mut s = vec![0u8; g.bps as usize];
     s[..512].copy_from_slice(f.as_bytes());

@@ -1,0 +1,416 @@
+//! The default command: format TARGET.
+//!
+//! ```text
+//!  check the arguments ─► inspect the target (read-only) ─► plan ─┬─► --dry-run: print, write nothing
+//!                                                                 └─► confirm (devices) ─► open + lock
+//!                                                                     ─► probe ─► discard / --full
+//!                                                                     ─► write ─► summary
+//! ```
+//!
+//! Nothing is opened for writing before the plan is valid and confirmed; a
+//! dry run opens nothing for writing at all and says what the real run
+//! would refuse.
+
+use crate::args::{FormatArgs, SUBCOMMANDS};
+use crate::target::{Opened, Target};
+use crate::{data, report, rootdir, usage, Failure};
+use anyhow::anyhow;
+use mkfs_alloc::{find_signatures, plan_medium, write_medium_with, MediumOptions, MediumPlan};
+use mkfs_alloc_blockio::{BlockIo, IoError};
+use mkfs_alloc_layout::ClusterChoice;
+use mkfs_alloc_partition::{Signature, TableKind};
+use serde_json::json;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+/// Formats (or, with `--dry-run`, plans) `cli.target`.
+pub fn run(cli: FormatArgs) -> Result<(), Failure> {
+    let path = target_path(&cli)?;
+    check_args(&cli)?;
+    // The tree is walked (and measured) before anything is opened for writing.
+    let tree = cli.rootdir.as_deref().map(rootdir::walk).transpose()?;
+    let tree_data = tree.as_ref().map(mkfs_alloc_populate::scan_result);
+    let size = image_size(&cli, &path, tree_data.as_ref())?;
+    let target = Target::inspect(&path, size, cli.sector_size, cli.dry_run)?;
+    let planned = plan(&cli, &target, tree_data.as_ref())?;
+    drop(tree_data); // the planner measures the tree again, exactly
+    let populated = match tree {
+        Some(t) => Some(rootdir::populate(t, &planned.plan)?),
+        None => None,
+    };
+    let run = Run {
+        cli: &cli,
+        path: &path,
+        target: &target,
+        plan: &planned.plan,
+        populated,
+    };
+    if cli.dry_run {
+        run.dry_run()
+    } else {
+        run.write(planned.notes)
+    }
+}
+
+/// TARGET, which must not be a subcommand's name unless written as a path.
+fn target_path(cli: &FormatArgs) -> Result<PathBuf, Failure> {
+    let path = cli
+        .target
+        .clone()
+        .ok_or_else(|| usage(anyhow!("missing TARGET")))?;
+    if let Some(name) = path.to_str().filter(|p| SUBCOMMANDS.contains(p)) {
+        return Err(usage(anyhow!(
+            "{name:?} is the name of a command, not taken as a target: options of a command go after its name \
+             (mkfs-alloc {name} --help); to format a file named {name:?}, write it as a path: ./{name}"
+        )));
+    }
+    Ok(path)
+}
+
+/// Checks of the arguments alone (no target needed).
+fn check_args(cli: &FormatArgs) -> Result<(), Failure> {
+    if let Some(s) = cli.sector_size {
+        if !matches!(s, 512 | 1024 | 2048 | 4096) {
+            return Err(usage(anyhow!(
+                "--sector-size {s} is not supported; valid: 512, 1024, 2048, 4096"
+            )));
+        }
+    }
+    if !cli.data.is_empty() && !cli.cluster.eq_ignore_ascii_case("auto") {
+        return Err(usage(anyhow!(
+            "--data chooses the cluster size; it cannot be combined with --cluster {}",
+            cli.cluster
+        )));
+    }
+    if cli.rootdir.is_some() && !cli.data.is_empty() {
+        return Err(usage(anyhow!(
+            "--rootdir already lets the tree choose the cluster size; drop --data"
+        )));
+    }
+    if cli.size_auto() && cli.rootdir.is_none() {
+        return Err(usage(anyhow!(
+            "--size auto needs --rootdir (the tree decides the size)"
+        )));
+    }
+    if !(0.0..=1000.0).contains(&cli.slack) {
+        return Err(usage(anyhow!(
+            "--slack {}: valid: 0..1000 (percent)",
+            cli.slack
+        )));
+    }
+    Ok(())
+}
+
+/// `--size`, or with `--size auto` the smallest image that holds the tree.
+fn image_size(
+    cli: &FormatArgs,
+    path: &Path,
+    tree: Option<&mkfs_alloc_advise::ScanResult>,
+) -> Result<Option<u64>, Failure> {
+    let size = cli.size_bytes()?;
+    let (true, Some(data)) = (cli.size_auto(), tree) else {
+        return Ok(size);
+    };
+    if mkfs_alloc_device::is_block_device(path) {
+        return Err(usage(anyhow!(
+            "--size auto is for image files; a device keeps its size"
+        )));
+    }
+    let block = cli.sector_size.unwrap_or(512);
+    let o = MediumOptions {
+        format: cli.format_options()?,
+        table: cli.table_choice(),
+        whole_disk: false,
+        sector_size: block,
+    };
+    let tree_cluster = cli.cluster.eq_ignore_ascii_case("auto");
+    rootdir::auto_size(data, &o, block, cli.slack, tree_cluster).map(Some)
+}
+
+/// The plan, and the notes on how its cluster size was chosen.
+struct Planned {
+    plan: MediumPlan,
+    notes: Vec<String>,
+}
+
+/// Plans the medium; `--rootdir` and `--data` may choose the cluster size.
+fn plan(
+    cli: &FormatArgs,
+    target: &Target,
+    tree: Option<&mkfs_alloc_advise::ScanResult>,
+) -> Result<Planned, Failure> {
+    let mut format = cli.format_options()?;
+    if format.align.is_none() {
+        format.align = target.preferred_align();
+    }
+    let mut opts = MediumOptions {
+        format,
+        table: cli.table_choice(),
+        whole_disk: target.device().is_some_and(|d| d.is_whole_disk),
+        sector_size: cli.sector_size.unwrap_or(target.block_size()),
+    };
+    let plan_error = |e| format_failure(e, None);
+    let (size, block) = (target.size_bytes(), target.block_size());
+    let mut plan =
+        plan_medium(&opts, size, block).map_err(|e| blame_align(cli, &opts, size, block, e))?;
+    let mut notes = Vec::new();
+    if let (Some(data), true) = (tree, cli.cluster.eq_ignore_ascii_case("auto")) {
+        let (p, note) = rootdir::plan_for(data, &opts, size, block, true).map_err(plan_error)?;
+        plan = p;
+        notes.extend(note);
+    }
+    if !cli.data.is_empty() {
+        let (cluster, reason) =
+            data::recommend(&cli.data, &opts.format, &plan, !cli.quiet && !cli.json)?;
+        opts.format.cluster = ClusterChoice::Bytes(cluster);
+        plan = plan_medium(&opts, size, block).map_err(plan_error)?;
+        plan.layout.cluster_rule = mkfs_alloc_layout::rules::ClusterRule::FromData;
+        notes.push(reason);
+    }
+    Ok(Planned { plan, notes })
+}
+
+/// A plan error that only `--align` causes says so.
+fn blame_align(
+    cli: &FormatArgs,
+    opts: &MediumOptions,
+    size: u64,
+    block: u32,
+    e: mkfs_alloc::FormatError,
+) -> Failure {
+    let (Some(align), true) = (&cli.align, e.is_invalid_input()) else {
+        return format_failure(e, None);
+    };
+    let mut without = opts.clone();
+    without.format.align = None;
+    if plan_medium(&without, size, block).is_ok() {
+        return usage(anyhow!(e).context(format!(
+            "--align {align} leaves too little room on this volume (it pads the FAT and the data region to {align} boundaries); \
+             use a smaller --align, or none (default 1 MiB, less on small volumes)"
+        )));
+    }
+    format_failure(e, None)
+}
+
+/// One run on a validated target with a valid plan.
+struct Run<'a> {
+    cli: &'a FormatArgs,
+    path: &'a Path,
+    target: &'a Target,
+    plan: &'a MediumPlan,
+    populated: Option<mkfs_alloc_populate::Populated>,
+}
+
+impl Run<'_> {
+    /// `rootdir` for the JSON report, when a tree is written.
+    fn extras(&self) -> Vec<(&'static str, serde_json::Value)> {
+        self.populated
+            .as_ref()
+            .map(|p| ("rootdir", rootdir::json(p)))
+            .into_iter()
+            .collect()
+    }
+
+    /// Prints the plan, what is on the target now and what the real run
+    /// would refuse; opens nothing for writing.
+    fn dry_run(&self) -> Result<(), Failure> {
+        let (cli, path, target) = (self.cli, self.path, self.target);
+        // What is on the target now, the way `wipefs -n` would show it.
+        let found = target.probe().map_err(Failure::Io)?;
+        let contents = target.contents();
+        let refusal = target.would_refuse();
+        let notes = target.notes();
+        if cli.json {
+            let mut extras = self.extras();
+            extras.push(("would_refuse", json!(refusal)));
+            extras.push(("contents", json!(contents)));
+            extras.push(("notes", json!(notes)));
+            report::print_json_with(
+                path,
+                self.plan,
+                &found,
+                target.device(),
+                None,
+                true,
+                &extras,
+            );
+        } else if !cli.quiet {
+            report::print_plan(path, self.plan, &found, target);
+            for c in &contents {
+                outln!("  contains       {c}");
+            }
+            for n in notes {
+                outln!("  note           {n}");
+            }
+            if let Some(p) = &self.populated {
+                for line in rootdir::summary(p) {
+                    outln!("  {line}");
+                }
+            }
+            if let Some(r) = refusal {
+                outln!("  the real run would refuse: {r}");
+            }
+        }
+        Ok(())
+    }
+
+    /// Confirms (devices), opens and locks, writes, and prints the summary.
+    fn write(mut self, mut notes: Vec<String>) -> Result<(), Failure> {
+        let (cli, path, target) = (self.cli, self.path, self.target);
+        if let Some(info) = target.device() {
+            let contents = target.contents();
+            crate::confirm::confirm(
+                info,
+                self.plan,
+                &contents,
+                target.unmounts(),
+                cli.yes,
+                cli.quiet || cli.json,
+            )?;
+            target.unmount_volumes()?;
+        }
+        if cli.probe {
+            let r = crate::cmd_probe::probe_target(path, cli.quiet || cli.json)?;
+            if r.verdict.is_fake() && target.size_bytes() > r.real_bytes {
+                return Err(Failure::Io(anyhow!(
+                    "refusing to format {}: the probe found it {}; pass --size {} (or less) to use only its real capacity",
+                    path.display(),
+                    crate::cmd_probe::summary_line(&r),
+                    r.real_bytes
+                )));
+            }
+            notes.push(format!(
+                "probed first: {}",
+                crate::cmd_probe::summary_line(&r)
+            ));
+        }
+        notes.extend(target.notes().iter().cloned());
+        let mut opened = target.open()?;
+        let result = self.write_opened(&mut opened, &mut notes);
+        let created = opened.created();
+        drop(opened);
+        let (found, write) = match result {
+            Ok(r) => r,
+            Err(f) => {
+                if created {
+                    // Ours, and useless: never leave a half-made image behind.
+                    let _ = std::fs::remove_file(path);
+                }
+                return Err(f);
+            }
+        };
+        if let Some(p) = &self.populated {
+            notes.extend(rootdir::summary(p));
+        }
+        if cli.json {
+            let extras = self.extras();
+            report::print_json_with(
+                path,
+                self.plan,
+                &found,
+                target.device(),
+                Some((&write, &notes)),
+                false,
+                &extras,
+            );
+        } else if !cli.quiet {
+            report::print_summary(path, self.plan, &found, &write, target, &notes);
+        }
+        Ok(())
+    }
+
+    /// Probes, discards / zeroes, writes; the target is open and locked.
+    fn write_opened(
+        &mut self,
+        opened: &mut Opened,
+        notes: &mut Vec<String>,
+    ) -> Result<(Vec<Signature>, mkfs_alloc_layout::WriteReport), Failure> {
+        let (cli, path) = (self.cli, self.path);
+        // Found before discarding or zeroing, through the handle that writes, and
+        // wiped by the same run (never probed twice).
+        let found = find_signatures(&mut opened.io())
+            .map_err(|e| format_failure(e, Some(format!("probing {}", path.display()))))?;
+        if let Opened::Device(d) = opened {
+            let want = !cli.no_discard && (cli.discard || d.info().discard_granularity > 0);
+            if want {
+                notes.push(discard_note(d.discard(0, self.target.size_bytes())));
+            }
+        }
+        let show_progress = !cli.quiet && !cli.json && std::io::stderr().is_terminal();
+        if cli.full {
+            let bar = report::Progress::new(show_progress, "zeroing");
+            let zeroed = zero_all(opened.io(), &mut |done, total| bar.update(done, total));
+            bar.finish();
+            zeroed.map_err(|e| {
+                Failure::Io(anyhow::Error::new(e).context(format!("zeroing {}", path.display())))
+            })?;
+            notes.push("full format: zeroed the whole medium".to_string());
+        }
+        let bar = report::Progress::new(show_progress, "writing");
+        let content = self
+            .populated
+            .as_mut()
+            .map(|p| p as &mut dyn mkfs_alloc_layout::Content);
+        let result = write_medium_with(
+            self.plan,
+            content,
+            &mut opened.io(),
+            &found,
+            &mut |done, total| bar.update(done, total),
+        );
+        bar.finish();
+        let write = result
+            .map_err(|e| format_failure(e, Some(format!("formatting {}", path.display()))))?;
+        if let Opened::Device(d) = opened {
+            if self.plan.table.kind != TableKind::None {
+                notes.push(match d.reread_partitions() {
+                    Ok(()) => "the kernel re-read the partition table".to_string(),
+                    Err(e) => format!(
+                        "the kernel could not re-read the partition table ({}); replug the device or run partprobe",
+                        e.source
+                    ),
+                });
+            }
+        }
+        Ok((found, write))
+    }
+}
+
+/// The note on a discard's outcome.
+fn discard_note(r: Result<bool, IoError>) -> String {
+    match r {
+        Ok(true) => "discarded (TRIM) the whole device before writing".to_string(),
+        Ok(false) => "the device does not support discard; not discarded".to_string(),
+        Err(e) => format!("discard failed, continuing without it: {e}: {}", e.source),
+    }
+}
+
+/// Classifies a library error: invalid input exits 2 (nothing was written),
+/// anything else is an I/O failure (exit 1).
+pub fn format_failure(e: mkfs_alloc::FormatError, context: Option<String>) -> Failure {
+    let invalid = e.is_invalid_input();
+    let mut e = anyhow::Error::new(e);
+    if let Some(c) = context {
+        e = e.context(c);
+    }
+    if invalid {
+        usage(e)
+    } else {
+        Failure::Io(e)
+    }
+}
+
+/// Zeroes the whole target in 64 MiB steps (a full format).
+fn zero_all(dev: &mut dyn BlockIo, progress: &mut dyn FnMut(u64, u64)) -> Result<(), IoError> {
+    let bs = u64::from(dev.block_size());
+    let total = dev.num_blocks();
+    let step = (64 << 20) / bs;
+    let mut at = 0;
+    while at < total {
+        let n = step.min(total - at);
+        dev.write_zeroes(at, n)?;
+        at += n;
+        progress(at * bs, total * bs);
+    }
+    dev.flush()
+}

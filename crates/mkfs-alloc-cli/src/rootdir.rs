@@ -1,0 +1,178 @@
+//! `--rootdir DIR`: write a folder into the new volume as part of the format.
+
+use crate::{usage, Failure};
+use anyhow::anyhow;
+use mkfs_alloc::{plan_medium, MediumOptions, MediumPlan};
+use mkfs_alloc_advise::model::{footprint, RootDir};
+use mkfs_alloc_advise::{recommend_for_format, ScanResult, DEFAULT_MAX_WASTE_PERCENT};
+use mkfs_alloc_layout::units::{format_count, format_size};
+use mkfs_alloc_layout::{ClusterChoice, FsChoice, Medium};
+use mkfs_alloc_populate::{plan_tree, Populated, SkipKind, TimePolicy, Tree};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Walks `dir` (nothing is written).
+pub fn walk(dir: &Path) -> Result<Tree, Failure> {
+    Tree::from_dir(dir).map_err(|e| usage(anyhow!(e).context("--rootdir")))
+}
+
+/// The mtime clamp: `SOURCE_DATE_EPOCH` when set.
+pub fn time_policy() -> TimePolicy {
+    TimePolicy {
+        clamp: std::env::var("SOURCE_DATE_EPOCH")
+            .ok()
+            .and_then(|v| v.trim().parse().ok()),
+    }
+}
+
+/// The cluster size the tree chooses (as `--data` would), with its reason.
+pub fn choose_cluster(
+    data: &ScanResult,
+    opts: &MediumOptions,
+    plan: &MediumPlan,
+) -> Result<(u64, String), Failure> {
+    let layout = &plan.layout;
+    let medium = Medium {
+        volume_bytes: layout.volume_bytes,
+        sector_size: layout.sector_size,
+        partition_offset: layout.partition_offset,
+    };
+    let mut fixed = opts.format.clone();
+    fixed.fs = FsChoice::Fixed(layout.fs);
+    let r = recommend_for_format(&fixed, &medium, data, DEFAULT_MAX_WASTE_PERCENT)
+        .map_err(|e| usage(anyhow!(e).context("choosing a cluster size for --rootdir")))?;
+    Ok((r.cluster_size, format!("--rootdir: {}", r.reason)))
+}
+
+/// Plans the medium for `size` bytes, letting the tree choose the cluster
+/// size when `tree_cluster` is set.
+pub fn plan_for(
+    data: &ScanResult,
+    opts: &MediumOptions,
+    size: u64,
+    block: u32,
+    tree_cluster: bool,
+) -> Result<(MediumPlan, Option<String>), mkfs_alloc::FormatError> {
+    let plan = plan_medium(opts, size, block)?;
+    if !tree_cluster {
+        return Ok((plan, None));
+    }
+    match choose_cluster(data, opts, &plan) {
+        Ok((c, reason)) => {
+            let mut o = opts.clone();
+            o.format.cluster = ClusterChoice::Bytes(c);
+            let mut p = plan_medium(&o, size, block)?;
+            p.layout.cluster_rule = mkfs_alloc_layout::rules::ClusterRule::FromData;
+            Ok((p, Some(reason)))
+        }
+        Err(_) => Ok((plan, None)),
+    }
+}
+
+/// Clusters the tree needs on a plan, and the free clusters there.
+fn need_and_free(data: &ScanResult, plan: &MediumPlan) -> (u64, u64) {
+    let l = &plan.layout;
+    let fp = footprint(l.fs, l.cluster_size, RootDir::of(l), data);
+    (
+        fp.new_clusters(),
+        u64::from(l.cluster_count - l.used_clusters),
+    )
+}
+
+/// `--size auto`: the smallest medium (a multiple of the alignment) whose
+/// volume holds the tree plus `slack_percent` of its footprint free.
+pub fn auto_size(
+    data: &ScanResult,
+    opts: &MediumOptions,
+    block: u32,
+    slack_percent: f64,
+    tree_cluster: bool,
+) -> Result<u64, Failure> {
+    let unit = opts.format.align.unwrap_or(1 << 20).max(u64::from(block));
+    let fits = |units: u64| -> bool {
+        match plan_for(data, opts, units * unit, block, tree_cluster) {
+            Ok((p, _)) => {
+                let (need, free) = need_and_free(data, &p);
+                let with_slack = (need as f64 * (1.0 + slack_percent / 100.0)).ceil() as u64;
+                with_slack <= free
+            }
+            Err(_) => false,
+        }
+    };
+    // Grow until it fits, then search down.
+    let mut hi = 1u64;
+    while !fits(hi) {
+        hi *= 2;
+        if hi > (1u64 << 60) / unit {
+            return Err(usage(anyhow!(
+                "--size auto: no volume size holds this tree"
+            )));
+        }
+    }
+    let mut lo = hi / 2; // does not fit (or 0)
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    // The cluster choice may make fit() non-monotonic near the edge: take the
+    // smallest size found that fits, which the search guarantees.
+    Ok(hi * unit)
+}
+
+/// Checks the tree against the planned volume and allocates it (exit 2 on refusal).
+pub fn populate(tree: Tree, plan: &MediumPlan) -> Result<Populated, Failure> {
+    plan_tree(tree, &plan.layout, time_policy()).map_err(|e| usage(anyhow!(e)))
+}
+
+fn skipped_counts(tree: &Tree) -> BTreeMap<SkipKind, u64> {
+    let mut m = BTreeMap::new();
+    for s in tree.skipped() {
+        *m.entry(s.kind).or_insert(0) += 1;
+    }
+    m
+}
+
+/// The summary line(s).
+pub fn summary(p: &Populated) -> Vec<String> {
+    let t = p.tree();
+    let mut lines = vec![format!(
+        "copied {} files ({}) and {} directories from --rootdir: {} clusters ({})",
+        format_count(t.file_count()),
+        format_size(t.file_bytes()),
+        format_count(t.dir_count()),
+        format_count(p.new_clusters()),
+        format_size(p.footprint().bytes_on_disk()),
+    )];
+    let counts = skipped_counts(t);
+    if !counts.is_empty() {
+        let what: Vec<String> = counts
+            .iter()
+            .map(|(k, n)| format!("{n} {}{}", k.name(), if *n == 1 { "" } else { "s" }))
+            .collect();
+        let mut line = format!("skipped {}:", what.join(", "));
+        for s in t.skipped() {
+            line.push_str(&format!("\n    {} ({})", s.path.display(), s.kind.name()));
+        }
+        lines.push(line);
+    }
+    lines
+}
+
+/// The `rootdir` JSON object.
+pub fn json(p: &Populated) -> Value {
+    let t = p.tree();
+    json!({
+        "files": t.file_count(),
+        "directories": t.dir_count(),
+        "bytes": t.file_bytes(),
+        "clusters": p.new_clusters(),
+        "bytes_on_disk": p.footprint().bytes_on_disk(),
+        "skipped": t.skipped(),
+        "skipped_counts": skipped_counts(t),
+    })
+}

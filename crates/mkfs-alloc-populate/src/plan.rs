@@ -1,0 +1,436 @@
+//! Checking a [`Tree`] against a planned volume and allocating its clusters.
+//!
+//! Everything is decided here, before the first write: every name the
+//! volume cannot store and every file too large for it (all of them, not
+//! the first), the space it needs (the `advise` footprint model: the same
+//! code), and one cluster run per file and directory:
+//!
+//! ```text
+//!  root directory (the format's cluster(s), then its growth)
+//!  for each directory in depth-first pre-order of the sorted tree:
+//!      the directory's clusters (the root's are above)
+//!      the data of its files, in sorted order, each file contiguous
+//! ```
+//!
+//! On exFAT every file and subdirectory is contiguous and marked NoFatChain
+//! (its FAT entries stay 0); the root keeps a FAT chain. On FAT32 each run
+//! gets its chain.
+
+use crate::names::{char_problem, upcased_units, MAX_NAME_UNITS};
+use crate::time::TimePolicy;
+use crate::tree::{Tree, Unreadable};
+use mkfs_alloc_advise::model::{dir_clusters, footprint, RootDir, FAT32_MAX_DIR_ENTRIES};
+use mkfs_alloc_advise::{DirRecord, Footprint, ScanResult};
+use mkfs_alloc_layout::plan::Geometry;
+use mkfs_alloc_layout::units::format_size;
+use mkfs_alloc_layout::{FsType, Layout};
+use serde::Serialize;
+use std::ffi::OsStr;
+
+/// Largest exFAT directory: 256 MiB (spec §6.2.1).
+pub const EXFAT_MAX_DIR_BYTES: u64 = 256 << 20;
+
+/// Why a name or file cannot be stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "reason")]
+pub enum Problem {
+    /// The name holds a character the file system cannot store.
+    Character {
+        /// The character.
+        ch: char,
+    },
+    /// A FAT long name ends in a dot or a space (Windows strips them).
+    TrailingDotOrSpace,
+    /// More than 255 UTF-16 code units.
+    TooLong {
+        /// UTF-16 code units.
+        units: usize,
+    },
+    /// Two names of one directory are equal after up-casing.
+    SameAfterUpcase {
+        /// The other name.
+        other: String,
+    },
+    /// Two sources were given the same destination path.
+    Duplicate,
+    /// A file larger than FAT32's 4 GiB - 1.
+    TooLarge {
+        /// Its size.
+        size: u64,
+    },
+    /// A directory with more entries than the file system allows.
+    DirectoryTooLarge {
+        /// 32-byte entries it would need.
+        entries: u64,
+    },
+    /// The host name is not valid Unicode.
+    NotUnicode,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Problem::Character { ch } => write!(f, "contains {ch:?}, which FAT and exFAT cannot store (\" * / : < > ? \\ | and control characters)"),
+            Problem::TrailingDotOrSpace => f.write_str("ends in a dot or a space, which FAT long names cannot store"),
+            Problem::TooLong { units } => write!(f, "is {units} UTF-16 units long; the limit is 255"),
+            Problem::SameAfterUpcase { other } => write!(f, "equals {other:?} once up-cased; one directory cannot hold both"),
+            Problem::Duplicate => f.write_str("is given twice"),
+            Problem::TooLarge { size } => write!(f, "is {} ({size} bytes); FAT32 stores at most 4 GiB - 1 (4294967295 bytes): use exFAT", format_size(*size)),
+            Problem::DirectoryTooLarge { entries } => write!(f, "needs {entries} directory entries, more than the file system allows"),
+            Problem::NotUnicode => f.write_str("is not valid Unicode, so it cannot be stored as UTF-16"),
+        }
+    }
+}
+
+/// One offending path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NameProblem {
+    /// The host path (or, for files from memory, the path in the volume).
+    pub path: String,
+    /// What is wrong.
+    #[serde(flatten)]
+    pub problem: Problem,
+}
+
+/// Why a tree cannot be written into a volume. Nothing has been written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PopulateError {
+    /// Names or files the file system cannot store (every one of them).
+    #[error("{} cannot be stored on {fs}:{}", plural(problems.len(), "path"), list(problems.iter().map(|p| format!("{}: {}", p.path, p.problem))))]
+    Names {
+        /// The file system.
+        fs: FsType,
+        /// Every offending path.
+        problems: Vec<NameProblem>,
+    },
+    /// Source entries that cannot be read (every one of them).
+    #[error("{} cannot be read:{}", plural(entries.len(), "source entry"), list(entries.iter().map(|u| format!("{}: {}", u.path.display(), u.error))))]
+    Unreadable {
+        /// The entries.
+        entries: Vec<Unreadable>,
+    },
+    /// The tree does not fit.
+    #[error("the files need {} ({need_clusters} clusters of {}) but the volume has {} free ({free_clusters} clusters): {} short; use a larger --size, --size auto, or smaller clusters", format_size(need_clusters * cluster), format_size(*cluster), format_size(free_clusters * cluster), format_size((need_clusters - free_clusters) * cluster))]
+    DoesNotFit {
+        /// Cluster size in bytes.
+        cluster: u64,
+        /// Clusters the tree needs.
+        need_clusters: u64,
+        /// Free clusters after the format.
+        free_clusters: u64,
+    },
+    /// The file system has no room for this kind of tree (for example the
+    /// fixed root directory of FAT12/16).
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+fn list(items: impl Iterator<Item = String>) -> String {
+    items.map(|s| format!("\n  {s}")).collect()
+}
+
+/// FNV-1a over the up-cased UTF-16 units of a name.
+fn upcased_hash(name: &str) -> u64 {
+    name.encode_utf16()
+        .map(mkfs_alloc_layout::exfat::upcase::upcase)
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, u| {
+            (h ^ u64::from(u)).wrapping_mul(0x100_0000_01b3)
+        })
+}
+
+/// Every name and size in `tree` that `fs` cannot store, and every entry
+/// that cannot be read. Sorts the tree.
+pub fn check(tree: &mut Tree, fs: FsType) -> Result<(), PopulateError> {
+    tree.sort();
+    if !tree.unreadable().is_empty() {
+        return Err(PopulateError::Unreadable {
+            entries: tree.unreadable().to_vec(),
+        });
+    }
+    let mut problems: Vec<NameProblem> = tree
+        .bad_names()
+        .iter()
+        .map(|p| NameProblem {
+            path: p.display().to_string(),
+            problem: Problem::NotUnicode,
+        })
+        .collect();
+    let fat = fs != FsType::Exfat;
+    // Per directory: a 64-bit hash of each up-cased name (16 bytes per
+    // entry, whatever the name length); equal hashes are compared in full.
+    let mut keys: Vec<(u64, u32)> = Vec::new();
+    for dir in tree.dirs_preorder() {
+        let kids = tree.kids(dir);
+        keys.clear();
+        let mut prev: Option<&str> = None;
+        for &k in kids {
+            let name = tree.name(k);
+            let mut bad = |problem| {
+                problems.push(NameProblem {
+                    path: tree.display_path(k),
+                    problem,
+                })
+            };
+            if prev == Some(name) {
+                bad(Problem::Duplicate);
+            }
+            prev = Some(name);
+            if let Some(ch) = char_problem(name) {
+                bad(Problem::Character { ch });
+            }
+            if fat && (name.ends_with('.') || name.ends_with(' ')) {
+                bad(Problem::TrailingDotOrSpace);
+            }
+            let units = name.encode_utf16().count();
+            if units > MAX_NAME_UNITS {
+                bad(Problem::TooLong { units });
+            }
+            let n = &tree.nodes[k as usize];
+            if fs == FsType::Fat32 && !n.is_dir() && n.size > u64::from(u32::MAX) {
+                bad(Problem::TooLarge { size: n.size });
+            }
+            keys.push((upcased_hash(name), k));
+        }
+        keys.sort_unstable();
+        for (i, w) in keys.windows(2).enumerate() {
+            if w[0].0 != w[1].0 {
+                continue;
+            }
+            // Compare with every earlier name of the same hash.
+            let b = w[1].1;
+            let ub = upcased_units(tree.name(b));
+            for &(h, a) in keys[..=i].iter().rev() {
+                if h != w[1].0 {
+                    break;
+                }
+                if upcased_units(tree.name(a)) == ub && tree.name(a) != tree.name(b) {
+                    problems.push(NameProblem {
+                        path: tree.display_path(b),
+                        problem: Problem::SameAfterUpcase {
+                            other: tree.name(a).to_string(),
+                        },
+                    });
+                    break;
+                }
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        problems.sort_by(|a, b| a.path.cmp(&b.path));
+        Err(PopulateError::Names { fs, problems })
+    }
+}
+
+/// The tree as the `advise` model sees it: every file's size (hard links
+/// are separate files here), and the names of every directory.
+pub fn scan_result(tree: &Tree) -> ScanResult {
+    let mut r = ScanResult::default();
+    r.file_sizes.reserve_exact(tree.file_count() as usize);
+    r.dirs.reserve_exact(tree.dir_count() as usize);
+    for dir in tree.dirs_preorder() {
+        let mut rec = DirRecord::default();
+        for &k in tree.kids(dir) {
+            rec.add(OsStr::new(tree.name(k)));
+            let n = &tree.nodes[k as usize];
+            if !n.is_dir() {
+                r.file_sizes.push(n.size);
+                r.apparent_bytes = r.apparent_bytes.saturating_add(n.size);
+            }
+        }
+        if dir == 0 {
+            r.root = rec;
+        } else {
+            r.dirs.push(rec);
+        }
+    }
+    r
+}
+
+/// The footprint of `tree` on the volume `layout` describes (the `advise`
+/// model).
+pub fn tree_footprint(tree: &Tree, layout: &Layout) -> Footprint {
+    footprint(
+        layout.fs,
+        layout.cluster_size,
+        RootDir::of(layout),
+        &scan_result(tree),
+    )
+}
+
+/// A tree checked against a volume, with every cluster allocated: ready to
+/// be written by [`mkfs_alloc_layout::write_volume_with`] (it implements
+/// [`mkfs_alloc_layout::Content`]).
+pub struct Populated {
+    pub(crate) tree: Tree,
+    pub(crate) fs: FsType,
+    pub(crate) cluster: u64,
+    pub(crate) data_offset: u64,
+    /// First cluster of the root directory.
+    pub(crate) root_first: u32,
+    /// Clusters of the root directory after the copy.
+    pub(crate) root_clusters: u32,
+    /// First cluster after everything allocated.
+    pub(crate) end: u32,
+    /// Last cluster of every run with a FAT chain (FAT32: all; exFAT: the root), sorted.
+    pub(crate) run_ends: Vec<u32>,
+    pub(crate) time: TimePolicy,
+    pub(crate) footprint: Footprint,
+}
+
+impl std::fmt::Debug for Populated {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Populated")
+            .field("tree", &self.tree)
+            .field("fs", &self.fs)
+            .field("cluster", &self.cluster)
+            .field("root_clusters", &self.root_clusters)
+            .field("end", &self.end)
+            .finish()
+    }
+}
+
+impl Populated {
+    /// The `advise` footprint the allocation follows.
+    pub fn footprint(&self) -> &Footprint {
+        &self.footprint
+    }
+
+    /// Clusters allocated beyond the format's own.
+    pub fn new_clusters(&self) -> u64 {
+        self.footprint.new_clusters()
+    }
+
+    /// The tree.
+    pub fn tree(&self) -> &Tree {
+        &self.tree
+    }
+}
+
+/// Checks `tree` against `layout` ([`check`], the space it needs) and
+/// allocates its clusters. Nothing is written.
+pub fn plan_tree(
+    mut tree: Tree,
+    layout: &Layout,
+    time: TimePolicy,
+) -> Result<Populated, PopulateError> {
+    check(&mut tree, layout.fs)?;
+    let fs = layout.fs;
+    let cluster = layout.cluster_size;
+    let scan = scan_result(&tree);
+    let root = RootDir::of(layout);
+    let fp = footprint(fs, cluster, root, &scan);
+    // Directory limits.
+    let mut problems = Vec::new();
+    let dirs = tree.dirs_preorder();
+    for (i, &d) in dirs.iter().enumerate() {
+        let rec = if d == 0 {
+            &scan.root
+        } else {
+            &scan.dirs[i - 1]
+        };
+        let entries = mkfs_alloc_advise::model::dir_entries(fs, rec, d != 0)
+            + if d == 0 {
+                u64::from(root.system_entries)
+            } else {
+                0
+            };
+        let too_big = match fs {
+            FsType::Exfat => entries * 32 > EXFAT_MAX_DIR_BYTES,
+            _ => entries > FAT32_MAX_DIR_ENTRIES,
+        };
+        if too_big {
+            problems.push(NameProblem {
+                path: tree.display_path(d),
+                problem: Problem::DirectoryTooLarge { entries },
+            });
+        }
+    }
+    if !problems.is_empty() {
+        return Err(PopulateError::Names { fs, problems });
+    }
+    let free = u64::from(layout.cluster_count - layout.used_clusters);
+    if fp.new_clusters() > free {
+        return Err(PopulateError::DoesNotFit {
+            cluster,
+            need_clusters: fp.new_clusters(),
+            free_clusters: free,
+        });
+    }
+    let root_first = match &layout.geometry {
+        Geometry::Exfat(g) => g.root_cluster(),
+        Geometry::Fat32(_) => 2,
+    };
+    // Allocate: root, then per directory its clusters and its files' data.
+    let mut run_ends = Vec::new();
+    let root_clusters = fp.root_clusters as u32;
+    let mut at = u64::from(root_first) + fp.root_clusters;
+    run_ends.push((at - 1) as u32);
+    let chains = fs != FsType::Exfat;
+    for (i, &d) in dirs.iter().enumerate() {
+        if d != 0 {
+            let rec = &scan.dirs[i - 1];
+            let n = dir_clusters(
+                mkfs_alloc_advise::model::dir_entries(fs, rec, true),
+                cluster,
+            );
+            let node = &mut tree.nodes[d as usize];
+            node.first_cluster = at as u32;
+            node.set_dir_clusters(n as u32);
+            at += n;
+            if chains {
+                run_ends.push((at - 1) as u32);
+            }
+        } else {
+            let node = &mut tree.nodes[0];
+            node.first_cluster = root_first;
+            node.set_dir_clusters(root_clusters);
+        }
+        let kids: Vec<u32> = tree.kids(d).to_vec();
+        for k in kids {
+            let node = &mut tree.nodes[k as usize];
+            if node.is_dir() || node.size == 0 {
+                continue;
+            }
+            let n = node.size.div_ceil(cluster);
+            node.first_cluster = at as u32;
+            at += n;
+            if chains {
+                run_ends.push((at - 1) as u32);
+            }
+        }
+    }
+    let used = at - u64::from(root_first);
+    let format_root = root.clusters_at_format;
+    // The allocation is the model's footprint, cluster for cluster.
+    debug_assert_eq!(used - format_root, fp.new_clusters());
+    if used - format_root != fp.new_clusters() {
+        return Err(PopulateError::Unsupported(format!(
+            "internal error: the allocation ({} clusters) differs from the footprint model ({})",
+            used - format_root,
+            fp.new_clusters()
+        )));
+    }
+    Ok(Populated {
+        tree,
+        fs,
+        cluster,
+        data_offset: layout.data_offset,
+        root_first,
+        root_clusters,
+        end: at as u32,
+        run_ends,
+        time,
+        footprint: fp,
+    })
+}

@@ -1,0 +1,483 @@
+//! Writing a [`Populated`] tree: directory entries and file data, in
+//! cluster order, through the format's writer ([`Content`]).
+//!
+//! Everything goes out in allocation order through one write-combining
+//! buffer ([`BUF`]), so the target sees large sequential writes whatever
+//! the file sizes. File data is read in [`READ_CHUNK`] pieces (never a
+//! whole file in memory). On a fresh target (a new sparse image), runs of
+//! at least [`HOLE`] zero bytes in a source file, and unused cluster tails
+//! of that size, are not written: they stay holes.
+//!
+//! A source file whose size differs from the one planned (it changed or
+//! disappeared since the walk) fails the write with
+//! [`mkfs_alloc_layout::WriteError::Content`] before any boot sector is
+//! written, so no valid volume is left behind.
+
+use crate::names::{short_name_checksum, AliasSet};
+use crate::plan::Populated;
+use crate::time::{DosTime, EXFAT_UTC};
+use crate::tree::Src;
+use mkfs_alloc_layout::exfat::dir::set_checksum;
+use mkfs_alloc_layout::exfat::upcase::upcase;
+use mkfs_alloc_layout::fat::dir::DirEntry;
+use mkfs_alloc_layout::{Content, ContentSink, FsType, WriteError};
+use std::io::Read;
+use zerocopy::{FromZeros, IntoBytes};
+
+/// Size of the write-combining buffer.
+pub const BUF: usize = 8 << 20;
+/// Size of one read from a source file.
+pub const READ_CHUNK: usize = 1 << 20;
+/// Zero runs of at least this many bytes (aligned) are left as holes on a
+/// fresh target.
+pub const HOLE: u64 = 64 << 10;
+
+/// A source file that could not be copied.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SourceError {
+    /// The file cannot be opened or read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// The file's size is not the one measured before the format.
+    #[error("{path} changed during the copy: {expected} bytes were planned, {found} found; the volume was left without a boot sector")]
+    Changed {
+        /// The file.
+        path: String,
+        /// Planned size.
+        expected: u64,
+        /// What was found (at least this much, if it grew).
+        found: u64,
+    },
+}
+
+fn content_err(e: SourceError) -> WriteError {
+    WriteError::Content(Box::new(e))
+}
+
+/// The write-combining output.
+struct Out<'a> {
+    sink: &'a mut dyn ContentSink,
+    buf: Vec<u8>,
+    /// Volume offset of `buf[0]`.
+    start: u64,
+    bs: u64,
+    fresh: bool,
+}
+
+impl Out<'_> {
+    fn pos(&self) -> u64 {
+        self.start + self.buf.len() as u64
+    }
+
+    /// Writes the block-aligned prefix of the buffer.
+    fn flush_aligned(&mut self) -> Result<(), WriteError> {
+        let n = (self.buf.len() as u64 / self.bs * self.bs) as usize;
+        if n > 0 {
+            self.sink.write_at(self.start, &self.buf[..n])?;
+            self.buf.drain(..n);
+            self.start += n as u64;
+        }
+        Ok(())
+    }
+
+    /// Moves the output to `offset` (block-aligned; the buffer must end on a
+    /// block boundary).
+    fn seek(&mut self, offset: u64) -> Result<(), WriteError> {
+        if offset != self.pos() {
+            self.flush_aligned()?;
+            debug_assert!(self.buf.is_empty());
+            self.buf.clear();
+            self.start = offset;
+        }
+        Ok(())
+    }
+
+    fn append(&mut self, data: &[u8]) -> Result<(), WriteError> {
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= BUF {
+            self.flush_aligned()?;
+        }
+        Ok(())
+    }
+
+    /// Skips `len` bytes (a block-aligned zero run) at the current position.
+    fn skip(&mut self, len: u64) -> Result<(), WriteError> {
+        self.flush_aligned()?;
+        let at = self.pos();
+        self.sink.zero_at(at, len)?;
+        self.start = at + len;
+        Ok(())
+    }
+
+    /// Zero-fills up to `end` (block-aligned).
+    fn zero_to(&mut self, end: u64) -> Result<(), WriteError> {
+        let pos = self.pos();
+        let aligned = pos.div_ceil(self.bs) * self.bs;
+        let pad = (aligned.min(end) - pos) as usize;
+        self.buf.resize(self.buf.len() + pad, 0);
+        let rest = end - self.pos();
+        if rest >= HOLE {
+            self.skip(rest)
+        } else {
+            self.buf.resize(self.buf.len() + rest as usize, 0);
+            if self.buf.len() >= BUF {
+                self.flush_aligned()?;
+            }
+            Ok(())
+        }
+    }
+
+    fn finish(&mut self) -> Result<(), WriteError> {
+        self.flush_aligned()?;
+        debug_assert!(self.buf.is_empty());
+        Ok(())
+    }
+}
+
+/// exFAT name hash over the up-cased name (spec §7.6.4).
+pub fn exfat_name_hash(upcased: &[u16]) -> u16 {
+    let mut h = 0u16;
+    for &u in upcased {
+        for b in u.to_le_bytes() {
+            h = h.rotate_right(1).wrapping_add(u16::from(b));
+        }
+    }
+    h
+}
+
+impl Populated {
+    fn cluster_offset(&self, c: u32) -> u64 {
+        self.data_offset + u64::from(c - 2) * self.cluster
+    }
+
+    fn exfat_entries(&self, k: u32, out: &mut Vec<u8>) {
+        let n = &self.tree.nodes[k as usize];
+        let name: Vec<u16> = self.tree.name(k).encode_utf16().collect();
+        let up: Vec<u16> = name.iter().map(|&u| upcase(u)).collect();
+        let name_entries = name.len().div_ceil(15).max(1);
+        let t = DosTime::from_utc(self.time.apply(n.mtime()));
+        let first = out.len();
+        // File directory entry (spec §7.4, Table 15).
+        let mut e = [0u8; 32];
+        e[0] = 0x85;
+        e[1] = (1 + name_entries) as u8;
+        e[4..6].copy_from_slice(&(if n.is_dir() { 0x10u16 } else { 0x20 }).to_le_bytes());
+        for off in [8, 12, 16] {
+            e[off..off + 4].copy_from_slice(&t.exfat().to_le_bytes());
+        }
+        e[20] = t.centis;
+        e[21] = t.centis;
+        e[22] = EXFAT_UTC;
+        e[23] = EXFAT_UTC;
+        e[24] = EXFAT_UTC;
+        out.extend_from_slice(&e);
+        // Stream Extension entry (spec §7.6, Table 26).
+        let (len, flags) = if n.is_dir() {
+            (u64::from(n.dir_clusters()) * self.cluster, 0x03)
+        } else if n.size == 0 {
+            (0, 0x01)
+        } else {
+            (n.size, 0x03)
+        };
+        let mut e = [0u8; 32];
+        e[0] = 0xC0;
+        e[1] = flags;
+        e[3] = name.len() as u8;
+        e[4..6].copy_from_slice(&exfat_name_hash(&up).to_le_bytes());
+        e[8..16].copy_from_slice(&len.to_le_bytes());
+        let fc = if len == 0 { 0 } else { n.first_cluster };
+        e[20..24].copy_from_slice(&fc.to_le_bytes());
+        e[24..32].copy_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&e);
+        // File Name entries (spec §7.7, Table 30).
+        for part in 0..name_entries {
+            let mut e = [0u8; 32];
+            e[0] = 0xC1;
+            for (i, &u) in name.iter().skip(part * 15).take(15).enumerate() {
+                e[2 + 2 * i..4 + 2 * i].copy_from_slice(&u.to_le_bytes());
+            }
+            out.extend_from_slice(&e);
+        }
+        let sum = set_checksum(&out[first..]);
+        out[first + 2..first + 4].copy_from_slice(&sum.to_le_bytes());
+    }
+
+    fn fat_short(&self, name: [u8; 11], case: u8, k: u32, cluster: u32) -> DirEntry {
+        let n = &self.tree.nodes[k as usize];
+        let t = DosTime::from_utc(self.time.apply(n.mtime()));
+        let mut e = DirEntry::new_zeroed();
+        e.name = name;
+        e.attr = if n.is_dir() { 0x10 } else { 0x20 };
+        e.nt_res = case;
+        e.crt_time_tenth = t.centis;
+        e.crt_time = t.time.into();
+        e.crt_date = t.date.into();
+        e.lst_acc_date = t.date.into();
+        e.wrt_time = t.time.into();
+        e.wrt_date = t.date.into();
+        e.fst_clus_hi = ((cluster >> 16) as u16).into();
+        e.fst_clus_lo = (cluster as u16).into();
+        e.file_size = (if n.is_dir() { 0 } else { n.size as u32 }).into();
+        e
+    }
+
+    fn fat_entries(&self, k: u32, aliases: &mut AliasSet, out: &mut Vec<u8>) {
+        let name = self.tree.name(k);
+        let (short, case, lfn) = aliases.alias(name);
+        if lfn {
+            let units: Vec<u16> = name.encode_utf16().collect();
+            let count = units.len().div_ceil(13);
+            let sum = short_name_checksum(&short);
+            // Long-name entries, last part first (fatgen103 §7).
+            for ord in (1..=count).rev() {
+                let mut e = [0u8; 32];
+                e[0] = ord as u8 | if ord == count { 0x40 } else { 0 };
+                e[11] = 0x0F;
+                e[13] = sum;
+                let unit = |i: usize| -> u16 {
+                    let at = (ord - 1) * 13 + i;
+                    match at.cmp(&units.len()) {
+                        std::cmp::Ordering::Less => units[at],
+                        std::cmp::Ordering::Equal => 0,
+                        std::cmp::Ordering::Greater => 0xFFFF,
+                    }
+                };
+                let slots = (1..11)
+                    .step_by(2)
+                    .chain((14..26).step_by(2))
+                    .chain((28..32).step_by(2));
+                for (i, off) in slots.enumerate() {
+                    e[off..off + 2].copy_from_slice(&unit(i).to_le_bytes());
+                }
+                out.extend_from_slice(&e);
+            }
+        }
+        let n = &self.tree.nodes[k as usize];
+        let cluster = if n.is_dir() || n.size > 0 {
+            n.first_cluster
+        } else {
+            0
+        };
+        out.extend_from_slice(self.fat_short(short, case, k, cluster).as_bytes());
+    }
+
+    fn write_dir(&self, d: u32, system: &[u8], out: &mut Out<'_>) -> Result<(), WriteError> {
+        let n = &self.tree.nodes[d as usize];
+        let start = self.cluster_offset(n.first_cluster);
+        let end = start + u64::from(n.dir_clusters()) * self.cluster;
+        out.seek(start)?;
+        let mut buf = Vec::with_capacity(4096);
+        if d == 0 {
+            buf.extend_from_slice(system);
+        } else if self.fs != FsType::Exfat {
+            let parent = n.parent;
+            let up = if parent == 0 {
+                0
+            } else {
+                self.tree.nodes[parent as usize].first_cluster
+            };
+            let dot = self.fat_short(*b".          ", 0, d, n.first_cluster);
+            buf.extend_from_slice(dot.as_bytes());
+            let mut dotdot = self.fat_short(*b"..         ", 0, d, up);
+            dotdot.attr = 0x10;
+            buf.extend_from_slice(dotdot.as_bytes());
+        }
+        let kids = self.tree.kids(d);
+        let mut aliases = if self.fs == FsType::Exfat {
+            AliasSet::default()
+        } else {
+            AliasSet::new(kids.iter().map(|&k| self.tree.name(k)))
+        };
+        for &k in kids {
+            if self.fs == FsType::Exfat {
+                self.exfat_entries(k, &mut buf);
+            } else {
+                self.fat_entries(k, &mut aliases, &mut buf);
+            }
+            if buf.len() >= 64 << 10 {
+                out.append(&buf)?;
+                buf.clear();
+            }
+        }
+        out.append(&buf)?;
+        out.zero_to(end)
+    }
+
+    fn copy_file(&mut self, k: u32, out: &mut Out<'_>, chunk: &mut [u8]) -> Result<(), WriteError> {
+        let n = self.tree.nodes[k as usize];
+        if n.size == 0 {
+            return Ok(());
+        }
+        let start = self.cluster_offset(n.first_cluster);
+        let end = start + n.size.div_ceil(self.cluster) * self.cluster;
+        out.seek(start)?;
+        let taken = match n.src() {
+            Src::Memory(i) => self.tree.readers[i as usize].take(),
+            _ => None,
+        };
+        let path = || self.tree.display_path(k);
+        let mut reader: Box<dyn Read + Send> = match n.src() {
+            Src::Memory(_) => match taken {
+                Some(r) => r,
+                None => {
+                    return Err(content_err(SourceError::Io {
+                        path: path(),
+                        source: std::io::Error::other("the reader was already consumed"),
+                    }))
+                }
+            },
+            _ => {
+                let p = self.tree.source_path(k).unwrap_or_default();
+                let f = std::fs::File::open(&p).map_err(|source| {
+                    content_err(SourceError::Io {
+                        path: path(),
+                        source,
+                    })
+                })?;
+                let len = f
+                    .metadata()
+                    .map_err(|source| {
+                        content_err(SourceError::Io {
+                            path: path(),
+                            source,
+                        })
+                    })?
+                    .len();
+                if len != n.size {
+                    return Err(content_err(SourceError::Changed {
+                        path: path(),
+                        expected: n.size,
+                        found: len,
+                    }));
+                }
+                Box::new(f)
+            }
+        };
+        let mut done = 0u64;
+        while done < n.size {
+            let want = (n.size - done).min(chunk.len() as u64) as usize;
+            let buf = &mut chunk[..want];
+            let mut got = 0;
+            while got < want {
+                match reader.read(&mut buf[got..]) {
+                    Ok(0) => {
+                        return Err(content_err(SourceError::Changed {
+                            path: path(),
+                            expected: n.size,
+                            found: done + got as u64,
+                        }))
+                    }
+                    Ok(r) => got += r,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(source) => {
+                        return Err(content_err(SourceError::Io {
+                            path: path(),
+                            source,
+                        }))
+                    }
+                }
+            }
+            for piece in buf.chunks(HOLE as usize) {
+                if out.fresh && piece.len() as u64 == HOLE && piece.iter().all(|&b| b == 0) {
+                    out.skip(HOLE)?;
+                } else {
+                    out.append(piece)?;
+                }
+            }
+            done += want as u64;
+        }
+        // It must end where planned.
+        let mut probe = [0u8; 1];
+        loop {
+            match reader.read(&mut probe) {
+                Ok(0) => break,
+                Ok(_) => {
+                    return Err(content_err(SourceError::Changed {
+                        path: path(),
+                        expected: n.size,
+                        found: n.size + 1,
+                    }))
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(source) => {
+                    return Err(content_err(SourceError::Io {
+                        path: path(),
+                        source,
+                    }))
+                }
+            }
+        }
+        out.zero_to(end)
+    }
+}
+
+impl Content for Populated {
+    fn clusters(&self) -> u64 {
+        self.footprint.new_clusters()
+    }
+
+    fn fat_entry(&self, index: u64) -> u32 {
+        if index >= u64::from(self.end) || index < u64::from(self.root_first) {
+            return 0;
+        }
+        let i = index as u32;
+        if self.fs == FsType::Exfat {
+            let root_end = self.root_first + self.root_clusters;
+            return if i + 1 == root_end {
+                0xFFFF_FFFF
+            } else if i < root_end {
+                i + 1
+            } else {
+                0
+            };
+        }
+        if self.run_ends.binary_search(&i).is_ok() {
+            0x0FFF_FFFF
+        } else {
+            i + 1
+        }
+    }
+
+    fn write(&mut self, system: &[u8], sink: &mut dyn ContentSink) -> Result<(), WriteError> {
+        let bs = sink.block_size();
+        let fresh = sink.fresh();
+        let mut out = Out {
+            sink,
+            buf: Vec::with_capacity(BUF + READ_CHUNK),
+            start: 0,
+            bs,
+            fresh,
+        };
+        let mut chunk = vec![0u8; READ_CHUNK];
+        let dirs = self.tree.dirs_preorder();
+        // The root's growth follows its first cluster directly.
+        for d in dirs {
+            self.write_dir(d, system, &mut out)?;
+            let kids: Vec<u32> = self.tree.kids(d).to_vec();
+            for k in kids {
+                if !self.tree.nodes[k as usize].is_dir() {
+                    self.copy_file(k, &mut out, &mut chunk)?;
+                }
+            }
+        }
+        out.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_hash() {
+        // exFAT spec §7.6.4: NameHash of the up-cased name; a one-unit name
+        // "A" (0x0041): h = 0x41, then h = ror(0x41) + 0 = 0x8020.
+        assert_eq!(exfat_name_hash(&[0x41]), 0x8020);
+    }
+}

@@ -1,0 +1,66 @@
+//! A counterfeit stick without hardware: `fakestick.py` (fusepy) serves a
+//! file that announces more bytes than its sparse backing file stores and
+//! wraps around or drops writes beyond that; a loop device with direct I/O
+//! over the file is a block device that lies about its capacity.
+
+use crate::fuse::FuseMount;
+use crate::loopdev::LoopDevice;
+use crate::tempdir::TempDir;
+use std::path::Path;
+
+/// How the fake behaves beyond its real size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Offset `o` is stored at `o % real`.
+    Wraparound,
+    /// Writes beyond the real size are dropped, reads there return zeros.
+    Limbo,
+}
+
+/// A mounted fake with its loop device; detached and unmounted on drop.
+#[derive(Debug)]
+pub struct FakeStick {
+    // Field order: the loop device goes before the FUSE mount under it.
+    dev: Option<LoopDevice>,
+    mount: Option<FuseMount>,
+}
+
+impl FakeStick {
+    /// A fake of `announced` bytes storing `real` bytes, with a write cache
+    /// of `cache` bytes, under `dir`.
+    #[track_caller]
+    pub fn new(dir: &TempDir, mode: Mode, announced: u64, real: u64, cache: u64) -> FakeStick {
+        let mnt = dir.subdir("fake-mnt");
+        let backing = dir.join("fake-backing");
+        let name = match mode {
+            Mode::Wraparound => "wraparound",
+            Mode::Limbo => "limbo",
+        };
+        let mount = FuseMount::fakestick(&mnt, &backing, name, announced, real, cache);
+        let dev = LoopDevice::attach_direct(&mnt.join("stick"));
+        FakeStick {
+            dev: Some(dev),
+            mount: Some(mount),
+        }
+    }
+
+    /// The lying block device.
+    pub fn path(&self) -> &Path {
+        self.dev.as_ref().map_or(Path::new(""), |d| d.path())
+    }
+
+    /// Detaches the loop device and unmounts (panics if unmounting fails).
+    pub fn remove(mut self) {
+        drop(self.dev.take());
+        if let Some(m) = self.mount.take() {
+            m.unmount();
+        }
+    }
+}
+
+impl Drop for FakeStick {
+    fn drop(&mut self) {
+        drop(self.dev.take());
+        drop(self.mount.take());
+    }
+}

@@ -1,0 +1,181 @@
+//! `mkfs-alloc probe` against block devices that lie (root/tool tier): a
+//! fake stick served over FUSE (`tests/src/fakestick.py`, fusepy) with a
+//! direct-I/O loop device over it, wrapping around or dropping writes beyond
+//! its real size; genuine loop devices must come out genuine, and
+//! `--keep-data` must leave them byte-identical. `mkfs-alloc --probe` must
+//! refuse to format a fake unless `--size` stays inside its real capacity.
+//!
+//! Timings are printed, never asserted (speed belongs to `cargo xtask bench`).
+
+use mkfs_alloc_tests::blk::fill_random;
+use mkfs_alloc_tests::fakestick::{FakeStick, Mode};
+use mkfs_alloc_tests::{
+    file_hash, json_str, json_u64, mkfs_alloc, require_root, require_tool, run, sparse_file,
+    CmdOutput, LoopDevice, TempDir, GIB, MIB,
+};
+use serde_json::Value;
+use std::path::Path;
+
+/// `mkfs-alloc probe --yes --json ARGS DEV`, parsed.
+#[track_caller]
+fn probe(dev: &Path, args: &[&str]) -> (Value, CmdOutput) {
+    let dev = dev.to_string_lossy();
+    let mut all = vec!["probe", "--yes", "--json"];
+    all.extend_from_slice(args);
+    all.push(&dev);
+    let out = mkfs_alloc(&all);
+    out.assert_success();
+    let v: Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("probe --json printed no single JSON document ({e}):\n{out}"));
+    eprintln!(
+        "probe {dev}: {} real {} of {}, {} bytes written, {:.1} s",
+        json_str(&v, "verdict"),
+        json_u64(&v, "real_bytes"),
+        json_u64(&v, "announced_bytes"),
+        json_u64(&v, "bytes_written"),
+        v["seconds"].as_f64().unwrap_or(f64::NAN)
+    );
+    (v, out)
+}
+
+#[test]
+fn wraparound_16g_announced_2g_real_is_found() {
+    require_root();
+    let tmp = TempDir::new("probe-wrap");
+    let fake = FakeStick::new(&tmp, Mode::Wraparound, 16 * GIB, 2 * GIB, 0);
+    let (v, _) = probe(fake.path(), &[]);
+    assert_eq!(json_str(&v, "verdict"), "wraparound");
+    assert_eq!(json_u64(&v, "announced_bytes"), 16 * GIB);
+    assert_eq!(json_u64(&v, "real_bytes"), 2 * GIB);
+    assert_eq!(json_u64(&v, "wrap_bytes"), 2 * GIB);
+    assert!(json_u64(&v, "bytes_written") < 512 * MIB);
+    assert!(v["speeds"]["seq_write_bytes_per_sec"]
+        .as_f64()
+        .is_some_and(|s| s > 0.0));
+    fake.remove();
+}
+
+#[test]
+fn limbo_behind_a_write_cache_is_found_to_the_unit() {
+    require_root();
+    let tmp = TempDir::new("probe-limbo");
+    let real = 1536 * MIB + 40960;
+    let fake = FakeStick::new(&tmp, Mode::Limbo, 8 * GIB, real, 4 * MIB);
+    let (v, _) = probe(fake.path(), &["--no-speed"]);
+    assert_eq!(json_str(&v, "verdict"), "limbo");
+    assert_eq!(json_u64(&v, "real_bytes"), real);
+    let cache = json_u64(&v, "cache_bytes");
+    assert!((2 * MIB..=4 * MIB).contains(&cache), "cache {cache}");
+    assert!(v["speeds"].is_null());
+    fake.remove();
+}
+
+#[test]
+fn genuine_loop_devices_are_genuine_and_keep_data_restores_them() {
+    require_root();
+    let tmp = TempDir::new("probe-genuine");
+    // Sparse and large: genuine, and far less than its size is written.
+    let img = tmp.join("big.img");
+    sparse_file(&img, 4 * GIB);
+    let lo = LoopDevice::attach_direct(&img);
+    let (v, _) = probe(lo.path(), &["--no-speed"]);
+    assert_eq!(json_str(&v, "verdict"), "genuine");
+    assert_eq!(json_u64(&v, "real_bytes"), 4 * GIB);
+    assert!(json_u64(&v, "bytes_written") < 128 * MIB);
+    drop(lo);
+
+    // Random data, probed with --keep-data: byte-identical afterwards.
+    let img = tmp.join("data.img");
+    fill_random(&img, 256 * MIB, 7);
+    let before = file_hash(&img);
+    let lo = LoopDevice::attach_direct(&img);
+    let journal = tmp.join("probe.journal");
+    let j = journal.to_string_lossy().into_owned();
+    let (v, _) = probe(lo.path(), &["--keep-data", "--journal", &j]);
+    assert_eq!(json_str(&v, "verdict"), "genuine");
+    assert!(json_u64(&v, "bytes_restored") > 0);
+    assert!(!journal.exists(), "the journal is removed after restoring");
+    drop(lo);
+    assert_eq!(file_hash(&img), before, "--keep-data changed the device");
+}
+
+#[test]
+fn an_interrupted_keep_data_probe_is_restored_from_its_journal() {
+    require_root();
+    let tmp = TempDir::new("probe-journal");
+    let img = tmp.join("data.img");
+    fill_random(&img, 128 * MIB, 9);
+    let before = file_hash(&img);
+    let lo = LoopDevice::attach_direct(&img);
+    let journal = tmp.join("probe.journal");
+    let j = journal.to_string_lossy().into_owned();
+    let dev = lo.path().to_string_lossy().into_owned();
+    // A leftover journal blocks a new probe (its data would be lost).
+    std::fs::write(&journal, b"x").unwrap_or_else(|e| panic!("{e}"));
+    let out = mkfs_alloc(&["probe", "--yes", "--keep-data", "--journal", &j, &dev]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("--restore"), "{out}");
+    std::fs::remove_file(&journal).unwrap_or_else(|e| panic!("{e}"));
+    // Simulate a crash: kill the probe while it runs, then restore.
+    let bin = mkfs_alloc_tests::mkfs_alloc_bin();
+    let mut child = std::process::Command::new(&bin)
+        .args([
+            "probe",
+            "--yes",
+            "--quiet",
+            "--no-speed",
+            "--keep-data",
+            "--journal",
+            &j,
+            &dev,
+        ])
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let start = std::time::Instant::now();
+    while !journal.exists() && start.elapsed().as_secs() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(journal.exists(), "the probe finished before it was killed");
+    let out = mkfs_alloc(&["probe", "--yes", "--restore", &j, &dev]);
+    out.assert_success();
+    assert!(!journal.exists());
+    drop(lo);
+    assert_eq!(
+        file_hash(&img),
+        before,
+        "restoring the journal did not undo the probe"
+    );
+}
+
+#[test]
+fn format_with_probe_refuses_a_fake_unless_size_fits() {
+    require_root();
+    let fsck = require_tool("fsck.exfat");
+    let tmp = TempDir::new("probe-format");
+    let fake = FakeStick::new(&tmp, Mode::Wraparound, 4 * GIB, GIB, 0);
+    let dev = fake.path().to_string_lossy().into_owned();
+    let out = mkfs_alloc(&["--probe", "--yes", "--fs", "exfat", &dev]);
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains("refusing to format") && out.stderr.contains("wraparound"),
+        "{out}"
+    );
+    let out = mkfs_alloc(&["--probe", "--yes", "--fs", "exfat", "--size", "2G", &dev]);
+    out.assert_code(1);
+    let out = mkfs_alloc(&[
+        "--probe", "--yes", "--json", "--fs", "exfat", "--size", "1G", "--table", "none", &dev,
+    ]);
+    out.assert_success();
+    let v: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}:\n{out}"));
+    assert_eq!(json_u64(&v, "volume_bytes"), GIB);
+    assert!(
+        v["notes"].to_string().contains("probed first: wraparound"),
+        "{v}"
+    );
+    let check = run(&fsck, &["-n", &dev]);
+    assert!(check.success(), "fsck.exfat on the real part:\n{check}");
+    fake.remove();
+}
