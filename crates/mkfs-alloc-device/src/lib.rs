@@ -397,7 +397,8 @@ pub fn refusal(info: &DeviceInfo) -> Option<Refusal> {
 /// long as the `Device` lives.
 ///
 /// ```no_run
-/// use mkfs_alloc_blockio::{device, BlockIo};
+/// use mkfs_alloc_blockio::BlockIo;
+/// use mkfs_alloc_device as device;
 /// use std::path::Path;
 ///
 /// let info = device::inspect(Path::new("/dev/sdb"))?;
