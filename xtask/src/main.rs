@@ -10,6 +10,8 @@
 //! - `test [ARGS...]`: `install-tools`, `cargo build -p mkfs-alloc-cli`, then
 //!   `cargo test --workspace [ARGS...]` with `MKFS_ALLOC_BIN` set;
 //! - `bench`: see `bench.rs`;
+//! - `bench-probe [--write]`: `mkfs-alloc probe` vs f3probe on FUSE fake
+//!   sticks (see `probe_bench.rs`);
 //! - `cross-check`: `cargo check` and `cargo clippy -D warnings` of the
 //!   product crates for Windows and macOS (see [`CROSS_TARGETS`]);
 //! - `test-windows`: the Windows build run under Wine, its images checked
@@ -52,6 +54,11 @@ const COMMANDS: &[Cmd] = &[
         bench_cmd,
     ),
     (
+        "bench-probe",
+        "mkfs-alloc probe vs f3probe on the same FUSE fake sticks (root) [--write]",
+        bench_probe_cmd,
+    ),
+    (
         "man",
         "write the man pages (mkfs-alloc.1 and one per command) into DIR [default target/man]",
         man_cmd,
@@ -81,6 +88,7 @@ const COMMANDS: &[Cmd] = &[
 mod bench;
 mod fuzz;
 mod kernel;
+mod probe_bench;
 mod windows;
 
 /// Targets of `cross-check`.
@@ -251,6 +259,30 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
         let new = format!("{}{BENCH_BEGIN}\n{table}{}", &doc[..a], &doc[b..]);
         std::fs::write(&path, new).map_err(|e| format!("{}: {e}", path.display()))?;
         eprintln!("xtask: updated {}", path.display());
+    }
+    Ok(())
+}
+
+fn bench_probe_cmd(args: &[String]) -> Result<(), String> {
+    let write = match args {
+        [] => false,
+        [w] if w == "--write" => true,
+        _ => return Err("valid: [--write]".into()),
+    };
+    if !is_root() {
+        return Err("bench-probe needs root (FUSE mounts, loop devices)".into());
+    }
+    install_tools()?;
+    let root = workspace_root();
+    run(Command::new(cargo())
+        .current_dir(&root)
+        .args(["build", "--release", "-p", "mkfs-alloc"]))?;
+    let bin = target_dir().join("release").join("mkfs-alloc");
+    let table = probe_bench::run(&root, &bin)?;
+    println!("{table}");
+    if write {
+        probe_bench::write(&root, &table)?;
+        eprintln!("xtask: updated BENCHMARKS.md");
     }
     Ok(())
 }

@@ -48,7 +48,11 @@ pub enum AdviseFs {
     Exfat,
     /// FAT32 only.
     Fat32,
-    /// Both.
+    /// FAT16 only.
+    Fat16,
+    /// FAT12 only.
+    Fat12,
+    /// exFAT and FAT32, and FAT16/FAT12 where they fit.
     Both,
 }
 
@@ -109,6 +113,8 @@ pub fn run(args: &AdviseArgs) -> Result<(), Failure> {
     let selection = match args.fs {
         AdviseFs::Exfat => FsSelection::Exfat,
         AdviseFs::Fat32 => FsSelection::Fat32,
+        AdviseFs::Fat16 => FsSelection::Fat16,
+        AdviseFs::Fat12 => FsSelection::Fat12,
         AdviseFs::Both => FsSelection::Both,
     };
     let data = if args.paths.is_empty() {

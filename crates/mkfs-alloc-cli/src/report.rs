@@ -53,6 +53,7 @@ fn region_name(kind: RegionKind, index: u32, layout: &Layout) -> String {
         RegionKind::BootRegion => match layout.fs {
             mkfs_alloc_layout::FsType::Exfat => "main boot region".into(),
             mkfs_alloc_layout::FsType::Fat32 => "reserved sectors (boot, FSInfo, backups)".into(),
+            _ => "reserved sectors (boot sector)".into(),
         },
         RegionKind::BackupBootRegion => "backup boot region".into(),
         RegionKind::Padding => "alignment padding".into(),

@@ -324,6 +324,13 @@ pub fn plan_tree(
     layout: &Layout,
     time: TimePolicy,
 ) -> Result<Populated, PopulateError> {
+    if layout.fs.is_small_fat() {
+        // Their fixed root directory and 12/16-bit FATs are not populated yet.
+        return Err(PopulateError::Unsupported(format!(
+            "--rootdir does not populate {} volumes yet; use --fs fat32 or exfat (or format, then copy with mtools)",
+            layout.fs
+        )));
+    }
     check(&mut tree, layout.fs)?;
     let fs = layout.fs;
     let cluster = layout.cluster_size;
@@ -369,7 +376,7 @@ pub fn plan_tree(
     }
     let root_first = match &layout.geometry {
         Geometry::Exfat(g) => g.root_cluster(),
-        Geometry::Fat32(_) => 2,
+        Geometry::Fat(_) => 2,
     };
     // Allocate: root, then per directory its clusters and its files' data.
     let mut run_ends = Vec::new();
