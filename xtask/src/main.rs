@@ -7,7 +7,7 @@
 //!   external tools the interoperability tests use (and, with the flags,
 //!   those of `test-windows`, `fuzz` and `test-kernel`), and install the missing Debian packages in
 //!   one `apt-get` call (as root; otherwise print the command and fail);
-//! - `test [ARGS...]`: `install-tools`, `cargo build -p mkfs-alloc`, then
+//! - `test [ARGS...]`: `install-tools`, `cargo build -p mkfs-alloc-cli`, then
 //!   `cargo test --workspace [ARGS...]` with `MKFS_ALLOC_BIN` set;
 //! - `bench`: see `bench.rs`;
 //! - `bench-probe [--write]`: `mkfs-alloc probe` vs f3probe on FUSE fake
@@ -230,9 +230,12 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
     install_tools()?;
     install_packages(BENCH_TOOLS)?;
     let root = workspace_root();
-    run(Command::new(cargo())
-        .current_dir(&root)
-        .args(["build", "--release", "-p", "mkfs-alloc"]))?;
+    run(Command::new(cargo()).current_dir(&root).args([
+        "build",
+        "--release",
+        "-p",
+        "mkfs-alloc-cli",
+    ]))?;
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
     let bin = if target.is_absolute() {
@@ -340,7 +343,7 @@ fn man_cmd(args: &[String]) -> Result<(), String> {
             "run",
             "-q",
             "-p",
-            "mkfs-alloc",
+            "mkfs-alloc-cli",
             "--bin",
             "mkfs-alloc",
             "--",
@@ -531,11 +534,11 @@ fn test_cmd(args: &[String]) -> Result<(), String> {
     let root = workspace_root();
     run(Command::new(cargo())
         .current_dir(&root)
-        .args(["build", "-p", "mkfs-alloc"]))?;
+        .args(["build", "-p", "mkfs-alloc-cli"]))?;
     let bin = target_dir().join("debug").join("mkfs-alloc");
     if !bin.is_file() {
         return Err(format!(
-            "`cargo build -p mkfs-alloc` did not produce {}",
+            "`cargo build -p mkfs-alloc-cli` did not produce {}",
             bin.display()
         ));
     }
