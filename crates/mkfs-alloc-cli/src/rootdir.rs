@@ -3,7 +3,7 @@
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::{plan_medium, MediumOptions, MediumPlan};
-use mkfs_alloc_advise::model::{footprint, RootDir};
+use mkfs_alloc_advise::model::footprint_for;
 use mkfs_alloc_advise::{recommend_for_format, ScanResult, DEFAULT_MAX_WASTE_PERCENT};
 use mkfs_alloc_layout::units::{format_count, format_size};
 use mkfs_alloc_layout::{ClusterChoice, FsChoice, Medium};
@@ -73,7 +73,7 @@ pub fn plan_for(
 /// Clusters the tree needs on a plan, and the free clusters there.
 fn need_and_free(data: &ScanResult, plan: &MediumPlan) -> (u64, u64) {
     let l = &plan.layout;
-    let fp = footprint(l.fs, l.cluster_size, RootDir::of(l), data);
+    let fp = footprint_for(l, data);
     (
         fp.new_clusters(),
         u64::from(l.cluster_count - l.used_clusters),
