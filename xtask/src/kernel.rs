@@ -255,17 +255,28 @@ const CASES: &[Case] = &[
     // FAT32, extremes.
     ours("f32-512-none-auto-16g", Vfat, 512, "--fs fat32 --size 16G"),
     ours("f32-512-gpt-64k-64g", Vfat, 512, "--fs fat32 --table gpt --cluster 64K --size 64G"),
+    // FAT16 and FAT12 (fixed root directory; no FSInfo).
+    ours("f16-512-mbr-2k", Vfat, 512, "--fs fat16 --table mbr --cluster 2K --size 64M --label SMALL").ci(),
+    ours("f12-512-none-4k", Vfat, 512, "--fs fat12 --cluster 4K --size 15M").ci(),
+    ours("f16-4k-gpt-4k", Vfat, 4096, "--fs fat16 --sector-size 4096 --table gpt --cluster 4K --size 200M"),
+    ours("f16-512-none-64k", Vfat, 512, "--fs fat16 --cluster 64K --size 4000M"),
+    ours("f12-512-none-floppy", Vfat, 512, "--fs fat12 --size 1440K"),
+    ours("f12-4k-mbr-4k", Vfat, 4096, "--fs fat12 --sector-size 4096 --table mbr --cluster 4K --size 12M"),
     // Populated (`--rootdir`): the fresh volume lists exactly the source tree.
     ours("ex-512-none-4k-rootdir", Exfat, 512, "--fs exfat --cluster 4K --size 512M").populated().ci(),
     ours("f32-512-mbr-4k-rootdir", Vfat, 512, "--fs fat32 --table mbr --cluster 4K --size 1G").populated().ci(),
     ours("ex-4k-gpt-auto-rootdir", Exfat, 4096, "--fs exfat --sector-size 4096 --table gpt --size auto").populated(),
     ours("f32-512-none-auto-rootdir", Vfat, 512, "--fs fat32 --size auto").populated(),
+    ours("f16-512-none-2k-rootdir", Vfat, 512, "--fs fat16 --cluster 2K --size 64M").populated().ci(),
+    ours("f12-512-mbr-4k-rootdir", Vfat, 512, "--fs fat12 --table mbr --cluster 4K --size 15M").populated(),
     // Filled to the last cluster (512 B clusters: below a page).
     ours("ex-512-none-4k-fill", Exfat, 512, "--fs exfat --cluster 4K --size 64M").fill().ci(),
     ours("f32-512-none-512-fill", Vfat, 512, "--fs fat32 --cluster 512 --size 64M").fill().ci(),
     ours("ex-512-none-512-fill", Exfat, 512, "--fs exfat --cluster 512 --size 64M").fill(),
     ours("ex-4k-gpt-32k-fill", Exfat, 4096, "--fs exfat --sector-size 4096 --table gpt --cluster 32K --size 128M").fill(),
     ours("f32-4k-mbr-4k-fill", Vfat, 4096, "--fs fat32 --sector-size 4096 --table mbr --cluster 4K --size 300M").fill(),
+    ours("f16-512-none-512-fill", Vfat, 512, "--fs fat16 --cluster 512 --size 16M").fill(),
+    ours("f12-512-none-512-fill", Vfat, 512, "--fs fat12 --cluster 512 --size 2M").fill(),
     // Controls: the peers' images, judged against `mkfs-alloc info`.
     peer("ctl-mkfs.exfat", Exfat, 512, GIB, "mkfs.exfat", "-L CTRL").ci(),
     peer("ctl-mkfs.fat", Vfat, 512, GIB, "mkfs.fat", "-F 32 -n CTRL").ci(),
