@@ -316,26 +316,72 @@ impl Fat32Boot {
         u64::from(self.bytes_per_sector) * u64::from(self.sectors_per_cluster)
     }
 
+    /// True for FAT12/16 (FATSz16 set): the extended BPB sits at 36, not 64.
+    pub fn is_small_fat(&self) -> bool {
+        self.fat_sz16 != 0
+    }
+
+    /// The volume serial: VolID at 67 (FAT32) or 39 (FAT12/16).
+    pub fn serial(&self) -> u32 {
+        if self.is_small_fat() {
+            // FATSz32 (36) is the extended BPB here: DrvNum, Reserved, BootSig,
+            // then VolID at 39 = bytes 3.. of FATSz32 and the ExtFlags/FSVer words.
+            let b36 = self.fat_sz32.to_le_bytes();
+            let b40 = self.ext_flags.to_le_bytes();
+            let b42 = self.fs_ver.to_le_bytes();
+            u32::from_le_bytes([b36[3], b40[0], b40[1], b42[0]])
+        } else {
+            self.volume_id
+        }
+    }
+
     /// Byte offset of the first FAT.
     pub fn fat_offset(&self) -> u64 {
         u64::from(self.reserved_sectors) * u64::from(self.bytes_per_sector)
     }
 
+    /// Sectors of one FAT (FATSz16, or FATSz32 when that is 0).
+    pub fn fat_sectors(&self) -> u64 {
+        if self.is_small_fat() {
+            u64::from(self.fat_sz16)
+        } else {
+            u64::from(self.fat_sz32)
+        }
+    }
+
     /// Bytes of one FAT.
     pub fn fat_bytes(&self) -> u64 {
-        u64::from(self.fat_sz32) * u64::from(self.bytes_per_sector)
+        self.fat_sectors() * u64::from(self.bytes_per_sector)
+    }
+
+    /// Byte offset of the FAT12/16 fixed root directory (the data region on FAT32).
+    pub fn root_offset(&self) -> u64 {
+        self.fat_offset() + u64::from(self.num_fats) * self.fat_bytes()
+    }
+
+    /// Bytes of the FAT12/16 fixed root directory (0 on FAT32).
+    pub fn root_bytes(&self) -> u64 {
+        (u64::from(self.root_ent_cnt) * 32).next_multiple_of(u64::from(self.bytes_per_sector))
+    }
+
+    /// Total sectors (TotSec16, or TotSec32 when that is 0).
+    pub fn total_sectors(&self) -> u64 {
+        if self.tot_sec16 != 0 {
+            u64::from(self.tot_sec16)
+        } else {
+            u64::from(self.tot_sec32)
+        }
     }
 
     /// Byte offset of the data region (cluster 2).
     pub fn data_offset(&self) -> u64 {
-        self.fat_offset() + u64::from(self.num_fats) * self.fat_bytes()
+        self.root_offset() + self.root_bytes()
     }
 
     /// Number of data clusters (fatgen103's formula).
     pub fn cluster_count(&self) -> u64 {
-        let data_sectors = u64::from(self.tot_sec32)
-            - u64::from(self.reserved_sectors)
-            - u64::from(self.num_fats) * u64::from(self.fat_sz32);
+        let bps = u64::from(self.bytes_per_sector);
+        let data_sectors = self.total_sectors() - self.data_offset() / bps;
         data_sectors / u64::from(self.sectors_per_cluster)
     }
 

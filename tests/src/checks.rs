@@ -164,6 +164,60 @@ pub fn check_fat32_boot(image: &Path) -> Fat32Boot {
     b
 }
 
+/// Checks the FAT12/16 boot sector with fatgen103's rules: BPB constants,
+/// extended BPB, the width its cluster count gives, FAT[0..2] in both FATs,
+/// and every other reserved sector zero. Returns the decoded BPB.
+#[track_caller]
+pub fn check_small_fat_boot(image: &Path) -> Fat32Boot {
+    let b = Fat32Boot::read(image, 0);
+    let raw = read_at(image, 0, 512);
+    assert_eq!(&b.jmp_boot, &[0xEB, 0x3C, 0x90]);
+    assert_eq!(b.signature, 0xAA55);
+    assert!(b.is_small_fat(), "FATSz16 is 0");
+    assert_eq!(b.num_fats, 2);
+    assert_eq!(b.media, 0xF8);
+    assert!(b.root_ent_cnt > 0, "RootEntCnt 0");
+    let bps = u64::from(b.bytes_per_sector);
+    assert_eq!(
+        u64::from(b.root_ent_cnt) * 32 % bps,
+        0,
+        "root fills whole sectors"
+    );
+    // TotSec16 if it fits, else TotSec32; never both.
+    assert!((b.tot_sec16 == 0) != (b.tot_sec32 == 0), "TotSec16/32");
+    assert_eq!((raw[36], raw[38]), (0x80, 0x29), "DrvNum, BootSig");
+    let clusters = b.cluster_count();
+    let (width, bits): (&[u8; 8], u64) = if clusters < 4085 {
+        (b"FAT12   ", 12)
+    } else {
+        (b"FAT16   ", 16)
+    };
+    assert!(clusters < 65_525, "{clusters} clusters is FAT32");
+    assert_eq!(&raw[54..62], width, "FilSysType for {clusters} clusters");
+    assert!(
+        b.fat_bytes() * 8 / bits >= clusters + 2,
+        "FAT too small for {clusters} clusters"
+    );
+    for which in 0..2u64 {
+        let head = read_at(image, b.fat_offset() + which * b.fat_bytes(), 4);
+        let want: &[u8] = if bits == 12 {
+            &[0xF8, 0xFF, 0xFF, 0]
+        } else {
+            &[0xF8, 0xFF, 0xFF, 0xFF]
+        };
+        assert_eq!(&head[..], want, "FAT #{which} head");
+    }
+    for s in 1..u64::from(b.reserved_sectors) {
+        assert!(
+            read_at(image, s * bps, bps as usize)
+                .iter()
+                .all(|&x| x == 0),
+            "reserved sector {s} is not zero"
+        );
+    }
+    b
+}
+
 /// The environment of mtools runs: none. mtools' own sanity checks of the
 /// boot sector stay on (no `MTOOLS_SKIP_CHECK`): our images must pass them.
 pub const MTOOLS_ENV: &[(&str, &str)] = &[];

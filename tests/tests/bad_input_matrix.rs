@@ -136,6 +136,13 @@ const ROWS: &[Row] = &[
     row("target is read-only", ReadOnly, &["--fs", "exfat"], &["cannot open", "for writing", "Read-only"]),
     row("exfat on 512 KiB", Small, &["--fs", "exfat"], &["too small", "1048576|1 MiB"]),
     row("fat32 on 512 KiB", Small, &["--fs", "fat32"], &["too small"]),
+    // FAT12/16: the width follows the cluster count; the error names the valid sizes.
+    row("fat16 4K on 4 MiB (new)", New, &["--fs", "fat16", "--cluster", "4K", "--size", "4M"], &["too small for FAT16", "4,101", "valid: 512 B", "--fs fat"]),
+    row("fat12 512 on 64 MiB", Sentinel, &["--fs", "fat12", "--cluster", "512"], &["too large for FAT12", "4,068", "valid: 16 KiB..64 KiB"]),
+    row("fat16 at 1 KiB in no width (new)", New, &["--fs", "fat16", "--cluster", "512", "--size", "1G"], &["too large for FAT16", "65,508", "valid: 16 KiB..64 KiB"]),
+    row("fat 4K in the FAT12/16 gap (new)", New, &["--fs", "fat", "--cluster", "4K", "--size", "18336K"], &["no FAT width fits", "(4,072 clusters", "FAT12 takes 1..4,068", "valid: 512 B, 1 KiB, 2 KiB, 8 KiB"]),
+    row("root entries 0", Sentinel, &["--fs", "fat16", "--root-entries", "0"], &["root directory entries 0", "1..=32768"]),
+    row("root entries on FAT32 (new)", New, &["--fs", "fat32", "--root-entries", "1024", "--size", "1G"], &["--root-entries applies to FAT12 and FAT16", "FAT32"]),
     row("fat32 on 4 TiB at 512-byte sectors (new)", New, &["--fs", "fat32", "--size", "4T"], &["too large for FAT32", "2.0 TiB", "exFAT|4096-byte sectors"]),
     // --data.
     row("--data with --cluster 32K", Sentinel, &["--fs", "exfat", "--data", "@DATA@", "--cluster", "32K"], &["--data", "cannot be combined with --cluster 32K"]),

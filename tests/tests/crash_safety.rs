@@ -103,7 +103,8 @@ struct Tally {
 fn fs_kind(fs: FsType) -> FsKind {
     match fs {
         FsType::Exfat => FsKind::Exfat,
-        FsType::Fat32 => FsKind::Fat32,
+        // fsck.fat for every FAT width.
+        _ => FsKind::Fat32,
     }
 }
 
@@ -294,10 +295,10 @@ fn check_new(s: &Scenario, plan: &MediumPlan, img: &Path, ctx: &str) {
             assert_eq!(b.bytes_per_sector(), u64::from(BS), "{ctx}");
             (b.cluster_size(), b.serial)
         }
-        FsType::Fat32 => {
+        _ => {
             let b = Fat32Boot::read(img, off);
             assert_eq!(u32::from(b.bytes_per_sector), BS, "{ctx}");
-            (b.cluster_size(), b.volume_id)
+            (b.cluster_size(), b.serial())
         }
     };
     assert_eq!(
@@ -644,6 +645,46 @@ fn populated() {
     }
 }
 
+#[test]
+fn fat16_mbr() {
+    require_root();
+    for old in [
+        Old::Fresh,
+        Old::Ours(&["--fs", "fat32", "--cluster", "1K", "--table", "mbr"]),
+        Old::MkfsExfat,
+    ] {
+        scenario(Scenario {
+            name: "fat16-mbr",
+            fs: FsType::Fat16,
+            cluster: 4 * KIB,
+            table: TableKind::Mbr,
+            size: SIZE,
+            old,
+            rootdir: false,
+        });
+    }
+}
+
+#[test]
+fn fat12_no_table() {
+    require_root();
+    for old in [
+        Old::Fresh,
+        Old::MkfsExfat,
+        Old::Ours(&["--fs", "fat16", "--cluster", "2K"]),
+    ] {
+        scenario(Scenario {
+            name: "fat12-none",
+            fs: FsType::Fat12,
+            cluster: 4 * KIB,
+            table: TableKind::None,
+            size: 12 * MIB,
+            old,
+            rootdir: false,
+        });
+    }
+}
+
 /// The classifier can fail: a complete new file system whose metadata is
 /// then damaged (exFAT: root directory zeroed; FAT32: first FAT sector
 /// zeroed) is recognisable by blkid but rejected by fsck — the
@@ -651,7 +692,11 @@ fn populated() {
 #[test]
 fn classifier_rejects_a_mountable_but_inconsistent_volume() {
     require_root();
-    for (fs, cluster) in [(FsType::Exfat, 32 * KIB), (FsType::Fat32, KIB)] {
+    for (fs, cluster) in [
+        (FsType::Exfat, 32 * KIB),
+        (FsType::Fat32, KIB),
+        (FsType::Fat16, 4 * KIB),
+    ] {
         let s = Scenario {
             name: "self-test",
             fs,
@@ -676,7 +721,7 @@ fn classifier_rejects_a_mountable_but_inconsistent_volume() {
                 let b = ExfatBoot::read(&img, 0);
                 (b.cluster_offset(b.root_cluster), b.cluster_size())
             }
-            FsType::Fat32 => (Fat32Boot::read(&img, 0).fat_offset(), u64::from(BS)),
+            _ => (Fat32Boot::read(&img, 0).fat_offset(), u64::from(BS)),
         };
         fill_range(&img, off, len, 0);
         let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -6,7 +6,7 @@
 //! The library planner is the oracle for *which* sets are valid: the CLI
 //! must accept exactly the sets `mkfs_alloc::plan_medium` accepts.
 //!
-//! Each case draws a file system (exfat, fat32, auto), a cluster size (a
+//! Each case draws a file system (exfat, fat32, fat16, fat12, fat, auto), a cluster size (a
 //! power of two, 256 B..64 MiB), a sector size (512..4096, or an invalid
 //! 256 / 1000 / 8192), a volume size (1 MiB..4 GiB, sparse), an alignment
 //! (default, or a power of two 512 B..128 MiB), a label (valid and invalid
@@ -55,7 +55,9 @@ const LABELS: &[Option<&str>] = &[
 ];
 
 fn opts() -> impl Strategy<Value = Opts> {
-    let fs = select(vec!["exfat", "exfat", "fat32", "fat32", "auto"]);
+    let fs = select(vec![
+        "exfat", "exfat", "fat32", "fat32", "auto", "fat16", "fat12", "fat",
+    ]);
     let sector = prop_oneof![
         8 => select(vec![512u32, 512, 1024, 2048, 4096]),
         1 => select(vec![256u32, 1000, 8192]),
@@ -113,6 +115,9 @@ fn oracle(o: &Opts) -> Result<FsType, String> {
             fs: match o.fs {
                 "exfat" => FsChoice::Fixed(FsType::Exfat),
                 "fat32" => FsChoice::Fixed(FsType::Fat32),
+                "fat16" => FsChoice::Fixed(FsType::Fat16),
+                "fat12" => FsChoice::Fixed(FsType::Fat12),
+                "fat" => FsChoice::Fat,
                 _ => FsChoice::Auto,
             },
             cluster: ClusterChoice::Bytes(o.cluster),
@@ -211,16 +216,9 @@ fn check(o: &Opts) -> Result<(), TestCaseError> {
             let len = json.u64("volume_bytes");
             let kind = match fs {
                 FsType::Exfat => FsKind::Exfat,
-                FsType::Fat32 => FsKind::Fat32,
+                _ => FsKind::Fat32,
             };
-            prop_assert_eq!(
-                json.str("fs"),
-                if kind == FsKind::Exfat {
-                    "exfat"
-                } else {
-                    "fat32"
-                }
-            );
+            prop_assert_eq!(json.str("fs"), fs.name());
             let size_now = std::fs::metadata(&img).map(|m| m.len()).unwrap_or(0);
             prop_assert_eq!(size_now, o.size, "image size");
             let (clean, fsck, cluster, sector) = with_volume(&img, off, len, |v| {

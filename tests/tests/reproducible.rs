@@ -50,6 +50,22 @@ fn fat32_identical() {
     });
 }
 
+#[test]
+fn fat16_identical() {
+    twice(FormatArgs {
+        label: Some("REPRO16"),
+        ..FormatArgs::new("fat16", 4096, 512, 64 * MIB)
+    });
+}
+
+#[test]
+fn fat12_4k_sectors_identical() {
+    twice(FormatArgs {
+        label: Some("REPRO12"),
+        ..FormatArgs::new("fat12", 8192, 4096, 16 * MIB)
+    });
+}
+
 /// A different SOURCE_DATE_EPOCH changes the FAT32 label entry's time stamp
 /// even with the same serial: the time really comes from the variable.
 #[test]

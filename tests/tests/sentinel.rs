@@ -6,7 +6,7 @@
 use mkfs_alloc_blockio::MemDisk;
 use mkfs_alloc_layout::exfat::upcase::compressed_table;
 use mkfs_alloc_layout::{plan, write_volume, FormatOptions, FsType, Layout, Medium, RegionKind};
-use mkfs_alloc_tests::checks::{check_exfat_boot_region, check_fat32_boot};
+use mkfs_alloc_tests::checks::{check_exfat_boot_region, check_fat32_boot, check_small_fat_boot};
 use mkfs_alloc_tests::sizes::options;
 use mkfs_alloc_tests::{smallest_valid, ExfatBoot, ExfatRootInfo, TempDir, KIB, MIB, SENTINEL};
 use std::path::Path;
@@ -222,6 +222,43 @@ fn fat32_contents(layout: &Layout, img: &[u8], file: &Path) {
     assert!(all(&root[skip..], 0), "root directory after its entries");
 }
 
+fn small_fat_contents(layout: &Layout, img: &[u8], file: &Path) {
+    std::fs::write(file, img).expect("write image file");
+    let b = check_small_fat_boot(file);
+    let bps = u64::from(b.bytes_per_sector);
+    assert_eq!(b.fat_offset(), layout.fat_offset);
+    assert_eq!(b.fat_bytes(), layout.fat_bytes);
+    assert_eq!(b.data_offset(), layout.data_offset);
+    assert_eq!(b.cluster_count(), u64::from(layout.cluster_count));
+    assert_eq!(b.total_sectors() * bps, layout.volume_bytes);
+    assert!(
+        all(&img[512..bps as usize], 0),
+        "boot sector past 512 bytes"
+    );
+    // Both FATs identical; entries past 0 and 1 are free.
+    let f0 = &img[range((b.fat_offset(), b.fat_bytes()))];
+    let f1 = &img[range((b.fat_offset() + b.fat_bytes(), b.fat_bytes()))];
+    assert!(f0 == f1, "the two FATs differ");
+    let head = if layout.fs == FsType::Fat12 { 3 } else { 4 };
+    assert!(all(&f0[head..], 0), "FAT entries past 1 are not free");
+    // The fixed root directory: where the BPB says, the label entry, zeros.
+    let (off, len) = region(layout, RegionKind::RootDirectory, 0);
+    assert_eq!((off, len), (b.root_offset(), b.root_bytes()));
+    let root = &img[range((off, len))];
+    let skip = match &layout.label {
+        Some(_) => {
+            assert_eq!(&root[..11], &img[43..54], "label entry = BPB label");
+            assert_eq!(root[11], 0x08, "label entry attribute");
+            32
+        }
+        None => {
+            assert_eq!(&img[43..54], b"NO NAME    ");
+            0
+        }
+    };
+    assert!(all(&root[skip..], 0), "root directory after its entries");
+}
+
 fn case(fs: FsType, cluster: u64, sector: u32, size: u64, label: Option<&str>, guid: bool) {
     let opts = FormatOptions {
         label: label.map(str::to_string),
@@ -232,16 +269,18 @@ fn case(fs: FsType, cluster: u64, sector: u32, size: u64, label: Option<&str>, g
     check_regions(&layout, &img);
     let tmp = TempDir::new("sentinel");
     let file = tmp.join("img");
+    assert_eq!(layout.fs, fs);
     match fs {
         FsType::Exfat => exfat_contents(&layout, &img, &file),
         FsType::Fat32 => fat32_contents(&layout, &img, &file),
+        FsType::Fat16 | FsType::Fat12 => small_fat_contents(&layout, &img, &file),
     }
     // The independent checker agrees on the result.
     match fs {
         FsType::Exfat => {
             mkfs_alloc_tests::checks::fsck_exfat_clean(&file);
         }
-        FsType::Fat32 => {
+        _ => {
             mkfs_alloc_tests::checks::fsck_fat_clean(&file);
         }
     }
@@ -329,4 +368,82 @@ fn fat32_4k_4k_sectors() {
         Some("FOUR K"),
         false,
     );
+}
+
+#[test]
+fn fat16_4k_labelled() {
+    case(
+        FsType::Fat16,
+        4 * KIB,
+        512,
+        64 * MIB + 512,
+        Some("SMALL FAT"),
+        false,
+    );
+}
+
+#[test]
+fn fat16_512_smallest() {
+    case(
+        FsType::Fat16,
+        512,
+        512,
+        smallest_valid(FsType::Fat16, 512, 512),
+        None,
+        false,
+    );
+}
+
+#[test]
+fn fat16_4k_sectors_odd_root() {
+    // 4096-byte sectors: 128 root entries per sector; the alignment gap is odd,
+    // so the root directory grows by one sector.
+    let opts = FormatOptions {
+        root_entries: Some(100),
+        label: Some("ODD".into()),
+        ..options(FsType::Fat16, 8 * KIB)
+    };
+    let (layout, img) = format(&opts, 4096, 100 * MIB);
+    check_regions(&layout, &img);
+    let tmp = TempDir::new("sentinel");
+    let file = tmp.join("img");
+    small_fat_contents(&layout, &img, &file);
+    mkfs_alloc_tests::checks::fsck_fat_clean(&file);
+}
+
+#[test]
+fn fat12_smallest_and_largest_cluster_count() {
+    case(
+        FsType::Fat12,
+        512,
+        512,
+        smallest_valid(FsType::Fat12, 512, 512),
+        None,
+        false,
+    );
+    // 4,068 clusters of 4 KiB (FAT12's last count) with a label.
+    case(
+        FsType::Fat12,
+        4 * KIB,
+        512,
+        18_320 * KIB,
+        Some("TWELVE"),
+        false,
+    );
+}
+
+#[test]
+fn fat12_floppy_sized_and_odd_fat_chunk() {
+    // 2880 sectors: the FAT12 FAT is 9 sectors, 4,608 bytes (not a multiple of 3).
+    let opts = FormatOptions {
+        root_entries: Some(224),
+        align: Some(512),
+        ..options(FsType::Fat12, 512)
+    };
+    let (layout, img) = format(&opts, 512, 2880 * 512);
+    check_regions(&layout, &img);
+    let tmp = TempDir::new("sentinel");
+    let file = tmp.join("img");
+    small_fat_contents(&layout, &img, &file);
+    mkfs_alloc_tests::checks::fsck_fat_clean(&file);
 }

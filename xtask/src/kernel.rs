@@ -68,6 +68,18 @@ const MODULES: &[&str] = &[
 /// The guest's PID 1.
 const INIT: &str = include_str!("kernel_init.sh");
 
+/// The listing of a tree, run by busybox `sh` in its root: the directories,
+/// then every file's size, then every file's SHA-256, each sorted bytewise
+/// (the guest's `KT-LIST` copy left out). The guest sources it as
+/// `/listing.sh`; the host runs it on a `--rootdir` source with the same
+/// busybox, so both print the same bytes for the same tree. Few processes
+/// (`-exec {} +`): under TCG a fork costs milliseconds.
+const LISTING: &str = "\
+find . -type d ! -path . | sort
+find . -type f ! -name KT-LIST -exec stat -c '%s %n' {} + | sort
+find . -type f ! -name KT-LIST -exec sha256sum {} + | sort
+";
+
 /// The kernel driver a case mounts with.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Driver {
@@ -106,6 +118,9 @@ enum Fault {
     ExfatBootChecksum,
     /// FAT32: the FSInfo free cluster count lowered by 1000.
     FatFsinfoFree,
+    /// Populated: a byte appended to a source file after the format (the
+    /// image is intact; the volume no longer lists the source tree).
+    SourceChanged,
 }
 
 /// One image through the kernel.
@@ -121,6 +136,9 @@ struct Case {
     ci: bool,
     /// Negative control: the fault, and text one of the findings must hold.
     fault: Option<(Fault, &'static str)>,
+    /// Populated with `--rootdir` (the tree of [`write_source_tree`]): the
+    /// fresh volume must list exactly that tree.
+    populated: bool,
 }
 
 /// A case formatted by mkfs-alloc with `args`.
@@ -132,6 +150,7 @@ const fn ours(name: &'static str, driver: Driver, sector: u32, args: &'static st
         sector,
         ci: false,
         fault: None,
+        populated: false,
     }
 }
 
@@ -155,6 +174,7 @@ const fn peer(
         sector,
         ci: false,
         fault: None,
+        populated: false,
     }
 }
 
@@ -162,6 +182,14 @@ impl Case {
     /// Part of the CI subset.
     const fn ci(self) -> Case {
         Case { ci: true, ..self }
+    }
+
+    /// Populated from the source tree (`--rootdir` is added to the args).
+    const fn populated(self) -> Case {
+        Case {
+            populated: true,
+            ..self
+        }
     }
 
     /// A negative control: `fault` injected; must fail with `expect`.
@@ -177,241 +205,65 @@ const GIB: u64 = 1 << 30;
 use Driver::{Exfat, Vfat};
 
 /// The matrix. One line per case: mkfs-alloc's arguments, the driver, the
-/// sector size. The CI subset (`.ci()`) covers every pair of {exFAT, FAT32}
+/// sector size (`.populated()` adds `--rootdir`, `.ci()` puts it in CI). The CI subset (`.ci()`) covers every pair of {exFAT, FAT32}
 /// x {512, 4096-byte sectors} x {no table, MBR, GPT} x {small, large
 /// cluster} with six cases per file system.
+#[rustfmt::skip]
 const CASES: &[Case] = &[
     // exFAT, the CI subset.
-    ours(
-        "ex-512-none-512",
-        Exfat,
-        512,
-        "--fs exfat --cluster 512 --size 1G --label Fotos-ÄÖ",
-    )
-    .ci(),
-    ours(
-        "ex-512-mbr-1m",
-        Exfat,
-        512,
-        "--fs exfat --table mbr --cluster 1M --size 2G --label 日本語",
-    )
-    .ci(),
-    ours(
-        "ex-512-gpt-4k",
-        Exfat,
-        512,
-        "--fs exfat --table gpt --cluster 4K --size 1G --label Urlaub😀",
-    )
-    .ci(),
-    ours(
-        "ex-4k-none-1m",
-        Exfat,
-        4096,
-        "--fs exfat --sector-size 4096 --cluster 1M --size 2G",
-    )
-    .ci(),
-    ours(
-        "ex-4k-mbr-4k",
-        Exfat,
-        4096,
-        "--fs exfat --sector-size 4096 --table mbr --cluster 4K --size 1G --label STICK",
-    )
-    .ci(),
-    ours(
-        "ex-4k-gpt-256k",
-        Exfat,
-        4096,
-        "--fs exfat --sector-size 4096 --table gpt --cluster 256K --size 4G --label Fotos",
-    )
-    .ci(),
+    ours("ex-512-none-512", Exfat, 512, "--fs exfat --cluster 512 --size 1G --label Fotos-ÄÖ").ci(),
+    ours("ex-512-mbr-1m", Exfat, 512, "--fs exfat --table mbr --cluster 1M --size 2G --label 日本語").ci(),
+    ours("ex-512-gpt-4k", Exfat, 512, "--fs exfat --table gpt --cluster 4K --size 1G --label Urlaub😀").ci(),
+    ours("ex-4k-none-1m", Exfat, 4096, "--fs exfat --sector-size 4096 --cluster 1M --size 2G").ci(),
+    ours("ex-4k-mbr-4k", Exfat, 4096, "--fs exfat --sector-size 4096 --table mbr --cluster 4K --size 1G --label STICK").ci(),
+    ours("ex-4k-gpt-256k", Exfat, 4096, "--fs exfat --sector-size 4096 --table gpt --cluster 256K --size 4G --label Fotos").ci(),
     // exFAT, the rest of the product.
-    ours(
-        "ex-512-none-1m",
-        Exfat,
-        512,
-        "--fs exfat --cluster 1M --size 2G",
-    ),
-    ours(
-        "ex-512-mbr-4k",
-        Exfat,
-        512,
-        "--fs exfat --table mbr --cluster 4K --size 1G",
-    ),
-    ours(
-        "ex-512-gpt-1m",
-        Exfat,
-        512,
-        "--fs exfat --table gpt --cluster 1M --size 2G",
-    ),
-    ours(
-        "ex-4k-none-4k",
-        Exfat,
-        4096,
-        "--fs exfat --sector-size 4096 --cluster 4K --size 1G",
-    ),
-    ours(
-        "ex-4k-mbr-1m",
-        Exfat,
-        4096,
-        "--fs exfat --sector-size 4096 --table mbr --cluster 1M --size 2G",
-    ),
-    ours(
-        "ex-4k-gpt-4k",
-        Exfat,
-        4096,
-        "--fs exfat --sector-size 4096 --table gpt --cluster 4K --size 1G",
-    ),
+    ours("ex-512-none-1m", Exfat, 512, "--fs exfat --cluster 1M --size 2G"),
+    ours("ex-512-mbr-4k", Exfat, 512, "--fs exfat --table mbr --cluster 4K --size 1G"),
+    ours("ex-512-gpt-1m", Exfat, 512, "--fs exfat --table gpt --cluster 1M --size 2G"),
+    ours("ex-4k-none-4k", Exfat, 4096, "--fs exfat --sector-size 4096 --cluster 4K --size 1G"),
+    ours("ex-4k-mbr-1m", Exfat, 4096, "--fs exfat --sector-size 4096 --table mbr --cluster 1M --size 2G"),
+    ours("ex-4k-gpt-4k", Exfat, 4096, "--fs exfat --sector-size 4096 --table gpt --cluster 4K --size 1G"),
     // exFAT, extremes.
-    ours(
-        "ex-512-none-32m",
-        Exfat,
-        512,
-        "--fs exfat --cluster 32M --size 128G --label BIG",
-    ),
-    ours(
-        "ex-512-gpt-auto-64g",
-        Exfat,
-        512,
-        "--fs exfat --table gpt --size 64G",
-    ),
-    ours(
-        "ex-512-none-4k-64m",
-        Exfat,
-        512,
-        "--fs exfat --cluster 4K --size 64M",
-    ),
+    ours("ex-512-none-32m", Exfat, 512, "--fs exfat --cluster 32M --size 128G --label BIG"),
+    ours("ex-512-gpt-auto-64g", Exfat, 512, "--fs exfat --table gpt --size 64G"),
+    ours("ex-512-none-4k-64m", Exfat, 512, "--fs exfat --cluster 4K --size 64M"),
     // FAT32, the CI subset.
-    ours(
-        "f32-512-none-512",
-        Vfat,
-        512,
-        "--fs fat32 --cluster 512 --size 256M --label PHOTOS",
-    )
-    .ci(),
-    ours(
-        "f32-512-mbr-32k",
-        Vfat,
-        512,
-        "--fs fat32 --table mbr --cluster 32K --size 4G --label PHOTOS",
-    )
-    .ci(),
-    ours(
-        "f32-512-gpt-4k",
-        Vfat,
-        512,
-        "--fs fat32 --table gpt --cluster 4K --size 1G",
-    )
-    .ci(),
-    ours(
-        "f32-4k-none-64k",
-        Vfat,
-        4096,
-        "--fs fat32 --sector-size 4096 --cluster 64K --size 8G --label BIG",
-    )
-    .ci(),
-    ours(
-        "f32-4k-mbr-4k",
-        Vfat,
-        4096,
-        "--fs fat32 --sector-size 4096 --table mbr --cluster 4K --size 1G",
-    )
-    .ci(),
-    ours(
-        "f32-4k-gpt-32k",
-        Vfat,
-        4096,
-        "--fs fat32 --sector-size 4096 --table gpt --cluster 32K --size 4G",
-    )
-    .ci(),
+    ours("f32-512-none-512", Vfat, 512, "--fs fat32 --cluster 512 --size 256M --label PHOTOS").ci(),
+    ours("f32-512-mbr-32k", Vfat, 512, "--fs fat32 --table mbr --cluster 32K --size 4G --label PHOTOS").ci(),
+    ours("f32-512-gpt-4k", Vfat, 512, "--fs fat32 --table gpt --cluster 4K --size 1G").ci(),
+    ours("f32-4k-none-64k", Vfat, 4096, "--fs fat32 --sector-size 4096 --cluster 64K --size 8G --label BIG").ci(),
+    ours("f32-4k-mbr-4k", Vfat, 4096, "--fs fat32 --sector-size 4096 --table mbr --cluster 4K --size 1G").ci(),
+    ours("f32-4k-gpt-32k", Vfat, 4096, "--fs fat32 --sector-size 4096 --table gpt --cluster 32K --size 4G").ci(),
     // FAT32, the rest of the product.
-    ours(
-        "f32-512-none-32k",
-        Vfat,
-        512,
-        "--fs fat32 --cluster 32K --size 4G",
-    ),
-    ours(
-        "f32-512-mbr-512",
-        Vfat,
-        512,
-        "--fs fat32 --table mbr --cluster 512 --size 256M",
-    ),
-    ours(
-        "f32-512-gpt-32k",
-        Vfat,
-        512,
-        "--fs fat32 --table gpt --cluster 32K --size 4G",
-    ),
-    ours(
-        "f32-4k-none-4k",
-        Vfat,
-        4096,
-        "--fs fat32 --sector-size 4096 --cluster 4K --size 1G",
-    ),
-    ours(
-        "f32-4k-mbr-64k",
-        Vfat,
-        4096,
-        "--fs fat32 --sector-size 4096 --table mbr --cluster 64K --size 8G",
-    ),
-    ours(
-        "f32-4k-gpt-4k",
-        Vfat,
-        4096,
-        "--fs fat32 --sector-size 4096 --table gpt --cluster 4K --size 1G",
-    ),
+    ours("f32-512-none-32k", Vfat, 512, "--fs fat32 --cluster 32K --size 4G"),
+    ours("f32-512-mbr-512", Vfat, 512, "--fs fat32 --table mbr --cluster 512 --size 256M"),
+    ours("f32-512-gpt-32k", Vfat, 512, "--fs fat32 --table gpt --cluster 32K --size 4G"),
+    ours("f32-4k-none-4k", Vfat, 4096, "--fs fat32 --sector-size 4096 --cluster 4K --size 1G"),
+    ours("f32-4k-mbr-64k", Vfat, 4096, "--fs fat32 --sector-size 4096 --table mbr --cluster 64K --size 8G"),
+    ours("f32-4k-gpt-4k", Vfat, 4096, "--fs fat32 --sector-size 4096 --table gpt --cluster 4K --size 1G"),
     // FAT32, extremes.
     ours("f32-512-none-auto-16g", Vfat, 512, "--fs fat32 --size 16G"),
-    ours(
-        "f32-512-gpt-64k-64g",
-        Vfat,
-        512,
-        "--fs fat32 --table gpt --cluster 64K --size 64G",
-    ),
+    ours("f32-512-gpt-64k-64g", Vfat, 512, "--fs fat32 --table gpt --cluster 64K --size 64G"),
+    // Populated (`--rootdir`): the fresh volume lists exactly the source tree.
+    ours("ex-512-none-4k-rootdir", Exfat, 512, "--fs exfat --cluster 4K --size 512M").populated().ci(),
+    ours("f32-512-mbr-4k-rootdir", Vfat, 512, "--fs fat32 --table mbr --cluster 4K --size 1G").populated().ci(),
+    ours("ex-4k-gpt-auto-rootdir", Exfat, 4096, "--fs exfat --sector-size 4096 --table gpt --size auto").populated(),
+    ours("f32-512-none-auto-rootdir", Vfat, 512, "--fs fat32 --size auto").populated(),
     // Controls: the peers' images, judged against `mkfs-alloc info`.
     peer("ctl-mkfs.exfat", Exfat, 512, GIB, "mkfs.exfat", "-L CTRL").ci(),
     peer("ctl-mkfs.fat", Vfat, 512, GIB, "mkfs.fat", "-F 32 -n CTRL").ci(),
-    peer(
-        "ctl-mkfs.exfat-128k",
-        Exfat,
-        512,
-        8 * GIB,
-        "mkfs.exfat",
-        "-c 128K",
-    ),
-    peer(
-        "ctl-mkfs.fat-4kn",
-        Vfat,
-        4096,
-        8 * GIB,
-        "mkfs.fat",
-        "-F 32 -S 4096",
-    ),
+    peer("ctl-mkfs.exfat-128k", Exfat, 512, 8 * GIB, "mkfs.exfat", "-c 128K"),
+    peer("ctl-mkfs.fat-4kn", Vfat, 4096, 8 * GIB, "mkfs.fat", "-F 32 -S 4096"),
     // Negative controls: must fail, with this finding.
-    ours(
-        "neg-exfat-dirty",
-        Exfat,
-        512,
-        "--fs exfat --cluster 32K --size 256M",
-    )
-    .broken(Fault::ExfatDirty, "not properly unmounted")
-    .ci(),
-    ours(
-        "neg-exfat-checksum",
-        Exfat,
-        512,
-        "--fs exfat --cluster 32K --size 256M",
-    )
-    .broken(Fault::ExfatBootChecksum, "Invalid boot checksum")
-    .ci(),
-    ours(
-        "neg-fat32-fsinfo",
-        Vfat,
-        512,
-        "--fs fat32 --cluster 4K --size 1G",
-    )
-    .broken(Fault::FatFsinfoFree, "FSInfo free count")
-    .ci(),
+    ours("neg-exfat-dirty", Exfat, 512, "--fs exfat --cluster 32K --size 256M")
+        .broken(Fault::ExfatDirty, "not properly unmounted").ci(),
+    ours("neg-exfat-checksum", Exfat, 512, "--fs exfat --cluster 32K --size 256M")
+        .broken(Fault::ExfatBootChecksum, "Invalid boot checksum").ci(),
+    ours("neg-fat32-fsinfo", Vfat, 512, "--fs fat32 --cluster 4K --size 1G")
+        .broken(Fault::FatFsinfoFree, "FSInfo free count").ci(),
+    ours("neg-rootdir-changed", Vfat, 512, "--fs fat32 --cluster 4K --size 512M").populated()
+        .broken(Fault::SourceChanged, "--rootdir source").ci(),
 ];
 
 /// Kernel log lines that are not about the volume: ignored in every step.
@@ -599,7 +451,7 @@ pub fn test_kernel_cmd(args: &[String]) -> Result<(), String> {
                     .map_or_else(|| "-".to_string(), |t| format!("{t:.1}"))
             };
             table.push(format!(
-                "  {:<24} {:<17} {:>7} {:>8}",
+                "  {:<26} {:<17} {:>7} {:>8}",
                 image.case.name,
                 verdict,
                 secs("write"),
@@ -624,7 +476,7 @@ pub fn test_kernel_cmd(args: &[String]) -> Result<(), String> {
         jobs
     );
     eprintln!(
-        "  {:<24} {:<17} {:>7} {:>8}   (guest seconds per case)",
+        "  {:<26} {:<17} {:>7} {:>8}   (guest seconds per case)",
         "case", "result", "write", "verify"
     );
     eprintln!("{}", table.join("\n"));
@@ -707,6 +559,7 @@ fn build_guest(dir: &Path) -> Result<Guest, String> {
     // The console the kernel opens for PID 1, before devtmpfs is mounted.
     cpio.add_device("dev/console", 0o020_600, 5, 1);
     cpio.add("init", 0o100_755, INIT.as_bytes());
+    cpio.add("listing.sh", 0o100_644, LISTING.as_bytes());
     let busybox = find_tool("busybox").ok_or("busybox is missing")?;
     let data = std::fs::read(&busybox).map_err(|e| format!("{}: {e}", busybox.display()))?;
     cpio.add("bin/busybox", 0o100_755, &data);
@@ -901,8 +754,87 @@ struct Image<'a> {
     cluster_size: u64,
     cluster_count: u64,
     free_bytes: u64,
-    /// From the format's `--json`: (cluster size, clusters, usable bytes).
+    /// From the format's `--json`: (cluster size, clusters, free bytes).
     format: Option<(u64, u64, u64)>,
+    /// Populated: the listing digest and line count of the source tree.
+    tree: Option<(String, u64)>,
+}
+
+/// The source tree of populated cases: 8.3 names in upper and lower case,
+/// long, non-ASCII and 255-character names, a 300-entry directory, deep
+/// nesting, an empty directory, sizes around cluster boundaries, 5 MiB.
+fn write_source_tree(dir: &Path) -> Result<(), String> {
+    let long = format!("{}.txt", "L".repeat(251));
+    let mut files: Vec<(String, usize)> = [
+        ("README", 100),
+        ("readme.txt", 101),
+        (".hidden", 3),
+        ("Fotos/2024/IMG_0001.JPG", 70_000),
+        ("Fotos/2024/img_0002.jpg", 4097),
+        ("Fotos/2024/Urlaub am Meer.jpeg", 65_537),
+        ("Dokumente/Größe-Übersicht.txt", 511),
+        ("日本語/ファイル名.txt", 512),
+        ("emoji-😀.txt", 513),
+        ("a/b/c/d/e/f/g/h/deep.txt", 10),
+        ("big.bin", 5 << 20),
+    ]
+    .iter()
+    .map(|&(p, n)| (p.to_string(), n))
+    .collect();
+    for n in [0, 1, 4095, 4096, 4097, 32_769, (1 << 20) + 3] {
+        files.push((format!("sizes/{n}"), n));
+    }
+    for i in 1..=300 {
+        files.push((format!("many/entry {i:03} of the directory.txt"), 20));
+    }
+    files.push((long, 7));
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir.join("leer")).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    for (path, size) in files {
+        let path = dir.join(path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        }
+        let data: Vec<u8> = (0..size)
+            .map(|_| {
+                // xorshift64: reproducible bytes without a dependency.
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state.to_le_bytes()[0]
+            })
+            .collect();
+        std::fs::write(&path, data).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// The digest and line count of [`LISTING`] run in `dir` by busybox.
+fn listing_digest(dir: &Path) -> Result<(String, u64), String> {
+    let busybox = find_tool("busybox").ok_or("busybox is missing")?;
+    let out = Command::new(&busybox)
+        .args(["sh", "-c", LISTING])
+        .current_dir(dir)
+        .output()
+        .map_err(|e| format!("cannot run busybox sh: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("listing {}: {}", dir.display(), out.status));
+    }
+    let list = dir.with_extension("list");
+    std::fs::write(&list, &out.stdout).map_err(|e| format!("{}: {e}", list.display()))?;
+    let sum = Command::new(&busybox)
+        .args(["sha256sum"])
+        .arg(&list)
+        .output()
+        .map_err(|e| format!("cannot run busybox sha256sum: {e}"))?;
+    let digest = String::from_utf8_lossy(&sum.stdout)
+        .split_whitespace()
+        .next()
+        .ok_or("busybox sha256sum printed nothing")?
+        .to_string();
+    let lines = out.stdout.iter().filter(|&&b| b == b'\n').count();
+    Ok((digest, lines as u64))
 }
 
 fn json_u64(v: &Value, key: &str) -> Result<u64, String> {
@@ -915,11 +847,18 @@ fn json_u64(v: &Value, key: &str) -> Result<u64, String> {
 /// fault of a negative control.
 fn prepare<'a>(case: &'a Case, index: usize, bin: &Path, work: &Path) -> Result<Image<'a>, String> {
     let path = work.join(format!("{}.img", case.name));
+    let src = work.join(format!("{}.src", case.name));
+    let mut rootdir = Vec::new();
+    if case.populated {
+        write_source_tree(&src)?;
+        rootdir = vec!["--rootdir".into(), src.clone().into_os_string()];
+    }
     let format = match case.make {
         Make::Ours(args) => {
             let out = Command::new(bin)
                 .args(args.split_whitespace())
                 .args(["--serial", "1234ABCD", "--json"])
+                .args(&rootdir)
                 .arg(&path)
                 .output()
                 .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
@@ -933,10 +872,15 @@ fn prepare<'a>(case: &'a Case, index: usize, bin: &Path, work: &Path) -> Result<
             }
             let v: Value = serde_json::from_slice(&out.stdout)
                 .map_err(|e| format!("{}: format --json: {e}", case.name))?;
+            let cluster = json_u64(&v, "cluster_size")?;
+            // usable_bytes is the free space before the --rootdir copy.
+            let copied = v
+                .get("rootdir")
+                .map_or(Ok(0), |r| json_u64(r, "clusters"))?;
             Some((
-                json_u64(&v, "cluster_size")?,
+                cluster,
                 json_u64(&v, "cluster_count")?,
-                json_u64(&v, "usable_bytes")?,
+                json_u64(&v, "usable_bytes")? - copied * cluster,
             ))
         }
         Make::Peer {
@@ -985,6 +929,19 @@ fn prepare<'a>(case: &'a Case, index: usize, bin: &Path, work: &Path) -> Result<
             case.sector
         ));
     }
+    if let Some((Fault::SourceChanged, _)) = case.fault {
+        let readme = src.join("README");
+        File::options()
+            .append(true)
+            .open(&readme)
+            .and_then(|mut f| f.write_all(b"!"))
+            .map_err(|e| format!("{}: {e}", readme.display()))?;
+    }
+    let tree = if case.populated {
+        Some(listing_digest(&src)?)
+    } else {
+        None
+    };
     let image = Image {
         case,
         tag: format!("k{index:02}"),
@@ -995,6 +952,7 @@ fn prepare<'a>(case: &'a Case, index: usize, bin: &Path, work: &Path) -> Result<
         cluster_count: json_u64(vol, "cluster_count")?,
         free_bytes: json_u64(vol, "free_bytes")?,
         format,
+        tree,
         path,
     };
     if let Some((fault, _)) = case.fault {
@@ -1017,6 +975,7 @@ fn inject(image: &Image, fault: Fault) -> std::io::Result<()> {
     match fault {
         Fault::ExfatDirty => patch(106, &|b| b[0] |= 0x02),
         Fault::ExfatBootChecksum => patch(200, &|b| b[0] ^= 0x55),
+        Fault::SourceChanged => Ok(()), // the source, not the image: see prepare
         Fault::FatFsinfoFree => {
             let mut bpb = [0u8; 64];
             let mut r = File::open(&image.path)?;
@@ -1324,10 +1283,14 @@ fn judge(image: &Image, result: &BatchResult) -> Vec<String> {
             }
         }
     }
-    if let Some((_, lines)) = digest(w, "fresh") {
-        if lines != 0 {
+    match (digest(w, "fresh"), &image.tree) {
+        (Some(got), Some(source)) if got != *source => f.push(format!(
+            "the fresh volume lists {got:?}, the --rootdir source {source:?} (digest, lines)"
+        )),
+        (Some((_, lines)), None) if lines != 0 => {
             f.push(format!("the fresh root directory lists {lines} entries"));
         }
+        _ => {}
     }
     // The tree and statfs read back after a remount and after a fresh boot.
     let written = statfs(w, "after-write");

@@ -7,9 +7,11 @@
 //!   external tools the interoperability tests use (and, with the flags,
 //!   those of `test-windows`, `fuzz` and `test-kernel`), and install the missing Debian packages in
 //!   one `apt-get` call (as root; otherwise print the command and fail);
-//! - `test [ARGS...]`: `install-tools`, `cargo build -p mkfs-alloc`, then
+//! - `test [ARGS...]`: `install-tools`, `cargo build -p mkfs-alloc-cli`, then
 //!   `cargo test --workspace [ARGS...]` with `MKFS_ALLOC_BIN` set;
 //! - `bench`: see `bench.rs`;
+//! - `bench-probe [--write]`: `mkfs-alloc probe` vs f3probe on FUSE fake
+//!   sticks (see `probe_bench.rs`);
 //! - `cross-check`: `cargo check` and `cargo clippy -D warnings` of the
 //!   product crates for Windows and macOS (see [`CROSS_TARGETS`]);
 //! - `test-windows`: the Windows build run under Wine, its images checked
@@ -52,6 +54,11 @@ const COMMANDS: &[Cmd] = &[
         bench_cmd,
     ),
     (
+        "bench-probe",
+        "mkfs-alloc probe vs f3probe on the same FUSE fake sticks (root) [--write]",
+        bench_probe_cmd,
+    ),
+    (
         "man",
         "write the man pages (mkfs-alloc.1 and one per command) into DIR [default target/man]",
         man_cmd,
@@ -79,8 +86,10 @@ const COMMANDS: &[Cmd] = &[
 ];
 
 mod bench;
+mod bench_populate;
 mod fuzz;
 mod kernel;
+mod probe_bench;
 mod windows;
 
 /// Targets of `cross-check`.
@@ -195,16 +204,21 @@ fn target_dir() -> PathBuf {
 /// Markers around the generated table in BENCHMARKS.md.
 const BENCH_BEGIN: &str = "<!-- bench:begin -->";
 const BENCH_END: &str = "<!-- bench:end -->";
+/// Markers around the populate table in BENCHMARKS.md.
+const POP_BEGIN: &str = "<!-- bench-populate:begin -->";
+const POP_END: &str = "<!-- bench-populate:end -->";
 
 fn bench_cmd(args: &[String]) -> Result<(), String> {
     let mut reps = 5usize;
     let mut quick = false;
     let mut write = false;
+    let mut populate = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--quick" => quick = true,
             "--write" => write = true,
+            "--populate" => populate = true,
             "--reps" => {
                 reps = it
                     .next()
@@ -214,7 +228,7 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
             }
             other => {
                 return Err(format!(
-                    "unknown option {other:?}; valid: --reps N, --quick, --write"
+                    "unknown option {other:?}; valid: --reps N, --quick, --write, --populate"
                 ))
             }
         }
@@ -222,9 +236,12 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
     install_tools()?;
     install_packages(BENCH_TOOLS)?;
     let root = workspace_root();
-    run(Command::new(cargo())
-        .current_dir(&root)
-        .args(["build", "--release", "-p", "mkfs-alloc"]))?;
+    run(Command::new(cargo()).current_dir(&root).args([
+        "build",
+        "--release",
+        "-p",
+        "mkfs-alloc-cli",
+    ]))?;
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
     let bin = if target.is_absolute() {
@@ -234,20 +251,48 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
     }
     .join("release")
     .join("mkfs-alloc");
-    let table = bench::run(&bin, reps, quick)?;
+    let (table, begin, end) = if populate {
+        (bench_populate::run(&bin, reps, quick)?, POP_BEGIN, POP_END)
+    } else {
+        (bench::run(&bin, reps, quick)?, BENCH_BEGIN, BENCH_END)
+    };
     println!("{table}");
     if write {
         let path = root.join("BENCHMARKS.md");
         let doc = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let (Some(a), Some(b)) = (doc.find(BENCH_BEGIN), doc.find(BENCH_END)) else {
+        let (Some(a), Some(b)) = (doc.find(begin), doc.find(end)) else {
             return Err(format!(
-                "{} has no {BENCH_BEGIN} ... {BENCH_END} markers",
+                "{} has no {begin} ... {end} markers",
                 path.display()
             ));
         };
-        let new = format!("{}{BENCH_BEGIN}\n{table}{}", &doc[..a], &doc[b..]);
+        let new = format!("{}{begin}\n{table}{}", &doc[..a], &doc[b..]);
         std::fs::write(&path, new).map_err(|e| format!("{}: {e}", path.display()))?;
         eprintln!("xtask: updated {}", path.display());
+    }
+    Ok(())
+}
+
+fn bench_probe_cmd(args: &[String]) -> Result<(), String> {
+    let write = match args {
+        [] => false,
+        [w] if w == "--write" => true,
+        _ => return Err("valid: [--write]".into()),
+    };
+    if !is_root() {
+        return Err("bench-probe needs root (FUSE mounts, loop devices)".into());
+    }
+    install_tools()?;
+    let root = workspace_root();
+    run(Command::new(cargo())
+        .current_dir(&root)
+        .args(["build", "--release", "-p", "mkfs-alloc"]))?;
+    let bin = target_dir().join("release").join("mkfs-alloc");
+    let table = probe_bench::run(&root, &bin)?;
+    println!("{table}");
+    if write {
+        probe_bench::write(&root, &table)?;
+        eprintln!("xtask: updated BENCHMARKS.md");
     }
     Ok(())
 }
@@ -308,7 +353,7 @@ fn man_cmd(args: &[String]) -> Result<(), String> {
             "run",
             "-q",
             "-p",
-            "mkfs-alloc",
+            "mkfs-alloc-cli",
             "--bin",
             "mkfs-alloc",
             "--",
@@ -499,11 +544,11 @@ fn test_cmd(args: &[String]) -> Result<(), String> {
     let root = workspace_root();
     run(Command::new(cargo())
         .current_dir(&root)
-        .args(["build", "-p", "mkfs-alloc"]))?;
+        .args(["build", "-p", "mkfs-alloc-cli"]))?;
     let bin = target_dir().join("debug").join("mkfs-alloc");
     if !bin.is_file() {
         return Err(format!(
-            "`cargo build -p mkfs-alloc` did not produce {}",
+            "`cargo build -p mkfs-alloc-cli` did not produce {}",
             bin.display()
         ));
     }

@@ -6,7 +6,7 @@
 //! ([`crate::model`]) and the comparison with other tools' defaults.
 
 use crate::defaults::{mkfs_default, mkfs_tool, sd_recommended, windows_default};
-use crate::model::{fat32_dirs_over_limit, footprint_for, Footprint};
+use crate::model::{fat32_dirs_over_limit, footprint_for, root_overflow, Footprint};
 use crate::scan::{DataSummary, ScanResult};
 use mkfs_alloc_layout::plan::default_align;
 use mkfs_alloc_layout::units::{format_count, format_size, KIB, MIB};
@@ -27,13 +27,13 @@ pub const EXFAT_RECOMMENDED_MAX_CLUSTERS: u32 = (1 << 24) - 2;
 /// entry than an unlabelled one (the worst case); exFAT always has a label entry.
 pub const ASSUMED_LABEL: &str = "LABEL";
 
-/// The largest cluster size every common system handles: FAT32 32 KiB (old
-/// DOS, some BIOS and camera firmware fail above), exFAT 1 MiB (older macOS
-/// does not mount larger).
+/// The largest cluster size every common system handles: FAT12/16/32 32 KiB
+/// (old DOS, some BIOS and camera firmware fail above), exFAT 1 MiB (older
+/// macOS does not mount larger).
 pub fn compat_max_cluster(fs: FsType) -> u64 {
     match fs {
-        FsType::Fat32 => 32 * KIB,
         FsType::Exfat => MIB,
+        _ => 32 * KIB,
     }
 }
 
@@ -105,7 +105,12 @@ pub enum FsSelection {
     Exfat,
     /// FAT32 only.
     Fat32,
-    /// Both, exFAT first.
+    /// FAT16 only.
+    Fat16,
+    /// FAT12 only.
+    Fat12,
+    /// exFAT and FAT32, then FAT16 and FAT12 where some cluster size fits
+    /// the volume.
     #[default]
     Both,
 }
@@ -116,7 +121,9 @@ impl FsSelection {
         match self {
             FsSelection::Exfat => &[FsType::Exfat],
             FsSelection::Fat32 => &[FsType::Fat32],
-            FsSelection::Both => &[FsType::Exfat, FsType::Fat32],
+            FsSelection::Fat16 => &[FsType::Fat16],
+            FsSelection::Fat12 => &[FsType::Fat12],
+            FsSelection::Both => &[FsType::Exfat, FsType::Fat32, FsType::Fat16, FsType::Fat12],
         }
     }
 }
@@ -249,7 +256,7 @@ pub struct Row {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RowNote {
-    /// FAT32 cluster above 32 KiB.
+    /// FAT12/16/32 cluster above 32 KiB.
     AboveFat32Compat,
     /// exFAT cluster above 1 MiB.
     AboveExfatCompat,
@@ -308,6 +315,13 @@ pub enum FsNote {
         /// How many.
         count: u64,
     },
+    /// FAT12/16: more root entries than the fixed root directory holds.
+    RootDirFull {
+        /// Entries the data's top level needs (label included).
+        entries: u64,
+        /// Entries the root directory holds.
+        capacity: u64,
+    },
     /// The data fits at no cluster size the recommendation may choose.
     DoesNotFit {
         /// The cluster size that comes closest.
@@ -344,6 +358,11 @@ impl FsNote {
             FsNote::DirsOverFat32Limit { count } => format!(
                 "{} directory(ies) need more than FAT32's 65,536 entries and cannot be copied whole",
                 format_count(*count)
+            ),
+            FsNote::RootDirFull { entries, capacity } => format!(
+                "the top level needs {} root directory entries but the fixed {fs} root holds {}: raise --root-entries",
+                format_count(*entries),
+                format_count(*capacity)
             ),
             FsNote::DoesNotFit {
                 cluster_size,
@@ -454,9 +473,15 @@ pub fn advise_with(
     check_inputs(sector_size, max_waste_percent)?;
     let bps = u64::from(sector_size);
     let medium = Medium::whole(volume_bytes / bps * bps, sector_size);
+    let all = fs == FsSelection::Both;
     let per_fs = fs
         .file_systems()
         .iter()
+        // With `Both`, FAT16 and FAT12 are listed only where they fit.
+        .filter(|&&fs| {
+            let align = default_align(medium.volume_bytes, sector_size);
+            !all || !fs.is_small_fat() || !valid_cluster_sizes(fs, &medium, align).is_empty()
+        })
         .map(|&fs| {
             let base = FormatOptions {
                 fs: FsChoice::Fixed(fs),
@@ -517,7 +542,7 @@ pub fn recommend_for_format(
     };
     let fs = match opts.fs {
         FsChoice::Fixed(fs) => fs,
-        FsChoice::Auto => {
+        FsChoice::Auto | FsChoice::Fat => {
             let auto = FormatOptions {
                 cluster: ClusterChoice::Auto,
                 ..opts.clone()
@@ -631,14 +656,19 @@ fn fs_advice(
     if fs == FsType::Fat32 && volume > 32 * 1_000_000_000 && !valid.is_empty() {
         notes.push(FsNote::Fat32Above32Gb);
     }
-    let files_over_4gib = match (fs, data) {
-        (FsType::Fat32, Some(d)) => Some(d.files_over_fat32_limit()),
+    let files_over_4gib = match (fs.is_fat(), data) {
+        (true, Some(d)) => Some(d.files_over_fat32_limit()),
         _ => None,
     };
     if let Some(count) = files_over_4gib.filter(|&n| n > 0) {
         notes.push(FsNote::FilesOver4Gib { count });
     }
-    if let (FsType::Fat32, Some(d)) = (fs, data) {
+    if let (Some(d), Some(l)) = (data, auto_layout.as_ref().ok()) {
+        if let Some((entries, capacity)) = root_overflow(l, d) {
+            notes.push(FsNote::RootDirFull { entries, capacity });
+        }
+    }
+    if let (true, Some(d)) = (fs.is_fat(), data) {
         let count = fat32_dirs_over_limit(d);
         if count > 0 {
             notes.push(FsNote::DirsOverFat32Limit { count });
@@ -732,8 +762,8 @@ fn candidate(
     let mut notes = Vec::new();
     if c > compat_max_cluster(fs) {
         notes.push(match fs {
-            FsType::Fat32 => RowNote::AboveFat32Compat,
             FsType::Exfat => RowNote::AboveExfatCompat,
+            _ => RowNote::AboveFat32Compat,
         });
     }
     if fs == FsType::Exfat && layout.cluster_count > EXFAT_RECOMMENDED_MAX_CLUSTERS {
@@ -762,7 +792,8 @@ fn candidate(
             directory_bytes_on_disk: footprint.map(|f| f.directory_bytes()),
             waste_bytes: waste,
             waste_percent,
-            fits: on_disk.map(|b| b <= usable),
+            fits: on_disk
+                .map(|b| b <= usable && data.and_then(|d| root_overflow(layout, d)).is_none()),
             notes,
         },
         footprint,
@@ -773,6 +804,8 @@ fn candidate(
 fn compat_text(fs: FsType) -> &'static str {
     match fs {
         FsType::Fat32 => "FAT32 up to 32 KiB",
+        FsType::Fat16 => "FAT16 up to 32 KiB",
+        FsType::Fat12 => "FAT12 up to 32 KiB",
         FsType::Exfat => "exFAT up to 1 MiB",
     }
 }

@@ -28,11 +28,11 @@ pub fn sd_recommended(volume_bytes: u64) -> Option<u64> {
 pub fn mkfs_tool(fs: FsType) -> &'static str {
     match fs {
         FsType::Exfat => "mkfs.exfat",
-        FsType::Fat32 => "mkfs.fat",
+        _ => "mkfs.fat",
     }
 }
 
-/// The cluster size `mkfs.exfat` (exfatprogs) or `mkfs.fat -F 32`
+/// The cluster size `mkfs.exfat` (exfatprogs) or `mkfs.fat -F 32|16|12`
 /// (dosfstools) picks by default.
 ///
 /// - mkfs.exfat: under 7 MiB 512 B; up to 256 MiB 4 KiB; up to 32 GiB 32 KiB;
@@ -41,6 +41,11 @@ pub fn mkfs_tool(fs: FsType) -> &'static str {
 ///   whole MiB rounded up: above 32 GiB 64 sectors, above 16 GiB 32, above
 ///   8 GiB 16, above 260 MiB 8, else 1 (so 4 KiB with 512-byte sectors, but
 ///   32 KiB with 4096-byte sectors).
+/// - mkfs.fat -F 16 / -F 12 start at 4 sectors per cluster and double until
+///   the cluster count is below the width's limit (65,525 / 4,085), counted
+///   with one reserved sector, 512 root entries and two FATs (measured with
+///   dosfstools 4.2: FAT16 128 MiB 2 KiB, 200 MiB 4 KiB, 1 GiB 16 KiB;
+///   FAT12 16 MiB 8 KiB, 128 MiB 64 KiB).
 pub fn mkfs_default(fs: FsType, volume_bytes: u64, sector_size: u32) -> u64 {
     let bps = u64::from(sector_size);
     match fs {
@@ -65,12 +70,49 @@ pub fn mkfs_default(fs: FsType, volume_bytes: u64, sector_size: u32) -> u64 {
             };
             sectors * bps
         }
+        FsType::Fat16 | FsType::Fat12 => {
+            let (bits, limit) = if fs == FsType::Fat16 {
+                (16, 65_525)
+            } else {
+                (12, 4_085)
+            };
+            let total = volume_bytes / bps;
+            let fixed = 1 + (512 * 32u64).div_ceil(bps);
+            let mut spc = 4;
+            while spc < 128 {
+                let fat = ((total / spc + 2) * bits).div_ceil(8 * bps);
+                if total.saturating_sub(fixed + 2 * fat) / spc < limit {
+                    break;
+                }
+                spc *= 2;
+            }
+            spc * bps
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mkfs_fat_small_defaults_as_measured() {
+        for (fs, size, cluster) in [
+            (FsType::Fat16, 16 * MIB, 2 * KIB),
+            (FsType::Fat16, 128 * MIB, 2 * KIB),
+            (FsType::Fat16, 200 * MIB, 4 * KIB),
+            (FsType::Fat16, 256 * MIB, 4 * KIB),
+            (FsType::Fat16, 300 * MIB, 8 * KIB),
+            (FsType::Fat16, GIB, 16 * KIB),
+            (FsType::Fat16, 2047 * MIB, 32 * KIB),
+            (FsType::Fat12, 8 * MIB, 2 * KIB),
+            (FsType::Fat12, 16 * MIB, 8 * KIB),
+            (FsType::Fat12, 64 * MIB, 32 * KIB),
+            (FsType::Fat12, 128 * MIB, 64 * KIB),
+        ] {
+            assert_eq!(mkfs_default(fs, size, 512), cluster, "{fs} {size}");
+        }
+    }
 
     #[test]
     fn tables() {

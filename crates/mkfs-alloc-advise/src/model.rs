@@ -58,9 +58,15 @@ impl RootDir {
                 system_entries: EXFAT_ROOT_SYSTEM_ENTRIES + u32::from(layout.volume_guid.is_some()),
                 clusters_at_format: u64::from(g.root_clusters),
             },
-            Geometry::Fat32(_) => RootDir {
+            Geometry::Fat(g) if g.fs == FsType::Fat32 => RootDir {
                 system_entries: u32::from(layout.label.is_some()),
                 clusters_at_format: 1,
+            },
+            // FAT12/16: a fixed root region outside the data region; it
+            // takes no cluster and holds at most `root_entries` entries.
+            Geometry::Fat(_) => RootDir {
+                system_entries: u32::from(layout.label.is_some()),
+                clusters_at_format: 0,
             },
         }
     }
@@ -113,7 +119,7 @@ impl Footprint {
 pub fn dir_entries(fs: FsType, rec: &DirRecord, subdir: bool) -> u64 {
     match fs {
         FsType::Exfat => u64::from(rec.exfat_entries),
-        FsType::Fat32 => u64::from(rec.fat32_entries) + if subdir { 2 } else { 0 },
+        _ => u64::from(rec.fat32_entries) + if subdir { 2 } else { 0 },
     }
 }
 
@@ -153,7 +159,27 @@ pub fn footprint(fs: FsType, cluster: u64, root: RootDir, data: &ScanResult) -> 
 
 /// The footprint of `data` on the volume `layout` describes.
 pub fn footprint_for(layout: &Layout, data: &ScanResult) -> Footprint {
-    footprint(layout.fs, layout.cluster_size, RootDir::of(layout), data)
+    let mut f = footprint(layout.fs, layout.cluster_size, RootDir::of(layout), data);
+    if layout.fs.is_small_fat() {
+        // The fixed root directory never takes clusters.
+        f.root_clusters = 0;
+    }
+    f
+}
+
+/// FAT12/16: the root entries `data` needs and the fixed root directory's
+/// capacity, when they do not fit (the copy would fail with "root full").
+pub fn root_overflow(layout: &Layout, data: &ScanResult) -> Option<(u64, u64)> {
+    let Geometry::Fat(g) = &layout.geometry else {
+        return None;
+    };
+    if !layout.fs.is_small_fat() {
+        return None;
+    }
+    let needed =
+        u64::from(RootDir::of(layout).system_entries) + dir_entries(layout.fs, &data.root, false);
+    let capacity = u64::from(g.root_entries);
+    (needed > capacity).then_some((needed, capacity))
 }
 
 /// Directories with more entries than FAT32 allows (they cannot be copied whole).

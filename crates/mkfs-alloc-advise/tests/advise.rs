@@ -322,7 +322,7 @@ fn the_formatter_gets_the_same_answer() {
     for fs in [FsType::Exfat, FsType::Fat32] {
         let sel = match fs {
             FsType::Exfat => FsSelection::Exfat,
-            FsType::Fat32 => FsSelection::Fat32,
+            _ => FsSelection::Fat32,
         };
         let a = advise(16 * GIB, 512, sel, Some(&data), 1.0).expect("advice");
         let want = a.per_fs[0].recommendation.clone().expect("rec");
@@ -334,6 +334,47 @@ fn the_formatter_gets_the_same_answer() {
     let r = recommend_for_format(&FormatOptions::default(), &medium, &data, 1.0).expect("rec");
     let (c, _) = recommend_for_data(FsType::Fat32, &medium, &data, 1.0).expect("rec");
     assert_eq!(r.cluster_size, c);
+}
+
+#[test]
+fn fat16_and_fat12_are_listed_where_they_fit() {
+    // 1 GiB: FAT16 fits (16 KiB..64 KiB), FAT12 does not.
+    let a = advise(GIB, 512, FsSelection::Both, None, 1.0).expect("advice");
+    let listed: Vec<FsType> = a.per_fs.iter().map(|f| f.fs).collect();
+    assert_eq!(listed, [FsType::Exfat, FsType::Fat32, FsType::Fat16]);
+    let fat16 = &a.per_fs[2];
+    let sizes: Vec<u64> = fat16.rows.iter().map(|r| r.cluster_size).collect();
+    assert_eq!(sizes, [16 * KIB, 32 * KIB, 64 * KIB]);
+    assert_eq!(fat16.windows_default, Some(16 * KIB));
+    // 16 MiB: FAT32 has no valid size; FAT16 and FAT12 both fit.
+    let a = advise(16 * MIB, 512, FsSelection::Both, None, 1.0).expect("advice");
+    let listed: Vec<FsType> = a.per_fs.iter().map(|f| f.fs).collect();
+    assert_eq!(
+        listed,
+        [FsType::Exfat, FsType::Fat32, FsType::Fat16, FsType::Fat12]
+    );
+    assert!(a.per_fs[1].rows.is_empty());
+    assert!(a.per_fs.iter().skip(2).all(|f| !f.rows.is_empty()));
+}
+
+#[test]
+fn a_full_fixed_root_directory_is_flagged() {
+    // 600 files at the top level need more than 512 root entries (LFNs too).
+    let mut d = files(vec![100; 600]);
+    for i in 0..600 {
+        d.root
+            .add(std::ffi::OsStr::new(&format!("a long file name {i}.txt")));
+    }
+    let a = advise(64 * MIB, 512, FsSelection::Fat16, Some(&d), 1.0).expect("advice");
+    let f = &a.per_fs[0];
+    assert!(
+        f.notes
+            .iter()
+            .any(|n| matches!(n, FsNote::RootDirFull { capacity: 512, .. })),
+        "{:?}",
+        f.notes
+    );
+    assert!(f.rows.iter().all(|r| r.fits == Some(false)));
 }
 
 #[test]

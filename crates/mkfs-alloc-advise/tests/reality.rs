@@ -19,7 +19,7 @@ use common::Scratch;
 use mkfs_alloc_advise::testtree::{self, VariedSpec};
 use mkfs_alloc_advise::{footprint_for, scan, ScanOptions, ScanResult};
 use mkfs_alloc_blockio::ImageFile;
-use mkfs_alloc_layout::units::{KIB, MIB};
+use mkfs_alloc_layout::units::{GIB, KIB, MIB};
 use mkfs_alloc_layout::{
     plan, write_volume, ClusterChoice, FormatOptions, FsChoice, FsType, Layout, Medium, Timestamp,
 };
@@ -174,23 +174,42 @@ fn exfat_used_clusters(img: &Path) -> u64 {
     bitmap.iter().map(|b| u64::from(b.count_ones())).sum()
 }
 
-/// Non-free entries of the first FAT, entries 0 and 1 excluded.
-fn fat32_used_clusters(img: &Path) -> u64 {
+/// Non-free entries of the first FAT, entries 0 and 1 excluded (FAT12,
+/// FAT16 or FAT32, as the cluster count gives).
+fn fat_used_clusters(img: &Path) -> u64 {
     let mut f = fs::File::open(img).expect("open image");
     let bs = read_at(&mut f, 0, 512);
-    assert_eq!(&bs[82..90], b"FAT32   ");
     let bps = u16_at(&bs, 11);
     let spc = u64::from(bs[13]);
     let rsvd = u16_at(&bs, 14);
     let nfats = u64::from(bs[16]);
-    let tot = u32_at(&bs, 32);
-    let fatsz = u32_at(&bs, 36);
-    let count = (tot - rsvd - nfats * fatsz) / spc;
-    let fat = read_at(&mut f, rsvd * bps, ((count + 2) * 4) as usize);
-    fat.chunks_exact(4)
-        .skip(2)
-        .filter(|e| u32::from_le_bytes([e[0], e[1], e[2], e[3]]) & 0x0FFF_FFFF != 0)
-        .count() as u64
+    let root_sectors = (u16_at(&bs, 17) * 32).div_ceil(bps);
+    let tot = match u16_at(&bs, 19) {
+        0 => u32_at(&bs, 32),
+        t => t,
+    };
+    let fatsz = match u16_at(&bs, 22) {
+        0 => u32_at(&bs, 36),
+        s => s,
+    };
+    let count = (tot - rsvd - nfats * fatsz - root_sectors) / spc;
+    let fat = read_at(&mut f, rsvd * bps, (fatsz * bps) as usize);
+    let entry = |n: u64| -> u64 {
+        let n = n as usize;
+        if count < 4085 {
+            let v = u64::from(u16::from_le_bytes([fat[n + n / 2], fat[n + n / 2 + 1]]));
+            if n % 2 == 0 {
+                v & 0xFFF
+            } else {
+                v >> 4
+            }
+        } else if count < 65_525 {
+            u64::from(u16::from_le_bytes([fat[2 * n], fat[2 * n + 1]]))
+        } else {
+            u32_at(&fat[4 * n..], 0) & 0x0FFF_FFFF
+        }
+    };
+    (2..count + 2).filter(|&n| entry(n) != 0).count() as u64
 }
 
 /// What a copy actually allocated, next to the prediction.
@@ -230,16 +249,16 @@ fn check(
     let layout = format(&img, fs, cluster, volume);
     let before = match fs {
         FsType::Exfat => exfat_used_clusters(&img),
-        FsType::Fat32 => fat32_used_clusters(&img),
+        _ => fat_used_clusters(&img),
     };
     assert_eq!(before, u64::from(layout.used_clusters), "freshly formatted");
     match fs {
         FsType::Exfat => copy_exfat(&img, &s.0.join("mnt"), &sources),
-        FsType::Fat32 => copy_fat32(&img, &sources),
+        _ => copy_fat32(&img, &sources),
     }
     let after = match fs {
         FsType::Exfat => exfat_used_clusters(&img),
-        FsType::Fat32 => fat32_used_clusters(&img),
+        _ => fat_used_clusters(&img),
     };
     let fp = footprint_for(&layout, &data);
     let outcome = Outcome {
@@ -352,6 +371,28 @@ fn fat32_root_files_exact() {
             assert_eq!(o.predicted, o.actual, "FAT32 {cluster}: prediction exact");
         },
     );
+}
+
+#[test]
+fn fat16_and_fat12_root_files_exact() {
+    // The fixed root directory takes no cluster: only file data counts.
+    let cases = [(2 * KIB, 128 * MIB), (16 * KIB, 512 * MIB)];
+    check_each("fat16-flat", FsType::Fat16, &cases, 50, true, |c, o| {
+        assert_eq!(o.predicted, o.actual, "FAT16 {c}: prediction exact");
+    });
+    let cases = [(32 * KIB, 120 * MIB)];
+    check_each("fat12-flat", FsType::Fat12, &cases, 60, true, |c, o| {
+        assert_eq!(o.predicted, o.actual, "FAT12 {c}: prediction exact");
+    });
+}
+
+#[test]
+fn fat16_tree_within_one_percent() {
+    let cases = [(4 * KIB, 256 * MIB - 4 * MIB), (32 * KIB, GIB)];
+    check_each("fat16-tree", FsType::Fat16, &cases, 70, false, |_, o| {
+        assert_within_1_percent(o);
+        assert!(o.predicted_files <= o.actual);
+    });
 }
 
 // Whole trees: nested, empty and large directories; within 1% overall.

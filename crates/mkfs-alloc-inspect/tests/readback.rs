@@ -251,10 +251,19 @@ fn our_formatter() {
         (FsType::Fat32, 4 * KIB, 512, 300 * MIB, Table::None),
         (FsType::Fat32, 16 * KIB, 512, 2048 * MIB, Table::Mbr),
         (FsType::Fat32, 4 * KIB, 4096, 400 * MIB, Table::Gpt),
+        (FsType::Fat16, 4 * KIB, 512, 100 * MIB, Table::Mbr),
+        (FsType::Fat16, 32 * KIB, 4096, 1024 * MIB, Table::None),
+        (FsType::Fat12, 8 * KIB, 512, 24 * MIB, Table::None),
+        (FsType::Fat12, 4 * KIB, 512, 18 * MIB, Table::Gpt),
     ];
     for (i, &(fs, cluster, bps, size, table)) in cases.iter().enumerate() {
         let img = t.path(&format!("o{i}.img"));
-        let ty = if fs == FsType::Exfat { "7" } else { "c" };
+        let ty = match fs {
+            FsType::Exfat => "7",
+            FsType::Fat32 => "c",
+            FsType::Fat16 => "6",
+            FsType::Fat12 => "1",
+        };
         let (start, psize) = image(&img, size, table, ty);
         let opts = FormatOptions {
             fs: FsChoice::Fixed(fs),
@@ -281,10 +290,11 @@ fn our_formatter() {
         check_clean(v);
         assert_eq!(
             v.fs,
-            if fs == FsType::Exfat {
-                FsKind::Exfat
-            } else {
-                FsKind::Fat32
+            match fs {
+                FsType::Exfat => FsKind::Exfat,
+                FsType::Fat32 => FsKind::Fat32,
+                FsType::Fat16 => FsKind::Fat16,
+                FsType::Fat12 => FsKind::Fat12,
             }
         );
         assert_eq!(v.cluster_size, Some(layout.cluster_size), "{what}");

@@ -81,7 +81,7 @@ pub enum PlanError {
         min: u64,
     },
     /// The volume is larger than the file system's sector-count fields allow.
-    #[error("{} is too large for {fs} with {sector}-byte sectors; the maximum is {}{}", format_size(*.volume), format_size(*.max), if *.fs == FsType::Fat32 { " (use exFAT, or 4096-byte sectors)" } else { "" })]
+    #[error("{} is too large for {fs} with {sector}-byte sectors; the maximum is {}{}", format_size(*.volume), format_size(*.max), if *.fs == FsType::Exfat { "" } else { " (use exFAT, or 4096-byte sectors)" })]
     VolumeTooLarge {
         /// File system.
         fs: FsType,
@@ -113,6 +113,27 @@ pub enum PlanError {
     /// The label is not valid for the file system.
     #[error(transparent)]
     Label(#[from] LabelError),
+    /// A root directory size outside 1..=32,768 entries.
+    #[error(
+        "root directory entries {0} out of range; valid: 1..=32768 (rounded up to whole sectors)"
+    )]
+    RootEntries(u64),
+    /// A root directory size given for a file system without a fixed root.
+    #[error("--root-entries applies to FAT12 and FAT16 only; this volume is {0} (its root directory grows as needed)")]
+    RootEntriesNotFixed(FsType),
+    /// No FAT width fits this volume at this cluster size (`--fs fat`).
+    #[error("no FAT width fits {} at {} clusters ({} clusters: FAT12 takes {}, FAT16 {}, FAT32 {}); {}", format_size(*.volume), format_size(*.cluster), format_count(*.clusters), count_range(crate::FsType::Fat12), count_range(crate::FsType::Fat16), count_range(crate::FsType::Fat32), sizes_hint(.valid))]
+    NoFatWidth {
+        /// Volume size in bytes.
+        volume: u64,
+        /// Cluster size in bytes.
+        cluster: u64,
+        /// Clusters this cluster size gives (with the FAT of the width the
+        /// specification gives that count).
+        clusters: u64,
+        /// Cluster sizes at which some FAT width is valid.
+        valid: Vec<u64>,
+    },
 }
 
 fn fmt_bytes(b: u64) -> String {
@@ -128,7 +149,7 @@ fn range(min: u64, max: u64) -> String {
 }
 
 fn fat32_hint(fs: FsType, cluster: u64, sector: u32) -> &'static str {
-    if fs == FsType::Fat32 && cluster > 128 * u64::from(sector) && cluster <= 32 << 20 {
+    if fs.is_fat() && cluster > 128 * u64::from(sector) && cluster <= 32 << 20 {
         "; exFAT allows up to 32 MiB"
     } else {
         ""
@@ -139,6 +160,7 @@ fn fat32_hint(fs: FsType, cluster: u64, sector: u32) -> &'static str {
 fn valid_hint(fs: FsType, valid: &[u64]) -> String {
     let other = match fs {
         FsType::Fat32 => ", or use exFAT",
+        FsType::Fat16 | FsType::Fat12 => ", or use --fs fat (the width follows the cluster count)",
         FsType::Exfat => "",
     };
     match (valid.first(), valid.last()) {
@@ -151,9 +173,26 @@ fn valid_hint(fs: FsType, valid: &[u64]) -> String {
             FsType::Fat32 => {
                 "no cluster size is valid for FAT32 on this volume; use exFAT".to_string()
             }
+            FsType::Fat16 | FsType::Fat12 => format!(
+                "no cluster size is valid for {fs} on this volume; use --fs fat (the width follows the cluster count)"
+            ),
             FsType::Exfat => "no cluster size is valid for exFAT on this volume".to_string(),
         },
     }
+}
+
+/// "4,101..65,508" for a FAT width's accepted cluster counts.
+fn count_range(fs: FsType) -> String {
+    let (a, b) = crate::fat::cluster_range(fs);
+    format!("{}..{}", format_count(a), format_count(b))
+}
+
+fn sizes_hint(valid: &[u64]) -> String {
+    if valid.is_empty() {
+        return "no cluster size gives a valid FAT on this volume".to_string();
+    }
+    let list: Vec<String> = valid.iter().map(|&c| format_size(c)).collect();
+    format!("valid: {}", list.join(", "))
 }
 
 /// Checks that `cluster` is a power of two from the sector size up to the

@@ -8,8 +8,12 @@ use serde::Serialize;
 pub enum FsType {
     /// exFAT (Microsoft exFAT specification, 2019).
     Exfat,
-    /// FAT32 (fatgen103).
+    /// FAT32 (fatgen103): 65,525 clusters or more.
     Fat32,
+    /// FAT16 (fatgen103): 4,085 to 65,524 clusters, fixed root directory.
+    Fat16,
+    /// FAT12 (fatgen103): fewer than 4,085 clusters, packed 12-bit entries.
+    Fat12,
 }
 
 impl FsType {
@@ -18,23 +22,37 @@ impl FsType {
         match self {
             FsType::Exfat => "exfat",
             FsType::Fat32 => "fat32",
+            FsType::Fat16 => "fat16",
+            FsType::Fat12 => "fat12",
         }
+    }
+
+    /// True for FAT12, FAT16 and FAT32.
+    pub fn is_fat(self) -> bool {
+        self != FsType::Exfat
+    }
+
+    /// True for FAT12 and FAT16 (fixed root directory, no FSInfo).
+    pub fn is_small_fat(self) -> bool {
+        matches!(self, FsType::Fat12 | FsType::Fat16)
     }
 
     /// The largest cluster in bytes at `sector`-byte sectors: 32 MiB for
-    /// exFAT, 128 sectors for FAT32.
+    /// exFAT, 128 sectors for FAT12/16/32.
     pub fn max_cluster(self, sector: u32) -> u64 {
         match self {
             FsType::Exfat => crate::exfat::MAX_CLUSTER,
-            FsType::Fat32 => crate::fat::MAX_SECTORS_PER_CLUSTER * u64::from(sector),
+            _ => crate::fat::MAX_SECTORS_PER_CLUSTER * u64::from(sector),
         }
     }
 
-    /// Display name: `exFAT` or `FAT32`.
+    /// Display name: `exFAT`, `FAT32`, `FAT16` or `FAT12`.
     pub fn display_name(self) -> &'static str {
         match self {
             FsType::Exfat => "exFAT",
             FsType::Fat32 => "FAT32",
+            FsType::Fat16 => "FAT16",
+            FsType::Fat12 => "FAT12",
         }
     }
 }
@@ -48,9 +66,14 @@ impl std::fmt::Display for FsType {
 /// Which file system to create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FsChoice {
-    /// FAT32 up to 32 GiB, exFAT above (and exFAT when the volume is too small for FAT32).
+    /// exFAT above 32 GiB; up to 32 GiB FAT32, or FAT16/FAT12 when the volume
+    /// is too small for FAT32 (as [`FsChoice::Fat`]).
     #[default]
     Auto,
+    /// The FAT width the volume allows: FAT32 if FAT32 fits at some cluster
+    /// size, else FAT16 or FAT12 — with an explicit cluster size, the width
+    /// its cluster count gives.
+    Fat,
     /// Exactly this file system.
     Fixed(FsType),
 }
@@ -120,4 +143,7 @@ pub struct FormatOptions {
     pub timestamp: Timestamp,
     /// Write an exFAT volume GUID directory entry (derived from the serial).
     pub volume_guid: bool,
+    /// FAT12/16 root directory entries (`None`: 512). Rounded up to fill
+    /// whole sectors; refused for FAT32 and exFAT.
+    pub root_entries: Option<u32>,
 }

@@ -21,7 +21,7 @@ pub const MAX_ALIGN: u64 = 64 * MIB;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RegionKind {
-    /// exFAT main boot region (12 sectors) or FAT32 reserved sectors.
+    /// exFAT main boot region (12 sectors) or FAT reserved sectors.
     BootRegion,
     /// exFAT backup boot region (12 sectors).
     BackupBootRegion,
@@ -35,7 +35,8 @@ pub enum RegionKind {
     Bitmap,
     /// exFAT up-case table clusters.
     Upcase,
-    /// The root directory clusters.
+    /// The root directory clusters (FAT12/16: the fixed root directory
+    /// region between the FATs and the data region).
     RootDirectory,
     /// Free clusters; a quick format does not touch them.
     FreeClusters,
@@ -63,8 +64,8 @@ pub struct Region {
 pub enum Geometry {
     /// exFAT geometry.
     Exfat(exfat::Geometry),
-    /// FAT32 geometry.
-    Fat32(fat::Geometry),
+    /// FAT12, FAT16 or FAT32 geometry.
+    Fat(fat::Geometry),
 }
 
 /// A validated plan: every byte offset the writer will use, and why each
@@ -172,31 +173,163 @@ fn check_sector(sector_size: u32) -> Result<(), PlanError> {
     }
 }
 
-fn geometry_for(
-    fs: FsType,
-    medium: &Medium,
-    cluster: u64,
+/// What every geometry computation of one plan shares.
+#[derive(Debug, Clone, Copy)]
+struct Ctx<'a> {
+    medium: &'a Medium,
     align: u64,
-) -> Result<Geometry, PlanError> {
-    let (v, bps, start) = (
-        medium.volume_bytes,
-        medium.sector_size,
-        medium.partition_offset,
-    );
-    Ok(match fs {
-        FsType::Exfat => Geometry::Exfat(exfat::geometry(v, bps, cluster, start, align)?),
-        FsType::Fat32 => Geometry::Fat32(fat::geometry(v, bps, cluster, start, align)?),
-    })
+    root_entries: u32,
 }
 
-/// Every cluster size (a power of two) for which `fs` can lay out this medium.
+impl Ctx<'_> {
+    fn geometry(&self, fs: FsType, cluster: u64) -> Result<Geometry, PlanError> {
+        let m = self.medium;
+        let (v, bps, start) = (m.volume_bytes, m.sector_size, m.partition_offset);
+        Ok(match fs {
+            FsType::Exfat => Geometry::Exfat(exfat::geometry(v, bps, cluster, start, self.align)?),
+            _ => Geometry::Fat(fat::geometry(
+                fs,
+                v,
+                bps,
+                cluster,
+                fat::Placement {
+                    start,
+                    align: self.align,
+                    root_entries: self.root_entries,
+                },
+            )?),
+        })
+    }
+
+    /// Cluster sizes from the sector size up to `fs`'s maximum.
+    fn sizes(&self, fs: FsType) -> impl Iterator<Item = u64> {
+        let bps = u64::from(self.medium.sector_size);
+        let max = fs.max_cluster(self.medium.sector_size);
+        std::iter::successors(Some(bps), |c| Some(c * 2)).take_while(move |&c| c <= max)
+    }
+
+    fn valid_sizes(&self, fs: FsType) -> Vec<u64> {
+        self.sizes(fs)
+            .filter(|&c| self.geometry(fs, c).is_ok())
+            .collect()
+    }
+
+    /// The FAT width whose accepted cluster-count range holds the count at
+    /// `cluster` (at most one does: the ranges are disjoint).
+    fn fat_width_at(&self, cluster: u64) -> Option<(FsType, Geometry)> {
+        FAT_WIDTHS
+            .iter()
+            .find_map(|&fs| self.geometry(fs, cluster).ok().map(|g| (fs, g)))
+    }
+
+    /// Cluster sizes at which some FAT width is valid.
+    fn any_fat_sizes(&self) -> Vec<u64> {
+        self.sizes(FsType::Fat32)
+            .filter(|&c| self.fat_width_at(c).is_some())
+            .collect()
+    }
+
+    /// The error for a cluster size at which no FAT width fits.
+    fn no_fat_width(&self, cluster: u64) -> PlanError {
+        // The count as the width the spec would give it computes it (that
+        // width rejected it only for the margin).
+        let counts: Vec<(FsType, u64)> = FAT_WIDTHS
+            .iter()
+            .filter_map(|&fs| match self.geometry(fs, cluster) {
+                Err(PlanError::TooFewClusters { clusters, .. })
+                | Err(PlanError::TooManyClusters { clusters, .. }) => Some((fs, clusters)),
+                _ => None,
+            })
+            .collect();
+        let clusters = counts
+            .iter()
+            .find(|&&(fs, c)| fat::width_of(c) == fs)
+            .or(counts.first())
+            .map_or(0, |&(_, c)| c);
+        PlanError::NoFatWidth {
+            volume: self.medium.volume_bytes,
+            cluster,
+            clusters,
+            valid: self.any_fat_sizes(),
+        }
+    }
+}
+
+/// FAT widths, widest first.
+const FAT_WIDTHS: [FsType; 3] = [FsType::Fat32, FsType::Fat16, FsType::Fat12];
+
+/// Every cluster size (a power of two) for which `fs` can lay out this medium
+/// (FAT12/16 with the default 512 root directory entries).
 pub fn valid_cluster_sizes(fs: FsType, medium: &Medium, align: u64) -> Vec<u64> {
-    let bps = u64::from(medium.sector_size);
-    let max = fs.max_cluster(medium.sector_size);
-    std::iter::successors(Some(bps), |c| Some(c * 2))
-        .take_while(|&c| c <= max)
-        .filter(|&c| geometry_for(fs, medium, c, align).is_ok())
-        .collect()
+    Ctx {
+        medium,
+        align,
+        root_entries: fat::DEFAULT_ROOT_ENTRIES,
+    }
+    .valid_sizes(fs)
+}
+
+/// How the file system was chosen, before the cluster size.
+enum FsPick {
+    /// This file system; pick the cluster size by its rules.
+    Fs(FsType, FsRule),
+    /// This file system with this geometry at this cluster size (chosen together).
+    Done(FsType, FsRule, u64, ClusterRule, Geometry),
+}
+
+/// The FAT width for `--fs fat` (and `--fs auto` up to 32 GiB).
+fn pick_fat(
+    ctx: &Ctx<'_>,
+    cluster: ClusterChoice,
+    auto: bool,
+) -> Result<Option<FsPick>, PlanError> {
+    match cluster {
+        ClusterChoice::Bytes(c) => {
+            crate::error::check_cluster(FsType::Fat32, c, ctx.medium.sector_size)?;
+            match ctx.fat_width_at(c) {
+                Some((fs, g)) => {
+                    let rule = if auto && fs == FsType::Fat32 {
+                        FsRule::AutoFat32UpTo32GiB
+                    } else {
+                        FsRule::FatWidthFromClusterCount
+                    };
+                    Ok(Some(FsPick::Done(fs, rule, c, ClusterRule::Explicit, g)))
+                }
+                None => Err(ctx.no_fat_width(c)),
+            }
+        }
+        ClusterChoice::Auto => {
+            if !ctx.valid_sizes(FsType::Fat32).is_empty() {
+                let rule = if auto {
+                    FsRule::AutoFat32UpTo32GiB
+                } else {
+                    FsRule::FatFat32Fits
+                };
+                return Ok(Some(FsPick::Fs(FsType::Fat32, rule)));
+            }
+            // Too small for FAT32: the field-evidence size if some width
+            // takes it, else the nearest size below, else above.
+            let bps = u64::from(ctx.medium.sector_size);
+            let want = rules::auto_cluster(FsType::Fat16, ctx.medium.volume_bytes).max(bps);
+            let below = std::iter::successors(Some(want), |&c| (c > bps).then_some(c / 2));
+            let above = ctx.sizes(FsType::Fat16).filter(|&c| c > want);
+            for c in below.chain(above) {
+                if let Some((fs, g)) = ctx.fat_width_at(c) {
+                    let rule = match c.cmp(&want) {
+                        std::cmp::Ordering::Equal => ClusterRule::FieldEvidence,
+                        std::cmp::Ordering::Less => ClusterRule::FieldEvidenceReduced,
+                        std::cmp::Ordering::Greater => ClusterRule::FieldEvidenceRaised,
+                    };
+                    return Ok(Some(FsPick::Done(fs, FsRule::AutoSmallFat, c, rule, g)));
+                }
+            }
+            if auto {
+                Ok(None)
+            } else {
+                Err(ctx.no_fat_width(want))
+            }
+        }
+    }
 }
 
 /// Plans a format. Returns a [`Layout`] in which every invariant holds, or the
@@ -229,20 +362,39 @@ pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> 
         None => default_align(volume_bytes, medium.sector_size),
     };
 
-    // File system.
-    let (fs, fs_rule) = match opts.fs {
-        FsChoice::Fixed(fs) => (fs, FsRule::Explicit),
+    let root_entries = match opts.root_entries {
+        None => fat::DEFAULT_ROOT_ENTRIES,
+        Some(n) if (1..=fat::MAX_ROOT_ENTRIES).contains(&n) => n,
+        Some(n) => return Err(PlanError::RootEntries(u64::from(n))),
+    };
+    let ctx = Ctx {
+        medium: &medium,
+        align,
+        root_entries,
+    };
+
+    // File system (and, where the FAT width follows the cluster count, the
+    // cluster size with it).
+    let pick = match opts.fs {
+        FsChoice::Fixed(fs) => FsPick::Fs(fs, FsRule::Explicit),
+        FsChoice::Fat => match pick_fat(&ctx, opts.cluster, false)? {
+            Some(p) => p,
+            None => return Err(ctx.no_fat_width(u64::from(medium.sector_size))),
+        },
         FsChoice::Auto => match rules::auto_fs(volume_bytes) {
-            FsType::Exfat => (FsType::Exfat, FsRule::AutoExfatAbove32GiB),
-            FsType::Fat32 => {
-                if valid_cluster_sizes(FsType::Fat32, &medium, align).is_empty() {
-                    (FsType::Exfat, FsRule::AutoExfatTooSmallForFat32)
-                } else {
-                    (FsType::Fat32, FsRule::AutoFat32UpTo32GiB)
-                }
-            }
+            FsType::Exfat => FsPick::Fs(FsType::Exfat, FsRule::AutoExfatAbove32GiB),
+            _ => match pick_fat(&ctx, opts.cluster, true)? {
+                Some(p) => p,
+                None => FsPick::Fs(FsType::Exfat, FsRule::AutoExfatTooSmallForFat32),
+            },
         },
     };
+    let fs = match pick {
+        FsPick::Fs(fs, _) | FsPick::Done(fs, ..) => fs,
+    };
+    if opts.root_entries.is_some() && !fs.is_small_fat() {
+        return Err(PlanError::RootEntriesNotFixed(fs));
+    }
 
     // Label (validated and encoded before anything else can fail late).
     let label = match &opts.label {
@@ -250,48 +402,25 @@ pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> 
             l.clone(),
             match fs {
                 FsType::Exfat => EncodedLabel::Exfat(exfat_label(l)?),
-                FsType::Fat32 => EncodedLabel::Fat32(fat32_label(l)?),
+                _ => EncodedLabel::Fat32(fat32_label(l)?),
             },
         )),
         None => None,
     };
 
     // Cluster size.
-    let (cluster, cluster_rule, geometry) = match opts.cluster {
-        ClusterChoice::Bytes(c) => {
-            let g = geometry_for(fs, &medium, c, align)
-                .map_err(|e| with_valid_sizes(e, fs, &medium, align))?;
-            (c, ClusterRule::Explicit, g)
-        }
-        ClusterChoice::Auto => {
-            let want = rules::auto_cluster(fs, volume_bytes).max(bps);
-            match geometry_for(fs, &medium, want, align) {
-                Ok(g) => (want, ClusterRule::FieldEvidence, g),
-                Err(first) => {
-                    let valid = valid_cluster_sizes(fs, &medium, align);
-                    let pick = valid
-                        .iter()
-                        .rev()
-                        .find(|&&c| c < want)
-                        .or(valid.first())
-                        .copied();
-                    match pick {
-                        Some(c) => (
-                            c,
-                            ClusterRule::FieldEvidenceReduced,
-                            geometry_for(fs, &medium, c, align)?,
-                        ),
-                        None => return Err(with_valid_sizes(first, fs, &medium, align)),
-                    }
-                }
-            }
+    let (fs_rule, cluster, cluster_rule, geometry) = match pick {
+        FsPick::Done(_, fs_rule, c, rule, g) => (fs_rule, c, rule, g),
+        FsPick::Fs(fs, fs_rule) => {
+            let (c, rule, g) = pick_cluster(&ctx, fs, opts.cluster)?;
+            (fs_rule, c, rule, g)
         }
     };
 
     let mut warnings = Vec::new();
-    if fs == FsType::Fat32 && cluster > fat::COMPAT_MAX_CLUSTER {
+    if fs.is_fat() && cluster > fat::COMPAT_MAX_CLUSTER {
         warnings.push(format!(
-            "FAT32 clusters above 32 KiB ({}) are not handled by some systems (old DOS, some BIOS and camera firmware)",
+            "{fs} clusters above 32 KiB ({}) are not handled by some systems (old DOS, some BIOS and camera firmware)",
             format_size(cluster)
         ));
     }
@@ -335,8 +464,46 @@ pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> 
     Ok(layout)
 }
 
+/// The cluster size for a chosen file system: the one asked for, or the
+/// field-evidence size, or the nearest valid size to it.
+fn pick_cluster(
+    ctx: &Ctx<'_>,
+    fs: FsType,
+    cluster: ClusterChoice,
+) -> Result<(u64, ClusterRule, Geometry), PlanError> {
+    let bps = u64::from(ctx.medium.sector_size);
+    match cluster {
+        ClusterChoice::Bytes(c) => {
+            let g = ctx
+                .geometry(fs, c)
+                .map_err(|e| with_valid_sizes(e, ctx, fs))?;
+            Ok((c, ClusterRule::Explicit, g))
+        }
+        ClusterChoice::Auto => {
+            let want = rules::auto_cluster(fs, ctx.medium.volume_bytes).max(bps);
+            match ctx.geometry(fs, want) {
+                Ok(g) => Ok((want, ClusterRule::FieldEvidence, g)),
+                Err(first) => {
+                    let valid = ctx.valid_sizes(fs);
+                    let below = valid.iter().rev().find(|&&c| c < want).copied();
+                    let pick = match below {
+                        Some(c) => Some((c, ClusterRule::FieldEvidenceReduced)),
+                        None => valid
+                            .first()
+                            .map(|&c| (c, ClusterRule::FieldEvidenceRaised)),
+                    };
+                    match pick {
+                        Some((c, rule)) => Ok((c, rule, ctx.geometry(fs, c)?)),
+                        None => Err(with_valid_sizes(first, ctx, fs)),
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Fills in the list of valid cluster sizes of a cluster-count error.
-fn with_valid_sizes(e: PlanError, fs: FsType, medium: &Medium, align: u64) -> PlanError {
+fn with_valid_sizes(e: PlanError, ctx: &Ctx<'_>, fs: FsType) -> PlanError {
     match e {
         PlanError::TooFewClusters {
             fs,
@@ -351,7 +518,7 @@ fn with_valid_sizes(e: PlanError, fs: FsType, medium: &Medium, align: u64) -> Pl
             cluster,
             clusters,
             min_clusters,
-            valid: valid_cluster_sizes(fs, medium, align),
+            valid: ctx.valid_sizes(fs),
         },
         PlanError::TooManyClusters {
             fs,
@@ -366,7 +533,7 @@ fn with_valid_sizes(e: PlanError, fs: FsType, medium: &Medium, align: u64) -> Pl
             cluster,
             clusters,
             max_clusters,
-            valid: valid_cluster_sizes(fs, medium, align),
+            valid: ctx.valid_sizes(fs),
         },
         other => {
             let _ = fs;
@@ -482,22 +649,23 @@ fn build(
                     heap,
                 )
             }
-            Geometry::Fat32(g) => {
+            Geometry::Fat(g) => {
                 let rsvd = u64::from(g.rsvd) * bps;
                 let fat_len = u64::from(g.fat_sz) * bps;
                 let data = g.data_sector() * bps;
                 push(RegionKind::BootRegion, 0, 0, rsvd, true);
                 push(RegionKind::Fat, 0, rsvd, fat_len, true);
                 push(RegionKind::Fat, 1, rsvd + fat_len, fat_len, true);
-                push(RegionKind::RootDirectory, 0, data, g.cluster, true);
+                // FAT32: the root is cluster 2; FAT12/16: a fixed region.
+                let (root, root_len, used) = if g.fs == FsType::Fat32 {
+                    (data, g.cluster, 1)
+                } else {
+                    (g.root_sector() * bps, g.root_sectors() * bps, 0)
+                };
+                push(RegionKind::RootDirectory, 0, root, root_len, true);
                 let data_end = data + u64::from(g.cluster_count) * g.cluster;
-                push(
-                    RegionKind::FreeClusters,
-                    0,
-                    data + g.cluster,
-                    data_end - data - g.cluster,
-                    false,
-                );
+                let free = data + u64::from(used) * g.cluster;
+                push(RegionKind::FreeClusters, 0, free, data_end - free, false);
                 push(
                     RegionKind::Tail,
                     0,
@@ -505,7 +673,7 @@ fn build(
                     volume_bytes - data_end,
                     false,
                 );
-                (g.cluster_count, 1, rsvd, fat_len, 2, data)
+                (g.cluster_count, used, rsvd, fat_len, 2, data)
             }
         };
     Layout {
@@ -563,10 +731,47 @@ mod tests {
     }
 
     #[test]
-    fn auto_picks_exfat_when_fat32_cannot_fit() {
-        let l = plan(&FormatOptions::default(), &Medium::whole(16 * MIB, 512)).expect("valid");
-        assert_eq!(l.fs, FsType::Exfat);
-        assert_eq!(l.fs_rule, FsRule::AutoExfatTooSmallForFat32);
+    fn auto_picks_fat16_or_fat12_when_fat32_cannot_fit() {
+        // The width follows the cluster count at 4 KiB clusters; in the gap
+        // around 4,085 clusters the next smaller size is taken.
+        for (size, fs, cluster) in [
+            (16 * MIB, FsType::Fat12, 4 * KIB),
+            (18_320 * KIB, FsType::Fat12, 4 * KIB), // 4,068 clusters: FAT12's last
+            (18_336 * KIB, FsType::Fat16, 2 * KIB), // 4,072 at 4 KiB: in the gap
+            (18_464 * KIB, FsType::Fat16, 4 * KIB), // 4,104: FAT16's first
+            (32 * MIB, FsType::Fat16, 4 * KIB),
+            (2 * MIB, FsType::Fat12, 4 * KIB),
+        ] {
+            for choice in [FsChoice::Auto, FsChoice::Fat] {
+                let o = FormatOptions {
+                    fs: choice,
+                    ..FormatOptions::default()
+                };
+                let l = plan(&o, &Medium::whole(size, 512)).expect("valid");
+                assert_eq!((l.fs, l.cluster_size), (fs, cluster), "{size}");
+                assert_eq!(l.fs_rule, FsRule::AutoSmallFat);
+            }
+        }
+        // At 4096-byte sectors FAT32 needs 256.6 MiB: 200 MiB is FAT16.
+        let l = plan(&FormatOptions::default(), &Medium::whole(200 * MIB, 4096)).expect("valid");
+        assert_eq!(l.fs, FsType::Fat16);
+    }
+
+    #[test]
+    fn the_fat_width_follows_an_explicit_cluster_size() {
+        for (cluster, fs) in [(512, FsType::Fat32), (32 * KIB, FsType::Fat16)] {
+            let o = FormatOptions {
+                fs: FsChoice::Fat,
+                cluster: ClusterChoice::Bytes(cluster),
+                ..FormatOptions::default()
+            };
+            let l = plan(&o, &Medium::whole(GIB, 512)).expect("valid");
+            assert_eq!(l.fs, fs);
+        }
+        // 16 MiB at 4 KiB: about 3,580 clusters, FAT12 only.
+        let e = plan(&opts(FsType::Fat16, 4 * KIB), &Medium::whole(16 * MIB, 512))
+            .expect_err("too few for FAT16");
+        assert!(e.to_string().contains("valid: 512 B..2 KiB"), "{e}");
     }
 
     #[test]

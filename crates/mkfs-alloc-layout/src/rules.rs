@@ -25,9 +25,19 @@ pub enum FsRule {
     /// `auto`: exFAT above 32 GiB.
     #[serde(rename = "auto_exfat_above_32gib")]
     AutoExfatAbove32GiB,
-    /// `auto`: the volume is too small for FAT32 at any cluster size.
+    /// `auto`: the volume is too small for FAT32 at any cluster size, and for
+    /// FAT12/16 too (practically never: FAT12 fits from a few KiB).
     #[serde(rename = "auto_exfat_too_small_for_fat32")]
     AutoExfatTooSmallForFat32,
+    /// `auto` or `--fs fat`: the volume is too small for FAT32 at any cluster
+    /// size; FAT16 or FAT12, as the cluster count gives.
+    #[serde(rename = "auto_fat16_or_fat12_too_small_for_fat32")]
+    AutoSmallFat,
+    /// `auto` (up to 32 GiB) or `--fs fat` with an explicit cluster size:
+    /// the FAT width its cluster count gives.
+    FatWidthFromClusterCount,
+    /// `--fs fat`: FAT32, which fits this volume at some cluster size.
+    FatFat32Fits,
 }
 
 impl FsRule {
@@ -38,8 +48,15 @@ impl FsRule {
             FsRule::AutoFat32UpTo32GiB => "auto: FAT32 for volumes up to 32 GiB",
             FsRule::AutoExfatAbove32GiB => "auto: exFAT for volumes above 32 GiB",
             FsRule::AutoExfatTooSmallForFat32 => {
-                "auto: exFAT, the volume is too small for FAT32 at any cluster size"
+                "auto: exFAT, the volume is too small for any FAT at any cluster size"
             }
+            FsRule::AutoSmallFat => {
+                "the volume is too small for FAT32 at any cluster size; the FAT width follows the cluster count (firmware and every OS read FAT12/16, unlike exFAT)"
+            }
+            FsRule::FatWidthFromClusterCount => {
+                "the FAT width follows the cluster count of the chosen cluster size"
+            }
+            FsRule::FatFat32Fits => "--fs fat: FAT32 fits this volume",
         }
     }
 }
@@ -55,6 +72,9 @@ pub enum ClusterRule {
     /// The field-evidence pick was not valid for this volume; this is the
     /// largest valid size below it.
     FieldEvidenceReduced,
+    /// The field-evidence pick was not valid for this volume and no smaller
+    /// size is; this is the smallest valid size above it.
+    FieldEvidenceRaised,
     /// Chosen for the files the user means to store (`--data`): the largest
     /// size whose waste stays within the limit.
     FromData,
@@ -73,6 +93,10 @@ impl ClusterRule {
                 "auto: {}, reduced to the largest size valid for this volume",
                 auto_cluster_reason(fs, volume_bytes)
             ),
+            ClusterRule::FieldEvidenceRaised => format!(
+                "auto: {}, raised to the smallest size valid for this volume",
+                auto_cluster_reason(fs, volume_bytes)
+            ),
         }
     }
 }
@@ -88,9 +112,10 @@ pub fn auto_fs(volume_bytes: u64) -> FsType {
 
 /// The cluster size `--cluster auto` picks (field evidence, §1 of the reference):
 /// FAT32 4 KiB up to 8 GiB, 8 KiB up to 16 GiB, 16 KiB up to 32 GiB, 32 KiB above;
-/// exFAT 4 KiB up to 256 MiB, 32 KiB above.
+/// exFAT 4 KiB up to 256 MiB, 32 KiB above; FAT12 and FAT16 4 KiB.
 pub fn auto_cluster(fs: FsType, volume_bytes: u64) -> u64 {
     match fs {
+        FsType::Fat16 | FsType::Fat12 => 4 * KIB,
         FsType::Fat32 => match volume_bytes {
             v if v <= 8 * GIB => 4 * KIB,
             v if v <= 16 * GIB => 8 * KIB,
@@ -109,6 +134,7 @@ pub fn auto_cluster(fs: FsType, volume_bytes: u64) -> u64 {
 
 fn auto_cluster_reason(fs: FsType, volume_bytes: u64) -> &'static str {
     match fs {
+        FsType::Fat16 | FsType::Fat12 => "FAT12 and FAT16 get 4 KiB clusters",
         FsType::Fat32 => match volume_bytes {
             v if v <= 8 * GIB => "FAT32 up to 8 GiB gets 4 KiB clusters",
             v if v <= 16 * GIB => "FAT32 up to 16 GiB gets 8 KiB clusters",
@@ -127,13 +153,27 @@ fn auto_cluster_reason(fs: FsType, volume_bytes: u64) -> &'static str {
 
 /// The cluster size Windows' format would pick by default (KB140365), or
 /// `None` where Windows refuses (FAT32 up to 32 MB and above 32 GB, exFAT
-/// under 7 MB). FAT32: 512 B up to 64 MB, 1 KiB up to 128 MB, 2 KiB up to
-/// 256 MB (Microsoft's MB being MiB), 4 KiB below 8 GB, 8 KiB below 16 GB,
-/// 16 KiB up to 32 GB.
+/// under 7 MB, FAT16 under 7 MB or from 4 GB, FAT12 on disks). FAT32: 512 B
+/// up to 64 MB, 1 KiB up to 128 MB, 2 KiB up to 256 MB (Microsoft's MB being
+/// MiB), 4 KiB below 8 GB, 8 KiB below 16 GB, 16 KiB up to 32 GB.
 pub fn windows_default(fs: FsType, volume_bytes: u64) -> Option<u64> {
     const GB: u64 = 1_000_000_000;
     const MB: u64 = 1_000_000;
     match fs {
+        FsType::Fat12 => None,
+        FsType::Fat16 => match volume_bytes {
+            v if v < 7 * MIB => None,
+            v if v <= 16 * MIB => Some(2 * KIB),
+            v if v <= 32 * MIB => Some(512),
+            v if v <= 64 * MIB => Some(KIB),
+            v if v <= 128 * MIB => Some(2 * KIB),
+            v if v <= 256 * MIB => Some(4 * KIB),
+            v if v <= 512 * MIB => Some(8 * KIB),
+            v if v <= GIB => Some(16 * KIB),
+            v if v <= 2 * GIB => Some(32 * KIB),
+            v if v < 4 * GIB => Some(64 * KIB),
+            _ => None,
+        },
         FsType::Fat32 => match volume_bytes {
             v if v <= 32 * MIB => None,
             v if v <= 64 * MIB => Some(512),
@@ -170,6 +210,9 @@ mod tests {
         assert_eq!(auto_fs(32 * GIB + 512), FsType::Exfat);
         assert_eq!(windows_default(FsType::Exfat, 128 * GIB), Some(128 * KIB));
         assert_eq!(windows_default(FsType::Fat32, 64 * GIB), None);
+        assert_eq!(windows_default(FsType::Fat16, 20 * MIB), Some(512));
+        assert_eq!(windows_default(FsType::Fat16, GIB), Some(16 * KIB));
+        assert_eq!(auto_cluster(FsType::Fat12, MIB), 4 * KIB);
     }
 
     #[test]

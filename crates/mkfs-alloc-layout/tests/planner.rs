@@ -73,16 +73,43 @@ fn check(l: &Layout, m: &Medium) -> Result<(), String> {
                 return Err("volume under 1 MiB".into());
             }
         }
-        Geometry::Fat32(g) => {
+        Geometry::Fat(g) => {
             let cc = u64::from(g.cluster_count);
-            if !(65_525..=0x0FFF_FFF5).contains(&cc) {
-                return Err(format!("cluster count {cc}"));
+            // The width follows the cluster count, with a margin of 16 from
+            // each boundary of fatgen103 (4,085 and 65,525).
+            let (lo, hi) = match g.fs {
+                FsType::Fat12 => (1, 4_084 - 16),
+                FsType::Fat16 => (4_085 + 16, 65_524 - 16),
+                _ => (65_525 + 16, 0x0FFF_FFF5),
+            };
+            if !(lo..=hi).contains(&cc) || g.fs != l.fs {
+                return Err(format!("{} with cluster count {cc}", g.fs));
             }
-            if u64::from(g.fat_sz) * bps / 4 < cc + 2 {
+            let bits = match g.fs {
+                FsType::Fat12 => 12,
+                FsType::Fat16 => 16,
+                _ => 32,
+            };
+            if u64::from(g.fat_sz) * bps * 8 / bits < cc + 2 {
                 return Err("FAT too small".into());
             }
-            if g.rsvd < 32 || g.sec_per_clus == 0 || u64::from(g.sec_per_clus) > 128 {
-                return Err("reserved or sectors per cluster out of range".into());
+            if g.sec_per_clus == 0 || u64::from(g.sec_per_clus) > 128 {
+                return Err("sectors per cluster out of range".into());
+            }
+            if g.fs == FsType::Fat32 {
+                if g.rsvd < 32 || g.root_entries != 0 {
+                    return Err("FAT32 reserved sectors or root entries".into());
+                }
+            } else {
+                if g.rsvd < 1 || g.fat_sz > 0xFFFF {
+                    return Err("FAT12/16 reserved sectors or FATSz16".into());
+                }
+                if g.root_entries < 512 || u64::from(g.root_entries) * 32 % bps != 0 {
+                    return Err(format!("root entries {}", g.root_entries));
+                }
+                if l.used_clusters != 0 {
+                    return Err("FAT12/16 root takes no cluster".into());
+                }
             }
             if (g.data_sector() + cc * u64::from(g.sec_per_clus)) * bps > l.volume_bytes {
                 return Err("data past the end".into());
@@ -127,11 +154,11 @@ fn sweep_sizes() -> Vec<u64> {
 fn sweep_every_size_cluster_and_sector() {
     let mut ok = 0;
     let mut rejected = 0;
-    for fs in [FsType::Exfat, FsType::Fat32] {
+    for fs in [FsType::Exfat, FsType::Fat32, FsType::Fat16, FsType::Fat12] {
         for &bps in &SECTORS {
             let max = match fs {
                 FsType::Exfat => 32 * MIB,
-                FsType::Fat32 => 128 * u64::from(bps),
+                _ => 128 * u64::from(bps),
             };
             for &size in &sweep_sizes() {
                 let m = Medium::whole(size, bps);
@@ -155,6 +182,72 @@ fn sweep_every_size_cluster_and_sector() {
     }
     // The sweep must exercise both outcomes substantially.
     assert!(ok > 2000 && rejected > 500, "ok {ok} rejected {rejected}");
+}
+
+/// `--fs fat` and `--fs auto`: whenever the chosen cluster size gives a count
+/// in some width's range, that width is taken; otherwise the error lists
+/// exactly the sizes at which some width fits.
+#[test]
+fn sweep_fat_width_follows_the_cluster_count() {
+    let mut widths = std::collections::BTreeMap::new();
+    for &bps in &SECTORS {
+        let mut size = 64 * 1024;
+        while size <= 8 << 30 {
+            for size in [size, size + size / 3 + 512] {
+                let m = Medium::whole(size, bps);
+                let mut c = u64::from(bps);
+                let mut any = Vec::new();
+                let mut failed = Vec::new();
+                while c <= 128 * u64::from(bps) {
+                    let o = FormatOptions {
+                        fs: FsChoice::Fat,
+                        cluster: ClusterChoice::Bytes(c),
+                        serial: Some(1),
+                        ..FormatOptions::default()
+                    };
+                    match plan(&o, &m) {
+                        Ok(l) => {
+                            check(&l, &m).unwrap_or_else(|e| panic!("fat {size} {c} {bps}: {e}"));
+                            *widths.entry(l.fs.name()).or_insert(0) += 1;
+                            any.push(c);
+                        }
+                        Err(e) => failed.push((c, e)),
+                    }
+                    c *= 2;
+                }
+                for (c, e) in failed {
+                    // No width fits: then no fixed width accepts it either, and the
+                    // error names the sizes that do work.
+                    for fs in [FsType::Fat32, FsType::Fat16, FsType::Fat12] {
+                        assert!(
+                            plan(&opts(fs, c, None), &m).is_err(),
+                            "{fs} {size} {c} {bps}"
+                        );
+                    }
+                    if let PlanError::NoFatWidth { valid, .. } = &e {
+                        assert_eq!(valid, &any, "{size} {c} {bps}: {e}");
+                    }
+                }
+                // Auto with no cluster size: FAT when the volume is at most 32 GiB.
+                let l = plan(
+                    &FormatOptions {
+                        fs: FsChoice::Fat,
+                        ..FormatOptions::default()
+                    },
+                    &m,
+                );
+                if let Ok(l) = &l {
+                    check(l, &m).unwrap_or_else(|e| panic!("fat auto {size} {bps}: {e}"));
+                    assert!(l.fs.is_fat());
+                }
+                assert_eq!(l.is_ok(), !any.is_empty(), "{size} {bps}");
+            }
+            size *= 2;
+        }
+    }
+    for w in ["fat12", "fat16", "fat32"] {
+        assert!(widths.get(w).copied().unwrap_or(0) > 50, "{widths:?}");
+    }
 }
 
 #[test]
@@ -187,14 +280,14 @@ proptest! {
 
     #[test]
     fn random_media_plan_or_explain(
-        exfat in any::<bool>(),
+        fs_i in 0usize..4,
         size in (1u64 << 20)..(1u64 << 44),
         bps_i in 0usize..4,
         cluster_shift in 9u32..26,
         offset_sectors in 0u64..(1 << 22),
         align_shift in prop::option::of(9u32..27),
     ) {
-        let fs = if exfat { FsType::Exfat } else { FsType::Fat32 };
+        let fs = [FsType::Exfat, FsType::Fat32, FsType::Fat16, FsType::Fat12][fs_i];
         let bps = SECTORS[bps_i];
         let m = Medium { volume_bytes: size, sector_size: bps, partition_offset: offset_sectors * u64::from(bps) };
         match plan(&opts(fs, 1u64 << cluster_shift, align_shift.map(|s| 1u64 << s)), &m) {

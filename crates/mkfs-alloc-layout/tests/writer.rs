@@ -25,8 +25,13 @@ fn no_progress() -> impl FnMut(u64, u64) {
 
 #[test]
 fn previously_used_target_is_invalidated_first_and_sector_0_written_last() {
-    for fs in [FsType::Exfat, FsType::Fat32] {
-        let l = layout(fs, 4 * KIB, 256 * MIB + 4 * MIB, 512);
+    for (fs, cluster, size) in [
+        (FsType::Exfat, 4 * KIB, 260 * MIB),
+        (FsType::Fat32, 4 * KIB, 260 * MIB),
+        (FsType::Fat16, 8 * KIB, 260 * MIB),
+        (FsType::Fat12, 4 * KIB, 12 * MIB),
+    ] {
+        let l = layout(fs, cluster, size, 512);
         let disk = MemDisk::filled(512, l.volume_bytes / 512, 0xD1).expect("disk");
         let mut dev = Counting::new(disk, true);
         write_volume(&l, &mut dev, &mut no_progress()).expect("write");
@@ -123,6 +128,9 @@ fn quick_format_touches_metadata_only() {
         (FsType::Exfat, 4 * KIB, 4096),
         (FsType::Fat32, 4 * KIB, 512),
         (FsType::Fat32, 4 * KIB, 4096),
+        (FsType::Fat16, 8 * KIB, 512),
+        (FsType::Fat16, 8 * KIB, 4096),
+        (FsType::Fat12, 128 * KIB, 4096),
     ] {
         let l = layout(fs, cluster, 300 * MIB, bps);
         let mut disk = MemDisk::filled(bps, l.volume_bytes / u64::from(bps), 0xD1).expect("disk");

@@ -79,14 +79,38 @@ pub enum PartitionFs {
     Exfat,
     /// FAT32: MBR type 0x0C (FAT32 LBA).
     Fat32,
+    /// FAT16: MBR type 0x04 (under 65,536 sectors), 0x06, or 0x0E (LBA)
+    /// when the partition ends beyond what CHS addresses.
+    Fat16,
+    /// FAT12: MBR type 0x01.
+    Fat12,
 }
 
+/// Sectors CHS can address with 255 heads and 63 sectors per track
+/// (1024 cylinders): partitions ending beyond need an LBA type.
+pub const CHS_LIMIT_SECTORS: u64 = 1024 * 255 * 63;
+
 impl PartitionFs {
-    /// The MBR partition type byte for this file system.
+    /// The MBR partition type byte for this file system, without knowing
+    /// the partition's extent (FAT16: 0x06).
     pub fn mbr_type(self) -> u8 {
         match self {
             PartitionFs::Exfat => MBR_TYPE_EXFAT,
             PartitionFs::Fat32 => MBR_TYPE_FAT32_LBA,
+            PartitionFs::Fat16 => 0x06,
+            PartitionFs::Fat12 => 0x01,
+        }
+    }
+
+    /// The MBR partition type byte for a partition of `sectors` sectors
+    /// starting at LBA `start`: FAT16 0x04 below 65,536 sectors, 0x0E when it
+    /// ends beyond [`CHS_LIMIT_SECTORS`], else 0x06 (the SD specification's
+    /// and DOS's rule); the others as [`PartitionFs::mbr_type`].
+    pub fn mbr_type_for(self, start: u64, sectors: u64) -> u8 {
+        match self {
+            PartitionFs::Fat16 if start + sectors > CHS_LIMIT_SECTORS => 0x0E,
+            PartitionFs::Fat16 if sectors < 65_536 => 0x04,
+            other => other.mbr_type(),
         }
     }
 }

@@ -19,7 +19,9 @@
 use crate::names::{char_problem, upcased_units, MAX_NAME_UNITS};
 use crate::time::TimePolicy;
 use crate::tree::{Tree, Unreadable};
-use mkfs_alloc_advise::model::{dir_clusters, footprint, RootDir, FAT32_MAX_DIR_ENTRIES};
+use mkfs_alloc_advise::model::{
+    dir_clusters, footprint_for, root_overflow, RootDir, FAT32_MAX_DIR_ENTRIES,
+};
 use mkfs_alloc_advise::{DirRecord, Footprint, ScanResult};
 use mkfs_alloc_layout::plan::Geometry;
 use mkfs_alloc_layout::units::format_size;
@@ -138,6 +140,15 @@ fn list(items: impl Iterator<Item = String>) -> String {
     items.map(|s| format!("\n  {s}")).collect()
 }
 
+/// FNV-1a over the up-cased UTF-16 units of a name.
+fn upcased_hash(name: &str) -> u64 {
+    name.encode_utf16()
+        .map(mkfs_alloc_layout::exfat::upcase::upcase)
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, u| {
+            (h ^ u64::from(u)).wrapping_mul(0x100_0000_01b3)
+        })
+}
+
 /// Every name and size in `tree` that `fs` cannot store, and every entry
 /// that cannot be read. Sorts the tree.
 pub fn check(tree: &mut Tree, fs: FsType) -> Result<(), PopulateError> {
@@ -156,7 +167,9 @@ pub fn check(tree: &mut Tree, fs: FsType) -> Result<(), PopulateError> {
         })
         .collect();
     let fat = fs != FsType::Exfat;
-    let mut keys: Vec<(Vec<u16>, u32)> = Vec::new();
+    // Per directory: a 64-bit hash of each up-cased name (16 bytes per
+    // entry, whatever the name length); equal hashes are compared in full.
+    let mut keys: Vec<(u64, u32)> = Vec::new();
     for dir in tree.dirs_preorder() {
         let kids = tree.kids(dir);
         keys.clear();
@@ -184,20 +197,32 @@ pub fn check(tree: &mut Tree, fs: FsType) -> Result<(), PopulateError> {
                 bad(Problem::TooLong { units });
             }
             let n = &tree.nodes[k as usize];
-            if fs == FsType::Fat32 && !n.is_dir && n.size > u64::from(u32::MAX) {
+            if fat && !n.is_dir() && n.size > u64::from(u32::MAX) {
                 bad(Problem::TooLarge { size: n.size });
             }
-            keys.push((upcased_units(name), k));
+            keys.push((upcased_hash(name), k));
         }
         keys.sort_unstable();
-        for w in keys.windows(2) {
-            if w[0].0 == w[1].0 && tree.name(w[0].1) != tree.name(w[1].1) {
-                problems.push(NameProblem {
-                    path: tree.display_path(w[1].1),
-                    problem: Problem::SameAfterUpcase {
-                        other: tree.name(w[0].1).to_string(),
-                    },
-                });
+        for (i, w) in keys.windows(2).enumerate() {
+            if w[0].0 != w[1].0 {
+                continue;
+            }
+            // Compare with every earlier name of the same hash.
+            let b = w[1].1;
+            let ub = upcased_units(tree.name(b));
+            for &(h, a) in keys[..=i].iter().rev() {
+                if h != w[1].0 {
+                    break;
+                }
+                if upcased_units(tree.name(a)) == ub && tree.name(a) != tree.name(b) {
+                    problems.push(NameProblem {
+                        path: tree.display_path(b),
+                        problem: Problem::SameAfterUpcase {
+                            other: tree.name(a).to_string(),
+                        },
+                    });
+                    break;
+                }
             }
         }
     }
@@ -213,12 +238,14 @@ pub fn check(tree: &mut Tree, fs: FsType) -> Result<(), PopulateError> {
 /// are separate files here), and the names of every directory.
 pub fn scan_result(tree: &Tree) -> ScanResult {
     let mut r = ScanResult::default();
+    r.file_sizes.reserve_exact(tree.file_count() as usize);
+    r.dirs.reserve_exact(tree.dir_count() as usize);
     for dir in tree.dirs_preorder() {
         let mut rec = DirRecord::default();
         for &k in tree.kids(dir) {
             rec.add(OsStr::new(tree.name(k)));
             let n = &tree.nodes[k as usize];
-            if !n.is_dir {
+            if !n.is_dir() {
                 r.file_sizes.push(n.size);
                 r.apparent_bytes = r.apparent_bytes.saturating_add(n.size);
             }
@@ -235,12 +262,7 @@ pub fn scan_result(tree: &Tree) -> ScanResult {
 /// The footprint of `tree` on the volume `layout` describes (the `advise`
 /// model).
 pub fn tree_footprint(tree: &Tree, layout: &Layout) -> Footprint {
-    footprint(
-        layout.fs,
-        layout.cluster_size,
-        RootDir::of(layout),
-        &scan_result(tree),
-    )
+    footprint_for(layout, &scan_result(tree))
 }
 
 /// A tree checked against a volume, with every cluster allocated: ready to
@@ -253,8 +275,10 @@ pub struct Populated {
     pub(crate) data_offset: u64,
     /// First cluster of the root directory.
     pub(crate) root_first: u32,
-    /// Clusters of the root directory after the copy.
+    /// Clusters of the root directory after the copy (0: FAT12/16).
     pub(crate) root_clusters: u32,
+    /// FAT12/16: byte offset and length of the fixed root directory.
+    pub(crate) root_region: Option<(u64, u64)>,
     /// First cluster after everything allocated.
     pub(crate) end: u32,
     /// Last cluster of every run with a FAT chain (FAT32: all; exFAT: the root), sorted.
@@ -304,7 +328,13 @@ pub fn plan_tree(
     let cluster = layout.cluster_size;
     let scan = scan_result(&tree);
     let root = RootDir::of(layout);
-    let fp = footprint(fs, cluster, root, &scan);
+    let fp = footprint_for(layout, &scan);
+    // FAT12/16: the fixed root directory holds a fixed number of entries.
+    if let Some((needed, capacity)) = root_overflow(layout, &scan) {
+        return Err(PopulateError::Unsupported(format!(
+            "the root directory of {fs} holds {capacity} entries (the label included) and the tree's top level needs {needed}; put the files in a subdirectory, or use FAT32 or exFAT"
+        )));
+    }
     // Directory limits.
     let mut problems = Vec::new();
     let dirs = tree.dirs_preorder();
@@ -342,15 +372,21 @@ pub fn plan_tree(
             free_clusters: free,
         });
     }
-    let root_first = match &layout.geometry {
-        Geometry::Exfat(g) => g.root_cluster(),
-        Geometry::Fat32(_) => 2,
+    let (root_first, root_region) = match &layout.geometry {
+        Geometry::Exfat(g) => (g.root_cluster(), None),
+        Geometry::Fat(g) if fs.is_small_fat() => {
+            let bps = u64::from(g.bps);
+            (2, Some((g.root_sector() * bps, g.root_sectors() * bps)))
+        }
+        Geometry::Fat(_) => (2, None),
     };
     // Allocate: root, then per directory its clusters and its files' data.
     let mut run_ends = Vec::new();
     let root_clusters = fp.root_clusters as u32;
     let mut at = u64::from(root_first) + fp.root_clusters;
-    run_ends.push((at - 1) as u32);
+    if root_clusters > 0 {
+        run_ends.push((at - 1) as u32);
+    }
     let chains = fs != FsType::Exfat;
     for (i, &d) in dirs.iter().enumerate() {
         if d != 0 {
@@ -361,7 +397,7 @@ pub fn plan_tree(
             );
             let node = &mut tree.nodes[d as usize];
             node.first_cluster = at as u32;
-            node.clusters = n as u32;
+            node.set_dir_clusters(n as u32);
             at += n;
             if chains {
                 run_ends.push((at - 1) as u32);
@@ -369,12 +405,12 @@ pub fn plan_tree(
         } else {
             let node = &mut tree.nodes[0];
             node.first_cluster = root_first;
-            node.clusters = root_clusters;
+            node.set_dir_clusters(root_clusters);
         }
         let kids: Vec<u32> = tree.kids(d).to_vec();
         for k in kids {
             let node = &mut tree.nodes[k as usize];
-            if node.is_dir || node.size == 0 {
+            if node.is_dir() || node.size == 0 {
                 continue;
             }
             let n = node.size.div_ceil(cluster);
@@ -403,6 +439,7 @@ pub fn plan_tree(
         data_offset: layout.data_offset,
         root_first,
         root_clusters,
+        root_region,
         end: at as u32,
         run_ends,
         time,

@@ -122,21 +122,117 @@ pub(crate) enum Src {
     Memory(u32),
 }
 
-/// One file or directory of the tree.
+/// log2 of the name arena's chunk size.
+const NAME_CHUNK_BITS: u32 = 20;
+/// Bytes per chunk of the name arena (1 MiB; 4096 chunks at most).
+const NAME_CHUNK: usize = 1 << NAME_CHUNK_BITS;
+
+/// One file or directory of the tree: 32 bytes.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Node {
     pub(crate) parent: u32,
     pub(crate) name_off: u32,
-    pub(crate) name_len: u16,
-    pub(crate) is_dir: bool,
-    pub(crate) src: Src,
-    /// Files: length in bytes. Directories: index into `Tree::children`.
-    pub(crate) size: u64,
-    pub(crate) mtime: Timestamp,
     /// Set by the planner: first cluster (0 for empty files).
     pub(crate) first_cluster: u32,
-    /// Set by the planner: clusters (directories; files derive it from size).
-    pub(crate) clusters: u32,
+    /// Seconds since 1980-01-01 (the mtime clamped to what FAT and exFAT store).
+    mtime_secs: u32,
+    src_idx: u32,
+    /// Files: length in bytes. Directories: index into `Tree::children` (low
+    /// 32 bits) and, once planned, clusters (high 32 bits).
+    pub(crate) size: u64,
+    pub(crate) name_len: u16,
+    /// Bit 0: directory; bits 1-2: source kind.
+    flags: u8,
+    /// Hundredths of a second of the mtime.
+    centis: u8,
+}
+
+const _: () = assert!(std::mem::size_of::<Node>() == 32);
+
+impl Node {
+    fn new(
+        parent: u32,
+        name_off: u32,
+        name_len: u16,
+        is_dir: bool,
+        src: Src,
+        size: u64,
+        mtime: Timestamp,
+    ) -> Node {
+        let secs = mtime
+            .secs
+            .clamp(crate::time::MIN_SECS, crate::time::MAX_SECS)
+            - crate::time::MIN_SECS;
+        let centis = if mtime.secs < crate::time::MIN_SECS || mtime.secs > crate::time::MAX_SECS {
+            0
+        } else {
+            (mtime.nanos.min(999_999_999) / 10_000_000) as u8
+        };
+        let mut n = Node {
+            parent,
+            name_off,
+            first_cluster: 0,
+            mtime_secs: secs as u32,
+            src_idx: 0,
+            size,
+            name_len,
+            flags: u8::from(is_dir),
+            centis,
+        };
+        n.set_src(src);
+        n
+    }
+
+    pub(crate) fn is_dir(&self) -> bool {
+        self.flags & 1 != 0
+    }
+
+    pub(crate) fn src(&self) -> Src {
+        match (self.flags >> 1) & 3 {
+            1 => Src::HostDir(self.src_idx),
+            2 => Src::HostPath(self.src_idx),
+            3 => Src::Memory(self.src_idx),
+            _ => Src::None,
+        }
+    }
+
+    pub(crate) fn set_src(&mut self, src: Src) {
+        let (kind, idx) = match src {
+            Src::None => (0, 0),
+            Src::HostDir(i) => (1, i),
+            Src::HostPath(i) => (2, i),
+            Src::Memory(i) => (3, i),
+        };
+        self.flags = (self.flags & 1) | (kind << 1);
+        self.src_idx = idx;
+    }
+
+    /// The stored mtime (already within FAT's and exFAT's range).
+    pub(crate) fn mtime(&self) -> Timestamp {
+        Timestamp {
+            secs: i64::from(self.mtime_secs) + crate::time::MIN_SECS,
+            nanos: u32::from(self.centis) * 10_000_000,
+        }
+    }
+
+    pub(crate) fn set_mtime(&mut self, t: Timestamp) {
+        let n = Node::new(0, 0, 0, false, Src::None, 0, t);
+        self.mtime_secs = n.mtime_secs;
+        self.centis = n.centis;
+    }
+
+    fn children_index(&self) -> usize {
+        (self.size & 0xFFFF_FFFF) as usize
+    }
+
+    /// Clusters of a planned directory.
+    pub(crate) fn dir_clusters(&self) -> u32 {
+        (self.size >> 32) as u32
+    }
+
+    pub(crate) fn set_dir_clusters(&mut self, n: u32) {
+        self.size = (self.size & 0xFFFF_FFFF) | (u64::from(n) << 32);
+    }
 }
 
 /// A host directory the tree read from, to rebuild source paths.
@@ -162,7 +258,9 @@ struct HostDir {
 /// # Ok::<(), mkfs_alloc_populate::TreeError>(())
 /// ```
 pub struct Tree {
-    names: String,
+    /// Names, in chunks of [`NAME_CHUNK`] bytes (no reallocation copies,
+    /// at most one chunk of slack).
+    names: Vec<String>,
     pub(crate) nodes: Vec<Node>,
     /// Child node indices of each directory (sorted by [`Tree::sort`]).
     pub(crate) children: Vec<Vec<u32>>,
@@ -245,18 +343,8 @@ impl Tree {
     /// An empty tree (only the root directory).
     pub fn new() -> Tree {
         Tree {
-            names: String::new(),
-            nodes: vec![Node {
-                parent: 0,
-                name_off: 0,
-                name_len: 0,
-                is_dir: true,
-                src: Src::None,
-                size: 0,
-                mtime: Timestamp::default(),
-                first_cluster: 0,
-                clusters: 0,
-            }],
+            names: Vec::new(),
+            nodes: vec![Node::new(0, 0, 0, true, Src::None, 0, Timestamp::default())],
             children: vec![Vec::new()],
             dir_index: HashMap::new(),
             host_dirs: Vec::new(),
@@ -311,16 +399,31 @@ impl Tree {
 
     pub(crate) fn name(&self, node: u32) -> &str {
         let n = &self.nodes[node as usize];
-        &self.names[n.name_off as usize..n.name_off as usize + usize::from(n.name_len)]
+        self.arena(n.name_off, n.name_len)
+    }
+
+    fn arena(&self, off: u32, len: u16) -> &str {
+        let chunk = &self.names[(off >> NAME_CHUNK_BITS) as usize];
+        let at = (off & ((1 << NAME_CHUNK_BITS) - 1)) as usize;
+        &chunk[at..at + usize::from(len)]
     }
 
     fn push_name(&mut self, name: &str) -> Result<(u32, u16), TreeError> {
-        let off = u32::try_from(self.names.len()).map_err(|_| TreeError::TooLarge)?;
         let len = u16::try_from(name.len()).map_err(|_| TreeError::TooLarge)?;
-        if self.names.len() + name.len() > u32::MAX as usize {
-            return Err(TreeError::TooLarge);
+        let full = self
+            .names
+            .last()
+            .is_none_or(|c| c.len() + name.len() > NAME_CHUNK);
+        if full {
+            if self.names.len() >= 1 << (32 - NAME_CHUNK_BITS) {
+                return Err(TreeError::TooLarge);
+            }
+            self.names.push(String::with_capacity(NAME_CHUNK));
         }
-        self.names.push_str(name);
+        let idx = self.names.len() - 1;
+        let chunk = &mut self.names[idx];
+        let off = ((idx as u32) << NAME_CHUNK_BITS) | chunk.len() as u32;
+        chunk.push_str(name);
         Ok((off, len))
     }
 
@@ -343,18 +446,10 @@ impl Tree {
             self.file_bytes = self.file_bytes.saturating_add(size);
             size
         };
-        self.nodes.push(Node {
-            parent,
-            name_off,
-            name_len,
-            is_dir,
-            src,
-            size,
-            mtime,
-            first_cluster: 0,
-            clusters: 0,
-        });
-        let dir = self.nodes[parent as usize].size as usize;
+        self.nodes.push(Node::new(
+            parent, name_off, name_len, is_dir, src, size, mtime,
+        ));
+        let dir = self.nodes[parent as usize].children_index();
         self.children[dir].push(id);
         if is_dir {
             self.dir_index.insert((parent, name.into()), id);
@@ -453,6 +548,17 @@ impl Tree {
     /// already in the tree are merged; entries that cannot be added are
     /// listed ([`Tree::skipped`], [`Tree::unreadable`], [`Tree::bad_names`]).
     pub fn add_dir(&mut self, src: impl AsRef<Path>, dest: &str) -> Result<(), TreeError> {
+        self.add_dir_with_progress(src, dest, &mut |_| {})
+    }
+
+    /// [`Tree::add_dir`], calling `progress` with the number of entries read
+    /// so far (every 1,024 entries and at the end).
+    pub fn add_dir_with_progress(
+        &mut self,
+        src: impl AsRef<Path>,
+        dest: &str,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(), TreeError> {
         let src = src.as_ref();
         let m = fs::metadata(src).map_err(|source| TreeError::Source {
             path: src.to_path_buf(),
@@ -466,19 +572,25 @@ impl Tree {
         }
         let top = self.dest_dir(dest, mtime_of(&m))?;
         if top == 0 && self.children[0].is_empty() {
-            self.nodes[0].mtime = mtime_of(&m);
+            self.nodes[0].set_mtime(mtime_of(&m));
         }
         let idx = u32::try_from(self.paths.len()).map_err(|_| TreeError::TooLarge)?;
         self.paths.push(src.to_path_buf());
         let hd = self.push_host_dir(u32::MAX, idx, 0)?;
-        if self.nodes[top as usize].src == Src::None {
-            self.nodes[top as usize].src = Src::HostDir(hd);
+        if self.nodes[top as usize].src() == Src::None {
+            self.nodes[top as usize].set_src(Src::HostDir(hd));
         }
         // Depth-first, with an explicit stack: (host dir, tree dir, path).
         let mut stack = vec![(hd, top, src.to_path_buf())];
+        let mut seen = 0u64;
         while let Some((hd, dir, path)) = stack.pop() {
-            self.read_host_dir(hd, dir, &path, &mut stack)?;
+            let before = seen >> 10;
+            seen += self.read_host_dir(hd, dir, &path, &mut stack)?;
+            if seen >> 10 != before {
+                progress(seen);
+            }
         }
+        progress(seen);
         self.skipped.sort();
         self.unreadable.sort();
         self.bad_names.sort();
@@ -506,7 +618,7 @@ impl Tree {
         dir: u32,
         path: &Path,
         stack: &mut Vec<(u32, u32, PathBuf)>,
-    ) -> Result<(), TreeError> {
+    ) -> Result<u64, TreeError> {
         let rd = match fs::read_dir(path) {
             Ok(rd) => rd,
             Err(e) => {
@@ -514,10 +626,12 @@ impl Tree {
                     path: path.to_path_buf(),
                     error: e.to_string(),
                 });
-                return Ok(());
+                return Ok(0);
             }
         };
+        let mut count = 0u64;
         for ent in rd {
+            count += 1;
             let ent = match ent {
                 Ok(e) => e,
                 Err(e) => {
@@ -568,8 +682,8 @@ impl Tree {
                 let n = &self.nodes[node as usize];
                 let (off, len) = (n.name_off, n.name_len);
                 let sub = self.push_host_dir(hd, off, len)?;
-                if self.nodes[node as usize].src == Src::None {
-                    self.nodes[node as usize].src = Src::HostDir(sub);
+                if self.nodes[node as usize].src() == Src::None {
+                    self.nodes[node as usize].set_src(Src::HostDir(sub));
                 }
                 stack.push((sub, node, ent.path()));
             } else {
@@ -591,7 +705,7 @@ impl Tree {
                 )?;
             }
         }
-        Ok(())
+        Ok(count)
     }
 
     fn host_dir_path(&self, hd: u32) -> PathBuf {
@@ -606,9 +720,7 @@ impl Tree {
                 }
                 return p;
             }
-            parts.push(
-                &self.names[h.name_off as usize..h.name_off as usize + usize::from(h.name_len)],
-            );
+            parts.push(self.arena(h.name_off, h.name_len));
             at = h.parent;
         }
     }
@@ -616,8 +728,8 @@ impl Tree {
     /// The host path a node's bytes come from, if any.
     pub(crate) fn source_path(&self, node: u32) -> Option<PathBuf> {
         let n = &self.nodes[node as usize];
-        match n.src {
-            Src::HostDir(hd) if n.is_dir => Some(self.host_dir_path(hd)),
+        match n.src() {
+            Src::HostDir(hd) if n.is_dir() => Some(self.host_dir_path(hd)),
             Src::HostDir(hd) => Some(self.host_dir_path(hd).join(self.name(node))),
             Src::HostPath(i) => Some(self.paths[i as usize].clone()),
             Src::Memory(_) | Src::None => None,
@@ -668,7 +780,7 @@ impl Tree {
 
     /// The children of directory node `dir`, sorted once [`Tree::sort`] ran.
     pub(crate) fn kids(&self, dir: u32) -> &[u32] {
-        &self.children[self.nodes[dir as usize].size as usize]
+        &self.children[self.nodes[dir as usize].children_index()]
     }
 
     /// Every directory node, the root first, in depth-first pre-order of the
@@ -679,7 +791,7 @@ impl Tree {
         while let Some(d) = stack.pop() {
             out.push(d);
             for &c in self.kids(d).iter().rev() {
-                if self.nodes[c as usize].is_dir {
+                if self.nodes[c as usize].is_dir() {
                     stack.push(c);
                 }
             }

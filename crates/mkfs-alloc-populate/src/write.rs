@@ -161,13 +161,13 @@ impl Populated {
         let name: Vec<u16> = self.tree.name(k).encode_utf16().collect();
         let up: Vec<u16> = name.iter().map(|&u| upcase(u)).collect();
         let name_entries = name.len().div_ceil(15).max(1);
-        let t = DosTime::from_utc(self.time.apply(n.mtime));
+        let t = DosTime::from_utc(self.time.apply(n.mtime()));
         let first = out.len();
         // File directory entry (spec §7.4, Table 15).
         let mut e = [0u8; 32];
         e[0] = 0x85;
         e[1] = (1 + name_entries) as u8;
-        e[4..6].copy_from_slice(&(if n.is_dir { 0x10u16 } else { 0x20 }).to_le_bytes());
+        e[4..6].copy_from_slice(&(if n.is_dir() { 0x10u16 } else { 0x20 }).to_le_bytes());
         for off in [8, 12, 16] {
             e[off..off + 4].copy_from_slice(&t.exfat().to_le_bytes());
         }
@@ -178,8 +178,8 @@ impl Populated {
         e[24] = EXFAT_UTC;
         out.extend_from_slice(&e);
         // Stream Extension entry (spec §7.6, Table 26).
-        let (len, flags) = if n.is_dir {
-            (u64::from(n.clusters) * self.cluster, 0x03)
+        let (len, flags) = if n.is_dir() {
+            (u64::from(n.dir_clusters()) * self.cluster, 0x03)
         } else if n.size == 0 {
             (0, 0x01)
         } else {
@@ -210,10 +210,10 @@ impl Populated {
 
     fn fat_short(&self, name: [u8; 11], case: u8, k: u32, cluster: u32) -> DirEntry {
         let n = &self.tree.nodes[k as usize];
-        let t = DosTime::from_utc(self.time.apply(n.mtime));
+        let t = DosTime::from_utc(self.time.apply(n.mtime()));
         let mut e = DirEntry::new_zeroed();
         e.name = name;
-        e.attr = if n.is_dir { 0x10 } else { 0x20 };
+        e.attr = if n.is_dir() { 0x10 } else { 0x20 };
         e.nt_res = case;
         e.crt_time_tenth = t.centis;
         e.crt_time = t.time.into();
@@ -223,7 +223,7 @@ impl Populated {
         e.wrt_date = t.date.into();
         e.fst_clus_hi = ((cluster >> 16) as u16).into();
         e.fst_clus_lo = (cluster as u16).into();
-        e.file_size = (if n.is_dir { 0 } else { n.size as u32 }).into();
+        e.file_size = (if n.is_dir() { 0 } else { n.size as u32 }).into();
         e
     }
 
@@ -259,7 +259,7 @@ impl Populated {
             }
         }
         let n = &self.tree.nodes[k as usize];
-        let cluster = if n.is_dir || n.size > 0 {
+        let cluster = if n.is_dir() || n.size > 0 {
             n.first_cluster
         } else {
             0
@@ -269,8 +269,13 @@ impl Populated {
 
     fn write_dir(&self, d: u32, system: &[u8], out: &mut Out<'_>) -> Result<(), WriteError> {
         let n = &self.tree.nodes[d as usize];
-        let start = self.cluster_offset(n.first_cluster);
-        let end = start + u64::from(n.clusters) * self.cluster;
+        let (start, end) = match self.root_region {
+            Some((off, len)) if d == 0 => (off, off + len),
+            _ => {
+                let start = self.cluster_offset(n.first_cluster);
+                (start, start + u64::from(n.dir_clusters()) * self.cluster)
+            }
+        };
         out.seek(start)?;
         let mut buf = Vec::with_capacity(4096);
         if d == 0 {
@@ -317,12 +322,12 @@ impl Populated {
         let start = self.cluster_offset(n.first_cluster);
         let end = start + n.size.div_ceil(self.cluster) * self.cluster;
         out.seek(start)?;
-        let taken = match n.src {
+        let taken = match n.src() {
             Src::Memory(i) => self.tree.readers[i as usize].take(),
             _ => None,
         };
         let path = || self.tree.display_path(k);
-        let mut reader: Box<dyn Read + Send> = match n.src {
+        let mut reader: Box<dyn Read + Send> = match n.src() {
             Src::Memory(_) => match taken {
                 Some(r) => r,
                 None => {
@@ -461,7 +466,7 @@ impl Content for Populated {
             self.write_dir(d, system, &mut out)?;
             let kids: Vec<u32> = self.tree.kids(d).to_vec();
             for k in kids {
-                if !self.tree.nodes[k as usize].is_dir {
+                if !self.tree.nodes[k as usize].is_dir() {
                     self.copy_file(k, &mut out, &mut chunk)?;
                 }
             }

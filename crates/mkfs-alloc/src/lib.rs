@@ -159,8 +159,12 @@ pub fn plan_medium(
         let fs = match layout.fs {
             FsType::Exfat => PartitionFs::Exfat,
             FsType::Fat32 => PartitionFs::Fat32,
+            FsType::Fat16 => PartitionFs::Fat16,
+            FsType::Fat12 => PartitionFs::Fat12,
         };
-        table.mbr_type = Some(fs.mbr_type());
+        let bs = u64::from(block_size);
+        table.mbr_type =
+            Some(fs.mbr_type_for(table.partition_start / bs, table.partition_len / bs));
     }
     Ok(MediumPlan {
         table,

@@ -110,3 +110,59 @@ pub const FSINFO_SECTOR: u64 = 1;
 /// Boot code placed after the BPB (offset 90): print nothing, halt forever.
 /// `FA` CLI, `F4` HLT, `EB FD` JMP back to the HLT.
 pub const BOOT_CODE: [u8; 4] = [0xFA, 0xF4, 0xEB, 0xFD];
+
+/// FAT12/FAT16 boot sector: the common BPB and the extended BPB at offset 36.
+///
+/// Sources: fatgen103 §3.1 "BPB" and §3.2 "Extended BPB for FAT12 and
+/// FAT16 volumes"; reference `sd-and-small-fat.md`.
+// Interim: moves to the on-disk crate with the other structs.
+#[derive(Debug, Clone, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct BootSector16 {
+    /// `EB 3C 90`.
+    pub jmp_boot: [u8; 3],
+    /// `"MSWIN4.1"`.
+    pub oem_name: [u8; 8],
+    /// Bytes per sector.
+    pub byts_per_sec: U16,
+    /// Sectors per cluster, 1..=128.
+    pub sec_per_clus: u8,
+    /// Reserved sectors before the first FAT (1 unless aligned).
+    pub rsvd_sec_cnt: U16,
+    /// Number of FATs (2).
+    pub num_fats: u8,
+    /// Entries of the fixed root directory.
+    pub root_ent_cnt: U16,
+    /// Total sectors if below 65,536, else 0.
+    pub tot_sec16: U16,
+    /// Media descriptor, 0xF8.
+    pub media: u8,
+    /// Sectors per FAT.
+    pub fat_sz16: U16,
+    /// CHS geometry: sectors per track.
+    pub sec_per_trk: U16,
+    /// CHS geometry: heads.
+    pub num_heads: U16,
+    /// Sectors before this volume on the medium (partition start LBA).
+    pub hidd_sec: U32,
+    /// Total sectors if 65,536 or more, else 0.
+    pub tot_sec32: U32,
+    /// Drive number, 0x80.
+    pub drv_num: u8,
+    /// Zero.
+    pub reserved1: u8,
+    /// 0x29: the next three fields are present.
+    pub boot_sig: u8,
+    /// Volume serial number.
+    pub vol_id: U32,
+    /// Volume label, or `"NO NAME    "`.
+    pub vol_lab: [u8; 11],
+    /// `"FAT12   "` or `"FAT16   "` (informational only).
+    pub fil_sys_type: [u8; 8],
+    /// Boot code.
+    pub boot_code: [u8; 448],
+    /// `55 AA`.
+    pub signature: U16,
+}
+
+const _: () = assert!(core::mem::size_of::<BootSector16>() == 512);

@@ -1,16 +1,33 @@
-//! FAT: geometry planning and on-disk structures.
+//! FAT: geometry planning and on-disk structures for FAT12, FAT16 and FAT32.
+//!
+//! The width is decided by the cluster count alone (fatgen103 §3.5, and what
+//! every driver, edk2/OVMF included, does): fewer than 4,085 clusters is
+//! FAT12, fewer than 65,525 FAT16, otherwise FAT32. We keep a margin of
+//! [`MARGIN`] clusters from each boundary ([`cluster_range`]), so that no
+//! implementation that counts slightly differently mistakes the width.
 //!
 //! ```text
-//!  volume start (HiddSec on the medium)
+//!  FAT32 (volume start = HiddSec on the medium)
 //!  │ sector 0      boot sector (BPB)
 //!  │ 1             FSInfo
 //!  │ 6, 7          backup boot sector, backup FSInfo
-//!  │ …             zero reserved sectors, grown so the data region is aligned
+//!  │ …             zero reserved sectors, grown so the first FAT is aligned
 //!  ├ RsvdSecCnt    FAT #1: [0FFFFFF8, 0FFFFFFF, 0FFFFFFF (root), 0…]
-//!  ├ +FATSz        FAT #2: identical
+//!  ├ +FATSz        FAT #2: identical (both padded so the data region is aligned)
 //!  ├ data region   cluster 2 = root directory (zeroed; label entry if any)
 //!  │ …             free clusters (not touched by a quick format)
 //!  └ TotSec32
+//!
+//!  FAT12 / FAT16
+//!  │ sector 0      boot sector (BPB + extended BPB at 36); no FSInfo, no backup
+//!  │ …             zero reserved sectors, grown so the first FAT is aligned
+//!  ├ RsvdSecCnt    FAT #1: FAT12 [FF8, FFF, 0…] packed 2 entries in 3 bytes,
+//!  │                       FAT16 [FFF8, FFFF, 0…]
+//!  ├ +FATSz        FAT #2: identical
+//!  ├ root dir      RootEntCnt × 32 bytes, fixed (label entry if any, zeros)
+//!  ├ data region   cluster 2 … (aligned: FATs padded, root grown by a sector
+//!  │               where the parity needs it)
+//!  └ TotSec16 / TotSec32
 //! ```
 
 pub mod boot;
@@ -21,24 +38,70 @@ use crate::options::FsType;
 
 /// FAT32's formal minimum cluster count (fatgen103: fewer is FAT16).
 pub const SPEC_MIN_CLUSTERS: u64 = 65_525;
-/// The minimum we accept: the spec minimum plus a margin of 16, so that no
-/// implementation that counts slightly differently (Microsoft documents
-/// 65,527 in places) mistakes the volume for FAT16.
-pub const MIN_CLUSTERS: u64 = SPEC_MIN_CLUSTERS + 16;
+/// FAT16's formal minimum cluster count (fatgen103: fewer is FAT12).
+pub const SPEC_MIN_CLUSTERS_16: u64 = 4_085;
+/// Clusters kept away from each width boundary (mkfs.fat keeps 16 too).
+pub const MARGIN: u64 = 16;
+/// The minimum FAT32 cluster count we accept: the spec minimum plus
+/// [`MARGIN`], so that no implementation that counts slightly differently
+/// (Microsoft documents 65,527 in places) mistakes the volume for FAT16.
+pub const MIN_CLUSTERS: u64 = SPEC_MIN_CLUSTERS + MARGIN;
 /// Largest cluster count (fatgen103; 28-bit entries minus reserved values).
 pub const MAX_CLUSTERS: u64 = 0x0FFF_FFF5;
 /// Largest sectors-per-cluster value.
 pub const MAX_SECTORS_PER_CLUSTER: u64 = 128;
 /// Number of FATs written.
 pub const NUM_FATS: u64 = 2;
-/// Reserved sectors before alignment padding.
+/// FAT32 reserved sectors before alignment padding.
 pub const MIN_RESERVED: u64 = 32;
+/// FAT12/16 reserved sectors before alignment padding (the boot sector).
+pub const MIN_RESERVED_16: u64 = 1;
 /// Clusters above this size get a compatibility warning.
 pub const COMPAT_MAX_CLUSTER: u64 = 32 * 1024;
+/// Default number of FAT12/16 root directory entries.
+pub const DEFAULT_ROOT_ENTRIES: u32 = 512;
+/// Largest `--root-entries` accepted (RootEntCnt is 16 bits and may grow by
+/// one sector for alignment).
+pub const MAX_ROOT_ENTRIES: u32 = 32_768;
 
-/// The computed FAT32 geometry, in sectors unless named otherwise.
+/// The cluster counts we accept for a FAT width: `(min, max)`, each
+/// [`MARGIN`] clusters inside the spec's range (FAT12: at least 1 cluster).
+pub fn cluster_range(fs: FsType) -> (u64, u64) {
+    match fs {
+        FsType::Fat12 => (1, SPEC_MIN_CLUSTERS_16 - 1 - MARGIN),
+        FsType::Fat16 => (
+            SPEC_MIN_CLUSTERS_16 + MARGIN,
+            SPEC_MIN_CLUSTERS - 1 - MARGIN,
+        ),
+        FsType::Fat32 | FsType::Exfat => (MIN_CLUSTERS, MAX_CLUSTERS),
+    }
+}
+
+/// The width the specification gives a cluster count (no margin).
+pub fn width_of(clusters: u64) -> FsType {
+    if clusters < SPEC_MIN_CLUSTERS_16 {
+        FsType::Fat12
+    } else if clusters < SPEC_MIN_CLUSTERS {
+        FsType::Fat16
+    } else {
+        FsType::Fat32
+    }
+}
+
+/// Bits per FAT entry.
+pub fn entry_bits(fs: FsType) -> u64 {
+    match fs {
+        FsType::Fat12 => 12,
+        FsType::Fat16 => 16,
+        FsType::Fat32 | FsType::Exfat => 32,
+    }
+}
+
+/// The computed FAT geometry, in sectors unless named otherwise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Geometry {
+    /// FAT12, FAT16 or FAT32.
+    pub fs: FsType,
     /// Bytes per sector.
     pub bps: u32,
     /// Cluster size in bytes.
@@ -51,15 +114,168 @@ pub struct Geometry {
     pub rsvd: u16,
     /// Sectors per FAT.
     pub fat_sz: u32,
+    /// Root directory entries (FAT12/16; 0 on FAT32).
+    pub root_entries: u16,
     /// Cluster count.
     pub cluster_count: u32,
 }
 
 impl Geometry {
-    /// First sector of the data region.
-    pub fn data_sector(&self) -> u64 {
+    /// Sectors of the fixed root directory (0 on FAT32).
+    pub fn root_sectors(&self) -> u64 {
+        (u64::from(self.root_entries) * 32).div_ceil(u64::from(self.bps))
+    }
+
+    /// First sector of the fixed root directory (FAT12/16).
+    pub fn root_sector(&self) -> u64 {
         u64::from(self.rsvd) + NUM_FATS * u64::from(self.fat_sz)
     }
+
+    /// First sector of the data region.
+    pub fn data_sector(&self) -> u64 {
+        self.root_sector() + self.root_sectors()
+    }
+}
+
+/// Where the FAT and data region must lie, for [`geometry`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    /// Byte offset of the volume on its medium.
+    pub start: u64,
+    /// Alignment in bytes, from the medium start, of the first FAT and of the
+    /// data region.
+    pub align: u64,
+    /// FAT12/16 root directory entries (ignored for FAT32).
+    pub root_entries: u32,
+}
+
+/// Computes the geometry of `fs` (FAT12, FAT16 or FAT32) for a volume of
+/// `volume_bytes`, or says why this cluster size cannot work.
+pub fn geometry(
+    fs: FsType,
+    volume_bytes: u64,
+    bps: u32,
+    cluster: u64,
+    at: Placement,
+) -> Result<Geometry, PlanError> {
+    match fs {
+        FsType::Fat12 | FsType::Fat16 => geometry_small(fs, volume_bytes, bps, cluster, at),
+        _ => geometry32(volume_bytes, bps, cluster, at.start, at.align),
+    }
+}
+
+fn check_total(fs: FsType, volume_bytes: u64, bps: u32) -> Result<u64, PlanError> {
+    let bps64 = u64::from(bps);
+    let tot = volume_bytes / bps64;
+    if tot > u64::from(u32::MAX) {
+        return Err(PlanError::VolumeTooLarge {
+            fs,
+            volume: volume_bytes,
+            sector: bps,
+            max: u64::from(u32::MAX) * bps64,
+        });
+    }
+    Ok(tot)
+}
+
+fn count_error(fs: FsType, volume: u64, cluster: u64, clusters: u64) -> PlanError {
+    let (min, max) = cluster_range(fs);
+    if clusters < min {
+        PlanError::TooFewClusters {
+            fs,
+            volume,
+            cluster,
+            clusters,
+            min_clusters: min,
+            valid: Vec::new(),
+        }
+    } else {
+        PlanError::TooManyClusters {
+            fs,
+            volume,
+            cluster,
+            clusters,
+            max_clusters: max,
+            valid: Vec::new(),
+        }
+    }
+}
+
+/// The smallest FAT (in sectors) whose entries cover every cluster left
+/// beside it: `f` with `floor(f * BPS * 8 / bits) >= (avail - n*f) / SPC + 2`.
+/// `avail` is the sectors shared by the FATs and the data region.
+pub fn min_fat_sectors(bits: u64, avail: u64, spc: u64, bps: u64, nfats: u64) -> u64 {
+    let entries = |f: u64| f * bps * 8 / bits;
+    let needed = |f: u64| avail.saturating_sub(nfats * f) / spc + 2;
+    // Closed form (fatgen103's, generalised), then step to the exact minimum.
+    let mut f = ((avail + 2 * spc) * bits)
+        .div_ceil(8 * bps * spc + nfats * bits)
+        .max(1);
+    while entries(f) < needed(f) {
+        f += 1;
+    }
+    while f > 1 && entries(f - 1) >= needed(f - 1) {
+        f -= 1;
+    }
+    f
+}
+
+/// FAT12/16: reserved sectors grown so the first FAT is aligned; the FATs
+/// padded (and the root directory grown by one sector when the parity needs
+/// it) so the data region is aligned; the FAT sized for this width.
+fn geometry_small(
+    fs: FsType,
+    volume_bytes: u64,
+    bps: u32,
+    cluster: u64,
+    at: Placement,
+) -> Result<Geometry, PlanError> {
+    let bps64 = u64::from(bps);
+    crate::error::check_cluster(fs, cluster, bps)?;
+    let spc = cluster / bps64;
+    let tot = check_total(fs, volume_bytes, bps)?;
+    let per_sector = bps64 / 32;
+    let root_min = u64::from(at.root_entries).div_ceil(per_sector);
+    let rsvd =
+        ((at.start + MIN_RESERVED_16 * bps64).div_ceil(at.align) * at.align - at.start) / bps64;
+    let fixed = rsvd + root_min;
+    if tot <= fixed + NUM_FATS + spc {
+        return Err(count_error(fs, volume_bytes, cluster, 0));
+    }
+    let fat_min = min_fat_sectors(entry_bits(fs), tot - fixed, spc, bps64, NUM_FATS);
+    let unit = (at.align / bps64).max(1);
+    let need = NUM_FATS * fat_min + root_min;
+    let gap = need.div_ceil(unit) * unit - need;
+    let fat_sz = fat_min + gap / NUM_FATS;
+    let root_sectors = root_min + gap % NUM_FATS;
+    let data = rsvd + NUM_FATS * fat_sz + root_sectors;
+    let clusters = tot.saturating_sub(data) / spc;
+    let (min, max) = cluster_range(fs);
+    if clusters < min || clusters > max {
+        return Err(count_error(fs, volume_bytes, cluster, clusters));
+    }
+    debug_assert!(fat_sz * bps64 * 8 / entry_bits(fs) >= clusters + 2);
+    let too_wide = PlanError::Align {
+        align: at.align,
+        sector: bps,
+        max: 1u64 << (63 - (u64::from(u16::MAX) * bps64 / NUM_FATS).leading_zeros()),
+    };
+    let rsvd = u16::try_from(rsvd).map_err(|_| too_wide.clone())?;
+    if fat_sz > u64::from(u16::MAX) {
+        return Err(too_wide);
+    }
+    let root_entries = u16::try_from(root_sectors * per_sector).map_err(|_| too_wide)?;
+    Ok(Geometry {
+        fs,
+        bps,
+        cluster,
+        sec_per_clus: spc as u8,
+        tot_sec: tot as u32,
+        rsvd,
+        fat_sz: fat_sz as u32,
+        root_entries,
+        cluster_count: clusters as u32,
+    })
 }
 
 /// Computes the FAT32 geometry for a volume of `volume_bytes` at byte offset
@@ -71,7 +287,7 @@ impl Geometry {
 /// `FATSz = ceil((TotSec - Rsvd + 2*SPC) / (SPC*BPS/4 + NumFATs))`, computed
 /// with the minimum reserved count. Growing the reserved area afterwards only
 /// shrinks the cluster count, so the FAT stays large enough (checked below).
-pub fn geometry(
+fn geometry32(
     volume_bytes: u64,
     bps: u32,
     cluster: u64,
@@ -82,25 +298,9 @@ pub fn geometry(
     let bps64 = u64::from(bps);
     crate::error::check_cluster(fs, cluster, bps)?;
     let spc = cluster / bps64;
-    let tot = volume_bytes / bps64;
-    if tot > u64::from(u32::MAX) {
-        return Err(PlanError::VolumeTooLarge {
-            fs,
-            volume: volume_bytes,
-            sector: bps,
-            max: u64::from(u32::MAX) * bps64,
-        });
-    }
-    let too_few = |clusters: u64| PlanError::TooFewClusters {
-        fs,
-        volume: volume_bytes,
-        cluster,
-        clusters,
-        min_clusters: MIN_CLUSTERS,
-        valid: Vec::new(),
-    };
+    let tot = check_total(fs, volume_bytes, bps)?;
     if tot <= MIN_RESERVED + 2 * spc {
-        return Err(too_few(0));
+        return Err(count_error(fs, volume_bytes, cluster, 0));
     }
     let min_fat_sz = (tot - MIN_RESERVED + 2 * spc).div_ceil(spc * bps64 / 4 + NUM_FATS);
     // Align the first FAT: grow the reserved area. Align the data region:
@@ -113,18 +313,8 @@ pub fn geometry(
     let fat_sz = min_fat_sz.div_ceil(fat_unit) * fat_unit;
     let meta = rsvd + NUM_FATS * fat_sz;
     let clusters = tot.saturating_sub(meta) / spc;
-    if clusters < MIN_CLUSTERS {
-        return Err(too_few(clusters));
-    }
-    if clusters > MAX_CLUSTERS {
-        return Err(PlanError::TooManyClusters {
-            fs,
-            volume: volume_bytes,
-            cluster,
-            clusters,
-            max_clusters: MAX_CLUSTERS,
-            valid: Vec::new(),
-        });
+    if !(MIN_CLUSTERS..=MAX_CLUSTERS).contains(&clusters) {
+        return Err(count_error(fs, volume_bytes, cluster, clusters));
     }
     // The FAT must hold an entry for every cluster plus the two reserved ones.
     debug_assert!(fat_sz * bps64 / 4 >= clusters + 2);
@@ -135,12 +325,14 @@ pub fn geometry(
         max: 1u64 << (63 - (u64::from(u16::MAX) * bps64).leading_zeros()),
     })?;
     Ok(Geometry {
+        fs,
         bps,
         cluster,
         sec_per_clus: spc as u8,
         tot_sec: tot as u32,
         rsvd,
         fat_sz: fat_sz as u32,
+        root_entries: 0,
         cluster_count: clusters as u32,
     })
 }
@@ -150,6 +342,9 @@ pub const MEDIA: u8 = 0xF8;
 
 /// The boot sector, padded to one sector.
 pub fn boot_sector(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
+    if g.fs != FsType::Fat32 {
+        return boot_sector16(layout, g);
+    }
     use zerocopy::{FromZeros, IntoBytes};
     let mut b = boot::BootSector::new_zeroed();
     b.jmp_boot = [0xEB, 0x58, 0x90];
@@ -161,8 +356,7 @@ pub fn boot_sector(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
     b.media = MEDIA;
     b.sec_per_trk = 63.into();
     b.num_heads = 255.into();
-    b.hidd_sec =
-        ((layout.partition_offset / u64::from(g.bps)).min(u64::from(u32::MAX)) as u32).into();
+    b.hidd_sec = hidden_sectors(layout, g).into();
     b.tot_sec32 = g.tot_sec.into();
     b.fat_sz32 = g.fat_sz.into();
     b.root_clus = 2.into();
@@ -173,6 +367,47 @@ pub fn boot_sector(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
     b.vol_id = layout.serial.into();
     b.vol_lab = label_bytes(layout);
     b.fil_sys_type = *b"FAT32   ";
+    b.boot_code[..boot::BOOT_CODE.len()].copy_from_slice(&boot::BOOT_CODE);
+    b.signature = 0xAA55.into();
+    let mut s = vec![0u8; g.bps as usize];
+    s[..512].copy_from_slice(b.as_bytes());
+    s
+}
+
+/// HiddSec: the partition's start LBA (saturated; MBR partitions fit in 32 bits).
+fn hidden_sectors(layout: &crate::Layout, g: &Geometry) -> u32 {
+    (layout.partition_offset / u64::from(g.bps)).min(u64::from(u32::MAX)) as u32
+}
+
+/// The FAT12/FAT16 boot sector (extended BPB at 36), padded to one sector.
+fn boot_sector16(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
+    use zerocopy::{FromZeros, IntoBytes};
+    let mut b = boot::BootSector16::new_zeroed();
+    b.jmp_boot = [0xEB, 0x3C, 0x90];
+    b.oem_name = *b"MSWIN4.1";
+    b.byts_per_sec = (g.bps as u16).into();
+    b.sec_per_clus = g.sec_per_clus;
+    b.rsvd_sec_cnt = g.rsvd.into();
+    b.num_fats = NUM_FATS as u8;
+    b.root_ent_cnt = g.root_entries.into();
+    match u16::try_from(g.tot_sec) {
+        Ok(t) => b.tot_sec16 = t.into(),
+        Err(_) => b.tot_sec32 = g.tot_sec.into(),
+    }
+    b.media = MEDIA;
+    b.fat_sz16 = (g.fat_sz as u16).into();
+    b.sec_per_trk = 63.into();
+    b.num_heads = 255.into();
+    b.hidd_sec = hidden_sectors(layout, g).into();
+    b.drv_num = 0x80;
+    b.boot_sig = 0x29;
+    b.vol_id = layout.serial.into();
+    b.vol_lab = label_bytes(layout);
+    b.fil_sys_type = if g.fs == FsType::Fat12 {
+        *b"FAT12   "
+    } else {
+        *b"FAT16   "
+    };
     b.boot_code[..boot::BOOT_CODE.len()].copy_from_slice(&boot::BOOT_CODE);
     b.signature = 0xAA55.into();
     let mut s = vec![0u8; g.bps as usize];
@@ -228,11 +463,17 @@ pub fn root_entries(layout: &crate::Layout) -> Vec<u8> {
 }
 
 /// FAT entry `index` of a freshly formatted volume: media, end-of-chain, and
-/// the one-cluster root directory.
-pub fn fat_entry(index: u64) -> u32 {
+/// (FAT32) the one-cluster root directory.
+pub fn fat_entry(fs: FsType, index: u64) -> u32 {
+    let mask = match fs {
+        FsType::Fat12 => 0xFFF,
+        FsType::Fat16 => 0xFFFF,
+        _ => 0x0FFF_FFFF,
+    };
     match index {
-        0 => 0x0FFF_FF00 | u32::from(MEDIA),
-        1 | 2 => 0x0FFF_FFFF,
+        0 => (mask & !0xFF) | u32::from(MEDIA),
+        1 => mask,
+        2 if fs == FsType::Fat32 => mask,
         _ => 0,
     }
 }
@@ -242,22 +483,116 @@ mod tests {
     use super::*;
     use crate::units::{GIB, KIB, MIB};
 
+    fn at(start: u64, align: u64) -> Placement {
+        Placement {
+            start,
+            align,
+            root_entries: DEFAULT_ROOT_ENTRIES,
+        }
+    }
+
     #[test]
     fn one_gib_at_32k_is_not_fat32() {
-        let e = geometry(GIB, 512, 32 * KIB, 0, MIB).expect_err("too few clusters");
+        let e = geometry(FsType::Fat32, GIB, 512, 32 * KIB, at(0, MIB)).expect_err("too few");
         match e {
             PlanError::TooFewClusters { clusters, .. } => assert_eq!(clusters, 32_704),
             other => panic!("unexpected {other}"),
         }
+        // ... but it is a FAT16.
+        let g = geometry(FsType::Fat16, GIB, 512, 32 * KIB, at(0, MIB)).expect("FAT16");
+        assert_eq!(width_of(u64::from(g.cluster_count)), FsType::Fat16);
     }
 
     #[test]
     fn fat_and_data_region_are_aligned() {
         for start in [0, MIB, 63 * 512] {
-            let g = geometry(8 * GIB, 512, 4 * KIB, start, MIB).expect("valid");
+            let g = geometry(FsType::Fat32, 8 * GIB, 512, 4 * KIB, at(start, MIB)).expect("valid");
             assert_eq!((start + g.data_sector() * 512) % MIB, 0);
             assert_eq!((start + u64::from(g.rsvd) * 512) % MIB, 0);
             assert!(u64::from(g.fat_sz) * 512 / 4 >= u64::from(g.cluster_count) + 2);
         }
+    }
+
+    #[test]
+    fn width_ranges_keep_a_margin_and_do_not_overlap() {
+        assert_eq!(cluster_range(FsType::Fat12), (1, 4_068));
+        assert_eq!(cluster_range(FsType::Fat16), (4_101, 65_508));
+        assert_eq!(cluster_range(FsType::Fat32), (65_541, 0x0FFF_FFF5));
+        assert_eq!(width_of(4_084), FsType::Fat12);
+        assert_eq!(width_of(4_085), FsType::Fat16);
+        assert_eq!(width_of(65_524), FsType::Fat16);
+        assert_eq!(width_of(65_525), FsType::Fat32);
+    }
+
+    #[test]
+    fn min_fat_size_is_exact() {
+        // Brute force over small volumes: the smallest FAT that covers its clusters.
+        for bits in [12, 16, 32] {
+            for bps in [512u64, 4096] {
+                for spc in [1u64, 4, 64] {
+                    for avail in (2..3000).step_by(7) {
+                        let f = min_fat_sectors(bits, avail, spc, bps, 2);
+                        let fits =
+                            |f: u64| f * bps * 8 / bits >= avail.saturating_sub(2 * f) / spc + 2;
+                        assert!(fits(f), "{bits} {bps} {spc} {avail}: {f} too small");
+                        assert!(
+                            f == 1 || !fits(f - 1),
+                            "{bits} {bps} {spc} {avail}: {f} not minimal"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn small_fat_regions_are_aligned_for_any_root_size() {
+        for fs in [FsType::Fat12, FsType::Fat16] {
+            for (size, cluster) in [(4 * MIB, 2 * KIB), (64 * MIB, 4 * KIB), (2 * MIB, 512)] {
+                for start in [0, MIB, 63 * 512, 2048 * 512 + 512] {
+                    for align in [512, 4 * KIB, 64 * KIB, MIB] {
+                        for root in [1, 16, 17, 224, 512, 513, 4096] {
+                            let p = Placement {
+                                start,
+                                align,
+                                root_entries: root,
+                            };
+                            let Ok(g) = geometry(fs, size, 512, cluster, p) else {
+                                continue;
+                            };
+                            let what = format!("{fs} {size} {cluster} {start} {align} {root}");
+                            assert_eq!((start + u64::from(g.rsvd) * 512) % align, 0, "{what}");
+                            assert_eq!((start + g.data_sector() * 512) % align, 0, "{what}");
+                            assert!(u32::from(g.root_entries) >= root, "{what}");
+                            assert_eq!(u64::from(g.root_entries) * 32 % 512, 0, "{what}");
+                            let cc = u64::from(g.cluster_count);
+                            assert_eq!(width_of(cc), fs, "{what}");
+                            assert!(
+                                u64::from(g.fat_sz) * 512 * 8 / entry_bits(fs) >= cc + 2,
+                                "{what}"
+                            );
+                            assert!(
+                                g.data_sector() + cc * u64::from(g.sec_per_clus)
+                                    <= u64::from(g.tot_sec)
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_floppy_sized_fat12() {
+        // 1.44 MB, 512-byte clusters, 224 root entries, no alignment: the
+        // classic floppy numbers (9-sector FATs, 14 root sectors, 2847 clusters).
+        let p = Placement {
+            start: 0,
+            align: 512,
+            root_entries: 224,
+        };
+        let g = geometry(FsType::Fat12, 2880 * 512, 512, 512, p).expect("valid");
+        assert_eq!((g.rsvd, g.fat_sz, g.root_sectors()), (1, 9, 14));
+        assert_eq!(g.cluster_count, 2847);
     }
 }

@@ -32,7 +32,9 @@ Examples:
 Sizes: K M G T P E (either case) and KiB..EiB are binary (4K = 4096),
 kB MB GB TB PB EB decimal (8GB = 8,000,000,000); no space before the unit.
 Defaults (--cluster auto): FAT32 4 KiB up to 8 GiB, 8 KiB up to 16 GiB,
-16 KiB up to 32 GiB, 32 KiB above; exFAT 4 KiB up to 256 MiB, 32 KiB above.
+16 KiB up to 32 GiB, 32 KiB above; exFAT 4 KiB up to 256 MiB, 32 KiB above;
+FAT16/FAT12 4 KiB. The FAT width follows the cluster count: FAT12 below
+4,085 clusters, FAT16 below 65,525, FAT32 above (16 clusters of margin).
 A target named like a command (list, advise, info, completions) is written
 as a path: ./list.
 Exit codes: 0 success; 1 I/O failure after writing began; 2 invalid input
@@ -42,12 +44,18 @@ written.";
 /// File system argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FsArg {
-    /// FAT32 up to 32 GiB, exFAT above.
+    /// exFAT above 32 GiB; FAT32 up to 32 GiB, FAT16/FAT12 when too small for FAT32.
     Auto,
     /// exFAT.
     Exfat,
-    /// FAT32.
+    /// The FAT width the size allows (with --cluster: the width its cluster count gives).
+    Fat,
+    /// FAT32 (65,541 clusters or more).
     Fat32,
+    /// FAT16 (4,101 to 65,508 clusters; fixed root directory).
+    Fat16,
+    /// FAT12 (up to 4,068 clusters; fixed root directory).
+    Fat12,
 }
 
 /// Partition table argument.
@@ -57,7 +65,7 @@ pub enum TableArg {
     Auto,
     /// No table: the file system spans the target ("superfloppy").
     None,
-    /// MBR with one partition (type 0x0C for FAT32, 0x07 for exFAT).
+    /// MBR with one partition (type 0x0C FAT32, 0x06/0x04/0x0E FAT16, 0x01 FAT12, 0x07 exFAT).
     Mbr,
     /// GPT with one Microsoft Basic Data partition named after the label.
     Gpt,
@@ -151,6 +159,9 @@ pub struct FormatArgs {
     /// on a device, use only its first SIZE bytes (a counterfeit's real capacity).
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
+    /// FAT12/FAT16 root directory entries (default 512; rounded up to whole sectors).
+    #[arg(long, value_name = "N")]
+    pub root_entries: Option<u32>,
     /// Write an exFAT Volume GUID entry (derived from the serial). Off by
     /// default: exfatprogs' fsck.exfat 1.2 reports it as an unknown entry.
     #[arg(long)]
@@ -231,7 +242,10 @@ impl FormatArgs {
         let fs = match self.fs {
             FsArg::Auto => FsChoice::Auto,
             FsArg::Exfat => FsChoice::Fixed(FsType::Exfat),
+            FsArg::Fat => FsChoice::Fat,
             FsArg::Fat32 => FsChoice::Fixed(FsType::Fat32),
+            FsArg::Fat16 => FsChoice::Fixed(FsType::Fat16),
+            FsArg::Fat12 => FsChoice::Fixed(FsType::Fat12),
         };
         let cluster = if self.cluster.eq_ignore_ascii_case("auto") {
             ClusterChoice::Auto
@@ -252,6 +266,7 @@ impl FormatArgs {
             align,
             timestamp: timestamp()?,
             volume_guid: self.volume_guid,
+            root_entries: self.root_entries,
         })
     }
 }

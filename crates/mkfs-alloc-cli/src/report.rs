@@ -5,7 +5,7 @@
 
 use crate::target::{Action, Target};
 use mkfs_alloc::MediumPlan;
-use mkfs_alloc_blockio::DeviceInfo;
+use mkfs_alloc_device::DeviceInfo;
 use mkfs_alloc_layout::units::{format_count, format_size};
 use mkfs_alloc_layout::{Layout, RegionKind, WriteReport};
 use mkfs_alloc_partition::{Signature, TableKind};
@@ -53,6 +53,7 @@ fn region_name(kind: RegionKind, index: u32, layout: &Layout) -> String {
         RegionKind::BootRegion => match layout.fs {
             mkfs_alloc_layout::FsType::Exfat => "main boot region".into(),
             mkfs_alloc_layout::FsType::Fat32 => "reserved sectors (boot, FSInfo, backups)".into(),
+            _ => "reserved sectors (boot sector)".into(),
         },
         RegionKind::BackupBootRegion => "backup boot region".into(),
         RegionKind::Padding => "alignment padding".into(),

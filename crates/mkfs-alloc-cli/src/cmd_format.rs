@@ -28,11 +28,17 @@ pub fn run(cli: FormatArgs) -> Result<(), Failure> {
     let path = target_path(&cli)?;
     check_args(&cli)?;
     // The tree is walked (and measured) before anything is opened for writing.
-    let tree = cli.rootdir.as_deref().map(rootdir::walk).transpose()?;
+    let show = !cli.quiet && !cli.json && std::io::stderr().is_terminal();
+    let tree = cli
+        .rootdir
+        .as_deref()
+        .map(|d| rootdir::walk(d, show))
+        .transpose()?;
     let tree_data = tree.as_ref().map(mkfs_alloc_populate::scan_result);
     let size = image_size(&cli, &path, tree_data.as_ref())?;
     let target = Target::inspect(&path, size, cli.sector_size, cli.dry_run)?;
     let planned = plan(&cli, &target, tree_data.as_ref())?;
+    drop(tree_data); // the planner measures the tree again, exactly
     let populated = match tree {
         Some(t) => Some(rootdir::populate(t, &planned.plan)?),
         None => None,
@@ -110,7 +116,7 @@ fn image_size(
     let (true, Some(data)) = (cli.size_auto(), tree) else {
         return Ok(size);
     };
-    if mkfs_alloc_blockio::device::is_block_device(path) {
+    if mkfs_alloc_device::is_block_device(path) {
         return Err(usage(anyhow!(
             "--size auto is for image files; a device keeps its size"
         )));

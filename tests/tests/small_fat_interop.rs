@@ -1,0 +1,289 @@
+//! FAT12 and FAT16 interoperability matrix: images made by `mkfs-alloc` are
+//! checked by dosfstools (`fsck.fat -n`, `-v`), written and read by mtools,
+//! listed and extracted by 7-Zip, read through fusefat on a loop device, and
+//! written and read by the `fatfs` crate; `fsck.fat -n` must stay clean
+//! throughout. Each width at the smallest and the largest size the planner
+//! accepts for a cluster size (the largest sits 16 clusters below the next
+//! width), 512- and 4096-byte sectors, and a fixed root directory filled
+//! to its last entry.
+
+use mkfs_alloc_layout::FsType;
+use mkfs_alloc_tests::checks::{check_small_fat_boot, fsck_fat_clean, fsck_fat_geometry, mtools};
+use mkfs_alloc_tests::{
+    format_planned, mkfs_alloc, plan_for, require_tool, run, smallest_valid, test_data, FormatArgs,
+    FuseMount, LoopDevice, TempDir, KIB, MIB,
+};
+use std::io::{Read, Write};
+use std::path::Path;
+
+const LABEL: &str = "SMALLFAT";
+
+/// Which size of a width and cluster size to test.
+#[derive(Debug, Clone, Copy)]
+enum At {
+    Smallest,
+    Largest,
+    Bytes(u64),
+}
+
+/// The largest volume (whole sectors) the planner accepts for `fs` at this
+/// cluster and sector size, searched upwards from the smallest.
+fn largest_valid(fs: FsType, cluster: u64, sector: u32) -> u64 {
+    let s = u64::from(sector);
+    let ok = |n: u64| plan_for(fs, cluster, sector, n * s).is_some();
+    let mut lo = smallest_valid(fs, cluster, sector) / s; // valid
+    let mut hi = lo * 2;
+    while ok(hi) {
+        lo = hi;
+        hi *= 2;
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if ok(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo * s
+}
+
+fn case(fs: FsType, cluster: u64, sector: u32, at: At) {
+    let size = match at {
+        // The medium planner wants at least 1 MiB, even without a table.
+        At::Smallest => smallest_valid(fs, cluster, sector).max(MIB),
+        At::Largest => largest_valid(fs, cluster, sector),
+        At::Bytes(b) => b,
+    };
+    let tmp = TempDir::new(&format!("{}-{cluster}-{sector}", fs.name()));
+    let img = tmp.join("small.img");
+    let args = FormatArgs {
+        label: Some(LABEL),
+        ..FormatArgs::new(fs.name(), cluster, sector, size)
+    };
+    let json = format_planned(&img, fs, &args);
+    assert_eq!(json.str("fs"), fs.name());
+
+    let boot = check_small_fat_boot(&img);
+    assert_eq!(boot.cluster_size(), cluster);
+    assert_eq!(u32::from(boot.bytes_per_sector), sector);
+    assert_eq!(boot.cluster_count(), json.u64("cluster_count"));
+    assert_eq!(boot.serial(), args.serial);
+    fsck_fat_clean(&img);
+    assert_eq!(
+        fsck_fat_geometry(&img),
+        (cluster, u64::from(sector)),
+        "fsck.fat -v geometry"
+    );
+    let verbose = run(
+        require_tool("fsck.fat"),
+        &["-n", "-v", &img.to_string_lossy()],
+    );
+    let bits = if fs == FsType::Fat12 {
+        "2 FATs, 12 bit entries"
+    } else {
+        "2 FATs, 16 bit entries"
+    };
+    assert!(verbose.stdout.contains(bits), "fsck.fat -v:\n{verbose}");
+
+    // mtools: copy in (more than one cluster, so a chain), list, read back.
+    let data = test_data(
+        usize::try_from(cluster.min(MIB)).expect("fits") * 2 + 4321,
+        cluster ^ size,
+    );
+    let input = tmp.join("in.bin");
+    std::fs::write(&input, &data).expect("write input file");
+    mtools("mcopy", &img, &[&input.to_string_lossy(), "::/DATA.BIN"]).assert_success();
+    let dir = mtools("mdir", &img, &["::/"]);
+    dir.assert_success();
+    assert!(
+        dir.stdout.contains("DATA") && dir.stdout.contains(LABEL),
+        "mdir output:\n{dir}"
+    );
+    let typed = mtools("mtype", &img, &["::/DATA.BIN"]);
+    typed.assert_success();
+    assert!(typed.stdout_bytes == data, "mtype returned other bytes");
+    mtools("mmd", &img, &["::/SUB"]).assert_success();
+    mtools(
+        "mcopy",
+        &img,
+        &[&input.to_string_lossy(), "::/SUB/AGAIN.BIN"],
+    )
+    .assert_success();
+    fsck_fat_clean(&img);
+
+    // 7-Zip lists the image and extracts the files.
+    let seven = require_tool("7z");
+    let img_s = img.to_string_lossy().into_owned();
+    let list = run(&seven, &["l", img_s.as_str()]);
+    list.assert_success();
+    assert!(list.stdout.contains("DATA.BIN"), "7z l:\n{list}");
+    let extracted = run(&seven, &["x", "-so", img_s.as_str(), "SUB/AGAIN.BIN"]);
+    extracted.assert_success();
+    assert!(extracted.stdout_bytes == data, "7z extracted other bytes");
+
+    // fusefat, read-only, on a loop device with the image's sector size
+    // (not above 32 KiB clusters: see fat32_interop.rs).
+    if cluster <= 32 * KIB {
+        let lo = LoopDevice::attach_sector(&img, sector);
+        let mnt = tmp.subdir("mnt");
+        let m = FuseMount::fusefat_ro(lo.path(), &mnt);
+        let read = std::fs::read(mnt.join("SUB/AGAIN.BIN")).expect("read through fusefat");
+        assert!(read == data, "fusefat read other bytes");
+        m.unmount();
+    }
+
+    // The fatfs crate writes a file, reads it back; mtools and fsck agree.
+    let note = test_data(3 * usize::try_from(cluster).expect("fits") / 2 + 7, 7);
+    fatfs_write(&img, "FATFS.BIN", &note);
+    assert!(
+        fatfs_read(&img, "FATFS.BIN") == note,
+        "fatfs read back other bytes"
+    );
+    assert!(
+        fatfs_read(&img, "DATA.BIN") == data,
+        "fatfs reads mcopy's file wrong"
+    );
+    let typed = mtools("mtype", &img, &["::/FATFS.BIN"]);
+    typed.assert_success();
+    assert!(typed.stdout_bytes == note, "mtype reads fatfs's file wrong");
+    fsck_fat_clean(&img);
+}
+
+fn open_fs(img: &Path) -> fatfs::FileSystem<std::fs::File> {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(img)
+        .expect("open image");
+    fatfs::FileSystem::new(f, fatfs::FsOptions::new())
+        .unwrap_or_else(|e| panic!("fatfs cannot open the image: {e}"))
+}
+
+fn fatfs_write(img: &Path, name: &str, data: &[u8]) {
+    let fs = open_fs(img);
+    {
+        let mut f = fs.root_dir().create_file(name).expect("fatfs create_file");
+        f.truncate().expect("fatfs truncate");
+        f.write_all(data).expect("fatfs write");
+        f.flush().expect("fatfs flush");
+    }
+    fs.unmount().expect("fatfs unmount");
+}
+
+fn fatfs_read(img: &Path, name: &str) -> Vec<u8> {
+    let fs = open_fs(img);
+    let mut out = Vec::new();
+    fs.root_dir()
+        .open_file(name)
+        .expect("fatfs open_file")
+        .read_to_end(&mut out)
+        .expect("fatfs read");
+    out
+}
+
+macro_rules! cases {
+    ($($name:ident: $fs:expr, $cluster:expr, $sector:expr, $at:expr;)*) => {
+        $(
+            #[test]
+            fn $name() {
+                case($fs, $cluster, $sector, $at);
+            }
+        )*
+    };
+}
+
+cases! {
+    fat12_512_s512_smallest: FsType::Fat12, 512, 512, At::Smallest;
+    fat12_512_s512_largest: FsType::Fat12, 512, 512, At::Largest;
+    fat12_4k_s512_largest: FsType::Fat12, 4 * KIB, 512, At::Largest;
+    fat12_4k_s4096_smallest: FsType::Fat12, 4 * KIB, 4096, At::Smallest;
+    fat12_64k_s512_largest: FsType::Fat12, 64 * KIB, 512, At::Largest;
+    fat12_32k_s4096_medium: FsType::Fat12, 32 * KIB, 4096, At::Bytes(77 * MIB + 4096);
+    fat16_512_s512_smallest: FsType::Fat16, 512, 512, At::Smallest;
+    fat16_2k_s512_largest: FsType::Fat16, 2 * KIB, 512, At::Largest;
+    fat16_4k_s512_medium: FsType::Fat16, 4 * KIB, 512, At::Bytes(100 * MIB + 512);
+    fat16_4k_s4096_smallest: FsType::Fat16, 4 * KIB, 4096, At::Smallest;
+    fat16_16k_s4096_largest: FsType::Fat16, 16 * KIB, 4096, At::Largest;
+    fat16_32k_s512_largest: FsType::Fat16, 32 * KIB, 512, At::Largest;
+    fat16_64k_s512_largest: FsType::Fat16, 64 * KIB, 512, At::Largest;
+}
+
+/// The fixed root directory holds exactly its entries: with
+/// `--root-entries 64` and a label, 63 files fit and the 64th does not;
+/// fsck stays clean and the fatfs crate lists them all.
+#[test]
+fn fixed_root_directory_fills_to_its_last_entry() {
+    let tmp = TempDir::new("small-root-full");
+    let img = tmp.join("root.img");
+    let img_s = img.to_string_lossy().into_owned();
+    mkfs_alloc(&[
+        "--fs",
+        "fat16",
+        "--cluster",
+        "2K",
+        "--size",
+        "16M",
+        "--root-entries",
+        "64",
+        "--label",
+        LABEL,
+        "--serial",
+        "1234ABCD",
+        "-q",
+        &img_s,
+    ])
+    .assert_success();
+    let boot = check_small_fat_boot(&img);
+    assert_eq!(boot.root_ent_cnt, 64);
+    let input = tmp.join("f.txt");
+    std::fs::write(&input, b"x").expect("write input");
+    for i in 0..63 {
+        // 8.3 upper-case names: one entry each.
+        mtools(
+            "mcopy",
+            &img,
+            &[&input.to_string_lossy(), &format!("::/F{i}.TXT")],
+        )
+        .assert_success();
+    }
+    let full = mtools("mcopy", &img, &[&input.to_string_lossy(), "::/F63.TXT"]);
+    assert!(!full.success(), "a 65th root entry was written:\n{full}");
+    fsck_fat_clean(&img);
+    let fs = open_fs(&img);
+    let names = fs.root_dir().iter().filter_map(Result::ok).count();
+    assert_eq!(names, 63, "fatfs lists the files (not the label)");
+}
+
+/// `--fs auto` on volumes too small for FAT32 gives FAT16 / FAT12 that every
+/// checker accepts, partitioned with the MBR type of the width.
+#[test]
+fn auto_small_volumes_with_mbr_types() {
+    for (size, fs, mbr_type) in [
+        ("20M", "fat16", "4"),
+        ("12M", "fat12", "1"),
+        ("200M", "fat32", "c"),
+    ] {
+        let tmp = TempDir::new(&format!("small-auto-{size}"));
+        let img = tmp.join("auto.img");
+        let img_s = img.to_string_lossy().into_owned();
+        let out = mkfs_alloc(&["--size", size, "--table", "mbr", "--json", "-q", &img_s]);
+        out.assert_success();
+        let json = mkfs_alloc_tests::MkfsJson::parse(&out);
+        let want = if size == "200M" { "fat32" } else { fs };
+        assert_eq!(json.str("fs"), want, "{size}");
+        let sf = run(require_tool("sfdisk"), &["--json", &img_s]);
+        sf.assert_success();
+        assert!(
+            sf.stdout.contains(&format!("\"type\": \"{mbr_type}\"")),
+            "{size}: MBR type {mbr_type}:\n{sf}"
+        );
+        let off = json.u64("partition_offset");
+        let len = json.u64("volume_bytes");
+        mkfs_alloc_tests::check::with_volume(&img, off, len, |v| {
+            let (clean, out) =
+                mkfs_alloc_tests::check::fsck_verdict(mkfs_alloc_tests::check::FsKind::Fat32, v);
+            assert!(clean, "{size}: fsck.fat:\n{out}");
+        });
+    }
+}
