@@ -12,9 +12,26 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Walks `dir` (nothing is written).
-pub fn walk(dir: &Path) -> Result<Tree, Failure> {
-    Tree::from_dir(dir).map_err(|e| usage(anyhow!(e).context("--rootdir")))
+/// Walks `dir` (nothing is written), with a spinner on a terminal when `show`.
+pub fn walk(dir: &Path, show: bool) -> Result<Tree, Failure> {
+    let spinner = show.then(|| {
+        let s = indicatif::ProgressBar::new_spinner();
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} reading {msg}") {
+            s.set_style(style);
+        }
+        s
+    });
+    let mut tree = Tree::new();
+    let result = tree.add_dir_with_progress(dir, "/", &mut |n| {
+        if let Some(s) = &spinner {
+            s.set_message(format!("{}: {} entries", dir.display(), format_count(n)));
+        }
+    });
+    if let Some(s) = spinner {
+        s.finish_and_clear();
+    }
+    result.map_err(|e| usage(anyhow!(e).context("--rootdir")))?;
+    Ok(tree)
 }
 
 /// The mtime clamp: `SOURCE_DATE_EPOCH` when set.
