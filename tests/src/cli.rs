@@ -24,7 +24,7 @@ pub fn mkfs_alloc_bin() -> PathBuf {
     };
     assert!(
         path.is_file(),
-        "the mkfs-alloc binary is missing at {}: run `cargo build -p mkfs-alloc` first \
+        "the mkfs-alloc binary is missing at {}: run `cargo build -p mkfs-alloc-cli` first \
          (`cargo xtask test` does), or point MKFS_ALLOC_BIN at it",
         path.display()
     );

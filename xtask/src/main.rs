@@ -7,9 +7,11 @@
 //!   external tools the interoperability tests use (and, with the flags,
 //!   those of `test-windows`, `fuzz` and `test-kernel`), and install the missing Debian packages in
 //!   one `apt-get` call (as root; otherwise print the command and fail);
-//! - `test [ARGS...]`: `install-tools`, `cargo build -p mkfs-alloc`, then
+//! - `test [ARGS...]`: `install-tools`, `cargo build -p mkfs-alloc-cli`, then
 //!   `cargo test --workspace [ARGS...]` with `MKFS_ALLOC_BIN` set;
 //! - `bench`: see `bench.rs`;
+//! - `bench-probe [--write]`: `mkfs-alloc probe` vs f3probe on FUSE fake
+//!   sticks (see `probe_bench.rs`);
 //! - `cross-check`: `cargo check` and `cargo clippy -D warnings` of the
 //!   product crates for Windows and macOS (see [`CROSS_TARGETS`]);
 //! - `test-windows`: the Windows build run under Wine, its images checked
@@ -52,6 +54,11 @@ const COMMANDS: &[Cmd] = &[
         bench_cmd,
     ),
     (
+        "bench-probe",
+        "mkfs-alloc probe vs f3probe on the same FUSE fake sticks (root) [--write]",
+        bench_probe_cmd,
+    ),
+    (
         "man",
         "write the man pages (mkfs-alloc.1 and one per command) into DIR [default target/man]",
         man_cmd,
@@ -81,6 +88,7 @@ const COMMANDS: &[Cmd] = &[
 mod bench;
 mod fuzz;
 mod kernel;
+mod probe_bench;
 mod windows;
 
 /// Targets of `cross-check`.
@@ -222,9 +230,12 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
     install_tools()?;
     install_packages(BENCH_TOOLS)?;
     let root = workspace_root();
-    run(Command::new(cargo())
-        .current_dir(&root)
-        .args(["build", "--release", "-p", "mkfs-alloc"]))?;
+    run(Command::new(cargo()).current_dir(&root).args([
+        "build",
+        "--release",
+        "-p",
+        "mkfs-alloc-cli",
+    ]))?;
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
     let bin = if target.is_absolute() {
@@ -248,6 +259,30 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
         let new = format!("{}{BENCH_BEGIN}\n{table}{}", &doc[..a], &doc[b..]);
         std::fs::write(&path, new).map_err(|e| format!("{}: {e}", path.display()))?;
         eprintln!("xtask: updated {}", path.display());
+    }
+    Ok(())
+}
+
+fn bench_probe_cmd(args: &[String]) -> Result<(), String> {
+    let write = match args {
+        [] => false,
+        [w] if w == "--write" => true,
+        _ => return Err("valid: [--write]".into()),
+    };
+    if !is_root() {
+        return Err("bench-probe needs root (FUSE mounts, loop devices)".into());
+    }
+    install_tools()?;
+    let root = workspace_root();
+    run(Command::new(cargo())
+        .current_dir(&root)
+        .args(["build", "--release", "-p", "mkfs-alloc"]))?;
+    let bin = target_dir().join("release").join("mkfs-alloc");
+    let table = probe_bench::run(&root, &bin)?;
+    println!("{table}");
+    if write {
+        probe_bench::write(&root, &table)?;
+        eprintln!("xtask: updated BENCHMARKS.md");
     }
     Ok(())
 }
@@ -308,7 +343,7 @@ fn man_cmd(args: &[String]) -> Result<(), String> {
             "run",
             "-q",
             "-p",
-            "mkfs-alloc",
+            "mkfs-alloc-cli",
             "--bin",
             "mkfs-alloc",
             "--",
@@ -503,11 +538,11 @@ fn test_cmd(args: &[String]) -> Result<(), String> {
     let root = workspace_root();
     run(Command::new(cargo())
         .current_dir(&root)
-        .args(["build", "-p", "mkfs-alloc"]))?;
+        .args(["build", "-p", "mkfs-alloc-cli"]))?;
     let bin = target_dir().join("debug").join("mkfs-alloc");
     if !bin.is_file() {
         return Err(format!(
-            "`cargo build -p mkfs-alloc` did not produce {}",
+            "`cargo build -p mkfs-alloc-cli` did not produce {}",
             bin.display()
         ));
     }

@@ -221,14 +221,14 @@ pub fn test_windows_cmd(args: &[String]) -> Result<(), String> {
         "build",
         "--release",
         "-p",
-        "mkfs-alloc",
+        "mkfs-alloc-cli",
         "--target",
         WIN_TARGET,
     ]))?;
     mark("build (Windows, release)", &mut lap);
     run(Command::new(cargo())
         .current_dir(&root)
-        .args(["build", "-p", "mkfs-alloc"]))?;
+        .args(["build", "-p", "mkfs-alloc-cli"]))?;
     mark("build (Linux, debug)", &mut lap);
 
     let target = target_dir();

@@ -5,31 +5,29 @@
 //!                                     ├─ ImageFile    (sparse image files)
 //!                                     ├─ Slice<D>     (a window of another BlockIo)
 //!                                     ├─ Counting<D>  (counters and an op log, tests)
-//!                                     ├─ FaultyIo<D>  (fault injection, tests)
-//!                                     └─ Device       (raw block devices, see [`device`])
+//!                                     └─ FaultyIo<D>  (fault injection, tests)
 //! ```
+//!
+//! Raw block devices (`Device`) live in the `mkfs-alloc-device` crate, so a
+//! user of this crate compiles no OS device code.
 //!
 //! All offsets are in blocks of [`BlockIo::block_size`] bytes; every buffer is a
 //! whole number of blocks. Errors carry the byte offset that failed.
 //!
-//! Architecture invariant: this is the only crate of the workspace allowed to
-//! contain `unsafe` code (raw device ioctls).
+//! This crate has no `unsafe` code; the only crate allowed it is
+//! `mkfs-alloc-device` (raw device ioctls).
 
 use std::fmt;
 
 mod counting;
-pub mod device;
 mod faulty;
 mod image;
 mod mem;
-mod range;
+pub mod range;
 mod slice;
 mod stats;
 
 pub use counting::{Counting, LogEntry};
-pub use device::{
-    Device, DeviceError, DeviceInfo, LoopAttachment, PartitionInfo, Refusal, RefusalKind,
-};
 pub use faulty::{injected_fault, Fault, FaultyIo, InjectedFault};
 pub use image::{ImageFile, ZeroMethod};
 pub use mem::MemDisk;

@@ -1,5 +1,5 @@
-//! Bounds and alignment checks shared by the backends, and what the
-//! wrappers of another device ([`Slice`](crate::Slice),
+//! Bounds and alignment checks shared by the backends (also those of other
+//! crates, such as raw devices), and what the wrappers of another device ([`Slice`](crate::Slice),
 //! [`Counting`](crate::Counting), [`FaultyIo`](crate::FaultyIo)) share.
 //!
 //! Every check returns an [`IoError`] of kind [`io::ErrorKind::InvalidInput`]
@@ -11,7 +11,7 @@ use crate::{IoError, IoOp};
 
 /// A validated block range: byte offset and byte length on the target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ByteRange {
+pub struct ByteRange {
     /// Byte offset of the first block.
     pub offset: u64,
     /// Length in bytes.
@@ -19,7 +19,7 @@ pub(crate) struct ByteRange {
 }
 
 /// Builds an `InvalidInput` error for `op` over `len` bytes at `offset`.
-pub(crate) fn invalid(op: IoOp, offset: u64, len: u64, msg: String) -> IoError {
+pub fn invalid(op: IoOp, offset: u64, len: u64, msg: String) -> IoError {
     IoError::new(
         op,
         offset,
@@ -42,7 +42,7 @@ pub(crate) fn check_block_size(block_size: u32) -> Result<(), io::Error> {
 
 /// Checks a buffer of `buf_len` bytes at `lba` against a device of
 /// `num_blocks` blocks of `block_size` bytes.
-pub(crate) fn buffer_range(
+pub fn buffer_range(
     op: IoOp,
     block_size: u32,
     num_blocks: u64,
@@ -65,7 +65,7 @@ pub(crate) fn buffer_range(
 
 /// Checks `count` blocks at `lba` against a device of `num_blocks` blocks of
 /// `block_size` bytes.
-pub(crate) fn block_range(
+pub fn block_range(
     op: IoOp,
     block_size: u32,
     num_blocks: u64,

@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use mkfs_alloc_blockio::device::{self, Device, DeviceError, RefusalKind};
 use mkfs_alloc_blockio::{BlockIo, IoOp};
+use mkfs_alloc_device::{self as device, Device, DeviceError, RefusalKind};
 
 /// Runs `cmd args`, panics unless it ran and succeeded; returns stdout.
 fn run(cmd: &str, args: &[&str]) -> String {

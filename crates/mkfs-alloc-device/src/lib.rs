@@ -25,8 +25,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::range::{block_range, buffer_range, invalid};
-use crate::{write_zeroes_by_writing, BlockIo, IoError, IoOp};
+use mkfs_alloc_blockio::range::{block_range, buffer_range, invalid};
+use mkfs_alloc_blockio::{write_zeroes_by_writing, BlockIo, IoError, IoOp};
 
 #[cfg(target_os = "linux")]
 #[path = "linux.rs"]
@@ -397,7 +397,8 @@ pub fn refusal(info: &DeviceInfo) -> Option<Refusal> {
 /// long as the `Device` lives.
 ///
 /// ```no_run
-/// use mkfs_alloc_blockio::{device, BlockIo};
+/// use mkfs_alloc_blockio::BlockIo;
+/// use mkfs_alloc_device as device;
 /// use std::path::Path;
 ///
 /// let info = device::inspect(Path::new("/dev/sdb"))?;

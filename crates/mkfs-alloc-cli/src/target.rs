@@ -8,8 +8,8 @@
 use crate::{usage, Failure};
 use anyhow::{anyhow, Context};
 
-use mkfs_alloc_blockio::device::{self, Device, DeviceError, DeviceInfo, RefusalKind};
 use mkfs_alloc_blockio::{BlockIo, ImageFile};
+use mkfs_alloc_device::{self as device, Device, DeviceError, DeviceInfo, RefusalKind};
 use mkfs_alloc_layout::units::format_size;
 use mkfs_alloc_partition::{probe_signatures, Signature};
 use std::fs::Metadata;

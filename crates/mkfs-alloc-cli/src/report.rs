@@ -5,7 +5,7 @@
 
 use crate::target::{Action, Target};
 use mkfs_alloc::MediumPlan;
-use mkfs_alloc_blockio::DeviceInfo;
+use mkfs_alloc_device::DeviceInfo;
 use mkfs_alloc_layout::units::{format_count, format_size};
 use mkfs_alloc_layout::{Layout, RegionKind, WriteReport};
 use mkfs_alloc_partition::{Signature, TableKind};

@@ -7,11 +7,11 @@
 
 use crate::{usage, Failure};
 use anyhow::{anyhow, Context};
-use mkfs_alloc_blockio::device::{self, Device, DeviceError};
 use mkfs_alloc_blockio::{BlockIo, ImageFile, IoError, IoOp};
 use mkfs_alloc_capacity::{
     probe, restore_journal, Backup, Journal, Phase, ProbeOptions, ProbeReport, ProbeTarget, Verdict,
 };
+use mkfs_alloc_device::{self as device, Device, DeviceError};
 use mkfs_alloc_layout::units::format_size;
 use serde_json::json;
 use std::path::{Path, PathBuf};

@@ -35,8 +35,8 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
     // The error's source already names the path.
     // A device is read in its logical block size (a 4Kn disk's MBR counts
     // 4096-byte sectors); an image in 512-byte blocks.
-    let block_size = if mkfs_alloc_blockio::device::is_block_device(path) {
-        mkfs_alloc_blockio::device::inspect(path)
+    let block_size = if mkfs_alloc_device::is_block_device(path) {
+        mkfs_alloc_device::inspect(path)
             .map(|d| d.logical_block_size)
             .unwrap_or(512)
     } else {
@@ -96,7 +96,7 @@ fn check_kind(path: &std::path::Path) -> Result<(), Failure> {
             path.display()
         )));
     }
-    if !m.is_file() && !mkfs_alloc_blockio::device::is_block_device(path) {
+    if !m.is_file() && !mkfs_alloc_device::is_block_device(path) {
         return Err(usage(anyhow!(
             "{} is neither a regular file nor a block device",
             path.display()

@@ -4,7 +4,7 @@
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::MediumPlan;
-use mkfs_alloc_blockio::DeviceInfo;
+use mkfs_alloc_device::DeviceInfo;
 use mkfs_alloc_layout::units::format_size;
 use std::io::{BufRead, IsTerminal, Write};
 

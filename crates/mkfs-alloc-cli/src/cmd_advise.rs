@@ -124,11 +124,9 @@ pub fn run(args: &AdviseArgs) -> Result<(), Failure> {
     };
     let sector_size = match (args.sector_size, &args.target) {
         (Some(s), _) => s,
-        (None, Some(t)) if mkfs_alloc_blockio::device::is_block_device(t) => {
-            mkfs_alloc_blockio::device::inspect(t)
-                .map(|d| d.logical_block_size)
-                .unwrap_or(512)
-        }
+        (None, Some(t)) if mkfs_alloc_device::is_block_device(t) => mkfs_alloc_device::inspect(t)
+            .map(|d| d.logical_block_size)
+            .unwrap_or(512),
         (None, _) => 512,
     };
     let policy = Policy {
@@ -151,8 +149,8 @@ pub fn run(args: &AdviseArgs) -> Result<(), Failure> {
 fn volume_bytes(args: &AdviseArgs) -> Result<u64, Failure> {
     let v = match (&args.size, &args.target) {
         (Some(s), _) => parse_size(s).map_err(|e| usage(anyhow!("--size: {e}")))?,
-        (None, Some(t)) if mkfs_alloc_blockio::device::is_block_device(t) => {
-            mkfs_alloc_blockio::device::inspect(t)
+        (None, Some(t)) if mkfs_alloc_device::is_block_device(t) => {
+            mkfs_alloc_device::inspect(t)
                 .map_err(|e| usage(anyhow!(e).context(format!("cannot inspect {}", t.display()))))?
                 .size_bytes
         }

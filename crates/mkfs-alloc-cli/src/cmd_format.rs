@@ -111,7 +111,7 @@ fn image_size(
     let (true, Some(data)) = (cli.size_auto(), tree) else {
         return Ok(size);
     };
-    if mkfs_alloc_blockio::device::is_block_device(path) {
+    if mkfs_alloc_device::is_block_device(path) {
         return Err(usage(anyhow!(
             "--size auto is for image files; a device keeps its size"
         )));

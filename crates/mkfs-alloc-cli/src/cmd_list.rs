@@ -1,7 +1,7 @@
 //! `mkfs-alloc list`: the block devices one could format.
 
 use crate::Failure;
-use mkfs_alloc_blockio::device;
+use mkfs_alloc_device as device;
 use mkfs_alloc_layout::units::format_size;
 
 /// Options of `list`.
