@@ -222,7 +222,8 @@ pub fn write_medium_with<D: BlockIo>(
             &plan.layout,
             content,
             &mut part,
-            mkfs_alloc_layout::Prior::NoFileSystem,
+            // wipe_for_table zeroed the volume's first MiB.
+            mkfs_alloc_layout::Prior::Wiped(mkfs_alloc_partition::WIPE_VOLUME_START),
             progress,
         )?
     };
