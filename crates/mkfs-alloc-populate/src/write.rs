@@ -269,8 +269,13 @@ impl Populated {
 
     fn write_dir(&self, d: u32, system: &[u8], out: &mut Out<'_>) -> Result<(), WriteError> {
         let n = &self.tree.nodes[d as usize];
-        let start = self.cluster_offset(n.first_cluster);
-        let end = start + u64::from(n.dir_clusters()) * self.cluster;
+        let (start, end) = match self.root_region {
+            Some((off, len)) if d == 0 => (off, off + len),
+            _ => {
+                let start = self.cluster_offset(n.first_cluster);
+                (start, start + u64::from(n.dir_clusters()) * self.cluster)
+            }
+        };
         out.seek(start)?;
         let mut buf = Vec::with_capacity(4096);
         if d == 0 {
