@@ -220,11 +220,15 @@ impl Run<'_> {
     /// would refuse; opens nothing for writing.
     fn dry_run(&self) -> Result<(), Failure> {
         let (cli, path, target) = (self.cli, self.path, self.target);
-        // What is on the target now, the way `wipefs -n` would show it.
-        let found = target.probe().map_err(Failure::Io)?;
+        // What is on the target now, the way `wipefs -n` would show it (a
+        // user who may not read it learns that instead).
+        let mut notes = target.notes().to_vec();
+        let found = target.probe().unwrap_or_else(|e| {
+            notes.push(format!("could not look for old signatures: {e:#}"));
+            Vec::new()
+        });
         let contents = target.contents();
         let refusal = target.would_refuse();
-        let notes = target.notes();
         if cli.json {
             let mut extras = self.extras();
             extras.push(("would_refuse", json!(refusal)));
@@ -244,7 +248,7 @@ impl Run<'_> {
             for c in &contents {
                 outln!("  contains       {c}");
             }
-            for n in notes {
+            for n in &notes {
                 outln!("  note           {n}");
             }
             if let Some(p) = &self.populated {

@@ -127,6 +127,10 @@ pub enum Prior {
     /// signature, or wiped and flushed those it found: the invalidation
     /// needs no flush of its own.
     NoFileSystem,
+    /// As [`Prior::NoFileSystem`], and the caller has also zeroed the first
+    /// this many bytes of the volume (`mkfs_alloc_partition::wipe_for_table`
+    /// zeroes its first MiB): the invalidation does not zero them again.
+    Wiped(u64),
 }
 
 struct Sink<'a, D: BlockIo + ?Sized> {
@@ -231,8 +235,17 @@ impl<D: BlockIo + ?Sized> Sink<'_, D> {
     /// boot sectors and their backups) and, when the target may hold a file
     /// system, flush so the old one is gone before anything new.
     fn invalidate(&mut self, fat_offset: u64) -> Result<(), IoError> {
-        self.zero(0, fat_offset)?;
-        if self.fresh || self.prior == Prior::NoFileSystem {
+        let zeroed = match self.prior {
+            Prior::Wiped(n) => n.min(fat_offset) / self.bs * self.bs,
+            Prior::Unknown | Prior::NoFileSystem => 0,
+        };
+        if zeroed > 0 {
+            // Already zero: counted as skipped, not written again.
+            self.report.bytes_skipped += zeroed;
+            self.advance(zeroed);
+        }
+        self.zero(zeroed, fat_offset - zeroed)?;
+        if self.fresh || self.prior != Prior::Unknown {
             Ok(())
         } else {
             self.flush()
