@@ -228,6 +228,12 @@ const CASES: &[Case] = &[
     ours("ex-512-none-32m", Exfat, 512, "--fs exfat --cluster 32M --size 128G --label BIG"),
     ours("ex-512-gpt-auto-64g", Exfat, 512, "--fs exfat --table gpt --size 64G"),
     ours("ex-512-none-4k-64m", Exfat, 512, "--fs exfat --cluster 4K --size 64M"),
+    // FAT16 and FAT12 (the width the cluster count gives; fixed root directory).
+    ours("f16-512-mbr-4k", Vfat, 512, "--fs fat16 --table mbr --cluster 4K --size 200M --label SMALL16").ci(),
+    ours("f12-512-none-4k", Vfat, 512, "--fs fat12 --cluster 4K --size 12M --label SMALL12").ci(),
+    ours("f16-4k-gpt-16k", Vfat, 4096, "--fs fat16 --sector-size 4096 --table gpt --cluster 16K --size 512M"),
+    ours("f12-4k-mbr-32k", Vfat, 4096, "--fs fat12 --sector-size 4096 --table mbr --cluster 32K --size 64M"),
+    ours("f16-512-none-64k-esp", Vfat, 512, "--esp --fs fat16 --cluster 64K --size 2G"),
     // FAT32, the CI subset.
     ours("f32-512-none-512", Vfat, 512, "--fs fat32 --cluster 512 --size 256M --label PHOTOS").ci(),
     ours("f32-512-mbr-32k", Vfat, 512, "--fs fat32 --table mbr --cluster 32K --size 4G --label PHOTOS").ci(),
