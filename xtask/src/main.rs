@@ -377,6 +377,10 @@ fn cargo() -> String {
 
 fn find_tool(name: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
+    // An absolute path names a data file a package provides (firmware).
+    if Path::new(name).is_absolute() {
+        return Some(PathBuf::from(name)).filter(|p| p.is_file());
+    }
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .chain(EXTRA_DIRS.iter().map(PathBuf::from))

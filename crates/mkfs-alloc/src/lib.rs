@@ -148,6 +148,7 @@ pub fn plan_medium(
     };
     topts.name = format.label.clone().unwrap_or_default();
     topts.seed = table_seed(serial);
+    topts.esp = format.esp;
     let mut table = plan_table(&topts, medium_bytes, block_size)?;
     let medium = Medium {
         volume_bytes: table.partition_len,
@@ -155,7 +156,7 @@ pub fn plan_medium(
         partition_offset: table.partition_start,
     };
     let layout = mkfs_alloc_layout::plan(&format, &medium)?;
-    if table.mbr_type.is_some() {
+    if table.mbr_type.is_some() && !format.esp {
         let fs = match layout.fs {
             FsType::Exfat => PartitionFs::Exfat,
             FsType::Fat32 => PartitionFs::Fat32,
