@@ -255,4 +255,3 @@ pub(crate) fn transfer_all(
     }
     Ok(())
 }
-

@@ -26,7 +26,6 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-
 #[cfg(target_os = "linux")]
 #[path = "linux.rs"]
 mod sys;
@@ -44,9 +43,9 @@ mod device;
 #[cfg(target_os = "linux")]
 mod mountinfo;
 
-pub use device::Device;
 #[cfg(any(target_os = "linux", target_os = "macos", windows))]
 pub(crate) use device::transfer_all;
+pub use device::Device;
 pub(crate) use device::XferResult;
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 mod probe;

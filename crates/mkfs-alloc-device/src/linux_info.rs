@@ -232,4 +232,3 @@ fn partitions(env: &Env, disk_dir: &Path, file: Option<&File>) -> Vec<Part> {
     out.sort_by_key(|p| p.number);
     out
 }
-

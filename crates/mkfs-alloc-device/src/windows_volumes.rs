@@ -138,4 +138,3 @@ pub(super) fn system_disks() -> Vec<u32> {
         })
         .collect()
 }
-
