@@ -556,3 +556,43 @@ fn fat12_and_fat16_read_back_through_mtools() {
         );
     }
 }
+
+/// A source file that cannot be read (a write-only sysctl bind-mounted into
+/// the tree: root cannot open it for reading either) is reported before
+/// anything is written: exit 2, its path listed, the target unchanged.
+#[test]
+fn an_unreadable_source_is_reported_before_writing() {
+    mkfs_alloc_tests::require_root();
+    let tmp = TempDir::new("rootdir-unreadable");
+    let src = tmp.subdir("src");
+    fs::write(src.join("fine.txt"), b"fine").expect("write");
+    let target = src.join("secret.txt");
+    fs::write(&target, b"").expect("write");
+    let attr = "/proc/sys/vm/compact_memory";
+    let m = run_env(
+        require_tool("mount"),
+        &["--bind", attr, &target.to_string_lossy()],
+        &[],
+    );
+    m.assert_success();
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _guard = Unmount(target.clone());
+    assert!(fs::File::open(&target).is_err(), "{attr} is readable here");
+    let img = tmp.join("t.img");
+    fs::write(&img, vec![0xD1u8; 64 << 20]).expect("sentinel");
+    let before = file_hash(&img);
+    let (src_s, img_s) = (src.to_string_lossy(), img.to_string_lossy());
+    let out = mkfs_alloc_env(&["--fs", "exfat", "--rootdir", &src_s, &img_s], &[]);
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("cannot be read") && out.stderr.contains("secret.txt"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(file_hash(&img), before, "the target changed");
+}

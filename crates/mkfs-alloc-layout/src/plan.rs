@@ -628,7 +628,7 @@ fn build(
                 let fat_off = u64::from(g.fat_offset) * bps;
                 let fat_len = u64::from(g.fat_length) * bps;
                 let heap = u64::from(g.heap_offset) * bps;
-                let br = exfat::boot::BOOT_REGION_SECTORS * bps;
+                let br = mkfs_alloc_ondisk::exfat::BOOT_REGION_SECTORS * bps;
                 push(RegionKind::BootRegion, 0, 0, br, true);
                 push(RegionKind::BackupBootRegion, 0, br, br, true);
                 push(RegionKind::Padding, 0, 2 * br, fat_off - 2 * br, true);

@@ -305,7 +305,7 @@ pub fn write_volume_with<D: BlockIo + ?Sized>(
     }
     // The boot sectors are zeroed with their region, then written: count both.
     let boot_sectors = match layout.geometry {
-        Geometry::Exfat(_) => 2 * exfat::boot::BOOT_REGION_SECTORS,
+        Geometry::Exfat(_) => 2 * mkfs_alloc_ondisk::exfat::BOOT_REGION_SECTORS,
         Geometry::Fat(g) if g.fs == FsType::Fat32 => 4,
         Geometry::Fat(_) => 1,
     };
@@ -434,7 +434,7 @@ fn write_exfat<D: BlockIo + ?Sized>(
             }
         },
     )?;
-    let table = exfat::upcase::compressed_table();
+    let table = mkfs_alloc_ondisk::exfat::upcase::compressed_table();
     let upcase_len = u64::from(g.upcase_clusters) * g.cluster;
     s.region(
         layout.cluster_offset(g.upcase_cluster()),
@@ -515,9 +515,12 @@ fn write_fat<D: BlockIo + ?Sized>(
         // FSInfo, backup boot sector, backup FSInfo: no tool reads them
         // without a valid sector 0.
         let info = fat::fsinfo_sector_used(g, extra);
-        s.write(fat::boot::FSINFO_SECTOR * bps, &info)?;
-        s.write(fat::boot::BACKUP_BOOT_SECTOR * bps, &boot)?;
-        s.write((fat::boot::BACKUP_BOOT_SECTOR + 1) * bps, &info)?;
+        s.write(mkfs_alloc_ondisk::fat::FSINFO_SECTOR * bps, &info)?;
+        s.write(mkfs_alloc_ondisk::fat::BACKUP_BOOT_SECTOR * bps, &boot)?;
+        s.write(
+            (mkfs_alloc_ondisk::fat::BACKUP_BOOT_SECTOR + 1) * bps,
+            &info,
+        )?;
     }
     s.flush()?;
     // 3. Sector 0 last (FAT12/16 have no other boot-area sector).

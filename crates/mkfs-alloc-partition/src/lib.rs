@@ -27,7 +27,7 @@
 //!
 //! Architecture invariant: the `mbrman` (MBR) and `gpt` (GPT) crates are
 //! private details; no type of theirs is part of this API, so either can be
-//! replaced (e.g. by the zerocopy structs of [`ondisk`], which
+//! replaced (e.g. by the zerocopy structs of `mkfs-alloc-ondisk`, which
 //! [`probe_signatures`] and `mkfs-alloc-inspect` already use to read tables).
 //! How they are used, and why:
 //!
@@ -47,7 +47,6 @@
 
 mod error;
 mod guid;
-pub mod ondisk;
 mod plan;
 mod probe;
 mod stream;

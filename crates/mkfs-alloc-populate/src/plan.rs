@@ -143,7 +143,7 @@ fn list(items: impl Iterator<Item = String>) -> String {
 /// FNV-1a over the up-cased UTF-16 units of a name.
 fn upcased_hash(name: &str) -> u64 {
     name.encode_utf16()
-        .map(mkfs_alloc_layout::exfat::upcase::upcase)
+        .map(crate::names::upcase)
         .fold(0xcbf2_9ce4_8422_2325u64, |h, u| {
             (h ^ u64::from(u)).wrapping_mul(0x100_0000_01b3)
         })
