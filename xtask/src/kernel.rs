@@ -239,6 +239,8 @@ const CASES: &[Case] = &[
     ours("ex-512-none-32m", Exfat, 512, "--fs exfat --cluster 32M --size 128G --label BIG"),
     ours("ex-512-gpt-auto-64g", Exfat, 512, "--fs exfat --table gpt --size 64G"),
     ours("ex-512-none-4k-64m", Exfat, 512, "--fs exfat --cluster 4K --size 64M"),
+    // An EFI System Partition: FAT16 with 64 KiB clusters.
+    ours("f16-512-none-64k-esp", Vfat, 512, "--esp --fs fat16 --cluster 64K --size 2G"),
     // FAT32, the CI subset.
     ours("f32-512-none-512", Vfat, 512, "--fs fat32 --cluster 512 --size 256M --label PHOTOS").ci(),
     ours("f32-512-mbr-32k", Vfat, 512, "--fs fat32 --table mbr --cluster 32K --size 4G --label PHOTOS").ci(),

@@ -39,6 +39,7 @@ pub mod label;
 pub mod options;
 pub mod plan;
 pub mod rules;
+pub mod sd;
 pub mod units;
 pub mod waste;
 pub mod writer;
