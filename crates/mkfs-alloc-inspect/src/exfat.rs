@@ -325,13 +325,7 @@ impl ExfatDirParser {
                 data_length: u64_at(24),
             }),
             TYPE_LABEL => match LabelEntry::read_from_prefix(e) {
-                Ok((l, _)) if l.character_count <= 11 => {
-                    let units: Vec<u16> = l.volume_label[..usize::from(l.character_count)]
-                        .iter()
-                        .map(|u| u.get())
-                        .collect();
-                    out.push(ExfatItem::Label(String::from_utf16_lossy(&units)));
-                }
+                Ok((l, _)) if l.character_count <= 11 => out.push(ExfatItem::Label(l.label())),
                 _ => out.push(ExfatItem::Bad(format!(
                     "volume label entry with {} characters (max 11)",
                     e[1]
