@@ -25,7 +25,7 @@ use mkfs_alloc_ondisk::exfat::{
 use zerocopy::FromBytes;
 
 use crate::chain::{ChainReader, Fat, FatBits, Geo, Source};
-use crate::error::InspectError;
+use crate::error::{InspectError, ParseError};
 use crate::io::Reader;
 use crate::report::Volume;
 use crate::walk::{
@@ -80,38 +80,59 @@ pub struct ExfatBoot {
 
 /// Checks a boot region (12 sectors; the sector size is read from byte 108)
 /// and returns its fields. Errors name the field, expected and actual values.
-pub fn parse_boot_region(region: &[u8]) -> Result<ExfatBoot, String> {
-    let (b, _) =
-        BootSector::read_from_prefix(region).map_err(|_| "shorter than 512 bytes".to_string())?;
+pub fn parse_boot_region(region: &[u8]) -> Result<ExfatBoot, ParseError> {
+    let (b, _) = BootSector::read_from_prefix(region).map_err(|_| ParseError::TooShort {
+        structure: "exFAT boot sector",
+        expected: 512,
+        actual: region.len(),
+    })?;
     if &b.file_system_name != b"EXFAT   " {
-        return Err(format!(
-            "file system name {:?}, expected \"EXFAT   \"",
-            String::from_utf8_lossy(&b.file_system_name)
+        return Err(ParseError::field(
+            "FileSystemName",
+            3,
+            "\"EXFAT   \"",
+            format!("{:?}", String::from_utf8_lossy(&b.file_system_name)),
         ));
     }
     let bps_shift = b.bytes_per_sector_shift;
     if !(9..=12).contains(&bps_shift) {
-        return Err(format!("BytesPerSectorShift {bps_shift}, expected 9..=12"));
+        return Err(ParseError::field(
+            "BytesPerSectorShift",
+            108,
+            "9..=12",
+            bps_shift,
+        ));
     }
     let spc_shift = b.sectors_per_cluster_shift;
     if spc_shift > 25 - bps_shift {
-        return Err(format!(
-            "SectorsPerClusterShift {spc_shift}: clusters above 32 MiB (max {} with {}-byte sectors)",
-            25 - bps_shift,
-            1u32 << bps_shift
+        return Err(ParseError::field(
+            "SectorsPerClusterShift",
+            109,
+            format!(
+                "0..={} (clusters up to 32 MiB with {}-byte sectors)",
+                25 - bps_shift,
+                1u32 << bps_shift
+            ),
+            spc_shift,
         ));
     }
     let bps = 1u32 << bps_shift;
     let need = usize::try_from(BOOT_REGION_SECTORS).unwrap_or(12) * bps as usize;
     if region.len() < need {
-        return Err(format!(
-            "boot region needs {need} bytes, got {}",
-            region.len()
-        ));
+        return Err(ParseError::TooShort {
+            structure: "exFAT boot region",
+            expected: need,
+            actual: region.len(),
+        });
     }
     let mut warnings = Vec::new();
     if b.must_be_zero.iter().any(|&x| x != 0) {
-        return Err("MustBeZero bytes 11..64 are not zero".into());
+        return Err(ParseError::field(
+            "MustBeZero",
+            11,
+            "all zero",
+            "not all zero",
+        ));
     }
     if b.boot_signature.get() != 0xAA55 {
         warnings.push(format!(
@@ -119,29 +140,34 @@ pub fn parse_boot_region(region: &[u8]) -> Result<ExfatBoot, String> {
             b.boot_signature.get()
         ));
     }
+    let sum_at = 11 * bps as usize;
     let stored = u32::from_le_bytes([
-        region[11 * bps as usize],
-        region[11 * bps as usize + 1],
-        region[11 * bps as usize + 2],
-        region[11 * bps as usize + 3],
+        region[sum_at],
+        region[sum_at + 1],
+        region[sum_at + 2],
+        region[sum_at + 3],
     ]);
-    let computed = boot_checksum(&region[..11 * bps as usize]);
+    let computed = boot_checksum(&region[..sum_at]);
     if stored != computed {
-        return Err(format!(
-            "boot checksum mismatch: stored {stored:#010x}, computed {computed:#010x}"
-        ));
+        return Err(ParseError::Checksum {
+            what: "boot checksum",
+            position: sum_at,
+            stored,
+            computed,
+        });
     }
     let rev = b.file_system_revision.get();
     if rev >> 8 != 1 {
-        return Err(format!(
-            "FileSystemRevision {}.{:02}, expected 1.xx",
-            rev >> 8,
-            rev & 0xFF
+        return Err(ParseError::field(
+            "FileSystemRevision",
+            104,
+            "1.xx",
+            format!("{}.{:02}", rev >> 8, rev & 0xFF),
         ));
     }
     let nfats = b.number_of_fats;
     if !(1..=2).contains(&nfats) {
-        return Err(format!("NumberOfFats {nfats}, expected 1 or 2"));
+        return Err(ParseError::field("NumberOfFats", 110, "1 or 2", nfats));
     }
     let fat_offset = b.fat_offset.get();
     let fat_length = b.fat_length.get();
@@ -149,34 +175,44 @@ pub fn parse_boot_region(region: &[u8]) -> Result<ExfatBoot, String> {
     let cc = b.cluster_count.get();
     let vol_len = b.volume_length.get();
     if fat_offset < 24 {
-        return Err(format!("FatOffset {fat_offset}, expected >= 24"));
+        return Err(ParseError::field("FatOffset", 80, ">= 24", fat_offset));
     }
     if cc == 0 || u64::from(cc) > mkfs_alloc_layout::exfat::MAX_CLUSTERS {
-        return Err(format!("ClusterCount {cc}, expected 1..=0xFFFFFFF5"));
+        return Err(ParseError::field("ClusterCount", 92, "1..=0xFFFFFFF5", cc));
     }
     let fat_end = u64::from(fat_offset) + u64::from(fat_length) * u64::from(nfats);
     if u64::from(heap) < fat_end {
-        return Err(format!(
-            "ClusterHeapOffset {heap} lies inside the FAT(s), which end at sector {fat_end}"
+        return Err(ParseError::field(
+            "ClusterHeapOffset",
+            88,
+            format!(">= {fat_end} (the end of the FATs)"),
+            heap,
         ));
     }
     if u64::from(fat_length) * u64::from(bps) < (u64::from(cc) + 2) * 4 {
-        return Err(format!(
-            "FatLength {fat_length} sectors cannot hold {} entries",
-            u64::from(cc) + 2
+        return Err(ParseError::field(
+            "FatLength",
+            84,
+            format!("room for {} entries", u64::from(cc) + 2),
+            format!("{fat_length} sectors"),
         ));
     }
     let heap_end = u64::from(heap) + (u64::from(cc) << spc_shift);
     if heap_end > vol_len {
-        return Err(format!(
-            "the cluster heap ends at sector {heap_end}, past VolumeLength {vol_len}"
+        return Err(ParseError::field(
+            "VolumeLength",
+            72,
+            format!(">= {heap_end} (the end of the cluster heap)"),
+            vol_len,
         ));
     }
     let root = b.first_cluster_of_root_directory.get();
     if root < 2 || u64::from(root) > u64::from(cc) + 1 {
-        return Err(format!(
-            "FirstClusterOfRootDirectory {root}, expected 2..={}",
-            u64::from(cc) + 1
+        return Err(ParseError::field(
+            "FirstClusterOfRootDirectory",
+            96,
+            format!("2..={}", u64::from(cc) + 1),
+            root,
         ));
     }
     Ok(ExfatBoot {
@@ -419,7 +455,7 @@ fn read_boot<D: BlockIo + ?Sized>(
     warnings: &mut Vec<String>,
 ) -> Result<ExfatBoot, InspectError> {
     let region_at =
-        |r: &mut Reader<'_, D>, off: u64| -> Result<Result<ExfatBoot, String>, InspectError> {
+        |r: &mut Reader<'_, D>, off: u64| -> Result<Result<ExfatBoot, ParseError>, InspectError> {
             let s0 = r.read_vec("exFAT boot sector", off, 512)?;
             let shift = s0[108];
             if !(9..=12).contains(&shift) {

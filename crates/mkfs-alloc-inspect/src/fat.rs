@@ -22,7 +22,7 @@ use mkfs_alloc_ondisk::fat::{
 use zerocopy::FromBytes;
 
 use crate::chain::{Fat, FatBits, Geo, Source};
-use crate::error::InspectError;
+use crate::error::{InspectError, ParseError};
 use crate::io::{Reader, MAX_READ};
 use crate::probe::ascii_label;
 use crate::report::{FsKind, Volume};
@@ -91,27 +91,38 @@ impl FatBoot {
 ///
 /// The type follows Linux and fatgen103: a BPB with a 16-bit FAT size of 0
 /// is FAT32; otherwise fewer than 4085 clusters is FAT12, else FAT16.
-pub fn parse_boot_sector(s: &[u8]) -> Result<FatBoot, String> {
-    let (b, _) =
-        BootSector::read_from_prefix(s).map_err(|_| "shorter than 512 bytes".to_string())?;
+pub fn parse_boot_sector(s: &[u8]) -> Result<FatBoot, ParseError> {
+    let (b, _) = BootSector::read_from_prefix(s).map_err(|_| ParseError::TooShort {
+        structure: "FAT boot sector",
+        expected: 512,
+        actual: s.len(),
+    })?;
     let mut warnings = Vec::new();
     let bps = u32::from(b.bpb.byts_per_sec.get());
     if !bps.is_power_of_two() || !(512..=4096).contains(&bps) {
-        return Err(format!(
-            "BytsPerSec {bps}, expected 512, 1024, 2048 or 4096"
+        return Err(ParseError::field(
+            "BytsPerSec",
+            11,
+            "512, 1024, 2048 or 4096",
+            bps,
         ));
     }
     let spc = u32::from(b.bpb.sec_per_clus);
     if !spc.is_power_of_two() {
-        return Err(format!("SecPerClus {spc}, expected a power of two 1..=128"));
+        return Err(ParseError::field(
+            "SecPerClus",
+            13,
+            "a power of two 1..=128",
+            spc,
+        ));
     }
     let rsvd = u32::from(b.bpb.rsvd_sec_cnt.get());
     if rsvd == 0 {
-        return Err("RsvdSecCnt 0".into());
+        return Err(ParseError::field("RsvdSecCnt", 14, "non-zero", rsvd));
     }
     let nfats = u32::from(b.bpb.num_fats);
     if !(1..=4).contains(&nfats) {
-        return Err(format!("NumFATs {nfats}, expected 1 or 2"));
+        return Err(ParseError::field("NumFATs", 16, "1..=4", nfats));
     }
     let root_ent = u32::from(b.bpb.root_ent_cnt.get());
     let tot = if b.bpb.tot_sec16.get() != 0 {
@@ -126,9 +137,14 @@ pub fn parse_boot_sector(s: &[u8]) -> Result<FatBoot, String> {
         u32::from(b.bpb.fat_sz16.get())
     };
     if tot == 0 || fatsz == 0 {
-        return Err(format!(
-            "total sectors {tot}, FAT size {fatsz}: both must be non-zero"
-        ));
+        let (field, position, actual) = if tot == 0 {
+            ("TotSec16/TotSec32", 19, tot)
+        } else if is32 {
+            ("FATSz32", 36, fatsz)
+        } else {
+            ("FATSz16", 22, fatsz)
+        };
+        return Err(ParseError::field(field, position, "non-zero", actual));
     }
     if is32 && root_ent != 0 {
         warnings.push(format!(
@@ -142,13 +158,21 @@ pub fn parse_boot_sector(s: &[u8]) -> Result<FatBoot, String> {
     };
     let data_sector = u64::from(rsvd) + u64::from(nfats) * u64::from(fatsz) + root_dir_sectors;
     if data_sector >= u64::from(tot) {
-        return Err(format!(
-            "the data region would start at sector {data_sector}, past the {tot} sectors of the volume"
+        return Err(ParseError::field(
+            "TotSec16/TotSec32",
+            19,
+            format!("> {data_sector} (the start of the data region)"),
+            tot,
         ));
     }
     let cc64 = (u64::from(tot) - data_sector) / u64::from(spc);
     if cc64 == 0 {
-        return Err("no data clusters".into());
+        return Err(ParseError::field(
+            "TotSec16/TotSec32",
+            19,
+            format!("room for a cluster of {spc} sectors after sector {data_sector}"),
+            tot,
+        ));
     }
     let (kind, bits) = if is32 {
         (FsKind::Fat32, 32)
@@ -157,31 +181,50 @@ pub fn parse_boot_sector(s: &[u8]) -> Result<FatBoot, String> {
     } else if cc64 < 65525 {
         (FsKind::Fat16, 16)
     } else {
-        return Err(format!(
-            "{cc64} clusters with a 16-bit FAT size: too many for FAT16, and not a FAT32 BPB"
+        return Err(ParseError::field(
+            "FATSz16",
+            22,
+            format!("0 (a FAT32 BPB) for {cc64} clusters, too many for FAT16"),
+            fatsz,
         ));
     };
     if is32 && cc64 > mkfs_alloc_layout::fat::MAX_CLUSTERS {
-        return Err(format!("{cc64} clusters, more than FAT32's 268,435,445"));
+        return Err(ParseError::field(
+            "TotSec32",
+            32,
+            "at most 268,435,445 clusters",
+            format!("{cc64} clusters"),
+        ));
     }
     if is32 && cc64 < mkfs_alloc_layout::fat::SPEC_MIN_CLUSTERS {
         warnings.push(format!(
             "FAT32 with only {cc64} clusters (fewer than 65,525): some systems read it as FAT16"
         ));
     }
-    let cc = u32::try_from(cc64).map_err(|_| format!("{cc64} clusters"))?;
+    let cc = u32::try_from(cc64).map_err(|_| {
+        ParseError::field(
+            "TotSec32",
+            32,
+            "a 32-bit cluster count",
+            format!("{cc64} clusters"),
+        )
+    })?;
     let fat_entries = u64::from(fatsz) * u64::from(bps) * 8 / bits;
     if fat_entries < cc64 + 2 {
-        return Err(format!(
-            "a FAT of {fatsz} sectors holds {fat_entries} entries, {} needed for {cc} clusters",
-            cc64 + 2
+        return Err(ParseError::field(
+            if is32 { "FATSz32" } else { "FATSz16" },
+            if is32 { 36 } else { 22 },
+            format!("room for {} entries ({cc} clusters)", cc64 + 2),
+            format!("{fatsz} sectors, {fat_entries} entries"),
         ));
     }
     let root_cluster = if is32 { b.ebpb.root_clus.get() } else { 0 };
     if is32 && (root_cluster < 2 || u64::from(root_cluster) > cc64 + 1) {
-        return Err(format!(
-            "RootClus {root_cluster}, expected 2..={}",
-            cc64 + 1
+        return Err(ParseError::field(
+            "RootClus",
+            44,
+            format!("2..={}", cc64 + 1),
+            root_cluster,
         ));
     }
     if b.signature.get() != 0xAA55 {
@@ -449,8 +492,8 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
 ) -> Result<(), InspectError> {
     let start = vol.start;
     let s0 = r.read_vec("FAT boot sector", start, 512)?;
-    let b =
-        parse_boot_sector(&s0).map_err(|e| InspectError::corrupt("FAT boot sector", start, e))?;
+    let b = parse_boot_sector(&s0)
+        .map_err(|e| InspectError::corrupt("FAT boot sector", start, e.to_string()))?;
     vol.warnings.extend(b.warnings.iter().cloned());
     let bps = u64::from(b.sector_size);
     let cs = b.cluster_size();
@@ -816,6 +859,9 @@ mod tests {
         assert!(parse_boot_sector(&t).is_err());
         let mut t = s.clone();
         t[22] = 1; // 1-sector FAT cannot hold the clusters
-        assert!(parse_boot_sector(&t).unwrap_err().contains("entries"));
+        assert!(parse_boot_sector(&t)
+            .unwrap_err()
+            .to_string()
+            .contains("entries"));
     }
 }

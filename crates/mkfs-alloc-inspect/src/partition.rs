@@ -19,7 +19,7 @@ use mkfs_alloc_ondisk::{mbr as ondisk, BOOT_SIGNATURE};
 use mkfs_alloc_partition::Guid;
 use zerocopy::{FromBytes, IntoBytes};
 
-use crate::error::InspectError;
+use crate::error::{InspectError, ParseError};
 use crate::io::Reader;
 use crate::probe::is_fs_boot_sector;
 use crate::report::{Partition, PartitionTable, TableKind};
@@ -102,35 +102,61 @@ pub struct GptInfo {
 
 /// Checks a GPT header block read at `lba` (signature, size, CRC32, MyLBA,
 /// entry geometry within [`MAX_GPT_ARRAY_BYTES`]).
-pub fn parse_gpt_header(block: &[u8], lba: u64) -> Result<GptInfo, String> {
-    let (h, _) = GptHeader::read_from_prefix(block).map_err(|_| "block too short".to_string())?;
+pub fn parse_gpt_header(block: &[u8], lba: u64) -> Result<GptInfo, ParseError> {
+    let (h, _) = GptHeader::read_from_prefix(block).map_err(|_| ParseError::TooShort {
+        structure: "GPT header",
+        expected: 92,
+        actual: block.len(),
+    })?;
     if h.signature != GPT_SIGNATURE {
-        return Err("no \"EFI PART\" signature".into());
+        return Err(ParseError::field(
+            "Signature",
+            0,
+            "\"EFI PART\"",
+            format!("{:?}", String::from_utf8_lossy(&h.signature)),
+        ));
     }
     let Some(crc) = h.computed_crc32(block) else {
         let hsize = h.header_size.get();
-        return Err(format!("header size {hsize} outside 92..={}", block.len()));
+        return Err(ParseError::field(
+            "HeaderSize",
+            12,
+            format!("92..={}", block.len()),
+            hsize,
+        ));
     };
     if crc != h.header_crc32.get() {
-        return Err(format!(
-            "header CRC32 mismatch: stored {:#010x}, computed {crc:#010x}",
-            h.header_crc32.get()
-        ));
+        return Err(ParseError::Checksum {
+            what: "header CRC32",
+            position: 16,
+            stored: h.header_crc32.get(),
+            computed: crc,
+        });
     }
     if h.my_lba.get() != lba {
-        return Err(format!(
-            "header says it is at LBA {}, read at {lba}",
-            h.my_lba.get()
+        return Err(ParseError::field(
+            "MyLBA",
+            24,
+            format!("{lba} (where it was read)"),
+            h.my_lba.get(),
         ));
     }
     let n = h.number_of_partition_entries.get();
     let esize = h.size_of_partition_entry.get();
     if esize < 128 || !esize.is_power_of_two() {
-        return Err(format!("entry size {esize} is not 128 × 2^n"));
+        return Err(ParseError::field(
+            "SizeOfPartitionEntry",
+            84,
+            "128 × 2^n",
+            esize,
+        ));
     }
     if u64::from(n) * u64::from(esize) > MAX_GPT_ARRAY_BYTES {
-        return Err(format!(
-            "{n} entries of {esize} bytes exceed the {MAX_GPT_ARRAY_BYTES}-byte limit"
+        return Err(ParseError::field(
+            "NumberOfPartitionEntries",
+            80,
+            format!("at most {MAX_GPT_ARRAY_BYTES} bytes of {esize}-byte entries"),
+            n,
         ));
     }
     Ok(GptInfo {
@@ -575,6 +601,16 @@ mod tests {
         let c = GPT_CRC.checksum(&h[..92]);
         h[16..20].copy_from_slice(&c.to_le_bytes());
         let e = parse_gpt_header(&h, 1).unwrap_err();
-        assert!(e.contains("limit"), "{e}");
+        assert!(
+            matches!(
+                e,
+                ParseError::Field {
+                    field: "NumberOfPartitionEntries",
+                    position: 80,
+                    ..
+                }
+            ),
+            "{e}"
+        );
     }
 }
