@@ -191,7 +191,7 @@ impl Overhead {
     /// The breakdown of a layout's regions (all but the free clusters).
     pub fn of(layout: &Layout) -> Self {
         let mut o = Overhead::default();
-        for r in &layout.regions {
+        for r in layout.regions() {
             let slot = match r.kind {
                 RegionKind::BootRegion | RegionKind::BackupBootRegion => &mut o.reserved,
                 RegionKind::Fat => &mut o.fat,
@@ -547,7 +547,7 @@ pub fn recommend_for_format(
                 cluster: ClusterChoice::Auto,
                 ..opts.clone()
             };
-            plan(&auto, &medium)?.fs
+            plan(&auto, &medium)?.fs()
         }
     };
     let base = FormatOptions {
@@ -630,7 +630,7 @@ fn fs_advice(
         },
         medium,
     );
-    let auto_cluster = auto_layout.as_ref().ok().map(|l| l.cluster_size);
+    let auto_cluster = auto_layout.as_ref().ok().map(|l| l.cluster_size());
     let windows = windows_default(fs, volume);
     let sd = sd_recommended(volume);
     let mkfs = mkfs_default(fs, volume, medium.sector_size);
@@ -697,17 +697,17 @@ fn fs_advice(
             }
         },
         Some(_) => auto_layout.as_ref().ok().map(|l| Recommendation {
-            cluster_size: l.cluster_size,
+            cluster_size: l.cluster_size(),
             rule: RecommendationRule::AutoEmptyData,
             reason: format!(
                 "the data holds no file bytes; {}",
-                l.cluster_rule.describe(fs, volume)
+                l.cluster_rule().describe(fs, volume)
             ),
         }),
         None => auto_layout.as_ref().ok().map(|l| Recommendation {
-            cluster_size: l.cluster_size,
+            cluster_size: l.cluster_size(),
             rule: RecommendationRule::AutoNoData,
-            reason: l.cluster_rule.describe(fs, volume),
+            reason: l.cluster_rule().describe(fs, volume),
         }),
     };
     let mut rows: Vec<Row> = cands.into_iter().map(|c| c.row).collect();
@@ -741,8 +741,8 @@ fn candidate(
     mkfs: u64,
     auto: Option<u64>,
 ) -> Candidate {
-    let c = layout.cluster_size;
-    let fs = layout.fs;
+    let c = layout.cluster_size();
+    let fs = layout.fs();
     let usable = layout.usable_bytes();
     let overhead = layout.overhead_bytes();
     let footprint = data.map(|d| footprint_for(layout, d));
@@ -766,7 +766,7 @@ fn candidate(
             _ => RowNote::AboveFat32Compat,
         });
     }
-    if fs == FsType::Exfat && layout.cluster_count > EXFAT_RECOMMENDED_MAX_CLUSTERS {
+    if fs == FsType::Exfat && layout.cluster_count() > EXFAT_RECOMMENDED_MAX_CLUSTERS {
         notes.push(RowNote::ExfatManyClusters);
     }
     for (note, pick) in [
@@ -782,10 +782,10 @@ fn candidate(
     Candidate {
         row: Row {
             cluster_size: c,
-            cluster_count: layout.cluster_count,
+            cluster_count: layout.cluster_count(),
             usable_bytes: usable,
             overhead_bytes: overhead,
-            overhead_percent: pct(overhead, layout.volume_bytes),
+            overhead_percent: pct(overhead, layout.volume_bytes()),
             overhead: Overhead::of(layout),
             data_bytes_on_disk: on_disk,
             file_bytes_on_disk: footprint.map(|f| f.file_bytes()),

@@ -261,8 +261,8 @@ pub fn scan_result(tree: &Tree) -> ScanResult {
 /// model).
 pub fn tree_footprint(tree: &Tree, layout: &Layout) -> Footprint {
     footprint(
-        layout.fs,
-        layout.cluster_size,
+        layout.fs(),
+        layout.cluster_size(),
         RootDir::of(layout),
         &scan_result(tree),
     )
@@ -324,16 +324,16 @@ pub fn plan_tree(
     layout: &Layout,
     time: TimePolicy,
 ) -> Result<Populated, PopulateError> {
-    if layout.fs.is_small_fat() {
+    if layout.fs().is_small_fat() {
         // Their fixed root directory and 12/16-bit FATs are not populated yet.
         return Err(PopulateError::Unsupported(format!(
             "--rootdir does not populate {} volumes yet; use --fs fat32 or exfat (or format, then copy with mtools)",
-            layout.fs
+            layout.fs()
         )));
     }
-    check(&mut tree, layout.fs)?;
-    let fs = layout.fs;
-    let cluster = layout.cluster_size;
+    check(&mut tree, layout.fs())?;
+    let fs = layout.fs();
+    let cluster = layout.cluster_size();
     let scan = scan_result(&tree);
     let root = RootDir::of(layout);
     let fp = footprint(fs, cluster, root, &scan);
@@ -366,7 +366,7 @@ pub fn plan_tree(
     if !problems.is_empty() {
         return Err(PopulateError::Names { fs, problems });
     }
-    let free = u64::from(layout.cluster_count - layout.used_clusters);
+    let free = u64::from(layout.cluster_count() - layout.used_clusters());
     if fp.new_clusters() > free {
         return Err(PopulateError::DoesNotFit {
             cluster,
@@ -374,7 +374,7 @@ pub fn plan_tree(
             free_clusters: free,
         });
     }
-    let root_first = match &layout.geometry {
+    let root_first = match &layout.geometry() {
         Geometry::Exfat(g) => g.root_cluster(),
         Geometry::Fat(_) => 2,
     };
@@ -432,7 +432,7 @@ pub fn plan_tree(
         tree,
         fs,
         cluster,
-        data_offset: layout.data_offset,
+        data_offset: layout.data_offset(),
         root_first,
         root_clusters,
         end: at as u32,

@@ -115,7 +115,7 @@ fn layout(fs: FsType, cluster: u64, size: u64) -> Layout {
 
 fn format(l: &Layout, tree: Tree, time: TimePolicy) -> Result<Vec<u8>, WriteError> {
     let mut p = plan_tree(tree, l, time).expect("plan tree");
-    let mut disk = MemDisk::new(512, l.volume_bytes / 512).expect("disk");
+    let mut disk = MemDisk::new(512, l.volume_bytes() / 512).expect("disk");
     write_volume_with(l, Some(&mut p), &mut disk, Prior::Unknown, &mut |_, _| {})?;
     Ok(disk.into_inner())
 }
@@ -158,7 +158,7 @@ fn same_tree_in_another_creation_order_gives_the_same_bytes() {
 /// (exFAT) or FAT (FAT32).
 fn used_clusters(l: &Layout, img: &[u8]) -> u64 {
     let boot = &img[..512];
-    match l.fs {
+    match l.fs() {
         FsType::Exfat => {
             let heap = u64::from(u32::from_le_bytes(boot[88..92].try_into().expect("4")));
             let count = u32::from_le_bytes(boot[92..96].try_into().expect("4")) as usize;
@@ -174,7 +174,7 @@ fn used_clusters(l: &Layout, img: &[u8]) -> u64 {
             let fat_sz = u64::from(u32::from_le_bytes(boot[36..40].try_into().expect("4")));
             let at = (rsvd * 512) as usize;
             let fat = &img[at..at + (fat_sz * 512) as usize];
-            let count = l.cluster_count as usize;
+            let count = l.cluster_count() as usize;
             fat.chunks_exact(4)
                 .skip(2)
                 .take(count)
@@ -208,7 +208,7 @@ fn used_clusters_equal_advise_prediction() {
         let used = used_clusters(&l, &img);
         assert_eq!(
             used,
-            u64::from(l.used_clusters) + predicted,
+            u64::from(l.used_clusters()) + predicted,
             "{fs_type} at {cluster}: used clusters differ from advise's prediction"
         );
     }
@@ -297,7 +297,7 @@ fn a_source_that_changes_leaves_no_boot_sector() {
         let l = layout(fs_type, 512, 64 << 20);
         let mut p = plan_tree(tree, &l, TimePolicy::default()).expect("plan");
         fs::write(&f, vec![1u8; 5_000]).expect("shrink");
-        let mut disk = MemDisk::new(512, l.volume_bytes / 512).expect("disk");
+        let mut disk = MemDisk::new(512, l.volume_bytes() / 512).expect("disk");
         let e = write_volume_with(&l, Some(&mut p), &mut disk, Prior::Unknown, &mut |_, _| {})
             .expect_err("must fail");
         assert!(matches!(e, WriteError::Content(_)), "{e}");
@@ -311,7 +311,7 @@ fn a_source_that_changes_leaves_no_boot_sector() {
         tree.add_file("/short", &b"abc"[..], 4, SystemTime::UNIX_EPOCH)
             .expect("add");
         let mut p = plan_tree(tree, &l, TimePolicy::default()).expect("plan");
-        let mut disk = MemDisk::new(512, l.volume_bytes / 512).expect("disk");
+        let mut disk = MemDisk::new(512, l.volume_bytes() / 512).expect("disk");
         let e = write_volume_with(&l, Some(&mut p), &mut disk, Prior::Unknown, &mut |_, _| {})
             .expect_err("must fail");
         assert!(matches!(e, WriteError::Content(_)), "{e}");
