@@ -9,7 +9,7 @@
 use libfuzzer_sys::fuzz_target;
 use mkfs_alloc_blockio::MemDisk;
 use mkfs_alloc_inspect::{exfat, fat, inspect, InspectOptions};
-use mkfs_alloc_layout::exfat::boot::boot_checksum;
+use mkfs_alloc_ondisk::exfat::boot_checksum;
 
 fuzz_target!(|data: &[u8]| {
     let _ = exfat::parse_boot_region(data);

@@ -12,6 +12,10 @@ const EXTRA_DIRS: &[&str] = &["/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/bin
 
 /// Finds `name` in `$PATH` or the sbin directories.
 pub fn find_tool(name: &str) -> Option<PathBuf> {
+    // An absolute path names a data file a package provides (firmware).
+    if Path::new(name).is_absolute() {
+        return Some(PathBuf::from(name)).filter(|p| p.is_file());
+    }
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .chain(EXTRA_DIRS.iter().map(PathBuf::from))

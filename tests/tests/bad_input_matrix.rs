@@ -141,6 +141,7 @@ const ROWS: &[Row] = &[
     row("fat12 512 on 64 MiB", Sentinel, &["--fs", "fat12", "--cluster", "512"], &["too large for FAT12", "4,068", "valid: 16 KiB..64 KiB"]),
     row("fat16 at 1 KiB in no width (new)", New, &["--fs", "fat16", "--cluster", "512", "--size", "1G"], &["too large for FAT16", "65,508", "valid: 16 KiB..64 KiB"]),
     row("fat 4K in the FAT12/16 gap (new)", New, &["--fs", "fat", "--cluster", "4K", "--size", "18336K"], &["no FAT width fits", "(4,072 clusters", "FAT12 takes 1..4,068", "valid: 512 B, 1 KiB, 2 KiB, 8 KiB"]),
+    row("esp with exfat", Sentinel, &["--esp", "--fs", "exfat"], &["EFI System Partition must be FAT", "--fs fat"]),
     row("root entries 0", Sentinel, &["--fs", "fat16", "--root-entries", "0"], &["root directory entries 0", "1..=32768"]),
     row("root entries on FAT32 (new)", New, &["--fs", "fat32", "--root-entries", "1024", "--size", "1G"], &["--root-entries applies to FAT12 and FAT16", "FAT32"]),
     row("fat32 on 4 TiB at 512-byte sectors (new)", New, &["--fs", "fat32", "--size", "4T"], &["too large for FAT32", "2.0 TiB", "exFAT|4096-byte sectors"]),

@@ -321,6 +321,39 @@ fn dry_run_opens_nothing_for_writing() {
     assert!(!new.exists());
 }
 
+/// Item 10 on devices: a dry run on a mounted device, and as a user who
+/// may not open the device, works (exit 0) and says what the real run
+/// would refuse; the real runs exit 2.
+#[test]
+fn dry_run_on_devices_reports_the_refusals() {
+    require_root();
+    require_tool("setpriv");
+    let tmp = TempDir::new("dry-dev");
+    let img = tmp.join("d.img");
+    let img_s = img.to_string_lossy().into_owned();
+    mkfs_alloc(&["--fs", "exfat", "--size", "64M", &img_s]).assert_success();
+    let lo = LoopDevice::attach(&img);
+    let dev = lo.path().to_string_lossy().into_owned();
+    // Not root: no permission to open the device.
+    let out = as_nobody(&["--dry-run", "--json", "--fs", "exfat", &dev]);
+    out.assert_success();
+    let doc = one_document(&out);
+    let refusal = doc["would_refuse"].as_str().unwrap_or_default();
+    assert!(refusal.contains("Permission denied"), "{out}");
+    let out = as_nobody(&["--yes", "--fs", "exfat", &dev]);
+    out.assert_code(2);
+    // Mounted.
+    let mnt_dir = tmp.subdir("mnt");
+    let mount = FuseMount::exfat(lo.path(), &mnt_dir);
+    let out = mkfs_alloc(&["--dry-run", "--json", "--fs", "exfat", &dev]);
+    out.assert_success();
+    let doc = one_document(&out);
+    let refusal = doc["would_refuse"].as_str().unwrap_or_default();
+    assert!(refusal.contains("mounted"), "{out}");
+    mkfs_alloc(&["--yes", "--fs", "exfat", &dev]).assert_code(2);
+    mount.unmount();
+}
+
 /// Item 3: a run takes an exclusive advisory lock on the image; while
 /// another process holds it, mkfs-alloc exits 2 "in use by another process"
 /// without writing. Two runs at once never both write.

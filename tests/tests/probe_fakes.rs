@@ -179,3 +179,26 @@ fn format_with_probe_refuses_a_fake_unless_size_fits() {
     assert!(check.success(), "fsck.exfat on the real part:\n{check}");
     fake.remove();
 }
+
+/// Without root: an image file (through the page cache) is genuine, the
+/// JSON is one document, and `--keep-data` leaves it byte-identical.
+#[test]
+fn an_image_file_is_genuine_and_keep_data_keeps_it() {
+    let tmp = TempDir::new("probe-image");
+    let img = tmp.join("stick.img");
+    fill_random(&img, 64 * MIB, 3);
+    let before = file_hash(&img);
+    let journal = tmp.join("j");
+    let j = journal.to_string_lossy().into_owned();
+    let (v, _) = probe(&img, &["--keep-data", "--journal", &j]);
+    assert_eq!(json_str(&v, "verdict"), "genuine");
+    assert_eq!(json_u64(&v, "real_bytes"), 64 * MIB);
+    assert_eq!(v["keep_data"], Value::Bool(true));
+    assert!(!journal.exists());
+    assert_eq!(file_hash(&img), before);
+    // Without --keep-data it writes, and says how much.
+    let (v, _) = probe(&img, &["--no-speed"]);
+    assert!(json_u64(&v, "bytes_written") > 0);
+    assert!(v["bytes_restored"].is_null());
+    assert_ne!(file_hash(&img), before);
+}

@@ -9,7 +9,7 @@ use mkfs_alloc_tests::checks::{fsck_exfat_clean, fsck_fat_clean, mtools};
 use mkfs_alloc_tests::cmd::run_env;
 use mkfs_alloc_tests::fuse::FuseMount;
 use mkfs_alloc_tests::image::file_hash;
-use mkfs_alloc_tests::loopdev::LoopDevice;
+use mkfs_alloc_tests::loopdev::{LoopDevice, LoopOptions};
 use mkfs_alloc_tests::tempdir::TempDir;
 use mkfs_alloc_tests::tools::require_tool;
 use mkfs_alloc_tests::{mkfs_alloc_env, MkfsJson};
@@ -430,4 +430,169 @@ fn a_source_that_changes_fails_cleanly() {
             "{fs_name}: boot sectors were written"
         );
     }
+}
+
+/// On a block device (a loop device: a whole disk, so `--table auto` gives
+/// an MBR): the partition's volume holds exactly the tree.
+#[test]
+fn on_a_device_with_a_partition_table() {
+    mkfs_alloc_tests::require_root();
+    let tmp = TempDir::new("rootdir-device");
+    let src = tmp.join("src");
+    make_tree(&src, &(0..entries().len()).collect::<Vec<_>>());
+    let img = tmp.join("disk.img");
+    let f = fs::File::create(&img).expect("create");
+    f.set_len(300 << 20).expect("size");
+    drop(f);
+    for fs_name in ["exfat", "fat32"] {
+        let (off, len) = {
+            let lo = LoopDevice::attach(&img);
+            let (src_s, dev_s) = (src.to_string_lossy(), lo.path().to_string_lossy());
+            let args = [
+                "--fs",
+                fs_name,
+                "--cluster",
+                "4K",
+                "--yes",
+                "--json",
+                "--rootdir",
+                &src_s,
+                &dev_s,
+            ];
+            let out = mkfs_alloc_env(&args, &[("SOURCE_DATE_EPOCH", EPOCH)]);
+            out.assert_success();
+            let j = MkfsJson::parse(&out);
+            assert_eq!(j.value["table"]["kind"], "mbr", "{}", j.value["table"]);
+            (
+                j.value["table"]["partition_start"].as_u64().expect("start"),
+                j.value["table"]["partition_len"].as_u64().expect("len"),
+            )
+        };
+        let window = LoopDevice::attach_with(
+            &img,
+            LoopOptions {
+                window: Some((off, len)),
+                ..LoopOptions::default()
+            },
+        );
+        if fs_name == "exfat" {
+            fsck_exfat_clean(window.path());
+            let mnt = tmp.subdir("mnt");
+            let m = FuseMount::exfat(window.path(), &mnt);
+            let got = listing(&mnt, true);
+            m.unmount();
+            assert_eq!(got, expected(&src, 1, true), "exfat-fuse sees another tree");
+        } else {
+            fsck_fat_clean(window.path());
+        }
+        drop(window);
+        if fs_name == "fat32" {
+            let at = tmp.join(&format!("disk.img@@{off}"));
+            let out_dir = tmp.subdir("mcopy-dev");
+            let o = run_env(
+                require_tool("mcopy"),
+                &[
+                    "-s",
+                    "-m",
+                    "-n",
+                    "-i",
+                    &at.to_string_lossy(),
+                    "::/*",
+                    &out_dir.to_string_lossy(),
+                ],
+                &[("TZ", "UTC")],
+            );
+            o.assert_success();
+            assert_eq!(listing(&out_dir, false), expected(&src, 2, false));
+        }
+    }
+}
+
+/// FAT12 and FAT16 (fixed root directory, 12- and 16-bit FATs): fsck.fat is
+/// clean and mtools extracts exactly the tree.
+#[test]
+fn fat12_and_fat16_read_back_through_mtools() {
+    let tmp = TempDir::new("rootdir-smallfat");
+    let src = tmp.join("src");
+    make_tree(&src, &(0..entries().len()).collect::<Vec<_>>());
+    for (fs_name, cluster, size) in [("fat16", "2K", "64M"), ("fat12", "8K", "30M")] {
+        let img = tmp.join(&format!("{fs_name}.img"));
+        let (src_s, img_s) = (src.to_string_lossy(), img.to_string_lossy());
+        let args = [
+            "--fs",
+            fs_name,
+            "--cluster",
+            cluster,
+            "--size",
+            size,
+            "--serial",
+            "1234ABCD",
+            "-q",
+            "--rootdir",
+            &src_s,
+            &img_s,
+        ];
+        mkfs_alloc_env(&args, &[("SOURCE_DATE_EPOCH", EPOCH)]).assert_success();
+        fsck_fat_clean(&img);
+        let out_dir = tmp.subdir(&format!("mcopy-{fs_name}"));
+        let o = run_env(
+            require_tool("mcopy"),
+            &[
+                "-s",
+                "-m",
+                "-n",
+                "-i",
+                &img_s,
+                "::/*",
+                &out_dir.to_string_lossy(),
+            ],
+            &[("TZ", "UTC")],
+        );
+        o.assert_success();
+        assert_eq!(
+            listing(&out_dir, false),
+            expected(&src, 2, false),
+            "{fs_name}"
+        );
+    }
+}
+
+/// A source file that cannot be read (a write-only sysctl bind-mounted into
+/// the tree: root cannot open it for reading either) is reported before
+/// anything is written: exit 2, its path listed, the target unchanged.
+#[test]
+fn an_unreadable_source_is_reported_before_writing() {
+    mkfs_alloc_tests::require_root();
+    let tmp = TempDir::new("rootdir-unreadable");
+    let src = tmp.subdir("src");
+    fs::write(src.join("fine.txt"), b"fine").expect("write");
+    let target = src.join("secret.txt");
+    fs::write(&target, b"").expect("write");
+    let attr = "/proc/sys/vm/compact_memory";
+    let m = run_env(
+        require_tool("mount"),
+        &["--bind", attr, &target.to_string_lossy()],
+        &[],
+    );
+    m.assert_success();
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _guard = Unmount(target.clone());
+    assert!(fs::File::open(&target).is_err(), "{attr} is readable here");
+    let img = tmp.join("t.img");
+    fs::write(&img, vec![0xD1u8; 64 << 20]).expect("sentinel");
+    let before = file_hash(&img);
+    let (src_s, img_s) = (src.to_string_lossy(), img.to_string_lossy());
+    let out = mkfs_alloc_env(&["--fs", "exfat", "--rootdir", &src_s, &img_s], &[]);
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("cannot be read") && out.stderr.contains("secret.txt"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(file_hash(&img), before, "the target changed");
 }

@@ -4,8 +4,8 @@
 //! 0xD1. Catches regions the writer forgets and writes outside the plan.
 
 use mkfs_alloc_blockio::MemDisk;
-use mkfs_alloc_layout::exfat::upcase::compressed_table;
 use mkfs_alloc_layout::{plan, write_volume, FormatOptions, FsType, Layout, Medium, RegionKind};
+use mkfs_alloc_ondisk::exfat::upcase::compressed_table;
 use mkfs_alloc_tests::checks::{check_exfat_boot_region, check_fat32_boot, check_small_fat_boot};
 use mkfs_alloc_tests::sizes::options;
 use mkfs_alloc_tests::{smallest_valid, ExfatBoot, ExfatRootInfo, TempDir, KIB, MIB, SENTINEL};

@@ -1,7 +1,7 @@
 //! The up-case table: the one mkfs.exfat writes, extracted from its image,
 //! equals ours byte for byte (in our image and from the library).
 
-use mkfs_alloc_layout::exfat::upcase::{compressed_table, UPCASE_TABLE_CHECKSUM, UPCASE_TABLE_LEN};
+use mkfs_alloc_ondisk::exfat::upcase::{compressed_table, UPCASE_TABLE_CHECKSUM, UPCASE_TABLE_LEN};
 use mkfs_alloc_tests::boot::exfat_upcase_table;
 use mkfs_alloc_tests::{
     exfat_checksum, format_image, require_tool, run, sparse_file, FormatArgs, TempDir, MIB,

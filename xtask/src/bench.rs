@@ -17,10 +17,10 @@ const MIB: u64 = 1 << 20;
 
 /// One measured run.
 #[derive(Debug, Clone, Copy)]
-struct Sample {
-    secs: f64,
-    write_bytes: u64,
-    max_rss_kib: u64,
+pub(crate) struct Sample {
+    pub(crate) secs: f64,
+    pub(crate) write_bytes: u64,
+    pub(crate) max_rss_kib: u64,
 }
 
 /// Runs `cmd` and measures it. Fails if the command fails.
@@ -29,7 +29,7 @@ struct Sample {
 /// GNU time reports the peak RSS of the shell and its children (the shell's
 /// own is far smaller than the tools'), and once the shell has reaped the
 /// tool, its `/proc/$$/io` includes the tool's `write_bytes`.
-fn measure(cmd: &Command) -> Result<Sample, String> {
+pub(crate) fn measure(cmd: &Command) -> Result<Sample, String> {
     let rss_file =
         std::env::temp_dir().join(format!("mkfs-alloc-bench-rss-{}", std::process::id()));
     let mut wrapped = Command::new("/usr/bin/time");
@@ -76,7 +76,7 @@ fn measure(cmd: &Command) -> Result<Sample, String> {
     })
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
     if n == 0 {
@@ -125,8 +125,18 @@ fn cluster_for(fs: Fs, size: u64) -> u64 {
 
 fn ours(bin: &Path, fs: Fs, cluster: u64, img: &Path) -> Command {
     let mut c = Command::new(bin);
-    // `--table none` as the peers write no table; `--yes` for the loop device.
-    c.args(["-q", "--yes", "--table", "none", "--serial", "1234ABCD"]);
+    // `--table none` as the peers write no table; `--yes` for the loop
+    // device; `--no-discard` as the peers do not TRIM (like for like: a
+    // discard of a 4 GiB loop device alone takes from tens of ms to seconds).
+    c.args([
+        "-q",
+        "--yes",
+        "--no-discard",
+        "--table",
+        "none",
+        "--serial",
+        "1234ABCD",
+    ]);
     c.args(["--align", "1M", "--cluster"])
         .arg(cluster.to_string())
         .arg("--fs");
@@ -223,7 +233,7 @@ fn prepare(img: &Path, row: &Row) -> Result<(), String> {
     Ok(())
 }
 
-fn fmt_bytes(b: f64) -> String {
+pub(crate) fn fmt_bytes(b: f64) -> String {
     if b >= MIB as f64 {
         format!("{:.1} MiB", b / MIB as f64)
     } else if b >= 1024.0 {

@@ -3,11 +3,12 @@
 # builds the initramfs around this script: busybox, the modules in
 # /modules.order, this file as /init).
 #
-# Every virtio disk whose serial reads CASE.FS.PART (e.g. `k03.vfat.1`; PART
-# 0 = no partition table) is a volume under test; FS is the driver (exfat or
-# vfat). The phase comes from the kernel command line: `kt.phase=write`
-# formats nothing but writes a file set and reads it back after a remount;
-# `kt.phase=verify` (a fresh boot) reads it back again.
+# Every virtio disk whose serial reads CASE.FS.PART.MODE (e.g. `k03.vfat.1.set`;
+# PART 0 = no partition table) is a volume under test; FS is the driver (exfat
+# or vfat); MODE `set` writes the file set, `fill` one file up to the last
+# cluster. The phase comes from the kernel command line: `kt.phase=write`
+# writes and reads back after a remount; `kt.phase=verify` (a fresh boot)
+# reads back again.
 #
 # The guest only reports facts; the host judges them. One line each:
 #   KT CASE DISK vdX                       the disk of the case
@@ -16,6 +17,7 @@
 #   KT CASE KLOG STEP LINE                 a kernel log line printed during STEP
 #   KT CASE FAIL STEP DETAIL               an operation that failed
 #   KT CASE INFO DETAIL                    a note (e.g. the file set was scaled)
+#   KT CASE FILL BYTES APPENDS             size of the file that filled the volume
 #   KT CASE TIME SECONDS                   guest time spent on the case
 #   KT - KLOG boot LINE                    a boot-time kernel line about disks
 #   KT BOOTED SECONDS                      /init started (guest uptime)
@@ -152,6 +154,35 @@ write_set() (
     printf 'case\n' >'Äpfel.txt'
 )
 
+# Writes one file until the volume is full. With clusters smaller than a
+# page, a page-sized write fails whole when fewer clusters than a page are
+# left: the bulk write stops short, and cluster-sized appends finish it.
+fill_volume() {
+    dd if=/dev/zero of=fill.bin bs=1048576 2>/tmp/err
+    grep -q 'No space left' /tmp/err || fail fill "dd ended without ENOSPC: $(tr '\n' ' ' </tmp/err)"
+    n=0
+    while [ $n -lt 64 ] && dd if=/dev/zero of=fill.bin bs="$CS" count=1 oflag=append conv=notrunc 2>/dev/null; do
+        n=$((n + 1))
+    done
+    sync
+    echo "KT $ID FILL $(stat -c %s fill.bin) $n"
+    echo "KT $ID INFO filled: 1 MiB writes, then $n cluster-sized appends"
+}
+
+# Writes the file set and checks the lookups.
+write_and_look_up() {
+    if ! write_set 2>/tmp/err; then
+        fail write "$(tail -3 /tmp/err | tr '\n' ' ')"
+    fi
+    [ -f "$LONG255" ] || fail write "the 255-character name is missing"
+    [ -f "$UNICODE" ] || fail write "the non-ASCII name is missing"
+    [ "$(cat SMALL.TXT 2>/dev/null)" = hello ] || fail lookup "SMALL.TXT does not open small.txt"
+    if [ "$FS" = exfat ]; then
+        # exFAT compares names through the up-case table on the volume.
+        [ "$(cat 'äpfel.txt' 2>/dev/null)" = case ] || fail lookup "äpfel.txt does not open Äpfel.txt"
+    fi
+}
+
 # --- phases -----------------------------------------------------------------
 phase_write() {
     if [ "$FS" = vfat ]; then
@@ -171,19 +202,17 @@ phase_write() {
     rm five-clusters.tmp
     sync
     statfs after-delete
-    if ! write_set 2>/tmp/err; then
-        fail write "$(tail -3 /tmp/err | tr '\n' ' ')"
-    fi
-    [ -f "$LONG255" ] || fail write "the 255-character name is missing"
-    [ -f "$UNICODE" ] || fail write "the non-ASCII name is missing"
-    [ "$(cat SMALL.TXT 2>/dev/null)" = hello ] || fail lookup "SMALL.TXT does not open small.txt"
-    if [ "$FS" = exfat ]; then
-        # exFAT compares names through the up-case table on the volume.
-        [ "$(cat 'äpfel.txt' 2>/dev/null)" = case ] || fail lookup "äpfel.txt does not open Äpfel.txt"
+    if [ "$MODE" = fill ]; then
+        fill_volume
+    else
+        write_and_look_up
     fi
     klog write
     digest written
-    cp /tmp/list.written KT-LIST || fail write "cannot store KT-LIST"
+    # A full volume has no room for the copy.
+    if [ "$MODE" != fill ]; then
+        cp /tmp/list.written KT-LIST || fail write "cannot store KT-LIST"
+    fi
     sync
     statfs after-write
     klog sync
@@ -205,7 +234,9 @@ phase_verify() {
     mnt mount-ro ro || return
     statfs cold
     digest cold
-    if [ -f /mnt/KT-LIST ]; then
+    if [ "$MODE" = fill ]; then
+        : # no copy on the volume: the host compares the digests
+    elif [ -f /mnt/KT-LIST ]; then
         diff /mnt/KT-LIST /tmp/list.cold >/tmp/diff 2>&1 ||
             fail verify "differs from the written tree: $(grep '^[-+][^-+]' /tmp/diff | head -4 | tr '\n' ' ')"
     else
@@ -220,7 +251,9 @@ for sys in /sys/block/vd*; do
     ID=${serial%%.*}
     rest=${serial#*.}
     FS=${rest%%.*}
-    PART=${rest#*.}
+    rest=${rest#*.}
+    PART=${rest%%.*}
+    MODE=${rest#*.}
     [ -n "$ID" ] && [ "$ID" != "$serial" ] || continue
     disk=${sys##*/}
     DEV=/dev/$disk

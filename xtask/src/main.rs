@@ -86,6 +86,7 @@ const COMMANDS: &[Cmd] = &[
 ];
 
 mod bench;
+mod bench_populate;
 mod fuzz;
 mod kernel;
 mod probe_bench;
@@ -203,16 +204,21 @@ fn target_dir() -> PathBuf {
 /// Markers around the generated table in BENCHMARKS.md.
 const BENCH_BEGIN: &str = "<!-- bench:begin -->";
 const BENCH_END: &str = "<!-- bench:end -->";
+/// Markers around the populate table in BENCHMARKS.md.
+const POP_BEGIN: &str = "<!-- bench-populate:begin -->";
+const POP_END: &str = "<!-- bench-populate:end -->";
 
 fn bench_cmd(args: &[String]) -> Result<(), String> {
     let mut reps = 5usize;
     let mut quick = false;
     let mut write = false;
+    let mut populate = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--quick" => quick = true,
             "--write" => write = true,
+            "--populate" => populate = true,
             "--reps" => {
                 reps = it
                     .next()
@@ -222,7 +228,7 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
             }
             other => {
                 return Err(format!(
-                    "unknown option {other:?}; valid: --reps N, --quick, --write"
+                    "unknown option {other:?}; valid: --reps N, --quick, --write, --populate"
                 ))
             }
         }
@@ -245,18 +251,22 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
     }
     .join("release")
     .join("mkfs-alloc");
-    let table = bench::run(&bin, reps, quick)?;
+    let (table, begin, end) = if populate {
+        (bench_populate::run(&bin, reps, quick)?, POP_BEGIN, POP_END)
+    } else {
+        (bench::run(&bin, reps, quick)?, BENCH_BEGIN, BENCH_END)
+    };
     println!("{table}");
     if write {
         let path = root.join("BENCHMARKS.md");
         let doc = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let (Some(a), Some(b)) = (doc.find(BENCH_BEGIN), doc.find(BENCH_END)) else {
+        let (Some(a), Some(b)) = (doc.find(begin), doc.find(end)) else {
             return Err(format!(
-                "{} has no {BENCH_BEGIN} ... {BENCH_END} markers",
+                "{} has no {begin} ... {end} markers",
                 path.display()
             ));
         };
-        let new = format!("{}{BENCH_BEGIN}\n{table}{}", &doc[..a], &doc[b..]);
+        let new = format!("{}{begin}\n{table}{}", &doc[..a], &doc[b..]);
         std::fs::write(&path, new).map_err(|e| format!("{}: {e}", path.display()))?;
         eprintln!("xtask: updated {}", path.display());
     }
@@ -367,6 +377,10 @@ fn cargo() -> String {
 
 fn find_tool(name: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
+    // An absolute path names a data file a package provides (firmware).
+    if Path::new(name).is_absolute() {
+        return Some(PathBuf::from(name)).filter(|p| p.is_file());
+    }
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .chain(EXTRA_DIRS.iter().map(PathBuf::from))

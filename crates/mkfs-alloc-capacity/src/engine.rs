@@ -291,12 +291,16 @@ impl<D: ProbeTarget + ?Sized> Engine<'_, D> {
             }
             self.rounds += 1;
             (self.progress)(Phase::Bisect);
-            let cand: Vec<u64> = if hi - lo <= per_round {
+            let edge = (per_round / 4).max(1);
+            let cand: Vec<u64> = if hi - lo <= per_round + edge {
                 (lo..hi).collect()
             } else {
-                let mut set = HashSet::new();
-                let mut v = Vec::new();
-                while (v.len() as u64) < per_round {
+                // The units just below `hi` too: when the boundary is `hi`
+                // itself (every wraparound fake: the wrap is its real
+                // size), this round proves it instead of creeping up on it.
+                let mut v: Vec<u64> = (hi - edge..hi).collect();
+                let mut set: HashSet<u64> = v.iter().copied().collect();
+                while (v.len() as u64) < per_round + edge {
                     let u = lo + self.rng.below(hi - lo);
                     if set.insert(u) {
                         v.push(u);

@@ -159,6 +159,10 @@ pub struct FormatArgs {
     /// on a device, use only its first SIZE bytes (a counterfeit's real capacity).
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
+    /// Make an EFI System Partition: FAT of the width the size allows, GPT type
+    /// C12A7328-F81F-11D2-BA4B-00A0C93EC93B or MBR type 0xEF with a table.
+    #[arg(long)]
+    pub esp: bool,
     /// FAT12/FAT16 root directory entries (default 512; rounded up to whole sectors).
     #[arg(long, value_name = "N")]
     pub root_entries: Option<u32>,
@@ -273,6 +277,7 @@ impl FormatArgs {
             timestamp: Some(timestamp),
             volume_guid: self.volume_guid,
             root_entries: self.root_entries,
+            esp: self.esp,
         })
     }
 }

@@ -28,7 +28,12 @@ pub fn run(cli: FormatArgs) -> Result<(), Failure> {
     let path = target_path(&cli)?;
     check_args(&cli)?;
     // The tree is walked (and measured) before anything is opened for writing.
-    let tree = cli.rootdir.as_deref().map(rootdir::walk).transpose()?;
+    let show = !cli.quiet && !cli.json && std::io::stderr().is_terminal();
+    let tree = cli
+        .rootdir
+        .as_deref()
+        .map(|d| rootdir::walk(d, show))
+        .transpose()?;
     let tree_data = tree.as_ref().map(mkfs_alloc_populate::scan_result);
     let size = image_size(&cli, &path, tree_data.as_ref())?;
     let target = Target::inspect(&path, size, cli.sector_size, cli.dry_run)?;
@@ -214,11 +219,15 @@ impl Run<'_> {
     /// would refuse; opens nothing for writing.
     fn dry_run(&self) -> Result<(), Failure> {
         let (cli, path, target) = (self.cli, self.path, self.target);
-        // What is on the target now, the way `wipefs -n` would show it.
-        let found = target.probe().map_err(Failure::Io)?;
+        // What is on the target now, the way `wipefs -n` would show it (a
+        // user who may not read it learns that instead).
+        let mut notes = target.notes().to_vec();
+        let found = target.probe().unwrap_or_else(|e| {
+            notes.push(format!("could not look for old signatures: {e:#}"));
+            Vec::new()
+        });
         let contents = target.contents();
         let refusal = target.would_refuse();
-        let notes = target.notes();
         if cli.json {
             let mut extras = self.extras();
             extras.push(("would_refuse", json!(refusal)));
@@ -238,7 +247,7 @@ impl Run<'_> {
             for c in &contents {
                 outln!("  contains       {c}");
             }
-            for n in notes {
+            for n in &notes {
                 outln!("  note           {n}");
             }
             if let Some(p) = &self.populated {

@@ -98,6 +98,9 @@ fn print_table(plan: &MediumPlan) {
         kind => {
             let ty = match (t.mbr_type, t.partition_type_guid) {
                 (Some(b), _) => format!("type 0x{b:02X}"),
+                (None, Some(g)) if g == mkfs_alloc_partition::Guid::EFI_SYSTEM => {
+                    "EFI System Partition".to_string()
+                }
                 (None, Some(_)) => "Microsoft Basic Data".to_string(),
                 _ => String::new(),
             };

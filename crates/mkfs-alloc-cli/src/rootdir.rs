@@ -3,7 +3,7 @@
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::{plan_medium, MediumOptions, MediumPlan};
-use mkfs_alloc_advise::model::{footprint, RootDir};
+use mkfs_alloc_advise::model::footprint_for;
 use mkfs_alloc_advise::{recommend_for_format, ScanResult, DEFAULT_MAX_WASTE_PERCENT};
 use mkfs_alloc_layout::units::{format_count, format_size};
 use mkfs_alloc_layout::{ClusterChoice, FsChoice, Medium};
@@ -12,9 +12,26 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Walks `dir` (nothing is written).
-pub fn walk(dir: &Path) -> Result<Tree, Failure> {
-    Tree::from_dir(dir).map_err(|e| usage(anyhow!(e).context("--rootdir")))
+/// Walks `dir` (nothing is written), with a spinner on a terminal when `show`.
+pub fn walk(dir: &Path, show: bool) -> Result<Tree, Failure> {
+    let spinner = show.then(|| {
+        let s = indicatif::ProgressBar::new_spinner();
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} reading {msg}") {
+            s.set_style(style);
+        }
+        s
+    });
+    let mut tree = Tree::new();
+    let result = tree.add_dir_with_progress(dir, "/", &mut |n| {
+        if let Some(s) = &spinner {
+            s.set_message(format!("{}: {} entries", dir.display(), format_count(n)));
+        }
+    });
+    if let Some(s) = spinner {
+        s.finish_and_clear();
+    }
+    result.map_err(|e| usage(anyhow!(e).context("--rootdir")))?;
+    Ok(tree)
 }
 
 /// The mtime clamp: `SOURCE_DATE_EPOCH` when set.
@@ -72,7 +89,7 @@ pub fn plan_for(
 /// Clusters the tree needs on a plan, and the free clusters there.
 fn need_and_free(data: &ScanResult, plan: &MediumPlan) -> (u64, u64) {
     let l = &plan.layout();
-    let fp = footprint(l.fs(), l.cluster_size(), RootDir::of(l), data);
+    let fp = footprint_for(l, data);
     (
         fp.new_clusters(),
         u64::from(l.cluster_count() - l.used_clusters()),

@@ -68,11 +68,22 @@ impl Opened {
     }
 }
 
+/// A device error: refusals and missing permission before anything was
+/// written exit 2; other I/O failures 1.
 fn device_error(e: DeviceError) -> Failure {
-    match e {
-        DeviceError::Io { .. } => Failure::Io(e.into()),
-        other => usage(other),
+    match &e {
+        DeviceError::Io { source, .. } if !refused_by_os(source) => Failure::Io(e.into()),
+        _ => usage(e),
     }
+}
+
+/// Errors by which the system refuses access (not a failing medium).
+fn refused_by_os(e: &io::Error) -> bool {
+    #[cfg(unix)]
+    let read_only = e.raw_os_error() == Some(rustix::io::Errno::ROFS.raw_os_error());
+    #[cfg(not(unix))]
+    let read_only = false;
+    e.kind() == ErrorKind::PermissionDenied || read_only
 }
 
 /// "in use by another process" for a lock held elsewhere.
@@ -236,6 +247,15 @@ impl Target {
                     info.logical_block_size,
                     info.logical_block_size
                 )));
+            }
+        }
+        if refusals.dry_run {
+            if let Err(e) = writable(path) {
+                refusals.refuse(anyhow!(
+                    "cannot open {} for writing: {}",
+                    path.display(),
+                    os_text(&e)
+                ))?;
             }
         }
         let mut unmount = false;

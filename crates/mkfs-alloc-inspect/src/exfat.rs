@@ -17,11 +17,11 @@
 //! `on-disk-format.md` A.
 
 use mkfs_alloc_blockio::BlockIo;
-use mkfs_alloc_layout::exfat::boot::{boot_checksum, BootSector, BOOT_REGION_SECTORS};
-use mkfs_alloc_layout::exfat::dir::{
-    set_checksum, LabelEntry, TYPE_BITMAP, TYPE_LABEL, TYPE_UPCASE,
-};
 use mkfs_alloc_layout::FsType;
+use mkfs_alloc_ondisk::exfat::{
+    boot_checksum, set_checksum, BootSector, LabelEntry, BOOT_REGION_SECTORS, TYPE_BITMAP,
+    TYPE_LABEL, TYPE_UPCASE,
+};
 use zerocopy::FromBytes;
 
 use crate::chain::{ChainReader, Fat, FatBits, Geo, Source};

@@ -15,10 +15,10 @@
 //! reference `on-disk-format.md` B.
 
 use mkfs_alloc_blockio::BlockIo;
-use mkfs_alloc_layout::fat::boot::{
-    BootSector, FsInfo, FSINFO_LEAD_SIG, FSINFO_STRUC_SIG, FSINFO_TRAIL_SIG,
-};
 use mkfs_alloc_layout::FsType;
+use mkfs_alloc_ondisk::fat::{
+    Fat32BootSector as BootSector, FsInfo, FSINFO_LEAD_SIG, FSINFO_STRUC_SIG, FSINFO_TRAIL_SIG,
+};
 use zerocopy::FromBytes;
 
 use crate::chain::{Fat, FatBits, Geo, Source};
@@ -95,35 +95,35 @@ pub fn parse_boot_sector(s: &[u8]) -> Result<FatBoot, String> {
     let (b, _) =
         BootSector::read_from_prefix(s).map_err(|_| "shorter than 512 bytes".to_string())?;
     let mut warnings = Vec::new();
-    let bps = u32::from(b.byts_per_sec.get());
+    let bps = u32::from(b.bpb.byts_per_sec.get());
     if !bps.is_power_of_two() || !(512..=4096).contains(&bps) {
         return Err(format!(
             "BytsPerSec {bps}, expected 512, 1024, 2048 or 4096"
         ));
     }
-    let spc = u32::from(b.sec_per_clus);
+    let spc = u32::from(b.bpb.sec_per_clus);
     if !spc.is_power_of_two() {
         return Err(format!("SecPerClus {spc}, expected a power of two 1..=128"));
     }
-    let rsvd = u32::from(b.rsvd_sec_cnt.get());
+    let rsvd = u32::from(b.bpb.rsvd_sec_cnt.get());
     if rsvd == 0 {
         return Err("RsvdSecCnt 0".into());
     }
-    let nfats = u32::from(b.num_fats);
+    let nfats = u32::from(b.bpb.num_fats);
     if !(1..=4).contains(&nfats) {
         return Err(format!("NumFATs {nfats}, expected 1 or 2"));
     }
-    let root_ent = u32::from(b.root_ent_cnt.get());
-    let tot = if b.tot_sec16.get() != 0 {
-        u32::from(b.tot_sec16.get())
+    let root_ent = u32::from(b.bpb.root_ent_cnt.get());
+    let tot = if b.bpb.tot_sec16.get() != 0 {
+        u32::from(b.bpb.tot_sec16.get())
     } else {
-        b.tot_sec32.get()
+        b.bpb.tot_sec32.get()
     };
-    let is32 = b.fat_sz16.get() == 0;
+    let is32 = b.bpb.fat_sz16.get() == 0;
     let fatsz = if is32 {
-        b.fat_sz32.get()
+        b.ebpb.fat_sz32.get()
     } else {
-        u32::from(b.fat_sz16.get())
+        u32::from(b.bpb.fat_sz16.get())
     };
     if tot == 0 || fatsz == 0 {
         return Err(format!(
@@ -177,7 +177,7 @@ pub fn parse_boot_sector(s: &[u8]) -> Result<FatBoot, String> {
             cc64 + 2
         ));
     }
-    let root_cluster = if is32 { b.root_clus.get() } else { 0 };
+    let root_cluster = if is32 { b.ebpb.root_clus.get() } else { 0 };
     if is32 && (root_cluster < 2 || u64::from(root_cluster) > cc64 + 1) {
         return Err(format!(
             "RootClus {root_cluster}, expected 2..={}",
@@ -222,10 +222,14 @@ pub fn parse_boot_sector(s: &[u8]) -> Result<FatBoot, String> {
         root_entries: if is32 { 0 } else { root_ent },
         total_sectors: tot,
         fat_size: fatsz,
-        hidden_sectors: b.hidd_sec.get(),
+        hidden_sectors: b.bpb.hidd_sec.get(),
         root_cluster,
-        fs_info: if is32 { u32::from(b.fs_info.get()) } else { 0 },
-        ext_flags: if is32 { b.ext_flags.get() } else { 0 },
+        fs_info: if is32 {
+            u32::from(b.ebpb.fs_info.get())
+        } else {
+            0
+        },
+        ext_flags: if is32 { b.ebpb.ext_flags.get() } else { 0 },
         cluster_count: cc,
         data_sector,
         serial,

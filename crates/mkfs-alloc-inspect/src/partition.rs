@@ -14,7 +14,8 @@
 //! `on-disk-format.md` C.
 
 use mkfs_alloc_blockio::BlockIo;
-use mkfs_alloc_partition::ondisk::{self, BOOT_SIGNATURE, GPT_CRC, GPT_SIGNATURE};
+use mkfs_alloc_ondisk::gpt::{GPT_CRC, GPT_SIGNATURE};
+use mkfs_alloc_ondisk::{mbr as ondisk, BOOT_SIGNATURE};
 use mkfs_alloc_partition::Guid;
 use zerocopy::{FromBytes, IntoBytes};
 
@@ -24,9 +25,9 @@ use crate::probe::is_fs_boot_sector;
 use crate::report::{Partition, PartitionTable, TableKind};
 
 /// The on-disk structures, shared with the partition crate's probe.
-pub use mkfs_alloc_partition::ondisk::{
-    GptEntry, GptHeader, MbrEntry, MBR_ENTRIES_OFFSET,
-    MBR_TYPE_PROTECTIVE as MBR_TYPE_GPT_PROTECTIVE,
+pub use mkfs_alloc_ondisk::gpt::{GptEntry, GptHeader};
+pub use mkfs_alloc_ondisk::mbr::{
+    MbrEntry, MBR_ENTRIES_OFFSET, MBR_TYPE_PROTECTIVE as MBR_TYPE_GPT_PROTECTIVE,
 };
 
 /// Largest GPT entry array read, in bytes (the memory bound).

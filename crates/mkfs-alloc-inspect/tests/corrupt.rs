@@ -11,8 +11,8 @@ use std::path::Path;
 use common::*;
 use mkfs_alloc_inspect::exfat::{parse_directory, ExfatItem};
 use mkfs_alloc_inspect::Volume;
-use mkfs_alloc_layout::exfat::dir::set_checksum;
 use mkfs_alloc_layout::units::MIB;
+use mkfs_alloc_ondisk::exfat::set_checksum;
 
 fn patch(img: &Path, offset: u64, bytes: &[u8]) {
     use std::os::unix::fs::FileExt;

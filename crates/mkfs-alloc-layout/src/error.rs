@@ -113,6 +113,9 @@ pub enum PlanError {
     /// The label is not valid for the file system.
     #[error(transparent)]
     Label(#[from] LabelError),
+    /// `--esp` with exFAT.
+    #[error("an EFI System Partition must be FAT (UEFI firmware reads FAT12, FAT16 and FAT32, not exFAT); use --fs fat, fat32, fat16 or fat12, or leave --fs out")]
+    EspNotFat,
     /// A root directory size outside 1..=32,768 entries.
     #[error(
         "root directory entries {0} out of range; valid: 1..=32768 (rounded up to whole sectors)"

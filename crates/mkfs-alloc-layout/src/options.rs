@@ -194,6 +194,10 @@ pub struct FormatOptions {
     /// FAT12/16 root directory entries (`None`: 512). Rounded up to fill
     /// whole sectors; refused for FAT32 and exFAT.
     pub root_entries: Option<u32>,
+    /// An EFI System Partition: FAT of the width the size allows (exFAT is
+    /// refused: UEFI firmware reads FAT only), a warning below Microsoft's
+    /// minimum. The partition table marks it (GPT type ESP, MBR 0xEF).
+    pub esp: bool,
 }
 
 impl FormatOptions {

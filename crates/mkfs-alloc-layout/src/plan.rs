@@ -491,13 +491,7 @@ pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> 
             .then(|| derive_guid(serial, timestamp)),
         label,
         timestamp,
-        warnings: warnings(
-            fs,
-            cluster,
-            medium.volume_bytes,
-            align,
-            opts.align.is_none(),
-        ),
+        warnings: warnings(fs, cluster, &medium, align, opts),
     };
     Ok(build(choices, &medium, geometry))
 }
@@ -543,7 +537,12 @@ fn root_entries(asked: Option<u32>) -> Result<u32, PlanError> {
 
 /// The file system, by [`FormatOptions::fs`].
 fn pick_fs(ctx: &Ctx<'_>, opts: &FormatOptions) -> Result<FsPick, PlanError> {
-    Ok(match opts.fs {
+    let choice = match (opts.esp, opts.fs) {
+        (true, FsChoice::Fixed(FsType::Exfat)) => return Err(PlanError::EspNotFat),
+        (true, FsChoice::Auto) => FsChoice::Fat,
+        (_, c) => c,
+    };
+    Ok(match choice {
         FsChoice::Fixed(fs) => FsPick::Fs(fs, FsRule::Explicit),
         FsChoice::Fat => match pick_fat(ctx, opts.cluster, false)? {
             Some(p) => p,
@@ -575,7 +574,14 @@ fn encode_label(
 }
 
 /// Compatibility warnings for a valid layout.
-fn warnings(fs: FsType, cluster: u64, volume_bytes: u64, align: u64, default: bool) -> Vec<String> {
+fn warnings(
+    fs: FsType,
+    cluster: u64,
+    medium: &Medium,
+    align: u64,
+    opts: &FormatOptions,
+) -> Vec<String> {
+    let volume_bytes = medium.volume_bytes;
     let mut warnings = Vec::new();
     if fs.is_fat() && cluster > fat::COMPAT_MAX_CLUSTER {
         warnings.push(format!(
@@ -594,7 +600,24 @@ fn warnings(fs: FsType, cluster: u64, volume_bytes: u64, align: u64, default: bo
             "FAT32 above 32 GB is valid, but Windows' own format refuses it and some firmware rejects it".to_string(),
         );
     }
-    if align < DEFAULT_ALIGN && default {
+    if opts.esp {
+        // Microsoft's minimum ESP (Windows' own partitioning): 100 MB, 260 MB
+        // on 4Kn drives (FAT32 needs 65,525 clusters of 4 KiB).
+        let min = if medium.sector_size >= 4096 {
+            260 * 1_000_000
+        } else {
+            100 * 1_000_000
+        };
+        if volume_bytes < min {
+            warnings.push(format!(
+                "EFI System Partition of {} is below Microsoft's minimum of {} MB{}: UEFI firmware reads it ({fs}), but Windows' tools expect at least that",
+                format_size(volume_bytes),
+                min / 1_000_000,
+                if medium.sector_size >= 4096 { " at 4096-byte sectors" } else { "" }
+            ));
+        }
+    }
+    if align < DEFAULT_ALIGN && opts.align.is_none() {
         warnings.push(format!(
             "small volume: alignment reduced to {}",
             format_size(align)
@@ -750,7 +773,7 @@ fn exfat_regions(g: &exfat::Geometry, bps: u64, volume_bytes: u64, r: &mut Regio
     let fat_off = u64::from(g.fat_offset) * bps;
     let fat_len = u64::from(g.fat_length) * bps;
     let heap = u64::from(g.heap_offset) * bps;
-    let br = exfat::boot::BOOT_REGION_SECTORS * bps;
+    let br = mkfs_alloc_ondisk::exfat::BOOT_REGION_SECTORS * bps;
     r.push(RegionKind::BootRegion, 0, 0, br, true);
     r.push(RegionKind::BackupBootRegion, 0, br, br, true);
     r.push(RegionKind::Padding, 0, 2 * br, fat_off - 2 * br, true);
@@ -913,6 +936,49 @@ mod tests {
         // At 4096-byte sectors FAT32 needs 256.6 MiB: 200 MiB is FAT16.
         let l = plan(&FormatOptions::default(), &Medium::whole(200 * MIB, 4096)).expect("valid");
         assert_eq!(l.fs, FsType::Fat16);
+    }
+
+    #[test]
+    fn esp_is_fat_of_the_width_the_size_allows_and_warns_when_small() {
+        let esp = |fs, size, bps| {
+            let o = FormatOptions {
+                fs,
+                esp: true,
+                ..FormatOptions::default()
+            };
+            plan(&o, &Medium::whole(size, bps))
+        };
+        let l = esp(FsChoice::Auto, 64 * MIB, 512).expect("valid");
+        assert_eq!(l.fs, FsType::Fat32);
+        assert!(
+            l.warnings.iter().any(|w| w.contains("100 MB")),
+            "{:?}",
+            l.warnings
+        );
+        let l = esp(FsChoice::Auto, 8 * MIB, 512).expect("valid");
+        assert_eq!(l.fs, FsType::Fat12);
+        let l = esp(FsChoice::Auto, 200 * MIB, 4096).expect("valid");
+        assert_eq!(l.fs, FsType::Fat16);
+        assert!(
+            l.warnings.iter().any(|w| w.contains("260 MB")),
+            "{:?}",
+            l.warnings
+        );
+        let l = esp(FsChoice::Auto, 512 * MIB, 512).expect("valid");
+        assert!(
+            !l.warnings.iter().any(|w| w.contains("EFI")),
+            "{:?}",
+            l.warnings
+        );
+        assert_eq!(
+            esp(FsChoice::Fixed(FsType::Exfat), GIB, 512),
+            Err(PlanError::EspNotFat)
+        );
+        // Beyond 32 GiB --fs auto would give exFAT; an ESP stays FAT32.
+        assert_eq!(
+            esp(FsChoice::Auto, 64 * GIB, 512).map(|l| l.fs),
+            Ok(FsType::Fat32)
+        );
     }
 
     #[test]

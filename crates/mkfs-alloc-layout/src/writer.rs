@@ -127,6 +127,10 @@ pub enum Prior {
     /// signature, or wiped and flushed those it found: the invalidation
     /// needs no flush of its own.
     NoFileSystem,
+    /// As [`Prior::NoFileSystem`], and the caller has also zeroed the first
+    /// this many bytes of the volume (`mkfs_alloc_partition::wipe_for_table`
+    /// zeroes its first MiB): the invalidation does not zero them again.
+    Wiped(u64),
 }
 
 struct Sink<'a, D: BlockIo + ?Sized> {
@@ -231,8 +235,17 @@ impl<D: BlockIo + ?Sized> Sink<'_, D> {
     /// boot sectors and their backups) and, when the target may hold a file
     /// system, flush so the old one is gone before anything new.
     fn invalidate(&mut self, fat_offset: u64) -> Result<(), IoError> {
-        self.zero(0, fat_offset)?;
-        if self.fresh || self.prior == Prior::NoFileSystem {
+        let zeroed = match self.prior {
+            Prior::Wiped(n) => n.min(fat_offset) / self.bs * self.bs,
+            Prior::Unknown | Prior::NoFileSystem => 0,
+        };
+        if zeroed > 0 {
+            // Already zero: counted as skipped, not written again.
+            self.report.bytes_skipped += zeroed;
+            self.advance(zeroed);
+        }
+        self.zero(zeroed, fat_offset - zeroed)?;
+        if self.fresh || self.prior != Prior::Unknown {
             Ok(())
         } else {
             self.flush()
@@ -287,7 +300,7 @@ pub fn write_volume_with<D: BlockIo + ?Sized>(
     }
     // The boot sectors are zeroed with their region, then written: count both.
     let boot_sectors = match layout.geometry {
-        Geometry::Exfat(_) => 2 * exfat::boot::BOOT_REGION_SECTORS,
+        Geometry::Exfat(_) => 2 * mkfs_alloc_ondisk::exfat::BOOT_REGION_SECTORS,
         Geometry::Fat(g) if g.fs == FsType::Fat32 => 4,
         Geometry::Fat(_) => 1,
     };
@@ -416,7 +429,7 @@ fn write_exfat<D: BlockIo + ?Sized>(
             }
         },
     )?;
-    let table = exfat::upcase::compressed_table();
+    let table = mkfs_alloc_ondisk::exfat::upcase::compressed_table();
     let upcase_len = u64::from(g.upcase_clusters) * g.cluster;
     s.region(
         layout.cluster_offset(g.upcase_cluster()),
@@ -459,15 +472,17 @@ fn write_fat<D: BlockIo + ?Sized>(
 ) -> Result<(), WriteError> {
     let bps = u64::from(g.bps);
     let is32 = g.fs == FsType::Fat32;
-    // Populated FAT12/16 volumes are refused by the populate planner.
-    debug_assert!(is32 || content.is_none());
     let extra = content.as_ref().map_or(0, |c| c.clusters());
     // 1. Invalidate: zero the reserved area (boot sector, FSInfo, backups).
     s.invalidate(layout.fat_offset)?;
     // 2. Both FATs, then the root directory (cluster 2, or the fixed region).
     let bits = fat::entry_bits(g.fs);
     // Entries 0 and 1 (and the FAT32 root's entry 2, and the content's).
-    let head = if is32 { (3 + extra) * 4 } else { 4 };
+    let head = if is32 {
+        (3 + extra) * 4
+    } else {
+        ((2 + extra) * bits).div_ceil(8)
+    };
     for i in 0..u64::from(layout.fat_count) {
         let off = layout.fat_offset + i * layout.fat_bytes;
         s.region(off, layout.fat_bytes, head, bps, |at, buf| {
@@ -477,7 +492,10 @@ fn write_fat<D: BlockIo + ?Sized>(
                     _ => fat::fat_entry(g.fs, n),
                 })
             } else {
-                fill_fat_bytes(bits, at, buf, |n| fat::fat_entry(g.fs, n))
+                fill_fat_bytes(bits, at, buf, |n| match &content {
+                    Some(c) if n >= 2 => c.fat_entry(n),
+                    _ => fat::fat_entry(g.fs, n),
+                })
             }
         })?;
     }
@@ -492,9 +510,12 @@ fn write_fat<D: BlockIo + ?Sized>(
         // FSInfo, backup boot sector, backup FSInfo: no tool reads them
         // without a valid sector 0.
         let info = fat::fsinfo_sector_used(g, extra);
-        s.write(fat::boot::FSINFO_SECTOR * bps, &info)?;
-        s.write(fat::boot::BACKUP_BOOT_SECTOR * bps, &boot)?;
-        s.write((fat::boot::BACKUP_BOOT_SECTOR + 1) * bps, &info)?;
+        s.write(mkfs_alloc_ondisk::fat::FSINFO_SECTOR * bps, &info)?;
+        s.write(mkfs_alloc_ondisk::fat::BACKUP_BOOT_SECTOR * bps, &boot)?;
+        s.write(
+            (mkfs_alloc_ondisk::fat::BACKUP_BOOT_SECTOR + 1) * bps,
+            &info,
+        )?;
     }
     s.flush()?;
     // 3. Sector 0 last (FAT12/16 have no other boot-area sector).

@@ -91,12 +91,28 @@ fn flushes_only_where_the_order_needs_them() {
             "{fs}: no flush before the first write"
         );
 
+        // Wiped: the caller zeroed the volume's first MiB; not zeroed again.
+        let disk = MemDisk::filled(512, blocks, 0xD1).expect("disk");
+        let mut wiped_mib = Counting::new(disk, true);
+        let report = write_volume_to(&l, &mut wiped_mib, Prior::Wiped(MIB), &mut no_progress())
+            .expect("write");
+        assert_eq!(flushes(&wiped_mib), 2, "{fs}: wiped");
+        assert!(
+            wiped_mib
+                .log()
+                .iter()
+                .all(|&(op, lba, _)| op != IoOp::Zero || lba * 512 >= MIB),
+            "{fs}: the wiped first MiB was zeroed again: {:?}",
+            &wiped_mib.log()[..4]
+        );
+        assert!(report.bytes_skipped >= MIB.min(l.fat_offset()), "{fs}");
+
         let disk = MemDisk::filled(512, blocks, 0xD1).expect("disk");
         let mut unknown = Counting::new(disk, true);
         write_volume(&l, &mut unknown, &mut no_progress()).expect("write");
         assert_eq!(flushes(&unknown), 3, "{fs}: may hold a file system");
         // Every run ends with sector 0 and a flush, and sector 0 is written once.
-        for dev in [&fresh, &wiped, &unknown] {
+        for dev in [&fresh, &wiped, &wiped_mib, &unknown] {
             let log = dev.log();
             let n = log.len();
             assert_eq!(log[n - 2], (IoOp::Write, 0, 1), "{fs}");

@@ -15,6 +15,12 @@ impl Guid {
         0xC7,
     ]);
 
+    /// EFI System Partition type, C12A7328-F81F-11D2-BA4B-00A0C93EC93B.
+    pub const EFI_SYSTEM: Guid = Guid([
+        0xC1, 0x2A, 0x73, 0x28, 0xF8, 0x1F, 0x11, 0xD2, 0xBA, 0x4B, 0x00, 0xA0, 0xC9, 0x3E, 0xC9,
+        0x3B,
+    ]);
+
     /// The nil GUID (all zero), an unused GPT entry's type.
     pub const NIL: Guid = Guid([0; 16]);
 

@@ -27,7 +27,7 @@
 //!
 //! Architecture invariant: the `mbrman` (MBR) and `gpt` (GPT) crates are
 //! private details; no type of theirs is part of this API, so either can be
-//! replaced (e.g. by the zerocopy structs of [`ondisk`], which
+//! replaced (e.g. by the zerocopy structs of `mkfs-alloc-ondisk`, which
 //! [`probe_signatures`] and `mkfs-alloc-inspect` already use to read tables).
 //! How they are used, and why:
 //!
@@ -47,7 +47,6 @@
 
 mod error;
 mod guid;
-pub mod ondisk;
 mod plan;
 mod probe;
 mod stream;
@@ -59,8 +58,8 @@ pub use guid::Guid;
 pub use plan::{
     choose_table, plan_table, PartitionFs, TableChoice, TableKind, TableOptions, TablePlan,
     AUTO_GPT_THRESHOLD, DEFAULT_ALIGN, GPT_ENTRIES, GPT_ENTRY_SIZE, GPT_NAME_MAX, MAX_ALIGN,
-    MBR_TYPE_EXFAT, MBR_TYPE_FAT32_LBA, MIN_GPT_ALIGN, MIN_PARTITION_BYTES,
+    MBR_TYPE_ESP, MBR_TYPE_EXFAT, MBR_TYPE_FAT32_LBA, MIN_GPT_ALIGN, MIN_PARTITION_BYTES,
 };
 pub use probe::{probe_signatures, Signature};
-pub use wipe::{wipe_for_table, SIGNATURE_WIPE};
+pub use wipe::{wipe_for_table, SIGNATURE_WIPE, WIPE_VOLUME_START};
 pub use write::write_table;

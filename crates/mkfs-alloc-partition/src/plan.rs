@@ -39,6 +39,8 @@ pub const MBR_TYPE_FAT32_LBA: u8 = 0x0C;
 
 /// MBR partition type for exFAT (shared with NTFS and HPFS).
 pub const MBR_TYPE_EXFAT: u8 = 0x07;
+/// MBR partition type of an EFI System Partition.
+pub const MBR_TYPE_ESP: u8 = 0xEF;
 
 /// The partition table to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -155,6 +157,9 @@ pub struct TableOptions {
     /// Seed of the MBR disk signature and the GPT GUIDs: equal seeds give
     /// byte-identical tables.
     pub seed: u64,
+    /// An EFI System Partition: GPT type C12A7328-F81F-11D2-BA4B-00A0C93EC93B,
+    /// MBR type 0xEF.
+    pub esp: bool,
 }
 
 impl TableOptions {
@@ -167,6 +172,7 @@ impl TableOptions {
             fs_type,
             name: String::new(),
             seed: 0,
+            esp: false,
         }
     }
 }
@@ -308,7 +314,11 @@ pub fn plan_table(
                     max_bytes: max_blocks.saturating_mul(bs),
                 });
             }
-            plan.mbr_type = Some(opts.fs_type.mbr_type());
+            plan.mbr_type = Some(if opts.esp {
+                MBR_TYPE_ESP
+            } else {
+                opts.fs_type.mbr_type()
+            });
             plan.disk_signature = Some(disk_signature);
             // LBA 0 holds the MBR; align >= block size, so `align` is the
             // first aligned offset after it.
@@ -339,7 +349,11 @@ pub fn plan_table(
             }
             let last_usable = blocks - tail - 1;
             plan.disk_guid = Some(disk_guid);
-            plan.partition_type_guid = Some(Guid::BASIC_DATA);
+            plan.partition_type_guid = Some(if opts.esp {
+                Guid::EFI_SYSTEM
+            } else {
+                Guid::BASIC_DATA
+            });
             plan.partition_guid = Some(partition_guid);
             plan.partition_name = Some(opts.name.clone());
             plan.first_usable_lba = Some(first_usable);

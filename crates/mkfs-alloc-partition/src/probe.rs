@@ -8,8 +8,10 @@ use serde::Serialize;
 use zerocopy::FromBytes;
 
 use crate::guid::Guid;
-use crate::ondisk::{GptEntry, GptHeader, Mbr, BOOT_SIGNATURE, GPT_SIGNATURE, MBR_TYPE_PROTECTIVE};
 use crate::PartitionError;
+use mkfs_alloc_ondisk::gpt::{GptEntry, GptHeader, GPT_SIGNATURE};
+use mkfs_alloc_ondisk::mbr::{Mbr, MBR_TYPE_PROTECTIVE};
+use mkfs_alloc_ondisk::BOOT_SIGNATURE;
 
 /// Bytes read at the start and at the end of the medium.
 const WINDOW: u64 = 128 << 10;

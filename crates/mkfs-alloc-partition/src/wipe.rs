@@ -7,7 +7,8 @@ use crate::write::check_plan;
 use crate::{PartitionError, Signature, TablePlan};
 
 /// Bytes zeroed at the end of the medium and at the start of the volume.
-const WIPE: u64 = 1 << 20;
+pub const WIPE_VOLUME_START: u64 = 1 << 20;
+const WIPE: u64 = WIPE_VOLUME_START;
 
 /// Bytes zeroed at each old signature found: an old boot sector and, within
 /// them, its backups (FAT32 at sector 6, exFAT's backup region at sector 12,

@@ -6,6 +6,7 @@ use std::io::{self, Cursor};
 
 use mkfs_alloc_blockio::BlockIo;
 
+use crate::guid::Guid;
 use crate::stream::BlockStream;
 use crate::{PartitionError, TableKind, TablePlan};
 
@@ -188,7 +189,11 @@ fn write_gpt<D: BlockIo>(plan: &TablePlan, dev: &mut D) -> Result<(), PartitionE
         )
         .map_err(gpt_err)?;
     let part = gpt::partition::Partition {
-        part_type_guid: gpt::partition_types::BASIC,
+        part_type_guid: if plan.partition_type_guid == Some(Guid::EFI_SYSTEM) {
+            gpt::partition_types::EFI
+        } else {
+            gpt::partition_types::BASIC
+        },
         part_guid: part_guid.to_string().parse().map_err(uuid_err)?,
         first_lba,
         last_lba,

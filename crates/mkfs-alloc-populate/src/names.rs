@@ -8,7 +8,9 @@
 //! and mtools use them.
 
 use mkfs_alloc_advise::names::is_8_3_with_case_bits;
-use mkfs_alloc_layout::exfat::upcase::upcase;
+use std::sync::OnceLock;
+
+use mkfs_alloc_ondisk::exfat::UpcaseTable;
 use std::collections::{HashMap, HashSet};
 
 /// The longest name FAT long names and exFAT store, in UTF-16 code units.
@@ -182,11 +184,13 @@ impl AliasSet {
 }
 
 /// Checksum of an 11-byte short name, stored in each of its long-name entries.
-///
-/// Sources: fatgen103 §7, `ChkSum()`.
-pub fn short_name_checksum(name: &[u8; 11]) -> u8 {
-    name.iter()
-        .fold(0u8, |s, &b| s.rotate_right(1).wrapping_add(b))
+pub use mkfs_alloc_ondisk::fat::short_name_checksum;
+
+/// The up-case mapping of one code unit through the recommended up-case
+/// table (built once).
+pub fn upcase(unit: u16) -> u16 {
+    static TABLE: OnceLock<UpcaseTable> = OnceLock::new();
+    TABLE.get_or_init(UpcaseTable::recommended).upcase(unit)
 }
 
 #[cfg(test)]

@@ -19,7 +19,9 @@
 use crate::names::{char_problem, upcased_units, MAX_NAME_UNITS};
 use crate::time::TimePolicy;
 use crate::tree::{Tree, Unreadable};
-use mkfs_alloc_advise::model::{dir_clusters, footprint, RootDir, FAT32_MAX_DIR_ENTRIES};
+use mkfs_alloc_advise::model::{
+    dir_clusters, footprint_for, root_overflow, RootDir, FAT32_MAX_DIR_ENTRIES,
+};
 use mkfs_alloc_advise::{DirRecord, Footprint, ScanResult};
 use mkfs_alloc_layout::plan::Geometry;
 use mkfs_alloc_layout::units::format_size;
@@ -141,7 +143,7 @@ fn list(items: impl Iterator<Item = String>) -> String {
 /// FNV-1a over the up-cased UTF-16 units of a name.
 fn upcased_hash(name: &str) -> u64 {
     name.encode_utf16()
-        .map(mkfs_alloc_layout::exfat::upcase::upcase)
+        .map(crate::names::upcase)
         .fold(0xcbf2_9ce4_8422_2325u64, |h, u| {
             (h ^ u64::from(u)).wrapping_mul(0x100_0000_01b3)
         })
@@ -195,7 +197,7 @@ pub fn check(tree: &mut Tree, fs: FsType) -> Result<(), PopulateError> {
                 bad(Problem::TooLong { units });
             }
             let n = &tree.nodes[k as usize];
-            if fs == FsType::Fat32 && !n.is_dir() && n.size > u64::from(u32::MAX) {
+            if fat && !n.is_dir() && n.size > u64::from(u32::MAX) {
                 bad(Problem::TooLarge { size: n.size });
             }
             keys.push((upcased_hash(name), k));
@@ -260,12 +262,7 @@ pub fn scan_result(tree: &Tree) -> ScanResult {
 /// The footprint of `tree` on the volume `layout` describes (the `advise`
 /// model).
 pub fn tree_footprint(tree: &Tree, layout: &Layout) -> Footprint {
-    footprint(
-        layout.fs(),
-        layout.cluster_size(),
-        RootDir::of(layout),
-        &scan_result(tree),
-    )
+    footprint_for(layout, &scan_result(tree))
 }
 
 /// A tree checked against a volume, with every cluster allocated: ready to
@@ -278,8 +275,10 @@ pub struct Populated {
     pub(crate) data_offset: u64,
     /// First cluster of the root directory.
     pub(crate) root_first: u32,
-    /// Clusters of the root directory after the copy.
+    /// Clusters of the root directory after the copy (0: FAT12/16).
     pub(crate) root_clusters: u32,
+    /// FAT12/16: byte offset and length of the fixed root directory.
+    pub(crate) root_region: Option<(u64, u64)>,
     /// First cluster after everything allocated.
     pub(crate) end: u32,
     /// Last cluster of every run with a FAT chain (FAT32: all; exFAT: the root), sorted.
@@ -324,19 +323,18 @@ pub fn plan_tree(
     layout: &Layout,
     time: TimePolicy,
 ) -> Result<Populated, PopulateError> {
-    if layout.fs().is_small_fat() {
-        // Their fixed root directory and 12/16-bit FATs are not populated yet.
-        return Err(PopulateError::Unsupported(format!(
-            "--rootdir does not populate {} volumes yet; use --fs fat32 or exfat (or format, then copy with mtools)",
-            layout.fs()
-        )));
-    }
     check(&mut tree, layout.fs())?;
     let fs = layout.fs();
     let cluster = layout.cluster_size();
     let scan = scan_result(&tree);
     let root = RootDir::of(layout);
-    let fp = footprint(fs, cluster, root, &scan);
+    let fp = footprint_for(layout, &scan);
+    // FAT12/16: the fixed root directory holds a fixed number of entries.
+    if let Some((needed, capacity)) = root_overflow(layout, &scan) {
+        return Err(PopulateError::Unsupported(format!(
+            "the root directory of {fs} holds {capacity} entries (the label included) and the tree's top level needs {needed}; put the files in a subdirectory, or use FAT32 or exFAT"
+        )));
+    }
     // Directory limits.
     let mut problems = Vec::new();
     let dirs = tree.dirs_preorder();
@@ -374,15 +372,21 @@ pub fn plan_tree(
             free_clusters: free,
         });
     }
-    let root_first = match &layout.geometry() {
-        Geometry::Exfat(g) => g.root_cluster(),
-        Geometry::Fat(_) => 2,
+    let (root_first, root_region) = match &layout.geometry() {
+        Geometry::Exfat(g) => (g.root_cluster(), None),
+        Geometry::Fat(g) if fs.is_small_fat() => {
+            let bps = u64::from(g.bps);
+            (2, Some((g.root_sector() * bps, g.root_sectors() * bps)))
+        }
+        Geometry::Fat(_) => (2, None),
     };
     // Allocate: root, then per directory its clusters and its files' data.
     let mut run_ends = Vec::new();
     let root_clusters = fp.root_clusters as u32;
     let mut at = u64::from(root_first) + fp.root_clusters;
-    run_ends.push((at - 1) as u32);
+    if root_clusters > 0 {
+        run_ends.push((at - 1) as u32);
+    }
     let chains = fs != FsType::Exfat;
     for (i, &d) in dirs.iter().enumerate() {
         if d != 0 {
@@ -435,6 +439,7 @@ pub fn plan_tree(
         data_offset: layout.data_offset(),
         root_first,
         root_clusters,
+        root_region,
         end: at as u32,
         run_ends,
         time,

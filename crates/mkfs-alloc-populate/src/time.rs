@@ -64,7 +64,7 @@ pub struct DosTime {
 impl DosTime {
     /// The DOS form of an (already clamped) UTC timestamp.
     pub fn from_utc(t: Timestamp) -> DosTime {
-        let (date, time) = mkfs_alloc_layout::fat::dir::dos_date_time(t.secs);
+        let (date, time) = mkfs_alloc_ondisk::time::dos_date_time(t.secs);
         let centis = if (MIN_SECS..=MAX_SECS).contains(&t.secs) {
             (t.secs.rem_euclid(2) * 100) as u8 + (t.nanos.min(999_999_999) / 10_000_000) as u8
         } else {

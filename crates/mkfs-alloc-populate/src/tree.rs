@@ -548,6 +548,17 @@ impl Tree {
     /// already in the tree are merged; entries that cannot be added are
     /// listed ([`Tree::skipped`], [`Tree::unreadable`], [`Tree::bad_names`]).
     pub fn add_dir(&mut self, src: impl AsRef<Path>, dest: &str) -> Result<(), TreeError> {
+        self.add_dir_with_progress(src, dest, &mut |_| {})
+    }
+
+    /// [`Tree::add_dir`], calling `progress` with the number of entries read
+    /// so far (every 1,024 entries and at the end).
+    pub fn add_dir_with_progress(
+        &mut self,
+        src: impl AsRef<Path>,
+        dest: &str,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(), TreeError> {
         let src = src.as_ref();
         let m = fs::metadata(src).map_err(|source| TreeError::Source {
             path: src.to_path_buf(),
@@ -571,9 +582,15 @@ impl Tree {
         }
         // Depth-first, with an explicit stack: (host dir, tree dir, path).
         let mut stack = vec![(hd, top, src.to_path_buf())];
+        let mut seen = 0u64;
         while let Some((hd, dir, path)) = stack.pop() {
-            self.read_host_dir(hd, dir, &path, &mut stack)?;
+            let before = seen >> 10;
+            seen += self.read_host_dir(hd, dir, &path, &mut stack)?;
+            if seen >> 10 != before {
+                progress(seen);
+            }
         }
+        progress(seen);
         self.skipped.sort();
         self.unreadable.sort();
         self.bad_names.sort();
@@ -601,7 +618,7 @@ impl Tree {
         dir: u32,
         path: &Path,
         stack: &mut Vec<(u32, u32, PathBuf)>,
-    ) -> Result<(), TreeError> {
+    ) -> Result<u64, TreeError> {
         let rd = match fs::read_dir(path) {
             Ok(rd) => rd,
             Err(e) => {
@@ -609,10 +626,12 @@ impl Tree {
                     path: path.to_path_buf(),
                     error: e.to_string(),
                 });
-                return Ok(());
+                return Ok(0);
             }
         };
+        let mut count = 0u64;
         for ent in rd {
+            count += 1;
             let ent = match ent {
                 Ok(e) => e,
                 Err(e) => {
@@ -686,7 +705,7 @@ impl Tree {
                 )?;
             }
         }
-        Ok(())
+        Ok(count)
     }
 
     fn host_dir_path(&self, hd: u32) -> PathBuf {

@@ -13,14 +13,14 @@
 //! [`mkfs_alloc_layout::WriteError::Content`] before any boot sector is
 //! written, so no valid volume is left behind.
 
+use crate::names::upcase;
 use crate::names::{short_name_checksum, AliasSet};
 use crate::plan::Populated;
 use crate::time::{DosTime, EXFAT_UTC};
 use crate::tree::Src;
-use mkfs_alloc_layout::exfat::dir::set_checksum;
-use mkfs_alloc_layout::exfat::upcase::upcase;
-use mkfs_alloc_layout::fat::dir::DirEntry;
 use mkfs_alloc_layout::{Content, ContentSink, FsType, WriteError};
+use mkfs_alloc_ondisk::exfat::set_checksum;
+use mkfs_alloc_ondisk::fat::DirEntry;
 use std::io::Read;
 use zerocopy::{FromZeros, IntoBytes};
 
@@ -141,15 +141,7 @@ impl Out<'_> {
 }
 
 /// exFAT name hash over the up-cased name (spec §7.6.4).
-pub fn exfat_name_hash(upcased: &[u16]) -> u16 {
-    let mut h = 0u16;
-    for &u in upcased {
-        for b in u.to_le_bytes() {
-            h = h.rotate_right(1).wrapping_add(u16::from(b));
-        }
-    }
-    h
-}
+pub use mkfs_alloc_ondisk::exfat::name_hash as exfat_name_hash;
 
 impl Populated {
     fn cluster_offset(&self, c: u32) -> u64 {
@@ -269,8 +261,13 @@ impl Populated {
 
     fn write_dir(&self, d: u32, system: &[u8], out: &mut Out<'_>) -> Result<(), WriteError> {
         let n = &self.tree.nodes[d as usize];
-        let start = self.cluster_offset(n.first_cluster);
-        let end = start + u64::from(n.dir_clusters()) * self.cluster;
+        let (start, end) = match self.root_region {
+            Some((off, len)) if d == 0 => (off, off + len),
+            _ => {
+                let start = self.cluster_offset(n.first_cluster);
+                (start, start + u64::from(n.dir_clusters()) * self.cluster)
+            }
+        };
         out.seek(start)?;
         let mut buf = Vec::with_capacity(4096);
         if d == 0 {

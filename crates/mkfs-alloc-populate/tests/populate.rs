@@ -120,12 +120,14 @@ fn format(l: &Layout, tree: Tree, time: TimePolicy) -> Result<Vec<u8>, WriteErro
     Ok(disk.into_inner())
 }
 
-fn sizes() -> [(FsType, u64, u64); 4] {
+fn sizes() -> [(FsType, u64, u64); 6] {
     [
         (FsType::Exfat, 4096, 64 << 20),
         (FsType::Exfat, 512, 64 << 20),
         (FsType::Fat32, 512, 64 << 20),
         (FsType::Fat32, 4096, 300 << 20),
+        (FsType::Fat16, 2048, 64 << 20),
+        (FsType::Fat12, 4096, 8 << 20),
     ]
 }
 
@@ -169,16 +171,36 @@ fn used_clusters(l: &Layout, img: &[u8]) -> u64 {
             let bytes = &img[at..at + count.div_ceil(8)];
             bytes.iter().map(|b| u64::from(b.count_ones())).sum()
         }
-        _ => {
+        fs => {
             let rsvd = u64::from(u16::from_le_bytes([boot[14], boot[15]]));
-            let fat_sz = u64::from(u32::from_le_bytes(boot[36..40].try_into().expect("4")));
+            let fat_sz16 = u64::from(u16::from_le_bytes([boot[22], boot[23]]));
+            let fat_sz = if fat_sz16 != 0 {
+                fat_sz16
+            } else {
+                u64::from(u32::from_le_bytes(boot[36..40].try_into().expect("4")))
+            };
             let at = (rsvd * 512) as usize;
             let fat = &img[at..at + (fat_sz * 512) as usize];
-            let count = l.cluster_count() as usize;
-            fat.chunks_exact(4)
-                .skip(2)
-                .take(count)
-                .filter(|e| u32::from_le_bytes([e[0], e[1], e[2], e[3]]) & 0x0FFF_FFFF != 0)
+            let entry = |n: usize| -> u32 {
+                match fs {
+                    FsType::Fat12 => {
+                        let o = n + n / 2;
+                        let v = u32::from(u16::from_le_bytes([fat[o], fat[o + 1]]));
+                        if n % 2 == 0 {
+                            v & 0xFFF
+                        } else {
+                            v >> 4
+                        }
+                    }
+                    FsType::Fat16 => u32::from(u16::from_le_bytes([fat[2 * n], fat[2 * n + 1]])),
+                    _ => {
+                        u32::from_le_bytes(fat[4 * n..4 * n + 4].try_into().expect("4"))
+                            & 0x0FFF_FFFF
+                    }
+                }
+            };
+            (2..2 + l.cluster_count() as usize)
+                .filter(|&n| entry(n) != 0)
                 .count() as u64
         }
     }
@@ -352,15 +374,24 @@ fn fatfs_reads_back_the_tree() {
     let t = Tmp::new("fatfs");
     let e = entries();
     make_tree(&t.0, &(0..e.len()).collect::<Vec<_>>());
-    let l = layout(FsType::Fat32, 512, 64 << 20);
-    let img = format(
-        &l,
-        Tree::from_dir(&t.0).expect("tree"),
-        TimePolicy::default(),
-    )
-    .expect("format");
+    for (fs_type, cluster, size) in [
+        (FsType::Fat32, 512, 64 << 20),
+        (FsType::Fat16, 2048, 64 << 20),
+        (FsType::Fat12, 4096, 8 << 20),
+    ] {
+        fatfs_reads(&t.0, &e, &layout(fs_type, cluster, size));
+    }
+}
+
+fn fatfs_reads(src: &Path, e: &[(String, Vec<u8>)], l: &Layout) {
+    let img = format(l, Tree::from_dir(src).expect("tree"), TimePolicy::default()).expect("format");
     let fsys = fatfs::FileSystem::new(std::io::Cursor::new(img), fatfs::FsOptions::new())
         .expect("fatfs mounts it");
+    assert_eq!(
+        format!("{:?}", fsys.fat_type()),
+        format!("{:?}", l.fs()),
+        "fatfs sees another FAT width"
+    );
     let root = fsys.root_dir();
     for (i, (p, data)) in e.iter().enumerate() {
         let p = p.trim_end_matches('/');

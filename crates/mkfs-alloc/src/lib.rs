@@ -270,6 +270,7 @@ pub fn plan_medium(
     };
     topts.name = format.label.clone().unwrap_or_default();
     topts.seed = table_seed(serial);
+    topts.esp = format.esp;
     let mut table = plan_table(&topts, medium_bytes, block_size)?;
     let medium = Medium {
         volume_bytes: table.partition_len,
@@ -277,7 +278,7 @@ pub fn plan_medium(
         partition_offset: table.partition_start,
     };
     let layout = mkfs_alloc_layout::plan(&format, &medium)?;
-    if table.mbr_type.is_some() {
+    if table.mbr_type.is_some() && !format.esp {
         let fs = match layout.fs() {
             FsType::Exfat => PartitionFs::Exfat,
             FsType::Fat32 => PartitionFs::Fat32,
@@ -361,7 +362,8 @@ pub fn write_medium_with<D: BlockIo>(
             &plan.layout,
             content,
             &mut part,
-            mkfs_alloc_layout::Prior::NoFileSystem,
+            // wipe_for_table zeroed the volume's first MiB.
+            mkfs_alloc_layout::Prior::Wiped(mkfs_alloc_partition::WIPE_VOLUME_START),
             progress,
         )?
     };

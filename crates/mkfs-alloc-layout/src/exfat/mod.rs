@@ -1,4 +1,5 @@
-//! exFAT: geometry planning and on-disk structures.
+//! exFAT: geometry planning and the bytes of a fresh volume (the structures
+//! are in `mkfs-alloc-ondisk`).
 //!
 //! ```text
 //!  volume start (PartitionOffset on the medium)
@@ -15,9 +16,7 @@
 //!  └ VolumeLength
 //! ```
 
-pub mod boot;
-pub mod dir;
-pub mod upcase;
+use mkfs_alloc_ondisk::exfat::{self as ondisk, upcase};
 
 use crate::error::PlanError;
 use crate::options::FsType;
@@ -175,8 +174,8 @@ pub fn boot_region(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
 pub fn boot_region_used(layout: &crate::Layout, g: &Geometry, used: u64) -> Vec<u8> {
     use zerocopy::{FromZeros, IntoBytes};
     let bps = g.bps as usize;
-    let mut r = vec![0u8; boot::BOOT_REGION_SECTORS as usize * bps];
-    let mut bs = boot::BootSector::new_zeroed();
+    let mut r = vec![0u8; ondisk::BOOT_REGION_SECTORS as usize * bps];
+    let mut bs = ondisk::BootSector::new_zeroed();
     bs.jump_boot = [0xEB, 0x76, 0x90];
     bs.file_system_name = *b"EXFAT   ";
     bs.partition_offset = (layout.partition_offset / u64::from(g.bps)).into();
@@ -198,9 +197,9 @@ pub fn boot_region_used(layout: &crate::Layout, g: &Geometry, used: u64) -> Vec<
     r[..512].copy_from_slice(bs.as_bytes());
     for s in 1..=8 {
         let end = (s + 1) * bps;
-        r[end - 4..end].copy_from_slice(&boot::EXTENDED_BOOT_SIGNATURE.to_le_bytes());
+        r[end - 4..end].copy_from_slice(&ondisk::EXTENDED_BOOT_SIGNATURE.to_le_bytes());
     }
-    let sum = boot::boot_checksum(&r[..11 * bps]);
+    let sum = ondisk::boot_checksum(&r[..11 * bps]);
     for word in r[11 * bps..].chunks_exact_mut(4) {
         word.copy_from_slice(&sum.to_le_bytes());
     }
@@ -213,8 +212,8 @@ pub fn boot_region_used(layout: &crate::Layout, g: &Geometry, used: u64) -> Vec<
 pub fn root_entries(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
     use zerocopy::{FromZeros, IntoBytes};
     let mut out = Vec::with_capacity(128);
-    let mut label = dir::LabelEntry::new_zeroed();
-    label.entry_type = dir::TYPE_LABEL;
+    let mut label = ondisk::LabelEntry::new_zeroed();
+    label.entry_type = ondisk::TYPE_LABEL;
     if let Some(crate::label::EncodedLabel::Exfat(units)) = &layout.label_encoded {
         label.character_count = units.len() as u8;
         for (dst, &u) in label.volume_label.iter_mut().zip(units) {
@@ -222,23 +221,23 @@ pub fn root_entries(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
         }
     }
     out.extend_from_slice(label.as_bytes());
-    let mut bitmap = dir::BitmapEntry::new_zeroed();
-    bitmap.entry_type = dir::TYPE_BITMAP;
+    let mut bitmap = ondisk::BitmapEntry::new_zeroed();
+    bitmap.entry_type = ondisk::TYPE_BITMAP;
     bitmap.first_cluster = g.bitmap_cluster().into();
     bitmap.data_length = g.bitmap_bytes.into();
     out.extend_from_slice(bitmap.as_bytes());
     let table = upcase::compressed_table();
-    let mut up = dir::UpcaseEntry::new_zeroed();
-    up.entry_type = dir::TYPE_UPCASE;
+    let mut up = ondisk::UpcaseEntry::new_zeroed();
+    up.entry_type = ondisk::TYPE_UPCASE;
     up.table_checksum = upcase::checksum32(&table).into();
     up.first_cluster = g.upcase_cluster().into();
     up.data_length = (table.len() as u64).into();
     out.extend_from_slice(up.as_bytes());
     if let Some(guid) = layout.volume_guid {
-        let mut e = dir::GuidEntry::new_zeroed();
-        e.entry_type = dir::TYPE_GUID;
+        let mut e = ondisk::GuidEntry::new_zeroed();
+        e.entry_type = ondisk::TYPE_GUID;
         e.volume_guid = guid;
-        let sum = dir::set_checksum(e.as_bytes());
+        let sum = ondisk::set_checksum(e.as_bytes());
         e.set_checksum = sum.into();
         out.extend_from_slice(e.as_bytes());
     }

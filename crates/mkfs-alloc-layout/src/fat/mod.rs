@@ -1,4 +1,5 @@
-//! FAT: geometry planning and on-disk structures for FAT12, FAT16 and FAT32.
+//! FAT: geometry planning and the bytes of a fresh FAT12, FAT16 or FAT32
+//! volume (the structures are in `mkfs-alloc-ondisk`).
 //!
 //! The width is decided by the cluster count alone (fatgen103 §3.5, and what
 //! every driver, edk2/OVMF included, does): fewer than 4,085 clusters is
@@ -30,8 +31,8 @@
 //!  └ TotSec16 / TotSec32
 //! ```
 
-pub mod boot;
-pub mod dir;
+use mkfs_alloc_ondisk::fat as ondisk;
+use mkfs_alloc_ondisk::time::dos_date_time;
 
 use crate::error::PlanError;
 use crate::options::FsType;
@@ -346,28 +347,28 @@ pub fn boot_sector(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
         return boot_sector16(layout, g);
     }
     use zerocopy::{FromZeros, IntoBytes};
-    let mut b = boot::BootSector::new_zeroed();
-    b.jmp_boot = [0xEB, 0x58, 0x90];
-    b.oem_name = *b"MSWIN4.1";
-    b.byts_per_sec = (g.bps as u16).into();
-    b.sec_per_clus = g.sec_per_clus;
-    b.rsvd_sec_cnt = g.rsvd.into();
-    b.num_fats = NUM_FATS as u8;
-    b.media = MEDIA;
-    b.sec_per_trk = 63.into();
-    b.num_heads = 255.into();
-    b.hidd_sec = hidden_sectors(layout, g).into();
-    b.tot_sec32 = g.tot_sec.into();
-    b.fat_sz32 = g.fat_sz.into();
-    b.root_clus = 2.into();
-    b.fs_info = (boot::FSINFO_SECTOR as u16).into();
-    b.bk_boot_sec = (boot::BACKUP_BOOT_SECTOR as u16).into();
-    b.drv_num = 0x80;
-    b.boot_sig = 0x29;
-    b.vol_id = layout.serial.into();
-    b.vol_lab = label_bytes(layout);
-    b.fil_sys_type = *b"FAT32   ";
-    b.boot_code[..boot::BOOT_CODE.len()].copy_from_slice(&boot::BOOT_CODE);
+    let mut b = ondisk::Fat32BootSector::new_zeroed();
+    b.bpb.jmp_boot = [0xEB, 0x58, 0x90];
+    b.bpb.oem_name = *b"MSWIN4.1";
+    b.bpb.byts_per_sec = (g.bps as u16).into();
+    b.bpb.sec_per_clus = g.sec_per_clus;
+    b.bpb.rsvd_sec_cnt = g.rsvd.into();
+    b.bpb.num_fats = NUM_FATS as u8;
+    b.bpb.media = MEDIA;
+    b.bpb.sec_per_trk = 63.into();
+    b.bpb.num_heads = 255.into();
+    b.bpb.hidd_sec = hidden_sectors(layout, g).into();
+    b.bpb.tot_sec32 = g.tot_sec.into();
+    b.ebpb.fat_sz32 = g.fat_sz.into();
+    b.ebpb.root_clus = 2.into();
+    b.ebpb.fs_info = (ondisk::FSINFO_SECTOR as u16).into();
+    b.ebpb.bk_boot_sec = (ondisk::BACKUP_BOOT_SECTOR as u16).into();
+    b.ebpb.drv_num = 0x80;
+    b.ebpb.boot_sig = 0x29;
+    b.ebpb.vol_id = layout.serial.into();
+    b.ebpb.vol_lab = label_bytes(layout);
+    b.ebpb.fil_sys_type = *b"FAT32   ";
+    b.boot_code[..ondisk::BOOT_CODE.len()].copy_from_slice(&ondisk::BOOT_CODE);
     b.signature = 0xAA55.into();
     let mut s = vec![0u8; g.bps as usize];
     s[..512].copy_from_slice(b.as_bytes());
@@ -382,33 +383,33 @@ fn hidden_sectors(layout: &crate::Layout, g: &Geometry) -> u32 {
 /// The FAT12/FAT16 boot sector (extended BPB at 36), padded to one sector.
 fn boot_sector16(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
     use zerocopy::{FromZeros, IntoBytes};
-    let mut b = boot::BootSector16::new_zeroed();
-    b.jmp_boot = [0xEB, 0x3C, 0x90];
-    b.oem_name = *b"MSWIN4.1";
-    b.byts_per_sec = (g.bps as u16).into();
-    b.sec_per_clus = g.sec_per_clus;
-    b.rsvd_sec_cnt = g.rsvd.into();
-    b.num_fats = NUM_FATS as u8;
-    b.root_ent_cnt = g.root_entries.into();
+    let mut b = ondisk::Fat16BootSector::new_zeroed();
+    b.bpb.jmp_boot = [0xEB, 0x3C, 0x90];
+    b.bpb.oem_name = *b"MSWIN4.1";
+    b.bpb.byts_per_sec = (g.bps as u16).into();
+    b.bpb.sec_per_clus = g.sec_per_clus;
+    b.bpb.rsvd_sec_cnt = g.rsvd.into();
+    b.bpb.num_fats = NUM_FATS as u8;
+    b.bpb.root_ent_cnt = g.root_entries.into();
     match u16::try_from(g.tot_sec) {
-        Ok(t) => b.tot_sec16 = t.into(),
-        Err(_) => b.tot_sec32 = g.tot_sec.into(),
+        Ok(t) => b.bpb.tot_sec16 = t.into(),
+        Err(_) => b.bpb.tot_sec32 = g.tot_sec.into(),
     }
-    b.media = MEDIA;
-    b.fat_sz16 = (g.fat_sz as u16).into();
-    b.sec_per_trk = 63.into();
-    b.num_heads = 255.into();
-    b.hidd_sec = hidden_sectors(layout, g).into();
-    b.drv_num = 0x80;
-    b.boot_sig = 0x29;
-    b.vol_id = layout.serial.into();
-    b.vol_lab = label_bytes(layout);
-    b.fil_sys_type = if g.fs == FsType::Fat12 {
+    b.bpb.media = MEDIA;
+    b.bpb.fat_sz16 = (g.fat_sz as u16).into();
+    b.bpb.sec_per_trk = 63.into();
+    b.bpb.num_heads = 255.into();
+    b.bpb.hidd_sec = hidden_sectors(layout, g).into();
+    b.ebpb.drv_num = 0x80;
+    b.ebpb.boot_sig = 0x29;
+    b.ebpb.vol_id = layout.serial.into();
+    b.ebpb.vol_lab = label_bytes(layout);
+    b.ebpb.fil_sys_type = if g.fs == FsType::Fat12 {
         *b"FAT12   "
     } else {
         *b"FAT16   "
     };
-    b.boot_code[..boot::BOOT_CODE.len()].copy_from_slice(&boot::BOOT_CODE);
+    b.boot_code[..ondisk::BOOT_CODE.len()].copy_from_slice(&ondisk::BOOT_CODE);
     b.signature = 0xAA55.into();
     let mut s = vec![0u8; g.bps as usize];
     s[..512].copy_from_slice(b.as_bytes());
@@ -432,13 +433,13 @@ pub fn fsinfo_sector(g: &Geometry) -> Vec<u8> {
 /// root directory's, all contiguous from cluster 3.
 pub fn fsinfo_sector_used(g: &Geometry, extra: u64) -> Vec<u8> {
     use zerocopy::{FromZeros, IntoBytes};
-    let mut f = boot::FsInfo::new_zeroed();
-    f.lead_sig = boot::FSINFO_LEAD_SIG.into();
-    f.struc_sig = boot::FSINFO_STRUC_SIG.into();
+    let mut f = ondisk::FsInfo::new_zeroed();
+    f.lead_sig = ondisk::FSINFO_LEAD_SIG.into();
+    f.struc_sig = ondisk::FSINFO_STRUC_SIG.into();
     let extra = extra.min(u64::from(g.cluster_count) - 1) as u32;
     f.free_count = (g.cluster_count - 1 - extra).into();
     f.nxt_free = (3 + extra).into();
-    f.trail_sig = boot::FSINFO_TRAIL_SIG.into();
+    f.trail_sig = ondisk::FSINFO_TRAIL_SIG.into();
     let mut s = vec![0u8; g.bps as usize];
     s[..512].copy_from_slice(f.as_bytes());
     s
@@ -450,10 +451,10 @@ pub fn root_entries(layout: &crate::Layout) -> Vec<u8> {
     if layout.label.is_none() {
         return Vec::new();
     }
-    let mut e = dir::DirEntry::new_zeroed();
+    let mut e = ondisk::DirEntry::new_zeroed();
     e.name = label_bytes(layout);
-    e.attr = dir::ATTR_VOLUME_ID;
-    let (date, time) = dir::dos_date_time(layout.timestamp.secs);
+    e.attr = ondisk::attr::VOLUME_ID;
+    let (date, time) = dos_date_time(layout.timestamp.secs);
     e.crt_date = date.into();
     e.crt_time = time.into();
     e.wrt_date = date.into();

@@ -54,7 +54,7 @@
 // - The rule and its exceptions were found by diffing against the table that
 //   mkfs.exfat (exfatprogs) writes; no bytes of that table are copied here.
 
-use std::sync::OnceLock;
+use alloc::vec::Vec;
 
 /// Size in bytes of the compressed recommended up-case table.
 pub const UPCASE_TABLE_LEN: usize = 5836;
@@ -200,68 +200,89 @@ fn apply_spec_quirks(map: &mut [u16]) {
     }
 }
 
-/// The full 65536-entry recommended mapping, built once.
-fn mapping() -> &'static [u16] {
-    static MAPPING: OnceLock<Vec<u16>> = OnceLock::new();
-    MAPPING.get_or_init(|| {
-        let mut map = case_pair_mapping();
-        apply_spec_quirks(&mut map);
-        map
-    })
+/// A full (expanded) up-case table: the up-case mapping of every UTF-16 code
+/// unit. Build the recommended one once with [`UpcaseTable::recommended`]
+/// (a few milliseconds) and keep it; read a volume's with
+/// [`UpcaseTable::from_compressed`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpcaseTable {
+    map: Vec<u16>,
 }
 
-/// The up-case mapping of one UTF-16 code unit per the recommended table.
-///
-/// Code units without an upper case (including surrogates) map to themselves.
-pub fn upcase(unit: u16) -> u16 {
-    mapping().get(usize::from(unit)).copied().unwrap_or(unit)
+impl UpcaseTable {
+    /// The spec's recommended table (generated from the rule above).
+    pub fn recommended() -> Self {
+        let mut map = case_pair_mapping();
+        apply_spec_quirks(&mut map);
+        Self { map }
+    }
+
+    /// Expands a table as stored on disk (compressed or not); `None` when
+    /// malformed (see [`expand`]).
+    pub fn from_compressed(table: &[u8]) -> Option<Self> {
+        expand(table).map(|map| Self { map })
+    }
+
+    /// The up-case mapping of one UTF-16 code unit. Code units without an
+    /// upper case (including surrogates) map to themselves.
+    pub fn upcase(&self, unit: u16) -> u16 {
+        self.map.get(usize::from(unit)).copied().unwrap_or(unit)
+    }
+
+    /// The 65536 mapped values, indexed by code unit.
+    pub fn as_slice(&self) -> &[u16] {
+        &self.map
+    }
+
+    /// The table compressed as written to disk (little-endian u16s; runs of
+    /// at least 512 identity mappings as `0xFFFF, count`).
+    pub fn compress(&self) -> Vec<u8> {
+        let map = &self.map;
+        let mut values: Vec<u16> = Vec::with_capacity(UPCASE_TABLE_LEN / 2);
+        let mut index = 0;
+        while let Some(&value) = map.get(index) {
+            let run = map
+                .iter()
+                .enumerate()
+                .skip(index)
+                .take_while(|&(code, &mapped)| usize::from(mapped) == code)
+                .count();
+            if run >= MIN_COMPRESSED_RUN {
+                // A run never exceeds 0xFFFF entries in the recommended table,
+                // but split it if it would rather than truncate the count.
+                let mut left = run;
+                while left > 0 {
+                    let chunk = u16::try_from(left).unwrap_or(u16::MAX);
+                    values.push(RUN_MARKER);
+                    values.push(chunk);
+                    left -= usize::from(chunk);
+                }
+                index += run;
+            } else {
+                values.push(value);
+                index += 1;
+            }
+        }
+        values
+            .iter()
+            .flat_map(|value| value.to_le_bytes())
+            .collect()
+    }
 }
 
 /// The compressed recommended table, as written to disk (little-endian u16s).
 ///
 /// Always [`UPCASE_TABLE_LEN`] bytes with checksum [`UPCASE_TABLE_CHECKSUM`].
 pub fn compressed_table() -> Vec<u8> {
-    let map = mapping();
-    let mut values: Vec<u16> = Vec::with_capacity(UPCASE_TABLE_LEN / 2);
-    let mut index = 0;
-    while let Some(&value) = map.get(index) {
-        let run = map
-            .iter()
-            .enumerate()
-            .skip(index)
-            .take_while(|&(code, &mapped)| usize::from(mapped) == code)
-            .count();
-        if run >= MIN_COMPRESSED_RUN {
-            // A run never exceeds 0xFFFF entries in the recommended table, but
-            // split it if it would rather than truncate the count.
-            let mut left = run;
-            while left > 0 {
-                let chunk = u16::try_from(left).unwrap_or(u16::MAX);
-                values.push(RUN_MARKER);
-                values.push(chunk);
-                left -= usize::from(chunk);
-            }
-            index += run;
-        } else {
-            values.push(value);
-            index += 1;
-        }
-    }
-    values
-        .iter()
-        .flat_map(|value| value.to_le_bytes())
-        .collect()
+    UpcaseTable::recommended().compress()
 }
 
-/// exFAT rotate-add 32-bit checksum (used for the boot region and the up-case
-/// table).
+/// Checksum of an up-case table as stored (TableChecksum): the exFAT
+/// rotate-add over every byte, [`crate::checksum32`].
 ///
-/// This is the generic form over every byte; the boot-region checksum skips
-/// the VolumeFlags and PercentInUse bytes, which callers handle.
+/// Sources: exFAT specification §7.2.2, Figure 3.
 pub fn checksum32(bytes: &[u8]) -> u32 {
-    bytes.iter().fold(0u32, |sum, &byte| {
-        sum.rotate_right(1).wrapping_add(u32::from(byte))
-    })
+    crate::checksum32(bytes)
 }
 
 /// Expands a compressed table into a full 65536-entry mapping; error on
@@ -303,6 +324,17 @@ pub fn expand(table: &[u8]) -> Option<Vec<u16>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::vec;
+
+    fn upcase(unit: u16) -> u16 {
+        thread_table().upcase(unit)
+    }
+
+    fn thread_table() -> &'static UpcaseTable {
+        extern crate std;
+        static TABLE: std::sync::OnceLock<UpcaseTable> = std::sync::OnceLock::new();
+        TABLE.get_or_init(UpcaseTable::recommended)
+    }
 
     fn u16s(bytes: &[u8]) -> Vec<u16> {
         bytes

@@ -1,45 +1,8 @@
-//! FAT short directory entry (used for the volume label entry).
-
-use zerocopy::little_endian::{U16, U32};
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
-
-/// Attribute of a volume label entry.
-pub const ATTR_VOLUME_ID: u8 = 0x08;
-
-/// A 32-byte FAT directory entry.
-///
-/// Sources: fatgen103 §6 "FAT Directory Structure", Table "FAT 32 Byte
-/// Directory Entry Structure".
-#[derive(Debug, Clone, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
-#[repr(C)]
-pub struct DirEntry {
-    /// 8.3 name (for a label: the 11 label bytes).
-    pub name: [u8; 11],
-    /// Attributes.
-    pub attr: u8,
-    /// Reserved for Windows NT.
-    pub nt_res: u8,
-    /// Creation time, tenths of a second (0..=199).
-    pub crt_time_tenth: u8,
-    /// Creation time (DOS format).
-    pub crt_time: U16,
-    /// Creation date (DOS format).
-    pub crt_date: U16,
-    /// Last access date.
-    pub lst_acc_date: U16,
-    /// High word of the first cluster.
-    pub fst_clus_hi: U16,
-    /// Last write time.
-    pub wrt_time: U16,
-    /// Last write date.
-    pub wrt_date: U16,
-    /// Low word of the first cluster.
-    pub fst_clus_lo: U16,
-    /// File size in bytes.
-    pub file_size: U32,
-}
-
-const _: () = assert!(core::mem::size_of::<DirEntry>() == 32);
+//! DOS date and time, the time stamps of FAT directory entries (and, as
+//! date << 16 | time, of exFAT File entries).
+//!
+//! Sources: fatgen103 §6.1 "Date and Time Formats"; exFAT specification
+//! §7.4.8 (Timestamp fields).
 
 /// DOS date and time (local time is unknowable here: we record UTC) for a
 /// Unix timestamp, clamped to the FAT range 1980-01-01..2107-12-31.

@@ -1,13 +1,12 @@
-//! On-disk structures of MBR and GPT, for *reading* tables (probing here,
-//! `info` in `mkfs-alloc-inspect`). Writing is left to the `mbrman` and `gpt`
-//! crates; these structs decode what any tool wrote, including stale tables.
+//! The GPT header and partition entry, and the CRC-32 that guards them.
 //!
-//! Every struct is `#[repr(C)]`, `zerocopy`, of `u8` arrays and
-//! little-endian integers (alignment 1), so any byte slice of the right
-//! length reads as one with `FromBytes::read_from_prefix`.
+//! Sources: UEFI Specification 2.10, 5.3 "GUID Partition Table (GPT) Disk
+//! Layout", tables 5.5 and 5.6.
 
-use std::mem::size_of;
+use core::mem::size_of;
 
+use alloc::string::String;
+use alloc::vec::Vec;
 use crc::{Crc, CRC_32_ISO_HDLC};
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
@@ -18,54 +17,10 @@ pub const GPT_CRC: Crc<u32> = Crc::<u32>::new(&CRC_32_ISO_HDLC);
 /// "EFI PART".
 pub const GPT_SIGNATURE: [u8; 8] = *b"EFI PART";
 
-/// 55 AA at byte 510 of a boot sector or MBR.
-pub const BOOT_SIGNATURE: [u8; 2] = [0x55, 0xAA];
-
-/// MBR partition type of a GPT protective partition.
-pub const MBR_TYPE_PROTECTIVE: u8 = 0xEE;
-
-/// Byte offset of the four partition records in an MBR.
-pub const MBR_ENTRIES_OFFSET: usize = 0x1BE;
-
-// Sources: UEFI Specification 2.10, 5.2.1 "Legacy Master Boot Record (MBR)",
-// table 5.1 (partition record, table 5.2).
-/// One MBR partition record.
-#[derive(Debug, Clone, Copy, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
-#[repr(C)]
-pub struct MbrEntry {
-    /// 0x80 bootable, 0x00 not; anything else is not an MBR.
-    pub boot_indicator: u8,
-    /// CHS address of the first sector.
-    pub starting_chs: [u8; 3],
-    /// Partition type.
-    pub os_type: u8,
-    /// CHS address of the last sector.
-    pub ending_chs: [u8; 3],
-    /// First LBA.
-    pub starting_lba: U32,
-    /// Number of sectors.
-    pub size_in_lba: U32,
+/// CRC-32 of `bytes` as GPT computes it (ISO-HDLC, the zlib CRC).
+pub fn crc32(bytes: &[u8]) -> u32 {
+    GPT_CRC.checksum(bytes)
 }
-const _: () = assert!(size_of::<MbrEntry>() == 16);
-
-// Sources: UEFI Specification 2.10, 5.2.1, table 5.1 "Legacy MBR".
-/// Sector 0 of a partitioned disk (the first 512 bytes of LBA 0).
-#[derive(Debug, Clone, Copy, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
-#[repr(C)]
-pub struct Mbr {
-    /// Boot code (ignored by UEFI).
-    pub boot_code: [u8; 440],
-    /// Unique MBR disk signature.
-    pub disk_signature: U32,
-    /// Unknown (zero).
-    pub unknown: U16,
-    /// The four partition records, at [`MBR_ENTRIES_OFFSET`].
-    pub partitions: [MbrEntry; 4],
-    /// [`BOOT_SIGNATURE`].
-    pub signature: [u8; 2],
-}
-const _: () = assert!(size_of::<Mbr>() == 512);
-const _: () = assert!(std::mem::offset_of!(Mbr, partitions) == MBR_ENTRIES_OFFSET);
 
 // Sources: UEFI Specification 2.10, 5.3.2 "GPT Header", table 5.5.
 /// A GPT header (the first 92 bytes of its LBA; the rest is reserved, zero).
@@ -156,5 +111,34 @@ impl GptEntry {
             .take_while(|&u| u != 0)
             .collect();
         String::from_utf16_lossy(&units)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc32_known_value() {
+        // The standard check value of CRC-32/ISO-HDLC.
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+    }
+
+    #[test]
+    fn header_crc_skips_its_own_field() {
+        use zerocopy::FromZeros;
+        let mut h = GptHeader::new_zeroed();
+        h.signature = GPT_SIGNATURE;
+        h.revision = 0x0001_0000.into();
+        h.header_size = 92.into();
+        let mut sector = [0u8; 512];
+        sector[..92].copy_from_slice(h.as_bytes());
+        let sum = h.computed_crc32(&sector).expect("header_size is 92");
+        assert_eq!(sum, crc32(&sector[..92]));
+        h.header_crc32 = sum.into();
+        sector[..92].copy_from_slice(h.as_bytes());
+        assert!(h.crc_ok(&sector));
+        h.header_size = 91.into();
+        assert_eq!(h.computed_crc32(&sector), None);
     }
 }

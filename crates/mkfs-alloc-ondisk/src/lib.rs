@@ -1,0 +1,48 @@
+//! On-disk structures of exFAT, FAT12/16/32, MBR and GPT, their checksums,
+//! and the one file-system signature prober of mkfs-alloc.
+//!
+//! Every structure is a `#[repr(C)]` [`zerocopy`] table of `u8` arrays and
+//! little-endian integers (alignment 1, size asserted at compile time), named
+//! after its specification's fields and carrying a `Sources:` line. Any byte
+//! slice of the right length reads as one (`FromBytes::read_from_prefix`) and
+//! any value writes as its bytes (`IntoBytes::as_bytes`).
+//!
+//! The crate does no I/O: readers and writers pass byte buffers. It is
+//! `no_std` (with `alloc` for the up-case table and names).
+//!
+//! ```
+//! use mkfs_alloc_ondisk::exfat::{set_checksum, GuidEntry, TYPE_GUID};
+//! use zerocopy::{FromZeros, IntoBytes};
+//!
+//! let mut e = GuidEntry::new_zeroed();
+//! e.entry_type = TYPE_GUID;
+//! e.volume_guid = [1; 16];
+//! e.set_checksum = set_checksum(e.as_bytes()).into();
+//! assert_eq!(e.as_bytes().len(), 32);
+//! ```
+
+#![no_std]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+pub mod exfat;
+pub mod fat;
+pub mod gpt;
+pub mod mbr;
+pub mod time;
+
+pub use zerocopy;
+
+/// `55 AA` at byte 510 of a boot sector or MBR, as bytes.
+pub const BOOT_SIGNATURE: [u8; 2] = [0x55, 0xAA];
+
+/// The rotate-right-and-add checksum exFAT uses (boot region, up-case table;
+/// the 16-bit form for entry sets), over every byte of `bytes`.
+///
+/// Sources: exFAT specification §3.4 (Figure 1), §7.2.2 (Figure 3).
+pub fn checksum32(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0u32, |sum, &byte| {
+        sum.rotate_right(1).wrapping_add(u32::from(byte))
+    })
+}
