@@ -11,8 +11,8 @@
 //!    controls are then damaged on purpose ([`Fault`]).
 //! 3. Two boots per batch of cases, each image a virtio disk with the
 //!    case's logical block size: `kt.phase=write` (mount, statfs, write a
-//!    file set, remount read-only and list it again), then `kt.phase=verify`
-//!    (a fresh kernel lists it again). The batches (`--jobs`, default 2) run
+//!    file set or fill the volume, remount read-only and list the tree
+//!    again), then `kt.phase=verify` (a fresh kernel lists it again). The batches (`--jobs`, default 2) run
 //!    side by side; the boot costs more than a case, so one boot serves many.
 //! 4. On the host: `fsck -n` of every volume, then the judgement
 //!    ([`judge`]): a case fails on any guest failure, any kernel log line
@@ -24,6 +24,7 @@
 //!
 //! Accelerator: TCG by default. `XTASK_KERNEL_ACCEL=kvm` uses KVM where it
 //! runs a stock kernel (a PVM host's /dev/kvm does not: the guest hangs).
+//! `XTASK_KERNEL_VERSION` picks another Debian kernel package.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -238,6 +239,8 @@ const CASES: &[Case] = &[
     ours("ex-512-none-32m", Exfat, 512, "--fs exfat --cluster 32M --size 128G --label BIG"),
     ours("ex-512-gpt-auto-64g", Exfat, 512, "--fs exfat --table gpt --size 64G"),
     ours("ex-512-none-4k-64m", Exfat, 512, "--fs exfat --cluster 4K --size 64M"),
+    // An EFI System Partition: FAT16 with 64 KiB clusters.
+    ours("f16-512-none-64k-esp", Vfat, 512, "--esp --fs fat16 --cluster 64K --size 2G"),
     // FAT32, the CI subset.
     ours("f32-512-none-512", Vfat, 512, "--fs fat32 --cluster 512 --size 256M --label PHOTOS").ci(),
     ours("f32-512-mbr-32k", Vfat, 512, "--fs fat32 --table mbr --cluster 32K --size 4G --label PHOTOS").ci(),
@@ -267,7 +270,7 @@ const CASES: &[Case] = &[
     ours("f32-512-mbr-4k-rootdir", Vfat, 512, "--fs fat32 --table mbr --cluster 4K --size 1G").populated().ci(),
     ours("ex-4k-gpt-auto-rootdir", Exfat, 4096, "--fs exfat --sector-size 4096 --table gpt --size auto").populated(),
     ours("f32-512-none-auto-rootdir", Vfat, 512, "--fs fat32 --size auto").populated(),
-    ours("f16-512-none-2k-rootdir", Vfat, 512, "--fs fat16 --cluster 2K --size 64M").populated().ci(),
+    ours("f16-512-none-2k-rootdir", Vfat, 512, "--fs fat16 --cluster 2K --size 100M").populated().ci(),
     ours("f12-512-mbr-4k-rootdir", Vfat, 512, "--fs fat12 --table mbr --cluster 4K --size 15M").populated(),
     // Filled to the last cluster (512 B clusters: below a page).
     ours("ex-512-none-4k-fill", Exfat, 512, "--fs exfat --cluster 4K --size 64M").fill().ci(),
@@ -496,7 +499,7 @@ pub fn test_kernel_cmd(args: &[String]) -> Result<(), String> {
         }
     }
     eprintln!(
-        "xtask: test-kernel: Linux {} ({} exfat/vfat), {} cases in {} batches",
+        "xtask: test-kernel: Linux {} under {}, {} cases in {} batches",
         guest.version,
         accel().0,
         images.len(),

@@ -284,9 +284,12 @@ fn bench_probe_cmd(args: &[String]) -> Result<(), String> {
     }
     install_tools()?;
     let root = workspace_root();
-    run(Command::new(cargo())
-        .current_dir(&root)
-        .args(["build", "--release", "-p", "mkfs-alloc"]))?;
+    run(Command::new(cargo()).current_dir(&root).args([
+        "build",
+        "--release",
+        "-p",
+        "mkfs-alloc-cli",
+    ]))?;
     let bin = target_dir().join("release").join("mkfs-alloc");
     let table = probe_bench::run(&root, &bin)?;
     println!("{table}");

@@ -2,7 +2,7 @@
 //! the volume and the data, and a recommendation with its reason.
 //!
 //! Every volume number (cluster count, overhead) comes from the planner,
-//! [`mkfs_alloc_layout::plan`]; this module only adds the data's footprint
+//! [`mkfs_alloc_layout::plan()`]; this module only adds the data's footprint
 //! ([`crate::model`]) and the comparison with other tools' defaults.
 
 use crate::defaults::{mkfs_default, mkfs_tool, sd_recommended, windows_default};
@@ -13,9 +13,13 @@ use mkfs_alloc_layout::units::{format_count, format_size, KIB, MIB};
 use mkfs_alloc_layout::waste::{waste_bytes, waste_percent};
 use mkfs_alloc_layout::{
     plan, valid_cluster_sizes, ClusterChoice, FormatOptions, FsChoice, FsType, Layout, Medium,
-    PlanError, RegionKind,
+    PlanError,
 };
 use serde::Serialize;
+
+pub(crate) use crate::recommend::compat_text;
+use crate::recommend::recommend;
+pub use crate::rows::{FsNote, Overhead, Row, RowNote};
 
 /// `--max-waste` default, in percent of the data's apparent size.
 pub const DEFAULT_MAX_WASTE_PERCENT: f64 = 1.0;
@@ -166,241 +170,6 @@ pub struct FsAdvice {
     pub recommendation: Option<Recommendation>,
     /// Notes about the whole volume on this file system.
     pub notes: Vec<FsNote>,
-}
-
-/// Metadata overhead of a layout, by kind, in bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub struct Overhead {
-    /// Boot region(s) and reserved sectors.
-    pub reserved: u64,
-    /// File allocation table(s).
-    pub fat: u64,
-    /// exFAT allocation bitmap clusters.
-    pub bitmap: u64,
-    /// exFAT up-case table clusters.
-    pub upcase: u64,
-    /// Root directory clusters allocated by the format.
-    pub root_directory: u64,
-    /// Alignment padding.
-    pub alignment: u64,
-    /// Sectors after the last whole cluster.
-    pub tail: u64,
-}
-
-impl Overhead {
-    /// The breakdown of a layout's regions (all but the free clusters).
-    pub fn of(layout: &Layout) -> Self {
-        let mut o = Overhead::default();
-        for r in layout.regions() {
-            let slot = match r.kind {
-                RegionKind::BootRegion | RegionKind::BackupBootRegion => &mut o.reserved,
-                RegionKind::Fat => &mut o.fat,
-                RegionKind::Bitmap => &mut o.bitmap,
-                RegionKind::Upcase => &mut o.upcase,
-                RegionKind::RootDirectory => &mut o.root_directory,
-                RegionKind::Padding | RegionKind::HeapPadding => &mut o.alignment,
-                RegionKind::Tail => &mut o.tail,
-                RegionKind::FreeClusters => continue,
-            };
-            *slot += r.len;
-        }
-        o
-    }
-
-    /// Sum of all parts.
-    pub fn total(&self) -> u64 {
-        self.reserved
-            + self.fat
-            + self.bitmap
-            + self.upcase
-            + self.root_directory
-            + self.alignment
-            + self.tail
-    }
-}
-
-/// One cluster size of one file system.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Row {
-    /// Cluster size in bytes.
-    pub cluster_size: u64,
-    /// Clusters of the volume.
-    pub cluster_count: u32,
-    /// Bytes free for files after formatting.
-    pub usable_bytes: u64,
-    /// Bytes not available for files (everything but the free clusters).
-    pub overhead_bytes: u64,
-    /// `overhead_bytes` in percent of the volume.
-    pub overhead_percent: f64,
-    /// The overhead by kind.
-    pub overhead: Overhead,
-    /// Bytes the data takes: file clusters plus the directory clusters the
-    /// copy allocates (with data only).
-    pub data_bytes_on_disk: Option<u64>,
-    /// Of which file data clusters.
-    pub file_bytes_on_disk: Option<u64>,
-    /// Of which directory clusters.
-    pub directory_bytes_on_disk: Option<u64>,
-    /// `data_bytes_on_disk` minus the apparent size.
-    pub waste_bytes: Option<u64>,
-    /// `waste_bytes` in percent of the apparent size (`None` when the data
-    /// has no bytes).
-    pub waste_percent: Option<f64>,
-    /// True if the data fits in the usable bytes.
-    pub fits: Option<bool>,
-    /// Compatibility notes and markers (defaults, recommendation).
-    pub notes: Vec<RowNote>,
-}
-
-/// A note on one cluster size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RowNote {
-    /// FAT12/16/32 cluster above 32 KiB.
-    AboveFat32Compat,
-    /// exFAT cluster above 1 MiB.
-    AboveExfatCompat,
-    /// exFAT cluster count above the spec's recommended 2^24 - 2.
-    ExfatManyClusters,
-    /// Windows' default for this volume.
-    WindowsDefault,
-    /// The SD specification's recommendation for this capacity.
-    SdRecommended,
-    /// mkfs.exfat's or mkfs.fat's default.
-    MkfsDefault,
-    /// What `--cluster auto` picks without data.
-    AutoDefault,
-    /// The recommendation.
-    Recommended,
-}
-
-impl RowNote {
-    /// A phrase for people.
-    pub fn describe(self, fs: FsType) -> String {
-        match self {
-            RowNote::AboveFat32Compat => {
-                "above 32 KiB: old DOS, some BIOS and camera firmware fail".into()
-            }
-            RowNote::AboveExfatCompat => "above 1 MiB: older macOS does not mount it".into(),
-            RowNote::ExfatManyClusters => format!(
-                "more than {} clusters (the exFAT spec recommends fewer)",
-                format_count(u64::from(EXFAT_RECOMMENDED_MAX_CLUSTERS))
-            ),
-            RowNote::WindowsDefault => "Windows default".into(),
-            RowNote::SdRecommended => "SD spec".into(),
-            RowNote::MkfsDefault => format!("{} default", mkfs_tool(fs)),
-            RowNote::AutoDefault => "--cluster auto".into(),
-            RowNote::Recommended => "recommended".into(),
-        }
-    }
-}
-
-/// A note on the whole volume for one file system.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum FsNote {
-    /// No cluster size is valid.
-    NoValidCluster,
-    /// FAT32 above 32 GB: valid, but Windows' format refuses it.
-    #[serde(rename = "fat32_above_32gb")]
-    Fat32Above32Gb,
-    /// Files FAT32 cannot store.
-    #[serde(rename = "files_over_4gib")]
-    FilesOver4Gib {
-        /// How many.
-        count: u64,
-    },
-    /// Directories with more entries than FAT32 allows.
-    DirsOverFat32Limit {
-        /// How many.
-        count: u64,
-    },
-    /// FAT12/16: more root entries than the fixed root directory holds.
-    RootDirFull {
-        /// Entries the data's top level needs (label included).
-        entries: u64,
-        /// Entries the root directory holds.
-        capacity: u64,
-    },
-    /// The data fits at no cluster size the recommendation may choose.
-    DoesNotFit {
-        /// The cluster size that comes closest.
-        cluster_size: u64,
-        /// What the data needs at that size.
-        needed_bytes: u64,
-        /// What is free at that size.
-        free_bytes: u64,
-        /// The largest cluster size beyond the compatibility limit at which
-        /// it would fit, if any (recommended only when asked).
-        fits_beyond_compat: Option<u64>,
-    },
-    /// A peer tool's default is not valid for this volume in our layout.
-    DefaultNotValid {
-        /// Whose default (`windows`, `sd_spec`, `mkfs`).
-        source: &'static str,
-        /// The size it would pick.
-        cluster_size: u64,
-    },
-}
-
-impl FsNote {
-    /// A sentence for people.
-    pub fn describe(&self, fs: FsType) -> String {
-        match self {
-            FsNote::NoValidCluster => format!("no cluster size is valid for {fs} on this volume"),
-            FsNote::Fat32Above32Gb => {
-                "FAT32 above 32 GB is valid, but Windows' own format refuses it and some firmware rejects it".into()
-            }
-            FsNote::FilesOver4Gib { count } => format!(
-                "{} file(s) exceed FAT32's 4 GiB - 1 limit and cannot be stored: use exFAT",
-                format_count(*count)
-            ),
-            FsNote::DirsOverFat32Limit { count } => format!(
-                "{} directory(ies) need more than FAT32's 65,536 entries and cannot be copied whole",
-                format_count(*count)
-            ),
-            FsNote::RootDirFull { entries, capacity } => format!(
-                "the top level needs {} root directory entries but the fixed {fs} root holds {}: raise --root-entries",
-                format_count(*entries),
-                format_count(*capacity)
-            ),
-            FsNote::DoesNotFit {
-                cluster_size,
-                needed_bytes,
-                free_bytes,
-                fits_beyond_compat,
-            } => {
-                let beyond = match fits_beyond_compat {
-                    Some(c) => format!(
-                        "; it would fit with {} clusters, beyond the compatibility limit ({}): choose that size explicitly if every system that reads the volume handles it",
-                        format_size(*c),
-                        compat_text(fs)
-                    ),
-                    None => String::new(),
-                };
-                format!(
-                    "the data does not fit on this {fs} volume: at the closest cluster size, {}, it needs {} and {} is free{beyond}",
-                    format_size(*cluster_size),
-                    format_size(*needed_bytes),
-                    format_size(*free_bytes)
-                )
-            }
-            FsNote::DefaultNotValid {
-                source,
-                cluster_size,
-            } => {
-                let who = match *source {
-                    "windows" => "Windows' default".to_string(),
-                    "sd_spec" => "the SD specification's recommendation".to_string(),
-                    _ => format!("{}'s default", mkfs_tool(fs)),
-                };
-                format!(
-                    "{who} ({}) is not a valid {fs} cluster size for this volume",
-                    format_size(*cluster_size)
-                )
-            }
-        }
-    }
 }
 
 /// Which rule produced a recommendation.
@@ -606,9 +375,9 @@ fn pct(part: u64, whole: u64) -> f64 {
 }
 
 /// A row and the footprint behind it.
-struct Candidate {
-    row: Row,
-    footprint: Option<Footprint>,
+pub(crate) struct Candidate {
+    pub(crate) row: Row,
+    pub(crate) footprint: Option<Footprint>,
 }
 
 fn fs_advice(
@@ -797,151 +566,5 @@ fn candidate(
             notes,
         },
         footprint,
-    }
-}
-
-/// The compatibility limit in words.
-fn compat_text(fs: FsType) -> &'static str {
-    match fs {
-        FsType::Fat32 => "FAT32 up to 32 KiB",
-        FsType::Fat16 => "FAT16 up to 32 KiB",
-        FsType::Fat12 => "FAT12 up to 32 KiB",
-        FsType::Exfat => "exFAT up to 1 MiB",
-    }
-}
-
-/// The recommendation rule with data (rows sorted by cluster size, data
-/// with a non-zero apparent size):
-///
-/// 1. candidates: valid sizes up to the compatibility ceiling
-///    ([`compat_max_cluster`]; every valid size with
-///    [`Policy::beyond_compat`]), and not below [`MIN_PREFERRED_CLUSTER`]
-///    unless no candidate is that large;
-/// 2. the largest candidate whose waste is within the limit and where the
-///    data fits ([`RecommendationRule::WithinMaxWaste`]);
-/// 3. else the fitting candidate that wastes least, i.e. the smallest
-///    ([`RecommendationRule::LeastWaste`]);
-/// 4. else the largest size up to the ceiling (below the floor too) where
-///    the data fits ([`RecommendationRule::OnlyFitting`]);
-/// 5. else no recommendation: the [`FsNote::DoesNotFit`] note says how much
-///    is missing, and whether a size beyond the ceiling would do.
-///
-/// Waste never shrinks as clusters grow (each file and directory rounds up
-/// to a multiple of the previous size), so "largest within the limit" is a
-/// threshold.
-fn recommend(fs: FsType, cands: &[Candidate], policy: &Policy) -> Result<Recommendation, FsNote> {
-    let max_waste = policy.max_waste_percent;
-    let ceiling = if policy.beyond_compat {
-        u64::MAX
-    } else {
-        compat_max_cluster(fs)
-    };
-    let compatible: Vec<&Candidate> = cands
-        .iter()
-        .filter(|c| c.row.cluster_size <= ceiling)
-        .collect();
-    let floor = if compatible
-        .iter()
-        .any(|c| c.row.cluster_size >= MIN_PREFERRED_CLUSTER)
-    {
-        MIN_PREFERRED_CLUSTER
-    } else {
-        compatible.last().map_or(0, |c| c.row.cluster_size)
-    };
-    let preferred: Vec<&Candidate> = compatible
-        .iter()
-        .copied()
-        .filter(|c| c.row.cluster_size >= floor)
-        .collect();
-    let fits = |c: &Candidate| c.row.fits == Some(true);
-    let waste = |c: &Candidate| c.row.waste_percent.unwrap_or(0.0);
-    let ceiling_text = if policy.beyond_compat {
-        "cluster sizes beyond the compatibility limit allowed"
-    } else {
-        compat_text(fs)
-    };
-    let below_floor = if floor < MIN_PREFERRED_CLUSTER {
-        format!("; clusters of 4 KiB and more are not valid for {fs} on this volume")
-    } else {
-        String::new()
-    };
-    let make = |c: &Candidate, rule, reason: String| Recommendation {
-        cluster_size: c.row.cluster_size,
-        rule,
-        reason: format!("{reason}{below_floor}"),
-    };
-
-    if let Some(c) = preferred
-        .iter()
-        .copied()
-        .rfind(|c| fits(c) && waste(c) <= max_waste)
-    {
-        return Ok(make(
-            c,
-            RecommendationRule::WithinMaxWaste,
-            format!(
-                "the largest cluster size whose waste ({:.2}%) stays within {}% and that every common system handles ({ceiling_text})",
-                waste(c),
-                trim_float(max_waste)
-            ),
-        ));
-    }
-    if let Some(c) = preferred.iter().copied().find(|c| fits(c)) {
-        return Ok(make(
-            c,
-            RecommendationRule::LeastWaste,
-            format!(
-                "no cluster size of {} or more keeps the waste within {}%; {} wastes least ({:.1}%, {} more than the data's size)",
-                format_size(floor.max(512)),
-                trim_float(max_waste),
-                format_size(c.row.cluster_size),
-                waste(c),
-                format_size(c.row.waste_bytes.unwrap_or(0)),
-            ),
-        ));
-    }
-    if let Some(c) = compatible.iter().copied().rfind(|c| fits(c)) {
-        return Ok(make(
-            c,
-            RecommendationRule::OnlyFitting,
-            format!(
-                "the data fits only with clusters of {} or less (waste {:.1}%)",
-                format_size(c.row.cluster_size),
-                waste(c)
-            ),
-        ));
-    }
-    let shortfall = |c: &&Candidate| {
-        c.footprint
-            .map_or(u64::MAX, |f| f.bytes_on_disk())
-            .saturating_sub(c.row.usable_bytes)
-    };
-    let pool: Vec<&Candidate> = if compatible.is_empty() {
-        cands.iter().collect()
-    } else {
-        compatible
-    };
-    let best = pool
-        .iter()
-        .copied()
-        .min_by_key(shortfall)
-        .unwrap_or(&cands[0]);
-    Err(FsNote::DoesNotFit {
-        cluster_size: best.row.cluster_size,
-        needed_bytes: best.row.data_bytes_on_disk.unwrap_or(0),
-        free_bytes: best.row.usable_bytes,
-        fits_beyond_compat: cands
-            .iter()
-            .rfind(|c| c.row.cluster_size > ceiling && fits(c))
-            .map(|c| c.row.cluster_size),
-    })
-}
-
-/// `1` rather than `1.0`, `2.5` as is.
-fn trim_float(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{}", v as i64)
-    } else {
-        format!("{v}")
     }
 }

@@ -11,7 +11,7 @@
 //!
 //! Architecture invariants:
 //! - every volume number (cluster count, overhead, usable bytes) comes from
-//!   [`mkfs_alloc_layout::plan`]; this crate never re-derives a layout formula;
+//!   [`mkfs_alloc_layout::plan()`]; this crate never re-derives a layout formula;
 //! - the footprint model ([`model`]) is pure and documents its assumptions;
 //!   `tests/reality.rs` checks it against exfat-fuse and mtools;
 //! - the scan reads metadata only (never file contents), never fails on an
@@ -39,6 +39,8 @@ pub mod advise;
 pub mod defaults;
 pub mod model;
 pub mod names;
+mod recommend;
+mod rows;
 pub mod scan;
 pub mod testtree;
 

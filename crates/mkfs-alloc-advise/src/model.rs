@@ -25,7 +25,7 @@
 //! - Directories only grow: the model assumes a copy into an empty volume,
 //!   with no deletions (deleted entries would leave holes a later copy may
 //!   or may not reuse).
-//! - Each hard link counts as a file (see [`crate::scan`]): FAT and exFAT
+//! - Each hard link counts as a file (see [`crate::scan`](mod@crate::scan)): FAT and exFAT
 //!   have no hard links, so a copy stores each link as a file of its own.
 
 use crate::names::DIR_ENTRY_BYTES;

@@ -112,6 +112,17 @@ impl Journal {
         h[16..24].copy_from_slice(&announced_bytes.to_le_bytes());
         file.write_all(&h)?;
         file.sync_all()?;
+        // The directory entry too, so that a power cut cannot lose the file
+        // whose records were synced (Unix; Windows cannot open directories
+        // as files and makes the entry durable with the file's metadata).
+        #[cfg(unix)]
+        {
+            let dir = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            File::open(dir)?.sync_all()?;
+        }
         Ok(Journal {
             file,
             unit_bytes,

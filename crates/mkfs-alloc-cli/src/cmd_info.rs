@@ -7,7 +7,8 @@
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc_inspect::{
-    inspect, FileStats, InspectOptions, ReadOnlyFile, Report, TableKind, Volume, ALIGN_BOUNDARY,
+    inspect, FileStats, FsKind, InspectOptions, ReadOnlyFile, Report, TableKind, Volume,
+    ALIGN_BOUNDARY,
 };
 use mkfs_alloc_layout::units::{format_count, format_size};
 use mkfs_alloc_layout::waste::{waste_percent, WASTE_DEFINITION};
@@ -188,12 +189,12 @@ fn print_volume(n: usize, v: &Volume) {
     outln!(
         "volume {n} ({whereabouts}, {}): {}",
         format_size(v.size),
-        v.fs.display_name()
+        v.fs.map_or("unknown", FsKind::display_name)
     );
     let row = |k: &str, val: String| outln!("  {k:<15}{val}");
     if let Some(l) = &v.label {
         row("label", l.clone());
-    } else if v.fs.is_fat_family() {
+    } else if v.fs.is_some_and(FsKind::is_fat_family) {
         row("label", "(none)".into());
     }
     if let Some(s) = &v.serial {

@@ -21,7 +21,7 @@ pub fn describe(path: &Path, block_size: u32) -> Vec<String> {
         k => Some(format!("{} partition table", k.display_name())),
     };
     let volumes = report.volumes.iter().filter_map(|v| {
-        if v.fs == FsKind::Unknown && v.partition.is_none() {
+        if v.fs.is_none() && v.partition.is_none() {
             return None;
         }
         let place = match v.partition {
@@ -37,7 +37,10 @@ pub fn describe(path: &Path, block_size: u32) -> Vec<String> {
             .as_deref()
             .map(|l| format!(" labelled {l:?}"))
             .unwrap_or_default();
-        Some(format!("{place}: {}{label}", v.fs.display_name()))
+        Some(format!(
+            "{place}: {}{label}",
+            v.fs.map_or("unknown", FsKind::display_name)
+        ))
     });
     table.into_iter().chain(volumes).collect()
 }

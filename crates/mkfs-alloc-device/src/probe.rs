@@ -1,18 +1,14 @@
-//! A small blkid-style probe: file system type and label from superblocks.
-//!
-//! Only cheap, fixed-position signatures are checked (a few 4 KiB reads).
-//! Names follow blkid: `vfat`, `exfat`, `ntfs`, `ext2`/`ext3`/`ext4`,
-//! `xfs`, `btrfs`, `iso9660`, `swap`, `crypto_LUKS`.
-//!
-//! Sources: Microsoft FAT specification 1.03 §3 (BPB, labels at 43/71);
-//! Microsoft exFAT specification §3.1 (main boot region) and §7.3 (volume
-//! label directory entry); ext4 disk layout (superblock at 1024, magic at
-//! 0x38, label at 0x78); XFS superblock (magic `XFSB`, label at 108); btrfs
-//! superblock at 64 KiB (magic at 0x40, label at 0x12B); ECMA-119 §8.4
-//! (primary volume descriptor at 32 KiB); util-linux `swapheader.h`;
-//! LUKS2 on-disk format (label at 24).
+//! The I/O side of the device probe: reads a volume's first bytes (and, for
+//! exFAT, its root directory) in aligned units and hands them to the one
+//! signature prober, `mkfs_alloc_ondisk::probe`. Names follow blkid
+//! (`vfat`, `exfat`, `ntfs`, `ext4`, `crypto_LUKS`, …:
+//! `FsKind::blkid_name`).
 
 use std::io;
+
+use mkfs_alloc_ondisk::exfat::{volume_label, BootSector};
+use mkfs_alloc_ondisk::zerocopy::FromBytes;
+use mkfs_alloc_ondisk::{FsKind, PROBE_LEN};
 
 /// Reads are done in aligned units of this many bytes, which every logical
 /// block size of 512..=4096 divides.
@@ -31,6 +27,9 @@ impl<F: FnMut(u64, &mut [u8]) -> io::Result<()>> ProbeRead for F {
     }
 }
 
+/// Root-directory bytes read for the exFAT label (its entries come first).
+const EXFAT_ROOT_PROBE: u64 = 2 * PROBE_UNIT;
+
 /// File system type and label of the `size` bytes at `base` (a partition's
 /// start, or 0). Read errors give `(None, None)`: probing is best effort.
 pub(crate) fn probe(
@@ -38,124 +37,47 @@ pub(crate) fn probe(
     base: u64,
     size: u64,
 ) -> (Option<String>, Option<String>) {
-    let mut p = Prober { r, base, size };
-    p.run().unwrap_or((None, None))
-}
-
-struct Prober<'a> {
-    r: &'a mut dyn ProbeRead,
-    base: u64,
-    size: u64,
-}
-
-impl Prober<'_> {
-    /// The 4 KiB unit at `offset` (aligned), or `None` past the end.
-    fn unit(&mut self, offset: u64) -> Option<Vec<u8>> {
-        if offset.checked_add(PROBE_UNIT)? > self.size || (self.base + offset) % PROBE_UNIT != 0 {
-            return None;
-        }
-        let mut buf = vec![0u8; PROBE_UNIT as usize];
-        self.r.read_exact_at(self.base + offset, &mut buf).ok()?;
-        Some(buf)
+    if base % PROBE_UNIT != 0 {
+        return (None, None);
     }
-
-    fn run(&mut self) -> Option<(Option<String>, Option<String>)> {
-        let first = self.unit(0)?;
-        let b = first.as_slice();
-        if &b[3..11] == b"EXFAT   " {
-            return Some((Some("exfat".into()), self.exfat_label(b)));
-        }
-        if &b[3..11] == b"NTFS    " {
-            return Some((Some("ntfs".into()), None));
-        }
-        if &b[0..6] == b"LUKS\xba\xbe" {
-            return Some((Some("crypto_LUKS".into()), text(&b[24..72])));
-        }
-        if &b[0..4] == b"XFSB" {
-            return Some((Some("xfs".into()), text(&b[108..120])));
-        }
-        if &b[4086..4096] == b"SWAPSPACE2" {
-            return Some((Some("swap".into()), text(&b[1052..1068])));
-        }
-        if b[510..512] == [0x55, 0xAA] {
-            let fat32 = &b[82..90] == b"FAT32   ";
-            let fat16 = matches!(&b[54..62], b"FAT12   " | b"FAT16   " | b"FAT     ");
-            if fat32 || fat16 {
-                let at = if fat32 { 71 } else { 43 };
-                let label = text(&b[at..at + 11]).filter(|l| l != "NO NAME");
-                return Some((Some("vfat".into()), label));
-            }
-        }
-        if b[1024 + 0x38..1024 + 0x3A] == [0x53, 0xEF] {
-            let sb = &b[1024..];
-            let compat = le32(sb, 0x5C);
-            let incompat = le32(sb, 0x60);
-            // EXTENTS, 64BIT, FLEX_BG are ext4 only; HAS_JOURNAL makes ext3.
-            let t = if incompat & (0x40 | 0x80 | 0x200) != 0 {
-                "ext4"
-            } else if compat & 0x4 != 0 {
-                "ext3"
-            } else {
-                "ext2"
-            };
-            return Some((Some(t.into()), text(&sb[0x78..0x88])));
-        }
-        if let Some(u) = self.unit(64 * 1024) {
-            if &u[0x40..0x48] == b"_BHRfS_M" {
-                return Some((Some("btrfs".into()), text(&u[0x12B..0x12B + 256])));
-            }
-        }
-        if let Some(u) = self.unit(32 * 1024) {
-            if &u[1..6] == b"CD001" {
-                return Some((Some("iso9660".into()), text(&u[40..72])));
-            }
-        }
-        Some((None, None))
-    }
-
-    /// The label from the exFAT root directory's volume label entry (type
-    /// 0x83), searched in the first 4 KiB of the root directory.
-    fn exfat_label(&mut self, boot: &[u8]) -> Option<String> {
-        let heap = u64::from(le32(boot, 88));
-        let root_cluster = u64::from(le32(boot, 96));
-        let bps_shift = u32::from(boot[108]);
-        let spc_shift = u32::from(boot[109]);
-        if !(9..=12).contains(&bps_shift) || spc_shift > 25 || root_cluster < 2 {
-            return None;
-        }
-        let root = heap
-            .checked_shl(bps_shift)?
-            .checked_add((root_cluster - 2).checked_shl(bps_shift + spc_shift)?)?;
-        let aligned = root - root % PROBE_UNIT;
-        let mut dir = self.unit(aligned)?;
-        dir.extend(self.unit(aligned + PROBE_UNIT).unwrap_or_default());
-        let start = usize::try_from(root - aligned).ok()?;
-        for e in dir.get(start..)?.chunks_exact(32).take(128) {
-            match e[0] {
-                0x00 => return None,
-                0x83 => {
-                    let n = usize::from(e[1]).min(11);
-                    let units: Vec<u16> = e[2..2 + 2 * n]
-                        .chunks_exact(2)
-                        .map(|c| u16::from_le_bytes([c[0], c[1]]))
-                        .collect();
-                    return super::clean(&String::from_utf16_lossy(&units));
-                }
-                _ => {}
-            }
-        }
-        None
-    }
+    let start = read_units(r, base, 0, (PROBE_LEN as u64).min(size));
+    let Some(found) = mkfs_alloc_ondisk::probe(&start) else {
+        return (None, None);
+    };
+    let label = match found.kind {
+        FsKind::Exfat => exfat_label(r, base, size, &start),
+        _ => found.label,
+    };
+    (
+        Some(found.kind.blkid_name().to_string()),
+        label.and_then(|l| super::clean(&l)),
+    )
 }
 
-fn le32(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+/// The whole [`PROBE_UNIT`]s of `base + offset .. base + offset + len`
+/// that read, up to the first that does not.
+fn read_units(r: &mut dyn ProbeRead, base: u64, offset: u64, len: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut at = offset;
+    while at + PROBE_UNIT <= offset + len {
+        let mut unit = vec![0u8; PROBE_UNIT as usize];
+        if r.read_exact_at(base + at, &mut unit).is_err() {
+            break;
+        }
+        out.extend_from_slice(&unit);
+        at += PROBE_UNIT;
+    }
+    out
 }
 
-/// A NUL- or space-padded text field.
-fn text(b: &[u8]) -> Option<String> {
-    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
-    super::clean(&String::from_utf8_lossy(&b[..end]))
+/// The exFAT label from the root directory's first entries.
+fn exfat_label(r: &mut dyn ProbeRead, base: u64, size: u64, boot: &[u8]) -> Option<String> {
+    let (bs, _) = BootSector::read_from_prefix(boot).ok()?;
+    let root = bs.root_directory_offset()?;
+    let aligned = root - root % PROBE_UNIT;
+    let len = EXFAT_ROOT_PROBE.min(size.checked_sub(aligned)?);
+    let dir = read_units(r, base, aligned, len);
+    volume_label(dir.get(usize::try_from(root - aligned).ok()?..)?)
 }
 
 #[cfg(test)]
@@ -201,6 +123,16 @@ mod tests {
         img[s + 510] = 0x55;
         img[s + 511] = 0xAA;
         img[s + 82..s + 90].copy_from_slice(b"FAT32   ");
+        // A BPB that holds together (the one prober's rule, not just the
+        // informational type string).
+        img[s..s + 3].copy_from_slice(&[0xEB, 0x58, 0x90]);
+        img[s + 11..s + 13].copy_from_slice(&512u16.to_le_bytes());
+        img[s + 13] = 8;
+        img[s + 14] = 32;
+        img[s + 16] = 2;
+        img[s + 21] = 0xF8;
+        img[s + 32..s + 36].copy_from_slice(&2_000_000u32.to_le_bytes());
+        img[s + 36..s + 40].copy_from_slice(&2_000u32.to_le_bytes());
         img[s + 71..s + 82].copy_from_slice(b"MYSTICK    ");
         assert_eq!(
             probe_buf(&img, 8192),

@@ -457,7 +457,7 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
     let fs_bytes = u64::from(b.total_sectors) * bps;
     let fat_bytes = u64::from(b.fat_size) * bps;
     let first_fat = start + u64::from(b.reserved) * bps;
-    vol.fs = b.kind;
+    vol.fs = Some(b.kind);
     let geo = Geo {
         data_offset: start + b.data_sector * bps,
         cluster_size: cs,

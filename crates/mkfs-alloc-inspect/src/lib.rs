@@ -48,7 +48,7 @@
 //! let report = inspect(&mut disk, &InspectOptions { files: true, ..Default::default() })?;
 //! assert_eq!(report.partition_table.kind, TableKind::None);
 //! let v = &report.volumes[0];
-//! assert_eq!(v.fs, FsKind::Exfat);
+//! assert_eq!(v.fs, Some(FsKind::Exfat));
 //! assert_eq!(v.cluster_size, Some(4096));
 //! assert_eq!(v.label.as_deref(), Some("STICK"));
 //! assert_eq!(v.serial.as_deref(), Some("1234ABCD"));
@@ -73,7 +73,6 @@ use mkfs_alloc_blockio::BlockIo;
 pub use error::{ChainProblem, InspectError};
 pub use io::ReadOnlyFile;
 pub use partition::read_partition_table;
-pub use probe::{is_fs_boot_sector, plausible_bpb};
 pub use report::{
     alignment_of, Alignment, AtClusterSize, FileEntry, FileStats, FsKind, Partition,
     PartitionTable, Report, TableKind, Volume, ALIGN_BOUNDARY,
@@ -201,14 +200,18 @@ fn fill_volume<D: BlockIo + ?Sized>(
     v: &mut Volume,
     opts: &InspectOptions,
 ) -> Result<(), InspectError> {
-    let p = probe::probe(r, v.start, v.size)?;
-    v.fs = p.fs;
-    v.label = p.label;
-    v.serial = p.serial;
-    match p.fs {
+    let Some(p) = probe::probe(r, v.start, v.size)? else {
+        return Ok(());
+    };
+    v.fs = Some(p.kind);
+    match p.kind {
         FsKind::Exfat => exfat::inspect(r, v, opts),
         FsKind::Fat12 | FsKind::Fat16 | FsKind::Fat32 => fat::inspect(r, v, opts),
-        _ => Ok(()),
+        _ => {
+            v.label = p.label;
+            v.serial = p.serial;
+            Ok(())
+        }
     }
 }
 
@@ -223,7 +226,7 @@ fn misaligned(v: &Volume) -> Vec<String> {
         }
     };
     check("partition", Some(v.start));
-    if v.fs.is_fat_family() {
+    if v.fs.is_some_and(FsKind::is_fat_family) {
         check("fat", v.fat_offset);
         check("data", v.data_offset);
     }

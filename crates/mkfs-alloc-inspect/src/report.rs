@@ -98,84 +98,12 @@ pub struct Partition {
     pub bootable: bool,
 }
 
-/// A file system found by its signature.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum FsKind {
-    /// exFAT.
-    Exfat,
-    /// FAT12.
-    Fat12,
-    /// FAT16.
-    Fat16,
-    /// FAT32.
-    Fat32,
-    /// NTFS.
-    Ntfs,
-    /// ext2.
-    Ext2,
-    /// ext3.
-    Ext3,
-    /// ext4.
-    Ext4,
-    /// ISO 9660.
-    Iso9660,
-    /// Btrfs.
-    Btrfs,
-    /// XFS.
-    Xfs,
-    /// Linux swap.
-    Swap,
-    /// LUKS encrypted volume.
-    Luks,
-    /// SquashFS.
-    Squashfs,
-    /// HFS+ / HFSX.
-    HfsPlus,
-    /// F2FS.
-    F2fs,
-    /// Nothing recognised.
-    Unknown,
-}
+pub use mkfs_alloc_ondisk::FsKind;
 
-impl FsKind {
-    /// Display name.
-    pub fn display_name(self) -> &'static str {
-        match self {
-            FsKind::Exfat => "exFAT",
-            FsKind::Fat12 => "FAT12",
-            FsKind::Fat16 => "FAT16",
-            FsKind::Fat32 => "FAT32",
-            FsKind::Ntfs => "NTFS",
-            FsKind::Ext2 => "ext2",
-            FsKind::Ext3 => "ext3",
-            FsKind::Ext4 => "ext4",
-            FsKind::Iso9660 => "ISO 9660",
-            FsKind::Btrfs => "Btrfs",
-            FsKind::Xfs => "XFS",
-            FsKind::Swap => "Linux swap",
-            FsKind::Luks => "LUKS",
-            FsKind::Squashfs => "SquashFS",
-            FsKind::HfsPlus => "HFS+",
-            FsKind::F2fs => "F2FS",
-            FsKind::Unknown => "unknown",
-        }
-    }
-
-    /// True for the file systems analysed in detail (FAT12/16/32, exFAT).
-    pub fn is_fat_family(self) -> bool {
-        matches!(
-            self,
-            FsKind::Exfat | FsKind::Fat12 | FsKind::Fat16 | FsKind::Fat32
-        )
-    }
-}
-
-impl std::fmt::Display for FsKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.display_name())
-    }
+/// Serializes a file-system kind as its stable id (`"exfat"`, `"fat32"`, …),
+/// `"unknown"` when nothing was recognised.
+fn serialize_fs<S: serde::Serializer>(fs: &Option<FsKind>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(fs.map_or("unknown", FsKind::id))
 }
 
 /// Absolute alignment (largest power of two dividing the byte offset on the
@@ -199,8 +127,9 @@ pub struct Volume {
     pub start: u64,
     /// Length in bytes available to the volume.
     pub size: u64,
-    /// File system found.
-    pub fs: FsKind,
+    /// File system found (`None`: nothing recognised; `"unknown"` in JSON).
+    #[serde(serialize_with = "serialize_fs")]
+    pub fs: Option<FsKind>,
     /// Bytes the file system says it spans (FAT/exFAT).
     pub fs_bytes: Option<u64>,
     /// Logical sector size of the file system.
@@ -249,7 +178,7 @@ impl Volume {
             partition,
             start,
             size,
-            fs: FsKind::Unknown,
+            fs: None,
             fs_bytes: None,
             sector_size: None,
             cluster_size: None,

@@ -106,7 +106,7 @@ fn mkfs_exfat_matrix() {
         check_table(&r, table, start, psize);
         let v = &r.volumes[0];
         let what = format!("case {i} {cluster} {table:?}");
-        assert_eq!(v.fs, FsKind::Exfat, "{what}");
+        assert_eq!(v.fs, Some(FsKind::Exfat), "{what}");
         check_clean(v);
         let cs = field(&dump, "Cluster size");
         assert_eq!(v.cluster_size, Some(cs), "{what}");
@@ -191,7 +191,7 @@ fn mkfs_fat_matrix() {
             "16" => FsKind::Fat16,
             _ => FsKind::Fat32,
         };
-        assert_eq!(v.fs, kind, "{what}");
+        assert_eq!(v.fs, Some(kind), "{what}");
         assert!(v.error.is_none() && v.warnings.is_empty(), "{what}: {v:#?}");
         let bps: u64 = sector.parse().unwrap();
         let cs = bps * spc.parse::<u64>().unwrap();
@@ -290,12 +290,12 @@ fn our_formatter() {
         check_clean(v);
         assert_eq!(
             v.fs,
-            match fs {
+            Some(match fs {
                 FsType::Exfat => FsKind::Exfat,
                 FsType::Fat32 => FsKind::Fat32,
                 FsType::Fat16 => FsKind::Fat16,
                 FsType::Fat12 => FsKind::Fat12,
-            }
+            })
         );
         assert_eq!(v.cluster_size, Some(layout.cluster_size()), "{what}");
         assert_eq!(v.sector_size, Some(bps), "{what}");

@@ -40,6 +40,7 @@ pub mod options;
 pub mod plan;
 pub mod rng;
 pub mod rules;
+pub mod sd;
 pub mod units;
 pub mod waste;
 pub mod writer;

@@ -30,8 +30,10 @@ pub mod exfat;
 pub mod fat;
 pub mod gpt;
 pub mod mbr;
+pub mod probe;
 pub mod time;
 
+pub use probe::{probe, FsKind, Probe, PROBE_LEN};
 pub use zerocopy;
 
 /// `55 AA` at byte 510 of a boot sector or MBR, as bytes.

@@ -11,7 +11,7 @@ use crate::guid::Guid;
 use crate::PartitionError;
 use mkfs_alloc_ondisk::gpt::{GptEntry, GptHeader, GPT_SIGNATURE};
 use mkfs_alloc_ondisk::mbr::{Mbr, MBR_TYPE_PROTECTIVE};
-use mkfs_alloc_ondisk::BOOT_SIGNATURE;
+use mkfs_alloc_ondisk::{FsKind, BOOT_SIGNATURE};
 
 /// Bytes read at the start and at the end of the medium.
 const WINDOW: u64 = 128 << 10;
@@ -32,8 +32,8 @@ pub struct Signature {
     /// of a volume) on the medium.
     pub offset: u64,
     /// What it is: `"mbr"`, `"pmbr"` (GPT protective MBR), `"gpt"`,
-    /// `"gpt-backup"`, `"exfat"`, `"fat32"`, `"fat16"`, `"fat12"`, `"ntfs"`,
-    /// `"ext2/3/4"`, `"iso9660"`, `"xfs"`, `"btrfs"`, `"swap"` or `"luks"`.
+    /// `"gpt-backup"`, or a file system's `FsKind::id` (`"exfat"`,
+    /// `"fat32"`, `"ext4"`, …) from the one prober, `mkfs_alloc_ondisk::probe`.
     pub kind: String,
     /// Human-readable details (identifiers, sizes, checksum state).
     pub detail: String,
@@ -249,106 +249,68 @@ fn probe_mbr(
     });
 }
 
-/// Looks for file systems at the start of `b` (read from `offset`); `origin`
-/// names the partition, if any. Returns true if `b` starts with a
-/// file-system boot sector (so it is not an MBR).
+/// Looks for a file system at the start of `b` (read from `offset`) with
+/// the one signature prober; `origin` names the partition, if any. Returns
+/// true if `b` starts with a file-system boot sector (so it is not an MBR).
 fn probe_volume(b: &[u8], offset: u64, origin: &str, found: &mut BTreeSet<Signature>) -> bool {
-    let mut add = |kind: &str, detail: String| {
-        let detail = if origin.is_empty() {
-            detail
-        } else {
-            format!("{detail} (in {origin})")
-        };
-        found.insert(Signature {
-            offset,
-            kind: kind.into(),
-            detail,
-        });
+    let Some(p) = mkfs_alloc_ondisk::probe(b) else {
+        return false;
     };
-    let at = |off: usize, magic: &[u8]| b.get(off..off + magic.len()) == Some(magic);
-    let mut boot_sector = false;
-
-    if at(3, b"EXFAT   ") {
-        let shift = b.get(108).copied().unwrap_or(0);
-        add(
-            "exfat",
-            format!("exFAT boot sector, bytes per sector shift {shift}"),
-        );
-        boot_sector = true;
-    } else if at(3, b"NTFS    ") {
-        add("ntfs", "NTFS boot sector".into());
-        boot_sector = true;
-    } else if let Some((kind, detail)) = fat_kind(b) {
-        add(kind, detail);
-        boot_sector = true;
+    let mut detail = describe(p.kind, b);
+    if !origin.is_empty() {
+        detail.push_str(&format!(" (in {origin})"));
     }
-    if at(0, b"XFSB") {
-        add("xfs", "XFS superblock".into());
-    }
-    if at(0, b"LUKS\xBA\xBE") {
-        add("luks", "LUKS header".into());
-    }
-    if at(1080, &[0x53, 0xEF]) && b.get(1048).is_some_and(|&l| l <= 6) {
-        add("ext2/3/4", "ext superblock magic 0xEF53 at +1080".into());
-    }
-    if at(4086, b"SWAPSPACE2") || at(4086, b"SWAP-SPACE") {
-        add("swap", "Linux swap signature at +4086".into());
-    }
-    if at(32769, b"CD001") {
-        add("iso9660", "ISO 9660 volume descriptor at +32768".into());
-    }
-    if at(65600, b"_BHRfS_M") {
-        add("btrfs", "btrfs superblock at +65536".into());
-    }
-    boot_sector
+    found.insert(Signature {
+        offset,
+        kind: p.kind.id().into(),
+        detail,
+    });
+    p.kind.has_boot_sector()
 }
 
-/// Recognizes a FAT boot sector (a BPB that holds together) and its FAT type.
-fn fat_kind(b: &[u8]) -> Option<(&'static str, String)> {
-    let b = b.get(..512)?;
-    let u16_at = |o: usize| u64::from(u16::from_le_bytes([b[o], b[o + 1]]));
-    let u32_at = |o: usize| u64::from(u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]));
-    let bps = u16_at(11);
-    let spc = u64::from(b[13]);
-    let reserved = u16_at(14);
-    let fats = u64::from(b[16]);
-    let root_entries = u16_at(17);
-    if !matches!(b[0], 0xEB | 0xE9)
-        || !bps.is_power_of_two()
-        || !(512..=4096).contains(&bps)
-        || !spc.is_power_of_two()
-        || reserved == 0
-        || !(1..=2).contains(&fats)
-    {
-        return None;
-    }
-    let fat_size = match u16_at(22) {
-        0 => u32_at(36),
-        n => n,
+/// Human-readable details of the file system `kind` found at the start of
+/// `b`.
+fn describe(kind: FsKind, b: &[u8]) -> String {
+    let u16_at = |o: usize| {
+        b.get(o..o + 2)
+            .map_or(0, |x| u64::from(u16::from_le_bytes([x[0], x[1]])))
     };
-    let sectors = match u16_at(19) {
-        0 => u32_at(32),
-        n => n,
+    let u32_at = |o: usize| {
+        b.get(o..o + 4).map_or(0, |x| {
+            u64::from(u32::from_le_bytes([x[0], x[1], x[2], x[3]]))
+        })
     };
-    let label_at = if u16_at(22) == 0 { 71 } else { 43 };
-    let label = String::from_utf8_lossy(&b[label_at..label_at + 11])
-        .trim_end()
-        .to_string();
-    let kind = if u16_at(22) == 0 {
-        "fat32"
-    } else {
-        let root_sectors = (root_entries * 32).div_ceil(bps);
-        let data = sectors.saturating_sub(reserved + fats * fat_size + root_sectors);
-        if data / spc < 4085 {
-            "fat12"
-        } else {
-            "fat16"
+    match kind {
+        FsKind::Exfat => format!(
+            "exFAT boot sector, bytes per sector shift {}",
+            b.get(108).copied().unwrap_or(0)
+        ),
+        FsKind::Fat12 | FsKind::Fat16 | FsKind::Fat32 => {
+            let sectors = match u16_at(19) {
+                0 => u32_at(32),
+                n => n,
+            };
+            let label_at = if kind == FsKind::Fat32 { 71 } else { 43 };
+            let label = b
+                .get(label_at..label_at + 11)
+                .map(|l| String::from_utf8_lossy(l).trim_end().to_string())
+                .unwrap_or_default();
+            format!(
+                "FAT boot sector, {} bytes per sector, {sectors} sectors, label {label:?}",
+                u16_at(11)
+            )
         }
-    };
-    Some((
-        kind,
-        format!("FAT boot sector, {bps} bytes per sector, {sectors} sectors, label {label:?}"),
-    ))
+        FsKind::Ntfs => "NTFS boot sector".into(),
+        FsKind::Xfs => "XFS superblock".into(),
+        FsKind::Luks => "LUKS header".into(),
+        FsKind::Ext2 | FsKind::Ext3 | FsKind::Ext4 => {
+            format!("{} superblock, magic 0xEF53 at +1080", kind.display_name())
+        }
+        FsKind::Swap => "Linux swap signature at +4086".into(),
+        FsKind::Iso9660 => "ISO 9660 volume descriptor at +32768".into(),
+        FsKind::Btrfs => "btrfs superblock at +65536".into(),
+        other => format!("{} superblock", other.display_name()),
+    }
 }
 
 /// The `len` bytes of `b` at `off`, if all there.

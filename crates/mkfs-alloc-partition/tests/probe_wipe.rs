@@ -91,7 +91,7 @@ fn sgdisk_gpt_found_then_replaced_by_mbr() {
             [
                 (0, "pmbr"),
                 (512, "gpt"),
-                (MIB, "ext2/3/4"),
+                (MIB, "ext2"),
                 (SIZE - 512, "gpt-backup"),
             ],
             "{sigs:#?}"
@@ -205,6 +205,7 @@ fn fat_boot_sector_kinds() {
     bs[13] = 8;
     bs[14..16].copy_from_slice(&32u16.to_le_bytes());
     bs[16] = 2;
+    bs[21] = 0xF8; // media: F0 or F8..FF, as the Linux driver requires
     bs[32..36].copy_from_slice(&4096u32.to_le_bytes());
     bs[36..40].copy_from_slice(&8u32.to_le_bytes());
     bs[71..82].copy_from_slice(b"MYLABEL    ");

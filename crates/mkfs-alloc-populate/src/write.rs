@@ -14,13 +14,15 @@
 //! written, so no valid volume is left behind.
 
 use crate::names::upcase;
-use crate::names::{short_name_checksum, AliasSet};
+use crate::names::AliasSet;
 use crate::plan::Populated;
 use crate::time::{DosTime, EXFAT_UTC};
 use crate::tree::Src;
 use mkfs_alloc_layout::{Content, ContentSink, FsType, WriteError};
 use mkfs_alloc_ondisk::exfat::set_checksum;
-use mkfs_alloc_ondisk::fat::DirEntry;
+use mkfs_alloc_ondisk::fat::{
+    attr, short_name_checksum, DirEntry, LfnEntry, LAST_LONG_ENTRY, LFN_UNITS_PER_ENTRY,
+};
 use std::io::Read;
 use zerocopy::{FromZeros, IntoBytes};
 
@@ -140,61 +142,65 @@ impl Out<'_> {
     }
 }
 
-/// exFAT name hash over the up-cased name (spec §7.6.4).
-pub use mkfs_alloc_ondisk::exfat::name_hash as exfat_name_hash;
-
 impl Populated {
     fn cluster_offset(&self, c: u32) -> u64 {
         self.data_offset + u64::from(c - 2) * self.cluster
     }
 
     fn exfat_entries(&self, k: u32, out: &mut Vec<u8>) {
+        use mkfs_alloc_ondisk::exfat::{
+            file_attributes, name_hash, secondary_flags, FileEntry, FileNameEntry,
+            StreamExtensionEntry, NAME_UNITS_PER_ENTRY, TYPE_FILE, TYPE_FILE_NAME,
+            TYPE_STREAM_EXTENSION,
+        };
         let n = &self.tree.nodes[k as usize];
         let name: Vec<u16> = self.tree.name(k).encode_utf16().collect();
         let up: Vec<u16> = name.iter().map(|&u| upcase(u)).collect();
-        let name_entries = name.len().div_ceil(15).max(1);
+        let name_entries = name.len().div_ceil(NAME_UNITS_PER_ENTRY).max(1);
         let t = DosTime::from_utc(self.time.apply(n.mtime()));
         let first = out.len();
-        // File directory entry (spec §7.4, Table 15).
-        let mut e = [0u8; 32];
-        e[0] = 0x85;
-        e[1] = (1 + name_entries) as u8;
-        e[4..6].copy_from_slice(&(if n.is_dir() { 0x10u16 } else { 0x20 }).to_le_bytes());
-        for off in [8, 12, 16] {
-            e[off..off + 4].copy_from_slice(&t.exfat().to_le_bytes());
-        }
-        e[20] = t.centis;
-        e[21] = t.centis;
-        e[22] = EXFAT_UTC;
-        e[23] = EXFAT_UTC;
-        e[24] = EXFAT_UTC;
-        out.extend_from_slice(&e);
-        // Stream Extension entry (spec §7.6, Table 26).
-        let (len, flags) = if n.is_dir() {
-            (u64::from(n.dir_clusters()) * self.cluster, 0x03)
-        } else if n.size == 0 {
-            (0, 0x01)
+        let mut f = FileEntry::new_zeroed();
+        f.entry_type = TYPE_FILE;
+        f.secondary_count = (1 + name_entries) as u8;
+        f.file_attributes = if n.is_dir() {
+            file_attributes::DIRECTORY
         } else {
-            (n.size, 0x03)
+            file_attributes::ARCHIVE
+        }
+        .into();
+        f.create_timestamp = t.exfat().into();
+        f.last_modified_timestamp = t.exfat().into();
+        f.last_accessed_timestamp = t.exfat().into();
+        f.create_10ms_increment = t.centis;
+        f.last_modified_10ms_increment = t.centis;
+        f.create_utc_offset = EXFAT_UTC;
+        f.last_modified_utc_offset = EXFAT_UTC;
+        f.last_accessed_utc_offset = EXFAT_UTC;
+        out.extend_from_slice(f.as_bytes());
+        let contiguous = secondary_flags::ALLOCATION_POSSIBLE | secondary_flags::NO_FAT_CHAIN;
+        let (len, flags) = if n.is_dir() {
+            (u64::from(n.dir_clusters()) * self.cluster, contiguous)
+        } else if n.size == 0 {
+            (0, secondary_flags::ALLOCATION_POSSIBLE)
+        } else {
+            (n.size, contiguous)
         };
-        let mut e = [0u8; 32];
-        e[0] = 0xC0;
-        e[1] = flags;
-        e[3] = name.len() as u8;
-        e[4..6].copy_from_slice(&exfat_name_hash(&up).to_le_bytes());
-        e[8..16].copy_from_slice(&len.to_le_bytes());
-        let fc = if len == 0 { 0 } else { n.first_cluster };
-        e[20..24].copy_from_slice(&fc.to_le_bytes());
-        e[24..32].copy_from_slice(&len.to_le_bytes());
-        out.extend_from_slice(&e);
-        // File Name entries (spec §7.7, Table 30).
-        for part in 0..name_entries {
-            let mut e = [0u8; 32];
-            e[0] = 0xC1;
-            for (i, &u) in name.iter().skip(part * 15).take(15).enumerate() {
-                e[2 + 2 * i..4 + 2 * i].copy_from_slice(&u.to_le_bytes());
+        let mut e = StreamExtensionEntry::new_zeroed();
+        e.entry_type = TYPE_STREAM_EXTENSION;
+        e.general_secondary_flags = flags;
+        e.name_length = name.len() as u8;
+        e.name_hash = name_hash(&up).into();
+        e.valid_data_length = len.into();
+        e.first_cluster = (if len == 0 { 0 } else { n.first_cluster }).into();
+        e.data_length = len.into();
+        out.extend_from_slice(e.as_bytes());
+        for part in name.chunks(NAME_UNITS_PER_ENTRY) {
+            let mut e = FileNameEntry::new_zeroed();
+            e.entry_type = TYPE_FILE_NAME;
+            for (dst, &u) in e.file_name.iter_mut().zip(part) {
+                *dst = u.into();
             }
-            out.extend_from_slice(&e);
+            out.extend_from_slice(e.as_bytes());
         }
         let sum = set_checksum(&out[first..]);
         out[first + 2..first + 4].copy_from_slice(&sum.to_le_bytes());
@@ -205,7 +211,11 @@ impl Populated {
         let t = DosTime::from_utc(self.time.apply(n.mtime()));
         let mut e = DirEntry::new_zeroed();
         e.name = name;
-        e.attr = if n.is_dir() { 0x10 } else { 0x20 };
+        e.attr = if n.is_dir() {
+            attr::DIRECTORY
+        } else {
+            attr::ARCHIVE
+        };
         e.nt_res = case;
         e.crt_time_tenth = t.centis;
         e.crt_time = t.time.into();
@@ -213,8 +223,7 @@ impl Populated {
         e.lst_acc_date = t.date.into();
         e.wrt_time = t.time.into();
         e.wrt_date = t.date.into();
-        e.fst_clus_hi = ((cluster >> 16) as u16).into();
-        e.fst_clus_lo = (cluster as u16).into();
+        e.set_first_cluster(cluster);
         e.file_size = (if n.is_dir() { 0 } else { n.size as u32 }).into();
         e
     }
@@ -224,30 +233,26 @@ impl Populated {
         let (short, case, lfn) = aliases.alias(name);
         if lfn {
             let units: Vec<u16> = name.encode_utf16().collect();
-            let count = units.len().div_ceil(13);
+            let count = units.len().div_ceil(LFN_UNITS_PER_ENTRY);
             let sum = short_name_checksum(&short);
-            // Long-name entries, last part first (fatgen103 §7).
+            // Long-name entries, last part first (fatgen103 §7); after the
+            // name one 0x0000, then 0xFFFF padding.
             for ord in (1..=count).rev() {
-                let mut e = [0u8; 32];
-                e[0] = ord as u8 | if ord == count { 0x40 } else { 0 };
-                e[11] = 0x0F;
-                e[13] = sum;
-                let unit = |i: usize| -> u16 {
-                    let at = (ord - 1) * 13 + i;
+                let mut part = [0xFFFFu16; LFN_UNITS_PER_ENTRY];
+                for (i, slot) in part.iter_mut().enumerate() {
+                    let at = (ord - 1) * LFN_UNITS_PER_ENTRY + i;
                     match at.cmp(&units.len()) {
-                        std::cmp::Ordering::Less => units[at],
-                        std::cmp::Ordering::Equal => 0,
-                        std::cmp::Ordering::Greater => 0xFFFF,
+                        std::cmp::Ordering::Less => *slot = units[at],
+                        std::cmp::Ordering::Equal => *slot = 0,
+                        std::cmp::Ordering::Greater => {}
                     }
-                };
-                let slots = (1..11)
-                    .step_by(2)
-                    .chain((14..26).step_by(2))
-                    .chain((28..32).step_by(2));
-                for (i, off) in slots.enumerate() {
-                    e[off..off + 2].copy_from_slice(&unit(i).to_le_bytes());
                 }
-                out.extend_from_slice(&e);
+                let mut e = LfnEntry::new_zeroed();
+                e.ord = ord as u8 | if ord == count { LAST_LONG_ENTRY } else { 0 };
+                e.attr = attr::LONG_NAME;
+                e.chksum = sum;
+                e.set_units(&part);
+                out.extend_from_slice(e.as_bytes());
             }
         }
         let n = &self.tree.nodes[k as usize];
@@ -464,17 +469,5 @@ impl Content for Populated {
             }
         }
         out.finish()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn name_hash() {
-        // exFAT spec §7.6.4: NameHash of the up-cased name; a one-unit name
-        // "A" (0x0041): h = 0x41, then h = ror(0x41) + 0 = 0x8020.
-        assert_eq!(exfat_name_hash(&[0x41]), 0x8020);
     }
 }

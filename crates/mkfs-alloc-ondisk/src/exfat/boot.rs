@@ -106,6 +106,25 @@ pub fn boot_checksum(region: &[u8]) -> u32 {
     })
 }
 
+impl BootSector {
+    /// Byte offset of the root directory from the volume start, from
+    /// ClusterHeapOffset, FirstClusterOfRootDirectory and the two shifts;
+    /// `None` when the fields are out of range (shifts beyond the spec,
+    /// cluster below 2) or the offset overflows.
+    ///
+    /// Sources: exFAT specification §3.1.8, §3.1.11, §3.1.14, §3.1.15.
+    pub fn root_directory_offset(&self) -> Option<u64> {
+        let bps_shift = u32::from(self.bytes_per_sector_shift);
+        let spc_shift = u32::from(self.sectors_per_cluster_shift);
+        let cluster = u64::from(self.first_cluster_of_root_directory.get());
+        if !(9..=12).contains(&bps_shift) || spc_shift > 25 - bps_shift || cluster < 2 {
+            return None;
+        }
+        let heap = u64::from(self.cluster_heap_offset.get()).checked_shl(bps_shift)?;
+        heap.checked_add((cluster - 2).checked_shl(bps_shift + spc_shift)?)
+    }
+}
+
 /// One 48-byte record of the OEM Parameters sector, generic form: a GUID
 /// naming the record type and 32 bytes it defines. An all-zero GUID is a
 /// Null Parameters record (unused).

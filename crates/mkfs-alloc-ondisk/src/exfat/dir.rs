@@ -263,6 +263,24 @@ const _: () = assert!(core::mem::size_of::<StreamExtensionEntry>() == ENTRY_SIZE
 const _: () = assert!(core::mem::size_of::<FileNameEntry>() == ENTRY_SIZE);
 const _: () = assert!(core::mem::size_of::<GenericEntry>() == ENTRY_SIZE);
 
+/// The volume label from root-directory entries `dir` (32-byte entries from
+/// the start of the root directory): the first Volume Label entry before the
+/// end-of-directory entry, decoded lossily; `None` when there is none or it
+/// is empty. The one exFAT label decoder.
+pub fn volume_label(dir: &[u8]) -> Option<alloc::string::String> {
+    for entry in dir.chunks_exact(ENTRY_SIZE) {
+        match entry[0] {
+            TYPE_END_OF_DIRECTORY => return None,
+            TYPE_LABEL => {
+                let label = LabelEntry::read_from_bytes(entry).ok()?.label();
+                return (!label.is_empty()).then_some(label);
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Entry-set checksum: 16-bit rotate-add over the entries, skipping bytes 2
 /// and 3 of the first entry (its own SetChecksum field).
 ///
@@ -386,6 +404,23 @@ mod tests {
         }
         let name = units("SOME LONG NAME WITH ÜMLAUTS.TXT");
         assert_eq!(name_hash(&name), reference(&name));
+    }
+
+    #[test]
+    fn volume_label_stops_at_the_end_of_directory() {
+        let mut dir = [0u8; 128];
+        dir[0] = TYPE_BITMAP;
+        dir[32] = TYPE_LABEL;
+        dir[33] = 2;
+        dir[34] = b'O';
+        dir[36] = b'K';
+        assert_eq!(volume_label(&dir).as_deref(), Some("OK"));
+        dir[33] = 0;
+        assert_eq!(volume_label(&dir), None);
+        dir[32] = TYPE_END_OF_DIRECTORY;
+        dir[64] = TYPE_LABEL;
+        dir[65] = 2;
+        assert_eq!(volume_label(&dir), None);
     }
 
     #[test]

@@ -1,0 +1,460 @@
+//! The SD Association's layout (SD Specifications Part 2, File System
+//! Specification) for a card of a given capacity: file system, cluster size,
+//! boundary unit (BU), partition start, reserved sectors / FAT placement so
+//! that the data region starts on a BU multiple, MBR type and CHS geometry.
+//!
+//! Pure arithmetic in 512-byte sectors, as SD Card Formatter computes it
+//! (facts: the project reference `sd-and-small-fat.md`, the capacity and
+//! geometry tables and iterations of sdFormatLinux, which formats cards "1:1
+//! the same as SDFormatter", and a factory-formatted 64 GB card's published
+//! numbers, exfatprogs PR #149):
+//!
+//! ```text
+//!  card  ┌ MBR ┬ … ┬ partition start (FAT12/16: moved so the data region is on a BU;
+//!        │     │   │                    FAT32 and exFAT: 1 BU)
+//!        │     │   ├ FAT12/16: boot sector, 2 FATs, 512-entry root ─┐ data region
+//!        │     │   ├ FAT32: RsvdSecCnt padded, 2 FATs ───────────────┤ at a BU
+//!        │     │   └ exFAT: FAT at BU/2 (BU/2 long), heap at BU ─────┘ multiple
+//! ```
+//!
+//! Not wired to the writer yet: [`sd_layout`] is the plan a `--layout sd`
+//! format would follow.
+
+use crate::options::FsType;
+
+/// Sectors of 512 bytes in which all SD geometry is counted.
+pub const SD_SECTOR: u64 = 512;
+
+/// Largest card with published parameters: 2 TiB (2^32 sectors; SDUC cards
+/// above have none).
+pub const MAX_SECTORS: u64 = 1 << 32;
+
+/// MBR CHS limit: partitions of cards up to this many sectors get FAT32
+/// type 0x0B, larger ones 0x0C (1024 cylinders x 255 heads x 63 sectors).
+pub const CHS_LIMIT: u64 = 16_450_560;
+
+/// One capacity class of the SD specification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SdClass {
+    /// Largest card of the class, in sectors.
+    pub max_sectors: u64,
+    /// File system of the class.
+    pub fs: FsType,
+    /// Sectors per cluster.
+    pub sec_per_clus: u64,
+    /// Boundary unit in sectors.
+    pub bu: u64,
+}
+
+/// The capacity classes (reference table; sdFormatLinux `alignTable`).
+pub const CLASSES: [SdClass; 9] = [
+    class(1 << 14, FsType::Fat12, 16, 16),
+    class(1 << 17, FsType::Fat12, 32, 32),
+    class(1 << 19, FsType::Fat16, 32, 64),
+    class(1 << 21, FsType::Fat16, 32, 128),
+    class(1 << 22, FsType::Fat16, 64, 128),
+    class(1 << 26, FsType::Fat32, 64, 8192),
+    class(1 << 28, FsType::Exfat, 256, 32_768),
+    class(1 << 30, FsType::Exfat, 512, 65_536),
+    class(1 << 32, FsType::Exfat, 1024, 131_072),
+];
+
+const fn class(max_sectors: u64, fs: FsType, sec_per_clus: u64, bu: u64) -> SdClass {
+    SdClass {
+        max_sectors,
+        fs,
+        sec_per_clus,
+        bu,
+    }
+}
+
+/// CHS geometry by capacity (reference; sdFormatLinux `geometryTable`):
+/// `(largest card in MiB, heads, sectors per track)`; larger cards 255/63.
+const GEOMETRY: [(u64, u8, u8); 9] = [
+    (2, 2, 16),
+    (16, 2, 32),
+    (32, 4, 32),
+    (128, 8, 32),
+    (256, 16, 32),
+    (504, 16, 63),
+    (1008, 32, 63),
+    (2016, 64, 63),
+    (4032, 128, 63),
+];
+
+/// Why a card cannot get the SD layout.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SdError {
+    /// Above 2 TiB: the specification publishes no parameters (SDUC).
+    #[error("{sectors} sectors ({} bytes) is above 2 TiB: the SD specification publishes no layout for such cards (SDUC); format without --layout sd", sectors * SD_SECTOR)]
+    TooLarge {
+        /// Card capacity in 512-byte sectors.
+        sectors: u64,
+    },
+    /// Too small for its class's file system area and one cluster.
+    #[error("{sectors} sectors is too small for the SD layout")]
+    TooSmall {
+        /// Card capacity in 512-byte sectors.
+        sectors: u64,
+    },
+}
+
+/// The complete SD layout of a card, in 512-byte sectors (FAT32 forced on
+/// SDXC included: 64 KiB clusters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SdLayout {
+    /// The capacity class.
+    pub class: SdClass,
+    /// File system (FAT32 when forced on an SDXC card).
+    pub fs: FsType,
+    /// Sectors per cluster.
+    pub sec_per_clus: u64,
+    /// Card capacity.
+    pub total_sectors: u64,
+    /// Partition start (= HiddSec / PartitionOffset).
+    pub part_start: u64,
+    /// Partition length (to the end of the card).
+    pub part_sectors: u64,
+    /// FAT: reserved sectors before the first FAT (FAT12/16: 1). exFAT: 0.
+    pub rsvd: u64,
+    /// Sectors per FAT (exFAT: FatLength).
+    pub fat_sectors: u64,
+    /// FAT12/16: root directory sectors (512 entries); 0 otherwise.
+    pub root_sectors: u64,
+    /// exFAT FatOffset (BU/2); FAT: `rsvd`.
+    pub fat_offset: u64,
+    /// First sector of the data region / cluster heap, from the partition start.
+    pub data_offset: u64,
+    /// Clusters.
+    pub cluster_count: u64,
+    /// MBR partition type.
+    pub mbr_type: u8,
+    /// CHS heads (BPB NumHeads, MBR CHS).
+    pub heads: u8,
+    /// CHS sectors per track (BPB SecPerTrk, MBR CHS).
+    pub sectors_per_track: u8,
+    /// exFAT Flash Parameters EraseBlockSize in bytes (BU/2); 0 for FAT.
+    pub erase_block_bytes: u64,
+}
+
+fn div_ceil(a: u64, b: u64) -> u64 {
+    a.div_ceil(b)
+}
+
+/// The SD layout of a card of `total_sectors` 512-byte sectors.
+/// `force_fat32`: FAT32 on an SDXC card, with 64 KiB clusters.
+///
+/// # Errors
+///
+/// [`SdError::TooLarge`] above 2 TiB, [`SdError::TooSmall`] when the card
+/// cannot hold its class's file system.
+pub fn sd_layout(total_sectors: u64, force_fat32: bool) -> Result<SdLayout, SdError> {
+    let class = *CLASSES
+        .iter()
+        .find(|c| total_sectors <= c.max_sectors)
+        .ok_or(SdError::TooLarge {
+            sectors: total_sectors,
+        })?;
+    let mib = total_sectors >> 11;
+    let (heads, sectors_per_track) = GEOMETRY
+        .iter()
+        .find(|&&(cap, _, _)| mib <= cap)
+        .map_or((255, 63), |&(_, h, s)| (h, s));
+    let (fs, spc) = if force_fat32 && class.fs == FsType::Exfat {
+        (FsType::Fat32, class.sec_per_clus.min(128))
+    } else {
+        (class.fs, class.sec_per_clus)
+    };
+    // The class's width, unless its cluster count gives another (at the top
+    // of the 64 MiB FAT12 class 16 KiB clusters give 4,092 clusters: every
+    // driver reads that as FAT16, so a 12-bit FAT would be misread).
+    let mut l = compute(class, fs, spc, total_sectors, heads, sectors_per_track)?;
+    for _ in 0..2 {
+        let width = crate::fat::width_of(l.cluster_count);
+        if !l.fs.is_fat() || width == l.fs {
+            break;
+        }
+        l = compute(class, width, spc, total_sectors, heads, sectors_per_track)?;
+    }
+    if l.fs.is_fat() && crate::fat::width_of(l.cluster_count) != l.fs {
+        return Err(SdError::TooSmall {
+            sectors: total_sectors,
+        });
+    }
+    Ok(l)
+}
+
+/// The layout of `fs` at `spc` sectors per cluster in `class`.
+fn compute(
+    class: SdClass,
+    fs: FsType,
+    spc: u64,
+    total_sectors: u64,
+    heads: u8,
+    sectors_per_track: u8,
+) -> Result<SdLayout, SdError> {
+    let too_small = SdError::TooSmall {
+        sectors: total_sectors,
+    };
+    let bu = class.bu;
+    let mut l = SdLayout {
+        class,
+        fs,
+        sec_per_clus: spc,
+        total_sectors,
+        part_start: 0,
+        part_sectors: 0,
+        rsvd: 0,
+        fat_sectors: 0,
+        root_sectors: 0,
+        fat_offset: 0,
+        data_offset: 0,
+        cluster_count: 0,
+        mbr_type: 0,
+        heads,
+        sectors_per_track,
+        erase_block_bytes: 0,
+    };
+    match fs {
+        FsType::Fat12 | FsType::Fat16 => {
+            // FAT12/16: RsvdSecCnt 1, two FATs, 512 root entries; the partition
+            // start moves so that it plus the file-system area is a BU multiple.
+            let bits = if fs == FsType::Fat12 { 12 } else { 16 };
+            let root = div_ceil(32 * 512, SD_SECTOR);
+            let mut fat = div_ceil(total_sectors / spc * bits, SD_SECTOR * 8);
+            let (area, start, clusters) = loop {
+                let area = 1 + 2 * fat + root;
+                let mut start = bu - area % bu;
+                if start != bu {
+                    start += bu;
+                }
+                let (clusters, need) = loop {
+                    let rest = total_sectors
+                        .checked_sub(start + area)
+                        .ok_or(too_small.clone())?;
+                    let clusters = rest / spc;
+                    let need = div_ceil((2 + clusters) * bits, SD_SECTOR * 8);
+                    if need <= fat {
+                        break (clusters, need);
+                    }
+                    start += bu;
+                };
+                if need == fat {
+                    break (area, start, clusters);
+                }
+                fat = need;
+            };
+            l.part_start = start;
+            l.rsvd = 1;
+            l.fat_sectors = fat;
+            l.root_sectors = root;
+            l.fat_offset = 1;
+            l.data_offset = area;
+            l.cluster_count = clusters;
+            l.part_sectors = total_sectors - start;
+            l.mbr_type = match (fs, l.part_sectors) {
+                (FsType::Fat12, _) => 0x01,
+                (_, s) if s < 65_536 => 0x04,
+                _ => 0x06,
+            };
+        }
+        FsType::Fat32 => {
+            // FAT32: partition at 1 BU; RsvdSecCnt padded (at least 9) so the
+            // two FATs end on a BU multiple.
+            let start = bu;
+            let mut fat = div_ceil(total_sectors / spc * 32, SD_SECTOR * 8);
+            let (rsvd, clusters) = loop {
+                if fat == 0 {
+                    return Err(too_small);
+                }
+                let mut rsvd = bu - (2 * fat) % bu;
+                if rsvd < 9 {
+                    rsvd += bu;
+                }
+                let (rsvd, clusters, need) = loop {
+                    let rest = total_sectors
+                        .checked_sub(start + rsvd + 2 * fat)
+                        .ok_or(too_small.clone())?;
+                    let clusters = rest / spc;
+                    let need = div_ceil((2 + clusters) * 32, SD_SECTOR * 8);
+                    if need <= fat {
+                        break (rsvd, clusters, need);
+                    }
+                    rsvd += bu;
+                };
+                if need == fat {
+                    break (rsvd, clusters);
+                }
+                fat -= 1;
+            };
+            l.part_start = start;
+            l.rsvd = rsvd;
+            l.fat_sectors = fat;
+            l.fat_offset = rsvd;
+            l.data_offset = rsvd + 2 * fat;
+            l.cluster_count = clusters;
+            l.part_sectors = total_sectors - start;
+            l.mbr_type = if total_sectors <= CHS_LIMIT {
+                0x0B
+            } else {
+                0x0C
+            };
+        }
+        FsType::Exfat => {
+            // exFAT: PartitionOffset 1 BU, FAT at BU/2 for BU/2, heap at BU.
+            if total_sectors < 2 * bu + spc {
+                return Err(too_small);
+            }
+            l.part_start = bu;
+            l.part_sectors = total_sectors - bu;
+            l.fat_offset = bu / 2;
+            l.fat_sectors = bu / 2;
+            l.data_offset = bu;
+            l.cluster_count = (total_sectors - 2 * bu) / spc;
+            l.mbr_type = 0x07;
+            l.erase_block_bytes = bu / 2 * SD_SECTOR;
+        }
+    }
+    Ok(l)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The factory-formatted 64 GB card of exfatprogs PR #149 (dump.exfat):
+    /// 512-byte sectors, 128 KiB clusters, volume 125,040,640 sectors from
+    /// sector 32,768, 488,312 clusters.
+    #[test]
+    fn matches_the_factory_formatted_64_gb_card() {
+        let total = 32_768 + 125_040_640;
+        let l = sd_layout(total, false).expect("SDXC");
+        assert_eq!(l.fs, FsType::Exfat);
+        assert_eq!(l.sec_per_clus * SD_SECTOR, 128 * 1024);
+        assert_eq!(l.part_start, 32_768);
+        assert_eq!(l.part_sectors, 125_040_640);
+        assert_eq!(
+            (l.fat_offset, l.fat_sectors, l.data_offset),
+            (16_384, 16_384, 32_768)
+        );
+        assert_eq!(l.cluster_count, 488_312);
+        assert_eq!(l.erase_block_bytes, 8 << 20);
+        assert_eq!(l.mbr_type, 0x07);
+        assert_eq!((l.heads, l.sectors_per_track), (255, 63));
+    }
+
+    /// Every invariant of the SD layout for one card.
+    fn check(total: u64, force: bool) {
+        let l = sd_layout(total, force).unwrap_or_else(|e| panic!("{total}: {e}"));
+        let what = format!("{total} sectors, force {force}: {l:?}");
+        let bu = l.class.bu;
+        // The data region / cluster heap starts on a BU multiple of the card.
+        assert_eq!((l.part_start + l.data_offset) % bu, 0, "{what}");
+        assert!(
+            l.part_start + l.data_offset + l.cluster_count * l.sec_per_clus <= total,
+            "{what}"
+        );
+        assert_eq!(l.part_start + l.part_sectors, total, "{what}");
+        match l.fs {
+            FsType::Fat12 | FsType::Fat16 => {
+                let bits = if l.fs == FsType::Fat12 { 12 } else { 16 };
+                assert_eq!((l.rsvd, l.root_sectors), (1, 32), "{what}");
+                assert_eq!(l.data_offset, 1 + 2 * l.fat_sectors + 32, "{what}");
+                assert!(
+                    l.fat_sectors * 512 * 8 / bits >= l.cluster_count + 2,
+                    "{what}"
+                );
+
+                // The width the cluster count gives is the class's.
+                assert_eq!(crate::fat::width_of(l.cluster_count), l.fs, "{what}");
+            }
+            FsType::Fat32 => {
+                assert_eq!(l.part_start, bu, "{what}");
+                assert!(l.rsvd >= 9, "{what}");
+                assert!(l.fat_sectors * 512 / 4 >= l.cluster_count + 2, "{what}");
+                assert_eq!(
+                    crate::fat::width_of(l.cluster_count),
+                    FsType::Fat32,
+                    "{what}"
+                );
+                assert!(l.sec_per_clus <= 128, "{what}");
+            }
+            FsType::Exfat => {
+                assert_eq!(
+                    (l.part_start, l.fat_offset, l.fat_sectors),
+                    (bu, bu / 2, bu / 2)
+                );
+                assert!(l.fat_sectors * 512 / 4 >= l.cluster_count + 2, "{what}");
+            }
+        }
+    }
+
+    /// At every capacity class boundary (the last card of a class and the
+    /// first of the next) and a few odd sizes in between.
+    #[test]
+    fn every_class_boundary() {
+        for c in CLASSES {
+            for total in [c.max_sectors - 1, c.max_sectors, c.max_sectors * 3 / 4 + 17] {
+                check(total, false);
+                if c.fs == FsType::Exfat {
+                    check(total, true);
+                }
+            }
+            if c.max_sectors < MAX_SECTORS {
+                check(c.max_sectors + 1, false);
+            }
+        }
+        assert_eq!(
+            sd_layout(MAX_SECTORS + 1, false),
+            Err(SdError::TooLarge {
+                sectors: MAX_SECTORS + 1
+            })
+        );
+    }
+
+    #[test]
+    fn classes_pick_the_tabled_file_system_and_cluster() {
+        let gib = 1u64 << 21; // sectors
+        let fs = |total| sd_layout(total, false).map(|l| (l.fs, l.sec_per_clus * 512));
+        assert_eq!(fs(8 << 11), Ok((FsType::Fat12, 8 * 1024)));
+        assert_eq!(fs(60 << 11), Ok((FsType::Fat12, 16 * 1024)));
+        // Exactly 64 MiB: 4,092 clusters of 16 KiB, which every driver reads
+        // as FAT16; the table's FAT12 would be misread, so FAT16 it is.
+        assert_eq!(fs(64 << 11), Ok((FsType::Fat16, 16 * 1024)));
+        assert_eq!(fs(256 << 11), Ok((FsType::Fat16, 16 * 1024)));
+        assert_eq!(fs(gib), Ok((FsType::Fat16, 16 * 1024)));
+        assert_eq!(fs(2 * gib), Ok((FsType::Fat16, 32 * 1024)));
+        assert_eq!(fs(32 * gib), Ok((FsType::Fat32, 32 * 1024)));
+        assert_eq!(fs(128 * gib), Ok((FsType::Exfat, 128 * 1024)));
+        assert_eq!(fs(512 * gib), Ok((FsType::Exfat, 256 * 1024)));
+        assert_eq!(fs(2048 * gib), Ok((FsType::Exfat, 512 * 1024)));
+        // sdFormatLinux's option: FAT32 on SDXC, 64 KiB clusters.
+        let l = sd_layout(64 * gib, true).expect("forced");
+        assert_eq!(
+            (l.fs, l.sec_per_clus * 512, l.part_start),
+            (FsType::Fat32, 64 * 1024, 32_768)
+        );
+        assert_eq!(l.mbr_type, 0x0C);
+    }
+
+    #[test]
+    fn mbr_types_and_chs_geometry() {
+        let mib = 1u64 << 11;
+        let l = sd_layout(2 * mib, false).expect("2 MiB");
+        assert_eq!((l.mbr_type, l.heads, l.sectors_per_track), (0x01, 2, 16));
+        let l = sd_layout(30 * mib, false).expect("30 MiB");
+        assert_eq!((l.heads, l.sectors_per_track), (4, 32));
+        let l = sd_layout(100 * mib, false).expect("100 MiB FAT16");
+        assert_eq!((l.mbr_type, l.heads), (0x06, 8));
+        let l = sd_layout(1000 * mib, false).expect("1000 MiB");
+        assert_eq!((l.heads, l.sectors_per_track), (32, 63));
+        // FAT32: 0x0B up to the CHS limit, 0x0C above.
+        assert_eq!(sd_layout(CHS_LIMIT, false).map(|l| l.mbr_type), Ok(0x0B));
+        assert_eq!(
+            sd_layout(CHS_LIMIT + 1, false).map(|l| l.mbr_type),
+            Ok(0x0C)
+        );
+        assert_eq!(sd_layout(4000 * mib, false).map(|l| l.heads), Ok(128));
+    }
+}
