@@ -178,6 +178,9 @@ pub fn format_image(image: &Path, f: &FormatArgs<'_>) -> MkfsJson {
 pub fn format_planned(image: &Path, fs: FsType, f: &FormatArgs<'_>) -> MkfsJson {
     let json = format_image(image, f);
     let planned = crate::plan_for(fs, f.cluster, f.sector, f.size).expect("the planner accepts it");
-    assert_eq!(json.u64("cluster_count"), u64::from(planned.cluster_count));
+    assert_eq!(
+        json.u64("cluster_count"),
+        u64::from(planned.cluster_count())
+    );
     json
 }

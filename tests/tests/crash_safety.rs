@@ -243,7 +243,7 @@ fn populated_format<D: mkfs_alloc::blockio::BlockIo>(
 ) -> Result<(), FormatError> {
     let bytes = dev.num_blocks() * u64::from(dev.block_size());
     let plan = plan_medium(&options(s), bytes, dev.block_size())?;
-    let mut content = plan_tree(small_tree(), &plan.layout, TimePolicy::default())
+    let mut content = plan_tree(small_tree(), plan.layout(), TimePolicy::default())
         .unwrap_or_else(|e| panic!("{}: the tree does not fit: {e}", s.name));
     let found = find_signatures(dev)?;
     write_medium_with(&plan, Some(&mut content), dev, &found, &mut |_, _| {}).map(|_| ())
@@ -282,8 +282,8 @@ fn check_error(s: &Scenario, fault: Fault, k: u64, e: &FormatError, log: &[LogEn
 
 /// The new file system at the volume start, complete and consistent?
 fn check_new(s: &Scenario, plan: &MediumPlan, img: &Path, ctx: &str) {
-    let off = plan.table.partition_start;
-    let len = plan.layout.volume_bytes;
+    let off = plan.table().partition_start;
+    let len = plan.layout().volume_bytes();
     let (clean, out) = with_volume(img, off, len, |v| fsck_verdict(fs_kind(s.fs), v));
     assert!(
         clean,
@@ -328,8 +328,8 @@ fn classify(
     ctx: &str,
     tally: &mut Tally,
 ) -> State {
-    let off = plan.table.partition_start;
-    let len = plan.layout.volume_bytes;
+    let off = plan.table().partition_start;
+    let len = plan.layout().volume_bytes();
     let new_kind = fs_kind(s.fs);
     let new_uuid = serial_uuid(NEW_SERIAL);
     let at_volume = blkid_probe(img, off);

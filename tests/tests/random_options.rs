@@ -135,7 +135,7 @@ fn oracle(o: &Opts) -> Result<FsType, String> {
         sector_size: o.sector,
     };
     plan_medium(&opts, o.size, o.sector)
-        .map(|p| p.layout.fs)
+        .map(|p| p.layout().fs())
         .map_err(|e| e.to_string())
 }
 

@@ -32,12 +32,12 @@ fn all(bytes: &[u8], v: u8) -> bool {
 /// sentinel, no sentinel-only sector in a written region.
 fn check_regions(layout: &Layout, img: &[u8]) {
     let mut at = 0;
-    for r in &layout.regions {
+    for r in layout.regions() {
         assert_eq!(r.offset, at, "regions do not tile the volume: {r:?}");
         at += r.len;
         let bytes = &img[range((r.offset, r.len))];
         if r.written {
-            let bps = layout.sector_size as usize;
+            let bps = layout.sector_size() as usize;
             for (i, s) in bytes.chunks(bps).enumerate() {
                 assert!(!all(s, SENTINEL), "{:?} sector {i} was not written", r.kind);
             }
@@ -49,17 +49,20 @@ fn check_regions(layout: &Layout, img: &[u8]) {
             );
         }
     }
-    assert_eq!(at, layout.volume_bytes);
+    assert_eq!(at, layout.volume_bytes());
     // Past the volume (whole sectors only): untouched.
     assert!(all(
-        &img[range((layout.volume_bytes, img.len() as u64 - layout.volume_bytes))],
+        &img[range((
+            layout.volume_bytes(),
+            img.len() as u64 - layout.volume_bytes()
+        ))],
         SENTINEL
     ));
 }
 
 fn region(layout: &Layout, kind: RegionKind, index: u32) -> (u64, u64) {
     let r = layout
-        .regions
+        .regions()
         .iter()
         .find(|r| r.kind == kind && r.index == index)
         .unwrap_or_else(|| panic!("no {kind:?} region"));
@@ -71,14 +74,14 @@ fn exfat_contents(layout: &Layout, img: &[u8], file: &Path) {
     let boot = check_exfat_boot_region(file);
     let bps = boot.bytes_per_sector();
     let c = boot.cluster_size();
-    assert_eq!(u64::from(boot.fat_offset) * bps, layout.fat_offset);
-    assert_eq!(u64::from(boot.fat_length) * bps, layout.fat_bytes);
+    assert_eq!(u64::from(boot.fat_offset) * bps, layout.fat_offset());
+    assert_eq!(u64::from(boot.fat_length) * bps, layout.fat_bytes());
     assert_eq!(
         u64::from(boot.cluster_heap_offset) * bps,
-        layout.data_offset
+        layout.data_offset()
     );
-    assert_eq!(boot.cluster_count, layout.cluster_count);
-    assert_eq!(boot.volume_length * bps, layout.volume_bytes);
+    assert_eq!(boot.cluster_count, layout.cluster_count());
+    assert_eq!(boot.volume_length * bps, layout.volume_bytes());
     let sector0 = &img[..bps as usize];
     assert!(all(&sector0[120..510], 0xF4), "boot code is not F4 filled");
     assert!(all(&sector0[512..], 0), "excess space of sector 0");
@@ -86,7 +89,7 @@ fn exfat_contents(layout: &Layout, img: &[u8], file: &Path) {
         assert!(all(&img[range((s * bps, bps))], 0), "sector {s}");
     }
     for kind in [RegionKind::Padding, RegionKind::HeapPadding] {
-        if let Some(r) = layout.regions.iter().find(|r| r.kind == kind) {
+        if let Some(r) = layout.regions().iter().find(|r| r.kind == kind) {
             assert!(
                 all(&img[range((r.offset, r.len))], 0),
                 "{kind:?} is not zero"
@@ -119,7 +122,7 @@ fn exfat_contents(layout: &Layout, img: &[u8], file: &Path) {
     );
 
     // FAT: media entries, one real chain each, then free.
-    let fat = &img[range((layout.fat_offset, layout.fat_bytes))];
+    let fat = &img[range((layout.fat_offset(), layout.fat_bytes()))];
     let entry =
         |i: usize| u32::from_le_bytes([fat[4 * i], fat[4 * i + 1], fat[4 * i + 2], fat[4 * i + 3]]);
     assert_eq!((entry(0), entry(1)), (0xFFFF_FFF8, 0xFFFF_FFFF));
@@ -164,13 +167,13 @@ fn exfat_contents(layout: &Layout, img: &[u8], file: &Path) {
 
     // Root: label, bitmap, up-case (and GUID) entries, then zeros.
     let mut types = vec![0x83, 0x81, 0x82];
-    if layout.volume_guid.is_some() {
+    if layout.volume_guid().is_some() {
         types.push(0xA0);
     }
     assert_eq!(root.entry_types, types);
     assert_eq!(
         root.label.as_deref().unwrap_or(""),
-        layout.label.as_deref().unwrap_or("")
+        layout.label().unwrap_or("")
     );
     let root_bytes = &img[range((boot.cluster_offset(boot.root_cluster), c))];
     assert!(
@@ -183,11 +186,11 @@ fn fat32_contents(layout: &Layout, img: &[u8], file: &Path) {
     std::fs::write(file, img).expect("write image file");
     let b = check_fat32_boot(file);
     let bps = u64::from(b.bytes_per_sector);
-    assert_eq!(b.fat_offset(), layout.fat_offset);
-    assert_eq!(b.fat_bytes(), layout.fat_bytes);
-    assert_eq!(b.data_offset(), layout.data_offset);
-    assert_eq!(b.cluster_count(), u64::from(layout.cluster_count));
-    assert_eq!(u64::from(b.tot_sec32) * bps, layout.volume_bytes);
+    assert_eq!(b.fat_offset(), layout.fat_offset());
+    assert_eq!(b.fat_bytes(), layout.fat_bytes());
+    assert_eq!(b.data_offset(), layout.data_offset());
+    assert_eq!(b.cluster_count(), u64::from(layout.cluster_count()));
+    assert_eq!(u64::from(b.tot_sec32) * bps, layout.volume_bytes());
     // Reserved sectors other than boot, FSInfo and their backups are zero;
     // so is everything in those sectors past their 512-byte structure.
     for s in 0..u64::from(b.reserved_sectors) {
@@ -207,7 +210,7 @@ fn fat32_contents(layout: &Layout, img: &[u8], file: &Path) {
     );
     // Root directory cluster: the label entry if any, then zeros.
     let root = &img[range(region(layout, RegionKind::RootDirectory, 0))];
-    let skip = match &layout.label {
+    let skip = match &layout.label() {
         Some(_) => {
             assert_eq!(
                 &root[..11],
@@ -226,11 +229,11 @@ fn small_fat_contents(layout: &Layout, img: &[u8], file: &Path) {
     std::fs::write(file, img).expect("write image file");
     let b = check_small_fat_boot(file);
     let bps = u64::from(b.bytes_per_sector);
-    assert_eq!(b.fat_offset(), layout.fat_offset);
-    assert_eq!(b.fat_bytes(), layout.fat_bytes);
-    assert_eq!(b.data_offset(), layout.data_offset);
-    assert_eq!(b.cluster_count(), u64::from(layout.cluster_count));
-    assert_eq!(b.total_sectors() * bps, layout.volume_bytes);
+    assert_eq!(b.fat_offset(), layout.fat_offset());
+    assert_eq!(b.fat_bytes(), layout.fat_bytes());
+    assert_eq!(b.data_offset(), layout.data_offset());
+    assert_eq!(b.cluster_count(), u64::from(layout.cluster_count()));
+    assert_eq!(b.total_sectors() * bps, layout.volume_bytes());
     assert!(
         all(&img[512..bps as usize], 0),
         "boot sector past 512 bytes"
@@ -239,13 +242,13 @@ fn small_fat_contents(layout: &Layout, img: &[u8], file: &Path) {
     let f0 = &img[range((b.fat_offset(), b.fat_bytes()))];
     let f1 = &img[range((b.fat_offset() + b.fat_bytes(), b.fat_bytes()))];
     assert!(f0 == f1, "the two FATs differ");
-    let head = if layout.fs == FsType::Fat12 { 3 } else { 4 };
+    let head = if layout.fs() == FsType::Fat12 { 3 } else { 4 };
     assert!(all(&f0[head..], 0), "FAT entries past 1 are not free");
     // The fixed root directory: where the BPB says, the label entry, zeros.
     let (off, len) = region(layout, RegionKind::RootDirectory, 0);
     assert_eq!((off, len), (b.root_offset(), b.root_bytes()));
     let root = &img[range((off, len))];
-    let skip = match &layout.label {
+    let skip = match &layout.label() {
         Some(_) => {
             assert_eq!(&root[..11], &img[43..54], "label entry = BPB label");
             assert_eq!(root[11], 0x08, "label entry attribute");
@@ -269,7 +272,7 @@ fn case(fs: FsType, cluster: u64, sector: u32, size: u64, label: Option<&str>, g
     check_regions(&layout, &img);
     let tmp = TempDir::new("sentinel");
     let file = tmp.join("img");
-    assert_eq!(layout.fs, fs);
+    assert_eq!(layout.fs(), fs);
     match fs {
         FsType::Exfat => exfat_contents(&layout, &img, &file),
         FsType::Fat32 => fat32_contents(&layout, &img, &file),

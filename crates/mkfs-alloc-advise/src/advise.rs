@@ -316,7 +316,7 @@ pub fn recommend_for_format(
                 cluster: ClusterChoice::Auto,
                 ..opts.clone()
             };
-            plan(&auto, &medium)?.fs
+            plan(&auto, &medium)?.fs()
         }
     };
     let base = FormatOptions {
@@ -399,7 +399,7 @@ fn fs_advice(
         },
         medium,
     );
-    let auto_cluster = auto_layout.as_ref().ok().map(|l| l.cluster_size);
+    let auto_cluster = auto_layout.as_ref().ok().map(|l| l.cluster_size());
     let windows = windows_default(fs, volume);
     let sd = sd_recommended(volume);
     let mkfs = mkfs_default(fs, volume, medium.sector_size);
@@ -466,17 +466,17 @@ fn fs_advice(
             }
         },
         Some(_) => auto_layout.as_ref().ok().map(|l| Recommendation {
-            cluster_size: l.cluster_size,
+            cluster_size: l.cluster_size(),
             rule: RecommendationRule::AutoEmptyData,
             reason: format!(
                 "the data holds no file bytes; {}",
-                l.cluster_rule.describe(fs, volume)
+                l.cluster_rule().describe(fs, volume)
             ),
         }),
         None => auto_layout.as_ref().ok().map(|l| Recommendation {
-            cluster_size: l.cluster_size,
+            cluster_size: l.cluster_size(),
             rule: RecommendationRule::AutoNoData,
-            reason: l.cluster_rule.describe(fs, volume),
+            reason: l.cluster_rule().describe(fs, volume),
         }),
     };
     let mut rows: Vec<Row> = cands.into_iter().map(|c| c.row).collect();
@@ -510,8 +510,8 @@ fn candidate(
     mkfs: u64,
     auto: Option<u64>,
 ) -> Candidate {
-    let c = layout.cluster_size;
-    let fs = layout.fs;
+    let c = layout.cluster_size();
+    let fs = layout.fs();
     let usable = layout.usable_bytes();
     let overhead = layout.overhead_bytes();
     let footprint = data.map(|d| footprint_for(layout, d));
@@ -535,7 +535,7 @@ fn candidate(
             _ => RowNote::AboveFat32Compat,
         });
     }
-    if fs == FsType::Exfat && layout.cluster_count > EXFAT_RECOMMENDED_MAX_CLUSTERS {
+    if fs == FsType::Exfat && layout.cluster_count() > EXFAT_RECOMMENDED_MAX_CLUSTERS {
         notes.push(RowNote::ExfatManyClusters);
     }
     for (note, pick) in [
@@ -551,10 +551,10 @@ fn candidate(
     Candidate {
         row: Row {
             cluster_size: c,
-            cluster_count: layout.cluster_count,
+            cluster_count: layout.cluster_count(),
             usable_bytes: usable,
             overhead_bytes: overhead,
-            overhead_percent: pct(overhead, layout.volume_bytes),
+            overhead_percent: pct(overhead, layout.volume_bytes()),
             overhead: Overhead::of(layout),
             data_bytes_on_disk: on_disk,
             file_bytes_on_disk: footprint.map(|f| f.file_bytes()),

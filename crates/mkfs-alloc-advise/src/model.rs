@@ -53,19 +53,20 @@ pub struct RootDir {
 impl RootDir {
     /// The root directory of a planned layout.
     pub fn of(layout: &Layout) -> Self {
-        match &layout.geometry {
+        match &layout.geometry() {
             Geometry::Exfat(g) => RootDir {
-                system_entries: EXFAT_ROOT_SYSTEM_ENTRIES + u32::from(layout.volume_guid.is_some()),
+                system_entries: EXFAT_ROOT_SYSTEM_ENTRIES
+                    + u32::from(layout.volume_guid().is_some()),
                 clusters_at_format: u64::from(g.root_clusters),
             },
             Geometry::Fat(g) if g.fs == FsType::Fat32 => RootDir {
-                system_entries: u32::from(layout.label.is_some()),
+                system_entries: u32::from(layout.label().is_some()),
                 clusters_at_format: 1,
             },
             // FAT12/16: a fixed root region outside the data region; it
             // takes no cluster and holds at most `root_entries` entries.
             Geometry::Fat(_) => RootDir {
-                system_entries: u32::from(layout.label.is_some()),
+                system_entries: u32::from(layout.label().is_some()),
                 clusters_at_format: 0,
             },
         }
@@ -159,8 +160,13 @@ pub fn footprint(fs: FsType, cluster: u64, root: RootDir, data: &ScanResult) -> 
 
 /// The footprint of `data` on the volume `layout` describes.
 pub fn footprint_for(layout: &Layout, data: &ScanResult) -> Footprint {
-    let mut f = footprint(layout.fs, layout.cluster_size, RootDir::of(layout), data);
-    if layout.fs.is_small_fat() {
+    let mut f = footprint(
+        layout.fs(),
+        layout.cluster_size(),
+        RootDir::of(layout),
+        data,
+    );
+    if layout.fs().is_small_fat() {
         // The fixed root directory never takes clusters.
         f.root_clusters = 0;
     }
@@ -170,14 +176,14 @@ pub fn footprint_for(layout: &Layout, data: &ScanResult) -> Footprint {
 /// FAT12/16: the root entries `data` needs and the fixed root directory's
 /// capacity, when they do not fit (the copy would fail with "root full").
 pub fn root_overflow(layout: &Layout, data: &ScanResult) -> Option<(u64, u64)> {
-    let Geometry::Fat(g) = &layout.geometry else {
+    let Geometry::Fat(g) = &layout.geometry() else {
         return None;
     };
-    if !layout.fs.is_small_fat() {
+    if !layout.fs().is_small_fat() {
         return None;
     }
     let needed =
-        u64::from(RootDir::of(layout).system_entries) + dir_entries(layout.fs, &data.root, false);
+        u64::from(RootDir::of(layout).system_entries) + dir_entries(layout.fs(), &data.root, false);
     let capacity = u64::from(g.root_entries);
     (needed > capacity).then_some((needed, capacity))
 }

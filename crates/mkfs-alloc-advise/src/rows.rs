@@ -30,7 +30,7 @@ impl Overhead {
     /// The breakdown of a layout's regions (all but the free clusters).
     pub fn of(layout: &Layout) -> Self {
         let mut o = Overhead::default();
-        for r in &layout.regions {
+        for r in layout.regions() {
             let slot = match r.kind {
                 RegionKind::BootRegion | RegionKind::BackupBootRegion => &mut o.reserved,
                 RegionKind::Fat => &mut o.fat,

@@ -39,7 +39,7 @@ fn rows_are_the_planners_numbers() {
                 &medium,
             )
             .expect("plan");
-            assert_eq!(r.cluster_count, l.cluster_count);
+            assert_eq!(r.cluster_count, l.cluster_count());
             assert_eq!(r.overhead_bytes, l.overhead_bytes());
             assert_eq!(r.usable_bytes, l.usable_bytes());
             assert_eq!(r.overhead.total(), r.overhead_bytes);

@@ -63,10 +63,10 @@ fn format(img: &Path, fs: FsType, cluster: u64, size: u64) -> Layout {
         cluster: ClusterChoice::Bytes(cluster),
         label: Some(mkfs_alloc_advise::advise::ASSUMED_LABEL.to_string()),
         serial: Some(0x1234_5678),
-        timestamp: Timestamp {
+        timestamp: Some(Timestamp {
             secs: 1_700_000_000,
             nanos: 0,
-        },
+        }),
         ..FormatOptions::default()
     };
     let layout = plan(&opts, &Medium::whole(size, 512)).expect("plan");
@@ -251,7 +251,11 @@ fn check(
         FsType::Exfat => exfat_used_clusters(&img),
         _ => fat_used_clusters(&img),
     };
-    assert_eq!(before, u64::from(layout.used_clusters), "freshly formatted");
+    assert_eq!(
+        before,
+        u64::from(layout.used_clusters()),
+        "freshly formatted"
+    );
     match fs {
         FsType::Exfat => copy_exfat(&img, &s.0.join("mnt"), &sources),
         _ => copy_fat32(&img, &sources),

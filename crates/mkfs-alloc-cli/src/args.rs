@@ -261,14 +261,20 @@ impl FormatArgs {
             .as_deref()
             .map(|a| size_arg("align", a))
             .transpose()?;
-        let serial = self.serial.as_deref().map(parse_serial).transpose()?;
+        // The CLI pins both: the serial from the clock (or SOURCE_DATE_EPOCH)
+        // unless --serial gives it, as it always has.
+        let timestamp = timestamp()?;
+        let serial = match self.serial.as_deref() {
+            Some(s) => parse_serial(s)?,
+            None => mkfs_alloc_layout::plan::serial_from_time(timestamp),
+        };
         Ok(FormatOptions {
             fs,
             cluster,
             label: self.label.clone().filter(|l| !l.is_empty()),
-            serial,
+            serial: Some(serial),
             align,
-            timestamp: timestamp()?,
+            timestamp: Some(timestamp),
             volume_guid: self.volume_guid,
             root_entries: self.root_entries,
             esp: self.esp,

@@ -167,9 +167,8 @@ fn plan(
     if !cli.data.is_empty() {
         let (cluster, reason) =
             data::recommend(&cli.data, &opts.format, &plan, !cli.quiet && !cli.json)?;
-        opts.format.cluster = ClusterChoice::Bytes(cluster);
+        opts.format.cluster = ClusterChoice::FromData(cluster);
         plan = plan_medium(&opts, size, block).map_err(plan_error)?;
-        plan.layout.cluster_rule = mkfs_alloc_layout::rules::ClusterRule::FromData;
         notes.push(reason);
     }
     Ok(Planned { plan, notes })
@@ -371,7 +370,7 @@ impl Run<'_> {
         let write = result
             .map_err(|e| format_failure(e, Some(format!("formatting {}", path.display()))))?;
         if let Opened::Device(d) = opened {
-            if self.plan.table.kind != TableKind::None {
+            if self.plan.table().kind != TableKind::None {
                 notes.push(match d.reread_partitions() {
                     Ok(()) => "the kernel re-read the partition table".to_string(),
                     Err(e) => format!(
@@ -381,7 +380,7 @@ impl Run<'_> {
                 });
             }
         }
-        Ok((found, write))
+        Ok((found.signatures().to_vec(), write))
     }
 }
 

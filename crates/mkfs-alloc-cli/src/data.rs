@@ -27,13 +27,13 @@ pub fn recommend(
     let data =
         scan(paths, &opts).map_err(|e| Failure::Io(anyhow!(e).context("scanning --data")))?;
     let medium = Medium {
-        volume_bytes: plan.layout.volume_bytes,
-        sector_size: plan.layout.sector_size,
-        partition_offset: plan.layout.partition_offset,
+        volume_bytes: plan.layout().volume_bytes(),
+        sector_size: plan.layout().sector_size(),
+        partition_offset: plan.layout().partition_offset(),
     };
     // The file system is the one already planned (auto resolved).
     let mut fixed = format.clone();
-    fixed.fs = mkfs_alloc_layout::FsChoice::Fixed(plan.layout.fs);
+    fixed.fs = mkfs_alloc_layout::FsChoice::Fixed(plan.layout().fs());
     let r = recommend_for_format(&fixed, &medium, &data, DEFAULT_MAX_WASTE_PERCENT)
         .map_err(|e| usage(anyhow!(e).context("choosing a cluster size for --data")))?;
     let summary = data.summary();

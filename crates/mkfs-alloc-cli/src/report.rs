@@ -50,7 +50,7 @@ impl Progress {
 
 fn region_name(kind: RegionKind, index: u32, layout: &Layout) -> String {
     match kind {
-        RegionKind::BootRegion => match layout.fs {
+        RegionKind::BootRegion => match layout.fs() {
             mkfs_alloc_layout::FsType::Exfat => "main boot region".into(),
             mkfs_alloc_layout::FsType::Fat32 => "reserved sectors (boot, FSInfo, backups)".into(),
             _ => "reserved sectors (boot sector)".into(),
@@ -92,9 +92,9 @@ fn alignment_note(offset: u64) -> String {
 }
 
 fn print_table(plan: &MediumPlan) {
-    let t = &plan.table;
+    let t = &plan.table();
     match t.kind {
-        TableKind::None => outln!("  partition      none ({})", plan.table_reason),
+        TableKind::None => outln!("  partition      none ({})", plan.table_reason()),
         kind => {
             let ty = match (t.mbr_type, t.partition_type_guid) {
                 (Some(b), _) => format!("type 0x{b:02X}"),
@@ -110,7 +110,7 @@ fn print_table(plan: &MediumPlan) {
                     TableKind::Mbr => "MBR",
                     _ => "GPT",
                 },
-                plan.table_reason,
+                plan.table_reason(),
                 format_size(t.partition_start),
                 alignment_note(t.partition_start),
                 format_size(t.partition_len)
@@ -140,36 +140,36 @@ fn print_found(found: &[Signature], written: bool) {
 }
 
 fn print_common(plan: &MediumPlan) {
-    let layout = &plan.layout;
+    let layout = &plan.layout();
     print_table(plan);
-    let fs = layout.fs;
-    outln!("  file system    {fs} ({})", layout.fs_rule.describe());
-    let windows = match layout.windows_default_cluster {
+    let fs = layout.fs();
+    outln!("  file system    {fs} ({})", layout.fs_rule().describe());
+    let windows = match layout.windows_default_cluster() {
         Some(w) => format!("Windows' default would be {}", format_size(w)),
         None => "Windows' format would refuse this volume".to_string(),
     };
     outln!(
         "  cluster size   {} ({}; {windows})",
-        format_size(layout.cluster_size),
-        layout.cluster_rule.describe(fs, layout.volume_bytes)
+        format_size(layout.cluster_size()),
+        layout.cluster_rule().describe(fs, layout.volume_bytes())
     );
-    outln!("  sector size    {} B", layout.sector_size);
+    outln!("  sector size    {} B", layout.sector_size());
     outln!(
         "  clusters       {}",
-        format_count(u64::from(layout.cluster_count))
+        format_count(u64::from(layout.cluster_count()))
     );
     outln!(
         "  capacity       {} usable of {} (metadata and reserved: {}, {:.2}%)",
         format_size(layout.usable_bytes()),
-        format_size(layout.volume_bytes),
+        format_size(layout.volume_bytes()),
         format_size(layout.overhead_bytes()),
-        pct(layout.overhead_bytes(), layout.volume_bytes)
+        pct(layout.overhead_bytes(), layout.volume_bytes())
     );
     outln!(
         "  FAT            at {} on the medium, {} x {} ({})",
         format_size(layout.fat_offset_on_medium()),
-        layout.fat_count,
-        format_size(layout.fat_bytes),
+        layout.fat_count(),
+        format_size(layout.fat_bytes()),
         alignment_note(layout.fat_offset_on_medium())
     );
     outln!(
@@ -177,7 +177,7 @@ fn print_common(plan: &MediumPlan) {
         format_size(layout.data_offset_on_medium()),
         alignment_note(layout.data_offset_on_medium())
     );
-    outln!("  serial         {}", serial_text(layout.serial));
+    outln!("  serial         {}", serial_text(layout.serial()));
     outln!(
         "  label          {}",
         shown_label(layout).as_deref().unwrap_or("(none)")
@@ -187,7 +187,7 @@ fn print_common(plan: &MediumPlan) {
 /// The label as the file system stores it (FAT32 upper-cases it).
 pub fn shown_label(layout: &Layout) -> Option<String> {
     use mkfs_alloc_layout::label::EncodedLabel;
-    match layout.label_encoded.as_ref()? {
+    match layout.label_encoded().as_ref()? {
         EncodedLabel::Exfat(units) => Some(String::from_utf16_lossy(units)),
         EncodedLabel::Fat32(bytes) => Some(
             String::from_utf8_lossy(bytes)
@@ -198,14 +198,14 @@ pub fn shown_label(layout: &Layout) -> Option<String> {
 }
 
 fn print_warnings(layout: &Layout) {
-    for w in &layout.warnings {
+    for w in layout.warnings() {
         eprintln!("mkfs-alloc: warning: {w}");
     }
 }
 
 /// The plan of a dry run: summary and region table.
 pub fn print_plan(path: &Path, plan: &MediumPlan, found: &[Signature], target: &Target) {
-    let layout = &plan.layout;
+    let layout = &plan.layout();
     let what = match target.action() {
         Action::Create(s) => format!("would create {} ({})", path.display(), format_size(s)),
         Action::Grow(s) => format!("would grow {} to {}", path.display(), format_size(s)),
@@ -226,7 +226,7 @@ pub fn print_plan(path: &Path, plan: &MediumPlan, found: &[Signature], target: &
         "offset",
         "length"
     );
-    for r in &layout.regions {
+    for r in layout.regions() {
         outln!(
             "  {:<42} {:>16} {:>16}  {}",
             region_name(r.kind, r.index, layout),
@@ -251,7 +251,7 @@ pub fn print_summary(
     target: &Target,
     notes: &[String],
 ) {
-    let layout = &plan.layout;
+    let layout = &plan.layout();
     let what = match target.action() {
         Action::Create(_) => "created and formatted",
         Action::Grow(_) => "grew and formatted",
@@ -284,9 +284,9 @@ pub fn print_json_with(
     dry_run: bool,
     extras: &[(&str, Value)],
 ) {
-    let layout = &plan.layout;
+    let layout = &plan.layout();
     let regions: Vec<Value> = layout
-        .regions
+        .regions()
         .iter()
         .map(|r| {
             json!({
@@ -302,35 +302,35 @@ pub fn print_json_with(
     let mut v = json!({
         "target": path.display().to_string(),
         "dry_run": dry_run,
-        "fs": layout.fs.name(),
-        "fs_rule": layout.fs_rule,
-        "cluster_size": layout.cluster_size,
-        "cluster_rule": layout.cluster_rule,
-        "cluster_rule_text": layout.cluster_rule.describe(layout.fs, layout.volume_bytes),
-        "windows_default_cluster": layout.windows_default_cluster,
-        "sector_size": layout.sector_size,
-        "volume_bytes": layout.volume_bytes,
-        "partition_offset": layout.partition_offset,
-        "align": layout.align,
-        "cluster_count": layout.cluster_count,
-        "used_clusters": layout.used_clusters,
+        "fs": layout.fs().name(),
+        "fs_rule": layout.fs_rule(),
+        "cluster_size": layout.cluster_size(),
+        "cluster_rule": layout.cluster_rule(),
+        "cluster_rule_text": layout.cluster_rule().describe(layout.fs(), layout.volume_bytes()),
+        "windows_default_cluster": layout.windows_default_cluster(),
+        "sector_size": layout.sector_size(),
+        "volume_bytes": layout.volume_bytes(),
+        "partition_offset": layout.partition_offset(),
+        "align": layout.align(),
+        "cluster_count": layout.cluster_count(),
+        "used_clusters": layout.used_clusters(),
         "usable_bytes": layout.usable_bytes(),
         "overhead_bytes": layout.overhead_bytes(),
-        "fat_offset": layout.fat_offset,
-        "fat_bytes": layout.fat_bytes,
-        "fat_count": layout.fat_count,
-        "data_offset": layout.data_offset,
+        "fat_offset": layout.fat_offset(),
+        "fat_bytes": layout.fat_bytes(),
+        "fat_count": layout.fat_count(),
+        "data_offset": layout.data_offset(),
         "fat_offset_on_medium": layout.fat_offset_on_medium(),
         "data_offset_on_medium": layout.data_offset_on_medium(),
         "fat_alignment": Layout::alignment_of(layout.fat_offset_on_medium()),
         "data_alignment": Layout::alignment_of(layout.data_offset_on_medium()),
-        "serial": format!("{:08X}", layout.serial),
+        "serial": format!("{:08X}", layout.serial()),
         "label": shown_label(layout),
-        "volume_guid": layout.volume_guid.as_ref().map(guid_text),
-        "warnings": layout.warnings,
+        "volume_guid": layout.volume_guid().as_ref().map(guid_text),
+        "warnings": layout.warnings(),
         "regions": regions,
-        "table": plan.table,
-        "table_reason": plan.table_reason,
+        "table": plan.table(),
+        "table_reason": plan.table_reason(),
         "signatures_found": found,
     });
     if let Some(obj) = v.as_object_mut() {

@@ -49,14 +49,14 @@ pub fn choose_cluster(
     opts: &MediumOptions,
     plan: &MediumPlan,
 ) -> Result<(u64, String), Failure> {
-    let layout = &plan.layout;
+    let layout = &plan.layout();
     let medium = Medium {
-        volume_bytes: layout.volume_bytes,
-        sector_size: layout.sector_size,
-        partition_offset: layout.partition_offset,
+        volume_bytes: layout.volume_bytes(),
+        sector_size: layout.sector_size(),
+        partition_offset: layout.partition_offset(),
     };
     let mut fixed = opts.format.clone();
-    fixed.fs = FsChoice::Fixed(layout.fs);
+    fixed.fs = FsChoice::Fixed(layout.fs());
     let r = recommend_for_format(&fixed, &medium, data, DEFAULT_MAX_WASTE_PERCENT)
         .map_err(|e| usage(anyhow!(e).context("choosing a cluster size for --rootdir")))?;
     Ok((r.cluster_size, format!("--rootdir: {}", r.reason)))
@@ -78,9 +78,8 @@ pub fn plan_for(
     match choose_cluster(data, opts, &plan) {
         Ok((c, reason)) => {
             let mut o = opts.clone();
-            o.format.cluster = ClusterChoice::Bytes(c);
-            let mut p = plan_medium(&o, size, block)?;
-            p.layout.cluster_rule = mkfs_alloc_layout::rules::ClusterRule::FromData;
+            o.format.cluster = ClusterChoice::FromData(c);
+            let p = plan_medium(&o, size, block)?;
             Ok((p, Some(reason)))
         }
         Err(_) => Ok((plan, None)),
@@ -89,11 +88,11 @@ pub fn plan_for(
 
 /// Clusters the tree needs on a plan, and the free clusters there.
 fn need_and_free(data: &ScanResult, plan: &MediumPlan) -> (u64, u64) {
-    let l = &plan.layout;
+    let l = &plan.layout();
     let fp = footprint_for(l, data);
     (
         fp.new_clusters(),
-        u64::from(l.cluster_count - l.used_clusters),
+        u64::from(l.cluster_count() - l.used_clusters()),
     )
 }
 
@@ -143,7 +142,7 @@ pub fn auto_size(
 
 /// Checks the tree against the planned volume and allocates it (exit 2 on refusal).
 pub fn populate(tree: Tree, plan: &MediumPlan) -> Result<Populated, Failure> {
-    plan_tree(tree, &plan.layout, time_policy()).map_err(|e| usage(anyhow!(e)))
+    plan_tree(tree, plan.layout(), time_policy()).map_err(|e| usage(anyhow!(e)))
 }
 
 fn skipped_counts(tree: &Tree) -> BTreeMap<SkipKind, u64> {

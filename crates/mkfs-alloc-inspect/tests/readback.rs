@@ -297,11 +297,11 @@ fn our_formatter() {
                 FsType::Fat12 => FsKind::Fat12,
             })
         );
-        assert_eq!(v.cluster_size, Some(layout.cluster_size), "{what}");
+        assert_eq!(v.cluster_size, Some(layout.cluster_size()), "{what}");
         assert_eq!(v.sector_size, Some(bps), "{what}");
         assert_eq!(
             v.cluster_count,
-            Some(u64::from(layout.cluster_count)),
+            Some(u64::from(layout.cluster_count())),
             "{what}"
         );
         assert_eq!(v.fat_offset, Some(layout.fat_offset_on_medium()), "{what}");
@@ -310,12 +310,12 @@ fn our_formatter() {
             Some(layout.data_offset_on_medium()),
             "{what}"
         );
-        assert_eq!(v.fs_bytes, Some(layout.volume_bytes), "{what}");
-        assert_eq!(v.label, layout.label, "{what}");
-        assert_eq!(v.serial, Some(format!("{:08X}", layout.serial)), "{what}");
+        assert_eq!(v.fs_bytes, Some(layout.volume_bytes()), "{what}");
+        assert_eq!(v.label.as_deref(), layout.label(), "{what}");
+        assert_eq!(v.serial, Some(format!("{:08X}", layout.serial())), "{what}");
         assert_eq!(
             v.used_bytes,
-            Some(u64::from(layout.used_clusters) * layout.cluster_size),
+            Some(u64::from(layout.used_clusters()) * layout.cluster_size()),
             "{what}"
         );
         assert_eq!(v.free_bytes, Some(layout.usable_bytes()), "{what}");

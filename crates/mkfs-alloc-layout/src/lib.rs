@@ -38,6 +38,7 @@ pub mod fat;
 pub mod label;
 pub mod options;
 pub mod plan;
+pub mod rng;
 pub mod rules;
 pub mod sd;
 pub mod units;
@@ -45,9 +46,11 @@ pub mod waste;
 pub mod writer;
 
 pub use error::PlanError;
-pub use options::{ClusterChoice, FormatOptions, FsChoice, FsType, Medium, Timestamp};
+pub use options::{
+    random_serial, ClusterChoice, FormatOptions, FsChoice, FsType, Medium, Timestamp,
+};
 pub use plan::{plan, valid_cluster_sizes, Layout, Region, RegionKind};
 pub use writer::{
-    write_volume, write_volume_to, write_volume_with, Content, ContentSink, Prior, WriteError,
-    WriteReport,
+    check_block_size, write_volume, write_volume_to, write_volume_with, Content, ContentSink,
+    Prior, WriteError, WriteReport,
 };

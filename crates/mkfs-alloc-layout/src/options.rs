@@ -86,6 +86,23 @@ pub enum ClusterChoice {
     Auto,
     /// Exactly this many bytes per cluster (validated by the planner).
     Bytes(u64),
+    /// This many bytes per cluster, chosen by the caller for the files it
+    /// means to store (`--data`, `--rootdir`): validated like
+    /// [`ClusterChoice::Bytes`], reported as
+    /// [`ClusterRule::FromData`](crate::rules::ClusterRule::FromData).
+    FromData(u64),
+}
+
+impl ClusterChoice {
+    /// The size asked for and the rule that reports it; `None` for
+    /// [`ClusterChoice::Auto`].
+    pub fn explicit(self) -> Option<(u64, crate::rules::ClusterRule)> {
+        match self {
+            ClusterChoice::Auto => None,
+            ClusterChoice::Bytes(c) => Some((c, crate::rules::ClusterRule::Explicit)),
+            ClusterChoice::FromData(c) => Some((c, crate::rules::ClusterRule::FromData)),
+        }
+    }
 }
 
 /// The volume to format: where it lies on its medium and its sector size.
@@ -121,6 +138,35 @@ pub struct Timestamp {
     pub nanos: u32,
 }
 
+impl Timestamp {
+    /// The system clock now (the epoch if the clock is before it).
+    pub fn now() -> Timestamp {
+        let d = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Timestamp {
+            secs: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+            nanos: d.subsec_nanos(),
+        }
+    }
+}
+
+/// A fresh random volume serial: the standard library's per-process random
+/// hash keys, a counter and the clock, mixed. Not for cryptography; enough
+/// that two volumes formatted anywhere, at any time, differ.
+pub fn random_serial() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    let t = Timestamp::now();
+    h.write_i64(t.secs);
+    h.write_u32(t.nanos);
+    let x = crate::rng::splitmix64(h.finish());
+    (x ^ (x >> 32)) as u32
+}
+
 /// Everything that decides the bytes a format writes, besides the medium.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct FormatOptions {
@@ -130,17 +176,19 @@ pub struct FormatOptions {
     pub cluster: ClusterChoice,
     /// Volume label (`None`: no label).
     pub label: Option<String>,
-    /// Volume serial number. `None`: derived from [`FormatOptions::timestamp`].
-    /// Every other identifier (the exFAT volume GUID) is derived from the serial,
-    /// so pinning it (and the timestamp) makes the output byte-identical.
+    /// Volume serial number. `None`: a fresh random one ([`random_serial`]),
+    /// so that two volumes never share an identity. Every other identifier
+    /// (the exFAT volume GUID, the facade's MBR signature and GPT GUIDs) is
+    /// derived from the serial, so pinning it and the timestamp
+    /// ([`FormatOptions::pinned`]) makes the output byte-identical.
     pub serial: Option<u32>,
     /// Alignment in bytes of the FAT and the cluster heap (exFAT) or of the data
     /// region (FAT32), measured from the start of the medium. `None`: 1 MiB,
     /// less for volumes under 16 MiB.
     pub align: Option<u64>,
-    /// Creation time recorded in the file system (FAT32 label entry) and source
-    /// of the serial when none is given.
-    pub timestamp: Timestamp,
+    /// Creation time recorded in the file system (FAT label entry). `None`:
+    /// the current time ([`Timestamp::now`]).
+    pub timestamp: Option<Timestamp>,
     /// Write an exFAT volume GUID directory entry (derived from the serial).
     pub volume_guid: bool,
     /// FAT12/16 root directory entries (`None`: 512). Rounded up to fill
@@ -150,4 +198,16 @@ pub struct FormatOptions {
     /// refused: UEFI firmware reads FAT only), a warning below Microsoft's
     /// minimum. The partition table marks it (GPT type ESP, MBR 0xEF).
     pub esp: bool,
+}
+
+impl FormatOptions {
+    /// Pins the serial and the timestamp, from which every identifier and
+    /// time written derives: two formats with equal options and medium
+    /// write identical bytes. Without this, each format gets a fresh serial
+    /// (and GUIDs) and the current time.
+    pub fn pinned(mut self, serial: u32, timestamp: Timestamp) -> Self {
+        self.serial = Some(serial);
+        self.timestamp = Some(timestamp);
+        self
+    }
 }

@@ -6,7 +6,10 @@
 
 use crate::error::PlanError;
 use crate::label::{exfat_label, fat32_label, EncodedLabel};
-use crate::options::{ClusterChoice, FormatOptions, FsChoice, FsType, Medium, Timestamp};
+use crate::options::{
+    random_serial, ClusterChoice, FormatOptions, FsChoice, FsType, Medium, Timestamp,
+};
+use crate::rng::splitmix64;
 use crate::rules::{self, ClusterRule, FsRule};
 use crate::units::{format_size, MIB};
 use crate::{exfat, fat};
@@ -69,58 +72,174 @@ pub enum Geometry {
 }
 
 /// A validated plan: every byte offset the writer will use, and why each
-/// choice was made.
+/// choice was made. Only [`plan`] makes one (the fields are private, so a
+/// plan cannot be changed after validation); read it through the accessors.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
     /// File system.
-    pub fs: FsType,
+    pub(crate) fs: FsType,
     /// Why this file system.
-    pub fs_rule: FsRule,
+    pub(crate) fs_rule: FsRule,
     /// Sector size in bytes.
-    pub sector_size: u32,
+    pub(crate) sector_size: u32,
     /// Cluster size in bytes.
-    pub cluster_size: u64,
+    pub(crate) cluster_size: u64,
     /// Why this cluster size.
-    pub cluster_rule: ClusterRule,
+    pub(crate) cluster_rule: ClusterRule,
     /// What Windows' format would have picked, if it formats this at all.
-    pub windows_default_cluster: Option<u64>,
+    pub(crate) windows_default_cluster: Option<u64>,
     /// Number of clusters in the data region / cluster heap.
-    pub cluster_count: u32,
+    pub(crate) cluster_count: u32,
     /// Bytes of the volume (whole sectors).
-    pub volume_bytes: u64,
+    pub(crate) volume_bytes: u64,
     /// Byte offset of the volume on its medium.
-    pub partition_offset: u64,
+    pub(crate) partition_offset: u64,
     /// Alignment (bytes, from the medium start) of the FAT and data region.
-    pub align: u64,
+    pub(crate) align: u64,
     /// Byte offset of the first FAT from the volume start.
-    pub fat_offset: u64,
+    pub(crate) fat_offset: u64,
     /// Bytes of one FAT.
-    pub fat_bytes: u64,
+    pub(crate) fat_bytes: u64,
     /// Number of FATs.
-    pub fat_count: u32,
+    pub(crate) fat_count: u32,
     /// Byte offset of the cluster heap / data region from the volume start.
-    pub data_offset: u64,
+    pub(crate) data_offset: u64,
     /// Clusters in use after formatting (bitmap, up-case, root).
-    pub used_clusters: u32,
+    pub(crate) used_clusters: u32,
     /// Volume serial number.
-    pub serial: u32,
+    pub(crate) serial: u32,
     /// The label as given (validated), if any.
-    pub label: Option<String>,
+    pub(crate) label: Option<String>,
     /// The label as the file system stores it (encoded once, by the planner).
-    pub label_encoded: Option<EncodedLabel>,
+    pub(crate) label_encoded: Option<EncodedLabel>,
     /// exFAT volume GUID written to the root directory, if any.
-    pub volume_guid: Option<[u8; 16]>,
+    pub(crate) volume_guid: Option<[u8; 16]>,
     /// Time recorded in the file system.
-    pub timestamp: Timestamp,
+    pub(crate) timestamp: Timestamp,
     /// Compatibility warnings (the layout is valid, but some systems may balk).
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
     /// File-system geometry.
-    pub geometry: Geometry,
+    pub(crate) geometry: Geometry,
     /// All regions, in order, covering the volume exactly.
-    pub regions: Vec<Region>,
+    pub(crate) regions: Vec<Region>,
 }
 
 impl Layout {
+    /// File system.
+    pub fn fs(&self) -> FsType {
+        self.fs
+    }
+
+    /// Why this file system.
+    pub fn fs_rule(&self) -> FsRule {
+        self.fs_rule
+    }
+
+    /// Sector size in bytes.
+    pub fn sector_size(&self) -> u32 {
+        self.sector_size
+    }
+
+    /// Cluster size in bytes.
+    pub fn cluster_size(&self) -> u64 {
+        self.cluster_size
+    }
+
+    /// Why this cluster size.
+    pub fn cluster_rule(&self) -> ClusterRule {
+        self.cluster_rule
+    }
+
+    /// What Windows' format would have picked, if it formats this at all.
+    pub fn windows_default_cluster(&self) -> Option<u64> {
+        self.windows_default_cluster
+    }
+
+    /// Number of clusters in the data region / cluster heap.
+    pub fn cluster_count(&self) -> u32 {
+        self.cluster_count
+    }
+
+    /// Bytes of the volume (whole sectors).
+    pub fn volume_bytes(&self) -> u64 {
+        self.volume_bytes
+    }
+
+    /// Byte offset of the volume on its medium.
+    pub fn partition_offset(&self) -> u64 {
+        self.partition_offset
+    }
+
+    /// Alignment (bytes, from the medium start) of the FAT and data region.
+    pub fn align(&self) -> u64 {
+        self.align
+    }
+
+    /// Byte offset of the first FAT from the volume start.
+    pub fn fat_offset(&self) -> u64 {
+        self.fat_offset
+    }
+
+    /// Bytes of one FAT.
+    pub fn fat_bytes(&self) -> u64 {
+        self.fat_bytes
+    }
+
+    /// Number of FATs.
+    pub fn fat_count(&self) -> u32 {
+        self.fat_count
+    }
+
+    /// Byte offset of the cluster heap / data region from the volume start.
+    pub fn data_offset(&self) -> u64 {
+        self.data_offset
+    }
+
+    /// Clusters in use after formatting (bitmap, up-case, root).
+    pub fn used_clusters(&self) -> u32 {
+        self.used_clusters
+    }
+
+    /// Volume serial number.
+    pub fn serial(&self) -> u32 {
+        self.serial
+    }
+
+    /// exFAT volume GUID written to the root directory, if any.
+    pub fn volume_guid(&self) -> Option<[u8; 16]> {
+        self.volume_guid
+    }
+
+    /// Time recorded in the file system.
+    pub fn timestamp(&self) -> Timestamp {
+        self.timestamp
+    }
+
+    /// The label as given (validated), if any.
+    pub fn label(&self) -> Option<&str> {
+        self.label.as_deref()
+    }
+
+    /// The label as the file system stores it (encoded once, by the planner).
+    pub fn label_encoded(&self) -> Option<&EncodedLabel> {
+        self.label_encoded.as_ref()
+    }
+
+    /// Compatibility warnings (the layout is valid, but some systems may balk).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// File-system geometry.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    /// All regions, in order, covering the volume exactly.
+    pub fn regions(&self) -> &[Region] {
+        &self.regions
+    }
+
     /// Bytes available for files: free clusters × cluster size.
     pub fn usable_bytes(&self) -> u64 {
         u64::from(self.cluster_count - self.used_clusters) * self.cluster_size
@@ -283,8 +402,8 @@ fn pick_fat(
     cluster: ClusterChoice,
     auto: bool,
 ) -> Result<Option<FsPick>, PlanError> {
-    match cluster {
-        ClusterChoice::Bytes(c) => {
+    match cluster.explicit() {
+        Some((c, cluster_rule)) => {
             crate::error::check_cluster(FsType::Fat32, c, ctx.medium.sector_size)?;
             match ctx.fat_width_at(c) {
                 Some((fs, g)) => {
@@ -293,12 +412,12 @@ fn pick_fat(
                     } else {
                         FsRule::FatWidthFromClusterCount
                     };
-                    Ok(Some(FsPick::Done(fs, rule, c, ClusterRule::Explicit, g)))
+                    Ok(Some(FsPick::Done(fs, rule, c, cluster_rule, g)))
                 }
                 None => Err(ctx.no_fat_width(c)),
             }
         }
-        ClusterChoice::Auto => {
+        None => {
             if !ctx.valid_sizes(FsType::Fat32).is_empty() {
                 let rule = if auto {
                     FsRule::AutoFat32UpTo32GiB
@@ -335,6 +454,51 @@ fn pick_fat(
 /// Plans a format. Returns a [`Layout`] in which every invariant holds, or the
 /// reason (naming the valid range) why the options cannot work on this medium.
 pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> {
+    let (medium, align) = checked_medium(opts, medium)?;
+    let ctx = Ctx {
+        medium: &medium,
+        align,
+        root_entries: root_entries(opts.root_entries)?,
+    };
+    // File system (and, where the FAT width follows the cluster count, the
+    // cluster size with it).
+    let pick = pick_fs(&ctx, opts)?;
+    let fs = match pick {
+        FsPick::Fs(fs, _) | FsPick::Done(fs, ..) => fs,
+    };
+    if opts.root_entries.is_some() && !fs.is_small_fat() {
+        return Err(PlanError::RootEntriesNotFixed(fs));
+    }
+    // Label (validated and encoded before anything else can fail late).
+    let label = encode_label(opts.label.as_deref(), fs)?;
+    let (fs_rule, cluster, cluster_rule, geometry) = match pick {
+        FsPick::Done(_, fs_rule, c, rule, g) => (fs_rule, c, rule, g),
+        FsPick::Fs(fs, fs_rule) => {
+            let (c, rule, g) = pick_cluster(&ctx, fs, opts.cluster)?;
+            (fs_rule, c, rule, g)
+        }
+    };
+    let timestamp = opts.timestamp.unwrap_or_else(Timestamp::now);
+    let serial = opts.serial.unwrap_or_else(random_serial);
+    let choices = Choices {
+        fs,
+        fs_rule,
+        cluster,
+        cluster_rule,
+        align,
+        serial,
+        volume_guid: (fs == FsType::Exfat && opts.volume_guid)
+            .then(|| derive_guid(serial, timestamp)),
+        label,
+        timestamp,
+        warnings: warnings(fs, cluster, &medium, align, opts),
+    };
+    Ok(build(choices, &medium, geometry))
+}
+
+/// Checks the sector size, the partition offset and the alignment; returns
+/// the medium rounded down to whole sectors and the alignment to use.
+fn checked_medium(opts: &FormatOptions, medium: &Medium) -> Result<(Medium, u64), PlanError> {
     check_sector(medium.sector_size)?;
     let bps = u64::from(medium.sector_size);
     if medium.partition_offset % bps != 0 {
@@ -349,79 +513,75 @@ pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> 
         ..*medium
     };
     let align = match opts.align {
-        Some(a) => {
-            if !a.is_power_of_two() || a < bps || a > MAX_ALIGN {
-                return Err(PlanError::Align {
-                    align: a,
-                    sector: medium.sector_size,
-                    max: MAX_ALIGN,
-                });
-            }
-            a
+        Some(a) if !a.is_power_of_two() || a < bps || a > MAX_ALIGN => {
+            return Err(PlanError::Align {
+                align: a,
+                sector: medium.sector_size,
+                max: MAX_ALIGN,
+            })
         }
+        Some(a) => a,
         None => default_align(volume_bytes, medium.sector_size),
     };
+    Ok((medium, align))
+}
 
-    let root_entries = match opts.root_entries {
-        None => fat::DEFAULT_ROOT_ENTRIES,
-        Some(n) if (1..=fat::MAX_ROOT_ENTRIES).contains(&n) => n,
-        Some(n) => return Err(PlanError::RootEntries(u64::from(n))),
-    };
-    let ctx = Ctx {
-        medium: &medium,
-        align,
-        root_entries,
-    };
+/// The FAT12/16 root directory entries asked for, checked.
+fn root_entries(asked: Option<u32>) -> Result<u32, PlanError> {
+    match asked {
+        None => Ok(fat::DEFAULT_ROOT_ENTRIES),
+        Some(n) if (1..=fat::MAX_ROOT_ENTRIES).contains(&n) => Ok(n),
+        Some(n) => Err(PlanError::RootEntries(u64::from(n))),
+    }
+}
 
-    // File system (and, where the FAT width follows the cluster count, the
-    // cluster size with it).
+/// The file system, by [`FormatOptions::fs`].
+fn pick_fs(ctx: &Ctx<'_>, opts: &FormatOptions) -> Result<FsPick, PlanError> {
     let choice = match (opts.esp, opts.fs) {
         (true, FsChoice::Fixed(FsType::Exfat)) => return Err(PlanError::EspNotFat),
         (true, FsChoice::Auto) => FsChoice::Fat,
         (_, c) => c,
     };
-    let pick = match choice {
+    Ok(match choice {
         FsChoice::Fixed(fs) => FsPick::Fs(fs, FsRule::Explicit),
-        FsChoice::Fat => match pick_fat(&ctx, opts.cluster, false)? {
+        FsChoice::Fat => match pick_fat(ctx, opts.cluster, false)? {
             Some(p) => p,
-            None => return Err(ctx.no_fat_width(u64::from(medium.sector_size))),
+            None => return Err(ctx.no_fat_width(u64::from(ctx.medium.sector_size))),
         },
-        FsChoice::Auto => match rules::auto_fs(volume_bytes) {
+        FsChoice::Auto => match rules::auto_fs(ctx.medium.volume_bytes) {
             FsType::Exfat => FsPick::Fs(FsType::Exfat, FsRule::AutoExfatAbove32GiB),
-            _ => match pick_fat(&ctx, opts.cluster, true)? {
+            _ => match pick_fat(ctx, opts.cluster, true)? {
                 Some(p) => p,
                 None => FsPick::Fs(FsType::Exfat, FsRule::AutoExfatTooSmallForFat32),
             },
         },
-    };
-    let fs = match pick {
-        FsPick::Fs(fs, _) | FsPick::Done(fs, ..) => fs,
-    };
-    if opts.root_entries.is_some() && !fs.is_small_fat() {
-        return Err(PlanError::RootEntriesNotFixed(fs));
-    }
+    })
+}
 
-    // Label (validated and encoded before anything else can fail late).
-    let label = match &opts.label {
-        Some(l) => Some((
-            l.clone(),
-            match fs {
-                FsType::Exfat => EncodedLabel::Exfat(exfat_label(l)?),
-                _ => EncodedLabel::Fat32(fat32_label(l)?),
-            },
-        )),
-        None => None,
+/// The label as given and as `fs` stores it.
+fn encode_label(
+    label: Option<&str>,
+    fs: FsType,
+) -> Result<Option<(String, EncodedLabel)>, PlanError> {
+    let Some(l) = label else {
+        return Ok(None);
     };
-
-    // Cluster size.
-    let (fs_rule, cluster, cluster_rule, geometry) = match pick {
-        FsPick::Done(_, fs_rule, c, rule, g) => (fs_rule, c, rule, g),
-        FsPick::Fs(fs, fs_rule) => {
-            let (c, rule, g) = pick_cluster(&ctx, fs, opts.cluster)?;
-            (fs_rule, c, rule, g)
-        }
+    let encoded = match fs {
+        FsType::Exfat => EncodedLabel::Exfat(exfat_label(l)?),
+        _ => EncodedLabel::Fat32(fat32_label(l)?),
     };
+    Ok(Some((l.to_string(), encoded)))
+}
 
+/// Compatibility warnings for a valid layout.
+fn warnings(
+    fs: FsType,
+    cluster: u64,
+    medium: &Medium,
+    align: u64,
+    opts: &FormatOptions,
+) -> Vec<String> {
+    let volume_bytes = medium.volume_bytes;
     let mut warnings = Vec::new();
     if fs.is_fat() && cluster > fat::COMPAT_MAX_CLUSTER {
         warnings.push(format!(
@@ -463,27 +623,7 @@ pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> 
             format_size(align)
         ));
     }
-
-    let serial = opts
-        .serial
-        .unwrap_or_else(|| serial_from_time(opts.timestamp));
-    let volume_guid =
-        (fs == FsType::Exfat && opts.volume_guid).then(|| derive_guid(serial, opts.timestamp));
-    let layout = build(
-        fs,
-        fs_rule,
-        cluster,
-        cluster_rule,
-        &medium,
-        align,
-        geometry,
-        serial,
-        label,
-        volume_guid,
-        opts.timestamp,
-        warnings,
-    );
-    Ok(layout)
+    warnings
 }
 
 /// The cluster size for a chosen file system: the one asked for, or the
@@ -494,14 +634,14 @@ fn pick_cluster(
     cluster: ClusterChoice,
 ) -> Result<(u64, ClusterRule, Geometry), PlanError> {
     let bps = u64::from(ctx.medium.sector_size);
-    match cluster {
-        ClusterChoice::Bytes(c) => {
+    match cluster.explicit() {
+        Some((c, rule)) => {
             let g = ctx
                 .geometry(fs, c)
                 .map_err(|e| with_valid_sizes(e, ctx, fs))?;
-            Ok((c, ClusterRule::Explicit, g))
+            Ok((c, rule, g))
         }
-        ClusterChoice::Auto => {
+        None => {
             let want = rules::auto_cluster(fs, ctx.medium.volume_bytes).max(bps);
             match ctx.geometry(fs, want) {
                 Ok(g) => Ok((want, ClusterRule::FieldEvidence, g)),
@@ -564,8 +704,9 @@ fn with_valid_sizes(e: PlanError, ctx: &Ctx<'_>, fs: FsType) -> PlanError {
     }
 }
 
-/// The serial used when none is given: the clock's seconds and nanoseconds,
-/// mixed (in the spirit of DOS, which mixed date and time).
+/// A serial from the clock's seconds and nanoseconds, mixed (in the spirit
+/// of DOS, which mixed date and time): the CLI's serial when `--serial` is
+/// not given, pinned by `SOURCE_DATE_EPOCH`.
 pub fn serial_from_time(t: Timestamp) -> u32 {
     let x = splitmix64((t.secs as u64) ^ (u64::from(t.nanos) << 32));
     (x ^ (x >> 32)) as u32
@@ -585,35 +726,38 @@ fn derive_guid(serial: u32, t: Timestamp) -> [u8; 16] {
     g
 }
 
-/// SplitMix64: a tiny, well-known bit mixer (Steele, Lea, Flood 2014).
-pub(crate) fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn build(
+/// Everything the planner chose, besides the geometry.
+struct Choices {
     fs: FsType,
     fs_rule: FsRule,
     cluster: u64,
     cluster_rule: ClusterRule,
-    medium: &Medium,
     align: u64,
-    geometry: Geometry,
     serial: u32,
-    label: Option<(String, EncodedLabel)>,
     volume_guid: Option<[u8; 16]>,
+    label: Option<(String, EncodedLabel)>,
     timestamp: Timestamp,
     warnings: Vec<String>,
-) -> Layout {
-    let bps = u64::from(medium.sector_size);
-    let volume_bytes = medium.volume_bytes;
-    let mut regions = Vec::new();
-    let mut push = |kind, index, offset: u64, len: u64, written| {
+}
+
+/// Where the FATs and the data region lie, and how many clusters there are.
+struct Placement {
+    cluster_count: u32,
+    used_clusters: u32,
+    fat_offset: u64,
+    fat_bytes: u64,
+    fat_count: u32,
+    data_offset: u64,
+}
+
+/// The regions of a volume, in order; empty ones are left out.
+#[derive(Default)]
+struct Regions(Vec<Region>);
+
+impl Regions {
+    fn push(&mut self, kind: RegionKind, index: u32, offset: u64, len: u64, written: bool) {
         if len > 0 {
-            regions.push(Region {
+            self.0.push(Region {
                 kind,
                 index,
                 offset,
@@ -621,107 +765,122 @@ fn build(
                 written,
             });
         }
+    }
+}
+
+/// The exFAT regions and placement.
+fn exfat_regions(g: &exfat::Geometry, bps: u64, volume_bytes: u64, r: &mut Regions) -> Placement {
+    let fat_off = u64::from(g.fat_offset) * bps;
+    let fat_len = u64::from(g.fat_length) * bps;
+    let heap = u64::from(g.heap_offset) * bps;
+    let br = mkfs_alloc_ondisk::exfat::BOOT_REGION_SECTORS * bps;
+    r.push(RegionKind::BootRegion, 0, 0, br, true);
+    r.push(RegionKind::BackupBootRegion, 0, br, br, true);
+    r.push(RegionKind::Padding, 0, 2 * br, fat_off - 2 * br, true);
+    r.push(RegionKind::Fat, 0, fat_off, fat_len, true);
+    let fat_end = fat_off + fat_len;
+    r.push(RegionKind::HeapPadding, 0, fat_end, heap - fat_end, true);
+    let c = g.cluster;
+    let bm = u64::from(g.bitmap_clusters) * c;
+    let up = u64::from(g.upcase_clusters) * c;
+    let rt = u64::from(g.root_clusters) * c;
+    r.push(RegionKind::Bitmap, 0, heap, bm, true);
+    r.push(RegionKind::Upcase, 0, heap + bm, up, true);
+    r.push(RegionKind::RootDirectory, 0, heap + bm + up, rt, true);
+    let used_end = heap + bm + up + rt;
+    let heap_end = heap + u64::from(g.cluster_count) * c;
+    r.push(
+        RegionKind::FreeClusters,
+        0,
+        used_end,
+        heap_end - used_end,
+        false,
+    );
+    r.push(
+        RegionKind::Tail,
+        0,
+        heap_end,
+        volume_bytes - heap_end,
+        false,
+    );
+    Placement {
+        cluster_count: g.cluster_count,
+        used_clusters: g.used_clusters(),
+        fat_offset: fat_off,
+        fat_bytes: fat_len,
+        fat_count: 1,
+        data_offset: heap,
+    }
+}
+
+/// The FAT12/16/32 regions and placement.
+fn fat_regions(g: &fat::Geometry, bps: u64, volume_bytes: u64, r: &mut Regions) -> Placement {
+    let rsvd = u64::from(g.rsvd) * bps;
+    let fat_len = u64::from(g.fat_sz) * bps;
+    let data = g.data_sector() * bps;
+    r.push(RegionKind::BootRegion, 0, 0, rsvd, true);
+    r.push(RegionKind::Fat, 0, rsvd, fat_len, true);
+    r.push(RegionKind::Fat, 1, rsvd + fat_len, fat_len, true);
+    // FAT32: the root is cluster 2; FAT12/16: a fixed region.
+    let (root, root_len, used) = if g.fs == FsType::Fat32 {
+        (data, g.cluster, 1)
+    } else {
+        (g.root_sector() * bps, g.root_sectors() * bps, 0)
     };
-    let (cluster_count, used_clusters, fat_offset, fat_bytes, fat_count, data_offset) =
-        match &geometry {
-            Geometry::Exfat(g) => {
-                let fat_off = u64::from(g.fat_offset) * bps;
-                let fat_len = u64::from(g.fat_length) * bps;
-                let heap = u64::from(g.heap_offset) * bps;
-                let br = mkfs_alloc_ondisk::exfat::BOOT_REGION_SECTORS * bps;
-                push(RegionKind::BootRegion, 0, 0, br, true);
-                push(RegionKind::BackupBootRegion, 0, br, br, true);
-                push(RegionKind::Padding, 0, 2 * br, fat_off - 2 * br, true);
-                push(RegionKind::Fat, 0, fat_off, fat_len, true);
-                push(
-                    RegionKind::HeapPadding,
-                    0,
-                    fat_off + fat_len,
-                    heap - fat_off - fat_len,
-                    true,
-                );
-                let c = g.cluster;
-                let bm = u64::from(g.bitmap_clusters) * c;
-                let up = u64::from(g.upcase_clusters) * c;
-                let rt = u64::from(g.root_clusters) * c;
-                push(RegionKind::Bitmap, 0, heap, bm, true);
-                push(RegionKind::Upcase, 0, heap + bm, up, true);
-                push(RegionKind::RootDirectory, 0, heap + bm + up, rt, true);
-                let heap_end = heap + u64::from(g.cluster_count) * c;
-                push(
-                    RegionKind::FreeClusters,
-                    0,
-                    heap + bm + up + rt,
-                    heap_end - (heap + bm + up + rt),
-                    false,
-                );
-                push(
-                    RegionKind::Tail,
-                    0,
-                    heap_end,
-                    volume_bytes - heap_end,
-                    false,
-                );
-                (
-                    g.cluster_count,
-                    g.used_clusters(),
-                    fat_off,
-                    fat_len,
-                    1,
-                    heap,
-                )
-            }
-            Geometry::Fat(g) => {
-                let rsvd = u64::from(g.rsvd) * bps;
-                let fat_len = u64::from(g.fat_sz) * bps;
-                let data = g.data_sector() * bps;
-                push(RegionKind::BootRegion, 0, 0, rsvd, true);
-                push(RegionKind::Fat, 0, rsvd, fat_len, true);
-                push(RegionKind::Fat, 1, rsvd + fat_len, fat_len, true);
-                // FAT32: the root is cluster 2; FAT12/16: a fixed region.
-                let (root, root_len, used) = if g.fs == FsType::Fat32 {
-                    (data, g.cluster, 1)
-                } else {
-                    (g.root_sector() * bps, g.root_sectors() * bps, 0)
-                };
-                push(RegionKind::RootDirectory, 0, root, root_len, true);
-                let data_end = data + u64::from(g.cluster_count) * g.cluster;
-                let free = data + u64::from(used) * g.cluster;
-                push(RegionKind::FreeClusters, 0, free, data_end - free, false);
-                push(
-                    RegionKind::Tail,
-                    0,
-                    data_end,
-                    volume_bytes - data_end,
-                    false,
-                );
-                (g.cluster_count, used, rsvd, fat_len, 2, data)
-            }
-        };
+    r.push(RegionKind::RootDirectory, 0, root, root_len, true);
+    let data_end = data + u64::from(g.cluster_count) * g.cluster;
+    let free = data + u64::from(used) * g.cluster;
+    r.push(RegionKind::FreeClusters, 0, free, data_end - free, false);
+    r.push(
+        RegionKind::Tail,
+        0,
+        data_end,
+        volume_bytes - data_end,
+        false,
+    );
+    Placement {
+        cluster_count: g.cluster_count,
+        used_clusters: used,
+        fat_offset: rsvd,
+        fat_bytes: fat_len,
+        fat_count: 2,
+        data_offset: data,
+    }
+}
+
+/// The layout of what the planner chose on `medium`.
+fn build(c: Choices, medium: &Medium, geometry: Geometry) -> Layout {
+    let bps = u64::from(medium.sector_size);
+    let volume_bytes = medium.volume_bytes;
+    let mut regions = Regions::default();
+    let p = match &geometry {
+        Geometry::Exfat(g) => exfat_regions(g, bps, volume_bytes, &mut regions),
+        Geometry::Fat(g) => fat_regions(g, bps, volume_bytes, &mut regions),
+    };
     Layout {
-        fs,
-        fs_rule,
+        fs: c.fs,
+        fs_rule: c.fs_rule,
         sector_size: medium.sector_size,
-        cluster_size: cluster,
-        cluster_rule,
-        windows_default_cluster: rules::windows_default(fs, volume_bytes),
-        cluster_count,
+        cluster_size: c.cluster,
+        cluster_rule: c.cluster_rule,
+        windows_default_cluster: rules::windows_default(c.fs, volume_bytes),
+        cluster_count: p.cluster_count,
         volume_bytes,
         partition_offset: medium.partition_offset,
-        align,
-        fat_offset,
-        fat_bytes,
-        fat_count,
-        data_offset,
-        used_clusters,
-        serial,
-        label_encoded: label.as_ref().map(|(_, e)| e.clone()),
-        label: label.map(|(l, _)| l),
-        volume_guid,
-        timestamp,
-        warnings,
+        align: c.align,
+        fat_offset: p.fat_offset,
+        fat_bytes: p.fat_bytes,
+        fat_count: p.fat_count,
+        data_offset: p.data_offset,
+        used_clusters: p.used_clusters,
+        serial: c.serial,
+        label_encoded: c.label.as_ref().map(|(_, e)| e.clone()),
+        label: c.label.map(|(l, _)| l),
+        volume_guid: c.volume_guid,
+        timestamp: c.timestamp,
+        warnings: c.warnings,
         geometry,
-        regions,
+        regions: regions.0,
     }
 }
 

@@ -290,12 +290,7 @@ pub fn write_volume_with<D: BlockIo + ?Sized>(
     progress: Progress<'_>,
 ) -> Result<WriteReport, WriteError> {
     let bs = dev.block_size();
-    if bs == 0 || bs > layout.sector_size || layout.sector_size % bs != 0 {
-        return Err(WriteError::BlockSize {
-            device: bs,
-            sector: layout.sector_size,
-        });
-    }
+    check_block_size(bs, layout.sector_size)?;
     let device = dev.num_blocks().saturating_mul(u64::from(bs));
     if device < layout.volume_bytes {
         return Err(WriteError::TooSmall {
@@ -526,6 +521,19 @@ fn write_fat<D: BlockIo + ?Sized>(
     // 3. Sector 0 last (FAT12/16 have no other boot-area sector).
     s.write(0, &boot)?;
     Ok(s.flush()?)
+}
+
+/// Checks that a target of `block_size`-byte blocks can hold a file system
+/// of `sector_size`-byte sectors (the block size divides the sector size).
+/// The planners and the writer all check with this.
+pub fn check_block_size(block_size: u32, sector_size: u32) -> Result<(), WriteError> {
+    if block_size == 0 || block_size > sector_size || sector_size % block_size != 0 {
+        return Err(WriteError::BlockSize {
+            device: block_size,
+            sector: sector_size,
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -23,32 +23,35 @@ fn opts(fs: FsType, cluster: u64, align: Option<u64>) -> FormatOptions {
 /// Checks every invariant of a layout; returns a description of the first
 /// violation.
 fn check(l: &Layout, m: &Medium) -> Result<(), String> {
-    let bps = u64::from(l.sector_size);
+    let bps = u64::from(l.sector_size());
     let po = m.partition_offset;
     // Regions tile the volume, in order, and stay inside it.
     let mut at = 0;
-    for r in &l.regions {
+    for r in l.regions() {
         if r.offset != at {
             return Err(format!("region {r:?} does not start at {at}"));
         }
         at += r.len;
     }
-    if at != l.volume_bytes || l.volume_bytes > m.volume_bytes {
+    if at != l.volume_bytes() || l.volume_bytes() > m.volume_bytes {
         return Err(format!(
             "regions end at {at}, volume {} medium {}",
-            l.volume_bytes, m.volume_bytes
+            l.volume_bytes(),
+            m.volume_bytes
         ));
     }
-    if (po + l.fat_offset) % l.align != 0 || (po + l.data_offset) % l.align != 0 {
+    if (po + l.fat_offset()) % l.align() != 0 || (po + l.data_offset()) % l.align() != 0 {
         return Err(format!(
             "FAT {} / data {} not aligned to {}",
-            l.fat_offset, l.data_offset, l.align
+            l.fat_offset(),
+            l.data_offset(),
+            l.align()
         ));
     }
-    if l.used_clusters >= l.cluster_count {
+    if l.used_clusters() >= l.cluster_count() {
         return Err("no free cluster".into());
     }
-    match &l.geometry {
+    match &l.geometry() {
         Geometry::Exfat(g) => {
             let cc = u64::from(g.cluster_count);
             if g.fat_offset < 24 {
@@ -60,16 +63,16 @@ fn check(l: &Layout, m: &Medium) -> Result<(), String> {
             if u64::from(g.fat_length) * bps < (cc + 2) * 4 {
                 return Err("FAT too small".into());
             }
-            if cc > 0xFFFF_FFF5 || l.cluster_size > 32 * MIB || l.cluster_size < bps {
+            if cc > 0xFFFF_FFF5 || l.cluster_size() > 32 * MIB || l.cluster_size() < bps {
                 return Err("cluster count or size out of range".into());
             }
-            if u64::from(g.heap_offset) * bps + cc * l.cluster_size > l.volume_bytes {
+            if u64::from(g.heap_offset) * bps + cc * l.cluster_size() > l.volume_bytes() {
                 return Err("heap past the end".into());
             }
             if g.bitmap_bytes != cc.div_ceil(8) {
                 return Err("bitmap length".into());
             }
-            if l.volume_bytes < MIB {
+            if l.volume_bytes() < MIB {
                 return Err("volume under 1 MiB".into());
             }
         }
@@ -82,7 +85,7 @@ fn check(l: &Layout, m: &Medium) -> Result<(), String> {
                 FsType::Fat16 => (4_085 + 16, 65_524 - 16),
                 _ => (65_525 + 16, 0x0FFF_FFF5),
             };
-            if !(lo..=hi).contains(&cc) || g.fs != l.fs {
+            if !(lo..=hi).contains(&cc) || g.fs != l.fs() {
                 return Err(format!("{} with cluster count {cc}", g.fs));
             }
             let bits = match g.fs {
@@ -107,14 +110,14 @@ fn check(l: &Layout, m: &Medium) -> Result<(), String> {
                 if g.root_entries < 512 || u64::from(g.root_entries) * 32 % bps != 0 {
                     return Err(format!("root entries {}", g.root_entries));
                 }
-                if l.used_clusters != 0 {
+                if l.used_clusters() != 0 {
                     return Err("FAT12/16 root takes no cluster".into());
                 }
             }
-            if (g.data_sector() + cc * u64::from(g.sec_per_clus)) * bps > l.volume_bytes {
+            if (g.data_sector() + cc * u64::from(g.sec_per_clus)) * bps > l.volume_bytes() {
                 return Err("data past the end".into());
             }
-            if l.volume_bytes / bps > u64::from(u32::MAX) {
+            if l.volume_bytes() / bps > u64::from(u32::MAX) {
                 return Err("TotSec32 overflow".into());
             }
         }
@@ -208,7 +211,7 @@ fn sweep_fat_width_follows_the_cluster_count() {
                     match plan(&o, &m) {
                         Ok(l) => {
                             check(&l, &m).unwrap_or_else(|e| panic!("fat {size} {c} {bps}: {e}"));
-                            *widths.entry(l.fs.name()).or_insert(0) += 1;
+                            *widths.entry(l.fs().name()).or_insert(0) += 1;
                             any.push(c);
                         }
                         Err(e) => failed.push((c, e)),
@@ -238,7 +241,7 @@ fn sweep_fat_width_follows_the_cluster_count() {
                 );
                 if let Ok(l) = &l {
                     check(l, &m).unwrap_or_else(|e| panic!("fat auto {size} {bps}: {e}"));
-                    assert!(l.fs.is_fat());
+                    assert!(l.fs().is_fat());
                 }
                 assert_eq!(l.is_ok(), !any.is_empty(), "{size} {bps}");
             }

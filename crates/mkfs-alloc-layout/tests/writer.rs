@@ -32,12 +32,12 @@ fn previously_used_target_is_invalidated_first_and_sector_0_written_last() {
         (FsType::Fat12, 4 * KIB, 12 * MIB),
     ] {
         let l = layout(fs, cluster, size, 512);
-        let disk = MemDisk::filled(512, l.volume_bytes / 512, 0xD1).expect("disk");
+        let disk = MemDisk::filled(512, l.volume_bytes() / 512, 0xD1).expect("disk");
         let mut dev = Counting::new(disk, true);
         write_volume(&l, &mut dev, &mut no_progress()).expect("write");
         let log = dev.log().to_vec();
         // First: zero everything before the FAT (old boot sectors), then flush.
-        assert_eq!(log[0], (IoOp::Zero, 0, l.fat_offset / 512), "{fs}");
+        assert_eq!(log[0], (IoOp::Zero, 0, l.fat_offset() / 512), "{fs}");
         assert_eq!(log[1].0, IoOp::Flush, "{fs}");
         // Last: sector 0, then a flush; a flush also precedes the boot area writes.
         let n = log.len();
@@ -56,7 +56,7 @@ fn previously_used_target_is_invalidated_first_and_sector_0_written_last() {
         for &(op, lba, _) in &log[boot_writes_start + 1..n - 2] {
             assert_eq!(op, IoOp::Write);
             assert!(
-                lba * 512 < l.fat_offset,
+                lba * 512 < l.fat_offset(),
                 "{fs}: only boot-area writes after the metadata flush"
             );
         }
@@ -71,7 +71,7 @@ fn flushes_only_where_the_order_needs_them() {
     let flushes = |dev: &Counting<MemDisk>| dev.log().iter().filter(|e| e.0 == IoOp::Flush).count();
     for fs in [FsType::Exfat, FsType::Fat32] {
         let l = layout(fs, 4 * KIB, 256 * MIB + 4 * MIB, 512);
-        let blocks = l.volume_bytes / 512;
+        let blocks = l.volume_bytes() / 512;
         let mut fresh = Counting::new(MemDisk::new(512, blocks).expect("disk"), true);
         write_volume(&l, &mut fresh, &mut no_progress()).expect("write");
         assert_eq!(flushes(&fresh), 2, "{fs}: fresh target");
@@ -105,7 +105,7 @@ fn flushes_only_where_the_order_needs_them() {
             "{fs}: the wiped first MiB was zeroed again: {:?}",
             &wiped_mib.log()[..4]
         );
-        assert!(report.bytes_skipped >= MIB.min(l.fat_offset), "{fs}");
+        assert!(report.bytes_skipped >= MIB.min(l.fat_offset()), "{fs}");
 
         let disk = MemDisk::filled(512, blocks, 0xD1).expect("disk");
         let mut unknown = Counting::new(disk, true);
@@ -133,10 +133,10 @@ fn quick_format_touches_metadata_only() {
         (FsType::Fat12, 128 * KIB, 4096),
     ] {
         let l = layout(fs, cluster, 300 * MIB, bps);
-        let mut disk = MemDisk::filled(bps, l.volume_bytes / u64::from(bps), 0xD1).expect("disk");
+        let mut disk = MemDisk::filled(bps, l.volume_bytes() / u64::from(bps), 0xD1).expect("disk");
         write_volume(&l, &mut disk, &mut no_progress()).expect("write");
         let bytes = disk.as_bytes();
-        for r in &l.regions {
+        for r in l.regions() {
             let area = &bytes[r.offset as usize..(r.offset + r.len) as usize];
             if r.written {
                 // Every sector of a written region was written (no sentinel sector left).
@@ -200,9 +200,9 @@ impl BlockIo for Null {
 fn one_tib_fat32_at_4k_streams_in_bounded_chunks() {
     // Two 1 GiB FATs: written as generated 1 MiB chunks, never held whole.
     let l = layout(FsType::Fat32, 4 * KIB, TIB, 512);
-    assert!(l.fat_bytes >= 1000 * MIB, "{}", l.fat_bytes);
+    assert!(l.fat_bytes() >= 1000 * MIB, "{}", l.fat_bytes());
     let mut dev = Null {
-        blocks: l.volume_bytes / 512,
+        blocks: l.volume_bytes() / 512,
         written: 0,
         max_write: 0,
     };

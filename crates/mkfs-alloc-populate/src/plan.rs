@@ -323,9 +323,9 @@ pub fn plan_tree(
     layout: &Layout,
     time: TimePolicy,
 ) -> Result<Populated, PopulateError> {
-    check(&mut tree, layout.fs)?;
-    let fs = layout.fs;
-    let cluster = layout.cluster_size;
+    check(&mut tree, layout.fs())?;
+    let fs = layout.fs();
+    let cluster = layout.cluster_size();
     let scan = scan_result(&tree);
     let root = RootDir::of(layout);
     let fp = footprint_for(layout, &scan);
@@ -364,7 +364,7 @@ pub fn plan_tree(
     if !problems.is_empty() {
         return Err(PopulateError::Names { fs, problems });
     }
-    let free = u64::from(layout.cluster_count - layout.used_clusters);
+    let free = u64::from(layout.cluster_count() - layout.used_clusters());
     if fp.new_clusters() > free {
         return Err(PopulateError::DoesNotFit {
             cluster,
@@ -372,7 +372,7 @@ pub fn plan_tree(
             free_clusters: free,
         });
     }
-    let (root_first, root_region) = match &layout.geometry {
+    let (root_first, root_region) = match &layout.geometry() {
         Geometry::Exfat(g) => (g.root_cluster(), None),
         Geometry::Fat(g) if fs.is_small_fat() => {
             let bps = u64::from(g.bps);
@@ -436,7 +436,7 @@ pub fn plan_tree(
         tree,
         fs,
         cluster,
-        data_offset: layout.data_offset,
+        data_offset: layout.data_offset(),
         root_first,
         root_clusters,
         root_region,

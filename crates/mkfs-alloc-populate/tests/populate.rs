@@ -115,7 +115,7 @@ fn layout(fs: FsType, cluster: u64, size: u64) -> Layout {
 
 fn format(l: &Layout, tree: Tree, time: TimePolicy) -> Result<Vec<u8>, WriteError> {
     let mut p = plan_tree(tree, l, time).expect("plan tree");
-    let mut disk = MemDisk::new(512, l.volume_bytes / 512).expect("disk");
+    let mut disk = MemDisk::new(512, l.volume_bytes() / 512).expect("disk");
     write_volume_with(l, Some(&mut p), &mut disk, Prior::Unknown, &mut |_, _| {})?;
     Ok(disk.into_inner())
 }
@@ -160,7 +160,7 @@ fn same_tree_in_another_creation_order_gives_the_same_bytes() {
 /// (exFAT) or FAT (FAT32).
 fn used_clusters(l: &Layout, img: &[u8]) -> u64 {
     let boot = &img[..512];
-    match l.fs {
+    match l.fs() {
         FsType::Exfat => {
             let heap = u64::from(u32::from_le_bytes(boot[88..92].try_into().expect("4")));
             let count = u32::from_le_bytes(boot[92..96].try_into().expect("4")) as usize;
@@ -199,7 +199,7 @@ fn used_clusters(l: &Layout, img: &[u8]) -> u64 {
                     }
                 }
             };
-            (2..2 + l.cluster_count as usize)
+            (2..2 + l.cluster_count() as usize)
                 .filter(|&n| entry(n) != 0)
                 .count() as u64
         }
@@ -230,7 +230,7 @@ fn used_clusters_equal_advise_prediction() {
         let used = used_clusters(&l, &img);
         assert_eq!(
             used,
-            u64::from(l.used_clusters) + predicted,
+            u64::from(l.used_clusters()) + predicted,
             "{fs_type} at {cluster}: used clusters differ from advise's prediction"
         );
     }
@@ -319,7 +319,7 @@ fn a_source_that_changes_leaves_no_boot_sector() {
         let l = layout(fs_type, 512, 64 << 20);
         let mut p = plan_tree(tree, &l, TimePolicy::default()).expect("plan");
         fs::write(&f, vec![1u8; 5_000]).expect("shrink");
-        let mut disk = MemDisk::new(512, l.volume_bytes / 512).expect("disk");
+        let mut disk = MemDisk::new(512, l.volume_bytes() / 512).expect("disk");
         let e = write_volume_with(&l, Some(&mut p), &mut disk, Prior::Unknown, &mut |_, _| {})
             .expect_err("must fail");
         assert!(matches!(e, WriteError::Content(_)), "{e}");
@@ -333,7 +333,7 @@ fn a_source_that_changes_leaves_no_boot_sector() {
         tree.add_file("/short", &b"abc"[..], 4, SystemTime::UNIX_EPOCH)
             .expect("add");
         let mut p = plan_tree(tree, &l, TimePolicy::default()).expect("plan");
-        let mut disk = MemDisk::new(512, l.volume_bytes / 512).expect("disk");
+        let mut disk = MemDisk::new(512, l.volume_bytes() / 512).expect("disk");
         let e = write_volume_with(&l, Some(&mut p), &mut disk, Prior::Unknown, &mut |_, _| {})
             .expect_err("must fail");
         assert!(matches!(e, WriteError::Content(_)), "{e}");
@@ -389,7 +389,7 @@ fn fatfs_reads(src: &Path, e: &[(String, Vec<u8>)], l: &Layout) {
         .expect("fatfs mounts it");
     assert_eq!(
         format!("{:?}", fsys.fat_type()),
-        format!("{:?}", l.fs),
+        format!("{:?}", l.fs()),
         "fatfs sees another FAT width"
     );
     let root = fsys.root_dir();

@@ -1,5 +1,18 @@
-//! mkfs-alloc as a library: partition and format any [`BlockIo`] target in
-//! one call — for imaging tools and test suites.
+//! mkfs-alloc as a library: partition and format any [`BlockIo`] target as
+//! exFAT or FAT with an explicit cluster size — for imaging tools and test
+//! suites. An image file, formatted exFAT with fresh identifiers:
+//!
+//! ```
+//! # let path = std::env::temp_dir().join(format!("mkfs-alloc-doc-{}.img", std::process::id()));
+//! use mkfs_alloc::{blockio::ImageFile, format, layout::{FsChoice, FsType}, MediumOptions};
+//! let mut image = ImageFile::create(&path, 256 << 20, 512)?; // a sparse 256 MiB image
+//! let mut opts = MediumOptions::default();
+//! opts.format.fs = FsChoice::Fixed(FsType::Exfat);
+//! let (plan, _report) = format(&opts, &mut image, &mut |_done, _total| {})?;
+//! # assert_eq!(plan.layout().fs(), FsType::Exfat);
+//! # drop(image); std::fs::remove_file(&path)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! ```text
 //!  MediumOptions + medium size ─► plan_medium() ─► MediumPlan { table, layout }
@@ -11,10 +24,21 @@
 //!                                    3. write the partition table, flush
 //! ```
 //!
+//! Every check happens in [`plan_medium`] (also the target's block size
+//! against the sector size) and again in [`write_medium`] before its first
+//! write, so rejected input leaves the target byte-identical. A plan's
+//! fields are private, and [`write_medium`] wipes what [`find_signatures`]
+//! found on that same target (a [`Found`] comes only from probing).
+//!
+//! Identifiers: unless the caller pins them, each format gets a fresh random
+//! serial, from which the exFAT volume GUID, the MBR disk signature and the
+//! GPT GUIDs derive, and the current time. [`FormatOptions::pinned`] (serial
+//! and timestamp) makes two formats byte-identical:
+//!
 //! ```
 //! use mkfs_alloc::{format, MediumOptions};
 //! use mkfs_alloc::blockio::MemDisk;
-//! use mkfs_alloc::layout::{ClusterChoice, FormatOptions, FsChoice, FsType};
+//! use mkfs_alloc::layout::{ClusterChoice, FormatOptions, FsChoice, FsType, Timestamp};
 //! use mkfs_alloc::partition::{TableChoice, TableKind};
 //!
 //! let mut disk = MemDisk::new(512, 256 * 2048)?; // 256 MiB
@@ -22,25 +46,50 @@
 //!     format: FormatOptions {
 //!         fs: FsChoice::Fixed(FsType::Exfat),
 //!         cluster: ClusterChoice::Bytes(32 * 1024),
-//!         serial: Some(0x1234_ABCD),
 //!         ..FormatOptions::default()
-//!     },
+//!     }
+//!     .pinned(0x1234_ABCD, Timestamp { secs: 1_700_000_000, nanos: 0 }),
 //!     table: TableChoice::Fixed(TableKind::Mbr),
 //!     ..MediumOptions::default()
 //! };
 //! let (plan, _report) = format(&opts, &mut disk, &mut |_, _| {})?;
-//! assert_eq!(plan.table.partition_start, 1 << 20);
+//! assert_eq!(plan.table().partition_start, 1 << 20);
 //! assert_eq!(&disk.as_bytes()[(1 << 20) + 3..(1 << 20) + 11], b"EXFAT   ");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub use mkfs_alloc_blockio as blockio;
-pub use mkfs_alloc_layout as layout;
-pub use mkfs_alloc_partition as partition;
+/// Block targets: the trait and the portable backends (raw devices are in
+/// the `mkfs-alloc-device` crate).
+pub mod blockio {
+    pub use mkfs_alloc_blockio::{
+        injected_fault, BlockIo, Counting, Fault, FaultyIo, ImageFile, InjectedFault, IoError,
+        IoOp, IoStats, LogEntry, MemDisk, Slice,
+    };
+}
+
+/// File-system options, the validated [`Layout`](layout::Layout) and the
+/// writer's report.
+pub mod layout {
+    pub use mkfs_alloc_layout::label::EncodedLabel;
+    pub use mkfs_alloc_layout::plan::Geometry;
+    pub use mkfs_alloc_layout::rules::{ClusterRule, FsRule};
+    pub use mkfs_alloc_layout::{
+        random_serial, ClusterChoice, Content, ContentSink, FormatOptions, FsChoice, FsType,
+        Layout, PlanError, Region, RegionKind, Timestamp, WriteError, WriteReport,
+    };
+}
+
+/// Partition-table options and plans.
+pub mod partition {
+    pub use mkfs_alloc_partition::{
+        Guid, PartitionError, PartitionFs, Signature, TableChoice, TableKind, TablePlan,
+    };
+}
 
 use mkfs_alloc_blockio::{BlockIo, IoError, Slice};
 use mkfs_alloc_layout::{
-    Content, FormatOptions, FsType, Layout, Medium, PlanError, WriteError, WriteReport,
+    check_block_size, random_serial, Content, FormatOptions, FsType, Layout, Medium, PlanError,
+    Timestamp, WriteError, WriteReport,
 };
 use mkfs_alloc_partition::{
     choose_table, plan_table, probe_signatures, wipe_for_table, write_table, PartitionError,
@@ -71,15 +120,75 @@ impl Default for MediumOptions {
     }
 }
 
-/// A validated plan for a whole medium.
+/// A validated plan for a whole medium. Only [`plan_medium`] makes one (the
+/// fields are private: a plan cannot be changed after validation).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MediumPlan {
+    table: TablePlan,
+    table_reason: &'static str,
+    layout: Layout,
+    medium_bytes: u64,
+    block_size: u32,
+}
+
+impl MediumPlan {
     /// The partition table (kind `None`: the volume spans the medium).
-    pub table: TablePlan,
+    pub fn table(&self) -> &TablePlan {
+        &self.table
+    }
+
     /// Why this table kind.
-    pub table_reason: &'static str,
+    pub fn table_reason(&self) -> &'static str {
+        self.table_reason
+    }
+
     /// The file system inside the partition.
-    pub layout: Layout,
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Bytes of the medium planned for.
+    pub fn medium_bytes(&self) -> u64 {
+        self.medium_bytes
+    }
+
+    /// Logical block size of the medium planned for.
+    pub fn block_size(&self) -> u32 {
+        self.block_size
+    }
+
+    /// Refuses a target other than the one planned for (block size, size),
+    /// before anything is written to it.
+    fn check_target<D: BlockIo>(&self, dev: &D) -> Result<(), FormatError> {
+        check_block_size(dev.block_size(), self.layout.sector_size())?;
+        let bytes = dev.num_blocks().saturating_mul(u64::from(dev.block_size()));
+        if dev.block_size() != self.block_size || bytes < self.medium_bytes {
+            return Err(FormatError::NotPlannedTarget {
+                planned_bytes: self.medium_bytes,
+                planned_block: self.block_size,
+                bytes,
+                block: dev.block_size(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// What was on a target before the format: the signatures
+/// [`find_signatures`] found (only it makes one, so the wipe cannot be
+/// skipped by passing an empty list), with the shape of the target probed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    signatures: Vec<Signature>,
+    block_size: u32,
+    num_blocks: u64,
+}
+
+impl Found {
+    /// The signatures, in the order `wipefs -n` would list them.
+    pub fn signatures(&self) -> &[Signature] {
+        &self.signatures
+    }
 }
 
 /// What went wrong. `Plan` and `Partition` errors (except I/O) come before
@@ -99,6 +208,18 @@ pub enum FormatError {
     /// Another I/O failure.
     #[error(transparent)]
     Io(#[from] IoError),
+    /// The target written to is not the one planned for or probed.
+    #[error("the target ({bytes} bytes in {block}-byte blocks) is not the one planned for or probed ({planned_bytes} bytes in {planned_block}-byte blocks)")]
+    NotPlannedTarget {
+        /// Bytes of the medium planned for.
+        planned_bytes: u64,
+        /// Block size planned for.
+        planned_block: u32,
+        /// Bytes of the target.
+        bytes: u64,
+        /// Block size of the target.
+        block: u32,
+    },
 }
 
 impl FormatError {
@@ -111,7 +232,7 @@ impl FormatError {
             FormatError::Write(WriteError::Io(_) | WriteError::Content(_)) | FormatError::Io(_) => {
                 false
             }
-            FormatError::Write(_) => true,
+            FormatError::Write(_) | FormatError::NotPlannedTarget { .. } => true,
         }
     }
 }
@@ -129,12 +250,13 @@ pub fn plan_medium(
     medium_bytes: u64,
     block_size: u32,
 ) -> Result<MediumPlan, FormatError> {
+    check_block_size(block_size, opts.sector_size)?;
     let (kind, table_reason) = choose_table(opts.table, medium_bytes, opts.whole_disk);
+    // Pin what the caller left open, so that the table and the file system
+    // derive their identifiers from the same serial.
     let mut format = opts.format.clone();
-    let serial = format
-        .serial
-        .unwrap_or_else(|| mkfs_alloc_layout::plan::serial_from_time(format.timestamp));
-    format.serial = Some(serial);
+    let serial = *format.serial.get_or_insert_with(random_serial);
+    format.timestamp.get_or_insert_with(Timestamp::now);
     let align = match (kind, format.align) {
         (TableKind::Gpt, a) => a.unwrap_or(MIN_GPT_ALIGN).max(MIN_GPT_ALIGN),
         (_, Some(a)) => a,
@@ -157,7 +279,7 @@ pub fn plan_medium(
     };
     let layout = mkfs_alloc_layout::plan(&format, &medium)?;
     if table.mbr_type.is_some() && !format.esp {
-        let fs = match layout.fs {
+        let fs = match layout.fs() {
             FsType::Exfat => PartitionFs::Exfat,
             FsType::Fat32 => PartitionFs::Fat32,
             FsType::Fat16 => PartitionFs::Fat16,
@@ -171,17 +293,25 @@ pub fn plan_medium(
         table,
         table_reason,
         layout,
+        medium_bytes,
+        block_size,
     })
 }
 
 /// What is on `dev` now, the way `wipefs -n` would show it
 /// ([`probe_signatures`]); nothing on a target that reads as zero (a fresh
 /// sparse image), which is not read at all.
-pub fn find_signatures<D: BlockIo>(dev: &mut D) -> Result<Vec<Signature>, FormatError> {
-    if dev.reads_as_zero() {
-        return Ok(Vec::new());
-    }
-    Ok(probe_signatures(dev)?)
+pub fn find_signatures<D: BlockIo>(dev: &mut D) -> Result<Found, FormatError> {
+    let signatures = if dev.reads_as_zero() {
+        Vec::new()
+    } else {
+        probe_signatures(dev)?
+    };
+    Ok(Found {
+        signatures,
+        block_size: dev.block_size(),
+        num_blocks: dev.num_blocks(),
+    })
 }
 
 /// Writes a planned medium whose old signatures the caller has already
@@ -191,7 +321,7 @@ pub fn find_signatures<D: BlockIo>(dev: &mut D) -> Result<Vec<Signature>, Format
 pub fn write_medium<D: BlockIo>(
     plan: &MediumPlan,
     dev: &mut D,
-    found: &[Signature],
+    found: &Found,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<WriteReport, FormatError> {
     write_medium_with(plan, None, dev, found, progress)
@@ -204,18 +334,28 @@ pub fn write_medium_with<D: BlockIo>(
     plan: &MediumPlan,
     content: Option<&mut dyn Content>,
     dev: &mut D,
-    found: &[Signature],
+    found: &Found,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<WriteReport, FormatError> {
-    wipe_for_table(&plan.table, found, dev)?;
+    // Every check again, before the first write.
+    plan.check_target(dev)?;
+    if (found.block_size, found.num_blocks) != (dev.block_size(), dev.num_blocks()) {
+        return Err(FormatError::NotPlannedTarget {
+            planned_bytes: found.num_blocks.saturating_mul(u64::from(found.block_size)),
+            planned_block: found.block_size,
+            bytes: dev.num_blocks().saturating_mul(u64::from(dev.block_size())),
+            block: dev.block_size(),
+        });
+    }
+    wipe_for_table(&plan.table, &found.signatures, dev)?;
     // Old file systems gone for good before anything new is written; a
     // target where none was found needs no flush here.
-    if !found.is_empty() {
+    if !found.signatures.is_empty() {
         dev.flush()?;
     }
     let bs = u64::from(dev.block_size());
     let first = plan.table.partition_start / bs;
-    let count = plan.layout.volume_bytes / bs;
+    let count = plan.layout.volume_bytes() / bs;
     let report = {
         let mut part = Slice::new(&mut *dev, first, count)?;
         mkfs_alloc_layout::write_volume_with(

@@ -1,0 +1,143 @@
+//! The facade's guarantees to embedders: every check before the first
+//! write, fresh identifiers unless pinned, pinned output reproducible.
+
+use mkfs_alloc::blockio::{Counting, MemDisk};
+use mkfs_alloc::layout::{ClusterChoice, FormatOptions, FsChoice, FsType, Timestamp};
+use mkfs_alloc::partition::{TableChoice, TableKind};
+use mkfs_alloc::{find_signatures, format, plan_medium, write_medium, FormatError, MediumOptions};
+
+const MIB: u64 = 1 << 20;
+
+fn exfat(table: TableKind, sector_size: u32) -> MediumOptions {
+    MediumOptions {
+        format: FormatOptions {
+            fs: FsChoice::Fixed(FsType::Exfat),
+            cluster: ClusterChoice::Bytes(32 * 1024),
+            ..FormatOptions::default()
+        },
+        table: TableChoice::Fixed(table),
+        sector_size,
+        ..MediumOptions::default()
+    }
+}
+
+/// A 64 MiB target of 4096-byte blocks that already holds exFAT.
+fn old_exfat_on_4k() -> MemDisk {
+    let mut disk = MemDisk::new(4096, 64 * MIB / 4096).expect("disk");
+    format(&exfat(TableKind::None, 4096), &mut disk, &mut |_, _| {}).expect("first format");
+    assert_eq!(&disk.as_bytes()[3..11], b"EXFAT   ");
+    disk
+}
+
+#[test]
+fn a_sector_size_below_the_block_size_is_refused_before_any_write() {
+    let mut disk = old_exfat_on_4k();
+    let before = disk.as_bytes().to_vec();
+    let opts = exfat(TableKind::Mbr, 512);
+
+    // Planning refuses it.
+    let e = plan_medium(&opts, 64 * MIB, 4096).expect_err("512-byte sectors on 4096-byte blocks");
+    assert!(e.is_invalid_input(), "{e}");
+    assert!(e.to_string().contains("4096"), "{e}");
+
+    // So does the one-call path, without writing a byte.
+    let mut counted = Counting::new(&mut disk, false);
+    let e = format(&opts, &mut counted, &mut |_, _| {}).expect_err("refused");
+    assert!(e.is_invalid_input(), "{e}");
+    assert_eq!(counted.stats().writes, 0, "nothing written");
+    drop(counted);
+    assert!(
+        disk.as_bytes() == before.as_slice(),
+        "target byte-identical"
+    );
+}
+
+#[test]
+fn a_plan_for_another_target_is_refused_before_any_write() {
+    // Planned for 512-byte blocks, written to a 4096-byte-block target.
+    let mut disk = old_exfat_on_4k();
+    let before = disk.as_bytes().to_vec();
+    let plan = plan_medium(&exfat(TableKind::Mbr, 512), 64 * MIB, 512).expect("valid for 512");
+    let found = find_signatures(&mut disk).expect("probe");
+    let e = write_medium(&plan, &mut disk, &found, &mut |_, _| {}).expect_err("other target");
+    assert!(e.is_invalid_input(), "{e}");
+    assert!(
+        disk.as_bytes() == before.as_slice(),
+        "target byte-identical"
+    );
+
+    // A probe result of another target does not stand for this one.
+    let mut other = MemDisk::new(4096, 32 * MIB / 4096).expect("disk");
+    let other_found = find_signatures(&mut other).expect("probe");
+    let plan = plan_medium(&exfat(TableKind::Mbr, 4096), 64 * MIB, 4096).expect("valid");
+    let e = write_medium(&plan, &mut disk, &other_found, &mut |_, _| {}).expect_err("other probe");
+    assert!(matches!(e, FormatError::NotPlannedTarget { .. }), "{e}");
+    assert!(
+        disk.as_bytes() == before.as_slice(),
+        "target byte-identical"
+    );
+}
+
+/// (serial, MBR disk signature or GPT disk GUID, GPT partition GUID) of a
+/// default format of a 64 MiB image.
+fn identity(table: TableKind, opts: &FormatOptions) -> (u32, Vec<u8>, Vec<u8>, Vec<u8>) {
+    let mut disk = MemDisk::new(512, 64 * MIB / 512).expect("disk");
+    let mut o = exfat(table, 512);
+    o.format = FormatOptions {
+        fs: FsChoice::Fixed(FsType::Exfat),
+        ..opts.clone()
+    };
+    let (plan, _) = format(&o, &mut disk, &mut |_, _| {}).expect("format");
+    let b = disk.as_bytes();
+    let (disk_id, part_id) = match table {
+        // GPT header at LBA 1: disk GUID at 56; first entry at LBA 2: unique GUID at 16.
+        TableKind::Gpt => (
+            b[512 + 56..512 + 72].to_vec(),
+            b[1024 + 16..1024 + 32].to_vec(),
+        ),
+        _ => (b[440..444].to_vec(), Vec::new()),
+    };
+    (plan.layout().serial(), disk_id, part_id, b.to_vec())
+}
+
+#[test]
+fn default_formats_get_fresh_identifiers() {
+    let d = FormatOptions::default();
+    let (s1, disk1, part1, _) = identity(TableKind::Gpt, &d);
+    let (s2, disk2, part2, _) = identity(TableKind::Gpt, &d);
+    assert_ne!(s1, s2, "serial");
+    assert_ne!(disk1, disk2, "GPT disk GUID");
+    assert_ne!(part1, part2, "GPT partition GUID");
+    let (_, sig1, _, _) = identity(TableKind::Mbr, &d);
+    let (_, sig2, _, _) = identity(TableKind::Mbr, &d);
+    assert_ne!(sig1, sig2, "MBR disk signature");
+}
+
+#[test]
+fn pinned_formats_are_byte_identical() {
+    let t = Timestamp {
+        secs: 1_700_000_000,
+        nanos: 0,
+    };
+    let pinned = FormatOptions::default().pinned(0x1234_ABCD, t);
+    for table in [TableKind::None, TableKind::Mbr, TableKind::Gpt] {
+        let (s1, _, _, a) = identity(table, &pinned);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let (s2, _, _, b) = identity(table, &pinned);
+        assert_eq!(s1, 0x1234_ABCD);
+        assert_eq!(s2, 0x1234_ABCD);
+        assert!(a == b, "{table:?}: pinned formats differ");
+    }
+}
+
+#[test]
+fn the_data_cluster_choice_is_an_option_not_a_patch() {
+    let mut opts = exfat(TableKind::None, 512);
+    opts.format.cluster = ClusterChoice::FromData(64 * 1024);
+    let plan = plan_medium(&opts, 64 * MIB, 512).expect("valid");
+    assert_eq!(plan.layout().cluster_size(), 64 * 1024);
+    assert_eq!(
+        plan.layout().cluster_rule(),
+        mkfs_alloc::layout::ClusterRule::FromData
+    );
+}
