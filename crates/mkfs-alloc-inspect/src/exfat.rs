@@ -34,14 +34,14 @@ use crate::walk::{
 };
 use crate::InspectOptions;
 
-/// File entry type.
-pub const TYPE_FILE: u8 = 0x85;
-/// Stream extension entry type.
-pub const TYPE_STREAM: u8 = 0xC0;
-/// File name entry type.
-pub const TYPE_NAME: u8 = 0xC1;
-/// Directory attribute bit.
-pub const ATTR_DIRECTORY: u16 = 0x10;
+/// File entry type (from `mkfs-alloc-ondisk`).
+pub const TYPE_FILE: u8 = mkfs_alloc_ondisk::exfat::TYPE_FILE;
+/// Stream extension entry type (from `mkfs-alloc-ondisk`).
+pub const TYPE_STREAM: u8 = mkfs_alloc_ondisk::exfat::TYPE_STREAM_EXTENSION;
+/// File name entry type (from `mkfs-alloc-ondisk`).
+pub const TYPE_NAME: u8 = mkfs_alloc_ondisk::exfat::TYPE_FILE_NAME;
+/// Directory attribute bit (from `mkfs-alloc-ondisk`).
+pub const ATTR_DIRECTORY: u16 = mkfs_alloc_ondisk::exfat::file_attributes::DIRECTORY;
 /// Largest directory (spec §6.2: 256 MiB).
 pub const MAX_DIR_BYTES: u64 = 256 << 20;
 

@@ -34,12 +34,12 @@ use crate::InspectOptions;
 
 /// Largest FAT directory: 65,536 entries of 32 bytes (fatgen103 §6).
 pub const MAX_DIR_BYTES: u64 = 65_536 * 32;
-/// Attribute bits.
-pub const ATTR_DIRECTORY: u8 = 0x10;
-/// Volume label attribute.
-pub const ATTR_VOLUME_ID: u8 = 0x08;
-/// Long-name entry attribute (read-only | hidden | system | volume).
-pub const ATTR_LONG_NAME: u8 = 0x0F;
+/// Directory attribute bit (from `mkfs-alloc-ondisk`).
+pub const ATTR_DIRECTORY: u8 = mkfs_alloc_ondisk::fat::attr::DIRECTORY;
+/// Volume label attribute (from `mkfs-alloc-ondisk`).
+pub const ATTR_VOLUME_ID: u8 = mkfs_alloc_ondisk::fat::attr::VOLUME_ID;
+/// Long-name entry attribute (from `mkfs-alloc-ondisk`).
+pub const ATTR_LONG_NAME: u8 = mkfs_alloc_ondisk::fat::attr::LONG_NAME;
 
 /// The fields of a valid FAT boot sector.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -432,12 +432,15 @@ impl FatDirParser {
     }
 }
 
-/// Checksum of an 8.3 name that long-name entries carry (fatgen103 §7).
+/// Checksum of an 8.3 name that long-name entries carry (fatgen103 §7):
+/// `mkfs_alloc_ondisk::fat::short_name_checksum` over the first 11 bytes
+/// (zero-padded when shorter).
 pub fn lfn_checksum(short: &[u8]) -> u8 {
-    short
-        .iter()
-        .take(11)
-        .fold(0u8, |s, &b| s.rotate_right(1).wrapping_add(b))
+    let mut name = [0u8; 11];
+    for (dst, &src) in name.iter_mut().zip(short) {
+        *dst = src;
+    }
+    mkfs_alloc_ondisk::fat::short_name_checksum(&name)
 }
 
 /// `NAME.EXT` from an 8.3 entry, lower-cased as Windows NT flags say.
