@@ -35,7 +35,7 @@ fn exfat_template() -> Template {
     let layout = plan(&opts, &Medium::whole(1 << 20, 512)).expect("plan");
     let mut disk = MemDisk::new(512, 2048).expect("disk");
     write_volume(&layout, &mut disk, &mut |_, _| {}).expect("write");
-    let root = match &layout.geometry {
+    let root = match layout.geometry() {
         mkfs_alloc_layout::plan::Geometry::Exfat(g) => g.root_cluster(),
         _ => unreachable!(),
     };
@@ -43,7 +43,7 @@ fn exfat_template() -> Template {
     // Keep the root's first 96 bytes (label, bitmap, up-case entries).
     Template {
         img: disk.into_inner(),
-        fat_patch: layout.fat_offset as usize + 4 * (root as usize + 1),
+        fat_patch: layout.fat_offset() as usize + 4 * (root as usize + 1),
         heap_patch: heap + 96,
     }
 }

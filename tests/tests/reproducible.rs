@@ -94,3 +94,90 @@ fn fat32_time_from_source_date_epoch() {
         "SOURCE_DATE_EPOCH did not reach the label entry"
     );
 }
+
+/// Pinned images against recorded checksums (`cksum`: CRC and length): any
+/// change of the bytes we write for these inputs fails here, so a refactor
+/// that should not change the output (such as moving the on-disk structs to
+/// their own crate) is proven not to. An intended format change updates the
+/// table, and says why in its commit.
+#[test]
+fn pinned_images_match_recorded_checksums() {
+    const EPOCH: &str = "1700000000";
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &[
+                "--fs",
+                "exfat",
+                "--cluster",
+                "32K",
+                "--sector-size",
+                "512",
+                "--size",
+                "64M",
+                "--table",
+                "none",
+                "--label",
+                "Repro ü",
+            ],
+            "4047996097 67108864",
+        ),
+        (
+            &[
+                "--fs",
+                "exfat",
+                "--cluster",
+                "4K",
+                "--sector-size",
+                "4096",
+                "--size",
+                "64M",
+                "--table",
+                "gpt",
+                "--volume-guid",
+            ],
+            "386169248 67108864",
+        ),
+        (
+            &[
+                "--fs",
+                "fat32",
+                "--cluster",
+                "512",
+                "--sector-size",
+                "512",
+                "--size",
+                "64M",
+                "--table",
+                "mbr",
+                "--label",
+                "REPRO",
+            ],
+            "875779493 67108864",
+        ),
+        (
+            &[
+                "--fs",
+                "fat32",
+                "--cluster",
+                "4K",
+                "--sector-size",
+                "4096",
+                "--size",
+                "300M",
+                "--table",
+                "gpt",
+            ],
+            "3000682440 314572800",
+        ),
+    ];
+    let tmp = TempDir::new("repro-recorded");
+    for (i, (args, recorded)) in cases.iter().enumerate() {
+        let img = tmp.join(&format!("{i}.img"));
+        let img_s = img.to_string_lossy().into_owned();
+        let mut argv = vec!["-q", "--serial", "1234ABCD"];
+        argv.extend_from_slice(args);
+        argv.push(&img_s);
+        mkfs_alloc_env(&argv, &[("SOURCE_DATE_EPOCH", EPOCH)]).assert_success();
+        assert_eq!(file_hash(&img), *recorded, "mkfs-alloc {}", argv.join(" "));
+    }
+}

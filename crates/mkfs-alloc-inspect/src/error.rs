@@ -111,3 +111,62 @@ impl InspectError {
         }
     }
 }
+
+/// Why [`crate::exfat::parse_boot_region`], [`crate::fat::parse_boot_sector`]
+/// or [`crate::partition::parse_gpt_header`] rejected a structure: which
+/// field, at which byte of the structure, what it must be and what it holds.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParseError {
+    /// The input is shorter than the structure.
+    #[error("{structure} needs {expected} bytes, got {actual}")]
+    TooShort {
+        /// The structure.
+        structure: &'static str,
+        /// Bytes needed.
+        expected: usize,
+        /// Bytes given.
+        actual: usize,
+    },
+    /// A field holds a value the structure does not allow.
+    #[error("{field} {actual}, expected {expected}")]
+    Field {
+        /// The field, named as in its specification.
+        field: &'static str,
+        /// Byte offset of the field in the structure.
+        position: usize,
+        /// What it must be.
+        expected: String,
+        /// What it holds.
+        actual: String,
+    },
+    /// A stored checksum does not match the bytes it covers.
+    #[error("{what} mismatch: stored {stored:#010x}, computed {computed:#010x}")]
+    Checksum {
+        /// The checksum ("boot checksum", "header CRC32").
+        what: &'static str,
+        /// Byte offset of the stored checksum in the structure.
+        position: usize,
+        /// The stored value.
+        stored: u32,
+        /// The value computed from the bytes.
+        computed: u32,
+    },
+}
+
+impl ParseError {
+    /// A [`ParseError::Field`].
+    pub(crate) fn field(
+        field: &'static str,
+        position: usize,
+        expected: impl Into<String>,
+        actual: impl ToString,
+    ) -> Self {
+        ParseError::Field {
+            field,
+            position,
+            expected: expected.into(),
+            actual: actual.to_string(),
+        }
+    }
+}

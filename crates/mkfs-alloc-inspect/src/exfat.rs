@@ -25,7 +25,7 @@ use mkfs_alloc_ondisk::exfat::{
 use zerocopy::FromBytes;
 
 use crate::chain::{ChainReader, Fat, FatBits, Geo, Source};
-use crate::error::InspectError;
+use crate::error::{InspectError, ParseError};
 use crate::io::Reader;
 use crate::report::Volume;
 use crate::walk::{
@@ -34,14 +34,17 @@ use crate::walk::{
 };
 use crate::InspectOptions;
 
-/// File entry type.
-pub const TYPE_FILE: u8 = 0x85;
-/// Stream extension entry type.
-pub const TYPE_STREAM: u8 = 0xC0;
-/// File name entry type.
-pub const TYPE_NAME: u8 = 0xC1;
-/// Directory attribute bit.
-pub const ATTR_DIRECTORY: u16 = 0x10;
+mod dir;
+pub use dir::{parse_directory, ExfatDirParser, ExfatFile, ExfatItem};
+
+/// File entry type (from `mkfs-alloc-ondisk`).
+pub const TYPE_FILE: u8 = mkfs_alloc_ondisk::exfat::TYPE_FILE;
+/// Stream extension entry type (from `mkfs-alloc-ondisk`).
+pub const TYPE_STREAM: u8 = mkfs_alloc_ondisk::exfat::TYPE_STREAM_EXTENSION;
+/// File name entry type (from `mkfs-alloc-ondisk`).
+pub const TYPE_NAME: u8 = mkfs_alloc_ondisk::exfat::TYPE_FILE_NAME;
+/// Directory attribute bit (from `mkfs-alloc-ondisk`).
+pub const ATTR_DIRECTORY: u16 = mkfs_alloc_ondisk::exfat::file_attributes::DIRECTORY;
 /// Largest directory (spec §6.2: 256 MiB).
 pub const MAX_DIR_BYTES: u64 = 256 << 20;
 
@@ -80,38 +83,59 @@ pub struct ExfatBoot {
 
 /// Checks a boot region (12 sectors; the sector size is read from byte 108)
 /// and returns its fields. Errors name the field, expected and actual values.
-pub fn parse_boot_region(region: &[u8]) -> Result<ExfatBoot, String> {
-    let (b, _) =
-        BootSector::read_from_prefix(region).map_err(|_| "shorter than 512 bytes".to_string())?;
+pub fn parse_boot_region(region: &[u8]) -> Result<ExfatBoot, ParseError> {
+    let (b, _) = BootSector::read_from_prefix(region).map_err(|_| ParseError::TooShort {
+        structure: "exFAT boot sector",
+        expected: 512,
+        actual: region.len(),
+    })?;
     if &b.file_system_name != b"EXFAT   " {
-        return Err(format!(
-            "file system name {:?}, expected \"EXFAT   \"",
-            String::from_utf8_lossy(&b.file_system_name)
+        return Err(ParseError::field(
+            "FileSystemName",
+            3,
+            "\"EXFAT   \"",
+            format!("{:?}", String::from_utf8_lossy(&b.file_system_name)),
         ));
     }
     let bps_shift = b.bytes_per_sector_shift;
     if !(9..=12).contains(&bps_shift) {
-        return Err(format!("BytesPerSectorShift {bps_shift}, expected 9..=12"));
+        return Err(ParseError::field(
+            "BytesPerSectorShift",
+            108,
+            "9..=12",
+            bps_shift,
+        ));
     }
     let spc_shift = b.sectors_per_cluster_shift;
     if spc_shift > 25 - bps_shift {
-        return Err(format!(
-            "SectorsPerClusterShift {spc_shift}: clusters above 32 MiB (max {} with {}-byte sectors)",
-            25 - bps_shift,
-            1u32 << bps_shift
+        return Err(ParseError::field(
+            "SectorsPerClusterShift",
+            109,
+            format!(
+                "0..={} (clusters up to 32 MiB with {}-byte sectors)",
+                25 - bps_shift,
+                1u32 << bps_shift
+            ),
+            spc_shift,
         ));
     }
     let bps = 1u32 << bps_shift;
     let need = usize::try_from(BOOT_REGION_SECTORS).unwrap_or(12) * bps as usize;
     if region.len() < need {
-        return Err(format!(
-            "boot region needs {need} bytes, got {}",
-            region.len()
-        ));
+        return Err(ParseError::TooShort {
+            structure: "exFAT boot region",
+            expected: need,
+            actual: region.len(),
+        });
     }
     let mut warnings = Vec::new();
     if b.must_be_zero.iter().any(|&x| x != 0) {
-        return Err("MustBeZero bytes 11..64 are not zero".into());
+        return Err(ParseError::field(
+            "MustBeZero",
+            11,
+            "all zero",
+            "not all zero",
+        ));
     }
     if b.boot_signature.get() != 0xAA55 {
         warnings.push(format!(
@@ -119,29 +143,34 @@ pub fn parse_boot_region(region: &[u8]) -> Result<ExfatBoot, String> {
             b.boot_signature.get()
         ));
     }
+    let sum_at = 11 * bps as usize;
     let stored = u32::from_le_bytes([
-        region[11 * bps as usize],
-        region[11 * bps as usize + 1],
-        region[11 * bps as usize + 2],
-        region[11 * bps as usize + 3],
+        region[sum_at],
+        region[sum_at + 1],
+        region[sum_at + 2],
+        region[sum_at + 3],
     ]);
-    let computed = boot_checksum(&region[..11 * bps as usize]);
+    let computed = boot_checksum(&region[..sum_at]);
     if stored != computed {
-        return Err(format!(
-            "boot checksum mismatch: stored {stored:#010x}, computed {computed:#010x}"
-        ));
+        return Err(ParseError::Checksum {
+            what: "boot checksum",
+            position: sum_at,
+            stored,
+            computed,
+        });
     }
     let rev = b.file_system_revision.get();
     if rev >> 8 != 1 {
-        return Err(format!(
-            "FileSystemRevision {}.{:02}, expected 1.xx",
-            rev >> 8,
-            rev & 0xFF
+        return Err(ParseError::field(
+            "FileSystemRevision",
+            104,
+            "1.xx",
+            format!("{}.{:02}", rev >> 8, rev & 0xFF),
         ));
     }
     let nfats = b.number_of_fats;
     if !(1..=2).contains(&nfats) {
-        return Err(format!("NumberOfFats {nfats}, expected 1 or 2"));
+        return Err(ParseError::field("NumberOfFats", 110, "1 or 2", nfats));
     }
     let fat_offset = b.fat_offset.get();
     let fat_length = b.fat_length.get();
@@ -149,34 +178,44 @@ pub fn parse_boot_region(region: &[u8]) -> Result<ExfatBoot, String> {
     let cc = b.cluster_count.get();
     let vol_len = b.volume_length.get();
     if fat_offset < 24 {
-        return Err(format!("FatOffset {fat_offset}, expected >= 24"));
+        return Err(ParseError::field("FatOffset", 80, ">= 24", fat_offset));
     }
     if cc == 0 || u64::from(cc) > mkfs_alloc_layout::exfat::MAX_CLUSTERS {
-        return Err(format!("ClusterCount {cc}, expected 1..=0xFFFFFFF5"));
+        return Err(ParseError::field("ClusterCount", 92, "1..=0xFFFFFFF5", cc));
     }
     let fat_end = u64::from(fat_offset) + u64::from(fat_length) * u64::from(nfats);
     if u64::from(heap) < fat_end {
-        return Err(format!(
-            "ClusterHeapOffset {heap} lies inside the FAT(s), which end at sector {fat_end}"
+        return Err(ParseError::field(
+            "ClusterHeapOffset",
+            88,
+            format!(">= {fat_end} (the end of the FATs)"),
+            heap,
         ));
     }
     if u64::from(fat_length) * u64::from(bps) < (u64::from(cc) + 2) * 4 {
-        return Err(format!(
-            "FatLength {fat_length} sectors cannot hold {} entries",
-            u64::from(cc) + 2
+        return Err(ParseError::field(
+            "FatLength",
+            84,
+            format!("room for {} entries", u64::from(cc) + 2),
+            format!("{fat_length} sectors"),
         ));
     }
     let heap_end = u64::from(heap) + (u64::from(cc) << spc_shift);
     if heap_end > vol_len {
-        return Err(format!(
-            "the cluster heap ends at sector {heap_end}, past VolumeLength {vol_len}"
+        return Err(ParseError::field(
+            "VolumeLength",
+            72,
+            format!(">= {heap_end} (the end of the cluster heap)"),
+            vol_len,
         ));
     }
     let root = b.first_cluster_of_root_directory.get();
     if root < 2 || u64::from(root) > u64::from(cc) + 1 {
-        return Err(format!(
-            "FirstClusterOfRootDirectory {root}, expected 2..={}",
-            u64::from(cc) + 1
+        return Err(ParseError::field(
+            "FirstClusterOfRootDirectory",
+            96,
+            format!("2..={}", u64::from(cc) + 1),
+            root,
         ));
     }
     Ok(ExfatBoot {
@@ -197,227 +236,6 @@ pub fn parse_boot_region(region: &[u8]) -> Result<ExfatBoot, String> {
     })
 }
 
-/// A file or directory of an exFAT directory.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExfatFile {
-    /// FileAttributes.
-    pub attributes: u16,
-    /// The name (UTF-16 decoded, lossy).
-    pub name: String,
-    /// FirstCluster.
-    pub first_cluster: u32,
-    /// DataLength.
-    pub data_length: u64,
-    /// ValidDataLength.
-    pub valid_data_length: u64,
-    /// NoFatChain: the clusters are contiguous and the FAT is not used.
-    pub no_fat_chain: bool,
-}
-
-impl ExfatFile {
-    /// True for a directory.
-    pub fn is_dir(&self) -> bool {
-        self.attributes & ATTR_DIRECTORY != 0
-    }
-}
-
-/// What a directory parser found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ExfatItem {
-    /// End of directory (type 0x00).
-    End,
-    /// Allocation bitmap entry.
-    Bitmap {
-        /// BitmapFlags.
-        flags: u8,
-        /// FirstCluster.
-        first_cluster: u32,
-        /// DataLength.
-        data_length: u64,
-    },
-    /// Up-case table entry.
-    Upcase {
-        /// TableChecksum.
-        checksum: u32,
-        /// FirstCluster.
-        first_cluster: u32,
-        /// DataLength.
-        data_length: u64,
-    },
-    /// Volume label.
-    Label(String),
-    /// A file or directory (a complete, checksummed entry set).
-    File(ExfatFile),
-    /// A damaged entry or entry set (skipped).
-    Bad(String),
-}
-
-/// Streaming parser of exFAT directory entries: feed it the directory's
-/// bytes in any pieces of whole 32-byte entries. Memory: one entry set
-/// (at most 19 entries).
-#[derive(Debug, Default)]
-pub struct ExfatDirParser {
-    set: Vec<u8>,
-    remaining: usize,
-    skip: usize,
-    entries: u64,
-    ended: bool,
-}
-
-impl ExfatDirParser {
-    /// A parser at the start of a directory.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    fn push(&mut self, e: &[u8], out: &mut Vec<ExfatItem>) {
-        let t = e[0];
-        let in_use_secondary = t & 0xC0 == 0xC0;
-        if self.remaining > 0 {
-            if in_use_secondary {
-                self.entries += 1;
-                self.set.extend_from_slice(e);
-                self.remaining -= 1;
-                if self.remaining == 0 {
-                    out.push(self.finish_set());
-                }
-                return;
-            }
-            out.push(ExfatItem::Bad(format!(
-                "entry set cut short: entry {} has type {t:#04x}, expected a secondary entry",
-                self.entries
-            )));
-            self.set.clear();
-            self.remaining = 0;
-        }
-        if self.skip > 0 {
-            if in_use_secondary {
-                self.entries += 1;
-                self.skip -= 1;
-                return;
-            }
-            self.skip = 0;
-        }
-        if t == 0 {
-            self.ended = true;
-            out.push(ExfatItem::End);
-            return;
-        }
-        self.entries += 1;
-        if t & 0x80 == 0 {
-            return; // unused or deleted
-        }
-        let u32_at = |o: usize| u32::from_le_bytes([e[o], e[o + 1], e[o + 2], e[o + 3]]);
-        let u64_at = |o: usize| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&e[o..o + 8]);
-            u64::from_le_bytes(b)
-        };
-        match t {
-            TYPE_BITMAP => out.push(ExfatItem::Bitmap {
-                flags: e[1],
-                first_cluster: u32_at(20),
-                data_length: u64_at(24),
-            }),
-            TYPE_UPCASE => out.push(ExfatItem::Upcase {
-                checksum: u32_at(4),
-                first_cluster: u32_at(20),
-                data_length: u64_at(24),
-            }),
-            TYPE_LABEL => match LabelEntry::read_from_prefix(e) {
-                Ok((l, _)) if l.character_count <= 11 => {
-                    let units: Vec<u16> = l.volume_label[..usize::from(l.character_count)]
-                        .iter()
-                        .map(|u| u.get())
-                        .collect();
-                    out.push(ExfatItem::Label(String::from_utf16_lossy(&units)));
-                }
-                _ => out.push(ExfatItem::Bad(format!(
-                    "volume label entry with {} characters (max 11)",
-                    e[1]
-                ))),
-            },
-            TYPE_FILE => {
-                let n = usize::from(e[1]);
-                if !(2..=18).contains(&n) {
-                    out.push(ExfatItem::Bad(format!(
-                        "file entry with {n} secondary entries (valid: 2..=18)"
-                    )));
-                    self.skip = n;
-                } else {
-                    self.set.clear();
-                    self.set.extend_from_slice(e);
-                    self.remaining = n;
-                }
-            }
-            0xA0..=0xBF => self.skip = usize::from(e[1]), // benign primary
-            _ if t & 0x40 != 0 => out.push(ExfatItem::Bad(format!(
-                "secondary entry (type {t:#04x}) outside an entry set"
-            ))),
-            _ => out.push(ExfatItem::Bad(format!(
-                "unknown critical primary entry type {t:#04x}"
-            ))),
-        }
-    }
-
-    fn finish_set(&mut self) -> ExfatItem {
-        let set = std::mem::take(&mut self.set);
-        let stored = u16::from_le_bytes([set[2], set[3]]);
-        let computed = set_checksum(&set);
-        if stored != computed {
-            return ExfatItem::Bad(format!(
-                "entry set checksum mismatch: stored {stored:#06x}, computed {computed:#06x}"
-            ));
-        }
-        let s = &set[32..64];
-        if s[0] != TYPE_STREAM {
-            return ExfatItem::Bad(format!(
-                "file entry followed by type {:#04x}, expected a stream extension (0xc0)",
-                s[0]
-            ));
-        }
-        let u64_at = |o: usize| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&s[o..o + 8]);
-            u64::from_le_bytes(b)
-        };
-        let name_len = usize::from(s[3]);
-        let mut units = Vec::with_capacity(name_len);
-        for ne in set[64..].chunks_exact(32) {
-            if ne[0] != TYPE_NAME {
-                continue;
-            }
-            for u in ne[2..32].chunks_exact(2) {
-                if units.len() < name_len {
-                    units.push(u16::from_le_bytes([u[0], u[1]]));
-                }
-            }
-        }
-        if units.len() < name_len || name_len == 0 {
-            return ExfatItem::Bad(format!(
-                "file name of {} characters, NameLength says {name_len}",
-                units.len()
-            ));
-        }
-        ExfatItem::File(ExfatFile {
-            attributes: u16::from_le_bytes([set[4], set[5]]),
-            name: String::from_utf16_lossy(&units),
-            first_cluster: u32::from_le_bytes([s[20], s[21], s[22], s[23]]),
-            data_length: u64_at(24),
-            valid_data_length: u64_at(8),
-            no_fat_chain: s[1] & 0x02 != 0,
-        })
-    }
-}
-
-/// Parses a whole directory held in memory (for tests and fuzzing).
-pub fn parse_directory(bytes: &[u8]) -> Vec<ExfatItem> {
-    let mut p = ExfatDirParser::new();
-    let mut out = Vec::new();
-    p.feed(bytes, &mut out);
-    out
-}
-
 /// Reads the boot region at `start`, falling back to the backup.
 fn read_boot<D: BlockIo + ?Sized>(
     r: &mut Reader<'_, D>,
@@ -425,7 +243,7 @@ fn read_boot<D: BlockIo + ?Sized>(
     warnings: &mut Vec<String>,
 ) -> Result<ExfatBoot, InspectError> {
     let region_at =
-        |r: &mut Reader<'_, D>, off: u64| -> Result<Result<ExfatBoot, String>, InspectError> {
+        |r: &mut Reader<'_, D>, off: u64| -> Result<Result<ExfatBoot, ParseError>, InspectError> {
             let s0 = r.read_vec("exFAT boot sector", off, 512)?;
             let shift = s0[108];
             if !(9..=12).contains(&shift) {
@@ -645,8 +463,6 @@ fn count_bits<D: BlockIo + ?Sized>(
 /// exFAT's side of the directory walk.
 struct ExfatDirs;
 
-impl_dir_parser!(ExfatDirParser, ExfatItem);
-
 impl DirFormat for ExfatDirs {
     type Parser = ExfatDirParser;
 
@@ -685,90 +501,4 @@ impl DirFormat for ExfatDirs {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    /// An entry set for `name` with the given stream fields.
-    pub(crate) fn file_set(name: &str, attr: u16, first: u32, len: u64, flags: u8) -> Vec<u8> {
-        let units: Vec<u16> = name.encode_utf16().collect();
-        let names = units.len().div_ceil(15);
-        let mut set = vec![0u8; 32 * (2 + names)];
-        set[0] = TYPE_FILE;
-        set[1] = u8::try_from(1 + names).unwrap();
-        set[4..6].copy_from_slice(&attr.to_le_bytes());
-        let s = &mut set[32..64];
-        s[0] = TYPE_STREAM;
-        s[1] = 0x01 | flags;
-        s[3] = u8::try_from(units.len()).unwrap();
-        s[8..16].copy_from_slice(&len.to_le_bytes());
-        s[20..24].copy_from_slice(&first.to_le_bytes());
-        s[24..32].copy_from_slice(&len.to_le_bytes());
-        for (i, u) in units.iter().enumerate() {
-            let e = 64 + 32 * (i / 15);
-            set[e] = TYPE_NAME;
-            let o = e + 2 + 2 * (i % 15);
-            set[o..o + 2].copy_from_slice(&u.to_le_bytes());
-        }
-        let c = set_checksum(&set);
-        set[2..4].copy_from_slice(&c.to_le_bytes());
-        set
-    }
-
-    #[test]
-    fn parses_sets_across_pieces() {
-        let long = "a rather long file name, longer than fifteen units.txt";
-        let mut dir = file_set(long, 0x20, 5, 100_000, 0);
-        dir.extend(file_set("sub", ATTR_DIRECTORY, 9, 4096, 0x02));
-        dir.extend([0u8; 64]);
-        let mut p = ExfatDirParser::new();
-        let mut out = Vec::new();
-        for piece in dir.chunks(32) {
-            p.feed(piece, &mut out);
-        }
-        assert_eq!(out.len(), 3, "{out:?}");
-        let ExfatItem::File(f) = &out[0] else {
-            panic!("{out:?}")
-        };
-        assert_eq!(
-            (
-                f.name.as_str(),
-                f.first_cluster,
-                f.data_length,
-                f.no_fat_chain
-            ),
-            (long, 5, 100_000, false)
-        );
-        let ExfatItem::File(d) = &out[1] else {
-            panic!()
-        };
-        assert!(d.is_dir() && d.no_fat_chain);
-        assert_eq!(out[2], ExfatItem::End);
-        assert!(p.ended());
-        assert_eq!(p.entries(), u64::try_from(dir.len() / 32 - 2).unwrap());
-    }
-
-    #[test]
-    fn damaged_sets_are_reported_not_trusted() {
-        let mut set = file_set("x", 0, 5, 10, 0);
-        set[40] ^= 1;
-        let out = parse_directory(&set);
-        assert!(
-            matches!(&out[0], ExfatItem::Bad(m) if m.contains("checksum")),
-            "{out:?}"
-        );
-        // A set cut short by a primary entry: the primary still counts.
-        let mut cut = file_set("abc", 0, 5, 10, 0);
-        cut.truncate(64);
-        cut.extend(file_set("def", 0, 6, 10, 0));
-        let out = parse_directory(&cut);
-        assert!(matches!(&out[0], ExfatItem::Bad(_)));
-        assert!(matches!(&out[1], ExfatItem::File(f) if f.name == "def"));
-        // Absurd secondary counts.
-        let out = parse_directory(&[
-            TYPE_FILE, 200, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-            0, 0, 0, 0, 0, 0,
-        ]);
-        assert!(matches!(&out[0], ExfatItem::Bad(_)));
-    }
-}
+mod tests;

@@ -22,7 +22,7 @@ use mkfs_alloc_ondisk::fat::{
 use zerocopy::FromBytes;
 
 use crate::chain::{Fat, FatBits, Geo, Source};
-use crate::error::InspectError;
+use crate::error::{InspectError, ParseError};
 use crate::io::{Reader, MAX_READ};
 use crate::probe::ascii_label;
 use crate::report::{FsKind, Volume};
@@ -32,14 +32,17 @@ use crate::walk::{
 };
 use crate::InspectOptions;
 
+mod dir;
+pub use dir::{lfn_checksum, parse_directory, FatDirParser, FatEntry, FatItem};
+
 /// Largest FAT directory: 65,536 entries of 32 bytes (fatgen103 §6).
 pub const MAX_DIR_BYTES: u64 = 65_536 * 32;
-/// Attribute bits.
-pub const ATTR_DIRECTORY: u8 = 0x10;
-/// Volume label attribute.
-pub const ATTR_VOLUME_ID: u8 = 0x08;
-/// Long-name entry attribute (read-only | hidden | system | volume).
-pub const ATTR_LONG_NAME: u8 = 0x0F;
+/// Directory attribute bit (from `mkfs-alloc-ondisk`).
+pub const ATTR_DIRECTORY: u8 = mkfs_alloc_ondisk::fat::attr::DIRECTORY;
+/// Volume label attribute (from `mkfs-alloc-ondisk`).
+pub const ATTR_VOLUME_ID: u8 = mkfs_alloc_ondisk::fat::attr::VOLUME_ID;
+/// Long-name entry attribute (from `mkfs-alloc-ondisk`).
+pub const ATTR_LONG_NAME: u8 = mkfs_alloc_ondisk::fat::attr::LONG_NAME;
 
 /// The fields of a valid FAT boot sector.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,27 +94,38 @@ impl FatBoot {
 ///
 /// The type follows Linux and fatgen103: a BPB with a 16-bit FAT size of 0
 /// is FAT32; otherwise fewer than 4085 clusters is FAT12, else FAT16.
-pub fn parse_boot_sector(s: &[u8]) -> Result<FatBoot, String> {
-    let (b, _) =
-        BootSector::read_from_prefix(s).map_err(|_| "shorter than 512 bytes".to_string())?;
+pub fn parse_boot_sector(s: &[u8]) -> Result<FatBoot, ParseError> {
+    let (b, _) = BootSector::read_from_prefix(s).map_err(|_| ParseError::TooShort {
+        structure: "FAT boot sector",
+        expected: 512,
+        actual: s.len(),
+    })?;
     let mut warnings = Vec::new();
     let bps = u32::from(b.bpb.byts_per_sec.get());
     if !bps.is_power_of_two() || !(512..=4096).contains(&bps) {
-        return Err(format!(
-            "BytsPerSec {bps}, expected 512, 1024, 2048 or 4096"
+        return Err(ParseError::field(
+            "BytsPerSec",
+            11,
+            "512, 1024, 2048 or 4096",
+            bps,
         ));
     }
     let spc = u32::from(b.bpb.sec_per_clus);
     if !spc.is_power_of_two() {
-        return Err(format!("SecPerClus {spc}, expected a power of two 1..=128"));
+        return Err(ParseError::field(
+            "SecPerClus",
+            13,
+            "a power of two 1..=128",
+            spc,
+        ));
     }
     let rsvd = u32::from(b.bpb.rsvd_sec_cnt.get());
     if rsvd == 0 {
-        return Err("RsvdSecCnt 0".into());
+        return Err(ParseError::field("RsvdSecCnt", 14, "non-zero", rsvd));
     }
     let nfats = u32::from(b.bpb.num_fats);
     if !(1..=4).contains(&nfats) {
-        return Err(format!("NumFATs {nfats}, expected 1 or 2"));
+        return Err(ParseError::field("NumFATs", 16, "1..=4", nfats));
     }
     let root_ent = u32::from(b.bpb.root_ent_cnt.get());
     let tot = if b.bpb.tot_sec16.get() != 0 {
@@ -126,9 +140,14 @@ pub fn parse_boot_sector(s: &[u8]) -> Result<FatBoot, String> {
         u32::from(b.bpb.fat_sz16.get())
     };
     if tot == 0 || fatsz == 0 {
-        return Err(format!(
-            "total sectors {tot}, FAT size {fatsz}: both must be non-zero"
-        ));
+        let (field, position, actual) = if tot == 0 {
+            ("TotSec16/TotSec32", 19, tot)
+        } else if is32 {
+            ("FATSz32", 36, fatsz)
+        } else {
+            ("FATSz16", 22, fatsz)
+        };
+        return Err(ParseError::field(field, position, "non-zero", actual));
     }
     if is32 && root_ent != 0 {
         warnings.push(format!(
@@ -142,13 +161,21 @@ pub fn parse_boot_sector(s: &[u8]) -> Result<FatBoot, String> {
     };
     let data_sector = u64::from(rsvd) + u64::from(nfats) * u64::from(fatsz) + root_dir_sectors;
     if data_sector >= u64::from(tot) {
-        return Err(format!(
-            "the data region would start at sector {data_sector}, past the {tot} sectors of the volume"
+        return Err(ParseError::field(
+            "TotSec16/TotSec32",
+            19,
+            format!("> {data_sector} (the start of the data region)"),
+            tot,
         ));
     }
     let cc64 = (u64::from(tot) - data_sector) / u64::from(spc);
     if cc64 == 0 {
-        return Err("no data clusters".into());
+        return Err(ParseError::field(
+            "TotSec16/TotSec32",
+            19,
+            format!("room for a cluster of {spc} sectors after sector {data_sector}"),
+            tot,
+        ));
     }
     let (kind, bits) = if is32 {
         (FsKind::Fat32, 32)
@@ -157,31 +184,50 @@ pub fn parse_boot_sector(s: &[u8]) -> Result<FatBoot, String> {
     } else if cc64 < 65525 {
         (FsKind::Fat16, 16)
     } else {
-        return Err(format!(
-            "{cc64} clusters with a 16-bit FAT size: too many for FAT16, and not a FAT32 BPB"
+        return Err(ParseError::field(
+            "FATSz16",
+            22,
+            format!("0 (a FAT32 BPB) for {cc64} clusters, too many for FAT16"),
+            fatsz,
         ));
     };
     if is32 && cc64 > mkfs_alloc_layout::fat::MAX_CLUSTERS {
-        return Err(format!("{cc64} clusters, more than FAT32's 268,435,445"));
+        return Err(ParseError::field(
+            "TotSec32",
+            32,
+            "at most 268,435,445 clusters",
+            format!("{cc64} clusters"),
+        ));
     }
     if is32 && cc64 < mkfs_alloc_layout::fat::SPEC_MIN_CLUSTERS {
         warnings.push(format!(
             "FAT32 with only {cc64} clusters (fewer than 65,525): some systems read it as FAT16"
         ));
     }
-    let cc = u32::try_from(cc64).map_err(|_| format!("{cc64} clusters"))?;
+    let cc = u32::try_from(cc64).map_err(|_| {
+        ParseError::field(
+            "TotSec32",
+            32,
+            "a 32-bit cluster count",
+            format!("{cc64} clusters"),
+        )
+    })?;
     let fat_entries = u64::from(fatsz) * u64::from(bps) * 8 / bits;
     if fat_entries < cc64 + 2 {
-        return Err(format!(
-            "a FAT of {fatsz} sectors holds {fat_entries} entries, {} needed for {cc} clusters",
-            cc64 + 2
+        return Err(ParseError::field(
+            if is32 { "FATSz32" } else { "FATSz16" },
+            if is32 { 36 } else { 22 },
+            format!("room for {} entries ({cc} clusters)", cc64 + 2),
+            format!("{fatsz} sectors, {fat_entries} entries"),
         ));
     }
     let root_cluster = if is32 { b.ebpb.root_clus.get() } else { 0 };
     if is32 && (root_cluster < 2 || u64::from(root_cluster) > cc64 + 1) {
-        return Err(format!(
-            "RootClus {root_cluster}, expected 2..={}",
-            cc64 + 1
+        return Err(ParseError::field(
+            "RootClus",
+            44,
+            format!("2..={}", cc64 + 1),
+            root_cluster,
         ));
     }
     if b.signature.get() != 0xAA55 {
@@ -238,201 +284,6 @@ pub fn parse_boot_sector(s: &[u8]) -> Result<FatBoot, String> {
     })
 }
 
-/// An entry of a FAT directory.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FatEntry {
-    /// The long name when a valid one precedes the entry, else the 8.3 name.
-    pub name: String,
-    /// Attributes.
-    pub attr: u8,
-    /// First cluster (FAT32: with the high word).
-    pub first_cluster: u32,
-    /// File size.
-    pub size: u32,
-}
-
-impl FatEntry {
-    /// True for a directory.
-    pub fn is_dir(&self) -> bool {
-        self.attr & ATTR_DIRECTORY != 0
-    }
-
-    /// True for `.` and `..`.
-    pub fn is_dot(&self) -> bool {
-        self.name == "." || self.name == ".."
-    }
-}
-
-/// What a FAT directory parser found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FatItem {
-    /// End of directory (first byte 0x00).
-    End,
-    /// A volume label entry.
-    Label(String),
-    /// A file or directory.
-    Entry(FatEntry),
-}
-
-/// Streaming parser of FAT directory entries with long names (VFAT). Feed
-/// whole 32-byte entries in any pieces. Memory: one long name (20 × 13 units).
-#[derive(Debug)]
-pub struct FatDirParser {
-    fat32: bool,
-    lfn: Vec<u16>,
-    next_seq: u8,
-    sum: u8,
-    lfn_ok: bool,
-    entries: u64,
-    ended: bool,
-    /// Long-name sequences that did not match their short entry.
-    pub orphans: u64,
-}
-
-impl FatDirParser {
-    /// A parser at the start of a directory; `fat32` enables the high word
-    /// of the first cluster.
-    pub fn new(fat32: bool) -> Self {
-        FatDirParser {
-            fat32,
-            lfn: Vec::new(),
-            next_seq: 0,
-            sum: 0,
-            lfn_ok: false,
-            entries: 0,
-            ended: false,
-            orphans: 0,
-        }
-    }
-
-    fn reset_lfn(&mut self) {
-        if self.lfn_ok {
-            self.orphans += 1;
-        }
-        self.lfn_ok = false;
-        self.next_seq = 0;
-    }
-
-    fn push(&mut self, e: &[u8], out: &mut Vec<FatItem>) {
-        let b0 = e[0];
-        if b0 == 0 {
-            self.ended = true;
-            out.push(FatItem::End);
-            return;
-        }
-        self.entries += 1;
-        if b0 == 0xE5 {
-            self.reset_lfn();
-            return;
-        }
-        let attr = e[11];
-        if attr & 0x3F == ATTR_LONG_NAME {
-            let seq = b0 & 0x1F;
-            if b0 & 0x40 != 0 {
-                self.reset_lfn();
-                if seq == 0 || seq > 20 {
-                    return;
-                }
-                self.lfn.clear();
-                self.lfn.resize(usize::from(seq) * 13, 0xFFFF);
-                self.sum = e[13];
-                self.lfn_ok = true;
-                self.next_seq = seq;
-            } else if !self.lfn_ok || seq != self.next_seq || e[13] != self.sum || seq == 0 {
-                self.reset_lfn();
-                return;
-            }
-            let at = (usize::from(seq) - 1) * 13;
-            let units = e[1..11]
-                .chunks_exact(2)
-                .chain(e[14..26].chunks_exact(2))
-                .chain(e[28..32].chunks_exact(2));
-            for (i, u) in units.enumerate() {
-                if let Some(slot) = self.lfn.get_mut(at + i) {
-                    *slot = u16::from_le_bytes([u[0], u[1]]);
-                }
-            }
-            self.next_seq = seq - 1;
-            return;
-        }
-        let short = &e[..11];
-        if attr & ATTR_VOLUME_ID != 0 && attr & ATTR_DIRECTORY == 0 {
-            self.reset_lfn();
-            if let Some(l) = ascii_label(short) {
-                out.push(FatItem::Label(l));
-            }
-            return;
-        }
-        let name = if self.lfn_ok && self.next_seq == 0 && lfn_checksum(short) == self.sum {
-            self.lfn_ok = false;
-            let end = self
-                .lfn
-                .iter()
-                .position(|&u| u == 0 || u == 0xFFFF)
-                .unwrap_or(self.lfn.len());
-            String::from_utf16_lossy(&self.lfn[..end])
-        } else {
-            self.reset_lfn();
-            short_name(short, e[12])
-        };
-        let hi = if self.fat32 {
-            u32::from(u16::from_le_bytes([e[20], e[21]])) << 16
-        } else {
-            0
-        };
-        out.push(FatItem::Entry(FatEntry {
-            name,
-            attr,
-            first_cluster: hi | u32::from(u16::from_le_bytes([e[26], e[27]])),
-            size: u32::from_le_bytes([e[28], e[29], e[30], e[31]]),
-        }));
-    }
-}
-
-/// Checksum of an 8.3 name that long-name entries carry (fatgen103 §7).
-pub fn lfn_checksum(short: &[u8]) -> u8 {
-    short
-        .iter()
-        .take(11)
-        .fold(0u8, |s, &b| s.rotate_right(1).wrapping_add(b))
-}
-
-/// `NAME.EXT` from an 8.3 entry, lower-cased as Windows NT flags say.
-fn short_name(s: &[u8], nt_res: u8) -> String {
-    let conv = |bytes: &[u8], lower: bool| -> String {
-        bytes
-            .iter()
-            .enumerate()
-            .map(|(i, &b)| {
-                let b = if i == 0 && b == 0x05 { 0xE5 } else { b };
-                let c = char::from(b);
-                if lower {
-                    c.to_ascii_lowercase()
-                } else {
-                    c
-                }
-            })
-            .collect::<String>()
-            .trim_end_matches(' ')
-            .to_string()
-    };
-    let base = conv(&s[..8], nt_res & 0x08 != 0);
-    let ext = conv(&s[8..11], nt_res & 0x10 != 0);
-    if ext.is_empty() {
-        base
-    } else {
-        format!("{base}.{ext}")
-    }
-}
-
-/// Parses a whole directory held in memory (for tests and fuzzing).
-pub fn parse_directory(bytes: &[u8], fat32: bool) -> Vec<FatItem> {
-    let mut p = FatDirParser::new(fat32);
-    let mut out = Vec::new();
-    p.feed(bytes, &mut out);
-    out
-}
-
 fn bits(kind: FsKind) -> FatBits {
     match kind {
         FsKind::Fat12 => FatBits::Fat12,
@@ -449,8 +300,8 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
 ) -> Result<(), InspectError> {
     let start = vol.start;
     let s0 = r.read_vec("FAT boot sector", start, 512)?;
-    let b =
-        parse_boot_sector(&s0).map_err(|e| InspectError::corrupt("FAT boot sector", start, e))?;
+    let b = parse_boot_sector(&s0)
+        .map_err(|e| InspectError::corrupt("FAT boot sector", start, e.to_string()))?;
     vol.warnings.extend(b.warnings.iter().cloned());
     let bps = u64::from(b.sector_size);
     let cs = b.cluster_size();
@@ -670,8 +521,6 @@ struct FatDirs {
     fat32: bool,
 }
 
-impl_dir_parser!(FatDirParser, FatItem);
-
 impl DirFormat for FatDirs {
     type Parser = FatDirParser;
 
@@ -727,95 +576,4 @@ impl DirFormat for FatDirs {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    fn lfn_entries(long: &str, short: &[u8; 11]) -> Vec<u8> {
-        let mut units: Vec<u16> = long.encode_utf16().collect();
-        units.push(0);
-        while units.len() % 13 != 0 {
-            units.push(0xFFFF);
-        }
-        let n = units.len() / 13;
-        let sum = lfn_checksum(short);
-        let mut out = Vec::new();
-        for seq in (1..=n).rev() {
-            let mut e = [0u8; 32];
-            e[0] = u8::try_from(seq).unwrap() | if seq == n { 0x40 } else { 0 };
-            e[11] = ATTR_LONG_NAME;
-            e[13] = sum;
-            let part = &units[(seq - 1) * 13..seq * 13];
-            let offs = [1, 3, 5, 7, 9, 14, 16, 18, 20, 22, 24, 28, 30];
-            for (u, o) in part.iter().zip(offs) {
-                e[o..o + 2].copy_from_slice(&u.to_le_bytes());
-            }
-            out.extend(e);
-        }
-        let mut s = [0u8; 32];
-        s[..11].copy_from_slice(short);
-        s[11] = 0x20;
-        s[26] = 7;
-        s[28..32].copy_from_slice(&1234u32.to_le_bytes());
-        out.extend(s);
-        out
-    }
-
-    #[test]
-    fn long_names() {
-        let long = "Ünïcode and a long name that spans two entries.txt";
-        let mut dir = lfn_entries(long, b"UNICOD~1TXT");
-        let mut plain = [0u8; 32];
-        plain[..11].copy_from_slice(b"README  MD ");
-        plain[12] = 0x18;
-        dir.extend(plain);
-        dir.extend([0u8; 32]);
-        let out = parse_directory(&dir, true);
-        assert_eq!(out.len(), 3, "{out:?}");
-        let FatItem::Entry(e) = &out[0] else { panic!() };
-        assert_eq!((e.name.as_str(), e.first_cluster, e.size), (long, 7, 1234));
-        let FatItem::Entry(e) = &out[1] else { panic!() };
-        assert_eq!(e.name, "readme.md");
-        assert_eq!(out[2], FatItem::End);
-    }
-
-    #[test]
-    fn broken_long_names_fall_back_to_short() {
-        let mut dir = lfn_entries("some long name.txt", b"SOMELO~1TXT");
-        dir[13] ^= 0xFF; // checksum of the first LFN entry
-        let out = parse_directory(&dir, false);
-        let FatItem::Entry(e) = &out[0] else { panic!() };
-        assert_eq!(e.name, "SOMELO~1.TXT");
-    }
-
-    #[test]
-    fn bpb_checks() {
-        let mut s = vec![0u8; 512];
-        s[0] = 0xEB;
-        s[2] = 0x90;
-        s[11..13].copy_from_slice(&512u16.to_le_bytes());
-        s[13] = 4;
-        s[14] = 1;
-        s[16] = 2;
-        s[17..19].copy_from_slice(&512u16.to_le_bytes());
-        s[19..21].copy_from_slice(&20480u16.to_le_bytes());
-        s[21] = 0xF8;
-        s[22..24].copy_from_slice(&20u16.to_le_bytes());
-        s[38] = 0x29;
-        s[39..43].copy_from_slice(&0x1234_5678u32.to_le_bytes());
-        s[43..54].copy_from_slice(b"MYDISK     ");
-        s[510] = 0x55;
-        s[511] = 0xAA;
-        let b = parse_boot_sector(&s).unwrap();
-        assert_eq!(b.kind, FsKind::Fat16);
-        assert_eq!(b.serial, Some(0x1234_5678));
-        assert_eq!(b.label.as_deref(), Some("MYDISK"));
-        assert_eq!(b.data_sector, 1 + 40 + 32);
-        let mut t = s.clone();
-        t[13] = 3;
-        assert!(parse_boot_sector(&t).is_err());
-        let mut t = s.clone();
-        t[22] = 1; // 1-sector FAT cannot hold the clusters
-        assert!(parse_boot_sector(&t).unwrap_err().contains("entries"));
-    }
-}
+mod tests;

@@ -70,7 +70,7 @@ mod walk;
 
 use mkfs_alloc_blockio::BlockIo;
 
-pub use error::{ChainProblem, InspectError};
+pub use error::{ChainProblem, InspectError, ParseError};
 pub use io::ReadOnlyFile;
 pub use partition::read_partition_table;
 pub use report::{

@@ -1,0 +1,223 @@
+//! exFAT directory entries: entry sets (File, Stream Extension, File Name)
+//! and the root directory's critical entries, parsed incrementally.
+//!
+//! Sources: exFAT specification §6.2-6.4 (entry sets, checksum), §7.1-7.7.
+
+use super::*;
+
+/// A file or directory of an exFAT directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExfatFile {
+    /// FileAttributes.
+    pub attributes: u16,
+    /// The name (UTF-16 decoded, lossy).
+    pub name: String,
+    /// FirstCluster.
+    pub first_cluster: u32,
+    /// DataLength.
+    pub data_length: u64,
+    /// ValidDataLength.
+    pub valid_data_length: u64,
+    /// NoFatChain: the clusters are contiguous and the FAT is not used.
+    pub no_fat_chain: bool,
+}
+
+impl ExfatFile {
+    /// True for a directory.
+    pub fn is_dir(&self) -> bool {
+        self.attributes & ATTR_DIRECTORY != 0
+    }
+}
+
+/// What a directory parser found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExfatItem {
+    /// End of directory (type 0x00).
+    End,
+    /// Allocation bitmap entry.
+    Bitmap {
+        /// BitmapFlags.
+        flags: u8,
+        /// FirstCluster.
+        first_cluster: u32,
+        /// DataLength.
+        data_length: u64,
+    },
+    /// Up-case table entry.
+    Upcase {
+        /// TableChecksum.
+        checksum: u32,
+        /// FirstCluster.
+        first_cluster: u32,
+        /// DataLength.
+        data_length: u64,
+    },
+    /// Volume label.
+    Label(String),
+    /// A file or directory (a complete, checksummed entry set).
+    File(ExfatFile),
+    /// A damaged entry or entry set (skipped).
+    Bad(String),
+}
+
+/// Streaming parser of exFAT directory entries: feed it the directory's
+/// bytes in any pieces of whole 32-byte entries. Memory: one entry set
+/// (at most 19 entries).
+#[derive(Debug, Default)]
+pub struct ExfatDirParser {
+    set: Vec<u8>,
+    remaining: usize,
+    skip: usize,
+    entries: u64,
+    ended: bool,
+}
+
+impl ExfatDirParser {
+    /// A parser at the start of a directory.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn push(&mut self, e: &[u8], out: &mut Vec<ExfatItem>) {
+        let t = e[0];
+        let in_use_secondary = t & 0xC0 == 0xC0;
+        if self.remaining > 0 {
+            if in_use_secondary {
+                self.entries += 1;
+                self.set.extend_from_slice(e);
+                self.remaining -= 1;
+                if self.remaining == 0 {
+                    out.push(self.finish_set());
+                }
+                return;
+            }
+            out.push(ExfatItem::Bad(format!(
+                "entry set cut short: entry {} has type {t:#04x}, expected a secondary entry",
+                self.entries
+            )));
+            self.set.clear();
+            self.remaining = 0;
+        }
+        if self.skip > 0 {
+            if in_use_secondary {
+                self.entries += 1;
+                self.skip -= 1;
+                return;
+            }
+            self.skip = 0;
+        }
+        if t == 0 {
+            self.ended = true;
+            out.push(ExfatItem::End);
+            return;
+        }
+        self.entries += 1;
+        if t & 0x80 == 0 {
+            return; // unused or deleted
+        }
+        let u32_at = |o: usize| u32::from_le_bytes([e[o], e[o + 1], e[o + 2], e[o + 3]]);
+        let u64_at = |o: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&e[o..o + 8]);
+            u64::from_le_bytes(b)
+        };
+        match t {
+            TYPE_BITMAP => out.push(ExfatItem::Bitmap {
+                flags: e[1],
+                first_cluster: u32_at(20),
+                data_length: u64_at(24),
+            }),
+            TYPE_UPCASE => out.push(ExfatItem::Upcase {
+                checksum: u32_at(4),
+                first_cluster: u32_at(20),
+                data_length: u64_at(24),
+            }),
+            TYPE_LABEL => match LabelEntry::read_from_prefix(e) {
+                Ok((l, _)) if l.character_count <= 11 => out.push(ExfatItem::Label(l.label())),
+                _ => out.push(ExfatItem::Bad(format!(
+                    "volume label entry with {} characters (max 11)",
+                    e[1]
+                ))),
+            },
+            TYPE_FILE => {
+                let n = usize::from(e[1]);
+                if !(2..=18).contains(&n) {
+                    out.push(ExfatItem::Bad(format!(
+                        "file entry with {n} secondary entries (valid: 2..=18)"
+                    )));
+                    self.skip = n;
+                } else {
+                    self.set.clear();
+                    self.set.extend_from_slice(e);
+                    self.remaining = n;
+                }
+            }
+            0xA0..=0xBF => self.skip = usize::from(e[1]), // benign primary
+            _ if t & 0x40 != 0 => out.push(ExfatItem::Bad(format!(
+                "secondary entry (type {t:#04x}) outside an entry set"
+            ))),
+            _ => out.push(ExfatItem::Bad(format!(
+                "unknown critical primary entry type {t:#04x}"
+            ))),
+        }
+    }
+
+    fn finish_set(&mut self) -> ExfatItem {
+        let set = std::mem::take(&mut self.set);
+        let stored = u16::from_le_bytes([set[2], set[3]]);
+        let computed = set_checksum(&set);
+        if stored != computed {
+            return ExfatItem::Bad(format!(
+                "entry set checksum mismatch: stored {stored:#06x}, computed {computed:#06x}"
+            ));
+        }
+        let s = &set[32..64];
+        if s[0] != TYPE_STREAM {
+            return ExfatItem::Bad(format!(
+                "file entry followed by type {:#04x}, expected a stream extension (0xc0)",
+                s[0]
+            ));
+        }
+        let u64_at = |o: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&s[o..o + 8]);
+            u64::from_le_bytes(b)
+        };
+        let name_len = usize::from(s[3]);
+        let mut units = Vec::with_capacity(name_len);
+        for ne in set[64..].chunks_exact(32) {
+            if ne[0] != TYPE_NAME {
+                continue;
+            }
+            for u in ne[2..32].chunks_exact(2) {
+                if units.len() < name_len {
+                    units.push(u16::from_le_bytes([u[0], u[1]]));
+                }
+            }
+        }
+        if units.len() < name_len || name_len == 0 {
+            return ExfatItem::Bad(format!(
+                "file name of {} characters, NameLength says {name_len}",
+                units.len()
+            ));
+        }
+        ExfatItem::File(ExfatFile {
+            attributes: u16::from_le_bytes([set[4], set[5]]),
+            name: String::from_utf16_lossy(&units),
+            first_cluster: u32::from_le_bytes([s[20], s[21], s[22], s[23]]),
+            data_length: u64_at(24),
+            valid_data_length: u64_at(8),
+            no_fat_chain: s[1] & 0x02 != 0,
+        })
+    }
+}
+
+/// Parses a whole directory held in memory (for tests and fuzzing).
+pub fn parse_directory(bytes: &[u8]) -> Vec<ExfatItem> {
+    let mut p = ExfatDirParser::new();
+    let mut out = Vec::new();
+    p.feed(bytes, &mut out);
+    out
+}
+
+impl_dir_parser!(ExfatDirParser, ExfatItem);
