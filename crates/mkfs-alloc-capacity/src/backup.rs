@@ -78,7 +78,7 @@ impl Backup for MemBackup {
 }
 
 /// A [`Backup`] in a journal file, synced before every overwrite. See the
-/// [module docs](self) for the crash-safety argument.
+/// module docs (`backup.rs`) for the crash-safety argument.
 ///
 /// Layout: a 32-byte header (magic `MKFSPRJ1`, format version 1 as `u32`,
 /// the unit size as `u32`, the device's announced size in bytes as `u64`,

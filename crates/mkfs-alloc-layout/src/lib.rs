@@ -10,7 +10,7 @@
 //! Architecture invariants:
 //! - no I/O and no OS calls here: bytes go out only through
 //!   [`mkfs_alloc_blockio::BlockIo`];
-//! - every rejection happens in [`plan`], before the first write;
+//! - every rejection happens in [`plan()`], before the first write;
 //! - memory is bounded by [`writer::CHUNK`] whatever the volume size;
 //! - on-disk structures are `zerocopy` structs whose fields are the spec
 //!   tables, with their sizes asserted at compile time.

@@ -170,7 +170,7 @@ pub struct Probe {
     pub kind: FsKind,
     /// Its label where the signature block holds one (FAT BPB, NTFS: none,
     /// ext, XFS, btrfs, ISO 9660, swap, LUKS); the exFAT label lives in the
-    /// root directory: see [`crate::exfat::root_directory_offset`] and
+    /// root directory: see `root_directory_offset` and
     /// [`crate::exfat::volume_label`].
     pub label: Option<String>,
     /// Its serial or UUID as text, where the signature block holds one.

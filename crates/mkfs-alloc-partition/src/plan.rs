@@ -106,7 +106,7 @@ impl PartitionFs {
 
     /// The MBR partition type byte for a partition of `sectors` sectors
     /// starting at LBA `start`: FAT16 0x04 below 65,536 sectors, 0x0E when it
-    /// ends beyond [`CHS_LIMIT_SECTORS`], else 0x06 (the SD specification's
+    /// ends beyond `CHS_LIMIT_SECTORS`, else 0x06 (the SD specification's
     /// and DOS's rule); the others as [`PartitionFs::mbr_type`].
     pub fn mbr_type_for(self, start: u64, sectors: u64) -> u8 {
         match self {

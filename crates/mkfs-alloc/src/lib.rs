@@ -67,7 +67,7 @@ pub mod blockio {
     };
 }
 
-/// File-system options, the validated [`Layout`](layout::Layout) and the
+/// File-system options, the validated [`Layout`] and the
 /// writer's report.
 pub mod layout {
     pub use mkfs_alloc_layout::label::EncodedLabel;
