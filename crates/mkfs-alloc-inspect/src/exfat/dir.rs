@@ -4,6 +4,9 @@
 //! Sources: exFAT specification §6.2-6.4 (entry sets, checksum), §7.1-7.7.
 
 use super::*;
+use mkfs_alloc_ondisk::exfat::{
+    secondary_flags, BitmapEntry, FileEntry, FileNameEntry, StreamExtensionEntry, UpcaseEntry,
+};
 
 /// A file or directory of an exFAT directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,23 +118,25 @@ impl ExfatDirParser {
         if t & 0x80 == 0 {
             return; // unused or deleted
         }
-        let u32_at = |o: usize| u32::from_le_bytes([e[o], e[o + 1], e[o + 2], e[o + 3]]);
-        let u64_at = |o: usize| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&e[o..o + 8]);
-            u64::from_le_bytes(b)
-        };
         match t {
-            TYPE_BITMAP => out.push(ExfatItem::Bitmap {
-                flags: e[1],
-                first_cluster: u32_at(20),
-                data_length: u64_at(24),
-            }),
-            TYPE_UPCASE => out.push(ExfatItem::Upcase {
-                checksum: u32_at(4),
-                first_cluster: u32_at(20),
-                data_length: u64_at(24),
-            }),
+            TYPE_BITMAP => {
+                if let Ok((b, _)) = BitmapEntry::read_from_prefix(e) {
+                    out.push(ExfatItem::Bitmap {
+                        flags: b.bitmap_flags,
+                        first_cluster: b.first_cluster.get(),
+                        data_length: b.data_length.get(),
+                    });
+                }
+            }
+            TYPE_UPCASE => {
+                if let Ok((u, _)) = UpcaseEntry::read_from_prefix(e) {
+                    out.push(ExfatItem::Upcase {
+                        checksum: u.table_checksum.get(),
+                        first_cluster: u.first_cluster.get(),
+                        data_length: u.data_length.get(),
+                    });
+                }
+            }
             TYPE_LABEL => match LabelEntry::read_from_prefix(e) {
                 Ok((l, _)) if l.character_count <= 11 => out.push(ExfatItem::Label(l.label())),
                 _ => out.push(ExfatItem::Bad(format!(
@@ -164,34 +169,37 @@ impl ExfatDirParser {
 
     fn finish_set(&mut self) -> ExfatItem {
         let set = std::mem::take(&mut self.set);
-        let stored = u16::from_le_bytes([set[2], set[3]]);
+        let (Ok((file, _)), Some(Ok((stream, _)))) = (
+            FileEntry::read_from_prefix(&set),
+            set.get(32..).map(StreamExtensionEntry::read_from_prefix),
+        ) else {
+            return ExfatItem::Bad(format!("entry set of {} bytes", set.len()));
+        };
+        let stored = file.set_checksum.get();
         let computed = set_checksum(&set);
         if stored != computed {
             return ExfatItem::Bad(format!(
                 "entry set checksum mismatch: stored {stored:#06x}, computed {computed:#06x}"
             ));
         }
-        let s = &set[32..64];
-        if s[0] != TYPE_STREAM {
+        if stream.entry_type != TYPE_STREAM {
             return ExfatItem::Bad(format!(
                 "file entry followed by type {:#04x}, expected a stream extension (0xc0)",
-                s[0]
+                stream.entry_type
             ));
         }
-        let u64_at = |o: usize| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&s[o..o + 8]);
-            u64::from_le_bytes(b)
-        };
-        let name_len = usize::from(s[3]);
+        let name_len = usize::from(stream.name_length);
         let mut units = Vec::with_capacity(name_len);
         for ne in set[64..].chunks_exact(32) {
-            if ne[0] != TYPE_NAME {
+            let Ok((name, _)) = FileNameEntry::read_from_prefix(ne) else {
+                continue;
+            };
+            if name.entry_type != TYPE_NAME {
                 continue;
             }
-            for u in ne[2..32].chunks_exact(2) {
+            for u in &name.file_name {
                 if units.len() < name_len {
-                    units.push(u16::from_le_bytes([u[0], u[1]]));
+                    units.push(u.get());
                 }
             }
         }
@@ -202,12 +210,12 @@ impl ExfatDirParser {
             ));
         }
         ExfatItem::File(ExfatFile {
-            attributes: u16::from_le_bytes([set[4], set[5]]),
+            attributes: file.file_attributes.get(),
             name: String::from_utf16_lossy(&units),
-            first_cluster: u32::from_le_bytes([s[20], s[21], s[22], s[23]]),
-            data_length: u64_at(24),
-            valid_data_length: u64_at(8),
-            no_fat_chain: s[1] & 0x02 != 0,
+            first_cluster: stream.first_cluster.get(),
+            data_length: stream.data_length.get(),
+            valid_data_length: stream.valid_data_length.get(),
+            no_fat_chain: stream.general_secondary_flags & secondary_flags::NO_FAT_CHAIN != 0,
         })
     }
 }
