@@ -357,9 +357,7 @@ pub fn recommend_for_format(
 }
 
 fn check_inputs(sector_size: u32, max_waste_percent: f64) -> Result<(), AdviseError> {
-    if !matches!(sector_size, 512 | 1024 | 2048 | 4096) {
-        return Err(PlanError::SectorSize(u64::from(sector_size)).into());
-    }
+    mkfs_alloc_layout::check_sector_size(sector_size)?;
     if max_waste_percent.is_nan() || max_waste_percent < 0.0 {
         return Err(AdviseError::MaxWaste(max_waste_percent));
     }

@@ -75,7 +75,7 @@ fn target_path(cli: &FormatArgs) -> Result<PathBuf, Failure> {
 /// Checks of the arguments alone (no target needed).
 fn check_args(cli: &FormatArgs) -> Result<(), Failure> {
     if let Some(s) = cli.sector_size {
-        if !matches!(s, 512 | 1024 | 2048 | 4096) {
+        if mkfs_alloc_layout::check_sector_size(s).is_err() {
             return Err(usage(anyhow!(
                 "--sector-size {s} is not supported; valid: 512, 1024, 2048, 4096"
             )));

@@ -49,7 +49,7 @@ pub use error::PlanError;
 pub use options::{
     random_serial, ClusterChoice, FormatOptions, FsChoice, FsType, Medium, Timestamp,
 };
-pub use plan::{plan, valid_cluster_sizes, Layout, Region, RegionKind};
+pub use plan::{check_sector_size, plan, valid_cluster_sizes, Layout, Region, RegionKind};
 pub use writer::{
     check_block_size, write_volume, write_volume_to, write_volume_with, Content, ContentSink,
     Prior, WriteError, WriteReport,

@@ -284,8 +284,10 @@ pub fn default_align(volume_bytes: u64, sector_size: u32) -> u64 {
     pow.clamp(u64::from(sector_size), DEFAULT_ALIGN)
 }
 
-/// Validates the sector size.
-fn check_sector(sector_size: u32) -> Result<(), PlanError> {
+/// Validates a file system's logical sector size: 512, 1024, 2048 or 4096
+/// (the one check of the workspace; the planner, `advise` and the CLI's
+/// argument check use it).
+pub fn check_sector_size(sector_size: u32) -> Result<(), PlanError> {
     match sector_size {
         512 | 1024 | 2048 | 4096 => Ok(()),
         s => Err(PlanError::SectorSize(u64::from(s))),
@@ -499,7 +501,7 @@ pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> 
 /// Checks the sector size, the partition offset and the alignment; returns
 /// the medium rounded down to whole sectors and the alignment to use.
 fn checked_medium(opts: &FormatOptions, medium: &Medium) -> Result<(Medium, u64), PlanError> {
-    check_sector(medium.sector_size)?;
+    check_sector_size(medium.sector_size)?;
     let bps = u64::from(medium.sector_size);
     if medium.partition_offset % bps != 0 {
         return Err(PlanError::PartitionOffset {
