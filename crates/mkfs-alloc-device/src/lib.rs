@@ -39,6 +39,8 @@ mod sys;
 #[path = "unsupported.rs"]
 mod sys;
 
+#[cfg(any(target_os = "linux", windows))]
+mod bounce;
 mod device;
 #[cfg(target_os = "linux")]
 mod mountinfo;

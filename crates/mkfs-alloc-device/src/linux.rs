@@ -39,6 +39,7 @@ type DevNum = (u32, u32);
 /// What sysfs, udev and the probe say about a device: `gather`.
 #[path = "linux_info.rs"]
 mod info;
+use crate::bounce::{Bounce, BOUNCE};
 use info::gather;
 
 fn dev_num(rdev: u64) -> DevNum {
@@ -336,31 +337,6 @@ fn ioctl_ro(f: &File) -> io::Result<bool> {
 /// True for errors by which an ioctl says "not supported here".
 fn unsupported(e: Errno) -> bool {
     e == Errno::OPNOTSUPP || e == Errno::NOTTY || e == Errno::NOSYS
-}
-
-/// Size of the bounce buffer of `O_DIRECT` transfers.
-const BOUNCE: usize = 1 << 20;
-/// Alignment of `O_DIRECT` buffers: covers every logical block size.
-const ALIGN: usize = 4096;
-
-/// A buffer aligned to [`ALIGN`] for `O_DIRECT` (safe code: the aligned
-/// window of a larger allocation).
-#[derive(Debug)]
-struct Bounce {
-    storage: Vec<u8>,
-    start: usize,
-}
-
-impl Bounce {
-    fn new() -> Bounce {
-        let storage = vec![0u8; BOUNCE + ALIGN];
-        let start = storage.as_ptr().align_offset(ALIGN).min(ALIGN);
-        Bounce { storage, start }
-    }
-
-    fn buf(&mut self, len: usize) -> &mut [u8] {
-        &mut self.storage[self.start..self.start + len]
-    }
 }
 
 /// An exclusively opened Linux block device.

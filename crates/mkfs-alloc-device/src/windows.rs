@@ -49,10 +49,7 @@ use super::{clean, transfer_all, DeviceError, DeviceInfo, PartitionInfo, XferRes
 mod volumes;
 use volumes::{system_disks, volumes, Volume};
 
-/// Largest transfer through the aligned bounce buffer.
-const BOUNCE: usize = 1 << 20;
-/// Alignment of the bounce buffer: a multiple of every sector size.
-const ALIGN: usize = 4096;
+use crate::bounce::{Bounce, BOUNCE};
 
 /// Calls `DeviceIoControl` with `input` and an output buffer of `out_len`
 /// bytes; returns the bytes written. Grows the buffer on
@@ -361,26 +358,6 @@ fn gather(n: u32, f: &File, vols: &[Volume]) -> Result<DeviceInfo, DeviceError> 
         fs_type,
         label,
     })
-}
-
-/// An aligned window into a heap buffer (no unsafe: the start is found
-/// with `align_offset`).
-#[derive(Debug)]
-struct Bounce {
-    storage: Vec<u8>,
-    start: usize,
-}
-
-impl Bounce {
-    fn new() -> Bounce {
-        let storage = vec![0u8; BOUNCE + ALIGN];
-        let start = storage.as_ptr().align_offset(ALIGN).min(ALIGN);
-        Bounce { storage, start }
-    }
-
-    fn buf(&mut self, len: usize) -> &mut [u8] {
-        &mut self.storage[self.start..self.start + len]
-    }
 }
 
 /// An opened disk, with its volumes locked and dismounted.
