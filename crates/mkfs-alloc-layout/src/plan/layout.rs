@@ -59,7 +59,7 @@ pub enum Geometry {
 }
 
 /// A validated plan: every byte offset the writer will use, and why each
-/// choice was made. Only [`plan`] makes one (the fields are private, so a
+/// choice was made. Only [`plan`](super::plan()) makes one (the fields are private, so a
 /// plan cannot be changed after validation); read it through the accessors.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
