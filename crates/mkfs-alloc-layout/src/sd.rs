@@ -17,8 +17,9 @@
 //!        │     │   └ exFAT: FAT at BU/2 (BU/2 long), heap at BU ─────┘ multiple
 //! ```
 //!
-//! Not wired to the writer yet: [`sd_layout`] is the plan a `--layout sd`
-//! format would follow.
+//! [`sd_layout`] is the arithmetic; the planner (`plan::sd`) turns it into a
+//! [`Layout`](crate::Layout) when [`FormatOptions::sd`](crate::FormatOptions::sd)
+//! is set, and the facade puts the partition where it says.
 
 use crate::options::FsType;
 
@@ -98,6 +99,64 @@ pub enum SdError {
         /// Card capacity in 512-byte sectors.
         sectors: u64,
     },
+    /// An option the SD layout decides itself.
+    #[error("--layout sd decides {what} itself (from the card's capacity class); leave {option} out. With --layout sd you may give: --fs (the class's file system, or fat32 on SDXC cards), --label, --serial, --size for an image")]
+    Conflict {
+        /// The option given, as on the command line.
+        option: &'static str,
+        /// What the layout decides.
+        what: &'static str,
+    },
+    /// A file system the card's class does not take.
+    #[error("a {class} card of {} gets {class_fs} in the SD layout; --fs {asked} is not allowed. Valid: --fs {allowed}", crate::units::format_size(sectors * SD_SECTOR))]
+    Fs {
+        /// Card capacity in 512-byte sectors.
+        sectors: u64,
+        /// The capacity class's name (SDSC, SDHC, SDXC).
+        class: &'static str,
+        /// The class's file system.
+        class_fs: FsType,
+        /// What was asked for.
+        asked: &'static str,
+        /// The accepted `--fs` values.
+        allowed: String,
+    },
+    /// FAT32 on an SDXC card whose reserved-sector padding does not fit.
+    #[error("FAT32 in the SD layout of a card of {sectors} sectors needs {rsvd} reserved sectors to put the data region on a boundary unit, more than the 16-bit field holds; use exFAT (leave --fs out)")]
+    ReservedOverflow {
+        /// Card capacity in 512-byte sectors.
+        sectors: u64,
+        /// Reserved sectors the layout would need.
+        rsvd: u64,
+    },
+    /// The SD layout counts 512-byte sectors.
+    #[error("--layout sd needs 512-byte sectors (SD cards have them); got {0}-byte sectors")]
+    SectorSize(u32),
+    /// The volume is not where the SD layout puts the partition.
+    #[error("the SD layout of a card of {total} sectors puts the partition at sector {start} with {sectors} sectors; the medium given starts the volume at sector {got_start} with {got_sectors} sectors")]
+    Placement {
+        /// Card capacity in 512-byte sectors.
+        total: u64,
+        /// Partition start the layout needs.
+        start: u64,
+        /// Partition length the layout needs.
+        sectors: u64,
+        /// Partition start given.
+        got_start: u64,
+        /// Partition length given.
+        got_sectors: u64,
+    },
+}
+
+impl SdClass {
+    /// The class's name: SDSC (up to 2 GiB), SDHC (up to 32 GiB) or SDXC.
+    pub fn name(&self) -> &'static str {
+        match self.fs {
+            FsType::Fat12 | FsType::Fat16 => "SDSC",
+            FsType::Fat32 => "SDHC",
+            FsType::Exfat => "SDXC",
+        }
+    }
 }
 
 /// The complete SD layout of a card, in 512-byte sectors (FAT32 forced on
@@ -180,6 +239,14 @@ pub fn sd_layout(total_sectors: u64, force_fat32: bool) -> Result<SdLayout, SdEr
     if l.fs.is_fat() && crate::fat::width_of(l.cluster_count) != l.fs {
         return Err(SdError::TooSmall {
             sectors: total_sectors,
+        });
+    }
+    // FAT32 forced on a large SDXC card: the padding can exceed the 16-bit
+    // RsvdSecCnt (sdFormatLinux refuses these cards too).
+    if l.rsvd > u64::from(u16::MAX) {
+        return Err(SdError::ReservedOverflow {
+            sectors: total_sectors,
+            rsvd: l.rsvd,
         });
     }
     Ok(l)
@@ -371,7 +438,7 @@ mod tests {
             }
             FsType::Fat32 => {
                 assert_eq!(l.part_start, bu, "{what}");
-                assert!(l.rsvd >= 9, "{what}");
+                assert!((9..=u64::from(u16::MAX)).contains(&l.rsvd), "{what}");
                 assert!(l.fat_sectors * 512 / 4 >= l.cluster_count + 2, "{what}");
                 assert_eq!(
                     crate::fat::width_of(l.cluster_count),
