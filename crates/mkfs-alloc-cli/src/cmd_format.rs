@@ -370,7 +370,7 @@ impl Run<'_> {
         let write = result
             .map_err(|e| format_failure(e, Some(format!("formatting {}", path.display()))))?;
         if let Opened::Device(d) = opened {
-            if self.plan.table().kind != TableKind::None {
+            if self.plan.table().kind() != TableKind::None {
                 notes.push(match d.reread_partitions() {
                     Ok(()) => "the kernel re-read the partition table".to_string(),
                     Err(e) => format!(

@@ -8,7 +8,7 @@ use mkfs_alloc::MediumPlan;
 use mkfs_alloc_device::DeviceInfo;
 use mkfs_alloc_layout::units::{format_count, format_size};
 use mkfs_alloc_layout::{Layout, RegionKind, WriteReport};
-use mkfs_alloc_partition::{Signature, TableKind};
+use mkfs_alloc_partition::{Guid, Signature, TableSpec};
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -92,31 +92,25 @@ fn alignment_note(offset: u64) -> String {
 }
 
 fn print_table(plan: &MediumPlan) {
-    let t = &plan.table();
-    match t.kind {
-        TableKind::None => outln!("  partition      none ({})", plan.table_reason()),
-        kind => {
-            let ty = match (t.mbr_type, t.partition_type_guid) {
-                (Some(b), _) => format!("type 0x{b:02X}"),
-                (None, Some(g)) if g == mkfs_alloc_partition::Guid::EFI_SYSTEM => {
-                    "EFI System Partition".to_string()
-                }
-                (None, Some(_)) => "Microsoft Basic Data".to_string(),
-                _ => String::new(),
-            };
-            outln!(
-                "  partition      {} ({}): 1 partition at {} ({}), {}, {ty}",
-                match kind {
-                    TableKind::Mbr => "MBR",
-                    _ => "GPT",
-                },
-                plan.table_reason(),
-                format_size(t.partition_start),
-                alignment_note(t.partition_start),
-                format_size(t.partition_len)
-            );
+    let t = plan.table();
+    let (name, ty) = match t.spec() {
+        TableSpec::None => {
+            outln!("  partition      none ({})", plan.table_reason());
+            return;
         }
-    }
+        TableSpec::Mbr(m) => ("MBR", format!("type 0x{:02X}", m.partition_type())),
+        TableSpec::Gpt(g) if g.partition_type_guid() == Guid::EFI_SYSTEM => {
+            ("GPT", "EFI System Partition".to_string())
+        }
+        TableSpec::Gpt(_) => ("GPT", "Microsoft Basic Data".to_string()),
+    };
+    outln!(
+        "  partition      {name} ({}): 1 partition at {} ({}), {}, {ty}",
+        plan.table_reason(),
+        format_size(t.partition_start()),
+        alignment_note(t.partition_start()),
+        format_size(t.partition_len())
+    );
 }
 
 /// Old signatures: before writing they "will be" wiped, after it they were.

@@ -178,42 +178,160 @@ impl TableOptions {
 }
 
 /// A planned table: where the one partition goes and every identifier that
-/// will be written. Serializes to JSON for the CLI.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// will be written. Made only by [`plan_table`], so its parts always agree;
+/// read it through the accessors. Serializes to JSON for the CLI (one flat
+/// object: the kind's own fields, and `null` for the other kind's).
+///
+/// A plan cannot be edited after planning:
+///
+/// ```compile_fail
+/// use mkfs_alloc_partition::{plan_table, PartitionFs, TableKind, TableOptions};
+/// let opts = TableOptions::new(TableKind::Mbr, PartitionFs::Exfat);
+/// let mut plan = plan_table(&opts, 64 << 20, 512).unwrap();
+/// plan.partition_start = 0;
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TablePlan {
-    /// The table kind.
-    pub kind: TableKind,
-    /// Logical block (sector) size in bytes; table LBAs count these.
-    pub block_size: u32,
-    /// Size of the medium in bytes (a trailing partial block is not used).
-    pub medium_bytes: u64,
-    /// Alignment the partition start was rounded up to, in bytes.
-    pub align: u64,
-    /// Byte offset of the partition (of the file system) on the medium;
-    /// 0 without a table.
-    pub partition_start: u64,
-    /// Length of the partition (of the file system) in bytes, a multiple of
-    /// the block size.
-    pub partition_len: u64,
-    /// MBR partition type byte (MBR only).
-    pub mbr_type: Option<u8>,
-    /// MBR disk signature (MBR only; the protective MBR of GPT keeps 0).
-    pub disk_signature: Option<u32>,
-    /// GPT disk GUID (GPT only).
-    pub disk_guid: Option<Guid>,
-    /// GPT partition type GUID: Microsoft Basic Data (GPT only).
-    pub partition_type_guid: Option<Guid>,
-    /// GPT unique partition GUID (GPT only).
-    pub partition_guid: Option<Guid>,
-    /// GPT partition name (GPT only).
-    pub partition_name: Option<String>,
-    /// GPT first usable LBA, after the primary entries (GPT only).
-    pub first_usable_lba: Option<u64>,
-    /// GPT last usable LBA, before the backup entries (GPT only).
-    pub last_usable_lba: Option<u64>,
+    block_size: u32,
+    medium_bytes: u64,
+    align: u64,
+    partition_start: u64,
+    partition_len: u64,
+    spec: TableSpec,
+}
+
+/// What a [`TablePlan`] writes besides the partition's extent: nothing, an
+/// MBR, or a GPT.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TableSpec {
+    /// No table: the file system starts at byte 0.
+    None,
+    /// A DOS/MBR table with one primary partition.
+    Mbr(MbrPlan),
+    /// A GUID partition table with one partition and a protective MBR.
+    Gpt(GptPlan),
+}
+
+/// The MBR-only part of a [`TablePlan`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MbrPlan {
+    partition_type: u8,
+    disk_signature: u32,
+}
+
+impl MbrPlan {
+    /// The partition type byte (0x07 exFAT, 0x0C FAT32 LBA, 0xEF ESP, ...).
+    pub fn partition_type(&self) -> u8 {
+        self.partition_type
+    }
+
+    /// The disk signature (bytes 440..444 of LBA 0).
+    pub fn disk_signature(&self) -> u32 {
+        self.disk_signature
+    }
+}
+
+/// The GPT-only part of a [`TablePlan`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GptPlan {
+    disk_guid: Guid,
+    partition_type_guid: Guid,
+    partition_guid: Guid,
+    partition_name: String,
+    first_usable_lba: u64,
+    last_usable_lba: u64,
+}
+
+impl GptPlan {
+    /// The disk GUID.
+    pub fn disk_guid(&self) -> Guid {
+        self.disk_guid
+    }
+
+    /// The partition type GUID: Microsoft Basic Data, or EFI System.
+    pub fn partition_type_guid(&self) -> Guid {
+        self.partition_type_guid
+    }
+
+    /// The unique partition GUID.
+    pub fn partition_guid(&self) -> Guid {
+        self.partition_guid
+    }
+
+    /// The partition name (at most [`GPT_NAME_MAX`] UTF-16 units).
+    pub fn partition_name(&self) -> &str {
+        &self.partition_name
+    }
+
+    /// First usable LBA, after the primary entries.
+    pub fn first_usable_lba(&self) -> u64 {
+        self.first_usable_lba
+    }
+
+    /// Last usable LBA, before the backup entries.
+    pub fn last_usable_lba(&self) -> u64 {
+        self.last_usable_lba
+    }
 }
 
 impl TablePlan {
+    /// The table kind.
+    pub fn kind(&self) -> TableKind {
+        match self.spec {
+            TableSpec::None => TableKind::None,
+            TableSpec::Mbr(_) => TableKind::Mbr,
+            TableSpec::Gpt(_) => TableKind::Gpt,
+        }
+    }
+
+    /// The kind's own part: MBR type and signature, or the GPT identifiers.
+    pub fn spec(&self) -> &TableSpec {
+        &self.spec
+    }
+
+    /// The MBR part, if this is an MBR plan.
+    pub fn mbr(&self) -> Option<&MbrPlan> {
+        match &self.spec {
+            TableSpec::Mbr(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The GPT part, if this is a GPT plan.
+    pub fn gpt(&self) -> Option<&GptPlan> {
+        match &self.spec {
+            TableSpec::Gpt(g) => Some(g),
+            _ => None,
+        }
+    }
+
+    /// Logical block (sector) size in bytes; table LBAs count these.
+    pub fn block_size(&self) -> u32 {
+        self.block_size
+    }
+
+    /// Size of the medium in bytes (a trailing partial block is not used).
+    pub fn medium_bytes(&self) -> u64 {
+        self.medium_bytes
+    }
+
+    /// Alignment the partition start was rounded up to, in bytes.
+    pub fn align(&self) -> u64 {
+        self.align
+    }
+
+    /// Byte offset of the partition (of the file system) on the medium; 0
+    /// without a table.
+    pub fn partition_start(&self) -> u64 {
+        self.partition_start
+    }
+
+    /// Length of the partition (of the file system) in bytes, a multiple of
+    /// the block size.
+    pub fn partition_len(&self) -> u64 {
+        self.partition_len
+    }
+
     /// Number of whole blocks on the medium.
     pub fn num_blocks(&self) -> u64 {
         self.medium_bytes / u64::from(self.block_size)
@@ -231,12 +349,58 @@ impl TablePlan {
     }
 }
 
+/// The JSON shape of a [`TablePlan`] (one flat object, as before the plan
+/// became an enum: scripts read `table.mbr_type`, `table.disk_guid`, ...).
+#[derive(Serialize)]
+struct TablePlanJson<'a> {
+    kind: TableKind,
+    block_size: u32,
+    medium_bytes: u64,
+    align: u64,
+    partition_start: u64,
+    partition_len: u64,
+    mbr_type: Option<u8>,
+    disk_signature: Option<u32>,
+    disk_guid: Option<Guid>,
+    partition_type_guid: Option<Guid>,
+    partition_guid: Option<Guid>,
+    partition_name: Option<&'a str>,
+    first_usable_lba: Option<u64>,
+    last_usable_lba: Option<u64>,
+}
+
+impl Serialize for TablePlan {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mbr = self.mbr();
+        let gpt = self.gpt();
+        TablePlanJson {
+            kind: self.kind(),
+            block_size: self.block_size,
+            medium_bytes: self.medium_bytes,
+            align: self.align,
+            partition_start: self.partition_start,
+            partition_len: self.partition_len,
+            mbr_type: mbr.map(MbrPlan::partition_type),
+            disk_signature: mbr.map(MbrPlan::disk_signature),
+            disk_guid: gpt.map(GptPlan::disk_guid),
+            partition_type_guid: gpt.map(GptPlan::partition_type_guid),
+            partition_guid: gpt.map(GptPlan::partition_guid),
+            partition_name: gpt.map(GptPlan::partition_name),
+            first_usable_lba: gpt.map(GptPlan::first_usable_lba),
+            last_usable_lba: gpt.map(GptPlan::last_usable_lba),
+        }
+        .serialize(serializer)
+    }
+}
+
 /// Plans one partition spanning the medium.
 ///
 /// The start is the first multiple of `opts.align` after the table (after
 /// LBA 0 for MBR, after the primary entries for GPT); the end is the end of
 /// the medium (MBR) or the last usable LBA before the backup entries (GPT).
-/// Identifiers come from `opts.seed`.
+/// Identifiers come from `opts.seed`; the MBR type from `opts.fs_type` and
+/// the partition's extent ([`PartitionFs::mbr_type_for`]), or 0xEF for an
+/// ESP.
 ///
 /// # Errors
 ///
@@ -283,27 +447,11 @@ pub fn plan_table(
     let disk_guid = Guid::from_rng(&mut rng);
     let partition_guid = Guid::from_rng(&mut rng);
 
-    let mut plan = TablePlan {
-        kind,
-        block_size,
-        medium_bytes,
-        align,
-        partition_start: 0,
-        partition_len: 0,
-        mbr_type: None,
-        disk_signature: None,
-        disk_guid: None,
-        partition_type_guid: None,
-        partition_guid: None,
-        partition_name: None,
-        first_usable_lba: None,
-        last_usable_lba: None,
-    };
-
-    // Each arm yields [start_lba, end_lba) of the partition and the number of
-    // blocks the table keeps after it (for the size error).
-    let (start_lba, end_lba, tail_blocks) = match kind {
-        TableKind::None => (0, blocks, 0),
+    // Each arm yields [start_lba, end_lba) of the partition, the number of
+    // blocks the table keeps after it (for the size error) and the kind's
+    // own part (the MBR type waits for the extent).
+    let (start_lba, end_lba, tail_blocks, mut spec) = match kind {
+        TableKind::None => (0, blocks, 0, TableSpec::None),
         TableKind::Mbr => {
             // Both the start and the length are u32 sector numbers.
             let max_blocks = 1u64 << 32;
@@ -314,15 +462,13 @@ pub fn plan_table(
                     max_bytes: max_blocks.saturating_mul(bs),
                 });
             }
-            plan.mbr_type = Some(if opts.esp {
-                MBR_TYPE_ESP
-            } else {
-                opts.fs_type.mbr_type()
-            });
-            plan.disk_signature = Some(disk_signature);
+            let mbr = MbrPlan {
+                partition_type: 0,
+                disk_signature,
+            };
             // LBA 0 holds the MBR; align >= block size, so `align` is the
             // first aligned offset after it.
-            (align / bs, blocks, 0)
+            (align / bs, blocks, 0, TableSpec::Mbr(mbr))
         }
         TableKind::Gpt => {
             let units = opts.name.encode_utf16().count();
@@ -348,17 +494,19 @@ pub fn plan_table(
                 ));
             }
             let last_usable = blocks - tail - 1;
-            plan.disk_guid = Some(disk_guid);
-            plan.partition_type_guid = Some(if opts.esp {
-                Guid::EFI_SYSTEM
-            } else {
-                Guid::BASIC_DATA
-            });
-            plan.partition_guid = Some(partition_guid);
-            plan.partition_name = Some(opts.name.clone());
-            plan.first_usable_lba = Some(first_usable);
-            plan.last_usable_lba = Some(last_usable);
-            (start, last_usable + 1, tail)
+            let gpt = GptPlan {
+                disk_guid,
+                partition_type_guid: if opts.esp {
+                    Guid::EFI_SYSTEM
+                } else {
+                    Guid::BASIC_DATA
+                },
+                partition_guid,
+                partition_name: opts.name.clone(),
+                first_usable_lba: first_usable,
+                last_usable_lba: last_usable,
+            };
+            (start, last_usable + 1, tail, TableSpec::Gpt(gpt))
         }
     };
 
@@ -372,9 +520,21 @@ pub fn plan_table(
                 .saturating_add(tail_blocks.saturating_mul(bs)),
         ));
     }
-    plan.partition_start = start_lba * bs;
-    plan.partition_len = len;
-    Ok(plan)
+    if let TableSpec::Mbr(mbr) = &mut spec {
+        mbr.partition_type = if opts.esp {
+            MBR_TYPE_ESP
+        } else {
+            opts.fs_type.mbr_type_for(start_lba, len_blocks)
+        };
+    }
+    Ok(TablePlan {
+        block_size,
+        medium_bytes,
+        align,
+        partition_start: start_lba * bs,
+        partition_len: len,
+        spec,
+    })
 }
 
 /// Checks `block_size` for `kind`.

@@ -53,7 +53,7 @@
 //!     ..MediumOptions::default()
 //! };
 //! let (plan, _report) = format(&opts, &mut disk, &mut |_, _| {})?;
-//! assert_eq!(plan.table().partition_start, 1 << 20);
+//! assert_eq!(plan.table().partition_start(), 1 << 20);
 //! assert_eq!(&disk.as_bytes()[(1 << 20) + 3..(1 << 20) + 11], b"EXFAT   ");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -82,7 +82,8 @@ pub mod layout {
 /// Partition-table options and plans.
 pub mod partition {
     pub use mkfs_alloc_partition::{
-        Guid, PartitionError, PartitionFs, Signature, TableChoice, TableKind, TablePlan,
+        GptPlan, Guid, MbrPlan, PartitionError, PartitionFs, Signature, TableChoice, TableKind,
+        TablePlan, TableSpec,
     };
 }
 
@@ -271,24 +272,22 @@ pub fn plan_medium(
     topts.name = format.label.clone().unwrap_or_default();
     topts.seed = table_seed(serial);
     topts.esp = format.esp;
-    let mut table = plan_table(&topts, medium_bytes, block_size)?;
+    let table = plan_table(&topts, medium_bytes, block_size)?;
     let medium = Medium {
-        volume_bytes: table.partition_len,
+        volume_bytes: table.partition_len(),
         sector_size: opts.sector_size,
-        partition_offset: table.partition_start,
+        partition_offset: table.partition_start(),
     };
     let layout = mkfs_alloc_layout::plan(&format, &medium)?;
-    if table.mbr_type.is_some() && !format.esp {
-        let fs = match layout.fs() {
-            FsType::Exfat => PartitionFs::Exfat,
-            FsType::Fat32 => PartitionFs::Fat32,
-            FsType::Fat16 => PartitionFs::Fat16,
-            FsType::Fat12 => PartitionFs::Fat12,
-        };
-        let bs = u64::from(block_size);
-        table.mbr_type =
-            Some(fs.mbr_type_for(table.partition_start / bs, table.partition_len / bs));
-    }
+    // The MBR type byte depends on the file system the layout chose; the
+    // extent does not, so planning again gives the same partition.
+    topts.fs_type = match layout.fs() {
+        FsType::Exfat => PartitionFs::Exfat,
+        FsType::Fat32 => PartitionFs::Fat32,
+        FsType::Fat16 => PartitionFs::Fat16,
+        FsType::Fat12 => PartitionFs::Fat12,
+    };
+    let table = plan_table(&topts, medium_bytes, block_size)?;
     Ok(MediumPlan {
         table,
         table_reason,
@@ -354,7 +353,7 @@ pub fn write_medium_with<D: BlockIo>(
         dev.flush()?;
     }
     let bs = u64::from(dev.block_size());
-    let first = plan.table.partition_start / bs;
+    let first = plan.table.partition_start() / bs;
     let count = plan.layout.volume_bytes() / bs;
     let report = {
         let mut part = Slice::new(&mut *dev, first, count)?;
@@ -367,7 +366,7 @@ pub fn write_medium_with<D: BlockIo>(
             progress,
         )?
     };
-    if plan.table.kind != TableKind::None {
+    if plan.table.kind() != TableKind::None {
         write_table(&plan.table, dev)?;
         dev.flush()?;
     }
