@@ -21,7 +21,8 @@
 //! [`Layout`](crate::Layout) when [`FormatOptions::sd`](crate::FormatOptions::sd)
 //! is set, and the facade puts the partition where it says.
 
-use crate::options::FsType;
+use crate::options::{FormatOptions, FsChoice, FsType};
+use crate::rules::FsRule;
 
 /// Sectors of 512 bytes in which all SD geometry is counted.
 pub const SD_SECTOR: u64 = 512;
@@ -384,6 +385,68 @@ fn compute(
         }
     }
     Ok(l)
+}
+
+/// Refuses the options the SD layout decides itself (by their CLI names).
+///
+/// # Errors
+///
+/// [`SdError::Conflict`] naming the first such option.
+pub fn refuse_conflicts(opts: &FormatOptions) -> Result<(), SdError> {
+    let conflict = |option, what| Err(SdError::Conflict { option, what });
+    if opts.cluster.explicit().is_some() {
+        return conflict("--cluster", "the cluster size");
+    }
+    if opts.align.is_some() {
+        return conflict("--align", "the alignment (its boundary unit)");
+    }
+    if opts.root_entries.is_some() {
+        return conflict("--root-entries", "the root directory (512 entries)");
+    }
+    if opts.esp {
+        return conflict("--esp", "the partition type");
+    }
+    Ok(())
+}
+
+/// The layout of a card of `total` 512-byte sectors for `opts` (its `fs`:
+/// auto, the class's file system, or FAT32 on SDXC), and why that file
+/// system. The facade places the partition by it; the planner checks the
+/// medium against it.
+///
+/// # Errors
+///
+/// [`SdError::Conflict`] for an option the layout decides, [`SdError::Fs`]
+/// for a file system the class does not take, and [`sd_layout`]'s errors.
+pub fn card_layout(opts: &FormatOptions, total: u64) -> Result<(SdLayout, FsRule), SdError> {
+    refuse_conflicts(opts)?;
+    let choice = opts.fs;
+    let class = sd_layout(total, false)?;
+    let sdxc = class.fs == FsType::Exfat;
+    match choice {
+        FsChoice::Auto => Ok((class, FsRule::SdCapacityClass)),
+        FsChoice::Fixed(FsType::Fat32) | FsChoice::Fat if sdxc => {
+            Ok((sd_layout(total, true)?, FsRule::SdFat32OnSdxc))
+        }
+        FsChoice::Fat if class.fs.is_fat() => Ok((class, FsRule::SdCapacityClass)),
+        FsChoice::Fixed(fs) if fs == class.fs => Ok((class, FsRule::SdCapacityClass)),
+        other => Err(SdError::Fs {
+            sectors: total,
+            class: class.class.name(),
+            class_fs: class.fs,
+            asked: match other {
+                FsChoice::Fixed(fs) => fs.name(),
+                _ => "fat",
+            },
+            allowed: if sdxc {
+                "auto, exfat, or fat32 (64 KiB clusters)".to_string()
+            } else if class.fs == FsType::Fat32 {
+                "auto, fat32 or fat".to_string()
+            } else {
+                format!("auto, {} or fat", class.fs.name())
+            },
+        }),
+    }
 }
 
 #[cfg(test)]

@@ -8,18 +8,17 @@ use super::ctx::Ctx;
 use super::pick::Chosen;
 use super::{check_sector_size, Geometry, Layout};
 use crate::error::PlanError;
-use crate::options::{FormatOptions, FsChoice, FsType, Medium};
-use crate::rules::{ClusterRule, FsRule};
-use crate::sd::{sd_layout, SdError, SdLayout, SD_SECTOR};
+use crate::options::{FormatOptions, FsType, Medium};
+use crate::rules::ClusterRule;
+use crate::sd::{card_layout, SdError, SdLayout, SD_SECTOR};
 use crate::{exfat, fat};
 use mkfs_alloc_ondisk::exfat::upcase::UPCASE_TABLE_LEN;
 
 /// Plans the SD layout of the card whose end is the medium's end. The steps:
-/// refuse the options it decides itself; find the card's layout; check the
+/// find the card's layout (refusing the options it decides itself); check the
 /// medium starts the volume where it says; make the geometry; record the
 /// choices as [`plan`](super::plan()) does.
 pub(super) fn plan_sd(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> {
-    refuse_conflicts(opts)?;
     check_sector_size(medium.sector_size)?;
     if u64::from(medium.sector_size) != SD_SECTOR {
         return Err(SdError::SectorSize(medium.sector_size).into());
@@ -27,7 +26,7 @@ pub(super) fn plan_sd(opts: &FormatOptions, medium: &Medium) -> Result<Layout, P
     let start = medium.partition_offset.div_ceil(SD_SECTOR);
     let sectors = medium.volume_bytes / SD_SECTOR;
     let total = start + sectors;
-    let (sd, fs_rule) = card_layout(opts.fs, total)?;
+    let (sd, fs_rule) = card_layout(opts, total)?;
     if medium.partition_offset % SD_SECTOR != 0
         || (start, sectors) != (sd.part_start, sd.part_sectors)
     {
@@ -64,54 +63,6 @@ pub(super) fn plan_sd(opts: &FormatOptions, medium: &Medium) -> Result<Layout, P
     let mut layout = build(choices, &medium, chosen.geometry);
     layout.sd = Some(sd);
     Ok(layout)
-}
-
-/// Options the SD layout decides itself.
-fn refuse_conflicts(opts: &FormatOptions) -> Result<(), SdError> {
-    let conflict = |option, what| Err(SdError::Conflict { option, what });
-    if opts.cluster.explicit().is_some() {
-        return conflict("--cluster", "the cluster size");
-    }
-    if opts.align.is_some() {
-        return conflict("--align", "the alignment (its boundary unit)");
-    }
-    if opts.root_entries.is_some() {
-        return conflict("--root-entries", "the root directory (512 entries)");
-    }
-    if opts.esp {
-        return conflict("--esp", "the partition type");
-    }
-    Ok(())
-}
-
-/// The card's layout for the file system asked for.
-fn card_layout(choice: FsChoice, total: u64) -> Result<(SdLayout, FsRule), SdError> {
-    let class = sd_layout(total, false)?;
-    let sdxc = class.fs == FsType::Exfat;
-    match choice {
-        FsChoice::Auto => Ok((class, FsRule::SdCapacityClass)),
-        FsChoice::Fixed(FsType::Fat32) | FsChoice::Fat if sdxc => {
-            Ok((sd_layout(total, true)?, FsRule::SdFat32OnSdxc))
-        }
-        FsChoice::Fat if class.fs.is_fat() => Ok((class, FsRule::SdCapacityClass)),
-        FsChoice::Fixed(fs) if fs == class.fs => Ok((class, FsRule::SdCapacityClass)),
-        other => Err(SdError::Fs {
-            sectors: total,
-            class: class.class.name(),
-            class_fs: class.fs,
-            asked: match other {
-                FsChoice::Fixed(fs) => fs.name(),
-                _ => "fat",
-            },
-            allowed: if sdxc {
-                "auto, exfat, or fat32 (64 KiB clusters)".to_string()
-            } else if class.fs == FsType::Fat32 {
-                "auto, fat32 or fat".to_string()
-            } else {
-                format!("auto, {} or fat", class.fs.name())
-            },
-        }),
-    }
 }
 
 /// The file-system geometry the SD layout gives.
