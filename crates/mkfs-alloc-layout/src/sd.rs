@@ -109,7 +109,7 @@ pub enum SdError {
         what: &'static str,
     },
     /// A file system the card's class does not take.
-    #[error("a {class} card of {} gets {class_fs} in the SD layout; --fs {asked} is not allowed. Valid: --fs {allowed}", crate::units::format_size(sectors * SD_SECTOR))]
+    #[error("--layout sd gives a card of {} ({class}) {class_fs}; --fs {asked} is not allowed. Valid: --fs {allowed}", crate::units::format_size(sectors * SD_SECTOR))]
     Fs {
         /// Card capacity in 512-byte sectors.
         sectors: u64,
