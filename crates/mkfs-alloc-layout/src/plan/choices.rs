@@ -6,7 +6,7 @@ use super::pick::Chosen;
 use super::DEFAULT_ALIGN;
 use crate::error::PlanError;
 use crate::fat;
-use crate::label::{exfat_label, fat32_label, EncodedLabel};
+use crate::label::{exfat_label, fat_label, EncodedLabel};
 use crate::options::{random_serial, FormatOptions, FsType, Timestamp};
 use crate::rng::splitmix64;
 use crate::rules::{ClusterRule, FsRule};
@@ -65,7 +65,7 @@ pub(super) fn encode_label(
     };
     let encoded = match fs {
         FsType::Exfat => EncodedLabel::Exfat(exfat_label(l)?),
-        _ => EncodedLabel::Fat32(fat32_label(l)?),
+        fat => EncodedLabel::Fat32(fat_label(l, fat)?),
     };
     Ok(Some((l.to_string(), encoded)))
 }
