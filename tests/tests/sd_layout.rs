@@ -720,3 +720,31 @@ fn a_tree_goes_into_the_sd_layout() {
     let dev = partition(&img, start, sectors);
     fsck_fat_clean(dev.path());
 }
+
+/// On a device the card's size is the device's: a 64 MiB loop device gets
+/// the 64 MiB card's layout (FAT16 by its count, partition at sector 63).
+#[test]
+fn a_device_gets_the_layout_of_its_size() {
+    let tmp = TempDir::new("sd-device");
+    let img = tmp.join("card.img");
+    fill_file(&img, 64 * MIB, 0x00);
+    let want = reference::card(64 * MIB / SECTOR, false).expect("card");
+    {
+        let dev = LoopDevice::attach(&img);
+        let out = mkfs_alloc(&[
+            "--layout",
+            "sd",
+            "--yes",
+            "--no-discard",
+            "--json",
+            &dev.path().to_string_lossy(),
+        ]);
+        out.assert_success();
+        let j = MkfsJson::parse(&out).value;
+        assert_eq!(j["fs"], want.fs, "{j:#}");
+    }
+    let (ty, start, sectors, _, _) = mbr_entry(&img);
+    assert_eq!((ty, start), (want.mbr_type, want.part_start));
+    let dev = partition(&img, start, sectors);
+    fsck_fat_clean(dev.path());
+}
