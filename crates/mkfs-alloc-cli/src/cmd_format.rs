@@ -132,7 +132,7 @@ fn check_sd_args(cli: &FormatArgs) -> Result<(), Failure> {
         return conflict("--esp", "the partition type");
     }
     if cli.size_auto() {
-        return conflict("--size auto", "the volume size (the card's)");
+        return conflict("--size auto", "the volume size (the whole card)");
     }
     match cli.table {
         TableArg::None => return conflict("--table none", "the partition table (an MBR)"),
