@@ -748,3 +748,35 @@ fn a_device_gets_the_layout_of_its_size() {
     let dev = partition(&img, start, sectors);
     fsck_fat_clean(dev.path());
 }
+
+/// The smallest cards: one with no room for a cluster after its file-system
+/// area (32 KiB) is refused with the target unchanged; 40 KiB holds one
+/// cluster and 64 KiB four (FAT12, fsck.fat clean). The 1 MiB floor of a
+/// partition planned by alignment does not apply to the SD layout's.
+#[test]
+fn the_smallest_cards() {
+    let tmp = TempDir::new("sd-tiny");
+    let img = tmp.join("card.img");
+    fill_file(&img, 32 * 1024, 0x77);
+    let before = file_hash(&img);
+    let out = sd_format(&img, &[]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("too small for the SD layout"), "{out}");
+    assert_eq!(file_hash(&img), before);
+    for (size, clusters) in [(40 * 1024u64, 1u64), (64 * 1024, 4)] {
+        let img = tmp.join(&format!("card-{size}.img"));
+        let out = sd_format(&img, &["--size", &size.to_string()]);
+        out.assert_success();
+        let j = MkfsJson::parse(&out).value;
+        assert_eq!(
+            (j["fs"].as_str(), u(&j, "cluster_count")),
+            (Some("fat12"), clusters)
+        );
+        let want = reference::card(size / SECTOR, false).expect("card");
+        assert_eq!(want.clusters, clusters, "{want:?}");
+        let (_, start, sectors, _, _) = mbr_entry(&img);
+        assert_eq!(start, want.part_start);
+        let dev = partition(&img, start, sectors);
+        fsck_fat_clean(dev.path());
+    }
+}
