@@ -38,6 +38,11 @@ pub enum FsRule {
     FatWidthFromClusterCount,
     /// `--fs fat`: FAT32, which fits this volume at some cluster size.
     FatFat32Fits,
+    /// The SD Association layout: the card's capacity class decides.
+    SdCapacityClass,
+    /// The SD Association layout with FAT32 asked for on an SDXC card
+    /// (64 KiB clusters, as sdFormatLinux's option).
+    SdFat32OnSdxc,
 }
 
 impl FsRule {
@@ -57,6 +62,10 @@ impl FsRule {
                 "the FAT width follows the cluster count of the chosen cluster size"
             }
             FsRule::FatFat32Fits => "--fs fat: FAT32 fits this volume",
+            FsRule::SdCapacityClass => "--layout sd: the file system of the card's capacity class",
+            FsRule::SdFat32OnSdxc => {
+                "--layout sd with --fs fat32 on an SDXC card: FAT32 instead of exFAT"
+            }
         }
     }
 }
@@ -78,6 +87,8 @@ pub enum ClusterRule {
     /// Chosen for the files the user means to store (`--data`): the largest
     /// size whose waste stays within the limit.
     FromData,
+    /// The SD Association layout's cluster size for the capacity class.
+    SdCapacityClass,
 }
 
 impl ClusterRule {
@@ -89,6 +100,9 @@ impl ClusterRule {
                 format!("auto: {}", auto_cluster_reason(fs, volume_bytes))
             }
             ClusterRule::FromData => "chosen for the files given with --data".to_string(),
+            ClusterRule::SdCapacityClass => {
+                "--layout sd: the cluster size of the card's capacity class".to_string()
+            }
             ClusterRule::FieldEvidenceReduced => format!(
                 "auto: {}, reduced to the largest size valid for this volume",
                 auto_cluster_reason(fs, volume_bytes)

@@ -218,9 +218,32 @@ pub enum TableSpec {
 pub struct MbrPlan {
     partition_type: u8,
     disk_signature: u32,
+    heads: u8,
+    sectors_per_track: u8,
+}
+
+/// An MBR partition placed by the caller ([`plan_mbr_at`]): the SD
+/// Association layout puts the partition where the card's capacity class
+/// says, with its own type byte and CHS geometry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MbrPlacement {
+    /// First LBA of the partition (at least 1); it runs to the end of the medium.
+    pub start_lba: u64,
+    /// The partition type byte.
+    pub partition_type: u8,
+    /// CHS heads of the geometry the entry's CHS addresses use (1..=255).
+    pub heads: u8,
+    /// CHS sectors per track (1..=63).
+    pub sectors_per_track: u8,
 }
 
 impl MbrPlan {
+    /// CHS geometry of the entry's CHS addresses: `(heads, sectors per
+    /// track)`, 255/63 unless placed by [`plan_mbr_at`].
+    pub fn chs_geometry(&self) -> (u8, u8) {
+        (self.heads, self.sectors_per_track)
+    }
+
     /// The partition type byte (0x07 exFAT, 0x0C FAT32 LBA, 0xEF ESP, ...).
     pub fn partition_type(&self) -> u8 {
         self.partition_type
@@ -418,6 +441,45 @@ pub fn plan_table(
     medium_bytes: u64,
     block_size: u32,
 ) -> Result<TablePlan, PartitionError> {
+    plan_placed(opts, None, medium_bytes, block_size)
+}
+
+/// Plans an MBR whose one partition starts at `at.start_lba` and runs to the
+/// end of the medium, with `at`'s type byte and CHS geometry (the SD
+/// layout). `opts.kind` must be [`TableKind::Mbr`]; `opts.align` is reported
+/// but not applied; `opts.seed` gives the disk signature.
+///
+/// # Errors
+///
+/// As [`plan_table`], and [`PartitionError::InvalidPlan`] for another kind,
+/// a start at LBA 0 or past the medium, or a CHS geometry out of range.
+pub fn plan_mbr_at(
+    opts: &TableOptions,
+    at: MbrPlacement,
+    medium_bytes: u64,
+    block_size: u32,
+) -> Result<TablePlan, PartitionError> {
+    let invalid = |reason: &str| PartitionError::InvalidPlan {
+        kind: opts.kind,
+        reason: reason.to_string(),
+    };
+    if opts.kind != TableKind::Mbr {
+        return Err(invalid("a placed partition needs an MBR"));
+    }
+    if !(1..=255).contains(&at.heads) || !(1..=63).contains(&at.sectors_per_track) {
+        return Err(invalid(
+            "CHS geometry out of range (heads 1..=255, sectors per track 1..=63)",
+        ));
+    }
+    plan_placed(opts, Some(at), medium_bytes, block_size)
+}
+
+fn plan_placed(
+    opts: &TableOptions,
+    at: Option<MbrPlacement>,
+    medium_bytes: u64,
+    block_size: u32,
+) -> Result<TablePlan, PartitionError> {
     let kind = opts.kind;
     check_block_size(kind, block_size)?;
     let bs = u64::from(block_size);
@@ -464,12 +526,27 @@ pub fn plan_table(
                 });
             }
             let mbr = MbrPlan {
-                partition_type: 0,
+                partition_type: at.map_or(0, |a| a.partition_type),
                 disk_signature,
+                heads: at.map_or(255, |a| a.heads),
+                sectors_per_track: at.map_or(63, |a| a.sectors_per_track),
             };
             // LBA 0 holds the MBR; align >= block size, so `align` is the
             // first aligned offset after it.
-            (align / bs, blocks, 0, TableSpec::Mbr(mbr))
+            let start = match at {
+                Some(a) if a.start_lba == 0 || a.start_lba >= blocks => {
+                    return Err(PartitionError::InvalidPlan {
+                        kind,
+                        reason: format!(
+                            "partition start LBA {} is not inside the medium after the MBR (1..{blocks})",
+                            a.start_lba
+                        ),
+                    })
+                }
+                Some(a) => a.start_lba,
+                None => align / bs,
+            };
+            (start, blocks, 0, TableSpec::Mbr(mbr))
         }
         TableKind::Gpt => {
             let units = opts.name.encode_utf16().count();
@@ -521,7 +598,7 @@ pub fn plan_table(
                 .saturating_add(tail_blocks.saturating_mul(bs)),
         ));
     }
-    if let TableSpec::Mbr(mbr) = &mut spec {
+    if let (TableSpec::Mbr(mbr), None) = (&mut spec, at) {
         mbr.partition_type = if opts.esp {
             MBR_TYPE_ESP
         } else {

@@ -50,11 +50,12 @@ pub fn write_table<D: BlockIo>(plan: &TablePlan, dev: &mut D) -> Result<(), Part
     Ok(())
 }
 
-/// CHS of `lba` for the usual 255 heads x 63 sectors geometry, or 1023/254/63
-/// ("use LBA") beyond cylinder 1023, as fdisk writes.
-fn chs(lba: u32) -> mbrman::CHS {
-    mbrman::CHS::from_lba_exact(lba, 1023, 255, 63)
-        .unwrap_or_else(|_| mbrman::CHS::new(1023, 254, 63))
+/// CHS of `lba` in a geometry of `heads` x `sectors` per track (usually
+/// 255 x 63), or the largest address (cylinder 1023, last head and sector:
+/// "use LBA") beyond cylinder 1023, as fdisk writes.
+fn chs(lba: u32, (heads, sectors): (u8, u8)) -> mbrman::CHS {
+    mbrman::CHS::from_lba_exact(lba, 1023, heads, sectors)
+        .unwrap_or_else(|_| mbrman::CHS::new(1023, heads.saturating_sub(1), sectors))
 }
 
 /// A plan that `plan_table` would not have made.
@@ -83,6 +84,7 @@ fn write_mbr<D: BlockIo>(
     let kind = TableKind::Mbr;
     let sys = mbr_plan.partition_type();
     let sig = mbr_plan.disk_signature();
+    let geometry = mbr_plan.chs_geometry();
     let start = mbr_u32(plan.partition_start_lba(), "partition start LBA")?;
     let sectors = mbr_u32(plan.partition_blocks(), "partition sector count")?;
     // plan_table: the partition is non-empty and inside the medium.
@@ -97,9 +99,9 @@ fn write_mbr<D: BlockIo>(
         .map_err(|e| PartitionError::table(kind, e))?;
     mbr.header.partition_1 = mbrman::MBRPartitionEntry {
         boot: mbrman::BOOT_INACTIVE,
-        first_chs: chs(start),
+        first_chs: chs(start, geometry),
         sys,
-        last_chs: chs(last),
+        last_chs: chs(last, geometry),
         starting_lba: start,
         sectors,
     };

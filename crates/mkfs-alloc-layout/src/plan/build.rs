@@ -146,5 +146,6 @@ pub(super) fn build(c: Choices, medium: &Medium, geometry: Geometry) -> Layout {
         warnings: c.warnings,
         geometry,
         regions: regions.0,
+        sd: None,
     }
 }

@@ -105,7 +105,7 @@ fn warnings(ctx: &Ctx<'_>, fs: FsType, cluster: u64, opts: &FormatOptions) -> Ve
             ));
         }
     }
-    if align < DEFAULT_ALIGN && opts.align.is_none() {
+    if align < DEFAULT_ALIGN && opts.align.is_none() && !opts.sd {
         warnings.push(format!(
             "small volume: alignment reduced to {}",
             format_size(align)

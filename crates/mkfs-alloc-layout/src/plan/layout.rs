@@ -4,6 +4,7 @@ use super::MAX_ALIGN;
 use crate::label::EncodedLabel;
 use crate::options::{FsType, Timestamp};
 use crate::rules::{ClusterRule, FsRule};
+use crate::sd::SdLayout;
 use crate::{exfat, fat};
 use serde::Serialize;
 
@@ -109,6 +110,8 @@ pub struct Layout {
     pub(crate) geometry: Geometry,
     /// All regions, in order, covering the volume exactly.
     pub(crate) regions: Vec<Region>,
+    /// The SD Association layout this plan follows, if any.
+    pub(crate) sd: Option<SdLayout>,
 }
 
 impl Layout {
@@ -245,6 +248,20 @@ impl Layout {
     /// Absolute byte offset of the data region / cluster heap on the medium.
     pub fn data_offset_on_medium(&self) -> u64 {
         self.partition_offset + self.data_offset
+    }
+
+    /// The SD Association layout this plan follows (`--layout sd`), with the
+    /// card's capacity class, boundary unit and CHS geometry.
+    pub fn sd(&self) -> Option<&SdLayout> {
+        self.sd.as_ref()
+    }
+
+    /// CHS geometry written to the FAT boot sector (and the MBR entry):
+    /// `(heads, sectors per track)`; 255/63 unless the SD layout gives one.
+    pub fn chs_geometry(&self) -> (u8, u8) {
+        self.sd
+            .as_ref()
+            .map_or((255, 63), |s| (s.heads, s.sectors_per_track))
     }
 
     /// Largest power of two (up to 64 MiB) that divides an absolute offset.

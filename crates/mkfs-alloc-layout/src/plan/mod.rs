@@ -14,6 +14,7 @@ mod choices;
 mod ctx;
 mod layout;
 mod pick;
+mod sd;
 #[cfg(test)]
 mod tests;
 
@@ -60,8 +61,12 @@ pub fn check_sector_size(sector_size: u32) -> Result<(), PlanError> {
 /// The steps: check the medium and the alignment; pick the file system (and,
 /// where the FAT width follows the cluster count, the cluster size with it);
 /// check what depends on the file system (root entries, label); pick the
-/// cluster size; record the remaining choices; lay out the regions.
+/// cluster size; record the remaining choices; lay out the regions. The SD
+/// Association layout (`opts.sd`) takes its own path (`plan/sd.rs`).
 pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> {
+    if opts.sd {
+        return sd::plan_sd(opts, medium);
+    }
     let (medium, align) = checked_medium(opts, medium)?;
     let ctx = Ctx {
         medium: &medium,

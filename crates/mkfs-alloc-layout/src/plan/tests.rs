@@ -1,7 +1,7 @@
 //! Unit tests of the planner.
 
 use super::*;
-use crate::options::{ClusterChoice, FsChoice, FsType};
+use crate::options::{ClusterChoice, FsChoice, FsType, Medium};
 use crate::rules::{ClusterRule, FsRule};
 use crate::units::{GIB, KIB, MIB};
 
@@ -146,4 +146,41 @@ fn default_alignment() {
     assert_eq!(default_align(4 * MIB, 512), 256 * KIB);
     assert_eq!(default_align(1 << 20, 4096), 64 * KIB);
     assert_eq!(default_align(4096, 4096), 4096);
+}
+
+#[test]
+fn the_sd_layout_checks_where_the_medium_puts_the_volume() {
+    let sd = FormatOptions {
+        sd: true,
+        ..FormatOptions::default()
+    };
+    // The 64 GB card of exfatprogs PR #149: partition at sector 32,768.
+    let card = |offset: u64, len: u64| Medium {
+        volume_bytes: len * 512,
+        sector_size: 512,
+        partition_offset: offset * 512,
+    };
+    let l = plan(&sd, &card(32_768, 125_040_640)).expect("the card's layout");
+    assert_eq!(
+        (l.fs, l.cluster_size, l.cluster_count),
+        (FsType::Exfat, 128 * KIB, 488_312)
+    );
+    assert_eq!(l.chs_geometry(), (255, 63));
+    assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+    // The same card with the volume elsewhere is refused.
+    let e = plan(&sd, &card(2048, 125_071_360)).expect_err("misplaced");
+    assert!(
+        matches!(
+            e,
+            PlanError::Sd(crate::sd::SdError::Placement { start: 32_768, .. })
+        ),
+        "{e}"
+    );
+    // Options the layout decides are refused by name.
+    let o = FormatOptions {
+        cluster: ClusterChoice::Bytes(32 * KIB),
+        ..sd.clone()
+    };
+    let e = plan(&o, &card(32_768, 125_040_640)).expect_err("--cluster");
+    assert!(e.to_string().contains("leave --cluster out"), "{e}");
 }
