@@ -51,11 +51,13 @@ pub enum AdviseError {
         /// Volume size.
         volume_bytes: u64,
     },
-    /// Files larger than FAT32 can store (4 GiB - 1 bytes).
-    #[error("{} file(s) exceed FAT32's limit of 4 GiB - 1 bytes and cannot be stored: use exFAT", format_count(*.count))]
+    /// Files larger than FAT (FAT12, FAT16, FAT32) can store (4 GiB - 1 bytes).
+    #[error("{} file(s) exceed {fs}'s limit of 4 GiB - 1 bytes and cannot be stored: use exFAT", format_count(*.count))]
     FilesTooLarge {
         /// How many.
         count: u64,
+        /// The FAT width.
+        fs: FsType,
     },
     /// The data fits at no cluster size up to the compatibility limit.
     #[error("{}", FsNote::DoesNotFit { cluster_size: *.cluster_size, needed_bytes: *.needed_bytes, free_bytes: *.free_bytes, fits_beyond_compat: *.fits_beyond_compat }.describe(*.fs))]
@@ -327,7 +329,7 @@ pub fn recommend_for_format(
         .notes
         .iter()
         .find_map(|n| match *n {
-            FsNote::FilesOver4Gib { count } => Some(AdviseError::FilesTooLarge { count }),
+            FsNote::FilesOver4Gib { count } => Some(AdviseError::FilesTooLarge { count, fs }),
             FsNote::DoesNotFit {
                 cluster_size,
                 needed_bytes,

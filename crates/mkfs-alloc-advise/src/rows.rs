@@ -195,11 +195,11 @@ impl FsNote {
                 "FAT32 above 32 GB is valid, but Windows' own format refuses it and some firmware rejects it".into()
             }
             FsNote::FilesOver4Gib { count } => format!(
-                "{} file(s) exceed FAT32's 4 GiB - 1 limit and cannot be stored: use exFAT",
+                "{} file(s) exceed {fs}'s 4 GiB - 1 limit and cannot be stored: use exFAT",
                 format_count(*count)
             ),
             FsNote::DirsOverFat32Limit { count } => format!(
-                "{} directory(ies) need more than FAT32's 65,536 entries and cannot be copied whole",
+                "{} directory(ies) need more than {fs}'s 65,536 entries and cannot be copied whole",
                 format_count(*count)
             ),
             FsNote::RootDirFull { entries, capacity } => format!(

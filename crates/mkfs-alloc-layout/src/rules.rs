@@ -38,6 +38,9 @@ pub enum FsRule {
     FatWidthFromClusterCount,
     /// `--fs fat`: FAT32, which fits this volume at some cluster size.
     FatFat32Fits,
+    /// `--esp`: FAT32, which fits this volume at some cluster size (the
+    /// FAT width the size allows).
+    EspFat32Fits,
     /// The SD Association layout: the card's capacity class decides.
     SdCapacityClass,
     /// The SD Association layout with FAT32 asked for on an SDXC card
@@ -62,6 +65,9 @@ impl FsRule {
                 "the FAT width follows the cluster count of the chosen cluster size"
             }
             FsRule::FatFat32Fits => "--fs fat: FAT32 fits this volume",
+            FsRule::EspFat32Fits => {
+                "--esp: the FAT width the size allows, and FAT32 fits this volume"
+            }
             FsRule::SdCapacityClass => "--layout sd: the file system of the card's capacity class",
             FsRule::SdFat32OnSdxc => {
                 "--layout sd with --fs fat32 on an SDXC card: FAT32 instead of exFAT"

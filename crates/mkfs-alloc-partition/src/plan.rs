@@ -20,7 +20,9 @@ pub const MIN_GPT_ALIGN: u64 = MIB;
 
 pub use mkfs_alloc_ondisk::MAX_ALIGN;
 
-/// Smallest partition this crate plans: 1 MiB, the smallest exFAT volume.
+/// Smallest partition this crate plans in a table: 1 MiB, the smallest exFAT
+/// volume. Without a table ([`TableKind::None`]) one block is enough: the file
+/// system's planner decides what fits.
 pub const MIN_PARTITION_BYTES: u64 = MIB;
 
 /// Media of at least this size get GPT under [`TableChoice::Auto`] (2 TiB).
@@ -435,7 +437,7 @@ impl Serialize for TablePlan {
 /// - [`PartitionError::MbrTooLarge`]: MBR on more than 2^32 blocks.
 /// - [`PartitionError::InvalidName`]: GPT name over 36 UTF-16 units or with NUL.
 /// - [`PartitionError::MediumTooSmall`]: no room for a partition of
-///   [`MIN_PARTITION_BYTES`].
+///   [`MIN_PARTITION_BYTES`] (one block without a table).
 pub fn plan_table(
     opts: &TableOptions,
     medium_bytes: u64,
@@ -590,13 +592,24 @@ fn plan_placed(
 
     let len_blocks = end_lba.saturating_sub(start_lba);
     let len = len_blocks.saturating_mul(bs);
-    if len < MIN_PARTITION_BYTES {
-        return Err(too_small(
-            start_lba
+    // Without a table the file system's planner decides what fits (a
+    // 720 KiB floppy image is a FAT12); a table needs a partition of 1 MiB.
+    let min_partition = if kind == TableKind::None {
+        bs
+    } else {
+        MIN_PARTITION_BYTES
+    };
+    if len < min_partition {
+        return Err(PartitionError::MediumTooSmall {
+            medium_bytes,
+            kind,
+            align,
+            min_bytes: start_lba
                 .saturating_mul(bs)
-                .saturating_add(MIN_PARTITION_BYTES)
+                .saturating_add(min_partition)
                 .saturating_add(tail_blocks.saturating_mul(bs)),
-        ));
+            min_partition,
+        });
     }
     if let (TableSpec::Mbr(mbr), None) = (&mut spec, at) {
         mbr.partition_type = if opts.esp {

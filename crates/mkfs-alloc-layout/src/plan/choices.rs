@@ -5,7 +5,7 @@ use super::ctx::Ctx;
 use super::pick::Chosen;
 use super::DEFAULT_ALIGN;
 use crate::error::PlanError;
-use crate::label::{exfat_label, fat32_label, EncodedLabel};
+use crate::label::{exfat_label, fat_label, EncodedLabel};
 use crate::options::{random_serial, FormatOptions, FsType, Timestamp};
 use crate::rules::{compat_max_cluster, ClusterRule, FsRule};
 use crate::units::format_size;
@@ -64,7 +64,7 @@ pub(super) fn encode_label(
     };
     let encoded = match fs {
         FsType::Exfat => EncodedLabel::Exfat(exfat_label(l)?),
-        _ => EncodedLabel::Fat32(fat32_label(l)?),
+        fat => EncodedLabel::Fat32(fat_label(l, fat)?),
     };
     Ok(Some((l.to_string(), encoded)))
 }

@@ -59,8 +59,9 @@ impl FsPick {
 fn pick_fat(
     ctx: &Ctx<'_>,
     cluster: ClusterChoice,
-    auto: bool,
+    why: FatWhy,
 ) -> Result<Option<FsPick>, PlanError> {
+    let auto = why == FatWhy::Auto;
     match cluster.explicit() {
         Some((c, cluster_rule)) => {
             crate::error::check_cluster(FsType::Fat32, c, ctx.medium.sector_size)?;
@@ -78,10 +79,10 @@ fn pick_fat(
         }
         None => {
             if !ctx.valid_sizes(FsType::Fat32).is_empty() {
-                let rule = if auto {
-                    FsRule::AutoFat32UpTo32GiB
-                } else {
-                    FsRule::FatFat32Fits
+                let rule = match why {
+                    FatWhy::Auto => FsRule::AutoFat32UpTo32GiB,
+                    FatWhy::Fat => FsRule::FatFat32Fits,
+                    FatWhy::Esp => FsRule::EspFat32Fits,
                 };
                 return Ok(Some(FsPick::Fs(FsType::Fat32, rule)));
             }
@@ -110,22 +111,33 @@ fn pick_fat(
     }
 }
 
+/// Why the planner looks for a FAT width (it names the rule reported).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FatWhy {
+    /// `--fs auto` up to 32 GiB.
+    Auto,
+    /// `--fs fat`.
+    Fat,
+    /// `--esp` (with `--fs auto` or `fat`).
+    Esp,
+}
+
 /// The file system, by [`FormatOptions::fs`].
 pub(super) fn pick_fs(ctx: &Ctx<'_>, opts: &FormatOptions) -> Result<FsPick, PlanError> {
-    let choice = match (opts.esp, opts.fs) {
+    let (choice, why) = match (opts.esp, opts.fs) {
         (true, FsChoice::Fixed(FsType::Exfat)) => return Err(PlanError::EspNotFat),
-        (true, FsChoice::Auto) => FsChoice::Fat,
-        (_, c) => c,
+        (true, FsChoice::Auto | FsChoice::Fat) => (FsChoice::Fat, FatWhy::Esp),
+        (_, c) => (c, FatWhy::Fat),
     };
     Ok(match choice {
         FsChoice::Fixed(fs) => FsPick::Fs(fs, FsRule::Explicit),
-        FsChoice::Fat => match pick_fat(ctx, opts.cluster, false)? {
+        FsChoice::Fat => match pick_fat(ctx, opts.cluster, why)? {
             Some(p) => p,
             None => return Err(ctx.no_fat_width(u64::from(ctx.medium.sector_size))),
         },
         FsChoice::Auto => match rules::auto_fs(ctx.medium.volume_bytes) {
             FsType::Exfat => FsPick::Fs(FsType::Exfat, FsRule::AutoExfatAbove32GiB),
-            _ => match pick_fat(ctx, opts.cluster, true)? {
+            _ => match pick_fat(ctx, opts.cluster, FatWhy::Auto)? {
                 Some(p) => p,
                 None => FsPick::Fs(FsType::Exfat, FsRule::AutoExfatTooSmallForFat32),
             },
