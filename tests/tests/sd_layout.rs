@@ -631,8 +631,16 @@ fn refusals_leave_the_target_byte_identical() {
     let img = tmp.join("card.img");
     fill_file(&img, 64 * MIB, 0xA5);
     let before = file_hash(&img);
+    let tree = tmp.join("tree");
+    std::fs::create_dir(&tree).expect("mkdir tree");
+    let tree = tree.to_string_lossy().into_owned();
     let cases: &[(&[&str], &str)] = &[
         (&["--cluster", "32K"], "leave --cluster out"),
+        (&["--data", &tree], "leave --data out"),
+        (
+            &["--rootdir", &tree, "--size", "auto"],
+            "leave --size auto out",
+        ),
         (&["--align", "4M"], "leave --align out"),
         (&["--table", "none"], "leave --table none out"),
         (&["--table", "gpt"], "leave --table gpt out"),
@@ -686,4 +694,57 @@ fn refusals_leave_the_target_byte_identical() {
         assert!(out.stderr.contains("512-byte sectors"), "{out}");
     }
     assert_eq!(file_hash(&dev_img), before);
+}
+
+/// `--rootdir` goes into the SD layout (the layout keeps its cluster size):
+/// the files read back through mtools, fsck.fat clean.
+#[test]
+fn a_tree_goes_into_the_sd_layout() {
+    let tmp = TempDir::new("sd-rootdir");
+    let tree = tmp.join("tree");
+    std::fs::create_dir_all(tree.join("DCIM")).expect("mkdir");
+    std::fs::write(tree.join("DCIM").join("IMG_0001.JPG"), [0xD8; 50_000]).expect("write");
+    let img = tmp.join("card.img");
+    let out = sd_format(
+        &img,
+        &["--size", "256M", "--rootdir", &tree.to_string_lossy()],
+    );
+    out.assert_success();
+    let j = MkfsJson::parse(&out).value;
+    assert_eq!(u(&j, "cluster_size"), 16 * 1024, "the class's cluster size");
+    let (_, start, sectors, _, _) = mbr_entry(&img);
+    let part = format!("{}@@{}", img.display(), start * SECTOR);
+    let dir = mtools("mdir", Path::new(&part), &["-b", "::/DCIM"]);
+    dir.assert_success();
+    assert!(dir.stdout.contains("IMG_0001.JPG"), "{dir}");
+    let dev = partition(&img, start, sectors);
+    fsck_fat_clean(dev.path());
+}
+
+/// On a device the card's size is the device's: a 64 MiB loop device gets
+/// the 64 MiB card's layout (FAT16 by its count, partition at sector 63).
+#[test]
+fn a_device_gets_the_layout_of_its_size() {
+    let tmp = TempDir::new("sd-device");
+    let img = tmp.join("card.img");
+    fill_file(&img, 64 * MIB, 0x00);
+    let want = reference::card(64 * MIB / SECTOR, false).expect("card");
+    {
+        let dev = LoopDevice::attach(&img);
+        let out = mkfs_alloc(&[
+            "--layout",
+            "sd",
+            "--yes",
+            "--no-discard",
+            "--json",
+            &dev.path().to_string_lossy(),
+        ]);
+        out.assert_success();
+        let j = MkfsJson::parse(&out).value;
+        assert_eq!(j["fs"], want.fs, "{j:#}");
+    }
+    let (ty, start, sectors, _, _) = mbr_entry(&img);
+    assert_eq!((ty, start), (want.mbr_type, want.part_start));
+    let dev = partition(&img, start, sectors);
+    fsck_fat_clean(dev.path());
 }

@@ -132,7 +132,7 @@ fn check_sd_args(cli: &FormatArgs) -> Result<(), Failure> {
         return conflict("--esp", "the partition type");
     }
     if cli.size_auto() {
-        return conflict("--size auto", "the volume size (the card's)");
+        return conflict("--size auto", "the volume size (the whole card)");
     }
     match cli.table {
         TableArg::None => return conflict("--table none", "the partition table (an MBR)"),
@@ -184,6 +184,12 @@ fn plan(
     tree: Option<&mkfs_alloc_advise::ScanResult>,
 ) -> Result<Planned, Failure> {
     let mut format = cli.format_options()?;
+    if let Some(d) = target.device().filter(|d| format.sd && !d.is_whole_disk) {
+        return Err(usage(anyhow!(
+            "--layout sd lays out a whole card (an MBR and its partition); {} is a partition: give the whole device",
+            d.path.display()
+        )));
+    }
     if format.align.is_none() && !format.sd {
         format.align = target.preferred_align();
     }

@@ -101,7 +101,7 @@ pub enum SdError {
         sectors: u64,
     },
     /// An option the SD layout decides itself.
-    #[error("--layout sd decides {what} itself (from the card's capacity class); leave {option} out. With --layout sd you may give: --fs (the class's file system, or fat32 on SDXC cards), --label, --serial, --size for an image")]
+    #[error("--layout sd decides {what} itself, from the card's capacity; leave {option} out. With --layout sd you may give --fs (the class's file system, or fat32 on SDXC cards), --label, --serial, --rootdir, and --size for an image")]
     Conflict {
         /// The option given, as on the command line.
         option: &'static str,
