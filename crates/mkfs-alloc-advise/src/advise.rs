@@ -9,7 +9,7 @@ use crate::defaults::{mkfs_default, mkfs_tool, sd_recommended, windows_default};
 use crate::model::{fat32_dirs_over_limit, footprint_for, root_overflow, Footprint};
 use crate::scan::{DataSummary, ScanResult};
 use mkfs_alloc_layout::plan::default_align;
-use mkfs_alloc_layout::units::{format_count, format_size, KIB, MIB};
+use mkfs_alloc_layout::units::{format_count, format_size, KIB};
 use mkfs_alloc_layout::waste::{waste_bytes, waste_percent};
 use mkfs_alloc_layout::{
     plan, valid_cluster_sizes, ClusterChoice, FormatOptions, FsChoice, FsType, Layout, Medium,
@@ -31,15 +31,7 @@ pub const EXFAT_RECOMMENDED_MAX_CLUSTERS: u32 = (1 << 24) - 2;
 /// entry than an unlabelled one (the worst case); exFAT always has a label entry.
 pub const ASSUMED_LABEL: &str = "LABEL";
 
-/// The largest cluster size every common system handles: FAT12/16/32 32 KiB
-/// (old DOS, some BIOS and camera firmware fail above), exFAT 1 MiB (older
-/// macOS does not mount larger).
-pub fn compat_max_cluster(fs: FsType) -> u64 {
-    match fs {
-        FsType::Exfat => MIB,
-        _ => 32 * KIB,
-    }
-}
+pub use mkfs_alloc_layout::rules::compat_max_cluster;
 
 /// Why advice could not be given.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -163,7 +163,7 @@ pub fn random_serial() -> u32 {
     let t = Timestamp::now();
     h.write_i64(t.secs);
     h.write_u32(t.nanos);
-    let x = crate::rng::splitmix64(h.finish());
+    let x = mkfs_alloc_ondisk::rng::splitmix64(h.finish());
     (x ^ (x >> 32)) as u32
 }
 

@@ -4,7 +4,9 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::guid::{Guid, SplitMix64};
+use mkfs_alloc_ondisk::rng::SplitMix64;
+
+use crate::guid::{nonzero_u32, Guid};
 use crate::PartitionError;
 
 /// One mebibyte.
@@ -16,8 +18,7 @@ pub const DEFAULT_ALIGN: u64 = MIB;
 /// Smallest alignment accepted for GPT. Windows tools only make 1 MiB bounds.
 pub const MIN_GPT_ALIGN: u64 = MIB;
 
-/// Largest alignment accepted (1 GiB).
-pub const MAX_ALIGN: u64 = 1 << 30;
+pub use mkfs_alloc_ondisk::MAX_ALIGN;
 
 /// Smallest partition this crate plans in a table: 1 MiB, the smallest exFAT
 /// volume. Without a table ([`TableKind::None`]) one block is enough: the file
@@ -507,7 +508,7 @@ fn plan_placed(
     };
 
     let mut rng = SplitMix64::new(opts.seed);
-    let disk_signature = rng.next_nonzero_u32();
+    let disk_signature = nonzero_u32(&mut rng);
     let disk_guid = Guid::from_rng(&mut rng);
     let partition_guid = Guid::from_rng(&mut rng);
 
@@ -634,7 +635,7 @@ fn check_block_size(kind: TableKind, block_size: u32) -> Result<(), PartitionErr
         // The gpt crate knows only these two logical block sizes.
         TableKind::Gpt => (matches!(block_size, 512 | 4096), "512 or 4096"),
         TableKind::None | TableKind::Mbr => (
-            block_size.is_power_of_two() && (512..=4096).contains(&block_size),
+            mkfs_alloc_ondisk::valid_sector_size(block_size),
             "a power of two from 512 to 4096",
         ),
     };

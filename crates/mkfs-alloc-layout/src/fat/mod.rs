@@ -57,8 +57,6 @@ pub const NUM_FATS: u64 = 2;
 pub const MIN_RESERVED: u64 = 32;
 /// FAT12/16 reserved sectors before alignment padding (the boot sector).
 pub const MIN_RESERVED_16: u64 = 1;
-/// Clusters above this size get a compatibility warning.
-pub const COMPAT_MAX_CLUSTER: u64 = 32 * 1024;
 /// Default number of FAT12/16 root directory entries.
 pub const DEFAULT_ROOT_ENTRIES: u32 = 512;
 /// Largest `--root-entries` accepted (RootEntCnt is 16 bits and may grow by

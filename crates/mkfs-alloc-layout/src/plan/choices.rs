@@ -5,12 +5,11 @@ use super::ctx::Ctx;
 use super::pick::Chosen;
 use super::DEFAULT_ALIGN;
 use crate::error::PlanError;
-use crate::fat;
 use crate::label::{exfat_label, fat_label, EncodedLabel};
 use crate::options::{random_serial, FormatOptions, FsType, Timestamp};
-use crate::rng::splitmix64;
-use crate::rules::{ClusterRule, FsRule};
-use crate::units::{format_size, MIB};
+use crate::rules::{compat_max_cluster, ClusterRule, FsRule};
+use crate::units::format_size;
+use mkfs_alloc_ondisk::rng::splitmix64;
 
 /// Everything the planner chose, besides the geometry.
 pub(super) struct Choices {
@@ -75,17 +74,14 @@ fn warnings(ctx: &Ctx<'_>, fs: FsType, cluster: u64, opts: &FormatOptions) -> Ve
     let (medium, align) = (ctx.medium, ctx.align);
     let volume_bytes = medium.volume_bytes;
     let mut warnings = Vec::new();
-    if fs.is_fat() && cluster > fat::COMPAT_MAX_CLUSTER {
-        warnings.push(format!(
-            "{fs} clusters above 32 KiB ({}) are not handled by some systems (old DOS, some BIOS and camera firmware)",
-            format_size(cluster)
-        ));
-    }
-    if fs == FsType::Exfat && cluster > MIB {
-        warnings.push(format!(
-            "exFAT clusters above 1 MiB ({}) are not mounted by some systems (older macOS) and waste space on small files",
-            format_size(cluster)
-        ));
+    let limit = compat_max_cluster(fs);
+    if cluster > limit {
+        let (limit, size) = (format_size(limit), format_size(cluster));
+        warnings.push(if fs.is_fat() {
+            format!("{fs} clusters above {limit} ({size}) are not handled by some systems (old DOS, some BIOS and camera firmware)")
+        } else {
+            format!("exFAT clusters above {limit} ({size}) are not mounted by some systems (older macOS) and waste space on small files")
+        });
     }
     if fs == FsType::Fat32 && volume_bytes > 32 * 1_000_000_000 {
         warnings.push(

@@ -33,8 +33,7 @@ use pick::pick_fs;
 
 /// The default alignment for volumes of 16 MiB and more.
 pub const DEFAULT_ALIGN: u64 = MIB;
-/// The largest alignment accepted (the SD specification's largest Boundary Unit).
-pub const MAX_ALIGN: u64 = 64 * MIB;
+pub use mkfs_alloc_ondisk::MAX_ALIGN;
 
 /// The alignment used when none is given: 1 MiB, or for volumes under 16 MiB
 /// the largest power of two not above 1/16 of the volume (at least the sector
@@ -49,9 +48,10 @@ pub fn default_align(volume_bytes: u64, sector_size: u32) -> u64 {
 /// (the one check of the workspace; the planner, `advise` and the CLI's
 /// argument check use it).
 pub fn check_sector_size(sector_size: u32) -> Result<(), PlanError> {
-    match sector_size {
-        512 | 1024 | 2048 | 4096 => Ok(()),
-        s => Err(PlanError::SectorSize(u64::from(s))),
+    if mkfs_alloc_ondisk::valid_sector_size(sector_size) {
+        Ok(())
+    } else {
+        Err(PlanError::SectorSize(u64::from(sector_size)))
     }
 }
 
