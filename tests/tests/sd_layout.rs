@@ -358,10 +358,7 @@ fn the_factory_formatted_64_gb_card() {
     drop(dev);
 
     // `info` recognises the layout.
-    let info = mkfs_alloc(&["info", "--json", &img.to_string_lossy()]);
-    info.assert_success();
-    let v: Value = serde_json::from_str(&info.stdout).expect("info --json");
-    assert_eq!(v["layout"], "sd", "{v:#}");
+    assert_eq!(info_layout(&img), "sd");
 }
 
 /// Every capacity class boundary (the last card of a class, the first of
@@ -514,6 +511,26 @@ fn fat_card(total: u64, extra: &[&str], fs: &str, heads: u64, spt: u64) {
     }
     let dev = partition(&img, start, sectors);
     fsck_fat_clean(dev.path());
+    drop(dev);
+    assert_eq!(info_layout(&img), "sd");
+}
+
+/// `info --json IMG`'s `layout`: `"sd"` when the medium holds exactly the
+/// SD layout of its size.
+fn info_layout(img: &Path) -> String {
+    let info = mkfs_alloc(&["info", "--json", &img.to_string_lossy()]);
+    info.assert_success();
+    let v: Value = serde_json::from_str(&info.stdout).expect("info --json");
+    v["layout"].as_str().unwrap_or_default().to_string()
+}
+
+/// A standard MBR image of a card's size is not taken for the SD layout.
+#[test]
+fn info_tells_the_sd_layout_from_the_standard_one() {
+    let tmp = TempDir::new("sd-info");
+    let img = tmp.join("std.img");
+    mkfs_alloc(&["--table", "mbr", "--size", "8G", &img.to_string_lossy()]).assert_success();
+    assert_eq!(info_layout(&img), "other");
 }
 
 /// A `Read + Write + Seek` view of a file from `base` on: the partition,
