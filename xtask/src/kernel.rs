@@ -265,6 +265,12 @@ const CASES: &[Case] = &[
     ours("f16-512-none-64k", Vfat, 512, "--fs fat16 --cluster 64K --size 4000M"),
     ours("f12-512-none-floppy", Vfat, 512, "--fs fat12 --size 1440K"),
     ours("f12-4k-mbr-4k", Vfat, 4096, "--fs fat12 --sector-size 4096 --table mbr --cluster 4K --size 12M"),
+    // The SD Association layout (`--layout sd`): the factory 64 GB card of
+    // exfatprogs PR #149, an SDSC card (partition moved off any power of
+    // two so the data region lands on a boundary unit) and FAT32 on SDXC.
+    ours("sd-512-exfat-64gb", Exfat, 512, "--layout sd --size 64037584896 --label CARD").ci(),
+    ours("sd-512-fat16-1g", Vfat, 512, "--layout sd --size 1G --label CARD"),
+    ours("sd-512-fat32-64gb", Vfat, 512, "--layout sd --fs fat32 --size 64037584896"),
     // Populated (`--rootdir`): the fresh volume lists exactly the source tree.
     ours("ex-512-none-4k-rootdir", Exfat, 512, "--fs exfat --cluster 4K --size 512M").populated().ci(),
     ours("f32-512-mbr-4k-rootdir", Vfat, 512, "--fs fat32 --table mbr --cluster 4K --size 1G").populated().ci(),

@@ -9,7 +9,7 @@ use crate::defaults::{mkfs_default, mkfs_tool, sd_recommended, windows_default};
 use crate::model::{fat32_dirs_over_limit, footprint_for, root_overflow, Footprint};
 use crate::scan::{DataSummary, ScanResult};
 use mkfs_alloc_layout::plan::default_align;
-use mkfs_alloc_layout::units::{format_count, format_size, KIB, MIB};
+use mkfs_alloc_layout::units::{format_count, format_size, KIB};
 use mkfs_alloc_layout::waste::{waste_bytes, waste_percent};
 use mkfs_alloc_layout::{
     plan, valid_cluster_sizes, ClusterChoice, FormatOptions, FsChoice, FsType, Layout, Medium,
@@ -31,15 +31,7 @@ pub const EXFAT_RECOMMENDED_MAX_CLUSTERS: u32 = (1 << 24) - 2;
 /// entry than an unlabelled one (the worst case); exFAT always has a label entry.
 pub const ASSUMED_LABEL: &str = "LABEL";
 
-/// The largest cluster size every common system handles: FAT12/16/32 32 KiB
-/// (old DOS, some BIOS and camera firmware fail above), exFAT 1 MiB (older
-/// macOS does not mount larger).
-pub fn compat_max_cluster(fs: FsType) -> u64 {
-    match fs {
-        FsType::Exfat => MIB,
-        _ => 32 * KIB,
-    }
-}
+pub use mkfs_alloc_layout::rules::compat_max_cluster;
 
 /// Why advice could not be given.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -59,11 +51,13 @@ pub enum AdviseError {
         /// Volume size.
         volume_bytes: u64,
     },
-    /// Files larger than FAT32 can store (4 GiB - 1 bytes).
-    #[error("{} file(s) exceed FAT32's limit of 4 GiB - 1 bytes and cannot be stored: use exFAT", format_count(*.count))]
+    /// Files larger than FAT (FAT12, FAT16, FAT32) can store (4 GiB - 1 bytes).
+    #[error("{} file(s) exceed {fs}'s limit of 4 GiB - 1 bytes and cannot be stored: use exFAT", format_count(*.count))]
     FilesTooLarge {
         /// How many.
         count: u64,
+        /// The FAT width.
+        fs: FsType,
     },
     /// The data fits at no cluster size up to the compatibility limit.
     #[error("{}", FsNote::DoesNotFit { cluster_size: *.cluster_size, needed_bytes: *.needed_bytes, free_bytes: *.free_bytes, fits_beyond_compat: *.fits_beyond_compat }.describe(*.fs))]
@@ -335,7 +329,7 @@ pub fn recommend_for_format(
         .notes
         .iter()
         .find_map(|n| match *n {
-            FsNote::FilesOver4Gib { count } => Some(AdviseError::FilesTooLarge { count }),
+            FsNote::FilesOver4Gib { count } => Some(AdviseError::FilesTooLarge { count, fs }),
             FsNote::DoesNotFit {
                 cluster_size,
                 needed_bytes,

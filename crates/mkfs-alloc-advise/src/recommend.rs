@@ -8,14 +8,9 @@ use crate::rows::FsNote;
 use mkfs_alloc_layout::units::format_size;
 use mkfs_alloc_layout::FsType;
 
-/// The compatibility limit in words.
-pub(crate) fn compat_text(fs: FsType) -> &'static str {
-    match fs {
-        FsType::Fat32 => "FAT32 up to 32 KiB",
-        FsType::Fat16 => "FAT16 up to 32 KiB",
-        FsType::Fat12 => "FAT12 up to 32 KiB",
-        FsType::Exfat => "exFAT up to 1 MiB",
-    }
+/// The compatibility limit in words ("FAT32 up to 32 KiB").
+pub(crate) fn compat_text(fs: FsType) -> String {
+    format!("{fs} up to {}", format_size(compat_max_cluster(fs)))
 }
 
 /// The recommendation rule with data (rows sorted by cluster size, data
@@ -68,7 +63,7 @@ pub(crate) fn recommend(
     let fits = |c: &Candidate| c.row.fits == Some(true);
     let waste = |c: &Candidate| c.row.waste_percent.unwrap_or(0.0);
     let ceiling_text = if policy.beyond_compat {
-        "cluster sizes beyond the compatibility limit allowed"
+        "cluster sizes beyond the compatibility limit allowed".to_string()
     } else {
         compat_text(fs)
     };

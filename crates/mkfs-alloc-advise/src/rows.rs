@@ -1,7 +1,7 @@
 //! The rows of the advice: one per cluster size ([`Row`], its [`Overhead`]
 //! and [`RowNote`]s) and the notes on a whole file system ([`FsNote`]).
 
-use crate::advise::{compat_text, EXFAT_RECOMMENDED_MAX_CLUSTERS};
+use crate::advise::{compat_max_cluster, compat_text, EXFAT_RECOMMENDED_MAX_CLUSTERS};
 use crate::defaults::mkfs_tool;
 use mkfs_alloc_layout::units::{format_count, format_size};
 use mkfs_alloc_layout::{FsType, Layout, RegionKind};
@@ -117,10 +117,14 @@ impl RowNote {
     /// A phrase for people.
     pub fn describe(self, fs: FsType) -> String {
         match self {
-            RowNote::AboveFat32Compat => {
-                "above 32 KiB: old DOS, some BIOS and camera firmware fail".into()
-            }
-            RowNote::AboveExfatCompat => "above 1 MiB: older macOS does not mount it".into(),
+            RowNote::AboveFat32Compat => format!(
+                "above {}: old DOS, some BIOS and camera firmware fail",
+                format_size(compat_max_cluster(FsType::Fat32))
+            ),
+            RowNote::AboveExfatCompat => format!(
+                "above {}: older macOS does not mount it",
+                format_size(compat_max_cluster(FsType::Exfat))
+            ),
             RowNote::ExfatManyClusters => format!(
                 "more than {} clusters (the exFAT spec recommends fewer)",
                 format_count(u64::from(EXFAT_RECOMMENDED_MAX_CLUSTERS))
@@ -191,11 +195,11 @@ impl FsNote {
                 "FAT32 above 32 GB is valid, but Windows' own format refuses it and some firmware rejects it".into()
             }
             FsNote::FilesOver4Gib { count } => format!(
-                "{} file(s) exceed FAT32's 4 GiB - 1 limit and cannot be stored: use exFAT",
+                "{} file(s) exceed {fs}'s 4 GiB - 1 limit and cannot be stored: use exFAT",
                 format_count(*count)
             ),
             FsNote::DirsOverFat32Limit { count } => format!(
-                "{} directory(ies) need more than FAT32's 65,536 entries and cannot be copied whole",
+                "{} directory(ies) need more than {fs}'s 65,536 entries and cannot be copied whole",
                 format_count(*count)
             ),
             FsNote::RootDirFull { entries, capacity } => format!(

@@ -15,6 +15,8 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use mkfs_alloc_ondisk::rng::SplitMix64;
+
 /// What a generator made.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TreeStats {
@@ -24,31 +26,6 @@ pub struct TreeStats {
     pub dirs: u64,
     /// Apparent bytes of the files.
     pub bytes: u64,
-}
-
-/// SplitMix64 (Steele, Lea, Flood 2014): a small deterministic generator.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator from a seed.
-    pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..n` (`n` > 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n.max(1)
-    }
 }
 
 /// Shape of a [`varied`] tree.
@@ -76,7 +53,7 @@ impl Default for VariedSpec {
 }
 
 /// A file size from the test mix.
-fn varied_size(rng: &mut Rng, max: u64) -> u64 {
+fn varied_size(rng: &mut SplitMix64, max: u64) -> u64 {
     const MULTIPLES: [u64; 6] = [512, 4096, 8192, 32768, 65536, 131072];
     let m = MULTIPLES[rng.below(MULTIPLES.len() as u64) as usize];
     let s = match rng.below(10) {
@@ -96,7 +73,7 @@ fn varied_size(rng: &mut Rng, max: u64) -> u64 {
 }
 
 /// A file name from the test mix; `i` makes it unique, case-insensitively.
-fn varied_name(rng: &mut Rng, i: usize) -> String {
+fn varied_name(rng: &mut SplitMix64, i: usize) -> String {
     match rng.below(8) {
         0 => format!("F{i:05}.BIN"), // upper-case 8.3: no long name on FAT32
         1 => format!("f{i:05}.txt"), // lower-case 8.3
@@ -132,7 +109,7 @@ fn write_file(path: &Path, size: u64, fill: u8) -> io::Result<()> {
 /// Writes a [`VariedSpec`] tree under `root` (created; must not exist).
 /// File contents are real bytes (not sparse).
 pub fn varied(root: &Path, spec: &VariedSpec) -> io::Result<TreeStats> {
-    let mut rng = Rng::new(spec.seed);
+    let mut rng = SplitMix64::new(spec.seed);
     fs::create_dir(root)?;
     let mut stats = TreeStats {
         dirs: 1,
@@ -207,7 +184,7 @@ pub fn flat_sparse(
     max_size: u64,
     seed: u64,
 ) -> io::Result<TreeStats> {
-    let mut rng = Rng::new(seed);
+    let mut rng = SplitMix64::new(seed);
     let per_dir = per_dir.max(1);
     fs::create_dir(root)?;
     let mut stats = TreeStats {

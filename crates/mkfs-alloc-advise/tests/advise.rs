@@ -222,7 +222,10 @@ fn fat32_file_limit() {
         ..FormatOptions::default()
     };
     let e = recommend_for_format(&fixed, &medium, &data, 1.0).expect_err("refused");
-    assert!(matches!(e, AdviseError::FilesTooLarge { count: 1 }), "{e}");
+    assert!(
+        matches!(e, AdviseError::FilesTooLarge { count: 1, .. }),
+        "{e}"
+    );
     assert!(e.to_string().contains("4 GiB - 1"), "{e}");
 }
 

@@ -181,17 +181,63 @@ fn write_zeroes_deallocates_written_blocks() {
 #[test]
 fn punch_hole_is_used_on_this_machine() {
     let t = TempPath::new("method");
-    let mut img = ImageFile::create(&t.0, 1 << 20, 512).unwrap();
-    img.write_zeroes(0, 8).unwrap();
-    // tmpfs, ext4, xfs and btrfs all punch holes; report loudly otherwise.
+    let mut img = ImageFile::create(&t.0, 4 << 20, 512).unwrap();
+    img.write_blocks(0, &vec![0x5A; 4 << 20]).unwrap();
+    // Over SMALL_ZERO_RANGE and holding data: punched. tmpfs, ext4, xfs and
+    // btrfs all punch holes; report loudly otherwise.
+    img.write_zeroes(0, 4096).unwrap();
     assert_eq!(
         img.last_zero_method(),
         Some(ZeroMethod::PunchHole),
         "temp dir {:?} does not support hole punching",
         std::env::temp_dir()
     );
-    // Zeroing keeps a fresh image's reads_as_zero.
-    assert!(img.reads_as_zero());
+}
+
+/// Allocated 512-byte units of the file.
+#[cfg(unix)]
+fn units(p: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).unwrap().blocks()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn zeroing_a_hole_does_nothing() {
+    let t = TempPath::new("hole");
+    let mut img = ImageFile::create(&t.0, 8 << 20, 512).unwrap();
+    img.write_zeroes(0, 4096).unwrap(); // 2 MiB of a fresh sparse image
+    assert_eq!(img.last_zero_method(), Some(ZeroMethod::AlreadyHole));
+    assert!(
+        img.reads_as_zero(),
+        "zeroing keeps a fresh image's reads_as_zero"
+    );
+    assert_eq!(units(&t.0), 0, "nothing allocated");
+    assert_eq!(img.stats().bytes_zeroed, 2 << 20);
+    assert_eq!(img.stats().bytes_written, 0);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_small_range_holding_data_is_overwritten_and_its_holes_left_alone() {
+    let t = TempPath::new("small");
+    let mut img = ImageFile::create(&t.0, 8 << 20, 512).unwrap();
+    // 64 KiB of data at 4 MiB inside a sparse file.
+    img.write_blocks(8192, &vec![0xC3; 64 << 10]).unwrap();
+    img.flush().unwrap();
+    let before = units(&t.0);
+    assert!(before >= 128, "64 KiB allocated: {before}");
+    // 512 KiB around it (under SMALL_ZERO_RANGE): hole, data, hole.
+    img.write_zeroes(8192 - 256, 1024).unwrap();
+    assert_eq!(img.last_zero_method(), Some(ZeroMethod::Writing));
+    let mut buf = vec![0xFF; 512 << 10];
+    img.read_blocks(8192 - 256, &mut buf).unwrap();
+    assert!(buf.iter().all(|&b| b == 0));
+    img.flush().unwrap();
+    // Overwritten in place: the data blocks stay, the holes stay holes.
+    assert_eq!(units(&t.0), before, "only the data part was written");
+    assert_eq!(img.stats().bytes_written, 64 << 10, "zeros counted apart");
+    assert_eq!(img.stats().bytes_zeroed, 512 << 10);
 }
 
 #[test]

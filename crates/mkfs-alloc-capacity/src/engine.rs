@@ -7,8 +7,9 @@ use mkfs_alloc_blockio::IoError;
 
 use crate::backup::{restore, Backup};
 use crate::pattern::{classify, fill, Seen};
-use crate::rng::{fresh_seed, Rng};
+use crate::rng::fresh_seed;
 use crate::{Phase, ProbeError, ProbeOptions, ProbeReport, ProbeTarget, Speeds, Verdict};
+use mkfs_alloc_ondisk::rng::{mix, SplitMix64};
 
 /// Units per write request of a contiguous run (1 MiB at 4 KiB units).
 const WRITE_RUN: u64 = 256;
@@ -69,8 +70,8 @@ pub fn probe<D: ProbeTarget + ?Sized>(
         bpu: u64::from(unit / bs),
         unit: unit as usize,
         n,
-        salt: crate::rng::mix(seed ^ 0x5341_4C54),
-        rng: Rng::new(seed),
+        salt: mix(seed ^ 0x5341_4C54),
+        rng: SplitMix64::new(seed),
         backup: match backup.as_mut() {
             Some(b) => Some(&mut **b),
             None => None,
@@ -146,7 +147,7 @@ struct Engine<'a, D: ProbeTarget + ?Sized> {
     /// Units on the device.
     n: u64,
     salt: u64,
-    rng: Rng,
+    rng: SplitMix64,
     backup: Option<&'a mut dyn Backup>,
     saved: HashSet<u64>,
     written: u64,

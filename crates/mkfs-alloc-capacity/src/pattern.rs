@@ -4,7 +4,7 @@
 //! unit's block of this run (the two addresses share storage), as a block of
 //! another run (stale data the medium kept), or as anything else.
 
-use crate::rng::mix;
+use mkfs_alloc_ondisk::rng::{mix, SplitMix64};
 
 /// First 8 bytes of every probe block.
 pub(crate) const MAGIC: [u8; 8] = *b"MKFSPRB1";
@@ -34,10 +34,9 @@ pub(crate) fn fill(buf: &mut [u8], salt: u64, unit: u64) {
     buf[8..16].copy_from_slice(&salt.to_le_bytes());
     buf[16..24].copy_from_slice(&unit.to_le_bytes());
     buf[24..32].copy_from_slice(&header_check(salt, unit).to_le_bytes());
-    let mut state = mix(salt ^ unit.rotate_left(17));
+    let mut body = SplitMix64::new(mix(salt ^ unit.rotate_left(17)));
     for chunk in buf[HEADER..].chunks_mut(8) {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let v = mix(state).to_le_bytes();
+        let v = body.next_u64().to_le_bytes();
         chunk.copy_from_slice(&v[..chunk.len()]);
     }
 }

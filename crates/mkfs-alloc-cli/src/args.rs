@@ -26,6 +26,9 @@ Examples:
     mkfs-alloc --fs exfat --data ~/Photos --size 64G photos.img
   An image holding a folder, just large enough (plus 10%), reproducible:
     SOURCE_DATE_EPOCH=315532800 mkfs-alloc --fs fat32 --rootdir esp/ --size auto --serial 1234ABCD esp.img
+  An SD card (or a 64 GB card's image) laid out as SD Card Formatter does:
+    mkfs-alloc --layout sd /dev/mmcblk0
+    mkfs-alloc --layout sd --size 64GB --label CARD card.img
   Machine-readable plan and summary:
     mkfs-alloc --json --dry-run --size 64G a.img
 
@@ -69,6 +72,19 @@ pub enum TableArg {
     Mbr,
     /// GPT with one Microsoft Basic Data partition named after the label.
     Gpt,
+}
+
+/// Volume layout argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LayoutArg {
+    /// FAT and data region aligned (--align, default 1 MiB); the table and
+    /// file system as the other options say.
+    Standard,
+    /// The SD Association's layout for the card's capacity (SD Card
+    /// Formatter's): file system, cluster size, MBR partition start and
+    /// type, CHS geometry, FAT placement on the boundary unit, exFAT Flash
+    /// Parameters. Cards up to 2 TiB.
+    Sd,
 }
 
 /// Format a disk, stick, card or image as FAT32 or exFAT with an explicit cluster size.
@@ -170,6 +186,10 @@ pub struct FormatArgs {
     /// default: exfatprogs' fsck.exfat 1.2 reports it as an unknown entry.
     #[arg(long)]
     pub volume_guid: bool,
+    /// Volume layout: "standard", or "sd" for the SD Association's layout
+    /// of a card of this size (the device's size, or --size for an image).
+    #[arg(long, value_enum, default_value_t = LayoutArg::Standard)]
+    pub layout: LayoutArg,
     /// Partition table: "auto" (none for an image file), "none", "mbr" or "gpt".
     #[arg(long, value_enum, default_value_t = TableArg::Auto)]
     pub table: TableArg,
@@ -278,6 +298,7 @@ impl FormatArgs {
             volume_guid: self.volume_guid,
             root_entries: self.root_entries,
             esp: self.esp,
+            sd: self.layout == LayoutArg::Sd,
         })
     }
 }

@@ -11,7 +11,7 @@
 //! dry run opens nothing for writing at all and says what the real run
 //! would refuse.
 
-use crate::args::{FormatArgs, SUBCOMMANDS};
+use crate::args::{FormatArgs, LayoutArg, TableArg, SUBCOMMANDS};
 use crate::target::{Opened, Target};
 use crate::{data, report, rootdir, usage, Failure};
 use anyhow::anyhow;
@@ -97,11 +97,50 @@ fn check_args(cli: &FormatArgs) -> Result<(), Failure> {
             "--size auto needs --rootdir (the tree decides the size)"
         )));
     }
+    check_sd_args(cli)?;
     if !(0.0..=1000.0).contains(&cli.slack) {
         return Err(usage(anyhow!(
             "--slack {}: valid: 0..1000 (percent)",
             cli.slack
         )));
+    }
+    Ok(())
+}
+
+/// `--layout sd` decides the cluster size, the alignment, the root
+/// directory, the partition table and the size (the card's): the options
+/// that would change them are refused by name.
+fn check_sd_args(cli: &FormatArgs) -> Result<(), Failure> {
+    use mkfs_alloc_layout::sd::SdError;
+    if cli.layout != LayoutArg::Sd {
+        return Ok(());
+    }
+    let conflict = |option, what| Err(usage(anyhow!(SdError::Conflict { option, what })));
+    if !cli.cluster.eq_ignore_ascii_case("auto") {
+        return conflict("--cluster", "the cluster size");
+    }
+    if !cli.data.is_empty() {
+        return conflict("--data", "the cluster size");
+    }
+    if cli.align.is_some() {
+        return conflict("--align", "the alignment (its boundary unit)");
+    }
+    if cli.root_entries.is_some() {
+        return conflict("--root-entries", "the root directory (512 entries)");
+    }
+    if cli.esp {
+        return conflict("--esp", "the partition type");
+    }
+    if cli.size_auto() {
+        return conflict("--size auto", "the volume size (the whole card)");
+    }
+    match cli.table {
+        TableArg::None => return conflict("--table none", "the partition table (an MBR)"),
+        TableArg::Gpt => return conflict("--table gpt", "the partition table (an MBR)"),
+        TableArg::Auto | TableArg::Mbr => {}
+    }
+    if let Some(s) = cli.sector_size.filter(|&s| s != 512) {
+        return Err(usage(anyhow!(SdError::SectorSize(s))));
     }
     Ok(())
 }
@@ -145,7 +184,13 @@ fn plan(
     tree: Option<&mkfs_alloc_advise::ScanResult>,
 ) -> Result<Planned, Failure> {
     let mut format = cli.format_options()?;
-    if format.align.is_none() {
+    if let Some(d) = target.device().filter(|d| format.sd && !d.is_whole_disk) {
+        return Err(usage(anyhow!(
+            "--layout sd lays out a whole card (an MBR and its partition); {} is a partition: give the whole device",
+            d.path.display()
+        )));
+    }
+    if format.align.is_none() && !format.sd {
         format.align = target.preferred_align();
     }
     let mut opts = MediumOptions {
@@ -159,7 +204,9 @@ fn plan(
     let mut plan =
         plan_medium(&opts, size, block).map_err(|e| blame_align(cli, &opts, size, block, e))?;
     let mut notes = Vec::new();
-    if let (Some(data), true) = (tree, cli.cluster.eq_ignore_ascii_case("auto")) {
+    // The tree chooses the cluster size, unless the SD layout does.
+    let tree_cluster = cli.cluster.eq_ignore_ascii_case("auto") && !opts.format.sd;
+    if let (Some(data), true) = (tree, tree_cluster) {
         let (p, note) = rootdir::plan_for(data, &opts, size, block, true).map_err(plan_error)?;
         plan = p;
         notes.extend(note);
@@ -370,7 +417,7 @@ impl Run<'_> {
         let write = result
             .map_err(|e| format_failure(e, Some(format!("formatting {}", path.display()))))?;
         if let Opened::Device(d) = opened {
-            if self.plan.table().kind != TableKind::None {
+            if self.plan.table().kind() != TableKind::None {
                 notes.push(match d.reread_partitions() {
                     Ok(()) => "the kernel re-read the partition table".to_string(),
                     Err(e) => format!(

@@ -10,8 +10,10 @@ use mkfs_alloc_inspect::{
     inspect, FileStats, FsKind, InspectOptions, ReadOnlyFile, Report, TableKind, Volume,
     ALIGN_BOUNDARY,
 };
+use mkfs_alloc_layout::sd::{sd_layout, SdLayout, SD_SECTOR};
 use mkfs_alloc_layout::units::{format_count, format_size};
 use mkfs_alloc_layout::waste::{waste_percent, WASTE_DEFINITION};
+use mkfs_alloc_layout::FsType;
 use std::io::ErrorKind;
 use std::path::PathBuf;
 
@@ -65,11 +67,17 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
         .collect();
     let failure =
         (!errors.is_empty()).then(|| anyhow!("{}: {}", path.display(), errors.join("; ")));
+    let sd = sd_layout_of(&report);
     if args.json {
         // One document: the report, with the error and exit code if any.
         let mut v = serde_json::to_value(&report)
             .map_err(|e| Failure::Io(anyhow!(e).context("serialising the report")))?;
         if let Some(obj) = v.as_object_mut() {
+            obj.insert(
+                "layout".into(),
+                serde_json::json!(if sd.is_some() { "sd" } else { "other" }),
+            );
+            obj.insert("sd".into(), crate::report::sd_json(sd.as_ref()));
             obj.insert(
                 "target".into(),
                 serde_json::Value::String(path.display().to_string()),
@@ -83,7 +91,51 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
         return failure.map_or(Ok(()), |e| Err(Failure::IoInReport(e)));
     }
     print_text(&path.display().to_string(), &report);
+    if let Some(sd) = &sd {
+        outln!();
+        outln!(
+            "layout: SD Association ({} card of {}): partition, FAT and data region where the SD specification puts them",
+            sd.class.name(),
+            format_size(sd.total_sectors * SD_SECTOR)
+        );
+    }
     failure.map_or(Ok(()), |e| Err(Failure::Io(e)))
+}
+
+/// The SD Association layout of a card of this size, if the medium holds
+/// exactly it: an MBR with one partition where the layout puts it, and a
+/// volume of its file system, cluster size, FAT and data region offsets.
+fn sd_layout_of(r: &Report) -> Option<SdLayout> {
+    let t = &r.partition_table;
+    let ([p], [v]) = (t.partitions.as_slice(), r.volumes.as_slice()) else {
+        return None;
+    };
+    if t.kind != TableKind::Mbr || r.block_size != 512 || v.sector_size != Some(512) {
+        return None;
+    }
+    let fs = match v.fs? {
+        FsKind::Exfat => FsType::Exfat,
+        FsKind::Fat32 => FsType::Fat32,
+        FsKind::Fat16 => FsType::Fat16,
+        FsKind::Fat12 => FsType::Fat12,
+        _ => return None,
+    };
+    let total = r.medium_bytes / SD_SECTOR;
+    let sd = sd_layout(total, false).ok()?;
+    let sd = if fs == FsType::Fat32 && sd.fs == FsType::Exfat {
+        sd_layout(total, true).ok()?
+    } else {
+        sd
+    };
+    let at = |sector: u64| Some((sd.part_start + sector) * SD_SECTOR);
+    let matches = sd.fs == fs
+        && p.start == sd.part_start * SD_SECTOR
+        && p.size == sd.part_sectors * SD_SECTOR
+        && v.cluster_size == Some(sd.sec_per_clus * SD_SECTOR)
+        && v.cluster_count == Some(sd.cluster_count)
+        && v.fat_offset == at(sd.fat_offset)
+        && v.data_offset == at(sd.data_offset);
+    matches.then_some(sd)
 }
 
 /// Refuses at once what is neither a regular file nor a block device (a

@@ -84,7 +84,7 @@ fn ask(info: &DeviceInfo, verb: &str, then: &str, yes: bool) -> Result<(), Failu
 fn describe(info: &DeviceInfo, plan: &MediumPlan, contents: &[String]) {
     eprintln!("mkfs-alloc: about to ERASE {}:", info.path.display());
     describe_device(info, contents);
-    let table = match plan.table().kind {
+    let table = match plan.table().kind() {
         mkfs_alloc_partition::TableKind::None => "no partition table",
         mkfs_alloc_partition::TableKind::Mbr => "an MBR partition table",
         mkfs_alloc_partition::TableKind::Gpt => "a GPT partition table",

@@ -6,9 +6,10 @@
 use crate::target::{Action, Target};
 use mkfs_alloc::MediumPlan;
 use mkfs_alloc_device::DeviceInfo;
+use mkfs_alloc_layout::sd::{SdLayout, SD_SECTOR};
 use mkfs_alloc_layout::units::{format_count, format_size};
 use mkfs_alloc_layout::{Layout, RegionKind, WriteReport};
-use mkfs_alloc_partition::{Signature, TableKind};
+use mkfs_alloc_partition::{Guid, Signature, TableSpec};
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -92,31 +93,25 @@ fn alignment_note(offset: u64) -> String {
 }
 
 fn print_table(plan: &MediumPlan) {
-    let t = &plan.table();
-    match t.kind {
-        TableKind::None => outln!("  partition      none ({})", plan.table_reason()),
-        kind => {
-            let ty = match (t.mbr_type, t.partition_type_guid) {
-                (Some(b), _) => format!("type 0x{b:02X}"),
-                (None, Some(g)) if g == mkfs_alloc_partition::Guid::EFI_SYSTEM => {
-                    "EFI System Partition".to_string()
-                }
-                (None, Some(_)) => "Microsoft Basic Data".to_string(),
-                _ => String::new(),
-            };
-            outln!(
-                "  partition      {} ({}): 1 partition at {} ({}), {}, {ty}",
-                match kind {
-                    TableKind::Mbr => "MBR",
-                    _ => "GPT",
-                },
-                plan.table_reason(),
-                format_size(t.partition_start),
-                alignment_note(t.partition_start),
-                format_size(t.partition_len)
-            );
+    let t = plan.table();
+    let (name, ty) = match t.spec() {
+        TableSpec::None => {
+            outln!("  partition      none ({})", plan.table_reason());
+            return;
         }
-    }
+        TableSpec::Mbr(m) => ("MBR", format!("type 0x{:02X}", m.partition_type())),
+        TableSpec::Gpt(g) if g.partition_type_guid() == Guid::EFI_SYSTEM => {
+            ("GPT", "EFI System Partition".to_string())
+        }
+        TableSpec::Gpt(_) => ("GPT", "Microsoft Basic Data".to_string()),
+    };
+    outln!(
+        "  partition      {name} ({}): 1 partition at {} ({}), {}, {ty}",
+        plan.table_reason(),
+        format_size(t.partition_start()),
+        alignment_note(t.partition_start()),
+        format_size(t.partition_len())
+    );
 }
 
 /// Old signatures: before writing they "will be" wiped, after it they were.
@@ -177,11 +172,56 @@ fn print_common(plan: &MediumPlan) {
         format_size(layout.data_offset_on_medium()),
         alignment_note(layout.data_offset_on_medium())
     );
+    if let Some(sd) = layout.sd() {
+        outln!("  layout         {}", sd_text(sd));
+    }
     outln!("  serial         {}", serial_text(layout.serial()));
     outln!(
         "  label          {}",
         shown_label(layout).as_deref().unwrap_or("(none)")
     );
+}
+
+/// The SD layout in one line of the summary.
+fn sd_text(sd: &SdLayout) -> String {
+    let bu = sd.class.bu * SD_SECTOR;
+    let mut t = format!(
+        "SD Association, {} card of {}: boundary unit {}, data region on a boundary unit, CHS {} heads x {} sectors",
+        sd.class.name(),
+        format_size(sd.total_sectors * SD_SECTOR),
+        format_size(bu),
+        sd.heads,
+        sd.sectors_per_track
+    );
+    if sd.erase_block_bytes > 0 {
+        t += &format!(
+            ", Flash Parameters erase block {}",
+            format_size(sd.erase_block_bytes)
+        );
+    }
+    t
+}
+
+/// The SD layout for JSON (`null` for the standard layout).
+pub fn sd_json(sd: Option<&SdLayout>) -> Value {
+    match sd {
+        None => Value::Null,
+        Some(sd) => json!({
+            "class": sd.class.name(),
+            "card_sectors": sd.total_sectors,
+            "boundary_unit_bytes": sd.class.bu * SD_SECTOR,
+            "partition_start_sector": sd.part_start,
+            "partition_sectors": sd.part_sectors,
+            "mbr_type": sd.mbr_type,
+            "heads": sd.heads,
+            "sectors_per_track": sd.sectors_per_track,
+            "reserved_sectors": sd.rsvd,
+            "fat_offset_sectors": sd.fat_offset,
+            "fat_sectors": sd.fat_sectors,
+            "data_offset_sectors": sd.data_offset,
+            "erase_block_bytes": sd.erase_block_bytes,
+        }),
+    }
 }
 
 /// The label as the file system stores it (FAT32 upper-cases it).
@@ -329,6 +369,8 @@ pub fn print_json_with(
         "volume_guid": layout.volume_guid().as_ref().map(guid_text),
         "warnings": layout.warnings(),
         "regions": regions,
+        "layout": if layout.sd().is_some() { "sd" } else { "standard" },
+        "sd": sd_json(layout.sd()),
         "table": plan.table(),
         "table_reason": plan.table_reason(),
         "signatures_found": found,

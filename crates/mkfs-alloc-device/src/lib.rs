@@ -44,6 +44,8 @@ mod bounce;
 mod device;
 #[cfg(target_os = "linux")]
 mod mountinfo;
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+mod unix;
 
 #[cfg(any(target_os = "linux", target_os = "macos", windows))]
 pub(crate) use device::transfer_all;

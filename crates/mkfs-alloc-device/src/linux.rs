@@ -17,9 +17,7 @@ use rustix::io::Errno;
 use rustix::ioctl::{self, opcode, Opcode};
 
 use super::mountinfo::{self, Mount};
-use super::{
-    clean, transfer_all, DeviceError, DeviceInfo, LoopAttachment, PartitionInfo, XferResult,
-};
+use super::{clean, DeviceError, DeviceInfo, LoopAttachment, PartitionInfo, XferResult};
 
 /// `BLKROGET`: `_IO(0x12, 94)`, writes an `int`.
 const BLKROGET: Opcode = opcode::none(0x12, 94);
@@ -39,7 +37,8 @@ type DevNum = (u32, u32);
 /// What sysfs, udev and the probe say about a device: `gather`.
 #[path = "linux_info.rs"]
 mod info;
-use crate::bounce::{Bounce, BOUNCE};
+use crate::bounce::Bounce;
+use crate::unix::{read_exact_at, write_all_at};
 use info::gather;
 
 fn dev_num(rdev: u64) -> DevNum {
@@ -388,45 +387,19 @@ impl RawDevice {
     }
 
     pub(super) fn read_at(&mut self, offset: u64, dst: &mut [u8]) -> XferResult {
-        let Some(bounce) = self.bounce.as_mut() else {
-            return transfer_all(dst.len(), io::ErrorKind::UnexpectedEof, |done| {
-                self.file.read_at(&mut dst[done..], offset + done as u64)
-            });
-        };
-        let mut done = 0usize;
-        while done < dst.len() {
-            let n = (dst.len() - done).min(BOUNCE);
-            let at = offset + done as u64;
-            let buf = bounce.buf(n);
-            transfer_all(n, io::ErrorKind::UnexpectedEof, |got| {
-                self.file.read_at(&mut buf[got..], at + got as u64)
-            })
-            .map_err(|(got, e)| (done as u64 + got, e))?;
-            dst[done..done + n].copy_from_slice(buf);
-            done += n;
+        let file = &self.file;
+        match self.bounce.as_mut() {
+            None => read_exact_at(file, dst, offset),
+            Some(bounce) => bounce.read(offset, dst, |buf, at| read_exact_at(file, buf, at)),
         }
-        Ok(())
     }
 
     pub(super) fn write_at(&mut self, offset: u64, src: &[u8]) -> XferResult {
-        let Some(bounce) = self.bounce.as_mut() else {
-            return transfer_all(src.len(), io::ErrorKind::WriteZero, |done| {
-                self.file.write_at(&src[done..], offset + done as u64)
-            });
-        };
-        let mut done = 0usize;
-        while done < src.len() {
-            let n = (src.len() - done).min(BOUNCE);
-            let at = offset + done as u64;
-            let buf = bounce.buf(n);
-            buf.copy_from_slice(&src[done..done + n]);
-            transfer_all(n, io::ErrorKind::WriteZero, |put| {
-                self.file.write_at(&buf[put..], at + put as u64)
-            })
-            .map_err(|(put, e)| (done as u64 + put, e))?;
-            done += n;
+        let file = &self.file;
+        match self.bounce.as_mut() {
+            None => write_all_at(file, src, offset),
+            Some(bounce) => bounce.write(offset, src, |buf, at| write_all_at(file, buf, at)),
         }
-        Ok(())
     }
 
     /// `BLKZEROOUT`; `Ok(false)` if the kernel does not know it.

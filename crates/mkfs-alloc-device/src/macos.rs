@@ -26,7 +26,8 @@ use rustix::io::Errno;
 use rustix::ioctl::{self, opcode, Opcode};
 
 use super::probe::{probe, ProbeRead};
-use super::{transfer_all, DeviceError, DeviceInfo, PartitionInfo, XferResult};
+use super::{DeviceError, DeviceInfo, PartitionInfo, XferResult};
+use crate::unix::{read_exact_at, write_all_at};
 
 const DKIOCGETBLOCKSIZE: Opcode = opcode::read::<u32>(b'd', 24);
 const DKIOCGETBLOCKCOUNT: Opcode = opcode::read::<u64>(b'd', 25);
@@ -402,15 +403,11 @@ impl RawDevice {
     }
 
     pub(super) fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> XferResult {
-        transfer_all(buf.len(), io::ErrorKind::UnexpectedEof, |done| {
-            self.file.read_at(&mut buf[done..], offset + done as u64)
-        })
+        read_exact_at(&self.file, buf, offset)
     }
 
     pub(super) fn write_at(&mut self, offset: u64, buf: &[u8]) -> XferResult {
-        transfer_all(buf.len(), io::ErrorKind::WriteZero, |done| {
-            self.file.write_at(&buf[done..], offset + done as u64)
-        })
+        write_all_at(&self.file, buf, offset)
     }
 
     /// macOS has no zero-out ioctl: the caller writes zeros.

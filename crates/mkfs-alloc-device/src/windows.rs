@@ -49,7 +49,7 @@ use super::{clean, transfer_all, DeviceError, DeviceInfo, PartitionInfo, XferRes
 mod volumes;
 use volumes::{system_disks, volumes, Volume};
 
-use crate::bounce::{Bounce, BOUNCE};
+use crate::bounce::Bounce;
 
 /// Calls `DeviceIoControl` with `input` and an output buffer of `out_len`
 /// bytes; returns the bytes written. Grows the buffer on
@@ -417,35 +417,21 @@ impl RawDevice {
     }
 
     pub(super) fn read_at(&mut self, offset: u64, dst: &mut [u8]) -> XferResult {
-        let mut done = 0usize;
-        while done < dst.len() {
-            let n = (dst.len() - done).min(BOUNCE);
-            let at = offset + done as u64;
-            let buf = self.bounce.buf(n);
-            transfer_all(n, io::ErrorKind::UnexpectedEof, |got| {
-                self.file.seek_read(&mut buf[got..], at + got as u64)
+        let file = &self.file;
+        self.bounce.read(offset, dst, |buf, at| {
+            transfer_all(buf.len(), io::ErrorKind::UnexpectedEof, |got| {
+                file.seek_read(&mut buf[got..], at + got as u64)
             })
-            .map_err(|(got, e)| (done as u64 + got, e))?;
-            dst[done..done + n].copy_from_slice(buf);
-            done += n;
-        }
-        Ok(())
+        })
     }
 
     pub(super) fn write_at(&mut self, offset: u64, src: &[u8]) -> XferResult {
-        let mut done = 0usize;
-        while done < src.len() {
-            let n = (src.len() - done).min(BOUNCE);
-            let at = offset + done as u64;
-            let buf = self.bounce.buf(n);
-            buf.copy_from_slice(&src[done..done + n]);
-            transfer_all(n, io::ErrorKind::WriteZero, |put| {
-                self.file.seek_write(&buf[put..], at + put as u64)
+        let file = &self.file;
+        self.bounce.write(offset, src, |buf, at| {
+            transfer_all(buf.len(), io::ErrorKind::WriteZero, |put| {
+                file.seek_write(&buf[put..], at + put as u64)
             })
-            .map_err(|(put, e)| (done as u64 + put, e))?;
-            done += n;
-        }
-        Ok(())
+        })
     }
 
     /// No zero-out call is used on Windows: the caller writes zeros.

@@ -102,7 +102,7 @@ pub fn parse_boot_sector(s: &[u8]) -> Result<FatBoot, ParseError> {
     })?;
     let mut warnings = Vec::new();
     let bps = u32::from(b.bpb.byts_per_sec.get());
-    if !bps.is_power_of_two() || !(512..=4096).contains(&bps) {
+    if !mkfs_alloc_ondisk::valid_sector_size(bps) {
         return Err(ParseError::field(
             "BytsPerSec",
             11,

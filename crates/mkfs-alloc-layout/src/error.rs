@@ -124,6 +124,9 @@ pub enum PlanError {
     /// A root directory size given for a file system without a fixed root.
     #[error("--root-entries applies to FAT12 and FAT16 only; this volume is {0} (its root directory grows as needed)")]
     RootEntriesNotFixed(FsType),
+    /// The SD Association layout cannot be used as asked.
+    #[error(transparent)]
+    Sd(#[from] crate::sd::SdError),
     /// No FAT width fits this volume at this cluster size (`--fs fat`).
     #[error("no FAT width fits {} at {} clusters ({} clusters: FAT12 takes {}, FAT16 {}, FAT32 {}); {}", format_size(*.volume), format_size(*.cluster), format_count(*.clusters), count_range(crate::FsType::Fat12), count_range(crate::FsType::Fat16), count_range(crate::FsType::Fat32), sizes_hint(.valid))]
     NoFatWidth {

@@ -33,17 +33,24 @@ pub enum LabelError {
         /// Description of the forbidden set.
         forbidden: &'static str,
     },
-    /// FAT32 labels are stored in an OEM code page; we accept ASCII only.
-    #[error("label {label:?} contains the non-ASCII character {ch:?}; FAT32 labels are limited to ASCII here (the on-disk code page is not portable); use exFAT for Unicode labels")]
+    /// FAT labels are stored in an OEM code page; we accept ASCII only.
+    #[error("label {label:?} contains the non-ASCII character {ch:?}; {fs} labels are limited to ASCII here (the on-disk code page is not portable); use exFAT for Unicode labels")]
     NonAscii {
         /// The label as given.
         label: String,
         /// The offending character.
         ch: char,
+        /// File system name (FAT12, FAT16 or FAT32).
+        fs: &'static str,
     },
     /// FAT labels may not start with a space.
-    #[error("FAT32 label {0:?} starts with a space, which FAT does not allow")]
-    LeadingSpace(String),
+    #[error("{fs} label {label:?} starts with a space, which FAT does not allow")]
+    LeadingSpace {
+        /// The label as given.
+        label: String,
+        /// File system name (FAT12, FAT16 or FAT32).
+        fs: &'static str,
+    },
 }
 
 const EXFAT_FORBIDDEN: &str = "control characters U+0000..U+001F and \" * / : < > ? \\ |";
@@ -55,7 +62,7 @@ const FAT_FORBIDDEN: &str =
 pub enum EncodedLabel {
     /// exFAT: up to 11 UTF-16 code units.
     Exfat(Vec<u16>),
-    /// FAT32: 11 bytes, upper-cased and space padded.
+    /// FAT12, FAT16 and FAT32: 11 bytes, upper-cased and space padded.
     Fat32([u8; 11]),
 }
 
@@ -84,14 +91,17 @@ pub fn exfat_label(label: &str) -> Result<Vec<u16>, LabelError> {
     Ok(units)
 }
 
-/// Validates a FAT32 label and returns the 11 on-disk bytes (upper-cased,
-/// space padded). Lower-case letters are upper-cased, as Windows does.
-pub fn fat32_label(label: &str) -> Result<[u8; 11], LabelError> {
+/// Validates the label of a FAT volume (`fs`: FAT12, FAT16 or FAT32, named
+/// in the errors) and returns the 11 on-disk bytes (upper-cased, space
+/// padded). Lower-case letters are upper-cased, as Windows does.
+pub fn fat_label(label: &str, fs: crate::FsType) -> Result<[u8; 11], LabelError> {
+    let fs = fs.display_name();
     for ch in label.chars() {
         if !ch.is_ascii() {
             return Err(LabelError::NonAscii {
                 label: label.to_string(),
                 ch,
+                fs,
             });
         }
         if (ch as u32) < 0x20 || ch == '\x7f' || "\"*+,./:;<=>?[\\]|".contains(ch) {
@@ -99,7 +109,7 @@ pub fn fat32_label(label: &str) -> Result<[u8; 11], LabelError> {
                 label: label.to_string(),
                 ch,
                 code: ch as u32,
-                fs: "FAT32",
+                fs,
                 forbidden: FAT_FORBIDDEN,
             });
         }
@@ -110,11 +120,14 @@ pub fn fat32_label(label: &str) -> Result<[u8; 11], LabelError> {
             label: label.to_string(),
             len: trimmed.len(),
             unit: "bytes",
-            fs: "FAT32",
+            fs,
         });
     }
     if trimmed.starts_with(' ') {
-        return Err(LabelError::LeadingSpace(label.to_string()));
+        return Err(LabelError::LeadingSpace {
+            label: label.to_string(),
+            fs,
+        });
     }
     let mut out = [b' '; 11];
     for (dst, b) in out.iter_mut().zip(trimmed.bytes()) {
@@ -126,6 +139,7 @@ pub fn fat32_label(label: &str) -> Result<[u8; 11], LabelError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::FsType;
 
     #[test]
     fn exfat_labels() {
@@ -152,27 +166,45 @@ mod tests {
     }
 
     #[test]
+    fn fat_labels_name_their_width() {
+        let e = fat_label("a.b", FsType::Fat16).expect_err("dot");
+        assert!(e.to_string().contains("FAT16 labels"), "{e}");
+        let e = fat_label(" x", FsType::Fat12).expect_err("space");
+        assert!(e.to_string().starts_with("FAT12 label"), "{e}");
+        let e = fat_label("Größe", FsType::Fat12).expect_err("ASCII");
+        assert!(e.to_string().contains("FAT12 labels are limited"), "{e}");
+        let e = fat_label("TWELVE CHARS", FsType::Fat16).expect_err("long");
+        assert!(e.to_string().contains("FAT16 allows"), "{e}");
+    }
+
+    #[test]
     fn fat32_labels() {
-        assert_eq!(&fat32_label("stick").unwrap_or([0; 11]), b"STICK      ");
         assert_eq!(
-            &fat32_label("MY DISK 01").unwrap_or([0; 11]),
+            &fat_label("stick", FsType::Fat32).unwrap_or([0; 11]),
+            b"STICK      "
+        );
+        assert_eq!(
+            &fat_label("MY DISK 01", FsType::Fat32).unwrap_or([0; 11]),
             b"MY DISK 01 "
         );
         assert!(matches!(
-            fat32_label("TWELVE CHARS"),
+            fat_label("TWELVE CHARS", FsType::Fat32),
             Err(LabelError::TooLong { .. })
         ));
         assert!(matches!(
-            fat32_label("Größe"),
+            fat_label("Größe", FsType::Fat32),
             Err(LabelError::NonAscii { .. })
         ));
         assert!(matches!(
-            fat32_label(" X"),
-            Err(LabelError::LeadingSpace(_))
+            fat_label(" X", FsType::Fat32),
+            Err(LabelError::LeadingSpace { .. })
         ));
         for bad in ["A.B", "A+B", "A,B", "A;B", "A=B", "A[B", "A]B", "A/B"] {
             assert!(
-                matches!(fat32_label(bad), Err(LabelError::Forbidden { .. })),
+                matches!(
+                    fat_label(bad, FsType::Fat32),
+                    Err(LabelError::Forbidden { .. })
+                ),
                 "{bad}"
             );
         }

@@ -38,7 +38,6 @@ pub mod fat;
 pub mod label;
 pub mod options;
 pub mod plan;
-pub mod rng;
 pub mod rules;
 pub mod sd;
 pub mod units;

@@ -38,6 +38,14 @@ pub enum FsRule {
     FatWidthFromClusterCount,
     /// `--fs fat`: FAT32, which fits this volume at some cluster size.
     FatFat32Fits,
+    /// `--esp`: FAT32, which fits this volume at some cluster size (the
+    /// FAT width the size allows).
+    EspFat32Fits,
+    /// The SD Association layout: the card's capacity class decides.
+    SdCapacityClass,
+    /// The SD Association layout with FAT32 asked for on an SDXC card
+    /// (64 KiB clusters, as sdFormatLinux's option).
+    SdFat32OnSdxc,
 }
 
 impl FsRule {
@@ -57,6 +65,13 @@ impl FsRule {
                 "the FAT width follows the cluster count of the chosen cluster size"
             }
             FsRule::FatFat32Fits => "--fs fat: FAT32 fits this volume",
+            FsRule::EspFat32Fits => {
+                "--esp: the FAT width the size allows, and FAT32 fits this volume"
+            }
+            FsRule::SdCapacityClass => "--layout sd: the file system of the card's capacity class",
+            FsRule::SdFat32OnSdxc => {
+                "--layout sd with --fs fat32 on an SDXC card: FAT32 instead of exFAT"
+            }
         }
     }
 }
@@ -78,6 +93,8 @@ pub enum ClusterRule {
     /// Chosen for the files the user means to store (`--data`): the largest
     /// size whose waste stays within the limit.
     FromData,
+    /// The SD Association layout's cluster size for the capacity class.
+    SdCapacityClass,
 }
 
 impl ClusterRule {
@@ -89,6 +106,9 @@ impl ClusterRule {
                 format!("auto: {}", auto_cluster_reason(fs, volume_bytes))
             }
             ClusterRule::FromData => "chosen for the files given with --data".to_string(),
+            ClusterRule::SdCapacityClass => {
+                "--layout sd: the cluster size of the card's capacity class".to_string()
+            }
             ClusterRule::FieldEvidenceReduced => format!(
                 "auto: {}, reduced to the largest size valid for this volume",
                 auto_cluster_reason(fs, volume_bytes)
@@ -114,40 +134,42 @@ pub fn auto_fs(volume_bytes: u64) -> FsType {
 /// FAT32 4 KiB up to 8 GiB, 8 KiB up to 16 GiB, 16 KiB up to 32 GiB, 32 KiB above;
 /// exFAT 4 KiB up to 256 MiB, 32 KiB above; FAT12 and FAT16 4 KiB.
 pub fn auto_cluster(fs: FsType, volume_bytes: u64) -> u64 {
-    match fs {
-        FsType::Fat16 | FsType::Fat12 => 4 * KIB,
-        FsType::Fat32 => match volume_bytes {
-            v if v <= 8 * GIB => 4 * KIB,
-            v if v <= 16 * GIB => 8 * KIB,
-            v if v <= 32 * GIB => 16 * KIB,
-            _ => 32 * KIB,
-        },
-        FsType::Exfat => {
-            if volume_bytes <= 256 * MIB {
-                4 * KIB
-            } else {
-                32 * KIB
-            }
-        }
-    }
+    auto_cluster_rule(fs, volume_bytes).0
 }
 
 fn auto_cluster_reason(fs: FsType, volume_bytes: u64) -> &'static str {
+    auto_cluster_rule(fs, volume_bytes).1
+}
+
+/// The one table of the `--cluster auto` thresholds: the size and the
+/// sentence that explains it.
+fn auto_cluster_rule(fs: FsType, volume_bytes: u64) -> (u64, &'static str) {
     match fs {
-        FsType::Fat16 | FsType::Fat12 => "FAT12 and FAT16 get 4 KiB clusters",
+        FsType::Fat16 | FsType::Fat12 => (4 * KIB, "FAT12 and FAT16 get 4 KiB clusters"),
         FsType::Fat32 => match volume_bytes {
-            v if v <= 8 * GIB => "FAT32 up to 8 GiB gets 4 KiB clusters",
-            v if v <= 16 * GIB => "FAT32 up to 16 GiB gets 8 KiB clusters",
-            v if v <= 32 * GIB => "FAT32 up to 32 GiB gets 16 KiB clusters",
-            _ => "FAT32 above 32 GiB gets 32 KiB clusters",
+            v if v <= 8 * GIB => (4 * KIB, "FAT32 up to 8 GiB gets 4 KiB clusters"),
+            v if v <= 16 * GIB => (8 * KIB, "FAT32 up to 16 GiB gets 8 KiB clusters"),
+            v if v <= 32 * GIB => (16 * KIB, "FAT32 up to 32 GiB gets 16 KiB clusters"),
+            _ => (32 * KIB, "FAT32 above 32 GiB gets 32 KiB clusters"),
         },
-        FsType::Exfat => {
-            if volume_bytes <= 256 * MIB {
-                "exFAT up to 256 MiB gets 4 KiB clusters"
-            } else {
-                "exFAT above 256 MiB gets 32 KiB clusters (field evidence: larger clusters only waste space)"
-            }
+        FsType::Exfat if volume_bytes <= 256 * MIB => {
+            (4 * KIB, "exFAT up to 256 MiB gets 4 KiB clusters")
         }
+        FsType::Exfat => (
+            32 * KIB,
+            "exFAT above 256 MiB gets 32 KiB clusters (field evidence: larger clusters only waste space)",
+        ),
+    }
+}
+
+/// The largest cluster size every common system handles: FAT12/16/32 32 KiB
+/// (old DOS, some BIOS and camera firmware fail above), exFAT 1 MiB (older
+/// macOS does not mount larger). The planner warns above it and `advise`
+/// recommends up to it.
+pub fn compat_max_cluster(fs: FsType) -> u64 {
+    match fs {
+        FsType::Exfat => MIB,
+        FsType::Fat32 | FsType::Fat16 | FsType::Fat12 => 32 * KIB,
     }
 }
 

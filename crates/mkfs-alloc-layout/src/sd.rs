@@ -17,10 +17,12 @@
 //!        │     │   └ exFAT: FAT at BU/2 (BU/2 long), heap at BU ─────┘ multiple
 //! ```
 //!
-//! Not wired to the writer yet: [`sd_layout`] is the plan a `--layout sd`
-//! format would follow.
+//! [`sd_layout`] is the arithmetic; the planner (`plan::sd`) turns it into a
+//! [`Layout`](crate::Layout) when [`FormatOptions::sd`](crate::FormatOptions::sd)
+//! is set, and the facade puts the partition where it says.
 
-use crate::options::FsType;
+use crate::options::{FormatOptions, FsChoice, FsType};
+use crate::rules::FsRule;
 
 /// Sectors of 512 bytes in which all SD geometry is counted.
 pub const SD_SECTOR: u64 = 512;
@@ -93,11 +95,69 @@ pub enum SdError {
         sectors: u64,
     },
     /// Too small for its class's file system area and one cluster.
-    #[error("{sectors} sectors is too small for the SD layout")]
+    #[error("a card of {} ({sectors} sectors) is too small for the SD layout: its class's file system does not fit", crate::units::format_size(sectors * SD_SECTOR))]
     TooSmall {
         /// Card capacity in 512-byte sectors.
         sectors: u64,
     },
+    /// An option the SD layout decides itself.
+    #[error("--layout sd decides {what} itself, from the card's capacity; leave {option} out. With --layout sd you may give --fs (the class's file system, or fat32 on SDXC cards), --label, --serial, --rootdir, and --size for an image")]
+    Conflict {
+        /// The option given, as on the command line.
+        option: &'static str,
+        /// What the layout decides.
+        what: &'static str,
+    },
+    /// A file system the card's class does not take.
+    #[error("--layout sd gives a card of {} ({class}) {class_fs}; --fs {asked} is not allowed. Valid: --fs {allowed}", crate::units::format_size(sectors * SD_SECTOR))]
+    Fs {
+        /// Card capacity in 512-byte sectors.
+        sectors: u64,
+        /// The capacity class's name (SDSC, SDHC, SDXC).
+        class: &'static str,
+        /// The class's file system.
+        class_fs: FsType,
+        /// What was asked for.
+        asked: &'static str,
+        /// The accepted `--fs` values.
+        allowed: String,
+    },
+    /// FAT32 on an SDXC card whose reserved-sector padding does not fit.
+    #[error("FAT32 in the SD layout of a card of {sectors} sectors needs {rsvd} reserved sectors to put the data region on a boundary unit, more than the 16-bit field holds; use exFAT (leave --fs out)")]
+    ReservedOverflow {
+        /// Card capacity in 512-byte sectors.
+        sectors: u64,
+        /// Reserved sectors the layout would need.
+        rsvd: u64,
+    },
+    /// The SD layout counts 512-byte sectors.
+    #[error("--layout sd needs 512-byte sectors (SD cards have them); got {0}-byte sectors")]
+    SectorSize(u32),
+    /// The volume is not where the SD layout puts the partition.
+    #[error("the SD layout of a card of {total} sectors puts the partition at sector {start} with {sectors} sectors; the medium given starts the volume at sector {got_start} with {got_sectors} sectors")]
+    Placement {
+        /// Card capacity in 512-byte sectors.
+        total: u64,
+        /// Partition start the layout needs.
+        start: u64,
+        /// Partition length the layout needs.
+        sectors: u64,
+        /// Partition start given.
+        got_start: u64,
+        /// Partition length given.
+        got_sectors: u64,
+    },
+}
+
+impl SdClass {
+    /// The class's name: SDSC (up to 2 GiB), SDHC (up to 32 GiB) or SDXC.
+    pub fn name(&self) -> &'static str {
+        match self.fs {
+            FsType::Fat12 | FsType::Fat16 => "SDSC",
+            FsType::Fat32 => "SDHC",
+            FsType::Exfat => "SDXC",
+        }
+    }
 }
 
 /// The complete SD layout of a card, in 512-byte sectors (FAT32 forced on
@@ -177,9 +237,17 @@ pub fn sd_layout(total_sectors: u64, force_fat32: bool) -> Result<SdLayout, SdEr
         }
         l = compute(class, width, spc, total_sectors, heads, sectors_per_track)?;
     }
-    if l.fs.is_fat() && crate::fat::width_of(l.cluster_count) != l.fs {
+    if l.cluster_count == 0 || (l.fs.is_fat() && crate::fat::width_of(l.cluster_count) != l.fs) {
         return Err(SdError::TooSmall {
             sectors: total_sectors,
+        });
+    }
+    // FAT32 forced on a large SDXC card: the padding can exceed the 16-bit
+    // RsvdSecCnt (sdFormatLinux refuses these cards too).
+    if l.rsvd > u64::from(u16::MAX) {
+        return Err(SdError::ReservedOverflow {
+            sectors: total_sectors,
+            rsvd: l.rsvd,
         });
     }
     Ok(l)
@@ -319,6 +387,68 @@ fn compute(
     Ok(l)
 }
 
+/// Refuses the options the SD layout decides itself (by their CLI names).
+///
+/// # Errors
+///
+/// [`SdError::Conflict`] naming the first such option.
+pub fn refuse_conflicts(opts: &FormatOptions) -> Result<(), SdError> {
+    let conflict = |option, what| Err(SdError::Conflict { option, what });
+    if opts.cluster.explicit().is_some() {
+        return conflict("--cluster", "the cluster size");
+    }
+    if opts.align.is_some() {
+        return conflict("--align", "the alignment (its boundary unit)");
+    }
+    if opts.root_entries.is_some() {
+        return conflict("--root-entries", "the root directory (512 entries)");
+    }
+    if opts.esp {
+        return conflict("--esp", "the partition type");
+    }
+    Ok(())
+}
+
+/// The layout of a card of `total` 512-byte sectors for `opts` (its `fs`:
+/// auto, the class's file system, or FAT32 on SDXC), and why that file
+/// system. The facade places the partition by it; the planner checks the
+/// medium against it.
+///
+/// # Errors
+///
+/// [`SdError::Conflict`] for an option the layout decides, [`SdError::Fs`]
+/// for a file system the class does not take, and [`sd_layout`]'s errors.
+pub fn card_layout(opts: &FormatOptions, total: u64) -> Result<(SdLayout, FsRule), SdError> {
+    refuse_conflicts(opts)?;
+    let choice = opts.fs;
+    let class = sd_layout(total, false)?;
+    let sdxc = class.fs == FsType::Exfat;
+    match choice {
+        FsChoice::Auto => Ok((class, FsRule::SdCapacityClass)),
+        FsChoice::Fixed(FsType::Fat32) | FsChoice::Fat if sdxc => {
+            Ok((sd_layout(total, true)?, FsRule::SdFat32OnSdxc))
+        }
+        FsChoice::Fat if class.fs.is_fat() => Ok((class, FsRule::SdCapacityClass)),
+        FsChoice::Fixed(fs) if fs == class.fs => Ok((class, FsRule::SdCapacityClass)),
+        other => Err(SdError::Fs {
+            sectors: total,
+            class: class.class.name(),
+            class_fs: class.fs,
+            asked: match other {
+                FsChoice::Fixed(fs) => fs.name(),
+                _ => "fat",
+            },
+            allowed: if sdxc {
+                "auto, exfat, or fat32 (64 KiB clusters)".to_string()
+            } else if class.fs == FsType::Fat32 {
+                "auto, fat32 or fat".to_string()
+            } else {
+                format!("auto, {} or fat", class.fs.name())
+            },
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -371,7 +501,7 @@ mod tests {
             }
             FsType::Fat32 => {
                 assert_eq!(l.part_start, bu, "{what}");
-                assert!(l.rsvd >= 9, "{what}");
+                assert!((9..=u64::from(u16::MAX)).contains(&l.rsvd), "{what}");
                 assert!(l.fat_sectors * 512 / 4 >= l.cluster_count + 2, "{what}");
                 assert_eq!(
                     crate::fat::width_of(l.cluster_count),
@@ -405,6 +535,9 @@ mod tests {
                 check(c.max_sectors + 1, false);
             }
         }
+        // A card with no room for one cluster after its file-system area.
+        assert_eq!(sd_layout(64, false), Err(SdError::TooSmall { sectors: 64 }));
+        assert!(sd_layout(128, false).is_ok_and(|l| l.cluster_count >= 1));
         assert_eq!(
             sd_layout(MAX_SECTORS + 1, false),
             Err(SdError::TooLarge {

@@ -31,10 +31,27 @@ pub mod fat;
 pub mod gpt;
 pub mod mbr;
 pub mod probe;
+pub mod rng;
 pub mod time;
 
 pub use probe::{probe, FsKind, Probe, PROBE_LEN};
 pub use zerocopy;
+
+/// The largest alignment any planner accepts, for a partition start (the
+/// partition crate) and for a volume's regions (the layout crate): 64 MiB,
+/// the SD specification's largest Boundary Unit (SDXC cards up to 2 TiB).
+/// One value, so that no alignment passes one planner and fails the other.
+pub const MAX_ALIGN: u64 = 64 << 20;
+
+/// Whether `bytes` is a logical sector size these file systems allow: 512,
+/// 1024, 2048 or 4096 (the one rule of the workspace: the planner, the
+/// partition planner, the readers and the prober use it).
+///
+/// Sources: fatgen103 `BPB_BytsPerSec`; exFAT specification §3.1.14
+/// (`BytesPerSectorShift` 9..=12).
+pub const fn valid_sector_size(bytes: u32) -> bool {
+    matches!(bytes, 512 | 1024 | 2048 | 4096)
+}
 
 /// `55 AA` at byte 510 of a boot sector or MBR, as bytes.
 pub const BOOT_SIGNATURE: [u8; 2] = [0x55, 0xAA];

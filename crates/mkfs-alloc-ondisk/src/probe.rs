@@ -239,8 +239,7 @@ pub fn fat_kind(sector: &[u8]) -> Option<FsKind> {
         n => u64::from(n),
     };
     let ok = jump_ok
-        && bps.is_power_of_two()
-        && (512..=4096).contains(&bps)
+        && crate::valid_sector_size(u32::from(b.byts_per_sec.get()))
         && spc.is_power_of_two()
         && rsvd != 0
         && (1..=4).contains(&nfats)

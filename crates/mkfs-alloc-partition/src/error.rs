@@ -98,11 +98,10 @@ pub enum PartitionError {
         dev_blocks: u64,
     },
 
-    /// A hand-made plan that does not hold together.
-    #[error(
-        "the {kind} plan is invalid: {reason}; make plans with plan_table \
-         (partition inside the medium, in whole blocks, after the table)"
-    )]
+    /// A plan value that does not fit its on-disk field. Plans from
+    /// [`plan_table`](crate::plan_table) always fit; the writer checks
+    /// instead of truncating.
+    #[error("the {kind} plan is invalid: {reason}")]
     InvalidPlan {
         /// Table kind of the plan.
         kind: TableKind,

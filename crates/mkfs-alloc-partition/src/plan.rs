@@ -4,7 +4,9 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::guid::{Guid, SplitMix64};
+use mkfs_alloc_ondisk::rng::SplitMix64;
+
+use crate::guid::{nonzero_u32, Guid};
 use crate::PartitionError;
 
 /// One mebibyte.
@@ -16,10 +18,11 @@ pub const DEFAULT_ALIGN: u64 = MIB;
 /// Smallest alignment accepted for GPT. Windows tools only make 1 MiB bounds.
 pub const MIN_GPT_ALIGN: u64 = MIB;
 
-/// Largest alignment accepted (1 GiB).
-pub const MAX_ALIGN: u64 = 1 << 30;
+pub use mkfs_alloc_ondisk::MAX_ALIGN;
 
-/// Smallest partition this crate plans: 1 MiB, the smallest exFAT volume.
+/// Smallest partition this crate plans in a table: 1 MiB, the smallest exFAT
+/// volume. Without a table ([`TableKind::None`]) one block is enough: the file
+/// system's planner decides what fits.
 pub const MIN_PARTITION_BYTES: u64 = MIB;
 
 /// Media of at least this size get GPT under [`TableChoice::Auto`] (2 TiB).
@@ -178,42 +181,183 @@ impl TableOptions {
 }
 
 /// A planned table: where the one partition goes and every identifier that
-/// will be written. Serializes to JSON for the CLI.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// will be written. Made only by [`plan_table`], so its parts always agree;
+/// read it through the accessors. Serializes to JSON for the CLI (one flat
+/// object: the kind's own fields, and `null` for the other kind's).
+///
+/// A plan cannot be edited after planning:
+///
+/// ```compile_fail
+/// use mkfs_alloc_partition::{plan_table, PartitionFs, TableKind, TableOptions};
+/// let opts = TableOptions::new(TableKind::Mbr, PartitionFs::Exfat);
+/// let mut plan = plan_table(&opts, 64 << 20, 512).unwrap();
+/// plan.partition_start = 0;
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TablePlan {
-    /// The table kind.
-    pub kind: TableKind,
-    /// Logical block (sector) size in bytes; table LBAs count these.
-    pub block_size: u32,
-    /// Size of the medium in bytes (a trailing partial block is not used).
-    pub medium_bytes: u64,
-    /// Alignment the partition start was rounded up to, in bytes.
-    pub align: u64,
-    /// Byte offset of the partition (of the file system) on the medium;
-    /// 0 without a table.
-    pub partition_start: u64,
-    /// Length of the partition (of the file system) in bytes, a multiple of
-    /// the block size.
-    pub partition_len: u64,
-    /// MBR partition type byte (MBR only).
-    pub mbr_type: Option<u8>,
-    /// MBR disk signature (MBR only; the protective MBR of GPT keeps 0).
-    pub disk_signature: Option<u32>,
-    /// GPT disk GUID (GPT only).
-    pub disk_guid: Option<Guid>,
-    /// GPT partition type GUID: Microsoft Basic Data (GPT only).
-    pub partition_type_guid: Option<Guid>,
-    /// GPT unique partition GUID (GPT only).
-    pub partition_guid: Option<Guid>,
-    /// GPT partition name (GPT only).
-    pub partition_name: Option<String>,
-    /// GPT first usable LBA, after the primary entries (GPT only).
-    pub first_usable_lba: Option<u64>,
-    /// GPT last usable LBA, before the backup entries (GPT only).
-    pub last_usable_lba: Option<u64>,
+    block_size: u32,
+    medium_bytes: u64,
+    align: u64,
+    partition_start: u64,
+    partition_len: u64,
+    spec: TableSpec,
+}
+
+/// What a [`TablePlan`] writes besides the partition's extent: nothing, an
+/// MBR, or a GPT.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TableSpec {
+    /// No table: the file system starts at byte 0.
+    None,
+    /// A DOS/MBR table with one primary partition.
+    Mbr(MbrPlan),
+    /// A GUID partition table with one partition and a protective MBR.
+    Gpt(GptPlan),
+}
+
+/// The MBR-only part of a [`TablePlan`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MbrPlan {
+    partition_type: u8,
+    disk_signature: u32,
+    heads: u8,
+    sectors_per_track: u8,
+}
+
+/// An MBR partition placed by the caller ([`plan_mbr_at`]): the SD
+/// Association layout puts the partition where the card's capacity class
+/// says, with its own type byte and CHS geometry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MbrPlacement {
+    /// First LBA of the partition (at least 1); it runs to the end of the medium.
+    pub start_lba: u64,
+    /// The partition type byte.
+    pub partition_type: u8,
+    /// CHS heads of the geometry the entry's CHS addresses use (1..=255).
+    pub heads: u8,
+    /// CHS sectors per track (1..=63).
+    pub sectors_per_track: u8,
+}
+
+impl MbrPlan {
+    /// CHS geometry of the entry's CHS addresses: `(heads, sectors per
+    /// track)`, 255/63 unless placed by [`plan_mbr_at`].
+    pub fn chs_geometry(&self) -> (u8, u8) {
+        (self.heads, self.sectors_per_track)
+    }
+
+    /// The partition type byte (0x07 exFAT, 0x0C FAT32 LBA, 0xEF ESP, ...).
+    pub fn partition_type(&self) -> u8 {
+        self.partition_type
+    }
+
+    /// The disk signature (bytes 440..444 of LBA 0).
+    pub fn disk_signature(&self) -> u32 {
+        self.disk_signature
+    }
+}
+
+/// The GPT-only part of a [`TablePlan`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GptPlan {
+    disk_guid: Guid,
+    partition_type_guid: Guid,
+    partition_guid: Guid,
+    partition_name: String,
+    first_usable_lba: u64,
+    last_usable_lba: u64,
+}
+
+impl GptPlan {
+    /// The disk GUID.
+    pub fn disk_guid(&self) -> Guid {
+        self.disk_guid
+    }
+
+    /// The partition type GUID: Microsoft Basic Data, or EFI System.
+    pub fn partition_type_guid(&self) -> Guid {
+        self.partition_type_guid
+    }
+
+    /// The unique partition GUID.
+    pub fn partition_guid(&self) -> Guid {
+        self.partition_guid
+    }
+
+    /// The partition name (at most [`GPT_NAME_MAX`] UTF-16 units).
+    pub fn partition_name(&self) -> &str {
+        &self.partition_name
+    }
+
+    /// First usable LBA, after the primary entries.
+    pub fn first_usable_lba(&self) -> u64 {
+        self.first_usable_lba
+    }
+
+    /// Last usable LBA, before the backup entries.
+    pub fn last_usable_lba(&self) -> u64 {
+        self.last_usable_lba
+    }
 }
 
 impl TablePlan {
+    /// The table kind.
+    pub fn kind(&self) -> TableKind {
+        match self.spec {
+            TableSpec::None => TableKind::None,
+            TableSpec::Mbr(_) => TableKind::Mbr,
+            TableSpec::Gpt(_) => TableKind::Gpt,
+        }
+    }
+
+    /// The kind's own part: MBR type and signature, or the GPT identifiers.
+    pub fn spec(&self) -> &TableSpec {
+        &self.spec
+    }
+
+    /// The MBR part, if this is an MBR plan.
+    pub fn mbr(&self) -> Option<&MbrPlan> {
+        match &self.spec {
+            TableSpec::Mbr(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The GPT part, if this is a GPT plan.
+    pub fn gpt(&self) -> Option<&GptPlan> {
+        match &self.spec {
+            TableSpec::Gpt(g) => Some(g),
+            _ => None,
+        }
+    }
+
+    /// Logical block (sector) size in bytes; table LBAs count these.
+    pub fn block_size(&self) -> u32 {
+        self.block_size
+    }
+
+    /// Size of the medium in bytes (a trailing partial block is not used).
+    pub fn medium_bytes(&self) -> u64 {
+        self.medium_bytes
+    }
+
+    /// Alignment the partition start was rounded up to, in bytes.
+    pub fn align(&self) -> u64 {
+        self.align
+    }
+
+    /// Byte offset of the partition (of the file system) on the medium; 0
+    /// without a table.
+    pub fn partition_start(&self) -> u64 {
+        self.partition_start
+    }
+
+    /// Length of the partition (of the file system) in bytes, a multiple of
+    /// the block size.
+    pub fn partition_len(&self) -> u64 {
+        self.partition_len
+    }
+
     /// Number of whole blocks on the medium.
     pub fn num_blocks(&self) -> u64 {
         self.medium_bytes / u64::from(self.block_size)
@@ -231,12 +375,58 @@ impl TablePlan {
     }
 }
 
+/// The JSON shape of a [`TablePlan`] (one flat object, as before the plan
+/// became an enum: scripts read `table.mbr_type`, `table.disk_guid`, ...).
+#[derive(Serialize)]
+struct TablePlanJson<'a> {
+    kind: TableKind,
+    block_size: u32,
+    medium_bytes: u64,
+    align: u64,
+    partition_start: u64,
+    partition_len: u64,
+    mbr_type: Option<u8>,
+    disk_signature: Option<u32>,
+    disk_guid: Option<Guid>,
+    partition_type_guid: Option<Guid>,
+    partition_guid: Option<Guid>,
+    partition_name: Option<&'a str>,
+    first_usable_lba: Option<u64>,
+    last_usable_lba: Option<u64>,
+}
+
+impl Serialize for TablePlan {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mbr = self.mbr();
+        let gpt = self.gpt();
+        TablePlanJson {
+            kind: self.kind(),
+            block_size: self.block_size,
+            medium_bytes: self.medium_bytes,
+            align: self.align,
+            partition_start: self.partition_start,
+            partition_len: self.partition_len,
+            mbr_type: mbr.map(MbrPlan::partition_type),
+            disk_signature: mbr.map(MbrPlan::disk_signature),
+            disk_guid: gpt.map(GptPlan::disk_guid),
+            partition_type_guid: gpt.map(GptPlan::partition_type_guid),
+            partition_guid: gpt.map(GptPlan::partition_guid),
+            partition_name: gpt.map(GptPlan::partition_name),
+            first_usable_lba: gpt.map(GptPlan::first_usable_lba),
+            last_usable_lba: gpt.map(GptPlan::last_usable_lba),
+        }
+        .serialize(serializer)
+    }
+}
+
 /// Plans one partition spanning the medium.
 ///
 /// The start is the first multiple of `opts.align` after the table (after
 /// LBA 0 for MBR, after the primary entries for GPT); the end is the end of
 /// the medium (MBR) or the last usable LBA before the backup entries (GPT).
-/// Identifiers come from `opts.seed`.
+/// Identifiers come from `opts.seed`; the MBR type from `opts.fs_type` and
+/// the partition's extent ([`PartitionFs::mbr_type_for`]), or 0xEF for an
+/// ESP.
 ///
 /// # Errors
 ///
@@ -247,9 +437,48 @@ impl TablePlan {
 /// - [`PartitionError::MbrTooLarge`]: MBR on more than 2^32 blocks.
 /// - [`PartitionError::InvalidName`]: GPT name over 36 UTF-16 units or with NUL.
 /// - [`PartitionError::MediumTooSmall`]: no room for a partition of
-///   [`MIN_PARTITION_BYTES`].
+///   [`MIN_PARTITION_BYTES`] (one block without a table).
 pub fn plan_table(
     opts: &TableOptions,
+    medium_bytes: u64,
+    block_size: u32,
+) -> Result<TablePlan, PartitionError> {
+    plan_placed(opts, None, medium_bytes, block_size)
+}
+
+/// Plans an MBR whose one partition starts at `at.start_lba` and runs to the
+/// end of the medium, with `at`'s type byte and CHS geometry (the SD
+/// layout). `opts.kind` must be [`TableKind::Mbr`]; `opts.align` is reported
+/// but not applied; `opts.seed` gives the disk signature.
+///
+/// # Errors
+///
+/// As [`plan_table`], and [`PartitionError::InvalidPlan`] for another kind,
+/// a start at LBA 0 or past the medium, or a CHS geometry out of range.
+pub fn plan_mbr_at(
+    opts: &TableOptions,
+    at: MbrPlacement,
+    medium_bytes: u64,
+    block_size: u32,
+) -> Result<TablePlan, PartitionError> {
+    let invalid = |reason: &str| PartitionError::InvalidPlan {
+        kind: opts.kind,
+        reason: reason.to_string(),
+    };
+    if opts.kind != TableKind::Mbr {
+        return Err(invalid("a placed partition needs an MBR"));
+    }
+    if !(1..=255).contains(&at.heads) || !(1..=63).contains(&at.sectors_per_track) {
+        return Err(invalid(
+            "CHS geometry out of range (heads 1..=255, sectors per track 1..=63)",
+        ));
+    }
+    plan_placed(opts, Some(at), medium_bytes, block_size)
+}
+
+fn plan_placed(
+    opts: &TableOptions,
+    at: Option<MbrPlacement>,
     medium_bytes: u64,
     block_size: u32,
 ) -> Result<TablePlan, PartitionError> {
@@ -279,31 +508,15 @@ pub fn plan_table(
     };
 
     let mut rng = SplitMix64::new(opts.seed);
-    let disk_signature = rng.next_nonzero_u32();
+    let disk_signature = nonzero_u32(&mut rng);
     let disk_guid = Guid::from_rng(&mut rng);
     let partition_guid = Guid::from_rng(&mut rng);
 
-    let mut plan = TablePlan {
-        kind,
-        block_size,
-        medium_bytes,
-        align,
-        partition_start: 0,
-        partition_len: 0,
-        mbr_type: None,
-        disk_signature: None,
-        disk_guid: None,
-        partition_type_guid: None,
-        partition_guid: None,
-        partition_name: None,
-        first_usable_lba: None,
-        last_usable_lba: None,
-    };
-
-    // Each arm yields [start_lba, end_lba) of the partition and the number of
-    // blocks the table keeps after it (for the size error).
-    let (start_lba, end_lba, tail_blocks) = match kind {
-        TableKind::None => (0, blocks, 0),
+    // Each arm yields [start_lba, end_lba) of the partition, the number of
+    // blocks the table keeps after it (for the size error) and the kind's
+    // own part (the MBR type waits for the extent).
+    let (start_lba, end_lba, tail_blocks, mut spec) = match kind {
+        TableKind::None => (0, blocks, 0, TableSpec::None),
         TableKind::Mbr => {
             // Both the start and the length are u32 sector numbers.
             let max_blocks = 1u64 << 32;
@@ -314,15 +527,28 @@ pub fn plan_table(
                     max_bytes: max_blocks.saturating_mul(bs),
                 });
             }
-            plan.mbr_type = Some(if opts.esp {
-                MBR_TYPE_ESP
-            } else {
-                opts.fs_type.mbr_type()
-            });
-            plan.disk_signature = Some(disk_signature);
+            let mbr = MbrPlan {
+                partition_type: at.map_or(0, |a| a.partition_type),
+                disk_signature,
+                heads: at.map_or(255, |a| a.heads),
+                sectors_per_track: at.map_or(63, |a| a.sectors_per_track),
+            };
             // LBA 0 holds the MBR; align >= block size, so `align` is the
             // first aligned offset after it.
-            (align / bs, blocks, 0)
+            let start = match at {
+                Some(a) if a.start_lba == 0 || a.start_lba >= blocks => {
+                    return Err(PartitionError::InvalidPlan {
+                        kind,
+                        reason: format!(
+                            "partition start LBA {} is not inside the medium after the MBR (1..{blocks})",
+                            a.start_lba
+                        ),
+                    })
+                }
+                Some(a) => a.start_lba,
+                None => align / bs,
+            };
+            (start, blocks, 0, TableSpec::Mbr(mbr))
         }
         TableKind::Gpt => {
             let units = opts.name.encode_utf16().count();
@@ -348,33 +574,59 @@ pub fn plan_table(
                 ));
             }
             let last_usable = blocks - tail - 1;
-            plan.disk_guid = Some(disk_guid);
-            plan.partition_type_guid = Some(if opts.esp {
-                Guid::EFI_SYSTEM
-            } else {
-                Guid::BASIC_DATA
-            });
-            plan.partition_guid = Some(partition_guid);
-            plan.partition_name = Some(opts.name.clone());
-            plan.first_usable_lba = Some(first_usable);
-            plan.last_usable_lba = Some(last_usable);
-            (start, last_usable + 1, tail)
+            let gpt = GptPlan {
+                disk_guid,
+                partition_type_guid: if opts.esp {
+                    Guid::EFI_SYSTEM
+                } else {
+                    Guid::BASIC_DATA
+                },
+                partition_guid,
+                partition_name: opts.name.clone(),
+                first_usable_lba: first_usable,
+                last_usable_lba: last_usable,
+            };
+            (start, last_usable + 1, tail, TableSpec::Gpt(gpt))
         }
     };
 
     let len_blocks = end_lba.saturating_sub(start_lba);
     let len = len_blocks.saturating_mul(bs);
-    if len < MIN_PARTITION_BYTES {
-        return Err(too_small(
-            start_lba
+    // Without a table, or with a partition placed by the caller (the SD
+    // layout), the file system's planner decides what fits (a 720 KiB
+    // floppy image is a FAT12); otherwise a partition needs 1 MiB.
+    let min_partition = if kind == TableKind::None || at.is_some() {
+        bs
+    } else {
+        MIN_PARTITION_BYTES
+    };
+    if len < min_partition {
+        return Err(PartitionError::MediumTooSmall {
+            medium_bytes,
+            kind,
+            align,
+            min_bytes: start_lba
                 .saturating_mul(bs)
-                .saturating_add(MIN_PARTITION_BYTES)
+                .saturating_add(min_partition)
                 .saturating_add(tail_blocks.saturating_mul(bs)),
-        ));
+            min_partition,
+        });
     }
-    plan.partition_start = start_lba * bs;
-    plan.partition_len = len;
-    Ok(plan)
+    if let (TableSpec::Mbr(mbr), None) = (&mut spec, at) {
+        mbr.partition_type = if opts.esp {
+            MBR_TYPE_ESP
+        } else {
+            opts.fs_type.mbr_type_for(start_lba, len_blocks)
+        };
+    }
+    Ok(TablePlan {
+        block_size,
+        medium_bytes,
+        align,
+        partition_start: start_lba * bs,
+        partition_len: len,
+        spec,
+    })
 }
 
 /// Checks `block_size` for `kind`.
@@ -383,7 +635,7 @@ fn check_block_size(kind: TableKind, block_size: u32) -> Result<(), PartitionErr
         // The gpt crate knows only these two logical block sizes.
         TableKind::Gpt => (matches!(block_size, 512 | 4096), "512 or 4096"),
         TableKind::None | TableKind::Mbr => (
-            block_size.is_power_of_two() && (512..=4096).contains(&block_size),
+            mkfs_alloc_ondisk::valid_sector_size(block_size),
             "a power of two from 512 to 4096",
         ),
     };

@@ -37,7 +37,6 @@ pub const SIGNATURE_WIPE: u64 = 128 << 10;
 /// # Errors
 ///
 /// [`PartitionError::DeviceMismatch`] if `dev` is not the medium of the plan;
-/// [`PartitionError::InvalidPlan`] for a plan `plan_table` would not make;
 /// [`PartitionError::Io`] on I/O failure.
 pub fn wipe_for_table<D: BlockIo>(
     plan: &TablePlan,
@@ -45,7 +44,7 @@ pub fn wipe_for_table<D: BlockIo>(
     dev: &mut D,
 ) -> Result<(), PartitionError> {
     check_plan(plan, dev)?;
-    let bs = u64::from(plan.block_size);
+    let bs = u64::from(plan.block_size());
     let blocks = plan.num_blocks();
     let start = plan.partition_start_lba();
     let wipe_blocks = WIPE.div_ceil(bs);

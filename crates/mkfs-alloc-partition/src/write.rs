@@ -8,46 +8,21 @@ use mkfs_alloc_blockio::BlockIo;
 
 use crate::guid::Guid;
 use crate::stream::BlockStream;
-use crate::{PartitionError, TableKind, TablePlan};
+use crate::{GptPlan, MbrPlan, PartitionError, TableKind, TablePlan, TableSpec};
 
-/// Checks that `dev` is the medium `plan` was made for, and that the plan
-/// holds together (its fields are public, so it may not come from
-/// [`plan_table`](crate::plan_table)).
+/// Checks that `dev` is the medium `plan` was made for (a plan holds
+/// together by construction: only [`plan_table`](crate::plan_table) makes
+/// one).
 pub(crate) fn check_plan<D: BlockIo>(plan: &TablePlan, dev: &D) -> Result<(), PartitionError> {
-    if dev.block_size() != plan.block_size || dev.num_blocks() != plan.num_blocks() {
+    if dev.block_size() != plan.block_size() || dev.num_blocks() != plan.num_blocks() {
         return Err(PartitionError::DeviceMismatch {
-            plan_block_size: plan.block_size,
+            plan_block_size: plan.block_size(),
             plan_blocks: plan.num_blocks(),
             dev_block_size: dev.block_size(),
             dev_blocks: dev.num_blocks(),
         });
     }
-    let kind = plan.kind;
-    let bs = u64::from(plan.block_size);
-    let start = plan.partition_start_lba();
-    let end = start.checked_add(plan.partition_blocks());
-    if plan.partition_start % bs != 0 || plan.partition_len % bs != 0 {
-        return Err(invalid(kind, "the partition is not made of whole blocks"));
-    }
-    if !matches!(end, Some(e) if e <= plan.num_blocks()) || plan.partition_len == 0 {
-        return Err(invalid(
-            kind,
-            "the partition is empty or ends past the medium",
-        ));
-    }
-    let last = start + plan.partition_blocks() - 1;
-    match kind {
-        TableKind::None if start != 0 => {
-            Err(invalid(kind, "without a table the volume starts at byte 0"))
-        }
-        TableKind::Mbr if start == 0 => Err(invalid(kind, "the partition overlaps the MBR")),
-        TableKind::Gpt => match (plan.first_usable_lba, plan.last_usable_lba) {
-            (Some(first), Some(last_usable)) if start >= first && last <= last_usable => Ok(()),
-            (Some(_), Some(_)) => Err(invalid(kind, "the partition is outside the usable LBAs")),
-            _ => Err(invalid(kind, "the plan has no usable LBA range")),
-        },
-        TableKind::None | TableKind::Mbr => Ok(()),
-    }
+    Ok(())
 }
 
 /// Writes the table of `plan` to `dev` and flushes.
@@ -61,25 +36,26 @@ pub(crate) fn check_plan<D: BlockIo>(plan: &TablePlan, dev: &D) -> Result<(), Pa
 /// # Errors
 ///
 /// [`PartitionError::DeviceMismatch`] if `dev` is not the medium of the plan;
-/// [`PartitionError::InvalidPlan`] for a plan `plan_table` would not make;
+/// [`PartitionError::InvalidPlan`] if a value does not fit its MBR field;
 /// [`PartitionError::Io`] on I/O failure; [`PartitionError::Table`] if the
 /// table library fails.
 pub fn write_table<D: BlockIo>(plan: &TablePlan, dev: &mut D) -> Result<(), PartitionError> {
     check_plan(plan, dev)?;
-    match plan.kind {
-        TableKind::None => return Ok(()),
-        TableKind::Mbr => write_mbr(plan, dev)?,
-        TableKind::Gpt => write_gpt(plan, dev)?,
+    match plan.spec() {
+        TableSpec::None => return Ok(()),
+        TableSpec::Mbr(mbr) => write_mbr(plan, mbr, dev)?,
+        TableSpec::Gpt(gpt) => write_gpt(plan, gpt, dev)?,
     }
     dev.flush()?;
     Ok(())
 }
 
-/// CHS of `lba` for the usual 255 heads x 63 sectors geometry, or 1023/254/63
-/// ("use LBA") beyond cylinder 1023, as fdisk writes.
-fn chs(lba: u32) -> mbrman::CHS {
-    mbrman::CHS::from_lba_exact(lba, 1023, 255, 63)
-        .unwrap_or_else(|_| mbrman::CHS::new(1023, 254, 63))
+/// CHS of `lba` in a geometry of `heads` x `sectors` per track (usually
+/// 255 x 63), or the largest address (cylinder 1023, last head and sector:
+/// "use LBA") beyond cylinder 1023, as fdisk writes.
+fn chs(lba: u32, (heads, sectors): (u8, u8)) -> mbrman::CHS {
+    mbrman::CHS::from_lba_exact(lba, 1023, heads, sectors)
+        .unwrap_or_else(|_| mbrman::CHS::new(1023, heads.saturating_sub(1), sectors))
 }
 
 /// A plan that `plan_table` would not have made.
@@ -88,11 +64,6 @@ fn invalid(kind: TableKind, reason: &str) -> PartitionError {
         kind,
         reason: reason.to_string(),
     }
-}
-
-/// A plan field that a valid plan of this kind always has.
-fn missing(kind: TableKind, what: &str) -> PartitionError {
-    invalid(kind, &format!("the plan has no {what}"))
 }
 
 /// Converts a plan LBA value to the 32-bit MBR field.
@@ -105,29 +76,32 @@ fn mbr_u32(v: u64, what: &str) -> Result<u32, PartitionError> {
     })
 }
 
-fn write_mbr<D: BlockIo>(plan: &TablePlan, dev: &mut D) -> Result<(), PartitionError> {
+fn write_mbr<D: BlockIo>(
+    plan: &TablePlan,
+    mbr_plan: &MbrPlan,
+    dev: &mut D,
+) -> Result<(), PartitionError> {
     let kind = TableKind::Mbr;
-    let sys = plan.mbr_type.ok_or_else(|| missing(kind, "MBR type"))?;
-    let sig = plan
-        .disk_signature
-        .ok_or_else(|| missing(kind, "disk signature"))?;
+    let sys = mbr_plan.partition_type();
+    let sig = mbr_plan.disk_signature();
+    let geometry = mbr_plan.chs_geometry();
     let start = mbr_u32(plan.partition_start_lba(), "partition start LBA")?;
     let sectors = mbr_u32(plan.partition_blocks(), "partition sector count")?;
-    // check_plan: the partition is non-empty and inside the medium.
+    // plan_table: the partition is non-empty and inside the medium.
     let last = mbr_u32(
         plan.partition_start_lba() + plan.partition_blocks() - 1,
         "partition last LBA",
     )?;
 
     // Serialize LBA 0 in memory; bytes 512.. of a larger block stay zero.
-    let mut lba0 = Cursor::new(vec![0u8; plan.block_size as usize]);
-    let mut mbr = mbrman::MBR::new_from(&mut lba0, plan.block_size, sig.to_le_bytes())
+    let mut lba0 = Cursor::new(vec![0u8; plan.block_size() as usize]);
+    let mut mbr = mbrman::MBR::new_from(&mut lba0, plan.block_size(), sig.to_le_bytes())
         .map_err(|e| PartitionError::table(kind, e))?;
     mbr.header.partition_1 = mbrman::MBRPartitionEntry {
         boot: mbrman::BOOT_INACTIVE,
-        first_chs: chs(start),
+        first_chs: chs(start, geometry),
         sys,
-        last_chs: chs(last),
+        last_chs: chs(last, geometry),
         starting_lba: start,
         sectors,
     };
@@ -137,9 +111,13 @@ fn write_mbr<D: BlockIo>(plan: &TablePlan, dev: &mut D) -> Result<(), PartitionE
     Ok(())
 }
 
-fn write_gpt<D: BlockIo>(plan: &TablePlan, dev: &mut D) -> Result<(), PartitionError> {
+fn write_gpt<D: BlockIo>(
+    plan: &TablePlan,
+    gpt_plan: &GptPlan,
+    dev: &mut D,
+) -> Result<(), PartitionError> {
     let kind = TableKind::Gpt;
-    let lb_size = match plan.block_size {
+    let lb_size = match plan.block_size() {
         512 => gpt::disk::LogicalBlockSize::Lb512,
         4096 => gpt::disk::LogicalBlockSize::Lb4096,
         block_size => {
@@ -150,23 +128,18 @@ fn write_gpt<D: BlockIo>(plan: &TablePlan, dev: &mut D) -> Result<(), PartitionE
             })
         }
     };
-    let disk_guid = plan.disk_guid.ok_or_else(|| missing(kind, "disk GUID"))?;
-    let part_guid = plan
-        .partition_guid
-        .ok_or_else(|| missing(kind, "partition GUID"))?;
-    let (want_first, want_last) = plan
-        .first_usable_lba
-        .zip(plan.last_usable_lba)
-        .ok_or_else(|| missing(kind, "usable LBA range"))?;
+    let disk_guid = gpt_plan.disk_guid();
+    let part_guid = gpt_plan.partition_guid();
+    let (want_first, want_last) = (gpt_plan.first_usable_lba(), gpt_plan.last_usable_lba());
     let first_lba = plan.partition_start_lba();
-    // check_plan: the partition is non-empty and inside the medium.
+    // plan_table: the partition is non-empty and inside the medium.
     let last_lba = first_lba + plan.partition_blocks() - 1;
 
     // Protective MBR: one 0xEE partition from LBA 1 over the rest of the
     // disk, capped at 2^32 - 1 sectors. Written as a whole block.
     let pmbr_sectors = u32::try_from(plan.num_blocks().saturating_sub(1)).unwrap_or(u32::MAX);
     let pmbr = gpt::mbr::ProtectiveMBR::with_lb_size(pmbr_sectors);
-    let mut lba0 = vec![0u8; plan.block_size as usize];
+    let mut lba0 = vec![0u8; plan.block_size() as usize];
     lba0[..512].copy_from_slice(&pmbr.to_bytes());
     dev.write_blocks(0, &lba0)?;
 
@@ -189,7 +162,7 @@ fn write_gpt<D: BlockIo>(plan: &TablePlan, dev: &mut D) -> Result<(), PartitionE
         )
         .map_err(gpt_err)?;
     let part = gpt::partition::Partition {
-        part_type_guid: if plan.partition_type_guid == Some(Guid::EFI_SYSTEM) {
+        part_type_guid: if gpt_plan.partition_type_guid() == Guid::EFI_SYSTEM {
             gpt::partition_types::EFI
         } else {
             gpt::partition_types::BASIC
@@ -198,7 +171,7 @@ fn write_gpt<D: BlockIo>(plan: &TablePlan, dev: &mut D) -> Result<(), PartitionE
         first_lba,
         last_lba,
         flags: 0,
-        name: plan.partition_name.clone().unwrap_or_default(),
+        name: gpt_plan.partition_name().to_string(),
     };
     disk.update_partitions(BTreeMap::from([(1, part)]))
         .map_err(gpt_err)?;

@@ -53,17 +53,21 @@ fn check_gpt(target: &str, plan: &TablePlan, name: &str) {
 
     let t = sfdisk_json(target);
     assert_eq!(t["label"], "gpt", "{t}");
-    assert_eq!(t["id"], plan.disk_guid.unwrap().to_string(), "{t}");
-    assert_eq!(t["sectorsize"], u64::from(plan.block_size), "{t}");
-    assert_eq!(t["firstlba"], plan.first_usable_lba.unwrap(), "{t}");
-    assert_eq!(t["lastlba"], plan.last_usable_lba.unwrap(), "{t}");
+    assert_eq!(t["id"], plan.gpt().unwrap().disk_guid().to_string(), "{t}");
+    assert_eq!(t["sectorsize"], u64::from(plan.block_size()), "{t}");
+    assert_eq!(t["firstlba"], plan.gpt().unwrap().first_usable_lba(), "{t}");
+    assert_eq!(t["lastlba"], plan.gpt().unwrap().last_usable_lba(), "{t}");
     let parts = t["partitions"].as_array().unwrap();
     assert_eq!(parts.len(), 1, "{t}");
     let p = &parts[0];
     assert_eq!(p["start"], plan.partition_start_lba(), "{t}");
     assert_eq!(p["size"], plan.partition_blocks(), "{t}");
     assert_eq!(p["type"], "EBD0A0A2-B9E5-4433-87C0-68B6B72699C7", "{t}");
-    assert_eq!(p["uuid"], plan.partition_guid.unwrap().to_string(), "{t}");
+    assert_eq!(
+        p["uuid"],
+        plan.gpt().unwrap().partition_guid().to_string(),
+        "{t}"
+    );
     if name.is_empty() {
         let n = p.get("name").and_then(|n| n.as_str()).unwrap_or("");
         assert_eq!(n, "", "{t}");
@@ -73,9 +77,12 @@ fn check_gpt(target: &str, plan: &TablePlan, name: &str) {
 
     let listing = run_ok("fdisk", &["-l", target]);
     assert!(listing.contains("Disklabel type: gpt"), "{listing}");
-    let id = format!("Disk identifier: {}", plan.disk_guid.unwrap());
+    let id = format!("Disk identifier: {}", plan.gpt().unwrap().disk_guid());
     assert!(listing.contains(&id), "{listing}");
-    let ss = format!("Sector size (logical/physical): {} bytes", plan.block_size);
+    let ss = format!(
+        "Sector size (logical/physical): {} bytes",
+        plan.block_size()
+    );
     assert!(listing.contains(&ss), "{listing}");
     assert!(
         fdisk_has_partition(&listing, plan, "Microsoft basic data"),
@@ -86,15 +93,19 @@ fn check_gpt(target: &str, plan: &TablePlan, name: &str) {
 fn check_mbr(target: &str, plan: &TablePlan) {
     let t = sfdisk_json(target);
     assert_eq!(t["label"], "dos", "{t}");
-    let id = format!("0x{:08x}", plan.disk_signature.unwrap());
+    let id = format!("0x{:08x}", plan.mbr().unwrap().disk_signature());
     assert_eq!(t["id"], id, "{t}");
-    assert_eq!(t["sectorsize"], u64::from(plan.block_size), "{t}");
+    assert_eq!(t["sectorsize"], u64::from(plan.block_size()), "{t}");
     let parts = t["partitions"].as_array().unwrap();
     assert_eq!(parts.len(), 1, "{t}");
     let p = &parts[0];
     assert_eq!(p["start"], plan.partition_start_lba(), "{t}");
     assert_eq!(p["size"], plan.partition_blocks(), "{t}");
-    assert_eq!(p["type"], format!("{:x}", plan.mbr_type.unwrap()), "{t}");
+    assert_eq!(
+        p["type"],
+        format!("{:x}", plan.mbr().unwrap().partition_type()),
+        "{t}"
+    );
 
     let listing = run_ok("fdisk", &["-l", target]);
     assert!(listing.contains("Disklabel type: dos"), "{listing}");
@@ -102,7 +113,7 @@ fn check_mbr(target: &str, plan: &TablePlan) {
         listing.contains(&format!("Disk identifier: {id}")),
         "{listing}"
     );
-    let type_name = match plan.mbr_type.unwrap() {
+    let type_name = match plan.mbr().unwrap().partition_type() {
         0x0C => "W95 FAT32 (LBA)",
         _ => "HPFS/NTFS/exFAT",
     };
@@ -114,7 +125,7 @@ fn write_and_check(kind: TableKind, fs: PartitionFs, bs: u32, size: u64, name: &
     let dir = TempDir::new(&format!("{kind:?}-{bs}-{size}-{seed}"));
     let img = dir.join("disk.img");
     let plan = make_image(&img, size, bs, &options(kind, fs, name, seed));
-    assert_eq!(plan.partition_start % plan.align, 0);
+    assert_eq!(plan.partition_start() % plan.align(), 0);
     let loop_dev;
     let target = if bs == 512 {
         img.to_str().unwrap()
@@ -233,7 +244,7 @@ fn output_is_pinned_by_the_seed() {
             // volume (after its first MiB, before the last MiB of the
             // medium) keeps it: wipe and write cover everything else.
             let sentinel = write(&plan, 0xD1);
-            let keep = (plan.partition_start + MIB) as usize..(16 * MIB - MIB) as usize;
+            let keep = (plan.partition_start() + MIB) as usize..(16 * MIB - MIB) as usize;
             for (i, (&x, &y)) in sentinel.iter().zip(&a).enumerate() {
                 if keep.contains(&i) {
                     assert_eq!(x, 0xD1, "{kind:?} {bs} byte {i}");
@@ -244,8 +255,8 @@ fn output_is_pinned_by_the_seed() {
             // Another seed changes the identifiers, nothing else.
             let other = plan_table(&TableOptions { seed: 78, ..opts }, 16 * MIB, bs).unwrap();
             assert_ne!(a, write(&other, 0), "{kind:?} {bs}");
-            assert_eq!(other.partition_start, plan.partition_start);
-            assert_eq!(other.partition_len, plan.partition_len);
+            assert_eq!(other.partition_start(), plan.partition_start());
+            assert_eq!(other.partition_len(), plan.partition_len());
         }
     }
     // The values themselves are pinned: changing the mixer changes every
@@ -256,11 +267,12 @@ fn output_is_pinned_by_the_seed() {
         512,
     )
     .unwrap();
-    let g = plan.disk_guid.unwrap().to_bytes();
+    let g = plan.gpt().unwrap().disk_guid().to_bytes();
     assert_eq!(g[6] >> 4, 4, "version 4 shaped");
     assert_eq!(g[8] >> 6, 2, "RFC 4122 variant");
-    assert_ne!(plan.disk_guid, plan.partition_guid);
-    assert_ne!(plan.disk_guid, Some(Guid::NIL));
+    let gpt = plan.gpt().unwrap();
+    assert_ne!(gpt.disk_guid(), gpt.partition_guid());
+    assert_ne!(gpt.disk_guid(), Guid::NIL);
 }
 
 #[test]
@@ -271,7 +283,7 @@ fn none_writes_nothing() {
         512,
     )
     .unwrap();
-    assert_eq!((plan.partition_start, plan.partition_len), (0, 8 * MIB));
+    assert_eq!((plan.partition_start(), plan.partition_len()), (0, 8 * MIB));
     let mut d = MemDisk::filled(512, 8 * MIB / 512, 0xD1).unwrap();
     write_table(&plan, &mut d).unwrap();
     assert!(d.as_bytes().iter().all(|&b| b == 0xD1));

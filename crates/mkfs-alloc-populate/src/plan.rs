@@ -55,10 +55,12 @@ pub enum Problem {
     },
     /// Two sources were given the same destination path.
     Duplicate,
-    /// A file larger than FAT32's 4 GiB - 1.
+    /// A file larger than FAT's 4 GiB - 1 (FAT12, FAT16 and FAT32 alike).
     TooLarge {
         /// Its size.
         size: u64,
+        /// The FAT width of the volume.
+        fs: FsType,
     },
     /// A directory with more entries than the file system allows.
     DirectoryTooLarge {
@@ -77,7 +79,7 @@ impl std::fmt::Display for Problem {
             Problem::TooLong { units } => write!(f, "is {units} UTF-16 units long; the limit is 255"),
             Problem::SameAfterUpcase { other } => write!(f, "equals {other:?} once up-cased; one directory cannot hold both"),
             Problem::Duplicate => f.write_str("is given twice"),
-            Problem::TooLarge { size } => write!(f, "is {} ({size} bytes); FAT32 stores at most 4 GiB - 1 (4294967295 bytes): use exFAT", format_size(*size)),
+            Problem::TooLarge { size, fs } => write!(f, "is {} ({size} bytes); {fs} stores at most 4 GiB - 1 (4294967295 bytes): use exFAT", format_size(*size)),
             Problem::DirectoryTooLarge { entries } => write!(f, "needs {entries} directory entries, more than the file system allows"),
             Problem::NotUnicode => f.write_str("is not valid Unicode, so it cannot be stored as UTF-16"),
         }
@@ -198,7 +200,7 @@ pub fn check(tree: &mut Tree, fs: FsType) -> Result<(), PopulateError> {
             }
             let n = &tree.nodes[k as usize];
             if fat && !n.is_dir() && n.size > u64::from(u32::MAX) {
-                bad(Problem::TooLarge { size: n.size });
+                bad(Problem::TooLarge { size: n.size, fs });
             }
             keys.push((upcased_hash(name), k));
         }

@@ -53,7 +53,7 @@
 //!     ..MediumOptions::default()
 //! };
 //! let (plan, _report) = format(&opts, &mut disk, &mut |_, _| {})?;
-//! assert_eq!(plan.table().partition_start, 1 << 20);
+//! assert_eq!(plan.table().partition_start(), 1 << 20);
 //! assert_eq!(&disk.as_bytes()[(1 << 20) + 3..(1 << 20) + 11], b"EXFAT   ");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -82,7 +82,8 @@ pub mod layout {
 /// Partition-table options and plans.
 pub mod partition {
     pub use mkfs_alloc_partition::{
-        Guid, PartitionError, PartitionFs, Signature, TableChoice, TableKind, TablePlan,
+        GptPlan, Guid, MbrPlan, PartitionError, PartitionFs, Signature, TableChoice, TableKind,
+        TablePlan, TableSpec,
     };
 }
 
@@ -92,8 +93,9 @@ use mkfs_alloc_layout::{
     Timestamp, WriteError, WriteReport,
 };
 use mkfs_alloc_partition::{
-    choose_table, plan_table, probe_signatures, wipe_for_table, write_table, PartitionError,
-    PartitionFs, Signature, TableChoice, TableKind, TableOptions, TablePlan, MIN_GPT_ALIGN,
+    choose_table, plan_mbr_at, plan_table, probe_signatures, wipe_for_table, write_table,
+    MbrPlacement, PartitionError, PartitionFs, Signature, TableChoice, TableKind, TableOptions,
+    TablePlan, MIN_GPT_ALIGN,
 };
 
 /// What to do with a whole medium.
@@ -251,6 +253,9 @@ pub fn plan_medium(
     block_size: u32,
 ) -> Result<MediumPlan, FormatError> {
     check_block_size(block_size, opts.sector_size)?;
+    if opts.format.sd {
+        return plan_sd_medium(opts, medium_bytes, block_size);
+    }
     let (kind, table_reason) = choose_table(opts.table, medium_bytes, opts.whole_disk);
     // Pin what the caller left open, so that the table and the file system
     // derive their identifiers from the same serial.
@@ -271,24 +276,84 @@ pub fn plan_medium(
     topts.name = format.label.clone().unwrap_or_default();
     topts.seed = table_seed(serial);
     topts.esp = format.esp;
-    let mut table = plan_table(&topts, medium_bytes, block_size)?;
+    let table = plan_table(&topts, medium_bytes, block_size)?;
     let medium = Medium {
-        volume_bytes: table.partition_len,
+        volume_bytes: table.partition_len(),
         sector_size: opts.sector_size,
-        partition_offset: table.partition_start,
+        partition_offset: table.partition_start(),
     };
     let layout = mkfs_alloc_layout::plan(&format, &medium)?;
-    if table.mbr_type.is_some() && !format.esp {
-        let fs = match layout.fs() {
-            FsType::Exfat => PartitionFs::Exfat,
-            FsType::Fat32 => PartitionFs::Fat32,
-            FsType::Fat16 => PartitionFs::Fat16,
-            FsType::Fat12 => PartitionFs::Fat12,
-        };
-        let bs = u64::from(block_size);
-        table.mbr_type =
-            Some(fs.mbr_type_for(table.partition_start / bs, table.partition_len / bs));
+    // The MBR type byte depends on the file system the layout chose; the
+    // extent does not, so planning again gives the same partition.
+    topts.fs_type = match layout.fs() {
+        FsType::Exfat => PartitionFs::Exfat,
+        FsType::Fat32 => PartitionFs::Fat32,
+        FsType::Fat16 => PartitionFs::Fat16,
+        FsType::Fat12 => PartitionFs::Fat12,
+    };
+    let table = plan_table(&topts, medium_bytes, block_size)?;
+    Ok(MediumPlan {
+        table,
+        table_reason,
+        layout,
+        medium_bytes,
+        block_size,
+    })
+}
+
+/// [`plan_medium`] for the SD Association layout
+/// ([`FormatOptions::sd`](mkfs_alloc_layout::FormatOptions::sd)): an MBR
+/// whose one partition starts where the card's capacity class says, with
+/// the class's type byte and CHS geometry, and the volume planned inside it.
+fn plan_sd_medium(
+    opts: &MediumOptions,
+    medium_bytes: u64,
+    block_size: u32,
+) -> Result<MediumPlan, FormatError> {
+    use mkfs_alloc_layout::sd::{card_layout, SdError, SD_SECTOR};
+    let table_reason = match opts.table {
+        TableChoice::Auto | TableChoice::Fixed(TableKind::Mbr) => {
+            "--layout sd: an MBR with one partition, as the SD specification lays out cards"
+        }
+        TableChoice::Fixed(TableKind::None) => {
+            return Err(PlanError::from(SdError::Conflict {
+                option: "--table none",
+                what: "the partition table (an MBR)",
+            })
+            .into())
+        }
+        TableChoice::Fixed(TableKind::Gpt) => {
+            return Err(PlanError::from(SdError::Conflict {
+                option: "--table gpt",
+                what: "the partition table (an MBR)",
+            })
+            .into())
+        }
+    };
+    if u64::from(block_size) != SD_SECTOR || u64::from(opts.sector_size) != SD_SECTOR {
+        return Err(PlanError::from(SdError::SectorSize(block_size.max(opts.sector_size))).into());
     }
+    let mut format = opts.format.clone();
+    let serial = *format.serial.get_or_insert_with(random_serial);
+    format.timestamp.get_or_insert_with(Timestamp::now);
+    let (sd, _) = card_layout(&format, medium_bytes / SD_SECTOR).map_err(PlanError::from)?;
+    let mut topts = TableOptions::new(TableKind::Mbr, PartitionFs::Exfat);
+    topts.seed = table_seed(serial);
+    // The alignment the start has (FAT12/16 cards: what the layout gives).
+    topts.align = Layout::alignment_of(sd.part_start * SD_SECTOR);
+    let placement = MbrPlacement {
+        start_lba: sd.part_start,
+        partition_type: sd.mbr_type,
+        heads: sd.heads,
+        sectors_per_track: sd.sectors_per_track,
+    };
+    let table = plan_mbr_at(&topts, placement, medium_bytes, block_size)?;
+    let medium = Medium {
+        volume_bytes: table.partition_len(),
+        sector_size: opts.sector_size,
+        partition_offset: table.partition_start(),
+    };
+    let layout = mkfs_alloc_layout::plan(&format, &medium)?;
     Ok(MediumPlan {
         table,
         table_reason,
@@ -354,7 +419,7 @@ pub fn write_medium_with<D: BlockIo>(
         dev.flush()?;
     }
     let bs = u64::from(dev.block_size());
-    let first = plan.table.partition_start / bs;
+    let first = plan.table.partition_start() / bs;
     let count = plan.layout.volume_bytes() / bs;
     let report = {
         let mut part = Slice::new(&mut *dev, first, count)?;
@@ -367,7 +432,7 @@ pub fn write_medium_with<D: BlockIo>(
             progress,
         )?
     };
-    if plan.table.kind != TableKind::None {
+    if plan.table.kind() != TableKind::None {
         write_table(&plan.table, dev)?;
         dev.flush()?;
     }

@@ -284,7 +284,7 @@ fn check_error(s: &Scenario, fault: Fault, k: u64, e: &FormatError, log: &[LogEn
 
 /// The new file system at the volume start, complete and consistent?
 fn check_new(s: &Scenario, plan: &MediumPlan, img: &Path, ctx: &str) {
-    let off = plan.table().partition_start;
+    let off = plan.table().partition_start();
     let len = plan.layout().volume_bytes();
     let (clean, out) = with_volume(img, off, len, |v| fsck_verdict(fs_kind(s.fs), v));
     assert!(
@@ -330,7 +330,7 @@ fn classify(
     ctx: &str,
     tally: &mut Tally,
 ) -> State {
-    let off = plan.table().partition_start;
+    let off = plan.table().partition_start();
     let len = plan.layout().volume_bytes();
     let new_kind = fs_kind(s.fs);
     let new_uuid = serial_uuid(NEW_SERIAL);

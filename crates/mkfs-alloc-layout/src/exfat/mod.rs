@@ -5,7 +5,8 @@
 //!  volume start (PartitionOffset on the medium)
 //!  │ sector 0      main boot sector
 //!  │ 1..=8         main extended boot sectors (… 00 00 55 AA)
-//!  │ 9, 10         OEM parameters, reserved (zero)
+//!  │ 9, 10         OEM parameters (zero, or the SD layout's Flash
+//!  │               Parameters record), reserved (zero)
 //!  │ 11            main boot checksum (u32 repeated)
 //!  │ 12..=23       backup boot region (copy of 0..=11)
 //!  │ …             zero up to FatOffset (aligned)
@@ -198,6 +199,15 @@ pub fn boot_region_used(layout: &crate::Layout, g: &Geometry, used: u64) -> Vec<
     for s in 1..=8 {
         let end = (s + 1) * bps;
         r[end - 4..end].copy_from_slice(&ondisk::EXTENDED_BOOT_SIGNATURE.to_le_bytes());
+    }
+    if let Some(sd) = layout.sd() {
+        // The SD layout's Flash Parameters record, first in the OEM
+        // Parameters sector (before the checksum, which covers it).
+        let mut f = ondisk::FlashParameters::new_zeroed();
+        f.parameters_guid = ondisk::FLASH_PARAMETERS_GUID;
+        f.erase_block_size = (sd.erase_block_bytes as u32).into();
+        let at = ondisk::OEM_PARAMETERS_SECTOR as usize * bps;
+        r[at..at + 48].copy_from_slice(f.as_bytes());
     }
     let sum = ondisk::boot_checksum(&r[..11 * bps]);
     for word in r[11 * bps..].chunks_exact_mut(4) {

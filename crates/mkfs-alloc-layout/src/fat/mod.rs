@@ -57,8 +57,6 @@ pub const NUM_FATS: u64 = 2;
 pub const MIN_RESERVED: u64 = 32;
 /// FAT12/16 reserved sectors before alignment padding (the boot sector).
 pub const MIN_RESERVED_16: u64 = 1;
-/// Clusters above this size get a compatibility warning.
-pub const COMPAT_MAX_CLUSTER: u64 = 32 * 1024;
 /// Default number of FAT12/16 root directory entries.
 pub const DEFAULT_ROOT_ENTRIES: u32 = 512;
 /// Largest `--root-entries` accepted (RootEntCnt is 16 bits and may grow by
@@ -355,8 +353,9 @@ pub fn boot_sector(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
     b.bpb.rsvd_sec_cnt = g.rsvd.into();
     b.bpb.num_fats = NUM_FATS as u8;
     b.bpb.media = MEDIA;
-    b.bpb.sec_per_trk = 63.into();
-    b.bpb.num_heads = 255.into();
+    let (heads, sectors_per_track) = layout.chs_geometry();
+    b.bpb.sec_per_trk = u16::from(sectors_per_track).into();
+    b.bpb.num_heads = u16::from(heads).into();
     b.bpb.hidd_sec = hidden_sectors(layout, g).into();
     b.bpb.tot_sec32 = g.tot_sec.into();
     b.ebpb.fat_sz32 = g.fat_sz.into();
@@ -397,8 +396,9 @@ fn boot_sector16(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
     }
     b.bpb.media = MEDIA;
     b.bpb.fat_sz16 = (g.fat_sz as u16).into();
-    b.bpb.sec_per_trk = 63.into();
-    b.bpb.num_heads = 255.into();
+    let (heads, sectors_per_track) = layout.chs_geometry();
+    b.bpb.sec_per_trk = u16::from(sectors_per_track).into();
+    b.bpb.num_heads = u16::from(heads).into();
     b.bpb.hidd_sec = hidden_sectors(layout, g).into();
     b.ebpb.drv_num = 0x80;
     b.ebpb.boot_sig = 0x29;

@@ -1,0 +1,106 @@
+//! What every geometry computation of one plan shares, and the questions
+//! the planner asks of it (valid cluster sizes, the FAT width at a size).
+
+use super::Geometry;
+use crate::error::PlanError;
+use crate::options::{FsType, Medium};
+use crate::{exfat, fat};
+
+/// What every geometry computation of one plan shares.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Ctx<'a> {
+    /// The medium, rounded down to whole sectors.
+    pub(super) medium: &'a Medium,
+    /// Alignment of the FAT and data region, from the medium start.
+    pub(super) align: u64,
+    /// FAT12/16 fixed root directory entries.
+    pub(super) root_entries: u32,
+}
+
+impl Ctx<'_> {
+    pub(super) fn geometry(&self, fs: FsType, cluster: u64) -> Result<Geometry, PlanError> {
+        let m = self.medium;
+        let (v, bps, start) = (m.volume_bytes, m.sector_size, m.partition_offset);
+        Ok(match fs {
+            FsType::Exfat => Geometry::Exfat(exfat::geometry(v, bps, cluster, start, self.align)?),
+            _ => Geometry::Fat(fat::geometry(
+                fs,
+                v,
+                bps,
+                cluster,
+                fat::Placement {
+                    start,
+                    align: self.align,
+                    root_entries: self.root_entries,
+                },
+            )?),
+        })
+    }
+
+    /// Cluster sizes from the sector size up to `fs`'s maximum.
+    pub(super) fn sizes(&self, fs: FsType) -> impl Iterator<Item = u64> {
+        let bps = u64::from(self.medium.sector_size);
+        let max = fs.max_cluster(self.medium.sector_size);
+        std::iter::successors(Some(bps), |c| Some(c * 2)).take_while(move |&c| c <= max)
+    }
+
+    pub(super) fn valid_sizes(&self, fs: FsType) -> Vec<u64> {
+        self.sizes(fs)
+            .filter(|&c| self.geometry(fs, c).is_ok())
+            .collect()
+    }
+
+    /// The FAT width whose accepted cluster-count range holds the count at
+    /// `cluster` (at most one does: the ranges are disjoint).
+    pub(super) fn fat_width_at(&self, cluster: u64) -> Option<(FsType, Geometry)> {
+        FAT_WIDTHS
+            .iter()
+            .find_map(|&fs| self.geometry(fs, cluster).ok().map(|g| (fs, g)))
+    }
+
+    /// Cluster sizes at which some FAT width is valid.
+    pub(super) fn any_fat_sizes(&self) -> Vec<u64> {
+        self.sizes(FsType::Fat32)
+            .filter(|&c| self.fat_width_at(c).is_some())
+            .collect()
+    }
+
+    /// The error for a cluster size at which no FAT width fits.
+    pub(super) fn no_fat_width(&self, cluster: u64) -> PlanError {
+        // The count as the width the spec would give it computes it (that
+        // width rejected it only for the margin).
+        let counts: Vec<(FsType, u64)> = FAT_WIDTHS
+            .iter()
+            .filter_map(|&fs| match self.geometry(fs, cluster) {
+                Err(PlanError::TooFewClusters { clusters, .. })
+                | Err(PlanError::TooManyClusters { clusters, .. }) => Some((fs, clusters)),
+                _ => None,
+            })
+            .collect();
+        let clusters = counts
+            .iter()
+            .find(|&&(fs, c)| fat::width_of(c) == fs)
+            .or(counts.first())
+            .map_or(0, |&(_, c)| c);
+        PlanError::NoFatWidth {
+            volume: self.medium.volume_bytes,
+            cluster,
+            clusters,
+            valid: self.any_fat_sizes(),
+        }
+    }
+}
+
+/// FAT widths, widest first.
+pub(super) const FAT_WIDTHS: [FsType; 3] = [FsType::Fat32, FsType::Fat16, FsType::Fat12];
+
+/// Every cluster size (a power of two) for which `fs` can lay out this medium
+/// (FAT12/16 with the default 512 root directory entries).
+pub fn valid_cluster_sizes(fs: FsType, medium: &Medium, align: u64) -> Vec<u64> {
+    Ctx {
+        medium,
+        align,
+        root_entries: fat::DEFAULT_ROOT_ENTRIES,
+    }
+    .valid_sizes(fs)
+}

@@ -1,0 +1,280 @@
+//! The validated plan ([`Layout`]) and its regions.
+
+use super::MAX_ALIGN;
+use crate::label::EncodedLabel;
+use crate::options::{FsType, Timestamp};
+use crate::rules::{ClusterRule, FsRule};
+use crate::sd::SdLayout;
+use crate::{exfat, fat};
+use serde::Serialize;
+
+/// What a region of the volume holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RegionKind {
+    /// exFAT main boot region (12 sectors) or FAT reserved sectors.
+    BootRegion,
+    /// exFAT backup boot region (12 sectors).
+    BackupBootRegion,
+    /// Zero padding before the FAT (alignment).
+    Padding,
+    /// A FAT; the number is its index (0 or 1).
+    Fat,
+    /// Zero padding before the cluster heap (exFAT, alignment).
+    HeapPadding,
+    /// exFAT allocation bitmap clusters.
+    Bitmap,
+    /// exFAT up-case table clusters.
+    Upcase,
+    /// The root directory clusters (FAT12/16: the fixed root directory
+    /// region between the FATs and the data region).
+    RootDirectory,
+    /// Free clusters; a quick format does not touch them.
+    FreeClusters,
+    /// Sectors after the last whole cluster, unused.
+    Tail,
+}
+
+/// One contiguous region of the volume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Region {
+    /// What it holds.
+    pub kind: RegionKind,
+    /// Index among regions of the same kind (FAT 0 and 1).
+    pub index: u32,
+    /// Byte offset from the start of the volume.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// True if the format writes (or zeroes) this region.
+    pub written: bool,
+}
+
+/// File-system-specific geometry of a [`Layout`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Geometry {
+    /// exFAT geometry.
+    Exfat(exfat::Geometry),
+    /// FAT12, FAT16 or FAT32 geometry.
+    Fat(fat::Geometry),
+}
+
+/// A validated plan: every byte offset the writer will use, and why each
+/// choice was made. Only [`plan`](super::plan()) makes one (the fields are private, so a
+/// plan cannot be changed after validation); read it through the accessors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// File system.
+    pub(crate) fs: FsType,
+    /// Why this file system.
+    pub(crate) fs_rule: FsRule,
+    /// Sector size in bytes.
+    pub(crate) sector_size: u32,
+    /// Cluster size in bytes.
+    pub(crate) cluster_size: u64,
+    /// Why this cluster size.
+    pub(crate) cluster_rule: ClusterRule,
+    /// What Windows' format would have picked, if it formats this at all.
+    pub(crate) windows_default_cluster: Option<u64>,
+    /// Number of clusters in the data region / cluster heap.
+    pub(crate) cluster_count: u32,
+    /// Bytes of the volume (whole sectors).
+    pub(crate) volume_bytes: u64,
+    /// Byte offset of the volume on its medium.
+    pub(crate) partition_offset: u64,
+    /// Alignment (bytes, from the medium start) of the FAT and data region.
+    pub(crate) align: u64,
+    /// Byte offset of the first FAT from the volume start.
+    pub(crate) fat_offset: u64,
+    /// Bytes of one FAT.
+    pub(crate) fat_bytes: u64,
+    /// Number of FATs.
+    pub(crate) fat_count: u32,
+    /// Byte offset of the cluster heap / data region from the volume start.
+    pub(crate) data_offset: u64,
+    /// Clusters in use after formatting (bitmap, up-case, root).
+    pub(crate) used_clusters: u32,
+    /// Volume serial number.
+    pub(crate) serial: u32,
+    /// The label as given (validated), if any.
+    pub(crate) label: Option<String>,
+    /// The label as the file system stores it (encoded once, by the planner).
+    pub(crate) label_encoded: Option<EncodedLabel>,
+    /// exFAT volume GUID written to the root directory, if any.
+    pub(crate) volume_guid: Option<[u8; 16]>,
+    /// Time recorded in the file system.
+    pub(crate) timestamp: Timestamp,
+    /// Compatibility warnings (the layout is valid, but some systems may balk).
+    pub(crate) warnings: Vec<String>,
+    /// File-system geometry.
+    pub(crate) geometry: Geometry,
+    /// All regions, in order, covering the volume exactly.
+    pub(crate) regions: Vec<Region>,
+    /// The SD Association layout this plan follows, if any.
+    pub(crate) sd: Option<SdLayout>,
+}
+
+impl Layout {
+    /// File system.
+    pub fn fs(&self) -> FsType {
+        self.fs
+    }
+
+    /// Why this file system.
+    pub fn fs_rule(&self) -> FsRule {
+        self.fs_rule
+    }
+
+    /// Sector size in bytes.
+    pub fn sector_size(&self) -> u32 {
+        self.sector_size
+    }
+
+    /// Cluster size in bytes.
+    pub fn cluster_size(&self) -> u64 {
+        self.cluster_size
+    }
+
+    /// Why this cluster size.
+    pub fn cluster_rule(&self) -> ClusterRule {
+        self.cluster_rule
+    }
+
+    /// What Windows' format would have picked, if it formats this at all.
+    pub fn windows_default_cluster(&self) -> Option<u64> {
+        self.windows_default_cluster
+    }
+
+    /// Number of clusters in the data region / cluster heap.
+    pub fn cluster_count(&self) -> u32 {
+        self.cluster_count
+    }
+
+    /// Bytes of the volume (whole sectors).
+    pub fn volume_bytes(&self) -> u64 {
+        self.volume_bytes
+    }
+
+    /// Byte offset of the volume on its medium.
+    pub fn partition_offset(&self) -> u64 {
+        self.partition_offset
+    }
+
+    /// Alignment (bytes, from the medium start) of the FAT and data region.
+    pub fn align(&self) -> u64 {
+        self.align
+    }
+
+    /// Byte offset of the first FAT from the volume start.
+    pub fn fat_offset(&self) -> u64 {
+        self.fat_offset
+    }
+
+    /// Bytes of one FAT.
+    pub fn fat_bytes(&self) -> u64 {
+        self.fat_bytes
+    }
+
+    /// Number of FATs.
+    pub fn fat_count(&self) -> u32 {
+        self.fat_count
+    }
+
+    /// Byte offset of the cluster heap / data region from the volume start.
+    pub fn data_offset(&self) -> u64 {
+        self.data_offset
+    }
+
+    /// Clusters in use after formatting (bitmap, up-case, root).
+    pub fn used_clusters(&self) -> u32 {
+        self.used_clusters
+    }
+
+    /// Volume serial number.
+    pub fn serial(&self) -> u32 {
+        self.serial
+    }
+
+    /// exFAT volume GUID written to the root directory, if any.
+    pub fn volume_guid(&self) -> Option<[u8; 16]> {
+        self.volume_guid
+    }
+
+    /// Time recorded in the file system.
+    pub fn timestamp(&self) -> Timestamp {
+        self.timestamp
+    }
+
+    /// The label as given (validated), if any.
+    pub fn label(&self) -> Option<&str> {
+        self.label.as_deref()
+    }
+
+    /// The label as the file system stores it (encoded once, by the planner).
+    pub fn label_encoded(&self) -> Option<&EncodedLabel> {
+        self.label_encoded.as_ref()
+    }
+
+    /// Compatibility warnings (the layout is valid, but some systems may balk).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// File-system geometry.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    /// All regions, in order, covering the volume exactly.
+    pub fn regions(&self) -> &[Region] {
+        &self.regions
+    }
+
+    /// Bytes available for files: free clusters × cluster size.
+    pub fn usable_bytes(&self) -> u64 {
+        u64::from(self.cluster_count - self.used_clusters) * self.cluster_size
+    }
+
+    /// Bytes not available for files: everything but the free clusters.
+    pub fn overhead_bytes(&self) -> u64 {
+        self.volume_bytes - self.usable_bytes()
+    }
+
+    /// Absolute byte offset of the FAT on the medium.
+    pub fn fat_offset_on_medium(&self) -> u64 {
+        self.partition_offset + self.fat_offset
+    }
+
+    /// Absolute byte offset of the data region / cluster heap on the medium.
+    pub fn data_offset_on_medium(&self) -> u64 {
+        self.partition_offset + self.data_offset
+    }
+
+    /// The SD Association layout this plan follows (`--layout sd`), with the
+    /// card's capacity class, boundary unit and CHS geometry.
+    pub fn sd(&self) -> Option<&SdLayout> {
+        self.sd.as_ref()
+    }
+
+    /// CHS geometry written to the FAT boot sector (and the MBR entry):
+    /// `(heads, sectors per track)`; 255/63 unless the SD layout gives one.
+    pub fn chs_geometry(&self) -> (u8, u8) {
+        self.sd
+            .as_ref()
+            .map_or((255, 63), |s| (s.heads, s.sectors_per_track))
+    }
+
+    /// Largest power of two (up to 64 MiB) that divides an absolute offset.
+    pub fn alignment_of(offset: u64) -> u64 {
+        if offset == 0 {
+            MAX_ALIGN
+        } else {
+            (1u64 << offset.trailing_zeros()).min(MAX_ALIGN)
+        }
+    }
+
+    /// Byte offset of cluster `n` (>= 2) from the volume start.
+    pub fn cluster_offset(&self, n: u32) -> u64 {
+        self.data_offset + u64::from(n - 2) * self.cluster_size
+    }
+}

@@ -1,0 +1,125 @@
+//! The planner: [`FormatOptions`] + [`Medium`] → a validated [`Layout`].
+//!
+//! Architecture invariant: every check happens here. The writer trusts a
+//! `Layout` and never rejects input, so rejected input can never have written
+//! a byte.
+//!
+//! The files follow the planner's steps: `ctx` holds what every
+//! geometry computation of one plan shares, `pick` chooses the file system
+//! and the cluster size, `choices` the serial, GUID, label and warnings, and
+//! `build` turns them into the regions of a [`Layout`] (`layout`).
+
+mod build;
+mod choices;
+mod ctx;
+mod layout;
+mod pick;
+mod sd;
+#[cfg(test)]
+mod tests;
+
+pub use choices::serial_from_time;
+pub use ctx::valid_cluster_sizes;
+pub use layout::{Geometry, Layout, Region, RegionKind};
+
+use crate::error::PlanError;
+use crate::fat;
+use crate::options::{FormatOptions, Medium};
+use crate::units::MIB;
+use build::build;
+use choices::{encode_label, Choices};
+use ctx::Ctx;
+use pick::pick_fs;
+
+/// The default alignment for volumes of 16 MiB and more.
+pub const DEFAULT_ALIGN: u64 = MIB;
+pub use mkfs_alloc_ondisk::MAX_ALIGN;
+
+/// The alignment used when none is given: 1 MiB, or for volumes under 16 MiB
+/// the largest power of two not above 1/16 of the volume (at least the sector
+/// size), so that alignment never eats a small volume.
+pub fn default_align(volume_bytes: u64, sector_size: u32) -> u64 {
+    let sixteenth = (volume_bytes / 16).max(1);
+    let pow = 1u64 << (63 - sixteenth.leading_zeros());
+    pow.clamp(u64::from(sector_size), DEFAULT_ALIGN)
+}
+
+/// Validates a file system's logical sector size: 512, 1024, 2048 or 4096
+/// (the one check of the workspace; the planner, `advise` and the CLI's
+/// argument check use it).
+pub fn check_sector_size(sector_size: u32) -> Result<(), PlanError> {
+    if mkfs_alloc_ondisk::valid_sector_size(sector_size) {
+        Ok(())
+    } else {
+        Err(PlanError::SectorSize(u64::from(sector_size)))
+    }
+}
+
+/// Plans a format. Returns a [`Layout`] in which every invariant holds, or the
+/// reason (naming the valid range) why the options cannot work on this medium.
+///
+/// The steps: check the medium and the alignment; pick the file system (and,
+/// where the FAT width follows the cluster count, the cluster size with it);
+/// check what depends on the file system (root entries, label); pick the
+/// cluster size; record the remaining choices; lay out the regions. The SD
+/// Association layout (`opts.sd`) takes its own path (`plan/sd.rs`).
+pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> {
+    if opts.sd {
+        return sd::plan_sd(opts, medium);
+    }
+    let (medium, align) = checked_medium(opts, medium)?;
+    let ctx = Ctx {
+        medium: &medium,
+        align,
+        root_entries: root_entries(opts.root_entries)?,
+    };
+    let pick = pick_fs(&ctx, opts)?;
+    let fs = pick.fs();
+    if opts.root_entries.is_some() && !fs.is_small_fat() {
+        return Err(PlanError::RootEntriesNotFixed(fs));
+    }
+    // Validated and encoded before anything else can fail late.
+    let label = encode_label(opts.label.as_deref(), fs)?;
+    let chosen = pick.with_cluster(&ctx, opts.cluster)?;
+    let choices = Choices::new(&ctx, opts, &chosen, label);
+    Ok(build(choices, &medium, chosen.geometry))
+}
+
+/// Checks the sector size, the partition offset and the alignment; returns
+/// the medium rounded down to whole sectors and the alignment to use.
+fn checked_medium(opts: &FormatOptions, medium: &Medium) -> Result<(Medium, u64), PlanError> {
+    check_sector_size(medium.sector_size)?;
+    let bps = u64::from(medium.sector_size);
+    if medium.partition_offset % bps != 0 {
+        return Err(PlanError::PartitionOffset {
+            offset: medium.partition_offset,
+            sector: medium.sector_size,
+        });
+    }
+    let volume_bytes = medium.volume_bytes / bps * bps;
+    let medium = Medium {
+        volume_bytes,
+        ..*medium
+    };
+    let align = match opts.align {
+        Some(a) if !a.is_power_of_two() || a < bps || a > MAX_ALIGN => {
+            return Err(PlanError::Align {
+                align: a,
+                sector: medium.sector_size,
+                max: MAX_ALIGN,
+            })
+        }
+        Some(a) => a,
+        None => default_align(volume_bytes, medium.sector_size),
+    };
+    Ok((medium, align))
+}
+
+/// The FAT12/16 root directory entries asked for, checked.
+fn root_entries(asked: Option<u32>) -> Result<u32, PlanError> {
+    match asked {
+        None => Ok(fat::DEFAULT_ROOT_ENTRIES),
+        Some(n) if (1..=fat::MAX_ROOT_ENTRIES).contains(&n) => Ok(n),
+        Some(n) => Err(PlanError::RootEntries(u64::from(n))),
+    }
+}
