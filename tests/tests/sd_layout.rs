@@ -358,10 +358,7 @@ fn the_factory_formatted_64_gb_card() {
     drop(dev);
 
     // `info` recognises the layout.
-    let info = mkfs_alloc(&["info", "--json", &img.to_string_lossy()]);
-    info.assert_success();
-    let v: Value = serde_json::from_str(&info.stdout).expect("info --json");
-    assert_eq!(v["layout"], "sd", "{v:#}");
+    assert_eq!(info_layout(&img), "sd");
 }
 
 /// Every capacity class boundary (the last card of a class, the first of
@@ -514,6 +511,26 @@ fn fat_card(total: u64, extra: &[&str], fs: &str, heads: u64, spt: u64) {
     }
     let dev = partition(&img, start, sectors);
     fsck_fat_clean(dev.path());
+    drop(dev);
+    assert_eq!(info_layout(&img), "sd");
+}
+
+/// `info --json IMG`'s `layout`: `"sd"` when the medium holds exactly the
+/// SD layout of its size.
+fn info_layout(img: &Path) -> String {
+    let info = mkfs_alloc(&["info", "--json", &img.to_string_lossy()]);
+    info.assert_success();
+    let v: Value = serde_json::from_str(&info.stdout).expect("info --json");
+    v["layout"].as_str().unwrap_or_default().to_string()
+}
+
+/// A standard MBR image of a card's size is not taken for the SD layout.
+#[test]
+fn info_tells_the_sd_layout_from_the_standard_one() {
+    let tmp = TempDir::new("sd-info");
+    let img = tmp.join("std.img");
+    mkfs_alloc(&["--table", "mbr", "--size", "8G", &img.to_string_lossy()]).assert_success();
+    assert_eq!(info_layout(&img), "other");
 }
 
 /// A `Read + Write + Seek` view of a file from `base` on: the partition,
@@ -668,11 +685,8 @@ fn refusals_leave_the_target_byte_identical() {
     out.assert_code(2);
     assert!(out.stderr.contains("above 2 TiB"), "{out}");
     assert!(out.stderr.contains("SDUC"), "{out}");
-    let alloc = run(require_tool("du"), &[Path::new("-k"), &big]);
-    assert!(
-        alloc.stdout.starts_with("0\t"),
-        "bytes were written: {alloc}"
-    );
+    let blocks = std::os::unix::fs::MetadataExt::blocks(&std::fs::metadata(&big).expect("stat"));
+    assert_eq!(blocks, 0, "bytes were written to the sparse image");
     assert_eq!(
         std::fs::metadata(&big).map(|m| m.len()).ok(),
         Some(2 * TIB + SECTOR)
@@ -747,4 +761,36 @@ fn a_device_gets_the_layout_of_its_size() {
     assert_eq!((ty, start), (want.mbr_type, want.part_start));
     let dev = partition(&img, start, sectors);
     fsck_fat_clean(dev.path());
+}
+
+/// The smallest cards: one with no room for a cluster after its file-system
+/// area (32 KiB) is refused with the target unchanged; 40 KiB holds one
+/// cluster and 64 KiB four (FAT12, fsck.fat clean). The 1 MiB floor of a
+/// partition planned by alignment does not apply to the SD layout's.
+#[test]
+fn the_smallest_cards() {
+    let tmp = TempDir::new("sd-tiny");
+    let img = tmp.join("card.img");
+    fill_file(&img, 32 * 1024, 0x77);
+    let before = file_hash(&img);
+    let out = sd_format(&img, &[]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("too small for the SD layout"), "{out}");
+    assert_eq!(file_hash(&img), before);
+    for (size, clusters) in [(40 * 1024u64, 1u64), (64 * 1024, 4)] {
+        let img = tmp.join(&format!("card-{size}.img"));
+        let out = sd_format(&img, &["--size", &size.to_string()]);
+        out.assert_success();
+        let j = MkfsJson::parse(&out).value;
+        assert_eq!(
+            (j["fs"].as_str(), u(&j, "cluster_count")),
+            (Some("fat12"), clusters)
+        );
+        let want = reference::card(size / SECTOR, false).expect("card");
+        assert_eq!(want.clusters, clusters, "{want:?}");
+        let (_, start, sectors, _, _) = mbr_entry(&img);
+        assert_eq!(start, want.part_start);
+        let dev = partition(&img, start, sectors);
+        fsck_fat_clean(dev.path());
+    }
 }

@@ -95,7 +95,7 @@ pub enum SdError {
         sectors: u64,
     },
     /// Too small for its class's file system area and one cluster.
-    #[error("{sectors} sectors is too small for the SD layout")]
+    #[error("a card of {} ({sectors} sectors) is too small for the SD layout: its class's file system does not fit", crate::units::format_size(sectors * SD_SECTOR))]
     TooSmall {
         /// Card capacity in 512-byte sectors.
         sectors: u64,
@@ -237,7 +237,7 @@ pub fn sd_layout(total_sectors: u64, force_fat32: bool) -> Result<SdLayout, SdEr
         }
         l = compute(class, width, spc, total_sectors, heads, sectors_per_track)?;
     }
-    if l.fs.is_fat() && crate::fat::width_of(l.cluster_count) != l.fs {
+    if l.cluster_count == 0 || (l.fs.is_fat() && crate::fat::width_of(l.cluster_count) != l.fs) {
         return Err(SdError::TooSmall {
             sectors: total_sectors,
         });
@@ -535,6 +535,9 @@ mod tests {
                 check(c.max_sectors + 1, false);
             }
         }
+        // A card with no room for one cluster after its file-system area.
+        assert_eq!(sd_layout(64, false), Err(SdError::TooSmall { sectors: 64 }));
+        assert!(sd_layout(128, false).is_ok_and(|l| l.cluster_count >= 1));
         assert_eq!(
             sd_layout(MAX_SECTORS + 1, false),
             Err(SdError::TooLarge {

@@ -98,9 +98,10 @@ fn plan_placed(
     };
     let len_blocks = end_lba.saturating_sub(start_lba);
     let len = len_blocks.saturating_mul(bs);
-    // Without a table the file system's planner decides what fits (a
-    // 720 KiB floppy image is a FAT12); a table needs a partition of 1 MiB.
-    let min_partition = if kind == TableKind::None {
+    // Without a table, or with a partition placed by the caller (the SD
+    // layout), the file system's planner decides what fits (a 720 KiB
+    // floppy image is a FAT12); otherwise a partition needs 1 MiB.
+    let min_partition = if kind == TableKind::None || at.is_some() {
         bs
     } else {
         MIN_PARTITION_BYTES
