@@ -6,7 +6,7 @@ use super::TableKind;
 use crate::guid::Guid;
 
 /// A planned table: where the one partition goes and every identifier that
-/// will be written. Made only by [`plan_table`], so its parts always agree;
+/// will be written. Made only by [`plan_table`](crate::plan_table), so its parts always agree;
 /// read it through the accessors. Serializes to JSON for the CLI (one flat
 /// object: the kind's own fields, and `null` for the other kind's).
 ///
@@ -49,7 +49,7 @@ pub struct MbrPlan {
     pub(crate) sectors_per_track: u8,
 }
 
-/// An MBR partition placed by the caller ([`plan_mbr_at`]): the SD
+/// An MBR partition placed by the caller ([`plan_mbr_at`](crate::plan_mbr_at)): the SD
 /// Association layout puts the partition where the card's capacity class
 /// says, with its own type byte and CHS geometry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +66,7 @@ pub struct MbrPlacement {
 
 impl MbrPlan {
     /// CHS geometry of the entry's CHS addresses: `(heads, sectors per
-    /// track)`, 255/63 unless placed by [`plan_mbr_at`].
+    /// track)`, 255/63 unless placed by [`plan_mbr_at`](crate::plan_mbr_at).
     pub fn chs_geometry(&self) -> (u8, u8) {
         (self.heads, self.sectors_per_track)
     }
@@ -109,7 +109,7 @@ impl GptPlan {
         self.partition_guid
     }
 
-    /// The partition name (at most [`GPT_NAME_MAX`] UTF-16 units).
+    /// The partition name (at most [`GPT_NAME_MAX`](crate::GPT_NAME_MAX) UTF-16 units).
     pub fn partition_name(&self) -> &str {
         &self.partition_name
     }
