@@ -1,25 +1,16 @@
 //! Unit tests of [`ImageFile`](super::ImageFile).
 
 use super::*;
-use std::sync::atomic::{AtomicU32, Ordering};
+use mkfs_alloc_testsupport::TempDir;
 
-/// A unique path in the temp dir, removed on drop.
-struct TempPath(PathBuf);
+/// `image.img` in a fresh temporary directory (kept, and removed on drop, by
+/// the second field).
+struct TempPath(PathBuf, #[allow(dead_code)] TempDir);
 
 impl TempPath {
     fn new(tag: &str) -> Self {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let name = format!("mkfs-alloc-blockio-{}-{tag}-{n}.img", std::process::id());
-        let p = std::env::temp_dir().join(name);
-        let _ = std::fs::remove_file(&p);
-        TempPath(p)
-    }
-}
-
-impl Drop for TempPath {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        let dir = TempDir::new(&format!("blockio-{tag}"));
+        TempPath(dir.join("image.img"), dir)
     }
 }
 

@@ -30,7 +30,7 @@ use crate::io::Reader;
 use crate::report::Volume;
 use crate::walk::{
     chain_error, check_fits, display_path, impl_dir_parser, planner_cluster_sizes, powers,
-    scan_dir, set_geometry, walk, Allocation, DirFormat, FatRegions, Found, Pending, Walker,
+    scan_dir, set_geometry, walk, Allocation, DirFormat, Disk, FatRegions, Found, Pending, Walker,
 };
 use crate::InspectOptions;
 
@@ -89,6 +89,30 @@ pub fn parse_boot_region(region: &[u8]) -> Result<ExfatBoot, ParseError> {
         expected: 512,
         actual: region.len(),
     })?;
+    let (bps_shift, spc_shift) = check_shifts(&b)?;
+    let bps = 1u32 << bps_shift;
+    let warnings = check_region(region, &b, bps)?;
+    check_geometry(&b, bps, spc_shift)?;
+    Ok(ExfatBoot {
+        sector_size: bps,
+        cluster_size: u64::from(bps) << spc_shift,
+        partition_offset: b.partition_offset.get(),
+        volume_length: b.volume_length.get(),
+        fat_offset: b.fat_offset.get(),
+        fat_length: b.fat_length.get(),
+        heap_offset: b.cluster_heap_offset.get(),
+        cluster_count: b.cluster_count.get(),
+        root_cluster: b.first_cluster_of_root_directory.get(),
+        serial: b.volume_serial_number.get(),
+        volume_flags: b.volume_flags.get(),
+        fat_count: b.number_of_fats,
+        percent_in_use: b.percent_in_use,
+        warnings,
+    })
+}
+
+/// Step 1: the name, and the sector and cluster size shifts.
+fn check_shifts(b: &BootSector) -> Result<(u8, u8), ParseError> {
     if &b.file_system_name != b"EXFAT   " {
         return Err(ParseError::field(
             "FileSystemName",
@@ -119,7 +143,12 @@ pub fn parse_boot_region(region: &[u8]) -> Result<ExfatBoot, ParseError> {
             spc_shift,
         ));
     }
-    let bps = 1u32 << bps_shift;
+    Ok((bps_shift, spc_shift))
+}
+
+/// Step 2: the region as a whole: its length, `MustBeZero`, the boot
+/// signature (a warning) and the checksum sector. Returns the warnings.
+fn check_region(region: &[u8], b: &BootSector, bps: u32) -> Result<Vec<String>, ParseError> {
     let need = usize::try_from(BOOT_REGION_SECTORS).unwrap_or(12) * bps as usize;
     if region.len() < need {
         return Err(ParseError::TooShort {
@@ -159,6 +188,12 @@ pub fn parse_boot_region(region: &[u8]) -> Result<ExfatBoot, ParseError> {
             computed,
         });
     }
+    Ok(warnings)
+}
+
+/// Step 3: revision, FAT count and the regions: FATs, cluster heap and
+/// root directory inside the volume and in order.
+fn check_geometry(b: &BootSector, bps: u32, spc_shift: u8) -> Result<(), ParseError> {
     let rev = b.file_system_revision.get();
     if rev >> 8 != 1 {
         return Err(ParseError::field(
@@ -218,22 +253,7 @@ pub fn parse_boot_region(region: &[u8]) -> Result<ExfatBoot, ParseError> {
             root,
         ));
     }
-    Ok(ExfatBoot {
-        sector_size: bps,
-        cluster_size: u64::from(bps) << spc_shift,
-        partition_offset: b.partition_offset.get(),
-        volume_length: vol_len,
-        fat_offset,
-        fat_length,
-        heap_offset: heap,
-        cluster_count: cc,
-        root_cluster: root,
-        serial: b.volume_serial_number.get(),
-        volume_flags: b.volume_flags.get(),
-        fat_count: nfats,
-        percent_in_use: b.percent_in_use,
-        warnings,
-    })
+    Ok(())
 }
 
 /// Reads the boot region at `start`, falling back to the backup.
@@ -289,81 +309,18 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
     let start = vol.start;
     let b = read_boot(r, start, &mut vol.warnings)?;
     vol.warnings.extend(b.warnings.iter().cloned());
-    let bps = u64::from(b.sector_size);
-    let fs_bytes = b.volume_length.saturating_mul(bps);
-    let active = if b.fat_count == 2 && b.volume_flags & 1 != 0 {
-        1u64
-    } else {
-        0
-    };
-    let fat_abs = start + (u64::from(b.fat_offset) + active * u64::from(b.fat_length)) * bps;
-    let geo = Geo {
-        data_offset: start + u64::from(b.heap_offset) * bps,
-        cluster_size: b.cluster_size,
-        cluster_count: b.cluster_count,
-    };
-    let regions = FatRegions {
-        fs_bytes,
-        sector_size: b.sector_size,
-        fat_offset: fat_abs,
-        fat_bytes: u64::from(b.fat_length) * bps,
-        fat_count: u32::from(b.fat_count),
-    };
+    let (geo, regions, active) = regions_of(&b, start);
     set_geometry(vol, &regions, &geo);
-    vol.serial = Some(format!("{:08X}", b.serial));
-    if b.partition_offset != 0 && b.partition_offset.saturating_mul(bps) != start {
-        vol.warnings.push(format!(
-            "PartitionOffset says the volume starts at sector {} ({} bytes) but it is at byte {start}",
-            b.partition_offset,
-            b.partition_offset.saturating_mul(bps)
-        ));
-    }
-    if b.volume_flags & 0x2 != 0 {
-        vol.warnings
-            .push("the volume is marked dirty (not cleanly unmounted)".into());
-    }
-    check_fits(vol, "exFAT volume", fs_bytes)?;
+    note_header(vol, &b);
+    check_fits(vol, "exFAT volume", regions.fs_bytes)?;
     let mut fat = Fat::new(
         FatBits::Exfat,
-        fat_abs,
+        regions.fat_offset,
         regions.fat_bytes,
         geo.max_cluster(),
     );
-
-    // Pass 1: the root directory's system entries.
-    let mut parser = ExfatDirParser::new();
-    let mut bitmap = None;
-    let mut label = None;
-    let mut bad = 0u64;
     let root = Source::Chain(b.root_cluster);
-    scan_dir(
-        r,
-        &mut fat,
-        &geo,
-        root,
-        MAX_DIR_BYTES,
-        &mut parser,
-        |item| {
-            match item {
-                ExfatItem::Bitmap {
-                    flags,
-                    first_cluster,
-                    data_length,
-                } if bitmap.is_none() && u64::from(flags & 1) == active => {
-                    bitmap = Some((first_cluster, data_length));
-                }
-                ExfatItem::Label(l) if label.is_none() => label = Some(l),
-                ExfatItem::Bad(_) => bad += 1,
-                _ => {}
-            }
-            false
-        },
-    )?;
-    vol.label = label.filter(|l| !l.is_empty());
-    if !parser.ended() {
-        vol.warnings
-            .push("the root directory has no end-of-directory entry".into());
-    }
+    let (bitmap, bad) = read_root_entries(r, &mut fat, &geo, root, active, vol)?;
     let Some((bm_first, bm_len)) = bitmap else {
         return Err(InspectError::corrupt(
             "exFAT root directory",
@@ -379,7 +336,9 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
     vol.free_bytes = Some((cc - used.min(cc)) * b.cluster_size);
 
     if opts.files {
-        let mut sizes = planner_cluster_sizes(FsType::Exfat, fs_bytes, b.sector_size, start);
+        let bps = u64::from(b.sector_size);
+        let mut sizes =
+            planner_cluster_sizes(FsType::Exfat, regions.fs_bytes, b.sector_size, start);
         if sizes.is_empty() {
             sizes = powers(bps, mkfs_alloc_layout::exfat::MAX_CLUSTER);
         }
@@ -388,10 +347,96 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
             w.damaged(format!("/: {bad} damaged directory entries skipped"));
         }
         let root = Pending::root(root, u64::MAX, Allocation::Chain);
-        walk(r, &mut fat, &geo, &ExfatDirs, root, &mut w)?;
+        let mut d = Disk {
+            r,
+            fat: &mut fat,
+            geo: &geo,
+        };
+        walk(&mut d, &ExfatDirs, root, &mut w)?;
         w.finish(vol);
     }
     Ok(())
+}
+
+/// Where the active FAT and the cluster heap are on the medium, for a
+/// volume at byte `start`; and which FAT is active (0 or 1).
+fn regions_of(b: &ExfatBoot, start: u64) -> (Geo, FatRegions, u64) {
+    let bps = u64::from(b.sector_size);
+    let active = if b.fat_count == 2 && b.volume_flags & 1 != 0 {
+        1u64
+    } else {
+        0
+    };
+    let geo = Geo {
+        data_offset: start + u64::from(b.heap_offset) * bps,
+        cluster_size: b.cluster_size,
+        cluster_count: b.cluster_count,
+    };
+    let regions = FatRegions {
+        fs_bytes: b.volume_length.saturating_mul(bps),
+        sector_size: b.sector_size,
+        fat_offset: start + (u64::from(b.fat_offset) + active * u64::from(b.fat_length)) * bps,
+        fat_bytes: u64::from(b.fat_length) * bps,
+        fat_count: u32::from(b.fat_count),
+    };
+    (geo, regions, active)
+}
+
+/// The serial, and warnings for a `PartitionOffset` that disagrees with
+/// where the volume is and for the dirty flag.
+fn note_header(vol: &mut Volume, b: &ExfatBoot) {
+    let (start, bps) = (vol.start, u64::from(b.sector_size));
+    vol.serial = Some(format!("{:08X}", b.serial));
+    if b.partition_offset != 0 && b.partition_offset.saturating_mul(bps) != start {
+        vol.warnings.push(format!(
+            "PartitionOffset says the volume starts at sector {} ({} bytes) but it is at byte {start}",
+            b.partition_offset,
+            b.partition_offset.saturating_mul(bps)
+        ));
+    }
+    if b.volume_flags & 0x2 != 0 {
+        vol.warnings
+            .push("the volume is marked dirty (not cleanly unmounted)".into());
+    }
+}
+
+/// Pass 1 over the root directory: its system entries. Sets the label and
+/// returns the active allocation bitmap (first cluster, length) and the
+/// number of damaged entries.
+fn read_root_entries<D: BlockIo + ?Sized>(
+    r: &mut Reader<'_, D>,
+    fat: &mut Fat,
+    geo: &Geo,
+    root: Source,
+    active: u64,
+    vol: &mut Volume,
+) -> Result<(Option<(u32, u64)>, u64), InspectError> {
+    let mut parser = ExfatDirParser::new();
+    let mut bitmap = None;
+    let mut label = None;
+    let mut bad = 0u64;
+    let mut d = Disk { r, fat, geo };
+    scan_dir(&mut d, root, MAX_DIR_BYTES, &mut parser, |item| {
+        match item {
+            ExfatItem::Bitmap {
+                flags,
+                first_cluster,
+                data_length,
+            } if bitmap.is_none() && u64::from(flags & 1) == active => {
+                bitmap = Some((first_cluster, data_length));
+            }
+            ExfatItem::Label(l) if label.is_none() => label = Some(l),
+            ExfatItem::Bad(_) => bad += 1,
+            _ => {}
+        }
+        false
+    })?;
+    vol.label = label.filter(|l| !l.is_empty());
+    if !parser.ended() {
+        vol.warnings
+            .push("the root directory has no end-of-directory entry".into());
+    }
+    Ok((bitmap, bad))
 }
 
 /// Counts the set bits of the first `cluster_count` bits of the bitmap.

@@ -17,7 +17,8 @@
 use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_layout::FsType;
 use mkfs_alloc_ondisk::fat::{
-    Fat32BootSector as BootSector, FsInfo, FSINFO_LEAD_SIG, FSINFO_STRUC_SIG, FSINFO_TRAIL_SIG,
+    Fat16BootSector, Fat32BootSector, FsInfo, EXTENDED_BOOT_SIG, FSINFO_LEAD_SIG, FSINFO_STRUC_SIG,
+    FSINFO_TRAIL_SIG,
 };
 use zerocopy::FromBytes;
 
@@ -28,7 +29,7 @@ use crate::probe::ascii_label;
 use crate::report::{FsKind, Volume};
 use crate::walk::{
     check_fits, display_path, impl_dir_parser, planner_cluster_sizes, powers, scan_dir,
-    set_geometry, walk, Allocation, DirFormat, FatRegions, Found, Pending, Walker,
+    set_geometry, walk, Allocation, DirFormat, Disk, FatRegions, Found, Pending, Walker,
 };
 use crate::InspectOptions;
 
@@ -95,12 +96,77 @@ impl FatBoot {
 /// The type follows Linux and fatgen103: a BPB with a 16-bit FAT size of 0
 /// is FAT32; otherwise fewer than 4085 clusters is FAT12, else FAT16.
 pub fn parse_boot_sector(s: &[u8]) -> Result<FatBoot, ParseError> {
-    let (b, _) = BootSector::read_from_prefix(s).map_err(|_| ParseError::TooShort {
+    let (b, _) = Fat32BootSector::read_from_prefix(s).map_err(|_| ParseError::TooShort {
         structure: "FAT boot sector",
         expected: 512,
         actual: s.len(),
     })?;
     let mut warnings = Vec::new();
+    let bpb = check_bpb(&b)?;
+    if bpb.is32 && bpb.root_ent != 0 {
+        warnings.push(format!(
+            "FAT32 BPB with RootEntCnt {} (expected 0); ignored",
+            bpb.root_ent
+        ));
+    }
+    let (data_sector, cc64) = data_region(&bpb)?;
+    let (kind, cc) = fat_type(&bpb, cc64, &mut warnings)?;
+    let root_cluster = if bpb.is32 { b.ebpb.root_clus.get() } else { 0 };
+    if bpb.is32 && (root_cluster < 2 || u64::from(root_cluster) > cc64 + 1) {
+        return Err(ParseError::field(
+            "RootClus",
+            44,
+            format!("2..={}", cc64 + 1),
+            root_cluster,
+        ));
+    }
+    if b.signature.get() != 0xAA55 {
+        warnings.push(format!(
+            "boot signature {:#06x}, expected 0xaa55",
+            b.signature.get()
+        ));
+    }
+    let (serial, label) = volume_id(s, bpb.is32);
+    Ok(FatBoot {
+        kind,
+        sector_size: bpb.bps,
+        sectors_per_cluster: bpb.spc,
+        reserved: bpb.rsvd,
+        fat_count: bpb.nfats,
+        root_entries: if bpb.is32 { 0 } else { bpb.root_ent },
+        total_sectors: bpb.tot,
+        fat_size: bpb.fatsz,
+        hidden_sectors: b.bpb.hidd_sec.get(),
+        root_cluster,
+        fs_info: if bpb.is32 {
+            u32::from(b.ebpb.fs_info.get())
+        } else {
+            0
+        },
+        ext_flags: if bpb.is32 { b.ebpb.ext_flags.get() } else { 0 },
+        cluster_count: cc,
+        data_sector,
+        serial,
+        label,
+        warnings,
+    })
+}
+
+/// The BPB counts [`parse_boot_sector`] works from, each checked alone.
+struct BpbCounts {
+    bps: u32,
+    spc: u32,
+    rsvd: u32,
+    nfats: u32,
+    root_ent: u32,
+    tot: u32,
+    /// A FAT32 BPB (`FATSz16` is 0).
+    is32: bool,
+    fatsz: u32,
+}
+
+/// Step 1: the BPB fields, each in its valid range.
+fn check_bpb(b: &Fat32BootSector) -> Result<BpbCounts, ParseError> {
     let bps = u32::from(b.bpb.byts_per_sec.get());
     if !mkfs_alloc_ondisk::valid_sector_size(bps) {
         return Err(ParseError::field(
@@ -127,11 +193,9 @@ pub fn parse_boot_sector(s: &[u8]) -> Result<FatBoot, ParseError> {
     if !(1..=4).contains(&nfats) {
         return Err(ParseError::field("NumFATs", 16, "1..=4", nfats));
     }
-    let root_ent = u32::from(b.bpb.root_ent_cnt.get());
-    let tot = if b.bpb.tot_sec16.get() != 0 {
-        u32::from(b.bpb.tot_sec16.get())
-    } else {
-        b.bpb.tot_sec32.get()
+    let tot = match b.bpb.tot_sec16.get() {
+        0 => b.bpb.tot_sec32.get(),
+        n => u32::from(n),
     };
     let is32 = b.bpb.fat_sz16.get() == 0;
     let fatsz = if is32 {
@@ -149,35 +213,59 @@ pub fn parse_boot_sector(s: &[u8]) -> Result<FatBoot, ParseError> {
         };
         return Err(ParseError::field(field, position, "non-zero", actual));
     }
-    if is32 && root_ent != 0 {
-        warnings.push(format!(
-            "FAT32 BPB with RootEntCnt {root_ent} (expected 0); ignored"
-        ));
-    }
-    let root_dir_sectors = if is32 {
+    Ok(BpbCounts {
+        bps,
+        spc,
+        rsvd,
+        nfats,
+        root_ent: u32::from(b.bpb.root_ent_cnt.get()),
+        tot,
+        is32,
+        fatsz,
+    })
+}
+
+/// Step 2: the first data sector and the number of data clusters (at
+/// least one).
+fn data_region(c: &BpbCounts) -> Result<(u64, u64), ParseError> {
+    let root_dir_sectors = if c.is32 {
         0
     } else {
-        (u64::from(root_ent) * 32).div_ceil(u64::from(bps))
+        (u64::from(c.root_ent) * 32).div_ceil(u64::from(c.bps))
     };
-    let data_sector = u64::from(rsvd) + u64::from(nfats) * u64::from(fatsz) + root_dir_sectors;
-    if data_sector >= u64::from(tot) {
+    let data_sector =
+        u64::from(c.rsvd) + u64::from(c.nfats) * u64::from(c.fatsz) + root_dir_sectors;
+    if data_sector >= u64::from(c.tot) {
         return Err(ParseError::field(
             "TotSec16/TotSec32",
             19,
             format!("> {data_sector} (the start of the data region)"),
-            tot,
+            c.tot,
         ));
     }
-    let cc64 = (u64::from(tot) - data_sector) / u64::from(spc);
+    let cc64 = (u64::from(c.tot) - data_sector) / u64::from(c.spc);
     if cc64 == 0 {
         return Err(ParseError::field(
             "TotSec16/TotSec32",
             19,
-            format!("room for a cluster of {spc} sectors after sector {data_sector}"),
-            tot,
+            format!(
+                "room for a cluster of {} sectors after sector {data_sector}",
+                c.spc
+            ),
+            c.tot,
         ));
     }
-    let (kind, bits) = if is32 {
+    Ok((data_sector, cc64))
+}
+
+/// Step 3: the FAT type from the cluster count, and the checks that count
+/// must pass for it (FAT32's range, a FAT large enough for every cluster).
+fn fat_type(
+    c: &BpbCounts,
+    cc64: u64,
+    warnings: &mut Vec<String>,
+) -> Result<(FsKind, u32), ParseError> {
+    let (kind, bits) = if c.is32 {
         (FsKind::Fat32, 32)
     } else if cc64 < 4085 {
         (FsKind::Fat12, 12)
@@ -188,10 +276,10 @@ pub fn parse_boot_sector(s: &[u8]) -> Result<FatBoot, ParseError> {
             "FATSz16",
             22,
             format!("0 (a FAT32 BPB) for {cc64} clusters, too many for FAT16"),
-            fatsz,
+            c.fatsz,
         ));
     };
-    if is32 && cc64 > mkfs_alloc_layout::fat::MAX_CLUSTERS {
+    if c.is32 && cc64 > mkfs_alloc_layout::fat::MAX_CLUSTERS {
         return Err(ParseError::field(
             "TotSec32",
             32,
@@ -199,7 +287,7 @@ pub fn parse_boot_sector(s: &[u8]) -> Result<FatBoot, ParseError> {
             format!("{cc64} clusters"),
         ));
     }
-    if is32 && cc64 < mkfs_alloc_layout::fat::SPEC_MIN_CLUSTERS {
+    if c.is32 && cc64 < mkfs_alloc_layout::fat::SPEC_MIN_CLUSTERS {
         warnings.push(format!(
             "FAT32 with only {cc64} clusters (fewer than 65,525): some systems read it as FAT16"
         ));
@@ -212,76 +300,38 @@ pub fn parse_boot_sector(s: &[u8]) -> Result<FatBoot, ParseError> {
             format!("{cc64} clusters"),
         )
     })?;
-    let fat_entries = u64::from(fatsz) * u64::from(bps) * 8 / bits;
+    let fat_entries = u64::from(c.fatsz) * u64::from(c.bps) * 8 / bits;
     if fat_entries < cc64 + 2 {
         return Err(ParseError::field(
-            if is32 { "FATSz32" } else { "FATSz16" },
-            if is32 { 36 } else { 22 },
+            if c.is32 { "FATSz32" } else { "FATSz16" },
+            if c.is32 { 36 } else { 22 },
             format!("room for {} entries ({cc} clusters)", cc64 + 2),
-            format!("{fatsz} sectors, {fat_entries} entries"),
+            format!("{} sectors, {fat_entries} entries", c.fatsz),
         ));
     }
-    let root_cluster = if is32 { b.ebpb.root_clus.get() } else { 0 };
-    if is32 && (root_cluster < 2 || u64::from(root_cluster) > cc64 + 1) {
-        return Err(ParseError::field(
-            "RootClus",
-            44,
-            format!("2..={}", cc64 + 1),
-            root_cluster,
-        ));
-    }
-    if b.signature.get() != 0xAA55 {
-        warnings.push(format!(
-            "boot signature {:#06x}, expected 0xaa55",
-            b.signature.get()
-        ));
-    }
-    // Extended BPB: at 36 (FAT12/16) or 64 (FAT32).
-    let ext = if is32 { 64 } else { 36 };
-    let (serial, label) = match s.get(ext + 2) {
-        Some(0x29) => (
-            Some(u32::from_le_bytes([
-                s[ext + 3],
-                s[ext + 4],
-                s[ext + 5],
-                s[ext + 6],
-            ])),
-            ascii_label(&s[ext + 7..ext + 18]).filter(|l| l != "NO NAME"),
-        ),
-        Some(0x28) => (
-            Some(u32::from_le_bytes([
-                s[ext + 3],
-                s[ext + 4],
-                s[ext + 5],
-                s[ext + 6],
-            ])),
-            None,
-        ),
-        _ => (None, None),
+    Ok((kind, cc))
+}
+
+/// Step 4: the serial and label of the extended BPB (FAT12/16 at byte 36,
+/// FAT32 at 64): both with signature 0x29, the serial alone with the older
+/// 0x28, neither otherwise. `NO NAME` is no label.
+fn volume_id(s: &[u8], is32: bool) -> (Option<u32>, Option<String>) {
+    let (sig, serial, label) = if is32 {
+        match Fat32BootSector::ref_from_prefix(s) {
+            Ok((b, _)) => (b.ebpb.boot_sig, b.ebpb.vol_id.get(), b.ebpb.vol_lab),
+            Err(_) => return (None, None),
+        }
+    } else {
+        match Fat16BootSector::ref_from_prefix(s) {
+            Ok((b, _)) => (b.ebpb.boot_sig, b.ebpb.vol_id.get(), b.ebpb.vol_lab),
+            Err(_) => return (None, None),
+        }
     };
-    Ok(FatBoot {
-        kind,
-        sector_size: bps,
-        sectors_per_cluster: spc,
-        reserved: rsvd,
-        fat_count: nfats,
-        root_entries: if is32 { 0 } else { root_ent },
-        total_sectors: tot,
-        fat_size: fatsz,
-        hidden_sectors: b.bpb.hidd_sec.get(),
-        root_cluster,
-        fs_info: if is32 {
-            u32::from(b.ebpb.fs_info.get())
-        } else {
-            0
-        },
-        ext_flags: if is32 { b.ebpb.ext_flags.get() } else { 0 },
-        cluster_count: cc,
-        data_sector,
-        serial,
-        label,
-        warnings,
-    })
+    match sig {
+        EXTENDED_BOOT_SIG => (Some(serial), ascii_label(&label).filter(|l| l != "NO NAME")),
+        0x28 => (Some(serial), None),
+        _ => (None, None),
+    }
 }
 
 fn bits(kind: FsKind) -> FatBits {
@@ -303,98 +353,24 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
     let b = parse_boot_sector(&s0)
         .map_err(|e| InspectError::corrupt("FAT boot sector", start, e.to_string()))?;
     vol.warnings.extend(b.warnings.iter().cloned());
-    let bps = u64::from(b.sector_size);
-    let cs = b.cluster_size();
-    let fs_bytes = u64::from(b.total_sectors) * bps;
-    let fat_bytes = u64::from(b.fat_size) * bps;
-    let first_fat = start + u64::from(b.reserved) * bps;
     vol.fs = Some(b.kind);
-    let geo = Geo {
-        data_offset: start + b.data_sector * bps,
-        cluster_size: cs,
-        cluster_count: b.cluster_count,
-    };
-    let regions = FatRegions {
-        fs_bytes,
-        sector_size: b.sector_size,
-        fat_offset: first_fat,
-        fat_bytes,
-        fat_count: b.fat_count,
-    };
+    let (geo, regions) = regions_of(&b, start);
     set_geometry(vol, &regions, &geo);
-    vol.serial = b.serial.map(|s| format!("{s:08X}"));
-    vol.label = b.label.clone();
-    if start != 0 && u64::from(b.hidden_sectors) * bps != start {
-        vol.warnings.push(format!(
-            "HiddSec is {} sectors but the volume starts at byte {start} (sector {})",
-            b.hidden_sectors,
-            start / bps
-        ));
-    }
-    check_fits(vol, "FAT volume", fs_bytes)?;
-    let active = if b.kind == FsKind::Fat32 && b.ext_flags & 0x80 != 0 {
-        let a = u32::from(b.ext_flags & 0x0F);
-        if a >= b.fat_count {
-            vol.warnings.push(format!(
-                "ExtFlags names FAT #{a} as active but there are {} FATs; using the first",
-                b.fat_count
-            ));
-            0
-        } else {
-            a
-        }
-    } else {
-        0
-    };
-    let fat_abs = first_fat + u64::from(active) * fat_bytes;
+    note_header(vol, &b);
+    check_fits(vol, "FAT volume", regions.fs_bytes)?;
+    let fat_abs = regions.fat_offset + u64::from(active_fat(vol, &b)) * regions.fat_bytes;
     let fat_bits = bits(b.kind);
-    let mut fat = Fat::new(fat_bits, fat_abs, fat_bytes, geo.max_cluster());
+    let mut fat = Fat::new(fat_bits, fat_abs, regions.fat_bytes, geo.max_cluster());
 
     if b.kind == FsKind::Fat32 {
         check_fat32_reserved(r, vol, &b, start)?;
     }
-
-    // Label from the root directory (authoritative over the BPB copy).
     let fat32 = b.kind == FsKind::Fat32;
-    let root = if fat32 {
-        Pending::root(
-            Source::Chain(b.root_cluster),
-            MAX_DIR_BYTES,
-            Allocation::Chain,
-        )
-    } else {
-        let off = first_fat + u64::from(b.fat_count) * fat_bytes;
-        let len = u64::from(b.root_entries) * 32;
-        Pending::root(Source::Fixed(off), len, Allocation::Uncounted)
-    };
-    let mut root_label = None;
-    let mut parser = FatDirParser::new(fat32);
-    scan_dir(
-        r,
-        &mut fat,
-        &geo,
-        root.src,
-        root.declared,
-        &mut parser,
-        |item| {
-            if let FatItem::Label(l) = item {
-                root_label.get_or_insert(l);
-            }
-            root_label.is_some()
-        },
-    )?;
-    if let Some(l) = root_label {
-        if let Some(bpb) = &b.label {
-            if *bpb != l {
-                vol.warnings.push(format!(
-                    "the label in the root directory ({l:?}) differs from the boot sector's ({bpb:?})"
-                ));
-            }
-        }
-        vol.label = Some(l);
-    }
+    let root = root_dir(&b, &regions);
+    read_root_label(r, &mut fat, &geo, &root, vol, &b)?;
 
     // Free space from the FAT.
+    let cs = geo.cluster_size;
     let free = count_free(r, fat_abs, fat_bits, b.cluster_count)?;
     let cc = u64::from(b.cluster_count);
     vol.free_bytes = Some(free * cs);
@@ -409,8 +385,9 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
     }
 
     if opts.files {
+        let bps = u64::from(b.sector_size);
         let mut sizes = if fat32 {
-            planner_cluster_sizes(FsType::Fat32, fs_bytes, b.sector_size, start)
+            planner_cluster_sizes(FsType::Fat32, regions.fs_bytes, b.sector_size, start)
         } else {
             powers(bps, (128 * bps).min(64 * 1024))
         };
@@ -418,8 +395,113 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
             sizes = powers(bps, 128 * bps);
         }
         let mut w = Walker::new(opts, &geo, sizes);
-        walk(r, &mut fat, &geo, &FatDirs { fat32 }, root, &mut w)?;
+        let mut d = Disk {
+            r,
+            fat: &mut fat,
+            geo: &geo,
+        };
+        walk(&mut d, &FatDirs { fat32 }, root, &mut w)?;
         w.finish(vol);
+    }
+    Ok(())
+}
+
+/// Where the first FAT and the data region are on the medium, for a volume
+/// at byte `start`.
+fn regions_of(b: &FatBoot, start: u64) -> (Geo, FatRegions) {
+    let bps = u64::from(b.sector_size);
+    let geo = Geo {
+        data_offset: start + b.data_sector * bps,
+        cluster_size: b.cluster_size(),
+        cluster_count: b.cluster_count,
+    };
+    let regions = FatRegions {
+        fs_bytes: u64::from(b.total_sectors) * bps,
+        sector_size: b.sector_size,
+        fat_offset: start + u64::from(b.reserved) * bps,
+        fat_bytes: u64::from(b.fat_size) * bps,
+        fat_count: b.fat_count,
+    };
+    (geo, regions)
+}
+
+/// Serial and BPB label, and a warning when `HiddSec` disagrees with where
+/// the volume is.
+fn note_header(vol: &mut Volume, b: &FatBoot) {
+    let (start, bps) = (vol.start, u64::from(b.sector_size));
+    vol.serial = b.serial.map(|s| format!("{s:08X}"));
+    vol.label = b.label.clone();
+    if start != 0 && u64::from(b.hidden_sectors) * bps != start {
+        vol.warnings.push(format!(
+            "HiddSec is {} sectors but the volume starts at byte {start} (sector {})",
+            b.hidden_sectors,
+            start / bps
+        ));
+    }
+}
+
+/// The FAT the volume uses: FAT32's `ExtFlags` may name one (mirroring
+/// off); a number past the FATs falls back to the first, with a warning.
+fn active_fat(vol: &mut Volume, b: &FatBoot) -> u32 {
+    if b.kind != FsKind::Fat32 || b.ext_flags & 0x80 == 0 {
+        return 0;
+    }
+    let a = u32::from(b.ext_flags & 0x0F);
+    if a >= b.fat_count {
+        vol.warnings.push(format!(
+            "ExtFlags names FAT #{a} as active but there are {} FATs; using the first",
+            b.fat_count
+        ));
+        0
+    } else {
+        a
+    }
+}
+
+/// The root directory: FAT32's cluster chain, or the fixed area after the
+/// FATs of FAT12/16.
+fn root_dir(b: &FatBoot, regions: &FatRegions) -> Pending {
+    if b.kind == FsKind::Fat32 {
+        Pending::root(
+            Source::Chain(b.root_cluster),
+            MAX_DIR_BYTES,
+            Allocation::Chain,
+        )
+    } else {
+        let off = regions.fat_offset + u64::from(b.fat_count) * regions.fat_bytes;
+        let len = u64::from(b.root_entries) * 32;
+        Pending::root(Source::Fixed(off), len, Allocation::Uncounted)
+    }
+}
+
+/// The label entry of the root directory, authoritative over the BPB copy
+/// (a warning when they differ).
+fn read_root_label<D: BlockIo + ?Sized>(
+    r: &mut Reader<'_, D>,
+    fat: &mut Fat,
+    geo: &Geo,
+    root: &Pending,
+    vol: &mut Volume,
+    b: &FatBoot,
+) -> Result<(), InspectError> {
+    let mut root_label = None;
+    let mut parser = FatDirParser::new(b.kind == FsKind::Fat32);
+    let mut d = Disk { r, fat, geo };
+    scan_dir(&mut d, root.src, root.declared, &mut parser, |item| {
+        if let FatItem::Label(l) = item {
+            root_label.get_or_insert(l);
+        }
+        root_label.is_some()
+    })?;
+    if let Some(l) = root_label {
+        if let Some(bpb) = &b.label {
+            if *bpb != l {
+                vol.warnings.push(format!(
+                    "the label in the root directory ({l:?}) differs from the boot sector's ({bpb:?})"
+                ));
+            }
+        }
+        vol.label = Some(l);
     }
     Ok(())
 }

@@ -214,13 +214,21 @@ pub(crate) trait DirFormat {
     fn read(&self, _w: &mut Walker<'_>, _dir: &Pending, _parser: &Self::Parser) {}
 }
 
+/// What every read of a volume's directories and chains goes through: the
+/// reader of the medium, the FAT (with its cache) and the geometry.
+pub(crate) struct Disk<'a, 'r, D: BlockIo + ?Sized> {
+    /// The medium.
+    pub(crate) r: &'a mut Reader<'r, D>,
+    /// The active FAT.
+    pub(crate) fat: &'a mut Fat,
+    /// Where the clusters are.
+    pub(crate) geo: &'a Geo,
+}
+
 /// Records a file of `dir` in `w`, or queues a subdirectory on `stack`
 /// (after [`Walker::may_descend`]).
-#[allow(clippy::too_many_arguments)]
 fn handle<D: BlockIo + ?Sized>(
-    r: &mut Reader<'_, D>,
-    fat: &mut Fat,
-    geo: &Geo,
+    d: &mut Disk<'_, '_, D>,
     w: &mut Walker<'_>,
     dir: &Pending,
     found: Found,
@@ -234,15 +242,7 @@ fn handle<D: BlockIo + ?Sized>(
             first,
             contiguous,
         } => {
-            w.add_file(
-                r,
-                fat,
-                geo,
-                &|| join(&dir.path, &name),
-                size,
-                first,
-                contiguous,
-            )?;
+            w.add_file(d, &|| join(&dir.path, &name), size, first, contiguous)?;
         }
         Found::Dir { name, at } => {
             let child = join(&dir.path, &name);
@@ -267,13 +267,12 @@ fn handle<D: BlockIo + ?Sized>(
 /// Walks the directory tree from `root`, depth first, every directory
 /// within [`Limits::max_dir_bytes`] and the walk's read budget.
 pub(crate) fn walk<D: BlockIo + ?Sized, F: DirFormat>(
-    r: &mut Reader<'_, D>,
-    fat: &mut Fat,
-    geo: &Geo,
+    d: &mut Disk<'_, '_, D>,
     format: &F,
     root: Pending,
     w: &mut Walker<'_>,
 ) -> Result<(), InspectError> {
+    let geo = d.geo;
     let mut stack = vec![root];
     let mut items = Vec::new();
     while let Some(dir) = stack.pop() {
@@ -295,7 +294,7 @@ pub(crate) fn walk<D: BlockIo + ?Sized, F: DirFormat>(
         let what = || format!("directory {}", display_path(&path));
         let mut result = Ok(());
         loop {
-            let piece = match reader.next_piece(r, fat, geo, Some(&mut w.dir_clusters), &what) {
+            let piece = match reader.next_piece(d.r, d.fat, geo, Some(&mut w.dir_clusters), &what) {
                 Ok(Some(p)) => p,
                 Ok(None) => break,
                 Err(e) => {
@@ -307,7 +306,7 @@ pub(crate) fn walk<D: BlockIo + ?Sized, F: DirFormat>(
             parser.feed(piece, &mut items);
             for item in items.drain(..) {
                 let found = format.item(geo, w, &dir, item);
-                handle(r, fat, geo, w, &dir, found, &mut stack)?;
+                handle(d, w, &dir, found, &mut stack)?;
             }
             if parser.ended() || w.stopped() {
                 break;
@@ -329,7 +328,7 @@ pub(crate) fn walk<D: BlockIo + ?Sized, F: DirFormat>(
         }
         format.read(w, &dir, &parser);
         let allocated = match dir.allocation {
-            Allocation::Chain => match reader.count_rest(r, fat)? {
+            Allocation::Chain => match reader.count_rest(d.r, d.fat)? {
                 Ok(n) => n,
                 Err(p) => {
                     w.damaged(format!("{}: {p}", display_path(&dir.path)));
@@ -349,11 +348,8 @@ pub(crate) fn walk<D: BlockIo + ?Sized, F: DirFormat>(
 /// budgets: the root, for its label and system entries) and hands its items
 /// to `each` until the end-of-directory entry, or until `each` returns true
 /// (the rest of that piece is still handed out).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn scan_dir<D: BlockIo + ?Sized, P: DirParser>(
-    r: &mut Reader<'_, D>,
-    fat: &mut Fat,
-    geo: &Geo,
+    d: &mut Disk<'_, '_, D>,
     src: Source,
     limit: u64,
     parser: &mut P,
@@ -362,7 +358,7 @@ pub(crate) fn scan_dir<D: BlockIo + ?Sized, P: DirParser>(
     let mut reader = ChainReader::new(src, limit);
     let mut items = Vec::new();
     while let Some(piece) =
-        reader.next_piece(r, fat, geo, None, &|| "root directory".to_string())?
+        reader.next_piece(d.r, d.fat, d.geo, None, &|| "root directory".to_string())?
     {
         items.clear();
         parser.feed(piece, &mut items);

@@ -5,6 +5,11 @@
 //! checksum); NT case bits as Windows and mtools write them.
 
 use super::*;
+use mkfs_alloc_ondisk::fat::nt_case;
+use mkfs_alloc_ondisk::fat::{
+    DirEntry, LfnEntry, DIR_ENTRY_END, DIR_ENTRY_FREE, DIR_ENTRY_KANJI_E5, LAST_LONG_ENTRY,
+    LFN_UNITS_PER_ENTRY,
+};
 
 /// An entry of a FAT directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,78 +87,92 @@ impl FatDirParser {
     }
 
     fn push(&mut self, e: &[u8], out: &mut Vec<FatItem>) {
-        let b0 = e[0];
-        if b0 == 0 {
-            self.ended = true;
-            out.push(FatItem::End);
+        // `feed` passes whole 32-byte entries.
+        let Ok(entry) = DirEntry::ref_from_bytes(e) else {
             return;
-        }
-        self.entries += 1;
-        if b0 == 0xE5 {
-            self.reset_lfn();
-            return;
-        }
-        let attr = e[11];
-        if attr & 0x3F == ATTR_LONG_NAME {
-            let seq = b0 & 0x1F;
-            if b0 & 0x40 != 0 {
-                self.reset_lfn();
-                if seq == 0 || seq > 20 {
-                    return;
-                }
-                self.lfn.clear();
-                self.lfn.resize(usize::from(seq) * 13, 0xFFFF);
-                self.sum = e[13];
-                self.lfn_ok = true;
-                self.next_seq = seq;
-            } else if !self.lfn_ok || seq != self.next_seq || e[13] != self.sum || seq == 0 {
+        };
+        match entry.name[0] {
+            DIR_ENTRY_END => {
+                self.ended = true;
+                out.push(FatItem::End);
+                return;
+            }
+            DIR_ENTRY_FREE => {
+                self.entries += 1;
                 self.reset_lfn();
                 return;
             }
-            let at = (usize::from(seq) - 1) * 13;
-            let units = e[1..11]
-                .chunks_exact(2)
-                .chain(e[14..26].chunks_exact(2))
-                .chain(e[28..32].chunks_exact(2));
-            for (i, u) in units.enumerate() {
-                if let Some(slot) = self.lfn.get_mut(at + i) {
-                    *slot = u16::from_le_bytes([u[0], u[1]]);
-                }
-            }
-            self.next_seq = seq - 1;
-            return;
+            _ => self.entries += 1,
         }
-        let short = &e[..11];
-        if attr & ATTR_VOLUME_ID != 0 && attr & ATTR_DIRECTORY == 0 {
+        if entry.is_long_name() {
+            if let Ok(lfn) = LfnEntry::ref_from_bytes(e) {
+                self.push_long(lfn);
+            }
+        } else if entry.attr & ATTR_VOLUME_ID != 0 && entry.attr & ATTR_DIRECTORY == 0 {
             self.reset_lfn();
-            if let Some(l) = ascii_label(short) {
+            if let Some(l) = ascii_label(&entry.name) {
                 out.push(FatItem::Label(l));
             }
+        } else {
+            let name = self.take_long_name(&entry.name).unwrap_or_else(|| {
+                self.reset_lfn();
+                short_name(&entry.name, entry.nt_res)
+            });
+            let hi = if self.fat32 {
+                u32::from(entry.fst_clus_hi.get()) << 16
+            } else {
+                0
+            };
+            out.push(FatItem::Entry(FatEntry {
+                name,
+                attr: entry.attr,
+                first_cluster: hi | u32::from(entry.fst_clus_lo.get()),
+                size: entry.file_size.get(),
+            }));
+        }
+    }
+
+    /// One part of a long name: the last part (first on disk) starts a
+    /// name, the others must follow in order with the same checksum.
+    fn push_long(&mut self, e: &LfnEntry) {
+        let seq = e.ord & 0x1F;
+        if e.ord & LAST_LONG_ENTRY != 0 {
+            self.reset_lfn();
+            if seq == 0 || seq > 20 {
+                return;
+            }
+            self.lfn.clear();
+            self.lfn
+                .resize(usize::from(seq) * LFN_UNITS_PER_ENTRY, 0xFFFF);
+            self.sum = e.chksum;
+            self.lfn_ok = true;
+            self.next_seq = seq;
+        } else if !self.lfn_ok || seq != self.next_seq || e.chksum != self.sum || seq == 0 {
+            self.reset_lfn();
             return;
         }
-        let name = if self.lfn_ok && self.next_seq == 0 && lfn_checksum(short) == self.sum {
-            self.lfn_ok = false;
-            let end = self
-                .lfn
-                .iter()
-                .position(|&u| u == 0 || u == 0xFFFF)
-                .unwrap_or(self.lfn.len());
-            String::from_utf16_lossy(&self.lfn[..end])
-        } else {
-            self.reset_lfn();
-            short_name(short, e[12])
-        };
-        let hi = if self.fat32 {
-            u32::from(u16::from_le_bytes([e[20], e[21]])) << 16
-        } else {
-            0
-        };
-        out.push(FatItem::Entry(FatEntry {
-            name,
-            attr,
-            first_cluster: hi | u32::from(u16::from_le_bytes([e[26], e[27]])),
-            size: u32::from_le_bytes([e[28], e[29], e[30], e[31]]),
-        }));
+        let at = (usize::from(seq) - 1) * LFN_UNITS_PER_ENTRY;
+        for (i, u) in e.units().into_iter().enumerate() {
+            if let Some(slot) = self.lfn.get_mut(at + i) {
+                *slot = u;
+            }
+        }
+        self.next_seq = seq - 1;
+    }
+
+    /// The complete long name gathered for the short entry named `short`,
+    /// if its checksum matches.
+    fn take_long_name(&mut self, short: &[u8; 11]) -> Option<String> {
+        if !(self.lfn_ok && self.next_seq == 0 && lfn_checksum(short) == self.sum) {
+            return None;
+        }
+        self.lfn_ok = false;
+        let end = self
+            .lfn
+            .iter()
+            .position(|&u| u == 0 || u == 0xFFFF)
+            .unwrap_or(self.lfn.len());
+        Some(String::from_utf16_lossy(&self.lfn[..end]))
     }
 }
 
@@ -175,7 +194,11 @@ fn short_name(s: &[u8], nt_res: u8) -> String {
             .iter()
             .enumerate()
             .map(|(i, &b)| {
-                let b = if i == 0 && b == 0x05 { 0xE5 } else { b };
+                let b = if i == 0 && b == DIR_ENTRY_KANJI_E5 {
+                    DIR_ENTRY_FREE
+                } else {
+                    b
+                };
                 let c = char::from(b);
                 if lower {
                     c.to_ascii_lowercase()
@@ -187,8 +210,8 @@ fn short_name(s: &[u8], nt_res: u8) -> String {
             .trim_end_matches(' ')
             .to_string()
     };
-    let base = conv(&s[..8], nt_res & 0x08 != 0);
-    let ext = conv(&s[8..11], nt_res & 0x10 != 0);
+    let base = conv(&s[..8], nt_res & nt_case::LOWER_BASE != 0);
+    let ext = conv(&s[8..11], nt_res & nt_case::LOWER_EXT != 0);
     if ext.is_empty() {
         base
     } else {

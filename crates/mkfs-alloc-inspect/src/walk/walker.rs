@@ -147,12 +147,9 @@ impl<'o> Walker<'o> {
     }
 
     /// Records a file; checks its chain when it has one.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn add_file<D: BlockIo + ?Sized>(
         &mut self,
-        r: &mut Reader<'_, D>,
-        fat: &mut Fat,
-        geo: &Geo,
+        d: &mut Disk<'_, '_, D>,
         path: &dyn Fn() -> String,
         size: u64,
         first: u32,
@@ -172,6 +169,7 @@ impl<'o> Walker<'o> {
         for (a, &c) in s.at_cluster_sizes.iter_mut().zip(&self.sizes) {
             a.allocated_bytes = a.allocated_bytes.saturating_add(round_up(size, c));
         }
+        let geo = d.geo;
         let mut fragments = None;
         if clusters > 0 {
             if !geo.valid(first) {
@@ -193,7 +191,7 @@ impl<'o> Walker<'o> {
                 }
             } else if clusters <= self.chain_budget {
                 self.chain_budget -= clusters;
-                match file_fragments(r, fat, first, clusters)? {
+                match file_fragments(d.r, d.fat, first, clusters)? {
                     Ok(f) => fragments = Some(f),
                     Err(p) => self.damaged(format!("{}: {p}", path())),
                 }

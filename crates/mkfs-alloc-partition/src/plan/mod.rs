@@ -1,0 +1,182 @@
+//! Choosing a table kind and planning the one partition: pure arithmetic, no I/O.
+
+use std::fmt;
+
+use serde::Serialize;
+
+mod extent;
+mod table;
+
+pub use extent::{plan_mbr_at, plan_table};
+pub use table::{GptPlan, MbrPlacement, MbrPlan, TablePlan, TableSpec};
+
+/// One mebibyte.
+const MIB: u64 = 1 << 20;
+
+/// Default partition alignment: 1 MiB, what Windows and Linux tools use.
+pub const DEFAULT_ALIGN: u64 = MIB;
+
+/// Smallest alignment accepted for GPT. Windows tools only make 1 MiB bounds.
+pub const MIN_GPT_ALIGN: u64 = MIB;
+
+pub use mkfs_alloc_ondisk::MAX_ALIGN;
+
+/// Smallest partition this crate plans in a table: 1 MiB, the smallest exFAT
+/// volume. Without a table ([`TableKind::None`]) one block is enough: the file
+/// system's planner decides what fits.
+pub const MIN_PARTITION_BYTES: u64 = MIB;
+
+/// Media of at least this size get GPT under [`TableChoice::Auto`] (2 TiB).
+pub const AUTO_GPT_THRESHOLD: u64 = 1 << 41;
+
+/// Number of GPT partition entries written (the UEFI minimum array of 16 KiB).
+pub const GPT_ENTRIES: u64 = 128;
+
+/// Size of one GPT partition entry in bytes.
+pub const GPT_ENTRY_SIZE: u64 = 128;
+
+/// Longest GPT partition name, in UTF-16 code units.
+pub const GPT_NAME_MAX: usize = 36;
+
+/// MBR partition type for FAT32 with LBA addressing.
+pub const MBR_TYPE_FAT32_LBA: u8 = 0x0C;
+
+/// MBR partition type for exFAT (shared with NTFS and HPFS).
+pub const MBR_TYPE_EXFAT: u8 = 0x07;
+/// MBR partition type of an EFI System Partition.
+pub const MBR_TYPE_ESP: u8 = 0xEF;
+
+/// The partition table to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TableKind {
+    /// No table: the file system starts at byte 0 ("superfloppy").
+    None,
+    /// A DOS/MBR table with one primary partition.
+    Mbr,
+    /// A GUID partition table with one partition and a protective MBR.
+    Gpt,
+}
+
+impl fmt::Display for TableKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TableKind::None => "no partition table",
+            TableKind::Mbr => "MBR",
+            TableKind::Gpt => "GPT",
+        })
+    }
+}
+
+/// What the user asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TableChoice {
+    /// Let [`choose_table`] decide from the medium.
+    Auto,
+    /// Exactly this kind.
+    Fixed(TableKind),
+}
+
+/// The file system the partition will hold; decides the MBR type byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PartitionFs {
+    /// exFAT: MBR type 0x07.
+    Exfat,
+    /// FAT32: MBR type 0x0C (FAT32 LBA).
+    Fat32,
+    /// FAT16: MBR type 0x04 (under 65,536 sectors), 0x06, or 0x0E (LBA)
+    /// when the partition ends beyond what CHS addresses.
+    Fat16,
+    /// FAT12: MBR type 0x01.
+    Fat12,
+}
+
+/// Sectors CHS can address with 255 heads and 63 sectors per track
+/// (1024 cylinders): partitions ending beyond need an LBA type.
+pub const CHS_LIMIT_SECTORS: u64 = 1024 * 255 * 63;
+
+impl PartitionFs {
+    /// The MBR partition type byte for this file system, without knowing
+    /// the partition's extent (FAT16: 0x06).
+    pub fn mbr_type(self) -> u8 {
+        match self {
+            PartitionFs::Exfat => MBR_TYPE_EXFAT,
+            PartitionFs::Fat32 => MBR_TYPE_FAT32_LBA,
+            PartitionFs::Fat16 => 0x06,
+            PartitionFs::Fat12 => 0x01,
+        }
+    }
+
+    /// The MBR partition type byte for a partition of `sectors` sectors
+    /// starting at LBA `start`: FAT16 0x04 below 65,536 sectors, 0x0E when it
+    /// ends beyond `CHS_LIMIT_SECTORS`, else 0x06 (the SD specification's
+    /// and DOS's rule); the others as [`PartitionFs::mbr_type`].
+    pub fn mbr_type_for(self, start: u64, sectors: u64) -> u8 {
+        match self {
+            PartitionFs::Fat16 if start + sectors > CHS_LIMIT_SECTORS => 0x0E,
+            PartitionFs::Fat16 if sectors < 65_536 => 0x04,
+            other => other.mbr_type(),
+        }
+    }
+}
+
+/// Picks the table kind and says why, in a few words for the user.
+///
+/// [`TableChoice::Auto`]: a whole disk gets MBR below 2 TiB and GPT from
+/// 2 TiB ([`AUTO_GPT_THRESHOLD`]); an image file or an existing partition gets
+/// no table. [`TableChoice::Fixed`] is returned as it is.
+pub fn choose_table(
+    choice: TableChoice,
+    medium_bytes: u64,
+    is_whole_disk: bool,
+) -> (TableKind, &'static str) {
+    match choice {
+        TableChoice::Fixed(kind) => (kind, "requested explicitly"),
+        TableChoice::Auto if !is_whole_disk => (
+            TableKind::None,
+            "not a whole disk (image file or existing partition): no partition table",
+        ),
+        TableChoice::Auto if medium_bytes < AUTO_GPT_THRESHOLD => {
+            (TableKind::Mbr, "whole disk smaller than 2 TiB: MBR")
+        }
+        TableChoice::Auto => (TableKind::Gpt, "whole disk of 2 TiB or more: GPT"),
+    }
+}
+
+/// What to plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableOptions {
+    /// The table to write.
+    pub kind: TableKind,
+    /// Partition start alignment in bytes: a power of two, at least the block
+    /// size, at least [`MIN_GPT_ALIGN`] for GPT, at most [`MAX_ALIGN`].
+    /// Default [`DEFAULT_ALIGN`].
+    pub align: u64,
+    /// The file system the partition will hold.
+    pub fs_type: PartitionFs,
+    /// GPT partition name, conventionally the volume label (at most 36 UTF-16
+    /// code units). Ignored for MBR.
+    pub name: String,
+    /// Seed of the MBR disk signature and the GPT GUIDs: equal seeds give
+    /// byte-identical tables.
+    pub seed: u64,
+    /// An EFI System Partition: GPT type C12A7328-F81F-11D2-BA4B-00A0C93EC93B,
+    /// MBR type 0xEF.
+    pub esp: bool,
+}
+
+impl TableOptions {
+    /// Options for `kind` and `fs_type` with the default alignment, an empty
+    /// name and seed 0.
+    pub fn new(kind: TableKind, fs_type: PartitionFs) -> Self {
+        TableOptions {
+            kind,
+            align: DEFAULT_ALIGN,
+            fs_type,
+            name: String::new(),
+            seed: 0,
+            esp: false,
+        }
+    }
+}
