@@ -250,7 +250,8 @@ fn zero_fallback_by_writing_is_counted_as_zeroing() {
         img.punch_ok = false;
         img.zero_range_ok = false;
     }
-    // More than one ZERO_CHUNK, not a multiple of it.
+    // Over SMALL_ZERO_RANGE (so not by writing over data only), many 64 KiB
+    // zero buffers, not a multiple of one.
     img.write_zeroes(1, 2048 + 100).unwrap();
     assert_eq!(img.last_zero_method(), Some(ZeroMethod::Writing));
     let mut buf = vec![0xFF; 3 << 20];
