@@ -7,34 +7,10 @@
 //! expect, so a changed tool fails loudly instead of "passing" on nothing.
 
 use crate::cmd::{run, CmdOutput};
+use crate::tools::require_tool;
 use serde_json::Value;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-
-/// Tools used here that are not in [`crate::tools::TOOLS`], with their
-/// Debian package.
-pub const BLK_TOOLS: &[(&str, &str)] = &[
-    ("fdisk", "fdisk"),
-    ("blkid", "util-linux"),
-    ("wipefs", "util-linux"),
-    ("blockdev", "util-linux"),
-];
-
-/// Like [`crate::require_tool`] for the tools of this module (and the
-/// harness's own): the full path, or a panic naming the package. Never skips.
-#[track_caller]
-pub fn require_blk_tool(name: &str) -> PathBuf {
-    if let Some(p) = crate::tools::find_tool(name) {
-        return p;
-    }
-    let pkg = BLK_TOOLS
-        .iter()
-        .find(|(t, _)| *t == name)
-        .map(|(_, p)| *p)
-        .or_else(|| crate::tools::package_of(name))
-        .unwrap_or("(unknown package)");
-    panic!("required tool `{name}` is not installed; install it with `apt-get install -y {pkg}`")
-}
 
 fn os(p: &Path) -> &OsStr {
     p.as_os_str()
@@ -75,10 +51,7 @@ pub struct SfdiskTable {
 /// `sfdisk --json TARGET`, parsed. Panics unless it succeeds.
 #[track_caller]
 pub fn sfdisk_json(target: &Path) -> SfdiskTable {
-    let out = run(
-        require_blk_tool("sfdisk"),
-        &[OsStr::new("--json"), os(target)],
-    );
+    let out = run(require_tool("sfdisk"), &[OsStr::new("--json"), os(target)]);
     out.assert_success();
     let v: Value = serde_json::from_str(&out.stdout)
         .unwrap_or_else(|e| panic!("sfdisk --json printed no JSON ({e}):\n{out}"));
@@ -152,7 +125,7 @@ pub struct FdiskList {
 /// `fdisk -l TARGET`, parsed. Panics unless it succeeds.
 #[track_caller]
 pub fn fdisk_list(target: &Path) -> FdiskList {
-    let out = run(require_blk_tool("fdisk"), &[OsStr::new("-l"), os(target)]);
+    let out = run(require_tool("fdisk"), &[OsStr::new("-l"), os(target)]);
     out.assert_success();
     let after = |key: &str| {
         out.stdout
@@ -223,7 +196,7 @@ pub fn blkid_probe(target: &Path, offset: Option<u64>) -> Vec<(String, String)> 
         args.extend(["-O".into(), o.to_string()]);
     }
     args.push(target.to_string_lossy().into_owned());
-    let out = run(require_blk_tool("blkid"), &args);
+    let out = run(require_tool("blkid"), &args);
     match out.code {
         Some(0) => out
             .stdout
@@ -250,7 +223,7 @@ pub fn blkid_value<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a s
 #[track_caller]
 pub fn wipefs_signatures(target: &Path) -> Vec<(u64, String)> {
     let out = run(
-        require_blk_tool("wipefs"),
+        require_tool("wipefs"),
         &[OsStr::new("-n"), OsStr::new("-J"), os(target)],
     );
     out.assert_success();
@@ -277,7 +250,7 @@ pub fn wipefs_signatures(target: &Path) -> Vec<(u64, String)> {
 #[track_caller]
 pub fn blockdev_sizes(dev: &Path) -> (u64, u64, u64) {
     let out = run(
-        require_blk_tool("blockdev"),
+        require_tool("blockdev"),
         &[
             OsStr::new("--getss"),
             OsStr::new("--getpbsz"),
@@ -376,6 +349,7 @@ impl Window<'_> {
                 sector_size: (self.sector != 512).then_some(self.sector),
                 window: Some((self.offset, self.len)),
                 read_only: false,
+                ..Default::default()
             },
         )
     }

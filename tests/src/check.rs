@@ -11,20 +11,8 @@
 use crate::cmd::{run, CmdOutput};
 use crate::image::read_at;
 use crate::loopdev::{LoopDevice, LoopOptions};
-use crate::tools::{find_tool, require_tool};
-use std::path::{Path, PathBuf};
-
-/// `blkid` is in util-linux, which [`crate::TOOLS`] does not list; a missing
-/// `blkid` fails the test like any other missing tool.
-#[track_caller]
-pub fn blkid_tool() -> PathBuf {
-    find_tool("blkid").unwrap_or_else(|| {
-        panic!(
-            "required tool `blkid` is not installed; install it with \
-             `apt-get install -y util-linux`"
-        )
-    })
-}
+use crate::tools::require_tool;
+use std::path::Path;
 
 /// What `blkid -p -o export` reported.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -57,7 +45,7 @@ pub fn blkid_probe(image: &Path, offset: u64) -> Probe {
         args.extend(["--offset".into(), offset.to_string()]);
     }
     args.push(image.to_string_lossy().into_owned());
-    let out = run(blkid_tool(), &args);
+    let out = run(require_tool("blkid"), &args);
     match out.code {
         Some(0) | Some(2) => {}
         _ => panic!("blkid failed or is ambivalent:\n{out}"),
@@ -157,7 +145,7 @@ pub fn with_volume<T>(image: &Path, offset: u64, len: u64, f: impl FnOnce(&Path)
 /// mostly empty 128 MiB template costs a few metadata blocks.
 #[track_caller]
 pub fn sparse_copy(src: &Path, dst: &Path) {
-    let cp = find_tool("cp").unwrap_or_else(|| panic!("required tool `cp` (coreutils) missing"));
+    let cp = require_tool("cp");
     let out = run(
         cp,
         &[Path::new("--sparse=always"), Path::new("--"), src, dst],
@@ -184,73 +172,4 @@ pub fn sparse_fingerprint(image: &Path, ranges: &[(u64, u64)]) -> (u64, u64, Vec
         })
         .collect();
     (m.len(), m.blocks(), sums)
-}
-
-/// A mount point with a tmpfs on it, unmounted (lazily if busy) on drop.
-/// Declare it after the [`crate::TempDir`] holding `dir`.
-#[derive(Debug)]
-pub struct TmpfsMount {
-    dir: PathBuf,
-}
-
-impl TmpfsMount {
-    /// `mount -t tmpfs -o OPTIONS tmpfs DIR`. Panics (with mount's output)
-    /// on failure: the test needs root.
-    #[track_caller]
-    pub fn mount(dir: &Path, options: &str) -> TmpfsMount {
-        crate::tools::require_root();
-        let mount = require_mount("mount");
-        let out = run(
-            mount,
-            &[
-                "-t",
-                "tmpfs",
-                "-o",
-                options,
-                "tmpfs",
-                &dir.to_string_lossy(),
-            ],
-        );
-        assert!(out.success(), "cannot mount a tmpfs (root needed):\n{out}");
-        TmpfsMount {
-            dir: dir.to_path_buf(),
-        }
-    }
-
-    /// `mount -o remount,ro DIR`: everything in it becomes read-only, for
-    /// root too (unlike file modes, which root ignores).
-    #[track_caller]
-    pub fn remount_read_only(&self) {
-        let out = run(
-            require_mount("mount"),
-            &["-o", "remount,ro", &self.dir.to_string_lossy()],
-        );
-        assert!(out.success(), "cannot remount read-only:\n{out}");
-    }
-
-    /// The mount point.
-    pub fn path(&self) -> &Path {
-        &self.dir
-    }
-}
-
-impl Drop for TmpfsMount {
-    fn drop(&mut self) {
-        let Some(umount) = find_tool("umount") else {
-            return;
-        };
-        let out = run(&umount, &[self.dir.as_os_str()]);
-        if !out.success() {
-            let _ = run(&umount, &[std::ffi::OsStr::new("-l"), self.dir.as_os_str()]);
-        }
-    }
-}
-
-#[track_caller]
-fn require_mount(name: &str) -> PathBuf {
-    find_tool(name).unwrap_or_else(|| {
-        panic!(
-            "required tool `{name}` is not installed; install it with `apt-get install -y mount`"
-        )
-    })
 }

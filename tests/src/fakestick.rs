@@ -36,7 +36,7 @@ impl FakeStick {
             Mode::Wraparound => "wraparound",
             Mode::Limbo => "limbo",
         };
-        let mount = FuseMount::fakestick(&mnt, &backing, name, announced, real, cache);
+        let mount = fakestick_mount(&mnt, &backing, name, announced, real, cache);
         let dev = LoopDevice::attach_direct(&mnt.join("stick"));
         FakeStick {
             dev: Some(dev),
@@ -63,4 +63,35 @@ impl Drop for FakeStick {
         drop(self.dev.take());
         drop(self.mount.take());
     }
+}
+
+/// `fakestick.py DIR BACKING MODE ANNOUNCED REAL CACHE` (fusepy): the fake
+/// as the file `DIR/stick`.
+#[track_caller]
+fn fakestick_mount(
+    dir: &Path,
+    backing: &Path,
+    mode: &str,
+    announced: u64,
+    real: u64,
+    cache: u64,
+) -> FuseMount {
+    let python = crate::tools::require_tool("python3");
+    let check = crate::cmd::run(&python, &["-c", "import fuse"]);
+    assert!(
+        check.success(),
+        "the Python module fusepy is missing: `python3 -m pip install fusepy` \
+         (or run `cargo xtask install-tools`):\n{check}"
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/fakestick.py");
+    let args = vec![
+        script.to_string_lossy().into_owned(),
+        dir.to_string_lossy().into_owned(),
+        backing.to_string_lossy().into_owned(),
+        mode.to_string(),
+        announced.to_string(),
+        real.to_string(),
+        cache.to_string(),
+    ];
+    FuseMount::spawn(&python, &args, dir)
 }

@@ -6,12 +6,10 @@
 //! (exfat-fuse, fusefat) on loop devices, and the `fatfs` crate.
 //!
 //! ```text
-//!  cmd       run a command, capture stdout/stderr/exit code
-//!  tools     require_tool(): a missing tool is a FAILURE naming its apt package
-//!  tempdir   unique directory under std::env::temp_dir(), removed on drop
-//!  loopdev   losetup guard (sector size, offset, size limit), detached on drop
-//!  fuse      mount.exfat-fuse / fusefat / fakestick.py guard, unmounted on drop
+//!  cmd, tools, tempdir, loopdev, fuse: the guards of the test-support crate
+//!            (mkfs-alloc-testsupport), re-exported
 //!  fakestick a counterfeit stick (FUSE file that lies + direct-I/O loop device)
+//!  fatfs_io  the fatfs crate as an independent FAT reader/writer
 //!  boot      independent decoders of exFAT and FAT32 boot fields
 //!  image     sentinel files, hashes, reads at an offset
 //!  cli       locating and running the mkfs-alloc binary
@@ -26,14 +24,12 @@ pub mod boot;
 pub mod check;
 pub mod checks;
 pub mod cli;
-pub mod cmd;
 pub mod fakestick;
-pub mod fuse;
+pub mod fatfs_io;
 pub mod image;
-pub mod loopdev;
 pub mod sizes;
-pub mod tempdir;
-pub mod tools;
+
+pub use mkfs_alloc_testsupport::{cmd, fuse, loopdev, tempdir, tools};
 
 pub use boot::{exfat_checksum, exfat_upcase_table, ExfatBoot, ExfatRootInfo, Fat32Boot, FsInfo};
 pub use cli::{
@@ -44,6 +40,7 @@ pub use cmd::{run, run_env, CmdOutput};
 pub use fuse::FuseMount;
 pub use image::{file_hash, fill_file, fill_range, read_at, sparse_file, test_data, SENTINEL};
 pub use loopdev::{LoopDevice, LoopOptions};
+pub use mkfs_alloc_testsupport::{tool, tool_ok, BindMount, TmpfsMount};
 pub use sizes::{plan_for, smallest_valid, Size};
 pub use tempdir::TempDir;
 pub use tools::{require_root, require_tool, TOOLS};

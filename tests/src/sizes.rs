@@ -65,13 +65,15 @@ impl Size {
     }
 }
 
-/// One `#[test]` per row, each calling `$case` with the row's arguments:
+/// One `#[test]` per row (tool tier: the rows run external checkers), each
+/// calling `$case` with the row's arguments:
 /// `matrix_cases!(exfat_case; c512_s512_smallest: 512, 512, Size::Smallest;)`.
 #[macro_export]
 macro_rules! matrix_cases {
     ($case:ident; $($name:ident: $($arg:expr),+;)*) => {
         $(
             #[test]
+            #[ignore = "tool tier: cargo xtask test"]
             fn $name() {
                 $case($($arg),+);
             }
@@ -79,7 +81,7 @@ macro_rules! matrix_cases {
     };
 }
 
-/// Two `#[test]`s per row, in a module named after the row: `smallest`
+/// Two `#[test]`s per row (tool tier), in a module named after the row: `smallest`
 /// calls `$case(cluster, sector, Size::Smallest)`, `medium` calls it with
 /// `Size::Bytes($medium)`:
 /// `smallest_and_medium!(exfat_case, MEDIUM; c4k_s512: 4 * KIB, 512;)`.
@@ -91,11 +93,13 @@ macro_rules! smallest_and_medium {
                 use super::*;
 
                 #[test]
+                #[ignore = "tool tier: cargo xtask test"]
                 fn smallest() {
                     $case($cluster, $sector, $crate::Size::Smallest);
                 }
 
                 #[test]
+                #[ignore = "tool tier: cargo xtask test"]
                 fn medium() {
                     $case($cluster, $sector, $crate::Size::Bytes($medium));
                 }

@@ -129,6 +129,7 @@ matrix_cases! { format_device_case;
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn json_device_reports_what_blockdev_reports() {
     require_root();
     let tmp = TempDir::new("dev-json");
@@ -164,6 +165,7 @@ fn json_device_reports_what_blockdev_reports() {
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn list_json_includes_the_loop_device_with_its_size() {
     require_root();
     let tmp = TempDir::new("dev-list");
@@ -223,6 +225,7 @@ fn allocated_after_format(tmp: &TempDir, name: &str, extra: &[&str]) -> (u64, u6
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn discard_releases_the_backing_files_blocks_and_no_discard_does_not() {
     require_root();
     let tmp = TempDir::new("dev-discard");
@@ -251,6 +254,7 @@ fn discard_releases_the_backing_files_blocks_and_no_discard_does_not() {
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn mounted_device_is_refused_and_left_unchanged() {
     require_root();
     let tmp = TempDir::new("dev-mounted");
@@ -285,6 +289,7 @@ fn mounted_device_is_refused_and_left_unchanged() {
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn no_terminal_without_yes_is_refused_and_left_unchanged() {
     require_root();
     let tmp = TempDir::new("dev-noyes");
@@ -310,6 +315,7 @@ fn no_terminal_without_yes_is_refused_and_left_unchanged() {
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn sector_size_below_the_devices_is_refused() {
     require_root();
     let tmp = TempDir::new("dev-sector");
@@ -368,6 +374,7 @@ fn nonzero_free_area(tmp: &TempDir, fs: &str, cluster: &str, extra: &[&str]) -> 
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn full_zeroes_the_free_cluster_area() {
     require_root();
     let tmp = TempDir::new("dev-full");

@@ -10,12 +10,11 @@
 
 use mkfs_alloc_layout::FsType;
 use mkfs_alloc_tests::checks::{check_fat32_boot, fsck_fat_clean, fsck_fat_geometry, mtools};
+use mkfs_alloc_tests::fatfs_io::fatfs_round_trip;
 use mkfs_alloc_tests::{
     format_planned, matrix_cases, require_tool, run, smallest_and_medium, test_data, FormatArgs,
     FuseMount, LoopDevice, Size, TempDir, GIB, KIB, MIB, TIB,
 };
-use std::io::{Read, Write};
-use std::path::Path;
 
 /// A medium size that is not a round number (tests the unused tail), valid
 /// for every cluster size of the matrix.
@@ -108,52 +107,7 @@ fn fat32_case(cluster: u64, sector: u32, size: Size) {
     }
 
     // The fatfs crate writes a file, reads it back; mtools and fsck agree.
-    let note = test_data(3 * usize::try_from(cluster).expect("fits") / 2 + 7, 7);
-    fatfs_write(&img, "FATFS.BIN", &note);
-    assert!(
-        fatfs_read(&img, "FATFS.BIN") == note,
-        "fatfs read back other bytes"
-    );
-    assert!(
-        fatfs_read(&img, "DATA.BIN") == data,
-        "fatfs reads mcopy's file wrong"
-    );
-    let typed = mtools("mtype", &img, &["::/FATFS.BIN"]);
-    typed.assert_success();
-    assert!(typed.stdout_bytes == note, "mtype reads fatfs's file wrong");
-    fsck_fat_clean(&img);
-}
-
-fn open_fs(img: &Path) -> fatfs::FileSystem<std::fs::File> {
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(img)
-        .expect("open image");
-    fatfs::FileSystem::new(f, fatfs::FsOptions::new())
-        .unwrap_or_else(|e| panic!("fatfs cannot open the image: {e}"))
-}
-
-fn fatfs_write(img: &Path, name: &str, data: &[u8]) {
-    let fs = open_fs(img);
-    {
-        let mut f = fs.root_dir().create_file(name).expect("fatfs create_file");
-        f.truncate().expect("fatfs truncate");
-        f.write_all(data).expect("fatfs write");
-        f.flush().expect("fatfs flush");
-    }
-    fs.unmount().expect("fatfs unmount");
-}
-
-fn fatfs_read(img: &Path, name: &str) -> Vec<u8> {
-    let fs = open_fs(img);
-    let mut out = Vec::new();
-    fs.root_dir()
-        .open_file(name)
-        .expect("fatfs open_file")
-        .read_to_end(&mut out)
-        .expect("fatfs read");
-    out
+    fatfs_round_trip(&img, cluster, &data);
 }
 
 /// The largest FAT32 volume with 512-byte sectors, rounded down to 1 MiB.

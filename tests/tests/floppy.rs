@@ -59,6 +59,7 @@ fn floppy(size: u64, extra: &[&str]) -> MkfsJson {
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn floppy_sizes_format_without_a_table() {
     for size in [360 * KIB, 720 * KIB, 1_474_560, 2_949_120] {
         floppy(size, &[]);
@@ -66,6 +67,7 @@ fn floppy_sizes_format_without_a_table() {
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn the_classic_1_44_mb_floppy() {
     floppy(
         1_474_560,

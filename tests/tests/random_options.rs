@@ -267,6 +267,7 @@ fn check(o: &Opts) -> Result<(), TestCaseError> {
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn random_option_sets_format_cleanly_or_write_nothing() {
     require_root();
     let started = Instant::now();

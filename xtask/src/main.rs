@@ -7,8 +7,10 @@
 //!   external tools the interoperability tests use (and, with the flags,
 //!   those of `test-windows`, `fuzz` and `test-kernel`), and install the missing Debian packages in
 //!   one `apt-get` call (as root; otherwise print the command and fail);
-//! - `test [ARGS...]`: `install-tools`, `cargo build -p mkfs-alloc-cli`, then
-//!   `cargo test --workspace [ARGS...]` with `MKFS_ALLOC_BIN` set;
+//! - `test [ARGS...] [-- TEST-ARGS...]`: the tool/root tier and the pure
+//!   tier together: `install-tools`, `cargo build -p mkfs-alloc-cli`, then
+//!   `cargo test --workspace [ARGS...] -- --include-ignored [TEST-ARGS...]`
+//!   as root, with `MKFS_ALLOC_BIN` set and the sbin directories on `PATH`;
 //! - `bench`: see `bench.rs`;
 //! - `bench-probe [--write]`: `mkfs-alloc probe` vs f3probe on FUSE fake
 //!   sticks (see `probe_bench.rs`);
@@ -45,7 +47,7 @@ const COMMANDS: &[Cmd] = &[
     ),
     (
         "test",
-        "install-tools, build the CLI, run `cargo test --workspace [ARGS...]`",
+        "both tiers, as root: install-tools, build the CLI, `cargo test --workspace [ARGS...] -- --include-ignored`",
         test_cmd,
     ),
     (
@@ -100,9 +102,10 @@ const CROSS_TARGETS: &[&str] = &[
 ];
 
 /// Packages left out of `cross-check`: host-only tooling. `xtask` and
-/// `mkfs-alloc-tests` use `std::os::unix` (and Linux tools); they do not
+/// `mkfs-alloc-tests` and `mkfs-alloc-testsupport` use `std::os::unix` (and
+/// Linux tools); they do not
 /// compile for Windows, and run nowhere but on Linux.
-const CROSS_EXCLUDE: &[&str] = &["xtask", "mkfs-alloc-tests"];
+const CROSS_EXCLUDE: &[&str] = &["xtask", "mkfs-alloc-tests", "mkfs-alloc-testsupport"];
 
 /// `cargo check` and `cargo clippy -- -D warnings` of the workspace (minus
 /// [`CROSS_EXCLUDE`]) for every target of [`CROSS_TARGETS`]. Runs them all,
@@ -300,9 +303,9 @@ fn bench_probe_cmd(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Tools the tests run, with the Debian package of each (shared with
-/// `tests/src/tools.rs`).
-const TOOLS: &[(&str, &str)] = include!("test_tools.in");
+/// Tools the tests run, with the Debian package of each (shared with the
+/// tests' guards in `crates/mkfs-alloc-testsupport`).
+const TOOLS: &[(&str, &str)] = include!("../../crates/mkfs-alloc-testsupport/src/tools.in");
 
 /// Tools only the benchmark runs.
 const BENCH_TOOLS: &[(&str, &str)] = &[("/usr/bin/time", "time")];
@@ -545,8 +548,21 @@ fn check_fuse() {
     }
 }
 
+/// `cargo xtask test`: every test, the tool/root tier included. The tool
+/// tier's tests are `#[ignore = "tool tier: cargo xtask test"]` so that a
+/// plain `cargo test` passes on a bare machine; here they run
+/// (`--include-ignored`), and a missing tool or missing root FAILS them
+/// (the guards of `crates/mkfs-alloc-testsupport` panic naming the tool and
+/// its package). Nothing is skipped.
 fn test_cmd(args: &[String]) -> Result<(), String> {
     let start = Instant::now();
+    if !is_root() {
+        return Err(
+            "`cargo xtask test` runs the root tier (loop devices, FUSE and tmpfs \
+             mounts): run it as root, as CI does; plain `cargo test` runs the pure tier"
+                .into(),
+        );
+    }
     install_tools()?;
     let root = workspace_root();
     run(Command::new(cargo())
@@ -559,11 +575,31 @@ fn test_cmd(args: &[String]) -> Result<(), String> {
             bin.display()
         ));
     }
+    // ARGS go to cargo, TEST-ARGS (after `--`) to the test harness.
+    let split = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    let (cargo_args, test_args) = (&args[..split], args.get(split + 1..).unwrap_or(&[]));
     run(Command::new(cargo())
         .current_dir(&root)
         .args(["test", "--workspace"])
-        .args(args)
-        .env("MKFS_ALLOC_BIN", &bin))?;
+        .args(cargo_args)
+        .args(["--", "--include-ignored"])
+        .args(test_args)
+        .env("MKFS_ALLOC_BIN", &bin)
+        .env("PATH", path_with_sbin()))?;
     eprintln!("xtask: test finished in {:.0?}", start.elapsed());
     Ok(())
+}
+
+/// `$PATH` with the sbin directories appended where missing: the tests find
+/// tools on `PATH` only (root tools such as `losetup` and `mkfs.exfat` live
+/// in sbin, which a non-login shell may lack).
+fn path_with_sbin() -> std::ffi::OsString {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
+    for extra in ["/usr/local/sbin", "/usr/sbin", "/sbin"] {
+        if !dirs.iter().any(|d| d == Path::new(extra)) {
+            dirs.push(PathBuf::from(extra));
+        }
+    }
+    std::env::join_paths(dirs).unwrap_or(path)
 }

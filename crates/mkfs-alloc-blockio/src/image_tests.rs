@@ -1,25 +1,16 @@
 //! Unit tests of [`ImageFile`](super::ImageFile).
 
 use super::*;
-use std::sync::atomic::{AtomicU32, Ordering};
+use mkfs_alloc_testsupport::TempDir;
 
-/// A unique path in the temp dir, removed on drop.
-struct TempPath(PathBuf);
+/// `image.img` in a fresh temporary directory (kept, and removed on drop, by
+/// the second field).
+struct TempPath(PathBuf, #[allow(dead_code)] TempDir);
 
 impl TempPath {
     fn new(tag: &str) -> Self {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let name = format!("mkfs-alloc-blockio-{}-{tag}-{n}.img", std::process::id());
-        let p = std::env::temp_dir().join(name);
-        let _ = std::fs::remove_file(&p);
-        TempPath(p)
-    }
-}
-
-impl Drop for TempPath {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        let dir = TempDir::new(&format!("blockio-{tag}"));
+        TempPath(dir.join("image.img"), dir)
     }
 }
 
@@ -259,7 +250,8 @@ fn zero_fallback_by_writing_is_counted_as_zeroing() {
         img.punch_ok = false;
         img.zero_range_ok = false;
     }
-    // More than one ZERO_CHUNK, not a multiple of it.
+    // Over SMALL_ZERO_RANGE (so not by writing over data only), many 64 KiB
+    // zero buffers, not a multiple of one.
     img.write_zeroes(1, 2048 + 100).unwrap();
     assert_eq!(img.last_zero_method(), Some(ZeroMethod::Writing));
     let mut buf = vec![0xFF; 3 << 20];

@@ -294,10 +294,8 @@ mod tests {
 
     #[test]
     fn journal_round_trip_ignores_a_torn_tail_and_restores_newest_first() {
-        let dir = std::env::temp_dir().join(format!("mkfs-alloc-journal-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = mkfs_alloc_testsupport::TempDir::new("journal");
         let path = dir.join("j");
-        let _ = std::fs::remove_file(&path);
         let mut j = Journal::create(&path, 8 * 4096, 4096).unwrap();
         j.save(3, &[1; 4096]).unwrap();
         j.save(3, &[2; 4096]).unwrap(); // a later save of the same storage
@@ -319,6 +317,5 @@ mod tests {
             restore_journal(&mut other, &path),
             Err(ProbeError::JournalMismatch(_))
         ));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -10,59 +10,28 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)]
 
+use std::ffi::OsStr;
 use std::fs;
-use std::io::Write;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use mkfs_alloc_blockio::{BlockIo, IoOp};
 use mkfs_alloc_device::{self as device, Device, DeviceError, RefusalKind};
+use mkfs_alloc_testsupport::{
+    sparse_file, tool, tool_ok, tool_stdin, FuseMount, LoopDevice, LoopOptions, TempDir,
+};
 
-/// Runs `cmd args`, panics unless it ran and succeeded; returns stdout.
+/// Runs the tool `cmd` (a missing one fails naming its package), panics
+/// unless it succeeded; returns stdout, trimmed.
 fn run(cmd: &str, args: &[&str]) -> String {
-    let out = Command::new(cmd)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run `{cmd}` (is it installed?): {e}"));
-    assert!(
-        out.status.success(),
-        "`{cmd} {}` failed ({}): {}",
-        args.join(" "),
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+    tool_ok(cmd, args).trim().to_string()
 }
 
-/// A fresh directory under the temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let p = std::env::temp_dir().join(format!(
-            "mkfs-alloc-device-{}-{tag}-{n}",
-            std::process::id()
-        ));
-        let _ = fs::remove_dir_all(&p);
-        fs::create_dir(&p).unwrap();
-        TempDir(fs::canonicalize(&p).unwrap())
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A loop device over a sparse image; detached on drop (before the image's
-/// directory is removed).
+/// A loop device over a sparse image in its own temporary directory; the
+/// device is detached before the directory is removed (field order).
 struct Loop {
     dev: PathBuf,
+    _guard: LoopDevice,
     image: PathBuf,
     dir: TempDir,
 }
@@ -83,27 +52,23 @@ impl Loop {
         partscan: bool,
     ) -> Loop {
         let dir = TempDir::new(tag);
-        let image = dir.0.join("disk.img");
-        fs::File::create(&image).unwrap().set_len(size).unwrap();
+        let image = dir.join("disk.img");
+        sparse_file(&image, size);
         prepare(&image);
-        let ss = sector_size.map(|s| s.to_string());
-        let mut args = vec!["-f", "--show"];
-        if partscan {
-            args.push("-P");
-        }
-        if let Some(ss) = &ss {
-            args.extend(["--sector-size", ss.as_str()]);
-        }
-        let img = image.to_str().unwrap();
-        args.push(img);
-        let dev = PathBuf::from(run("losetup", &args));
-        let lp = Loop { dev, image, dir };
-        assert!(
-            lp.dev.to_string_lossy().starts_with("/dev/loop"),
-            "losetup printed {:?}",
-            lp.dev
+        let guard = LoopDevice::attach_with(
+            &image,
+            LoopOptions {
+                sector_size,
+                partscan,
+                ..LoopOptions::default()
+            },
         );
-        lp
+        Loop {
+            dev: guard.path().to_path_buf(),
+            _guard: guard,
+            image,
+            dir,
+        }
     }
 
     fn dev_str(&self) -> &str {
@@ -113,43 +78,6 @@ impl Loop {
     /// 512-byte units allocated to the backing image.
     fn allocated(&self) -> u64 {
         fs::metadata(&self.image).unwrap().blocks()
-    }
-}
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let ok = Command::new("losetup")
-            .args(["-d", self.dev_str()])
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            eprintln!("warning: could not detach {}", self.dev.display());
-        }
-    }
-}
-
-/// A FUSE mount, unmounted with `fusermount -u` on drop.
-struct FuseMount(PathBuf);
-
-impl FuseMount {
-    fn unmount(&self) -> bool {
-        Command::new("fusermount")
-            .arg("-u")
-            .arg(&self.0)
-            .status()
-            .is_ok_and(|s| s.success())
-    }
-}
-
-impl Drop for FuseMount {
-    fn drop(&mut self) {
-        for _ in 0..20 {
-            if self.unmount() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        eprintln!("warning: could not unmount {}", self.0.display());
     }
 }
 
@@ -172,6 +100,7 @@ fn pattern(len: usize, seed: u8) -> Vec<u8> {
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn inspect_matches_blockdev_for_512_and_4096_byte_sectors() {
     for ss in [None, Some(4096u32)] {
         let lp = Loop::attach("inspect", 64 << 20, ss);
@@ -203,7 +132,7 @@ fn inspect_matches_blockdev_for_512_and_4096_byte_sectors() {
 #[test]
 fn inspect_rejects_files_and_missing_paths() {
     let dir = TempDir::new("notdev");
-    let file = dir.0.join("plain.img");
+    let file = dir.join("plain.img");
     fs::write(&file, [0u8; 4096]).unwrap();
     assert!(matches!(
         device::inspect(&file),
@@ -213,7 +142,7 @@ fn inspect_rejects_files_and_missing_paths() {
         Device::open(&file),
         Err(DeviceError::NotABlockDevice { .. })
     ));
-    let missing = dir.0.join("missing");
+    let missing = dir.join("missing");
     let err = device::inspect(&missing).unwrap_err();
     assert!(matches!(err, DeviceError::Io { .. }), "{err}");
     assert!(err.to_string().contains("missing"), "{err}");
@@ -221,6 +150,7 @@ fn inspect_rejects_files_and_missing_paths() {
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn open_round_trip_and_exclusive() {
     let lp = Loop::attach("rw", 16 << 20, Some(4096));
     let mut dev = Device::open(&lp.dev).unwrap();
@@ -263,6 +193,7 @@ fn open_round_trip_and_exclusive() {
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn discard_deallocates_backing_blocks() {
     let lp = Loop::attach("discard", 16 << 20, None);
     let mut dev = Device::open(&lp.dev).unwrap();
@@ -293,6 +224,7 @@ fn discard_deallocates_backing_blocks() {
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn write_zeroes_zeroes() {
     let lp = Loop::attach("zero", 16 << 20, None);
     let mut dev = Device::open(&lp.dev).unwrap();
@@ -324,6 +256,7 @@ fn write_zeroes_zeroes() {
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn list_includes_attached_loop_devices() {
     let lp = Loop::attach("list", 8 << 20, None);
     let all = device::list().unwrap();
@@ -344,6 +277,7 @@ fn list_includes_attached_loop_devices() {
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn refusal_names_the_fuse_mount_point() {
     let lp = Loop::attach("fuse", 64 << 20, None);
     run("mkfs.exfat", &["-L", "MKFSTEST", lp.dev_str()]);
@@ -352,10 +286,8 @@ fn refusal_names_the_fuse_mount_point() {
     assert_eq!(info.label.as_deref(), Some("MKFSTEST"));
     assert_eq!(device::refusal(&info), None, "not mounted yet");
 
-    let mnt = lp.dir.0.join("mnt");
-    fs::create_dir(&mnt).unwrap();
-    run("mount.exfat-fuse", &[lp.dev_str(), mnt.to_str().unwrap()]);
-    let guard = FuseMount(mnt.clone());
+    let mnt = lp.dir.subdir("mnt");
+    let guard = FuseMount::exfat(&lp.dev, &mnt);
 
     let info = device::inspect(&lp.dev).unwrap();
     assert_eq!(info.mountpoints, std::slice::from_ref(&mnt), "{info:#?}");
@@ -369,14 +301,14 @@ fn refusal_names_the_fuse_mount_point() {
     let me = listed.iter().find(|i| i.path == lp.dev).unwrap();
     assert_eq!(me.mountpoints, std::slice::from_ref(&mnt));
 
-    assert!(guard.unmount(), "fusermount -u {}", mnt.display());
-    std::mem::forget(guard);
+    guard.unmount();
     let info = device::inspect(&lp.dev).unwrap();
     assert!(info.mountpoints.is_empty(), "{info:#?}");
     assert_eq!(device::refusal(&info), None);
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn reread_partitions_on_a_plain_loop_device_does_not_panic() {
     let lp = Loop::attach("rrpart", 8 << 20, None);
     let mut dev = Device::open(&lp.dev).unwrap();
@@ -393,39 +325,27 @@ fn reread_partitions_on_a_plain_loop_device_does_not_panic() {
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn partitions_are_read_from_sysfs_and_their_mounts_refused() {
     // Two partitions, 1 MiB..9 MiB and 9 MiB..29 MiB, written into the
     // image with `sfdisk`. The loop device is attached with `-P` and the
     // partitions are added with `partx --add` (BLKPG), which works even on
     // kernels without partition table parsers.
     let write_table = |image: &Path| {
-        let mut child = Command::new("sfdisk")
-            .arg("--quiet")
-            .arg(image)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot run sfdisk: {e}"));
         let script = "label: gpt\nstart=2048, size=16384\nstart=18432, size=40960\n";
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(script.as_bytes())
-            .unwrap();
-        assert!(child.wait().unwrap().success(), "sfdisk failed");
+        tool_stdin(
+            "sfdisk",
+            &[OsStr::new("--quiet"), image.as_os_str()],
+            script,
+        );
     };
     let lp = Loop::attach_with("parts", 32 << 20, None, write_table, true);
     // Partitions found by the kernel's own scan are already there.
-    let out = Command::new("partx")
-        .args(["--add", lp.dev_str()])
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run partx: {e}"));
+    let out = tool("partx", &["--add", lp.dev_str()]);
     let p1 = format!("{}p1", lp.dev_str());
     assert!(
-        out.status.success() || Path::new(&p1).exists(),
-        "partx --add: {}",
-        String::from_utf8_lossy(&out.stderr)
+        out.success() || Path::new(&p1).exists(),
+        "partx --add:\n{out}"
     );
     run("mkfs.exfat", &["-L", "PART1", &p1]);
 
@@ -455,10 +375,8 @@ fn partitions_are_read_from_sysfs_and_their_mounts_refused() {
     assert_eq!(part.fs_type.as_deref(), Some("exfat"));
 
     // A mounted partition makes the whole disk refused, naming both.
-    let mnt = lp.dir.0.join("mnt");
-    fs::create_dir(&mnt).unwrap();
-    run("mount.exfat-fuse", &[&p1, mnt.to_str().unwrap()]);
-    let guard = FuseMount(mnt.clone());
+    let mnt = lp.dir.subdir("mnt");
+    let guard = FuseMount::exfat(Path::new(&p1), &mnt);
     let info = device::inspect(&lp.dev).unwrap();
     assert_eq!(info.partitions[0].mountpoints, std::slice::from_ref(&mnt));
     let r = device::refusal(&info).unwrap();
@@ -471,11 +389,11 @@ fn partitions_are_read_from_sysfs_and_their_mounts_refused() {
         Device::open(&lp.dev),
         Err(DeviceError::Busy { .. })
     ));
-    assert!(guard.unmount());
-    std::mem::forget(guard);
+    // unmount() returns once the driver has exited and closed the partition
+    // (a daemon still holding it made BLKRRPART fail with EBUSY).
+    guard.unmount();
 
-    // With partition scanning on and nothing mounted, it succeeds (the FUSE
-    // daemon may hold the partition for a moment after unmounting).
+    // With partition scanning on and nothing mounted, it succeeds.
     let mut dev = (0..50)
         .find_map(|_| match Device::open(&lp.dev) {
             Err(DeviceError::Busy { .. }) => {
@@ -490,6 +408,7 @@ fn partitions_are_read_from_sysfs_and_their_mounts_refused() {
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn the_root_device_holds_the_system() {
     // The device of `/`, from mountinfo, when it is a block device node.
     let text = fs::read_to_string("/proc/self/mountinfo").unwrap();

@@ -236,7 +236,8 @@ mod tests {
 
     #[test]
     fn read_only_file_refuses_writes() {
-        let p = std::env::temp_dir().join(format!("inspect-ro-{}", std::process::id()));
+        let dir = mkfs_alloc_testsupport::TempDir::new("inspect-ro");
+        let p = dir.join("ro.img");
         std::fs::write(&p, vec![7u8; 1500]).unwrap();
         let mut f = ReadOnlyFile::open(&p, 512).unwrap();
         assert_eq!(f.num_blocks(), 2);

@@ -41,14 +41,15 @@ fn error_of(v: &Volume) -> &str {
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn truncated_images() {
     let t = TempDir::new("trunc");
     // mkfs.exfat -c 4K IMG (64 MiB), then cut to 16 MiB.
-    let e = t.path("e.img");
+    let e = t.join("e.img");
     sparse(&e, 64 * MIB);
     run("mkfs.exfat", &["-c", "4K", e.to_str().unwrap()]);
     // mkfs.fat -F 32 -s 1 IMG (100 MiB), then cut to 40 MiB.
-    let f = t.path("f.img");
+    let f = t.join("f.img");
     sparse(&f, 100 * MIB);
     run("mkfs.fat", &["-F", "32", "-s", "1", f.to_str().unwrap()]);
     for (img, cut) in [(&e, 16 * MIB), (&f, 40 * MIB)] {
@@ -75,7 +76,7 @@ fn truncated_images() {
     assert!(error_of(&v).contains("truncated"), "{v:#?}");
 
     // A partitioned image cut in the middle of its partition.
-    let g = t.path("g.img");
+    let g = t.join("g.img");
     sparse(&g, 64 * MIB);
     partition(&g, "gpt", "EBD0A0A2-B9E5-4433-87C0-68B6B72699C7", 62 * MIB);
     run(
@@ -107,9 +108,10 @@ fn truncated_images() {
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn exfat_boot_checksum() {
     let t = TempDir::new("csum");
-    let img = t.path("e.img");
+    let img = t.join("e.img");
     sparse(&img, 32 * MIB);
     // mkfs.exfat -c 4K -L CSUM IMG
     run(
@@ -141,11 +143,11 @@ fn exfat_boot_checksum() {
 fn exfat_with_files(img: &Path, t: &TempDir) -> (u64, u64, u64, u32) {
     sparse(img, 32 * MIB);
     run("mkfs.exfat", &["-c", "4K", img.to_str().unwrap()]);
-    let lo = Loop::new(img, 0, None);
-    let m = FuseMount::new(&lo.0, &t.path("mnt"));
-    std::fs::write(m.0.join("big.bin"), body(5 * 4096, 1)).unwrap();
-    std::fs::create_dir(m.0.join("sub")).unwrap();
-    std::fs::write(m.0.join("sub/inner.txt"), b"hello").unwrap();
+    let lo = loop_at(img, 0, None);
+    let m = mount_exfat(&lo, &t.join("mnt"));
+    std::fs::write(m.dir().join("big.bin"), body(5 * 4096, 1)).unwrap();
+    std::fs::create_dir(m.dir().join("sub")).unwrap();
+    std::fs::write(m.dir().join("sub/inner.txt"), b"hello").unwrap();
     m.unmount();
     drop(lo);
     let boot = read(img, 0, 512);
@@ -182,9 +184,10 @@ fn find_set(img: &Path, root_off: u64, name: &str) -> (u64, Vec<u8>, u32) {
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn exfat_fat_loop_and_directory_cycle() {
     let t = TempDir::new("exloop");
-    let img = t.path("e.img");
+    let img = t.join("e.img");
     let (cs, heap, fat, root) = exfat_with_files(&img, &t);
     let root_off = heap + u64::from(root - 2) * cs;
     let clean = only_volume(&img, true);
@@ -202,7 +205,7 @@ fn exfat_fat_loop_and_directory_cycle() {
     set[33] &= !0x02;
     let c = set_checksum(&set);
     set[2..4].copy_from_slice(&c.to_le_bytes());
-    let loop_img = t.path("loop.img");
+    let loop_img = t.join("loop.img");
     std::fs::copy(&img, &loop_img).unwrap();
     patch(&loop_img, set_off, &set);
     patch(
@@ -228,7 +231,7 @@ fn exfat_fat_loop_and_directory_cycle() {
     set[52..56].copy_from_slice(&root.to_le_bytes());
     let c = set_checksum(&set);
     set[2..4].copy_from_slice(&c.to_le_bytes());
-    let cyc = t.path("cycle.img");
+    let cyc = t.join("cycle.img");
     std::fs::copy(&img, &cyc).unwrap();
     patch(&cyc, set_off, &set);
     let v = only_volume(&cyc, true);
@@ -241,14 +244,15 @@ fn exfat_fat_loop_and_directory_cycle() {
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn fat_loop_and_directory_cycle() {
     let t = TempDir::new("fatloop");
-    let img = t.path("f.img");
+    let img = t.join("f.img");
     sparse(&img, 100 * MIB);
     // mkfs.fat -F 32 -s 1 IMG; mcopy a 5-cluster file (first cluster 3),
     // mmd ::/SUB.
     run("mkfs.fat", &["-F", "32", "-s", "1", img.to_str().unwrap()]);
-    let src = t.path("src");
+    let src = t.join("src");
     std::fs::write(&src, body(5 * 512, 3)).unwrap();
     let imgs = img.to_str().unwrap();
     run("mcopy", &["-i", imgs, src.to_str().unwrap(), "::/BIG.BIN"]);
@@ -260,7 +264,7 @@ fn fat_loop_and_directory_cycle() {
     let data = clean.data_offset.unwrap();
 
     // FAT loop in both FATs: cluster 5 (third of BIG.BIN) points to itself.
-    let loop_img = t.path("loop.img");
+    let loop_img = t.join("loop.img");
     std::fs::copy(&img, &loop_img).unwrap();
     for f in [fat, fat + fat_bytes] {
         patch(&loop_img, f + 4 * 5, &5u32.to_le_bytes());
@@ -271,7 +275,7 @@ fn fat_loop_and_directory_cycle() {
 
     // Root directory chain loop: cluster 2 points to itself; the root's
     // entries are still read, the loop is reported.
-    let rl = t.path("rootloop.img");
+    let rl = t.join("rootloop.img");
     std::fs::copy(&img, &rl).unwrap();
     for f in [fat, fat + fat_bytes] {
         patch(&rl, f + 4 * 2, &2u32.to_le_bytes());
@@ -288,7 +292,7 @@ fn fat_loop_and_directory_cycle() {
         .unwrap() as u64
         * 32;
     for cl in [2u16, 0] {
-        let cyc = t.path("cycle.img");
+        let cyc = t.join("cycle.img");
         std::fs::copy(&img, &cyc).unwrap();
         patch(&cyc, data + pos + 26, &cl.to_le_bytes());
         let v = only_volume(&cyc, true);

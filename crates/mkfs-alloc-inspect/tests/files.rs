@@ -117,7 +117,7 @@ fn fill_fat(img: &Path, t: &TempDir, cs: u64) -> BTreeMap<String, u64> {
         run("mmd", &["-i", imgs, &format!("::{d}")]);
     }
     for (i, (p, &size)) in files.iter().enumerate() {
-        let src = t.path(&format!("src{i}"));
+        let src = t.join(&format!("src{i}"));
         std::fs::write(&src, body(size as usize, i as u8)).unwrap();
         run(
             "mcopy",
@@ -129,7 +129,7 @@ fn fill_fat(img: &Path, t: &TempDir, cs: u64) -> BTreeMap<String, u64> {
     // run is long enough, so it takes the hole and the tail.
     let mut expected = files;
     let copy = |name: &str, size: u64, expected: &mut BTreeMap<String, u64>| {
-        let src = t.path("frag");
+        let src = t.join("frag");
         std::fs::write(&src, body(size as usize, 7)).unwrap();
         run(
             "mcopy",
@@ -149,6 +149,7 @@ fn fill_fat(img: &Path, t: &TempDir, cs: u64) -> BTreeMap<String, u64> {
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn fat_filled_by_mtools() {
     let t = TempDir::new("mtools");
     // (mkfs.fat arguments, size)
@@ -158,7 +159,7 @@ fn fat_filled_by_mtools() {
         (&["-F", "12", "-s", "8"], 8 * MIB),
     ];
     for (i, (args, size)) in cases.iter().enumerate() {
-        let img = t.path(&format!("m{i}.img"));
+        let img = t.join(&format!("m{i}.img"));
         sparse(&img, *size);
         // mkfs.fat ARGS -n FILES IMG
         let mut a = args.to_vec();
@@ -194,9 +195,9 @@ fn fat_filled_by_mtools() {
 /// Writes the planned files through an exfat-fuse mount, with a fragmented
 /// file made by alternating appends.
 fn fill_exfat(img: &Path, t: &TempDir) -> BTreeMap<String, u64> {
-    let lo = Loop::new(img, 0, None);
-    let mnt = FuseMount::new(&lo.0, &t.path("mnt"));
-    let root = mnt.0.clone();
+    let lo = loop_at(img, 0, None);
+    let mnt = mount_exfat(&lo, &t.join("mnt"));
+    let root = mnt.dir().to_path_buf();
     let mut expected = plan_files();
     for d in dirs_of(&expected) {
         std::fs::create_dir_all(root.join(d.trim_start_matches('/'))).unwrap();
@@ -231,10 +232,11 @@ fn fill_exfat(img: &Path, t: &TempDir) -> BTreeMap<String, u64> {
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn exfat_filled_through_fuse() {
     let t = TempDir::new("fuse");
     for (i, ours) in [false, true].into_iter().enumerate() {
-        let img = t.path(&format!("x{i}.img"));
+        let img = t.join(&format!("x{i}.img"));
         if ours {
             let opts = FormatOptions {
                 fs: FsChoice::Fixed(FsType::Exfat),

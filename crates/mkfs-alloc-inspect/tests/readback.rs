@@ -75,6 +75,7 @@ fn check_clean(v: &Volume) {
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn mkfs_exfat_matrix() {
     let t = TempDir::new("mkexfat");
     // (image size, cluster, table)
@@ -87,7 +88,7 @@ fn mkfs_exfat_matrix() {
         (130 * MIB, "1M", Table::Gpt),
     ];
     for (i, &(size, cluster, table)) in cases.iter().enumerate() {
-        let img = t.path(&format!("e{i}.img"));
+        let img = t.join(&format!("e{i}.img"));
         let (start, psize) = image(&img, size, table, "7");
         let label = format!("EX{i}");
         // mkfs.exfat -c CLUSTER -L LABEL (IMG | loop device over the partition)
@@ -98,9 +99,9 @@ fn mkfs_exfat_matrix() {
             );
             run("dump.exfat", &[img.to_str().unwrap()])
         } else {
-            let lo = Loop::new(&img, start, Some(psize));
-            run("mkfs.exfat", &["-c", cluster, "-L", &label, &lo.0]);
-            run("dump.exfat", &[&lo.0])
+            let lo = loop_at(&img, start, Some(psize));
+            run("mkfs.exfat", &["-c", cluster, "-L", &label, lo.path_str()]);
+            run("dump.exfat", &[lo.path_str()])
         };
         let r = inspect_file(&img, false);
         check_table(&r, table, start, psize);
@@ -141,6 +142,7 @@ fn mkfs_exfat_matrix() {
 }
 
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn mkfs_fat_matrix() {
     let t = TempDir::new("mkfat");
     // (image size, FAT bits, sectors per cluster, sector size, table, extra)
@@ -155,7 +157,7 @@ fn mkfs_fat_matrix() {
         (100 * MIB, "32", "2", "512", Table::None, &["--mbr=y"]),
     ];
     for (i, &(size, bits, spc, sector, table, extra)) in cases.iter().enumerate() {
-        let img = t.path(&format!("f{i}.img"));
+        let img = t.join(&format!("f{i}.img"));
         let mbr_type = if bits == "32" { "c" } else { "6" };
         let (start, psize) = image(&img, size, table, mbr_type);
         let label = format!("FAT{i}");
@@ -179,8 +181,8 @@ fn mkfs_fat_matrix() {
         let fsck = if start == 0 {
             run("fsck.fat", &["-v", "-n", imgs])
         } else {
-            let lo = Loop::new(&img, start, Some(psize));
-            run("fsck.fat", &["-v", "-n", &lo.0])
+            let lo = loop_at(&img, start, Some(psize));
+            run("fsck.fat", &["-v", "-n", lo.path_str()])
         };
         let r = inspect_file(&img, false);
         let what = format!("case {i}: -F {bits} -s {spc} -S {sector} {table:?} {extra:?}");
@@ -242,6 +244,7 @@ fn mkfs_fat_matrix() {
 
 /// Our own formatter, whole medium and inside a partition made by sfdisk.
 #[test]
+#[ignore = "tool tier: cargo xtask test"]
 fn our_formatter() {
     let t = TempDir::new("ours");
     let cases = [
@@ -257,7 +260,7 @@ fn our_formatter() {
         (FsType::Fat12, 4 * KIB, 512, 18 * MIB, Table::Gpt),
     ];
     for (i, &(fs, cluster, bps, size, table)) in cases.iter().enumerate() {
-        let img = t.path(&format!("o{i}.img"));
+        let img = t.join(&format!("o{i}.img"));
         let ty = match fs {
             FsType::Exfat => "7",
             FsType::Fat32 => "c",

@@ -11,29 +11,11 @@ use mkfs_alloc_layout::{
     WriteError,
 };
 use mkfs_alloc_populate::{plan_tree, PopulateError, Problem, TimePolicy, Tree};
+use mkfs_alloc_testsupport::TempDir;
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
-
-struct Tmp(PathBuf);
-impl Tmp {
-    fn new(tag: &str) -> Tmp {
-        let p = std::env::temp_dir().join(format!(
-            "populate-{tag}-{}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        let _ = fs::remove_dir_all(&p);
-        fs::create_dir_all(&p).expect("temp dir");
-        Tmp(p)
-    }
-}
-impl Drop for Tmp {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
 
 /// (path, contents) of the test tree; directories end in '/'.
 fn entries() -> Vec<(String, Vec<u8>)> {
@@ -138,20 +120,20 @@ fn same_tree_in_another_creation_order_gives_the_same_bytes() {
     let mut backward = forward.clone();
     backward.reverse();
     // Directories must exist before their files in creation; create_dir_all handles it.
-    let (a, b) = (Tmp::new("order-a"), Tmp::new("order-b"));
-    make_tree(&a.0, &forward);
-    make_tree(&b.0, &backward);
+    let (a, b) = (TempDir::new("order-a"), TempDir::new("order-b"));
+    make_tree(a.path(), &forward);
+    make_tree(b.path(), &backward);
     for (fs_type, cluster, size) in sizes() {
         let l = layout(fs_type, cluster, size);
         let time = TimePolicy::default();
-        let x = format(&l, Tree::from_dir(&a.0).expect("tree"), time).expect("format");
-        let y = format(&l, Tree::from_dir(&b.0).expect("tree"), time).expect("format");
+        let x = format(&l, Tree::from_dir(a.path()).expect("tree"), time).expect("format");
+        let y = format(&l, Tree::from_dir(b.path()).expect("tree"), time).expect("format");
         assert!(x == y, "{fs_type} {cluster}: images differ");
         // SOURCE_DATE_EPOCH changes them (newer mtimes are clamped).
         let clamp = TimePolicy {
             clamp: Some(1_600_000_000),
         };
-        let z = format(&l, Tree::from_dir(&a.0).expect("tree"), clamp).expect("format");
+        let z = format(&l, Tree::from_dir(a.path()).expect("tree"), clamp).expect("format");
         assert!(x != z, "{fs_type} {cluster}: the clamp changed nothing");
     }
 }
@@ -208,11 +190,11 @@ fn used_clusters(l: &Layout, img: &[u8]) -> u64 {
 
 #[test]
 fn used_clusters_equal_advise_prediction() {
-    let t = Tmp::new("advise");
+    let t = TempDir::new("advise");
     let n = entries().len();
-    make_tree(&t.0, &(0..n).collect::<Vec<_>>());
+    make_tree(t.path(), &(0..n).collect::<Vec<_>>());
     // advise scans PATH arguments as root entries: give it each top entry.
-    let mut tops: Vec<PathBuf> = fs::read_dir(&t.0)
+    let mut tops: Vec<PathBuf> = fs::read_dir(t.path())
         .expect("ls")
         .map(|e| e.expect("entry").path())
         .collect();
@@ -223,7 +205,7 @@ fn used_clusters_equal_advise_prediction() {
         let predicted = footprint_for(&l, &data).new_clusters();
         let img = format(
             &l,
-            Tree::from_dir(&t.0).expect("tree"),
+            Tree::from_dir(t.path()).expect("tree"),
             TimePolicy::default(),
         )
         .expect("format");
@@ -311,8 +293,8 @@ fn a_tree_too_large_is_refused_with_the_shortfall() {
 #[test]
 fn a_source_that_changes_leaves_no_boot_sector() {
     for fs_type in [FsType::Exfat, FsType::Fat32] {
-        let t = Tmp::new("changes");
-        let f = t.0.join("file.bin");
+        let t = TempDir::new("changes");
+        let f = t.path().join("file.bin");
         fs::write(&f, vec![1u8; 10_000]).expect("write");
         let mut tree = Tree::new();
         tree.add_host_file(&f, "/file.bin").expect("add");
@@ -371,15 +353,15 @@ fn dos_expected(t: SystemTime) -> (u16, u16, u16, u16, u16, u16) {
 
 #[test]
 fn fatfs_reads_back_the_tree() {
-    let t = Tmp::new("fatfs");
+    let t = TempDir::new("fatfs");
     let e = entries();
-    make_tree(&t.0, &(0..e.len()).collect::<Vec<_>>());
+    make_tree(t.path(), &(0..e.len()).collect::<Vec<_>>());
     for (fs_type, cluster, size) in [
         (FsType::Fat32, 512, 64 << 20),
         (FsType::Fat16, 2048, 64 << 20),
         (FsType::Fat12, 4096, 8 << 20),
     ] {
-        fatfs_reads(&t.0, &e, &layout(fs_type, cluster, size));
+        fatfs_reads(t.path(), &e, &layout(fs_type, cluster, size));
     }
 }
 

@@ -25,6 +25,8 @@ pub struct LoopOptions {
     pub window: Option<(u64, u64)>,
     /// Attach read-only (`-r`).
     pub read_only: bool,
+    /// Scan the partition table (`-P`).
+    pub partscan: bool,
 }
 
 impl LoopDevice {
@@ -81,6 +83,9 @@ impl LoopDevice {
         if opts.read_only {
             args.push("-r".into());
         }
+        if opts.partscan {
+            args.push("-P".into());
+        }
         args.push(image.to_string_lossy().into_owned());
         let mut last = None;
         for attempt in 0..5 {
@@ -105,6 +110,11 @@ impl LoopDevice {
     /// The device path, e.g. `/dev/loop3`.
     pub fn path(&self) -> &Path {
         &self.dev
+    }
+
+    /// The device path as a string, for tool arguments.
+    pub fn path_str(&self) -> &str {
+        self.dev.to_str().unwrap_or_default()
     }
 }
 

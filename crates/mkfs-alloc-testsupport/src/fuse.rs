@@ -52,7 +52,6 @@ impl FuseMount {
     #[track_caller]
     pub fn exfat(dev: &Path, dir: &Path) -> FuseMount {
         let prog = require_tool("mount.exfat-fuse");
-        require_tool("fusermount");
         let args = vec![
             "-d".into(),
             dev.to_string_lossy().into_owned(),
@@ -65,7 +64,6 @@ impl FuseMount {
     #[track_caller]
     pub fn fusefat_ro(dev: &Path, dir: &Path) -> FuseMount {
         let prog = require_tool("fusefat");
-        require_tool("fusermount");
         let args = vec![
             "-f".into(),
             "-o".into(),
@@ -76,45 +74,12 @@ impl FuseMount {
         Self::spawn(&prog, &args, dir)
     }
 
-    /// `fakestick.py DIR BACKING MODE ANNOUNCED REAL CACHE` (fusepy): a
-    /// counterfeit stick as the file `DIR/stick`, see [`crate::fakestick`].
+    /// Runs the FUSE driver `prog ARGS` (in the foreground, as a child
+    /// process) and waits until `dir` is a mount point; panics with the
+    /// driver's output if it exits or does not mount within 20 s.
     #[track_caller]
-    pub fn fakestick(
-        dir: &Path,
-        backing: &Path,
-        mode: &str,
-        announced: u64,
-        real: u64,
-        cache: u64,
-    ) -> FuseMount {
-        let python = require_tool("python3");
-        require_tool("fusermount");
-        let check = run(&python, &["-c", "import fuse"]);
-        assert!(
-            check.success(),
-            "the Python module fusepy is missing: `python3 -m pip install fusepy` \
-             (or run `cargo xtask install-tools`):\n{check}"
-        );
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/fakestick.py");
-        let args = vec![
-            script.to_string_lossy().into_owned(),
-            dir.to_string_lossy().into_owned(),
-            backing.to_string_lossy().into_owned(),
-            mode.to_string(),
-            announced.to_string(),
-            real.to_string(),
-            cache.to_string(),
-        ];
-        Self::spawn(&python, &args, dir)
-    }
-
-    #[track_caller]
-    fn spawn(prog: &Path, args: &[String], dir: &Path) -> FuseMount {
-        crate::tools::require_root();
-        assert!(
-            Path::new("/dev/fuse").exists(),
-            "/dev/fuse is missing: load the fuse module (`modprobe fuse`) to run the mount tests"
-        );
+    pub fn spawn(prog: &Path, args: &[String], dir: &Path) -> FuseMount {
+        crate::tools::require_fuse();
         let log = dir.with_extension("log");
         let out =
             File::create(&log).unwrap_or_else(|e| panic!("cannot create {}: {e}", log.display()));

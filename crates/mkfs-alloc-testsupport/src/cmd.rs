@@ -81,14 +81,58 @@ pub fn run<S: AsRef<OsStr>>(program: impl AsRef<Path>, args: &[S]) -> CmdOutput 
     run_env(program, args, &[])
 }
 
-/// Like [`run`], with extra environment variables.
+/// Runs the external tool `name` (found with
+/// [`require_tool`](crate::tools::require_tool), so a missing tool fails
+/// naming its package) with `args`.
 #[track_caller]
-pub fn run_env<S: AsRef<OsStr>>(
-    program: impl AsRef<Path>,
-    args: &[S],
-    env: &[(&str, &str)],
-) -> CmdOutput {
-    let program = program.as_ref();
+pub fn tool<S: AsRef<OsStr>>(name: &str, args: &[S]) -> CmdOutput {
+    run(crate::tools::require_tool(name), args)
+}
+
+/// Runs the tool `name` like [`tool`], panics with the whole output unless
+/// it exits with 0, and returns its stdout.
+#[track_caller]
+pub fn tool_ok<S: AsRef<OsStr>>(name: &str, args: &[S]) -> String {
+    let out = tool(name, args);
+    out.assert_success();
+    out.stdout
+}
+
+/// Runs the tool `name` with `input` on its stdin; panics unless it exits
+/// with 0 and returns its stdout.
+#[track_caller]
+pub fn tool_stdin<S: AsRef<OsStr>>(name: &str, args: &[S], input: &str) -> String {
+    use std::io::Write;
+    let program = crate::tools::require_tool(name);
+    let command = command_line(&program, args, &[]);
+    let mut child = Command::new(&program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run `{command}`: {e}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(input.as_bytes())
+            .unwrap_or_else(|e| panic!("cannot write to `{command}`: {e}"));
+    }
+    let out = child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("cannot wait for `{command}`: {e}"));
+    let out = CmdOutput {
+        command,
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        stdout_bytes: out.stdout,
+    };
+    out.assert_success();
+    out.stdout
+}
+
+/// The command line as a shell would show it, for messages.
+fn command_line<S: AsRef<OsStr>>(program: &Path, args: &[S], env: &[(&str, &str)]) -> String {
     let mut words = vec![shell_quote(&program.to_string_lossy())];
     words.extend(
         args.iter()
@@ -98,6 +142,18 @@ pub fn run_env<S: AsRef<OsStr>>(
     for (k, v) in env.iter().rev() {
         command = format!("{k}={} {command}", shell_quote(v));
     }
+    command
+}
+
+/// Like [`run`], with extra environment variables.
+#[track_caller]
+pub fn run_env<S: AsRef<OsStr>>(
+    program: impl AsRef<Path>,
+    args: &[S],
+    env: &[(&str, &str)],
+) -> CmdOutput {
+    let program = program.as_ref();
+    let command = command_line(program, args, env);
     let out = Command::new(program)
         .args(args)
         .envs(env.iter().copied())
