@@ -56,7 +56,7 @@ pub(super) struct Case {
     pub(super) ci: bool,
     /// Negative control: the fault, and text one of the findings must hold.
     pub(super) fault: Option<(Fault, &'static str)>,
-    /// Populated with `--rootdir` (the tree of [`write_source_tree`]): the
+    /// Populated with `--rootdir` (the tree of [`write_source_tree`](super::image::write_source_tree)): the
     /// fresh volume must list exactly that tree.
     pub(super) populated: bool,
     /// Fill the volume with one file instead of writing the file set: every

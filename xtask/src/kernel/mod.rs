@@ -15,7 +15,7 @@
 //!    again), then `kt.phase=verify` (a fresh kernel lists it again). The batches (`--jobs`, default 2) run
 //!    side by side; the boot costs more than a case, so one boot serves many.
 //! 4. On the host: `fsck -n` of every volume, then the judgement
-//!    ([`judge`]): a case fails on any guest failure, any kernel log line
+//!    ([`judge()`]): a case fails on any guest failure, any kernel log line
 //!    while mounting, writing or unmounting, any statfs that differs from
 //!    what mkfs-alloc reported, any tree that reads back differently, an
 //!    FSInfo free count that differs from the counted one, an unclean fsck.
