@@ -14,11 +14,12 @@
 use crate::args::{FormatArgs, LayoutArg, TableArg, SUBCOMMANDS};
 use crate::target::{Opened, Target};
 use crate::{data, report, rootdir, usage, Failure};
-use anyhow::anyhow;
+use anyhow::{anyhow, Context};
 use mkfs_alloc::{find_signatures, plan_medium, write_medium_with, MediumOptions, MediumPlan};
 use mkfs_alloc_blockio::{BlockIo, IoError};
+use mkfs_alloc_device::Device;
 use mkfs_alloc_layout::ClusterChoice;
-use mkfs_alloc_partition::{Signature, TableKind};
+use mkfs_alloc_partition::{wipe_backup_gpt_beyond, Signature, TableKind};
 use serde_json::json;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -381,6 +382,9 @@ impl Run<'_> {
         notes: &mut Vec<String>,
     ) -> Result<(Vec<Signature>, mkfs_alloc_layout::WriteReport), Failure> {
         let (cli, path) = (self.cli, self.path);
+        if let Opened::Device(d) = opened {
+            limit_device(d, self.target.size_bytes(), path, notes)?;
+        }
         // Found before discarding or zeroing, through the handle that writes, and
         // wiped by the same run (never probed twice).
         let found = find_signatures(&mut opened.io())
@@ -388,7 +392,9 @@ impl Run<'_> {
         if let Opened::Device(d) = opened {
             let want = !cli.no_discard && (cli.discard || d.info().discard_granularity > 0);
             if want {
-                notes.push(discard_note(d.discard(0, self.target.size_bytes())));
+                let size = self.target.size_bytes();
+                let whole = size >= d.info().size_bytes;
+                notes.push(discard_note(d.discard(0, size), whole, size));
             }
         }
         let show_progress = !cli.quiet && !cli.json && std::io::stderr().is_terminal();
@@ -431,10 +437,40 @@ impl Run<'_> {
     }
 }
 
+/// `--size` on a device: only its first `size` bytes are touched, except
+/// for an old backup GPT header at its end, zeroed first (it would let
+/// partitioning tools restore the old table over the new volume; see
+/// [`wipe_backup_gpt_beyond`] for why this is safe on a counterfeit stick).
+fn limit_device(
+    d: &mut Device,
+    size: u64,
+    path: &Path,
+    notes: &mut Vec<String>,
+) -> Result<(), Failure> {
+    if size >= d.info().size_bytes {
+        return Ok(());
+    }
+    let zeroed = wipe_backup_gpt_beyond(d, size)
+        .with_context(|| format!("zeroing the old backup GPT of {}", path.display()))
+        .map_err(Failure::Io)?;
+    for offset in zeroed {
+        notes.push(format!(
+            "zeroed the old backup GPT header at byte {offset}, beyond --size (partitioning tools would offer to restore the old table from it)"
+        ));
+    }
+    d.limit(size)
+        .with_context(|| format!("limiting {}", path.display()))
+        .map_err(Failure::Io)
+}
+
 /// The note on a discard's outcome.
-fn discard_note(r: Result<bool, IoError>) -> String {
+fn discard_note(r: Result<bool, IoError>, whole: bool, size: u64) -> String {
     match r {
-        Ok(true) => "discarded (TRIM) the whole device before writing".to_string(),
+        Ok(true) if whole => "discarded (TRIM) the whole device before writing".to_string(),
+        Ok(true) => format!(
+            "discarded (TRIM) the first {} of the device (--size) before writing",
+            mkfs_alloc_layout::units::format_size(size)
+        ),
         Ok(false) => "the device does not support discard; not discarded".to_string(),
         Err(e) => format!("discard failed, continuing without it: {e}: {}", e.source),
     }

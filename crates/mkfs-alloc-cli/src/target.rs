@@ -405,14 +405,10 @@ impl Target {
                     ))
                 })?
             }
-            Action::Device(size) => {
-                let mut d = Device::open(path).map_err(device_error)?;
-                if size < d.info().size_bytes {
-                    // --size: only the first SIZE bytes are touched.
-                    d.limit(size)
-                        .with_context(|| format!("limiting {}", path.display()))
-                        .map_err(Failure::Io)?;
-                }
+            Action::Device(_) => {
+                // Whole: `--size` is applied by the writer after it has
+                // zeroed an old backup GPT beyond it (`limit_device`).
+                let d = Device::open(path).map_err(device_error)?;
                 return Ok(Opened::Device(Box::new(d)));
             }
         };

@@ -62,5 +62,5 @@ pub use plan::{
     MBR_TYPE_FAT32_LBA, MIN_GPT_ALIGN, MIN_PARTITION_BYTES,
 };
 pub use probe::{probe_signatures, Signature};
-pub use wipe::{wipe_for_table, SIGNATURE_WIPE, WIPE_VOLUME_START};
+pub use wipe::{wipe_backup_gpt_beyond, wipe_for_table, SIGNATURE_WIPE, WIPE_VOLUME_START};
 pub use write::write_table;

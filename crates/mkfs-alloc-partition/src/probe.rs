@@ -138,7 +138,7 @@ fn probe_backup(bytes: &[u8], offset: u64, found: &mut BTreeSet<Signature>) {
     });
 }
 
-fn gpt_header(sector: &[u8]) -> Option<GptHeader> {
+pub(crate) fn gpt_header(sector: &[u8]) -> Option<GptHeader> {
     let h = GptHeader::read_from_prefix(sector).ok()?.0;
     (h.signature == GPT_SIGNATURE).then_some(h)
 }

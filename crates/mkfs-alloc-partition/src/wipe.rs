@@ -78,3 +78,57 @@ pub fn wipe_for_table<D: BlockIo>(
     }
     Ok(())
 }
+
+/// Zeroes the backup GPT header at the medium's last LBA (for 512- and
+/// 4096-byte sectors) when it lies at or beyond byte `window` and is
+/// genuine: right signature and CRC, and its own LBA field naming the very
+/// LBA it was read from. Returns the byte offsets zeroed.
+///
+/// For a medium formatted only up to `window` (`--size` on a device, e.g.
+/// the real capacity of a counterfeit stick): [`wipe_for_table`] through
+/// the limited handle cannot see the end, and an old backup GPT left there
+/// makes `sgdisk` and `gdisk` offer to restore the old table over the new
+/// volume. The header is zeroed, not the entries: without it nothing
+/// refers to them.
+///
+/// Safe on a counterfeit stick that wraps writes beyond its capacity: a
+/// header whose own LBA matches where it was read was stored there, so the
+/// write lands where it came from; call it before anything else is written,
+/// so that a wrapped write can only hit blocks the format rewrites or leaves
+/// free.
+///
+/// # Errors
+///
+/// [`PartitionError::Io`] if the zeroing fails (a failed read is taken as
+/// nothing to wipe).
+pub fn wipe_backup_gpt_beyond<D: BlockIo>(
+    dev: &mut D,
+    window: u64,
+) -> Result<Vec<u64>, PartitionError> {
+    let bs = u64::from(dev.block_size());
+    let total = dev.num_blocks().saturating_mul(bs);
+    let mut zeroed = Vec::new();
+    for ss in [512u64, 4096] {
+        if ss < bs || ss % bs != 0 || total < 2 * ss {
+            continue;
+        }
+        let lba = total / ss - 1;
+        let offset = lba * ss;
+        if offset < window {
+            continue;
+        }
+        // A read error there (a counterfeit stick may fail beyond its real
+        // capacity) means nothing to wipe, not a failed format.
+        let Ok(sector) = crate::probe::read_at(dev, offset, ss) else {
+            continue;
+        };
+        let Some(h) = crate::probe::gpt_header(&sector) else {
+            continue;
+        };
+        if h.crc_ok(&sector) && h.my_lba.get() == lba {
+            dev.write_zeroes(offset / bs, ss / bs)?;
+            zeroed.push(offset);
+        }
+    }
+    Ok(zeroed)
+}
