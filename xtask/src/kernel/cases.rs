@@ -1,0 +1,237 @@
+//! The cases: which images go through the kernel, made how, damaged how.
+
+/// The kernel driver a case mounts with.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Driver {
+    Exfat,
+    Vfat,
+}
+
+impl Driver {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Driver::Exfat => "exfat",
+            Driver::Vfat => "vfat",
+        }
+    }
+}
+
+/// How a case's image is made.
+#[derive(Clone, Copy)]
+pub(super) enum Make {
+    /// `mkfs-alloc ARGS --json IMAGE` (ARGS split at spaces).
+    Ours(&'static str),
+    /// A peer's formatter on an image of `size` bytes: `PROGRAM ARGS IMAGE`.
+    Peer {
+        size: u64,
+        program: &'static str,
+        args: &'static str,
+    },
+}
+
+/// A fault injected into a negative control after formatting.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Fault {
+    /// exFAT VolumeFlags (boot sector byte 106): VolumeDirty set.
+    ExfatDirty,
+    /// exFAT: a boot-code byte changed, the boot checksum sector left alone.
+    ExfatBootChecksum,
+    /// FAT32: the FSInfo free cluster count lowered by 1000.
+    FatFsinfoFree,
+    /// Populated: a byte appended to a source file after the format (the
+    /// image is intact; the volume no longer lists the source tree).
+    SourceChanged,
+}
+
+/// One image through the kernel.
+#[derive(Clone, Copy)]
+pub(super) struct Case {
+    /// Name in the report (also the image's file name).
+    pub(super) name: &'static str,
+    pub(super) make: Make,
+    pub(super) driver: Driver,
+    /// Logical sector size of the volume = the guest disk's block size.
+    pub(super) sector: u32,
+    /// In the CI subset (the default run); `--all` runs every case.
+    pub(super) ci: bool,
+    /// Negative control: the fault, and text one of the findings must hold.
+    pub(super) fault: Option<(Fault, &'static str)>,
+    /// Populated with `--rootdir` (the tree of [`write_source_tree`](super::image::write_source_tree)): the
+    /// fresh volume must list exactly that tree.
+    pub(super) populated: bool,
+    /// Fill the volume with one file instead of writing the file set: every
+    /// cluster we reported free must take data.
+    pub(super) fill: bool,
+}
+
+/// A case formatted by mkfs-alloc with `args`.
+pub(super) const fn ours(
+    name: &'static str,
+    driver: Driver,
+    sector: u32,
+    args: &'static str,
+) -> Case {
+    Case {
+        name,
+        make: Make::Ours(args),
+        driver,
+        sector,
+        ci: false,
+        fault: None,
+        populated: false,
+        fill: false,
+    }
+}
+
+/// A control case formatted by a peer tool.
+pub(super) const fn peer(
+    name: &'static str,
+    driver: Driver,
+    sector: u32,
+    size: u64,
+    program: &'static str,
+    args: &'static str,
+) -> Case {
+    Case {
+        name,
+        make: Make::Peer {
+            size,
+            program,
+            args,
+        },
+        driver,
+        sector,
+        ci: false,
+        fault: None,
+        populated: false,
+        fill: false,
+    }
+}
+
+impl Case {
+    /// Part of the CI subset.
+    pub(super) const fn ci(self) -> Case {
+        Case { ci: true, ..self }
+    }
+
+    /// Populated from the source tree (`--rootdir` is added to the args).
+    pub(super) const fn populated(self) -> Case {
+        Case {
+            populated: true,
+            ..self
+        }
+    }
+
+    /// Fills the volume instead of writing the file set.
+    pub(super) const fn fill(self) -> Case {
+        Case { fill: true, ..self }
+    }
+
+    /// A negative control: `fault` injected; must fail with `expect`.
+    pub(super) const fn broken(self, fault: Fault, expect: &'static str) -> Case {
+        Case {
+            fault: Some((fault, expect)),
+            ..self
+        }
+    }
+}
+
+pub(super) const GIB: u64 = 1 << 30;
+use Driver::{Exfat, Vfat};
+
+/// The matrix. One line per case: mkfs-alloc's arguments, the driver, the
+/// sector size (`.populated()` adds `--rootdir`, `.ci()` puts it in CI). The CI subset (`.ci()`) covers every pair of {exFAT, FAT32}
+/// x {512, 4096-byte sectors} x {no table, MBR, GPT} x {small, large
+/// cluster} with six cases per file system.
+#[rustfmt::skip]
+pub(super) const CASES: &[Case] = &[
+    // exFAT, the CI subset.
+    ours("ex-512-none-512", Exfat, 512, "--fs exfat --cluster 512 --size 1G --label Fotos-ÄÖ").ci(),
+    ours("ex-512-mbr-1m", Exfat, 512, "--fs exfat --table mbr --cluster 1M --size 2G --label 日本語").ci(),
+    ours("ex-512-gpt-4k", Exfat, 512, "--fs exfat --table gpt --cluster 4K --size 1G --label Urlaub😀").ci(),
+    ours("ex-4k-none-1m", Exfat, 4096, "--fs exfat --sector-size 4096 --cluster 1M --size 2G").ci(),
+    ours("ex-4k-mbr-4k", Exfat, 4096, "--fs exfat --sector-size 4096 --table mbr --cluster 4K --size 1G --label STICK").ci(),
+    ours("ex-4k-gpt-256k", Exfat, 4096, "--fs exfat --sector-size 4096 --table gpt --cluster 256K --size 4G --label Fotos").ci(),
+    // exFAT, the rest of the product.
+    ours("ex-512-none-1m", Exfat, 512, "--fs exfat --cluster 1M --size 2G"),
+    ours("ex-512-mbr-4k", Exfat, 512, "--fs exfat --table mbr --cluster 4K --size 1G"),
+    ours("ex-512-gpt-1m", Exfat, 512, "--fs exfat --table gpt --cluster 1M --size 2G"),
+    ours("ex-4k-none-4k", Exfat, 4096, "--fs exfat --sector-size 4096 --cluster 4K --size 1G"),
+    ours("ex-4k-mbr-1m", Exfat, 4096, "--fs exfat --sector-size 4096 --table mbr --cluster 1M --size 2G"),
+    ours("ex-4k-gpt-4k", Exfat, 4096, "--fs exfat --sector-size 4096 --table gpt --cluster 4K --size 1G"),
+    // exFAT, extremes.
+    ours("ex-512-none-32m", Exfat, 512, "--fs exfat --cluster 32M --size 128G --label BIG"),
+    ours("ex-512-gpt-auto-64g", Exfat, 512, "--fs exfat --table gpt --size 64G"),
+    ours("ex-512-none-4k-64m", Exfat, 512, "--fs exfat --cluster 4K --size 64M"),
+    // An EFI System Partition: FAT16 with 64 KiB clusters.
+    ours("f16-512-none-64k-esp", Vfat, 512, "--esp --fs fat16 --cluster 64K --size 2G"),
+    // FAT32, the CI subset.
+    ours("f32-512-none-512", Vfat, 512, "--fs fat32 --cluster 512 --size 256M --label PHOTOS").ci(),
+    ours("f32-512-mbr-32k", Vfat, 512, "--fs fat32 --table mbr --cluster 32K --size 4G --label PHOTOS").ci(),
+    ours("f32-512-gpt-4k", Vfat, 512, "--fs fat32 --table gpt --cluster 4K --size 1G").ci(),
+    ours("f32-4k-none-64k", Vfat, 4096, "--fs fat32 --sector-size 4096 --cluster 64K --size 8G --label BIG").ci(),
+    ours("f32-4k-mbr-4k", Vfat, 4096, "--fs fat32 --sector-size 4096 --table mbr --cluster 4K --size 1G").ci(),
+    ours("f32-4k-gpt-32k", Vfat, 4096, "--fs fat32 --sector-size 4096 --table gpt --cluster 32K --size 4G").ci(),
+    // FAT32, the rest of the product.
+    ours("f32-512-none-32k", Vfat, 512, "--fs fat32 --cluster 32K --size 4G"),
+    ours("f32-512-mbr-512", Vfat, 512, "--fs fat32 --table mbr --cluster 512 --size 256M"),
+    ours("f32-512-gpt-32k", Vfat, 512, "--fs fat32 --table gpt --cluster 32K --size 4G"),
+    ours("f32-4k-none-4k", Vfat, 4096, "--fs fat32 --sector-size 4096 --cluster 4K --size 1G"),
+    ours("f32-4k-mbr-64k", Vfat, 4096, "--fs fat32 --sector-size 4096 --table mbr --cluster 64K --size 8G"),
+    ours("f32-4k-gpt-4k", Vfat, 4096, "--fs fat32 --sector-size 4096 --table gpt --cluster 4K --size 1G"),
+    // FAT32, extremes.
+    ours("f32-512-none-auto-16g", Vfat, 512, "--fs fat32 --size 16G"),
+    ours("f32-512-gpt-64k-64g", Vfat, 512, "--fs fat32 --table gpt --cluster 64K --size 64G"),
+    // FAT16 and FAT12 (fixed root directory; no FSInfo).
+    ours("f16-512-mbr-2k", Vfat, 512, "--fs fat16 --table mbr --cluster 2K --size 64M --label SMALL").ci(),
+    ours("f12-512-none-4k", Vfat, 512, "--fs fat12 --cluster 4K --size 15M").ci(),
+    ours("f16-4k-gpt-4k", Vfat, 4096, "--fs fat16 --sector-size 4096 --table gpt --cluster 4K --size 200M"),
+    ours("f16-512-none-64k", Vfat, 512, "--fs fat16 --cluster 64K --size 4000M"),
+    ours("f12-512-none-floppy", Vfat, 512, "--fs fat12 --size 1440K"),
+    ours("f12-4k-mbr-4k", Vfat, 4096, "--fs fat12 --sector-size 4096 --table mbr --cluster 4K --size 12M"),
+    // The SD Association layout (`--layout sd`): the factory 64 GB card of
+    // exfatprogs PR #149, an SDSC card (partition moved off any power of
+    // two so the data region lands on a boundary unit) and FAT32 on SDXC.
+    ours("sd-512-exfat-64gb", Exfat, 512, "--layout sd --size 64037584896 --label CARD").ci(),
+    ours("sd-512-fat16-1g", Vfat, 512, "--layout sd --size 1G --label CARD"),
+    ours("sd-512-fat32-64gb", Vfat, 512, "--layout sd --fs fat32 --size 64037584896"),
+    // Populated (`--rootdir`): the fresh volume lists exactly the source tree.
+    ours("ex-512-none-4k-rootdir", Exfat, 512, "--fs exfat --cluster 4K --size 512M").populated().ci(),
+    ours("f32-512-mbr-4k-rootdir", Vfat, 512, "--fs fat32 --table mbr --cluster 4K --size 1G").populated().ci(),
+    ours("ex-4k-gpt-auto-rootdir", Exfat, 4096, "--fs exfat --sector-size 4096 --table gpt --size auto").populated(),
+    ours("f32-512-none-auto-rootdir", Vfat, 512, "--fs fat32 --size auto").populated(),
+    ours("f16-512-none-2k-rootdir", Vfat, 512, "--fs fat16 --cluster 2K --size 100M").populated().ci(),
+    ours("f12-512-mbr-4k-rootdir", Vfat, 512, "--fs fat12 --table mbr --cluster 4K --size 15M").populated(),
+    // Filled to the last cluster (512 B clusters: below a page).
+    ours("ex-512-none-4k-fill", Exfat, 512, "--fs exfat --cluster 4K --size 64M").fill().ci(),
+    ours("f32-512-none-512-fill", Vfat, 512, "--fs fat32 --cluster 512 --size 64M").fill().ci(),
+    ours("ex-512-none-512-fill", Exfat, 512, "--fs exfat --cluster 512 --size 64M").fill(),
+    ours("ex-4k-gpt-32k-fill", Exfat, 4096, "--fs exfat --sector-size 4096 --table gpt --cluster 32K --size 128M").fill(),
+    ours("f32-4k-mbr-4k-fill", Vfat, 4096, "--fs fat32 --sector-size 4096 --table mbr --cluster 4K --size 300M").fill(),
+    ours("f16-512-none-512-fill", Vfat, 512, "--fs fat16 --cluster 512 --size 16M").fill(),
+    ours("f12-512-none-512-fill", Vfat, 512, "--fs fat12 --cluster 512 --size 2M").fill(),
+    // Controls: the peers' images, judged against `mkfs-alloc info`.
+    peer("ctl-mkfs.exfat", Exfat, 512, GIB, "mkfs.exfat", "-L CTRL").ci(),
+    peer("ctl-mkfs.fat", Vfat, 512, GIB, "mkfs.fat", "-F 32 -n CTRL").ci(),
+    peer("ctl-mkfs.exfat-128k", Exfat, 512, 8 * GIB, "mkfs.exfat", "-c 128K"),
+    peer("ctl-mkfs.fat-4kn", Vfat, 4096, 8 * GIB, "mkfs.fat", "-F 32 -S 4096"),
+    // Negative controls: must fail, with this finding.
+    ours("neg-exfat-dirty", Exfat, 512, "--fs exfat --cluster 32K --size 256M")
+        .broken(Fault::ExfatDirty, "not properly unmounted").ci(),
+    ours("neg-exfat-checksum", Exfat, 512, "--fs exfat --cluster 32K --size 256M")
+        .broken(Fault::ExfatBootChecksum, "Invalid boot checksum").ci(),
+    ours("neg-fat32-fsinfo", Vfat, 512, "--fs fat32 --cluster 4K --size 1G")
+        .broken(Fault::FatFsinfoFree, "FSInfo free count").ci(),
+    ours("neg-rootdir-changed", Vfat, 512, "--fs fat32 --cluster 4K --size 512M").populated()
+        .broken(Fault::SourceChanged, "--rootdir source").ci(),
+];
+
+/// Kernel log lines that are not about the volume: ignored in every step.
+/// The guest's own cache drop, and what a slow (emulated, loaded) CPU makes
+/// the timer code say.
+pub(super) const UNRELATED_KERNEL_LINES: &[&str] = &[
+    "drop_caches: 3",
+    "hrtimer: interrupt took",
+    "clocksource",
+    "tsc: Marking TSC unstable",
+];
