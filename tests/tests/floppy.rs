@@ -93,3 +93,29 @@ fn a_table_still_needs_a_1_mib_partition() {
     assert!(out.stderr.contains("1048576"), "{out}");
     assert_eq!(file_hash(&img), before);
 }
+
+#[test]
+fn a_volume_too_small_for_the_root_directory_names_root_entries() {
+    let tmp = TempDir::new("floppy-8k");
+    let img = tmp.join("tiny.img");
+    fill_file(&img, 8 * KIB, 0x6C);
+    let before = file_hash(&img);
+    let img_arg = img.to_string_lossy().into_owned();
+    let out = mkfs_alloc(&["--table", "none", "--fs", "fat12", &img_arg]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("--root-entries"), "{out}");
+    assert_eq!(file_hash(&img), before);
+    // The hint works: 16 entries (one sector) leave room for clusters.
+    let out = mkfs_alloc(&[
+        "--table",
+        "none",
+        "--fs",
+        "fat12",
+        "--root-entries",
+        "16",
+        "--json",
+        &img_arg,
+    ]);
+    out.assert_success();
+    assert!(MkfsJson::parse(&out).u64("cluster_count") >= 1);
+}

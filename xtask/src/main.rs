@@ -11,6 +11,8 @@
 //!   tier together: `install-tools`, `cargo build -p mkfs-alloc-cli`, then
 //!   `cargo test --workspace [ARGS...] -- --include-ignored [TEST-ARGS...]`
 //!   as root, with `MKFS_ALLOC_BIN` set and the sbin directories on `PATH`;
+//! - `test-pure`: the pure tier's test executables run as user 65534 with
+//!   an empty `PATH` (see `test.rs`);
 //! - `bench`: see `bench.rs`;
 //! - `bench-probe [--write]`: `mkfs-alloc probe` vs f3probe on FUSE fake
 //!   sticks (see `probe_bench.rs`);
@@ -43,12 +45,17 @@ const COMMANDS: &[Cmd] = &[
     (
         "install-tools",
         "install the missing test tools (Debian packages) [--windows] [--fuzz] [--kernel] [--all]",
-        install_tools_cmd,
+        test::install_tools_cmd,
     ),
     (
         "test",
         "both tiers, as root: install-tools, build the CLI, `cargo test --workspace [ARGS...] -- --include-ignored`",
-        test_cmd,
+        test::test_cmd,
+    ),
+    (
+        "test-pure",
+        "the pure tier as user 65534 with an empty PATH (root; proves plain `cargo test` needs no root or tools)",
+        test::test_pure_cmd,
     ),
     (
         "bench",
@@ -92,6 +99,7 @@ mod bench_populate;
 mod fuzz;
 mod kernel;
 mod probe_bench;
+mod test;
 mod windows;
 
 /// Targets of `cross-check`.
@@ -236,7 +244,7 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
             }
         }
     }
-    install_tools()?;
+    test::install_tools()?;
     install_packages(BENCH_TOOLS)?;
     let root = workspace_root();
     run(Command::new(cargo()).current_dir(&root).args([
@@ -285,7 +293,7 @@ fn bench_probe_cmd(args: &[String]) -> Result<(), String> {
     if !is_root() {
         return Err("bench-probe needs root (FUSE mounts, loop devices)".into());
     }
-    install_tools()?;
+    test::install_tools()?;
     let root = workspace_root();
     run(Command::new(cargo()).current_dir(&root).args([
         "build",
@@ -302,10 +310,6 @@ fn bench_probe_cmd(args: &[String]) -> Result<(), String> {
     }
     Ok(())
 }
-
-/// Tools the tests run, with the Debian package of each (shared with the
-/// tests' guards in `crates/mkfs-alloc-testsupport`).
-const TOOLS: &[(&str, &str)] = include!("../../crates/mkfs-alloc-testsupport/src/tools.in");
 
 /// Tools only the benchmark runs.
 const BENCH_TOOLS: &[(&str, &str)] = &[("/usr/bin/time", "time")];
@@ -431,78 +435,6 @@ fn run(cmd: &mut Command) -> Result<(), String> {
     }
 }
 
-fn install_tools_cmd(args: &[String]) -> Result<(), String> {
-    let mut tools: Vec<(&str, &'static str)> = TOOLS.to_vec();
-    let mut kernel = false;
-    for a in args {
-        match a.as_str() {
-            "--windows" => tools.extend_from_slice(windows::TOOLS),
-            "--fuzz" => tools.extend_from_slice(fuzz::TOOLS),
-            "--kernel" => kernel = true,
-            "--all" => {
-                tools.extend_from_slice(windows::TOOLS);
-                tools.extend_from_slice(fuzz::TOOLS);
-                kernel = true;
-            }
-            other => {
-                return Err(format!(
-                    "unknown option {other:?}; valid: --windows, --fuzz, --kernel, --all"
-                ))
-            }
-        }
-    }
-    if kernel {
-        tools.extend_from_slice(kernel::TOOLS);
-    }
-    install_packages(&tools)?;
-    install_fusepy()?;
-    if kernel {
-        kernel::install()?;
-    }
-    check_fuse();
-    Ok(())
-}
-
-/// Installs the missing packages (root) or says how to (not root).
-fn install_tools() -> Result<(), String> {
-    install_packages(TOOLS)?;
-    install_fusepy()?;
-    check_fuse();
-    Ok(())
-}
-
-/// The Python module `fusepy` (PyPI) behind the fake-stick tests
-/// (`tests/src/fakestick.py`): installed with pip when `import fuse` fails.
-fn install_fusepy() -> Result<(), String> {
-    let has = || {
-        Command::new("python3")
-            .args(["-c", "import fuse"])
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if has() {
-        return Ok(());
-    }
-    eprintln!("xtask: installing the Python module fusepy (python3 -m pip install fusepy)");
-    // Debian's system Python refuses pip without this flag (PEP 668).
-    let plain = run(Command::new("python3").args(["-m", "pip", "install", "fusepy"]));
-    if plain.is_err() || !has() {
-        run(Command::new("python3").args([
-            "-m",
-            "pip",
-            "install",
-            "--break-system-packages",
-            "fusepy",
-        ]))?;
-    }
-    if has() {
-        Ok(())
-    } else {
-        Err("fusepy is still missing after pip install; the fake-stick tests need it".into())
-    }
-}
-
 /// Installs the packages of the missing `tools` (root) in one `apt-get`
 /// call, or says how to (not root).
 fn install_packages(tools: &[(&str, &'static str)]) -> Result<(), String> {
@@ -533,73 +465,4 @@ fn install_packages(tools: &[(&str, &'static str)]) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// Warns when `/dev/fuse` is missing (after trying `modprobe fuse` as root).
-fn check_fuse() {
-    if !Path::new("/dev/fuse").exists() {
-        // The FUSE tests fail with their own message; try to help first.
-        if is_root() {
-            let _ = run(Command::new("modprobe").arg("fuse"));
-        }
-        if !Path::new("/dev/fuse").exists() {
-            eprintln!("xtask: warning: /dev/fuse is missing; the FUSE mount tests will fail");
-        }
-    }
-}
-
-/// `cargo xtask test`: every test, the tool/root tier included. The tool
-/// tier's tests are `#[ignore = "tool tier: cargo xtask test"]` so that a
-/// plain `cargo test` passes on a bare machine; here they run
-/// (`--include-ignored`), and a missing tool or missing root FAILS them
-/// (the guards of `crates/mkfs-alloc-testsupport` panic naming the tool and
-/// its package). Nothing is skipped.
-fn test_cmd(args: &[String]) -> Result<(), String> {
-    let start = Instant::now();
-    if !is_root() {
-        return Err(
-            "`cargo xtask test` runs the root tier (loop devices, FUSE and tmpfs \
-             mounts): run it as root, as CI does; plain `cargo test` runs the pure tier"
-                .into(),
-        );
-    }
-    install_tools()?;
-    let root = workspace_root();
-    run(Command::new(cargo())
-        .current_dir(&root)
-        .args(["build", "-p", "mkfs-alloc-cli"]))?;
-    let bin = target_dir().join("debug").join("mkfs-alloc");
-    if !bin.is_file() {
-        return Err(format!(
-            "`cargo build -p mkfs-alloc-cli` did not produce {}",
-            bin.display()
-        ));
-    }
-    // ARGS go to cargo, TEST-ARGS (after `--`) to the test harness.
-    let split = args.iter().position(|a| a == "--").unwrap_or(args.len());
-    let (cargo_args, test_args) = (&args[..split], args.get(split + 1..).unwrap_or(&[]));
-    run(Command::new(cargo())
-        .current_dir(&root)
-        .args(["test", "--workspace"])
-        .args(cargo_args)
-        .args(["--", "--include-ignored"])
-        .args(test_args)
-        .env("MKFS_ALLOC_BIN", &bin)
-        .env("PATH", path_with_sbin()))?;
-    eprintln!("xtask: test finished in {:.0?}", start.elapsed());
-    Ok(())
-}
-
-/// `$PATH` with the sbin directories appended where missing: the tests find
-/// tools on `PATH` only (root tools such as `losetup` and `mkfs.exfat` live
-/// in sbin, which a non-login shell may lack).
-fn path_with_sbin() -> std::ffi::OsString {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let mut dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
-    for extra in ["/usr/local/sbin", "/usr/sbin", "/sbin"] {
-        if !dirs.iter().any(|d| d == Path::new(extra)) {
-            dirs.push(PathBuf::from(extra));
-        }
-    }
-    std::env::join_paths(dirs).unwrap_or(path)
 }

@@ -179,8 +179,13 @@ fn valid_hint(fs: FsType, valid: &[u64]) -> String {
             FsType::Fat32 => {
                 "no cluster size is valid for FAT32 on this volume; use exFAT".to_string()
             }
-            FsType::Fat16 | FsType::Fat12 => format!(
+            FsType::Fat16 => format!(
                 "no cluster size is valid for {fs} on this volume; use --fs fat (the width follows the cluster count)"
+            ),
+            // The narrowest width: on a tiny volume only a smaller fixed root
+            // directory leaves room for clusters.
+            FsType::Fat12 => format!(
+                "no cluster size is valid for {fs} on this volume; a smaller root directory leaves room for clusters (--root-entries, default 512 = 16 KiB; 16 entries take one 512-byte sector)"
             ),
             FsType::Exfat => "no cluster size is valid for exFAT on this volume".to_string(),
         },
