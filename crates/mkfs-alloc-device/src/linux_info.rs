@@ -51,9 +51,60 @@ pub(super) fn gather(
     } else {
         dir.clone()
     };
+    let g = geometry(&dir, &disk_dir, file);
+    let props = udev_props(dev);
+    let disk_props = if is_partition {
+        read_dev(&disk_dir.join("dev"))
+            .map(udev_props)
+            .unwrap_or_default()
+    } else {
+        props.clone()
+    };
+    let (vendor, model, serial) = identity(&disk_dir, &disk_props);
+    let (fs_type, label) = fs_of(&props, file, 0, g.size_bytes);
+    let partitions = if is_partition {
+        Vec::new()
+    } else {
+        partitions(env, &dir, file)
+    };
+    let (in_use_by, holds_system_root) = users(env, dev, &dir, &partitions);
+    Ok(DeviceInfo {
+        path: path.to_path_buf(),
+        size_bytes: g.size_bytes,
+        logical_block_size: g.logical_block_size,
+        physical_block_size: g.physical_block_size,
+        optimal_io_size: g.optimal_io_size,
+        discard_granularity: g.discard_granularity,
+        removable: is_removable(&disk_dir),
+        read_only: g.read_only,
+        vendor,
+        model,
+        serial,
+        is_whole_disk: !is_partition,
+        partitions: partitions.into_iter().map(|p| p.info).collect(),
+        mountpoints: env.mountpoints(dev, path),
+        holds_system_root,
+        in_use_by,
+        fs_type,
+        label,
+    })
+}
+
+/// Sizes and the read-only flag of a device.
+struct Geometry {
+    size_bytes: u64,
+    logical_block_size: u32,
+    physical_block_size: u32,
+    optimal_io_size: u32,
+    discard_granularity: u64,
+    read_only: bool,
+}
+
+/// Sizes from the open device's ioctls, else from sysfs (`dir` the
+/// device's, `disk_dir` its disk's, for the queue limits).
+fn geometry(dir: &Path, disk_dir: &Path, file: Option<&File>) -> Geometry {
     let queue = disk_dir.join("queue");
     let q = |name: &str| read_u64(&queue.join(name));
-
     let size_bytes = match file.map(ioctl_size) {
         Some(Ok(n)) => n,
         _ => read_u64(&dir.join("size")).unwrap_or(0).saturating_mul(512),
@@ -79,38 +130,41 @@ pub(super) fn gather(
         Some(Ok(ro)) => ro,
         _ => read_u64(&dir.join("ro")).unwrap_or(0) != 0,
     };
+    Geometry {
+        size_bytes,
+        logical_block_size,
+        physical_block_size,
+        optimal_io_size,
+        discard_granularity,
+        read_only,
+    }
+}
 
-    let props = udev_props(dev);
-    let disk_props = if is_partition {
-        read_dev(&disk_dir.join("dev"))
-            .map(udev_props)
-            .unwrap_or_default()
-    } else {
-        props.clone()
-    };
+/// Vendor, model and serial of the disk: sysfs first, then udev.
+fn identity(
+    disk_dir: &Path,
+    disk_props: &[(String, String)],
+) -> (Option<String>, Option<String>, Option<String>) {
     let device = disk_dir.join("device");
-    let removable = is_removable(&disk_dir);
     // virtio and NVMe put a PCI vendor number (`0x1af4`) there: not a name.
     let vendor = read_str(&device.join("vendor"))
         .filter(|v| !v.starts_with("0x"))
-        .or_else(|| prop(&disk_props, "ID_VENDOR"));
+        .or_else(|| prop(disk_props, "ID_VENDOR"));
     let model = read_str(&device.join("model"))
         .or_else(|| read_str(&device.join("name")))
-        .or_else(|| prop(&disk_props, "ID_MODEL"));
+        .or_else(|| prop(disk_props, "ID_MODEL"));
     let serial = read_str(&device.join("serial"))
         .or_else(|| read_str(&disk_dir.join("serial")))
-        .or_else(|| prop(&disk_props, "ID_SERIAL_SHORT"));
+        .or_else(|| prop(disk_props, "ID_SERIAL_SHORT"));
+    (vendor, model, serial)
+}
 
-    let (fs_type, label) = fs_of(&props, file, 0, size_bytes);
-    let partitions = if is_partition {
-        Vec::new()
-    } else {
-        partitions(env, &dir, file)
-    };
-
-    let mut in_use_by = holders(&dir);
+/// Who uses the device or one of its partitions (holders such as
+/// device-mapper, swap), and whether the running system's root lives on it.
+fn users(env: &Env, dev: DevNum, dir: &Path, partitions: &[Part]) -> (Vec<String>, bool) {
+    let mut in_use_by = holders(dir);
     let mut devs = vec![dev];
-    for p in &partitions {
+    for p in partitions {
         if let Some(d) = p.dev {
             devs.push(d);
             in_use_by.extend(holders(&p.sys_dir));
@@ -120,27 +174,7 @@ pub(super) fn gather(
         in_use_by.push("swap".to_string());
     }
     let holds_system_root = devs.iter().any(|d| env.root_chain.contains(d));
-
-    Ok(DeviceInfo {
-        path: path.to_path_buf(),
-        size_bytes,
-        logical_block_size,
-        physical_block_size,
-        optimal_io_size,
-        discard_granularity,
-        removable,
-        read_only,
-        vendor,
-        model,
-        serial,
-        is_whole_disk: !is_partition,
-        partitions: partitions.into_iter().map(|p| p.info).collect(),
-        mountpoints: env.mountpoints(dev, path),
-        holds_system_root,
-        in_use_by,
-        fs_type,
-        label,
-    })
+    (in_use_by, holds_system_root)
 }
 
 /// Removable medium (`removable` = 1), or on a USB bus, or an SD card.

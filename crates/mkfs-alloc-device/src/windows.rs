@@ -236,94 +236,23 @@ fn gather(n: u32, f: &File, vols: &[Volume]) -> Result<DeviceInfo, DeviceError> 
     let geo = ioctl(h(f), IOCTL_DISK_GET_DRIVE_GEOMETRY_EX, &[], 256)
         .map_err(|e| DeviceError::io(&path, "IOCTL_DISK_GET_DRIVE_GEOMETRY_EX", e))?;
     let size_bytes = u64_at(&geo, offset_of!(DISK_GEOMETRY_EX, DiskSize));
-    let mut logical_block_size = u32_at(
+    let bytes_per_sector = u32_at(
         &geo,
         offset_of!(DISK_GEOMETRY_EX, Geometry) + offset_of!(DISK_GEOMETRY, BytesPerSector),
     );
-    let mut physical_block_size = logical_block_size;
-    if let Ok(a) = ioctl(
-        h(f),
-        IOCTL_STORAGE_QUERY_PROPERTY,
-        &property_query(StorageAccessAlignmentProperty),
-        size_of::<STORAGE_ACCESS_ALIGNMENT_DESCRIPTOR>(),
-    ) {
-        let l = u32_at(
-            &a,
-            offset_of!(STORAGE_ACCESS_ALIGNMENT_DESCRIPTOR, BytesPerLogicalSector),
-        );
-        let p = u32_at(
-            &a,
-            offset_of!(STORAGE_ACCESS_ALIGNMENT_DESCRIPTOR, BytesPerPhysicalSector),
-        );
-        if l != 0 {
-            logical_block_size = l;
-        }
-        if p != 0 {
-            physical_block_size = p;
-        }
-    }
-    let (mut removable, mut vendor, mut model, mut serial) = (false, None, None, None);
-    if let Ok(d) = ioctl(
-        h(f),
-        IOCTL_STORAGE_QUERY_PROPERTY,
-        &property_query(StorageDeviceProperty),
-        1024,
-    ) {
-        let bus = u32_at(&d, offset_of!(STORAGE_DEVICE_DESCRIPTOR, BusType)) as i32;
-        let rm = d
-            .get(offset_of!(STORAGE_DEVICE_DESCRIPTOR, RemovableMedia))
-            .is_some_and(|&b| b != 0);
-        removable = rm || bus == BusTypeUsb || bus == BusTypeSd || bus == BusTypeMmc;
-        let s = |field: usize| cstr_at(&d, u32_at(&d, field) as usize);
-        vendor = s(offset_of!(STORAGE_DEVICE_DESCRIPTOR, VendorIdOffset));
-        model = s(offset_of!(STORAGE_DEVICE_DESCRIPTOR, ProductIdOffset));
-        serial = s(offset_of!(STORAGE_DEVICE_DESCRIPTOR, SerialNumberOffset));
-    }
+    let (logical_block_size, physical_block_size) = sector_sizes(f, bytes_per_sector);
+    let (removable, vendor, model, serial) = descriptor(f);
     // IOCTL_DISK_IS_WRITABLE fails with ERROR_WRITE_PROTECT on protected
     // media; other failures say nothing.
     let read_only = matches!(
         ioctl(h(f), IOCTL_DISK_IS_WRITABLE, &[], 0),
         Err(e) if e.raw_os_error() == Some(19)
     );
-
     let mine: Vec<&Volume> = vols
         .iter()
         .filter(|v| v.extents.iter().any(|(d, _)| *d == n))
         .collect();
-    let mut partitions = Vec::new();
-    if let Ok(l) = ioctl(h(f), IOCTL_DISK_GET_DRIVE_LAYOUT_EX, &[], 4096) {
-        let count = u32_at(&l, offset_of!(DRIVE_LAYOUT_INFORMATION_EX, PartitionCount));
-        let first = offset_of!(DRIVE_LAYOUT_INFORMATION_EX, PartitionEntry);
-        for i in 0..count as usize {
-            let e = first + i * size_of::<PARTITION_INFORMATION_EX>();
-            let start = u64_at(&l, e + offset_of!(PARTITION_INFORMATION_EX, StartingOffset));
-            let len = u64_at(
-                &l,
-                e + offset_of!(PARTITION_INFORMATION_EX, PartitionLength),
-            );
-            let number = u32_at(
-                &l,
-                e + offset_of!(PARTITION_INFORMATION_EX, PartitionNumber),
-            );
-            if len == 0 {
-                continue;
-            }
-            let vol = mine
-                .iter()
-                .find(|v| v.extents.iter().any(|&(d, s)| d == n && s == start));
-            partitions.push(PartitionInfo {
-                path: PathBuf::from(format!(
-                    r"\\?\GLOBALROOT\Device\Harddisk{n}\Partition{number}"
-                )),
-                start_bytes: start,
-                size_bytes: len,
-                mountpoints: vol.map(|v| v.paths.clone()).unwrap_or_default(),
-                fs_type: vol.and_then(|v| v.fs_type.clone()),
-                label: vol.and_then(|v| v.label.clone()),
-            });
-        }
-    }
-    partitions.sort_by_key(|p| p.start_bytes);
+    let partitions = partitions(n, f, &mine);
     // Volumes on the disk that match no partition (a "superfloppy" with a
     // file system at offset 0) are mounts of the disk itself.
     let whole: Vec<&&Volume> = mine
@@ -358,6 +287,99 @@ fn gather(n: u32, f: &File, vols: &[Volume]) -> Result<DeviceInfo, DeviceError> 
         fs_type,
         label,
     })
+}
+
+/// Logical and physical sector sizes: the access-alignment descriptor's
+/// where it answers, else the geometry's `BytesPerSector` for both.
+fn sector_sizes(f: &File, bytes_per_sector: u32) -> (u32, u32) {
+    let (mut logical, mut physical) = (bytes_per_sector, bytes_per_sector);
+    if let Ok(a) = ioctl(
+        h(f),
+        IOCTL_STORAGE_QUERY_PROPERTY,
+        &property_query(StorageAccessAlignmentProperty),
+        size_of::<STORAGE_ACCESS_ALIGNMENT_DESCRIPTOR>(),
+    ) {
+        let l = u32_at(
+            &a,
+            offset_of!(STORAGE_ACCESS_ALIGNMENT_DESCRIPTOR, BytesPerLogicalSector),
+        );
+        let p = u32_at(
+            &a,
+            offset_of!(STORAGE_ACCESS_ALIGNMENT_DESCRIPTOR, BytesPerPhysicalSector),
+        );
+        if l != 0 {
+            logical = l;
+        }
+        if p != 0 {
+            physical = p;
+        }
+    }
+    (logical, physical)
+}
+
+/// Removable (or on a USB, SD or MMC bus), vendor, model and serial from
+/// the storage device descriptor.
+fn descriptor(f: &File) -> (bool, Option<String>, Option<String>, Option<String>) {
+    let Ok(d) = ioctl(
+        h(f),
+        IOCTL_STORAGE_QUERY_PROPERTY,
+        &property_query(StorageDeviceProperty),
+        1024,
+    ) else {
+        return (false, None, None, None);
+    };
+    let bus = u32_at(&d, offset_of!(STORAGE_DEVICE_DESCRIPTOR, BusType)) as i32;
+    let rm = d
+        .get(offset_of!(STORAGE_DEVICE_DESCRIPTOR, RemovableMedia))
+        .is_some_and(|&b| b != 0);
+    let removable = rm || bus == BusTypeUsb || bus == BusTypeSd || bus == BusTypeMmc;
+    let s = |field: usize| cstr_at(&d, u32_at(&d, field) as usize);
+    (
+        removable,
+        s(offset_of!(STORAGE_DEVICE_DESCRIPTOR, VendorIdOffset)),
+        s(offset_of!(STORAGE_DEVICE_DESCRIPTOR, ProductIdOffset)),
+        s(offset_of!(STORAGE_DEVICE_DESCRIPTOR, SerialNumberOffset)),
+    )
+}
+
+/// The partitions of disk `n` from its drive layout, with the mounts and
+/// file systems of the volumes `mine` on them, sorted by start.
+fn partitions(n: u32, f: &File, mine: &[&Volume]) -> Vec<PartitionInfo> {
+    let mut partitions = Vec::new();
+    if let Ok(l) = ioctl(h(f), IOCTL_DISK_GET_DRIVE_LAYOUT_EX, &[], 4096) {
+        let count = u32_at(&l, offset_of!(DRIVE_LAYOUT_INFORMATION_EX, PartitionCount));
+        let first = offset_of!(DRIVE_LAYOUT_INFORMATION_EX, PartitionEntry);
+        for i in 0..count as usize {
+            let e = first + i * size_of::<PARTITION_INFORMATION_EX>();
+            let start = u64_at(&l, e + offset_of!(PARTITION_INFORMATION_EX, StartingOffset));
+            let len = u64_at(
+                &l,
+                e + offset_of!(PARTITION_INFORMATION_EX, PartitionLength),
+            );
+            let number = u32_at(
+                &l,
+                e + offset_of!(PARTITION_INFORMATION_EX, PartitionNumber),
+            );
+            if len == 0 {
+                continue;
+            }
+            let vol = mine
+                .iter()
+                .find(|v| v.extents.iter().any(|&(d, s)| d == n && s == start));
+            partitions.push(PartitionInfo {
+                path: PathBuf::from(format!(
+                    r"\\?\GLOBALROOT\Device\Harddisk{n}\Partition{number}"
+                )),
+                start_bytes: start,
+                size_bytes: len,
+                mountpoints: vol.map(|v| v.paths.clone()).unwrap_or_default(),
+                fs_type: vol.and_then(|v| v.fs_type.clone()),
+                label: vol.and_then(|v| v.label.clone()),
+            });
+        }
+    }
+    partitions.sort_by_key(|p| p.start_bytes);
+    partitions
 }
 
 /// An opened disk, with its volumes locked and dismounted.
