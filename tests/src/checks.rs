@@ -229,3 +229,33 @@ pub fn mtools(tool: &str, image: &Path, args: &[&str]) -> CmdOutput {
     all.extend(args.iter().map(|s| s.to_string()));
     run_env(require_tool(tool), &all, MTOOLS_ENV)
 }
+
+/// The mtools round trip the FAT suites share: `DATA.BIN` (`test_data` of
+/// two clusters, at most 2 MiB, plus 4321 bytes, seeded by `seed`: more
+/// than one cluster, so a chain) is copied in from `scratch/in.bin` with
+/// mcopy, listed by mdir next to the volume `label`, and read back by
+/// mtype. Returns the data and the input file.
+#[track_caller]
+pub fn mtools_copy_in(
+    image: &Path,
+    scratch: &Path,
+    cluster: u64,
+    seed: u64,
+    label: &str,
+) -> (Vec<u8>, std::path::PathBuf) {
+    let len = usize::try_from(cluster.min(crate::MIB)).expect("fits") * 2 + 4321;
+    let data = crate::image::test_data(len, seed);
+    let input = scratch.join("in.bin");
+    std::fs::write(&input, &data).expect("write input file");
+    mtools("mcopy", image, &[&input.to_string_lossy(), "::/DATA.BIN"]).assert_success();
+    let dir = mtools("mdir", image, &["::/"]);
+    dir.assert_success();
+    assert!(
+        dir.stdout.contains("DATA") && dir.stdout.contains(label),
+        "mdir output:\n{dir}"
+    );
+    let typed = mtools("mtype", image, &["::/DATA.BIN"]);
+    typed.assert_success();
+    assert!(typed.stdout_bytes == data, "mtype returned other bytes");
+    (data, input)
+}

@@ -9,11 +9,13 @@
 //! 2 TiB - 512 B).
 
 use mkfs_alloc_layout::FsType;
-use mkfs_alloc_tests::checks::{check_fat32_boot, fsck_fat_clean, fsck_fat_geometry, mtools};
+use mkfs_alloc_tests::checks::{
+    check_fat32_boot, fsck_fat_clean, fsck_fat_geometry, mtools, mtools_copy_in,
+};
 use mkfs_alloc_tests::fatfs_io::fatfs_round_trip;
 use mkfs_alloc_tests::{
-    format_planned, matrix_cases, require_tool, run, smallest_and_medium, test_data, FormatArgs,
-    FuseMount, LoopDevice, Size, TempDir, GIB, KIB, MIB, TIB,
+    format_planned, matrix_cases, require_tool, run, smallest_and_medium, FormatArgs, FuseMount,
+    LoopDevice, Size, TempDir, GIB, KIB, MIB, TIB,
 };
 
 /// A medium size that is not a round number (tests the unused tail), valid
@@ -49,22 +51,7 @@ fn fat32_case(cluster: u64, sector: u32, size: Size) {
     );
 
     // mtools: copy in, list, read back two ways.
-    let data = test_data(
-        usize::try_from(cluster.min(MIB)).expect("fits") * 2 + 4321,
-        cluster ^ size,
-    );
-    let input = tmp.join("in.bin");
-    std::fs::write(&input, &data).expect("write input file");
-    mtools("mcopy", &img, &[&input.to_string_lossy(), "::/DATA.BIN"]).assert_success();
-    let dir = mtools("mdir", &img, &["::/"]);
-    dir.assert_success();
-    assert!(
-        dir.stdout.contains("DATA") && dir.stdout.contains(LABEL),
-        "mdir output:\n{dir}"
-    );
-    let typed = mtools("mtype", &img, &["::/DATA.BIN"]);
-    typed.assert_success();
-    assert!(typed.stdout_bytes == data, "mtype returned other bytes");
+    let (data, _) = mtools_copy_in(&img, tmp.path(), cluster, cluster ^ size, LABEL);
     let output = tmp.join("out.bin");
     mtools("mcopy", &img, &["::/DATA.BIN", &output.to_string_lossy()]).assert_success();
     assert!(

@@ -8,11 +8,13 @@
 //! to its last entry.
 
 use mkfs_alloc_layout::FsType;
-use mkfs_alloc_tests::checks::{check_small_fat_boot, fsck_fat_clean, fsck_fat_geometry, mtools};
+use mkfs_alloc_tests::checks::{
+    check_small_fat_boot, fsck_fat_clean, fsck_fat_geometry, mtools, mtools_copy_in,
+};
 use mkfs_alloc_tests::fatfs_io::{fatfs_round_trip, open_fs};
 use mkfs_alloc_tests::{
-    format_planned, mkfs_alloc, plan_for, require_tool, run, smallest_valid, test_data, FormatArgs,
-    FuseMount, LoopDevice, TempDir, KIB, MIB,
+    format_planned, mkfs_alloc, plan_for, require_tool, run, smallest_valid, FormatArgs, FuseMount,
+    LoopDevice, TempDir, KIB, MIB,
 };
 
 const LABEL: &str = "SMALLFAT";
@@ -86,22 +88,7 @@ fn case(fs: FsType, cluster: u64, sector: u32, at: At) {
     assert!(verbose.stdout.contains(bits), "fsck.fat -v:\n{verbose}");
 
     // mtools: copy in (more than one cluster, so a chain), list, read back.
-    let data = test_data(
-        usize::try_from(cluster.min(MIB)).expect("fits") * 2 + 4321,
-        cluster ^ size,
-    );
-    let input = tmp.join("in.bin");
-    std::fs::write(&input, &data).expect("write input file");
-    mtools("mcopy", &img, &[&input.to_string_lossy(), "::/DATA.BIN"]).assert_success();
-    let dir = mtools("mdir", &img, &["::/"]);
-    dir.assert_success();
-    assert!(
-        dir.stdout.contains("DATA") && dir.stdout.contains(LABEL),
-        "mdir output:\n{dir}"
-    );
-    let typed = mtools("mtype", &img, &["::/DATA.BIN"]);
-    typed.assert_success();
-    assert!(typed.stdout_bytes == data, "mtype returned other bytes");
+    let (data, input) = mtools_copy_in(&img, tmp.path(), cluster, cluster ^ size, LABEL);
     mtools("mmd", &img, &["::/SUB"]).assert_success();
     mtools(
         "mcopy",

@@ -148,7 +148,11 @@ fn exfat_with_files(img: &Path, t: &TempDir) -> (u64, u64, u64, u32) {
     std::fs::write(m.dir().join("big.bin"), body(5 * 4096, 1)).unwrap();
     std::fs::create_dir(m.dir().join("sub")).unwrap();
     std::fs::write(m.dir().join("sub/inner.txt"), b"hello").unwrap();
+    // unmount() waits for exfat-fuse to exit (the old guard did not, and
+    // the image was read while the driver still wrote: a flaky failure);
+    // the flush makes the loop device's page cache reach the image file.
     m.unmount();
+    lo.flush();
     drop(lo);
     let boot = read(img, 0, 512);
     let u32_at = |o: usize| u32::from_le_bytes(boot[o..o + 4].try_into().unwrap());

@@ -1,6 +1,6 @@
 //! `plan_mbr_at`: an MBR partition placed by the caller (the SD layout),
 //! with its own type byte and CHS geometry, written to memory and its entry
-//! read back byte by byte. (`tests/tests/sd_layout.rs` reads the SD layout's
+//! read back byte by byte. (`tests/tests/sd_layout/` reads the SD layout's
 //! tables with `sfdisk -d`.)
 
 use mkfs_alloc_blockio::MemDisk;

@@ -112,6 +112,17 @@ impl LoopDevice {
         &self.dev
     }
 
+    /// Writes the device's dirty page cache through to the backing file
+    /// (`fsync` of the block device), so that reading the image file sees
+    /// what a driver wrote to the device, and a later writeback cannot change
+    /// the image behind a comparison.
+    #[track_caller]
+    pub fn flush(&self) {
+        std::fs::File::open(&self.dev)
+            .and_then(|f| f.sync_all())
+            .unwrap_or_else(|e| panic!("cannot flush {}: {e}", self.dev.display()));
+    }
+
     /// The device path as a string, for tool arguments.
     pub fn path_str(&self) -> &str {
         self.dev.to_str().unwrap_or_default()

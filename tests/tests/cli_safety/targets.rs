@@ -259,6 +259,10 @@ fn an_image_whose_loop_device_is_mounted_is_refused() {
     let dev = lo.path().to_string_lossy().into_owned();
     let mnt_dir = tmp.subdir("mnt");
     let mount = FuseMount::exfat(lo.path(), &mnt_dir);
+    // What exfat-fuse wrote at mount time sits in the loop device's page
+    // cache; written back later, it changed the image between the two
+    // hashes under load (a flaky failure). Flush it first.
+    lo.flush();
     let before = file_hash(&img);
     let out = mkfs_alloc(&["--fs", "exfat", &img_s]);
     out.assert_code(2);
