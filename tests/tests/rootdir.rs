@@ -209,20 +209,7 @@ fn fat32_reads_back_through_mtools_and_7z() {
     fsck_fat_clean(&img);
     // mtools: copy everything out, keeping mtimes (FAT times are read as local: TZ=UTC).
     let out_dir = tmp.subdir("mcopy");
-    let o = run_env(
-        require_tool("mcopy"),
-        &[
-            "-s",
-            "-m",
-            "-n",
-            "-i",
-            &img.to_string_lossy(),
-            "::/*",
-            &out_dir.to_string_lossy(),
-        ],
-        &[("TZ", "UTC")],
-    );
-    o.assert_success();
+    mcopy_all_out(&img.to_string_lossy(), &out_dir);
     assert_eq!(
         listing(&out_dir, false),
         expected(&src, 2, false),
@@ -483,23 +470,22 @@ fn on_a_device_with_a_partition_table() {
         if fs_name == "fat32" {
             let at = tmp.join(&format!("disk.img@@{off}"));
             let out_dir = tmp.subdir("mcopy-dev");
-            let o = run_env(
-                require_tool("mcopy"),
-                &[
-                    "-s",
-                    "-m",
-                    "-n",
-                    "-i",
-                    &at.to_string_lossy(),
-                    "::/*",
-                    &out_dir.to_string_lossy(),
-                ],
-                &[("TZ", "UTC")],
-            );
-            o.assert_success();
+            mcopy_all_out(&at.to_string_lossy(), &out_dir);
             assert_eq!(listing(&out_dir, false), expected(&src, 2, false));
         }
     }
+}
+
+/// `mcopy -s -m -n -i IMAGE ::/* DIR` under `TZ=UTC` (FAT times are read
+/// as local): the whole tree out of a FAT volume, keeping mtimes.
+fn mcopy_all_out(image: &str, dir: &Path) {
+    let dir = dir.to_string_lossy();
+    run_env(
+        require_tool("mcopy"),
+        &["-s", "-m", "-n", "-i", image, "::/*", &dir],
+        &[("TZ", "UTC")],
+    )
+    .assert_success();
 }
 
 /// FAT12 and FAT16 (fixed root directory, 12- and 16-bit FATs): fsck.fat is
@@ -530,20 +516,7 @@ fn fat12_and_fat16_read_back_through_mtools() {
         mkfs_alloc_env(&args, &[("SOURCE_DATE_EPOCH", EPOCH)]).assert_success();
         fsck_fat_clean(&img);
         let out_dir = tmp.subdir(&format!("mcopy-{fs_name}"));
-        let o = run_env(
-            require_tool("mcopy"),
-            &[
-                "-s",
-                "-m",
-                "-n",
-                "-i",
-                &img_s,
-                "::/*",
-                &out_dir.to_string_lossy(),
-            ],
-            &[("TZ", "UTC")],
-        );
-        o.assert_success();
+        mcopy_all_out(&img_s, &out_dir);
         assert_eq!(
             listing(&out_dir, false),
             expected(&src, 2, false),

@@ -21,6 +21,17 @@ pub struct CmdOutput {
 }
 
 impl CmdOutput {
+    /// What a finished [`Command`] returned, under the name `command`.
+    pub fn from_output(command: String, out: std::process::Output) -> CmdOutput {
+        CmdOutput {
+            command,
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            stdout_bytes: out.stdout,
+        }
+    }
+
     /// True when the command exited with code 0.
     pub fn success(&self) -> bool {
         self.code == Some(0)
@@ -120,13 +131,7 @@ pub fn tool_stdin<S: AsRef<OsStr>>(name: &str, args: &[S], input: &str) -> Strin
     let out = child
         .wait_with_output()
         .unwrap_or_else(|e| panic!("cannot wait for `{command}`: {e}"));
-    let out = CmdOutput {
-        command,
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        stdout_bytes: out.stdout,
-    };
+    let out = CmdOutput::from_output(command, out);
     out.assert_success();
     out.stdout
 }
@@ -160,11 +165,5 @@ pub fn run_env<S: AsRef<OsStr>>(
         .stdin(Stdio::null())
         .output()
         .unwrap_or_else(|e| panic!("cannot run `{command}`: {e}"));
-    CmdOutput {
-        command,
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        stdout_bytes: out.stdout,
-    }
+    CmdOutput::from_output(command, out)
 }

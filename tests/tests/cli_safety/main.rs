@@ -28,13 +28,8 @@ fn run_in(dir: &Path, args: &[&str]) -> CmdOutput {
         .stdin(Stdio::null())
         .output()
         .expect("run mkfs-alloc");
-    CmdOutput {
-        command: format!("(cd {}; mkfs-alloc {})", dir.display(), args.join(" ")),
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        stdout_bytes: out.stdout,
-    }
+    let command = format!("(cd {}; mkfs-alloc {})", dir.display(), args.join(" "));
+    CmdOutput::from_output(command, out)
 }
 
 /// The JSON documents on stdout (a stream of values).
@@ -73,13 +68,8 @@ fn as_nobody(args: &[&str]) -> CmdOutput {
         .stdin(Stdio::null())
         .output()
         .expect("setpriv");
-    CmdOutput {
-        command: format!("setpriv --reuid=65534 mkfs-alloc {}", args.join(" ")),
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        stdout_bytes: out.stdout,
-    }
+    let command = format!("setpriv --reuid=65534 mkfs-alloc {}", args.join(" "));
+    CmdOutput::from_output(command, out)
 }
 
 /// `mkfs-alloc ARGS` with exactly one environment variable set.
