@@ -409,32 +409,12 @@ fn fs_advice(
         )?;
         cands.push(candidate(&layout, data, windows, sd, mkfs, auto_cluster));
     }
-
-    let mut notes = Vec::new();
-    if valid.is_empty() {
-        notes.push(FsNote::NoValidCluster);
-    }
-    if fs == FsType::Fat32 && volume > 32 * 1_000_000_000 && !valid.is_empty() {
-        notes.push(FsNote::Fat32Above32Gb);
-    }
     let files_over_4gib = match (fs.is_fat(), data) {
         (true, Some(d)) => Some(d.files_over_fat32_limit()),
         _ => None,
     };
-    if let Some(count) = files_over_4gib.filter(|&n| n > 0) {
-        notes.push(FsNote::FilesOver4Gib { count });
-    }
-    if let (Some(d), Some(l)) = (data, auto_layout.as_ref().ok()) {
-        if let Some((entries, capacity)) = root_overflow(l, d) {
-            notes.push(FsNote::RootDirFull { entries, capacity });
-        }
-    }
-    if let (true, Some(d)) = (fs.is_fat(), data) {
-        let count = fat32_dirs_over_limit(d);
-        if count > 0 {
-            notes.push(FsNote::DirsOverFat32Limit { count });
-        }
-    }
+    let auto = auto_layout.as_ref().ok();
+    let mut notes = fs_notes(fs, volume, &valid, data, auto);
     if !valid.is_empty() {
         for (source, c) in [("windows", windows), ("sd_spec", sd), ("mkfs", Some(mkfs))] {
             if let Some(c) = c.filter(|c| !valid.contains(c)) {
@@ -445,7 +425,6 @@ fn fs_advice(
             }
         }
     }
-
     let recommendation = match data {
         _ if cands.is_empty() => None,
         // FAT32 cannot store the data whatever the cluster size (noted above).
@@ -457,19 +436,7 @@ fn fs_advice(
                 None
             }
         },
-        Some(_) => auto_layout.as_ref().ok().map(|l| Recommendation {
-            cluster_size: l.cluster_size(),
-            rule: RecommendationRule::AutoEmptyData,
-            reason: format!(
-                "the data holds no file bytes; {}",
-                l.cluster_rule().describe(fs, volume)
-            ),
-        }),
-        None => auto_layout.as_ref().ok().map(|l| Recommendation {
-            cluster_size: l.cluster_size(),
-            rule: RecommendationRule::AutoNoData,
-            reason: l.cluster_rule().describe(fs, volume),
-        }),
+        _ => auto.map(|l| auto_recommendation(l, fs, volume, data.is_some())),
     };
     let mut rows: Vec<Row> = cands.into_iter().map(|c| c.row).collect();
     if let Some(r) = &recommendation {
@@ -492,6 +459,67 @@ fn fs_advice(
         recommendation,
         notes,
     })
+}
+
+/// The notes on a file system that do not depend on the candidates: no
+/// valid size, FAT32 above 32 GB, files over 4 GiB, a full fixed root
+/// directory, directories over FAT's entry limit.
+fn fs_notes(
+    fs: FsType,
+    volume: u64,
+    valid: &[u64],
+    data: Option<&ScanResult>,
+    auto: Option<&Layout>,
+) -> Vec<FsNote> {
+    let mut notes = Vec::new();
+    if valid.is_empty() {
+        notes.push(FsNote::NoValidCluster);
+    }
+    if fs == FsType::Fat32 && volume > 32 * 1_000_000_000 && !valid.is_empty() {
+        notes.push(FsNote::Fat32Above32Gb);
+    }
+    let Some(d) = data else {
+        return notes;
+    };
+    if fs.is_fat() {
+        let count = d.files_over_fat32_limit();
+        if count > 0 {
+            notes.push(FsNote::FilesOver4Gib { count });
+        }
+    }
+    if let Some(l) = auto {
+        if let Some((entries, capacity)) = root_overflow(l, d) {
+            notes.push(FsNote::RootDirFull { entries, capacity });
+        }
+    }
+    if fs.is_fat() {
+        let count = fat32_dirs_over_limit(d);
+        if count > 0 {
+            notes.push(FsNote::DirsOverFat32Limit { count });
+        }
+    }
+    notes
+}
+
+/// `--cluster auto`'s pick as the recommendation, without data or for
+/// data that holds no file bytes.
+fn auto_recommendation(l: &Layout, fs: FsType, volume: u64, with_data: bool) -> Recommendation {
+    if with_data {
+        Recommendation {
+            cluster_size: l.cluster_size(),
+            rule: RecommendationRule::AutoEmptyData,
+            reason: format!(
+                "the data holds no file bytes; {}",
+                l.cluster_rule().describe(fs, volume)
+            ),
+        }
+    } else {
+        Recommendation {
+            cluster_size: l.cluster_size(),
+            rule: RecommendationRule::AutoNoData,
+            reason: l.cluster_rule().describe(fs, volume),
+        }
+    }
 }
 
 fn candidate(

@@ -175,13 +175,125 @@ fn runs(units: &[u64], max: u64) -> Vec<(u64, u64)> {
     out
 }
 
+/// The wrap: the smallest power of two that separates a unit from the unit
+/// whose block it returned, if below `n`.
+fn wrap_of(all: &[(u64, Seen)], n: u64) -> Option<u64> {
+    all.iter()
+        .filter_map(|&(u, s)| match s {
+            Seen::Alias(v) if v != u => Some(low_bit(u.abs_diff(v))),
+            _ => None,
+        })
+        .min()
+        .filter(|&m| m < n)
+}
+
+/// What the cache search found.
+struct CacheSearch {
+    /// What the end region read back.
+    end_results: Vec<(u64, Seen)>,
+    /// The cache size, if the device has one within the search.
+    cache: Option<u64>,
+    /// How many units a round must write to flush the cache.
+    flush: u64,
+}
+
+/// What round 1 and the end region say about where real storage ends.
+enum Bounds {
+    /// Every unit read back: a genuine device.
+    Genuine,
+    /// The bad units are not one tail: damaged, from this unit.
+    Damaged(u64),
+    /// The boundary lies in `[lo, hi)`.
+    Between(u64, u64),
+}
+
+/// Step 3: the first bad unit (`hi`) not explained by the wrap, and the unit
+/// after the last good one below it (`lo`). `r1` is round 1, `all` round 1
+/// and the end region.
+fn bounds(
+    r1: &[(u64, Seen)],
+    all: &[(u64, Seen)],
+    n: u64,
+    wrap: Option<u64>,
+    end_start: u64,
+) -> Bounds {
+    // An alias inside [0, wrap) with a partner congruent modulo the wrap
+    // is explained by the wrap: the storage works, a later write to the
+    // other address overwrote it.
+    let explained = |u: u64, s: Seen| match (wrap, s) {
+        (Some(m), Seen::Alias(v)) => u % m == v % m,
+        _ => false,
+    };
+    let limit = wrap.unwrap_or(n);
+    let mut hi = limit;
+    for &(u, s) in all {
+        if u < limit && s != Seen::Good && !explained(u, s) {
+            hi = hi.min(u);
+        }
+    }
+    if wrap.is_none() && hi == n {
+        return Bounds::Genuine;
+    }
+    // Good sampled units above the first bad one (outside the end region,
+    // whose cache may answer): the bad units are not one tail.
+    let tail_broken = r1
+        .iter()
+        .any(|&(u, s)| s == Seen::Good && u > hi && u < limit && u < end_start);
+    if tail_broken {
+        return Bounds::Damaged(hi);
+    }
+    let lo = r1
+        .iter()
+        .filter(|&&(u, s)| u < hi && (s == Seen::Good || explained(u, s)))
+        .map(|&(u, _)| u + 1)
+        .max()
+        .unwrap_or(0);
+    Bounds::Between(lo, hi)
+}
+
 impl<D: ProbeTarget + ?Sized> Engine<'_, D> {
     fn run(&mut self, opts: &ProbeOptions, cache_max: u64) -> Result<Outcome, Stop> {
         let n = self.n;
         let end_start = n - cache_max;
         let samples = opts.samples.max(1) as u64;
+        let round1 = self.sample_round(end_start, samples)?;
+        let CacheSearch {
+            end_results,
+            cache,
+            flush,
+        } = self.cache_search(cache_max)?;
 
-        // 1. Wrap and sample round.
+        // 3. Read round 1 (flushed by the cache-search writes).
+        let r1 = self.read_units(&round1)?;
+        let all: Vec<(u64, Seen)> = r1.iter().chain(end_results.iter()).copied().collect();
+        let wrap = wrap_of(&all, n);
+        let (lo, hi) = match bounds(&r1, &all, n, wrap, end_start) {
+            Bounds::Genuine => return Ok((Verdict::Genuine, n, None, cache, None)),
+            Bounds::Damaged(at) => return Ok((Verdict::Damaged, at, wrap, cache, None)),
+            Bounds::Between(lo, hi) => (lo, hi),
+        };
+
+        // 4. Bisect by random sampling; filler at [0, flush) pushes the
+        // samples out of the device cache.
+        if hi <= flush.saturating_mul(2) || hi < MIN_UNITS {
+            // Too little real storage to hold the filler: no usable start.
+            return Ok((Verdict::Damaged, lo.min(hi), wrap, cache, None));
+        }
+        let real = match self.bisect(lo.max(flush), hi, flush, samples)? {
+            Ok(real) => real,
+            Err(at) => return Ok((Verdict::Damaged, at, wrap, cache, None)),
+        };
+        let verdict = match wrap {
+            Some(m) if real == m => Verdict::Wraparound,
+            Some(_) => Verdict::Chain,
+            None => Verdict::Limbo,
+        };
+        Ok((verdict, real, wrap, cache, None))
+    }
+
+    /// Step 1, the wrap and sample round: unit 0, every power of two below the
+    /// end region, and `samples` random units, written (with backup).
+    fn sample_round(&mut self, end_start: u64, samples: u64) -> Result<Vec<u64>, Stop> {
         (self.progress)(Phase::Sampling);
         let mut round1: Vec<u64> = vec![0];
         let mut p = 1u64;
@@ -200,8 +312,14 @@ impl<D: ProbeTarget + ?Sized> Engine<'_, D> {
             }
         }
         self.write_units(&round1, true)?;
+        Ok(round1)
+    }
 
-        // 2. Cache search at the end of the device.
+    /// Step 2, the cache search at the end of the device: doubling batches of
+    /// units written, the device reset, all read back, until fewer read
+    /// back than were written (the cache size) or `cache_max` is reached.
+    fn cache_search(&mut self, cache_max: u64) -> Result<CacheSearch, Stop> {
+        let n = self.n;
         (self.progress)(Phase::CacheSearch);
         let mut end_written = 0u64;
         let mut batch = 1u64;
@@ -233,62 +351,29 @@ impl<D: ProbeTarget + ?Sized> Engine<'_, D> {
         } else {
             cache_max
         };
+        Ok(CacheSearch {
+            end_results,
+            cache,
+            flush,
+        })
+    }
 
-        // 3. Read round 1 (flushed by the cache-search writes).
-        let r1 = self.read_units(&round1)?;
-        let all: Vec<(u64, Seen)> = r1.iter().chain(end_results.iter()).copied().collect();
-        let wrap = all
-            .iter()
-            .filter_map(|&(u, s)| match s {
-                Seen::Alias(v) if v != u => Some(low_bit(u.abs_diff(v))),
-                _ => None,
-            })
-            .min()
-            .filter(|&m| m < n);
-        // An alias inside [0, wrap) with a partner congruent modulo the wrap
-        // is explained by the wrap: the storage works, a later write to the
-        // other address overwrote it.
-        let explained = |u: u64, s: Seen| match (wrap, s) {
-            (Some(m), Seen::Alias(v)) => u % m == v % m,
-            _ => false,
-        };
-        let limit = wrap.unwrap_or(n);
-        let mut hi = limit;
-        for &(u, s) in &all {
-            if u < limit && s != Seen::Good && !explained(u, s) {
-                hi = hi.min(u);
-            }
-        }
-        if wrap.is_none() && hi == n {
-            return Ok((Verdict::Genuine, n, None, cache, None));
-        }
-        // Good sampled units above the first bad one (outside the end region,
-        // whose cache may answer): the bad units are not one tail.
-        let tail_broken = r1
-            .iter()
-            .any(|&(u, s)| s == Seen::Good && u > hi && u < limit && u < end_start);
-        if tail_broken {
-            return Ok((Verdict::Damaged, hi, wrap, cache, None));
-        }
-        let mut lo = r1
-            .iter()
-            .filter(|&&(u, s)| u < hi && (s == Seen::Good || explained(u, s)))
-            .map(|&(u, _)| u + 1)
-            .max()
-            .unwrap_or(0);
-
-        // 4. Bisect by random sampling; filler at [0, flush) pushes the
-        // samples out of the device cache.
-        if hi <= flush.saturating_mul(2) || hi < MIN_UNITS {
-            // Too little real storage to hold the filler: no usable start.
-            return Ok((Verdict::Damaged, lo.min(hi), wrap, cache, None));
-        }
-        lo = lo.max(flush);
+    /// Step 4: bisects `[lo, hi)` by rounds of random samples (and the units
+    /// just below `hi`), each followed by `flush` units of filler: the
+    /// first unit that does not hold data (`Ok`), or where to report a
+    /// damaged device (`Err`).
+    fn bisect(
+        &mut self,
+        mut lo: u64,
+        mut hi: u64,
+        flush: u64,
+        samples: u64,
+    ) -> Result<Result<u64, u64>, Stop> {
         let per_round = samples.max(flush / 4).min(4096);
         let mut first_round = true;
         while lo < hi {
             if self.rounds >= MAX_ROUNDS {
-                return Ok((Verdict::Damaged, lo, wrap, cache, None));
+                return Ok(Err(lo));
             }
             self.rounds += 1;
             (self.progress)(Phase::Bisect);
@@ -319,7 +404,7 @@ impl<D: ProbeTarget + ?Sized> Engine<'_, D> {
             }
             let res = self.read_units(&to_read)?;
             if first_round && res.iter().any(|&(u, s)| u < flush && s != Seen::Good) {
-                return Ok((Verdict::Damaged, 0, wrap, cache, None));
+                return Ok(Err(0));
             }
             first_round = false;
             let bad = res
@@ -329,7 +414,7 @@ impl<D: ProbeTarget + ?Sized> Engine<'_, D> {
                 .min();
             if let Some(b) = bad {
                 if res.iter().any(|&(u, s)| s == Seen::Good && u > b) {
-                    return Ok((Verdict::Damaged, lo, wrap, cache, None));
+                    return Ok(Err(lo));
                 }
                 hi = b;
             }
@@ -342,13 +427,7 @@ impl<D: ProbeTarget + ?Sized> Engine<'_, D> {
                 lo = lo.max(g);
             }
         }
-        let real = hi;
-        let verdict = match wrap {
-            Some(m) if real == m => Verdict::Wraparound,
-            Some(_) => Verdict::Chain,
-            None => Verdict::Limbo,
-        };
-        Ok((verdict, real, wrap, cache, None))
+        Ok(Ok(hi))
     }
 
     fn reset(&mut self) -> Result<(), Stop> {

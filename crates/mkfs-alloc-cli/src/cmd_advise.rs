@@ -307,84 +307,90 @@ pub fn render(
         advice.sector_size
     );
     if let (Some(d), Some(s)) = (data, &advice.data) {
-        let _ = writeln!(
-            o,
-            "Data:   {}, {}, {} ({} bytes) in {}; scanned in {:.2} s",
-            plural(s.files, "file", "files"),
-            plural(s.directories, "directory", "directories"),
-            format_size(s.apparent_bytes),
-            format_count(s.apparent_bytes),
-            paths
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-            s.scan_seconds
-        );
-        if s.symlinks_skipped > 0 {
-            let _ = writeln!(
-                o,
-                "        {} skipped (--follow-symlinks follows them)",
-                plural(s.symlinks_skipped, "symbolic link", "symbolic links")
-            );
-        }
-        if s.hard_links_as_files > 0 {
-            let _ = writeln!(
-                o,
-                "        {} to files already counted, each counted as a file (a copy onto FAT or exFAT stores it so; --hard-links-once counts them once)",
-                plural(s.hard_links_as_files, "further hard link", "further hard links")
-            );
-        }
-        if s.duplicates_skipped > 0 {
-            let _ = writeln!(
-                o,
-                "        {} counted once",
-                plural(
-                    s.duplicates_skipped,
-                    "further hard link or repeated directory",
-                    "further hard links or repeated directories"
-                )
-            );
-        }
-        if s.special_skipped > 0 {
-            let _ = writeln!(
-                o,
-                "        {} skipped",
-                plural(
-                    s.special_skipped,
-                    "FIFO, socket or device",
-                    "FIFOs, sockets or devices"
-                )
-            );
-        }
-        if s.unreadable > 0 {
-            let _ = writeln!(
-                o,
-                "        {}, not counted; first {}:",
-                plural(s.unreadable, "unreadable entry", "unreadable entries"),
-                s.unreadable_paths.len()
-            );
-            for u in &s.unreadable_paths {
-                let _ = writeln!(o, "          {}: {}", u.path.display(), u.error);
-            }
-        }
-        if s.invalid_names > 0 {
-            let _ = writeln!(
-                o,
-                "        {} with characters exFAT and FAT32 cannot store; first {}:",
-                plural(s.invalid_names, "name", "names"),
-                s.invalid_name_paths.len()
-            );
-            for p in &s.invalid_name_paths {
-                let _ = writeln!(o, "          {}", p.display());
-            }
-        }
+        render_data_summary(&mut o, s, paths);
         render_histogram(&mut o, d, &g);
     }
     for f in &advice.per_fs {
         render_fs(&mut o, advice, f, &g, unicode);
     }
     o
+}
+
+/// The data line of the report and what the scan skipped or could not read.
+fn render_data_summary(o: &mut String, s: &mkfs_alloc_advise::DataSummary, paths: &[PathBuf]) {
+    use std::fmt::Write;
+    let _ = writeln!(
+        o,
+        "Data:   {}, {}, {} ({} bytes) in {}; scanned in {:.2} s",
+        plural(s.files, "file", "files"),
+        plural(s.directories, "directory", "directories"),
+        format_size(s.apparent_bytes),
+        format_count(s.apparent_bytes),
+        paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        s.scan_seconds
+    );
+    if s.symlinks_skipped > 0 {
+        let _ = writeln!(
+            o,
+            "        {} skipped (--follow-symlinks follows them)",
+            plural(s.symlinks_skipped, "symbolic link", "symbolic links")
+        );
+    }
+    if s.hard_links_as_files > 0 {
+        let _ = writeln!(
+            o,
+            "        {} to files already counted, each counted as a file (a copy onto FAT or exFAT stores it so; --hard-links-once counts them once)",
+            plural(s.hard_links_as_files, "further hard link", "further hard links")
+        );
+    }
+    if s.duplicates_skipped > 0 {
+        let _ = writeln!(
+            o,
+            "        {} counted once",
+            plural(
+                s.duplicates_skipped,
+                "further hard link or repeated directory",
+                "further hard links or repeated directories"
+            )
+        );
+    }
+    if s.special_skipped > 0 {
+        let _ = writeln!(
+            o,
+            "        {} skipped",
+            plural(
+                s.special_skipped,
+                "FIFO, socket or device",
+                "FIFOs, sockets or devices"
+            )
+        );
+    }
+    if s.unreadable > 0 {
+        let _ = writeln!(
+            o,
+            "        {}, not counted; first {}:",
+            plural(s.unreadable, "unreadable entry", "unreadable entries"),
+            s.unreadable_paths.len()
+        );
+        for u in &s.unreadable_paths {
+            let _ = writeln!(o, "          {}: {}", u.path.display(), u.error);
+        }
+    }
+    if s.invalid_names > 0 {
+        let _ = writeln!(
+            o,
+            "        {} with characters exFAT and FAT32 cannot store; first {}:",
+            plural(s.invalid_names, "name", "names"),
+            s.invalid_name_paths.len()
+        );
+        for p in &s.invalid_name_paths {
+            let _ = writeln!(o, "          {}", p.display());
+        }
+    }
 }
 
 fn render_histogram(o: &mut String, d: &ScanResult, g: &Glyphs) {
@@ -433,26 +439,7 @@ fn render_fs(o: &mut String, advice: &Advice, f: &FsAdvice, g: &Glyphs, unicode:
     use std::fmt::Write;
     let fs = f.fs;
     let _ = writeln!(o, "\n{fs} on {}", format_size(advice.volume_bytes));
-    let valid = |c: u64| {
-        if f.rows.iter().any(|r| r.cluster_size == c) {
-            format_size(c)
-        } else {
-            format!("{} (not valid here)", format_size(c))
-        }
-    };
-    let mut peers = Vec::new();
-    match f.windows_default {
-        Some(c) => peers.push(format!("Windows {}", valid(c))),
-        None => peers.push("Windows refuses this size".into()),
-    }
-    if let Some(c) = f.sd_recommended {
-        peers.push(format!("SD spec {}", valid(c)));
-    }
-    peers.push(format!("{} {}", f.mkfs_tool, valid(f.mkfs_default)));
-    if let Some(c) = f.auto_cluster {
-        peers.push(format!("--cluster auto {}", format_size(c)));
-    }
-    let _ = writeln!(o, "  defaults: {}", peers.join(", "));
+    render_defaults(o, f);
     if f.rows.is_empty() {
         for n in &f.notes {
             let _ = writeln!(o, "  {}", n.describe(fs));
@@ -460,58 +447,8 @@ fn render_fs(o: &mut String, advice: &Advice, f: &FsAdvice, g: &Glyphs, unicode:
         return;
     }
     let with_data = advice.data.is_some();
-    let mut table: Vec<[String; COLS]> = vec![[
-        "cluster".into(),
-        "clusters".into(),
-        "overhead".into(),
-        String::new(),
-        if with_data { "on disk" } else { "usable" }.into(),
-        if with_data { "waste" } else { "" }.into(),
-        String::new(),
-        if with_data { "fits" } else { "" }.into(),
-        String::new(),
-    ]];
-    let max_bar = f
-        .rows
-        .iter()
-        .map(|r| r.overhead_percent)
-        .fold(0.0, f64::max);
     let apparent = advice.data.as_ref().map_or(0, |d| d.apparent_bytes);
-    for r in &f.rows {
-        table.push(row_cells(r, with_data, apparent, max_bar, g));
-    }
-    let widths: Vec<usize> = (0..COLS)
-        .map(|i| {
-            table
-                .iter()
-                .map(|c| c[i].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    for (i, cells) in table.iter().enumerate() {
-        let mut line = String::from("  ");
-        for (j, c) in cells.iter().enumerate() {
-            if widths[j] == 0 {
-                continue;
-            }
-            let pad = widths[j] - c.chars().count();
-            // Numbers right-aligned; the size, the bar left-aligned.
-            if j == 0 || j == COLS - 1 {
-                line.push_str(c);
-                line.push_str(&" ".repeat(pad));
-            } else {
-                line.push_str(&" ".repeat(pad));
-                line.push_str(c);
-            }
-            line.push_str("  ");
-        }
-        if i > 0 {
-            let notes: Vec<String> = f.rows[i - 1].notes.iter().map(|n| n.describe(fs)).collect();
-            line.push_str(&notes.join("; "));
-        }
-        let _ = writeln!(o, "{}", line.trim_end());
-    }
+    render_table(o, f, with_data, apparent, g);
     if with_data {
         let _ = writeln!(
             o,
@@ -542,6 +479,92 @@ fn render_fs(o: &mut String, advice: &Advice, f: &FsAdvice, g: &Glyphs, unicode:
             let _ = writeln!(o, "  {arrow} no recommendation: the data cannot be stored on this volume as {fs} (see the notes)");
         }
         None => {}
+    }
+}
+
+/// The peers' defaults line (a default that is not valid here is marked).
+fn render_defaults(o: &mut String, f: &FsAdvice) {
+    use std::fmt::Write;
+    let valid = |c: u64| {
+        if f.rows.iter().any(|r| r.cluster_size == c) {
+            format_size(c)
+        } else {
+            format!("{} (not valid here)", format_size(c))
+        }
+    };
+    let mut peers = Vec::new();
+    match f.windows_default {
+        Some(c) => peers.push(format!("Windows {}", valid(c))),
+        None => peers.push("Windows refuses this size".into()),
+    }
+    if let Some(c) = f.sd_recommended {
+        peers.push(format!("SD spec {}", valid(c)));
+    }
+    peers.push(format!("{} {}", f.mkfs_tool, valid(f.mkfs_default)));
+    if let Some(c) = f.auto_cluster {
+        peers.push(format!("--cluster auto {}", format_size(c)));
+    }
+    let _ = writeln!(o, "  defaults: {}", peers.join(", "));
+}
+
+/// The table of cluster sizes: a header, one row each with its notes,
+/// columns padded to their widest cell.
+fn render_table(o: &mut String, f: &FsAdvice, with_data: bool, apparent: u64, g: &Glyphs) {
+    use std::fmt::Write;
+    let mut table: Vec<[String; COLS]> = vec![[
+        "cluster".into(),
+        "clusters".into(),
+        "overhead".into(),
+        String::new(),
+        if with_data { "on disk" } else { "usable" }.into(),
+        if with_data { "waste" } else { "" }.into(),
+        String::new(),
+        if with_data { "fits" } else { "" }.into(),
+        String::new(),
+    ]];
+    let max_bar = f
+        .rows
+        .iter()
+        .map(|r| r.overhead_percent)
+        .fold(0.0, f64::max);
+    for r in &f.rows {
+        table.push(row_cells(r, with_data, apparent, max_bar, g));
+    }
+    let widths: Vec<usize> = (0..COLS)
+        .map(|i| {
+            table
+                .iter()
+                .map(|c| c[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for (i, cells) in table.iter().enumerate() {
+        let mut line = String::from("  ");
+        for (j, c) in cells.iter().enumerate() {
+            if widths[j] == 0 {
+                continue;
+            }
+            let pad = widths[j] - c.chars().count();
+            // Numbers right-aligned; the size, the bar left-aligned.
+            if j == 0 || j == COLS - 1 {
+                line.push_str(c);
+                line.push_str(&" ".repeat(pad));
+            } else {
+                line.push_str(&" ".repeat(pad));
+                line.push_str(c);
+            }
+            line.push_str("  ");
+        }
+        if i > 0 {
+            let notes: Vec<String> = f.rows[i - 1]
+                .notes
+                .iter()
+                .map(|n| n.describe(f.fs))
+                .collect();
+            line.push_str(&notes.join("; "));
+        }
+        let _ = writeln!(o, "{}", line.trim_end());
     }
 }
 

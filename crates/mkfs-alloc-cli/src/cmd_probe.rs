@@ -260,6 +260,44 @@ fn ask(info: &device::DeviceInfo, a: &ProbeArgs, journal: Option<&Path>) -> Resu
 }
 
 /// `mkfs-alloc probe`.
+/// `--restore JOURNAL`: writes the saved blocks back, then removes the
+/// journal.
+fn restore(a: &ProbeArgs, j: &Path, info: Option<&device::DeviceInfo>) -> Result<(), Failure> {
+    let path = &a.target;
+    if !j.is_file() {
+        return Err(usage(anyhow!("journal {} does not exist", j.display())));
+    }
+    if let Some(info) = info {
+        let what = format!(
+            "write the blocks saved in {} back to {}",
+            j.display(),
+            info.path.display()
+        );
+        crate::confirm::confirm_action(info, &what, a.yes, a.quiet || a.json)?;
+    }
+    let mut opened = open(path, info.is_some())?;
+    let written = restore_journal(opened.target(), j).map_err(|e| {
+        Failure::Io(anyhow::Error::new(e).context(format!("restoring {}", j.display())))
+    })?;
+    std::fs::remove_file(j)
+        .with_context(|| format!("restored, but cannot remove {}", j.display()))
+        .map_err(Failure::Io)?;
+    if a.json {
+        outln!(
+            "{:#}",
+            json!({ "target": path.display().to_string(), "restored_bytes": written, "journal": j.display().to_string() })
+        );
+    } else if !a.quiet {
+        outln!(
+            "{}: wrote back {} from {} (removed)",
+            path.display(),
+            format_size(written),
+            j.display()
+        );
+    }
+    Ok(())
+}
+
 pub fn run(a: &ProbeArgs) -> Result<(), Failure> {
     let path = &a.target;
     let info = check(path)?;
@@ -274,38 +312,7 @@ pub fn run(a: &ProbeArgs) -> Result<(), Failure> {
     }
 
     if let Some(j) = &a.restore {
-        if !j.is_file() {
-            return Err(usage(anyhow!("journal {} does not exist", j.display())));
-        }
-        if let Some(info) = &info {
-            let what = format!(
-                "write the blocks saved in {} back to {}",
-                j.display(),
-                info.path.display()
-            );
-            crate::confirm::confirm_action(info, &what, a.yes, a.quiet || a.json)?;
-        }
-        let mut opened = open(path, info.is_some())?;
-        let written = restore_journal(opened.target(), j).map_err(|e| {
-            Failure::Io(anyhow::Error::new(e).context(format!("restoring {}", j.display())))
-        })?;
-        std::fs::remove_file(j)
-            .with_context(|| format!("restored, but cannot remove {}", j.display()))
-            .map_err(Failure::Io)?;
-        if a.json {
-            outln!(
-                "{:#}",
-                json!({ "target": path.display().to_string(), "restored_bytes": written, "journal": j.display().to_string() })
-            );
-        } else if !a.quiet {
-            outln!(
-                "{}: wrote back {} from {} (removed)",
-                path.display(),
-                format_size(written),
-                j.display()
-            );
-        }
-        return Ok(());
+        return restore(a, j, info.as_ref());
     }
 
     let journal_path = a

@@ -337,35 +337,8 @@ pub fn plan_tree(
             "the root directory of {fs} holds {capacity} entries (the label included) and the tree's top level needs {needed}; put the files in a subdirectory, or use FAT32 or exFAT"
         )));
     }
-    // Directory limits.
-    let mut problems = Vec::new();
     let dirs = tree.dirs_preorder();
-    for (i, &d) in dirs.iter().enumerate() {
-        let rec = if d == 0 {
-            &scan.root
-        } else {
-            &scan.dirs[i - 1]
-        };
-        let entries = mkfs_alloc_advise::model::dir_entries(fs, rec, d != 0)
-            + if d == 0 {
-                u64::from(root.system_entries)
-            } else {
-                0
-            };
-        let too_big = match fs {
-            FsType::Exfat => entries * 32 > EXFAT_MAX_DIR_BYTES,
-            _ => entries > FAT32_MAX_DIR_ENTRIES,
-        };
-        if too_big {
-            problems.push(NameProblem {
-                path: tree.display_path(d),
-                problem: Problem::DirectoryTooLarge { entries },
-            });
-        }
-    }
-    if !problems.is_empty() {
-        return Err(PopulateError::Names { fs, problems });
-    }
+    check_dir_sizes(&tree, &dirs, &scan, fs, root.system_entries)?;
     let free = u64::from(layout.cluster_count() - layout.used_clusters());
     if fp.new_clusters() > free {
         return Err(PopulateError::DoesNotFit {
@@ -382,10 +355,98 @@ pub fn plan_tree(
         }
         Geometry::Fat(_) => (2, None),
     };
-    // Allocate: root, then per directory its clusters and its files' data.
-    let mut run_ends = Vec::new();
     let root_clusters = fp.root_clusters as u32;
-    let mut at = u64::from(root_first) + fp.root_clusters;
+    let (end, run_ends) = allocate(
+        &mut tree,
+        &dirs,
+        &scan,
+        fs,
+        cluster,
+        root_first,
+        root_clusters,
+    );
+    let used = end - u64::from(root_first);
+    let format_root = root.clusters_at_format;
+    // The allocation is the model's footprint, cluster for cluster.
+    debug_assert_eq!(used - format_root, fp.new_clusters());
+    if used - format_root != fp.new_clusters() {
+        return Err(PopulateError::Unsupported(format!(
+            "internal error: the allocation ({} clusters) differs from the footprint model ({})",
+            used - format_root,
+            fp.new_clusters()
+        )));
+    }
+    Ok(Populated {
+        tree,
+        fs,
+        cluster,
+        data_offset: layout.data_offset(),
+        root_first,
+        root_clusters,
+        root_region,
+        end: end as u32,
+        run_ends,
+        time,
+        footprint: fp,
+    })
+}
+
+/// Every directory within its file system's limit (exFAT 256 MiB of
+/// entries, FAT 65,536 entries), the root's system entries counted.
+fn check_dir_sizes(
+    tree: &Tree,
+    dirs: &[u32],
+    scan: &ScanResult,
+    fs: FsType,
+    root_system_entries: u32,
+) -> Result<(), PopulateError> {
+    let mut problems = Vec::new();
+    for (i, &d) in dirs.iter().enumerate() {
+        let rec = if d == 0 {
+            &scan.root
+        } else {
+            &scan.dirs[i - 1]
+        };
+        let entries = mkfs_alloc_advise::model::dir_entries(fs, rec, d != 0)
+            + if d == 0 {
+                u64::from(root_system_entries)
+            } else {
+                0
+            };
+        let too_big = match fs {
+            FsType::Exfat => entries * 32 > EXFAT_MAX_DIR_BYTES,
+            _ => entries > FAT32_MAX_DIR_ENTRIES,
+        };
+        if too_big {
+            problems.push(NameProblem {
+                path: tree.display_path(d),
+                problem: Problem::DirectoryTooLarge { entries },
+            });
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(PopulateError::Names { fs, problems })
+    }
+}
+
+/// Allocates contiguously: the root's clusters from `root_first`, then per
+/// directory (pre-order) its clusters and its files' data. Sets each
+/// node's first cluster (and a directory's cluster count); returns the
+/// cluster after the last one used and the last cluster of every chain
+/// (FAT only; exFAT files are contiguous without chains).
+fn allocate(
+    tree: &mut Tree,
+    dirs: &[u32],
+    scan: &ScanResult,
+    fs: FsType,
+    cluster: u64,
+    root_first: u32,
+    root_clusters: u32,
+) -> (u64, Vec<u32>) {
+    let mut run_ends = Vec::new();
+    let mut at = u64::from(root_first) + u64::from(root_clusters);
     if root_clusters > 0 {
         run_ends.push((at - 1) as u32);
     }
@@ -423,28 +484,5 @@ pub fn plan_tree(
             }
         }
     }
-    let used = at - u64::from(root_first);
-    let format_root = root.clusters_at_format;
-    // The allocation is the model's footprint, cluster for cluster.
-    debug_assert_eq!(used - format_root, fp.new_clusters());
-    if used - format_root != fp.new_clusters() {
-        return Err(PopulateError::Unsupported(format!(
-            "internal error: the allocation ({} clusters) differs from the footprint model ({})",
-            used - format_root,
-            fp.new_clusters()
-        )));
-    }
-    Ok(Populated {
-        tree,
-        fs,
-        cluster,
-        data_offset: layout.data_offset(),
-        root_first,
-        root_clusters,
-        root_region,
-        end: at as u32,
-        run_ends,
-        time,
-        footprint: fp,
-    })
+    (at, run_ends)
 }
