@@ -29,14 +29,6 @@ fn write_repeated(f: &mut File, path: &Path, len: u64, byte: u8) {
     }
 }
 
-/// Creates (or truncates) `path` as a sparse file of `size` bytes.
-#[track_caller]
-pub fn sparse_file(path: &Path, size: u64) {
-    let f = File::create(path).unwrap_or_else(|e| panic!("cannot create {}: {e}", path.display()));
-    f.set_len(size)
-        .unwrap_or_else(|e| panic!("cannot size {}: {e}", path.display()));
-}
-
 /// A fingerprint of the file's contents, `"CRC LEN"` exactly as coreutils'
 /// `cksum` prints it (POSIX CRC-32 over the bytes and then the length),
 /// computed here so that no tool is needed. A change detector for sentinel
@@ -98,16 +90,4 @@ pub fn read_at(path: &Path, offset: u64, len: usize) -> Vec<u8> {
     buf
 }
 
-/// Deterministic pseudo-random test data (xorshift), so that misplaced
-/// blocks do not compare equal by accident.
-pub fn test_data(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
-}
+pub use mkfs_alloc_testsupport::{sparse_file, test_data};

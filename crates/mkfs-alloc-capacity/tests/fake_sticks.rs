@@ -7,6 +7,7 @@ use mkfs_alloc_blockio::{BlockIo, MemDisk};
 use mkfs_alloc_capacity::{
     probe, FakeKind, FakeStick, MemBackup, Phase, ProbeOptions, ProbeReport, Verdict,
 };
+use mkfs_alloc_testsupport::test_data;
 
 const MIB: u64 = 1 << 20;
 
@@ -132,22 +133,10 @@ fn every_seed_agrees() {
     }
 }
 
-fn noise(len: usize) -> Vec<u8> {
-    let mut x = 0x1234_5678_9abc_def0u64;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 #[test]
 fn keep_data_restores_a_genuine_disk_byte_for_byte() {
     let mut disk = MemDisk::new(512, 128 * MIB / 512).unwrap();
-    let orig = noise(disk.as_bytes().len());
+    let orig = test_data(disk.as_bytes().len(), 0x1234_5678_9abc_def0);
     disk.write_blocks(0, &orig).unwrap();
     let mut backup = MemBackup::new();
     let r = probe(&mut disk, &opts(7), Some(&mut backup), &mut |_| {}).unwrap();
@@ -163,7 +152,7 @@ fn keep_data_restores_a_genuine_disk_byte_for_byte() {
 fn keep_data_restores_the_real_storage_of_a_wraparound_fake() {
     let real = 16 * MIB;
     let mut stick = FakeStick::new(FakeKind::Wraparound, 512, 128 * MIB / 512, real / 512, 64);
-    let orig = noise(real as usize);
+    let orig = test_data(real as usize, 0x1234_5678_9abc_def0);
     stick.write_blocks(0, &orig).unwrap();
     // Push the original out of the cache so that only the storage holds it.
     stick.write_blocks(0, &orig[..64 * 512]).unwrap();

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use mkfs_alloc_blockio::{BlockIo, IoOp};
 use mkfs_alloc_device::{self as device, Device, DeviceError, RefusalKind};
 use mkfs_alloc_testsupport::{
-    sparse_file, tool, tool_ok, tool_stdin, FuseMount, LoopDevice, LoopOptions, TempDir,
+    sparse_file, test_data, tool, tool_ok, tool_stdin, FuseMount, LoopDevice, LoopOptions, TempDir,
 };
 
 /// Runs the tool `cmd` (a missing one fails naming its package), panics
@@ -93,12 +93,6 @@ fn blockdev(dev: &str) -> (u32, u32, u64) {
     )
 }
 
-fn pattern(len: usize, seed: u8) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i % 251) as u8 ^ seed)
-        .collect::<Vec<u8>>()
-}
-
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
 fn inspect_matches_blockdev_for_512_and_4096_byte_sectors() {
@@ -166,7 +160,7 @@ fn open_round_trip_and_exclusive() {
     // ...but read-only inspection still works.
     assert_eq!(device::inspect(&lp.dev).unwrap().size_bytes, 16 << 20);
 
-    let data = pattern(3 * 4096, 0x5A);
+    let data = test_data(3 * 4096, 0x5A);
     dev.write_blocks(3, &data).unwrap();
     dev.flush().unwrap();
     let mut back = vec![0u8; data.len()];
@@ -228,7 +222,7 @@ fn discard_deallocates_backing_blocks() {
 fn write_zeroes_zeroes() {
     let lp = Loop::attach("zero", 16 << 20, None);
     let mut dev = Device::open(&lp.dev).unwrap();
-    let data = pattern(8 << 20, 0x33);
+    let data = test_data(8 << 20, 0x33);
     dev.write_blocks(0, &data).unwrap();
     // 5 MiB from sector 7: unaligned to anything but the sector.
     let (lba, count) = (7u64, 10 * 1024);

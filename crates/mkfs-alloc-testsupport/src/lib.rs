@@ -50,3 +50,17 @@ pub fn sparse_file(path: &std::path::Path, size: u64) {
     f.set_len(size)
         .unwrap_or_else(|e| panic!("cannot size {}: {e}", path.display()));
 }
+
+/// Deterministic pseudo-random test data (xorshift), so that misplaced
+/// blocks do not compare equal by accident.
+pub fn test_data(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}

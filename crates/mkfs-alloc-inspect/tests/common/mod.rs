@@ -73,9 +73,7 @@ pub fn partition(img: &Path, label: &str, ty: &str, size: u64) {
 
 /// A deterministic file body.
 pub fn body(len: usize, seed: u8) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
-        .collect()
+    mkfs_alloc_testsupport::test_data(len, u64::from(seed))
 }
 
 /// The number next to `key` on the first line of a tool's output that
