@@ -105,11 +105,7 @@ pub fn render(
 }
 
 /// The data line of the report and what the scan skipped or could not read.
-fn render_data_summary(
-    o: &mut String,
-    s: &mkfs_alloc_advise::DataSummary,
-    paths: &[PathBuf],
-) {
+fn render_data_summary(o: &mut String, s: &mkfs_alloc_advise::DataSummary, paths: &[PathBuf]) {
     use std::fmt::Write;
     let _ = writeln!(
         o,
@@ -301,13 +297,7 @@ fn render_defaults(o: &mut String, f: &FsAdvice) {
 
 /// The table of cluster sizes: a header, one row each with its notes,
 /// columns padded to their widest cell.
-fn render_table(
-    o: &mut String,
-    f: &FsAdvice,
-    with_data: bool,
-    apparent: u64,
-    g: &Glyphs,
-) {
+fn render_table(o: &mut String, f: &FsAdvice, with_data: bool, apparent: u64, g: &Glyphs) {
     use std::fmt::Write;
     let mut table: Vec<[String; COLS]> = vec![[
         "cluster".into(),
@@ -370,13 +360,7 @@ fn render_table(
 /// (or usable), waste, waste %, fits, bar.
 const COLS: usize = 9;
 
-fn row_cells(
-    r: &Row,
-    with_data: bool,
-    apparent: u64,
-    max_bar: f64,
-    g: &Glyphs,
-) -> [String; COLS] {
+fn row_cells(r: &Row, with_data: bool, apparent: u64, max_bar: f64, g: &Glyphs) -> [String; COLS] {
     if with_data {
         let on_disk = r.data_bytes_on_disk.unwrap_or(0);
         [
