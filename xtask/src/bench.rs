@@ -380,6 +380,16 @@ fn measure_row(
     Ok((a, b))
 }
 
+/// The medians of wall time and bytes written, and the peak RSS (KiB), of
+/// some runs.
+pub(crate) fn summary(v: &[Sample]) -> (f64, f64, u64) {
+    (
+        median(v.iter().map(|s| s.secs).collect()),
+        median(v.iter().map(|s| s.write_bytes as f64).collect()),
+        v.iter().map(|s| s.max_rss_kib).max().unwrap_or(0),
+    )
+}
+
 /// "exFAT 32K": the file system and cluster size of a row.
 fn fs_name(row: &Row) -> String {
     match row.fs {
@@ -396,15 +406,8 @@ fn table_rows(row: &Row, a: &[Sample], b: &[Sample], floor: u64) -> String {
         Fs::Exfat => "mkfs.exfat",
         Fs::Fat32 => "mkfs.fat",
     };
-    let stat = |v: &[Sample]| {
-        (
-            median(v.iter().map(|s| s.secs).collect()),
-            median(v.iter().map(|s| s.write_bytes as f64).collect()),
-            v.iter().map(|s| s.max_rss_kib).max().unwrap_or(0),
-        )
-    };
-    let (ta, wa, ma) = stat(a);
-    let (tb, wb, mb) = stat(b);
+    let (ta, wa, ma) = summary(a);
+    let (tb, wb, mb) = summary(b);
     let ratio = |x: f64, y: f64| {
         if y > 0.0 {
             format!("{:.2}", x / y)

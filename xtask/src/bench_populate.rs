@@ -4,7 +4,7 @@
 //! directory plus `sync` as the floor. Wall time, bytes written and peak RSS
 //! per run (see `bench::measure`); medians over the repetitions.
 
-use crate::bench::{fmt_bytes, measure, median, Sample};
+use crate::bench::{fmt_bytes, measure, median, summary, Sample};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -197,15 +197,8 @@ fn table_rows(label: &str, fs: &str, a: &[Sample], b: &[Sample], floor_t: f64) -
     } else {
         "mkfs.exfat + exfat-fuse + cp -r"
     };
-    let stat = |v: &[Sample]| {
-        (
-            median(v.iter().map(|s| s.secs).collect()),
-            median(v.iter().map(|s| s.write_bytes as f64).collect()),
-            v.iter().map(|s| s.max_rss_kib).max().unwrap_or(0),
-        )
-    };
-    let (ta, wa, ma) = stat(a);
-    let (tb, wb, mb) = stat(b);
+    let (ta, wa, ma) = summary(a);
+    let (tb, wb, mb) = summary(b);
     let fs_name = if fs == "fat32" {
         "FAT32 4K"
     } else {
