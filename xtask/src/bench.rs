@@ -247,6 +247,34 @@ pub(crate) fn fmt_bytes(b: f64) -> String {
 pub fn run(bin: &Path, reps: usize, quick: bool) -> Result<String, String> {
     let dir = std::env::temp_dir().join(format!("mkfs-alloc-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let mut table = String::new();
+    table.push_str("| file system | target | tool | wall time (median) | bytes written | floor | peak RSS | time ratio | bytes ratio |\n");
+    table.push_str("|---|---|---|---|---|---|---|---|---|\n");
+    for row in &rows(quick) {
+        let backing: PathBuf = dir.join(format!("bench-{:?}-{}.img", row.fs, row.size));
+        let floor = floor_bytes(bin, row.fs, row.cluster, row.size, &dir)?;
+        let loopdev = if row.kind == Kind::Loop {
+            prepare(&backing, row)?;
+            Some(attach_loop(&backing)?)
+        } else {
+            None
+        };
+        let img = loopdev.clone().unwrap_or_else(|| backing.clone());
+        let (a, b) = measure_row(bin, row, &img, reps)?;
+        if let Some(dev) = &loopdev {
+            let _ = Command::new("losetup").arg("-d").arg(dev).status();
+        }
+        let _ = std::fs::remove_file(&backing);
+        table.push_str(&table_rows(row, &a, &b, floor));
+        eprintln!("bench: {} {} done", fs_name(row), row.name);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(table)
+}
+
+/// The rows: sparse images of every size, a written 4 GiB image and (not
+/// `quick`) a 4 GiB loop device, for exFAT and FAT32.
+fn rows(quick: bool) -> Vec<Row> {
     let mut rows = Vec::new();
     let sizes: &[(u64, &str)] = if quick {
         &[(GIB, "1 GiB")]
@@ -296,103 +324,110 @@ pub fn run(bin: &Path, reps: usize, quick: bool) -> Result<String, String> {
             });
         }
     }
-    let mut table = String::new();
-    table.push_str("| file system | target | tool | wall time (median) | bytes written | floor | peak RSS | time ratio | bytes ratio |\n");
-    table.push_str("|---|---|---|---|---|---|---|---|---|\n");
-    for row in &rows {
-        let backing: PathBuf = dir.join(format!("bench-{:?}-{}.img", row.fs, row.size));
-        let floor = floor_bytes(bin, row.fs, row.cluster, row.size, &dir)?;
-        let mut loopdev = None;
-        if row.kind == Kind::Loop {
-            prepare(&backing, row)?;
-            let out = Command::new("losetup")
-                .args(["-f", "--show"])
-                .arg(&backing)
-                .output()
-                .map_err(|e| format!("losetup: {e}"))?;
-            if !out.status.success() {
-                return Err(format!(
-                    "losetup failed: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                ));
-            }
-            loopdev = Some(PathBuf::from(
-                String::from_utf8_lossy(&out.stdout).trim().to_string(),
-            ));
-        }
-        let img = loopdev.clone().unwrap_or_else(|| backing.clone());
-        let mut a = Vec::new();
-        let mut b = Vec::new();
-        for rep in 0..reps {
-            // Alternate which tool goes first.
-            let order: [bool; 2] = if rep % 2 == 0 {
-                [true, false]
-            } else {
-                [false, true]
-            };
-            for is_ours in order {
-                prepare(&img, row)?;
-                let cmd = if is_ours {
-                    ours(bin, row.fs, row.cluster, &img)
-                } else {
-                    peer(row.fs, row.cluster, &img)
-                };
-                let s = measure(&cmd)?;
-                if is_ours {
-                    a.push(s);
-                } else {
-                    b.push(s);
-                }
-            }
-        }
-        if let Some(dev) = &loopdev {
-            let _ = Command::new("losetup").arg("-d").arg(dev).status();
-        }
-        let _ = std::fs::remove_file(&backing);
-        let fs_name = match row.fs {
-            Fs::Exfat => format!("exFAT {}K", row.cluster / 1024),
-            Fs::Fat32 => format!("FAT32 {}K", row.cluster / 1024),
-        };
-        let peer_name = match row.fs {
-            Fs::Exfat => "mkfs.exfat",
-            Fs::Fat32 => "mkfs.fat",
-        };
-        let stat = |v: &[Sample]| {
-            (
-                median(v.iter().map(|s| s.secs).collect()),
-                median(v.iter().map(|s| s.write_bytes as f64).collect()),
-                v.iter().map(|s| s.max_rss_kib).max().unwrap_or(0),
-            )
-        };
-        let (ta, wa, ma) = stat(&a);
-        let (tb, wb, mb) = stat(&b);
-        let ratio = |x: f64, y: f64| {
-            if y > 0.0 {
-                format!("{:.2}", x / y)
-            } else {
-                "n/a".to_string()
-            }
-        };
-        table.push_str(&format!(
-            "| {fs_name} | {} | mkfs-alloc | {:.3} s | {} | {} | {:.1} MiB | {} | {} |\n",
-            row.name,
-            ta,
-            fmt_bytes(wa),
-            fmt_bytes(floor as f64),
-            ma as f64 / 1024.0,
-            ratio(ta, tb),
-            ratio(wa, wb)
+    rows
+}
+
+/// `losetup -f --show backing`: the loop device.
+fn attach_loop(backing: &Path) -> Result<PathBuf, String> {
+    let out = Command::new("losetup")
+        .args(["-f", "--show"])
+        .arg(backing)
+        .output()
+        .map_err(|e| format!("losetup: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "losetup failed: {}",
+            String::from_utf8_lossy(&out.stderr)
         ));
-        table.push_str(&format!(
-            "| {fs_name} | {} | {peer_name} | {:.3} s | {} | {} | {:.1} MiB | 1.00 | 1.00 |\n",
-            row.name,
-            tb,
-            fmt_bytes(wb),
-            fmt_bytes(floor as f64),
-            mb as f64 / 1024.0
-        ));
-        eprintln!("bench: {fs_name} {} done", row.name);
     }
-    let _ = std::fs::remove_dir_all(&dir);
-    Ok(table)
+    Ok(PathBuf::from(
+        String::from_utf8_lossy(&out.stdout).trim().to_string(),
+    ))
+}
+
+/// `reps` runs of each tool on `img`, alternating which goes first: our
+/// samples and the peer's.
+fn measure_row(
+    bin: &Path,
+    row: &Row,
+    img: &Path,
+    reps: usize,
+) -> Result<(Vec<Sample>, Vec<Sample>), String> {
+    let mut a = Vec::new();
+    let mut b = Vec::new();
+    for rep in 0..reps {
+        // Alternate which tool goes first.
+        let order: [bool; 2] = if rep % 2 == 0 {
+            [true, false]
+        } else {
+            [false, true]
+        };
+        for is_ours in order {
+            prepare(img, row)?;
+            let cmd = if is_ours {
+                ours(bin, row.fs, row.cluster, img)
+            } else {
+                peer(row.fs, row.cluster, img)
+            };
+            let s = measure(&cmd)?;
+            if is_ours {
+                a.push(s);
+            } else {
+                b.push(s);
+            }
+        }
+    }
+    Ok((a, b))
+}
+
+/// The medians of wall time and bytes written, and the peak RSS (KiB), of
+/// some runs.
+pub(crate) fn summary(v: &[Sample]) -> (f64, f64, u64) {
+    (
+        median(v.iter().map(|s| s.secs).collect()),
+        median(v.iter().map(|s| s.write_bytes as f64).collect()),
+        v.iter().map(|s| s.max_rss_kib).max().unwrap_or(0),
+    )
+}
+
+/// "exFAT 32K": the file system and cluster size of a row.
+fn fs_name(row: &Row) -> String {
+    match row.fs {
+        Fs::Exfat => format!("exFAT {}K", row.cluster / 1024),
+        Fs::Fat32 => format!("FAT32 {}K", row.cluster / 1024),
+    }
+}
+
+/// The two Markdown rows of one benchmark row: ours with the ratios, the
+/// peer's.
+fn table_rows(row: &Row, a: &[Sample], b: &[Sample], floor: u64) -> String {
+    let fs_name = fs_name(row);
+    let peer_name = match row.fs {
+        Fs::Exfat => "mkfs.exfat",
+        Fs::Fat32 => "mkfs.fat",
+    };
+    let (ta, wa, ma) = summary(a);
+    let (tb, wb, mb) = summary(b);
+    let ratio = |x: f64, y: f64| {
+        if y > 0.0 {
+            format!("{:.2}", x / y)
+        } else {
+            "n/a".to_string()
+        }
+    };
+    format!(
+        "| {fs_name} | {} | mkfs-alloc | {:.3} s | {} | {} | {:.1} MiB | {} | {} |\n| {fs_name} | {} | {peer_name} | {:.3} s | {} | {} | {:.1} MiB | 1.00 | 1.00 |\n",
+        row.name,
+        ta,
+        fmt_bytes(wa),
+        fmt_bytes(floor as f64),
+        ma as f64 / 1024.0,
+        ratio(ta, tb),
+        ratio(wa, wb),
+        row.name,
+        tb,
+        fmt_bytes(wb),
+        fmt_bytes(floor as f64),
+        mb as f64 / 1024.0
+    )
 }

@@ -19,10 +19,10 @@
 //! - `cross-check`: `cargo check` and `cargo clippy -D warnings` of the
 //!   product crates for Windows and macOS (see [`CROSS_TARGETS`]);
 //! - `test-windows`: the Windows build run under Wine, its images checked
-//!   on Linux and compared with the Linux build's (see `windows.rs`);
+//!   on Linux and compared with the Linux build's (see `windows/`);
 //! - `fuzz [--secs N]`: every cargo-fuzz target for N seconds (see `fuzz.rs`);
 //! - `test-kernel [--all]`: images through the Linux kernel's exfat and vfat
-//!   drivers in QEMU (see `kernel.rs`);
+//!   drivers in QEMU (see `kernel/`);
 //! - `man [DIR]`: the man pages (clap_mangen, through the CLI's hidden
 //!   `man` command) into DIR, default `target/man`.
 //!

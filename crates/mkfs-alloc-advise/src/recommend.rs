@@ -13,6 +13,60 @@ pub(crate) fn compat_text(fs: FsType) -> String {
     format!("{fs} up to {}", format_size(compat_max_cluster(fs)))
 }
 
+/// The candidates up to the compatibility `ceiling`, the floor (4 KiB, or
+/// the largest compatible size when none reaches it) and the compatible
+/// candidates from the floor up.
+fn candidate_sets(cands: &[Candidate], ceiling: u64) -> (Vec<&Candidate>, u64, Vec<&Candidate>) {
+    let compatible: Vec<&Candidate> = cands
+        .iter()
+        .filter(|c| c.row.cluster_size <= ceiling)
+        .collect();
+    let floor = if compatible
+        .iter()
+        .any(|c| c.row.cluster_size >= MIN_PREFERRED_CLUSTER)
+    {
+        MIN_PREFERRED_CLUSTER
+    } else {
+        compatible.last().map_or(0, |c| c.row.cluster_size)
+    };
+    let preferred: Vec<&Candidate> = compatible
+        .iter()
+        .copied()
+        .filter(|c| c.row.cluster_size >= floor)
+        .collect();
+    (compatible, floor, preferred)
+}
+
+/// Why nothing fits: the candidate closest to fitting (the compatible ones
+/// first), and the largest size beyond the ceiling that would fit.
+fn does_not_fit(cands: &[Candidate], compatible: &[&Candidate], ceiling: u64) -> FsNote {
+    let fits = |c: &Candidate| c.row.fits == Some(true);
+    let shortfall = |c: &&Candidate| {
+        c.footprint
+            .map_or(u64::MAX, |f| f.bytes_on_disk())
+            .saturating_sub(c.row.usable_bytes)
+    };
+    let pool: Vec<&Candidate> = if compatible.is_empty() {
+        cands.iter().collect()
+    } else {
+        compatible.to_vec()
+    };
+    let best = pool
+        .iter()
+        .copied()
+        .min_by_key(shortfall)
+        .unwrap_or(&cands[0]);
+    FsNote::DoesNotFit {
+        cluster_size: best.row.cluster_size,
+        needed_bytes: best.row.data_bytes_on_disk.unwrap_or(0),
+        free_bytes: best.row.usable_bytes,
+        fits_beyond_compat: cands
+            .iter()
+            .rfind(|c| c.row.cluster_size > ceiling && fits(c))
+            .map(|c| c.row.cluster_size),
+    }
+}
+
 /// The recommendation rule with data (rows sorted by cluster size, data
 /// with a non-zero apparent size):
 ///
@@ -43,23 +97,7 @@ pub(crate) fn recommend(
     } else {
         compat_max_cluster(fs)
     };
-    let compatible: Vec<&Candidate> = cands
-        .iter()
-        .filter(|c| c.row.cluster_size <= ceiling)
-        .collect();
-    let floor = if compatible
-        .iter()
-        .any(|c| c.row.cluster_size >= MIN_PREFERRED_CLUSTER)
-    {
-        MIN_PREFERRED_CLUSTER
-    } else {
-        compatible.last().map_or(0, |c| c.row.cluster_size)
-    };
-    let preferred: Vec<&Candidate> = compatible
-        .iter()
-        .copied()
-        .filter(|c| c.row.cluster_size >= floor)
-        .collect();
+    let (compatible, floor, preferred) = candidate_sets(cands, ceiling);
     let fits = |c: &Candidate| c.row.fits == Some(true);
     let waste = |c: &Candidate| c.row.waste_percent.unwrap_or(0.0);
     let ceiling_text = if policy.beyond_compat {
@@ -118,30 +156,7 @@ pub(crate) fn recommend(
             ),
         ));
     }
-    let shortfall = |c: &&Candidate| {
-        c.footprint
-            .map_or(u64::MAX, |f| f.bytes_on_disk())
-            .saturating_sub(c.row.usable_bytes)
-    };
-    let pool: Vec<&Candidate> = if compatible.is_empty() {
-        cands.iter().collect()
-    } else {
-        compatible
-    };
-    let best = pool
-        .iter()
-        .copied()
-        .min_by_key(shortfall)
-        .unwrap_or(&cands[0]);
-    Err(FsNote::DoesNotFit {
-        cluster_size: best.row.cluster_size,
-        needed_bytes: best.row.data_bytes_on_disk.unwrap_or(0),
-        free_bytes: best.row.usable_bytes,
-        fits_beyond_compat: cands
-            .iter()
-            .rfind(|c| c.row.cluster_size > ceiling && fits(c))
-            .map(|c| c.row.cluster_size),
-    })
+    Err(does_not_fit(cands, &compatible, ceiling))
 }
 
 /// `1` rather than `1.0`, `2.5` as is.

@@ -5,17 +5,19 @@
 //! [`write_zeroes`](BlockIo::write_zeroes) first asks the file system where
 //! the range holds data (`SEEK_DATA`/`SEEK_HOLE`) and leaves holes alone;
 //! ranges of up to [`SMALL_ZERO_RANGE`](crate::SMALL_ZERO_RANGE) bytes are then overwritten with
-//! zeros where they hold data, larger ones get their holes punched with
+//! zeros where they hold data that is not zero yet (read first, in 64 KiB
+//! pieces), larger ones get their holes punched with
 //! `fallocate(PUNCH_HOLE | KEEP_SIZE)`, falling back to
 //! `fallocate(ZERO_RANGE)`, then to writing zero buffers. Elsewhere it writes
 //! zero buffers.
 //!
-//! Why small ranges are written: punching changes the file's extent map, so
-//! the next `fdatasync` must commit the file system's journal (ext4: 2-8 ms
-//! on the benchmark machine), while overwriting allocated blocks only writes
+//! Why small ranges are written: a punch changes the file's extent map, so
+//! it takes a journal handle and the next `fdatasync` must commit the file
+//! system's journal (ext4 on the benchmark machine, `strace -T`: 2-5 ms per
+//! punch at a load of 5), while overwriting allocated blocks only writes
 //! data. A format zeroes a few small ranges (the FAT, the bitmap, the old
-//! boot regions), which on a written image made the punches the larger part
-//! of the run (`BENCHMARKS.md`).
+//! boot regions); on a written 4 GiB image their seven punches were most of
+//! the run (`BENCHMARKS.md`).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Seek, SeekFrom};
@@ -34,9 +36,11 @@ pub enum ZeroMethod {
     ZeroRange,
     /// Zero buffers were written (over the parts holding data, on Linux).
     Writing,
-    /// Nothing to do: the file system reports the whole range as a hole,
-    /// which reads as zero (Linux `SEEK_DATA`).
-    AlreadyHole,
+    /// Nothing written: the range already read as zero (holes by Linux
+    /// `SEEK_DATA`, and, in a range of up to
+    /// [`SMALL_ZERO_RANGE`](crate::SMALL_ZERO_RANGE) bytes, data read back as
+    /// zeros).
+    AlreadyZero,
 }
 
 /// A disk image file accessed as fixed-size blocks.
@@ -247,11 +251,15 @@ impl ImageFile {
         {
             let end = offset + len;
             let Some(first) = next_data(&self.file, offset, end) else {
-                return Ok(ZeroMethod::AlreadyHole);
+                return Ok(ZeroMethod::AlreadyZero);
             };
             if len <= crate::SMALL_ZERO_RANGE {
-                self.write_zeros_over_data(first, end)?;
-                return Ok(ZeroMethod::Writing);
+                let wrote = self.write_zeros_over_data(first, end)?;
+                return Ok(if wrote {
+                    ZeroMethod::Writing
+                } else {
+                    ZeroMethod::AlreadyZero
+                });
             }
             if let Some(method) = self.zero_by_fallocate(offset, len)? {
                 return Ok(method);
@@ -286,17 +294,36 @@ impl ImageFile {
         Ok(None)
     }
 
-    /// Writes zeros over the data extents in `first..end`, where `first` is
-    /// the start of the first one; the holes between them are skipped.
+    /// Zeroes the data extents in `first..end`, where `first` is the start
+    /// of the first one; the holes between them are skipped, and so is every
+    /// 64 KiB piece that already reads as zero (read first: a read from the
+    /// page cache costs less than writing, and an old image's end, zeroed by
+    /// the last format, would otherwise be rewritten by every format).
+    /// Returns whether anything was written.
     #[cfg(target_os = "linux")]
-    fn write_zeros_over_data(&mut self, first: u64, end: u64) -> io::Result<()> {
+    fn write_zeros_over_data(&mut self, first: u64, end: u64) -> io::Result<bool> {
+        let mut wrote = false;
+        let mut buf = vec![0u8; ZERO_PIECE];
         let mut data = Some(first);
         while let Some(start) = data {
             let stop = hole_after(&self.file, start, end);
-            self.write_zeros(start, stop - start)?;
+            let mut at = start;
+            while at < stop {
+                let n = usize::try_from(stop - at).map_or(ZERO_PIECE, |left| left.min(ZERO_PIECE));
+                let piece = &mut buf[..n];
+                // A piece that cannot be read is written: zeroing must not
+                // depend on reading.
+                let zero =
+                    read_exact_at(&self.file, piece, at).is_ok() && piece.iter().all(|&b| b == 0);
+                if !zero {
+                    self.write_zeros(at, n as u64)?;
+                    wrote = true;
+                }
+                at += n as u64;
+            }
             data = next_data(&self.file, stop, end);
         }
-        Ok(())
+        Ok(wrote)
     }
 
     /// Writes zeros over `len` bytes at `offset` from one static 64 KiB
@@ -305,7 +332,7 @@ impl ImageFile {
     /// times the cost of the copy, `perf record`). Not through
     /// `write_blocks`, so that the counters stay apart.
     fn write_zeros(&mut self, offset: u64, len: u64) -> io::Result<()> {
-        static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
+        static ZEROS: [u8; ZERO_PIECE] = [0; ZERO_PIECE];
         let mut done = 0u64;
         while done < len {
             let n = usize::try_from(len - done).map_or(ZEROS.len(), |left| left.min(ZEROS.len()));
@@ -315,6 +342,9 @@ impl ImageFile {
         Ok(())
     }
 }
+
+/// Bytes of one zero write, and of one read when checking for zeros.
+const ZERO_PIECE: usize = 64 << 10;
 
 /// Start of the first data at or after `from` and before `end`, by
 /// `SEEK_DATA`; `None` when `from..end` is a hole. A file system without

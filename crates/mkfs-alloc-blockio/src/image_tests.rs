@@ -207,7 +207,7 @@ fn zeroing_a_hole_does_nothing() {
     let t = TempPath::new("hole");
     let mut img = ImageFile::create(&t.0, 8 << 20, 512).unwrap();
     img.write_zeroes(0, 4096).unwrap(); // 2 MiB of a fresh sparse image
-    assert_eq!(img.last_zero_method(), Some(ZeroMethod::AlreadyHole));
+    assert_eq!(img.last_zero_method(), Some(ZeroMethod::AlreadyZero));
     assert!(
         img.reads_as_zero(),
         "zeroing keeps a fresh image's reads_as_zero"
@@ -238,6 +238,10 @@ fn a_small_range_holding_data_is_overwritten_and_its_holes_left_alone() {
     assert_eq!(units(&t.0), before, "only the data part was written");
     assert_eq!(img.stats().bytes_written, 64 << 10, "zeros counted apart");
     assert_eq!(img.stats().bytes_zeroed, 512 << 10);
+    // Again: the data part now reads as zero, so nothing is written.
+    img.write_zeroes(8192 - 256, 1024).unwrap();
+    assert_eq!(img.last_zero_method(), Some(ZeroMethod::AlreadyZero));
+    assert_eq!(units(&t.0), before);
 }
 
 #[test]

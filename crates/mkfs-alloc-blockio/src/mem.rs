@@ -128,22 +128,18 @@ impl MemDisk {
             Span::Blocks(count) => block_range(op, self.block_size, self.num_blocks(), lba, count)?,
         };
         // In range of `self.data`, so both fit in `usize`.
-        let start = usize::try_from(r.offset).map_err(|e| {
-            IoError::new(
-                op,
-                r.offset,
-                r.len,
-                io::Error::new(io::ErrorKind::InvalidInput, e),
-            )
-        })?;
-        let len = usize::try_from(r.len).map_err(|e| {
-            IoError::new(
-                op,
-                r.offset,
-                r.len,
-                io::Error::new(io::ErrorKind::InvalidInput, e),
-            )
-        })?;
+        let to_usize = |v: u64| {
+            usize::try_from(v).map_err(|e| {
+                IoError::new(
+                    op,
+                    r.offset,
+                    r.len,
+                    io::Error::new(io::ErrorKind::InvalidInput, e),
+                )
+            })
+        };
+        let start = to_usize(r.offset)?;
+        let len = to_usize(r.len)?;
         Ok(start..start.saturating_add(len))
     }
 }

@@ -233,6 +233,17 @@ fn blame_align(
     let (Some(align), true) = (&cli.align, e.is_invalid_input()) else {
         return format_failure(e, None);
     };
+    // A value no planner accepts (not a power of two, out of range): its
+    // error names the valid range; "too little room" would mislead.
+    if matches!(
+        e,
+        mkfs_alloc::FormatError::Plan(mkfs_alloc_layout::PlanError::Align { .. })
+            | mkfs_alloc::FormatError::Partition(
+                mkfs_alloc_partition::PartitionError::InvalidAlignment { .. }
+            )
+    ) {
+        return usage(anyhow!(e).context(format!("--align {align}")));
+    }
     let mut without = opts.clone();
     without.format.align = None;
     if plan_medium(&without, size, block).is_ok() {

@@ -319,72 +319,14 @@ impl Populated {
         let start = self.cluster_offset(n.first_cluster);
         let end = start + n.size.div_ceil(self.cluster) * self.cluster;
         out.seek(start)?;
-        let taken = match n.src() {
-            Src::Memory(i) => self.tree.readers[i as usize].take(),
-            _ => None,
-        };
-        let path = || self.tree.display_path(k);
-        let mut reader: Box<dyn Read + Send> = match n.src() {
-            Src::Memory(_) => match taken {
-                Some(r) => r,
-                None => {
-                    return Err(content_err(SourceError::Io {
-                        path: path(),
-                        source: std::io::Error::other("the reader was already consumed"),
-                    }))
-                }
-            },
-            _ => {
-                let p = self.tree.source_path(k).unwrap_or_default();
-                let f = std::fs::File::open(&p).map_err(|source| {
-                    content_err(SourceError::Io {
-                        path: path(),
-                        source,
-                    })
-                })?;
-                let len = f
-                    .metadata()
-                    .map_err(|source| {
-                        content_err(SourceError::Io {
-                            path: path(),
-                            source,
-                        })
-                    })?
-                    .len();
-                if len != n.size {
-                    return Err(content_err(SourceError::Changed {
-                        path: path(),
-                        expected: n.size,
-                        found: len,
-                    }));
-                }
-                Box::new(f)
-            }
-        };
+        let mut reader = self.open_source(k)?;
+        let tree = &self.tree;
+        let path = || tree.display_path(k);
         let mut done = 0u64;
         while done < n.size {
             let want = (n.size - done).min(chunk.len() as u64) as usize;
             let buf = &mut chunk[..want];
-            let mut got = 0;
-            while got < want {
-                match reader.read(&mut buf[got..]) {
-                    Ok(0) => {
-                        return Err(content_err(SourceError::Changed {
-                            path: path(),
-                            expected: n.size,
-                            found: done + got as u64,
-                        }))
-                    }
-                    Ok(r) => got += r,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(source) => {
-                        return Err(content_err(SourceError::Io {
-                            path: path(),
-                            source,
-                        }))
-                    }
-                }
-            }
+            read_full(&mut reader, buf, &path, n.size, done)?;
             for piece in buf.chunks(HOLE as usize) {
                 if out.fresh && piece.len() as u64 == HOLE && piece.iter().all(|&b| b == 0) {
                     out.skip(HOLE)?;
@@ -394,28 +336,100 @@ impl Populated {
             }
             done += want as u64;
         }
-        // It must end where planned.
-        let mut probe = [0u8; 1];
-        loop {
-            match reader.read(&mut probe) {
-                Ok(0) => break,
-                Ok(_) => {
-                    return Err(content_err(SourceError::Changed {
-                        path: path(),
-                        expected: n.size,
-                        found: n.size + 1,
-                    }))
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(source) => {
-                    return Err(content_err(SourceError::Io {
-                        path: path(),
-                        source,
-                    }))
-                }
+        check_at_end(&mut reader, &path, n.size)?;
+        out.zero_to(end)
+    }
+
+    /// The reader of node `k`'s bytes: its reader given in memory (taken:
+    /// it is read once), or its host file, whose length must still be the
+    /// planned one.
+    fn open_source(&mut self, k: u32) -> Result<Box<dyn Read + Send>, WriteError> {
+        let n = self.tree.nodes[k as usize];
+        let io_err = |tree: &crate::Tree, source| {
+            content_err(SourceError::Io {
+                path: tree.display_path(k),
+                source,
+            })
+        };
+        if let Src::Memory(i) = n.src() {
+            return self.tree.readers[i as usize].take().ok_or_else(|| {
+                io_err(
+                    &self.tree,
+                    std::io::Error::other("the reader was already consumed"),
+                )
+            });
+        }
+        let p = self.tree.source_path(k).unwrap_or_default();
+        let f = std::fs::File::open(&p).map_err(|e| io_err(&self.tree, e))?;
+        let len = f.metadata().map_err(|e| io_err(&self.tree, e))?.len();
+        if len != n.size {
+            return Err(content_err(SourceError::Changed {
+                path: self.tree.display_path(k),
+                expected: n.size,
+                found: len,
+            }));
+        }
+        Ok(Box::new(f))
+    }
+}
+
+/// Fills all of `buf` from `reader`, `done` bytes of the file's `size`
+/// having been read before: a short read means the file shrank.
+fn read_full(
+    reader: &mut dyn Read,
+    buf: &mut [u8],
+    path: &dyn Fn() -> String,
+    size: u64,
+    done: u64,
+) -> Result<(), WriteError> {
+    let mut got = 0;
+    while got < buf.len() {
+        match reader.read(&mut buf[got..]) {
+            Ok(0) => {
+                return Err(content_err(SourceError::Changed {
+                    path: path(),
+                    expected: size,
+                    found: done + got as u64,
+                }))
+            }
+            Ok(r) => got += r,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(source) => {
+                return Err(content_err(SourceError::Io {
+                    path: path(),
+                    source,
+                }))
             }
         }
-        out.zero_to(end)
+    }
+    Ok(())
+}
+
+/// The file must end where planned: one more byte means it grew.
+fn check_at_end(
+    reader: &mut dyn Read,
+    path: &dyn Fn() -> String,
+    size: u64,
+) -> Result<(), WriteError> {
+    let mut probe = [0u8; 1];
+    loop {
+        match reader.read(&mut probe) {
+            Ok(0) => return Ok(()),
+            Ok(_) => {
+                return Err(content_err(SourceError::Changed {
+                    path: path(),
+                    expected: size,
+                    found: size + 1,
+                }))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(source) => {
+                return Err(content_err(SourceError::Io {
+                    path: path(),
+                    source,
+                }))
+            }
+        }
     }
 }
 

@@ -198,6 +198,25 @@ fn small_things() {
     ]);
     out.assert_code(2);
     assert!(out.stderr.contains("--align"), "{out}");
+    // An --align no planner accepts names the valid values, not room.
+    let out = mkfs_alloc(&[
+        "--fs",
+        "exfat",
+        "--size",
+        "64M",
+        "--table",
+        "mbr",
+        "--align",
+        "3M",
+        "--dry-run",
+        &tmp.join("c.img").to_string_lossy(),
+    ]);
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("--align 3M") && out.stderr.contains("power of two"),
+        "{out}"
+    );
+    assert!(!out.stderr.contains("too little room"), "{out}");
     // advise without a size names both ways to give one.
     let out = mkfs_alloc(&["advise"]);
     out.assert_code(2);

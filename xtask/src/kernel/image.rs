@@ -122,13 +122,55 @@ pub(super) fn prepare<'a>(
         write_source_tree(&src)?;
         rootdir = vec!["--rootdir".into(), src.clone().into_os_string()];
     }
-    let format = match case.make {
+    let format = make_image(case, bin, &path, &rootdir)?;
+    let vol = read_info(case, bin, &path)?;
+    if let Some((Fault::SourceChanged, _)) = case.fault {
+        let readme = src.join("README");
+        File::options()
+            .append(true)
+            .open(&readme)
+            .and_then(|mut f| f.write_all(b"!"))
+            .map_err(|e| format!("{}: {e}", readme.display()))?;
+    }
+    let tree = if case.populated {
+        Some(listing_digest(&src)?)
+    } else {
+        None
+    };
+    let image = Image {
+        case,
+        tag: format!("k{index:02}"),
+        partition: vol.get("partition").and_then(Value::as_u64).unwrap_or(0),
+        start: json_u64(&vol, "start")?,
+        size: json_u64(&vol, "size")?,
+        cluster_size: json_u64(&vol, "cluster_size")?,
+        cluster_count: json_u64(&vol, "cluster_count")?,
+        free_bytes: json_u64(&vol, "free_bytes")?,
+        format,
+        tree,
+        path,
+    };
+    if let Some((fault, _)) = case.fault {
+        inject(&image, fault).map_err(|e| format!("{}: {e}", image.path.display()))?;
+    }
+    Ok(image)
+}
+
+/// Formats the case's image at `path`: with mkfs-alloc (returning its
+/// `--json` cluster size, cluster count and free bytes) or a peer's tool.
+fn make_image(
+    case: &Case,
+    bin: &Path,
+    path: &Path,
+    rootdir: &[std::ffi::OsString],
+) -> Result<Option<(u64, u64, u64)>, String> {
+    match case.make {
         Make::Ours(args) => {
             let out = Command::new(bin)
                 .args(args.split_whitespace())
                 .args(["--serial", "1234ABCD", "--json"])
-                .args(&rootdir)
-                .arg(&path)
+                .args(rootdir)
+                .arg(path)
                 .output()
                 .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
             if !out.status.success() {
@@ -146,29 +188,34 @@ pub(super) fn prepare<'a>(
             let copied = v
                 .get("rootdir")
                 .map_or(Ok(0), |r| json_u64(r, "clusters"))?;
-            Some((
+            Ok(Some((
                 cluster,
                 json_u64(&v, "cluster_count")?,
                 json_u64(&v, "usable_bytes")? - copied * cluster,
-            ))
+            )))
         }
         Make::Peer {
             size,
             program,
             args,
         } => {
-            File::create(&path)
+            File::create(path)
                 .and_then(|f| f.set_len(size))
                 .map_err(|e| format!("{}: {e}", path.display()))?;
             run(Command::new(program)
                 .args(args.split_whitespace())
-                .arg(&path))?;
-            None
+                .arg(path))?;
+            Ok(None)
         }
-    };
+    }
+}
+
+/// The one volume `info --json` finds on the image, checked against the
+/// case's driver and sector size.
+fn read_info(case: &Case, bin: &Path, path: &Path) -> Result<Value, String> {
     let out = Command::new(bin)
         .args(["info", "--json"])
-        .arg(&path)
+        .arg(path)
         .output()
         .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
     let info: Value = serde_json::from_slice(&out.stdout)
@@ -198,36 +245,7 @@ pub(super) fn prepare<'a>(
             case.sector
         ));
     }
-    if let Some((Fault::SourceChanged, _)) = case.fault {
-        let readme = src.join("README");
-        File::options()
-            .append(true)
-            .open(&readme)
-            .and_then(|mut f| f.write_all(b"!"))
-            .map_err(|e| format!("{}: {e}", readme.display()))?;
-    }
-    let tree = if case.populated {
-        Some(listing_digest(&src)?)
-    } else {
-        None
-    };
-    let image = Image {
-        case,
-        tag: format!("k{index:02}"),
-        partition: vol.get("partition").and_then(Value::as_u64).unwrap_or(0),
-        start: json_u64(vol, "start")?,
-        size: json_u64(vol, "size")?,
-        cluster_size: json_u64(vol, "cluster_size")?,
-        cluster_count: json_u64(vol, "cluster_count")?,
-        free_bytes: json_u64(vol, "free_bytes")?,
-        format,
-        tree,
-        path,
-    };
-    if let Some((fault, _)) = case.fault {
-        inject(&image, fault).map_err(|e| format!("{}: {e}", image.path.display()))?;
-    }
-    Ok(image)
+    Ok(vol.clone())
 }
 
 /// Damages a negative control's volume.

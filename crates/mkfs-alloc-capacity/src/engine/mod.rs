@@ -12,6 +12,9 @@ use crate::{Phase, ProbeError, ProbeOptions, ProbeReport, ProbeTarget, Speeds, V
 use mkfs_alloc_ondisk::rng::{mix, SplitMix64};
 
 /// Units per write request of a contiguous run (1 MiB at 4 KiB units).
+mod analysis;
+use analysis::*;
+
 const WRITE_RUN: u64 = 256;
 /// Units per read request: reads go in random order, in chunks this long.
 const READ_RUN: u64 = 16;
@@ -155,100 +158,6 @@ struct Engine<'a, D: ProbeTarget + ?Sized> {
     resets: u64,
     rounds: u32,
     progress: &'a mut dyn FnMut(Phase),
-}
-
-/// Lowest power of two dividing `d` (`d > 0`).
-fn low_bit(d: u64) -> u64 {
-    d & d.wrapping_neg()
-}
-
-/// Groups sorted distinct `units` into runs of consecutive units of at most
-/// `max` units: `(first, count)`.
-fn runs(units: &[u64], max: u64) -> Vec<(u64, u64)> {
-    let mut out: Vec<(u64, u64)> = Vec::new();
-    for &u in units {
-        match out.last_mut() {
-            Some((first, count)) if *first + *count == u && *count < max => *count += 1,
-            _ => out.push((u, 1)),
-        }
-    }
-    out
-}
-
-/// The wrap: the smallest power of two that separates a unit from the unit
-/// whose block it returned, if below `n`.
-fn wrap_of(all: &[(u64, Seen)], n: u64) -> Option<u64> {
-    all.iter()
-        .filter_map(|&(u, s)| match s {
-            Seen::Alias(v) if v != u => Some(low_bit(u.abs_diff(v))),
-            _ => None,
-        })
-        .min()
-        .filter(|&m| m < n)
-}
-
-/// What the cache search found.
-struct CacheSearch {
-    /// What the end region read back.
-    end_results: Vec<(u64, Seen)>,
-    /// The cache size, if the device has one within the search.
-    cache: Option<u64>,
-    /// How many units a round must write to flush the cache.
-    flush: u64,
-}
-
-/// What round 1 and the end region say about where real storage ends.
-enum Bounds {
-    /// Every unit read back: a genuine device.
-    Genuine,
-    /// The bad units are not one tail: damaged, from this unit.
-    Damaged(u64),
-    /// The boundary lies in `[lo, hi)`.
-    Between(u64, u64),
-}
-
-/// Step 3: the first bad unit (`hi`) not explained by the wrap, and the unit
-/// after the last good one below it (`lo`). `r1` is round 1, `all` round 1
-/// and the end region.
-fn bounds(
-    r1: &[(u64, Seen)],
-    all: &[(u64, Seen)],
-    n: u64,
-    wrap: Option<u64>,
-    end_start: u64,
-) -> Bounds {
-    // An alias inside [0, wrap) with a partner congruent modulo the wrap
-    // is explained by the wrap: the storage works, a later write to the
-    // other address overwrote it.
-    let explained = |u: u64, s: Seen| match (wrap, s) {
-        (Some(m), Seen::Alias(v)) => u % m == v % m,
-        _ => false,
-    };
-    let limit = wrap.unwrap_or(n);
-    let mut hi = limit;
-    for &(u, s) in all {
-        if u < limit && s != Seen::Good && !explained(u, s) {
-            hi = hi.min(u);
-        }
-    }
-    if wrap.is_none() && hi == n {
-        return Bounds::Genuine;
-    }
-    // Good sampled units above the first bad one (outside the end region,
-    // whose cache may answer): the bad units are not one tail.
-    let tail_broken = r1
-        .iter()
-        .any(|&(u, s)| s == Seen::Good && u > hi && u < limit && u < end_start);
-    if tail_broken {
-        return Bounds::Damaged(hi);
-    }
-    let lo = r1
-        .iter()
-        .filter(|&&(u, s)| u < hi && (s == Seen::Good || explained(u, s)))
-        .map(|&(u, _)| u + 1)
-        .max()
-        .unwrap_or(0);
-    Bounds::Between(lo, hi)
 }
 
 impl<D: ProbeTarget + ?Sized> Engine<'_, D> {
