@@ -4,93 +4,100 @@
 
 use super::*;
 
+/// Runs the scenario `name` (without `--rootdir`) once per old content.
+fn each_old(
+    name: &'static str,
+    fs: FsType,
+    cluster: u64,
+    table: TableKind,
+    size: u64,
+    olds: &[Old],
+) {
+    require_root();
+    for &old in olds {
+        scenario(Scenario {
+            name,
+            fs,
+            cluster,
+            table,
+            size,
+            old,
+            rootdir: false,
+        });
+    }
+}
+
 const SIZE: u64 = 128 * MIB;
 
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
 fn exfat_no_table() {
-    require_root();
-    for old in [
-        Old::Fresh,
-        Old::MkfsFat,
-        Old::Ours(&["--fs", "exfat", "--cluster", "64K"]),
-        // The old volume at 1 MiB behind an MBR; the new one at 0.
-        Old::Ours(&["--fs", "exfat", "--cluster", "4K", "--table", "mbr"]),
-    ] {
-        scenario(Scenario {
-            name: "exfat-none",
-            fs: FsType::Exfat,
-            cluster: 32 * KIB,
-            table: TableKind::None,
-            size: SIZE,
-            old,
-            rootdir: false,
-        });
-    }
+    each_old(
+        "exfat-none",
+        FsType::Exfat,
+        32 * KIB,
+        TableKind::None,
+        SIZE,
+        &[
+            Old::Fresh,
+            Old::MkfsFat,
+            Old::Ours(&["--fs", "exfat", "--cluster", "64K"]),
+            // The old volume at 1 MiB behind an MBR; the new one at 0.
+            Old::Ours(&["--fs", "exfat", "--cluster", "4K", "--table", "mbr"]),
+        ],
+    );
 }
 
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
 fn exfat_mbr() {
-    require_root();
-    for old in [
-        Old::Fresh,
-        Old::Ours(&["--fs", "fat32", "--cluster", "1K", "--table", "mbr"]),
-        // A whole-medium file system at 0, replaced by a partitioned one.
-        Old::MkfsFat,
-    ] {
-        scenario(Scenario {
-            name: "exfat-mbr",
-            fs: FsType::Exfat,
-            cluster: 4 * KIB,
-            table: TableKind::Mbr,
-            size: SIZE,
-            old,
-            rootdir: false,
-        });
-    }
+    each_old(
+        "exfat-mbr",
+        FsType::Exfat,
+        4 * KIB,
+        TableKind::Mbr,
+        SIZE,
+        &[
+            Old::Fresh,
+            Old::Ours(&["--fs", "fat32", "--cluster", "1K", "--table", "mbr"]),
+            // A whole-medium file system at 0, replaced by a partitioned one.
+            Old::MkfsFat,
+        ],
+    );
 }
 
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
 fn fat32_no_table() {
-    require_root();
-    for old in [
-        Old::Fresh,
-        Old::MkfsExfat,
-        Old::Ours(&["--fs", "fat32", "--cluster", "512"]),
-    ] {
-        scenario(Scenario {
-            name: "fat32-none",
-            fs: FsType::Fat32,
-            cluster: KIB,
-            table: TableKind::None,
-            size: SIZE,
-            old,
-            rootdir: false,
-        });
-    }
+    each_old(
+        "fat32-none",
+        FsType::Fat32,
+        KIB,
+        TableKind::None,
+        SIZE,
+        &[
+            Old::Fresh,
+            Old::MkfsExfat,
+            Old::Ours(&["--fs", "fat32", "--cluster", "512"]),
+        ],
+    );
 }
 
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
 fn fat32_mbr() {
-    require_root();
-    for old in [
-        Old::Fresh,
-        Old::Ours(&["--fs", "exfat", "--cluster", "32K", "--table", "mbr"]),
-        Old::MkfsExfat,
-    ] {
-        scenario(Scenario {
-            name: "fat32-mbr",
-            fs: FsType::Fat32,
-            cluster: 2 * KIB,
-            table: TableKind::Mbr,
-            size: 300 * MIB,
-            old,
-            rootdir: false,
-        });
-    }
+    each_old(
+        "fat32-mbr",
+        FsType::Fat32,
+        2 * KIB,
+        TableKind::Mbr,
+        300 * MIB,
+        &[
+            Old::Fresh,
+            Old::Ours(&["--fs", "exfat", "--cluster", "32K", "--table", "mbr"]),
+            Old::MkfsExfat,
+        ],
+    );
 }
 
 /// A populated format (a small tree written with the volume) is as
@@ -149,43 +156,35 @@ fn populated() {
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
 fn fat16_mbr() {
-    require_root();
-    for old in [
-        Old::Fresh,
-        Old::Ours(&["--fs", "fat32", "--cluster", "1K", "--table", "mbr"]),
-        Old::MkfsExfat,
-    ] {
-        scenario(Scenario {
-            name: "fat16-mbr",
-            fs: FsType::Fat16,
-            cluster: 4 * KIB,
-            table: TableKind::Mbr,
-            size: SIZE,
-            old,
-            rootdir: false,
-        });
-    }
+    each_old(
+        "fat16-mbr",
+        FsType::Fat16,
+        4 * KIB,
+        TableKind::Mbr,
+        SIZE,
+        &[
+            Old::Fresh,
+            Old::Ours(&["--fs", "fat32", "--cluster", "1K", "--table", "mbr"]),
+            Old::MkfsExfat,
+        ],
+    );
 }
 
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
 fn fat12_no_table() {
-    require_root();
-    for old in [
-        Old::Fresh,
-        Old::MkfsExfat,
-        Old::Ours(&["--fs", "fat16", "--cluster", "2K"]),
-    ] {
-        scenario(Scenario {
-            name: "fat12-none",
-            fs: FsType::Fat12,
-            cluster: 4 * KIB,
-            table: TableKind::None,
-            size: 12 * MIB,
-            old,
-            rootdir: false,
-        });
-    }
+    each_old(
+        "fat12-none",
+        FsType::Fat12,
+        4 * KIB,
+        TableKind::None,
+        12 * MIB,
+        &[
+            Old::Fresh,
+            Old::MkfsExfat,
+            Old::Ours(&["--fs", "fat16", "--cluster", "2K"]),
+        ],
+    );
 }
 
 /// The classifier can fail: a complete new file system whose metadata is
