@@ -117,7 +117,7 @@ pub(super) fn boot(guest: &Guest, batch: &[&Image], phase: &str, log: &Path) -> 
 }
 
 /// Reads the `KT` lines of a console log.
-pub(super) fn parse_console(text: &str, phase: &str, result: &mut BatchResult) {
+fn parse_console(text: &str, phase: &str, result: &mut BatchResult) {
     for line in text.lines() {
         let line = line.trim_end_matches('\r');
         let Some(rest) = line.strip_prefix("KT ") else {

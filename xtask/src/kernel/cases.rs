@@ -65,7 +65,7 @@ pub(super) struct Case {
 }
 
 /// A case formatted by mkfs-alloc with `args`.
-pub(super) const fn ours(
+const fn ours(
     name: &'static str,
     driver: Driver,
     sector: u32,
@@ -128,7 +128,7 @@ impl Case {
     }
 
     /// A negative control: `fault` injected; must fail with `expect`.
-    pub(super) const fn broken(self, fault: Fault, expect: &'static str) -> Case {
+    const fn broken(self, fault: Fault, expect: &'static str) -> Case {
         Case {
             fault: Some((fault, expect)),
             ..self
@@ -136,7 +136,7 @@ impl Case {
     }
 }
 
-pub(super) const GIB: u64 = 1 << 30;
+const GIB: u64 = 1 << 30;
 use Driver::{Exfat, Vfat};
 
 /// The matrix. One line per case: mkfs-alloc's arguments, the driver, the

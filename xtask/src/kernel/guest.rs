@@ -73,7 +73,7 @@ pub(super) fn build_guest(dir: &Path) -> Result<Guest, String> {
 }
 
 /// `$XTASK_KERNEL_VERSION`, else the version `linux-image-amd64` depends on.
-pub(super) fn kernel_version() -> Result<String, String> {
+fn kernel_version() -> Result<String, String> {
     if let Ok(v) = std::env::var("XTASK_KERNEL_VERSION") {
         return Ok(v);
     }
@@ -99,7 +99,7 @@ pub(super) fn kernel_version() -> Result<String, String> {
 }
 
 /// The unpacked kernel package in `dir/linux-VERSION` (fetched once).
-pub(super) fn fetch_kernel(dir: &Path, version: &str) -> Result<PathBuf, String> {
+fn fetch_kernel(dir: &Path, version: &str) -> Result<PathBuf, String> {
     let root = dir.join(format!("linux-{version}"));
     let done = root.join(".unpacked");
     if done.exists() {
@@ -129,7 +129,7 @@ pub(super) fn fetch_kernel(dir: &Path, version: &str) -> Result<PathBuf, String>
 }
 
 /// The module files of [`MODULES`] and their dependencies, in load order.
-pub(super) fn module_files(root: &Path, version: &str) -> Result<Vec<PathBuf>, String> {
+fn module_files(root: &Path, version: &str) -> Result<Vec<PathBuf>, String> {
     let mut files: Vec<PathBuf> = Vec::new();
     for module in MODULES {
         let out = Command::new("modprobe")
@@ -160,17 +160,17 @@ pub(super) fn module_files(root: &Path, version: &str) -> Result<Vec<PathBuf>, S
 
 /// A `newc` cpio archive (the initramfs format), built in memory.
 #[derive(Default)]
-pub(super) struct Cpio {
+struct Cpio {
     pub(super) data: Vec<u8>,
     pub(super) inode: u32,
 }
 
 impl Cpio {
-    pub(super) fn add(&mut self, name: &str, mode: u32, content: &[u8]) {
+    fn add(&mut self, name: &str, mode: u32, content: &[u8]) {
         self.entry(name, mode, content, (0, 0));
     }
 
-    pub(super) fn add_device(&mut self, name: &str, mode: u32, major: u32, minor: u32) {
+    fn add_device(&mut self, name: &str, mode: u32, major: u32, minor: u32) {
         self.entry(name, mode, &[], (major, minor));
     }
 
@@ -203,7 +203,7 @@ impl Cpio {
         self.pad();
     }
 
-    pub(super) fn pad(&mut self) {
+    fn pad(&mut self) {
         while self.data.len() % 4 != 0 {
             self.data.push(0);
         }

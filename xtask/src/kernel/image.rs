@@ -75,7 +75,7 @@ pub(super) fn write_source_tree(dir: &Path) -> Result<(), String> {
 }
 
 /// The digest and line count of [`LISTING`] run in `dir` by busybox.
-pub(super) fn listing_digest(dir: &Path) -> Result<(String, u64), String> {
+fn listing_digest(dir: &Path) -> Result<(String, u64), String> {
     let busybox = find_tool("busybox").ok_or("busybox is missing")?;
     let out = Command::new(&busybox)
         .args(["sh", "-c", LISTING])
@@ -101,7 +101,7 @@ pub(super) fn listing_digest(dir: &Path) -> Result<(String, u64), String> {
     Ok((digest, lines as u64))
 }
 
-pub(super) fn json_u64(v: &Value, key: &str) -> Result<u64, String> {
+fn json_u64(v: &Value, key: &str) -> Result<u64, String> {
     v.get(key)
         .and_then(Value::as_u64)
         .ok_or_else(|| format!("no number {key:?} in {v}"))
@@ -249,7 +249,7 @@ fn read_info(case: &Case, bin: &Path, path: &Path) -> Result<Value, String> {
 }
 
 /// Damages a negative control's volume.
-pub(super) fn inject(image: &Image, fault: Fault) -> std::io::Result<()> {
+fn inject(image: &Image, fault: Fault) -> std::io::Result<()> {
     let mut f = File::options().read(true).write(true).open(&image.path)?;
     let mut patch = |offset: u64, change: &dyn Fn(&mut [u8])| -> std::io::Result<()> {
         let mut buf = [0u8; 4];

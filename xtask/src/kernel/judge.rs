@@ -6,7 +6,7 @@ use super::*;
 
 /// A boot-time line that every disk prints (its size, its queues, the
 /// partitions found).
-pub(super) fn routine_boot_line(line: &str, disk: &str) -> bool {
+fn routine_boot_line(line: &str, disk: &str) -> bool {
     let text = line
         .split_once("] ")
         .filter(|(ts, _)| ts.starts_with('['))
@@ -213,7 +213,7 @@ fn read_back(image: &Image, w: &Seen, v: &Seen, f: &mut Vec<String>) {
 /// count + 2, is past the heap, and the allocator starts over at cluster 2.
 /// That is the normal case (later kernels log only other values), met when
 /// a volume is filled; any other N is a finding.
-pub(super) fn exfat_end_of_heap_hint(image: &Image, line: &str) -> bool {
+fn exfat_end_of_heap_hint(image: &Image, line: &str) -> bool {
     image.case.driver == Driver::Exfat
         && line.contains(&format!(
             "hint_cluster is invalid ({})",

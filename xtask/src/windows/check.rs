@@ -187,7 +187,7 @@ pub(super) fn cksum(path: &Path) -> Result<String, String> {
 }
 
 /// `None` if the files are equal, else where they first differ.
-pub(super) fn first_difference(a: &Path, b: &Path) -> Result<Option<String>, String> {
+fn first_difference(a: &Path, b: &Path) -> Result<Option<String>, String> {
     let open = |p: &Path| File::open(p).map_err(|e| format!("{}: {e}", p.display()));
     let (mut fa, mut fb) = (open(a)?, open(b)?);
     let len = |f: &File, p: &Path| {
@@ -256,7 +256,7 @@ pub(super) fn partition(img: &Path) -> Result<(u64, u64), String> {
 }
 
 /// Copies `len` bytes at `offset` of `img` into `dest` (like `dd`).
-pub(super) fn extract(img: &Path, offset: u64, len: u64, dest: &Path) -> Result<(), String> {
+fn extract(img: &Path, offset: u64, len: u64, dest: &Path) -> Result<(), String> {
     let mut src = File::open(img).map_err(|e| format!("{}: {e}", img.display()))?;
     src.seek(SeekFrom::Start(offset))
         .map_err(|e| format!("{}: {e}", img.display()))?;

@@ -23,7 +23,7 @@ impl Wine {
         })
     }
 
-    pub(super) fn command(&self, program: &str) -> Command {
+    fn command(&self, program: &str) -> Command {
         let mut cmd = Command::new(program);
         cmd.env("WINEPREFIX", &self.prefix)
             .env("WINEDEBUG", "-all")

@@ -76,13 +76,13 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// (device, inode) of a file that has more than one hard link.
 #[cfg(unix)]
-pub(super) fn link_id(m: &fs::Metadata) -> Option<(u64, u64)> {
+fn link_id(m: &fs::Metadata) -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
     (m.nlink() > 1).then(|| (m.dev(), m.ino()))
 }
 
 #[cfg(not(unix))]
-pub(super) fn link_id(_m: &fs::Metadata) -> Option<(u64, u64)> {
+fn link_id(_m: &fs::Metadata) -> Option<(u64, u64)> {
     None
 }
 
@@ -120,7 +120,7 @@ impl Walk<'_> {
 
     /// True the first time a directory is seen (always true when links are
     /// not followed: then no directory can be reached twice).
-    pub(super) fn first_dir(&self, m: Option<&fs::Metadata>) -> bool {
+    fn first_dir(&self, m: Option<&fs::Metadata>) -> bool {
         if !self.follow {
             return true;
         }
