@@ -65,12 +65,7 @@ pub(super) struct Case {
 }
 
 /// A case formatted by mkfs-alloc with `args`.
-const fn ours(
-    name: &'static str,
-    driver: Driver,
-    sector: u32,
-    args: &'static str,
-) -> Case {
+const fn ours(name: &'static str, driver: Driver, sector: u32, args: &'static str) -> Case {
     Case {
         name,
         make: Make::Ours(args),
