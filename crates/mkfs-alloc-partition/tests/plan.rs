@@ -5,7 +5,7 @@
 use mkfs_alloc_blockio::{BlockIo, MemDisk};
 use mkfs_alloc_partition::{
     choose_table, plan_table, probe_signatures, wipe_for_table, write_table, PartitionError,
-    PartitionFs, TableChoice, TableKind, TableOptions, TablePlan, MIN_PARTITION_BYTES,
+    PartitionFs, TableChoice, TableKind, TableOptions, TablePlan, MAX_ALIGN, MIN_PARTITION_BYTES,
 };
 use proptest::prelude::*;
 
@@ -113,6 +113,15 @@ fn errors_name_the_value_and_the_range() {
     assert!(matches!(e, PartitionError::InvalidAlignment { .. }), "{e}");
     let e = plan_table(&opts(TableKind::Mbr, 512), 64 * MIB, 4096).unwrap_err();
     assert!(e.to_string().contains("from 4096 to"), "{e}");
+    // One largest alignment for both planners: the layout's 64 MiB.
+    assert_eq!(MAX_ALIGN, mkfs_alloc_ondisk::MAX_ALIGN);
+    assert_eq!(MAX_ALIGN, 64 * MIB);
+    plan_table(&opts(TableKind::Mbr, 64 * MIB), TIB, 512).unwrap();
+    let e = plan_table(&opts(TableKind::Gpt, 128 * MIB), TIB, 512).unwrap_err();
+    assert!(
+        matches!(e, PartitionError::InvalidAlignment { max, .. } if max == 64 * MIB),
+        "{e}"
+    );
 
     let e = plan_table(&opts(TableKind::Mbr, MIB), 2 * TIB + 512, 512).unwrap_err();
     let msg = e.to_string();
