@@ -372,6 +372,29 @@ mod tests {
         assert!(parse_serial("").is_err());
     }
 
+    /// The help's sentence on `--cluster auto` is prose; the one table is
+    /// `mkfs_alloc_layout::rules::auto_cluster`. They must agree.
+    #[test]
+    fn help_states_the_auto_cluster_table() {
+        use mkfs_alloc_layout::rules::auto_cluster;
+        use mkfs_alloc_layout::units::{format_size, GIB, MIB};
+        use mkfs_alloc_layout::FsType::{Exfat, Fat12, Fat16, Fat32};
+        let text = EXAMPLES.split_whitespace().collect::<Vec<_>>().join(" ");
+        let at = |fs, bytes| format_size(auto_cluster(fs, bytes));
+        for (fs, limit) in [(Fat32, 8 * GIB), (Fat32, 16 * GIB), (Fat32, 32 * GIB)] {
+            let phrase = format!("{} up to {}", at(fs, limit), format_size(limit));
+            assert!(text.contains(&phrase), "{phrase:?} not in the help");
+        }
+        let fat32_above = format!("{} above; exFAT", at(Fat32, 32 * GIB + 1));
+        let exfat_small = format!("exFAT {} up to 256 MiB", at(Exfat, 256 * MIB));
+        let exfat_above = format!("{} above; FAT16/FAT12", at(Exfat, 256 * MIB + 1));
+        let small = format!("FAT16/FAT12 {}.", at(Fat16, 64 * MIB));
+        for phrase in [fat32_above, exfat_small, exfat_above, small] {
+            assert!(text.contains(&phrase), "{phrase:?} not in the help");
+        }
+        assert_eq!(at(Fat12, MIB), at(Fat16, MIB));
+    }
+
     #[test]
     fn cli_is_well_formed() {
         use clap::CommandFactory;
