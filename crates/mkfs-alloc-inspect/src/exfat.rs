@@ -319,8 +319,13 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
         regions.fat_bytes,
         geo.max_cluster(),
     );
+    let mut d = Disk {
+        r,
+        fat: &mut fat,
+        geo: &geo,
+    };
     let root = Source::Chain(b.root_cluster);
-    let (bitmap, bad) = read_root_entries(r, &mut fat, &geo, root, active, vol)?;
+    let (bitmap, bad) = read_root_entries(&mut d, root, active, vol)?;
     let Some((bm_first, bm_len)) = bitmap else {
         return Err(InspectError::corrupt(
             "exFAT root directory",
@@ -330,7 +335,7 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
     };
 
     // Used and free space from the bitmap.
-    let used = count_bitmap(r, &mut fat, &geo, bm_first, bm_len, &mut vol.warnings)?;
+    let used = count_bitmap(&mut d, bm_first, bm_len, &mut vol.warnings)?;
     let cc = u64::from(b.cluster_count);
     vol.used_bytes = Some(used * b.cluster_size);
     vol.free_bytes = Some((cc - used.min(cc)) * b.cluster_size);
@@ -347,11 +352,6 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
             w.damaged(format!("/: {bad} damaged directory entries skipped"));
         }
         let root = Pending::root(root, u64::MAX, Allocation::Chain);
-        let mut d = Disk {
-            r,
-            fat: &mut fat,
-            geo: &geo,
-        };
         walk(&mut d, &ExfatDirs, root, &mut w)?;
         w.finish(vol);
     }
@@ -404,9 +404,7 @@ fn note_header(vol: &mut Volume, b: &ExfatBoot) {
 /// returns the active allocation bitmap (first cluster, length) and the
 /// number of damaged entries.
 fn read_root_entries<D: BlockIo + ?Sized>(
-    r: &mut Reader<'_, D>,
-    fat: &mut Fat,
-    geo: &Geo,
+    d: &mut Disk<'_, '_, D>,
     root: Source,
     active: u64,
     vol: &mut Volume,
@@ -415,8 +413,7 @@ fn read_root_entries<D: BlockIo + ?Sized>(
     let mut bitmap = None;
     let mut label = None;
     let mut bad = 0u64;
-    let mut d = Disk { r, fat, geo };
-    scan_dir(&mut d, root, MAX_DIR_BYTES, &mut parser, |item| {
+    scan_dir(d, root, MAX_DIR_BYTES, &mut parser, |item| {
         match item {
             ExfatItem::Bitmap {
                 flags,
@@ -441,37 +438,33 @@ fn read_root_entries<D: BlockIo + ?Sized>(
 
 /// Counts the set bits of the first `cluster_count` bits of the bitmap.
 fn count_bitmap<D: BlockIo + ?Sized>(
-    r: &mut Reader<'_, D>,
-    fat: &mut Fat,
-    geo: &Geo,
+    d: &mut Disk<'_, '_, D>,
     first: u32,
     len: u64,
     warnings: &mut Vec<String>,
 ) -> Result<u64, InspectError> {
-    let cc = u64::from(geo.cluster_count);
+    let cc = u64::from(d.geo.cluster_count);
     let need = cc.div_ceil(8);
     if len < need {
         return Err(InspectError::corrupt(
             "exFAT allocation bitmap entry",
-            geo.cluster_offset(first),
+            d.geo.cluster_offset(first),
             format!("DataLength {len} bytes, {need} needed for {cc} clusters"),
         ));
     }
-    match count_bits(r, fat, geo, Source::Chain(first), need, cc) {
+    match count_bits(d, Source::Chain(first), need, cc) {
         Err(InspectError::Chain { problem, .. }) => {
             warnings.push(format!(
                 "allocation bitmap: {problem}; read as contiguous clusters instead"
             ));
-            count_bits(r, fat, geo, Source::Contiguous(first), need, cc)
+            count_bits(d, Source::Contiguous(first), need, cc)
         }
         other => other,
     }
 }
 
 fn count_bits<D: BlockIo + ?Sized>(
-    r: &mut Reader<'_, D>,
-    fat: &mut Fat,
-    geo: &Geo,
+    d: &mut Disk<'_, '_, D>,
     src: Source,
     need: u64,
     cc: u64,
@@ -480,7 +473,7 @@ fn count_bits<D: BlockIo + ?Sized>(
     let mut bits_left = cc;
     let mut set = 0u64;
     while let Some(piece) =
-        reader.next_piece(r, fat, geo, None, &|| "allocation bitmap".to_string())?
+        reader.next_piece(d.r, d.fat, d.geo, None, &|| "allocation bitmap".to_string())?
     {
         for &byte in piece {
             if bits_left >= 8 {
@@ -498,7 +491,7 @@ fn count_bits<D: BlockIo + ?Sized>(
             "allocation bitmap",
             crate::error::ChainProblem::Short {
                 clusters: reader.clusters(),
-                expected: need.div_ceil(geo.cluster_size),
+                expected: need.div_ceil(d.geo.cluster_size),
             },
         ));
     }

@@ -77,11 +77,16 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
     }
     let fat32 = b.kind == FsKind::Fat32;
     let root = root_dir(&b, &regions);
-    read_root_label(r, &mut fat, &geo, &root, vol, &b)?;
+    let mut d = Disk {
+        r,
+        fat: &mut fat,
+        geo: &geo,
+    };
+    read_root_label(&mut d, &root, vol, &b)?;
 
     // Free space from the FAT.
     let cs = geo.cluster_size;
-    let free = count_free(r, fat_abs, fat_bits, b.cluster_count)?;
+    let free = count_free(d.r, fat_abs, fat_bits, b.cluster_count)?;
     let cc = u64::from(b.cluster_count);
     vol.free_bytes = Some(free * cs);
     vol.used_bytes = Some((cc - free.min(cc)) * cs);
@@ -105,11 +110,6 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
             sizes = powers(bps, 128 * bps);
         }
         let mut w = Walker::new(opts, &geo, sizes);
-        let mut d = Disk {
-            r,
-            fat: &mut fat,
-            geo: &geo,
-        };
         walk(&mut d, &FatDirs { fat32 }, root, &mut w)?;
         w.finish(vol);
     }
@@ -187,17 +187,14 @@ fn root_dir(b: &FatBoot, regions: &FatRegions) -> Pending {
 /// The label entry of the root directory, authoritative over the BPB copy
 /// (a warning when they differ).
 fn read_root_label<D: BlockIo + ?Sized>(
-    r: &mut Reader<'_, D>,
-    fat: &mut Fat,
-    geo: &Geo,
+    d: &mut Disk<'_, '_, D>,
     root: &Pending,
     vol: &mut Volume,
     b: &FatBoot,
 ) -> Result<(), InspectError> {
     let mut root_label = None;
     let mut parser = FatDirParser::new(b.kind == FsKind::Fat32);
-    let mut d = Disk { r, fat, geo };
-    scan_dir(&mut d, root.src, root.declared, &mut parser, |item| {
+    scan_dir(d, root.src, root.declared, &mut parser, |item| {
         if let FatItem::Label(l) = item {
             root_label.get_or_insert(l);
         }
