@@ -185,14 +185,7 @@ pub(crate) fn test_pure_cmd(args: &[String]) -> Result<(), String> {
     // A scratch directory user 65534 owns: HOME, TMPDIR, an empty PATH
     // directory, and hard links (or copies) of the executables, so that
     // nothing depends on the build directory being readable to others.
-    let scratch = std::env::temp_dir().join(format!("mkfs-alloc-test-pure-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&scratch);
-    for d in ["bin", "tmp", "home", "exe"] {
-        let p = scratch.join(d);
-        std::fs::create_dir_all(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-        std::os::unix::fs::chown(&p, Some(NOBODY), Some(NOBODY))
-            .map_err(|e| format!("chown {}: {e}", p.display()))?;
-    }
+    let scratch = pure_scratch()?;
     let place = |src: &Path| -> Result<PathBuf, String> {
         let name = src.file_name().ok_or("an executable without a name")?;
         let dst = scratch.join("exe").join(name);
@@ -228,19 +221,9 @@ pub(crate) fn test_pure_cmd(args: &[String]) -> Result<(), String> {
             .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
         binaries += 1;
         let stdout = String::from_utf8_lossy(&run.stdout);
-        // "test result: ok. P passed; F failed; I ignored; ..."
-        if let Some(result) = stdout.lines().rev().find(|l| l.starts_with("test result")) {
-            let num = |word: &str| {
-                let words: Vec<&str> = result.split_whitespace().collect();
-                words
-                    .iter()
-                    .position(|w| w.trim_end_matches([';', ',']) == word)
-                    .and_then(|i| words.get(i - 1)?.parse::<u64>().ok())
-                    .unwrap_or(0)
-            };
-            passed += num("passed");
-            ignored += num("ignored");
-        }
+        let (p, i) = result_counts(&stdout);
+        passed += p;
+        ignored += i;
         if !run.status.success() {
             eprintln!("{stdout}{}", String::from_utf8_lossy(&run.stderr));
             failed.push(name);
@@ -261,4 +244,35 @@ pub(crate) fn test_pure_cmd(args: &[String]) -> Result<(), String> {
             failed.join(", ")
         ))
     }
+}
+
+/// A scratch directory user 65534 owns, with `bin` (the empty PATH), `tmp`,
+/// `home` and `exe` (the test executables) in it.
+fn pure_scratch() -> Result<PathBuf, String> {
+    let scratch = std::env::temp_dir().join(format!("mkfs-alloc-test-pure-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    for d in ["bin", "tmp", "home", "exe"] {
+        let p = scratch.join(d);
+        std::fs::create_dir_all(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        std::os::unix::fs::chown(&p, Some(NOBODY), Some(NOBODY))
+            .map_err(|e| format!("chown {}: {e}", p.display()))?;
+    }
+    Ok(scratch)
+}
+
+/// (passed, ignored) from a test executable's last line
+/// "test result: ok. P passed; F failed; I ignored; ...", zeros without one.
+fn result_counts(stdout: &str) -> (u64, u64) {
+    let Some(result) = stdout.lines().rev().find(|l| l.starts_with("test result")) else {
+        return (0, 0);
+    };
+    let words: Vec<&str> = result.split_whitespace().collect();
+    let num = |word: &str| {
+        words
+            .iter()
+            .position(|w| w.trim_end_matches([';', ',']) == word)
+            .and_then(|i| words.get(i.checked_sub(1)?)?.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (num("passed"), num("ignored"))
 }

@@ -262,10 +262,6 @@ fn compute(
     heads: u8,
     sectors_per_track: u8,
 ) -> Result<SdLayout, SdError> {
-    let too_small = SdError::TooSmall {
-        sectors: total_sectors,
-    };
-    let bu = class.bu;
     let mut l = SdLayout {
         class,
         fs,
@@ -285,106 +281,130 @@ fn compute(
         erase_block_bytes: 0,
     };
     match fs {
-        FsType::Fat12 | FsType::Fat16 => {
-            // FAT12/16: RsvdSecCnt 1, two FATs, 512 root entries; the partition
-            // start moves so that it plus the file-system area is a BU multiple.
-            let bits = if fs == FsType::Fat12 { 12 } else { 16 };
-            let root = div_ceil(32 * 512, SD_SECTOR);
-            let mut fat = div_ceil(total_sectors / spc * bits, SD_SECTOR * 8);
-            let (area, start, clusters) = loop {
-                let area = 1 + 2 * fat + root;
-                let mut start = bu - area % bu;
-                if start != bu {
-                    start += bu;
-                }
-                let (clusters, need) = loop {
-                    let rest = total_sectors
-                        .checked_sub(start + area)
-                        .ok_or(too_small.clone())?;
-                    let clusters = rest / spc;
-                    let need = div_ceil((2 + clusters) * bits, SD_SECTOR * 8);
-                    if need <= fat {
-                        break (clusters, need);
-                    }
-                    start += bu;
-                };
-                if need == fat {
-                    break (area, start, clusters);
-                }
-                fat = need;
-            };
-            l.part_start = start;
-            l.rsvd = 1;
-            l.fat_sectors = fat;
-            l.root_sectors = root;
-            l.fat_offset = 1;
-            l.data_offset = area;
-            l.cluster_count = clusters;
-            l.part_sectors = total_sectors - start;
-            l.mbr_type = match (fs, l.part_sectors) {
-                (FsType::Fat12, _) => 0x01,
-                (_, s) if s < 65_536 => 0x04,
-                _ => 0x06,
-            };
-        }
-        FsType::Fat32 => {
-            // FAT32: partition at 1 BU; RsvdSecCnt padded (at least 9) so the
-            // two FATs end on a BU multiple.
-            let start = bu;
-            let mut fat = div_ceil(total_sectors / spc * 32, SD_SECTOR * 8);
-            let (rsvd, clusters) = loop {
-                if fat == 0 {
-                    return Err(too_small);
-                }
-                let mut rsvd = bu - (2 * fat) % bu;
-                if rsvd < 9 {
-                    rsvd += bu;
-                }
-                let (rsvd, clusters, need) = loop {
-                    let rest = total_sectors
-                        .checked_sub(start + rsvd + 2 * fat)
-                        .ok_or(too_small.clone())?;
-                    let clusters = rest / spc;
-                    let need = div_ceil((2 + clusters) * 32, SD_SECTOR * 8);
-                    if need <= fat {
-                        break (rsvd, clusters, need);
-                    }
-                    rsvd += bu;
-                };
-                if need == fat {
-                    break (rsvd, clusters);
-                }
-                fat -= 1;
-            };
-            l.part_start = start;
-            l.rsvd = rsvd;
-            l.fat_sectors = fat;
-            l.fat_offset = rsvd;
-            l.data_offset = rsvd + 2 * fat;
-            l.cluster_count = clusters;
-            l.part_sectors = total_sectors - start;
-            l.mbr_type = if total_sectors <= CHS_LIMIT {
-                0x0B
-            } else {
-                0x0C
-            };
-        }
-        FsType::Exfat => {
-            // exFAT: PartitionOffset 1 BU, FAT at BU/2 for BU/2, heap at BU.
-            if total_sectors < 2 * bu + spc {
-                return Err(too_small);
-            }
-            l.part_start = bu;
-            l.part_sectors = total_sectors - bu;
-            l.fat_offset = bu / 2;
-            l.fat_sectors = bu / 2;
-            l.data_offset = bu;
-            l.cluster_count = (total_sectors - 2 * bu) / spc;
-            l.mbr_type = 0x07;
-            l.erase_block_bytes = bu / 2 * SD_SECTOR;
-        }
+        FsType::Fat12 | FsType::Fat16 => place_fat16(&mut l)?,
+        FsType::Fat32 => place_fat32(&mut l)?,
+        FsType::Exfat => place_exfat(&mut l)?,
     }
     Ok(l)
+}
+
+/// FAT12/16 placement into `l` (class, cluster size and card size set).
+fn place_fat16(l: &mut SdLayout) -> Result<(), SdError> {
+    let (bu, spc, total_sectors, fs) = (l.class.bu, l.sec_per_clus, l.total_sectors, l.fs);
+    let too_small = SdError::TooSmall {
+        sectors: total_sectors,
+    };
+    // FAT12/16: RsvdSecCnt 1, two FATs, 512 root entries; the partition
+    // start moves so that it plus the file-system area is a BU multiple.
+    let bits = if fs == FsType::Fat12 { 12 } else { 16 };
+    let root = div_ceil(32 * 512, SD_SECTOR);
+    let mut fat = div_ceil(total_sectors / spc * bits, SD_SECTOR * 8);
+    let (area, start, clusters) = loop {
+        let area = 1 + 2 * fat + root;
+        let mut start = bu - area % bu;
+        if start != bu {
+            start += bu;
+        }
+        let (clusters, need) = loop {
+            let rest = total_sectors
+                .checked_sub(start + area)
+                .ok_or(too_small.clone())?;
+            let clusters = rest / spc;
+            let need = div_ceil((2 + clusters) * bits, SD_SECTOR * 8);
+            if need <= fat {
+                break (clusters, need);
+            }
+            start += bu;
+        };
+        if need == fat {
+            break (area, start, clusters);
+        }
+        fat = need;
+    };
+    l.part_start = start;
+    l.rsvd = 1;
+    l.fat_sectors = fat;
+    l.root_sectors = root;
+    l.fat_offset = 1;
+    l.data_offset = area;
+    l.cluster_count = clusters;
+    l.part_sectors = total_sectors - start;
+    l.mbr_type = match (fs, l.part_sectors) {
+        (FsType::Fat12, _) => 0x01,
+        (_, s) if s < 65_536 => 0x04,
+        _ => 0x06,
+    };
+    Ok(())
+}
+
+/// FAT32 placement into `l` (class, cluster size and card size set).
+fn place_fat32(l: &mut SdLayout) -> Result<(), SdError> {
+    let (bu, spc, total_sectors) = (l.class.bu, l.sec_per_clus, l.total_sectors);
+    let too_small = SdError::TooSmall {
+        sectors: total_sectors,
+    };
+    // FAT32: partition at 1 BU; RsvdSecCnt padded (at least 9) so the
+    // two FATs end on a BU multiple.
+    let start = bu;
+    let mut fat = div_ceil(total_sectors / spc * 32, SD_SECTOR * 8);
+    let (rsvd, clusters) = loop {
+        if fat == 0 {
+            return Err(too_small);
+        }
+        let mut rsvd = bu - (2 * fat) % bu;
+        if rsvd < 9 {
+            rsvd += bu;
+        }
+        let (rsvd, clusters, need) = loop {
+            let rest = total_sectors
+                .checked_sub(start + rsvd + 2 * fat)
+                .ok_or(too_small.clone())?;
+            let clusters = rest / spc;
+            let need = div_ceil((2 + clusters) * 32, SD_SECTOR * 8);
+            if need <= fat {
+                break (rsvd, clusters, need);
+            }
+            rsvd += bu;
+        };
+        if need == fat {
+            break (rsvd, clusters);
+        }
+        fat -= 1;
+    };
+    l.part_start = start;
+    l.rsvd = rsvd;
+    l.fat_sectors = fat;
+    l.fat_offset = rsvd;
+    l.data_offset = rsvd + 2 * fat;
+    l.cluster_count = clusters;
+    l.part_sectors = total_sectors - start;
+    l.mbr_type = if total_sectors <= CHS_LIMIT {
+        0x0B
+    } else {
+        0x0C
+    };
+    Ok(())
+}
+
+/// exFAT placement into `l` (class, cluster size and card size set).
+fn place_exfat(l: &mut SdLayout) -> Result<(), SdError> {
+    let (bu, spc, total_sectors) = (l.class.bu, l.sec_per_clus, l.total_sectors);
+    let too_small = SdError::TooSmall {
+        sectors: total_sectors,
+    };
+    // exFAT: PartitionOffset 1 BU, FAT at BU/2 for BU/2, heap at BU.
+    if total_sectors < 2 * bu + spc {
+        return Err(too_small);
+    }
+    l.part_start = bu;
+    l.part_sectors = total_sectors - bu;
+    l.fat_offset = bu / 2;
+    l.fat_sectors = bu / 2;
+    l.data_offset = bu;
+    l.cluster_count = (total_sectors - 2 * bu) / spc;
+    l.mbr_type = 0x07;
+    l.erase_block_bytes = bu / 2 * SD_SECTOR;
+    Ok(())
 }
 
 /// Refuses the options the SD layout decides itself (by their CLI names).
