@@ -346,17 +346,7 @@ pub fn boot_sector(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
     }
     use zerocopy::{FromZeros, IntoBytes};
     let mut b = ondisk::Fat32BootSector::new_zeroed();
-    b.bpb.jmp_boot = [0xEB, 0x58, 0x90];
-    b.bpb.oem_name = *b"MSWIN4.1";
-    b.bpb.byts_per_sec = (g.bps as u16).into();
-    b.bpb.sec_per_clus = g.sec_per_clus;
-    b.bpb.rsvd_sec_cnt = g.rsvd.into();
-    b.bpb.num_fats = NUM_FATS as u8;
-    b.bpb.media = MEDIA;
-    let (heads, sectors_per_track) = layout.chs_geometry();
-    b.bpb.sec_per_trk = u16::from(sectors_per_track).into();
-    b.bpb.num_heads = u16::from(heads).into();
-    b.bpb.hidd_sec = hidden_sectors(layout, g).into();
+    b.bpb = common_bpb(layout, g, [0xEB, 0x58, 0x90]);
     b.bpb.tot_sec32 = g.tot_sec.into();
     b.ebpb.fat_sz32 = g.fat_sz.into();
     b.ebpb.root_clus = 2.into();
@@ -369,8 +359,31 @@ pub fn boot_sector(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
     b.ebpb.fil_sys_type = *b"FAT32   ";
     b.boot_code[..ondisk::BOOT_CODE.len()].copy_from_slice(&ondisk::BOOT_CODE);
     b.signature = 0xAA55.into();
+    padded_sector(b.as_bytes(), g)
+}
+
+/// The BPB fields every FAT width fills alike (fatgen103 §3.1).
+fn common_bpb(layout: &crate::Layout, g: &Geometry, jmp_boot: [u8; 3]) -> ondisk::Bpb {
+    use zerocopy::FromZeros;
+    let mut bpb = ondisk::Bpb::new_zeroed();
+    bpb.jmp_boot = jmp_boot;
+    bpb.oem_name = *b"MSWIN4.1";
+    bpb.byts_per_sec = (g.bps as u16).into();
+    bpb.sec_per_clus = g.sec_per_clus;
+    bpb.rsvd_sec_cnt = g.rsvd.into();
+    bpb.num_fats = NUM_FATS as u8;
+    bpb.media = MEDIA;
+    let (heads, sectors_per_track) = layout.chs_geometry();
+    bpb.sec_per_trk = u16::from(sectors_per_track).into();
+    bpb.num_heads = u16::from(heads).into();
+    bpb.hidd_sec = hidden_sectors(layout, g).into();
+    bpb
+}
+
+/// A 512-byte boot sector padded with zeros to one sector of `g.bps` bytes.
+fn padded_sector(boot: &[u8], g: &Geometry) -> Vec<u8> {
     let mut s = vec![0u8; g.bps as usize];
-    s[..512].copy_from_slice(b.as_bytes());
+    s[..boot.len()].copy_from_slice(boot);
     s
 }
 
@@ -383,23 +396,13 @@ fn hidden_sectors(layout: &crate::Layout, g: &Geometry) -> u32 {
 fn boot_sector16(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
     use zerocopy::{FromZeros, IntoBytes};
     let mut b = ondisk::Fat16BootSector::new_zeroed();
-    b.bpb.jmp_boot = [0xEB, 0x3C, 0x90];
-    b.bpb.oem_name = *b"MSWIN4.1";
-    b.bpb.byts_per_sec = (g.bps as u16).into();
-    b.bpb.sec_per_clus = g.sec_per_clus;
-    b.bpb.rsvd_sec_cnt = g.rsvd.into();
-    b.bpb.num_fats = NUM_FATS as u8;
+    b.bpb = common_bpb(layout, g, [0xEB, 0x3C, 0x90]);
     b.bpb.root_ent_cnt = g.root_entries.into();
     match u16::try_from(g.tot_sec) {
         Ok(t) => b.bpb.tot_sec16 = t.into(),
         Err(_) => b.bpb.tot_sec32 = g.tot_sec.into(),
     }
-    b.bpb.media = MEDIA;
     b.bpb.fat_sz16 = (g.fat_sz as u16).into();
-    let (heads, sectors_per_track) = layout.chs_geometry();
-    b.bpb.sec_per_trk = u16::from(sectors_per_track).into();
-    b.bpb.num_heads = u16::from(heads).into();
-    b.bpb.hidd_sec = hidden_sectors(layout, g).into();
     b.ebpb.drv_num = 0x80;
     b.ebpb.boot_sig = 0x29;
     b.ebpb.vol_id = layout.serial.into();
@@ -411,9 +414,7 @@ fn boot_sector16(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
     };
     b.boot_code[..ondisk::BOOT_CODE.len()].copy_from_slice(&ondisk::BOOT_CODE);
     b.signature = 0xAA55.into();
-    let mut s = vec![0u8; g.bps as usize];
-    s[..512].copy_from_slice(b.as_bytes());
-    s
+    padded_sector(b.as_bytes(), g)
 }
 
 /// The label's 11 bytes, or `"NO NAME    "`.
