@@ -1,8 +1,12 @@
 //! Default choices: which file system and cluster size `auto` picks, and what
 //! Windows would have picked (for comparison in the output).
 //!
-//! The `auto` rules follow the field evidence in the project's reference
-//! (`defaults-and-peers.md` §1), not the Windows defaults: Windows picks
+//! The `auto` rules follow field evidence published by users (a 128 GB
+//! stick measured at 32 KiB and 512 KiB clusters,
+//! <https://win-tab.net/opinion/allocation_size_1809052/>; old 2 GB and
+//! 16 GB sticks at 1 KiB..4 MiB,
+//! <https://freesoft.tvbok.com/tips/hddssd_tips/exfat-usb.html>), not the
+//! Windows defaults (<https://support.microsoft.com/en-us/help/140365>): Windows picks
 //! 128 KiB..2 MiB exFAT clusters on large sticks and wastes 30% of them on
 //! ordinary files.
 
@@ -130,7 +134,7 @@ pub fn auto_fs(volume_bytes: u64) -> FsType {
     }
 }
 
-/// The cluster size `--cluster auto` picks (field evidence, §1 of the reference):
+/// The cluster size `--cluster auto` picks (the field evidence of the module docs):
 /// FAT32 4 KiB up to 8 GiB, 8 KiB up to 16 GiB, 16 KiB up to 32 GiB, 32 KiB above;
 /// exFAT 4 KiB up to 256 MiB, 32 KiB above; FAT12 and FAT16 4 KiB.
 pub fn auto_cluster(fs: FsType, volume_bytes: u64) -> u64 {

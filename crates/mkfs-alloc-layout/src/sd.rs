@@ -4,10 +4,10 @@
 //! that the data region starts on a BU multiple, MBR type and CHS geometry.
 //!
 //! Pure arithmetic in 512-byte sectors, as SD Card Formatter computes it
-//! (facts: the project reference `sd-and-small-fat.md`, the capacity and
-//! geometry tables and iterations of sdFormatLinux, which formats cards "1:1
-//! the same as SDFormatter", and a factory-formatted 64 GB card's published
-//! numbers, exfatprogs PR #149):
+//! (sources: <https://www.sdcard.org/downloads/pls/>; the tables and iterations
+//! of sdFormatLinux's `source/format.cpp`, which formats cards "1:1 the same as
+//! SDFormatter", <https://github.com/profi200/sdFormatLinux>; a factory-formatted
+//! 64 GB card's numbers, <https://github.com/exfatprogs/exfatprogs/pull/149>):
 //!
 //! ```text
 //!  card  ┌ MBR ┬ … ┬ partition start (FAT12/16: moved so the data region is on a BU;
