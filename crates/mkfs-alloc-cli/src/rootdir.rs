@@ -57,8 +57,10 @@ pub fn choose_cluster(
     };
     let mut fixed = opts.format.clone();
     fixed.fs = FsChoice::Fixed(layout.fs());
-    let r = recommend_for_format(&fixed, &medium, data, DEFAULT_MAX_WASTE_PERCENT)
-        .map_err(|e| usage(anyhow!(e).context("choosing a cluster size for --rootdir")))?;
+    let r =
+        recommend_for_format(&fixed, &medium, data, DEFAULT_MAX_WASTE_PERCENT).map_err(|e| {
+            usage(crate::hints::advise_error(e).context("choosing a cluster size for --rootdir"))
+        })?;
     Ok((r.cluster_size, format!("--rootdir: {}", r.reason)))
 }
 
@@ -142,7 +144,8 @@ pub fn auto_size(
 
 /// Checks the tree against the planned volume and allocates it (exit 2 on refusal).
 pub fn populate(tree: Tree, plan: &MediumPlan) -> Result<Populated, Failure> {
-    plan_tree(tree, plan.layout(), time_policy()).map_err(|e| usage(anyhow!(e)))
+    plan_tree(tree, plan.layout(), time_policy())
+        .map_err(|e| usage(crate::hints::populate_error(e)))
 }
 
 fn skipped_counts(tree: &Tree) -> BTreeMap<SkipKind, u64> {
