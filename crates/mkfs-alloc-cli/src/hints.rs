@@ -14,7 +14,7 @@ use mkfs_alloc_layout::error::{valid_sizes_text, Alternative};
 use mkfs_alloc_layout::rules::{ClusterRule, FsRule};
 use mkfs_alloc_layout::sd::{SdConflict, SdError, SD_SECTOR};
 use mkfs_alloc_layout::units::{format_count, format_size};
-use mkfs_alloc_layout::{FsChoice, FsType, PlanError, WriteError};
+use mkfs_alloc_layout::{FsChoice, FsKind, PlanError, WriteError};
 use mkfs_alloc_populate::PopulateError;
 
 /// A library error as an `anyhow` error in this command's words.
@@ -89,7 +89,7 @@ fn plan_text(e: &PlanError) -> Option<String> {
 
 /// "valid: 1 KiB..32 KiB, or use --fs fat (...)": the valid sizes and the
 /// flag that leads out; `None` where the library's words need no flag.
-fn sizes_and_way_out(e: &PlanError, fs: FsType, valid: &[u64]) -> Option<String> {
+fn sizes_and_way_out(e: &PlanError, fs: FsKind, valid: &[u64]) -> Option<String> {
     let sizes = valid_sizes_text(fs, valid);
     let sep = if valid.is_empty() { "; " } else { ", or " };
     Some(match e.alternative()? {
@@ -132,14 +132,14 @@ pub fn sd_text(e: &SdError) -> Option<String> {
             let names: Vec<String> = allowed
                 .iter()
                 .map(|c| match c {
-                    FsChoice::Fixed(FsType::Fat32) if *class_fs == FsType::Exfat => {
+                    FsChoice::Fixed(FsKind::Fat32) if *class_fs == FsKind::Exfat => {
                         "fat32 (64 KiB clusters)".to_string()
                     }
                     c => choice_flag(*c).to_string(),
                 })
                 .collect();
             let allowed = match names.as_slice() {
-                [a, b, c] if *class_fs == FsType::Exfat => format!("{a}, {b}, or {c}"),
+                [a, b, c] if *class_fs == FsKind::Exfat => format!("{a}, {b}, or {c}"),
                 [a, b, c] => format!("{a}, {b} or {c}"),
                 _ => names.join(", "),
             };
@@ -184,7 +184,7 @@ fn choice_flag(c: FsChoice) -> &'static str {
     match c {
         FsChoice::Auto => "auto",
         FsChoice::Fat => "fat",
-        FsChoice::Fixed(fs) => fs.name(),
+        FsChoice::Fixed(fs) => fs.id(),
     }
 }
 
@@ -203,7 +203,7 @@ pub fn fs_rule(r: FsRule) -> &'static str {
 }
 
 /// Why this cluster size, in the summary's words.
-pub fn cluster_rule(r: ClusterRule, fs: FsType, volume_bytes: u64) -> String {
+pub fn cluster_rule(r: ClusterRule, fs: FsKind, volume_bytes: u64) -> String {
     match r {
         ClusterRule::Explicit => "chosen with --cluster".to_string(),
         ClusterRule::FromData => "chosen for the files given with --data".to_string(),
@@ -224,7 +224,7 @@ pub fn table_reason(reason: &'static str, sd: bool) -> &'static str {
 }
 
 /// A row note of `advise`'s table, in this command's words.
-pub fn row_note(n: mkfs_alloc_advise::RowNote, fs: FsType) -> String {
+pub fn row_note(n: mkfs_alloc_advise::RowNote, fs: FsKind) -> String {
     match n {
         mkfs_alloc_advise::RowNote::AutoDefault => "--cluster auto".to_string(),
         n => n.describe(fs),
@@ -232,7 +232,7 @@ pub fn row_note(n: mkfs_alloc_advise::RowNote, fs: FsType) -> String {
 }
 
 /// A note of `advise` on a whole file system, in this command's words.
-pub fn fs_note(n: &mkfs_alloc_advise::FsNote, fs: FsType) -> String {
+pub fn fs_note(n: &mkfs_alloc_advise::FsNote, fs: FsKind) -> String {
     match n {
         mkfs_alloc_advise::FsNote::RootDirFull { entries, capacity } => format!(
             "the top level needs {} root directory entries but the fixed {fs} root holds {}: raise --root-entries",

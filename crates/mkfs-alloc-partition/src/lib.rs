@@ -56,11 +56,11 @@ mod write;
 pub use error::PartitionError;
 pub use guid::Guid;
 pub use plan::{
-    choose_table, plan_mbr_at, plan_table, GptPlan, MbrPlacement, MbrPlan, PartitionFs,
-    TableChoice, TableKind, TableOptions, TablePlan, TableSpec, AUTO_GPT_THRESHOLD, DEFAULT_ALIGN,
-    GPT_ENTRIES, GPT_ENTRY_SIZE, GPT_NAME_MAX, MAX_ALIGN, MBR_TYPE_ESP, MBR_TYPE_EXFAT,
-    MBR_TYPE_FAT32_LBA, MIN_GPT_ALIGN, MIN_PARTITION_BYTES,
+    choose_table, mbr_partition_type, plan_mbr_at, plan_table, FsKind, GptPlan, MbrPlacement,
+    MbrPlan, TableChoice, TableKind, TableOptions, TablePlan, TableSpec, AUTO_GPT_THRESHOLD,
+    CHS_LIMIT_SECTORS, DEFAULT_ALIGN, GPT_ENTRIES, GPT_ENTRY_SIZE, GPT_NAME_MAX, MAX_ALIGN,
+    MBR_TYPE_ESP, MBR_TYPE_EXFAT, MBR_TYPE_FAT32_LBA, MIN_GPT_ALIGN, MIN_PARTITION_BYTES,
 };
-pub use probe::{probe_signatures, Signature};
+pub use probe::{probe_signatures, Signature, SignatureKind};
 pub use wipe::{wipe_backup_gpt_beyond, wipe_for_table, SIGNATURE_WIPE, WIPE_VOLUME_START};
 pub use write::write_table;

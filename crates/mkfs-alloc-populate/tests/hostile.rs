@@ -1,13 +1,13 @@
 //! Hostile sources (issue #18): names that readers disagree on are refused
 //! before anything is written.
 
-use mkfs_alloc_layout::{plan, ClusterChoice, FormatOptions, FsChoice, FsType, Layout, Medium};
+use mkfs_alloc_layout::{plan, ClusterChoice, FormatOptions, FsChoice, FsKind, Layout, Medium};
 use mkfs_alloc_populate::{plan_tree, PopulateError, Problem, TimePolicy, Tree};
 use mkfs_alloc_testsupport::TempDir;
 use std::fs;
 use std::time::SystemTime;
 
-fn layout(fs: FsType, cluster: u64, size: u64) -> Layout {
+fn layout(fs: FsKind, cluster: u64, size: u64) -> Layout {
     let opts = FormatOptions {
         fs: FsChoice::Fixed(fs),
         cluster: ClusterChoice::Bytes(cluster),
@@ -17,8 +17,8 @@ fn layout(fs: FsType, cluster: u64, size: u64) -> Layout {
     plan(&opts, &Medium::whole(size, 512)).expect("plan")
 }
 
-fn problems(tree: Tree, fs: FsType) -> Vec<(String, Problem)> {
-    let cluster = if fs == FsType::Fat16 { 2048 } else { 512 };
+fn problems(tree: Tree, fs: FsKind) -> Vec<(String, Problem)> {
+    let cluster = if fs == FsKind::Fat16 { 2048 } else { 512 };
     let l = layout(fs, cluster, 64 << 20);
     match plan_tree(tree, &l, TimePolicy::default()) {
         Err(PopulateError::Names { problems, .. }) => {
@@ -41,7 +41,7 @@ fn noncharacters_are_refused_on_every_file_system() {
         "\u{1FFFF}",
         "\u{10FFFE}",
     ];
-    for fs in [FsType::Exfat, FsType::Fat32, FsType::Fat16] {
+    for fs in [FsKind::Exfat, FsKind::Fat32, FsKind::Fat16] {
         let mut tree = Tree::new();
         let t = SystemTime::UNIX_EPOCH;
         tree.add_file("/fine.txt", std::io::empty(), 1, t)
@@ -78,7 +78,7 @@ fn surrogate_byte_names_are_refused_with_their_reason() {
     fs::write(src.join(OsStr::from_bytes(b"sur\xED\xA0\x80.txt")), b"x").expect("write");
     fs::write(src.join(OsStr::from_bytes(b"bad\xFF.txt")), b"x").expect("write");
     fs::write(src.join("fine.txt"), b"x").expect("write");
-    for fs in [FsType::Exfat, FsType::Fat32] {
+    for fs in [FsKind::Exfat, FsKind::Fat32] {
         let tree = Tree::from_dir(&src).expect("walk");
         let got = problems(tree, fs);
         assert_eq!(got.len(), 2, "{got:?}");
