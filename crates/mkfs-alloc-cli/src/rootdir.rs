@@ -157,7 +157,10 @@ pub fn populate(tree: Tree, plan: &MediumPlan) -> Result<Populated, Failure> {
                 .map(|p| format!("\n  {}: {}", shorten_path(&p.path), p.problem))
                 .collect::<String>()
         )),
-        e => usage(crate::hints::populate_error(e)),
+        e => usage(crate::hints::populate_error(
+            e,
+            plan.layout().sd().is_some(),
+        )),
     })
 }
 
