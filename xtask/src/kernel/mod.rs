@@ -44,6 +44,11 @@ mod guest;
 mod image;
 mod judge;
 
+// Shared with `test-uboot` (`crate::uboot`).
+pub(crate) use cases::Make;
+pub(crate) use image::{format_image, json_u64, read_volume, write_source_tree};
+pub(crate) use judge::fsck_volume;
+
 use boot::*;
 use cases::*;
 use guest::*;
