@@ -7,7 +7,7 @@ use mkfs_alloc_advise::model::footprint_for;
 use mkfs_alloc_advise::{recommend_for_format, ScanResult, DEFAULT_MAX_WASTE_PERCENT};
 use mkfs_alloc_layout::units::{format_count, format_size};
 use mkfs_alloc_layout::{ClusterChoice, FsChoice, Medium};
-use mkfs_alloc_populate::{plan_tree, Populated, SkipKind, TimePolicy, Tree};
+use mkfs_alloc_populate::{plan_tree, PopulateError, Populated, SkipKind, TimePolicy, Tree};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -57,8 +57,10 @@ pub fn choose_cluster(
     };
     let mut fixed = opts.format.clone();
     fixed.fs = FsChoice::Fixed(layout.fs());
-    let r = recommend_for_format(&fixed, &medium, data, DEFAULT_MAX_WASTE_PERCENT)
-        .map_err(|e| usage(anyhow!(e).context("choosing a cluster size for --rootdir")))?;
+    let r =
+        recommend_for_format(&fixed, &medium, data, DEFAULT_MAX_WASTE_PERCENT).map_err(|e| {
+            usage(crate::hints::advise_error(e).context("choosing a cluster size for --rootdir"))
+        })?;
     Ok((r.cluster_size, format!("--rootdir: {}", r.reason)))
 }
 
@@ -142,7 +144,46 @@ pub fn auto_size(
 
 /// Checks the tree against the planned volume and allocates it (exit 2 on refusal).
 pub fn populate(tree: Tree, plan: &MediumPlan) -> Result<Populated, Failure> {
-    plan_tree(tree, plan.layout(), time_policy()).map_err(|e| usage(anyhow!(e)))
+    plan_tree(tree, plan.layout(), time_policy()).map_err(|e| match e {
+        PopulateError::Names { fs, problems } => usage(anyhow!(
+            "{} cannot be stored on {fs}:{}",
+            if problems.len() == 1 {
+                "1 path in --rootdir".to_string()
+            } else {
+                format!("{} paths in --rootdir", format_count(problems.len() as u64))
+            },
+            problems
+                .iter()
+                .map(|p| format!("\n  {}: {}", shorten_path(&p.path), p.problem))
+                .collect::<String>()
+        )),
+        e => usage(crate::hints::populate_error(e)),
+    })
+}
+
+/// Paths longer than this many characters are shortened in messages.
+const PATH_SHOWN: usize = 240;
+
+/// `path` for a message: whole when short; otherwise its start, `…` and
+/// its end, the last component always whole (a path can be far longer than
+/// a terminal line: a tree may nest beyond PATH_MAX).
+pub fn shorten_path(path: &str) -> String {
+    let chars = path.chars().count();
+    if chars <= PATH_SHOWN {
+        return path.to_string();
+    }
+    let last = path
+        .rsplit(std::path::is_separator)
+        .next()
+        .unwrap_or(path)
+        .chars()
+        .count()
+        + 1;
+    let tail = last.max(PATH_SHOWN / 2).min(chars);
+    let head = (PATH_SHOWN - PATH_SHOWN / 2).min(chars - tail);
+    let start: String = path.chars().take(head).collect();
+    let end: String = path.chars().skip(chars - tail).collect();
+    format!("{start}…{end}")
 }
 
 fn skipped_counts(tree: &Tree) -> BTreeMap<SkipKind, u64> {
@@ -191,4 +232,23 @@ pub fn json(p: &Populated) -> Value {
         "skipped": t.skipped(),
         "skipped_counts": skipped_counts(t),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_paths_keep_their_ends() {
+        assert_eq!(shorten_path("src/a.txt"), "src/a.txt");
+        let deep = format!("{}/name\u{FFFF}.txt", "d/".repeat(3000));
+        let short = shorten_path(&deep);
+        assert!(short.chars().count() < 300, "{short}");
+        assert!(short.starts_with("d/d/") && short.ends_with("/name\u{FFFF}.txt"));
+        assert!(short.contains('…'));
+        // A long last component stays whole.
+        let name = "n".repeat(255);
+        let short = shorten_path(&format!("{}{name}", "x/".repeat(500)));
+        assert!(short.ends_with(&format!("/{name}")) && short.contains('…'));
+    }
 }

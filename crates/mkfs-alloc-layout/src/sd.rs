@@ -24,6 +24,8 @@
 use crate::options::{FormatOptions, FsChoice, FsType};
 use crate::rules::FsRule;
 
+pub use crate::error::{SdConflict, SdError};
+
 /// Sectors of 512 bytes in which all SD geometry is counted.
 pub const SD_SECTOR: u64 = 512;
 
@@ -83,71 +85,6 @@ const GEOMETRY: [(u64, u8, u8); 9] = [
     (2016, 64, 63),
     (4032, 128, 63),
 ];
-
-/// Why a card cannot get the SD layout.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SdError {
-    /// Above 2 TiB: the specification publishes no parameters (SDUC).
-    #[error("{sectors} sectors ({} bytes) is above 2 TiB: the SD specification publishes no layout for such cards (SDUC); format without --layout sd", sectors * SD_SECTOR)]
-    TooLarge {
-        /// Card capacity in 512-byte sectors.
-        sectors: u64,
-    },
-    /// Too small for its class's file system area and one cluster.
-    #[error("a card of {} ({sectors} sectors) is too small for the SD layout: its class's file system does not fit", crate::units::format_size(sectors * SD_SECTOR))]
-    TooSmall {
-        /// Card capacity in 512-byte sectors.
-        sectors: u64,
-    },
-    /// An option the SD layout decides itself.
-    #[error("--layout sd decides {what} itself, from the card's capacity; leave {option} out. With --layout sd you may give --fs (the class's file system, or fat32 on SDXC cards), --label, --serial, --rootdir, and --size for an image")]
-    Conflict {
-        /// The option given, as on the command line.
-        option: &'static str,
-        /// What the layout decides.
-        what: &'static str,
-    },
-    /// A file system the card's class does not take.
-    #[error("--layout sd gives a card of {} ({class}) {class_fs}; --fs {asked} is not allowed. Valid: --fs {allowed}", crate::units::format_size(sectors * SD_SECTOR))]
-    Fs {
-        /// Card capacity in 512-byte sectors.
-        sectors: u64,
-        /// The capacity class's name (SDSC, SDHC, SDXC).
-        class: &'static str,
-        /// The class's file system.
-        class_fs: FsType,
-        /// What was asked for.
-        asked: &'static str,
-        /// The accepted `--fs` values.
-        allowed: String,
-    },
-    /// FAT32 on an SDXC card whose reserved-sector padding does not fit.
-    #[error("FAT32 in the SD layout of a card of {sectors} sectors needs {rsvd} reserved sectors to put the data region on a boundary unit, more than the 16-bit field holds; use exFAT (leave --fs out)")]
-    ReservedOverflow {
-        /// Card capacity in 512-byte sectors.
-        sectors: u64,
-        /// Reserved sectors the layout would need.
-        rsvd: u64,
-    },
-    /// The SD layout counts 512-byte sectors.
-    #[error("--layout sd needs 512-byte sectors (SD cards have them); got {0}-byte sectors")]
-    SectorSize(u32),
-    /// The volume is not where the SD layout puts the partition.
-    #[error("the SD layout of a card of {total} sectors puts the partition at sector {start} with {sectors} sectors; the medium given starts the volume at sector {got_start} with {got_sectors} sectors")]
-    Placement {
-        /// Card capacity in 512-byte sectors.
-        total: u64,
-        /// Partition start the layout needs.
-        start: u64,
-        /// Partition length the layout needs.
-        sectors: u64,
-        /// Partition start given.
-        got_start: u64,
-        /// Partition length given.
-        got_sectors: u64,
-    },
-}
 
 impl SdClass {
     /// The class's name: SDSC (up to 2 GiB), SDHC (up to 32 GiB) or SDXC.
@@ -407,24 +344,24 @@ fn place_exfat(l: &mut SdLayout) -> Result<(), SdError> {
     Ok(())
 }
 
-/// Refuses the options the SD layout decides itself (by their CLI names).
+/// Refuses the options the SD layout decides itself.
 ///
 /// # Errors
 ///
 /// [`SdError::Conflict`] naming the first such option.
 pub fn refuse_conflicts(opts: &FormatOptions) -> Result<(), SdError> {
-    let conflict = |option, what| Err(SdError::Conflict { option, what });
+    let conflict = |option| Err(SdError::Conflict { option });
     if opts.cluster.explicit().is_some() {
-        return conflict("--cluster", "the cluster size");
+        return conflict(SdConflict::Cluster);
     }
     if opts.align.is_some() {
-        return conflict("--align", "the alignment (its boundary unit)");
+        return conflict(SdConflict::Align);
     }
     if opts.root_entries.is_some() {
-        return conflict("--root-entries", "the root directory (512 entries)");
+        return conflict(SdConflict::RootEntries);
     }
     if opts.esp {
-        return conflict("--esp", "the partition type");
+        return conflict(SdConflict::Esp);
     }
     Ok(())
 }
@@ -454,18 +391,25 @@ pub fn card_layout(opts: &FormatOptions, total: u64) -> Result<(SdLayout, FsRule
             sectors: total,
             class: class.class.name(),
             class_fs: class.fs,
-            asked: match other {
-                FsChoice::Fixed(fs) => fs.name(),
-                _ => "fat",
-            },
-            allowed: if sdxc {
-                "auto, exfat, or fat32 (64 KiB clusters)".to_string()
-            } else if class.fs == FsType::Fat32 {
-                "auto, fat32 or fat".to_string()
-            } else {
-                format!("auto, {} or fat", class.fs.name())
-            },
+            asked: other,
+            allowed: allowed_choices(class.fs),
         }),
+    }
+}
+
+/// The file-system choices a card whose class takes `class_fs` accepts.
+fn allowed_choices(class_fs: FsType) -> &'static [FsChoice] {
+    const FS: [FsChoice; 4] = [
+        FsChoice::Fixed(FsType::Fat12),
+        FsChoice::Fixed(FsType::Fat16),
+        FsChoice::Fixed(FsType::Fat32),
+        FsChoice::Fixed(FsType::Exfat),
+    ];
+    match class_fs {
+        FsType::Exfat => &[FsChoice::Auto, FS[3], FS[2]],
+        FsType::Fat32 => &[FsChoice::Auto, FS[2], FsChoice::Fat],
+        FsType::Fat16 => &[FsChoice::Auto, FS[1], FsChoice::Fat],
+        FsType::Fat12 => &[FsChoice::Auto, FS[0], FsChoice::Fat],
     }
 }
 
