@@ -204,9 +204,11 @@ pub(crate) fn format_image(
             File::create(path)
                 .and_then(|f| f.set_len(size))
                 .map_err(|e| format!("{}: {e}", path.display()))?;
+            // Its chatter to stderr: stdout may carry a JSON report.
             run(Command::new(program)
                 .args(args.split_whitespace())
-                .arg(path))?;
+                .arg(path)
+                .stdout(std::io::stderr()))?;
             Ok(None)
         }
     }

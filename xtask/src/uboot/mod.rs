@@ -23,7 +23,10 @@
 //! A case passes with no finding. A U-Boot limit case must fail with the
 //! limit's message (reported as the limit, never as a pass); a negative
 //! control must fail with its finding. Anything else fails the command.
-//! `--json` prints the report as JSON on stdout.
+//! `--json` prints the report as JSON on stdout: the U-Boot banner, the
+//! seconds, `ok`, and per case its `result` (`pass`, `U-Boot limit`,
+//! `fails as it must`, or a failure), `ok` (went as it must), seconds and
+//! findings.
 
 use std::path::Path;
 use std::process::Command;
