@@ -36,7 +36,9 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use crate::kernel::{format_image, fsck_volume, read_volume, write_source_tree};
+use crate::kernel::{
+    finish, format_image, fsck_volume, parse_options, read_volume, select_cases, write_source_tree,
+};
 use crate::{cargo, install_packages, is_root, run, target_dir, workspace_root};
 
 mod cases;
@@ -63,49 +65,6 @@ pub const TOOLS: &[(&str, &str)] = &[
     ("losetup", "mount"),
 ];
 
-/// Options of `test-uboot`.
-struct Options {
-    all: bool,
-    json: bool,
-    jobs: usize,
-    only: Vec<String>,
-    keep: bool,
-}
-
-fn parse_options(args: &[String]) -> Result<Options, String> {
-    let mut opts = Options {
-        all: false,
-        json: false,
-        jobs: 2,
-        only: Vec::new(),
-        keep: false,
-    };
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--all" => opts.all = true,
-            "--json" => opts.json = true,
-            "--keep" => opts.keep = true,
-            "--jobs" => {
-                opts.jobs = it
-                    .next()
-                    .and_then(|v| v.parse().ok())
-                    .filter(|&n| n > 0)
-                    .ok_or("--jobs needs a positive number")?;
-            }
-            "--case" => opts
-                .only
-                .push(it.next().ok_or("--case needs a name")?.clone()),
-            other => {
-                return Err(format!(
-                    "unknown option {other:?}; valid: --all, --json, --jobs N, --case NAME (repeatable), --keep"
-                ))
-            }
-        }
-    }
-    Ok(opts)
-}
-
 /// What came of one case.
 struct Report {
     case: &'static Case,
@@ -123,7 +82,7 @@ struct Report {
 
 /// `cargo xtask test-uboot [--all] [--json] [--jobs N] [--case NAME]... [--keep]`.
 pub fn test_uboot_cmd(args: &[String]) -> Result<(), String> {
-    let opts = parse_options(args)?;
+    let opts = parse_options(args, true)?;
     let start = Instant::now();
     if !is_root() {
         return Err("test-uboot runs fsck.fat on loop devices: run it as root".into());
@@ -136,7 +95,7 @@ pub fn test_uboot_cmd(args: &[String]) -> Result<(), String> {
         "mkfs-alloc",
     ]))?;
     let bin = target_dir().join("debug").join("mkfs-alloc");
-    let cases = select_cases(&opts)?;
+    let cases = select_cases(CASES, &opts, |c| c.name, |c| c.ci)?;
     let work = target_dir().join("uboot-test").join("run");
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
@@ -178,44 +137,7 @@ pub fn test_uboot_cmd(args: &[String]) -> Result<(), String> {
         .filter(|r| !r.ok)
         .map(|r| r.case.name)
         .collect();
-    if opts.keep || !failed.is_empty() {
-        eprintln!(
-            "xtask: images, sources and consoles kept in {}",
-            work.display()
-        );
-    } else {
-        let _ = std::fs::remove_dir_all(&work);
-    }
-    if failed.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{} case(s) failed: {}",
-            failed.len(),
-            failed.join(", ")
-        ))
-    }
-}
-
-/// The cases to run: the named ones, or all (`--all`), or the CI subset.
-fn select_cases(opts: &Options) -> Result<Vec<&'static Case>, String> {
-    if let Some(o) = opts
-        .only
-        .iter()
-        .find(|o| !CASES.iter().any(|c| c.name == o.as_str()))
-    {
-        return Err(format!("no case is named {o:?}"));
-    }
-    Ok(CASES
-        .iter()
-        .filter(|c| {
-            if opts.only.is_empty() {
-                opts.all || c.ci
-            } else {
-                opts.only.iter().any(|o| o == c.name)
-            }
-        })
-        .collect())
+    finish(&opts, &work, &failed)
 }
 
 /// One case, start to end; a setup error is a finding like any other.
