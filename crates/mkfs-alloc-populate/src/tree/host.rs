@@ -228,17 +228,23 @@ impl Tree {
                     continue;
                 }
             };
-            let node = self.push_node(
-                dir,
-                name,
-                false,
-                Src::HostDir(hd),
-                opened.size,
-                opened.mtime,
-            )?;
-            self.file_ids[node as usize] = opened.id.unwrap_or_default();
+            self.push_host_file(dir, name, Src::HostDir(hd), &opened)?;
         }
         Ok(count)
+    }
+
+    /// Adds a host file with the facts of its open descriptor (size, mtime,
+    /// identity).
+    pub(super) fn push_host_file(
+        &mut self,
+        dir: u32,
+        name: &str,
+        src: Src,
+        facts: &sys::Facts,
+    ) -> Result<(), TreeError> {
+        let node = self.push_node(dir, name, false, src, facts.size, facts.mtime)?;
+        self.file_ids[node as usize] = facts.id.unwrap_or_default();
+        Ok(())
     }
 
     /// The host path of a host directory, for messages.

@@ -376,16 +376,7 @@ impl Tree {
         let parent = self.dest_dir(dir, facts.mtime)?;
         let idx = u32::try_from(self.paths.len()).map_err(|_| TreeError::TooLarge)?;
         self.paths.push(src.to_path_buf());
-        let node = self.push_node(
-            parent,
-            name,
-            false,
-            Src::HostPath(idx),
-            facts.size,
-            facts.mtime,
-        )?;
-        self.file_ids[node as usize] = facts.id.unwrap_or_default();
-        Ok(())
+        self.push_host_file(parent, name, Src::HostPath(idx), &facts)
     }
 
     /// Creates the directory `dest` (and its missing parents) with `mtime`.
