@@ -112,11 +112,10 @@ fn check_args(cli: &FormatArgs) -> Result<(), Failure> {
 /// directory, the partition table and the size (the card's): the options
 /// that would change them are refused by name.
 fn check_sd_args(cli: &FormatArgs) -> Result<(), Failure> {
-    use mkfs_alloc_layout::sd::SdError;
     if cli.layout != LayoutArg::Sd {
         return Ok(());
     }
-    let conflict = |option, what| Err(usage(anyhow!(SdError::Conflict { option, what })));
+    let conflict = |option, what| Err(usage(anyhow!(crate::hints::sd_conflict(option, what))));
     if !cli.cluster.eq_ignore_ascii_case("auto") {
         return conflict("--cluster", "the cluster size");
     }
@@ -141,7 +140,10 @@ fn check_sd_args(cli: &FormatArgs) -> Result<(), Failure> {
         TableArg::Auto | TableArg::Mbr => {}
     }
     if let Some(s) = cli.sector_size.filter(|&s| s != 512) {
-        return Err(usage(anyhow!(SdError::SectorSize(s))));
+        let e = mkfs_alloc_layout::sd::SdError::SectorSize(s);
+        return Err(usage(anyhow!(
+            crate::hints::sd_text(&e).unwrap_or_else(|| e.to_string())
+        )));
     }
     Ok(())
 }
@@ -242,12 +244,12 @@ fn blame_align(
                 mkfs_alloc_partition::PartitionError::InvalidAlignment { .. }
             )
     ) {
-        return usage(anyhow!(e).context(format!("--align {align}")));
+        return usage(crate::hints::format_error(e).context(format!("--align {align}")));
     }
     let mut without = opts.clone();
     without.format.align = None;
     if plan_medium(&without, size, block).is_ok() {
-        return usage(anyhow!(e).context(format!(
+        return usage(crate::hints::format_error(e).context(format!(
             "--align {align} leaves too little room on this volume (it pads the FAT and the data region to {align} boundaries); \
              use a smaller --align, or none (default 1 MiB, less on small volumes)"
         )));
@@ -491,7 +493,7 @@ fn discard_note(r: Result<bool, IoError>, whole: bool, size: u64) -> String {
 /// anything else is an I/O failure (exit 1).
 pub fn format_failure(e: mkfs_alloc::FormatError, context: Option<String>) -> Failure {
     let invalid = e.is_invalid_input();
-    let mut e = anyhow::Error::new(e);
+    let mut e = crate::hints::format_error(e);
     if let Some(c) = context {
         e = e.context(c);
     }

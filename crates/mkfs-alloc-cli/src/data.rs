@@ -34,8 +34,10 @@ pub fn recommend(
     // The file system is the one already planned (auto resolved).
     let mut fixed = format.clone();
     fixed.fs = mkfs_alloc_layout::FsChoice::Fixed(plan.layout().fs());
-    let r = recommend_for_format(&fixed, &medium, &data, DEFAULT_MAX_WASTE_PERCENT)
-        .map_err(|e| usage(anyhow!(e).context("choosing a cluster size for --data")))?;
+    let r =
+        recommend_for_format(&fixed, &medium, &data, DEFAULT_MAX_WASTE_PERCENT).map_err(|e| {
+            usage(crate::hints::advise_error(e).context("choosing a cluster size for --data"))
+        })?;
     let summary = data.summary();
     if show {
         eprintln!(

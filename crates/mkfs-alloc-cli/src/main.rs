@@ -24,6 +24,7 @@ mod completions;
 mod confirm;
 mod contents;
 mod data;
+mod hints;
 mod report;
 mod rootdir;
 mod target;

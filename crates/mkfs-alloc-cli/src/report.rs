@@ -92,11 +92,16 @@ fn alignment_note(offset: u64) -> String {
     format!("aligned to {}", format_size(Layout::alignment_of(offset)))
 }
 
+/// Why this table, in this command's words.
+fn table_reason(plan: &MediumPlan) -> &'static str {
+    crate::hints::table_reason(plan.table_reason(), plan.layout().sd().is_some())
+}
+
 fn print_table(plan: &MediumPlan) {
     let t = plan.table();
     let (name, ty) = match t.spec() {
         TableSpec::None => {
-            outln!("  partition      none ({})", plan.table_reason());
+            outln!("  partition      none ({})", table_reason(plan));
             return;
         }
         TableSpec::Mbr(m) => ("MBR", format!("type 0x{:02X}", m.partition_type())),
@@ -107,7 +112,7 @@ fn print_table(plan: &MediumPlan) {
     };
     outln!(
         "  partition      {name} ({}): 1 partition at {} ({}), {}, {ty}",
-        plan.table_reason(),
+        table_reason(plan),
         format_size(t.partition_start()),
         alignment_note(t.partition_start()),
         format_size(t.partition_len())
@@ -138,7 +143,10 @@ fn print_common(plan: &MediumPlan) {
     let layout = &plan.layout();
     print_table(plan);
     let fs = layout.fs();
-    outln!("  file system    {fs} ({})", layout.fs_rule().describe());
+    outln!(
+        "  file system    {fs} ({})",
+        crate::hints::fs_rule(layout.fs_rule())
+    );
     let windows = match layout.windows_default_cluster() {
         Some(w) => format!("Windows' default would be {}", format_size(w)),
         None => "Windows' format would refuse this volume".to_string(),
@@ -146,7 +154,7 @@ fn print_common(plan: &MediumPlan) {
     outln!(
         "  cluster size   {} ({}; {windows})",
         format_size(layout.cluster_size()),
-        layout.cluster_rule().describe(fs, layout.volume_bytes())
+        crate::hints::cluster_rule(layout.cluster_rule(), fs, layout.volume_bytes())
     );
     outln!("  sector size    {} B", layout.sector_size());
     outln!(
@@ -346,7 +354,7 @@ pub fn print_json_with(
         "fs_rule": layout.fs_rule(),
         "cluster_size": layout.cluster_size(),
         "cluster_rule": layout.cluster_rule(),
-        "cluster_rule_text": layout.cluster_rule().describe(layout.fs(), layout.volume_bytes()),
+        "cluster_rule_text": crate::hints::cluster_rule(layout.cluster_rule(), layout.fs(), layout.volume_bytes()),
         "windows_default_cluster": layout.windows_default_cluster(),
         "sector_size": layout.sector_size(),
         "volume_bytes": layout.volume_bytes(),
@@ -372,7 +380,7 @@ pub fn print_json_with(
         "layout": if layout.sd().is_some() { "sd" } else { "standard" },
         "sd": sd_json(layout.sd()),
         "table": plan.table(),
-        "table_reason": plan.table_reason(),
+        "table_reason": table_reason(plan),
         "signatures_found": found,
     });
     if let Some(obj) = v.as_object_mut() {

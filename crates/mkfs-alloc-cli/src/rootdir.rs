@@ -57,8 +57,10 @@ pub fn choose_cluster(
     };
     let mut fixed = opts.format.clone();
     fixed.fs = FsChoice::Fixed(layout.fs());
-    let r = recommend_for_format(&fixed, &medium, data, DEFAULT_MAX_WASTE_PERCENT)
-        .map_err(|e| usage(anyhow!(e).context("choosing a cluster size for --rootdir")))?;
+    let r =
+        recommend_for_format(&fixed, &medium, data, DEFAULT_MAX_WASTE_PERCENT).map_err(|e| {
+            usage(crate::hints::advise_error(e).context("choosing a cluster size for --rootdir"))
+        })?;
     Ok((r.cluster_size, format!("--rootdir: {}", r.reason)))
 }
 
@@ -155,7 +157,7 @@ pub fn populate(tree: Tree, plan: &MediumPlan) -> Result<Populated, Failure> {
                 .map(|p| format!("\n  {}: {}", shorten_path(&p.path), p.problem))
                 .collect::<String>()
         )),
-        e => usage(anyhow!(e)),
+        e => usage(crate::hints::populate_error(e)),
     })
 }
 

@@ -56,7 +56,7 @@ impl FsRule {
     /// A sentence for the summary.
     pub fn describe(self) -> &'static str {
         match self {
-            FsRule::Explicit => "chosen with --fs",
+            FsRule::Explicit => "chosen by the caller",
             FsRule::AutoFat32UpTo32GiB => "auto: FAT32 for volumes up to 32 GiB",
             FsRule::AutoExfatAbove32GiB => "auto: exFAT for volumes above 32 GiB",
             FsRule::AutoExfatTooSmallForFat32 => {
@@ -68,13 +68,13 @@ impl FsRule {
             FsRule::FatWidthFromClusterCount => {
                 "the FAT width follows the cluster count of the chosen cluster size"
             }
-            FsRule::FatFat32Fits => "--fs fat: FAT32 fits this volume",
+            FsRule::FatFat32Fits => "the FAT width the size allows: FAT32 fits this volume",
             FsRule::EspFat32Fits => {
-                "--esp: the FAT width the size allows, and FAT32 fits this volume"
+                "an EFI System Partition: the FAT width the size allows, and FAT32 fits this volume"
             }
-            FsRule::SdCapacityClass => "--layout sd: the file system of the card's capacity class",
+            FsRule::SdCapacityClass => "the SD layout: the file system of the card's capacity class",
             FsRule::SdFat32OnSdxc => {
-                "--layout sd with --fs fat32 on an SDXC card: FAT32 instead of exFAT"
+                "the SD layout with FAT32 asked for on an SDXC card: FAT32 instead of exFAT"
             }
         }
     }
@@ -105,13 +105,13 @@ impl ClusterRule {
     /// A sentence for the summary, given the file system and volume size.
     pub fn describe(self, fs: FsType, volume_bytes: u64) -> String {
         match self {
-            ClusterRule::Explicit => "chosen with --cluster".to_string(),
+            ClusterRule::Explicit => "chosen by the caller".to_string(),
             ClusterRule::FieldEvidence => {
                 format!("auto: {}", auto_cluster_reason(fs, volume_bytes))
             }
-            ClusterRule::FromData => "chosen for the files given with --data".to_string(),
+            ClusterRule::FromData => "chosen for the files to be stored".to_string(),
             ClusterRule::SdCapacityClass => {
-                "--layout sd: the cluster size of the card's capacity class".to_string()
+                "the SD layout: the cluster size of the card's capacity class".to_string()
             }
             ClusterRule::FieldEvidenceReduced => format!(
                 "auto: {}, reduced to the largest size valid for this volume",

@@ -131,7 +131,7 @@ pub enum PopulateError {
         entries: Vec<Unreadable>,
     },
     /// The tree does not fit.
-    #[error("the files need {} ({need_clusters} clusters of {}) but the volume has {} free ({free_clusters} clusters): {} short; use a larger --size, --size auto, or smaller clusters", format_size(need_clusters * cluster), format_size(*cluster), format_size(free_clusters * cluster), format_size((need_clusters - free_clusters) * cluster))]
+    #[error("the files need {} ({need_clusters} clusters of {}) but the volume has {} free ({free_clusters} clusters): {} short", format_size(need_clusters * cluster), format_size(*cluster), format_size(free_clusters * cluster), format_size((need_clusters - free_clusters) * cluster))]
     DoesNotFit {
         /// Cluster size in bytes.
         cluster: u64,
@@ -140,10 +140,26 @@ pub enum PopulateError {
         /// Free clusters after the format.
         free_clusters: u64,
     },
-    /// The file system has no room for this kind of tree (for example the
-    /// fixed root directory of FAT12/16).
-    #[error("{0}")]
-    Unsupported(String),
+    /// The fixed root directory of FAT12/16 holds fewer entries than the
+    /// tree's top level needs.
+    #[error("the root directory of {fs} holds {capacity} entries (the label included) and the tree's top level needs {needed}; put the files in a subdirectory, or use FAT32 or exFAT")]
+    RootDirFull {
+        /// The file system (FAT12 or FAT16).
+        fs: FsType,
+        /// Entries the fixed root directory holds.
+        capacity: u64,
+        /// Entries the top level needs (the label included).
+        needed: u64,
+    },
+    /// The cluster allocation differs from the footprint model (a bug: the
+    /// two must agree cluster for cluster).
+    #[error("internal error: the allocation ({allocated} clusters) differs from the footprint model ({predicted})")]
+    ModelMismatch {
+        /// Clusters the allocation used.
+        allocated: u64,
+        /// Clusters the model predicted.
+        predicted: u64,
+    },
 }
 
 fn plural(n: usize, what: &str) -> String {
@@ -357,9 +373,11 @@ pub fn plan_tree(
     let fp = footprint_for(layout, &scan);
     // FAT12/16: the fixed root directory holds a fixed number of entries.
     if let Some((needed, capacity)) = root_overflow(layout, &scan) {
-        return Err(PopulateError::Unsupported(format!(
-            "the root directory of {fs} holds {capacity} entries (the label included) and the tree's top level needs {needed}; put the files in a subdirectory, or use FAT32 or exFAT"
-        )));
+        return Err(PopulateError::RootDirFull {
+            fs,
+            capacity,
+            needed,
+        });
     }
     let dirs = tree.dirs_preorder();
     check_dir_sizes(&tree, &dirs, &scan, fs, root.system_entries)?;
@@ -394,11 +412,10 @@ pub fn plan_tree(
     // The allocation is the model's footprint, cluster for cluster.
     debug_assert_eq!(used - format_root, fp.new_clusters());
     if used - format_root != fp.new_clusters() {
-        return Err(PopulateError::Unsupported(format!(
-            "internal error: the allocation ({} clusters) differs from the footprint model ({})",
-            used - format_root,
-            fp.new_clusters()
-        )));
+        return Err(PopulateError::ModelMismatch {
+            allocated: used - format_root,
+            predicted: fp.new_clusters(),
+        });
     }
     Ok(Populated {
         tree,
