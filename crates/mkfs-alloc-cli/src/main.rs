@@ -20,6 +20,7 @@ mod cmd_format;
 mod cmd_info;
 mod cmd_list;
 mod cmd_probe;
+mod compat;
 mod completions;
 mod confirm;
 mod contents;
@@ -66,6 +67,10 @@ pub fn usage(e: impl Into<anyhow::Error>) -> Failure {
 
 fn main() -> ExitCode {
     let raw: Vec<OsString> = std::env::args_os().collect();
+    // Called as mkfs.fat, mkfs.vfat, mkfs.msdos, mkdosfs or mkfs.exfat.
+    if let Some(front) = raw.first().and_then(|a| compat::FrontEnd::from_argv0(a)) {
+        return compat::run(front, &raw);
+    }
     // Known before parsing, so that argument errors are JSON too.
     let json = raw.iter().skip(1).any(|a| a == "--json");
     let cli = match args::Cli::try_parse_from(&raw) {
