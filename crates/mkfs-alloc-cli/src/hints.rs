@@ -63,6 +63,23 @@ pub fn populate_error(e: PopulateError, sd: bool) -> anyhow::Error {
                 format_count(*needed)
             )
         }
+        // Every path with its reason, long paths shortened.
+        PopulateError::Names { fs, problems } => anyhow!(
+            "{} cannot be stored on {fs}:{}",
+            if problems.len() == 1 {
+                "1 path in --rootdir".to_string()
+            } else {
+                format!("{} paths in --rootdir", format_count(problems.len() as u64))
+            },
+            problems
+                .iter()
+                .map(|p| format!(
+                    "\n  {}: {}",
+                    crate::rootdir::shorten_path(&p.path),
+                    p.problem
+                ))
+                .collect::<String>()
+        ),
         _ => anyhow!(e),
     }
 }

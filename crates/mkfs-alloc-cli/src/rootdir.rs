@@ -7,7 +7,7 @@ use mkfs_alloc_advise::model::footprint_for;
 use mkfs_alloc_advise::{recommend_for_format, ScanResult, DEFAULT_MAX_WASTE_PERCENT};
 use mkfs_alloc_layout::units::{format_count, format_size};
 use mkfs_alloc_layout::{ClusterChoice, FsChoice, Medium};
-use mkfs_alloc_populate::{plan_tree, PopulateError, Populated, SkipKind, TimePolicy, Tree};
+use mkfs_alloc_populate::{plan_tree, Populated, SkipKind, TimePolicy, Tree};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -144,23 +144,11 @@ pub fn auto_size(
 
 /// Checks the tree against the planned volume and allocates it (exit 2 on refusal).
 pub fn populate(tree: Tree, plan: &MediumPlan) -> Result<Populated, Failure> {
-    plan_tree(tree, plan.layout(), time_policy()).map_err(|e| match e {
-        PopulateError::Names { fs, problems } => usage(anyhow!(
-            "{} cannot be stored on {fs}:{}",
-            if problems.len() == 1 {
-                "1 path in --rootdir".to_string()
-            } else {
-                format!("{} paths in --rootdir", format_count(problems.len() as u64))
-            },
-            problems
-                .iter()
-                .map(|p| format!("\n  {}: {}", shorten_path(&p.path), p.problem))
-                .collect::<String>()
-        )),
-        e => usage(crate::hints::populate_error(
+    plan_tree(tree, plan.layout(), time_policy()).map_err(|e| {
+        usage(crate::hints::populate_error(
             e,
             plan.layout().sd().is_some(),
-        )),
+        ))
     })
 }
 
