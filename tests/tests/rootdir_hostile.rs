@@ -9,7 +9,7 @@
 
 use mkfs_alloc_tests::fatfs_io::open_fs;
 use mkfs_alloc_tests::racetree::{race_tree, Swap, PUBLIC};
-use mkfs_alloc_tests::{file_hash, mkfs_alloc_env, require_root, TempDir};
+use mkfs_alloc_tests::{file_hash, mkfs_alloc_env, require_root, LoopDevice, TempDir};
 use std::fs;
 use std::io::Read;
 use std::path::Path;
@@ -18,6 +18,80 @@ use std::path::Path;
 fn sentinel(path: &Path) -> String {
     fs::write(path, vec![0xD1u8; 64 << 20]).expect("sentinel");
     file_hash(path)
+}
+
+/// Item 4: a target inside `--rootdir` is refused before anything is
+/// written (exit 2), found by device and inode: an existing valid volume in
+/// the tree (the issue's `--size 1G -d . ./out.img`, which grew the image
+/// and left no volume), a new image in a subdirectory, a hard link of a tree
+/// file given by an outside name, a path through a symbolic link into the
+/// tree. Each target stays byte-identical (or is not created).
+#[test]
+fn a_target_inside_the_tree_is_refused_before_writing() {
+    let tmp = TempDir::new("inside");
+    let src = tmp.subdir("src");
+    fs::create_dir(src.join("sub")).expect("mkdir");
+    fs::write(src.join("a.txt"), b"a file").expect("write");
+    let vol = src.join("out.img");
+    let vol_s = vol.to_string_lossy().into_owned();
+    mkfs_alloc_env(&["-q", "--fs", "exfat", "--size", "64M", &vol_s], &[]).assert_success();
+    let before = file_hash(&vol);
+    let hard = tmp.join("hard.img");
+    fs::hard_link(&vol, &hard).expect("hard link");
+    std::os::unix::fs::symlink(src.join("sub"), tmp.join("lnk")).expect("symlink");
+    let src_s = src.to_string_lossy().into_owned();
+    let cases = [
+        (vol_s.clone(), vec!["--size", "1G"], "out.img"),
+        (
+            src.join("sub/new.img").to_string_lossy().into_owned(),
+            vec!["--size", "64M"],
+            "sub",
+        ),
+        (hard.to_string_lossy().into_owned(), vec![], "out.img"),
+        (
+            tmp.join("lnk/x.img").to_string_lossy().into_owned(),
+            vec!["--size", "64M"],
+            "sub",
+        ),
+    ];
+    for (target, extra, at) in cases {
+        let mut args = vec!["--fs", "exfat", "--rootdir", &src_s];
+        args.extend(extra);
+        args.push(&target);
+        let out = mkfs_alloc_env(&args, &[]);
+        out.assert_code(2);
+        assert!(
+            out.stderr.contains("inside --rootdir") && out.stderr.contains(at),
+            "{target}:\n{out}"
+        );
+        assert_eq!(file_hash(&vol), before, "{target}: the volume changed");
+        assert_eq!(fs::metadata(&vol).expect("stat").len(), 64 << 20);
+    }
+    assert!(!src.join("sub/new.img").exists() && !src.join("sub/x.img").exists());
+}
+
+/// Item 4, a device: a loop device whose backing file is in the tree.
+#[test]
+#[ignore = "tool tier: cargo xtask test"]
+fn a_loop_device_backed_by_a_tree_file_is_refused() {
+    require_root();
+    let tmp = TempDir::new("inside-loop");
+    let src = tmp.subdir("src");
+    let img = src.join("disk.img");
+    let before = sentinel(&img);
+    let lo = LoopDevice::attach(&img);
+    let (src_s, dev_s) = (src.to_string_lossy(), lo.path().to_string_lossy());
+    let out = mkfs_alloc_env(
+        &["--fs", "exfat", "--yes", "--rootdir", &src_s, &dev_s],
+        &[],
+    );
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("backing file") && out.stderr.contains("inside --rootdir"),
+        "{out}"
+    );
+    drop(lo);
+    assert_eq!(file_hash(&img), before, "the backing file changed");
 }
 
 /// Item 7: U+FFFF and the other Unicode noncharacters, and a surrogate in

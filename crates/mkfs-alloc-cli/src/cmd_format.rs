@@ -38,6 +38,9 @@ pub fn run(cli: FormatArgs) -> Result<(), Failure> {
     let tree_data = tree.as_ref().map(mkfs_alloc_populate::scan_result);
     let size = image_size(&cli, &path, tree_data.as_ref())?;
     let target = Target::inspect(&path, size, cli.sector_size, cli.dry_run)?;
+    if let (Some(t), Some(dir)) = (&tree, cli.rootdir.as_deref()) {
+        rootdir::refuse_target_inside(t, dir, &path)?;
+    }
     let planned = plan(&cli, &target, tree_data.as_ref())?;
     drop(tree_data); // the planner measures the tree again, exactly
     let populated = match tree {

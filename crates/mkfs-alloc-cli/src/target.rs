@@ -8,6 +8,10 @@
 use crate::{usage, Failure};
 use anyhow::{anyhow, Context};
 
+/// Who else uses an image file: loop devices, FUSE drivers.
+#[path = "target_users.rs"]
+mod users;
+
 use mkfs_alloc_blockio::{BlockIo, ImageFile};
 use mkfs_alloc_device::{self as device, Device, DeviceError, DeviceInfo, RefusalKind};
 use mkfs_alloc_layout::units::format_size;
@@ -192,7 +196,8 @@ impl Target {
                         os_text(&e)
                     ))?;
                 }
-                check_loop_devices(path, refusals, &mut notes)?;
+                users::check_loop_devices(path, refusals, &mut notes)?;
+                users::check_image_mounts(path, refusals)?;
                 // A dry run looks; a real run finds out when it locks (a look
                 // here would make two real runs refuse each other).
                 if refusals.dry_run && lock_held_elsewhere(path, sector_size) {
@@ -487,39 +492,6 @@ fn existing_action(
             })
         }
     }
-}
-
-/// Loop devices backed by the image: mounted (or held) ones are refused,
-/// attached ones noted.
-fn check_loop_devices(
-    path: &Path,
-    refusals: &mut Refusals,
-    notes: &mut Vec<String>,
-) -> Result<(), Failure> {
-    for l in device::loop_devices_backed_by(path) {
-        let dev = l.device.display();
-        if let Some(m) = l.mountpoints.first() {
-            refusals.refuse(anyhow!(
-                "refusing to format {}: it is the backing file of {dev}, which is mounted on {}; \
-                 unmount it (umount {}) and detach the loop device (losetup -d {dev}) first",
-                path.display(),
-                m.display(),
-                m.display()
-            ))?;
-        } else if !l.in_use_by.is_empty() {
-            refusals.refuse(anyhow!(
-                "refusing to format {}: it is the backing file of {dev}, which is in use by {}",
-                path.display(),
-                l.in_use_by.join(", ")
-            ))?;
-        } else {
-            notes.push(format!(
-                "{} is attached to {dev} (not mounted); what the kernel caches of it may be stale: losetup -d {dev}",
-                path.display()
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// Whether another process holds a lock on the image (read-only look).

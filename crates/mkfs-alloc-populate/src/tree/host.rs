@@ -297,6 +297,36 @@ impl Tree {
         self.host_dirs[hd as usize].id
     }
 
+    /// A host directory or file of the tree whose identity is one of `ids`
+    /// (a few; one pass over the tree), the earliest in `ids` that is found,
+    /// with the host path it was read at: how a caller finds out that a
+    /// path is inside the tree (give the identities of the path and of its
+    /// parent directories, the path first), whatever names lead there.
+    pub fn find_host(&self, ids: &[HostId]) -> Option<(HostId, PathBuf)> {
+        let rank = |id: &HostId| ids.iter().position(|i| i == id);
+        // (rank, host directory or file node)
+        let mut best: Option<(usize, Result<u32, u32>)> = None;
+        let mut consider = |r: Option<usize>, at| {
+            if let Some(r) = r.filter(|&r| best.is_none_or(|(b, _)| r < b)) {
+                best = Some((r, at));
+            }
+        };
+        for (hd, h) in self.host_dirs.iter().enumerate() {
+            consider(h.id.as_ref().and_then(rank), Ok(hd as u32));
+        }
+        for (k, (n, id)) in self.nodes.iter().zip(&self.file_ids).enumerate() {
+            if !n.is_dir() && matches!(n.src(), Src::HostDir(_) | Src::HostPath(_)) {
+                consider(rank(id), Err(k as u32));
+            }
+        }
+        let (r, at) = best?;
+        let path = match at {
+            Ok(hd) => self.host_dir_path(hd),
+            Err(k) => self.source_path(k).unwrap_or_default(),
+        };
+        Some((ids[r], path))
+    }
+
     /// The host path a node's bytes come from, if any.
     pub(crate) fn source_path(&self, node: u32) -> Option<PathBuf> {
         let n = &self.nodes[node as usize];
