@@ -3,9 +3,9 @@
 //! CLI's `--json` output.
 //!
 //! Commands:
-//! - `install-tools [--windows] [--fuzz] [--kernel] [--all]`: check the
+//! - `install-tools [--windows] [--fuzz] [--dist] [--kernel] [--all]`: check the
 //!   external tools the interoperability tests use (and, with the flags,
-//!   those of `test-windows`, `fuzz` and `test-kernel`), and install the missing Debian packages in
+//!   those of `test-windows`, `fuzz`, `dist` and `test-kernel`), and install the missing Debian packages in
 //!   one `apt-get` call (as root; otherwise print the command and fail);
 //! - `test [ARGS...] [-- TEST-ARGS...]`: the tool/root tier and the pure
 //!   tier together: `install-tools`, `cargo build -p mkfs-alloc-cli`, then
@@ -23,6 +23,9 @@
 //! - `fuzz [--secs N]`: every cargo-fuzz target for N seconds (see `fuzz.rs`);
 //! - `test-kernel [--all]`: images through the Linux kernel's exfat and vfat
 //!   drivers in QEMU (see `kernel/`);
+//! - `dist [--check] [--no-windows]`: the static Linux tarball, the Debian
+//!   packages and the Windows zip in `target/dist/`, and with `--check` (root)
+//!   their tests (see `dist/`);
 //! - `man [DIR]`: the man pages (clap_mangen, through the CLI's hidden
 //!   `man` command) into DIR, default `target/man`.
 //!
@@ -44,7 +47,7 @@ type Cmd = (
 const COMMANDS: &[Cmd] = &[
     (
         "install-tools",
-        "install the missing test tools (Debian packages) [--windows] [--fuzz] [--kernel] [--all]",
+        "install the missing test tools (Debian packages) [--windows] [--fuzz] [--dist] [--kernel] [--all]",
         test::install_tools_cmd,
     ),
     (
@@ -88,6 +91,11 @@ const COMMANDS: &[Cmd] = &[
         fuzz::fuzz_cmd,
     ),
     (
+        "dist",
+        "packages into target/dist: static Linux tarball, .deb (binary + optional mkfs.* links), Windows zip [--check] [--no-windows]",
+        dist::dist_cmd,
+    ),
+    (
         "test-kernel",
         "images through the Linux kernel's exfat/vfat drivers in QEMU [--all] [--jobs N] [--case NAME] [--keep]",
         kernel::test_kernel_cmd,
@@ -96,6 +104,7 @@ const COMMANDS: &[Cmd] = &[
 
 mod bench;
 mod bench_populate;
+mod dist;
 mod fuzz;
 mod kernel;
 mod probe_bench;
