@@ -41,18 +41,33 @@ pub(crate) fn fill(buf: &mut [u8], salt: u64, unit: u64) {
     }
 }
 
+/// The salt and unit of `buf` if it is a complete, intact probe block of
+/// any run. `scratch` is a unit-sized buffer.
+pub(crate) fn identify(buf: &[u8], scratch: &mut [u8]) -> Option<(u64, u64)> {
+    if buf.len() < HEADER || buf[..8] != MAGIC || scratch.len() != buf.len() {
+        return None;
+    }
+    let (s, u, c) = (word(buf, 8), word(buf, 16), word(buf, 24));
+    if c != header_check(s, u) {
+        return None;
+    }
+    fill(scratch, s, u);
+    (scratch == buf).then_some((s, u))
+}
+
+fn word(buf: &[u8], at: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&buf[at..at + 8]);
+    u64::from_le_bytes(b)
+}
+
 /// Classifies `buf` (one unit, read back from `unit`) for run `salt`.
 /// `scratch` is a unit-sized buffer used to regenerate the expected body.
 pub(crate) fn classify(buf: &[u8], salt: u64, unit: u64, scratch: &mut [u8]) -> Seen {
     if buf.len() < HEADER || buf[..8] != MAGIC {
         return Seen::Other;
     }
-    let word = |at: usize| {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&buf[at..at + 8]);
-        u64::from_le_bytes(b)
-    };
-    let (s, u, c) = (word(8), word(16), word(24));
+    let (s, u, c) = (word(buf, 8), word(buf, 16), word(buf, 24));
     if s != salt {
         return if c == header_check(s, u) {
             Seen::Stale
@@ -87,8 +102,10 @@ mod tests {
         assert_eq!(classify(&a, 11, 5, &mut s), Seen::Good);
         assert_eq!(classify(&a, 11, 6, &mut s), Seen::Alias(5));
         assert_eq!(classify(&a, 12, 5, &mut s), Seen::Stale);
+        assert_eq!(identify(&a, &mut s), Some((11, 5)));
         a[100] ^= 1;
         assert_eq!(classify(&a, 11, 5, &mut s), Seen::Other);
+        assert_eq!(identify(&a, &mut s), None);
         assert_eq!(classify(&[0u8; 4096], 11, 5, &mut s), Seen::Other);
         let mut b = vec![0u8; 4096];
         fill(&mut b, 11, 6);
