@@ -1,7 +1,7 @@
 //! Independent decoders of the boot fields of exFAT and FAT32 images.
 //!
 //! Written from the specifications (exFAT spec §3.1, §7; fatgen103 BPB and
-//! FSInfo tables; see `on-disk-format.md`), not from the layout crate, so a
+//! FSInfo tables), not from the layout crate, so a
 //! field misplaced by the formatter is not "confirmed" by the same mistake.
 
 use crate::image::read_at;

@@ -3,9 +3,9 @@
 //! CLI's `--json` output.
 //!
 //! Commands:
-//! - `install-tools [--windows] [--fuzz] [--kernel] [--all]`: check the
-//!   external tools the interoperability tests use (and, with the flags,
-//!   those of `test-windows`, `fuzz` and `test-kernel`), and install the missing Debian packages in
+//! - `install-tools [--windows] [--fuzz] [--kernel] [--uboot] [--all]`: check
+//!   the external tools the interoperability tests use (and, with the flags,
+//!   those of `test-windows`, `fuzz`, `test-kernel` and `test-uboot`), and install the missing Debian packages in
 //!   one `apt-get` call (as root; otherwise print the command and fail);
 //! - `test [ARGS...] [-- TEST-ARGS...]`: the tool/root tier and the pure
 //!   tier together: `install-tools`, `cargo build -p mkfs-alloc-cli`, then
@@ -25,6 +25,8 @@
 //! - `fuzz [--secs N]`: every cargo-fuzz target for N seconds (see `fuzz.rs`);
 //! - `test-kernel [--all]`: images through the Linux kernel's exfat and vfat
 //!   drivers in QEMU (see `kernel/`);
+//! - `test-uboot [--all] [--json]`: FAT images through U-Boot's FAT driver
+//!   in QEMU (see `uboot/`);
 //! - `man [DIR]`: the man pages (clap_mangen, through the CLI's hidden
 //!   `man` command) into DIR, default `target/man`.
 //!
@@ -46,7 +48,7 @@ type Cmd = (
 const COMMANDS: &[Cmd] = &[
     (
         "install-tools",
-        "install the missing test tools (Debian packages) [--windows] [--fuzz] [--kernel] [--all]",
+        "install the missing test tools (Debian packages) [--windows] [--fuzz] [--kernel] [--uboot] [--all]",
         test::install_tools_cmd,
     ),
     (
@@ -94,6 +96,11 @@ const COMMANDS: &[Cmd] = &[
         "images through the Linux kernel's exfat/vfat drivers in QEMU [--all] [--jobs N] [--case NAME] [--keep]",
         kernel::test_kernel_cmd,
     ),
+    (
+        "test-uboot",
+        "FAT images through U-Boot's FAT driver in QEMU [--all] [--json] [--jobs N] [--case NAME] [--keep]",
+        uboot::test_uboot_cmd,
+    ),
 ];
 
 mod bench;
@@ -103,6 +110,7 @@ mod kernel;
 mod probe_bench;
 mod probe_full_bench;
 mod test;
+mod uboot;
 mod windows;
 
 /// Targets of `cross-check`.

@@ -18,14 +18,16 @@ pub(crate) fn install_tools_cmd(args: &[String]) -> Result<(), String> {
             "--windows" => tools.extend_from_slice(crate::windows::TOOLS),
             "--fuzz" => tools.extend_from_slice(crate::fuzz::TOOLS),
             "--kernel" => kernel = true,
+            "--uboot" => tools.extend_from_slice(crate::uboot::TOOLS),
             "--all" => {
                 tools.extend_from_slice(crate::windows::TOOLS);
                 tools.extend_from_slice(crate::fuzz::TOOLS);
+                tools.extend_from_slice(crate::uboot::TOOLS);
                 kernel = true;
             }
             other => {
                 return Err(format!(
-                    "unknown option {other:?}; valid: --windows, --fuzz, --kernel, --all"
+                    "unknown option {other:?}; valid: --windows, --fuzz, --kernel, --uboot, --all"
                 ))
             }
         }

@@ -1,8 +1,12 @@
 //! What other tools and specifications pick, shown next to our advice.
 //!
-//! Sources: the project reference `defaults-and-peers.md` §2 (Windows
-//! KB140365, exfatprogs `mkfs/mkfs.c`, dosfstools `src/mkfs.fat.c`, SD
-//! Physical Layer Specification Part 2 "File System").
+//! Sources: Microsoft, "Default cluster size for NTFS, FAT, and exFAT"
+//! (KB140365, <https://support.microsoft.com/en-us/help/140365>); exfatprogs
+//! `mkfs/mkfs.c` and `lib/libexfat.c` (<https://github.com/exfatprogs/exfatprogs>);
+//! dosfstools `src/mkfs.fat.c` (<https://github.com/dosfstools/dosfstools>);
+//! the SD Association's Physical Layer Simplified Specification Part 2,
+//! File System Specification (<https://www.sdcard.org/downloads/pls/>), whose
+//! cluster table mkfs.exfat(8) reprints.
 
 use mkfs_alloc_layout::units::{GIB, KIB, MIB, TIB};
 use mkfs_alloc_layout::FsType;

@@ -4,6 +4,7 @@
 //! Extension), §7.7 (File Name: 15 UTF-16 code units per entry); fatgen103
 //! §6 (short entries) and §7 (long-name entries: 13 UTF-16 code units each).
 
+use mkfs_alloc_ondisk::name::str_fault;
 use std::ffi::OsStr;
 
 /// UTF-16 code units in one exFAT File Name directory entry.
@@ -76,13 +77,16 @@ pub fn is_8_3_with_case_bits(name: &[u8]) -> bool {
     base_ok && ext_ok
 }
 
-/// True if the name cannot be stored as is on exFAT or FAT32: it contains a
-/// control character or one of `" * / : < > ? \ |` (exFAT spec §7.7.3).
-/// Copy tools reject or rename such files.
+/// True if the name cannot be stored as is on exFAT or FAT32: it is not
+/// valid Unicode, or holds a character the one name rule refuses
+/// ([`mkfs_alloc_ondisk::name`]: control characters, `" * / : < > ? \ |`,
+/// Unicode noncharacters, unpaired surrogates). `--rootdir` refuses exactly
+/// these names; copy tools reject or rename them.
 pub fn is_invalid_on_fat(name: &OsStr) -> bool {
-    name.as_encoded_bytes()
-        .iter()
-        .any(|&c| c < 0x20 || b"\"*/:<>?\\|".contains(&c))
+    match name.to_str() {
+        Some(s) => str_fault(s).is_some(),
+        None => true,
+    }
 }
 
 #[cfg(test)]
@@ -152,5 +156,16 @@ mod tests {
         assert!(is_invalid_on_fat(OsStr::new("a:b")));
         assert!(is_invalid_on_fat(OsStr::new("what?")));
         assert!(!is_invalid_on_fat(OsStr::new("ok name (1).txt")));
+        // Noncharacters: readers disagree on them (issue #18 item 7).
+        assert!(is_invalid_on_fat(OsStr::new("nonchar\u{FFFF}.txt")));
+        assert!(is_invalid_on_fat(OsStr::new("a\u{FDD0}")));
+        assert!(is_invalid_on_fat(OsStr::new("a\u{10FFFE}")));
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            // A surrogate in WTF-8 form, and a byte that is no UTF-8 at all.
+            assert!(is_invalid_on_fat(OsStr::from_bytes(b"sur\xED\xA0\x80")));
+            assert!(is_invalid_on_fat(OsStr::from_bytes(b"bad\xFF")));
+        }
     }
 }

@@ -132,7 +132,7 @@ impl RowNote {
             RowNote::WindowsDefault => "Windows default".into(),
             RowNote::SdRecommended => "SD spec".into(),
             RowNote::MkfsDefault => format!("{} default", mkfs_tool(fs)),
-            RowNote::AutoDefault => "--cluster auto".into(),
+            RowNote::AutoDefault => "automatic choice".into(),
             RowNote::Recommended => "recommended".into(),
         }
     }
@@ -203,7 +203,7 @@ impl FsNote {
                 format_count(*count)
             ),
             FsNote::RootDirFull { entries, capacity } => format!(
-                "the top level needs {} root directory entries but the fixed {fs} root holds {}: raise --root-entries",
+                "the top level needs {} root directory entries but the fixed {fs} root holds {}: give the root directory more entries",
                 format_count(*entries),
                 format_count(*capacity)
             ),

@@ -80,7 +80,7 @@ fn without_data_the_auto_rule_and_the_peers() {
 
 #[test]
 fn the_field_evidence_case_recommends_small_clusters() {
-    // Many files of a few hundred KiB, as on the 128 GB stick of the reference:
+    // Many files of a few hundred KiB, as on the measured 128 GB stick (README):
     // 512 KiB clusters waste a lot, 32 KiB little.
     let mut sizes = Vec::new();
     let mut x: u64 = 12345;

@@ -24,8 +24,7 @@ pub fn recommend(
         }
     }
     let opts = ScanOptions::default();
-    let data =
-        scan(paths, &opts).map_err(|e| Failure::Io(anyhow!(e).context("scanning --data")))?;
+    let data = scan(paths, &opts).map_err(|e| usage(anyhow!(e).context("scanning --data")))?;
     let medium = Medium {
         volume_bytes: plan.layout().volume_bytes(),
         sector_size: plan.layout().sector_size(),
@@ -34,8 +33,10 @@ pub fn recommend(
     // The file system is the one already planned (auto resolved).
     let mut fixed = format.clone();
     fixed.fs = mkfs_alloc_layout::FsChoice::Fixed(plan.layout().fs());
-    let r = recommend_for_format(&fixed, &medium, &data, DEFAULT_MAX_WASTE_PERCENT)
-        .map_err(|e| usage(anyhow!(e).context("choosing a cluster size for --data")))?;
+    let r =
+        recommend_for_format(&fixed, &medium, &data, DEFAULT_MAX_WASTE_PERCENT).map_err(|e| {
+            usage(crate::hints::advise_error(e).context("choosing a cluster size for --data"))
+        })?;
     let summary = data.summary();
     if show {
         eprintln!(

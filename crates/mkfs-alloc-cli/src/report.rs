@@ -92,11 +92,16 @@ fn alignment_note(offset: u64) -> String {
     format!("aligned to {}", format_size(Layout::alignment_of(offset)))
 }
 
+/// Why this table, in this command's words.
+fn table_reason(plan: &MediumPlan) -> &'static str {
+    crate::hints::table_reason(plan.table_reason(), plan.layout().sd().is_some())
+}
+
 fn print_table(plan: &MediumPlan) {
     let t = plan.table();
     let (name, ty) = match t.spec() {
         TableSpec::None => {
-            outln!("  partition      none ({})", plan.table_reason());
+            outln!("  partition      none ({})", table_reason(plan));
             return;
         }
         TableSpec::Mbr(m) => ("MBR", format!("type 0x{:02X}", m.partition_type())),
@@ -107,7 +112,7 @@ fn print_table(plan: &MediumPlan) {
     };
     outln!(
         "  partition      {name} ({}): 1 partition at {} ({}), {}, {ty}",
-        plan.table_reason(),
+        table_reason(plan),
         format_size(t.partition_start()),
         alignment_note(t.partition_start()),
         format_size(t.partition_len())
@@ -134,11 +139,16 @@ fn print_found(found: &[Signature], written: bool) {
     }
 }
 
-fn print_common(plan: &MediumPlan) {
+/// The lines every plan and summary show (`rootdir`: the tree of
+/// `--rootdir` chose the cluster size if data did).
+fn print_common(plan: &MediumPlan, rootdir: bool) {
     let layout = &plan.layout();
     print_table(plan);
     let fs = layout.fs();
-    outln!("  file system    {fs} ({})", layout.fs_rule().describe());
+    outln!(
+        "  file system    {fs} ({})",
+        crate::hints::fs_rule(layout.fs_rule())
+    );
     let windows = match layout.windows_default_cluster() {
         Some(w) => format!("Windows' default would be {}", format_size(w)),
         None => "Windows' format would refuse this volume".to_string(),
@@ -146,7 +156,7 @@ fn print_common(plan: &MediumPlan) {
     outln!(
         "  cluster size   {} ({}; {windows})",
         format_size(layout.cluster_size()),
-        layout.cluster_rule().describe(fs, layout.volume_bytes())
+        crate::hints::cluster_rule(layout.cluster_rule(), fs, layout.volume_bytes(), rootdir)
     );
     outln!("  sector size    {} B", layout.sector_size());
     outln!(
@@ -243,8 +253,15 @@ fn print_warnings(layout: &Layout) {
     }
 }
 
-/// The plan of a dry run: summary and region table.
-pub fn print_plan(path: &Path, plan: &MediumPlan, found: &[Signature], target: &Target) {
+/// The plan of a dry run: summary and region table (`rootdir`: a tree is
+/// written).
+pub fn print_plan(
+    path: &Path,
+    plan: &MediumPlan,
+    found: &[Signature],
+    target: &Target,
+    rootdir: bool,
+) {
     let layout = &plan.layout();
     let what = match target.action() {
         Action::Create(s) => format!("would create {} ({})", path.display(), format_size(s)),
@@ -257,7 +274,7 @@ pub fn print_plan(path: &Path, plan: &MediumPlan, found: &[Signature], target: &
         ),
     };
     outln!("mkfs-alloc: dry run, nothing written; {what}");
-    print_common(plan);
+    print_common(plan, rootdir);
     print_found(found, false);
     outln!();
     outln!(
@@ -282,7 +299,7 @@ pub fn print_plan(path: &Path, plan: &MediumPlan, found: &[Signature], target: &
     print_warnings(layout);
 }
 
-/// The summary after formatting.
+/// The summary after formatting (`rootdir`: a tree was written).
 pub fn print_summary(
     path: &Path,
     plan: &MediumPlan,
@@ -290,6 +307,7 @@ pub fn print_summary(
     write: &WriteReport,
     target: &Target,
     notes: &[String],
+    rootdir: bool,
 ) {
     let layout = &plan.layout();
     let what = match target.action() {
@@ -298,7 +316,7 @@ pub fn print_summary(
         Action::Keep(_) | Action::Device(_) => "formatted",
     };
     outln!("mkfs-alloc: {what} {}", path.display());
-    print_common(plan);
+    print_common(plan, rootdir);
     print_found(found, true);
     outln!(
         "  written        {} (the format's own writes: zeroed {}, skipped {} already zero)",
@@ -314,7 +332,8 @@ pub fn print_summary(
 
 /// The plan (and the write report) as one JSON object on stdout.
 /// `extras`: more fields (`rootdir`; a dry run's `would_refuse`,
-/// `contents` and `notes`).
+/// `contents` and `notes`); a `rootdir` among them means the tree chose the
+/// cluster size if data did.
 pub fn print_json_with(
     path: &Path,
     plan: &MediumPlan,
@@ -346,7 +365,12 @@ pub fn print_json_with(
         "fs_rule": layout.fs_rule(),
         "cluster_size": layout.cluster_size(),
         "cluster_rule": layout.cluster_rule(),
-        "cluster_rule_text": layout.cluster_rule().describe(layout.fs(), layout.volume_bytes()),
+        "cluster_rule_text": crate::hints::cluster_rule(
+            layout.cluster_rule(),
+            layout.fs(),
+            layout.volume_bytes(),
+            extras.iter().any(|(k, _)| *k == "rootdir"),
+        ),
         "windows_default_cluster": layout.windows_default_cluster(),
         "sector_size": layout.sector_size(),
         "volume_bytes": layout.volume_bytes(),
@@ -372,7 +396,7 @@ pub fn print_json_with(
         "layout": if layout.sd().is_some() { "sd" } else { "standard" },
         "sd": sd_json(layout.sd()),
         "table": plan.table(),
-        "table_reason": plan.table_reason(),
+        "table_reason": table_reason(plan),
         "signatures_found": found,
     });
     if let Some(obj) = v.as_object_mut() {
@@ -394,6 +418,6 @@ pub fn print_json_with(
 pub fn print_json_error(e: &anyhow::Error, code: u8) {
     outln!(
         "{:#}",
-        json!({ "error": format!("{e:#}"), "exit_code": code })
+        json!({ "error": crate::text::error_text(e), "exit_code": code })
     );
 }

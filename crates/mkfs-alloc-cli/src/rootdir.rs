@@ -7,7 +7,7 @@ use mkfs_alloc_advise::model::footprint_for;
 use mkfs_alloc_advise::{recommend_for_format, ScanResult, DEFAULT_MAX_WASTE_PERCENT};
 use mkfs_alloc_layout::units::{format_count, format_size};
 use mkfs_alloc_layout::{ClusterChoice, FsChoice, Medium};
-use mkfs_alloc_populate::{plan_tree, Populated, SkipKind, TimePolicy, Tree};
+use mkfs_alloc_populate::{plan_tree, HostId, Populated, SkipKind, TimePolicy, Tree};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -34,6 +34,53 @@ pub fn walk(dir: &Path, show: bool) -> Result<Tree, Failure> {
     Ok(tree)
 }
 
+/// The identities of what `path` names (if it exists) and of every
+/// directory that holds it (its real location: links resolved).
+fn identities(path: &Path) -> Vec<HostId> {
+    let mut ids: Vec<HostId> = HostId::of_path(path).into_iter().collect();
+    let real = std::fs::canonicalize(path).ok().or_else(|| {
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        let dir = std::fs::canonicalize(parent.unwrap_or(Path::new("."))).ok()?;
+        Some(dir.join(path.file_name()?))
+    });
+    if let Some(real) = real {
+        ids.extend(
+            real.ancestors()
+                .skip(1)
+                .filter_map(|a| HostId::of_path(a).ok()),
+        );
+    }
+    ids
+}
+
+/// Refuses a target inside the tree (exit 2, before anything is written):
+/// an image (existing, a hard link of a tree file, or to be created in a
+/// directory of the tree) or, for a loop device, its backing file, found in
+/// the tree by device and inode (not by name).
+/// The copy would otherwise read the volume while writing it.
+pub fn refuse_target_inside(tree: &Tree, dir: &Path, target: &Path) -> Result<(), Failure> {
+    let inside = |what: &Path| tree.find_host(&identities(what));
+    // A device node is never read by the copy (the walk skips devices):
+    // only a loop device's backing file can be in the tree.
+    let device = mkfs_alloc_device::is_block_device(target);
+    let (what, hit) = if let Some(hit) = (!device).then(|| inside(target)).flatten() {
+        ("it".to_string(), hit.1)
+    } else if let Some((b, hit)) =
+        mkfs_alloc_device::loop_backing_file(target).and_then(|b| inside(&b).map(|hit| (b, hit)))
+    {
+        (format!("its backing file {}", b.display()), hit.1)
+    } else {
+        return Ok(());
+    };
+    Err(usage(anyhow!(
+        "refusing to format {}: {what} is inside --rootdir {} (at {}): the copy would read \
+         the volume while writing it; put the target outside the tree",
+        target.display(),
+        dir.display(),
+        hit.display()
+    )))
+}
+
 /// The mtime clamp: `SOURCE_DATE_EPOCH` when set.
 pub fn time_policy() -> TimePolicy {
     TimePolicy {
@@ -57,8 +104,10 @@ pub fn choose_cluster(
     };
     let mut fixed = opts.format.clone();
     fixed.fs = FsChoice::Fixed(layout.fs());
-    let r = recommend_for_format(&fixed, &medium, data, DEFAULT_MAX_WASTE_PERCENT)
-        .map_err(|e| usage(anyhow!(e).context("choosing a cluster size for --rootdir")))?;
+    let r =
+        recommend_for_format(&fixed, &medium, data, DEFAULT_MAX_WASTE_PERCENT).map_err(|e| {
+            usage(crate::hints::advise_error(e).context("choosing a cluster size for --rootdir"))
+        })?;
     Ok((r.cluster_size, format!("--rootdir: {}", r.reason)))
 }
 
@@ -142,7 +191,37 @@ pub fn auto_size(
 
 /// Checks the tree against the planned volume and allocates it (exit 2 on refusal).
 pub fn populate(tree: Tree, plan: &MediumPlan) -> Result<Populated, Failure> {
-    plan_tree(tree, plan.layout(), time_policy()).map_err(|e| usage(anyhow!(e)))
+    plan_tree(tree, plan.layout(), time_policy()).map_err(|e| {
+        usage(crate::hints::populate_error(
+            e,
+            plan.layout().sd().is_some(),
+        ))
+    })
+}
+
+/// Paths longer than this many characters are shortened in messages.
+const PATH_SHOWN: usize = 240;
+
+/// `path` for a message: whole when short; otherwise its start, `…` and
+/// its end, the last component always whole (a path can be far longer than
+/// a terminal line: a tree may nest beyond PATH_MAX).
+pub fn shorten_path(path: &str) -> String {
+    let chars = path.chars().count();
+    if chars <= PATH_SHOWN {
+        return path.to_string();
+    }
+    let last = path
+        .rsplit(std::path::is_separator)
+        .next()
+        .unwrap_or(path)
+        .chars()
+        .count()
+        + 1;
+    let tail = last.max(PATH_SHOWN / 2).min(chars);
+    let head = (PATH_SHOWN - PATH_SHOWN / 2).min(chars - tail);
+    let start: String = path.chars().take(head).collect();
+    let end: String = path.chars().skip(chars - tail).collect();
+    format!("{start}…{end}")
 }
 
 fn skipped_counts(tree: &Tree) -> BTreeMap<SkipKind, u64> {
@@ -191,4 +270,23 @@ pub fn json(p: &Populated) -> Value {
         "skipped": t.skipped(),
         "skipped_counts": skipped_counts(t),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_paths_keep_their_ends() {
+        assert_eq!(shorten_path("src/a.txt"), "src/a.txt");
+        let deep = format!("{}/name\u{FFFF}.txt", "d/".repeat(3000));
+        let short = shorten_path(&deep);
+        assert!(short.chars().count() < 300, "{short}");
+        assert!(short.starts_with("d/d/") && short.ends_with("/name\u{FFFF}.txt"));
+        assert!(short.contains('…'));
+        // A long last component stays whole.
+        let name = "n".repeat(255);
+        let short = shorten_path(&format!("{}{name}", "x/".repeat(500)));
+        assert!(short.ends_with(&format!("/{name}")) && short.contains('…'));
+    }
 }

@@ -13,8 +13,8 @@
 //!
 //! Sources: exFAT specification §3.1 (boot sector), §3.4 (boot checksum),
 //! §6.3 (entry sets and their checksum), §7.1-7.7 (bitmap, up-case, label,
-//! file, stream extension and file name entries); reference
-//! `on-disk-format.md` A.
+//! file, stream extension and file name entries)
+//! (<https://learn.microsoft.com/en-us/windows/win32/fileio/exfat-specification>).
 
 use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_layout::FsType;

@@ -11,8 +11,7 @@
 //! ```
 //!
 //! Sources: fatgen103 §3 (BPB), §3.5 (FAT type by cluster count), §4 (FAT),
-//! §5 (FSInfo), §6 (directory entries), §7 (long names and their checksum);
-//! reference `on-disk-format.md` B.
+//! §5 (FSInfo), §6 (directory entries), §7 (long names and their checksum).
 
 use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_layout::FsType;

@@ -10,8 +10,8 @@
 //! ```
 //!
 //! Sources: UEFI Specification 2.10 §5.2.1 (legacy MBR), §5.2.3 (protective
-//! MBR), §5.3.2 (GPT header), §5.3.3 (partition entry array); reference
-//! `on-disk-format.md` C.
+//! MBR), §5.3.2 (GPT header), §5.3.3 (partition entry array)
+//! (<https://uefi.org/specifications>).
 
 use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_ondisk::gpt::{GPT_CRC, GPT_SIGNATURE};

@@ -1,7 +1,8 @@
 //! Planner errors. Every variant says what the valid range is.
 
 use crate::label::LabelError;
-use crate::options::FsType;
+use crate::options::{FsChoice, FsType};
+use crate::sd::SD_SECTOR;
 use crate::units::{format_count, format_size};
 
 /// Why no layout could be planned. Nothing has been written when this is returned.
@@ -113,8 +114,9 @@ pub enum PlanError {
     /// The label is not valid for the file system.
     #[error(transparent)]
     Label(#[from] LabelError),
-    /// `--esp` with exFAT.
-    #[error("an EFI System Partition must be FAT (UEFI firmware reads FAT12, FAT16 and FAT32, not exFAT); use --fs fat, fat32, fat16 or fat12, or leave --fs out")]
+    /// An EFI System Partition ([`FormatOptions::esp`](crate::FormatOptions::esp))
+    /// asked to be exFAT.
+    #[error("an EFI System Partition must be FAT (UEFI firmware reads FAT12, FAT16 and FAT32, not exFAT); valid: a FAT of any width, or the automatic choice")]
     EspNotFat,
     /// A root directory size outside 1..=32,768 entries.
     #[error(
@@ -122,12 +124,12 @@ pub enum PlanError {
     )]
     RootEntries(u64),
     /// A root directory size given for a file system without a fixed root.
-    #[error("--root-entries applies to FAT12 and FAT16 only; this volume is {0} (its root directory grows as needed)")]
+    #[error("a fixed root directory size applies to FAT12 and FAT16 only; this volume is {0} (its root directory grows as needed)")]
     RootEntriesNotFixed(FsType),
     /// The SD Association layout cannot be used as asked.
     #[error(transparent)]
     Sd(#[from] crate::sd::SdError),
-    /// No FAT width fits this volume at this cluster size (`--fs fat`).
+    /// No FAT width fits this volume at this cluster size ([`FsChoice::Fat`](crate::FsChoice::Fat)).
     #[error("no FAT width fits {} at {} clusters ({} clusters: FAT12 takes {}, FAT16 {}, FAT32 {}); {}", format_size(*.volume), format_size(*.cluster), format_count(*.clusters), count_range(crate::FsType::Fat12), count_range(crate::FsType::Fat16), count_range(crate::FsType::Fat32), sizes_hint(.valid))]
     NoFatWidth {
         /// Volume size in bytes.
@@ -162,33 +164,68 @@ fn fat32_hint(fs: FsType, cluster: u64, sector: u32) -> &'static str {
     }
 }
 
-/// "valid: 512 B..16 KiB, or use exFAT" from a sorted list of valid sizes.
-fn valid_hint(fs: FsType, valid: &[u64]) -> String {
-    let other = match fs {
-        FsType::Fat32 => ", or use exFAT",
-        FsType::Fat16 | FsType::Fat12 => ", or use --fs fat (the width follows the cluster count)",
-        FsType::Exfat => "",
-    };
+/// "valid: 512 B..16 KiB" from a sorted list of valid sizes, or "no
+/// cluster size is valid for FAT32 on this volume"; the way out (another
+/// file system, a smaller root directory) is [`PlanError::alternative`].
+pub fn valid_sizes_text(fs: FsType, valid: &[u64]) -> String {
     match (valid.first(), valid.last()) {
-        (Some(&a), Some(&b)) if a == b => format!("valid: {}{other}", format_size(a)),
-        (Some(&a), Some(&b)) => {
-            // The valid set is contiguous in powers of two; say so as a range.
-            format!("valid: {}{other}", range(a, b))
+        (Some(&a), Some(&b)) if a == b => format!("valid: {}", format_size(a)),
+        // The valid set is contiguous in powers of two; say so as a range.
+        (Some(&a), Some(&b)) => format!("valid: {}", range(a, b)),
+        _ => format!("no cluster size is valid for {fs} on this volume"),
+    }
+}
+
+/// [`valid_sizes_text`] with the way out in this library's terms.
+fn valid_hint(fs: FsType, valid: &[u64]) -> String {
+    let text = valid_sizes_text(fs, valid);
+    let fat_width = "the FAT width that follows the cluster count (FsChoice::Fat)";
+    match (alternative_of(fs, valid), valid.is_empty()) {
+        (Some(Alternative::Exfat), false) => format!("{text}, or use exFAT"),
+        (Some(Alternative::Exfat), true) => format!("{text}; use exFAT"),
+        (Some(Alternative::FatWidth), false) => format!("{text}, or use {fat_width}"),
+        (Some(Alternative::FatWidth), true) => format!("{text}; use {fat_width}"),
+        (Some(Alternative::SmallerRoot), _) => format!(
+            "{text}; a smaller root directory leaves room for clusters (root_entries, default 512 = 16 KiB; 16 entries take one 512-byte sector)"
+        ),
+        (None, _) => text,
+    }
+}
+
+fn alternative_of(fs: FsType, valid: &[u64]) -> Option<Alternative> {
+    match fs {
+        FsType::Fat32 => Some(Alternative::Exfat),
+        // The narrowest width: on a tiny volume only a smaller fixed root
+        // directory leaves room for clusters.
+        FsType::Fat12 if valid.is_empty() => Some(Alternative::SmallerRoot),
+        FsType::Fat16 | FsType::Fat12 => Some(Alternative::FatWidth),
+        FsType::Exfat => None,
+    }
+}
+
+/// Where a file system whose cluster count is out of range at every size
+/// (or at the size asked for) can go instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Alternative {
+    /// exFAT (FAT32 has too few or too many clusters).
+    Exfat,
+    /// The FAT width the cluster count gives ([`FsChoice::Fat`](crate::FsChoice::Fat)).
+    FatWidth,
+    /// A smaller fixed root directory leaves room for clusters (FAT12 on a
+    /// tiny volume: [`FormatOptions::root_entries`](crate::FormatOptions::root_entries)).
+    SmallerRoot,
+}
+
+impl PlanError {
+    /// For a cluster count out of the file system's range: where to go
+    /// instead ([`Alternative`]); `None` for other errors.
+    pub fn alternative(&self) -> Option<Alternative> {
+        match self {
+            PlanError::TooFewClusters { fs, valid, .. }
+            | PlanError::TooManyClusters { fs, valid, .. } => alternative_of(*fs, valid),
+            _ => None,
         }
-        _ => match fs {
-            FsType::Fat32 => {
-                "no cluster size is valid for FAT32 on this volume; use exFAT".to_string()
-            }
-            FsType::Fat16 => format!(
-                "no cluster size is valid for {fs} on this volume; use --fs fat (the width follows the cluster count)"
-            ),
-            // The narrowest width: on a tiny volume only a smaller fixed root
-            // directory leaves room for clusters.
-            FsType::Fat12 => format!(
-                "no cluster size is valid for {fs} on this volume; a smaller root directory leaves room for clusters (--root-entries, default 512 = 16 KiB; 16 entries take one 512-byte sector)"
-            ),
-            FsType::Exfat => "no cluster size is valid for exFAT on this volume".to_string(),
-        },
     }
 }
 
@@ -229,4 +266,119 @@ pub(crate) fn check_cluster(fs: FsType, cluster: u64, sector: u32) -> Result<(),
         });
     }
     Ok(())
+}
+
+/// Why a card cannot get the SD layout.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SdError {
+    /// Above 2 TiB: the specification publishes no parameters (SDUC).
+    #[error("{sectors} sectors ({} bytes) is above 2 TiB: the SD specification publishes no layout for such cards (SDUC); valid: cards up to 2 TiB, or the standard layout", sectors * SD_SECTOR)]
+    TooLarge {
+        /// Card capacity in 512-byte sectors.
+        sectors: u64,
+    },
+    /// Too small for its class's file system area and one cluster.
+    #[error("a card of {} ({sectors} sectors) is too small for the SD layout: its class's file system does not fit", format_size(sectors * SD_SECTOR))]
+    TooSmall {
+        /// Card capacity in 512-byte sectors.
+        sectors: u64,
+    },
+    /// An option the SD layout decides itself.
+    #[error("the SD layout decides {} itself, from the card's capacity; leave {option} at its default (the SD layout takes a file system (the class's, or FAT32 on SDXC cards), a label, a serial and content)", .option.decides())]
+    Conflict {
+        /// The option given.
+        option: SdConflict,
+    },
+    /// A file system the card's class does not take.
+    #[error("the SD layout gives a card of {} ({class}) {class_fs}; {} is not allowed; valid: {}", format_size(sectors * SD_SECTOR), choice_text(*.asked), .allowed.iter().map(|c| choice_text(*c)).collect::<Vec<_>>().join(", "))]
+    Fs {
+        /// Card capacity in 512-byte sectors.
+        sectors: u64,
+        /// The capacity class's name (SDSC, SDHC, SDXC).
+        class: &'static str,
+        /// The class's file system.
+        class_fs: FsType,
+        /// What was asked for.
+        asked: FsChoice,
+        /// The accepted choices (FAT32 on an SDXC card gets 64 KiB clusters).
+        allowed: &'static [FsChoice],
+    },
+    /// FAT32 on an SDXC card whose reserved-sector padding does not fit.
+    #[error("FAT32 in the SD layout of a card of {sectors} sectors needs {rsvd} reserved sectors to put the data region on a boundary unit, more than the 16-bit field holds; use exFAT (the class's file system)")]
+    ReservedOverflow {
+        /// Card capacity in 512-byte sectors.
+        sectors: u64,
+        /// Reserved sectors the layout would need.
+        rsvd: u64,
+    },
+    /// The SD layout counts 512-byte sectors.
+    #[error("the SD layout needs 512-byte sectors (SD cards have them); got {0}-byte sectors")]
+    SectorSize(u32),
+    /// The volume is not where the SD layout puts the partition.
+    #[error("the SD layout of a card of {total} sectors puts the partition at sector {start} with {sectors} sectors; the medium given starts the volume at sector {got_start} with {got_sectors} sectors")]
+    Placement {
+        /// Card capacity in 512-byte sectors.
+        total: u64,
+        /// Partition start the layout needs.
+        start: u64,
+        /// Partition length the layout needs.
+        sectors: u64,
+        /// Partition start given.
+        got_start: u64,
+        /// Partition length given.
+        got_sectors: u64,
+    },
+}
+
+/// An option the SD layout decides itself ([`SdError::Conflict`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SdConflict {
+    /// An explicit cluster size ([`FormatOptions::cluster`]).
+    Cluster,
+    /// An alignment ([`FormatOptions::align`]).
+    Align,
+    /// A root directory size ([`FormatOptions::root_entries`]).
+    RootEntries,
+    /// An EFI System Partition ([`FormatOptions::esp`]).
+    Esp,
+    /// No partition table (the layout writes an MBR).
+    TableNone,
+    /// A GPT (the layout writes an MBR).
+    TableGpt,
+}
+
+impl SdConflict {
+    /// What the SD layout decides in its place.
+    pub fn decides(self) -> &'static str {
+        match self {
+            SdConflict::Cluster => "the cluster size",
+            SdConflict::Align => "the alignment (its boundary unit)",
+            SdConflict::RootEntries => "the root directory (512 entries)",
+            SdConflict::Esp => "the partition type",
+            SdConflict::TableNone | SdConflict::TableGpt => "the partition table (an MBR)",
+        }
+    }
+}
+
+impl core::fmt::Display for SdConflict {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            SdConflict::Cluster => "the cluster size",
+            SdConflict::Align => "the alignment",
+            SdConflict::RootEntries => "the root directory size",
+            SdConflict::Esp => "the EFI System Partition switch",
+            SdConflict::TableNone | SdConflict::TableGpt => "the partition table",
+        })
+    }
+}
+
+/// A file-system choice in words (this library's, not a command line's).
+fn choice_text(c: FsChoice) -> String {
+    match c {
+        FsChoice::Auto => "the automatic choice".to_string(),
+        FsChoice::Fat => "the FAT width the size allows".to_string(),
+        FsChoice::Fixed(fs) => fs.display_name().to_string(),
+    }
 }

@@ -38,7 +38,7 @@ pub const CHUNK: usize = 1 << 20;
 #[non_exhaustive]
 pub enum WriteError {
     /// The target's block size does not divide the file system's sector size.
-    #[error("the target's block size ({device} bytes) is larger than, or does not divide, the file system's sector size ({sector} bytes); use --sector-size {device} or larger")]
+    #[error("the target's block size ({device} bytes) is larger than, or does not divide, the file system's sector size ({sector} bytes); valid: a sector size of {device} bytes or a multiple of it")]
     BlockSize {
         /// Target block size.
         device: u32,

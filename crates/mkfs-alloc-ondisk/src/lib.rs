@@ -30,6 +30,7 @@ pub mod exfat;
 pub mod fat;
 pub mod gpt;
 pub mod mbr;
+pub mod name;
 pub mod probe;
 pub mod rng;
 pub mod time;

@@ -1,7 +1,7 @@
 //! The MBR (sector 0 of a partitioned disk) and its partition records.
 //!
 //! Sources: UEFI Specification 2.10, 5.2.1 "Legacy Master Boot Record
-//! (MBR)", tables 5.1 and 5.2; reference `on-disk-format.md` part C.
+//! (MBR)", tables 5.1 and 5.2 (<https://uefi.org/specifications>).
 
 use core::mem::size_of;
 

@@ -105,7 +105,8 @@ mod tests {
 
     #[test]
     fn basic_data_on_disk_bytes() {
-        // docs/on-disk-format.md section C.
+        // UEFI Specification 2.10, Appendix A (GUID byte order) and
+        // Microsoft's PARTITION_BASIC_DATA_GUID (winioctl.h).
         assert_eq!(
             Guid::BASIC_DATA.to_mixed_endian(),
             [

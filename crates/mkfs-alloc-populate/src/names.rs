@@ -1,7 +1,9 @@
-//! Names: what FAT and exFAT can store, comparisons through the up-case
-//! table, and Windows-style 8.3 aliases for VFAT long names.
+//! Names: comparisons through the up-case table, Windows-style 8.3 aliases
+//! for VFAT long names, and why a host name is not Unicode. Which
+//! characters a name may hold is the one rule of
+//! [`mkfs_alloc_ondisk::name`], shared with `advise`.
 //!
-//! Sources: exFAT specification §7.7.3 (invalid file-name characters), §7.4
+//! Sources: exFAT specification §7.4
 //! (up-case table), fatgen103 §7 ("Basis-Name Generation Algorithm",
 //! "Numeric-Tail Generation Algorithm"); the NT case bits 0x08 (base in
 //! lower case) and 0x10 (extension in lower case) of DIR_NTRes as Windows NT
@@ -11,7 +13,10 @@ use mkfs_alloc_advise::names::is_8_3_with_case_bits;
 use std::sync::OnceLock;
 
 use mkfs_alloc_ondisk::exfat::UpcaseTable;
+#[cfg(windows)]
+use mkfs_alloc_ondisk::name::{name_fault, NameFault};
 use std::collections::{HashMap, HashSet};
+use std::ffi::OsStr;
 
 /// The longest name FAT long names and exFAT store, in UTF-16 code units.
 pub const MAX_NAME_UNITS: usize = 255;
@@ -21,10 +26,34 @@ pub const NT_LOWER_BASE: u8 = 0x08;
 /// NT case bit: the 8.3 extension is lower case.
 pub const NT_LOWER_EXT: u8 = 0x10;
 
-/// What is wrong with one name, whatever the file system.
-pub fn char_problem(name: &str) -> Option<char> {
-    name.chars()
-        .find(|&c| (c as u32) < 0x20 || "\"*/:<>?\\|".contains(c))
+/// The unpaired surrogate in a host name that is not valid Unicode, if
+/// that is why: a Windows name is UTF-16 whose surrogates need not pair; a
+/// Linux name may hold one in its WTF-8 (or CESU-8) form, the bytes
+/// `ED A0..BF 80..BF`. Such names are refused, as is any other name that is
+/// not valid UTF-8: a lossy conversion would store another name than the
+/// host's (and could make two names equal).
+pub fn lone_surrogate(name: &OsStr) -> Option<u16> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        name.as_bytes().windows(3).find_map(|w| {
+            (w[0] == 0xED && (0xA0..=0xBF).contains(&w[1]) && (0x80..=0xBF).contains(&w[2]))
+                .then(|| 0xD000 | (u16::from(w[1] & 0x3F) << 6) | u16::from(w[2] & 0x3F))
+        })
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::ffi::OsStrExt;
+        match name_fault(name.encode_wide()) {
+            Some(NameFault::UnpairedSurrogate(u)) => Some(u),
+            _ => None,
+        }
+    }
+    #[cfg(not(any(unix, windows)))]
+    {
+        let _ = name;
+        None
+    }
 }
 
 /// The name's UTF-16 code units up-cased through the exFAT up-case table
@@ -291,10 +320,17 @@ mod tests {
     }
 
     #[test]
-    fn chars_and_upcase() {
-        assert_eq!(char_problem("a:b"), Some(':'));
-        assert_eq!(char_problem("tab\there"), Some('\t'));
-        assert_eq!(char_problem("fine (1).txt"), None);
+    fn surrogates_and_upcase() {
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let name = |b: &[u8]| lone_surrogate(OsStr::from_bytes(b));
+            assert_eq!(name(b"sur\xED\xA0\x80"), Some(0xD800));
+            assert_eq!(name(b"x\xED\xBF\xBFy"), Some(0xDFFF));
+            assert_eq!(name(b"bad\xFF"), None);
+            // U+D7FF is the last code point before the surrogates: valid.
+            assert_eq!(name("\u{D7FF}".as_bytes()), None);
+        }
         assert_eq!(upcased_units("straße"), upcased_units("STRAßE"));
         assert_eq!(upcased_units("é"), upcased_units("É"));
     }

@@ -16,7 +16,7 @@
 //! (its FAT entries stay 0); the root keeps a FAT chain. On FAT32 each run
 //! gets its chain.
 
-use crate::names::{char_problem, upcased_units, MAX_NAME_UNITS};
+use crate::names::{lone_surrogate, upcased_units, MAX_NAME_UNITS};
 use crate::time::TimePolicy;
 use crate::tree::{Tree, Unreadable};
 use mkfs_alloc_advise::model::{
@@ -26,6 +26,7 @@ use mkfs_alloc_advise::{DirRecord, Footprint, ScanResult};
 use mkfs_alloc_layout::plan::Geometry;
 use mkfs_alloc_layout::units::format_size;
 use mkfs_alloc_layout::{FsType, Layout};
+use mkfs_alloc_ondisk::name::{str_fault, NameFault};
 use serde::Serialize;
 use std::ffi::OsStr;
 
@@ -36,10 +37,23 @@ pub const EXFAT_MAX_DIR_BYTES: u64 = 256 << 20;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "reason")]
 pub enum Problem {
-    /// The name holds a character the file system cannot store.
+    /// The name holds a character the file system cannot store (a control
+    /// character or one of `" * / : < > ? \ |`).
     Character {
         /// The character.
         ch: char,
+    },
+    /// The name holds a Unicode noncharacter (U+FDD0..U+FDEF, U+xFFFE,
+    /// U+xFFFF), which readers show differently.
+    Noncharacter {
+        /// The character.
+        ch: char,
+    },
+    /// The host name holds a UTF-16 surrogate without its partner (not
+    /// Unicode).
+    UnpairedSurrogate {
+        /// The surrogate code unit.
+        unit: u16,
     },
     /// A FAT long name ends in a dot or a space (Windows strips them).
     TrailingDotOrSpace,
@@ -75,6 +89,8 @@ impl std::fmt::Display for Problem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Problem::Character { ch } => write!(f, "contains {ch:?}, which FAT and exFAT cannot store (\" * / : < > ? \\ | and control characters)"),
+            Problem::Noncharacter { ch } => write!(f, "contains U+{:04X}, a Unicode noncharacter, which readers show differently (0xFFFF is also the padding of FAT long names)", u32::from(*ch)),
+            Problem::UnpairedSurrogate { unit } => write!(f, "contains the unpaired surrogate 0x{unit:04X}, which is not Unicode, so readers cannot agree on the name"),
             Problem::TrailingDotOrSpace => f.write_str("ends in a dot or a space, which FAT long names cannot store"),
             Problem::TooLong { units } => write!(f, "is {units} UTF-16 units long; the limit is 255"),
             Problem::SameAfterUpcase { other } => write!(f, "equals {other:?} once up-cased; one directory cannot hold both"),
@@ -101,7 +117,7 @@ pub struct NameProblem {
 #[non_exhaustive]
 pub enum PopulateError {
     /// Names or files the file system cannot store (every one of them).
-    #[error("{} cannot be stored on {fs}:{}", plural(problems.len(), "path"), list(problems.iter().map(|p| format!("{}: {}", p.path, p.problem))))]
+    #[error("{} cannot be stored on {fs}:{}", plural(problems.len(), "path", "paths"), list(problems.iter().map(|p| format!("{}: {}", p.path, p.problem))))]
     Names {
         /// The file system.
         fs: FsType,
@@ -109,13 +125,13 @@ pub enum PopulateError {
         problems: Vec<NameProblem>,
     },
     /// Source entries that cannot be read (every one of them).
-    #[error("{} cannot be read:{}", plural(entries.len(), "source entry"), list(entries.iter().map(|u| format!("{}: {}", u.path.display(), u.error))))]
+    #[error("{} cannot be read:{}", plural(entries.len(), "source entry", "source entries"), list(entries.iter().map(|u| format!("{}: {}", u.path.display(), u.error))))]
     Unreadable {
         /// The entries.
         entries: Vec<Unreadable>,
     },
     /// The tree does not fit.
-    #[error("the files need {} ({need_clusters} clusters of {}) but the volume has {} free ({free_clusters} clusters): {} short; use a larger --size, --size auto, or smaller clusters", format_size(need_clusters * cluster), format_size(*cluster), format_size(free_clusters * cluster), format_size((need_clusters - free_clusters) * cluster))]
+    #[error("the files need {} ({need_clusters} clusters of {}) but the volume has {} free ({free_clusters} clusters): {} short", format_size(need_clusters * cluster), format_size(*cluster), format_size(free_clusters * cluster), format_size((need_clusters - free_clusters) * cluster))]
     DoesNotFit {
         /// Cluster size in bytes.
         cluster: u64,
@@ -124,17 +140,34 @@ pub enum PopulateError {
         /// Free clusters after the format.
         free_clusters: u64,
     },
-    /// The file system has no room for this kind of tree (for example the
-    /// fixed root directory of FAT12/16).
-    #[error("{0}")]
-    Unsupported(String),
+    /// The fixed root directory of FAT12/16 holds fewer entries than the
+    /// tree's top level needs.
+    #[error("the root directory of {fs} holds {capacity} entries (the label included) and the tree's top level needs {needed}; put the files in a subdirectory, or use FAT32 or exFAT")]
+    RootDirFull {
+        /// The file system (FAT12 or FAT16).
+        fs: FsType,
+        /// Entries the fixed root directory holds.
+        capacity: u64,
+        /// Entries the top level needs (the label included).
+        needed: u64,
+    },
+    /// The cluster allocation differs from the footprint model (a bug: the
+    /// two must agree cluster for cluster).
+    #[error("internal error: the allocation ({allocated} clusters) differs from the footprint model ({predicted})")]
+    ModelMismatch {
+        /// Clusters the allocation used.
+        allocated: u64,
+        /// Clusters the model predicted.
+        predicted: u64,
+    },
 }
 
-fn plural(n: usize, what: &str) -> String {
+/// "1 path", "2 paths": the plural given, never a made-up one ("entrys").
+fn plural(n: usize, one: &str, many: &str) -> String {
     if n == 1 {
-        format!("1 {what}")
+        format!("1 {one}")
     } else {
-        format!("{n} {what}s")
+        format!("{n} {many}")
     }
 }
 
@@ -165,7 +198,10 @@ pub fn check(tree: &mut Tree, fs: FsType) -> Result<(), PopulateError> {
         .iter()
         .map(|p| NameProblem {
             path: p.display().to_string(),
-            problem: Problem::NotUnicode,
+            problem: match p.file_name().and_then(lone_surrogate) {
+                Some(unit) => Problem::UnpairedSurrogate { unit },
+                None => Problem::NotUnicode,
+            },
         })
         .collect();
     let fat = fs != FsType::Exfat;
@@ -188,8 +224,13 @@ pub fn check(tree: &mut Tree, fs: FsType) -> Result<(), PopulateError> {
                 bad(Problem::Duplicate);
             }
             prev = Some(name);
-            if let Some(ch) = char_problem(name) {
-                bad(Problem::Character { ch });
+            match str_fault(name) {
+                Some(NameFault::Forbidden(ch)) => bad(Problem::Character { ch }),
+                Some(NameFault::Noncharacter(ch)) => bad(Problem::Noncharacter { ch }),
+                Some(NameFault::UnpairedSurrogate(unit)) => {
+                    bad(Problem::UnpairedSurrogate { unit })
+                }
+                None => {}
             }
             if fat && (name.ends_with('.') || name.ends_with(' ')) {
                 bad(Problem::TrailingDotOrSpace);
@@ -333,9 +374,11 @@ pub fn plan_tree(
     let fp = footprint_for(layout, &scan);
     // FAT12/16: the fixed root directory holds a fixed number of entries.
     if let Some((needed, capacity)) = root_overflow(layout, &scan) {
-        return Err(PopulateError::Unsupported(format!(
-            "the root directory of {fs} holds {capacity} entries (the label included) and the tree's top level needs {needed}; put the files in a subdirectory, or use FAT32 or exFAT"
-        )));
+        return Err(PopulateError::RootDirFull {
+            fs,
+            capacity,
+            needed,
+        });
     }
     let dirs = tree.dirs_preorder();
     check_dir_sizes(&tree, &dirs, &scan, fs, root.system_entries)?;
@@ -370,11 +413,10 @@ pub fn plan_tree(
     // The allocation is the model's footprint, cluster for cluster.
     debug_assert_eq!(used - format_root, fp.new_clusters());
     if used - format_root != fp.new_clusters() {
-        return Err(PopulateError::Unsupported(format!(
-            "internal error: the allocation ({} clusters) differs from the footprint model ({})",
-            used - format_root,
-            fp.new_clusters()
-        )));
+        return Err(PopulateError::ModelMismatch {
+            allocated: used - format_root,
+            predicted: fp.new_clusters(),
+        });
     }
     Ok(Populated {
         tree,
@@ -485,4 +527,33 @@ fn allocate(
         }
     }
     (at, run_ends)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue #18 item 8: two unreadable sources were "2 source entrys".
+    #[test]
+    fn unreadable_sources_are_entries() {
+        let one = |p: &str| Unreadable {
+            path: p.into(),
+            error: "Permission denied".into(),
+        };
+        let e = PopulateError::Unreadable {
+            entries: vec![one("a"), one("b")],
+        };
+        assert!(
+            e.to_string()
+                .starts_with("2 source entries cannot be read:"),
+            "{e}"
+        );
+        let e = PopulateError::Unreadable {
+            entries: vec![one("a")],
+        };
+        assert!(
+            e.to_string().starts_with("1 source entry cannot be read:"),
+            "{e}"
+        );
+    }
 }

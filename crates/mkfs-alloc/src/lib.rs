@@ -310,25 +310,14 @@ fn plan_sd_medium(
     medium_bytes: u64,
     block_size: u32,
 ) -> Result<MediumPlan, FormatError> {
-    use mkfs_alloc_layout::sd::{card_layout, SdError, SD_SECTOR};
+    use mkfs_alloc_layout::sd::{card_layout, SdConflict, SdError, SD_SECTOR};
+    let conflict = |option| Err(PlanError::from(SdError::Conflict { option }).into());
     let table_reason = match opts.table {
         TableChoice::Auto | TableChoice::Fixed(TableKind::Mbr) => {
-            "--layout sd: an MBR with one partition, as the SD specification lays out cards"
+            "the SD layout: an MBR with one partition, as the SD specification lays out cards"
         }
-        TableChoice::Fixed(TableKind::None) => {
-            return Err(PlanError::from(SdError::Conflict {
-                option: "--table none",
-                what: "the partition table (an MBR)",
-            })
-            .into())
-        }
-        TableChoice::Fixed(TableKind::Gpt) => {
-            return Err(PlanError::from(SdError::Conflict {
-                option: "--table gpt",
-                what: "the partition table (an MBR)",
-            })
-            .into())
-        }
+        TableChoice::Fixed(TableKind::None) => return conflict(SdConflict::TableNone),
+        TableChoice::Fixed(TableKind::Gpt) => return conflict(SdConflict::TableGpt),
     };
     if u64::from(block_size) != SD_SECTOR || u64::from(opts.sector_size) != SD_SECTOR {
         return Err(PlanError::from(SdError::SectorSize(block_size.max(opts.sector_size))).into());

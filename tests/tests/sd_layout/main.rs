@@ -4,7 +4,7 @@
 //! - The factory-formatted 64 GB card of exfatprogs PR #149: every published
 //!   number read back from the written (sparse) image.
 //! - Every capacity class boundary: the plan (`--dry-run --json`) against
-//!   the reference's algorithm, computed here on its own (`reference`).
+//!   SD Card Formatter's algorithm, computed here on its own (`reference`).
 //! - One card of every class written and handed to fsck.exfat / dump.exfat,
 //!   fsck.fat, mtools, sfdisk and the `fatfs` crate.
 //! - Refusals (options the layout decides, cards above 2 TiB, 4096-byte
@@ -28,9 +28,10 @@ mod edges;
 
 const SECTOR: u64 = 512;
 
-/// The reference's algorithm (`sd-and-small-fat.md`, SD Part 2 as SD Card
-/// Formatter and sdFormatLinux compute it), written out here apart from the
-/// layout crate's `sd.rs` so that the two can disagree.
+/// SD Card Formatter's algorithm (SD Part 2 as SD Card Formatter and
+/// sdFormatLinux compute it: <https://github.com/profi200/sdFormatLinux>,
+/// `source/format.cpp`), written out here apart from the layout crate's
+/// `sd.rs` so that the two can disagree.
 mod reference {
     /// One computed card layout, in 512-byte sectors.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -367,7 +368,7 @@ fn the_factory_formatted_64_gb_card() {
 
 /// Every capacity class boundary (the last card of a class, the first of
 /// the next, and one sector less), and FAT32 forced on SDXC: the plan the
-/// binary makes equals the reference's algorithm, field by field.
+/// binary makes equals SD Card Formatter's algorithm, field by field.
 #[test]
 fn every_class_boundary_follows_the_reference_algorithm() {
     let tmp = TempDir::new("sd-classes");

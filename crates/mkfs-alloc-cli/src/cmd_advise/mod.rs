@@ -136,8 +136,8 @@ pub fn run(args: &AdviseArgs) -> Result<(), Failure> {
         max_waste_percent: args.max_waste,
         beyond_compat: args.allow_large_clusters,
     };
-    let advice =
-        advise_with(volume, sector_size, selection, data.as_ref(), &policy).map_err(usage)?;
+    let advice = advise_with(volume, sector_size, selection, data.as_ref(), &policy)
+        .map_err(|e| usage(crate::hints::advise_error(e)))?;
     if args.json {
         let text = serde_json::to_string_pretty(&advice)
             .map_err(|e| Failure::Io(anyhow!(e).context("writing JSON")))?;

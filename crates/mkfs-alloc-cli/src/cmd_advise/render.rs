@@ -230,7 +230,7 @@ fn render_fs(o: &mut String, advice: &Advice, f: &FsAdvice, g: &Glyphs, unicode:
     render_defaults(o, f);
     if f.rows.is_empty() {
         for n in &f.notes {
-            let _ = writeln!(o, "  {}", n.describe(fs));
+            let _ = writeln!(o, "  {}", crate::hints::fs_note(n, fs));
         }
         return;
     }
@@ -250,7 +250,7 @@ fn render_fs(o: &mut String, advice: &Advice, f: &FsAdvice, g: &Glyphs, unicode:
     for n in &f.notes {
         // Invalid peer defaults are marked in the "defaults" line.
         if !matches!(n, FsNote::DefaultNotValid { .. }) {
-            let _ = writeln!(o, "  note: {}", n.describe(fs));
+            let _ = writeln!(o, "  note: {}", crate::hints::fs_note(n, fs));
         }
     }
     let arrow = if unicode { "→" } else { "->" };
@@ -348,7 +348,7 @@ fn render_table(o: &mut String, f: &FsAdvice, with_data: bool, apparent: u64, g:
             let notes: Vec<String> = f.rows[i - 1]
                 .notes
                 .iter()
-                .map(|n| n.describe(f.fs))
+                .map(|n| crate::hints::row_note(*n, f.fs))
                 .collect();
             line.push_str(&notes.join("; "));
         }

@@ -181,6 +181,19 @@ fn the_sd_layout_checks_where_the_medium_puts_the_volume() {
         cluster: ClusterChoice::Bytes(32 * KIB),
         ..sd.clone()
     };
-    let e = plan(&o, &card(32_768, 125_040_640)).expect_err("--cluster");
-    assert!(e.to_string().contains("leave --cluster out"), "{e}");
+    let e = plan(&o, &card(32_768, 125_040_640)).expect_err("an explicit cluster size");
+    assert!(
+        matches!(
+            e,
+            PlanError::Sd(crate::sd::SdError::Conflict {
+                option: crate::sd::SdConflict::Cluster
+            })
+        ),
+        "{e}"
+    );
+    assert!(
+        e.to_string()
+            .contains("leave the cluster size at its default"),
+        "{e}"
+    );
 }

@@ -6,7 +6,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 /// The main (and backup) boot sector: the first 512 bytes of sector 0 (12).
 ///
 /// Sources: exFAT specification §3.1, Table 3 "Main and Backup Boot Sector
-/// Structure"; reference `on-disk-format.md` A.1.
+/// Structure".
 #[derive(Debug, Clone, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct BootSector {
@@ -142,7 +142,9 @@ pub struct GenericParameters {
 const _: () = assert!(core::mem::size_of::<GenericParameters>() == 48);
 
 /// The Flash Parameters record of the OEM Parameters sector (the SD
-/// Association layout writes one; see `sd-and-small-fat.md`).
+/// Association layout writes one, EraseBlockSize = BU/2 and the other
+/// fields zero, as sdFormatLinux writes it for SD Card Formatter's layout:
+/// <https://github.com/profi200/sdFormatLinux>, `source/exfat.cpp`).
 ///
 /// Sources: exFAT specification §3.3.4, Table 10 "Flash Parameters".
 #[derive(Debug, Clone, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
@@ -173,7 +175,7 @@ const _: () = assert!(core::mem::size_of::<FlashParameters>() == 48);
 /// GUID `0A0C7E46-3399-4021-90C8-FA6D389C4BA2` of the Flash Parameters
 /// record, in its on-disk (mixed-endian) byte order.
 ///
-/// Sources: exFAT specification §3.3.4; `sd-and-small-fat.md`.
+/// Sources: exFAT specification §3.3.4, Table 10 (ParametersGuid).
 pub const FLASH_PARAMETERS_GUID: [u8; 16] = [
     0x46, 0x7E, 0x0C, 0x0A, 0x99, 0x33, 0x21, 0x40, 0x90, 0xC8, 0xFA, 0x6D, 0x38, 0x9C, 0x4B, 0xA2,
 ];

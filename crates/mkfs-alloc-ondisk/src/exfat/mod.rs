@@ -1,8 +1,8 @@
 //! exFAT: boot region (boot sector, OEM parameters, checksum), directory
 //! entries, entry-set checksum, name hash and the up-case table.
 //!
-//! Sources: Microsoft, exFAT File System Specification (2019); the project
-//! reference notes, `on-disk-format.md` part A.
+//! Sources: Microsoft, exFAT File System Specification (2019),
+//! <https://learn.microsoft.com/en-us/windows/win32/fileio/exfat-specification>.
 
 mod boot;
 mod dir;

@@ -51,8 +51,7 @@
 //   Table Directory Entry" (TableChecksum), 7.2.5 "Up-case Table" (Table 24,
 //   identity-mapping compression) and 7.2.5.1 "Recommended Up-case Table"
 //   (Table 25, TableChecksum E619D30Dh).
-// - the project reference notes, on-disk-format.md, section A.4 (size, checksum,
-//   run-marker positions, the U+FFFF pitfall).
+//   https://learn.microsoft.com/en-us/windows/win32/fileio/exfat-specification
 // - The rule and its exceptions were found by diffing against the table that
 //   mkfs.exfat (exfatprogs) writes; no bytes of that table are copied here.
 

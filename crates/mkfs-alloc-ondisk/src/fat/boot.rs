@@ -8,7 +8,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 /// of the boot sector.
 ///
 /// Sources: fatgen103 §3.1 "Boot Sector and BPB", "BPB (BIOS Parameter
-/// Block)" table; reference `on-disk-format.md` B.1.
+/// Block)" table.
 #[derive(Debug, Clone, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct Bpb {

@@ -7,8 +7,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 /// A 32-byte FAT short directory entry.
 ///
 /// Sources: fatgen103 §6 "FAT Directory Structure", Table "FAT 32 Byte
-/// Directory Entry Structure"; NT case bits: `populate.md` (Windows and
-/// mtools use bits 0x08/0x10 of `DIR_NTRes`).
+/// Directory Entry Structure"; NT case bits: [`nt_case`].
 #[derive(Debug, Clone, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct DirEntry {
@@ -82,7 +81,9 @@ pub mod attr {
 /// Bits of [`DirEntry::nt_res`]: which halves of an 8.3 name display in
 /// lower case (a name such as `readme.txt` then needs no long name).
 ///
-/// Sources: `populate.md` (Windows NT and mtools behaviour; not in fatgen103).
+/// Sources: not in fatgen103 (which reserves `DIR_NTRes`); Windows NT and
+/// mtools write them, and Linux reads them as `CASE_LOWER_BASE` and
+/// `CASE_LOWER_EXT` (`include/uapi/linux/msdos_fs.h`, fs/fat/namei_vfat.c).
 pub mod nt_case {
     /// The base name (first 8 bytes) is lower case.
     pub const LOWER_BASE: u8 = 0x08;

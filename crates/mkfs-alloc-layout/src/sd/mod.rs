@@ -4,10 +4,10 @@
 //! that the data region starts on a BU multiple, MBR type and CHS geometry.
 //!
 //! Pure arithmetic in 512-byte sectors, as SD Card Formatter computes it
-//! (facts: the project reference `sd-and-small-fat.md`, the capacity and
-//! geometry tables and iterations of sdFormatLinux, which formats cards "1:1
-//! the same as SDFormatter", and a factory-formatted 64 GB card's published
-//! numbers, exfatprogs PR #149):
+//! (sources: <https://www.sdcard.org/downloads/pls/>; the tables and iterations
+//! of sdFormatLinux's `source/format.cpp`, which formats cards "1:1 the same as
+//! SDFormatter", <https://github.com/profi200/sdFormatLinux>; a factory-formatted
+//! 64 GB card's numbers, <https://github.com/exfatprogs/exfatprogs/pull/149>):
 //!
 //! ```text
 //!  card  ┌ MBR ┬ … ┬ partition start (FAT12/16: moved so the data region is on a BU;
@@ -23,6 +23,8 @@
 
 use crate::options::{FormatOptions, FsChoice, FsType};
 use crate::rules::FsRule;
+
+pub use crate::error::{SdConflict, SdError};
 
 /// Sectors of 512 bytes in which all SD geometry is counted.
 pub const SD_SECTOR: u64 = 512;
@@ -83,71 +85,6 @@ const GEOMETRY: [(u64, u8, u8); 9] = [
     (2016, 64, 63),
     (4032, 128, 63),
 ];
-
-/// Why a card cannot get the SD layout.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SdError {
-    /// Above 2 TiB: the specification publishes no parameters (SDUC).
-    #[error("{sectors} sectors ({} bytes) is above 2 TiB: the SD specification publishes no layout for such cards (SDUC); format without --layout sd", sectors * SD_SECTOR)]
-    TooLarge {
-        /// Card capacity in 512-byte sectors.
-        sectors: u64,
-    },
-    /// Too small for its class's file system area and one cluster.
-    #[error("a card of {} ({sectors} sectors) is too small for the SD layout: its class's file system does not fit", crate::units::format_size(sectors * SD_SECTOR))]
-    TooSmall {
-        /// Card capacity in 512-byte sectors.
-        sectors: u64,
-    },
-    /// An option the SD layout decides itself.
-    #[error("--layout sd decides {what} itself, from the card's capacity; leave {option} out. With --layout sd you may give --fs (the class's file system, or fat32 on SDXC cards), --label, --serial, --rootdir, and --size for an image")]
-    Conflict {
-        /// The option given, as on the command line.
-        option: &'static str,
-        /// What the layout decides.
-        what: &'static str,
-    },
-    /// A file system the card's class does not take.
-    #[error("--layout sd gives a card of {} ({class}) {class_fs}; --fs {asked} is not allowed. Valid: --fs {allowed}", crate::units::format_size(sectors * SD_SECTOR))]
-    Fs {
-        /// Card capacity in 512-byte sectors.
-        sectors: u64,
-        /// The capacity class's name (SDSC, SDHC, SDXC).
-        class: &'static str,
-        /// The class's file system.
-        class_fs: FsType,
-        /// What was asked for.
-        asked: &'static str,
-        /// The accepted `--fs` values.
-        allowed: String,
-    },
-    /// FAT32 on an SDXC card whose reserved-sector padding does not fit.
-    #[error("FAT32 in the SD layout of a card of {sectors} sectors needs {rsvd} reserved sectors to put the data region on a boundary unit, more than the 16-bit field holds; use exFAT (leave --fs out)")]
-    ReservedOverflow {
-        /// Card capacity in 512-byte sectors.
-        sectors: u64,
-        /// Reserved sectors the layout would need.
-        rsvd: u64,
-    },
-    /// The SD layout counts 512-byte sectors.
-    #[error("--layout sd needs 512-byte sectors (SD cards have them); got {0}-byte sectors")]
-    SectorSize(u32),
-    /// The volume is not where the SD layout puts the partition.
-    #[error("the SD layout of a card of {total} sectors puts the partition at sector {start} with {sectors} sectors; the medium given starts the volume at sector {got_start} with {got_sectors} sectors")]
-    Placement {
-        /// Card capacity in 512-byte sectors.
-        total: u64,
-        /// Partition start the layout needs.
-        start: u64,
-        /// Partition length the layout needs.
-        sectors: u64,
-        /// Partition start given.
-        got_start: u64,
-        /// Partition length given.
-        got_sectors: u64,
-    },
-}
 
 impl SdClass {
     /// The class's name: SDSC (up to 2 GiB), SDHC (up to 32 GiB) or SDXC.
@@ -407,24 +344,24 @@ fn place_exfat(l: &mut SdLayout) -> Result<(), SdError> {
     Ok(())
 }
 
-/// Refuses the options the SD layout decides itself (by their CLI names).
+/// Refuses the options the SD layout decides itself.
 ///
 /// # Errors
 ///
 /// [`SdError::Conflict`] naming the first such option.
 pub fn refuse_conflicts(opts: &FormatOptions) -> Result<(), SdError> {
-    let conflict = |option, what| Err(SdError::Conflict { option, what });
+    let conflict = |option| Err(SdError::Conflict { option });
     if opts.cluster.explicit().is_some() {
-        return conflict("--cluster", "the cluster size");
+        return conflict(SdConflict::Cluster);
     }
     if opts.align.is_some() {
-        return conflict("--align", "the alignment (its boundary unit)");
+        return conflict(SdConflict::Align);
     }
     if opts.root_entries.is_some() {
-        return conflict("--root-entries", "the root directory (512 entries)");
+        return conflict(SdConflict::RootEntries);
     }
     if opts.esp {
-        return conflict("--esp", "the partition type");
+        return conflict(SdConflict::Esp);
     }
     Ok(())
 }
@@ -454,160 +391,27 @@ pub fn card_layout(opts: &FormatOptions, total: u64) -> Result<(SdLayout, FsRule
             sectors: total,
             class: class.class.name(),
             class_fs: class.fs,
-            asked: match other {
-                FsChoice::Fixed(fs) => fs.name(),
-                _ => "fat",
-            },
-            allowed: if sdxc {
-                "auto, exfat, or fat32 (64 KiB clusters)".to_string()
-            } else if class.fs == FsType::Fat32 {
-                "auto, fat32 or fat".to_string()
-            } else {
-                format!("auto, {} or fat", class.fs.name())
-            },
+            asked: other,
+            allowed: allowed_choices(class.fs),
         }),
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The factory-formatted 64 GB card of exfatprogs PR #149 (dump.exfat):
-    /// 512-byte sectors, 128 KiB clusters, volume 125,040,640 sectors from
-    /// sector 32,768, 488,312 clusters.
-    #[test]
-    fn matches_the_factory_formatted_64_gb_card() {
-        let total = 32_768 + 125_040_640;
-        let l = sd_layout(total, false).expect("SDXC");
-        assert_eq!(l.fs, FsType::Exfat);
-        assert_eq!(l.sec_per_clus * SD_SECTOR, 128 * 1024);
-        assert_eq!(l.part_start, 32_768);
-        assert_eq!(l.part_sectors, 125_040_640);
-        assert_eq!(
-            (l.fat_offset, l.fat_sectors, l.data_offset),
-            (16_384, 16_384, 32_768)
-        );
-        assert_eq!(l.cluster_count, 488_312);
-        assert_eq!(l.erase_block_bytes, 8 << 20);
-        assert_eq!(l.mbr_type, 0x07);
-        assert_eq!((l.heads, l.sectors_per_track), (255, 63));
-    }
-
-    /// Every invariant of the SD layout for one card.
-    fn check(total: u64, force: bool) {
-        let l = sd_layout(total, force).unwrap_or_else(|e| panic!("{total}: {e}"));
-        let what = format!("{total} sectors, force {force}: {l:?}");
-        let bu = l.class.bu;
-        // The data region / cluster heap starts on a BU multiple of the card.
-        assert_eq!((l.part_start + l.data_offset) % bu, 0, "{what}");
-        assert!(
-            l.part_start + l.data_offset + l.cluster_count * l.sec_per_clus <= total,
-            "{what}"
-        );
-        assert_eq!(l.part_start + l.part_sectors, total, "{what}");
-        match l.fs {
-            FsType::Fat12 | FsType::Fat16 => {
-                let bits = if l.fs == FsType::Fat12 { 12 } else { 16 };
-                assert_eq!((l.rsvd, l.root_sectors), (1, 32), "{what}");
-                assert_eq!(l.data_offset, 1 + 2 * l.fat_sectors + 32, "{what}");
-                assert!(
-                    l.fat_sectors * 512 * 8 / bits >= l.cluster_count + 2,
-                    "{what}"
-                );
-
-                // The width the cluster count gives is the class's.
-                assert_eq!(crate::fat::width_of(l.cluster_count), l.fs, "{what}");
-            }
-            FsType::Fat32 => {
-                assert_eq!(l.part_start, bu, "{what}");
-                assert!((9..=u64::from(u16::MAX)).contains(&l.rsvd), "{what}");
-                assert!(l.fat_sectors * 512 / 4 >= l.cluster_count + 2, "{what}");
-                assert_eq!(
-                    crate::fat::width_of(l.cluster_count),
-                    FsType::Fat32,
-                    "{what}"
-                );
-                assert!(l.sec_per_clus <= 128, "{what}");
-            }
-            FsType::Exfat => {
-                assert_eq!(
-                    (l.part_start, l.fat_offset, l.fat_sectors),
-                    (bu, bu / 2, bu / 2)
-                );
-                assert!(l.fat_sectors * 512 / 4 >= l.cluster_count + 2, "{what}");
-            }
-        }
-    }
-
-    /// At every capacity class boundary (the last card of a class and the
-    /// first of the next) and a few odd sizes in between.
-    #[test]
-    fn every_class_boundary() {
-        for c in CLASSES {
-            for total in [c.max_sectors - 1, c.max_sectors, c.max_sectors * 3 / 4 + 17] {
-                check(total, false);
-                if c.fs == FsType::Exfat {
-                    check(total, true);
-                }
-            }
-            if c.max_sectors < MAX_SECTORS {
-                check(c.max_sectors + 1, false);
-            }
-        }
-        // A card with no room for one cluster after its file-system area.
-        assert_eq!(sd_layout(64, false), Err(SdError::TooSmall { sectors: 64 }));
-        assert!(sd_layout(128, false).is_ok_and(|l| l.cluster_count >= 1));
-        assert_eq!(
-            sd_layout(MAX_SECTORS + 1, false),
-            Err(SdError::TooLarge {
-                sectors: MAX_SECTORS + 1
-            })
-        );
-    }
-
-    #[test]
-    fn classes_pick_the_tabled_file_system_and_cluster() {
-        let gib = 1u64 << 21; // sectors
-        let fs = |total| sd_layout(total, false).map(|l| (l.fs, l.sec_per_clus * 512));
-        assert_eq!(fs(8 << 11), Ok((FsType::Fat12, 8 * 1024)));
-        assert_eq!(fs(60 << 11), Ok((FsType::Fat12, 16 * 1024)));
-        // Exactly 64 MiB: 4,092 clusters of 16 KiB, which every driver reads
-        // as FAT16; the table's FAT12 would be misread, so FAT16 it is.
-        assert_eq!(fs(64 << 11), Ok((FsType::Fat16, 16 * 1024)));
-        assert_eq!(fs(256 << 11), Ok((FsType::Fat16, 16 * 1024)));
-        assert_eq!(fs(gib), Ok((FsType::Fat16, 16 * 1024)));
-        assert_eq!(fs(2 * gib), Ok((FsType::Fat16, 32 * 1024)));
-        assert_eq!(fs(32 * gib), Ok((FsType::Fat32, 32 * 1024)));
-        assert_eq!(fs(128 * gib), Ok((FsType::Exfat, 128 * 1024)));
-        assert_eq!(fs(512 * gib), Ok((FsType::Exfat, 256 * 1024)));
-        assert_eq!(fs(2048 * gib), Ok((FsType::Exfat, 512 * 1024)));
-        // sdFormatLinux's option: FAT32 on SDXC, 64 KiB clusters.
-        let l = sd_layout(64 * gib, true).expect("forced");
-        assert_eq!(
-            (l.fs, l.sec_per_clus * 512, l.part_start),
-            (FsType::Fat32, 64 * 1024, 32_768)
-        );
-        assert_eq!(l.mbr_type, 0x0C);
-    }
-
-    #[test]
-    fn mbr_types_and_chs_geometry() {
-        let mib = 1u64 << 11;
-        let l = sd_layout(2 * mib, false).expect("2 MiB");
-        assert_eq!((l.mbr_type, l.heads, l.sectors_per_track), (0x01, 2, 16));
-        let l = sd_layout(30 * mib, false).expect("30 MiB");
-        assert_eq!((l.heads, l.sectors_per_track), (4, 32));
-        let l = sd_layout(100 * mib, false).expect("100 MiB FAT16");
-        assert_eq!((l.mbr_type, l.heads), (0x06, 8));
-        let l = sd_layout(1000 * mib, false).expect("1000 MiB");
-        assert_eq!((l.heads, l.sectors_per_track), (32, 63));
-        // FAT32: 0x0B up to the CHS limit, 0x0C above.
-        assert_eq!(sd_layout(CHS_LIMIT, false).map(|l| l.mbr_type), Ok(0x0B));
-        assert_eq!(
-            sd_layout(CHS_LIMIT + 1, false).map(|l| l.mbr_type),
-            Ok(0x0C)
-        );
-        assert_eq!(sd_layout(4000 * mib, false).map(|l| l.heads), Ok(128));
+/// The file-system choices a card whose class takes `class_fs` accepts.
+fn allowed_choices(class_fs: FsType) -> &'static [FsChoice] {
+    const FS: [FsChoice; 4] = [
+        FsChoice::Fixed(FsType::Fat12),
+        FsChoice::Fixed(FsType::Fat16),
+        FsChoice::Fixed(FsType::Fat32),
+        FsChoice::Fixed(FsType::Exfat),
+    ];
+    match class_fs {
+        FsType::Exfat => &[FsChoice::Auto, FS[3], FS[2]],
+        FsType::Fat32 => &[FsChoice::Auto, FS[2], FsChoice::Fat],
+        FsType::Fat16 => &[FsChoice::Auto, FS[1], FsChoice::Fat],
+        FsType::Fat12 => &[FsChoice::Auto, FS[0], FsChoice::Fat],
     }
 }
+
+#[cfg(test)]
+mod tests;

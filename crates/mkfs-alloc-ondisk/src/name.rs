@@ -1,0 +1,133 @@
+//! Which names a FAT long name or an exFAT file name may hold: the one rule
+//! of the workspace (the `--rootdir` writer refuses what it finds, `advise`
+//! counts it), so that a name passes both or neither.
+//!
+//! A name is a sequence of UTF-16 code units. Refused:
+//! - control characters U+0000..U+001F and `" * / : < > ? \ |` (exFAT
+//!   specification §7.7.3, "FileName Field", the invalid characters;
+//!   fatgen103 §7 leaves the same set out of long names);
+//! - Unicode noncharacters: U+FDD0..U+FDEF and the last two code points of
+//!   every plane, U+xFFFE and U+xFFFF (The Unicode Standard, §23.7
+//!   "Noncharacters"). UTF-16 stores them, but readers disagree on them:
+//!   0xFFFF is also the padding unit after a FAT long name (fatgen103 §7),
+//!   so 7-Zip shows `nonchar\u{FFFF}.txt` as its 8.3 alias `NONCHA~1.TXT`
+//!   while mtools shows the long name;
+//! - unpaired surrogates (a high surrogate 0xD800..0xDBFF not followed by a
+//!   low one 0xDC00..0xDFFF, or a low one alone): not Unicode at all, so a
+//!   reader that converts names to UTF-8 must replace or reject them.
+
+use core::char::decode_utf16;
+
+/// What makes a name unusable. Exhaustive on purpose: a new fault must be
+/// handled (worded) by every caller, not fall into a catch-all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameFault {
+    /// A control character or one of `" * / : < > ? \ |`.
+    Forbidden(char),
+    /// A Unicode noncharacter (U+FDD0..U+FDEF, U+xFFFE, U+xFFFF).
+    Noncharacter(char),
+    /// A UTF-16 surrogate code unit without its partner.
+    UnpairedSurrogate(u16),
+}
+
+/// Whether `c` is one of the 66 Unicode noncharacters.
+pub const fn is_noncharacter(c: char) -> bool {
+    let u = c as u32;
+    (u >= 0xFDD0 && u <= 0xFDEF) || u & 0xFFFE == 0xFFFE
+}
+
+/// What is wrong with the character `c` in a name, if anything.
+pub const fn char_fault(c: char) -> Option<NameFault> {
+    if (c as u32) < 0x20 || matches!(c, '"' | '*' | '/' | ':' | '<' | '>' | '?' | '\\' | '|') {
+        Some(NameFault::Forbidden(c))
+    } else if is_noncharacter(c) {
+        Some(NameFault::Noncharacter(c))
+    } else {
+        None
+    }
+}
+
+/// The first fault of the name whose UTF-16 code units are `units`, if any.
+///
+/// ```
+/// use mkfs_alloc_ondisk::name::{name_fault, NameFault};
+///
+/// assert_eq!(name_fault("fine (1).txt".encode_utf16()), None);
+/// assert_eq!(name_fault("a:b".encode_utf16()), Some(NameFault::Forbidden(':')));
+/// assert_eq!(
+///     name_fault("nonchar\u{FFFF}.txt".encode_utf16()),
+///     Some(NameFault::Noncharacter('\u{FFFF}'))
+/// );
+/// assert_eq!(name_fault([0x61, 0xD800, 0x62]), Some(NameFault::UnpairedSurrogate(0xD800)));
+/// ```
+pub fn name_fault(units: impl IntoIterator<Item = u16>) -> Option<NameFault> {
+    decode_utf16(units).find_map(|r| match r {
+        Ok(c) => char_fault(c),
+        Err(e) => Some(NameFault::UnpairedSurrogate(e.unpaired_surrogate())),
+    })
+}
+
+/// [`name_fault`] of a name given as a string (which holds no surrogates).
+pub fn str_fault(name: &str) -> Option<NameFault> {
+    name.chars().find_map(char_fault)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_66_noncharacters() {
+        let all: usize = (0..=0x10FFFFu32)
+            .filter_map(char::from_u32)
+            .filter(|&c| is_noncharacter(c))
+            .count();
+        assert_eq!(all, 66);
+        for c in [
+            '\u{FDD0}',
+            '\u{FDEF}',
+            '\u{FFFE}',
+            '\u{FFFF}',
+            '\u{1FFFE}',
+            '\u{10FFFF}',
+        ] {
+            assert_eq!(char_fault(c), Some(NameFault::Noncharacter(c)), "{c:?}");
+        }
+        for c in [
+            '\u{FDCF}',
+            '\u{FDF0}',
+            '\u{FFFD}',
+            '\u{1FFFD}',
+            '\u{20000}',
+            'é',
+        ] {
+            assert_eq!(char_fault(c), None, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn forbidden_and_surrogates() {
+        for c in [
+            '\0', '\t', '\u{1F}', '"', '*', '/', ':', '<', '>', '?', '\\', '|',
+        ] {
+            assert_eq!(char_fault(c), Some(NameFault::Forbidden(c)));
+        }
+        assert_eq!(char_fault(' '), None);
+        assert_eq!(char_fault('\u{7F}'), None);
+        // A pair is one astral character; either half alone is a fault.
+        assert_eq!(name_fault([0xD83D, 0xDE00]), None);
+        assert_eq!(
+            name_fault([0xDE00, 0xD83D]),
+            Some(NameFault::UnpairedSurrogate(0xDE00))
+        );
+        assert_eq!(
+            name_fault([0x41, 0xD83D]),
+            Some(NameFault::UnpairedSurrogate(0xD83D))
+        );
+        assert_eq!(str_fault("😀 ok"), None);
+        assert_eq!(
+            str_fault("a\u{10FFFF}"),
+            Some(NameFault::Noncharacter('\u{10FFFF}'))
+        );
+    }
+}
