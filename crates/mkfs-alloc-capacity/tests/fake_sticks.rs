@@ -3,24 +3,14 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+use common::{opts, MIB};
+
 use mkfs_alloc_blockio::{BlockIo, MemDisk};
-use mkfs_alloc_capacity::{
-    probe, FakeKind, FakeStick, MemBackup, Phase, ProbeOptions, ProbeReport, Verdict,
-};
+use mkfs_alloc_capacity::{probe, FakeKind, FakeStick, MemBackup, Phase, ProbeReport, Verdict};
 use mkfs_alloc_testsupport::test_data;
 
-const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
-
-fn opts(seed: u64) -> ProbeOptions {
-    ProbeOptions {
-        seed: Some(seed),
-        max_cache_bytes: 4 * MIB,
-        speed_bytes: MIB,
-        random_writes: 16,
-        ..ProbeOptions::default()
-    }
-}
 
 fn run(kind: FakeKind, announced: u64, real: u64, cache_blocks: usize, seed: u64) -> ProbeReport {
     let mut stick = FakeStick::new(kind, 512, announced / 512, real / 512, cache_blocks);

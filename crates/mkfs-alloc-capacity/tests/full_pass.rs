@@ -5,22 +5,13 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+use common::{opts, MIB};
+
 use mkfs_alloc_blockio::MemDisk;
 use mkfs_alloc_capacity::{
-    probe, probe_full, FakeKind, FakeStick, Mode, Phase, ProbeOptions, ProbeReport, Verdict,
+    probe, probe_full, FakeKind, FakeStick, Mode, Phase, ProbeReport, Verdict,
 };
-
-const MIB: u64 = 1 << 20;
-
-fn opts(seed: u64) -> ProbeOptions {
-    ProbeOptions {
-        seed: Some(seed),
-        max_cache_bytes: 4 * MIB,
-        speed_bytes: MIB,
-        random_writes: 16,
-        ..ProbeOptions::default()
-    }
-}
 
 /// A full pass over a fake; checks the progress calls on the way.
 fn full(kind: FakeKind, announced: u64, real: u64, cache_blocks: usize) -> ProbeReport {

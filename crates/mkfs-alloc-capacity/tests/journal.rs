@@ -11,6 +11,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+use common::{opts, MIB};
+
 use std::fs::OpenOptions;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
@@ -18,12 +21,11 @@ use std::path::Path;
 use mkfs_alloc_blockio::{BlockIo, Fault, FaultyIo, IoError, MemDisk};
 use mkfs_alloc_capacity::{
     probe, restore_journal, Backup, DeviceIdentity, FakeKind, FakeStick, Journal, JournalStatus,
-    Loaded, LostRecord, MemBackup, ProbeError, ProbeOptions, ProbeTarget, Record, Refusal, RunInfo,
+    Loaded, LostRecord, MemBackup, ProbeError, ProbeTarget, Record, Refusal, RunInfo,
 };
 use mkfs_alloc_ondisk::rng::SplitMix64;
 use mkfs_alloc_testsupport::TempDir;
 
-const MIB: u64 = 1 << 20;
 /// Size of the test disks.
 const DISK: usize = 16 << 20;
 const UNIT: u64 = 4096;
@@ -66,16 +68,6 @@ impl<D: BlockIo> BlockIo for Pulled<D> {
 impl<D: BlockIo> ProbeTarget for Pulled<D> {
     fn reset(&mut self) -> Result<(), IoError> {
         Ok(())
-    }
-}
-
-fn opts(seed: u64) -> ProbeOptions {
-    ProbeOptions {
-        seed: Some(seed),
-        max_cache_bytes: 4 * MIB,
-        speed_bytes: MIB,
-        random_writes: 16,
-        ..ProbeOptions::default()
     }
 }
 
