@@ -15,7 +15,9 @@
 //!   an empty `PATH` (see `test.rs`);
 //! - `bench`: see `bench.rs`;
 //! - `bench-probe [--write]`: `mkfs-alloc probe` vs f3probe on FUSE fake
-//!   sticks (see `probe_bench.rs`);
+//!   sticks (see `probe_bench.rs`); `bench-probe --full [--reps N]
+//!   [--write]`: `probe --full`'s write pass against `dd oflag=direct`
+//!   (see `probe_full_bench.rs`);
 //! - `cross-check`: `cargo check` and `cargo clippy -D warnings` of the
 //!   product crates for Windows and macOS (see [`CROSS_TARGETS`]);
 //! - `test-windows`: the Windows build run under Wine, its images checked
@@ -66,7 +68,7 @@ const COMMANDS: &[Cmd] = &[
     ),
     (
         "bench-probe",
-        "mkfs-alloc probe vs f3probe on the same FUSE fake sticks (root) [--write]",
+        "mkfs-alloc probe vs f3probe on the same FUSE fake sticks (root) [--write]; --full [--reps N]: probe --full's write pass vs dd oflag=direct",
         bench_probe_cmd,
     ),
     (
@@ -106,6 +108,7 @@ mod bench_populate;
 mod fuzz;
 mod kernel;
 mod probe_bench;
+mod probe_full_bench;
 mod test;
 mod uboot;
 mod windows;
@@ -293,11 +296,22 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
 }
 
 fn bench_probe_cmd(args: &[String]) -> Result<(), String> {
-    let write = match args {
-        [] => false,
-        [w] if w == "--write" => true,
-        _ => return Err("valid: [--write]".into()),
-    };
+    let (mut write, mut full, mut reps) = (false, false, 3usize);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--write" => write = true,
+            "--full" => full = true,
+            "--reps" => {
+                reps = it
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .filter(|&n| n > 0)
+                    .ok_or("--reps needs a positive number")?;
+            }
+            _ => return Err("valid: [--full [--reps N]] [--write]".into()),
+        }
+    }
     if !is_root() {
         return Err("bench-probe needs root (FUSE mounts, loop devices)".into());
     }
@@ -310,10 +324,17 @@ fn bench_probe_cmd(args: &[String]) -> Result<(), String> {
         "mkfs-alloc-cli",
     ]))?;
     let bin = target_dir().join("release").join("mkfs-alloc");
-    let table = probe_bench::run(&root, &bin)?;
+    let (table, markers) = if full {
+        (
+            probe_full_bench::run(&root, &bin, reps)?,
+            probe_full_bench::MARKERS,
+        )
+    } else {
+        (probe_bench::run(&root, &bin)?, probe_bench::MARKERS)
+    };
     println!("{table}");
     if write {
-        probe_bench::write(&root, &table)?;
+        probe_bench::write(&root, &table, markers)?;
         eprintln!("xtask: updated BENCHMARKS.md");
     }
     Ok(())
