@@ -24,8 +24,7 @@ pub fn recommend(
         }
     }
     let opts = ScanOptions::default();
-    let data =
-        scan(paths, &opts).map_err(|e| Failure::Io(anyhow!(e).context("scanning --data")))?;
+    let data = scan(paths, &opts).map_err(|e| usage(anyhow!(e).context("scanning --data")))?;
     let medium = Medium {
         volume_bytes: plan.layout().volume_bytes(),
         sector_size: plan.layout().sector_size(),

@@ -191,8 +191,12 @@ pub fn auto_size(
 
 /// Checks the tree against the planned volume and allocates it (exit 2 on refusal).
 pub fn populate(tree: Tree, plan: &MediumPlan) -> Result<Populated, Failure> {
-    plan_tree(tree, plan.layout(), time_policy())
-        .map_err(|e| usage(crate::hints::populate_error(e)))
+    plan_tree(tree, plan.layout(), time_policy()).map_err(|e| {
+        usage(crate::hints::populate_error(
+            e,
+            plan.layout().sd().is_some(),
+        ))
+    })
 }
 
 /// Paths longer than this many characters are shortened in messages.

@@ -47,6 +47,8 @@ pub struct Target {
     refusal: Option<String>,
     /// Facts for the summary (loop devices attached to the image).
     notes: Vec<String>,
+    /// An existing image's length before this run.
+    len_before: Option<u64>,
 }
 
 /// An opened (and locked) target.
@@ -72,22 +74,11 @@ impl Opened {
     }
 }
 
-/// A device error: refusals and missing permission before anything was
-/// written exit 2; other I/O failures 1.
+/// A device error while inspecting or opening: nothing has been written
+/// yet, so every one exits 2 (a refusal, missing permission, or a device
+/// that cannot be read).
 fn device_error(e: DeviceError) -> Failure {
-    match &e {
-        DeviceError::Io { source, .. } if !refused_by_os(source) => Failure::Io(e.into()),
-        _ => usage(e),
-    }
-}
-
-/// Errors by which the system refuses access (not a failing medium).
-fn refused_by_os(e: &io::Error) -> bool {
-    #[cfg(unix)]
-    let read_only = e.raw_os_error() == Some(rustix::io::Errno::ROFS.raw_os_error());
-    #[cfg(not(unix))]
-    let read_only = false;
-    e.kind() == ErrorKind::PermissionDenied || read_only
+    usage(e)
 }
 
 /// "in use by another process" for a lock held elsewhere.
@@ -110,7 +101,8 @@ impl Refusals {
         if !self.dry_run {
             return Err(usage(e));
         }
-        self.first.get_or_insert_with(|| format!("{e:#}"));
+        self.first
+            .get_or_insert_with(|| crate::text::error_text(&e));
         Ok(())
     }
 }
@@ -166,6 +158,7 @@ impl Target {
         };
         let bs = u64::from(sector_size);
         let mut notes = Vec::new();
+        let mut len_before = None;
         let action = match (meta, size) {
             (None, None) => {
                 return Err(usage(anyhow!(
@@ -210,6 +203,7 @@ impl Target {
                 if refusals.dry_run && lock_held_elsewhere(path, sector_size) {
                     refusals.refuse(locked(path))?;
                 }
+                len_before = Some(m.len());
                 existing_action(path, m.len(), size, bs, sector_size)?
             }
         };
@@ -221,6 +215,7 @@ impl Target {
             unmount: false,
             refusal: None,
             notes,
+            len_before,
         })
     }
 
@@ -285,6 +280,7 @@ impl Target {
             unmount,
             refusal: None,
             notes: Vec::new(),
+            len_before: None,
         })
     }
 
@@ -315,6 +311,17 @@ impl Target {
         self.refusal.as_deref()
     }
 
+    /// An existing image's length before this run (`None` for a new image
+    /// or a device).
+    pub fn len_before(&self) -> Option<u64> {
+        self.len_before
+    }
+
+    /// The path given.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Facts worth a note in the summary (an attached loop device).
     pub fn notes(&self) -> &[String] {
         &self.notes
@@ -331,9 +338,9 @@ impl Target {
             .arg("unmountDisk")
             .arg(&self.path)
             .status()
-            .map_err(|e| Failure::Io(anyhow!(e).context("running diskutil unmountDisk")))?;
+            .map_err(|e| usage(anyhow!(e).context("running diskutil unmountDisk")))?;
         if !status.success() {
-            return Err(Failure::Io(anyhow!(
+            return Err(usage(anyhow!(
                 "diskutil unmountDisk {} failed ({status}); nothing was written",
                 self.path.display()
             )));
