@@ -320,7 +320,7 @@ pub fn decide(req: &Request, m: &Medium) -> Decision {
     };
     let Some(c) = choice else {
         // mkfs.fat gives up here; mkfs-alloc decides (and may refuse).
-        let fs = bits.map_or("fat", |b| fixed(b).name());
+        let fs = bits.map_or("fat", |b| fixed(b).id());
         let cluster = spc.map_or("auto".to_string(), |s| (u64::from(s) * ss).to_string());
         return Decision {
             fs,
@@ -336,7 +336,7 @@ pub fn decide(req: &Request, m: &Medium) -> Decision {
         |fs: FsKind, bytes: u64| m.accepts(req, FsChoice::Fixed(fs), ClusterChoice::Bytes(bytes));
     if spc.is_some() || accepts(theirs.0, theirs.1).is_some() {
         return Decision {
-            fs: theirs.0.name(),
+            fs: theirs.0.id(),
             cluster: theirs.1.to_string(),
             root_entries,
             notes,
@@ -346,7 +346,7 @@ pub fn decide(req: &Request, m: &Medium) -> Decision {
         "mkfs.fat {DOSFSTOOLS} would make {} with {} clusters ({} of them); mkfs-alloc's aligned layout \
          leaves a count outside that width's range with its 16-cluster margins (FAT12 1..4,068, \
          FAT16 4,101..65,508, FAT32 65,541 and more), where readers disagree about the width",
-        theirs.0.name().to_uppercase(),
+        theirs.0.id().to_uppercase(),
         format_size(theirs.1),
         c.clusters
     );
@@ -361,7 +361,7 @@ pub fn decide(req: &Request, m: &Medium) -> Decision {
                     format_size(bytes)
                 ));
                 return Decision {
-                    fs: theirs.0.name(),
+                    fs: theirs.0.id(),
                     cluster: bytes.to_string(),
                     root_entries,
                     notes,

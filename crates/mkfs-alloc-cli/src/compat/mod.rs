@@ -23,7 +23,7 @@ use crate::target::Target;
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::{plan_medium, MediumOptions};
-use mkfs_alloc_layout::{ClusterChoice, FormatOptions, FsChoice, FsKind};
+use mkfs_alloc_layout::{ClusterChoice, FsChoice, FsKind};
 use mkfs_alloc_partition::{TableChoice, TableKind};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -137,20 +137,16 @@ impl Medium {
         cluster: ClusterChoice,
     ) -> Option<(FsKind, u32)> {
         let small = matches!(fs, FsChoice::Fixed(FsKind::Fat12 | FsKind::Fat16));
-        let format = FormatOptions {
-            fs,
-            cluster,
-            align: req.align.or(self.align),
-            root_entries: req.root_entries.filter(|_| small),
-            serial: Some(0),
-            ..FormatOptions::default()
-        };
-        let opts = MediumOptions {
-            format,
-            table: TableChoice::Fixed(TableKind::None),
-            whole_disk: false,
-            sector_size: self.sector,
-        };
+        // Assigned field by field: the options may grow (non-exhaustive).
+        let mut opts = MediumOptions::default();
+        opts.format.fs = fs;
+        opts.format.cluster = cluster;
+        opts.format.align = req.align.or(self.align);
+        opts.format.root_entries = req.root_entries.filter(|_| small);
+        opts.format.serial = Some(0);
+        opts.table = TableChoice::Fixed(TableKind::None);
+        opts.whole_disk = false;
+        opts.sector_size = self.sector;
         let plan = plan_medium(&opts, self.bytes, self.block).ok()?;
         Some((plan.layout().fs(), plan.layout().cluster_count()))
     }
