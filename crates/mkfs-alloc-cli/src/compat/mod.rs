@@ -165,6 +165,44 @@ pub struct Decision {
     pub notes: Vec<String>,
 }
 
+/// A command line in options (`key`, as written, value) and operands.
+pub struct Line {
+    /// The options, in order.
+    pub opts: Vec<(&'static str, String, String)>,
+    /// The operands, in order.
+    pub operands: Vec<OsString>,
+}
+
+/// Parses `args` against `specs`; an option `unsupported` knows is refused
+/// by name, with what it would have done.
+pub fn split_line(
+    name: &str,
+    args: &[OsString],
+    specs: &[getopt::Spec],
+    unsupported: fn(&str) -> Option<&'static str>,
+) -> Result<Line, Early> {
+    let items = getopt::parse(args, specs)
+        .map_err(|e| Early::Refuse(format!("{e} (see {name} --help)")))?;
+    let mut line = Line {
+        opts: Vec::new(),
+        operands: Vec::new(),
+    };
+    for item in items {
+        match item {
+            getopt::Item::Operand(w) => line.operands.push(w),
+            getopt::Item::Opt { key, name, value } => {
+                if let Some(what) = unsupported(key) {
+                    return Err(Early::Refuse(format!(
+                        "option {name} ({what}) is not supported"
+                    )));
+                }
+                line.opts.push((key, name, value.unwrap_or_default()));
+            }
+        }
+    }
+    Ok(line)
+}
+
 /// Runs the front end on the whole command line (argv[0] included).
 pub fn run(front: FrontEnd, raw: &[OsString]) -> ExitCode {
     let name = front.name();
