@@ -3,9 +3,10 @@
 //! CLI's `--json` output.
 //!
 //! Commands:
-//! - `install-tools [--windows] [--fuzz] [--kernel] [--uboot] [--all]`: check
-//!   the external tools the interoperability tests use (and, with the flags,
-//!   those of `test-windows`, `fuzz`, `test-kernel` and `test-uboot`), and install the missing Debian packages in
+//! - `install-tools [--windows] [--fuzz] [--kernel] [--uboot] [--dist] [--all]`:
+//!   check the external tools the interoperability tests use (and, with the
+//!   flags, those of `test-windows`, `fuzz`, `test-kernel`, `test-uboot` and
+//!   `dist`), and install the missing Debian packages in
 //!   one `apt-get` call (as root; otherwise print the command and fail);
 //! - `test [ARGS...] [-- TEST-ARGS...]`: the tool/root tier and the pure
 //!   tier together: `install-tools`, `cargo build -p mkfs-alloc-cli`, then
@@ -27,6 +28,9 @@
 //!   drivers in QEMU (see `kernel/`);
 //! - `test-uboot [--all] [--json]`: FAT images through U-Boot's FAT driver
 //!   in QEMU (see `uboot/`);
+//! - `dist [--check] [--no-windows]`: the static Linux tarball, the Debian
+//!   packages and the Windows zip in `target/dist/`, and with `--check` (root)
+//!   their tests (see `dist/`);
 //! - `man [DIR]`: the man pages (clap_mangen, through the CLI's hidden
 //!   `man` command) into DIR, default `target/man`.
 //!
@@ -48,7 +52,7 @@ type Cmd = (
 const COMMANDS: &[Cmd] = &[
     (
         "install-tools",
-        "install the missing test tools (Debian packages) [--windows] [--fuzz] [--kernel] [--uboot] [--all]",
+        "install the missing test tools (Debian packages) [--windows] [--fuzz] [--kernel] [--uboot] [--dist] [--all]",
         test::install_tools_cmd,
     ),
     (
@@ -92,6 +96,11 @@ const COMMANDS: &[Cmd] = &[
         fuzz::fuzz_cmd,
     ),
     (
+        "dist",
+        "packages into target/dist: static Linux tarball, .deb (binary + optional mkfs.* links), Windows zip [--check] [--no-windows]",
+        dist::dist_cmd,
+    ),
+    (
         "test-kernel",
         "images through the Linux kernel's exfat/vfat drivers in QEMU [--all] [--jobs N] [--case NAME] [--keep]",
         kernel::test_kernel_cmd,
@@ -105,6 +114,7 @@ const COMMANDS: &[Cmd] = &[
 
 mod bench;
 mod bench_populate;
+mod dist;
 mod fuzz;
 mod kernel;
 mod probe_bench;

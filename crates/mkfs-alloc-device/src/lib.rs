@@ -20,6 +20,21 @@
 //! Architecture invariant: the platform modules are the only places of the
 //! workspace with `unsafe` code; every `unsafe` block has a `// SAFETY:`
 //! comment.
+//!
+//! ```no_run
+//! use mkfs_alloc_device::{inspect, list, refusal};
+//!
+//! // What could be formatted, removable media first (reads sysfs, opens nothing).
+//! for d in list()? {
+//!     println!("{} {} bytes, removable: {}", d.path.display(), d.size_bytes, d.removable);
+//! }
+//! // Why a device must not be formatted, if it must not.
+//! let info = inspect(std::path::Path::new("/dev/sdb"))?;
+//! if let Some(why) = refusal(&info) {
+//!     eprintln!("refused: {}", why.reason);
+//! }
+//! # Ok::<(), mkfs_alloc_device::DeviceError>(())
+//! ```
 
 use std::io;
 use std::path::{Path, PathBuf};

@@ -388,12 +388,12 @@ impl Populated {
                     let path = tree.host_path_of_dir(e.hd);
                     match e.io {
                         Some(source) => io_err(path, source),
-                        None => replaced(path, "a directory on its way is not the one read"),
+                        None => replaced(path, "now a link or another directory"),
                     }
                 })?;
                 sys::open_file(dir, std::ffi::OsStr::new(tree.name(k))).map_err(|e| {
                     if sys::is_link_error(&e) {
-                        replaced(tree.display_path(k), "a symbolic link")
+                        replaced(tree.display_path(k), "now a symbolic link")
                     } else {
                         io_err(tree.display_path(k), e)
                     }
@@ -407,10 +407,10 @@ impl Populated {
             }
         };
         if facts.kind != sys::Kind::File {
-            return Err(replaced(tree.display_path(k), "not a regular file"));
+            return Err(replaced(tree.display_path(k), "now not a regular file"));
         }
         if facts.id.unwrap_or_default() != tree.file_ids[k as usize] {
-            return Err(replaced(tree.display_path(k), "another file"));
+            return Err(replaced(tree.display_path(k), "now another file"));
         }
         if facts.size != n.size {
             return Err(content_err(SourceError::Changed {

@@ -2,8 +2,8 @@
 //! command line, `mkfs.fat [OPTIONS] TARGET [BLOCKS]`.
 
 use super::dosfs::{self, DosfsInput};
-use super::getopt::{self, Item, Spec, Takes};
-use super::{parse_serial, Decision, Early, Medium, Request, DOSFSTOOLS};
+use super::getopt::{Spec, Takes};
+use super::{parse_serial, split_line, Decision, Early, Medium, Request, DOSFSTOOLS};
 use mkfs_alloc_layout::units::format_size;
 use mkfs_alloc_layout::{ClusterChoice, FsChoice, FsType};
 use std::ffi::OsString;
@@ -147,27 +147,13 @@ struct FatOpts {
 
 /// Parses mkfs.fat's command line.
 pub fn parse(name: &str, args: &[OsString]) -> Result<Request, Early> {
-    let items = getopt::parse(args, SPECS)
-        .map_err(|e| Early::Refuse(format!("{e} (see {name} --help)")))?;
+    let line = split_line(name, args, SPECS, unsupported)?;
     let mut req = Request {
         refuse_partitioned_disk: true,
         ..Request::default()
     };
     let mut o = FatOpts::default();
-    let mut operands: Vec<OsString> = Vec::new();
-    for item in items {
-        let (key, opt, v) = match item {
-            Item::Operand(w) => {
-                operands.push(w);
-                continue;
-            }
-            Item::Opt { key, name, value } => (key, name, value.unwrap_or_default()),
-        };
-        if let Some(what) = unsupported(key) {
-            return Err(Early::Refuse(format!(
-                "option {opt} ({what}) is not supported"
-            )));
-        }
+    for (key, opt, v) in line.opts {
         match key {
             "a" => o.no_align = true,
             "b" => {
@@ -249,7 +235,7 @@ pub fn parse(name: &str, args: &[OsString]) -> Result<Request, Early> {
             _ => return Err(Early::Refuse(format!("option {opt} is not supported"))),
         }
     }
-    finish(name, req, o, operands)
+    finish(name, req, o, line.operands)
 }
 
 /// Operands, `-C`, `--invariant` and `-v`.

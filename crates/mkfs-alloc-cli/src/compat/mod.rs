@@ -23,7 +23,7 @@ use crate::target::Target;
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::{plan_medium, MediumOptions};
-use mkfs_alloc_layout::{ClusterChoice, FormatOptions, FsChoice, FsType};
+use mkfs_alloc_layout::{ClusterChoice, FsChoice, FsType};
 use mkfs_alloc_partition::{TableChoice, TableKind};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -137,20 +137,16 @@ impl Medium {
         cluster: ClusterChoice,
     ) -> Option<(FsType, u32)> {
         let small = matches!(fs, FsChoice::Fixed(FsType::Fat12 | FsType::Fat16));
-        let format = FormatOptions {
-            fs,
-            cluster,
-            align: req.align.or(self.align),
-            root_entries: req.root_entries.filter(|_| small),
-            serial: Some(0),
-            ..FormatOptions::default()
-        };
-        let opts = MediumOptions {
-            format,
-            table: TableChoice::Fixed(TableKind::None),
-            whole_disk: false,
-            sector_size: self.sector,
-        };
+        // Assigned field by field: the options may grow (non-exhaustive).
+        let mut opts = MediumOptions::default();
+        opts.format.fs = fs;
+        opts.format.cluster = cluster;
+        opts.format.align = req.align.or(self.align);
+        opts.format.root_entries = req.root_entries.filter(|_| small);
+        opts.format.serial = Some(0);
+        opts.table = TableChoice::Fixed(TableKind::None);
+        opts.whole_disk = false;
+        opts.sector_size = self.sector;
         let plan = plan_medium(&opts, self.bytes, self.block).ok()?;
         Some((plan.layout().fs(), plan.layout().cluster_count()))
     }
@@ -167,6 +163,44 @@ pub struct Decision {
     pub root_entries: Option<u32>,
     /// Printed on stderr before the format.
     pub notes: Vec<String>,
+}
+
+/// A command line in options (`key`, as written, value) and operands.
+pub struct Line {
+    /// The options, in order.
+    pub opts: Vec<(&'static str, String, String)>,
+    /// The operands, in order.
+    pub operands: Vec<OsString>,
+}
+
+/// Parses `args` against `specs`; an option `unsupported` knows is refused
+/// by name, with what it would have done.
+pub fn split_line(
+    name: &str,
+    args: &[OsString],
+    specs: &[getopt::Spec],
+    unsupported: fn(&str) -> Option<&'static str>,
+) -> Result<Line, Early> {
+    let items = getopt::parse(args, specs)
+        .map_err(|e| Early::Refuse(format!("{e} (see {name} --help)")))?;
+    let mut line = Line {
+        opts: Vec::new(),
+        operands: Vec::new(),
+    };
+    for item in items {
+        match item {
+            getopt::Item::Operand(w) => line.operands.push(w),
+            getopt::Item::Opt { key, name, value } => {
+                if let Some(what) = unsupported(key) {
+                    return Err(Early::Refuse(format!(
+                        "option {name} ({what}) is not supported"
+                    )));
+                }
+                line.opts.push((key, name, value.unwrap_or_default()));
+            }
+        }
+    }
+    Ok(line)
 }
 
 /// Runs the front end on the whole command line (argv[0] included).
