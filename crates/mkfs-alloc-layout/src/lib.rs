@@ -16,11 +16,11 @@
 //!   tables, with their sizes asserted at compile time.
 //!
 //! ```
-//! use mkfs_alloc_layout::{plan, write_volume, FormatOptions, FsChoice, FsType, ClusterChoice, Medium};
+//! use mkfs_alloc_layout::{plan, write_volume, FormatOptions, FsChoice, FsKind, ClusterChoice, Medium};
 //! use mkfs_alloc_blockio::MemDisk;
 //!
 //! let opts = FormatOptions {
-//!     fs: FsChoice::Fixed(FsType::Exfat),
+//!     fs: FsChoice::Fixed(FsKind::Exfat),
 //!     cluster: ClusterChoice::Bytes(32 * 1024),
 //!     label: Some("STICK".into()),
 //!     ..FormatOptions::default()
@@ -46,7 +46,7 @@ pub mod writer;
 
 pub use error::PlanError;
 pub use options::{
-    random_serial, ClusterChoice, FormatOptions, FsChoice, FsType, Medium, Timestamp,
+    random_serial, ClusterChoice, FormatOptions, FsChoice, FsKind, Medium, Timestamp,
 };
 pub use plan::{check_sector_size, plan, valid_cluster_sizes, Layout, Region, RegionKind};
 pub use writer::{

@@ -22,7 +22,7 @@
 //!
 //! ```
 //! use mkfs_alloc_blockio::MemDisk;
-//! use mkfs_alloc_layout::{plan, write_volume_with, Prior, ClusterChoice, FormatOptions, FsChoice, FsType, Medium};
+//! use mkfs_alloc_layout::{plan, write_volume_with, Prior, ClusterChoice, FormatOptions, FsChoice, FsKind, Medium};
 //! use mkfs_alloc_populate::{plan_tree, TimePolicy, Tree};
 //! use std::time::{Duration, SystemTime};
 //!
@@ -31,7 +31,7 @@
 //! let mtime = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
 //! tree.add_file("/docs/hello.txt", &hello[..], hello.len() as u64, mtime)?;
 //! let opts = FormatOptions {
-//!     fs: FsChoice::Fixed(FsType::Exfat),
+//!     fs: FsChoice::Fixed(FsKind::Exfat),
 //!     cluster: ClusterChoice::Bytes(4096),
 //!     serial: Some(0x1234_5678),
 //!     ..FormatOptions::default()

@@ -24,7 +24,7 @@ use crate::plan::Populated;
 use crate::time::{DosTime, EXFAT_UTC};
 use crate::tree::cursor::Cursor;
 use crate::tree::{sys, Src};
-use mkfs_alloc_layout::{Content, ContentSink, FsType, WriteError};
+use mkfs_alloc_layout::{Content, ContentSink, FsKind, WriteError};
 use mkfs_alloc_ondisk::exfat::set_checksum;
 use mkfs_alloc_ondisk::fat::{
     attr, short_name_checksum, DirEntry, LfnEntry, LAST_LONG_ENTRY, LFN_UNITS_PER_ENTRY,
@@ -293,7 +293,7 @@ impl Populated {
         let mut buf = Vec::with_capacity(4096);
         if d == 0 {
             buf.extend_from_slice(system);
-        } else if self.fs != FsType::Exfat {
+        } else if self.fs != FsKind::Exfat {
             let parent = n.parent;
             let up = if parent == 0 {
                 0
@@ -307,13 +307,13 @@ impl Populated {
             buf.extend_from_slice(dotdot.as_bytes());
         }
         let kids = self.tree.kids(d);
-        let mut aliases = if self.fs == FsType::Exfat {
+        let mut aliases = if self.fs == FsKind::Exfat {
             AliasSet::default()
         } else {
             AliasSet::new(kids.iter().map(|&k| self.tree.name(k)))
         };
         for &k in kids {
-            if self.fs == FsType::Exfat {
+            if self.fs == FsKind::Exfat {
                 self.exfat_entries(k, &mut buf);
             } else {
                 self.fat_entries(k, &mut aliases, &mut buf);
@@ -493,7 +493,7 @@ impl Content for Populated {
             return 0;
         }
         let i = index as u32;
-        if self.fs == FsType::Exfat {
+        if self.fs == FsKind::Exfat {
             let root_end = self.root_first + self.root_clusters;
             return if i + 1 == root_end {
                 0xFFFF_FFFF

@@ -4,12 +4,12 @@
 //!
 //! ```
 //! # let path = std::env::temp_dir().join(format!("mkfs-alloc-doc-{}.img", std::process::id()));
-//! use mkfs_alloc::{blockio::ImageFile, format, layout::{FsChoice, FsType}, MediumOptions};
+//! use mkfs_alloc::{blockio::ImageFile, format, layout::{FsChoice, FsKind}, MediumOptions};
 //! let mut image = ImageFile::create(&path, 256 << 20, 512)?; // a sparse 256 MiB image
 //! let mut opts = MediumOptions::default();
-//! opts.format.fs = FsChoice::Fixed(FsType::Exfat);
+//! opts.format.fs = FsChoice::Fixed(FsKind::Exfat);
 //! let (plan, _report) = format(&opts, &mut image, &mut |_done, _total| {})?;
-//! # assert_eq!(plan.layout().fs(), FsType::Exfat);
+//! # assert_eq!(plan.layout().fs(), FsKind::Exfat);
 //! # drop(image); std::fs::remove_file(&path)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -38,13 +38,13 @@
 //! ```
 //! use mkfs_alloc::{format, MediumOptions};
 //! use mkfs_alloc::blockio::MemDisk;
-//! use mkfs_alloc::layout::{ClusterChoice, FormatOptions, FsChoice, FsType, Timestamp};
+//! use mkfs_alloc::layout::{ClusterChoice, FormatOptions, FsChoice, FsKind, Timestamp};
 //! use mkfs_alloc::partition::{TableChoice, TableKind};
 //!
 //! let mut disk = MemDisk::new(512, 256 * 2048)?; // 256 MiB
 //! let opts = MediumOptions {
 //!     format: FormatOptions {
-//!         fs: FsChoice::Fixed(FsType::Exfat),
+//!         fs: FsChoice::Fixed(FsKind::Exfat),
 //!         cluster: ClusterChoice::Bytes(32 * 1024),
 //!         ..FormatOptions::default()
 //!     }
@@ -74,7 +74,7 @@ pub mod layout {
     pub use mkfs_alloc_layout::plan::Geometry;
     pub use mkfs_alloc_layout::rules::{ClusterRule, FsRule};
     pub use mkfs_alloc_layout::{
-        random_serial, ClusterChoice, Content, ContentSink, FormatOptions, FsChoice, FsType,
+        random_serial, ClusterChoice, Content, ContentSink, FormatOptions, FsChoice, FsKind,
         Layout, PlanError, Region, RegionKind, Timestamp, WriteError, WriteReport,
     };
 }
@@ -82,20 +82,20 @@ pub mod layout {
 /// Partition-table options and plans.
 pub mod partition {
     pub use mkfs_alloc_partition::{
-        GptPlan, Guid, MbrPlan, PartitionError, PartitionFs, Signature, TableChoice, TableKind,
-        TablePlan, TableSpec,
+        FsKind, GptPlan, Guid, MbrPlan, PartitionError, Signature, SignatureKind, TableChoice,
+        TableKind, TablePlan, TableSpec,
     };
 }
 
 use mkfs_alloc_blockio::{BlockIo, IoError, Slice};
 use mkfs_alloc_layout::{
-    check_block_size, random_serial, Content, FormatOptions, FsType, Layout, Medium, PlanError,
+    check_block_size, random_serial, Content, FormatOptions, FsKind, Layout, Medium, PlanError,
     Timestamp, WriteError, WriteReport,
 };
 use mkfs_alloc_partition::{
     choose_table, plan_mbr_at, plan_table, probe_signatures, wipe_for_table, write_table,
-    MbrPlacement, PartitionError, PartitionFs, Signature, TableChoice, TableKind, TableOptions,
-    TablePlan, MIN_GPT_ALIGN,
+    MbrPlacement, PartitionError, Signature, TableChoice, TableKind, TableOptions, TablePlan,
+    MIN_GPT_ALIGN,
 };
 
 /// What to do with a whole medium.
@@ -267,7 +267,7 @@ pub fn plan_medium(
         (_, Some(a)) => a,
         (_, None) => mkfs_alloc_partition::DEFAULT_ALIGN,
     };
-    let mut topts = TableOptions::new(kind, PartitionFs::Exfat);
+    let mut topts = TableOptions::new(kind, FsKind::Exfat);
     topts.align = if kind == TableKind::None {
         u64::from(block_size)
     } else {
@@ -285,12 +285,7 @@ pub fn plan_medium(
     let layout = mkfs_alloc_layout::plan(&format, &medium)?;
     // The MBR type byte depends on the file system the layout chose; the
     // extent does not, so planning again gives the same partition.
-    topts.fs_type = match layout.fs() {
-        FsType::Exfat => PartitionFs::Exfat,
-        FsType::Fat32 => PartitionFs::Fat32,
-        FsType::Fat16 => PartitionFs::Fat16,
-        FsType::Fat12 => PartitionFs::Fat12,
-    };
+    topts.fs_type = layout.fs();
     let table = plan_table(&topts, medium_bytes, block_size)?;
     Ok(MediumPlan {
         table,
@@ -326,7 +321,7 @@ fn plan_sd_medium(
     let serial = *format.serial.get_or_insert_with(random_serial);
     format.timestamp.get_or_insert_with(Timestamp::now);
     let (sd, _) = card_layout(&format, medium_bytes / SD_SECTOR).map_err(PlanError::from)?;
-    let mut topts = TableOptions::new(TableKind::Mbr, PartitionFs::Exfat);
+    let mut topts = TableOptions::new(TableKind::Mbr, FsKind::Exfat);
     topts.seed = table_seed(serial);
     // The alignment the start has (FAT12/16 cards: what the layout gives).
     topts.align = Layout::alignment_of(sd.part_start * SD_SECTOR);

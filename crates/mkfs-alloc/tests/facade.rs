@@ -2,7 +2,7 @@
 //! write, fresh identifiers unless pinned, pinned output reproducible.
 
 use mkfs_alloc::blockio::{Counting, MemDisk};
-use mkfs_alloc::layout::{ClusterChoice, FormatOptions, FsChoice, FsType, Timestamp};
+use mkfs_alloc::layout::{ClusterChoice, FormatOptions, FsChoice, FsKind, Timestamp};
 use mkfs_alloc::partition::{TableChoice, TableKind};
 use mkfs_alloc::{find_signatures, format, plan_medium, write_medium, FormatError, MediumOptions};
 
@@ -11,7 +11,7 @@ const MIB: u64 = 1 << 20;
 fn exfat(table: TableKind, sector_size: u32) -> MediumOptions {
     MediumOptions {
         format: FormatOptions {
-            fs: FsChoice::Fixed(FsType::Exfat),
+            fs: FsChoice::Fixed(FsKind::Exfat),
             cluster: ClusterChoice::Bytes(32 * 1024),
             ..FormatOptions::default()
         },
@@ -84,7 +84,7 @@ fn identity(table: TableKind, opts: &FormatOptions) -> (u32, Vec<u8>, Vec<u8>, V
     let mut disk = MemDisk::new(512, 64 * MIB / 512).expect("disk");
     let mut o = exfat(table, 512);
     o.format = FormatOptions {
-        fs: FsChoice::Fixed(FsType::Exfat),
+        fs: FsChoice::Fixed(FsKind::Exfat),
         ..opts.clone()
     };
     let (plan, _) = format(&o, &mut disk, &mut |_, _| {}).expect("format");

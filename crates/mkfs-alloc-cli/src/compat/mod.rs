@@ -23,7 +23,7 @@ use crate::target::Target;
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::{plan_medium, MediumOptions};
-use mkfs_alloc_layout::{ClusterChoice, FsChoice, FsType};
+use mkfs_alloc_layout::{ClusterChoice, FsChoice, FsKind};
 use mkfs_alloc_partition::{TableChoice, TableKind};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -135,8 +135,8 @@ impl Medium {
         req: &Request,
         fs: FsChoice,
         cluster: ClusterChoice,
-    ) -> Option<(FsType, u32)> {
-        let small = matches!(fs, FsChoice::Fixed(FsType::Fat12 | FsType::Fat16));
+    ) -> Option<(FsKind, u32)> {
+        let small = matches!(fs, FsChoice::Fixed(FsKind::Fat12 | FsKind::Fat16));
         // Assigned field by field: the options may grow (non-exhaustive).
         let mut opts = MediumOptions::default();
         opts.format.fs = fs;

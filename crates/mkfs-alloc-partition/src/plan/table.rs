@@ -13,8 +13,8 @@ use crate::guid::Guid;
 /// A plan cannot be edited after planning:
 ///
 /// ```compile_fail
-/// use mkfs_alloc_partition::{plan_table, PartitionFs, TableKind, TableOptions};
-/// let opts = TableOptions::new(TableKind::Mbr, PartitionFs::Exfat);
+/// use mkfs_alloc_partition::{plan_table, FsKind, TableKind, TableOptions};
+/// let opts = TableOptions::new(TableKind::Mbr, FsKind::Exfat);
 /// let mut plan = plan_table(&opts, 64 << 20, 512).unwrap();
 /// plan.partition_start = 0;
 /// ```
