@@ -90,19 +90,12 @@ impl Timestamp {
     }
 }
 
-/// A fresh random volume serial: the standard library's per-process random
-/// hash keys, a counter and the clock, mixed. Not for cryptography; enough
-/// that two volumes formatted anywhere, at any time, differ.
+/// A fresh random volume serial, from the workspace's one source of fresh
+/// randomness (`mkfs_alloc_ondisk::rng::fresh_seed`). Not for
+/// cryptography; enough that two volumes formatted anywhere, at any time,
+/// differ.
 pub fn random_serial() -> u32 {
-    use std::hash::{BuildHasher, Hasher};
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    let t = Timestamp::now();
-    h.write_i64(t.secs);
-    h.write_u32(t.nanos);
-    let x = mkfs_alloc_ondisk::rng::splitmix64(h.finish());
+    let x = mkfs_alloc_ondisk::rng::fresh_seed();
     (x ^ (x >> 32)) as u32
 }
 
