@@ -20,45 +20,15 @@ use crate::crc32::Crc32;
 use crate::read::ReadAt;
 use crate::runs::{block_runs, check_ranges};
 use crate::{ExportError, PIECE};
+use mkfs_alloc_ondisk::sparse::{
+    ChunkHeader, ChunkValue, SparseHeader, CHUNK_CRC32, CHUNK_DONT_CARE, CHUNK_FILL, CHUNK_RAW,
+};
+use mkfs_alloc_ondisk::zerocopy::IntoBytes;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::ops::Range;
-use zerocopy::little_endian::{U16, U32};
-use zerocopy::{Immutable, IntoBytes, KnownLayout, Unaligned};
 
-const MAGIC: u32 = 0xED26_FF3A;
-const CHUNK_RAW: u16 = 0xCAC1;
-const CHUNK_FILL: u16 = 0xCAC2;
-const CHUNK_DONT_CARE: u16 = 0xCAC3;
-const CHUNK_CRC32: u16 = 0xCAC4;
-
-/// The file header.
-#[derive(Debug, Clone, Copy, IntoBytes, KnownLayout, Immutable, Unaligned)]
-#[repr(C)]
-struct FileHeader {
-    magic: U32,
-    major_version: U16,
-    minor_version: U16,
-    file_hdr_sz: U16,
-    chunk_hdr_sz: U16,
-    blk_sz: U32,
-    total_blks: U32,
-    total_chunks: U32,
-    image_checksum: U32,
-}
-
-/// A chunk header.
-#[derive(Debug, Clone, Copy, IntoBytes, KnownLayout, Immutable, Unaligned)]
-#[repr(C)]
-struct ChunkHeader {
-    chunk_type: U16,
-    reserved1: U16,
-    chunk_sz: U32,
-    total_sz: U32,
-}
-
-const FILE_HEADER_LEN: usize = size_of::<FileHeader>();
+const FILE_HEADER_LEN: usize = size_of::<SparseHeader>();
 const CHUNK_HEADER_LEN: usize = size_of::<ChunkHeader>();
-const _: () = assert!(FILE_HEADER_LEN == 28 && CHUNK_HEADER_LEN == 12);
 
 /// How to write a sparse image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -284,7 +254,7 @@ fn split_piece(
 ) -> Result<(), ExportError> {
     let mut raw_from: Option<usize> = None;
     for (i, block) in piece.chunks_exact(bs).enumerate() {
-        match fill_value(block) {
+        match ChunkValue::repeated_in(block) {
             Some(value) => {
                 if let Some(from) = raw_from.take() {
                     emit(Chunk::Raw(&piece[from * bs..i * bs]))?;
@@ -311,13 +281,6 @@ fn split_piece(
         emit(Chunk::Raw(&piece[from * bs..]))?;
     }
     Ok(())
-}
-
-/// The 32-bit value `block` repeats, if it is one value repeated.
-fn fill_value(block: &[u8]) -> Option<u32> {
-    // Four-byte periodic: every byte equals the one four before it.
-    (block[4..] == block[..block.len() - 4])
-        .then(|| u32::from_le_bytes([block[0], block[1], block[2], block[3]]))
 }
 
 /// Counts chunks and blocks and takes the CRC, the same in both passes.
@@ -361,9 +324,11 @@ impl Tally {
                     if value == 0 {
                         crc.zeros(blocks * self.bs);
                     } else {
-                        let block: Vec<u8> = value
-                            .to_le_bytes()
-                            .into_iter()
+                        let word = ChunkValue(value.into());
+                        let block: Vec<u8> = word
+                            .as_bytes()
+                            .iter()
+                            .copied()
                             .cycle()
                             .take(self.bs as usize)
                             .collect();
@@ -399,28 +364,18 @@ fn write_header(
     chunks: u64,
     crc: Option<u32>,
 ) -> Result<(), ExportError> {
-    let h = FileHeader {
-        magic: MAGIC.into(),
-        major_version: 1.into(),
-        minor_version: 0.into(),
-        file_hdr_sz: (FILE_HEADER_LEN as u16).into(),
-        chunk_hdr_sz: (CHUNK_HEADER_LEN as u16).into(),
-        blk_sz: opts.block_size.into(),
-        // Both fit: check() and the walk keep blocks (and so chunks) below 2^32.
-        total_blks: (blocks as u32).into(),
-        total_chunks: (chunks as u32).into(),
-        image_checksum: crc.unwrap_or(0).into(),
-    };
+    // Both fit: check() and the walk keep blocks (and so chunks) below 2^32.
+    let h = SparseHeader::new(
+        opts.block_size,
+        blocks as u32,
+        chunks as u32,
+        crc.unwrap_or(0),
+    );
     out.write_all(h.as_bytes()).map_err(ExportError::Write)
 }
 
 fn chunk_header(chunk_type: u16, blocks: u64, data_len: usize) -> ChunkHeader {
-    ChunkHeader {
-        chunk_type: chunk_type.into(),
-        reserved1: 0.into(),
-        chunk_sz: (blocks as u32).into(),
-        total_sz: ((CHUNK_HEADER_LEN + data_len) as u32).into(),
-    }
+    ChunkHeader::new(chunk_type, blocks as u32, data_len as u32)
 }
 
 fn write_chunk(out: &mut dyn Write, opts: SparseOptions, c: &Chunk<'_>) -> Result<(), ExportError> {
@@ -436,7 +391,7 @@ fn write_chunk(out: &mut dyn Write, opts: SparseOptions, c: &Chunk<'_>) -> Resul
         }
         Chunk::Fill { value, blocks } => {
             w(out, chunk_header(CHUNK_FILL, blocks, 4).as_bytes())?;
-            w(out, &value.to_le_bytes())
+            w(out, ChunkValue(value.into()).as_bytes())
         }
         Chunk::DontCare { blocks } => w(out, chunk_header(CHUNK_DONT_CARE, blocks, 0).as_bytes()),
     }
@@ -446,7 +401,7 @@ fn write_chunk(out: &mut dyn Write, opts: SparseOptions, c: &Chunk<'_>) -> Resul
 fn finish(out: &mut dyn Write, t: &Tally, blocks: u64) -> Result<SparseSummary, ExportError> {
     if let Some(crc) = t.crc() {
         out.write_all(chunk_header(CHUNK_CRC32, 0, 4).as_bytes())
-            .and_then(|()| out.write_all(&crc.to_le_bytes()))
+            .and_then(|()| out.write_all(ChunkValue(crc.into()).as_bytes()))
             .map_err(ExportError::Write)?;
     }
     out.flush().map_err(ExportError::Write)?;
