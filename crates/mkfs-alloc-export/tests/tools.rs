@@ -12,7 +12,8 @@ use common::image;
 use mkfs_alloc_export::{
     sparse_block_size, write_bmap, write_sparse, write_sparse_seekable, SparseOptions,
 };
-use mkfs_alloc_testsupport::{require_tool, run, tool, LoopDevice, TempDir};
+use mkfs_alloc_testsupport::{require_tool, run, tool, CmdOutput, LoopDevice, TempDir};
+use std::ffi::OsStr;
 use std::io::Write;
 use std::ops::Range;
 use std::path::Path;
@@ -38,6 +39,18 @@ fn write_file(path: &Path, bytes: &[u8]) {
     std::fs::write(path, bytes).unwrap();
 }
 
+/// `bmaptool copy --bmap MAP IMAGE DEST`.
+fn bmaptool_copy(map: &Path, image: &Path, dest: &Path) -> CmdOutput {
+    let args = [
+        OsStr::new("copy"),
+        OsStr::new("--bmap"),
+        map.as_os_str(),
+        image.as_os_str(),
+        dest.as_os_str(),
+    ];
+    tool("bmaptool", &args)
+}
+
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
 fn bmaptool_copies_exactly_the_mapped_blocks() {
@@ -52,34 +65,14 @@ fn bmaptool_copies_exactly_the_mapped_blocks() {
         // A new file: identical to the image.
         let dest = dir.join("new.raw");
         let _ = std::fs::remove_file(&dest);
-        tool(
-            "bmaptool",
-            &[
-                "copy".as_ref(),
-                "--bmap".as_ref(),
-                map.as_os_str(),
-                raw.as_os_str(),
-                dest.as_os_str(),
-            ],
-        )
-        .assert_success();
+        bmaptool_copy(&map, &raw, &dest).assert_success();
         assert_eq!(std::fs::read(&dest).unwrap(), img, "case {i}: {s:?}");
         // A device of old bytes (bmaptool truncates a regular file, so a
         // loop device): the mapped blocks written, the others left alone.
         let old = dir.join("old.raw");
         write_file(&old, &vec![0xEE; size]);
         let dev = LoopDevice::attach(&old);
-        tool(
-            "bmaptool",
-            &[
-                "copy".as_ref(),
-                "--bmap".as_ref(),
-                map.as_os_str(),
-                raw.as_os_str(),
-                dev.path().as_os_str(),
-            ],
-        )
-        .assert_success();
+        bmaptool_copy(&map, &raw, dev.path()).assert_success();
         dev.flush();
         drop(dev);
         let got = std::fs::read(&old).unwrap();
@@ -114,16 +107,7 @@ fn bmaptool_refuses_a_wrong_image_or_a_damaged_map() {
     write_file(&map, &out);
     let copy = || {
         let _ = std::fs::remove_file(&dest);
-        tool(
-            "bmaptool",
-            &[
-                "copy".as_ref(),
-                "--bmap".as_ref(),
-                map.as_os_str(),
-                raw.as_os_str(),
-                dest.as_os_str(),
-            ],
-        )
+        bmaptool_copy(&map, &raw, &dest)
     };
     // One byte of mapped data differs from what the map was made of.
     let mut other = img.clone();
