@@ -35,6 +35,7 @@ use std::fmt;
 
 mod counting;
 mod faulty;
+mod filecopy;
 mod image;
 mod mem;
 pub mod range;
@@ -43,6 +44,7 @@ mod stats;
 
 pub use counting::{Counting, LogEntry};
 pub use faulty::{injected_fault, Fault, FaultyIo, InjectedFault};
+pub use filecopy::{CloneRefusal, CopyCounts, CopyError, CopyMode, FileCopier};
 pub use image::{ImageFile, ZeroMethod};
 pub use mem::MemDisk;
 pub use slice::Slice;
