@@ -61,7 +61,13 @@ const NO_IO_CRATES: &[&str] = &["mkfs-alloc-ondisk", "mkfs-alloc-layout"];
 const PRINT_MACROS: &[&str] = &["println!", "eprintln!", "print!(", "eprint!(", "dbg!("];
 
 /// Paths that do I/O.
-const IO_PATHS: &[&str] = &["std::fs", "std::net", "std::io::stdout", "std::io::stderr", "File::"];
+const IO_PATHS: &[&str] = &[
+    "std::fs",
+    "std::net",
+    "std::io::stdout",
+    "std::io::stderr",
+    "File::",
+];
 
 /// One finding: where and what.
 struct Finding {
