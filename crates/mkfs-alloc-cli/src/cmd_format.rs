@@ -15,10 +15,9 @@ use crate::args::{FormatArgs, LayoutArg, TableArg, SUBCOMMANDS};
 use crate::target::{Opened, Target};
 use crate::{data, report, rootdir, usage, Failure};
 use anyhow::{anyhow, Context};
-use mkfs_alloc::{find_signatures, plan_medium, write_medium_with, MediumOptions, MediumPlan};
+use mkfs_alloc::{Found, MediumOptions, MediumPlan, PopulatedPlan};
 use mkfs_alloc_blockio::{BlockIo, IoError};
 use mkfs_alloc_device::Device;
-use mkfs_alloc_layout::ClusterChoice;
 use mkfs_alloc_partition::{wipe_backup_gpt_beyond, Signature, TableKind};
 use serde_json::json;
 use std::io::IsTerminal;
@@ -39,17 +38,16 @@ pub fn run(cli: FormatArgs) -> Result<(), Failure> {
     let size = image_size(&cli, &path, tree_data.as_ref())?;
     let target = Target::inspect(&path, size, cli.sector_size, cli.dry_run)?;
     let planned = plan(&cli, &target, tree_data.as_ref())?;
-    drop(tree_data); // the planner measures the tree again, exactly
-    let populated = match tree {
-        Some(t) => Some(rootdir::populate(t, &planned.plan)?),
-        None => None,
+    drop(tree_data); // the populate step measures the tree again, exactly
+    let medium = match tree {
+        Some(t) => Medium::Populated(rootdir::populate(t, planned.plan)?),
+        None => Medium::Plain(planned.plan),
     };
     let run = Run {
         cli: &cli,
         path: &path,
         target: &target,
-        plan: &planned.plan,
-        populated,
+        medium,
     };
     if cli.dry_run {
         run.dry_run()
@@ -164,12 +162,10 @@ fn image_size(
         )));
     }
     let block = cli.sector_size.unwrap_or(512);
-    let o = MediumOptions {
-        format: cli.format_options()?,
-        table: cli.table_choice(),
-        whole_disk: false,
-        sector_size: block,
-    };
+    let mut o = MediumOptions::new()
+        .format(cli.format_options()?)
+        .table(cli.table_choice());
+    o.sector_size = block;
     let tree_cluster = cli.cluster.eq_ignore_ascii_case("auto");
     rootdir::auto_size(data, &o, block, cli.slack, tree_cluster).map(Some)
 }
@@ -180,7 +176,8 @@ struct Planned {
     notes: Vec<String>,
 }
 
-/// Plans the medium; `--rootdir` and `--data` may choose the cluster size.
+/// Plans the medium, once: `--rootdir` and `--data` may choose the cluster
+/// size for the volume the table leaves (the table is not planned again).
 fn plan(
     cli: &FormatArgs,
     target: &Target,
@@ -196,32 +193,55 @@ fn plan(
     if format.align.is_none() && !format.sd {
         format.align = target.preferred_align();
     }
-    let mut opts = MediumOptions {
-        format,
-        table: cli.table_choice(),
-        whole_disk: target.device().is_some_and(|d| d.is_whole_disk),
-        sector_size: cli.sector_size.unwrap_or(target.block_size()),
-    };
-    let plan_error = |e| format_failure(e, None);
+    let mut opts = MediumOptions::new()
+        .format(format)
+        .table(cli.table_choice())
+        .whole_disk(target.device().is_some_and(|d| d.is_whole_disk));
+    opts.sector_size = cli.sector_size.unwrap_or(target.block_size());
     let (size, block) = (target.size_bytes(), target.block_size());
-    let mut plan =
-        plan_medium(&opts, size, block).map_err(|e| blame_align(cli, &opts, size, block, e))?;
     let mut notes = Vec::new();
-    // The tree chooses the cluster size, unless the SD layout does.
-    let tree_cluster = cli.cluster.eq_ignore_ascii_case("auto") && !opts.format.sd;
-    if let (Some(data), true) = (tree, tree_cluster) {
-        let (p, note) = rootdir::plan_for(data, &opts, size, block, true).map_err(plan_error)?;
-        plan = p;
-        notes.extend(note);
-    }
-    if !cli.data.is_empty() {
+    // The tree chooses the cluster size, unless the SD layout does (the
+    // planner then does not ask); so do the files of --data.
+    let tree = tree.filter(|_| cli.cluster.eq_ignore_ascii_case("auto"));
+    let plan = opts.plan_choosing(size, block, |auto| -> Result<Option<u64>, Chosen> {
+        if let Some(data) = tree {
+            // A tree that cannot choose leaves the options' own choice.
+            return Ok(rootdir::choose_cluster(data, &opts.format, auto).ok().map(
+                |(cluster, reason)| {
+                    notes.push(reason);
+                    cluster
+                },
+            ));
+        }
+        if cli.data.is_empty() {
+            return Ok(None);
+        }
+        let show = !cli.quiet && !cli.json;
         let (cluster, reason) =
-            data::recommend(&cli.data, &opts.format, &plan, !cli.quiet && !cli.json)?;
-        opts.format.cluster = ClusterChoice::FromData(cluster);
-        plan = plan_medium(&opts, size, block).map_err(plan_error)?;
+            data::recommend(&cli.data, &opts.format, auto, show).map_err(Chosen::Failure)?;
         notes.push(reason);
+        Ok(Some(cluster))
+    });
+    match plan {
+        Ok(plan) => Ok(Planned { plan, notes }),
+        Err(Chosen::Failure(f)) => Err(f),
+        // Planning with the options' own choices failed (a chosen cluster
+        // size is planned only after them): --align may be why.
+        Err(Chosen::Plan(e)) if notes.is_empty() => Err(blame_align(cli, &opts, size, block, e)),
+        Err(Chosen::Plan(e)) => Err(format_failure(e, None)),
     }
-    Ok(Planned { plan, notes })
+}
+
+/// Why planning with a chooser stopped: the plan, or the chooser itself.
+enum Chosen {
+    Plan(mkfs_alloc::FormatError),
+    Failure(Failure),
+}
+
+impl From<mkfs_alloc::FormatError> for Chosen {
+    fn from(e: mkfs_alloc::FormatError) -> Self {
+        Chosen::Plan(e)
+    }
 }
 
 /// A plan error that only `--align` causes says so.
@@ -246,9 +266,10 @@ fn blame_align(
     ) {
         return usage(crate::hints::format_error(e).context(format!("--align {align}")));
     }
+    // The diagnosis plans once more, on this error path only.
     let mut without = opts.clone();
     without.format.align = None;
-    if plan_medium(&without, size, block).is_ok() {
+    if without.plan(size, block).is_ok() {
         return usage(crate::hints::format_error(e).context(format!(
             "--align {align} leaves too little room on this volume (it pads the FAT and the data region to {align} boundaries); \
              use a smaller --align, or none (default 1 MiB, less on small volumes)"
@@ -257,20 +278,55 @@ fn blame_align(
     format_failure(e, None)
 }
 
+/// What a run writes: a plan, or a plan with the tree planned into it.
+// One per run: the size of either variant does not matter.
+#[allow(clippy::large_enum_variant)]
+enum Medium {
+    Plain(MediumPlan),
+    Populated(PopulatedPlan),
+}
+
+impl Medium {
+    fn plan(&self) -> &MediumPlan {
+        match self {
+            Medium::Plain(p) => p,
+            Medium::Populated(p) => p.plan(),
+        }
+    }
+
+    fn populated(&self) -> Option<&mkfs_alloc_populate::Populated> {
+        match self {
+            Medium::Plain(_) => None,
+            Medium::Populated(p) => Some(p.content()),
+        }
+    }
+
+    fn write<D: BlockIo>(
+        &mut self,
+        dev: &mut D,
+        found: &Found,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<mkfs_alloc_layout::WriteReport, mkfs_alloc::FormatError> {
+        match self {
+            Medium::Plain(p) => p.write(dev, found, progress),
+            Medium::Populated(p) => p.write(dev, found, progress),
+        }
+    }
+}
+
 /// One run on a validated target with a valid plan.
 struct Run<'a> {
     cli: &'a FormatArgs,
     path: &'a Path,
     target: &'a Target,
-    plan: &'a MediumPlan,
-    populated: Option<mkfs_alloc_populate::Populated>,
+    medium: Medium,
 }
 
 impl Run<'_> {
     /// `rootdir` for the JSON report, when a tree is written.
     fn extras(&self) -> Vec<(&'static str, serde_json::Value)> {
-        self.populated
-            .as_ref()
+        self.medium
+            .populated()
             .map(|p| ("rootdir", rootdir::json(p)))
             .into_iter()
             .collect()
@@ -296,7 +352,7 @@ impl Run<'_> {
             extras.push(("notes", json!(notes)));
             report::print_json_with(
                 path,
-                self.plan,
+                self.medium.plan(),
                 &found,
                 target.device(),
                 None,
@@ -304,14 +360,14 @@ impl Run<'_> {
                 &extras,
             );
         } else if !cli.quiet {
-            report::print_plan(path, self.plan, &found, target);
+            report::print_plan(path, self.medium.plan(), &found, target);
             for c in &contents {
                 outln!("  contains       {c}");
             }
             for n in &notes {
                 outln!("  note           {n}");
             }
-            if let Some(p) = &self.populated {
+            if let Some(p) = self.medium.populated() {
                 for line in rootdir::summary(p) {
                     outln!("  {line}");
                 }
@@ -330,7 +386,7 @@ impl Run<'_> {
             let contents = target.contents();
             crate::confirm::confirm(
                 info,
-                self.plan,
+                self.medium.plan(),
                 &contents,
                 target.unmounts(),
                 cli.yes,
@@ -368,14 +424,14 @@ impl Run<'_> {
                 return Err(f);
             }
         };
-        if let Some(p) = &self.populated {
+        if let Some(p) = self.medium.populated() {
             notes.extend(rootdir::summary(p));
         }
         if cli.json {
             let extras = self.extras();
             report::print_json_with(
                 path,
-                self.plan,
+                self.medium.plan(),
                 &found,
                 target.device(),
                 Some((&write, &notes)),
@@ -383,7 +439,7 @@ impl Run<'_> {
                 &extras,
             );
         } else if !cli.quiet {
-            report::print_summary(path, self.plan, &found, &write, target, &notes);
+            report::print_summary(path, self.medium.plan(), &found, &write, target, &notes);
         }
         Ok(())
     }
@@ -400,7 +456,7 @@ impl Run<'_> {
         }
         // Found before discarding or zeroing, through the handle that writes, and
         // wiped by the same run (never probed twice).
-        let found = find_signatures(&mut opened.io())
+        let found = Found::probe(&mut opened.io())
             .map_err(|e| format_failure(e, Some(format!("probing {}", path.display()))))?;
         if let Opened::Device(d) = opened {
             let want = !cli.no_discard && (cli.discard || d.info().discard_granularity > 0);
@@ -421,22 +477,16 @@ impl Run<'_> {
             notes.push("full format: zeroed the whole medium".to_string());
         }
         let bar = report::Progress::new(show_progress, "writing");
-        let content = self
-            .populated
-            .as_mut()
-            .map(|p| p as &mut dyn mkfs_alloc_layout::Content);
-        let result = write_medium_with(
-            self.plan,
-            content,
-            &mut opened.io(),
-            &found,
-            &mut |done, total| bar.update(done, total),
-        );
+        let result = self
+            .medium
+            .write(&mut opened.io(), &found, &mut |done, total| {
+                bar.update(done, total)
+            });
         bar.finish();
         let write = result
             .map_err(|e| format_failure(e, Some(format!("formatting {}", path.display()))))?;
         if let Opened::Device(d) = opened {
-            if self.plan.table().kind() != TableKind::None {
+            if self.medium.plan().table().kind() != TableKind::None {
                 notes.push(match d.reread_partitions() {
                     Ok(()) => "the kernel re-read the partition table".to_string(),
                     Err(e) => format!(

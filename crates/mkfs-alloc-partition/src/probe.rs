@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 
 use mkfs_alloc_blockio::BlockIo;
+#[cfg(feature = "serde")]
 use serde::Serialize;
 use zerocopy::FromBytes;
 
@@ -26,7 +27,8 @@ const MAX_PARTITIONS: usize = 16;
 const SECTOR_SIZES: [u64; 2] = [512, 4096];
 
 /// A signature found on the medium.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct Signature {
     /// Byte offset of the structure (a boot sector, a GPT header, the start
     /// of a volume) on the medium.

@@ -8,12 +8,10 @@ use std::fs;
 use std::time::SystemTime;
 
 fn layout(fs: FsType, cluster: u64, size: u64) -> Layout {
-    let opts = FormatOptions {
-        fs: FsChoice::Fixed(fs),
-        cluster: ClusterChoice::Bytes(cluster),
-        serial: Some(0x1234_5678),
-        ..FormatOptions::default()
-    };
+    let opts = FormatOptions::new()
+        .fs(FsChoice::Fixed(fs))
+        .cluster(ClusterChoice::Bytes(cluster))
+        .serial(0x1234_5678);
     plan(&opts, &Medium::whole(size, 512)).expect("plan")
 }
 
