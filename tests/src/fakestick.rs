@@ -65,6 +65,20 @@ impl Drop for FakeStick {
     }
 }
 
+/// `python3`, checked to have the fusepy module (the FUSE servers of the
+/// tests are written with it).
+#[track_caller]
+pub fn python_with_fusepy() -> std::path::PathBuf {
+    let python = crate::tools::require_tool("python3");
+    let check = crate::cmd::run(&python, &["-c", "import fuse"]);
+    assert!(
+        check.success(),
+        "the Python module fusepy is missing: `python3 -m pip install fusepy` \
+         (or run `cargo xtask install-tools`):\n{check}"
+    );
+    python
+}
+
 /// `fakestick.py DIR BACKING MODE ANNOUNCED REAL CACHE` (fusepy): the fake
 /// as the file `DIR/stick`.
 #[track_caller]
@@ -76,13 +90,7 @@ fn fakestick_mount(
     real: u64,
     cache: u64,
 ) -> FuseMount {
-    let python = crate::tools::require_tool("python3");
-    let check = crate::cmd::run(&python, &["-c", "import fuse"]);
-    assert!(
-        check.success(),
-        "the Python module fusepy is missing: `python3 -m pip install fusepy` \
-         (or run `cargo xtask install-tools`):\n{check}"
-    );
+    let python = python_with_fusepy();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/fakestick.py");
     let args = vec![
         script.to_string_lossy().into_owned(),

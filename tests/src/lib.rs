@@ -9,6 +9,7 @@
 //!  cmd, tools, tempdir, loopdev, fuse: the guards of the test-support crate
 //!            (mkfs-alloc-testsupport), re-exported
 //!  fakestick a counterfeit stick (FUSE file that lies + direct-I/O loop device)
+//!  racetree  a --rootdir source whose entry becomes a link between walk and copy
 //!  fatfs_io  the fatfs crate as an independent FAT reader/writer
 //!  boot      independent decoders of exFAT and FAT32 boot fields
 //!  image     sentinel files, hashes, reads at an offset
@@ -27,6 +28,7 @@ pub mod cli;
 pub mod fakestick;
 pub mod fatfs_io;
 pub mod image;
+pub mod racetree;
 pub mod sizes;
 
 pub use mkfs_alloc_testsupport::{cmd, fuse, loopdev, tempdir, tools};

@@ -56,6 +56,50 @@ fn wraparound_16g_announced_2g_real_is_found() {
     fake.remove();
 }
 
+/// Wraps that are not a power of two: a "4 GB" stick wrapping at 3 GiB
+/// (once called genuine) and a "16 GB" one wrapping at 12 GiB (once
+/// reported with 4 GiB real) are found by sampling at the size they have.
+#[test]
+#[ignore = "tool tier: cargo xtask test"]
+fn wraps_that_are_not_powers_of_two_are_found_at_their_real_size() {
+    require_root();
+    for (announced, real, cache) in [(4_000_000_000, 3 * GIB, 0), (16_000_000_000, 12 * GIB, MIB)] {
+        let tmp = TempDir::new("probe-wrap-odd");
+        let fake = FakeStick::new(&tmp, Mode::Wraparound, announced, real, cache);
+        let (v, _) = probe(fake.path(), &["--no-speed"]);
+        assert_eq!(json_str(&v, "verdict"), "wraparound", "{v}");
+        assert_eq!(json_u64(&v, "real_bytes"), real, "{v}");
+        assert_eq!(json_u64(&v, "wrap_bytes"), real, "{v}");
+        assert_eq!(json_str(&v, "mode"), "sampling");
+        fake.remove();
+    }
+}
+
+/// `--full` writes and reads back every block of a "1 GB" fake wrapping
+/// at 768 MiB: the real size to the byte, and every lost byte counted.
+#[test]
+#[ignore = "tool tier: cargo xtask test"]
+fn the_full_pass_measures_a_fake_block_by_block() {
+    require_root();
+    let tmp = TempDir::new("probe-full");
+    let (announced, real) = (1_000_000_000, 768 * MIB);
+    let fake = FakeStick::new(&tmp, Mode::Wraparound, announced, real, MIB);
+    let (v, out) = probe(fake.path(), &["--full"]);
+    assert_eq!(json_str(&v, "mode"), "full");
+    assert_eq!(json_str(&v, "verdict"), "wraparound", "{v}");
+    assert_eq!(json_u64(&v, "real_bytes"), real);
+    assert_eq!(json_u64(&v, "bad_bytes"), announced - real);
+    assert!(json_u64(&v, "bytes_written") >= announced);
+    assert!(v["speeds"]["seq_write_bytes_per_sec"]
+        .as_f64()
+        .is_some_and(|s| s > 0.0));
+    assert!(
+        out.stderr.is_empty() || !out.stderr.contains("error"),
+        "{out}"
+    );
+    fake.remove();
+}
+
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
 fn limbo_behind_a_write_cache_is_found_to_the_unit() {
@@ -114,11 +158,11 @@ fn an_interrupted_keep_data_probe_is_restored_from_its_journal() {
     let journal = tmp.join("probe.journal");
     let j = journal.to_string_lossy().into_owned();
     let dev = lo.path().to_string_lossy().into_owned();
-    // A leftover journal blocks a new probe (its data would be lost).
+    // A file in the journal's place blocks a new probe (it may hold data).
     std::fs::write(&journal, b"x").unwrap_or_else(|e| panic!("{e}"));
     let out = mkfs_alloc(&["probe", "--yes", "--keep-data", "--journal", &j, &dev]);
     out.assert_code(2);
-    assert!(out.stderr.contains("--restore"), "{out}");
+    assert!(out.stderr.contains("not a usable probe journal"), "{out}");
     std::fs::remove_file(&journal).unwrap_or_else(|e| panic!("{e}"));
     // Simulate a crash: kill the probe while it runs, then restore.
     let bin = mkfs_alloc_tests::mkfs_alloc_bin();
@@ -143,6 +187,13 @@ fn an_interrupted_keep_data_probe_is_restored_from_its_journal() {
     let _ = child.kill();
     let _ = child.wait();
     assert!(journal.exists(), "the probe finished before it was killed");
+    // Now the journal is in the way of a new probe, which says how to clear it.
+    let out = mkfs_alloc(&["probe", "--yes", "--keep-data", "--journal", &j, &dev]);
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains(&format!("--restore {j} {dev}")),
+        "{out}"
+    );
     let out = mkfs_alloc(&["probe", "--yes", "--restore", &j, &dev]);
     out.assert_success();
     assert!(!journal.exists());

@@ -3,9 +3,10 @@
 //! CLI's `--json` output.
 //!
 //! Commands:
-//! - `install-tools [--windows] [--fuzz] [--kernel] [--all]`: check the
-//!   external tools the interoperability tests use (and, with the flags,
-//!   those of `test-windows`, `fuzz` and `test-kernel`), and install the missing Debian packages in
+//! - `install-tools [--windows] [--fuzz] [--kernel] [--uboot] [--dist] [--all]`:
+//!   check the external tools the interoperability tests use (and, with the
+//!   flags, those of `test-windows`, `fuzz`, `test-kernel`, `test-uboot` and
+//!   `dist`), and install the missing Debian packages in
 //!   one `apt-get` call (as root; otherwise print the command and fail);
 //! - `test [ARGS...] [-- TEST-ARGS...]`: the tool/root tier and the pure
 //!   tier together: `install-tools`, `cargo build -p mkfs-alloc-cli`, then
@@ -15,7 +16,9 @@
 //!   an empty `PATH` (see `test.rs`);
 //! - `bench`: see `bench.rs`;
 //! - `bench-probe [--write]`: `mkfs-alloc probe` vs f3probe on FUSE fake
-//!   sticks (see `probe_bench.rs`);
+//!   sticks (see `probe_bench.rs`); `bench-probe --full [--reps N]
+//!   [--write]`: `probe --full`'s write pass against `dd oflag=direct`
+//!   (see `probe_full_bench.rs`);
 //! - `cross-check`: `cargo check` and `cargo clippy -D warnings` of the
 //!   product crates for Windows and macOS (see [`CROSS_TARGETS`]);
 //! - `test-windows`: the Windows build run under Wine, its images checked
@@ -23,6 +26,11 @@
 //! - `fuzz [--secs N]`: every cargo-fuzz target for N seconds (see `fuzz.rs`);
 //! - `test-kernel [--all]`: images through the Linux kernel's exfat and vfat
 //!   drivers in QEMU (see `kernel/`);
+//! - `test-uboot [--all] [--json]`: FAT images through U-Boot's FAT driver
+//!   in QEMU (see `uboot/`);
+//! - `dist [--check] [--no-windows]`: the static Linux tarball, the Debian
+//!   packages and the Windows zip in `target/dist/`, and with `--check` (root)
+//!   their tests (see `dist/`);
 //! - `man [DIR]`: the man pages (clap_mangen, through the CLI's hidden
 //!   `man` command) into DIR, default `target/man`.
 //!
@@ -44,7 +52,7 @@ type Cmd = (
 const COMMANDS: &[Cmd] = &[
     (
         "install-tools",
-        "install the missing test tools (Debian packages) [--windows] [--fuzz] [--kernel] [--all]",
+        "install the missing test tools (Debian packages) [--windows] [--fuzz] [--kernel] [--uboot] [--dist] [--all]",
         test::install_tools_cmd,
     ),
     (
@@ -64,7 +72,7 @@ const COMMANDS: &[Cmd] = &[
     ),
     (
         "bench-probe",
-        "mkfs-alloc probe vs f3probe on the same FUSE fake sticks (root) [--write]",
+        "mkfs-alloc probe vs f3probe on the same FUSE fake sticks (root) [--write]; --full [--reps N]: probe --full's write pass vs dd oflag=direct",
         bench_probe_cmd,
     ),
     (
@@ -88,18 +96,31 @@ const COMMANDS: &[Cmd] = &[
         fuzz::fuzz_cmd,
     ),
     (
+        "dist",
+        "packages into target/dist: static Linux tarball, .deb (binary + optional mkfs.* links), Windows zip [--check] [--no-windows]",
+        dist::dist_cmd,
+    ),
+    (
         "test-kernel",
         "images through the Linux kernel's exfat/vfat drivers in QEMU [--all] [--jobs N] [--case NAME] [--keep]",
         kernel::test_kernel_cmd,
+    ),
+    (
+        "test-uboot",
+        "FAT images through U-Boot's FAT driver in QEMU [--all] [--json] [--jobs N] [--case NAME] [--keep]",
+        uboot::test_uboot_cmd,
     ),
 ];
 
 mod bench;
 mod bench_populate;
+mod dist;
 mod fuzz;
 mod kernel;
 mod probe_bench;
+mod probe_full_bench;
 mod test;
+mod uboot;
 mod windows;
 
 /// Targets of `cross-check`.
@@ -285,11 +306,22 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
 }
 
 fn bench_probe_cmd(args: &[String]) -> Result<(), String> {
-    let write = match args {
-        [] => false,
-        [w] if w == "--write" => true,
-        _ => return Err("valid: [--write]".into()),
-    };
+    let (mut write, mut full, mut reps) = (false, false, 3usize);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--write" => write = true,
+            "--full" => full = true,
+            "--reps" => {
+                reps = it
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .filter(|&n| n > 0)
+                    .ok_or("--reps needs a positive number")?;
+            }
+            _ => return Err("valid: [--full [--reps N]] [--write]".into()),
+        }
+    }
     if !is_root() {
         return Err("bench-probe needs root (FUSE mounts, loop devices)".into());
     }
@@ -302,10 +334,17 @@ fn bench_probe_cmd(args: &[String]) -> Result<(), String> {
         "mkfs-alloc-cli",
     ]))?;
     let bin = target_dir().join("release").join("mkfs-alloc");
-    let table = probe_bench::run(&root, &bin)?;
+    let (table, markers) = if full {
+        (
+            probe_full_bench::run(&root, &bin, reps)?,
+            probe_full_bench::MARKERS,
+        )
+    } else {
+        (probe_bench::run(&root, &bin)?, probe_bench::MARKERS)
+    };
     println!("{table}");
     if write {
-        probe_bench::write(&root, &table)?;
+        probe_bench::write(&root, &table, markers)?;
         eprintln!("xtask: updated BENCHMARKS.md");
     }
     Ok(())

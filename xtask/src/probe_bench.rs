@@ -17,15 +17,19 @@ use std::time::{Duration, Instant};
 
 const GIB: u64 = 1 << 30;
 const MIB: u64 = 1 << 20;
-const BEGIN: &str = "<!-- probe-bench:begin -->";
-const END: &str = "<!-- probe-bench:end -->";
+/// The table's markers in BENCHMARKS.md.
+pub const MARKERS: (&str, &str) = ("<!-- probe-bench:begin -->", "<!-- probe-bench:end -->");
 
 /// A fake: mode (`genuine` is a plain loop device), announced, real, cache.
-struct Fake {
-    mode: &'static str,
-    announced: u64,
-    real: u64,
-    cache: u64,
+pub struct Fake {
+    /// `wraparound`, `limbo` or `genuine`.
+    pub mode: &'static str,
+    /// Bytes announced.
+    pub announced: u64,
+    /// Bytes stored.
+    pub real: u64,
+    /// Bytes of write cache.
+    pub cache: u64,
 }
 
 const FAKES: &[Fake] = &[
@@ -77,14 +81,15 @@ fn mounted(dir: &Path) -> bool {
 }
 
 /// A mounted fake with its loop device, torn down on drop.
-struct Mounted {
+pub struct Mounted {
     dir: PathBuf,
     child: Option<Child>,
     dev: String,
 }
 
 impl Mounted {
-    fn new(root: &Path, work: &Path, f: &Fake) -> Result<Mounted, String> {
+    /// Mounts `f` under `work` (cleared first) and attaches its loop device.
+    pub fn new(root: &Path, work: &Path, f: &Fake) -> Result<Mounted, String> {
         let _ = std::fs::remove_dir_all(work);
         let dir = work.join("mnt");
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -131,6 +136,11 @@ impl Mounted {
         .trim()
         .to_string();
         Ok(m)
+    }
+
+    /// The loop device.
+    pub fn dev(&self) -> &str {
+        &self.dev
     }
 }
 
@@ -290,16 +300,16 @@ pub fn run(root: &Path, bin: &Path) -> Result<String, String> {
     Ok(table)
 }
 
-/// Replaces the table between the markers of BENCHMARKS.md.
-pub fn write(root: &Path, table: &str) -> Result<(), String> {
+/// Replaces the table between the markers `(begin, end)` of BENCHMARKS.md.
+pub fn write(root: &Path, table: &str, (begin, end): (&str, &str)) -> Result<(), String> {
     let path = root.join("BENCHMARKS.md");
     let doc = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let (Some(a), Some(b)) = (doc.find(BEGIN), doc.find(END)) else {
+    let (Some(a), Some(b)) = (doc.find(begin), doc.find(end)) else {
         return Err(format!(
-            "{} has no {BEGIN} ... {END} markers",
+            "{} has no {begin} ... {end} markers",
             path.display()
         ));
     };
-    let new = format!("{}{BEGIN}\n{table}{}", &doc[..a], &doc[b..]);
+    let new = format!("{}{begin}\n{table}{}", &doc[..a], &doc[b..]);
     std::fs::write(&path, new).map_err(|e| format!("{}: {e}", path.display()))
 }

@@ -17,15 +17,19 @@ pub(crate) fn install_tools_cmd(args: &[String]) -> Result<(), String> {
         match a.as_str() {
             "--windows" => tools.extend_from_slice(crate::windows::TOOLS),
             "--fuzz" => tools.extend_from_slice(crate::fuzz::TOOLS),
+            "--dist" => tools.extend_from_slice(crate::dist::TOOLS),
             "--kernel" => kernel = true,
+            "--uboot" => tools.extend_from_slice(crate::uboot::TOOLS),
             "--all" => {
                 tools.extend_from_slice(crate::windows::TOOLS);
                 tools.extend_from_slice(crate::fuzz::TOOLS);
+                tools.extend_from_slice(crate::uboot::TOOLS);
+                tools.extend_from_slice(crate::dist::TOOLS);
                 kernel = true;
             }
             other => {
                 return Err(format!(
-                    "unknown option {other:?}; valid: --windows, --fuzz, --kernel, --all"
+                    "unknown option {other:?}; valid: --windows, --fuzz, --kernel, --uboot, --dist, --all"
                 ))
             }
         }

@@ -19,6 +19,20 @@
 //!
 //! This crate has no `unsafe` code; the only crate allowed it is
 //! `mkfs-alloc-device` (raw device ioctls).
+//!
+//! ```
+//! use mkfs_alloc_blockio::{BlockIo, MemDisk, Slice};
+//!
+//! let mut disk = MemDisk::new(512, 2048)?; // 1 MiB of 512-byte blocks
+//! disk.write_blocks(1, &[0xAB; 512])?;
+//! // A window from block 1 on: block 0 of the slice is block 1 of the disk.
+//! let mut part = Slice::new(&mut disk, 1, 100)?;
+//! let mut block = [0u8; 512];
+//! part.read_blocks(0, &mut block)?;
+//! assert_eq!(block, [0xAB; 512]);
+//! assert_eq!(part.num_blocks(), 100);
+//! # Ok::<(), mkfs_alloc_blockio::IoError>(())
+//! ```
 
 use std::fmt;
 

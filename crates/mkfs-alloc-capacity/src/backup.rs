@@ -1,36 +1,55 @@
 //! `--keep-data`: the original content of every unit the probe writes is
 //! saved before the write and put back afterwards.
 //!
-//! Crash safety. [`Journal`] appends each original unit to a file on
-//! another medium (never the probed device) and syncs it
-//! ([`Backup::commit`]) before the probe overwrites any of those units. If the
-//! program, the host or the stick dies in the middle, every unit that was
-//! overwritten has its original in the journal and [`restore_journal`] puts
-//! them back later. Each record carries a CRC-32: a record torn by a crash
-//! was never committed, so its unit was never overwritten, and it is ignored.
+//! Crash safety. A [`Backup`] such as [`Journal`](crate::Journal) saves
+//! each original unit on another medium (never the probed device) and makes
+//! it durable ([`Backup::commit`]) before the probe overwrites any of those
+//! units. If the program, the host or the stick dies in the middle, every
+//! unit that was overwritten has its original in the journal and
+//! [`restore_journal`](crate::restore_journal) puts them back later.
 //!
 //! Restoring writes the records newest first. On a fake, two addresses can
 //! share storage; a later save of the second address may hold this run's
 //! pattern rather than the original. Newest-first restoring ends with the
 //! oldest save of every storage cell, which is the original. Restoring is
 //! idempotent: running it twice gives the same result.
+//!
+//! Every record is checked on its own: a damaged one is skipped and counted
+//! ([`RestoreReport`]), and restoring goes on with the others.
 
-use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::path::Path;
-
-use crc::{Crc, CRC_32_ISO_HDLC};
+use std::io;
 
 use mkfs_alloc_blockio::BlockIo;
 
 use crate::ProbeError;
 
-const CRC: Crc<u32> = Crc::<u32>::new(&CRC_32_ISO_HDLC);
-const JOURNAL_MAGIC: [u8; 8] = *b"MKFSPRJ1";
-const HEADER_LEN: u64 = 32;
+/// What the probe tells its [`Backup`] before the first save.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunInfo {
+    /// Salt of this run's test blocks (recognises them on a restore).
+    pub salt: u64,
+    /// Size of every saved unit, in bytes.
+    pub unit_bytes: u32,
+    /// The device's announced size in bytes.
+    pub announced_bytes: u64,
+    /// The device's block size in bytes.
+    pub block_size: u32,
+}
+
+/// One record loaded back from a [`Backup`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loaded {
+    /// The record is intact; its data belongs to this unit.
+    Intact(u64),
+    /// The record is damaged or missing; its unit, if still known.
+    Damaged(Option<u64>),
+}
 
 /// Storage for the original units the probe overwrites.
 pub trait Backup {
+    /// Called once, before the first [`Backup::save`], with what identifies
+    /// the run.
+    fn start(&mut self, run: &RunInfo) -> io::Result<()>;
     /// Records the original content `data` of `unit` (one unit of bytes).
     fn save(&mut self, unit: u64, data: &[u8]) -> io::Result<()>;
     /// Makes every record saved so far durable. The probe calls this before
@@ -38,8 +57,8 @@ pub trait Backup {
     fn commit(&mut self) -> io::Result<()>;
     /// Number of records saved.
     fn records(&self) -> u64;
-    /// Loads record `index` into `data`, returning its unit.
-    fn load(&mut self, index: u64, data: &mut [u8]) -> io::Result<u64>;
+    /// Loads record `index` into `data` (one unit) and checks it.
+    fn load(&mut self, index: u64, data: &mut [u8]) -> Loaded;
 }
 
 /// A [`Backup`] in memory (tests, or when losing the data in a crash is
@@ -47,6 +66,7 @@ pub trait Backup {
 #[derive(Debug, Default)]
 pub struct MemBackup {
     saved: Vec<(u64, Vec<u8>)>,
+    run: Option<RunInfo>,
 }
 
 impl MemBackup {
@@ -54,9 +74,18 @@ impl MemBackup {
     pub fn new() -> Self {
         Self::default()
     }
+
+    /// What [`Backup::start`] was told (`None` before the probe started).
+    pub fn run(&self) -> Option<RunInfo> {
+        self.run
+    }
 }
 
 impl Backup for MemBackup {
+    fn start(&mut self, run: &RunInfo) -> io::Result<()> {
+        self.run = Some(*run);
+        Ok(())
+    }
     fn save(&mut self, unit: u64, data: &[u8]) -> io::Result<()> {
         self.saved.push((unit, data.to_vec()));
         Ok(())
@@ -67,255 +96,114 @@ impl Backup for MemBackup {
     fn records(&self) -> u64 {
         self.saved.len() as u64
     }
-    fn load(&mut self, index: u64, data: &mut [u8]) -> io::Result<u64> {
-        let (unit, d) = usize::try_from(index)
-            .ok()
-            .and_then(|i| self.saved.get(i))
-            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such record"))?;
-        data.copy_from_slice(d);
-        Ok(*unit)
-    }
-}
-
-/// A [`Backup`] in a journal file, synced before every overwrite. See the
-/// module docs (`backup.rs`) for the crash-safety argument.
-///
-/// Layout: a 32-byte header (magic `MKFSPRJ1`, format version 1 as `u32`,
-/// the unit size as `u32`, the device's announced size in bytes as `u64`,
-/// 8 reserved bytes), then fixed-size records: the unit number (`u64`), one
-/// unit of data, and a CRC-32 (ISO-HDLC) of both. All integers little-endian.
-#[derive(Debug)]
-pub struct Journal {
-    file: File,
-    unit_bytes: u32,
-    announced_bytes: u64,
-    records: u64,
-}
-
-impl Journal {
-    /// Creates a new journal at `path` (which must not exist) for a device of
-    /// `announced_bytes` probed in units of `unit_bytes`.
-    ///
-    /// # Errors
-    ///
-    /// The file exists or cannot be created and synced.
-    pub fn create(path: &Path, announced_bytes: u64, unit_bytes: u32) -> io::Result<Self> {
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(path)?;
-        let mut h = [0u8; HEADER_LEN as usize];
-        h[..8].copy_from_slice(&JOURNAL_MAGIC);
-        h[8..12].copy_from_slice(&1u32.to_le_bytes());
-        h[12..16].copy_from_slice(&unit_bytes.to_le_bytes());
-        h[16..24].copy_from_slice(&announced_bytes.to_le_bytes());
-        file.write_all(&h)?;
-        file.sync_all()?;
-        // The directory entry too, so that a power cut cannot lose the file
-        // whose records were synced (Unix; Windows cannot open directories
-        // as files and makes the entry durable with the file's metadata).
-        #[cfg(unix)]
-        {
-            let dir = path
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            File::open(dir)?.sync_all()?;
-        }
-        Ok(Journal {
-            file,
-            unit_bytes,
-            announced_bytes,
-            records: 0,
-        })
-    }
-
-    /// Opens an existing journal and counts its complete, intact records.
-    ///
-    /// # Errors
-    ///
-    /// The file cannot be read or is not a journal.
-    pub fn open(path: &Path) -> io::Result<Self> {
-        let mut file = OpenOptions::new().read(true).write(true).open(path)?;
-        let mut h = [0u8; HEADER_LEN as usize];
-        file.read_exact(&mut h)?;
-        let bad = || io::Error::new(io::ErrorKind::InvalidData, "not a mkfs-alloc probe journal");
-        if h[..8] != JOURNAL_MAGIC || h[8..12] != 1u32.to_le_bytes() {
-            return Err(bad());
-        }
-        let unit_bytes = u32::from_le_bytes([h[12], h[13], h[14], h[15]]);
-        if !unit_bytes.is_power_of_two() || !(512..=(1 << 20)).contains(&unit_bytes) {
-            return Err(bad());
-        }
-        let mut a = [0u8; 8];
-        a.copy_from_slice(&h[16..24]);
-        let announced_bytes = u64::from_le_bytes(a);
-        let mut j = Journal {
-            file,
-            unit_bytes,
-            announced_bytes,
-            records: 0,
-        };
-        let len = j.file.metadata()?.len();
-        let full = len.saturating_sub(HEADER_LEN) / j.record_len();
-        let mut data = vec![0u8; unit_bytes as usize];
-        for i in 0..full {
-            if j.read_record(i, &mut data).is_err() {
-                break;
+    fn load(&mut self, index: u64, data: &mut [u8]) -> Loaded {
+        match usize::try_from(index).ok().and_then(|i| self.saved.get(i)) {
+            Some((unit, d)) if d.len() == data.len() => {
+                data.copy_from_slice(d);
+                Loaded::Intact(*unit)
             }
-            j.records = i + 1;
+            Some((unit, _)) => Loaded::Damaged(Some(*unit)),
+            None => Loaded::Damaged(None),
         }
-        Ok(j)
-    }
-
-    /// The unit size the journal was written with.
-    pub fn unit_bytes(&self) -> u32 {
-        self.unit_bytes
-    }
-
-    /// The announced size of the device the journal belongs to.
-    pub fn announced_bytes(&self) -> u64 {
-        self.announced_bytes
-    }
-
-    fn record_len(&self) -> u64 {
-        8 + u64::from(self.unit_bytes) + 4
-    }
-
-    fn read_record(&mut self, index: u64, data: &mut [u8]) -> io::Result<u64> {
-        let mut rec = vec![0u8; self.record_len() as usize];
-        self.file
-            .seek(SeekFrom::Start(HEADER_LEN + index * self.record_len()))?;
-        self.file.read_exact(&mut rec)?;
-        let body = rec.len() - 4;
-        let want = u32::from_le_bytes([rec[body], rec[body + 1], rec[body + 2], rec[body + 3]]);
-        if CRC.checksum(&rec[..body]) != want {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "torn journal record",
-            ));
-        }
-        let mut u = [0u8; 8];
-        u.copy_from_slice(&rec[..8]);
-        data.copy_from_slice(&rec[8..body]);
-        Ok(u64::from_le_bytes(u))
     }
 }
 
-impl Backup for Journal {
-    fn save(&mut self, unit: u64, data: &[u8]) -> io::Result<()> {
-        let mut rec = Vec::with_capacity(self.record_len() as usize);
-        rec.extend_from_slice(&unit.to_le_bytes());
-        rec.extend_from_slice(data);
-        let crc = CRC.checksum(&rec);
-        rec.extend_from_slice(&crc.to_le_bytes());
-        self.file.seek(SeekFrom::Start(
-            HEADER_LEN + self.records * self.record_len(),
-        ))?;
-        self.file.write_all(&rec)?;
-        self.records += 1;
-        Ok(())
+/// A record that could not be written back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct LostRecord {
+    /// Its index in the journal.
+    pub index: u64,
+    /// The bytes of the device it held, `(offset, length)`, if its unit is
+    /// known (a record whose head is damaged or that is missing names none).
+    pub range: Option<(u64, u64)>,
+}
+
+/// What a restore did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RestoreReport {
+    /// Records the journal must hold (committed before the device was
+    /// overwritten).
+    pub records: u64,
+    /// Records written back.
+    pub restored: u64,
+    /// Bytes written to the device.
+    pub bytes_written: u64,
+    /// Records that could not be written back, damaged or missing, in
+    /// index order.
+    pub lost: Vec<LostRecord>,
+}
+
+impl RestoreReport {
+    /// True when every record was written back.
+    pub fn complete(&self) -> bool {
+        self.lost.is_empty()
     }
-    fn commit(&mut self) -> io::Result<()> {
-        self.file.sync_data()
+
+    /// The device byte ranges that could not be restored, merged and sorted
+    /// (records whose unit is unknown are not in it: see
+    /// [`RestoreReport::lost_unknown`]).
+    pub fn lost_ranges(&self) -> Vec<(u64, u64)> {
+        let mut r: Vec<(u64, u64)> = self.lost.iter().filter_map(|l| l.range).collect();
+        r.sort_unstable();
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for (off, len) in r {
+            match out.last_mut() {
+                Some((o, l)) if *o + *l >= off => *l = (*l).max(off + len - *o),
+                _ => out.push((off, len)),
+            }
+        }
+        out
     }
-    fn records(&self) -> u64 {
-        self.records
-    }
-    fn load(&mut self, index: u64, data: &mut [u8]) -> io::Result<u64> {
-        self.read_record(index, data)
+
+    /// Lost records whose unit is unknown.
+    pub fn lost_unknown(&self) -> u64 {
+        self.lost.iter().filter(|l| l.range.is_none()).count() as u64
     }
 }
 
 /// Writes every record of `backup` back to `dev`, newest first, and flushes.
-/// `unit_bytes` must be the unit size the records were saved with. Returns
-/// the bytes written.
+/// `unit_bytes` must be the unit size the records were saved with. Damaged
+/// records are skipped and listed in the report.
 ///
 /// # Errors
 ///
-/// [`ProbeError::Backup`] if a record cannot be read,
 /// [`ProbeError::Io`] if the device refuses a write,
-/// [`ProbeError::JournalMismatch`] if a record lies outside the device.
+/// [`ProbeError::BlockSize`] if `unit_bytes` is not a multiple of the
+/// device's block size.
 pub fn restore<D: BlockIo + ?Sized>(
     dev: &mut D,
     backup: &mut dyn Backup,
     unit_bytes: u32,
-) -> Result<u64, ProbeError> {
+) -> Result<RestoreReport, ProbeError> {
     let bs = u64::from(dev.block_size());
     let unit = u64::from(unit_bytes);
     if unit % bs != 0 {
-        return Err(ProbeError::JournalMismatch(
-            "the unit size is not a multiple of the device block size".into(),
-        ));
+        return Err(ProbeError::BlockSize(unit_bytes));
     }
     let units = dev.num_blocks() * bs / unit;
     let mut data = vec![0u8; unit_bytes as usize];
-    let mut written = 0;
+    let mut report = RestoreReport {
+        records: backup.records(),
+        ..RestoreReport::default()
+    };
     for i in (0..backup.records()).rev() {
-        let u = backup.load(i, &mut data).map_err(ProbeError::Backup)?;
-        if u >= units {
-            return Err(ProbeError::JournalMismatch(format!(
-                "record {i} names unit {u}, beyond the device"
-            )));
+        match backup.load(i, &mut data) {
+            Loaded::Intact(u) if u < units => {
+                dev.write_blocks(u * unit / bs, &data)?;
+                report.restored += 1;
+                report.bytes_written += unit;
+            }
+            Loaded::Intact(u) | Loaded::Damaged(Some(u)) => report.lost.push(LostRecord {
+                index: i,
+                range: (u < units).then_some((u * unit, unit)),
+            }),
+            Loaded::Damaged(None) => report.lost.push(LostRecord {
+                index: i,
+                range: None,
+            }),
         }
-        dev.write_blocks(u * unit / bs, &data)?;
-        written += unit;
     }
     dev.flush()?;
-    Ok(written)
-}
-
-/// Restores the journal at `path` onto `dev` (after a probe with
-/// `--keep-data` was interrupted). The caller removes the file afterwards.
-///
-/// # Errors
-///
-/// The journal cannot be read, belongs to a device of another size, or a
-/// write fails (see [`restore`]).
-pub fn restore_journal<D: BlockIo + ?Sized>(dev: &mut D, path: &Path) -> Result<u64, ProbeError> {
-    let mut j = Journal::open(path).map_err(ProbeError::Backup)?;
-    let size = dev.num_blocks() * u64::from(dev.block_size());
-    if j.announced_bytes() != size {
-        return Err(ProbeError::JournalMismatch(format!(
-            "the journal is for a device of {} bytes, this one has {size}",
-            j.announced_bytes()
-        )));
-    }
-    let unit = j.unit_bytes();
-    restore(dev, &mut j, unit)
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-    use mkfs_alloc_blockio::MemDisk;
-
-    #[test]
-    fn journal_round_trip_ignores_a_torn_tail_and_restores_newest_first() {
-        let dir = mkfs_alloc_testsupport::TempDir::new("journal");
-        let path = dir.join("j");
-        let mut j = Journal::create(&path, 8 * 4096, 4096).unwrap();
-        j.save(3, &[1; 4096]).unwrap();
-        j.save(3, &[2; 4096]).unwrap(); // a later save of the same storage
-        j.save(5, &[7; 4096]).unwrap();
-        j.commit().unwrap();
-        drop(j);
-        // A torn record at the tail (crash during save) is ignored.
-        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
-        f.write_all(&[9u8; 100]).unwrap();
-        drop(f);
-        let mut disk = MemDisk::new(512, 64).unwrap();
-        let written = restore_journal(&mut disk, &path).unwrap();
-        assert_eq!(written, 3 * 4096);
-        assert!(disk.as_bytes()[3 * 4096..4 * 4096].iter().all(|&b| b == 1));
-        assert!(disk.as_bytes()[5 * 4096..6 * 4096].iter().all(|&b| b == 7));
-        // A device of another size is refused.
-        let mut other = MemDisk::new(512, 128).unwrap();
-        assert!(matches!(
-            restore_journal(&mut other, &path),
-            Err(ProbeError::JournalMismatch(_))
-        ));
-    }
+    report.lost.reverse();
+    Ok(report)
 }

@@ -22,8 +22,14 @@
 //!    back wrong bounds the device's cache: it holds fewer units than were
 //!    written. These writes also push the round-1 blocks out of any cache.
 //! 3. **Read round 1** in random order (some fakes serve the last
-//!    sequential writes from a cache). Two addresses sharing storage give the
-//!    wrap modulus (the lowest power of two dividing their distance).
+//!    sequential writes from a cache), then a **grid** of reads, one unit in
+//!    every cache-search length across the device: the end region written
+//!    by the cache search lands, on a wraparound fake, on cells the grid
+//!    hits, so a wrap of any size (a power of two or not) is seen. Two
+//!    addresses sharing storage lie a multiple of the wrap apart; the
+//!    greatest common divisor of the distances seen, narrowed by reading
+//!    its divisors after a write at the start, is the wrap. The real size
+//!    reported is the one this proves, not a power of two below it.
 //! 4. **Bisect by random sampling** between the highest unit known good and
 //!    the lowest known bad (or the wrap modulus): each round writes random
 //!    units in between, then enough filler units at the start to flush the
@@ -38,13 +44,24 @@
 //! [`Verdict::Limbo`], [`Verdict::Chain`] or [`Verdict::Damaged`] (I/O
 //! errors, no usable start, or bad units that are not one tail).
 //!
-//! Limits (shared with f3probe): a wrap that is not a power of two is only
-//! seen if random samples collide, and a cache larger than
-//! [`ProbeOptions::max_cache_bytes`] hides a limbo fake.
+//! Limits of sampling: a cache larger than [`ProbeOptions::max_cache_bytes`]
+//! hides a limbo fake (shared with f3probe), and so does a controller that
+//! keeps only the blocks written last (recycling the oldest); a wrap is
+//! certain to be seen only from the cache-search length on and on devices
+//! of up to 16384 times it. [`probe_full`] writes and reads back every
+//! block (as H2testw and f3write/f3read do) and proves what sampling
+//! cannot, in the time it takes to write and read the whole device.
+//!
+//! `--keep-data` saves every unit before its first write in a [`Backup`]
+//! (a [`Journal`] file, synced first, each record with its own checksums)
+//! and writes them back at the end; after a crash, [`restore_journal`]
+//! replays a journal, refusing before any write a device it did not come
+//! from ([`Refusal`]).
 //!
 //! The crate has no OS code: the caller supplies a [`ProbeTarget`] (a
-//! [`BlockIo`] that can drop the caches between it and the medium) and, for
-//! `--keep-data`, a [`Backup`].
+//! [`BlockIo`] that can drop the caches between it and the medium), for
+//! `--keep-data` a [`Backup`], and for a restore the [`DeviceIdentity`] the
+//! operating system reports.
 //!
 //! ```
 //! use mkfs_alloc_capacity::{probe, FakeKind, FakeStick, ProbeOptions, Verdict};
@@ -61,14 +78,20 @@
 mod backup;
 mod engine;
 pub mod fake;
+mod journal;
 mod pattern;
+mod restore;
 mod rng;
 
 use mkfs_alloc_blockio::{BlockIo, ImageFile, IoError, MemDisk};
 
-pub use backup::{restore, restore_journal, Backup, Journal, MemBackup};
-pub use engine::probe;
+pub use backup::{restore, Backup, Loaded, LostRecord, MemBackup, RestoreReport, RunInfo};
+pub use engine::{probe, probe_full};
 pub use fake::{FakeKind, FakeStick};
+pub use journal::{
+    DeviceIdentity, Journal, JournalError, JournalHeader, JournalStatus, Record, JOURNAL_VERSION,
+};
+pub use restore::{restore_journal, Refusal};
 
 /// A [`BlockIo`] whose caches between the program and the medium can be
 /// dropped, so that the next reads come from the medium.
@@ -137,7 +160,18 @@ impl std::fmt::Display for Verdict {
     }
 }
 
-/// Knobs of [`probe`].
+/// How a report was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// [`probe`]: test blocks at sampled places; fast, but it cannot prove
+    /// every block stores data (see the crate docs).
+    Sampling,
+    /// [`probe_full`]: every block written and read back.
+    Full,
+}
+
+/// Knobs of [`probe`] and [`probe_full`].
 #[derive(Debug, Clone)]
 pub struct ProbeOptions {
     /// Seed of the salt and of the random positions; `None` picks a fresh one.
@@ -185,6 +219,10 @@ pub enum Phase {
     Speed,
     /// Putting the saved data back (`--keep-data`).
     Restore,
+    /// [`probe_full`]: writing every block.
+    Write,
+    /// [`probe_full`]: reading every block back.
+    Verify,
 }
 
 /// Speeds measured on the way (uncached if the target is).
@@ -196,8 +234,9 @@ pub struct Speeds {
     pub seq_read_bytes_per_sec: f64,
     /// Bytes written and read for the sequential figures.
     pub seq_bytes: u64,
-    /// Random single-unit writes per second (flush included).
-    pub random_write_iops: f64,
+    /// Random single-unit writes per second (flush included); `None` if
+    /// not measured (a full pass with `measure` off).
+    pub random_write_iops: Option<f64>,
     /// Size of each random write in bytes (the probe unit).
     pub random_write_bytes: u32,
 }
@@ -207,6 +246,8 @@ pub struct Speeds {
 pub struct ProbeReport {
     /// The verdict.
     pub verdict: Verdict,
+    /// Sampling or a full pass.
+    pub mode: Mode,
     /// Size the device announces, in bytes.
     pub announced_bytes: u64,
     /// Usable size from the start, in bytes (the announced size when genuine).
@@ -226,6 +267,8 @@ pub struct ProbeReport {
     pub bytes_read: u64,
     /// Bytes written back by `--keep-data` (`None` without it).
     pub bytes_restored: Option<u64>,
+    /// Bytes that did not read back as written (a full pass only).
+    pub bad_bytes: Option<u64>,
     /// Resets (reopens) between write and read phases.
     pub resets: u64,
     /// Write/read rounds after the first.
@@ -238,7 +281,8 @@ pub struct ProbeReport {
     pub seconds: f64,
 }
 
-/// Errors that stop a probe (a misbehaving device is a verdict, not an error).
+/// Errors that stop a probe or a restore (a misbehaving device is a
+/// verdict, not an error).
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
     /// The device is too small to probe (fewer than 64 units).
@@ -247,14 +291,27 @@ pub enum ProbeError {
     /// The device's block size is not usable.
     #[error("unsupported block size {0}")]
     BlockSize(u32),
-    /// Saving or loading the original data failed; the probe stopped before
-    /// overwriting anything it had not saved.
-    #[error("keep-data backup failed")]
-    Backup(#[source] std::io::Error),
-    /// Restoring the original data failed.
+    /// Saving the original data failed; the probe stopped before
+    /// overwriting anything it had not saved, and wrote back what it had
+    /// saved (`restored`; see [`RestoreReport::complete`]).
+    #[error("saving the original data failed")]
+    Backup {
+        /// The failure.
+        #[source]
+        source: std::io::Error,
+        /// What was written back.
+        restored: RestoreReport,
+    },
+    /// A device read or write failed while restoring the original data.
     #[error("restoring the original data failed")]
     Io(#[from] IoError),
-    /// A journal does not belong to this device.
-    #[error("the journal does not match the device: {0}")]
-    JournalMismatch(String),
+    /// Records could not be written back: the journal must be kept.
+    #[error("{} of {} saved blocks could not be written back", .0.lost.len(), .0.records)]
+    Incomplete(RestoreReport),
+    /// The journal cannot be used.
+    #[error("the journal cannot be used")]
+    Journal(#[from] JournalError),
+    /// A restore refused to start; nothing was written.
+    #[error("refusing to restore")]
+    Refused(#[from] Refusal),
 }

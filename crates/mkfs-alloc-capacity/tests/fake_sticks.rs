@@ -3,23 +3,14 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+use common::{opts, MIB};
+
 use mkfs_alloc_blockio::{BlockIo, MemDisk};
-use mkfs_alloc_capacity::{
-    probe, FakeKind, FakeStick, MemBackup, Phase, ProbeOptions, ProbeReport, Verdict,
-};
+use mkfs_alloc_capacity::{probe, FakeKind, FakeStick, MemBackup, Phase, ProbeReport, Verdict};
 use mkfs_alloc_testsupport::test_data;
 
-const MIB: u64 = 1 << 20;
-
-fn opts(seed: u64) -> ProbeOptions {
-    ProbeOptions {
-        seed: Some(seed),
-        max_cache_bytes: 4 * MIB,
-        speed_bytes: MIB,
-        random_writes: 16,
-        ..ProbeOptions::default()
-    }
-}
+const GIB: u64 = 1 << 30;
 
 fn run(kind: FakeKind, announced: u64, real: u64, cache_blocks: usize, seed: u64) -> ProbeReport {
     let mut stick = FakeStick::new(kind, 512, announced / 512, real / 512, cache_blocks);
@@ -60,6 +51,46 @@ fn wraparound_is_found_with_its_real_size() {
         assert_eq!(r.real_bytes, real);
         assert_eq!(r.wrap_bytes, Some(real));
     }
+}
+
+#[test]
+fn a_wrap_that_is_not_a_power_of_two_is_reported_at_the_size_it_proves() {
+    // A "4 GB" stick wrapping at 3 GiB (once called genuine: no sample
+    // pair collided) and a "16 GB" one wrapping at 12 GiB (once reported
+    // as 4 GiB real, the power of two dividing the distance seen).
+    for (ann, real, cache, seed) in [
+        (4_000_000_000, 3 * GIB, 0, 1),
+        (4_000_000_000, 3 * GIB, 256, 2),
+        (16_000_000_000, 12 * GIB, 0, 3),
+        (16_000_000_000, 12 * GIB, 1024, 4),
+        (1_000_000_000, 700 * MIB + 4096, 64, 5),
+    ] {
+        let r = run(FakeKind::Wraparound, ann, real, cache, seed);
+        assert_eq!(
+            (r.verdict, r.real_bytes, r.wrap_bytes),
+            (Verdict::Wraparound, real, Some(real)),
+            "{ann} wrapping at {real}, cache {cache}: {r:?}"
+        );
+        assert!(r.bytes_written < 32 * MIB, "{}", r.bytes_written);
+    }
+}
+
+#[test]
+fn a_chain_whose_wrap_is_not_a_power_of_two_is_found() {
+    let r = run(
+        FakeKind::Chain {
+            modulus: 96 * MIB / 512,
+        },
+        512 * MIB,
+        80 * MIB,
+        128,
+        6,
+    );
+    assert_eq!(
+        (r.verdict, r.real_bytes, r.wrap_bytes),
+        (Verdict::Chain, 80 * MIB, Some(96 * MIB)),
+        "{r:?}"
+    );
 }
 
 #[test]

@@ -38,11 +38,13 @@ Defaults (--cluster auto): FAT32 4 KiB up to 8 GiB, 8 KiB up to 16 GiB,
 16 KiB up to 32 GiB, 32 KiB above; exFAT 4 KiB up to 256 MiB, 32 KiB above;
 FAT16/FAT12 4 KiB. The FAT width follows the cluster count: FAT12 below
 4,085 clusters, FAT16 below 65,525, FAT32 above (16 clusters of margin).
-A target named like a command (list, advise, info, completions) is written
-as a path: ./list.
-Exit codes: 0 success; 1 I/O failure after writing began; 2 invalid input
-or a refusal (read-only, permission denied, busy, locked, mounted), nothing
-written.";
+A target named like a command (list, advise, info, probe, completions, help)
+is written as a path: ./list.
+Exit codes: 0 success; 1 I/O failure after writing began; 2 nothing was
+written: invalid input, a refusal (read-only, permission denied, busy,
+locked, mounted) or an error before the first write.
+--json anywhere on the line prints one JSON document (--help: {\"help\": ...},
+--version: {\"name\": ..., \"version\": ...}).";
 
 /// File system argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -87,7 +89,7 @@ pub enum LayoutArg {
     Sd,
 }
 
-/// Format a disk, stick, card or image as FAT32 or exFAT with an explicit cluster size.
+/// Format a disk, stick, card or image as exFAT or FAT (FAT12, FAT16, FAT32) with an explicit cluster size.
 #[derive(Debug, Parser)]
 #[command(
     name = "mkfs-alloc",
@@ -136,6 +138,46 @@ pub const SUBCOMMANDS: &[&str] = &[
     "help",
 ];
 
+/// The commands with a `--json` of their own.
+const JSON_COMMANDS: &[&str] = &["list", "advise", "info", "probe"];
+
+/// `--json` anywhere on the line: whether it was given (before a `--`), and
+/// the arguments with every `--json` put where the command takes it. Given
+/// before a command's name it belongs to the command (`mkfs-alloc --json
+/// info X` is `mkfs-alloc info --json X`; without this, `info` would be
+/// the target of a format and refused). Before or after `help`,
+/// `completions` and `man`, which have no `--json`, it is taken out: help
+/// is then printed as JSON, the others are refused as JSON.
+pub fn lift_json(raw: Vec<std::ffi::OsString>) -> (Vec<std::ffi::OsString>, bool) {
+    let end = raw.iter().position(|a| a == "--").unwrap_or(raw.len());
+    let is_json = |i: usize, a: &std::ffi::OsString| i < end && a == "--json";
+    let json = raw.iter().enumerate().any(|(i, a)| is_json(i, a));
+    let command = raw
+        .iter()
+        .enumerate()
+        .skip(1)
+        .find(|(i, a)| !is_json(*i, a))
+        .and_then(|(_, a)| a.to_str())
+        .filter(|c| SUBCOMMANDS.contains(c));
+    let Some(command) = command.filter(|_| json) else {
+        return (raw, json);
+    };
+    let mut out: Vec<std::ffi::OsString> = raw
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| !is_json(*i, a))
+        .map(|(_, a)| a.clone())
+        .collect();
+    if JSON_COMMANDS.contains(&command) {
+        // After the command's name (argument 1 once the `--json`s are out).
+        out.insert(2, "--json".into());
+    }
+    (out, json)
+}
+
+/// `--slack` when not given: 10 % of the tree's footprint left free.
+pub const DEFAULT_SLACK: f64 = 10.0;
+
 /// Options of the format command (the default command).
 #[derive(Debug, clap::Args)]
 pub struct FormatArgs {
@@ -153,9 +195,10 @@ pub struct FormatArgs {
     /// (sorted, reproducible; symlinks, devices, FIFOs and sockets skipped).
     #[arg(long, short = 'd', value_name = "DIR")]
     pub rootdir: Option<PathBuf>,
-    /// With --size auto: free space to leave, in percent of the tree's footprint.
-    #[arg(long, value_name = "PERCENT", default_value_t = 10.0)]
-    pub slack: f64,
+    /// With --size auto: free space to leave, in percent of the tree's
+    /// footprint, 0 to 1000 (default 10).
+    #[arg(long, value_name = "PERCENT", allow_negative_numbers = true)]
+    pub slack: Option<f64>,
     /// Volume label (exFAT: up to 11 UTF-16 units; FAT32: up to 11 ASCII bytes).
     #[arg(long, short = 'L')]
     pub label: Option<String>,
@@ -397,6 +440,78 @@ mod tests {
             assert!(text.contains(&phrase), "{phrase:?} not in the help");
         }
         assert_eq!(at(Fat12, MIB), at(Fat16, MIB));
+    }
+
+    /// The help names every command as a refused target name, and every
+    /// file system width (issue #18 item 8: FAT12/16 and `probe`, `help`
+    /// were missing).
+    #[test]
+    fn help_names_the_refused_targets_and_every_width() {
+        use clap::CommandFactory;
+        let cmd = Cli::command();
+        let text = EXAMPLES.split_whitespace().collect::<Vec<_>>().join(" ");
+        let start = text.find("named like a command (").expect("the sentence");
+        let sentence = &text[start..start + text[start..].find(")").expect("its end")];
+        let mut names: Vec<&str> = cmd
+            .get_subcommands()
+            .filter(|c| !c.is_hide_set())
+            .map(|c| c.get_name())
+            .collect();
+        names.push("help");
+        for n in names {
+            assert!(sentence.contains(n), "{n} not in {sentence:?}");
+            assert!(SUBCOMMANDS.contains(&n), "{n} not in SUBCOMMANDS");
+        }
+        for c in cmd.get_subcommands() {
+            assert!(SUBCOMMANDS.contains(&c.get_name()), "{}", c.get_name());
+        }
+        let about = cmd.get_about().expect("an about").to_string();
+        for fs in ["exFAT", "FAT12", "FAT16", "FAT32"] {
+            assert!(about.contains(fs), "{fs} not in {about:?}");
+        }
+    }
+
+    #[test]
+    fn json_before_a_command_is_the_commands() {
+        let lift = |args: &[&str]| {
+            let raw = std::iter::once("mkfs-alloc")
+                .chain(args.iter().copied())
+                .map(std::ffi::OsString::from)
+                .collect();
+            let (out, json) = lift_json(raw);
+            let out: Vec<String> = out[1..]
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            (out.join(" "), json)
+        };
+        assert_eq!(
+            lift(&["--json", "info", "x"]),
+            ("info --json x".into(), true)
+        );
+        assert_eq!(
+            lift(&["--json", "--json", "list"]),
+            ("list --json".into(), true)
+        );
+        assert_eq!(
+            lift(&["info", "x", "--json"]),
+            ("info --json x".into(), true)
+        );
+        assert_eq!(
+            lift(&["--json", "help", "info"]),
+            ("help info".into(), true)
+        );
+        assert_eq!(
+            lift(&["completions", "bash", "--json"]),
+            ("completions bash".into(), true)
+        );
+        // A format, and what follows `--`, are left alone.
+        assert_eq!(lift(&["--json", "a.img"]), ("--json a.img".into(), true));
+        assert_eq!(
+            lift(&["--size", "1M", "--", "--json"]),
+            ("--size 1M -- --json".into(), false)
+        );
+        assert_eq!(lift(&["info", "x"]), ("info x".into(), false));
     }
 
     #[test]

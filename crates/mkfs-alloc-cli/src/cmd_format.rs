@@ -37,6 +37,9 @@ pub fn run(cli: FormatArgs) -> Result<(), Failure> {
     let tree_data = tree.as_ref().map(mkfs_alloc_populate::scan_result);
     let size = image_size(&cli, &path, tree_data.as_ref())?;
     let target = Target::inspect(&path, size, cli.sector_size, cli.dry_run)?;
+    if let (Some(t), Some(dir)) = (&tree, cli.rootdir.as_deref()) {
+        rootdir::refuse_target_inside(t, dir, &path)?;
+    }
     let planned = plan(&cli, &target, tree_data.as_ref())?;
     drop(tree_data); // the populate step measures the tree again, exactly
     let medium = match tree {
@@ -97,11 +100,17 @@ fn check_args(cli: &FormatArgs) -> Result<(), Failure> {
         )));
     }
     check_sd_args(cli)?;
-    if !(0.0..=1000.0).contains(&cli.slack) {
-        return Err(usage(anyhow!(
-            "--slack {}: valid: 0..1000 (percent)",
-            cli.slack
-        )));
+    if let Some(slack) = cli.slack {
+        if !(0.0..=1000.0).contains(&slack) {
+            return Err(usage(anyhow!(
+                "--slack {slack}: valid: 0..1000 (percent of the tree's footprint)"
+            )));
+        }
+        if !cli.size_auto() {
+            return Err(usage(anyhow!(
+                "--slack applies to --size auto only (the free space it leaves); give --size auto with --rootdir, or leave --slack out"
+            )));
+        }
     }
     Ok(())
 }
@@ -167,7 +176,8 @@ fn image_size(
         .table(cli.table_choice());
     o.sector_size = block;
     let tree_cluster = cli.cluster.eq_ignore_ascii_case("auto");
-    rootdir::auto_size(data, &o, block, cli.slack, tree_cluster).map(Some)
+    let slack = cli.slack.unwrap_or(crate::args::DEFAULT_SLACK);
+    rootdir::auto_size(data, &o, block, slack, tree_cluster).map(Some)
 }
 
 /// The plan, and the notes on how its cluster size was chosen.
@@ -340,7 +350,10 @@ impl Run<'_> {
         // user who may not read it learns that instead).
         let mut notes = target.notes().to_vec();
         let found = target.probe().unwrap_or_else(|e| {
-            notes.push(format!("could not look for old signatures: {e:#}"));
+            notes.push(format!(
+                "could not look for old signatures: {}",
+                crate::text::error_text(&e)
+            ));
             Vec::new()
         });
         let contents = target.contents();
@@ -360,7 +373,13 @@ impl Run<'_> {
                 &extras,
             );
         } else if !cli.quiet {
-            report::print_plan(path, self.medium.plan(), &found, target);
+            report::print_plan(
+                path,
+                self.medium.plan(),
+                &found,
+                target,
+                self.medium.populated().is_some(),
+            );
             for c in &contents {
                 outln!("  contains       {c}");
             }
@@ -411,7 +430,9 @@ impl Run<'_> {
         }
         notes.extend(target.notes().iter().cloned());
         let mut opened = target.open()?;
-        let result = self.write_opened(&mut opened, &mut notes);
+        let mut wrote = false;
+        let result = crate::watch::check_opened(target, &opened)
+            .and_then(|()| self.write_opened(&mut opened, &mut notes, &mut wrote));
         let created = opened.created();
         drop(opened);
         let (found, write) = match result {
@@ -421,7 +442,7 @@ impl Run<'_> {
                     // Ours, and useless: never leave a half-made image behind.
                     let _ = std::fs::remove_file(path);
                 }
-                return Err(f);
+                return Err(crate::watch::settle(f, wrote, target));
             }
         };
         if let Some(p) = self.medium.populated() {
@@ -439,20 +460,30 @@ impl Run<'_> {
                 &extras,
             );
         } else if !cli.quiet {
-            report::print_summary(path, self.medium.plan(), &found, &write, target, &notes);
+            report::print_summary(
+                path,
+                self.medium.plan(),
+                &found,
+                &write,
+                target,
+                &notes,
+                self.medium.populated().is_some(),
+            );
         }
         Ok(())
     }
 
     /// Probes, discards / zeroes, writes; the target is open and locked.
+    /// `wrote` becomes true when the first write is asked for.
     fn write_opened(
         &mut self,
         opened: &mut Opened,
         notes: &mut Vec<String>,
+        wrote: &mut bool,
     ) -> Result<(Vec<Signature>, mkfs_alloc_layout::WriteReport), Failure> {
         let (cli, path) = (self.cli, self.path);
         if let Opened::Device(d) = opened {
-            limit_device(d, self.target.size_bytes(), path, notes)?;
+            limit_device(d, self.target.size_bytes(), path, notes, wrote)?;
         }
         // Found before discarding or zeroing, through the handle that writes, and
         // wiped by the same run (never probed twice).
@@ -461,6 +492,7 @@ impl Run<'_> {
         if let Opened::Device(d) = opened {
             let want = !cli.no_discard && (cli.discard || d.info().discard_granularity > 0);
             if want {
+                *wrote = true;
                 let size = self.target.size_bytes();
                 let whole = size >= d.info().size_bytes;
                 notes.push(discard_note(d.discard(0, size), whole, size));
@@ -468,6 +500,7 @@ impl Run<'_> {
         }
         let show_progress = !cli.quiet && !cli.json && std::io::stderr().is_terminal();
         if cli.full {
+            *wrote = true;
             let bar = report::Progress::new(show_progress, "zeroing");
             let zeroed = zero_all(opened.io(), &mut |done, total| bar.update(done, total));
             bar.finish();
@@ -477,11 +510,11 @@ impl Run<'_> {
             notes.push("full format: zeroed the whole medium".to_string());
         }
         let bar = report::Progress::new(show_progress, "writing");
-        let result = self
-            .medium
-            .write(&mut opened.io(), &found, &mut |done, total| {
-                bar.update(done, total)
-            });
+        let result = self.medium.write(
+            &mut crate::watch::WriteWatch::new(opened.io(), wrote),
+            &found,
+            &mut |done, total| bar.update(done, total),
+        );
         bar.finish();
         let write = result
             .map_err(|e| format_failure(e, Some(format!("formatting {}", path.display()))))?;
@@ -509,11 +542,12 @@ fn limit_device(
     size: u64,
     path: &Path,
     notes: &mut Vec<String>,
+    wrote: &mut bool,
 ) -> Result<(), Failure> {
     if size >= d.info().size_bytes {
         return Ok(());
     }
-    let zeroed = wipe_backup_gpt_beyond(d, size)
+    let zeroed = wipe_backup_gpt_beyond(&mut crate::watch::WriteWatch::new(d, wrote), size)
         .with_context(|| format!("zeroing the old backup GPT of {}", path.display()))
         .map_err(Failure::Io)?;
     for offset in zeroed {

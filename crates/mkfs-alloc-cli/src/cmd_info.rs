@@ -83,7 +83,10 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
                 serde_json::Value::String(path.display().to_string()),
             );
             if let Some(e) = &failure {
-                obj.insert("error".into(), serde_json::json!(format!("{e:#}")));
+                obj.insert(
+                    "error".into(),
+                    serde_json::json!(crate::text::error_text(e)),
+                );
                 obj.insert("exit_code".into(), serde_json::json!(1));
             }
         }

@@ -25,8 +25,7 @@ pub fn recommend(
         }
     }
     let opts = ScanOptions::default();
-    let data =
-        scan(paths, &opts).map_err(|e| Failure::Io(anyhow!(e).context("scanning --data")))?;
+    let data = scan(paths, &opts).map_err(|e| usage(anyhow!(e).context("scanning --data")))?;
     let medium = Medium::partition(
         auto.volume_bytes(),
         auto.sector_size(),

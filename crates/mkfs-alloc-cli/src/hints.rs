@@ -11,6 +11,7 @@ use anyhow::anyhow;
 use mkfs_alloc::FormatError;
 use mkfs_alloc_advise::AdviseError;
 use mkfs_alloc_layout::error::{valid_sizes_text, Alternative};
+use mkfs_alloc_layout::fat::MAX_ROOT_ENTRIES;
 use mkfs_alloc_layout::rules::{ClusterRule, FsRule};
 use mkfs_alloc_layout::sd::{SdConflict, SdError, SD_SECTOR};
 use mkfs_alloc_layout::units::{format_count, format_size};
@@ -35,12 +36,50 @@ pub fn advise_error(e: AdviseError) -> anyhow::Error {
     }
 }
 
-/// [`format_error`] for a tree that cannot be written into the volume.
-pub fn populate_error(e: PopulateError) -> anyhow::Error {
+/// [`format_error`] for a tree that cannot be written into the volume
+/// (`sd`: the SD layout, which fixes the root directory's size).
+pub fn populate_error(e: PopulateError, sd: bool) -> anyhow::Error {
     match &e {
         PopulateError::DoesNotFit { .. } => {
             anyhow!("{e}; use a larger --size, --size auto, or smaller clusters")
         }
+        PopulateError::RootDirFull {
+            fs,
+            capacity,
+            needed,
+        } => {
+            let raise = if !sd && *needed <= u64::from(MAX_ROOT_ENTRIES) {
+                format!(
+                    "raise --root-entries to {} or more (at most {}), ",
+                    format_count(*needed),
+                    format_count(u64::from(MAX_ROOT_ENTRIES))
+                )
+            } else {
+                String::new()
+            };
+            anyhow!(
+                "the root directory of {fs} holds {} entries (the label included) and the tree's top level needs {}; {raise}put the files in a subdirectory, or use --fs fat32 or --fs exfat",
+                format_count(*capacity),
+                format_count(*needed)
+            )
+        }
+        // Every path with its reason, long paths shortened.
+        PopulateError::Names { fs, problems } => anyhow!(
+            "{} cannot be stored on {fs}:{}",
+            if problems.len() == 1 {
+                "1 path in --rootdir".to_string()
+            } else {
+                format!("{} paths in --rootdir", format_count(problems.len() as u64))
+            },
+            problems
+                .iter()
+                .map(|p| format!(
+                    "\n  {}: {}",
+                    crate::rootdir::shorten_path(&p.path),
+                    p.problem
+                ))
+                .collect::<String>()
+        ),
         _ => anyhow!(e),
     }
 }
@@ -202,10 +241,12 @@ pub fn fs_rule(r: FsRule) -> &'static str {
     }
 }
 
-/// Why this cluster size, in the summary's words.
-pub fn cluster_rule(r: ClusterRule, fs: FsType, volume_bytes: u64) -> String {
+/// Why this cluster size, in the summary's words (`rootdir`: the files of
+/// `--rootdir` chose it, not those of `--data`).
+pub fn cluster_rule(r: ClusterRule, fs: FsType, volume_bytes: u64, rootdir: bool) -> String {
     match r {
         ClusterRule::Explicit => "chosen with --cluster".to_string(),
+        ClusterRule::FromData if rootdir => "chosen for the files of --rootdir".to_string(),
         ClusterRule::FromData => "chosen for the files given with --data".to_string(),
         ClusterRule::SdCapacityClass => {
             "--layout sd: the cluster size of the card's capacity class".to_string()

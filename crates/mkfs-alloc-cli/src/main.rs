@@ -1,4 +1,5 @@
-//! `mkfs-alloc`: format images as FAT32 or exFAT with an explicit cluster size.
+//! `mkfs-alloc`: format media as exFAT or FAT (FAT12, FAT16, FAT32) with an
+//! explicit cluster size.
 //!
 //! This is the only crate of the workspace that prints. Exit codes: 0 success,
 //! 1 I/O failure after writing began, 2 invalid input or a refusal before
@@ -20,6 +21,7 @@ mod cmd_format;
 mod cmd_info;
 mod cmd_list;
 mod cmd_probe;
+mod compat;
 mod completions;
 mod confirm;
 mod contents;
@@ -28,6 +30,8 @@ mod hints;
 mod report;
 mod rootdir;
 mod target;
+mod text;
+mod watch;
 
 use clap::Parser;
 use std::ffi::OsString;
@@ -66,13 +70,20 @@ pub fn usage(e: impl Into<anyhow::Error>) -> Failure {
 
 fn main() -> ExitCode {
     let raw: Vec<OsString> = std::env::args_os().collect();
+    // Called as mkfs.fat, mkfs.vfat, mkfs.msdos, mkdosfs or mkfs.exfat.
+    if let Some(front) = raw.first().and_then(|a| compat::FrontEnd::from_argv0(a)) {
+        return compat::run(front, &raw);
+    }
     // Known before parsing, so that argument errors are JSON too.
-    let json = raw.iter().skip(1).any(|a| a == "--json");
+    let (raw, json) = args::lift_json(raw);
     let cli = match args::Cli::try_parse_from(&raw) {
         Ok(cli) => cli,
         Err(e) => return argument_error(&e, json),
     };
     let result = match cli.command {
+        Some(args::Command::Completions(_) | args::Command::Man(_)) if json => Err(usage(
+            anyhow::anyhow!("--json: completions and man pages are not JSON; leave --json out"),
+        )),
         None => cmd_format::run(cli.format),
         Some(args::Command::List(a)) => cmd_list::run(&a),
         Some(args::Command::Advise(a)) => cmd_advise::run(&a),
@@ -84,7 +95,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            eprintln!("mkfs-alloc: error: {:#}", f.error());
+            eprintln!("mkfs-alloc: error: {}", text::error_text(f.error()));
             if json && !matches!(f, Failure::IoInReport(_)) {
                 report::print_json_error(f.error(), f.code());
             }
@@ -93,13 +104,30 @@ fn main() -> ExitCode {
     }
 }
 
-/// A clap error: help and version print as usual (exit 0); argument errors
-/// exit 2, with their JSON document when `--json` was given.
+/// A clap error: help and version print as usual (exit 0; with `--json`
+/// as `{"help": TEXT}` and `{"name": "mkfs-alloc", "version": V}`);
+/// argument errors exit 2, with their JSON document when `--json` was given.
 fn argument_error(e: &clap::Error, json: bool) -> ExitCode {
     use clap::error::ErrorKind;
-    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-        let _ = e.print();
-        return ExitCode::SUCCESS;
+    match (e.kind(), json) {
+        (ErrorKind::DisplayHelp, true) => {
+            let help = e.render().to_string();
+            outln!("{:#}", serde_json::json!({ "help": help }));
+            return ExitCode::SUCCESS;
+        }
+        (ErrorKind::DisplayVersion, true) => {
+            let v = serde_json::json!({
+                "name": env!("CARGO_BIN_NAME"),
+                "version": env!("CARGO_PKG_VERSION"),
+            });
+            outln!("{v:#}");
+            return ExitCode::SUCCESS;
+        }
+        (ErrorKind::DisplayHelp | ErrorKind::DisplayVersion, false) => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        _ => {}
     }
     let _ = e.print();
     if json {

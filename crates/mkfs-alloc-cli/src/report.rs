@@ -139,7 +139,9 @@ fn print_found(found: &[Signature], written: bool) {
     }
 }
 
-fn print_common(plan: &MediumPlan) {
+/// The lines every plan and summary show (`rootdir`: the tree of
+/// `--rootdir` chose the cluster size if data did).
+fn print_common(plan: &MediumPlan, rootdir: bool) {
     let layout = &plan.layout();
     print_table(plan);
     let fs = layout.fs();
@@ -154,7 +156,7 @@ fn print_common(plan: &MediumPlan) {
     outln!(
         "  cluster size   {} ({}; {windows})",
         format_size(layout.cluster_size()),
-        crate::hints::cluster_rule(layout.cluster_rule(), fs, layout.volume_bytes())
+        crate::hints::cluster_rule(layout.cluster_rule(), fs, layout.volume_bytes(), rootdir)
     );
     outln!("  sector size    {} B", layout.sector_size());
     outln!(
@@ -251,8 +253,15 @@ fn print_warnings(layout: &Layout) {
     }
 }
 
-/// The plan of a dry run: summary and region table.
-pub fn print_plan(path: &Path, plan: &MediumPlan, found: &[Signature], target: &Target) {
+/// The plan of a dry run: summary and region table (`rootdir`: a tree is
+/// written).
+pub fn print_plan(
+    path: &Path,
+    plan: &MediumPlan,
+    found: &[Signature],
+    target: &Target,
+    rootdir: bool,
+) {
     let layout = &plan.layout();
     let what = match target.action() {
         Action::Create(s) => format!("would create {} ({})", path.display(), format_size(s)),
@@ -265,7 +274,7 @@ pub fn print_plan(path: &Path, plan: &MediumPlan, found: &[Signature], target: &
         ),
     };
     outln!("mkfs-alloc: dry run, nothing written; {what}");
-    print_common(plan);
+    print_common(plan, rootdir);
     print_found(found, false);
     outln!();
     outln!(
@@ -290,7 +299,7 @@ pub fn print_plan(path: &Path, plan: &MediumPlan, found: &[Signature], target: &
     print_warnings(layout);
 }
 
-/// The summary after formatting.
+/// The summary after formatting (`rootdir`: a tree was written).
 pub fn print_summary(
     path: &Path,
     plan: &MediumPlan,
@@ -298,6 +307,7 @@ pub fn print_summary(
     write: &WriteReport,
     target: &Target,
     notes: &[String],
+    rootdir: bool,
 ) {
     let layout = &plan.layout();
     let what = match target.action() {
@@ -306,7 +316,7 @@ pub fn print_summary(
         Action::Keep(_) | Action::Device(_) => "formatted",
     };
     outln!("mkfs-alloc: {what} {}", path.display());
-    print_common(plan);
+    print_common(plan, rootdir);
     print_found(found, true);
     outln!(
         "  written        {} (the format's own writes: zeroed {}, skipped {} already zero)",
@@ -322,7 +332,8 @@ pub fn print_summary(
 
 /// The plan (and the write report) as one JSON object on stdout.
 /// `extras`: more fields (`rootdir`; a dry run's `would_refuse`,
-/// `contents` and `notes`).
+/// `contents` and `notes`); a `rootdir` among them means the tree chose the
+/// cluster size if data did.
 pub fn print_json_with(
     path: &Path,
     plan: &MediumPlan,
@@ -354,7 +365,12 @@ pub fn print_json_with(
         "fs_rule": layout.fs_rule(),
         "cluster_size": layout.cluster_size(),
         "cluster_rule": layout.cluster_rule(),
-        "cluster_rule_text": crate::hints::cluster_rule(layout.cluster_rule(), layout.fs(), layout.volume_bytes()),
+        "cluster_rule_text": crate::hints::cluster_rule(
+            layout.cluster_rule(),
+            layout.fs(),
+            layout.volume_bytes(),
+            extras.iter().any(|(k, _)| *k == "rootdir"),
+        ),
         "windows_default_cluster": layout.windows_default_cluster(),
         "sector_size": layout.sector_size(),
         "volume_bytes": layout.volume_bytes(),
@@ -402,6 +418,6 @@ pub fn print_json_with(
 pub fn print_json_error(e: &anyhow::Error, code: u8) {
     outln!(
         "{:#}",
-        json!({ "error": format!("{e:#}"), "exit_code": code })
+        json!({ "error": crate::text::error_text(e), "exit_code": code })
     );
 }

@@ -7,7 +7,7 @@ use mkfs_alloc_advise::model::footprint_for;
 use mkfs_alloc_advise::{recommend_for_format, ScanResult, DEFAULT_MAX_WASTE_PERCENT};
 use mkfs_alloc_layout::units::{format_count, format_size};
 use mkfs_alloc_layout::{ClusterChoice, FormatOptions, Layout, Medium};
-use mkfs_alloc_populate::{PopulateError, Populated, SkipKind, TimePolicy, Tree};
+use mkfs_alloc_populate::{HostId, Populated, SkipKind, TimePolicy, Tree};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -32,6 +32,53 @@ pub fn walk(dir: &Path, show: bool) -> Result<Tree, Failure> {
     }
     result.map_err(|e| usage(anyhow!(e).context("--rootdir")))?;
     Ok(tree)
+}
+
+/// The identities of what `path` names (if it exists) and of every
+/// directory that holds it (its real location: links resolved).
+fn identities(path: &Path) -> Vec<HostId> {
+    let mut ids: Vec<HostId> = HostId::of_path(path).into_iter().collect();
+    let real = std::fs::canonicalize(path).ok().or_else(|| {
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        let dir = std::fs::canonicalize(parent.unwrap_or(Path::new("."))).ok()?;
+        Some(dir.join(path.file_name()?))
+    });
+    if let Some(real) = real {
+        ids.extend(
+            real.ancestors()
+                .skip(1)
+                .filter_map(|a| HostId::of_path(a).ok()),
+        );
+    }
+    ids
+}
+
+/// Refuses a target inside the tree (exit 2, before anything is written):
+/// an image (existing, a hard link of a tree file, or to be created in a
+/// directory of the tree) or, for a loop device, its backing file, found in
+/// the tree by device and inode (not by name).
+/// The copy would otherwise read the volume while writing it.
+pub fn refuse_target_inside(tree: &Tree, dir: &Path, target: &Path) -> Result<(), Failure> {
+    let inside = |what: &Path| tree.find_host(&identities(what));
+    // A device node is never read by the copy (the walk skips devices):
+    // only a loop device's backing file can be in the tree.
+    let device = mkfs_alloc_device::is_block_device(target);
+    let (what, hit) = if let Some(hit) = (!device).then(|| inside(target)).flatten() {
+        ("it".to_string(), hit.1)
+    } else if let Some((b, hit)) =
+        mkfs_alloc_device::loop_backing_file(target).and_then(|b| inside(&b).map(|hit| (b, hit)))
+    {
+        (format!("its backing file {}", b.display()), hit.1)
+    } else {
+        return Ok(());
+    };
+    Err(usage(anyhow!(
+        "refusing to format {}: {what} is inside --rootdir {} (at {}): the copy would read \
+         the volume while writing it; put the target outside the tree",
+        target.display(),
+        dir.display(),
+        hit.display()
+    )))
 }
 
 /// The mtime clamp: `SOURCE_DATE_EPOCH` when set.
@@ -146,20 +193,9 @@ pub fn auto_size(
 /// Checks the tree against the planned volume and allocates it (exit 2 on
 /// refusal); the result owns the plan.
 pub fn populate(tree: Tree, plan: MediumPlan) -> Result<PopulatedPlan, Failure> {
+    let sd = plan.layout().sd().is_some();
     plan.populate(tree, time_policy()).map_err(|e| match e {
-        FormatError::Populate(PopulateError::Names { fs, problems }) => usage(anyhow!(
-            "{} cannot be stored on {fs}:{}",
-            if problems.len() == 1 {
-                "1 path in --rootdir".to_string()
-            } else {
-                format!("{} paths in --rootdir", format_count(problems.len() as u64))
-            },
-            problems
-                .iter()
-                .map(|p| format!("\n  {}: {}", shorten_path(&p.path), p.problem))
-                .collect::<String>()
-        )),
-        FormatError::Populate(e) => usage(crate::hints::populate_error(e)),
+        FormatError::Populate(e) => usage(crate::hints::populate_error(e, sd)),
         e => crate::cmd_format::format_failure(e, None),
     })
 }

@@ -8,6 +8,10 @@
 use crate::{usage, Failure};
 use anyhow::{anyhow, Context};
 
+/// Who else uses an image file: loop devices, FUSE drivers.
+#[path = "target_users.rs"]
+mod users;
+
 use mkfs_alloc_blockio::{BlockIo, ImageFile};
 use mkfs_alloc_device::{self as device, Device, DeviceError, DeviceInfo, RefusalKind};
 use mkfs_alloc_layout::units::format_size;
@@ -43,6 +47,8 @@ pub struct Target {
     refusal: Option<String>,
     /// Facts for the summary (loop devices attached to the image).
     notes: Vec<String>,
+    /// An existing image's length before this run.
+    len_before: Option<u64>,
 }
 
 /// An opened (and locked) target.
@@ -68,22 +74,11 @@ impl Opened {
     }
 }
 
-/// A device error: refusals and missing permission before anything was
-/// written exit 2; other I/O failures 1.
+/// A device error while inspecting or opening: nothing has been written
+/// yet, so every one exits 2 (a refusal, missing permission, or a device
+/// that cannot be read).
 fn device_error(e: DeviceError) -> Failure {
-    match &e {
-        DeviceError::Io { source, .. } if !refused_by_os(source) => Failure::Io(e.into()),
-        _ => usage(e),
-    }
-}
-
-/// Errors by which the system refuses access (not a failing medium).
-fn refused_by_os(e: &io::Error) -> bool {
-    #[cfg(unix)]
-    let read_only = e.raw_os_error() == Some(rustix::io::Errno::ROFS.raw_os_error());
-    #[cfg(not(unix))]
-    let read_only = false;
-    e.kind() == ErrorKind::PermissionDenied || read_only
+    usage(e)
 }
 
 /// "in use by another process" for a lock held elsewhere.
@@ -106,7 +101,8 @@ impl Refusals {
         if !self.dry_run {
             return Err(usage(e));
         }
-        self.first.get_or_insert_with(|| format!("{e:#}"));
+        self.first
+            .get_or_insert_with(|| crate::text::error_text(&e));
         Ok(())
     }
 }
@@ -162,6 +158,7 @@ impl Target {
         };
         let bs = u64::from(sector_size);
         let mut notes = Vec::new();
+        let mut len_before = None;
         let action = match (meta, size) {
             (None, None) => {
                 return Err(usage(anyhow!(
@@ -199,12 +196,14 @@ impl Target {
                         os_text(&e)
                     ))?;
                 }
-                check_loop_devices(path, refusals, &mut notes)?;
+                users::check_loop_devices(path, refusals, &mut notes)?;
+                users::check_image_mounts(path, refusals)?;
                 // A dry run looks; a real run finds out when it locks (a look
                 // here would make two real runs refuse each other).
                 if refusals.dry_run && lock_held_elsewhere(path, sector_size) {
                     refusals.refuse(locked(path))?;
                 }
+                len_before = Some(m.len());
                 existing_action(path, m.len(), size, bs, sector_size)?
             }
         };
@@ -216,6 +215,7 @@ impl Target {
             unmount: false,
             refusal: None,
             notes,
+            len_before,
         })
     }
 
@@ -280,6 +280,7 @@ impl Target {
             unmount,
             refusal: None,
             notes: Vec::new(),
+            len_before: None,
         })
     }
 
@@ -310,6 +311,17 @@ impl Target {
         self.refusal.as_deref()
     }
 
+    /// An existing image's length before this run (`None` for a new image
+    /// or a device).
+    pub fn len_before(&self) -> Option<u64> {
+        self.len_before
+    }
+
+    /// The path given.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Facts worth a note in the summary (an attached loop device).
     pub fn notes(&self) -> &[String] {
         &self.notes
@@ -326,9 +338,9 @@ impl Target {
             .arg("unmountDisk")
             .arg(&self.path)
             .status()
-            .map_err(|e| Failure::Io(anyhow!(e).context("running diskutil unmountDisk")))?;
+            .map_err(|e| usage(anyhow!(e).context("running diskutil unmountDisk")))?;
         if !status.success() {
-            return Err(Failure::Io(anyhow!(
+            return Err(usage(anyhow!(
                 "diskutil unmountDisk {} failed ({status}); nothing was written",
                 self.path.display()
             )));
@@ -480,39 +492,6 @@ fn existing_action(
             })
         }
     }
-}
-
-/// Loop devices backed by the image: mounted (or held) ones are refused,
-/// attached ones noted.
-fn check_loop_devices(
-    path: &Path,
-    refusals: &mut Refusals,
-    notes: &mut Vec<String>,
-) -> Result<(), Failure> {
-    for l in device::loop_devices_backed_by(path) {
-        let dev = l.device.display();
-        if let Some(m) = l.mountpoints.first() {
-            refusals.refuse(anyhow!(
-                "refusing to format {}: it is the backing file of {dev}, which is mounted on {}; \
-                 unmount it (umount {}) and detach the loop device (losetup -d {dev}) first",
-                path.display(),
-                m.display(),
-                m.display()
-            ))?;
-        } else if !l.in_use_by.is_empty() {
-            refusals.refuse(anyhow!(
-                "refusing to format {}: it is the backing file of {dev}, which is in use by {}",
-                path.display(),
-                l.in_use_by.join(", ")
-            ))?;
-        } else {
-            notes.push(format!(
-                "{} is attached to {dev} (not mounted); what the kernel caches of it may be stale: losetup -d {dev}",
-                path.display()
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// Whether another process holds a lock on the image (read-only look).

@@ -20,6 +20,21 @@
 //! Architecture invariant: the platform modules are the only places of the
 //! workspace with `unsafe` code; every `unsafe` block has a `// SAFETY:`
 //! comment.
+//!
+//! ```no_run
+//! use mkfs_alloc_device::{inspect, list, refusal};
+//!
+//! // What could be formatted, removable media first (reads sysfs, opens nothing).
+//! for d in list()? {
+//!     println!("{} {} bytes, removable: {}", d.path.display(), d.size_bytes, d.removable);
+//! }
+//! // Why a device must not be formatted, if it must not.
+//! let info = inspect(std::path::Path::new("/dev/sdb"))?;
+//! if let Some(why) = refusal(&info) {
+//!     eprintln!("refused: {}", why.reason);
+//! }
+//! # Ok::<(), mkfs_alloc_device::DeviceError>(())
+//! ```
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -253,13 +268,60 @@ pub struct LoopAttachment {
 }
 
 /// The loop devices whose backing file is `file`
-/// (`/sys/block/loop*/loop/backing_file`), with their mounts and holders.
-/// Empty where there are no loop devices (other platforms) or `file` does
-/// not exist.
+/// (`/sys/block/loop*/loop/backing_file`, compared by device and inode, so
+/// that a hard link or another name of the image is found too), with their
+/// mounts and holders. Empty where there are no loop devices (other
+/// platforms) or `file` does not exist.
 pub fn loop_devices_backed_by(file: &Path) -> Vec<LoopAttachment> {
     #[cfg(target_os = "linux")]
     {
         sys::loop_devices_backed_by(file)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = file;
+        Vec::new()
+    }
+}
+
+/// The backing file of the loop device `device`, or of the loop device a
+/// partition `device` belongs to (Linux); `None` for other devices and on
+/// other platforms.
+pub fn loop_backing_file(device: &Path) -> Option<PathBuf> {
+    #[cfg(target_os = "linux")]
+    {
+        sys::loop_backing_file(device)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = device;
+        None
+    }
+}
+
+/// A file system mounted from an image file directly, without a loop device
+/// (a FUSE driver reading the file: `fusefat -o rw+ IMG DIR`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ImageMount {
+    /// Where it is mounted, where that can be told (a driver found by its
+    /// open file is matched to its mounts by its name).
+    pub mountpoints: Vec<PathBuf>,
+    /// The mount's file system type (`fuse.fusefat`), if known.
+    pub fs_type: Option<String>,
+    /// The driver process (id, program name), when it was found by holding
+    /// the file open.
+    pub driver: Option<(u32, String)>,
+}
+
+/// File systems mounted from the image file `file` itself (Linux): mounts
+/// whose source is the file, and FUSE drivers (processes holding
+/// `/dev/fuse`) that hold it open, both compared by device and inode. Empty
+/// on other platforms, or when `file` does not exist. Loop devices are
+/// [`loop_devices_backed_by`]'s.
+pub fn image_mounts(file: &Path) -> Vec<ImageMount> {
+    #[cfg(target_os = "linux")]
+    {
+        sys::image_mounts(file)
     }
     #[cfg(not(target_os = "linux"))]
     {

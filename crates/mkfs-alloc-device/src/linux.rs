@@ -17,7 +17,7 @@ use rustix::io::Errno;
 use rustix::ioctl::{self, opcode, Opcode};
 
 use super::mountinfo::{self, Mount};
-use super::{clean, DeviceError, DeviceInfo, LoopAttachment, PartitionInfo, XferResult};
+use super::{clean, DeviceError, DeviceInfo, PartitionInfo, XferResult};
 
 /// `BLKROGET`: `_IO(0x12, 94)`, writes an `int`.
 const BLKROGET: Opcode = opcode::none(0x12, 94);
@@ -34,11 +34,15 @@ const BLKZEROOUT: Opcode = opcode::none(0x12, 127);
 
 type DevNum = (u32, u32);
 
+/// Who uses an image file: loop devices, mounts, FUSE drivers.
+#[path = "linux_image.rs"]
+mod image;
 /// What sysfs, udev and the probe say about a device: `gather`.
 #[path = "linux_info.rs"]
 mod info;
 use crate::bounce::Bounce;
 use crate::unix::{read_exact_at, write_all_at};
+pub(super) use image::{image_mounts, loop_backing_file, loop_devices_backed_by};
 use info::gather;
 
 fn dev_num(rdev: u64) -> DevNum {
@@ -72,42 +76,6 @@ pub(super) fn inspect(path: &Path) -> Result<DeviceInfo, DeviceError> {
         .ok();
     let env = Env::load()?;
     gather(&env, &canonical, dev, file.as_ref())
-}
-
-pub(super) fn loop_devices_backed_by(file: &Path) -> Vec<LoopAttachment> {
-    let Ok(target) = fs::canonicalize(file) else {
-        return Vec::new();
-    };
-    let Ok(rd) = fs::read_dir("/sys/block") else {
-        return Vec::new();
-    };
-    let mut out: Vec<LoopAttachment> = rd
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("loop"))
-        .filter_map(|e| {
-            // The kernel's d_path of the backing file: absolute, resolved.
-            let backing = read_str(&e.path().join("loop/backing_file"))?;
-            let backing = backing.strip_suffix(" (deleted)").unwrap_or(&backing);
-            if Path::new(backing) != target {
-                return None;
-            }
-            let device = Path::new("/dev").join(e.file_name());
-            let (mountpoints, in_use_by) = match inspect(&device) {
-                Ok(info) => (
-                    info.all_mountpoints().map(Path::to_path_buf).collect(),
-                    info.in_use_by,
-                ),
-                Err(_) => (Vec::new(), Vec::new()),
-            };
-            Some(LoopAttachment {
-                device,
-                mountpoints,
-                in_use_by,
-            })
-        })
-        .collect();
-    out.sort_by(|a, b| a.device.cmp(&b.device));
-    out
 }
 
 /// systemd's "locking block device access": an exclusive, non-blocking BSD

@@ -245,7 +245,10 @@ fn handle<D: BlockIo + ?Sized>(
             if !w.may_descend(&child, dir.depth + 1, stack.len()) {
                 return Ok(());
             }
-            match at {
+            match at.and_then(|(src, declared, allocation)| {
+                check_dir_extent(d.geo, src, declared, allocation)?;
+                Ok((src, declared, allocation))
+            }) {
                 Ok((src, declared, allocation)) => stack.push(Pending {
                     src,
                     declared,
@@ -253,7 +256,7 @@ fn handle<D: BlockIo + ?Sized>(
                     path: child,
                     depth: dir.depth + 1,
                 }),
-                Err(why) => w.damaged(format!("{child}: {why}; not read")),
+                Err(why) => w.unread_dir(&child, &why),
             }
         }
     }
@@ -323,21 +326,114 @@ pub(crate) fn walk<D: BlockIo + ?Sized, F: DirFormat>(
             ));
         }
         format.read(w, &dir, &parser);
-        let allocated = match dir.allocation {
-            Allocation::Chain => match reader.count_rest(d.r, d.fat)? {
-                Ok(n) => n,
-                Err(p) => {
-                    w.damaged(format!("{}: {p}", display_path(&dir.path)));
-                    reader.clusters()
-                }
+        let clusters = match (dir.allocation, dir.src) {
+            (Allocation::Chain, _) => chain_clusters(d, w, &mut reader, &dir.path, None)?,
+            (Allocation::Declared, Source::Chain(_)) => {
+                let expected = declared.div_ceil(geo.cluster_size);
+                chain_clusters(d, w, &mut reader, &dir.path, Some(expected))?
             }
-            .saturating_mul(geo.cluster_size),
-            Allocation::Declared => round_up(declared, geo.cluster_size),
-            Allocation::Uncounted => continue,
+            (Allocation::Declared, _) => declared.div_ceil(geo.cluster_size),
+            (Allocation::Uncounted, _) => continue,
         };
+        let allocated = clusters.saturating_mul(geo.cluster_size);
         w.add_dir(parser.entries() * 32, allocated, dir.depth == 0);
     }
     Ok(())
+}
+
+/// The clusters of a directory's FAT chain (the ones `reader` entered and
+/// the rest), checked against the `expected` count its recorded length
+/// needs; damage is recorded in `w`, and then the clusters counted are
+/// those entered.
+fn chain_clusters<D: BlockIo + ?Sized>(
+    d: &mut Disk<'_, '_, D>,
+    w: &mut Walker<'_>,
+    reader: &mut ChainReader,
+    path: &str,
+    expected: Option<u64>,
+) -> Result<u64, InspectError> {
+    let problem = match (reader.count_rest(d.r, d.fat)?, expected) {
+        (Err(p), _) => p,
+        (Ok(n), Some(e)) if n < e => ChainProblem::Short {
+            clusters: n,
+            expected: e,
+        },
+        (Ok(n), Some(e)) if n > e => ChainProblem::TooLong { limit: e },
+        (Ok(n), _) => return Ok(n),
+    };
+    w.damaged(format!("{}: {problem}", display_path(path)));
+    Ok(reader.clusters())
+}
+
+/// Why the clusters an entry of `size` bytes from `first` claims cannot be
+/// where it says, before any of them is read.
+pub(crate) enum BadExtent {
+    /// More clusters than the volume has: the length itself is impossible,
+    /// and is not counted.
+    TooLong(String),
+    /// A first cluster out of range, or contiguous clusters past the last.
+    Misplaced(String),
+}
+
+impl BadExtent {
+    /// The reason, for messages.
+    pub(crate) fn why(&self) -> &str {
+        match self {
+            BadExtent::TooLong(w) | BadExtent::Misplaced(w) => w,
+        }
+    }
+}
+
+/// The clusters `size` bytes take from `first` (contiguous or along the
+/// FAT), or why the volume cannot hold them there. The one rule for the
+/// lengths of files and directories. `size` is not 0.
+pub(crate) fn check_extent(
+    geo: &Geo,
+    size: u64,
+    first: u32,
+    contiguous: bool,
+) -> Result<u64, BadExtent> {
+    let clusters = size.div_ceil(geo.cluster_size);
+    let max = geo.max_cluster();
+    if clusters > u64::from(geo.cluster_count) {
+        return Err(BadExtent::TooLong(format!(
+            "{size} bytes need {clusters} clusters but the volume has {}",
+            geo.cluster_count
+        )));
+    }
+    if !geo.valid(first) {
+        return Err(BadExtent::Misplaced(format!(
+            "{size} bytes but first cluster {first} is not valid (2..={max})"
+        )));
+    }
+    let last = u64::from(first) + clusters - 1;
+    if contiguous && last > u64::from(max) {
+        return Err(BadExtent::Misplaced(format!(
+            "contiguous clusters {first}..={last} run past the last cluster {max}"
+        )));
+    }
+    Ok(clusters)
+}
+
+/// [`check_extent`] for a directory whose recorded length is its size
+/// ([`Allocation::Declared`]); others are bounded by their chain.
+fn check_dir_extent(
+    geo: &Geo,
+    src: Source,
+    declared: u64,
+    allocation: Allocation,
+) -> Result<(), String> {
+    let (first, contiguous) = match src {
+        Source::Chain(f) => (f, false),
+        Source::Contiguous(f) => (f, true),
+        Source::Fixed(_) => return Ok(()),
+    };
+    if allocation != Allocation::Declared || declared == 0 {
+        return Ok(());
+    }
+    check_extent(geo, declared, first, contiguous)
+        .map(drop)
+        .map_err(|e| e.why().to_string())
 }
 
 /// Reads the directory at `src` (at most `limit` bytes, outside the walk's

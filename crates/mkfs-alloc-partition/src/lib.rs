@@ -43,6 +43,21 @@
 //! - `mbrman` serializes LBA 0 into memory; the block is then written whole.
 //!   It leaves CHS empty without a geometry and saturates sizes above 2^32
 //!   sectors silently, so CHS values and the 2^32-sector limit are ours.
+//!
+//! ```
+//! use mkfs_alloc_blockio::MemDisk;
+//! use mkfs_alloc_partition::{plan_table, probe_signatures, write_table, PartitionFs, TableKind, TableOptions};
+//!
+//! // One exFAT partition at 1 MiB of a 64 MiB disk, in an MBR.
+//! let opts = TableOptions::new(TableKind::Mbr, PartitionFs::Exfat);
+//! let plan = plan_table(&opts, 64 << 20, 512)?;
+//! assert_eq!(plan.partition_start(), 1 << 20);
+//! let mut disk = MemDisk::new(512, (64 << 20) / 512)?;
+//! write_table(&plan, &mut disk)?;
+//! let found = probe_signatures(&mut disk)?;
+//! assert!(found.iter().any(|s| s.kind == "mbr"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 #![forbid(unsafe_code)]
 

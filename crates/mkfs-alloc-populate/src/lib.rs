@@ -72,5 +72,5 @@ pub use plan::{
     check, plan_tree, scan_result, tree_footprint, NameProblem, PopulateError, Populated, Problem,
 };
 pub use time::TimePolicy;
-pub use tree::{SkipKind, Skipped, Tree, TreeError, Unreadable};
+pub use tree::{HostId, SkipKind, Skipped, Tree, TreeError, Unreadable};
 pub use write::SourceError;

@@ -120,7 +120,7 @@ pub struct NameProblem {
 #[non_exhaustive]
 pub enum PopulateError {
     /// Names or files the file system cannot store (every one of them).
-    #[error("{} cannot be stored on {fs}:{}", plural(problems.len(), "path"), list(problems.iter().map(|p| format!("{}: {}", p.path, p.problem))))]
+    #[error("{} cannot be stored on {fs}:{}", plural(problems.len(), "path", "paths"), list(problems.iter().map(|p| format!("{}: {}", p.path, p.problem))))]
     Names {
         /// The file system.
         fs: FsType,
@@ -128,7 +128,7 @@ pub enum PopulateError {
         problems: Vec<NameProblem>,
     },
     /// Source entries that cannot be read (every one of them).
-    #[error("{} cannot be read:{}", plural(entries.len(), "source entry"), list(entries.iter().map(|u| format!("{}: {}", u.path.display(), u.error))))]
+    #[error("{} cannot be read:{}", plural(entries.len(), "source entry", "source entries"), list(entries.iter().map(|u| format!("{}: {}", u.path.display(), u.error))))]
     Unreadable {
         /// The entries.
         entries: Vec<Unreadable>,
@@ -165,11 +165,12 @@ pub enum PopulateError {
     },
 }
 
-fn plural(n: usize, what: &str) -> String {
+/// "1 path", "2 paths": the plural given, never a made-up one ("entrys").
+fn plural(n: usize, one: &str, many: &str) -> String {
     if n == 1 {
-        format!("1 {what}")
+        format!("1 {one}")
     } else {
-        format!("{n} {what}s")
+        format!("{n} {many}")
     }
 }
 
@@ -538,4 +539,33 @@ fn allocate(
         }
     }
     (at, run_ends)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue #18 item 8: two unreadable sources were "2 source entrys".
+    #[test]
+    fn unreadable_sources_are_entries() {
+        let one = |p: &str| Unreadable {
+            path: p.into(),
+            error: "Permission denied".into(),
+        };
+        let e = PopulateError::Unreadable {
+            entries: vec![one("a"), one("b")],
+        };
+        assert!(
+            e.to_string()
+                .starts_with("2 source entries cannot be read:"),
+            "{e}"
+        );
+        let e = PopulateError::Unreadable {
+            entries: vec![one("a")],
+        };
+        assert!(
+            e.to_string().starts_with("1 source entry cannot be read:"),
+            "{e}"
+        );
+    }
 }

@@ -4,17 +4,23 @@
 //! Rules (reproducible builds, systemd #43545): an mtime newer than the
 //! clamp is replaced by the clamp, older ones are kept; an mtime before
 //! 1980-01-01 (the first date FAT and exFAT can store) becomes 1980-01-01
-//! 00:00:00, one after 2107-12-31 23:59:58 becomes that. Times are stored in
+//! 00:00:00, one after 2107-12-31 23:59:59 becomes that. Times are stored in
 //! UTC: FAT has no time zone field (readers take it as local time), exFAT
-//! records the UTC offset (0, marked valid).
+//! records the UTC offset (0, marked valid). The DOS time field counts
+//! 2-second units; the 10-millisecond increment beside it (0..=199) carries
+//! the odd second and the hundredths, in exFAT's timestamps and FAT's
+//! creation time (FAT's write time has no increment: it keeps the even
+//! second below).
 
 use mkfs_alloc_layout::Timestamp;
 
 /// 1980-01-01T00:00:00Z: the first instant FAT and exFAT can store.
 pub const MIN_SECS: i64 = 315_532_800;
-/// 2107-12-31T23:59:58Z: the last instant FAT and exFAT can store (2-second
-/// resolution).
-pub const MAX_SECS: i64 = 4_354_819_198;
+/// 2107-12-31T23:59:59Z: the last second exFAT (and FAT's creation time)
+/// can store: the time field's 23:59:58 plus 100 in the 10-millisecond
+/// increment (exFAT specification §7.4.8 and §7.4.9). Issue #18 item 8:
+/// the limit was 23:59:58, and exFAT lost the odd second of the last day.
+pub const MAX_SECS: i64 = 4_354_819_199;
 
 /// How mtimes are clamped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -112,10 +118,25 @@ mod tests {
         // 1980-01-01 00:00:00 = date 0x0021, time 0.
         let d = DosTime::from_utc(ts(MIN_SECS));
         assert_eq!((d.date, d.time, d.centis), (0x21, 0, 0));
-        // 2107-12-31 23:59:58
+        // 2107-12-31 23:59:59: the time field's 23:59:58 and the odd
+        // second in the increment; with 990 ms, 199 (its largest value).
         let d = DosTime::from_utc(ts(MAX_SECS));
         assert_eq!(d.date, (127 << 9) | (12 << 5) | 31);
-        assert_eq!(d.time, (23 << 11) | (59 << 5) | 29);
+        assert_eq!((d.time, d.centis), ((23 << 11) | (59 << 5) | 29, 100));
+        let last = Timestamp {
+            secs: MAX_SECS,
+            nanos: 999_999_999,
+        };
+        assert_eq!(
+            DosTime::from_utc(TimePolicy::default().apply(last)).centis,
+            199
+        );
+        // Later times become 23:59:59.00.
+        let d = DosTime::from_utc(TimePolicy::default().apply(ts(MAX_SECS + 7)));
+        assert_eq!((d.time & 0x1F, d.centis), (29, 100));
+        // Every day's 23:59:59 keeps its odd second.
+        let d = DosTime::from_utc(ts(1_715_039_999)); // 2024-05-06 23:59:59
+        assert_eq!((d.time, d.centis), ((23 << 11) | (59 << 5) | 29, 100));
         // An odd second with 250 ms: 1 s + 25 centiseconds in the increment.
         let d = DosTime::from_utc(Timestamp {
             secs: MIN_SECS + 3,

@@ -8,16 +8,22 @@
 //! at least [`HOLE`] zero bytes in a source file, and unused cluster tails
 //! of that size, are not written: they stay holes.
 //!
-//! A source file whose size differs from the one planned (it changed or
-//! disappeared since the walk) fails the write with
-//! [`mkfs_alloc_layout::WriteError::Content`] before any boot sector is
-//! written, so no valid volume is left behind.
+//! Host files are reopened as the walk found them: through the walk's
+//! directories, relative to their open descriptors, never following a link
+//! (`tree::cursor`). A source that is no longer the file the walk recorded
+//! (another identity: swapped for a symbolic link or another file, or a
+//! directory on its way swapped or moved) or whose size differs from the
+//! one planned (it changed or disappeared since the walk) fails the write
+//! with [`mkfs_alloc_layout::WriteError::Content`] before any boot sector
+//! is written, so no valid volume is left behind and nothing from outside
+//! the tree is read.
 
 use crate::names::upcase;
 use crate::names::AliasSet;
 use crate::plan::Populated;
 use crate::time::{DosTime, EXFAT_UTC};
-use crate::tree::Src;
+use crate::tree::cursor::Cursor;
+use crate::tree::{sys, Src};
 use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_layout::{
     write_volume_with, Content, ContentSink, FsType, Prior, WriteError, WriteReport,
@@ -48,6 +54,16 @@ pub enum SourceError {
         path: String,
         /// The operating system's error.
         source: std::io::Error,
+    },
+    /// The file, or a directory on its way, is no longer the one the walk
+    /// found (a symbolic link or another file took its place, or it was
+    /// moved): it is not read.
+    #[error("{path} was replaced during the copy ({why}); nothing was read from it and the volume was left without a boot sector")]
+    Replaced {
+        /// The file or directory.
+        path: String,
+        /// What was found instead.
+        why: &'static str,
     },
     /// The file's size is not the one measured before the format.
     #[error("{path} changed during the copy: {expected} bytes were planned, {found} found; the volume was left without a boot sector")]
@@ -314,7 +330,13 @@ impl Populated {
         out.zero_to(end)
     }
 
-    fn copy_file(&mut self, k: u32, out: &mut Out<'_>, chunk: &mut [u8]) -> Result<(), WriteError> {
+    fn copy_file(
+        &mut self,
+        k: u32,
+        out: &mut Out<'_>,
+        chunk: &mut [u8],
+        cursor: &mut Cursor,
+    ) -> Result<(), WriteError> {
         let n = self.tree.nodes[k as usize];
         if n.size == 0 {
             return Ok(());
@@ -322,7 +344,7 @@ impl Populated {
         let start = self.cluster_offset(n.first_cluster);
         let end = start + n.size.div_ceil(self.cluster) * self.cluster;
         out.seek(start)?;
-        let mut reader = self.open_source(k)?;
+        let mut reader = self.open_source(k, cursor)?;
         let tree = &self.tree;
         let path = || tree.display_path(k);
         let mut done = 0u64;
@@ -344,35 +366,63 @@ impl Populated {
     }
 
     /// The reader of node `k`'s bytes: its reader given in memory (taken:
-    /// it is read once), or its host file, whose length must still be the
-    /// planned one.
-    fn open_source(&mut self, k: u32) -> Result<Box<dyn Read + Send>, WriteError> {
+    /// it is read once), or its host file, opened as the walk found it
+    /// (same identity, not through a link, the planned length).
+    fn open_source(
+        &mut self,
+        k: u32,
+        cursor: &mut Cursor,
+    ) -> Result<Box<dyn Read + Send>, WriteError> {
         let n = self.tree.nodes[k as usize];
-        let io_err = |tree: &crate::Tree, source| {
-            content_err(SourceError::Io {
-                path: tree.display_path(k),
-                source,
-            })
+        let tree = &self.tree;
+        let io_err = |path: String, source| content_err(SourceError::Io { path, source });
+        let replaced = |path: String, why| content_err(SourceError::Replaced { path, why });
+        let (file, facts) = match n.src() {
+            Src::Memory(i) => {
+                return self.tree.readers[i as usize].take().ok_or_else(|| {
+                    io_err(
+                        self.tree.display_path(k),
+                        std::io::Error::other("the reader was already consumed"),
+                    )
+                })
+            }
+            Src::HostDir(hd) => {
+                let (dir, _) = cursor.enter(tree, hd).map_err(|e| {
+                    let path = tree.host_path_of_dir(e.hd);
+                    match e.io {
+                        Some(source) => io_err(path, source),
+                        None => replaced(path, "a directory on its way is not the one read"),
+                    }
+                })?;
+                sys::open_file(dir, std::ffi::OsStr::new(tree.name(k))).map_err(|e| {
+                    if sys::is_link_error(&e) {
+                        replaced(tree.display_path(k), "a symbolic link")
+                    } else {
+                        io_err(tree.display_path(k), e)
+                    }
+                })?
+            }
+            Src::HostPath(_) | Src::None => {
+                let p = tree.source_path(k).unwrap_or_default();
+                let f = std::fs::File::open(&p).map_err(|e| io_err(tree.display_path(k), e))?;
+                let facts = sys::file_facts(&f).map_err(|e| io_err(tree.display_path(k), e))?;
+                (f, facts)
+            }
         };
-        if let Src::Memory(i) = n.src() {
-            return self.tree.readers[i as usize].take().ok_or_else(|| {
-                io_err(
-                    &self.tree,
-                    std::io::Error::other("the reader was already consumed"),
-                )
-            });
+        if facts.kind != sys::Kind::File {
+            return Err(replaced(tree.display_path(k), "not a regular file"));
         }
-        let p = self.tree.source_path(k).unwrap_or_default();
-        let f = std::fs::File::open(&p).map_err(|e| io_err(&self.tree, e))?;
-        let len = f.metadata().map_err(|e| io_err(&self.tree, e))?.len();
-        if len != n.size {
+        if facts.id.unwrap_or_default() != tree.file_ids[k as usize] {
+            return Err(replaced(tree.display_path(k), "another file"));
+        }
+        if facts.size != n.size {
             return Err(content_err(SourceError::Changed {
-                path: self.tree.display_path(k),
+                path: tree.display_path(k),
                 expected: n.size,
-                found: len,
+                found: facts.size,
             }));
         }
-        Ok(Box::new(f))
+        Ok(Box::new(file))
     }
 }
 
@@ -500,6 +550,7 @@ impl Content for Writing<'_> {
             fresh,
         };
         let mut chunk = vec![0u8; READ_CHUNK];
+        let mut cursor = Cursor::new();
         let dirs = self.0.tree.dirs_preorder();
         // The root's growth follows its first cluster directly.
         for d in dirs {
@@ -507,7 +558,7 @@ impl Content for Writing<'_> {
             let kids: Vec<u32> = self.0.tree.kids(d).to_vec();
             for k in kids {
                 if !self.0.tree.nodes[k as usize].is_dir() {
-                    self.0.copy_file(k, &mut out, &mut chunk)?;
+                    self.0.copy_file(k, &mut out, &mut chunk, &mut cursor)?;
                 }
             }
         }

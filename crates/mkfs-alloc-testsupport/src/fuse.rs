@@ -63,11 +63,23 @@ impl FuseMount {
     /// `fusefat -o ro DEV DIR`, run in the foreground (`-f`).
     #[track_caller]
     pub fn fusefat_ro(dev: &Path, dir: &Path) -> FuseMount {
+        Self::fusefat(dev, dir, "ro")
+    }
+
+    /// `fusefat -o rw+ IMAGE DIR` (read-write; an image file needs no loop
+    /// device), run in the foreground (`-f`).
+    #[track_caller]
+    pub fn fusefat_rw(image: &Path, dir: &Path) -> FuseMount {
+        Self::fusefat(image, dir, "rw+")
+    }
+
+    #[track_caller]
+    fn fusefat(dev: &Path, dir: &Path, mode: &str) -> FuseMount {
         let prog = require_tool("fusefat");
         let args = vec![
             "-f".into(),
             "-o".into(),
-            "ro".into(),
+            mode.into(),
             dev.to_string_lossy().into_owned(),
             dir.to_string_lossy().into_owned(),
         ];

@@ -17,6 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod output;
+mod refusals;
 mod targets;
 
 /// Runs the binary in `dir` (stdin /dev/null), with a pinned time.

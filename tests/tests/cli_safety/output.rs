@@ -21,11 +21,39 @@ fn json_is_one_document_for_every_outcome() {
         (vec!["info", "--json"], 2),
         (vec!["list", "--json", "--bogus"], 2),
         (vec!["--json", "--dry-run", "--size", "64M", &img_s], 0),
+        // Issue #18 item 8: `--json` anywhere, before a command's name and
+        // with --help and --version too.
+        (vec!["--json", "info", &img_s], 2),
+        (vec!["--json", "--json", "advise", "--size", "1G"], 0),
+        (vec!["--json", "list"], 0),
+        (vec!["--json", "completions", "bash"], 2),
+        (vec!["completions", "bash", "--json"], 2),
     ];
     for (args, code) in &cases {
         let out = mkfs_alloc(args);
         out.assert_code(*code);
         one_document(&out);
+    }
+    // {"help": TEXT} and {"name": "mkfs-alloc", "version": V}.
+    for args in [
+        vec!["--json", "--help"],
+        vec!["--help", "--json"],
+        vec!["--json", "info", "--help"],
+        vec!["--json", "help", "info"],
+        vec!["help", "--json"],
+    ] {
+        let out = mkfs_alloc(&args);
+        out.assert_code(0);
+        let doc = one_document(&out);
+        let help = doc["help"].as_str().unwrap_or_default();
+        assert!(help.contains("Usage: mkfs-alloc"), "{args:?}:\n{out}");
+    }
+    for args in [vec!["--json", "--version"], vec!["-V", "--json"]] {
+        let out = mkfs_alloc(&args);
+        out.assert_code(0);
+        let doc = one_document(&out);
+        assert_eq!(doc["name"], "mkfs-alloc", "{out}");
+        assert_eq!(doc["version"], env!("CARGO_PKG_VERSION"), "{out}");
     }
     assert!(!img.exists(), "a dry run created the image");
 

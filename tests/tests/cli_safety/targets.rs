@@ -1,6 +1,7 @@
 //! Targets the CLI must not write: refusals before writing, `--dry-run`
 //! opening nothing for writing, locked images and devices, mounted loop
-//! devices, and the contents shown before erasing.
+//! devices, images mounted by a FUSE driver, and the contents shown before
+//! erasing.
 
 use super::*;
 
@@ -319,4 +320,74 @@ fn a_devices_partitions_are_shown_before_erasing() {
         .cloned()
         .unwrap_or_default();
     assert!(entry.to_string().contains("PRECIOUS"), "{out}");
+}
+
+/// Issue #18 item 5: an image mounted directly by a FUSE driver
+/// (`fusefat -o rw+ IMG DIR`: no loop device, and the mount's source says
+/// only "fusefat") is refused like a mounted loop device, found by device
+/// and inode: under its own name and under a hard link's, exit 2, naming the
+/// driver and the mount point, the image unchanged; `--dry-run` says the
+/// real run would refuse. Unmounted, it formats.
+#[test]
+#[ignore = "tool tier: cargo xtask test"]
+fn an_image_mounted_by_a_fuse_driver_is_refused() {
+    require_root();
+    let tmp = TempDir::new("fuse-image");
+    let img = tmp.join("f.img");
+    let img_s = img.to_string_lossy().into_owned();
+    mkfs_alloc(&["--fs", "fat32", "--size", "64M", &img_s]).assert_success();
+    let link = tmp.join("other-name.img");
+    std::fs::hard_link(&img, &link).expect("hard link");
+    let link_s = link.to_string_lossy().into_owned();
+    let mnt_dir = tmp.subdir("mnt");
+    let mnt_s = mnt_dir.to_string_lossy().into_owned();
+    let mount = FuseMount::fusefat_rw(&img, &mnt_dir);
+    let before = file_hash(&img);
+    for target in [&img_s, &link_s] {
+        let out = mkfs_alloc(&["--fs", "fat32", target]);
+        out.assert_code(2);
+        assert!(
+            out.stderr.contains("fusefat") && out.stderr.contains(&mnt_s),
+            "names the driver and the mount point:\n{out}"
+        );
+        let dry = mkfs_alloc(&["--fs", "exfat", "--dry-run", target]);
+        dry.assert_success();
+        assert!(
+            dry.stdout.contains("would refuse") && dry.stdout.contains("fusefat"),
+            "{dry}"
+        );
+    }
+    assert_eq!(file_hash(&img), before, "the mounted image was written");
+    mount.unmount();
+    mkfs_alloc(&["--fs", "fat32", &link_s]).assert_success();
+}
+
+/// Item 5, the loop check by identity: exfat-fuse (which mounts block
+/// devices only: on a regular file it says "Block device required") on a
+/// loop device over the image; the image given under a hard link's name is
+/// refused too (it was compared by name before).
+#[test]
+#[ignore = "tool tier: cargo xtask test"]
+fn a_loop_mounted_image_is_refused_under_any_name() {
+    require_root();
+    let tmp = TempDir::new("loop-link");
+    let img = tmp.join("e.img");
+    mkfs_alloc(&["--fs", "exfat", "--size", "64M", &img.to_string_lossy()]).assert_success();
+    let link = tmp.join("alias.img");
+    std::fs::hard_link(&img, &link).expect("hard link");
+    let lo = LoopDevice::attach(&img);
+    let mnt_dir = tmp.subdir("mnt");
+    let mount = FuseMount::exfat(lo.path(), &mnt_dir);
+    lo.flush();
+    let before = file_hash(&img);
+    let out = mkfs_alloc(&["--fs", "exfat", &link.to_string_lossy()]);
+    out.assert_code(2);
+    let dev = lo.path().to_string_lossy().into_owned();
+    assert!(
+        out.stderr.contains(&dev) && out.stderr.contains(&mnt_dir.to_string_lossy().into_owned()),
+        "names the loop device and the mount point:\n{out}"
+    );
+    assert_eq!(file_hash(&img), before, "the mounted image was written");
+    mount.unmount();
+    drop(lo);
 }

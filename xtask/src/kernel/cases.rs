@@ -16,9 +16,9 @@ impl Driver {
     }
 }
 
-/// How a case's image is made.
+/// How a case's image is made (shared with `test-uboot`).
 #[derive(Clone, Copy)]
-pub(super) enum Make {
+pub(crate) enum Make {
     /// `mkfs-alloc ARGS --json IMAGE` (ARGS split at spaces).
     Ours(&'static str),
     /// A peer's formatter on an image of `size` bytes: `PROGRAM ARGS IMAGE`.

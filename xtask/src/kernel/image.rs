@@ -27,7 +27,7 @@ pub(super) struct Image<'a> {
 /// The source tree of populated cases: 8.3 names in upper and lower case,
 /// long, non-ASCII and 255-character names, a 300-entry directory, deep
 /// nesting, an empty directory, sizes around cluster boundaries, 5 MiB.
-pub(super) fn write_source_tree(dir: &Path) -> Result<(), String> {
+pub(crate) fn write_source_tree(dir: &Path) -> Result<(), String> {
     let long = format!("{}.txt", "L".repeat(251));
     let mut files: Vec<(String, usize)> = [
         ("README", 100),
@@ -101,7 +101,7 @@ fn listing_digest(dir: &Path) -> Result<(String, u64), String> {
     Ok((digest, lines as u64))
 }
 
-fn json_u64(v: &Value, key: &str) -> Result<u64, String> {
+pub(crate) fn json_u64(v: &Value, key: &str) -> Result<u64, String> {
     v.get(key)
         .and_then(Value::as_u64)
         .ok_or_else(|| format!("no number {key:?} in {v}"))
@@ -122,7 +122,7 @@ pub(super) fn prepare<'a>(
         write_source_tree(&src)?;
         rootdir = vec!["--rootdir".into(), src.clone().into_os_string()];
     }
-    let format = make_image(case, bin, &path, &rootdir)?;
+    let format = format_image(case.name, case.make, bin, &path, &rootdir)?;
     let vol = read_info(case, bin, &path)?;
     if let Some((Fault::SourceChanged, _)) = case.fault {
         let readme = src.join("README");
@@ -156,15 +156,17 @@ pub(super) fn prepare<'a>(
     Ok(image)
 }
 
-/// Formats the case's image at `path`: with mkfs-alloc (returning its
-/// `--json` cluster size, cluster count and free bytes) or a peer's tool.
-fn make_image(
-    case: &Case,
+/// Formats the image of case `name` at `path` as `make` says: with
+/// mkfs-alloc (returning its `--json` cluster size, cluster count and free
+/// bytes) or a peer's tool. Shared with `test-uboot`.
+pub(crate) fn format_image(
+    name: &str,
+    make: Make,
     bin: &Path,
     path: &Path,
     rootdir: &[std::ffi::OsString],
 ) -> Result<Option<(u64, u64, u64)>, String> {
-    match case.make {
+    match make {
         Make::Ours(args) => {
             let out = Command::new(bin)
                 .args(args.split_whitespace())
@@ -176,13 +178,13 @@ fn make_image(
             if !out.status.success() {
                 return Err(format!(
                     "{}: mkfs-alloc {args} failed ({}): {}",
-                    case.name,
+                    name,
                     out.status,
                     String::from_utf8_lossy(&out.stderr).trim()
                 ));
             }
             let v: Value = serde_json::from_slice(&out.stdout)
-                .map_err(|e| format!("{}: format --json: {e}", case.name))?;
+                .map_err(|e| format!("{}: format --json: {e}", name))?;
             let cluster = json_u64(&v, "cluster_size")?;
             // usable_bytes is the free space before the --rootdir copy.
             let copied = v
@@ -202,41 +204,49 @@ fn make_image(
             File::create(path)
                 .and_then(|f| f.set_len(size))
                 .map_err(|e| format!("{}: {e}", path.display()))?;
+            // Its chatter to stderr: stdout may carry a JSON report.
             run(Command::new(program)
                 .args(args.split_whitespace())
-                .arg(path))?;
+                .arg(path)
+                .stdout(std::io::stderr()))?;
             Ok(None)
         }
     }
 }
 
-/// The one volume `info --json` finds on the image, checked against the
-/// case's driver and sector size.
-fn read_info(case: &Case, bin: &Path, path: &Path) -> Result<Value, String> {
+/// The one volume `info --json` finds on the image of case `name`.
+/// Shared with `test-uboot`.
+pub(crate) fn read_volume(name: &str, bin: &Path, path: &Path) -> Result<Value, String> {
     let out = Command::new(bin)
         .args(["info", "--json"])
         .arg(path)
         .output()
         .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
-    let info: Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| format!("{}: info --json: {e}", case.name))?;
+    let info: Value =
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("{name}: info --json: {e}"))?;
     let volumes = info
         .get("volumes")
         .and_then(Value::as_array)
-        .ok_or_else(|| format!("{}: info --json has no volumes", case.name))?;
+        .ok_or_else(|| format!("{name}: info --json has no volumes"))?;
     let [vol] = volumes.as_slice() else {
         return Err(format!(
-            "{}: info found {} volumes, not 1",
-            case.name,
+            "{name}: info found {} volumes, not 1",
             volumes.len()
         ));
     };
+    Ok(vol.clone())
+}
+
+/// The one volume `info --json` finds on the image, checked against the
+/// case's driver and sector size.
+fn read_info(case: &Case, bin: &Path, path: &Path) -> Result<Value, String> {
+    let vol = read_volume(case.name, bin, path)?;
     let fs = vol.get("fs").and_then(Value::as_str).unwrap_or("");
     let fs_ok = match case.driver {
         Driver::Exfat => fs == "exfat",
         Driver::Vfat => fs.starts_with("fat"),
     };
-    let sector = json_u64(vol, "sector_size")?;
+    let sector = json_u64(&vol, "sector_size")?;
     if !fs_ok || sector != u64::from(case.sector) {
         return Err(format!(
             "{}: info says {fs} with {sector}-byte sectors; the case says {} with {}",
@@ -245,7 +255,7 @@ fn read_info(case: &Case, bin: &Path, path: &Path) -> Result<Value, String> {
             case.sector
         ));
     }
-    Ok(vol.clone())
+    Ok(vol)
 }
 
 /// Damages a negative control's volume.

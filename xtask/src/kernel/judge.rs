@@ -223,47 +223,58 @@ fn exfat_end_of_heap_hint(image: &Image, line: &str) -> bool {
 
 /// `fsck -n` of the volume on a read-only loop device: findings.
 pub(super) fn fsck(image: &Image) -> Vec<String> {
-    let out = Command::new("losetup")
-        .args(["-r", "-f", "--show", "-o"])
-        .arg(image.start.to_string())
-        .arg("--sizelimit")
-        .arg(image.size.to_string())
-        .arg(&image.path)
-        .output();
-    let loop_dev = match out {
-        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().to_string(),
-        Ok(o) => {
-            return vec![format!(
-                "losetup: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            )]
-        }
-        Err(e) => return vec![format!("cannot run losetup: {e}")],
-    };
     let program = match image.case.driver {
         Driver::Exfat => "fsck.exfat",
         Driver::Vfat => "fsck.fat",
     };
+    match fsck_volume(program, &image.path, image.start, image.size) {
+        Err(e) => vec![e],
+        // fsck.exfat 1.2 exits 0 after some errors: the text counts too.
+        Ok((true, text)) if !text.to_lowercase().contains("error") => Vec::new(),
+        Ok((_, text)) => vec![format!(
+            "host {program} -n: {}",
+            text.trim().replace('\n', " | ")
+        )],
+    }
+}
+
+/// Runs `PROGRAM -n` on the volume at `start` (`size` bytes) of the image
+/// `path`, through a read-only loop device. Returns whether it exited 0,
+/// and its stdout and stderr (an exit status other than 0 is named in the
+/// text). Shared with `test-uboot`, which judges the text its own way.
+pub(crate) fn fsck_volume(
+    program: &str,
+    path: &Path,
+    start: u64,
+    size: u64,
+) -> Result<(bool, String), String> {
+    let out = Command::new("losetup")
+        .args(["-r", "-f", "--show", "-o"])
+        .arg(start.to_string())
+        .arg("--sizelimit")
+        .arg(size.to_string())
+        .arg(path)
+        .output();
+    let loop_dev = match out {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().to_string(),
+        Ok(o) => {
+            return Err(format!(
+                "losetup: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            ))
+        }
+        Err(e) => return Err(format!("cannot run losetup: {e}")),
+    };
     let out = Command::new(program).args(["-n", &loop_dev]).output();
     let _ = Command::new("losetup").args(["-d", &loop_dev]).status();
-    match out {
-        Err(e) => vec![format!("cannot run {program}: {e}")],
-        Ok(o) => {
-            let text = format!(
-                "{}{}",
-                String::from_utf8_lossy(&o.stdout),
-                String::from_utf8_lossy(&o.stderr)
-            );
-            // fsck.exfat 1.2 exits 0 after some errors: the text counts too.
-            if o.status.success() && !text.to_lowercase().contains("error") {
-                Vec::new()
-            } else {
-                vec![format!(
-                    "host {program} -n ({}): {}",
-                    o.status,
-                    text.trim().replace('\n', " | ")
-                )]
-            }
-        }
+    let o = out.map_err(|e| format!("cannot run {program}: {e}"))?;
+    let mut text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    if !o.status.success() {
+        text = format!("({}) {text}", o.status);
     }
+    Ok((o.status.success(), text))
 }

@@ -44,6 +44,11 @@ mod guest;
 mod image;
 mod judge;
 
+// Shared with `test-uboot` (`crate::uboot`).
+pub(crate) use cases::Make;
+pub(crate) use image::{format_image, json_u64, read_volume, write_source_tree};
+pub(crate) use judge::fsck_volume;
+
 use boot::*;
 use cases::*;
 use guest::*;
@@ -93,17 +98,20 @@ find . -type f ! -name KT-LIST -exec stat -c '%s %n' {} + | sort
 find . -type f ! -name KT-LIST -exec sha256sum {} + | sort
 ";
 
-/// Options of `test-kernel`.
-struct Options {
-    all: bool,
-    jobs: usize,
-    only: Vec<String>,
-    keep: bool,
+/// Options of `test-kernel` and `test-uboot` (only it takes `--json`).
+pub(crate) struct Options {
+    pub(crate) all: bool,
+    pub(crate) json: bool,
+    pub(crate) jobs: usize,
+    pub(crate) only: Vec<String>,
+    pub(crate) keep: bool,
 }
 
-fn parse_options(args: &[String]) -> Result<Options, String> {
+/// Reads the options of a QEMU suite; `--json` where `json` allows it.
+pub(crate) fn parse_options(args: &[String], json: bool) -> Result<Options, String> {
     let mut opts = Options {
         all: false,
+        json: false,
         jobs: 2,
         only: Vec::new(),
         keep: false,
@@ -112,6 +120,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
     while let Some(a) = it.next() {
         match a.as_str() {
             "--all" => opts.all = true,
+            "--json" if json => opts.json = true,
             "--keep" => opts.keep = true,
             "--jobs" => {
                 opts.jobs = it
@@ -125,12 +134,40 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
                 .push(it.next().ok_or("--case needs a name")?.clone()),
             other => {
                 return Err(format!(
-                    "unknown option {other:?}; valid: --all, --jobs N, --case NAME (repeatable), --keep"
+                    "unknown option {other:?}; valid: --all,{} --jobs N, --case NAME (repeatable), --keep",
+                    if json { " --json," } else { "" }
                 ))
             }
         }
     }
     Ok(opts)
+}
+
+/// The cases of a QEMU suite to run: the named ones (every name must be a
+/// case), or all (`--all`), or the CI subset.
+pub(crate) fn select_cases<'a, C>(
+    cases: &'a [C],
+    opts: &Options,
+    name: impl Fn(&C) -> &str,
+    ci: impl Fn(&C) -> bool,
+) -> Result<Vec<&'a C>, String> {
+    if let Some(o) = opts
+        .only
+        .iter()
+        .find(|o| !cases.iter().any(|c| name(c) == o.as_str()))
+    {
+        return Err(format!("no case is named {o:?}"));
+    }
+    Ok(cases
+        .iter()
+        .filter(|c| {
+            if opts.only.is_empty() {
+                opts.all || ci(c)
+            } else {
+                opts.only.iter().any(|o| o == name(c))
+            }
+        })
+        .collect())
 }
 
 /// Installs what the command needs: [`TOOLS`], and busybox as the static
@@ -179,7 +216,7 @@ fn is_static_elf(path: &Path) -> bool {
 
 /// `cargo xtask test-kernel [--all] [--jobs N] [--case NAME]... [--keep]`.
 pub fn test_kernel_cmd(args: &[String]) -> Result<(), String> {
-    let opts = parse_options(args)?;
+    let opts = parse_options(args, false)?;
     let start = Instant::now();
     install()?;
     // `--bin` finds the binary in whichever workspace package holds it.
@@ -194,7 +231,7 @@ pub fn test_kernel_cmd(args: &[String]) -> Result<(), String> {
     let guest = build_guest(&dir)?;
     let prep_time = start.elapsed();
 
-    let cases = select_cases(&opts)?;
+    let cases = select_cases(CASES, &opts, |c| c.name, |c| c.ci)?;
     let work = dir.join("run");
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
@@ -240,10 +277,16 @@ pub fn test_kernel_cmd(args: &[String]) -> Result<(), String> {
         prep_time,
         boot_time
     );
+    finish(&opts, &work, &failed)
+}
+
+/// The end of a QEMU suite's run: the work directory kept (`--keep`, or
+/// when a case failed) or removed, and the failed cases named.
+pub(crate) fn finish(opts: &Options, work: &Path, failed: &[&str]) -> Result<(), String> {
     if opts.keep || !failed.is_empty() {
         eprintln!("xtask: images and consoles kept in {}", work.display());
     } else {
-        let _ = std::fs::remove_dir_all(&work);
+        let _ = std::fs::remove_dir_all(work);
     }
     if failed.is_empty() {
         Ok(())
@@ -254,24 +297,6 @@ pub fn test_kernel_cmd(args: &[String]) -> Result<(), String> {
             failed.join(", ")
         ))
     }
-}
-
-/// The cases to run: the named ones, or all (`--all`), or the CI subset.
-fn select_cases(opts: &Options) -> Result<Vec<&'static Case>, String> {
-    let cases: Vec<&Case> = CASES
-        .iter()
-        .filter(|c| {
-            if opts.only.is_empty() {
-                opts.all || c.ci
-            } else {
-                opts.only.iter().any(|o| o == c.name)
-            }
-        })
-        .collect();
-    if cases.is_empty() {
-        return Err(format!("no case matches {:?}", opts.only));
-    }
-    Ok(cases)
 }
 
 /// Runs the batches side by side, one thread each.

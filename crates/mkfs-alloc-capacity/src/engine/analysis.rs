@@ -2,9 +2,12 @@
 
 use super::*;
 
-/// Lowest power of two dividing `d` (`d > 0`).
-pub(super) fn low_bit(d: u64) -> u64 {
-    d & d.wrapping_neg()
+/// Greatest common divisor (`gcd(0, b) == b`).
+pub(super) fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 /// Groups sorted distinct `units` into runs of consecutive units of at most
@@ -20,16 +23,17 @@ pub(super) fn runs(units: &[u64], max: u64) -> Vec<(u64, u64)> {
     out
 }
 
-/// The wrap: the smallest power of two that separates a unit from the unit
-/// whose block it returned, if below `n`.
-pub(super) fn wrap_of(all: &[(u64, Seen)], n: u64) -> Option<u64> {
-    all.iter()
-        .filter_map(|&(u, s)| match s {
-            Seen::Alias(v) if v != u => Some(low_bit(u.abs_diff(v))),
-            _ => None,
-        })
-        .min()
-        .filter(|&m| m < n)
+/// The wrap: the greatest common divisor of the distances between a unit
+/// and the unit whose block it returned, if below `n`. Under the wrap model
+/// (unit `u` stored at `u % m`) every such distance is a multiple of `m`,
+/// so `m` divides the result; [`Engine::refine_wrap`] narrows it to `m`.
+pub(super) fn wrap_of<'a>(all: impl Iterator<Item = &'a (u64, Seen)>, n: u64) -> Option<u64> {
+    all.filter_map(|&(u, s)| match s {
+        Seen::Alias(v) if v != u => Some(u.abs_diff(v)),
+        _ => None,
+    })
+    .reduce(gcd)
+    .filter(|&m| m < n)
 }
 
 /// What the cache search found.

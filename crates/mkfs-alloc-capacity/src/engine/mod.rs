@@ -5,16 +5,19 @@ use std::time::Instant;
 
 use mkfs_alloc_blockio::IoError;
 
-use crate::backup::{restore, Backup};
+use crate::backup::{restore, Backup, RestoreReport, RunInfo};
 use crate::pattern::{classify, fill, Seen};
 use crate::rng::fresh_seed;
-use crate::{Phase, ProbeError, ProbeOptions, ProbeReport, ProbeTarget, Speeds, Verdict};
+use crate::{Mode, Phase, ProbeError, ProbeOptions, ProbeReport, ProbeTarget, Speeds, Verdict};
 use mkfs_alloc_ondisk::rng::{mix, SplitMix64};
 
-/// Units per write request of a contiguous run (1 MiB at 4 KiB units).
 mod analysis;
+mod full;
+mod wrap;
 use analysis::*;
+pub use full::probe_full;
 
+/// Units per write request of a contiguous run (1 MiB at 4 KiB units).
 const WRITE_RUN: u64 = 256;
 /// Units per read request: reads go in random order, in chunks this long.
 const READ_RUN: u64 = 16;
@@ -68,12 +71,25 @@ pub fn probe<D: ProbeTarget + ?Sized>(
         return Err(ProbeError::TooSmall(announced));
     }
     let seed = opts.seed.unwrap_or_else(fresh_seed);
+    let salt = salt_of(seed);
+    if let Some(b) = backup.as_mut() {
+        let run = RunInfo {
+            salt,
+            unit_bytes: unit,
+            announced_bytes: announced,
+            block_size: bs,
+        };
+        b.start(&run).map_err(|source| ProbeError::Backup {
+            source,
+            restored: RestoreReport::default(),
+        })?;
+    }
     let mut e = Engine {
         dev,
         bpu: u64::from(unit / bs),
         unit: unit as usize,
         n,
-        salt: mix(seed ^ 0x5341_4C54),
+        salt,
         rng: SplitMix64::new(seed),
         backup: match backup.as_mut() {
             Some(b) => Some(&mut **b),
@@ -91,11 +107,7 @@ pub fn probe<D: ProbeTarget + ?Sized>(
     let (verdict, real_units, wrap, cache, first_error) = match outcome {
         Ok(o) => o,
         Err(Stop::Io(err)) => (Verdict::Damaged, 0, None, None, Some(describe(&err))),
-        Err(Stop::Backup(err)) => {
-            // Put back what was saved, then report the backup failure.
-            e.restore_all()?;
-            return Err(ProbeError::Backup(err));
-        }
+        Err(Stop::Backup(err)) => return Err(e.backup_failed(err)),
     };
     let real_bytes = if verdict == Verdict::Genuine {
         announced
@@ -108,15 +120,16 @@ pub fn probe<D: ProbeTarget + ?Sized>(
         match e.measure(opts, real_bytes / u64::from(unit)) {
             Ok(s) => speeds = s,
             Err(Stop::Io(_)) => {}
-            Err(Stop::Backup(err)) => {
-                e.restore_all()?;
-                return Err(ProbeError::Backup(err));
-            }
+            Err(Stop::Backup(err)) => return Err(e.backup_failed(err)),
         }
     }
-    let bytes_restored = e.restore_all()?;
+    let bytes_restored = match e.restore_all()? {
+        Some(r) if !r.complete() => return Err(ProbeError::Incomplete(r)),
+        r => r.map(|r| r.bytes_written),
+    };
     Ok(ProbeReport {
         verdict,
+        mode: Mode::Sampling,
         announced_bytes: announced,
         real_bytes,
         wrap_bytes: wrap.map(|w| w * u64::from(unit)),
@@ -126,6 +139,7 @@ pub fn probe<D: ProbeTarget + ?Sized>(
         bytes_written: e.written,
         bytes_read: e.read,
         bytes_restored,
+        bad_bytes: None,
         resets: e.resets,
         rounds: e.rounds,
         first_error,
@@ -136,6 +150,11 @@ pub fn probe<D: ProbeTarget + ?Sized>(
 
 fn describe(err: &IoError) -> String {
     format!("{err}: {}", err.source)
+}
+
+/// The salt of the test blocks of the run with `seed`.
+fn salt_of(seed: u64) -> u64 {
+    mix(seed ^ 0x5341_4C54)
 }
 
 /// Verdict, real units, wrap units, cache units, first error.
@@ -172,10 +191,18 @@ impl<D: ProbeTarget + ?Sized> Engine<'_, D> {
             flush,
         } = self.cache_search(cache_max)?;
 
-        // 3. Read round 1 (flushed by the cache-search writes).
+        // 3. Read round 1 (flushed by the cache-search writes), then the
+        // grid that finds a wrap of any size, and confirm the wrap.
         let r1 = self.read_units(&round1)?;
         let all: Vec<(u64, Seen)> = r1.iter().chain(end_results.iter()).copied().collect();
-        let wrap = wrap_of(&all, n);
+        let grid = self.grid_read(&round1, flush)?;
+        let wrap = match wrap_of(all.iter().chain(grid.iter()), n) {
+            None => None,
+            Some(d) => match self.refine_wrap(d, flush)? {
+                Ok(m) => Some(m),
+                Err(at) => return Ok((Verdict::Damaged, at, Some(d), cache, None)),
+            },
+        };
         let (lo, hi) = match bounds(&r1, &all, n, wrap, end_start) {
             Bounds::Genuine => return Ok((Verdict::Genuine, n, None, cache, None)),
             Bounds::Damaged(at) => return Ok((Verdict::Damaged, at, wrap, cache, None)),
@@ -486,13 +513,13 @@ impl<D: ProbeTarget + ?Sized> Engine<'_, D> {
             seq_write_bytes_per_sec: rate(bytes as f64, write_secs),
             seq_read_bytes_per_sec: rate(bytes as f64, read_secs),
             seq_bytes: bytes,
-            random_write_iops: rate(picks.len() as f64, rand_secs),
+            random_write_iops: Some(rate(picks.len() as f64, rand_secs)),
             random_write_bytes: self.unit as u32,
         }))
     }
 
     /// Writes every saved unit back (newest first) and flushes.
-    fn restore_all(&mut self) -> Result<Option<u64>, ProbeError> {
+    fn restore_all(&mut self) -> Result<Option<RestoreReport>, ProbeError> {
         let unit = self.unit as u32;
         match self.backup.as_deref_mut() {
             None => Ok(None),
@@ -500,6 +527,17 @@ impl<D: ProbeTarget + ?Sized> Engine<'_, D> {
                 (self.progress)(Phase::Restore);
                 Ok(Some(restore(&mut *self.dev, b, unit)?))
             }
+        }
+    }
+
+    /// Saving originals failed: writes back what was saved, and says so.
+    fn backup_failed(&mut self, source: std::io::Error) -> ProbeError {
+        match self.restore_all() {
+            Ok(r) => ProbeError::Backup {
+                source,
+                restored: r.unwrap_or_default(),
+            },
+            Err(e) => e,
         }
     }
 }
@@ -515,7 +553,7 @@ mod tests {
             runs(&[1, 2, 3, 7, 8, 20], 2),
             vec![(1, 2), (3, 1), (7, 2), (20, 1)]
         );
-        assert_eq!(low_bit(12), 4);
-        assert_eq!(low_bit(1 << 40), 1 << 40);
+        assert_eq!(gcd(12, 18), 6);
+        assert_eq!(gcd(3 << 20, 1 << 40), 1 << 20);
     }
 }

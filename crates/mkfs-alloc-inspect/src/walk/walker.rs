@@ -158,50 +158,43 @@ impl<'o> Walker<'o> {
         if !self.count_entry() {
             return Ok(());
         }
-        let cs = self.cluster_size;
-        let clusters = size.div_ceil(cs);
-        let allocated = clusters.saturating_mul(cs);
+        let mut fragments = None;
+        // The bytes counted: none for a length the volume cannot hold.
+        let mut counted = size;
+        if size > 0 {
+            match check_extent(d.geo, size, first, contiguous) {
+                Err(BadExtent::TooLong(why)) => {
+                    counted = 0;
+                    self.stats.complete = false;
+                    self.damaged(format!("{}: {why}", path()));
+                }
+                Err(BadExtent::Misplaced(why)) => self.damaged(format!("{}: {why}", path())),
+                Ok(_) if contiguous => fragments = Some(1),
+                Ok(clusters) if clusters <= self.chain_budget => {
+                    self.chain_budget -= clusters;
+                    match file_fragments(d.r, d.fat, first, clusters)? {
+                        Ok(f) => fragments = Some(f),
+                        Err(p) => self.damaged(format!("{}: {p}", path())),
+                    }
+                }
+                Ok(_) if !self.budget_warned => {
+                    self.budget_warned = true;
+                    self.warn(format!(
+                        "{}: FAT chain checks stopped: the chains walked so far are longer than the volume (cross-linked files?)",
+                        path()
+                    ));
+                }
+                Ok(_) => {}
+            }
+        }
+        let allocated = round_up(counted, self.cluster_size);
         let s = &mut self.stats;
         s.count += 1;
-        s.total_bytes = s.total_bytes.saturating_add(size);
+        s.total_bytes = s.total_bytes.saturating_add(counted);
         s.allocated_bytes = s.allocated_bytes.saturating_add(allocated);
         s.waste_bytes = s.allocated_bytes.saturating_sub(s.total_bytes);
         for (a, &c) in s.at_cluster_sizes.iter_mut().zip(&self.sizes) {
-            a.allocated_bytes = a.allocated_bytes.saturating_add(round_up(size, c));
-        }
-        let geo = d.geo;
-        let mut fragments = None;
-        if clusters > 0 {
-            if !geo.valid(first) {
-                self.damaged(format!(
-                    "{}: {size} bytes but first cluster {first} is not valid (2..={})",
-                    path(),
-                    geo.max_cluster()
-                ));
-            } else if contiguous {
-                let last = u64::from(first) + clusters - 1;
-                if last > u64::from(geo.max_cluster()) {
-                    self.damaged(format!(
-                        "{}: contiguous clusters {first}..={last} run past the last cluster {}",
-                        path(),
-                        geo.max_cluster()
-                    ));
-                } else {
-                    fragments = Some(1);
-                }
-            } else if clusters <= self.chain_budget {
-                self.chain_budget -= clusters;
-                match file_fragments(d.r, d.fat, first, clusters)? {
-                    Ok(f) => fragments = Some(f),
-                    Err(p) => self.damaged(format!("{}: {p}", path())),
-                }
-            } else if !self.budget_warned {
-                self.budget_warned = true;
-                self.warn(format!(
-                    "{}: FAT chain checks stopped: the chains walked so far are longer than the volume (cross-linked files?)",
-                    path()
-                ));
-            }
+            a.allocated_bytes = a.allocated_bytes.saturating_add(round_up(counted, c));
         }
         if fragments.is_some_and(|f| f > 1) {
             self.stats.fragmented += 1;
@@ -220,6 +213,13 @@ impl<'o> Walker<'o> {
             }
         }
         Ok(())
+    }
+
+    /// Records a directory that is not read because its entry is damaged
+    /// (`why`): the statistics lack its contents.
+    pub(crate) fn unread_dir(&mut self, path: &str, why: &str) {
+        self.stats.complete = false;
+        self.damaged(format!("{path}: {why}; not read"));
     }
 
     /// Warns about a damaged directory (the walk goes on without it).

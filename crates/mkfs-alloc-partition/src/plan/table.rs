@@ -224,7 +224,7 @@ impl TablePlan {
 #[cfg(feature = "serde")]
 /// The JSON shape of a [`TablePlan`] (one flat object, as before the plan
 /// became an enum: scripts read `table.mbr_type`, `table.disk_guid`, ...).
-#[derive(Serialize)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 struct TablePlanJson<'a> {
     kind: TableKind,
     block_size: u32,

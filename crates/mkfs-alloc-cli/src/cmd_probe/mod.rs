@@ -1,24 +1,47 @@
 //! `mkfs-alloc probe DEVICE`: find counterfeit capacity before formatting.
 //!
-//! The engine is `mkfs-alloc-capacity`; this file opens the device uncached
-//! (`Device::open_uncached`), reopens it between the probe's write and read
-//! phases, asks for confirmation, keeps the `--keep-data` journal and prints
-//! the report. `mkfs-alloc --probe ...` calls [`probe_target`] before a format.
+//! The engine is `mkfs-alloc-capacity`; this module opens the device
+//! uncached (`Device::open_uncached`), reopens it between the probe's write
+//! and read phases, asks for confirmation, keeps the `--keep-data` journal
+//! (`journal.rs`: creating it, `--restore`, a journal in the way), runs the
+//! full pass with its progress bar (`full.rs`) and prints the report
+//! (`print.rs`). `mkfs-alloc --probe ...` calls [`probe_target`] before a
+//! format.
+
+mod full;
+mod journal;
+mod print;
 
 use crate::{usage, Failure};
 use anyhow::{anyhow, Context};
 use mkfs_alloc_blockio::{BlockIo, ImageFile, IoError, IoOp};
 use mkfs_alloc_capacity::{
-    probe, restore_journal, Backup, Journal, Phase, ProbeOptions, ProbeReport, ProbeTarget, Verdict,
+    probe, Backup, DeviceIdentity, Phase, ProbeOptions, ProbeReport, ProbeTarget,
 };
 use mkfs_alloc_device::{self as device, Device, DeviceError};
-use mkfs_alloc_layout::units::format_size;
-use serde_json::json;
 use std::path::{Path, PathBuf};
 
+pub use print::summary_line;
+
+/// What sampling cannot prove, for `probe --help`.
+const PROBE_HELP: &str = "\
+By default the probe samples: it writes test blocks at unit 0, every power of two, random \
+places and the end of the device (about 100 MiB), then reads them back. That finds the \
+wraparound, limbo and chain fakes it models, and a wrap of any size from the size of its cache \
+search on, in seconds. It cannot prove that every block stores data: a fake whose cache is larger \
+than --max-cache, or whose controller keeps only the blocks written last (recycling the oldest), \
+passes it. --full writes and reads back every block (as H2testw and f3write/f3read do): it \
+destroys all data and takes as long as writing and reading the whole device, and it is the only \
+certain test.";
 /// Options of `mkfs-alloc probe`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = PROBE_HELP)]
 pub struct ProbeArgs {
+    /// Write and read back every block of the device instead of sampling
+    /// (destroys all data; as slow as writing and reading the whole device).
+    /// The only certain test: see below.
+    #[arg(long, conflicts_with = "restore")]
+    pub full: bool,
     /// Save every block the probe overwrites to a journal file first and
     /// write it back at the end (without it the probe is destructive: it is
     /// meant for sticks about to be formatted).
@@ -29,7 +52,9 @@ pub struct ProbeArgs {
     #[arg(long, value_name = "FILE", requires = "keep_data")]
     pub journal: Option<PathBuf>,
     /// Write back the blocks saved in the journal of an interrupted
-    /// --keep-data probe, then delete the journal. Probes nothing.
+    /// --keep-data probe, then delete the journal (it is kept if a block
+    /// could not be written back). Refuses a device the journal did not
+    /// come from. Probes nothing.
     #[arg(long, value_name = "JOURNAL", conflicts_with_all = ["keep_data", "journal"])]
     pub restore: Option<PathBuf>,
     /// Do not measure the sequential and random write speeds.
@@ -186,6 +211,8 @@ fn phase_text(p: Phase) -> &'static str {
         Phase::Bisect => "narrowing down the real size",
         Phase::Speed => "measuring speeds",
         Phase::Restore => "writing the saved data back",
+        Phase::Write => "writing every block",
+        Phase::Verify => "reading every block back",
     }
 }
 
@@ -195,8 +222,7 @@ fn run_probe(
     opts: &ProbeOptions,
     backup: Option<&mut dyn Backup>,
     quiet: bool,
-    path: &Path,
-) -> Result<ProbeReport, Failure> {
+) -> Result<ProbeReport, mkfs_alloc_capacity::ProbeError> {
     let mut last = None;
     let mut progress = |p: Phase| {
         if !quiet && last != Some(p) {
@@ -204,9 +230,11 @@ fn run_probe(
         }
         last = Some(p);
     };
-    probe(opened.target(), opts, backup, &mut progress).map_err(|e| {
-        Failure::Io(anyhow::Error::new(e).context(format!("probing {}", path.display())))
-    })
+    probe(opened.target(), opts, backup, &mut progress)
+}
+
+fn probe_failed(e: mkfs_alloc_capacity::ProbeError, path: &Path) -> Failure {
+    Failure::Io(anyhow::Error::new(e).context(format!("probing {}", path.display())))
 }
 
 /// `mkfs-alloc --probe`: probes the format target (already confirmed)
@@ -215,33 +243,24 @@ pub fn probe_target(path: &Path, quiet: bool) -> Result<ProbeReport, Failure> {
     let info = check(path)?;
     let mut opened = open(path, info.is_some())?;
     let opts = ProbeOptions::default();
-    run_probe(&mut opened, &opts, None, quiet, path)
+    run_probe(&mut opened, &opts, None, quiet).map_err(|e| probe_failed(e, path))
 }
 
-/// The verdict, announced and real size in one line.
-pub fn summary_line(r: &ProbeReport) -> String {
-    if r.verdict == Verdict::Genuine {
-        format!(
-            "genuine: {} announced, all of it real",
-            format_size(r.announced_bytes)
-        )
-    } else {
-        format!(
-            "{}: {} announced, {} real ({} bytes)",
-            r.verdict,
-            format_size(r.announced_bytes),
-            format_size(r.real_bytes),
-            r.real_bytes
-        )
+/// What identifies the target: the device's serial and model where the
+/// operating system reports them, and the path.
+fn identity(path: &Path, info: Option<&device::DeviceInfo>) -> DeviceIdentity {
+    DeviceIdentity {
+        serial: info.and_then(|i| i.serial.clone()),
+        model: info.and_then(|i| i.model.clone()),
+        path: Some(
+            info.map_or_else(
+                || std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
+                |i| i.path.clone(),
+            )
+            .display()
+            .to_string(),
+        ),
     }
-}
-
-fn default_journal(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "device".into());
-    PathBuf::from(format!("mkfs-alloc-probe-{name}.journal"))
 }
 
 fn ask(info: &device::DeviceInfo, a: &ProbeArgs, journal: Option<&Path>) -> Result<(), Failure> {
@@ -259,47 +278,31 @@ fn ask(info: &device::DeviceInfo, a: &ProbeArgs, journal: Option<&Path>) -> Resu
     crate::confirm::confirm_action(info, &what, a.yes, a.quiet || a.json)
 }
 
-/// `mkfs-alloc probe`.
-/// `--restore JOURNAL`: writes the saved blocks back, then removes the
-/// journal.
-fn restore(a: &ProbeArgs, j: &Path, info: Option<&device::DeviceInfo>) -> Result<(), Failure> {
-    let path = &a.target;
-    if !j.is_file() {
-        return Err(usage(anyhow!("journal {} does not exist", j.display())));
-    }
-    if let Some(info) = info {
-        let what = format!(
-            "write the blocks saved in {} back to {}",
-            j.display(),
-            info.path.display()
-        );
-        crate::confirm::confirm_action(info, &what, a.yes, a.quiet || a.json)?;
-    }
-    let mut opened = open(path, info.is_some())?;
-    let written = restore_journal(opened.target(), j).map_err(|e| {
-        Failure::Io(anyhow::Error::new(e).context(format!("restoring {}", j.display())))
-    })?;
-    std::fs::remove_file(j)
-        .with_context(|| format!("restored, but cannot remove {}", j.display()))
-        .map_err(Failure::Io)?;
-    if a.json {
-        outln!(
-            "{:#}",
-            json!({ "target": path.display().to_string(), "restored_bytes": written, "journal": j.display().to_string() })
-        );
-    } else if !a.quiet {
-        outln!(
-            "{}: wrote back {} from {} (removed)",
-            path.display(),
-            format_size(written),
-            j.display()
-        );
-    }
-    Ok(())
+/// Asks before `--restore` writes to a device.
+fn confirm_restore(
+    a: &ProbeArgs,
+    j: &Path,
+    info: Option<&device::DeviceInfo>,
+) -> Result<(), Failure> {
+    let Some(info) = info else {
+        return Ok(());
+    };
+    let what = format!(
+        "write the blocks saved in {} back to {}",
+        j.display(),
+        info.path.display()
+    );
+    crate::confirm::confirm_action(info, &what, a.yes, a.quiet || a.json)
 }
 
+/// `mkfs-alloc probe`.
 pub fn run(a: &ProbeArgs) -> Result<(), Failure> {
     let path = &a.target;
+    if a.full && a.keep_data {
+        return Err(usage(anyhow!(
+            "--keep-data cannot be used with --full: the full pass overwrites every block, and saving them would take a journal as large as the device; copy the data off first (nothing was written)"
+        )));
+    }
     let info = check(path)?;
     let mut opts = ProbeOptions {
         seed: a.seed,
@@ -310,112 +313,30 @@ pub fn run(a: &ProbeArgs) -> Result<(), Failure> {
         opts.max_cache_bytes = mkfs_alloc_layout::units::parse_size(m)
             .map_err(|e| usage(anyhow!("--max-cache: {e}")))?;
     }
-
     if let Some(j) = &a.restore {
-        return restore(a, j, info.as_ref());
+        return journal::restore(a, j, info.as_ref());
     }
-
-    let journal_path = a
-        .keep_data
-        .then(|| a.journal.clone().unwrap_or_else(|| default_journal(path)));
+    if a.full {
+        return full::run(a, &opts, info.as_ref());
+    }
+    let journal_path = a.keep_data.then(|| {
+        a.journal
+            .clone()
+            .unwrap_or_else(|| journal::default_path(path))
+    });
     if let Some(j) = &journal_path {
-        if j.exists() {
-            return Err(usage(anyhow!(
-                "journal {} exists: a --keep-data probe was interrupted; put its data back with `mkfs-alloc probe --restore {} {}` first",
-                j.display(),
-                j.display(),
-                path.display()
-            )));
-        }
+        journal::refuse_existing(j, path)?;
     }
     if let Some(info) = &info {
         ask(info, a, journal_path.as_deref())?;
     }
     let mut opened = open(path, info.is_some())?;
-    let mut journal = match &journal_path {
-        None => None,
-        Some(j) => {
-            let t = opened.target();
-            let size = t.num_blocks() * u64::from(t.block_size());
-            let unit = opts.unit_bytes.max(t.block_size());
-            Some(
-                Journal::create(j, size, unit)
-                    .with_context(|| format!("creating the journal {}", j.display()))
-                    .map_err(Failure::Io)?,
-            )
-        }
+    let report = match &journal_path {
+        None => run_probe(&mut opened, &opts, None, a.quiet || a.json)
+            .map_err(|e| probe_failed(e, path))?,
+        Some(j) => journal::probe_keeping(&mut opened, &opts, a, j, identity(path, info.as_ref()))?,
     };
-    let report = run_probe(
-        &mut opened,
-        &opts,
-        journal.as_mut().map(|j| j as &mut dyn Backup),
-        a.quiet || a.json,
-        path,
-    )?;
     drop(opened);
-    if let Some(j) = &journal_path {
-        // Everything was written back and flushed by the probe.
-        std::fs::remove_file(j)
-            .with_context(|| format!("cannot remove the journal {}", j.display()))
-            .map_err(Failure::Io)?;
-    }
-    if a.json {
-        let mut v = json!(report);
-        if let Some(o) = v.as_object_mut() {
-            o.insert("target".into(), json!(path.display().to_string()));
-            o.insert("keep_data".into(), json!(a.keep_data));
-        }
-        outln!("{v:#}");
-    } else if !a.quiet {
-        print_report(path, &report);
-    }
+    print::report(a, &report);
     Ok(())
-}
-
-fn rate(b: f64) -> String {
-    format!("{:.1} MB/s", b / 1e6)
-}
-
-fn print_report(path: &Path, r: &ProbeReport) {
-    outln!("{}: {}", path.display(), summary_line(r));
-    if let Some(w) = r.wrap_bytes {
-        outln!("  wraps at    {}", format_size(w));
-    }
-    match r.cache_bytes {
-        Some(0) => outln!("  cache       none"),
-        Some(c) => outln!("  cache       about {}", format_size(c)),
-        None => outln!(
-            "  cache       none found (searched up to {})",
-            format_size(r.cache_search_limit_bytes)
-        ),
-    }
-    if let Some(e) = &r.first_error {
-        outln!("  I/O error   {e}");
-    }
-    outln!(
-        "  written     {} in {:.1} s ({} reopens)",
-        format_size(r.bytes_written),
-        r.seconds,
-        r.resets
-    );
-    if let Some(b) = r.bytes_restored {
-        outln!("  restored    {} (--keep-data)", format_size(b));
-    }
-    if let Some(s) = &r.speeds {
-        outln!(
-            "  speed       sequential write {}, read {}; {} B random writes {:.0} IOPS",
-            rate(s.seq_write_bytes_per_sec),
-            rate(s.seq_read_bytes_per_sec),
-            s.random_write_bytes,
-            s.random_write_iops
-        );
-    }
-    if r.verdict.is_fake() && r.real_bytes > 0 {
-        outln!(
-            "  Only the first {} store data. To use them: mkfs-alloc --size {} ... {}",
-            format_size(r.real_bytes),
-            r.real_bytes,
-            path.display()
-        );
-    }
 }

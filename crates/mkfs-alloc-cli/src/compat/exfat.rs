@@ -1,0 +1,219 @@
+//! `mkfs.exfat`: exfatprogs' command line, `mkfs.exfat [OPTIONS] DEVICE`.
+
+use super::getopt::{self, Item, Spec, Takes};
+use super::{parse_bytes, Decision, Early, Medium, Request};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+const fn o(
+    short: Option<char>,
+    long: Option<&'static str>,
+    takes: Takes,
+    key: &'static str,
+) -> Spec {
+    Spec {
+        short,
+        long,
+        takes,
+        key,
+    }
+}
+
+/// exfatprogs' options (1.2.0 and the later `-U`, `-q`, `-s` and the
+/// options we refuse).
+const SPECS: &[Spec] = &[
+    o(Some('L'), Some("volume-label"), Takes::Value, "label"),
+    o(Some('n'), None, Takes::Value, "label"),
+    o(Some('c'), Some("cluster-size"), Takes::Value, "cluster"),
+    o(Some('b'), Some("boundary-align"), Takes::Value, "align"),
+    o(Some('s'), Some("sector-size"), Takes::Value, "sector"),
+    o(Some('f'), Some("full-format"), Takes::Nothing, "full"),
+    o(Some('U'), Some("volume-guid"), Takes::Value, "guid"),
+    o(Some('q'), Some("quiet"), Takes::Nothing, "quiet"),
+    o(Some('v'), Some("verbose"), Takes::Nothing, "verbose"),
+    o(Some('V'), Some("version"), Takes::Nothing, "version"),
+    o(Some('h'), Some("help"), Takes::Nothing, "help"),
+    o(None, Some("pack-bitmap"), Takes::Nothing, "pack-bitmap"),
+    o(Some('C'), None, Takes::Nothing, "C"),
+    o(Some('F'), None, Takes::Nothing, "F"),
+    o(Some('K'), None, Takes::Nothing, "K"),
+    o(Some('P'), None, Takes::Value, "P"),
+    o(None, Some("upcase"), Takes::Value, "upcase"),
+];
+
+/// Options we know but do not do.
+fn unsupported(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "pack-bitmap" => "moving the allocation bitmap into the FAT's alignment gap",
+        "C" | "F" | "K" | "P" => "an option of later exfatprogs versions",
+        "upcase" => "a custom up-case table",
+        _ => return None,
+    })
+}
+
+/// `-V`.
+fn version_line() -> String {
+    format!(
+        "mkfs.exfat (mkfs-alloc {}; exfatprogs-compatible front end)",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// The usage text.
+pub fn usage() -> String {
+    "Usage: mkfs.exfat [OPTIONS] DEVICE\n\
+     Make an exFAT file system on DEVICE (a block device or an existing image file)\n\
+     with mkfs-alloc, taking exfatprogs' options.\n\n\
+     Options:\n  \
+     -L, --volume-label=LABEL   volume label (up to 11 UTF-16 units); -n LABEL too\n  \
+     -c, --cluster-size=SIZE    cluster size in bytes, or with a k/K or m/M suffix\n  \
+     -b, --boundary-align=SIZE  alignment of the FAT and the cluster heap (default 1M)\n  \
+     -s, --sector-size=SIZE     logical sector size: 512, 1024, 2048, 4096\n  \
+     -f, --full-format          zero the whole device\n  \
+     -q, --quiet                print nothing but errors\n  \
+     -v, --verbose              print mkfs-alloc's summary (the default)\n  \
+     -V, --version, -h, --help\n\
+     Refused by name (exit 2): -U/--volume-guid, --pack-bitmap, -C, -F, -K, -P, --upcase.\n\
+     Exit codes: 0 done; 1 no DEVICE, or an I/O failure after writing began;\n\
+     2 refused before anything was written. See mkfs-alloc(1)."
+        .to_string()
+}
+
+fn refuse(msg: String) -> Early {
+    Early::Refuse(msg)
+}
+
+/// Parses mkfs.exfat's command line.
+pub fn parse(args: &[OsString]) -> Result<Request, Early> {
+    let items =
+        getopt::parse(args, SPECS).map_err(|e| refuse(format!("{e} (see mkfs.exfat --help)")))?;
+    let mut req = Request::default();
+    let mut operands: Vec<OsString> = Vec::new();
+    for item in items {
+        let (key, opt, v) = match item {
+            Item::Operand(w) => {
+                operands.push(w);
+                continue;
+            }
+            Item::Opt { key, name, value } => (key, name, value.unwrap_or_default()),
+        };
+        if let Some(what) = unsupported(key) {
+            return Err(refuse(format!("option {opt} ({what}) is not supported")));
+        }
+        let size = |valid: &str| {
+            parse_bytes(v.trim())
+                .filter(|n| n.is_power_of_two())
+                .ok_or_else(|| refuse(format!("invalid value {v:?} for {opt}: valid: {valid}")))
+        };
+        match key {
+            "label" => req.label = Some(v.clone()),
+            "cluster" => req.exfat_cluster = Some(size("a power of two, in bytes or with k/K, m/M")?),
+            "align" => req.align = Some(size("a power of two, in bytes or with k/K, m/M")?),
+            "sector" => {
+                let s = size("512, 1024, 2048, 4096")?;
+                req.sector = Some(u32::try_from(s).map_err(|_| refuse(format!("invalid value {v:?} for {opt}")))?);
+            }
+            "full" => req.full = true,
+            "guid" => {
+                return Err(refuse(format!(
+                    "option {opt} (a given volume GUID) is not supported: mkfs-alloc derives the GUID entry from the serial"
+                )))
+            }
+            "quiet" => req.quiet = true,
+            "verbose" => {}
+            "version" => return Err(Early::Print(version_line())),
+            "help" => return Err(Early::Print(usage())),
+            _ => return Err(refuse(format!("option {opt} is not supported"))),
+        }
+    }
+    let mut words = operands.into_iter();
+    let target = words
+        .next()
+        .ok_or_else(|| Early::Usage("mkfs.exfat: no device given".to_string()))?;
+    if let Some(extra) = words.next() {
+        return Err(Early::Usage(format!(
+            "mkfs.exfat: one DEVICE only, not also {extra:?}"
+        )));
+    }
+    req.target = PathBuf::from(target);
+    Ok(req)
+}
+
+/// exfatprogs' default cluster size: 4 KiB below 256 MiB, 32 KiB below
+/// 32 GiB, 128 KiB from there (its `exfat_get_blk_dev_info`).
+fn default_cluster(bytes: u64) -> u64 {
+    match bytes {
+        b if b < 256 << 20 => 4 << 10,
+        b if b < 32 << 30 => 32 << 10,
+        _ => 128 << 10,
+    }
+}
+
+/// exFAT at the cluster size given, or at mkfs.exfat's default (at least a
+/// sector).
+pub fn decide(req: &Request, m: &Medium) -> Decision {
+    let cluster = req
+        .exfat_cluster
+        .unwrap_or_else(|| default_cluster(m.bytes).max(u64::from(m.sector)));
+    Decision {
+        fs: "exfat",
+        cluster: cluster.to_string(),
+        root_entries: None,
+        notes: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &[&str]) -> Vec<OsString> {
+        s.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn lines_callers_pass() {
+        let r = parse(&words(&["-L", "", "/dev/sdb1"])).expect("GParted's line");
+        assert_eq!(
+            (r.label.as_deref(), r.target.to_str()),
+            (Some(""), Some("/dev/sdb1"))
+        );
+        let r = parse(&words(&["-c", "32768", "/dev/sdb1"])).expect("kpmcore's line");
+        assert_eq!(r.exfat_cluster, Some(32768));
+        let r = parse(&words(&["/dev/sdb1", "-n", "STICK"])).expect("libblockdev's line");
+        assert_eq!(r.label.as_deref(), Some("STICK"));
+        let r = parse(&words(&[
+            "--cluster-size=1M",
+            "-b",
+            "4M",
+            "-f",
+            "-q",
+            "x.img",
+        ]))
+        .expect("options");
+        assert_eq!(
+            (r.exfat_cluster, r.align, r.full, r.quiet),
+            (Some(1 << 20), Some(4 << 20), true, true)
+        );
+    }
+
+    #[test]
+    fn refusals() {
+        for line in [
+            &["--pack-bitmap", "x"][..],
+            &["-U", "0x1", "x"],
+            &["-c", "3000", "x"],
+            &["-x", "x"],
+        ] {
+            assert!(
+                matches!(parse(&words(line)), Err(Early::Refuse(_))),
+                "{line:?}"
+            );
+        }
+        assert!(matches!(parse(&words(&[])), Err(Early::Usage(_))));
+        assert!(matches!(parse(&words(&["-V"])), Err(Early::Print(_))));
+        assert_eq!(default_cluster(64 << 20), 4096);
+        assert_eq!(default_cluster(300 << 20), 32768);
+        assert_eq!(default_cluster(40 << 30), 131_072);
+    }
+}
