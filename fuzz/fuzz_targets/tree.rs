@@ -28,7 +28,7 @@ use libfuzzer_sys::fuzz_target;
 use mkfs_alloc_blockio::MemDisk;
 use mkfs_alloc_layout::plan::Geometry;
 use mkfs_alloc_layout::{
-    plan, write_volume, ClusterChoice, FormatOptions, FsChoice, FsType, Medium,
+    plan, write_volume, ClusterChoice, FormatOptions, FsChoice, FsKind, Medium,
 };
 use mkfs_alloc_ondisk::exfat::set_checksum;
 
@@ -51,7 +51,7 @@ struct Volume {
     root: (usize, usize),
 }
 
-fn volume(fs: FsType, bytes: u64) -> Volume {
+fn volume(fs: FsKind, bytes: u64) -> Volume {
     let opts = FormatOptions::new()
         .fs(FsChoice::Fixed(fs))
         .cluster(ClusterChoice::Bytes(512))
@@ -153,8 +153,8 @@ fuzz_target!(|data: &[u8]| {
     };
     let vols = VOLUMES.get_or_init(|| {
         [
-            volume(FsType::Exfat, 1 << 20),
-            volume(FsType::Fat16, 3 << 20),
+            volume(FsKind::Exfat, 1 << 20),
+            volume(FsKind::Fat16, 3 << 20),
         ]
     });
     let v = &vols[usize::from(mode % 2)];

@@ -70,29 +70,40 @@ pub fn serial_uuid(serial: u32) -> String {
     format!("{:04X}-{:04X}", serial >> 16, serial & 0xFFFF)
 }
 
-/// Which fsck to run.
+/// Which fsck to run: `fsck.exfat` for exFAT, `fsck.fat` for every FAT
+/// width.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FsKind {
+pub enum Fsck {
     /// `fsck.exfat`.
     Exfat,
     /// `fsck.fat`.
-    Fat32,
+    Fat,
 }
 
-impl FsKind {
+impl From<mkfs_alloc_layout::FsKind> for Fsck {
+    fn from(fs: mkfs_alloc_layout::FsKind) -> Self {
+        if fs.is_fat() {
+            Fsck::Fat
+        } else {
+            Fsck::Exfat
+        }
+    }
+}
+
+impl Fsck {
     /// The blkid `TYPE` of this file system.
     pub fn blkid_type(self) -> &'static str {
         match self {
-            FsKind::Exfat => "exfat",
-            FsKind::Fat32 => "vfat",
+            Fsck::Exfat => "exfat",
+            Fsck::Fat => "vfat",
         }
     }
 
     /// From a blkid `TYPE`.
-    pub fn from_blkid(t: &str) -> Option<FsKind> {
+    pub fn from_blkid(t: &str) -> Option<Fsck> {
         match t {
-            "exfat" => Some(FsKind::Exfat),
-            "vfat" => Some(FsKind::Fat32),
+            "exfat" => Some(Fsck::Exfat),
+            "vfat" => Some(Fsck::Fat),
             _ => None,
         }
     }
@@ -102,13 +113,13 @@ impl FsKind {
 /// a device): `true` when it exits 0 and reports nothing to repair (exFAT:
 /// "clean"; FAT: nothing but the version line and the summary).
 #[track_caller]
-pub fn fsck_verdict(fs: FsKind, target: &Path) -> (bool, CmdOutput) {
+pub fn fsck_verdict(fs: Fsck, target: &Path) -> (bool, CmdOutput) {
     match fs {
-        FsKind::Exfat => {
+        Fsck::Exfat => {
             let out = run(require_tool("fsck.exfat"), &[Path::new("-n"), target]);
             (out.success() && out.stdout.contains("clean"), out)
         }
-        FsKind::Fat32 => {
+        Fsck::Fat => {
             let out = run(require_tool("fsck.fat"), &[Path::new("-n"), target]);
             let name = target.to_string_lossy();
             let extra = out.lines().any(|l| {

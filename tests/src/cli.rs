@@ -1,7 +1,7 @@
 //! Locating and running the `mkfs-alloc` binary.
 
 use crate::cmd::{run_env, CmdOutput};
-use mkfs_alloc_layout::FsType;
+use mkfs_alloc_layout::FsKind;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -175,7 +175,7 @@ pub fn format_image(image: &Path, f: &FormatArgs<'_>) -> MkfsJson {
 /// [`format_image`], then checks that the CLI reports the cluster count the
 /// planner gives for the same `fs`, cluster, sector and size.
 #[track_caller]
-pub fn format_planned(image: &Path, fs: FsType, f: &FormatArgs<'_>) -> MkfsJson {
+pub fn format_planned(image: &Path, fs: FsKind, f: &FormatArgs<'_>) -> MkfsJson {
     let json = format_image(image, f);
     let planned = crate::plan_for(fs, f.cluster, f.sector, f.size).expect("the planner accepts it");
     assert_eq!(

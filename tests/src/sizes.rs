@@ -1,9 +1,9 @@
 //! Volume sizes for the test matrices, found through the planner.
 
-use mkfs_alloc_layout::{plan, ClusterChoice, FormatOptions, FsChoice, FsType, Layout, Medium};
+use mkfs_alloc_layout::{plan, ClusterChoice, FormatOptions, FsChoice, FsKind, Layout, Medium};
 
 /// The options the CLI uses for `--fs fs --cluster cluster` (default alignment).
-pub fn options(fs: FsType, cluster: u64) -> FormatOptions {
+pub fn options(fs: FsKind, cluster: u64) -> FormatOptions {
     FormatOptions::new()
         .fs(FsChoice::Fixed(fs))
         .cluster(ClusterChoice::Bytes(cluster))
@@ -11,7 +11,7 @@ pub fn options(fs: FsType, cluster: u64) -> FormatOptions {
 }
 
 /// Plans `fs` at `cluster` on a whole-medium volume of `bytes`.
-pub fn plan_for(fs: FsType, cluster: u64, sector: u32, bytes: u64) -> Option<Layout> {
+pub fn plan_for(fs: FsKind, cluster: u64, sector: u32, bytes: u64) -> Option<Layout> {
     plan(&options(fs, cluster), &Medium::whole(bytes, sector)).ok()
 }
 
@@ -20,7 +20,7 @@ pub fn plan_for(fs: FsType, cluster: u64, sector: u32, bytes: u64) -> Option<Lay
 /// plans while one sector less does not, found by doubling then bisection.
 /// Panics if nothing up to 16 TiB plans.
 #[track_caller]
-pub fn smallest_valid(fs: FsType, cluster: u64, sector: u32) -> u64 {
+pub fn smallest_valid(fs: FsKind, cluster: u64, sector: u32) -> u64 {
     let s = u64::from(sector);
     let ok = |sectors: u64| plan_for(fs, cluster, sector, sectors * s).is_some();
     let mut hi = (1u64 << 20) / s;
@@ -55,7 +55,7 @@ pub enum Size {
 impl Size {
     /// The size in bytes of `fs` at `cluster` bytes and `sector`-byte sectors.
     #[track_caller]
-    pub fn bytes(self, fs: FsType, cluster: u64, sector: u32) -> u64 {
+    pub fn bytes(self, fs: FsKind, cluster: u64, sector: u32) -> u64 {
         match self {
             Size::Smallest => smallest_valid(fs, cluster, sector),
             Size::Bytes(b) => b,

@@ -163,7 +163,7 @@ fn case(fs: &str, table: &str, size: &str, sector: u32, want_fs: &str) {
     let len = json.u64("volume_bytes");
     mkfs_alloc_tests::check::with_volume(&img, off, len, |v| {
         let (clean, out) =
-            mkfs_alloc_tests::check::fsck_verdict(mkfs_alloc_tests::check::FsKind::Fat32, v);
+            mkfs_alloc_tests::check::fsck_verdict(mkfs_alloc_tests::check::Fsck::Fat, v);
         assert!(clean, "fsck.fat:\n{out}");
     });
 

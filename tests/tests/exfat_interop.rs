@@ -6,7 +6,7 @@
 //! the smallest size the planner accepts and at a medium size, plus a few
 //! 2 TiB sparse images.
 
-use mkfs_alloc_layout::FsType;
+use mkfs_alloc_layout::FsKind;
 use mkfs_alloc_tests::checks::{
     check_exfat_boot_region, dump_exfat_cluster_size, fsck_exfat_clean,
 };
@@ -20,11 +20,11 @@ use std::path::Path;
 const MEDIUM: u64 = 3 * GIB + 7 * MIB + 12 * KIB;
 
 fn exfat_case(cluster: u64, sector: u32, size: Size) {
-    let size = size.bytes(FsType::Exfat, cluster, sector);
+    let size = size.bytes(FsKind::Exfat, cluster, sector);
     let tmp = TempDir::new(&format!("exfat-{cluster}-{sector}"));
     let img = tmp.join("exfat.img");
     let args = FormatArgs::new("exfat", cluster, sector, size);
-    let json = format_planned(&img, FsType::Exfat, &args);
+    let json = format_planned(&img, FsKind::Exfat, &args);
 
     let boot = check_exfat_boot_region(&img);
     assert_eq!(boot.cluster_size(), cluster);

@@ -8,7 +8,7 @@
 //! near-2-TiB sparse images (TotSec32 caps 512-byte-sector volumes at
 //! 2 TiB - 512 B).
 
-use mkfs_alloc_layout::FsType;
+use mkfs_alloc_layout::FsKind;
 use mkfs_alloc_tests::checks::{
     check_fat32_boot, fsck_fat_clean, fsck_fat_geometry, mtools, mtools_copy_in,
 };
@@ -27,14 +27,14 @@ const MEDIUM: u64 = 8 * GIB + 7 * MIB + 12 * KIB;
 const LABEL: &str = "MKFSALLOC";
 
 fn fat32_case(cluster: u64, sector: u32, size: Size) {
-    let size = size.bytes(FsType::Fat32, cluster, sector);
+    let size = size.bytes(FsKind::Fat32, cluster, sector);
     let tmp = TempDir::new(&format!("fat32-{cluster}-{sector}"));
     let img = tmp.join("fat32.img");
     let args = FormatArgs {
         label: Some(LABEL),
         ..FormatArgs::new("fat32", cluster, sector, size)
     };
-    let json = format_planned(&img, FsType::Fat32, &args);
+    let json = format_planned(&img, FsKind::Fat32, &args);
 
     let boot = check_fat32_boot(&img);
     assert_eq!(boot.cluster_size(), cluster);

@@ -13,10 +13,10 @@
 //! ones), a table (none, mbr, gpt), a serial, and whether the target is a new
 //! image (`--size`) or an existing sparse sentinel image.
 
-use mkfs_alloc::layout::{ClusterChoice, FormatOptions, FsChoice, FsType};
+use mkfs_alloc::layout::{ClusterChoice, FormatOptions, FsChoice, FsKind};
 use mkfs_alloc::partition::{TableChoice, TableKind};
 use mkfs_alloc::MediumOptions;
-use mkfs_alloc_tests::check::{fsck_verdict, sparse_fingerprint, with_volume, FsKind};
+use mkfs_alloc_tests::check::{fsck_verdict, sparse_fingerprint, with_volume, Fsck};
 use mkfs_alloc_tests::checks::{dump_exfat_cluster_size, fsck_fat_geometry};
 use mkfs_alloc_tests::{
     fill_range, mkfs_alloc, require_root, size_arg, sparse_file, MkfsJson, TempDir, MIB, SENTINEL,
@@ -106,16 +106,16 @@ fn opts() -> impl Strategy<Value = Opts> {
 }
 
 /// What the library planner says about the set: `Ok(fs)` or `Err(reason)`.
-fn oracle(o: &Opts) -> Result<FsType, String> {
+fn oracle(o: &Opts) -> Result<FsKind, String> {
     if ![512, 1024, 2048, 4096].contains(&o.sector) {
         return Err(format!("sector size {}", o.sector));
     }
     let mut format = FormatOptions::new()
         .fs(match o.fs {
-            "exfat" => FsChoice::Fixed(FsType::Exfat),
-            "fat32" => FsChoice::Fixed(FsType::Fat32),
-            "fat16" => FsChoice::Fixed(FsType::Fat16),
-            "fat12" => FsChoice::Fixed(FsType::Fat12),
+            "exfat" => FsChoice::Fixed(FsKind::Exfat),
+            "fat32" => FsChoice::Fixed(FsKind::Fat32),
+            "fat16" => FsChoice::Fixed(FsKind::Fat16),
+            "fat12" => FsChoice::Fixed(FsKind::Fat12),
             "fat" => FsChoice::Fat,
             _ => FsChoice::Auto,
         })
@@ -211,11 +211,8 @@ fn check(o: &Opts) -> Result<(), TestCaseError> {
             prop_assert_eq!(json.u64("sector_size"), u64::from(o.sector), "{}", out);
             let off = json.u64("partition_offset");
             let len = json.u64("volume_bytes");
-            let kind = match fs {
-                FsType::Exfat => FsKind::Exfat,
-                _ => FsKind::Fat32,
-            };
-            prop_assert_eq!(json.str("fs"), fs.name());
+            let kind = Fsck::from(fs);
+            prop_assert_eq!(json.str("fs"), fs.id());
             let size_now = std::fs::metadata(&img).map(|m| m.len()).unwrap_or(0);
             prop_assert_eq!(size_now, o.size, "image size");
             let (clean, fsck, cluster, sector) = with_volume(&img, off, len, |v| {
@@ -224,14 +221,14 @@ fn check(o: &Opts) -> Result<(), TestCaseError> {
                     return (false, fsck, 0, 0);
                 }
                 let (cluster, sector) = match kind {
-                    FsKind::Exfat => (dump_exfat_cluster_size(v), 0),
-                    FsKind::Fat32 => fsck_fat_geometry(v),
+                    Fsck::Exfat => (dump_exfat_cluster_size(v), 0),
+                    Fsck::Fat => fsck_fat_geometry(v),
                 };
                 (true, fsck, cluster, sector)
             });
             prop_assert!(clean, "fsck rejects the image:\n{}\n{}", fsck, out);
             prop_assert_eq!(cluster, o.cluster, "cluster size read back\n{}", out);
-            if kind == FsKind::Fat32 {
+            if kind == Fsck::Fat {
                 prop_assert_eq!(sector, u64::from(o.sector), "sector size read back");
             }
         }

@@ -4,7 +4,7 @@
 //! 0xD1. Catches regions the writer forgets and writes outside the plan.
 
 use mkfs_alloc_blockio::MemDisk;
-use mkfs_alloc_layout::{plan, write_volume, FormatOptions, FsType, Layout, Medium, RegionKind};
+use mkfs_alloc_layout::{plan, write_volume, FormatOptions, FsKind, Layout, Medium, RegionKind};
 use mkfs_alloc_ondisk::exfat::upcase::compressed_table;
 use mkfs_alloc_tests::checks::{check_exfat_boot_region, check_fat32_boot, check_small_fat_boot};
 use mkfs_alloc_tests::sizes::options;
@@ -242,7 +242,7 @@ fn small_fat_contents(layout: &Layout, img: &[u8], file: &Path) {
     let f0 = &img[range((b.fat_offset(), b.fat_bytes()))];
     let f1 = &img[range((b.fat_offset() + b.fat_bytes(), b.fat_bytes()))];
     assert!(f0 == f1, "the two FATs differ");
-    let head = if layout.fs() == FsType::Fat12 { 3 } else { 4 };
+    let head = if layout.fs() == FsKind::Fat12 { 3 } else { 4 };
     assert!(all(&f0[head..], 0), "FAT entries past 1 are not free");
     // The fixed root directory: where the BPB says, the label entry, zeros.
     let (off, len) = region(layout, RegionKind::RootDirectory, 0);
@@ -262,7 +262,7 @@ fn small_fat_contents(layout: &Layout, img: &[u8], file: &Path) {
     assert!(all(&root[skip..], 0), "root directory after its entries");
 }
 
-fn case(fs: FsType, cluster: u64, sector: u32, size: u64, label: Option<&str>, guid: bool) {
+fn case(fs: FsKind, cluster: u64, sector: u32, size: u64, label: Option<&str>, guid: bool) {
     let mut opts = options(fs, cluster).volume_guid(guid);
     opts.label = label.map(str::to_string);
     let (layout, img) = format(&opts, sector, size);
@@ -271,13 +271,13 @@ fn case(fs: FsType, cluster: u64, sector: u32, size: u64, label: Option<&str>, g
     let file = tmp.join("img");
     assert_eq!(layout.fs(), fs);
     match fs {
-        FsType::Exfat => exfat_contents(&layout, &img, &file),
-        FsType::Fat32 => fat32_contents(&layout, &img, &file),
-        FsType::Fat16 | FsType::Fat12 => small_fat_contents(&layout, &img, &file),
+        FsKind::Exfat => exfat_contents(&layout, &img, &file),
+        FsKind::Fat32 => fat32_contents(&layout, &img, &file),
+        FsKind::Fat16 | FsKind::Fat12 => small_fat_contents(&layout, &img, &file),
     }
     // The independent checker agrees on the result.
     match fs {
-        FsType::Exfat => {
+        FsKind::Exfat => {
             mkfs_alloc_tests::checks::fsck_exfat_clean(&file);
         }
         _ => {
@@ -291,7 +291,7 @@ fn case(fs: FsType, cluster: u64, sector: u32, size: u64, label: Option<&str>, g
 #[ignore = "tool tier: cargo xtask test"]
 fn exfat_4k_64mib_labelled() {
     case(
-        FsType::Exfat,
+        FsKind::Exfat,
         4 * KIB,
         512,
         64 * MIB + 3 * 512,
@@ -304,10 +304,10 @@ fn exfat_4k_64mib_labelled() {
 #[ignore = "tool tier: cargo xtask test"]
 fn exfat_512_smallest() {
     case(
-        FsType::Exfat,
+        FsKind::Exfat,
         512,
         512,
-        smallest_valid(FsType::Exfat, 512, 512),
+        smallest_valid(FsKind::Exfat, 512, 512),
         None,
         false,
     );
@@ -317,14 +317,14 @@ fn exfat_512_smallest() {
 #[ignore = "tool tier: cargo xtask test"]
 fn exfat_512_clusters_multi_cluster_bitmap() {
     // 100 MiB at 512 B: a 25 KiB bitmap over 50 clusters, up-case over 12.
-    case(FsType::Exfat, 512, 512, 100 * MIB, None, false);
+    case(FsKind::Exfat, 512, 512, 100 * MIB, None, false);
 }
 
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
 fn exfat_32k_4k_sectors() {
     case(
-        FsType::Exfat,
+        FsKind::Exfat,
         32 * KIB,
         4096,
         96 * MIB + 4096,
@@ -336,14 +336,14 @@ fn exfat_32k_4k_sectors() {
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
 fn exfat_1m_clusters() {
-    case(FsType::Exfat, MIB, 512, 200 * MIB, None, true);
+    case(FsKind::Exfat, MIB, 512, 200 * MIB, None, true);
 }
 
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
 fn fat32_512_labelled() {
     case(
-        FsType::Fat32,
+        FsKind::Fat32,
         512,
         512,
         64 * MIB + 512,
@@ -356,10 +356,10 @@ fn fat32_512_labelled() {
 #[ignore = "tool tier: cargo xtask test"]
 fn fat32_512_smallest_unlabelled() {
     case(
-        FsType::Fat32,
+        FsKind::Fat32,
         512,
         512,
-        smallest_valid(FsType::Fat32, 512, 512),
+        smallest_valid(FsKind::Fat32, 512, 512),
         None,
         false,
     );
@@ -369,10 +369,10 @@ fn fat32_512_smallest_unlabelled() {
 #[ignore = "tool tier: cargo xtask test"]
 fn fat32_4k_4k_sectors() {
     case(
-        FsType::Fat32,
+        FsKind::Fat32,
         4 * KIB,
         4096,
-        smallest_valid(FsType::Fat32, 4 * KIB, 4096) + 4096,
+        smallest_valid(FsKind::Fat32, 4 * KIB, 4096) + 4096,
         Some("FOUR K"),
         false,
     );
@@ -382,7 +382,7 @@ fn fat32_4k_4k_sectors() {
 #[ignore = "tool tier: cargo xtask test"]
 fn fat16_4k_labelled() {
     case(
-        FsType::Fat16,
+        FsKind::Fat16,
         4 * KIB,
         512,
         64 * MIB + 512,
@@ -395,10 +395,10 @@ fn fat16_4k_labelled() {
 #[ignore = "tool tier: cargo xtask test"]
 fn fat16_512_smallest() {
     case(
-        FsType::Fat16,
+        FsKind::Fat16,
         512,
         512,
-        smallest_valid(FsType::Fat16, 512, 512),
+        smallest_valid(FsKind::Fat16, 512, 512),
         None,
         false,
     );
@@ -409,7 +409,7 @@ fn fat16_512_smallest() {
 fn fat16_4k_sectors_odd_root() {
     // 4096-byte sectors: 128 root entries per sector; the alignment gap is odd,
     // so the root directory grows by one sector.
-    let opts = options(FsType::Fat16, 8 * KIB)
+    let opts = options(FsKind::Fat16, 8 * KIB)
         .root_entries(100)
         .expect("root entries")
         .label("ODD");
@@ -425,16 +425,16 @@ fn fat16_4k_sectors_odd_root() {
 #[ignore = "tool tier: cargo xtask test"]
 fn fat12_smallest_and_largest_cluster_count() {
     case(
-        FsType::Fat12,
+        FsKind::Fat12,
         512,
         512,
-        smallest_valid(FsType::Fat12, 512, 512),
+        smallest_valid(FsKind::Fat12, 512, 512),
         None,
         false,
     );
     // 4,068 clusters of 4 KiB (FAT12's last count) with a label.
     case(
-        FsType::Fat12,
+        FsKind::Fat12,
         4 * KIB,
         512,
         18_320 * KIB,
@@ -447,7 +447,7 @@ fn fat12_smallest_and_largest_cluster_count() {
 #[ignore = "tool tier: cargo xtask test"]
 fn fat12_floppy_sized_and_odd_fat_chunk() {
     // 2880 sectors: the FAT12 FAT is 9 sectors, 4,608 bytes (not a multiple of 3).
-    let opts = options(FsType::Fat12, 512)
+    let opts = options(FsKind::Fat12, 512)
         .root_entries(224)
         .expect("root entries")
         .align(512);

@@ -7,7 +7,7 @@
 //! width), 512- and 4096-byte sectors, and a fixed root directory filled
 //! to its last entry.
 
-use mkfs_alloc_layout::FsType;
+use mkfs_alloc_layout::FsKind;
 use mkfs_alloc_tests::checks::{
     check_small_fat_boot, fsck_fat_clean, fsck_fat_geometry, mtools, mtools_copy_in,
 };
@@ -29,7 +29,7 @@ enum At {
 
 /// The largest volume (whole sectors) the planner accepts for `fs` at this
 /// cluster and sector size, searched upwards from the smallest.
-fn largest_valid(fs: FsType, cluster: u64, sector: u32) -> u64 {
+fn largest_valid(fs: FsKind, cluster: u64, sector: u32) -> u64 {
     let s = u64::from(sector);
     let ok = |n: u64| plan_for(fs, cluster, sector, n * s).is_some();
     let mut lo = smallest_valid(fs, cluster, sector) / s; // valid
@@ -49,21 +49,21 @@ fn largest_valid(fs: FsType, cluster: u64, sector: u32) -> u64 {
     lo * s
 }
 
-fn case(fs: FsType, cluster: u64, sector: u32, at: At) {
+fn case(fs: FsKind, cluster: u64, sector: u32, at: At) {
     let size = match at {
         // The medium planner wants at least 1 MiB, even without a table.
         At::Smallest => smallest_valid(fs, cluster, sector).max(MIB),
         At::Largest => largest_valid(fs, cluster, sector),
         At::Bytes(b) => b,
     };
-    let tmp = TempDir::new(&format!("{}-{cluster}-{sector}", fs.name()));
+    let tmp = TempDir::new(&format!("{}-{cluster}-{sector}", fs.id()));
     let img = tmp.join("small.img");
     let args = FormatArgs {
         label: Some(LABEL),
-        ..FormatArgs::new(fs.name(), cluster, sector, size)
+        ..FormatArgs::new(fs.id(), cluster, sector, size)
     };
     let json = format_planned(&img, fs, &args);
-    assert_eq!(json.str("fs"), fs.name());
+    assert_eq!(json.str("fs"), fs.id());
 
     let boot = check_small_fat_boot(&img);
     assert_eq!(boot.cluster_size(), cluster);
@@ -80,7 +80,7 @@ fn case(fs: FsType, cluster: u64, sector: u32, at: At) {
         require_tool("fsck.fat"),
         &["-n", "-v", &img.to_string_lossy()],
     );
-    let bits = if fs == FsType::Fat12 {
+    let bits = if fs == FsKind::Fat12 {
         "2 FATs, 12 bit entries"
     } else {
         "2 FATs, 16 bit entries"
@@ -136,19 +136,19 @@ macro_rules! cases {
 }
 
 cases! {
-    fat12_512_s512_smallest: FsType::Fat12, 512, 512, At::Smallest;
-    fat12_512_s512_largest: FsType::Fat12, 512, 512, At::Largest;
-    fat12_4k_s512_largest: FsType::Fat12, 4 * KIB, 512, At::Largest;
-    fat12_4k_s4096_smallest: FsType::Fat12, 4 * KIB, 4096, At::Smallest;
-    fat12_64k_s512_largest: FsType::Fat12, 64 * KIB, 512, At::Largest;
-    fat12_32k_s4096_medium: FsType::Fat12, 32 * KIB, 4096, At::Bytes(77 * MIB + 4096);
-    fat16_512_s512_smallest: FsType::Fat16, 512, 512, At::Smallest;
-    fat16_2k_s512_largest: FsType::Fat16, 2 * KIB, 512, At::Largest;
-    fat16_4k_s512_medium: FsType::Fat16, 4 * KIB, 512, At::Bytes(100 * MIB + 512);
-    fat16_4k_s4096_smallest: FsType::Fat16, 4 * KIB, 4096, At::Smallest;
-    fat16_16k_s4096_largest: FsType::Fat16, 16 * KIB, 4096, At::Largest;
-    fat16_32k_s512_largest: FsType::Fat16, 32 * KIB, 512, At::Largest;
-    fat16_64k_s512_largest: FsType::Fat16, 64 * KIB, 512, At::Largest;
+    fat12_512_s512_smallest: FsKind::Fat12, 512, 512, At::Smallest;
+    fat12_512_s512_largest: FsKind::Fat12, 512, 512, At::Largest;
+    fat12_4k_s512_largest: FsKind::Fat12, 4 * KIB, 512, At::Largest;
+    fat12_4k_s4096_smallest: FsKind::Fat12, 4 * KIB, 4096, At::Smallest;
+    fat12_64k_s512_largest: FsKind::Fat12, 64 * KIB, 512, At::Largest;
+    fat12_32k_s4096_medium: FsKind::Fat12, 32 * KIB, 4096, At::Bytes(77 * MIB + 4096);
+    fat16_512_s512_smallest: FsKind::Fat16, 512, 512, At::Smallest;
+    fat16_2k_s512_largest: FsKind::Fat16, 2 * KIB, 512, At::Largest;
+    fat16_4k_s512_medium: FsKind::Fat16, 4 * KIB, 512, At::Bytes(100 * MIB + 512);
+    fat16_4k_s4096_smallest: FsKind::Fat16, 4 * KIB, 4096, At::Smallest;
+    fat16_16k_s4096_largest: FsKind::Fat16, 16 * KIB, 4096, At::Largest;
+    fat16_32k_s512_largest: FsKind::Fat16, 32 * KIB, 512, At::Largest;
+    fat16_64k_s512_largest: FsKind::Fat16, 64 * KIB, 512, At::Largest;
 }
 
 /// The fixed root directory holds exactly its entries: with
@@ -226,7 +226,7 @@ fn auto_small_volumes_with_mbr_types() {
         let len = json.u64("volume_bytes");
         mkfs_alloc_tests::check::with_volume(&img, off, len, |v| {
             let (clean, out) =
-                mkfs_alloc_tests::check::fsck_verdict(mkfs_alloc_tests::check::FsKind::Fat32, v);
+                mkfs_alloc_tests::check::fsck_verdict(mkfs_alloc_tests::check::Fsck::Fat, v);
             assert!(clean, "{size}: fsck.fat:\n{out}");
         });
     }

@@ -28,6 +28,8 @@
 //!   drivers in QEMU (see `kernel/`);
 //! - `test-uboot [--all] [--json]`: FAT images through U-Boot's FAT driver
 //!   in QEMU (see `uboot/`);
+//! - `package`: `cargo package --workspace` of the publishable crates (see
+//!   `package.rs`);
 //! - `dist [--check] [--no-windows]`: the static Linux tarball, the Debian
 //!   packages and the Windows zip in `target/dist/`, and with `--check` (root)
 //!   their tests (see `dist/`);
@@ -96,6 +98,11 @@ const COMMANDS: &[Cmd] = &[
         fuzz::fuzz_cmd,
     ),
     (
+        "package",
+        "cargo package --workspace of every publishable crate, each built from its .crate in dependency order",
+        package::package_cmd,
+    ),
+    (
         "dist",
         "packages into target/dist: static Linux tarball, .deb (binary + optional mkfs.* links), Windows zip [--check] [--no-windows]",
         dist::dist_cmd,
@@ -117,6 +124,7 @@ mod bench_populate;
 mod dist;
 mod fuzz;
 mod kernel;
+mod package;
 mod probe_bench;
 mod probe_full_bench;
 mod test;

@@ -5,9 +5,14 @@
 //! Two devices: a direct-I/O loop device over a 1 GiB file on the machine's
 //! disk (genuine), and `tests/src/fakestick.py` announcing 1 GB and wrapping
 //! at 768 MiB (the fake the tool tier checks `--full` on). Each run gets a
-//! fresh device. `dd if=/dev/zero bs=4M iflag=count_bytes oflag=direct
-//! conv=fsync` writes the whole device in the requests `--full` uses (4 MiB)
-//! and syncs at the end, as `--full` flushes; the probe's write time is its
+//! fresh device. `dd if=SOURCE bs=4M iflag=count_bytes oflag=direct
+//! conv=fsync` writes the whole device and syncs at the end, as `--full`
+//! flushes; SOURCE is a file of random bytes made once from `/dev/urandom`
+//! (read from the page cache), not `/dev/zero`: zeros can be cheaper to
+//! store (a virtual disk that detects them), and the probe's blocks are not
+//! zeros. `--full` asks for 4 MiB per write; on Linux the device crate
+//! passes them on in 1 MiB pieces through its aligned bounce buffer. The
+//! probe's write time is its
 //! report's `seq_bytes / seq_write_bytes_per_sec` (the write pass, flush
 //! included, test blocks generated on the way). Runs alternate between the
 //! two tools; the table gives the medians of `--reps` runs (default 3) and
@@ -42,11 +47,23 @@ const DEVICES: &[Fake] = &[
     },
 ];
 
-fn dd(dev: &str, bytes: u64) -> Result<f64, String> {
+/// `bytes` random bytes in `path` (from `/dev/urandom`).
+fn random_source(path: &Path, bytes: u64) -> Result<(), String> {
+    let mut src = std::fs::File::open("/dev/urandom").map_err(|e| format!("/dev/urandom: {e}"))?;
+    let mut dst = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let n = std::io::copy(&mut std::io::Read::take(&mut src, bytes), &mut dst)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if n != bytes {
+        return Err(format!("{}: short copy", path.display()));
+    }
+    Ok(())
+}
+
+fn dd(src: &Path, dev: &str, bytes: u64) -> Result<f64, String> {
     let t = Instant::now();
     let out = Command::new("dd")
         .args([
-            "if=/dev/zero",
+            &format!("if={}", src.display()),
             &format!("of={dev}"),
             "bs=4M",
             &format!("count={bytes}"),
@@ -100,8 +117,14 @@ pub fn run(root: &Path, bin: &Path, reps: usize) -> Result<String, String> {
         "mkfs-alloc-bench-probe-full-{}",
         std::process::id()
     ));
+    let source = std::env::temp_dir().join(format!(
+        "mkfs-alloc-bench-probe-full-{}.random",
+        std::process::id()
+    ));
+    let largest = DEVICES.iter().map(|d| d.announced).max().unwrap_or(0);
+    random_source(&source, largest)?;
     let mut table = String::from(
-        "| device | size | `dd oflag=direct` write | `probe --full` write pass | ratio | `probe --full` verify pass | verdict | load (1 min) before / after |\n|---|---|---|---|---|---|---|---|\n",
+        "| device | size | `dd oflag=direct` write (random data) | `probe --full` write pass | ratio | `probe --full` verify pass | verdict | load (1 min) before / after |\n|---|---|---|---|---|---|---|---|\n",
     );
     for d in DEVICES {
         let name = if d.mode == "genuine" {
@@ -114,7 +137,7 @@ pub fn run(root: &Path, bin: &Path, reps: usize) -> Result<String, String> {
         let mut verdict = String::new();
         for rep in 0..reps {
             let m = Mounted::new(root, &work, d)?;
-            let t = dd(m.dev(), d.announced)?;
+            let t = dd(&source, m.dev(), d.announced)?;
             drop(m);
             let m = Mounted::new(root, &work, d)?;
             let (w, r, v) = full(bin, m.dev())?;
@@ -139,5 +162,6 @@ pub fn run(root: &Path, bin: &Path, reps: usize) -> Result<String, String> {
         ));
     }
     let _ = std::fs::remove_dir_all(&work);
+    let _ = std::fs::remove_file(&source);
     Ok(table)
 }

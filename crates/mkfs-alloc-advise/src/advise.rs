@@ -12,7 +12,7 @@ use mkfs_alloc_layout::plan::default_align;
 use mkfs_alloc_layout::units::{format_count, format_size, KIB};
 use mkfs_alloc_layout::waste::{waste_bytes, waste_percent};
 use mkfs_alloc_layout::{
-    plan, valid_cluster_sizes, ClusterChoice, FormatOptions, FsChoice, FsType, Layout, Medium,
+    plan, valid_cluster_sizes, ClusterChoice, FormatOptions, FsChoice, FsKind, Layout, Medium,
     PlanError,
 };
 #[cfg(feature = "serde")]
@@ -48,7 +48,7 @@ pub enum AdviseError {
     #[error("no cluster size is valid for {fs} on a {} volume", format_size(*.volume_bytes))]
     NoValidCluster {
         /// File system.
-        fs: FsType,
+        fs: FsKind,
         /// Volume size.
         volume_bytes: u64,
     },
@@ -58,13 +58,13 @@ pub enum AdviseError {
         /// How many.
         count: u64,
         /// The FAT width.
-        fs: FsType,
+        fs: FsKind,
     },
     /// The data fits at no cluster size up to the compatibility limit.
     #[error("{}", FsNote::DoesNotFit { cluster_size: *.cluster_size, needed_bytes: *.needed_bytes, free_bytes: *.free_bytes, fits_beyond_compat: *.fits_beyond_compat }.describe(*.fs))]
     DoesNotFit {
         /// File system.
-        fs: FsType,
+        fs: FsKind,
         /// The cluster size that comes closest.
         cluster_size: u64,
         /// What the data needs at that size.
@@ -117,13 +117,13 @@ pub enum FsSelection {
 
 impl FsSelection {
     /// The file systems selected, in report order.
-    pub fn file_systems(self) -> &'static [FsType] {
+    pub fn file_systems(self) -> &'static [FsKind] {
         match self {
-            FsSelection::Exfat => &[FsType::Exfat],
-            FsSelection::Fat32 => &[FsType::Fat32],
-            FsSelection::Fat16 => &[FsType::Fat16],
-            FsSelection::Fat12 => &[FsType::Fat12],
-            FsSelection::Both => &[FsType::Exfat, FsType::Fat32, FsType::Fat16, FsType::Fat12],
+            FsSelection::Exfat => &[FsKind::Exfat],
+            FsSelection::Fat32 => &[FsKind::Fat32],
+            FsSelection::Fat16 => &[FsKind::Fat16],
+            FsSelection::Fat12 => &[FsKind::Fat12],
+            FsSelection::Both => &[FsKind::Exfat, FsKind::Fat32, FsKind::Fat16, FsKind::Fat12],
         }
     }
 }
@@ -149,7 +149,7 @@ pub struct Advice {
 #[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct FsAdvice {
     /// File system.
-    pub fs: FsType,
+    pub fs: FsKind,
     /// One row per valid cluster size, smallest first.
     pub rows: Vec<Row>,
     /// Files over 4 GiB - 1 bytes (FAT32 with data only).
@@ -270,7 +270,7 @@ pub fn advise_with(
 /// The cluster size for `data` on `fs`, and why: what `--cluster auto` picks
 /// when the formatter is given `--data PATH`. `None` if no size is valid.
 pub fn recommend_for_data(
-    fs: FsType,
+    fs: FsKind,
     medium: &Medium,
     data: &ScanResult,
     max_waste_percent: f64,
@@ -369,7 +369,7 @@ pub(crate) struct Candidate {
 }
 
 fn fs_advice(
-    fs: FsType,
+    fs: FsKind,
     base: &FormatOptions,
     medium: &Medium,
     data: Option<&ScanResult>,
@@ -449,7 +449,7 @@ fn fs_advice(
 /// valid size, FAT32 above 32 GB, files over 4 GiB, a full fixed root
 /// directory, directories over FAT's entry limit.
 fn fs_notes(
-    fs: FsType,
+    fs: FsKind,
     volume: u64,
     valid: &[u64],
     data: Option<&ScanResult>,
@@ -459,7 +459,7 @@ fn fs_notes(
     if valid.is_empty() {
         notes.push(FsNote::NoValidCluster);
     }
-    if fs == FsType::Fat32 && volume > 32 * 1_000_000_000 && !valid.is_empty() {
+    if fs == FsKind::Fat32 && volume > 32 * 1_000_000_000 && !valid.is_empty() {
         notes.push(FsNote::Fat32Above32Gb);
     }
     let Some(d) = data else {
@@ -487,7 +487,7 @@ fn fs_notes(
 
 /// `--cluster auto`'s pick as the recommendation, without data or for
 /// data that holds no file bytes.
-fn auto_recommendation(l: &Layout, fs: FsType, volume: u64, with_data: bool) -> Recommendation {
+fn auto_recommendation(l: &Layout, fs: FsKind, volume: u64, with_data: bool) -> Recommendation {
     if with_data {
         Recommendation {
             cluster_size: l.cluster_size(),
@@ -535,11 +535,11 @@ fn candidate(
     let mut notes = Vec::new();
     if c > compat_max_cluster(fs) {
         notes.push(match fs {
-            FsType::Exfat => RowNote::AboveExfatCompat,
+            FsKind::Exfat => RowNote::AboveExfatCompat,
             _ => RowNote::AboveFat32Compat,
         });
     }
-    if fs == FsType::Exfat && layout.cluster_count() > EXFAT_RECOMMENDED_MAX_CLUSTERS {
+    if fs == FsKind::Exfat && layout.cluster_count() > EXFAT_RECOMMENDED_MAX_CLUSTERS {
         notes.push(RowNote::ExfatManyClusters);
     }
     for (note, pick) in [

@@ -9,7 +9,7 @@
 //! cluster table mkfs.exfat(8) reprints.
 
 use mkfs_alloc_layout::units::{GIB, KIB, MIB, TIB};
-use mkfs_alloc_layout::FsType;
+use mkfs_alloc_layout::FsKind;
 
 pub use mkfs_alloc_layout::rules::windows_default;
 
@@ -29,9 +29,9 @@ pub fn sd_recommended(volume_bytes: u64) -> Option<u64> {
 }
 
 /// The tool whose default [`mkfs_default`] gives.
-pub fn mkfs_tool(fs: FsType) -> &'static str {
+pub fn mkfs_tool(fs: FsKind) -> &'static str {
     match fs {
-        FsType::Exfat => "mkfs.exfat",
+        FsKind::Exfat => "mkfs.exfat",
         _ => "mkfs.fat",
     }
 }
@@ -50,10 +50,10 @@ pub fn mkfs_tool(fs: FsType) -> &'static str {
 ///   with one reserved sector, 512 root entries and two FATs (measured with
 ///   dosfstools 4.2: FAT16 128 MiB 2 KiB, 200 MiB 4 KiB, 1 GiB 16 KiB;
 ///   FAT12 16 MiB 8 KiB, 128 MiB 64 KiB).
-pub fn mkfs_default(fs: FsType, volume_bytes: u64, sector_size: u32) -> u64 {
+pub fn mkfs_default(fs: FsKind, volume_bytes: u64, sector_size: u32) -> u64 {
     let bps = u64::from(sector_size);
     match fs {
-        FsType::Exfat => {
+        FsKind::Exfat => {
             let v = volume_bytes;
             let c = match v {
                 _ if v < 7 * MIB => 512,
@@ -63,7 +63,7 @@ pub fn mkfs_default(fs: FsType, volume_bytes: u64, sector_size: u32) -> u64 {
             };
             c.max(bps)
         }
-        FsType::Fat32 => {
+        FsKind::Fat32 => {
             let mib = volume_bytes.div_ceil(MIB);
             let sectors = match mib {
                 _ if mib > 32 * 1024 => 64,
@@ -74,8 +74,8 @@ pub fn mkfs_default(fs: FsType, volume_bytes: u64, sector_size: u32) -> u64 {
             };
             sectors * bps
         }
-        FsType::Fat16 | FsType::Fat12 => {
-            let (bits, limit) = if fs == FsType::Fat16 {
+        FsKind::Fat16 | FsKind::Fat12 => {
+            let (bits, limit) = if fs == FsKind::Fat16 {
                 (16, 65_525)
             } else {
                 (12, 4_085)
@@ -102,17 +102,17 @@ mod tests {
     #[test]
     fn mkfs_fat_small_defaults_as_measured() {
         for (fs, size, cluster) in [
-            (FsType::Fat16, 16 * MIB, 2 * KIB),
-            (FsType::Fat16, 128 * MIB, 2 * KIB),
-            (FsType::Fat16, 200 * MIB, 4 * KIB),
-            (FsType::Fat16, 256 * MIB, 4 * KIB),
-            (FsType::Fat16, 300 * MIB, 8 * KIB),
-            (FsType::Fat16, GIB, 16 * KIB),
-            (FsType::Fat16, 2047 * MIB, 32 * KIB),
-            (FsType::Fat12, 8 * MIB, 2 * KIB),
-            (FsType::Fat12, 16 * MIB, 8 * KIB),
-            (FsType::Fat12, 64 * MIB, 32 * KIB),
-            (FsType::Fat12, 128 * MIB, 64 * KIB),
+            (FsKind::Fat16, 16 * MIB, 2 * KIB),
+            (FsKind::Fat16, 128 * MIB, 2 * KIB),
+            (FsKind::Fat16, 200 * MIB, 4 * KIB),
+            (FsKind::Fat16, 256 * MIB, 4 * KIB),
+            (FsKind::Fat16, 300 * MIB, 8 * KIB),
+            (FsKind::Fat16, GIB, 16 * KIB),
+            (FsKind::Fat16, 2047 * MIB, 32 * KIB),
+            (FsKind::Fat12, 8 * MIB, 2 * KIB),
+            (FsKind::Fat12, 16 * MIB, 8 * KIB),
+            (FsKind::Fat12, 64 * MIB, 32 * KIB),
+            (FsKind::Fat12, 128 * MIB, 64 * KIB),
         ] {
             assert_eq!(mkfs_default(fs, size, 512), cluster, "{fs} {size}");
         }
@@ -128,14 +128,14 @@ mod tests {
         assert_eq!(sd_recommended(256 * GIB), Some(256 * KIB));
         assert_eq!(sd_recommended(TIB), Some(512 * KIB));
         assert_eq!(sd_recommended(4 * TIB), None);
-        assert_eq!(mkfs_default(FsType::Exfat, 6 * MIB, 512), 512);
-        assert_eq!(mkfs_default(FsType::Exfat, 256 * MIB, 512), 4 * KIB);
-        assert_eq!(mkfs_default(FsType::Exfat, 32 * GIB, 512), 32 * KIB);
-        assert_eq!(mkfs_default(FsType::Exfat, 128 * GIB, 512), 128 * KIB);
-        assert_eq!(mkfs_default(FsType::Fat32, 256 * MIB, 512), 512);
-        assert_eq!(mkfs_default(FsType::Fat32, GIB, 512), 4 * KIB);
-        assert_eq!(mkfs_default(FsType::Fat32, GIB, 4096), 32 * KIB);
-        assert_eq!(mkfs_default(FsType::Fat32, 16 * GIB, 512), 8 * KIB);
-        assert_eq!(mkfs_default(FsType::Fat32, 64 * GIB, 512), 32 * KIB);
+        assert_eq!(mkfs_default(FsKind::Exfat, 6 * MIB, 512), 512);
+        assert_eq!(mkfs_default(FsKind::Exfat, 256 * MIB, 512), 4 * KIB);
+        assert_eq!(mkfs_default(FsKind::Exfat, 32 * GIB, 512), 32 * KIB);
+        assert_eq!(mkfs_default(FsKind::Exfat, 128 * GIB, 512), 128 * KIB);
+        assert_eq!(mkfs_default(FsKind::Fat32, 256 * MIB, 512), 512);
+        assert_eq!(mkfs_default(FsKind::Fat32, GIB, 512), 4 * KIB);
+        assert_eq!(mkfs_default(FsKind::Fat32, GIB, 4096), 32 * KIB);
+        assert_eq!(mkfs_default(FsKind::Fat32, 16 * GIB, 512), 8 * KIB);
+        assert_eq!(mkfs_default(FsKind::Fat32, 64 * GIB, 512), 32 * KIB);
     }
 }

@@ -31,7 +31,7 @@
 use crate::names::DIR_ENTRY_BYTES;
 use crate::scan::{DirRecord, ScanResult};
 use mkfs_alloc_layout::plan::Geometry;
-use mkfs_alloc_layout::{FsType, Layout};
+use mkfs_alloc_layout::{FsKind, Layout};
 #[cfg(feature = "serde")]
 use serde::Serialize;
 
@@ -61,7 +61,7 @@ impl RootDir {
                     + u32::from(layout.volume_guid().is_some()),
                 clusters_at_format: u64::from(g.root_clusters),
             },
-            Geometry::Fat(g) if g.fs == FsType::Fat32 => RootDir {
+            Geometry::Fat(g) if g.fs == FsKind::Fat32 => RootDir {
                 system_entries: u32::from(layout.label().is_some()),
                 clusters_at_format: 1,
             },
@@ -120,9 +120,9 @@ impl Footprint {
 
 /// 32-byte entries in a directory: its names' entries, plus "." and ".." in
 /// a FAT32 subdirectory.
-pub fn dir_entries(fs: FsType, rec: &DirRecord, subdir: bool) -> u64 {
+pub fn dir_entries(fs: FsKind, rec: &DirRecord, subdir: bool) -> u64 {
     match fs {
-        FsType::Exfat => u64::from(rec.exfat_entries),
+        FsKind::Exfat => u64::from(rec.exfat_entries),
         _ => u64::from(rec.fat32_entries) + if subdir { 2 } else { 0 },
     }
 }
@@ -145,7 +145,7 @@ pub fn file_clusters(sizes: &[u64], cluster: u64) -> u64 {
 
 /// The footprint of `data` on `fs` at `cluster` bytes per cluster, with the
 /// root directory as the format left it.
-pub fn footprint(fs: FsType, cluster: u64, root: RootDir, data: &ScanResult) -> Footprint {
+pub fn footprint(fs: FsKind, cluster: u64, root: RootDir, data: &ScanResult) -> Footprint {
     let subdirs = data
         .dirs
         .iter()
@@ -195,7 +195,7 @@ pub fn root_overflow(layout: &Layout, data: &ScanResult) -> Option<(u64, u64)> {
 pub fn fat32_dirs_over_limit(data: &ScanResult) -> u64 {
     data.dirs
         .iter()
-        .filter(|d| dir_entries(FsType::Fat32, d, true) > FAT32_MAX_DIR_ENTRIES)
+        .filter(|d| dir_entries(FsKind::Fat32, d, true) > FAT32_MAX_DIR_ENTRIES)
         .count() as u64
 }
 
@@ -238,19 +238,19 @@ mod tests {
         // One directory "d" with an empty subdirectory "e": "d" holds one
         // entry set (3 entries), "e" none but still takes a cluster.
         let d = data(&[], &[&["e"], &[]], &["d"]);
-        let f = footprint(FsType::Exfat, 4096, root, &d);
+        let f = footprint(FsKind::Exfat, 4096, root, &d);
         assert_eq!(f.dir_clusters, 2);
         assert_eq!(f.root_clusters, 1);
         assert_eq!(f.new_clusters(), 2);
         // 512-byte clusters hold 16 entries: 3 system entries + 5 sets of 3 = 18.
         let d = data(&[1, 1, 1, 1, 1], &[], &["a", "b", "c", "d", "e"]);
-        let f = footprint(FsType::Exfat, 512, root, &d);
+        let f = footprint(FsKind::Exfat, 512, root, &d);
         assert_eq!(f.root_clusters, 2);
         assert_eq!(f.new_clusters(), 5 + 1);
         // A 16-unit name needs a second File Name entry.
         let long = "x".repeat(16);
         let d = data(&[], &[&[long.as_str()]], &["d"]);
-        assert_eq!(dir_entries(FsType::Exfat, &d.dirs[0], true), 4);
+        assert_eq!(dir_entries(FsKind::Exfat, &d.dirs[0], true), 4);
     }
 
     #[test]
@@ -261,18 +261,18 @@ mod tests {
         };
         // "README.TXT" needs no LFN: 1 entry; "ReadMe.txt" 2; plus . and ..
         let d = data(&[], &[&["README.TXT", "ReadMe.txt"]], &["DIR"]);
-        assert_eq!(dir_entries(FsType::Fat32, &d.dirs[0], true), 5);
-        assert_eq!(dir_entries(FsType::Fat32, &d.root, false), 1);
-        let f = footprint(FsType::Fat32, 512, root, &d);
+        assert_eq!(dir_entries(FsKind::Fat32, &d.dirs[0], true), 5);
+        assert_eq!(dir_entries(FsKind::Fat32, &d.root, false), 1);
+        let f = footprint(FsKind::Fat32, 512, root, &d);
         assert_eq!(f.new_clusters(), 1);
         // 512-byte root: label + 15 upper-case names fill it; one more spills.
         let names: Vec<String> = (0..16).map(|i| format!("F{i}")).collect();
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
         let d = data(&[0; 16], &[], &refs);
-        let f = footprint(FsType::Fat32, 512, root, &d);
+        let f = footprint(FsKind::Fat32, 512, root, &d);
         assert_eq!(f.root_clusters, 2);
         assert_eq!(f.new_clusters(), 1);
-        let f = footprint(FsType::Fat32, 512, root, &data(&[0; 15], &[], &refs[..15]));
+        let f = footprint(FsKind::Fat32, 512, root, &data(&[0; 15], &[], &refs[..15]));
         assert_eq!(f.new_clusters(), 0);
     }
 

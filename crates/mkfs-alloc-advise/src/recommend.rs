@@ -6,10 +6,10 @@ use crate::advise::{
 };
 use crate::rows::FsNote;
 use mkfs_alloc_layout::units::format_size;
-use mkfs_alloc_layout::FsType;
+use mkfs_alloc_layout::FsKind;
 
 /// The compatibility limit in words ("FAT32 up to 32 KiB").
-pub(crate) fn compat_text(fs: FsType) -> String {
+pub(crate) fn compat_text(fs: FsKind) -> String {
     format!("{fs} up to {}", format_size(compat_max_cluster(fs)))
 }
 
@@ -87,7 +87,7 @@ fn does_not_fit(cands: &[Candidate], compatible: &[&Candidate], ceiling: u64) ->
 /// to a multiple of the previous size), so "largest within the limit" is a
 /// threshold.
 pub(crate) fn recommend(
-    fs: FsType,
+    fs: FsKind,
     cands: &[Candidate],
     policy: &Policy,
 ) -> Result<Recommendation, FsNote> {

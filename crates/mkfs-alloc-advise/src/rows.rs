@@ -4,7 +4,7 @@
 use crate::advise::{compat_max_cluster, compat_text, EXFAT_RECOMMENDED_MAX_CLUSTERS};
 use crate::defaults::mkfs_tool;
 use mkfs_alloc_layout::units::{format_count, format_size};
-use mkfs_alloc_layout::{FsType, Layout, RegionKind};
+use mkfs_alloc_layout::{FsKind, Layout, RegionKind};
 #[cfg(feature = "serde")]
 use serde::Serialize;
 
@@ -119,15 +119,15 @@ pub enum RowNote {
 
 impl RowNote {
     /// A phrase for people.
-    pub fn describe(self, fs: FsType) -> String {
+    pub fn describe(self, fs: FsKind) -> String {
         match self {
             RowNote::AboveFat32Compat => format!(
                 "above {}: old DOS, some BIOS and camera firmware fail",
-                format_size(compat_max_cluster(FsType::Fat32))
+                format_size(compat_max_cluster(FsKind::Fat32))
             ),
             RowNote::AboveExfatCompat => format!(
                 "above {}: older macOS does not mount it",
-                format_size(compat_max_cluster(FsType::Exfat))
+                format_size(compat_max_cluster(FsKind::Exfat))
             ),
             RowNote::ExfatManyClusters => format!(
                 "more than {} clusters (the exFAT spec recommends fewer)",
@@ -193,7 +193,7 @@ pub enum FsNote {
 
 impl FsNote {
     /// A sentence for people.
-    pub fn describe(&self, fs: FsType) -> String {
+    pub fn describe(&self, fs: FsKind) -> String {
         match self {
             FsNote::NoValidCluster => format!("no cluster size is valid for {fs} on this volume"),
             FsNote::Fat32Above32Gb => {

@@ -7,7 +7,7 @@ use mkfs_alloc_advise::{
 };
 use mkfs_alloc_layout::units::{GIB, KIB, MIB};
 use mkfs_alloc_layout::{
-    plan, valid_cluster_sizes, ClusterChoice, FormatOptions, FsChoice, FsType, Medium,
+    plan, valid_cluster_sizes, ClusterChoice, FormatOptions, FsChoice, FsKind, Medium,
 };
 
 fn files(sizes: Vec<u64>) -> ScanResult {
@@ -172,7 +172,7 @@ fn data_that_does_not_fit() {
         .iter()
         .find(|n| matches!(n, FsNote::DoesNotFit { .. }))
         .expect("a does-not-fit note");
-    let text = note.describe(FsType::Exfat);
+    let text = note.describe(FsKind::Exfat);
     assert!(text.contains("does not fit"), "{text}");
     // FAT32 cannot be laid out on 16 MiB at all.
     let f = &a.per_fs[1];
@@ -209,13 +209,13 @@ fn fat32_file_limit() {
     // FAT32 cannot store the data at any cluster size: nothing recommended.
     assert!(f.recommendation.is_none());
     assert!(FsNote::FilesOver4Gib { count: 1 }
-        .describe(FsType::Fat32)
+        .describe(FsKind::Fat32)
         .contains("use exFAT"));
     // The formatter's `--data` is refused with the reason.
     let medium = Medium::whole(64 * GIB, 512);
-    let e = recommend_for_data(FsType::Fat32, &medium, &data, 1.0);
+    let e = recommend_for_data(FsKind::Fat32, &medium, &data, 1.0);
     assert!(e.is_none());
-    let fixed = FormatOptions::new().fs(FsChoice::Fixed(FsType::Fat32));
+    let fixed = FormatOptions::new().fs(FsChoice::Fixed(FsKind::Fat32));
     let e = recommend_for_format(&fixed, &medium, &data, 1.0).expect_err("refused");
     assert!(
         matches!(e, AdviseError::FilesTooLarge { count: 1, .. }),
@@ -247,7 +247,7 @@ fn never_beyond_the_compatibility_limit_and_say_when_nothing_fits() {
         .expect("does-not-fit note");
     assert!(note <= 32 * KIB, "closest size {note} within the limit");
     let medium = Medium::whole(16 * GIB, 512);
-    let fixed = FormatOptions::new().fs(FsChoice::Fixed(FsType::Fat32));
+    let fixed = FormatOptions::new().fs(FsChoice::Fixed(FsKind::Fat32));
     let e = recommend_for_format(&fixed, &medium, &data, 1.0).expect_err("refused");
     assert!(matches!(e, AdviseError::DoesNotFit { .. }), "{e}");
     assert!(e.to_string().contains("does not fit"), "{e}");
@@ -314,9 +314,9 @@ fn bad_inputs() {
 fn the_formatter_gets_the_same_answer() {
     let data = files(vec![3 * MIB + 17; 500]);
     let medium = Medium::whole(16 * GIB, 512);
-    for fs in [FsType::Exfat, FsType::Fat32] {
+    for fs in [FsKind::Exfat, FsKind::Fat32] {
         let sel = match fs {
-            FsType::Exfat => FsSelection::Exfat,
+            FsKind::Exfat => FsSelection::Exfat,
             _ => FsSelection::Fat32,
         };
         let a = advise(16 * GIB, 512, sel, Some(&data), 1.0).expect("advice");
@@ -327,7 +327,7 @@ fn the_formatter_gets_the_same_answer() {
     }
     // FsChoice::Auto resolves like the planner: FAT32 up to 32 GiB.
     let r = recommend_for_format(&FormatOptions::default(), &medium, &data, 1.0).expect("rec");
-    let (c, _) = recommend_for_data(FsType::Fat32, &medium, &data, 1.0).expect("rec");
+    let (c, _) = recommend_for_data(FsKind::Fat32, &medium, &data, 1.0).expect("rec");
     assert_eq!(r.cluster_size, c);
 }
 
@@ -335,18 +335,18 @@ fn the_formatter_gets_the_same_answer() {
 fn fat16_and_fat12_are_listed_where_they_fit() {
     // 1 GiB: FAT16 fits (16 KiB..64 KiB), FAT12 does not.
     let a = advise(GIB, 512, FsSelection::Both, None, 1.0).expect("advice");
-    let listed: Vec<FsType> = a.per_fs.iter().map(|f| f.fs).collect();
-    assert_eq!(listed, [FsType::Exfat, FsType::Fat32, FsType::Fat16]);
+    let listed: Vec<FsKind> = a.per_fs.iter().map(|f| f.fs).collect();
+    assert_eq!(listed, [FsKind::Exfat, FsKind::Fat32, FsKind::Fat16]);
     let fat16 = &a.per_fs[2];
     let sizes: Vec<u64> = fat16.rows.iter().map(|r| r.cluster_size).collect();
     assert_eq!(sizes, [16 * KIB, 32 * KIB, 64 * KIB]);
     assert_eq!(fat16.windows_default, Some(16 * KIB));
     // 16 MiB: FAT32 has no valid size; FAT16 and FAT12 both fit.
     let a = advise(16 * MIB, 512, FsSelection::Both, None, 1.0).expect("advice");
-    let listed: Vec<FsType> = a.per_fs.iter().map(|f| f.fs).collect();
+    let listed: Vec<FsKind> = a.per_fs.iter().map(|f| f.fs).collect();
     assert_eq!(
         listed,
-        [FsType::Exfat, FsType::Fat32, FsType::Fat16, FsType::Fat12]
+        [FsKind::Exfat, FsKind::Fat32, FsKind::Fat16, FsKind::Fat12]
     );
     assert!(a.per_fs[1].rows.is_empty());
     assert!(a.per_fs.iter().skip(2).all(|f| !f.rows.is_empty()));

@@ -18,7 +18,7 @@ use mkfs_alloc_advise::{footprint_for, scan, ScanOptions, ScanResult};
 use mkfs_alloc_blockio::ImageFile;
 use mkfs_alloc_layout::units::{GIB, KIB, MIB};
 use mkfs_alloc_layout::{
-    plan, write_volume, ClusterChoice, FormatOptions, FsChoice, FsType, Layout, Medium, Timestamp,
+    plan, write_volume, ClusterChoice, FormatOptions, FsChoice, FsKind, Layout, Medium, Timestamp,
 };
 use mkfs_alloc_testsupport::{tool_ok, FuseMount, LoopDevice, TempDir};
 use std::ffi::OsStr;
@@ -26,7 +26,7 @@ use std::fs;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-fn format(img: &Path, fs: FsType, cluster: u64, size: u64) -> Layout {
+fn format(img: &Path, fs: FsKind, cluster: u64, size: u64) -> Layout {
     let opts = FormatOptions::new()
         .fs(FsChoice::Fixed(fs))
         .cluster(ClusterChoice::Bytes(cluster))
@@ -148,7 +148,7 @@ struct Outcome {
 
 fn check(
     name: &str,
-    fs: FsType,
+    fs: FsKind,
     cluster: u64,
     volume: u64,
     spec: &VariedSpec,
@@ -175,7 +175,7 @@ fn check(
     let img = s.join("vol.img");
     let layout = format(&img, fs, cluster, volume);
     let before = match fs {
-        FsType::Exfat => exfat_used_clusters(&img),
+        FsKind::Exfat => exfat_used_clusters(&img),
         _ => fat_used_clusters(&img),
     };
     assert_eq!(
@@ -184,11 +184,11 @@ fn check(
         "freshly formatted"
     );
     match fs {
-        FsType::Exfat => copy_exfat(&img, &s.join("mnt"), &sources),
+        FsKind::Exfat => copy_exfat(&img, &s.join("mnt"), &sources),
         _ => copy_fat32(&img, &sources),
     }
     let after = match fs {
-        FsType::Exfat => exfat_used_clusters(&img),
+        FsKind::Exfat => exfat_used_clusters(&img),
         _ => fat_used_clusters(&img),
     };
     let fp = footprint_for(&layout, &data);
@@ -247,7 +247,7 @@ fn nested_spec(seed: u64) -> VariedSpec {
 /// outcome to `assert_ok` before the next case runs.
 fn check_each(
     name: &str,
-    fs: FsType,
+    fs: FsKind,
     cases: &[(u64, u64)],
     seed: u64,
     flat: bool,
@@ -280,7 +280,7 @@ fn exfat_root_files_exact() {
     let cases = [512, 4 * KIB, 32 * KIB].map(|c| (c, 256 * MIB));
     check_each(
         "exfat-flat",
-        FsType::Exfat,
+        FsKind::Exfat,
         &cases,
         10,
         true,
@@ -296,7 +296,7 @@ fn fat32_root_files_exact() {
     let cases = [(KIB, 256 * MIB), (4 * KIB, 512 * MIB)];
     check_each(
         "fat32-flat",
-        FsType::Fat32,
+        FsKind::Fat32,
         &cases,
         20,
         true,
@@ -311,11 +311,11 @@ fn fat32_root_files_exact() {
 fn fat16_and_fat12_root_files_exact() {
     // The fixed root directory takes no cluster: only file data counts.
     let cases = [(2 * KIB, 128 * MIB), (16 * KIB, 512 * MIB)];
-    check_each("fat16-flat", FsType::Fat16, &cases, 50, true, |c, o| {
+    check_each("fat16-flat", FsKind::Fat16, &cases, 50, true, |c, o| {
         assert_eq!(o.predicted, o.actual, "FAT16 {c}: prediction exact");
     });
     let cases = [(32 * KIB, 120 * MIB)];
-    check_each("fat12-flat", FsType::Fat12, &cases, 60, true, |c, o| {
+    check_each("fat12-flat", FsKind::Fat12, &cases, 60, true, |c, o| {
         assert_eq!(o.predicted, o.actual, "FAT12 {c}: prediction exact");
     });
 }
@@ -324,7 +324,7 @@ fn fat16_and_fat12_root_files_exact() {
 #[ignore = "tool tier: cargo xtask test"]
 fn fat16_tree_within_one_percent() {
     let cases = [(4 * KIB, 256 * MIB - 4 * MIB), (32 * KIB, GIB)];
-    check_each("fat16-tree", FsType::Fat16, &cases, 70, false, |_, o| {
+    check_each("fat16-tree", FsKind::Fat16, &cases, 70, false, |_, o| {
         assert_within_1_percent(o);
         assert!(o.predicted_files <= o.actual);
     });
@@ -336,7 +336,7 @@ fn fat16_tree_within_one_percent() {
 #[ignore = "tool tier: cargo xtask test"]
 fn exfat_tree_within_one_percent() {
     let cases = [512, 4 * KIB, 32 * KIB, 128 * KIB].map(|c| (c, 512 * MIB));
-    check_each("exfat-tree", FsType::Exfat, &cases, 30, false, |_, o| {
+    check_each("exfat-tree", FsKind::Exfat, &cases, 30, false, |_, o| {
         assert_within_1_percent(o);
         assert!(o.predicted_files <= o.actual);
     });
@@ -346,7 +346,7 @@ fn exfat_tree_within_one_percent() {
 #[ignore = "tool tier: cargo xtask test"]
 fn fat32_tree_within_one_percent() {
     let cases = [(KIB, 256 * MIB), (4 * KIB, 512 * MIB), (32 * KIB, 3 << 30)];
-    check_each("fat32-tree", FsType::Fat32, &cases, 40, false, |_, o| {
+    check_each("fat32-tree", FsKind::Fat32, &cases, 40, false, |_, o| {
         assert_within_1_percent(o);
         assert!(o.predicted_files <= o.actual);
     });

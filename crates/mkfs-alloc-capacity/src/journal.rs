@@ -210,7 +210,12 @@ impl Journal {
     ///
     /// See [`JournalError`].
     pub fn open(path: &Path) -> Result<Self, JournalError> {
-        let mut file = OpenOptions::new().read(true).write(true).open(path)?;
+        // Read-only if it cannot be written (a journal on read-only media
+        // can still be restored; it cannot be marked finished).
+        let mut file = match OpenOptions::new().read(true).write(true).open(path) {
+            Ok(f) => f,
+            Err(_) => File::open(path)?,
+        };
         let len = file.metadata()?.len();
         if len == 0 {
             return Err(JournalError::Empty);

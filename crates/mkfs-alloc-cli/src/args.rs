@@ -4,7 +4,7 @@ use crate::{usage, Failure};
 use anyhow::anyhow;
 use clap::{Parser, ValueEnum};
 use mkfs_alloc_layout::units::parse_size;
-use mkfs_alloc_layout::{ClusterChoice, FormatOptions, FsChoice, FsType, Timestamp};
+use mkfs_alloc_layout::{ClusterChoice, FormatOptions, FsChoice, FsKind, Timestamp};
 use mkfs_alloc_partition::{TableChoice, TableKind};
 use std::path::PathBuf;
 
@@ -308,11 +308,11 @@ impl FormatArgs {
     pub fn format_options(&self) -> Result<FormatOptions, Failure> {
         let fs = match self.fs {
             FsArg::Auto => FsChoice::Auto,
-            FsArg::Exfat => FsChoice::Fixed(FsType::Exfat),
+            FsArg::Exfat => FsChoice::Fixed(FsKind::Exfat),
             FsArg::Fat => FsChoice::Fat,
-            FsArg::Fat32 => FsChoice::Fixed(FsType::Fat32),
-            FsArg::Fat16 => FsChoice::Fixed(FsType::Fat16),
-            FsArg::Fat12 => FsChoice::Fixed(FsType::Fat12),
+            FsArg::Fat32 => FsChoice::Fixed(FsKind::Fat32),
+            FsArg::Fat16 => FsChoice::Fixed(FsKind::Fat16),
+            FsArg::Fat12 => FsChoice::Fixed(FsKind::Fat12),
         };
         let cluster = if self.cluster.eq_ignore_ascii_case("auto") {
             ClusterChoice::Auto
@@ -425,7 +425,7 @@ mod tests {
     fn help_states_the_auto_cluster_table() {
         use mkfs_alloc_layout::rules::auto_cluster;
         use mkfs_alloc_layout::units::{format_size, GIB, MIB};
-        use mkfs_alloc_layout::FsType::{Exfat, Fat12, Fat16, Fat32};
+        use mkfs_alloc_layout::FsKind::{Exfat, Fat12, Fat16, Fat32};
         let text = EXAMPLES.split_whitespace().collect::<Vec<_>>().join(" ");
         let at = |fs, bytes| format_size(auto_cluster(fs, bytes));
         for (fs, limit) in [(Fat32, 8 * GIB), (Fat32, 16 * GIB), (Fat32, 32 * GIB)] {

@@ -7,13 +7,12 @@
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc_inspect::{
-    inspect, FileStats, FsKind, InspectOptions, ReadOnlyFile, Report, TableKind, Volume,
+    inspect, AnyFs, FileStats, FsKind, InspectOptions, ReadOnlyFile, Report, TableKind, Volume,
     ALIGN_BOUNDARY,
 };
 use mkfs_alloc_layout::sd::{sd_layout, SdLayout, SD_SECTOR};
 use mkfs_alloc_layout::units::{format_count, format_size};
 use mkfs_alloc_layout::waste::{waste_percent, WASTE_DEFINITION};
-use mkfs_alloc_layout::FsType;
 use std::io::ErrorKind;
 use std::path::PathBuf;
 
@@ -116,16 +115,10 @@ fn sd_layout_of(r: &Report) -> Option<SdLayout> {
     if t.kind != TableKind::Mbr || r.block_size != 512 || v.sector_size != Some(512) {
         return None;
     }
-    let fs = match v.fs? {
-        FsKind::Exfat => FsType::Exfat,
-        FsKind::Fat32 => FsType::Fat32,
-        FsKind::Fat16 => FsType::Fat16,
-        FsKind::Fat12 => FsType::Fat12,
-        _ => return None,
-    };
+    let fs = v.ours()?;
     let total = r.medium_bytes / SD_SECTOR;
     let sd = sd_layout(total, false).ok()?;
-    let sd = if fs == FsType::Fat32 && sd.fs == FsType::Exfat {
+    let sd = if fs == FsKind::Fat32 && sd.fs == FsKind::Exfat {
         sd_layout(total, true).ok()?
     } else {
         sd
@@ -244,12 +237,12 @@ fn print_volume(n: usize, v: &Volume) {
     outln!(
         "volume {n} ({whereabouts}, {}): {}",
         format_size(v.size),
-        v.fs.map_or("unknown", FsKind::display_name)
+        v.fs.map_or("unknown", AnyFs::display_name)
     );
     let row = |k: &str, val: String| outln!("  {k:<15}{val}");
     if let Some(l) = &v.label {
         row("label", l.clone());
-    } else if v.fs.is_some_and(FsKind::is_fat_family) {
+    } else if v.ours().is_some() {
         row("label", "(none)".into());
     }
     if let Some(s) = &v.serial {

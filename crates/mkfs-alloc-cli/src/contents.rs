@@ -2,7 +2,7 @@
 //! nodes, which loop devices and some readers lack): for the confirmation,
 //! `--dry-run` and `list`.
 
-use mkfs_alloc_inspect::{inspect, FsKind, InspectOptions, ReadOnlyFile, TableKind};
+use mkfs_alloc_inspect::{inspect, AnyFs, InspectOptions, ReadOnlyFile, TableKind};
 use mkfs_alloc_layout::units::format_size;
 use std::path::Path;
 
@@ -39,7 +39,7 @@ pub fn describe(path: &Path, block_size: u32) -> Vec<String> {
             .unwrap_or_default();
         Some(format!(
             "{place}: {}{label}",
-            v.fs.map_or("unknown", FsKind::display_name)
+            v.fs.map_or("unknown", AnyFs::display_name)
         ))
     });
     table.into_iter().chain(volumes).collect()

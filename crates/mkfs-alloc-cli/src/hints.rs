@@ -15,7 +15,7 @@ use mkfs_alloc_layout::fat::MAX_ROOT_ENTRIES;
 use mkfs_alloc_layout::rules::{ClusterRule, FsRule};
 use mkfs_alloc_layout::sd::{SdConflict, SdError, SD_SECTOR};
 use mkfs_alloc_layout::units::{format_count, format_size};
-use mkfs_alloc_layout::{FsChoice, FsType, PlanError, WriteError};
+use mkfs_alloc_layout::{FsChoice, FsKind, PlanError, WriteError};
 use mkfs_alloc_populate::PopulateError;
 
 /// A library error as an `anyhow` error in this command's words.
@@ -128,7 +128,7 @@ fn plan_text(e: &PlanError) -> Option<String> {
 
 /// "valid: 1 KiB..32 KiB, or use --fs fat (...)": the valid sizes and the
 /// flag that leads out; `None` where the library's words need no flag.
-fn sizes_and_way_out(e: &PlanError, fs: FsType, valid: &[u64]) -> Option<String> {
+fn sizes_and_way_out(e: &PlanError, fs: FsKind, valid: &[u64]) -> Option<String> {
     let sizes = valid_sizes_text(fs, valid);
     let sep = if valid.is_empty() { "; " } else { ", or " };
     Some(match e.alternative()? {
@@ -171,14 +171,14 @@ pub fn sd_text(e: &SdError) -> Option<String> {
             let names: Vec<String> = allowed
                 .iter()
                 .map(|c| match c {
-                    FsChoice::Fixed(FsType::Fat32) if *class_fs == FsType::Exfat => {
+                    FsChoice::Fixed(FsKind::Fat32) if *class_fs == FsKind::Exfat => {
                         "fat32 (64 KiB clusters)".to_string()
                     }
                     c => choice_flag(*c).to_string(),
                 })
                 .collect();
             let allowed = match names.as_slice() {
-                [a, b, c] if *class_fs == FsType::Exfat => format!("{a}, {b}, or {c}"),
+                [a, b, c] if *class_fs == FsKind::Exfat => format!("{a}, {b}, or {c}"),
                 [a, b, c] => format!("{a}, {b} or {c}"),
                 _ => names.join(", "),
             };
@@ -222,7 +222,7 @@ fn sd_flag(c: SdConflict) -> &'static str {
 fn choice_flag(c: FsChoice) -> &'static str {
     match c {
         FsChoice::Fat => "fat",
-        FsChoice::Fixed(fs) => fs.name(),
+        FsChoice::Fixed(fs) => fs.id(),
         _ => "auto",
     }
 }
@@ -243,7 +243,7 @@ pub fn fs_rule(r: FsRule) -> &'static str {
 
 /// Why this cluster size, in the summary's words (`rootdir`: the files of
 /// `--rootdir` chose it, not those of `--data`).
-pub fn cluster_rule(r: ClusterRule, fs: FsType, volume_bytes: u64, rootdir: bool) -> String {
+pub fn cluster_rule(r: ClusterRule, fs: FsKind, volume_bytes: u64, rootdir: bool) -> String {
     match r {
         ClusterRule::Explicit => "chosen with --cluster".to_string(),
         ClusterRule::FromData if rootdir => "chosen for the files of --rootdir".to_string(),
@@ -265,7 +265,7 @@ pub fn table_reason(reason: &'static str, sd: bool) -> &'static str {
 }
 
 /// A row note of `advise`'s table, in this command's words.
-pub fn row_note(n: mkfs_alloc_advise::RowNote, fs: FsType) -> String {
+pub fn row_note(n: mkfs_alloc_advise::RowNote, fs: FsKind) -> String {
     match n {
         mkfs_alloc_advise::RowNote::AutoDefault => "--cluster auto".to_string(),
         n => n.describe(fs),
@@ -273,7 +273,7 @@ pub fn row_note(n: mkfs_alloc_advise::RowNote, fs: FsType) -> String {
 }
 
 /// A note of `advise` on a whole file system, in this command's words.
-pub fn fs_note(n: &mkfs_alloc_advise::FsNote, fs: FsType) -> String {
+pub fn fs_note(n: &mkfs_alloc_advise::FsNote, fs: FsKind) -> String {
     match n {
         mkfs_alloc_advise::FsNote::RootDirFull { entries, capacity } => format!(
             "the top level needs {} root directory entries but the fixed {fs} root holds {}: raise --root-entries",

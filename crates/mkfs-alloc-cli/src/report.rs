@@ -52,8 +52,8 @@ impl Progress {
 fn region_name(kind: RegionKind, index: u32, layout: &Layout) -> String {
     match kind {
         RegionKind::BootRegion => match layout.fs() {
-            mkfs_alloc_layout::FsType::Exfat => "main boot region".into(),
-            mkfs_alloc_layout::FsType::Fat32 => "reserved sectors (boot, FSInfo, backups)".into(),
+            mkfs_alloc_layout::FsKind::Exfat => "main boot region".into(),
+            mkfs_alloc_layout::FsKind::Fat32 => "reserved sectors (boot, FSInfo, backups)".into(),
             _ => "reserved sectors (boot sector)".into(),
         },
         RegionKind::BackupBootRegion => "backup boot region".into(),
@@ -361,7 +361,7 @@ pub fn print_json_with(
     let mut v = json!({
         "target": path.display().to_string(),
         "dry_run": dry_run,
-        "fs": layout.fs().name(),
+        "fs": layout.fs().id(),
         "fs_rule": layout.fs_rule(),
         "cluster_size": layout.cluster_size(),
         "cluster_rule": layout.cluster_rule(),

@@ -2,13 +2,13 @@
 //! exFAT, its root directory) in aligned units and hands them to the one
 //! signature prober, `mkfs_alloc_ondisk::probe`. Names follow blkid
 //! (`vfat`, `exfat`, `ntfs`, `ext4`, `crypto_LUKS`, …:
-//! `FsKind::blkid_name`).
+//! `AnyFs::blkid_name`).
 
 use std::io;
 
 use mkfs_alloc_ondisk::exfat::{volume_label, BootSector};
 use mkfs_alloc_ondisk::zerocopy::FromBytes;
-use mkfs_alloc_ondisk::{FsKind, PROBE_LEN};
+use mkfs_alloc_ondisk::{AnyFs, FsKind, PROBE_LEN};
 
 /// Reads are done in aligned units of this many bytes, which every logical
 /// block size of 512..=4096 divides.
@@ -45,7 +45,7 @@ pub(crate) fn probe(
         return (None, None);
     };
     let label = match found.kind {
-        FsKind::Exfat => exfat_label(r, base, size, &start),
+        AnyFs::Ours(FsKind::Exfat) => exfat_label(r, base, size, &start),
         _ => found.label,
     };
     (

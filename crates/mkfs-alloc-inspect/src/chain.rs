@@ -18,14 +18,8 @@ pub(crate) const WINDOW: u64 = 16 * 1024;
 /// Largest piece of directory or bitmap data handed out at once.
 pub(crate) const PIECE: u64 = 64 * 1024;
 
-/// Width of the FAT entries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FatBits {
-    Fat12,
-    Fat16,
-    Fat32,
-    Exfat,
-}
+use mkfs_alloc_ondisk::fat::table as fat_table;
+use mkfs_alloc_ondisk::FsKind;
 
 /// Where the clusters are: the data region of a volume.
 #[derive(Debug, Clone, Copy)]
@@ -67,7 +61,7 @@ pub(crate) enum Next {
 
 /// One FAT, read through a window cache.
 pub(crate) struct Fat {
-    bits: FatBits,
+    bits: FsKind,
     /// Absolute byte offset of the FAT.
     offset: u64,
     /// Bytes of the FAT.
@@ -78,7 +72,7 @@ pub(crate) struct Fat {
 }
 
 impl Fat {
-    pub(crate) fn new(bits: FatBits, offset: u64, len: u64, max_cluster: u32) -> Self {
+    pub(crate) fn new(bits: FsKind, offset: u64, len: u64, max_cluster: u32) -> Self {
         Fat {
             bits,
             offset,
@@ -96,11 +90,10 @@ impl Fat {
         n: u32,
     ) -> Result<u32, InspectError> {
         let n64 = u64::from(n);
-        let (pos, width) = match self.bits {
-            FatBits::Fat12 => (n64 + n64 / 2, 2),
-            FatBits::Fat16 => (n64 * 2, 2),
-            FatBits::Fat32 | FatBits::Exfat => (n64 * 4, 4),
-        };
+        let (pos, width) = (
+            fat_table::entry_offset(self.bits, n64),
+            fat_table::entry_span(self.bits),
+        );
         if pos + width > self.len {
             return Err(InspectError::corrupt(
                 "FAT",
@@ -122,28 +115,18 @@ impl Fat {
             self.base = base;
         }
         let i = usize::try_from(pos - self.base).unwrap_or(0);
-        let c = &self.cache;
-        Ok(match self.bits {
-            FatBits::Fat12 => {
-                let v = u16::from_le_bytes([c[i], c[i + 1]]);
-                u32::from(if n % 2 == 0 { v & 0x0FFF } else { v >> 4 })
-            }
-            FatBits::Fat16 => u32::from(u16::from_le_bytes([c[i], c[i + 1]])),
-            FatBits::Fat32 => {
-                u32::from_le_bytes([c[i], c[i + 1], c[i + 2], c[i + 3]]) & 0x0FFF_FFFF
-            }
-            FatBits::Exfat => u32::from_le_bytes([c[i], c[i + 1], c[i + 2], c[i + 3]]),
+        let entry = self
+            .cache
+            .get(i..)
+            .and_then(|c| fat_table::read_entry(self.bits, c, n64));
+        entry.ok_or_else(|| {
+            InspectError::corrupt("FAT", self.offset + pos, "entry outside the cached window")
         })
     }
 
     /// Interprets a raw entry value.
     pub(crate) fn decode(&self, v: u32) -> Next {
-        let (bad, end) = match self.bits {
-            FatBits::Fat12 => (0xFF7, 0xFF8),
-            FatBits::Fat16 => (0xFFF7, 0xFFF8),
-            FatBits::Fat32 => (0x0FFF_FFF7, 0x0FFF_FFF8),
-            FatBits::Exfat => (0xFFFF_FFF7, 0xFFFF_FFF8),
-        };
+        let (bad, end) = fat_table::bad_and_end(self.bits);
         if v == 0 {
             Next::Free
         } else if v == bad {
@@ -470,7 +453,7 @@ mod tests {
         // 2 -> 3 -> 4 -> 5 -> 3 (loop of 3 after a tail of 1); 6 -> 6.
         let mut d = fat_disk(&[0, 0, 3, 4, 5, 3, 6, 0xFFFF_FFFF]);
         let mut r = Reader::new(&mut d);
-        let mut fat = Fat::new(FatBits::Exfat, 0, 4096, 1000);
+        let mut fat = Fat::new(FsKind::Exfat, 0, 4096, 1000);
         let mut c = Chain::new(2, 1000);
         let mut steps = 0;
         let problem = loop {
@@ -501,7 +484,7 @@ mod tests {
         e[8] = 0x0FFF_FFFF;
         let mut d = fat_disk(&e);
         let mut r = Reader::new(&mut d);
-        let mut fat = Fat::new(FatBits::Fat32, 0, 4096, 1000);
+        let mut fat = Fat::new(FsKind::Fat32, 0, 4096, 1000);
         assert_eq!(file_fragments(&mut r, &mut fat, 2, 4).unwrap(), Ok(2));
         assert!(matches!(
             file_fragments(&mut r, &mut fat, 2, 5).unwrap(),
@@ -520,7 +503,7 @@ mod tests {
         d[..6].copy_from_slice(&[0xF8, 0xFF, 0xFF, 0x03, 0xF0, 0xFF]);
         let mut d = MemDisk::from_vec(512, d).unwrap();
         let mut r = Reader::new(&mut d);
-        let mut fat = Fat::new(FatBits::Fat12, 0, 512, 100);
+        let mut fat = Fat::new(FsKind::Fat12, 0, 512, 100);
         assert_eq!(fat.entry(&mut r, 0).unwrap(), 0xFF8);
         assert_eq!(fat.entry(&mut r, 1).unwrap(), 0xFFF);
         assert_eq!(fat.entry(&mut r, 2).unwrap(), 0x003);

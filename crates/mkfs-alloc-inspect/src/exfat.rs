@@ -17,14 +17,14 @@
 //! (<https://learn.microsoft.com/en-us/windows/win32/fileio/exfat-specification>).
 
 use mkfs_alloc_blockio::BlockIo;
-use mkfs_alloc_layout::FsType;
+use mkfs_alloc_layout::FsKind;
 use mkfs_alloc_ondisk::exfat::{
     boot_checksum, set_checksum, BootSector, LabelEntry, BOOT_REGION_SECTORS, TYPE_BITMAP,
     TYPE_LABEL, TYPE_UPCASE,
 };
 use zerocopy::FromBytes;
 
-use crate::chain::{ChainReader, Fat, FatBits, Geo, Source};
+use crate::chain::{ChainReader, Fat, Geo, Source};
 use crate::error::{InspectError, ParseError};
 use crate::io::Reader;
 use crate::report::Volume;
@@ -314,7 +314,7 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
     note_header(vol, &b);
     check_fits(vol, "exFAT volume", regions.fs_bytes)?;
     let mut fat = Fat::new(
-        FatBits::Exfat,
+        FsKind::Exfat,
         regions.fat_offset,
         regions.fat_bytes,
         geo.max_cluster(),
@@ -343,7 +343,7 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
     if opts.files {
         let bps = u64::from(b.sector_size);
         let mut sizes =
-            planner_cluster_sizes(FsType::Exfat, regions.fs_bytes, b.sector_size, start);
+            planner_cluster_sizes(FsKind::Exfat, regions.fs_bytes, b.sector_size, start);
         if sizes.is_empty() {
             sizes = powers(bps, mkfs_alloc_layout::exfat::MAX_CLUSTER);
         }

@@ -14,11 +14,11 @@
 //! §5 (FSInfo), §6 (directory entries), §7 (long names and their checksum).
 
 use mkfs_alloc_blockio::BlockIo;
-use mkfs_alloc_layout::FsType;
+use mkfs_alloc_ondisk::fat::table as fat_table;
 use mkfs_alloc_ondisk::fat::{FsInfo, FSINFO_LEAD_SIG, FSINFO_STRUC_SIG, FSINFO_TRAIL_SIG};
 use zerocopy::FromBytes;
 
-use crate::chain::{Fat, FatBits, Geo, Source};
+use crate::chain::{Fat, Geo, Source};
 use crate::error::InspectError;
 use crate::io::{Reader, MAX_READ};
 use crate::probe::ascii_label;
@@ -43,14 +43,6 @@ pub const ATTR_VOLUME_ID: u8 = mkfs_alloc_ondisk::fat::attr::VOLUME_ID;
 /// Long-name entry attribute (from `mkfs-alloc-ondisk`).
 pub const ATTR_LONG_NAME: u8 = mkfs_alloc_ondisk::fat::attr::LONG_NAME;
 
-fn bits(kind: FsKind) -> FatBits {
-    match kind {
-        FsKind::Fat12 => FatBits::Fat12,
-        FsKind::Fat16 => FatBits::Fat16,
-        _ => FatBits::Fat32,
-    }
-}
-
 /// Fills `vol` for a FAT volume.
 pub(crate) fn inspect<D: BlockIo + ?Sized>(
     r: &mut Reader<'_, D>,
@@ -62,13 +54,13 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
     let b = parse_boot_sector(&s0)
         .map_err(|e| InspectError::corrupt("FAT boot sector", start, e.to_string()))?;
     vol.warnings.extend(b.warnings.iter().cloned());
-    vol.fs = Some(b.kind);
+    vol.fs = Some(b.kind.into());
     let (geo, regions) = regions_of(&b, start);
     set_geometry(vol, &regions, &geo);
     note_header(vol, &b);
     check_fits(vol, "FAT volume", regions.fs_bytes)?;
     let fat_abs = regions.fat_offset + u64::from(active_fat(vol, &b)) * regions.fat_bytes;
-    let fat_bits = bits(b.kind);
+    let fat_bits = b.kind;
     let mut fat = Fat::new(fat_bits, fat_abs, regions.fat_bytes, geo.max_cluster());
 
     if b.kind == FsKind::Fat32 {
@@ -101,7 +93,7 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
     if opts.files {
         let bps = u64::from(b.sector_size);
         let mut sizes = if fat32 {
-            planner_cluster_sizes(FsType::Fat32, regions.fs_bytes, b.sector_size, start)
+            planner_cluster_sizes(FsKind::Fat32, regions.fs_bytes, b.sector_size, start)
         } else {
             powers(bps, (128 * bps).min(64 * 1024))
         };
@@ -261,24 +253,25 @@ fn check_fat32_reserved<D: BlockIo + ?Sized>(
 fn count_free<D: BlockIo + ?Sized>(
     r: &mut Reader<'_, D>,
     fat_abs: u64,
-    bits: FatBits,
+    bits: FsKind,
     cluster_count: u32,
 ) -> Result<u64, InspectError> {
     let cc = u64::from(cluster_count);
-    if bits == FatBits::Fat12 {
-        // At most 4086 entries: 6 KiB.
+    if bits == FsKind::Fat12 {
+        // At most 4086 entries: 6 KiB (one byte more: the last odd entry's
+        // span reads past the FAT's packed end, as zero).
         let len = usize::try_from(((cc + 2) * 3).div_ceil(2)).unwrap_or(0);
-        let fat = r.read_vec("FAT", fat_abs, len)?;
+        let mut fat = r.read_vec("FAT", fat_abs, len)?;
+        fat.push(0);
         let mut free = 0;
         for n in 2..cc + 2 {
-            let i = usize::try_from(n + n / 2).unwrap_or(0);
-            let v = u16::from_le_bytes([fat[i], *fat.get(i + 1).unwrap_or(&0)]);
-            let e = if n % 2 == 0 { v & 0x0FFF } else { v >> 4 };
-            free += u64::from(e == 0);
+            let i = usize::try_from(fat_table::entry_offset(bits, n)).unwrap_or(usize::MAX);
+            let e = fat.get(i..).and_then(|b| fat_table::read_entry(bits, b, n));
+            free += u64::from(e == Some(0));
         }
         return Ok(free);
     }
-    let width: u64 = if bits == FatBits::Fat16 { 2 } else { 4 };
+    let width = fat_table::entry_span(bits);
     let mut pos = fat_abs + 2 * width;
     let mut left = cc * width;
     let mut buf = vec![0u8; MAX_READ.min(usize::try_from(left).unwrap_or(MAX_READ))];
@@ -287,17 +280,10 @@ fn count_free<D: BlockIo + ?Sized>(
         let n = usize::try_from(left.min(buf.len() as u64)).unwrap_or(0);
         let chunk = &mut buf[..n];
         r.read_at("FAT", pos, chunk)?;
-        if width == 2 {
-            free += chunk
-                .chunks_exact(2)
-                .filter(|e| e[0] == 0 && e[1] == 0)
-                .count() as u64;
-        } else {
-            free += chunk
-                .chunks_exact(4)
-                .filter(|e| u32::from_le_bytes([e[0], e[1], e[2], e[3]]) & 0x0FFF_FFFF == 0)
-                .count() as u64;
-        }
+        free += chunk
+            .chunks_exact(usize::try_from(width).unwrap_or(4))
+            .filter(|e| fat_table::read_entry(bits, e, 0) == Some(0))
+            .count() as u64;
         pos += n as u64;
         left -= n as u64;
     }

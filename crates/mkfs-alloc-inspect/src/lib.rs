@@ -32,10 +32,10 @@
 //! ```
 //! use mkfs_alloc_blockio::MemDisk;
 //! use mkfs_alloc_inspect::{inspect, FsKind, InspectOptions, TableKind};
-//! use mkfs_alloc_layout::{plan, write_volume, ClusterChoice, FormatOptions, FsType, Medium};
+//! use mkfs_alloc_layout::{plan, write_volume, ClusterChoice, FormatOptions, Medium};
 //!
 //! let opts = FormatOptions::new()
-//!     .fs(FsType::Exfat)
+//!     .fs(FsKind::Exfat)
 //!     .cluster(ClusterChoice::Bytes(4096))
 //!     .label("STICK")
 //!     .serial(0x1234_ABCD);
@@ -46,7 +46,7 @@
 //! let report = inspect(&mut disk, &InspectOptions { files: true, ..Default::default() })?;
 //! assert_eq!(report.partition_table.kind, TableKind::None);
 //! let v = &report.volumes[0];
-//! assert_eq!(v.fs, Some(FsKind::Exfat));
+//! assert_eq!(v.ours(), Some(FsKind::Exfat));
 //! assert_eq!(v.cluster_size, Some(4096));
 //! assert_eq!(v.label.as_deref(), Some("STICK"));
 //! assert_eq!(v.serial.as_deref(), Some("1234ABCD"));
@@ -67,12 +67,13 @@ mod report;
 mod walk;
 
 use mkfs_alloc_blockio::BlockIo;
+use mkfs_alloc_ondisk::probe::table;
 
 pub use error::{ChainProblem, InspectError, ParseError};
 pub use io::ReadOnlyFile;
 pub use partition::read_partition_table;
 pub use report::{
-    alignment_of, Alignment, AtClusterSize, FileEntry, FileStats, FsKind, Partition,
+    alignment_of, Alignment, AnyFs, AtClusterSize, FileEntry, FileStats, FsKind, Partition,
     PartitionTable, Report, TableKind, Volume, ALIGN_BOUNDARY,
 };
 
@@ -149,8 +150,9 @@ pub fn inspect<D: BlockIo + ?Sized>(
         }
     } else {
         for p in &table.partitions {
-            let kind = p.type_id.as_str();
-            if matches!(kind, "0x05" | "0x0f" | "0x85" | "0xee") {
+            let mbr_type = p.type_id.strip_prefix("0x");
+            let mbr_type = mbr_type.and_then(|t| u8::from_str_radix(t, 16).ok());
+            if mbr_type.is_some_and(|t| !table::type_holds_volume(t)) {
                 continue;
             }
             let mut v = Volume::new(Some(p.index), p.start, p.size);
@@ -202,10 +204,10 @@ fn fill_volume<D: BlockIo + ?Sized>(
         return Ok(());
     };
     v.fs = Some(p.kind);
-    match p.kind {
-        FsKind::Exfat => exfat::inspect(r, v, opts),
-        FsKind::Fat12 | FsKind::Fat16 | FsKind::Fat32 => fat::inspect(r, v, opts),
-        _ => {
+    match p.kind.ours() {
+        Some(FsKind::Exfat) => exfat::inspect(r, v, opts),
+        Some(FsKind::Fat12 | FsKind::Fat16 | FsKind::Fat32) => fat::inspect(r, v, opts),
+        None => {
             v.label = p.label;
             v.serial = p.serial;
             Ok(())
@@ -224,7 +226,7 @@ fn misaligned(v: &Volume) -> Vec<String> {
         }
     };
     check("partition", Some(v.start));
-    if v.fs.is_some_and(FsKind::is_fat_family) {
+    if v.ours().is_some() {
         check("fat", v.fat_offset);
         check("data", v.data_offset);
     }

@@ -13,11 +13,14 @@
 //! MBR), §5.3.2 (GPT header), §5.3.3 (partition entry array)
 //! (<https://uefi.org/specifications>).
 
+use core::mem::offset_of;
 use mkfs_alloc_blockio::BlockIo;
+
 use mkfs_alloc_ondisk::gpt::{GPT_CRC, GPT_SIGNATURE};
-use mkfs_alloc_ondisk::{mbr as ondisk, BOOT_SIGNATURE};
+use mkfs_alloc_ondisk::mbr::MBR_TYPES_EXTENDED;
+use mkfs_alloc_ondisk::probe::table::{self, TABLE_SECTOR_SIZES};
 use mkfs_alloc_partition::Guid;
-use zerocopy::{FromBytes, IntoBytes};
+use zerocopy::FromBytes;
 
 use crate::error::{InspectError, ParseError};
 use crate::io::Reader;
@@ -30,8 +33,9 @@ pub use mkfs_alloc_ondisk::mbr::{
     MbrEntry, MBR_ENTRIES_OFFSET, MBR_TYPE_PROTECTIVE as MBR_TYPE_GPT_PROTECTIVE,
 };
 
-/// Largest GPT entry array read, in bytes (the memory bound).
-pub const MAX_GPT_ARRAY_BYTES: u64 = 1 << 20;
+/// Largest GPT entry array read, in bytes (the memory bound of every
+/// table reader, from the one table prober).
+pub use mkfs_alloc_ondisk::probe::table::MAX_GPT_ARRAY_BYTES;
 
 /// A parsed MBR (no I/O): the non-empty entries with their 1-based slot.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,15 +57,9 @@ impl Mbr {
 /// indicator other than 0x00/0x80, no used entry, or a file system boot
 /// sector (a whole-medium FAT/exFAT/NTFS volume).
 pub fn parse_mbr(sector: &[u8]) -> Option<Mbr> {
-    let (raw, _) = ondisk::Mbr::ref_from_prefix(sector).ok()?;
-    if raw.signature != BOOT_SIGNATURE || is_fs_boot_sector(raw.as_bytes()) {
-        return None;
-    }
+    let raw = table::mbr(sector)?;
     let mut entries = Vec::new();
     for (slot, e) in (1u32..).zip(&raw.partitions) {
-        if e.boot_indicator != 0 && e.boot_indicator != 0x80 {
-            return None;
-        }
         if e.os_type != 0 && e.size_in_lba.get() != 0 {
             entries.push((
                 slot,
@@ -111,7 +109,7 @@ pub fn parse_gpt_header(block: &[u8], lba: u64) -> Result<GptInfo, ParseError> {
     if h.signature != GPT_SIGNATURE {
         return Err(ParseError::field(
             "Signature",
-            0,
+            offset_of!(GptHeader, signature),
             "\"EFI PART\"",
             format!("{:?}", String::from_utf8_lossy(&h.signature)),
         ));
@@ -120,7 +118,7 @@ pub fn parse_gpt_header(block: &[u8], lba: u64) -> Result<GptInfo, ParseError> {
         let hsize = h.header_size.get();
         return Err(ParseError::field(
             "HeaderSize",
-            12,
+            offset_of!(GptHeader, header_size),
             format!("92..={}", block.len()),
             hsize,
         ));
@@ -128,7 +126,7 @@ pub fn parse_gpt_header(block: &[u8], lba: u64) -> Result<GptInfo, ParseError> {
     if crc != h.header_crc32.get() {
         return Err(ParseError::Checksum {
             what: "header CRC32",
-            position: 16,
+            position: offset_of!(GptHeader, header_crc32),
             stored: h.header_crc32.get(),
             computed: crc,
         });
@@ -136,17 +134,17 @@ pub fn parse_gpt_header(block: &[u8], lba: u64) -> Result<GptInfo, ParseError> {
     if h.my_lba.get() != lba {
         return Err(ParseError::field(
             "MyLBA",
-            24,
+            offset_of!(GptHeader, my_lba),
             format!("{lba} (where it was read)"),
             h.my_lba.get(),
         ));
     }
     let n = h.number_of_partition_entries.get();
     let esize = h.size_of_partition_entry.get();
-    if esize < 128 || !esize.is_power_of_two() {
+    if !table::gpt_entry_size_ok(esize) {
         return Err(ParseError::field(
             "SizeOfPartitionEntry",
-            84,
+            offset_of!(GptHeader, size_of_partition_entry),
             "128 × 2^n",
             esize,
         ));
@@ -154,7 +152,7 @@ pub fn parse_gpt_header(block: &[u8], lba: u64) -> Result<GptInfo, ParseError> {
     if u64::from(n) * u64::from(esize) > MAX_GPT_ARRAY_BYTES {
         return Err(ParseError::field(
             "NumberOfPartitionEntries",
-            80,
+            offset_of!(GptHeader, number_of_partition_entries),
             format!("at most {MAX_GPT_ARRAY_BYTES} bytes of {esize}-byte entries"),
             n,
         ));
@@ -179,15 +177,7 @@ pub fn parse_gpt_entries(
     warnings: &mut Vec<String>,
 ) -> Vec<Partition> {
     let mut out = Vec::new();
-    let step = (entry_size as usize).max(128);
-    for (i, slot) in array.chunks(step).enumerate() {
-        let Ok((e, _)) = GptEntry::read_from_prefix(slot) else {
-            break;
-        };
-        if e.partition_type_guid == [0; 16] {
-            continue;
-        }
-        let index = u32::try_from(i + 1).unwrap_or(u32::MAX);
+    for (index, e) in table::gpt_used_entries(array, u64::from(entry_size)) {
         let (first, last) = (e.starting_lba.get(), e.ending_lba.get());
         if last < first {
             warnings.push(format!(
@@ -261,16 +251,11 @@ pub(crate) fn read_table<D: BlockIo + ?Sized>(
     // Take the device's block size first, then 512 and 4096, and keep the
     // first under which a partition starts with a file system's boot sector;
     // else the device's block size.
-    let mut sizes = vec![r.block_size().clamp(512, 4096)];
-    for s in [512u64, 4096] {
-        if !sizes.contains(&s) {
-            sizes.push(s);
-        }
-    }
+    let sizes = table_sector_sizes(r.block_size());
     let mut ls = sizes[0];
     'sizes: for &cand in &sizes {
         for &(_, _, ty, first, count) in &mbr.entries {
-            if ty == 0 || count == 0 || matches!(ty, 0x05 | 0x0F | 0x85 | 0xEE) {
+            if count == 0 || !table::type_holds_volume(ty) {
                 continue;
             }
             let start = u64::from(first) * cand;
@@ -293,7 +278,7 @@ pub(crate) fn read_table<D: BlockIo + ?Sized>(
             .push("protective MBR (type 0xEE) but no valid GPT header, primary or backup".into());
     }
     for &(slot, boot, ty, first, count) in &mbr.entries {
-        if matches!(ty, 0x05 | 0x0F | 0x85) {
+        if MBR_TYPES_EXTENDED.contains(&ty) {
             table.warnings.push(format!(
                 "partition {slot} is an extended partition; logical partitions are not listed"
             ));
@@ -318,12 +303,7 @@ fn read_gpt<D: BlockIo + ?Sized>(
     r: &mut Reader<'_, D>,
     have_pmbr: bool,
 ) -> Result<Option<PartitionTable>, InspectError> {
-    let mut sizes = vec![r.block_size().clamp(512, 4096)];
-    for s in [512u64, 4096] {
-        if !sizes.contains(&s) {
-            sizes.push(s);
-        }
-    }
+    let sizes = table_sector_sizes(r.block_size());
     let mut problems = Vec::new();
     for &ls in &sizes {
         let Some(block) = r.read_opt(ls, ls as usize)? else {
@@ -415,6 +395,18 @@ fn read_gpt_entries<D: BlockIo + ?Sized>(
     t.disk_id = Some(info.disk_guid.clone());
     t.partitions = parse_gpt_entries(&array, info.entry_size, ls, &mut t.warnings);
     Ok(Ok(t))
+}
+
+/// The sector sizes to read a table's LBAs in: the device's block size
+/// first, then the one prober's others.
+fn table_sector_sizes(block_size: u64) -> Vec<u64> {
+    let mut sizes = vec![block_size.clamp(512, 4096)];
+    for s in TABLE_SECTOR_SIZES {
+        if !sizes.contains(&s) {
+            sizes.push(s);
+        }
+    }
+    sizes
 }
 
 /// Mixed-endian GUID text, as Windows and `sfdisk` print them.

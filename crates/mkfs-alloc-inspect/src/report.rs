@@ -26,28 +26,7 @@ impl Report {
     }
 }
 
-/// Kind of partition table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TableKind {
-    /// No partition table: the medium holds one volume (or nothing known).
-    None,
-    /// MBR (DOS) partition table.
-    Mbr,
-    /// GUID partition table.
-    Gpt,
-}
-
-impl TableKind {
-    /// Display name.
-    pub fn display_name(self) -> &'static str {
-        match self {
-            TableKind::None => "none",
-            TableKind::Mbr => "MBR",
-            TableKind::Gpt => "GPT",
-        }
-    }
-}
+pub use mkfs_alloc_ondisk::TableKind;
 
 /// A partition table.
 #[derive(Debug, Clone, Serialize)]
@@ -98,12 +77,12 @@ pub struct Partition {
     pub bootable: bool,
 }
 
-pub use mkfs_alloc_ondisk::FsKind;
+pub use mkfs_alloc_ondisk::{AnyFs, FsKind};
 
 /// Serializes a file-system kind as its stable id (`"exfat"`, `"fat32"`, …),
 /// `"unknown"` when nothing was recognised.
-fn serialize_fs<S: serde::Serializer>(fs: &Option<FsKind>, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(fs.map_or("unknown", FsKind::id))
+fn serialize_fs<S: serde::Serializer>(fs: &Option<AnyFs>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(fs.map_or("unknown", AnyFs::id))
 }
 
 /// Absolute alignment (largest power of two dividing the byte offset on the
@@ -129,7 +108,7 @@ pub struct Volume {
     pub size: u64,
     /// File system found (`None`: nothing recognised; `"unknown"` in JSON).
     #[serde(serialize_with = "serialize_fs")]
-    pub fs: Option<FsKind>,
+    pub fs: Option<AnyFs>,
     /// Bytes the file system says it spans (FAT/exFAT).
     pub fs_bytes: Option<u64>,
     /// Logical sector size of the file system.
@@ -172,6 +151,11 @@ pub struct Volume {
 }
 
 impl Volume {
+    /// The file system if it is one of ours (exFAT, FAT12/16/32).
+    pub fn ours(&self) -> Option<FsKind> {
+        self.fs.and_then(AnyFs::ours)
+    }
+
     /// An empty volume entry.
     pub(crate) fn new(partition: Option<u32>, start: u64, size: u64) -> Self {
         Volume {

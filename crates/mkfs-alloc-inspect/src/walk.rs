@@ -8,7 +8,7 @@ use std::collections::HashSet;
 
 use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_layout::waste::waste_bytes;
-use mkfs_alloc_layout::{FsType, Medium};
+use mkfs_alloc_layout::{FsKind, Medium};
 
 use crate::chain::{file_fragments, ChainReader, Fat, Geo, Source};
 use crate::error::{ChainProblem, InspectError};
@@ -67,7 +67,7 @@ pub(crate) fn check_fits(
 /// The cluster sizes the planner accepts for `fs` on a volume of `fs_bytes`
 /// with `sector_size`-byte sectors at byte `start` of the medium.
 pub(crate) fn planner_cluster_sizes(
-    fs: FsType,
+    fs: FsKind,
     fs_bytes: u64,
     sector_size: u32,
     start: u64,

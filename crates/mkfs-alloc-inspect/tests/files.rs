@@ -14,9 +14,7 @@ use common::*;
 use mkfs_alloc_blockio::ImageFile;
 use mkfs_alloc_inspect::{FsKind, Volume};
 use mkfs_alloc_layout::units::{KIB, MIB};
-use mkfs_alloc_layout::{
-    plan, write_volume, ClusterChoice, FormatOptions, FsChoice, FsType, Medium,
-};
+use mkfs_alloc_layout::{plan, write_volume, ClusterChoice, FormatOptions, FsChoice, Medium};
 
 /// The files to put in: path → size. Long names, Unicode, nesting, empty
 /// files, sizes on and around cluster boundaries.
@@ -82,7 +80,7 @@ fn check(v: &Volume, expected: &BTreeMap<String, u64>, dirs: usize) {
     // Waste (mkfs_alloc_layout::waste): files' and directories' clusters,
     // less the root directory's first cluster, minus the files' sizes. The
     // fixed FAT12/16 root is not in `dir_bytes`.
-    let root_in_data = matches!(v.fs, Some(FsKind::Fat32 | FsKind::Exfat));
+    let root_in_data = matches!(v.ours(), Some(FsKind::Fat32 | FsKind::Exfat));
     let root_first = |c: u64| if root_in_data { c } else { 0 };
     assert_eq!(f.waste_bytes, alloc + f.dir_bytes - root_first(cs) - total);
     for a in &f.at_cluster_sizes {
@@ -170,7 +168,7 @@ fn fat_filled_by_mtools() {
         let r = inspect_file(&img, true);
         let v = &r.volumes[0];
         assert!(matches!(
-            v.fs,
+            v.ours(),
             Some(FsKind::Fat12 | FsKind::Fat16 | FsKind::Fat32)
         ));
         check(v, &expected, dirs_of(&plan_files()).len());
@@ -239,7 +237,7 @@ fn exfat_filled_through_fuse() {
         let img = t.join(&format!("x{i}.img"));
         if ours {
             let opts = FormatOptions::new()
-                .fs(FsChoice::Fixed(FsType::Exfat))
+                .fs(FsChoice::Fixed(FsKind::Exfat))
                 .cluster(ClusterChoice::Bytes(4 * KIB))
                 .label("OURS")
                 .serial(0xABCD_0001);
@@ -257,7 +255,7 @@ fn exfat_filled_through_fuse() {
         let expected = fill_exfat(&img, &t);
         let r = inspect_file(&img, true);
         let v = &r.volumes[0];
-        assert_eq!(v.fs, Some(FsKind::Exfat));
+        assert_eq!(v.ours(), Some(FsKind::Exfat));
         check(v, &expected, dirs_of(&plan_files()).len() + 1);
         let f = v.files.as_ref().unwrap();
         let frag = f

@@ -14,7 +14,7 @@ use mkfs_alloc_blockio::MemDisk;
 use mkfs_alloc_inspect::{inspect, FileStats, InspectOptions, Volume};
 use mkfs_alloc_layout::plan::Geometry;
 use mkfs_alloc_layout::{
-    plan, write_volume, ClusterChoice, FormatOptions, FsChoice, FsType, Layout, Medium,
+    plan, write_volume, ClusterChoice, FormatOptions, FsChoice, FsKind, Layout, Medium,
 };
 use mkfs_alloc_ondisk::exfat::file_attributes::{ARCHIVE, DIRECTORY};
 use mkfs_alloc_ondisk::exfat::secondary_flags::{ALLOCATION_POSSIBLE, NO_FAT_CHAIN};
@@ -28,7 +28,7 @@ use zerocopy::{FromZeros, IntoBytes};
 const EIB: u64 = 1 << 60;
 
 /// A freshly formatted volume of `bytes` in memory.
-fn format(fs: FsType, bytes: u64, cluster: u64) -> (Layout, Vec<u8>) {
+fn format(fs: FsKind, bytes: u64, cluster: u64) -> (Layout, Vec<u8>) {
     let opts = FormatOptions::new()
         .fs(FsChoice::Fixed(fs))
         .cluster(ClusterChoice::Bytes(cluster))
@@ -96,7 +96,7 @@ struct Fields {
 /// a FAT chain); `sub` and `a` may change their stream fields. Returns the
 /// image and the cluster count.
 fn exfat_volume(sub: impl FnOnce(&mut Fields), a: impl FnOnce(&mut Fields)) -> (Vec<u8>, u32) {
-    let (layout, mut img) = format(FsType::Exfat, 4 << 20, 4096);
+    let (layout, mut img) = format(FsKind::Exfat, 4 << 20, 4096);
     let Geometry::Exfat(g) = *layout.geometry() else {
         unreachable!()
     };
@@ -215,7 +215,7 @@ fn exfat_directory_running_past_the_last_cluster_is_damage() {
 
 /// The last cluster number of [`exfat_volume`]'s heap.
 fn cc_last() -> u32 {
-    let (layout, _) = format(FsType::Exfat, 4 << 20, 4096);
+    let (layout, _) = format(FsKind::Exfat, 4 << 20, 4096);
     layout.cluster_count() + 1
 }
 
@@ -273,7 +273,7 @@ fn exfat_file_longer_than_the_heap_is_damage() {
 /// cluster) with `/SUB/INNER.TXT`, and `/A.TXT` of `a_size` bytes in one
 /// cluster.
 fn fat16_volume(a_size: u32) -> Vec<u8> {
-    let (layout, mut img) = format(FsType::Fat16, 32 << 20, 4096);
+    let (layout, mut img) = format(FsKind::Fat16, 32 << 20, 4096);
     let Geometry::Fat(g) = *layout.geometry() else {
         unreachable!()
     };

@@ -11,9 +11,7 @@ use common::*;
 use mkfs_alloc_blockio::{ImageFile, Slice};
 use mkfs_alloc_inspect::{FsKind, TableKind, Volume};
 use mkfs_alloc_layout::units::{KIB, MIB};
-use mkfs_alloc_layout::{
-    plan, write_volume, ClusterChoice, FormatOptions, FsChoice, FsType, Medium,
-};
+use mkfs_alloc_layout::{plan, write_volume, ClusterChoice, FormatOptions, FsChoice, Medium};
 
 const BASIC_DATA: &str = "EBD0A0A2-B9E5-4433-87C0-68B6B72699C7";
 
@@ -107,7 +105,7 @@ fn mkfs_exfat_matrix() {
         check_table(&r, table, start, psize);
         let v = &r.volumes[0];
         let what = format!("case {i} {cluster} {table:?}");
-        assert_eq!(v.fs, Some(FsKind::Exfat), "{what}");
+        assert_eq!(v.ours(), Some(FsKind::Exfat), "{what}");
         check_clean(v);
         let cs = field(&dump, "Cluster size");
         assert_eq!(v.cluster_size, Some(cs), "{what}");
@@ -193,7 +191,7 @@ fn mkfs_fat_matrix() {
             "16" => FsKind::Fat16,
             _ => FsKind::Fat32,
         };
-        assert_eq!(v.fs, Some(kind), "{what}");
+        assert_eq!(v.ours(), Some(kind), "{what}");
         assert!(v.error.is_none() && v.warnings.is_empty(), "{what}: {v:#?}");
         let bps: u64 = sector.parse().unwrap();
         let cs = bps * spc.parse::<u64>().unwrap();
@@ -248,24 +246,24 @@ fn mkfs_fat_matrix() {
 fn our_formatter() {
     let t = TempDir::new("ours");
     let cases = [
-        (FsType::Exfat, 32 * KIB, 512u32, 256 * MIB, Table::None),
-        (FsType::Exfat, 4 * KIB, 4096, 128 * MIB, Table::None),
-        (FsType::Exfat, 128 * KIB, 512, 512 * MIB, Table::Gpt),
-        (FsType::Fat32, 4 * KIB, 512, 300 * MIB, Table::None),
-        (FsType::Fat32, 16 * KIB, 512, 2048 * MIB, Table::Mbr),
-        (FsType::Fat32, 4 * KIB, 4096, 400 * MIB, Table::Gpt),
-        (FsType::Fat16, 4 * KIB, 512, 100 * MIB, Table::Mbr),
-        (FsType::Fat16, 32 * KIB, 4096, 1024 * MIB, Table::None),
-        (FsType::Fat12, 8 * KIB, 512, 24 * MIB, Table::None),
-        (FsType::Fat12, 4 * KIB, 512, 18 * MIB, Table::Gpt),
+        (FsKind::Exfat, 32 * KIB, 512u32, 256 * MIB, Table::None),
+        (FsKind::Exfat, 4 * KIB, 4096, 128 * MIB, Table::None),
+        (FsKind::Exfat, 128 * KIB, 512, 512 * MIB, Table::Gpt),
+        (FsKind::Fat32, 4 * KIB, 512, 300 * MIB, Table::None),
+        (FsKind::Fat32, 16 * KIB, 512, 2048 * MIB, Table::Mbr),
+        (FsKind::Fat32, 4 * KIB, 4096, 400 * MIB, Table::Gpt),
+        (FsKind::Fat16, 4 * KIB, 512, 100 * MIB, Table::Mbr),
+        (FsKind::Fat16, 32 * KIB, 4096, 1024 * MIB, Table::None),
+        (FsKind::Fat12, 8 * KIB, 512, 24 * MIB, Table::None),
+        (FsKind::Fat12, 4 * KIB, 512, 18 * MIB, Table::Gpt),
     ];
     for (i, &(fs, cluster, bps, size, table)) in cases.iter().enumerate() {
         let img = t.join(&format!("o{i}.img"));
         let ty = match fs {
-            FsType::Exfat => "7",
-            FsType::Fat32 => "c",
-            FsType::Fat16 => "6",
-            FsType::Fat12 => "1",
+            FsKind::Exfat => "7",
+            FsKind::Fat32 => "c",
+            FsKind::Fat16 => "6",
+            FsKind::Fat12 => "1",
         };
         let (start, psize) = image(&img, size, table, ty);
         let opts = FormatOptions::new()
@@ -285,15 +283,7 @@ fn our_formatter() {
         check_table(&r, table, start, psize);
         let v = &r.volumes[0];
         check_clean(v);
-        assert_eq!(
-            v.fs,
-            Some(match fs {
-                FsType::Exfat => FsKind::Exfat,
-                FsType::Fat32 => FsKind::Fat32,
-                FsType::Fat16 => FsKind::Fat16,
-                FsType::Fat12 => FsKind::Fat12,
-            })
-        );
+        assert_eq!(v.ours(), Some(fs));
         assert_eq!(v.cluster_size, Some(layout.cluster_size()), "{what}");
         assert_eq!(v.sector_size, Some(bps), "{what}");
         assert_eq!(
@@ -316,7 +306,7 @@ fn our_formatter() {
             "{what}"
         );
         assert_eq!(v.free_bytes, Some(layout.usable_bytes()), "{what}");
-        if fs == FsType::Fat32 {
+        if fs == FsKind::Fat32 {
             assert_eq!(v.free_bytes_fsinfo, v.free_bytes, "{what}");
         }
         let files = v.files.as_ref().unwrap();

@@ -1,7 +1,7 @@
 //! Planner errors. Every variant says what the valid range is.
 
 use crate::label::LabelError;
-use crate::options::{FsChoice, FsType};
+use crate::options::{FsChoice, FsKind};
 use crate::sd::SD_SECTOR;
 use crate::units::{format_count, format_size};
 
@@ -16,7 +16,7 @@ pub enum PlanError {
     #[error("cluster size {} is not a power of two; valid for {fs}: {}", fmt_bytes(*.cluster), range(*.min, *.max))]
     ClusterNotPowerOfTwo {
         /// File system.
-        fs: FsType,
+        fs: FsKind,
         /// Requested size in bytes.
         cluster: u64,
         /// Smallest valid size.
@@ -28,7 +28,7 @@ pub enum PlanError {
     #[error("cluster size {} is out of range for {fs} with {sector}-byte sectors; valid: {} (powers of two){}", fmt_bytes(*.cluster), range(*.min, *.max), fat32_hint(*.fs, *.cluster, *.sector))]
     ClusterOutOfRange {
         /// File system.
-        fs: FsType,
+        fs: FsKind,
         /// Requested size in bytes.
         cluster: u64,
         /// Sector size in bytes.
@@ -43,7 +43,7 @@ pub enum PlanError {
     #[error("{} is too small for {fs} at {} clusters ({} clusters, needs >= {}); {}", format_size(*.volume), format_size(*.cluster), format_count(*.clusters), format_count(*.min_clusters), valid_hint(*.fs, .valid))]
     TooFewClusters {
         /// File system.
-        fs: FsType,
+        fs: FsKind,
         /// Volume size in bytes.
         volume: u64,
         /// Cluster size in bytes.
@@ -59,7 +59,7 @@ pub enum PlanError {
     #[error("{} is too large for {fs} at {} clusters ({} clusters, maximum {}); {}", format_size(*.volume), format_size(*.cluster), format_count(*.clusters), format_count(*.max_clusters), valid_hint(*.fs, .valid))]
     TooManyClusters {
         /// File system.
-        fs: FsType,
+        fs: FsKind,
         /// Volume size in bytes.
         volume: u64,
         /// Cluster size in bytes.
@@ -75,17 +75,17 @@ pub enum PlanError {
     #[error("{} is too small for {fs}; the minimum is {}", format_size(*.volume), format_size(*.min))]
     VolumeTooSmall {
         /// File system.
-        fs: FsType,
+        fs: FsKind,
         /// Volume size in bytes.
         volume: u64,
         /// Minimum volume size in bytes.
         min: u64,
     },
     /// The volume is larger than the file system's sector-count fields allow.
-    #[error("{} is too large for {fs} with {sector}-byte sectors; the maximum is {}{}", format_size(*.volume), format_size(*.max), if *.fs == FsType::Exfat { "" } else { " (use exFAT, or 4096-byte sectors)" })]
+    #[error("{} is too large for {fs} with {sector}-byte sectors; the maximum is {}{}", format_size(*.volume), format_size(*.max), if *.fs == FsKind::Exfat { "" } else { " (use exFAT, or 4096-byte sectors)" })]
     VolumeTooLarge {
         /// File system.
-        fs: FsType,
+        fs: FsKind,
         /// Volume size in bytes.
         volume: u64,
         /// Sector size in bytes.
@@ -125,12 +125,12 @@ pub enum PlanError {
     RootEntries(u64),
     /// A root directory size given for a file system without a fixed root.
     #[error("a fixed root directory size applies to FAT12 and FAT16 only; this volume is {0} (its root directory grows as needed)")]
-    RootEntriesNotFixed(FsType),
+    RootEntriesNotFixed(FsKind),
     /// The SD Association layout cannot be used as asked.
     #[error(transparent)]
     Sd(#[from] crate::sd::SdError),
     /// No FAT width fits this volume at this cluster size ([`FsChoice::Fat`](crate::FsChoice::Fat)).
-    #[error("no FAT width fits {} at {} clusters ({} clusters: FAT12 takes {}, FAT16 {}, FAT32 {}); {}", format_size(*.volume), format_size(*.cluster), format_count(*.clusters), count_range(crate::FsType::Fat12), count_range(crate::FsType::Fat16), count_range(crate::FsType::Fat32), sizes_hint(.valid))]
+    #[error("no FAT width fits {} at {} clusters ({} clusters: FAT12 takes {}, FAT16 {}, FAT32 {}); {}", format_size(*.volume), format_size(*.cluster), format_count(*.clusters), count_range(crate::FsKind::Fat12), count_range(crate::FsKind::Fat16), count_range(crate::FsKind::Fat32), sizes_hint(.valid))]
     NoFatWidth {
         /// Volume size in bytes.
         volume: u64,
@@ -156,7 +156,7 @@ fn range(min: u64, max: u64) -> String {
     format!("{}..{}", format_size(min), format_size(max))
 }
 
-fn fat32_hint(fs: FsType, cluster: u64, sector: u32) -> &'static str {
+fn fat32_hint(fs: FsKind, cluster: u64, sector: u32) -> &'static str {
     if fs.is_fat() && cluster > 128 * u64::from(sector) && cluster <= 32 << 20 {
         "; exFAT allows up to 32 MiB"
     } else {
@@ -167,7 +167,7 @@ fn fat32_hint(fs: FsType, cluster: u64, sector: u32) -> &'static str {
 /// "valid: 512 B..16 KiB" from a sorted list of valid sizes, or "no
 /// cluster size is valid for FAT32 on this volume"; the way out (another
 /// file system, a smaller root directory) is [`PlanError::alternative`].
-pub fn valid_sizes_text(fs: FsType, valid: &[u64]) -> String {
+pub fn valid_sizes_text(fs: FsKind, valid: &[u64]) -> String {
     match (valid.first(), valid.last()) {
         (Some(&a), Some(&b)) if a == b => format!("valid: {}", format_size(a)),
         // The valid set is contiguous in powers of two; say so as a range.
@@ -177,7 +177,7 @@ pub fn valid_sizes_text(fs: FsType, valid: &[u64]) -> String {
 }
 
 /// [`valid_sizes_text`] with the way out in this library's terms.
-fn valid_hint(fs: FsType, valid: &[u64]) -> String {
+fn valid_hint(fs: FsKind, valid: &[u64]) -> String {
     let text = valid_sizes_text(fs, valid);
     let fat_width = "the FAT width that follows the cluster count (FsChoice::Fat)";
     match (alternative_of(fs, valid), valid.is_empty()) {
@@ -192,14 +192,14 @@ fn valid_hint(fs: FsType, valid: &[u64]) -> String {
     }
 }
 
-fn alternative_of(fs: FsType, valid: &[u64]) -> Option<Alternative> {
+fn alternative_of(fs: FsKind, valid: &[u64]) -> Option<Alternative> {
     match fs {
-        FsType::Fat32 => Some(Alternative::Exfat),
+        FsKind::Fat32 => Some(Alternative::Exfat),
         // The narrowest width: on a tiny volume only a smaller fixed root
         // directory leaves room for clusters.
-        FsType::Fat12 if valid.is_empty() => Some(Alternative::SmallerRoot),
-        FsType::Fat16 | FsType::Fat12 => Some(Alternative::FatWidth),
-        FsType::Exfat => None,
+        FsKind::Fat12 if valid.is_empty() => Some(Alternative::SmallerRoot),
+        FsKind::Fat16 | FsKind::Fat12 => Some(Alternative::FatWidth),
+        FsKind::Exfat => None,
     }
 }
 
@@ -230,7 +230,7 @@ impl PlanError {
 }
 
 /// "4,101..65,508" for a FAT width's accepted cluster counts.
-fn count_range(fs: FsType) -> String {
+fn count_range(fs: FsKind) -> String {
     let (a, b) = crate::fat::cluster_range(fs);
     format!("{}..{}", format_count(a), format_count(b))
 }
@@ -244,10 +244,10 @@ fn sizes_hint(valid: &[u64]) -> String {
 }
 
 /// Checks that `cluster` is a power of two from the sector size up to the
-/// file system's largest cluster ([`FsType::max_cluster`]).
-pub(crate) fn check_cluster(fs: FsType, cluster: u64, sector: u32) -> Result<(), PlanError> {
+/// file system's largest cluster ([`FsKind::max_cluster`]).
+pub(crate) fn check_cluster(fs: FsKind, cluster: u64, sector: u32) -> Result<(), PlanError> {
     let min = u64::from(sector);
-    let max = fs.max_cluster(sector);
+    let max = crate::rules::max_cluster(fs, sector);
     if !cluster.is_power_of_two() {
         return Err(PlanError::ClusterNotPowerOfTwo {
             fs,
@@ -298,7 +298,7 @@ pub enum SdError {
         /// The capacity class's name (SDSC, SDHC, SDXC).
         class: &'static str,
         /// The class's file system.
-        class_fs: FsType,
+        class_fs: FsKind,
         /// What was asked for.
         asked: FsChoice,
         /// The accepted choices (FAT32 on an SDXC card gets 64 KiB clusters).

@@ -94,7 +94,7 @@ pub fn exfat_label(label: &str) -> Result<Vec<u16>, LabelError> {
 /// Validates the label of a FAT volume (`fs`: FAT12, FAT16 or FAT32, named
 /// in the errors) and returns the 11 on-disk bytes (upper-cased, space
 /// padded). Lower-case letters are upper-cased, as Windows does.
-pub fn fat_label(label: &str, fs: crate::FsType) -> Result<[u8; 11], LabelError> {
+pub fn fat_label(label: &str, fs: crate::FsKind) -> Result<[u8; 11], LabelError> {
     let fs = fs.display_name();
     for ch in label.chars() {
         if !ch.is_ascii() {
@@ -139,7 +139,7 @@ pub fn fat_label(label: &str, fs: crate::FsType) -> Result<[u8; 11], LabelError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::FsType;
+    use crate::FsKind;
 
     #[test]
     fn exfat_labels() {
@@ -167,42 +167,42 @@ mod tests {
 
     #[test]
     fn fat_labels_name_their_width() {
-        let e = fat_label("a.b", FsType::Fat16).expect_err("dot");
+        let e = fat_label("a.b", FsKind::Fat16).expect_err("dot");
         assert!(e.to_string().contains("FAT16 labels"), "{e}");
-        let e = fat_label(" x", FsType::Fat12).expect_err("space");
+        let e = fat_label(" x", FsKind::Fat12).expect_err("space");
         assert!(e.to_string().starts_with("FAT12 label"), "{e}");
-        let e = fat_label("Größe", FsType::Fat12).expect_err("ASCII");
+        let e = fat_label("Größe", FsKind::Fat12).expect_err("ASCII");
         assert!(e.to_string().contains("FAT12 labels are limited"), "{e}");
-        let e = fat_label("TWELVE CHARS", FsType::Fat16).expect_err("long");
+        let e = fat_label("TWELVE CHARS", FsKind::Fat16).expect_err("long");
         assert!(e.to_string().contains("FAT16 allows"), "{e}");
     }
 
     #[test]
     fn fat32_labels() {
         assert_eq!(
-            &fat_label("stick", FsType::Fat32).unwrap_or([0; 11]),
+            &fat_label("stick", FsKind::Fat32).unwrap_or([0; 11]),
             b"STICK      "
         );
         assert_eq!(
-            &fat_label("MY DISK 01", FsType::Fat32).unwrap_or([0; 11]),
+            &fat_label("MY DISK 01", FsKind::Fat32).unwrap_or([0; 11]),
             b"MY DISK 01 "
         );
         assert!(matches!(
-            fat_label("TWELVE CHARS", FsType::Fat32),
+            fat_label("TWELVE CHARS", FsKind::Fat32),
             Err(LabelError::TooLong { .. })
         ));
         assert!(matches!(
-            fat_label("Größe", FsType::Fat32),
+            fat_label("Größe", FsKind::Fat32),
             Err(LabelError::NonAscii { .. })
         ));
         assert!(matches!(
-            fat_label(" X", FsType::Fat32),
+            fat_label(" X", FsKind::Fat32),
             Err(LabelError::LeadingSpace { .. })
         ));
         for bad in ["A.B", "A+B", "A,B", "A;B", "A=B", "A[B", "A]B", "A/B"] {
             assert!(
                 matches!(
-                    fat_label(bad, FsType::Fat32),
+                    fat_label(bad, FsKind::Fat32),
                     Err(LabelError::Forbidden { .. })
                 ),
                 "{bad}"

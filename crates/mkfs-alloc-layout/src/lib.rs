@@ -16,11 +16,11 @@
 //!   tables, with their sizes asserted at compile time.
 //!
 //! ```
-//! use mkfs_alloc_layout::{plan, write_volume, FormatOptions, FsType, ClusterChoice, Medium};
+//! use mkfs_alloc_layout::{plan, write_volume, FormatOptions, FsKind, ClusterChoice, Medium};
 //! use mkfs_alloc_blockio::MemDisk;
 //!
 //! let opts = FormatOptions::new()
-//!     .fs(FsType::Exfat)
+//!     .fs(FsKind::Exfat)
 //!     .cluster(ClusterChoice::Bytes(32 * 1024))
 //!     .label("STICK");
 //! let mut disk = MemDisk::new(512, 64 * 2048)?; // 64 MiB
@@ -44,7 +44,7 @@ pub mod writer;
 
 pub use error::PlanError;
 pub use options::{
-    random_serial, random_u64, ClusterChoice, FormatOptions, FsChoice, FsType, Medium, Timestamp,
+    random_serial, random_u64, ClusterChoice, FormatOptions, FsChoice, FsKind, Medium, Timestamp,
 };
 pub use plan::{check_sector_size, plan, valid_cluster_sizes, Layout, Region, RegionKind};
 pub use writer::{

@@ -1,69 +1,6 @@
 //! What the caller asks for ([`FormatOptions`]) and what it formats ([`Medium`]).
 
-#[cfg(feature = "serde")]
-use serde::Serialize;
-
-/// A file system this crate can lay out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(Serialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
-pub enum FsType {
-    /// exFAT (Microsoft exFAT specification, 2019).
-    Exfat,
-    /// FAT32 (fatgen103): 65,525 clusters or more.
-    Fat32,
-    /// FAT16 (fatgen103): 4,085 to 65,524 clusters, fixed root directory.
-    Fat16,
-    /// FAT12 (fatgen103): fewer than 4,085 clusters, packed 12-bit entries.
-    Fat12,
-}
-
-impl FsType {
-    /// Lower-case name as used on the command line and in JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            FsType::Exfat => "exfat",
-            FsType::Fat32 => "fat32",
-            FsType::Fat16 => "fat16",
-            FsType::Fat12 => "fat12",
-        }
-    }
-
-    /// True for FAT12, FAT16 and FAT32.
-    pub fn is_fat(self) -> bool {
-        self != FsType::Exfat
-    }
-
-    /// True for FAT12 and FAT16 (fixed root directory, no FSInfo).
-    pub fn is_small_fat(self) -> bool {
-        matches!(self, FsType::Fat12 | FsType::Fat16)
-    }
-
-    /// The largest cluster in bytes at `sector`-byte sectors: 32 MiB for
-    /// exFAT, 128 sectors for FAT12/16/32.
-    pub fn max_cluster(self, sector: u32) -> u64 {
-        match self {
-            FsType::Exfat => crate::exfat::MAX_CLUSTER,
-            _ => crate::fat::MAX_SECTORS_PER_CLUSTER * u64::from(sector),
-        }
-    }
-
-    /// Display name: `exFAT`, `FAT32`, `FAT16` or `FAT12`.
-    pub fn display_name(self) -> &'static str {
-        match self {
-            FsType::Exfat => "exFAT",
-            FsType::Fat32 => "FAT32",
-            FsType::Fat16 => "FAT16",
-            FsType::Fat12 => "FAT12",
-        }
-    }
-}
-
-impl std::fmt::Display for FsType {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.display_name())
-    }
-}
+pub use mkfs_alloc_ondisk::FsKind;
 
 /// Which file system to create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -78,12 +15,12 @@ pub enum FsChoice {
     /// its cluster count gives.
     Fat,
     /// Exactly this file system.
-    Fixed(FsType),
+    Fixed(FsKind),
 }
 
-impl From<FsType> for FsChoice {
+impl From<FsKind> for FsChoice {
     /// Exactly this file system ([`FsChoice::Fixed`]).
-    fn from(fs: FsType) -> Self {
+    fn from(fs: FsKind) -> Self {
         FsChoice::Fixed(fs)
     }
 }
@@ -203,9 +140,9 @@ pub fn random_serial() -> u32 {
 /// returns the value, the limit and the valid range.
 ///
 /// ```
-/// use mkfs_alloc_layout::{ClusterChoice, FormatOptions, FsType};
+/// use mkfs_alloc_layout::{ClusterChoice, FormatOptions, FsKind};
 /// let opts = FormatOptions::new()
-///     .fs(FsType::Exfat)
+///     .fs(FsKind::Exfat)
 ///     .cluster(ClusterChoice::Bytes(32 << 10))
 ///     .label("STICK");
 /// assert_eq!(opts.label.as_deref(), Some("STICK"));
@@ -284,7 +221,7 @@ impl FormatOptions {
         self.pinned
     }
 
-    /// The file system (an [`FsType`] means exactly that one).
+    /// The file system (an [`FsKind`] means exactly that one).
     #[must_use]
     pub fn fs(mut self, fs: impl Into<FsChoice>) -> Self {
         self.fs = fs.into();

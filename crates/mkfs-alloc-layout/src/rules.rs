@@ -10,7 +10,7 @@
 //! 128 KiB..2 MiB exFAT clusters on large sticks and wastes 30% of them on
 //! ordinary files.
 
-use crate::options::FsType;
+use crate::options::FsKind;
 use crate::units::{GIB, KIB, MIB};
 #[cfg(feature = "serde")]
 use serde::Serialize;
@@ -109,7 +109,7 @@ pub enum ClusterRule {
 
 impl ClusterRule {
     /// A sentence for the summary, given the file system and volume size.
-    pub fn describe(self, fs: FsType, volume_bytes: u64) -> String {
+    pub fn describe(self, fs: FsKind, volume_bytes: u64) -> String {
         match self {
             ClusterRule::Explicit => "chosen by the caller".to_string(),
             ClusterRule::FieldEvidence => {
@@ -132,43 +132,52 @@ impl ClusterRule {
 }
 
 /// The file system `--fs auto` picks for a volume (before checking FAT32 fits).
-pub fn auto_fs(volume_bytes: u64) -> FsType {
+pub fn auto_fs(volume_bytes: u64) -> FsKind {
     if volume_bytes <= AUTO_FAT32_MAX {
-        FsType::Fat32
+        FsKind::Fat32
     } else {
-        FsType::Exfat
+        FsKind::Exfat
     }
 }
 
 /// The cluster size `--cluster auto` picks (the field evidence of the module docs):
 /// FAT32 4 KiB up to 8 GiB, 8 KiB up to 16 GiB, 16 KiB up to 32 GiB, 32 KiB above;
 /// exFAT 4 KiB up to 256 MiB, 32 KiB above; FAT12 and FAT16 4 KiB.
-pub fn auto_cluster(fs: FsType, volume_bytes: u64) -> u64 {
+pub fn auto_cluster(fs: FsKind, volume_bytes: u64) -> u64 {
     auto_cluster_rule(fs, volume_bytes).0
 }
 
-fn auto_cluster_reason(fs: FsType, volume_bytes: u64) -> &'static str {
+fn auto_cluster_reason(fs: FsKind, volume_bytes: u64) -> &'static str {
     auto_cluster_rule(fs, volume_bytes).1
 }
 
 /// The one table of the `--cluster auto` thresholds: the size and the
 /// sentence that explains it.
-fn auto_cluster_rule(fs: FsType, volume_bytes: u64) -> (u64, &'static str) {
+fn auto_cluster_rule(fs: FsKind, volume_bytes: u64) -> (u64, &'static str) {
     match fs {
-        FsType::Fat16 | FsType::Fat12 => (4 * KIB, "FAT12 and FAT16 get 4 KiB clusters"),
-        FsType::Fat32 => match volume_bytes {
+        FsKind::Fat16 | FsKind::Fat12 => (4 * KIB, "FAT12 and FAT16 get 4 KiB clusters"),
+        FsKind::Fat32 => match volume_bytes {
             v if v <= 8 * GIB => (4 * KIB, "FAT32 up to 8 GiB gets 4 KiB clusters"),
             v if v <= 16 * GIB => (8 * KIB, "FAT32 up to 16 GiB gets 8 KiB clusters"),
             v if v <= 32 * GIB => (16 * KIB, "FAT32 up to 32 GiB gets 16 KiB clusters"),
             _ => (32 * KIB, "FAT32 above 32 GiB gets 32 KiB clusters"),
         },
-        FsType::Exfat if volume_bytes <= 256 * MIB => {
+        FsKind::Exfat if volume_bytes <= 256 * MIB => {
             (4 * KIB, "exFAT up to 256 MiB gets 4 KiB clusters")
         }
-        FsType::Exfat => (
+        FsKind::Exfat => (
             32 * KIB,
             "exFAT above 256 MiB gets 32 KiB clusters (field evidence: larger clusters only waste space)",
         ),
+    }
+}
+
+/// The largest cluster in bytes the format allows at `sector`-byte sectors:
+/// 32 MiB for exFAT, 128 sectors for FAT12/16/32.
+pub fn max_cluster(fs: FsKind, sector: u32) -> u64 {
+    match fs {
+        FsKind::Exfat => crate::exfat::MAX_CLUSTER,
+        _ => crate::fat::MAX_SECTORS_PER_CLUSTER * u64::from(sector),
     }
 }
 
@@ -176,10 +185,10 @@ fn auto_cluster_rule(fs: FsType, volume_bytes: u64) -> (u64, &'static str) {
 /// (old DOS, some BIOS and camera firmware fail above), exFAT 1 MiB (older
 /// macOS does not mount larger). The planner warns above it and `advise`
 /// recommends up to it.
-pub fn compat_max_cluster(fs: FsType) -> u64 {
+pub fn compat_max_cluster(fs: FsKind) -> u64 {
     match fs {
-        FsType::Exfat => MIB,
-        FsType::Fat32 | FsType::Fat16 | FsType::Fat12 => 32 * KIB,
+        FsKind::Exfat => MIB,
+        FsKind::Fat32 | FsKind::Fat16 | FsKind::Fat12 => 32 * KIB,
     }
 }
 
@@ -188,12 +197,12 @@ pub fn compat_max_cluster(fs: FsType) -> u64 {
 /// under 7 MB, FAT16 under 7 MB or from 4 GB, FAT12 on disks). FAT32: 512 B
 /// up to 64 MB, 1 KiB up to 128 MB, 2 KiB up to 256 MB (Microsoft's MB being
 /// MiB), 4 KiB below 8 GB, 8 KiB below 16 GB, 16 KiB up to 32 GB.
-pub fn windows_default(fs: FsType, volume_bytes: u64) -> Option<u64> {
+pub fn windows_default(fs: FsKind, volume_bytes: u64) -> Option<u64> {
     const GB: u64 = 1_000_000_000;
     const MB: u64 = 1_000_000;
     match fs {
-        FsType::Fat12 => None,
-        FsType::Fat16 => match volume_bytes {
+        FsKind::Fat12 => None,
+        FsKind::Fat16 => match volume_bytes {
             v if v < 7 * MIB => None,
             v if v <= 16 * MIB => Some(2 * KIB),
             v if v <= 32 * MIB => Some(512),
@@ -206,7 +215,7 @@ pub fn windows_default(fs: FsType, volume_bytes: u64) -> Option<u64> {
             v if v < 4 * GIB => Some(64 * KIB),
             _ => None,
         },
-        FsType::Fat32 => match volume_bytes {
+        FsKind::Fat32 => match volume_bytes {
             v if v <= 32 * MIB => None,
             v if v <= 64 * MIB => Some(512),
             v if v <= 128 * MIB => Some(KIB),
@@ -216,7 +225,7 @@ pub fn windows_default(fs: FsType, volume_bytes: u64) -> Option<u64> {
             v if v <= 32 * GB => Some(16 * KIB),
             _ => None,
         },
-        FsType::Exfat => match volume_bytes {
+        FsKind::Exfat => match volume_bytes {
             v if v < 7 * MB => None,
             v if v <= 256 * MB => Some(4 * KIB),
             v if v <= 32 * GB => Some(32 * KIB),
@@ -231,32 +240,32 @@ mod tests {
 
     #[test]
     fn auto_rules_follow_the_field_evidence() {
-        assert_eq!(auto_cluster(FsType::Fat32, 8 * GIB), 4 * KIB);
-        assert_eq!(auto_cluster(FsType::Fat32, 8 * GIB + 1), 8 * KIB);
-        assert_eq!(auto_cluster(FsType::Fat32, 16 * GIB), 8 * KIB);
-        assert_eq!(auto_cluster(FsType::Fat32, 32 * GIB), 16 * KIB);
-        assert_eq!(auto_cluster(FsType::Fat32, 64 * GIB), 32 * KIB);
-        assert_eq!(auto_cluster(FsType::Exfat, 256 * MIB), 4 * KIB);
-        assert_eq!(auto_cluster(FsType::Exfat, 128 * GIB), 32 * KIB);
-        assert_eq!(auto_fs(32 * GIB), FsType::Fat32);
-        assert_eq!(auto_fs(32 * GIB + 512), FsType::Exfat);
-        assert_eq!(windows_default(FsType::Exfat, 128 * GIB), Some(128 * KIB));
-        assert_eq!(windows_default(FsType::Fat32, 64 * GIB), None);
-        assert_eq!(windows_default(FsType::Fat16, 20 * MIB), Some(512));
-        assert_eq!(windows_default(FsType::Fat16, GIB), Some(16 * KIB));
-        assert_eq!(auto_cluster(FsType::Fat12, MIB), 4 * KIB);
+        assert_eq!(auto_cluster(FsKind::Fat32, 8 * GIB), 4 * KIB);
+        assert_eq!(auto_cluster(FsKind::Fat32, 8 * GIB + 1), 8 * KIB);
+        assert_eq!(auto_cluster(FsKind::Fat32, 16 * GIB), 8 * KIB);
+        assert_eq!(auto_cluster(FsKind::Fat32, 32 * GIB), 16 * KIB);
+        assert_eq!(auto_cluster(FsKind::Fat32, 64 * GIB), 32 * KIB);
+        assert_eq!(auto_cluster(FsKind::Exfat, 256 * MIB), 4 * KIB);
+        assert_eq!(auto_cluster(FsKind::Exfat, 128 * GIB), 32 * KIB);
+        assert_eq!(auto_fs(32 * GIB), FsKind::Fat32);
+        assert_eq!(auto_fs(32 * GIB + 512), FsKind::Exfat);
+        assert_eq!(windows_default(FsKind::Exfat, 128 * GIB), Some(128 * KIB));
+        assert_eq!(windows_default(FsKind::Fat32, 64 * GIB), None);
+        assert_eq!(windows_default(FsKind::Fat16, 20 * MIB), Some(512));
+        assert_eq!(windows_default(FsKind::Fat16, GIB), Some(16 * KIB));
+        assert_eq!(auto_cluster(FsKind::Fat12, MIB), 4 * KIB);
     }
 
     #[test]
     fn windows_fat32_defaults_follow_kb140365_below_256_mib() {
-        assert_eq!(windows_default(FsType::Fat32, 32 * MIB), None);
-        assert_eq!(windows_default(FsType::Fat32, 40 * MIB), Some(512));
-        assert_eq!(windows_default(FsType::Fat32, 64 * MIB), Some(512));
-        assert_eq!(windows_default(FsType::Fat32, 100 * MIB), Some(KIB));
-        assert_eq!(windows_default(FsType::Fat32, 128 * MIB), Some(KIB));
-        assert_eq!(windows_default(FsType::Fat32, 200 * MIB), Some(2 * KIB));
-        assert_eq!(windows_default(FsType::Fat32, 256 * MIB), Some(2 * KIB));
-        assert_eq!(windows_default(FsType::Fat32, 257 * MIB), Some(4 * KIB));
-        assert_eq!(windows_default(FsType::Fat32, 4 * GIB), Some(4 * KIB));
+        assert_eq!(windows_default(FsKind::Fat32, 32 * MIB), None);
+        assert_eq!(windows_default(FsKind::Fat32, 40 * MIB), Some(512));
+        assert_eq!(windows_default(FsKind::Fat32, 64 * MIB), Some(512));
+        assert_eq!(windows_default(FsKind::Fat32, 100 * MIB), Some(KIB));
+        assert_eq!(windows_default(FsKind::Fat32, 128 * MIB), Some(KIB));
+        assert_eq!(windows_default(FsKind::Fat32, 200 * MIB), Some(2 * KIB));
+        assert_eq!(windows_default(FsKind::Fat32, 256 * MIB), Some(2 * KIB));
+        assert_eq!(windows_default(FsKind::Fat32, 257 * MIB), Some(4 * KIB));
+        assert_eq!(windows_default(FsKind::Fat32, 4 * GIB), Some(4 * KIB));
     }
 }

@@ -26,9 +26,10 @@
 
 use crate::exfat;
 use crate::fat;
-use crate::options::FsType;
+use crate::options::FsKind;
 use crate::plan::{Geometry, Layout};
 use mkfs_alloc_blockio::{BlockIo, IoError, Zeroed};
+use mkfs_alloc_ondisk::fat::table as fat_table;
 
 /// Size of the generation buffer: the writer's memory bound.
 pub const CHUNK: usize = 1 << 20;
@@ -316,7 +317,7 @@ pub fn write_volume_with<D: BlockIo + ?Sized>(
     // The boot sectors are zeroed with their region, then written: count both.
     let boot_sectors = match layout.geometry {
         Geometry::Exfat(_) => 2 * mkfs_alloc_ondisk::exfat::BOOT_REGION_SECTORS,
-        Geometry::Fat(g) if g.fs == FsType::Fat32 => 4,
+        Geometry::Fat(g) if g.fs == FsKind::Fat32 => 4,
         Geometry::Fat(_) => 1,
     };
     let total = layout
@@ -363,39 +364,6 @@ pub fn write_volume_with<D: BlockIo + ?Sized>(
     Ok(sink.report)
 }
 
-/// Fills `buf` with little-endian 32-bit FAT entries starting at byte `at`
-/// of the FAT (exFAT, FAT32).
-fn fill_fat(at: u64, buf: &mut [u8], entry: impl Fn(u64) -> u32) {
-    let first = at / 4;
-    for (i, word) in buf.chunks_exact_mut(4).enumerate() {
-        word.copy_from_slice(&entry(first + i as u64).to_le_bytes());
-    }
-}
-
-/// Fills `buf` with the bytes of a FAT of `bits`-bit entries (12, 16 or 32)
-/// starting at byte `at` of the FAT. `at` may be any byte: FAT12 packs two
-/// entries in three bytes (fatgen103 §4.2: entry `n` starts at byte
-/// `n + n/2`, the low nibble first for even `n`), and the writer's chunks do
-/// not fall on entry pairs.
-pub fn fill_fat_bytes(bits: u64, at: u64, buf: &mut [u8], entry: impl Fn(u64) -> u32) {
-    for (i, b) in buf.iter_mut().enumerate() {
-        let byte = at + i as u64;
-        *b = match bits {
-            12 => {
-                let pair = byte / 3;
-                let (e0, e1) = (entry(2 * pair) & 0xFFF, entry(2 * pair + 1) & 0xFFF);
-                match byte % 3 {
-                    0 => e0 as u8,
-                    1 => ((e0 >> 8) | ((e1 & 0xF) << 4)) as u8,
-                    _ => (e1 >> 4) as u8,
-                }
-            }
-            16 => (entry(byte / 2) >> (8 * (byte % 2))) as u8,
-            _ => (entry(byte / 4) >> (8 * (byte % 4))) as u8,
-        };
-    }
-}
-
 fn write_exfat<D: BlockIo + ?Sized>(
     layout: &Layout,
     g: &exfat::Geometry,
@@ -418,7 +386,7 @@ fn write_exfat<D: BlockIo + ?Sized>(
         fat_content,
         bps,
         |at, buf| {
-            fill_fat(at, buf, |i| match &content {
+            fat_table::fill(FsKind::Exfat, at, buf, |i| match &content {
                 Some(c) if i >= root_first => c.fat_entry(i),
                 _ => exfat::fat_entry(g, i),
             })
@@ -487,12 +455,12 @@ fn write_fat<D: BlockIo + ?Sized>(
     s: &mut Sink<'_, D>,
 ) -> Result<(), WriteError> {
     let bps = u64::from(g.bps);
-    let is32 = g.fs == FsType::Fat32;
+    let is32 = g.fs == FsKind::Fat32;
     let extra = content.as_ref().map_or(0, |c| c.clusters());
     // 1. Invalidate: zero the reserved area (boot sector, FSInfo, backups).
     s.invalidate(layout.fat_offset)?;
     // 2. Both FATs, then the root directory (cluster 2, or the fixed region).
-    let bits = fat::entry_bits(g.fs);
+    let bits = g.fs.entry_bits();
     // Entries 0 and 1 (and the FAT32 root's entry 2, and the content's).
     let head = if is32 {
         (3 + extra) * 4
@@ -502,17 +470,10 @@ fn write_fat<D: BlockIo + ?Sized>(
     for i in 0..u64::from(layout.fat_count) {
         let off = layout.fat_offset + i * layout.fat_bytes;
         s.region(off, layout.fat_bytes, head, bps, |at, buf| {
-            if is32 {
-                fill_fat(at, buf, |n| match &content {
-                    Some(c) if n >= 2 => c.fat_entry(n),
-                    _ => fat::fat_entry(g.fs, n),
-                })
-            } else {
-                fill_fat_bytes(bits, at, buf, |n| match &content {
-                    Some(c) if n >= 2 => c.fat_entry(n),
-                    _ => fat::fat_entry(g.fs, n),
-                })
-            }
+            fat_table::fill(g.fs, at, buf, |n| match &content {
+                Some(c) if n >= 2 => c.fat_entry(n),
+                _ => fat::fat_entry(g.fs, n),
+            })
         })?;
     }
     let root = fat::root_entries(layout);
@@ -554,51 +515,16 @@ pub fn check_block_size(block_size: u32, sector_size: u32) -> Result<(), WriteEr
 
 #[cfg(test)]
 mod tests {
-    use super::fill_fat_bytes;
-
-    fn entry(n: u64) -> u32 {
-        // Distinct 12-bit values, so any nibble mix-up shows.
-        (0x100 + n as u32 * 0x0AB) & 0xFFF
-    }
-
-    #[test]
-    fn fat12_packing_matches_the_spec_at_any_chunk_boundary() {
-        // Reference packing: entry n at byte n + n/2; odd entries take the
-        // high nibble of the first byte.
-        let len = 3 * 50 + 2;
-        let mut want = vec![0u8; len];
-        for n in 0..(len as u64 * 2 / 3 + 1) {
-            let off = (n + n / 2) as usize;
-            let v = entry(n) as u16;
-            let (lo, hi) = if n % 2 == 0 {
-                (v & 0xFF, v >> 8)
-            } else {
-                ((v & 0xF) << 4, v >> 4)
-            };
-            if off < len {
-                want[off] |= lo as u8;
-            }
-            if off + 1 < len {
-                want[off + 1] |= hi as u8;
-            }
-        }
-        for split in [0, 1, 2, 3, 4, 5, 7, 100, len] {
-            let mut got = vec![0u8; len];
-            let (a, b) = got.split_at_mut(split);
-            fill_fat_bytes(12, 0, a, entry);
-            fill_fat_bytes(12, split as u64, b, entry);
-            assert_eq!(got, want, "split at {split}");
-        }
-    }
+    use mkfs_alloc_ondisk::fat::table::fill;
 
     #[test]
     fn fat12_and_fat16_start_with_media_and_end_of_chain() {
         use crate::fat::fat_entry;
-        use crate::FsType;
+        use crate::FsKind;
         let mut b = [0u8; 6];
-        fill_fat_bytes(12, 0, &mut b, |n| fat_entry(FsType::Fat12, n));
+        fill(FsKind::Fat12, 0, &mut b, |n| fat_entry(FsKind::Fat12, n));
         assert_eq!(b, [0xF8, 0xFF, 0xFF, 0, 0, 0]);
-        fill_fat_bytes(16, 0, &mut b, |n| fat_entry(FsType::Fat16, n));
+        fill(FsKind::Fat16, 0, &mut b, |n| fat_entry(FsKind::Fat16, n));
         assert_eq!(b, [0xF8, 0xFF, 0xFF, 0xFF, 0, 0]);
     }
 }

@@ -4,13 +4,13 @@
 use mkfs_alloc_layout::plan::Geometry;
 use mkfs_alloc_layout::units::{KIB, MIB, TIB};
 use mkfs_alloc_layout::{
-    plan, ClusterChoice, FormatOptions, FsChoice, FsType, Layout, Medium, PlanError,
+    plan, ClusterChoice, FormatOptions, FsChoice, FsKind, Layout, Medium, PlanError,
 };
 use proptest::prelude::*;
 
 const SECTORS: [u32; 4] = [512, 1024, 2048, 4096];
 
-fn opts(fs: FsType, cluster: u64, align: Option<u64>) -> FormatOptions {
+fn opts(fs: FsKind, cluster: u64, align: Option<u64>) -> FormatOptions {
     let mut o = FormatOptions::new()
         .fs(FsChoice::Fixed(fs))
         .cluster(ClusterChoice::Bytes(cluster))
@@ -80,16 +80,16 @@ fn check(l: &Layout, m: &Medium) -> Result<(), String> {
             // The width follows the cluster count, with a margin of 16 from
             // each boundary of fatgen103 (4,085 and 65,525).
             let (lo, hi) = match g.fs {
-                FsType::Fat12 => (1, 4_084 - 16),
-                FsType::Fat16 => (4_085 + 16, 65_524 - 16),
+                FsKind::Fat12 => (1, 4_084 - 16),
+                FsKind::Fat16 => (4_085 + 16, 65_524 - 16),
                 _ => (65_525 + 16, 0x0FFF_FFF5),
             };
             if !(lo..=hi).contains(&cc) || g.fs != l.fs() {
                 return Err(format!("{} with cluster count {cc}", g.fs));
             }
             let bits = match g.fs {
-                FsType::Fat12 => 12,
-                FsType::Fat16 => 16,
+                FsKind::Fat12 => 12,
+                FsKind::Fat16 => 16,
                 _ => 32,
             };
             if u64::from(g.fat_sz) * bps * 8 / bits < cc + 2 {
@@ -98,7 +98,7 @@ fn check(l: &Layout, m: &Medium) -> Result<(), String> {
             if g.sec_per_clus == 0 || u64::from(g.sec_per_clus) > 128 {
                 return Err("sectors per cluster out of range".into());
             }
-            if g.fs == FsType::Fat32 {
+            if g.fs == FsKind::Fat32 {
                 if g.rsvd < 32 || g.root_entries != 0 {
                     return Err("FAT32 reserved sectors or root entries".into());
                 }
@@ -125,7 +125,7 @@ fn check(l: &Layout, m: &Medium) -> Result<(), String> {
 }
 
 /// An error must explain itself, and its list of valid sizes must be right.
-fn check_error(e: &PlanError, fs: FsType, m: &Medium) -> Result<(), String> {
+fn check_error(e: &PlanError, fs: FsKind, m: &Medium) -> Result<(), String> {
     let msg = e.to_string();
     if msg.len() < 20 {
         return Err(format!("terse error {msg:?}"));
@@ -156,10 +156,10 @@ fn sweep_sizes() -> Vec<u64> {
 fn sweep_every_size_cluster_and_sector() {
     let mut ok = 0;
     let mut rejected = 0;
-    for fs in [FsType::Exfat, FsType::Fat32, FsType::Fat16, FsType::Fat12] {
+    for fs in [FsKind::Exfat, FsKind::Fat32, FsKind::Fat16, FsKind::Fat12] {
         for &bps in &SECTORS {
             let max = match fs {
-                FsType::Exfat => 32 * MIB,
+                FsKind::Exfat => 32 * MIB,
                 _ => 128 * u64::from(bps),
             };
             for &size in &sweep_sizes() {
@@ -208,7 +208,7 @@ fn sweep_fat_width_follows_the_cluster_count() {
                     match plan(&o, &m) {
                         Ok(l) => {
                             check(&l, &m).unwrap_or_else(|e| panic!("fat {size} {c} {bps}: {e}"));
-                            *widths.entry(l.fs().name()).or_insert(0) += 1;
+                            *widths.entry(l.fs().id()).or_insert(0) += 1;
                             any.push(c);
                         }
                         Err(e) => failed.push((c, e)),
@@ -218,7 +218,7 @@ fn sweep_fat_width_follows_the_cluster_count() {
                 for (c, e) in failed {
                     // No width fits: then no fixed width accepts it either, and the
                     // error names the sizes that do work.
-                    for fs in [FsType::Fat32, FsType::Fat16, FsType::Fat12] {
+                    for fs in [FsKind::Fat32, FsKind::Fat16, FsKind::Fat12] {
                         assert!(
                             plan(&opts(fs, c, None), &m).is_err(),
                             "{fs} {size} {c} {bps}"
@@ -249,12 +249,12 @@ fn documented_fat32_size_limits_hold() {
     // Reference B.2 (512-byte sectors): 8 KiB clusters reach 2 TiB (TotSec32),
     // 512 B clusters stop at about 130 GiB (cluster count).
     let m = Medium::whole(2 * TIB - 512, 512);
-    assert!(plan(&opts(FsType::Fat32, 8 * KIB, None), &m).is_ok());
-    let e = plan(&opts(FsType::Fat32, 512, None), &m).expect_err("too many clusters");
+    assert!(plan(&opts(FsKind::Fat32, 8 * KIB, None), &m).is_ok());
+    let e = plan(&opts(FsKind::Fat32, 512, None), &m).expect_err("too many clusters");
     assert!(matches!(e, PlanError::TooManyClusters { .. }), "{e}");
     // 4 TiB at 512-byte sectors overflows TotSec32; at 4096 it is fine.
     let e = plan(
-        &opts(FsType::Fat32, 32 * KIB, None),
+        &opts(FsKind::Fat32, 32 * KIB, None),
         &Medium::whole(4 * TIB, 512),
     )
     .expect_err("too large");
@@ -263,7 +263,7 @@ fn documented_fat32_size_limits_hold() {
         "{e}"
     );
     assert!(plan(
-        &opts(FsType::Fat32, 32 * KIB, None),
+        &opts(FsKind::Fat32, 32 * KIB, None),
         &Medium::whole(4 * TIB, 4096)
     )
     .is_ok());
@@ -281,7 +281,7 @@ proptest! {
         offset_sectors in 0u64..(1 << 22),
         align_shift in prop::option::of(9u32..27),
     ) {
-        let fs = [FsType::Exfat, FsType::Fat32, FsType::Fat16, FsType::Fat12][fs_i];
+        let fs = [FsKind::Exfat, FsKind::Fat32, FsKind::Fat16, FsKind::Fat12][fs_i];
         let bps = SECTORS[bps_i];
         let m = Medium::partition(size, bps, offset_sectors * u64::from(bps));
         match plan(&opts(fs, 1u64 << cluster_shift, align_shift.map(|s| 1u64 << s)), &m) {

@@ -4,11 +4,11 @@
 use mkfs_alloc_blockio::{zero_blocks, BlockIo, Counting, IoError, IoOp, MemDisk};
 use mkfs_alloc_layout::units::{GIB, KIB, MIB, TIB};
 use mkfs_alloc_layout::{
-    plan, write_volume, write_volume_to, ClusterChoice, FormatOptions, FsChoice, FsType, Layout,
+    plan, write_volume, write_volume_to, ClusterChoice, FormatOptions, FsChoice, FsKind, Layout,
     Medium, Prior, WriteError,
 };
 
-fn layout(fs: FsType, cluster: u64, size: u64, bps: u32) -> Layout {
+fn layout(fs: FsKind, cluster: u64, size: u64, bps: u32) -> Layout {
     let o = FormatOptions::new()
         .fs(FsChoice::Fixed(fs))
         .cluster(ClusterChoice::Bytes(cluster))
@@ -24,10 +24,10 @@ fn no_progress() -> impl FnMut(u64, u64) {
 #[test]
 fn previously_used_target_is_invalidated_first_and_sector_0_written_last() {
     for (fs, cluster, size) in [
-        (FsType::Exfat, 4 * KIB, 260 * MIB),
-        (FsType::Fat32, 4 * KIB, 260 * MIB),
-        (FsType::Fat16, 8 * KIB, 260 * MIB),
-        (FsType::Fat12, 4 * KIB, 12 * MIB),
+        (FsKind::Exfat, 4 * KIB, 260 * MIB),
+        (FsKind::Fat32, 4 * KIB, 260 * MIB),
+        (FsKind::Fat16, 8 * KIB, 260 * MIB),
+        (FsKind::Fat12, 4 * KIB, 12 * MIB),
     ] {
         let l = layout(fs, cluster, size, 512);
         let disk = MemDisk::filled(512, l.volume_bytes() / 512, 0xD1).expect("disk");
@@ -67,7 +67,7 @@ fn previously_used_target_is_invalidated_first_and_sector_0_written_last() {
 #[test]
 fn flushes_only_where_the_order_needs_them() {
     let flushes = |dev: &Counting<MemDisk>| dev.log().iter().filter(|e| e.0 == IoOp::Flush).count();
-    for fs in [FsType::Exfat, FsType::Fat32] {
+    for fs in [FsKind::Exfat, FsKind::Fat32] {
         let l = layout(fs, 4 * KIB, 256 * MIB + 4 * MIB, 512);
         let blocks = l.volume_bytes() / 512;
         let mut fresh = Counting::new(MemDisk::new(512, blocks).expect("disk"), true);
@@ -144,13 +144,13 @@ fn flushes_only_where_the_order_needs_them() {
 #[test]
 fn quick_format_touches_metadata_only() {
     for (fs, cluster, bps) in [
-        (FsType::Exfat, 32 * KIB, 512),
-        (FsType::Exfat, 4 * KIB, 4096),
-        (FsType::Fat32, 4 * KIB, 512),
-        (FsType::Fat32, 4 * KIB, 4096),
-        (FsType::Fat16, 8 * KIB, 512),
-        (FsType::Fat16, 8 * KIB, 4096),
-        (FsType::Fat12, 128 * KIB, 4096),
+        (FsKind::Exfat, 32 * KIB, 512),
+        (FsKind::Exfat, 4 * KIB, 4096),
+        (FsKind::Fat32, 4 * KIB, 512),
+        (FsKind::Fat32, 4 * KIB, 4096),
+        (FsKind::Fat16, 8 * KIB, 512),
+        (FsKind::Fat16, 8 * KIB, 4096),
+        (FsKind::Fat12, 128 * KIB, 4096),
     ] {
         let l = layout(fs, cluster, 300 * MIB, bps);
         let mut disk = MemDisk::filled(bps, l.volume_bytes() / u64::from(bps), 0xD1).expect("disk");
@@ -175,7 +175,7 @@ fn quick_format_touches_metadata_only() {
 
 #[test]
 fn fresh_target_gets_only_nonzero_sectors() {
-    let l = layout(FsType::Exfat, 32 * KIB, GIB, 512);
+    let l = layout(FsKind::Exfat, 32 * KIB, GIB, 512);
     let mut dev = Counting::new(MemDisk::new(512, GIB / 512).expect("disk"), false);
     let report = write_volume(&l, &mut dev, &mut no_progress()).expect("write");
     let s = dev.stats();
@@ -219,7 +219,7 @@ impl BlockIo for Null {
 #[test]
 fn one_tib_fat32_at_4k_streams_in_bounded_chunks() {
     // Two 1 GiB FATs: written as generated 1 MiB chunks, never held whole.
-    let l = layout(FsType::Fat32, 4 * KIB, TIB, 512);
+    let l = layout(FsKind::Fat32, 4 * KIB, TIB, 512);
     assert!(l.fat_bytes() >= 1000 * MIB, "{}", l.fat_bytes());
     let mut dev = Null {
         blocks: l.volume_bytes() / 512,
@@ -240,7 +240,7 @@ fn one_tib_fat32_at_4k_streams_in_bounded_chunks() {
 
 #[test]
 fn block_size_larger_than_sector_is_refused() {
-    let l = layout(FsType::Exfat, 32 * KIB, 64 * MIB, 512);
+    let l = layout(FsKind::Exfat, 32 * KIB, 64 * MIB, 512);
     let mut disk = MemDisk::new(4096, 64 * MIB / 4096).expect("disk");
     let e = write_volume(&l, &mut disk, &mut no_progress()).expect_err("refused");
     assert!(matches!(

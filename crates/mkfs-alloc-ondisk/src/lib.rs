@@ -28,14 +28,17 @@ extern crate alloc;
 
 pub mod exfat;
 pub mod fat;
+pub mod foreign;
 pub mod gpt;
+pub mod kind;
 pub mod mbr;
 pub mod name;
 pub mod probe;
 pub mod rng;
 pub mod time;
 
-pub use probe::{probe, FsKind, Probe, PROBE_LEN};
+pub use kind::{FsKind, TableKind};
+pub use probe::{probe, AnyFs, Probe, PROBE_LEN};
 pub use zerocopy;
 
 /// The largest alignment any planner accepts, for a partition start (the

@@ -46,16 +46,16 @@
 //!
 //! ```
 //! use mkfs_alloc_blockio::MemDisk;
-//! use mkfs_alloc_partition::{plan_table, probe_signatures, write_table, PartitionFs, TableKind, TableOptions};
+//! use mkfs_alloc_partition::{plan_table, probe_signatures, write_table, FsKind, TableKind, TableOptions};
 //!
 //! // One exFAT partition at 1 MiB of a 64 MiB disk, in an MBR.
-//! let opts = TableOptions::new(TableKind::Mbr, PartitionFs::Exfat);
+//! let opts = TableOptions::new(TableKind::Mbr, FsKind::Exfat);
 //! let plan = plan_table(&opts, 64 << 20, 512)?;
 //! assert_eq!(plan.partition_start(), 1 << 20);
 //! let mut disk = MemDisk::new(512, (64 << 20) / 512)?;
 //! write_table(&plan, &mut disk)?;
 //! let found = probe_signatures(&mut disk)?;
-//! assert!(found.iter().any(|s| s.kind == "mbr"));
+//! assert!(found.iter().any(|s| s.kind.id() == "mbr"));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -72,12 +72,13 @@ mod write;
 pub use error::PartitionError;
 pub use guid::Guid;
 pub use plan::{
-    choose_table, plan_mbr_at, plan_table, GptPlan, MbrPlacement, MbrPlan, PartitionFs,
-    TableChoice, TableFootprint, TableIds, TableKind, TableOptions, TablePlan, TableSpec,
-    AUTO_GPT_THRESHOLD, DEFAULT_ALIGN, GPT_ENTRIES, GPT_ENTRY_SIZE, GPT_NAME_MAX, MAX_ALIGN,
-    MBR_TYPE_ESP, MBR_TYPE_EXFAT, MBR_TYPE_FAT32_LBA, MIN_GPT_ALIGN, MIN_PARTITION_BYTES,
+    choose_table, mbr_partition_type, plan_mbr_at, plan_table, FsKind, GptPlan, MbrPlacement,
+    MbrPlan, TableChoice, TableFootprint, TableIds, TableKind, TableOptions, TablePlan, TableSpec,
+    AUTO_GPT_THRESHOLD, CHS_LIMIT_SECTORS, DEFAULT_ALIGN, GPT_ENTRIES, GPT_ENTRY_SIZE,
+    GPT_NAME_MAX, MAX_ALIGN, MBR_TYPE_ESP, MBR_TYPE_EXFAT, MBR_TYPE_FAT32_LBA, MIN_GPT_ALIGN,
+    MIN_PARTITION_BYTES,
 };
-pub use probe::{probe_signatures, Signature};
+pub use probe::{probe_signatures, Signature, SignatureKind};
 pub use wipe::{
     volume_start_wiped, wipe_backup_gpt_beyond, wipe_for_table, SIGNATURE_WIPE, WIPE_VOLUME_START,
 };

@@ -4,27 +4,87 @@
 use std::collections::BTreeSet;
 
 use mkfs_alloc_blockio::BlockIo;
+use mkfs_alloc_ondisk::zerocopy::FromBytes;
 #[cfg(feature = "serde")]
 use serde::Serialize;
-use zerocopy::FromBytes;
 
 use crate::guid::Guid;
 use crate::PartitionError;
-use mkfs_alloc_ondisk::gpt::{GptEntry, GptHeader, GPT_SIGNATURE};
-use mkfs_alloc_ondisk::mbr::{Mbr, MBR_TYPE_PROTECTIVE};
-use mkfs_alloc_ondisk::{FsKind, BOOT_SIGNATURE};
+use mkfs_alloc_ondisk::fat::{Bpb, Fat16BootSector, Fat32BootSector};
+use mkfs_alloc_ondisk::gpt::{GptHeader, GPT_SIGNATURE};
+use mkfs_alloc_ondisk::probe::table::{self, TABLE_SECTOR_SIZES};
+use mkfs_alloc_ondisk::{exfat, AnyFs, FsKind, PROBE_LEN};
 
 /// Bytes read at the start and at the end of the medium.
 const WINDOW: u64 = 128 << 10;
 
-/// Bytes read at the start of a volume: enough for the btrfs superblock at 64 KiB.
-const VOLUME_PROBE: u64 = 72 << 10;
-
 /// At most this many partition starts are probed for file systems.
 const MAX_PARTITIONS: usize = 16;
 
-/// Sector sizes a table may have been written with, whatever the device says.
-const SECTOR_SIZES: [u64; 2] = [512, 4096];
+/// What a [`Signature`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SignatureKind {
+    /// A DOS/MBR partition table.
+    Mbr,
+    /// A GPT's protective MBR.
+    ProtectiveMbr,
+    /// A primary GPT header.
+    Gpt,
+    /// A backup GPT header.
+    GptBackup,
+    /// A file system, from the one prober (`mkfs_alloc_ondisk::probe`).
+    Fs(AnyFs),
+}
+
+impl SignatureKind {
+    /// Stable identifier, as in JSON: `"mbr"`, `"pmbr"`, `"gpt"`,
+    /// `"gpt-backup"`, or the file system's [`AnyFs::id`] (`"exfat"`,
+    /// `"fat32"`, `"ext4"`, …).
+    pub fn id(self) -> &'static str {
+        match self {
+            SignatureKind::Mbr => "mbr",
+            SignatureKind::ProtectiveMbr => "pmbr",
+            SignatureKind::Gpt => "gpt",
+            SignatureKind::GptBackup => "gpt-backup",
+            SignatureKind::Fs(fs) => fs.id(),
+        }
+    }
+
+    /// The file system, for [`SignatureKind::Fs`].
+    pub fn fs(self) -> Option<AnyFs> {
+        match self {
+            SignatureKind::Fs(fs) => Some(fs),
+            _ => None,
+        }
+    }
+}
+
+/// Ordered by [`SignatureKind::id`].
+impl Ord for SignatureKind {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.id().cmp(other.id())
+    }
+}
+
+impl PartialOrd for SignatureKind {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Serialized as its [`SignatureKind::id`].
+#[cfg(feature = "serde")]
+impl Serialize for SignatureKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.id())
+    }
+}
+
+impl std::fmt::Display for SignatureKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
 
 /// A signature found on the medium.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -33,10 +93,8 @@ pub struct Signature {
     /// Byte offset of the structure (a boot sector, a GPT header, the start
     /// of a volume) on the medium.
     pub offset: u64,
-    /// What it is: `"mbr"`, `"pmbr"` (GPT protective MBR), `"gpt"`,
-    /// `"gpt-backup"`, or a file system's `FsKind::id` (`"exfat"`,
-    /// `"fat32"`, `"ext4"`, …) from the one prober, `mkfs_alloc_ondisk::probe`.
-    pub kind: String,
+    /// What it is.
+    pub kind: SignatureKind,
     /// Human-readable details (identifiers, sizes, checksum state).
     pub detail: String,
 }
@@ -70,22 +128,22 @@ pub fn probe_signatures<D: BlockIo>(dev: &mut D) -> Result<Vec<Signature>, Parti
 
     // Primary GPT headers (LBA 1) for each sector size.
     let mut backups = Vec::new();
-    for ss in SECTOR_SIZES {
+    for ss in TABLE_SECTOR_SIZES {
         let Some(sector) = slice(&head, ss, ss) else {
             continue;
         };
-        let Some(h) = gpt_header(sector) else {
+        let Some(h) = table::gpt_header(sector) else {
             continue;
         };
         let crc_ok = h.crc_ok(sector);
         found.insert(Signature {
             offset: ss,
-            kind: "gpt".into(),
-            detail: gpt_detail(&h, ss, crc_ok),
+            kind: SignatureKind::Gpt,
+            detail: gpt_detail(h, ss, crc_ok),
         });
         if crc_ok {
             backups.push(h.alternate_lba.get().saturating_mul(ss));
-            gpt_partitions(dev, &h, ss, total, &mut starts)?;
+            gpt_partitions(dev, h, ss, total, &mut starts)?;
         }
     }
 
@@ -116,7 +174,7 @@ pub fn probe_signatures<D: BlockIo>(dev: &mut D) -> Result<Vec<Signature>, Parti
         if offset == 0 || offset >= total {
             continue;
         }
-        let volume = read_at(dev, offset, VOLUME_PROBE.min(total - offset))?;
+        let volume = read_at(dev, offset, (PROBE_LEN as u64).min(total - offset))?;
         probe_volume(&volume, offset, &origin, &mut found);
     }
     Ok(found.into_iter().collect())
@@ -124,25 +182,20 @@ pub fn probe_signatures<D: BlockIo>(dev: &mut D) -> Result<Vec<Signature>, Parti
 
 /// Reports a backup GPT header at the start of `bytes` (read from `offset`).
 fn probe_backup(bytes: &[u8], offset: u64, found: &mut BTreeSet<Signature>) {
-    let Some(h) = bytes.get(..512).and_then(gpt_header) else {
+    let Some(h) = bytes.get(..512).and_then(table::gpt_header) else {
         return;
     };
     // The sector size is the one that puts the header at its own LBA.
-    let ss = SECTOR_SIZES
+    let ss = TABLE_SECTOR_SIZES
         .into_iter()
         .find(|&ss| h.my_lba.get().checked_mul(ss) == Some(offset))
         .unwrap_or(512);
     let sector = slice(bytes, 0, ss).unwrap_or(bytes);
     found.insert(Signature {
         offset,
-        kind: "gpt-backup".into(),
-        detail: gpt_detail(&h, ss, h.crc_ok(sector)),
+        kind: SignatureKind::GptBackup,
+        detail: gpt_detail(h, ss, h.crc_ok(sector)),
     });
-}
-
-pub(crate) fn gpt_header(sector: &[u8]) -> Option<GptHeader> {
-    let h = GptHeader::read_from_prefix(sector).ok()?.0;
-    (h.signature == GPT_SIGNATURE).then_some(h)
 }
 
 fn gpt_detail(h: &GptHeader, ss: u64, crc_ok: bool) -> String {
@@ -166,25 +219,20 @@ fn gpt_partitions<D: BlockIo>(
     total: u64,
     starts: &mut Vec<(u64, String)>,
 ) -> Result<(), PartitionError> {
-    let entry_size = u64::from(h.size_of_partition_entry.get());
-    let count = u64::from(h.number_of_partition_entries.get()).min(256);
+    let Some((entry_size, count)) = table::gpt_array(h) else {
+        return Ok(());
+    };
     let Some(offset) = h.partition_entry_lba.get().checked_mul(ss) else {
         return Ok(());
     };
-    if !(128..=4096).contains(&entry_size) || offset >= total {
+    if offset >= total {
         return Ok(());
     }
     let len = (count * entry_size).min(total - offset);
     let bytes = read_at(dev, offset, len)?;
-    for (i, chunk) in bytes.chunks_exact(to_usize(entry_size)).enumerate() {
-        let Ok((e, _)) = GptEntry::read_from_prefix(chunk) else {
-            continue;
-        };
-        if e.partition_type_guid == [0; 16] {
-            continue;
-        }
+    for (slot, e) in table::gpt_used_entries(&bytes, entry_size) {
         if let Some(start) = e.starting_lba.get().checked_mul(ss) {
-            starts.push((start, format!("GPT partition {} {:?}", i + 1, e.name())));
+            starts.push((start, format!("GPT partition {slot} {:?}", e.name())));
         }
     }
     Ok(())
@@ -198,19 +246,10 @@ fn probe_mbr(
     found: &mut BTreeSet<Signature>,
     starts: &mut Vec<(u64, String)>,
 ) {
-    let Ok((mbr, _)) = Mbr::read_from_prefix(head) else {
+    let Some(mbr) = table::mbr(head) else {
         return;
     };
-    if mbr.signature != BOOT_SIGNATURE
-        || mbr
-            .partitions
-            .iter()
-            .any(|p| p.boot_indicator != 0 && p.boot_indicator != 0x80)
-    {
-        return;
-    }
     let mut parts = Vec::new();
-    let mut protective = false;
     for (i, p) in mbr.partitions.iter().enumerate() {
         if p.os_type == 0 {
             continue;
@@ -221,18 +260,16 @@ fn probe_mbr(
             i + 1,
             p.os_type
         ));
-        protective |= p.os_type == MBR_TYPE_PROTECTIVE;
-        // Extended partitions hold EBRs, not volumes.
-        if !matches!(p.os_type, MBR_TYPE_PROTECTIVE | 0x05 | 0x0F | 0x85) {
+        if table::holds_volume(p) {
             starts.push((
                 u64::from(lba).saturating_mul(bs),
                 format!("MBR partition {}", i + 1),
             ));
         }
     }
-    let (kind, detail) = if protective {
+    let (kind, detail) = if table::is_protective(mbr) {
         (
-            "pmbr",
+            SignatureKind::ProtectiveMbr,
             format!("protective MBR for GPT; {}", parts.join("; ")),
         )
     } else {
@@ -242,11 +279,14 @@ fn probe_mbr(
         } else {
             parts.join("; ")
         };
-        ("mbr", format!("disk signature 0x{sig:08X}; {list}"))
+        (
+            SignatureKind::Mbr,
+            format!("disk signature 0x{sig:08X}; {list}"),
+        )
     };
     found.insert(Signature {
         offset: 0,
-        kind: kind.into(),
+        kind,
         detail,
     });
 }
@@ -264,7 +304,7 @@ fn probe_volume(b: &[u8], offset: u64, origin: &str, found: &mut BTreeSet<Signat
     }
     found.insert(Signature {
         offset,
-        kind: p.kind.id().into(),
+        kind: SignatureKind::Fs(p.kind),
         detail,
     });
     p.kind.has_boot_sector()
@@ -272,45 +312,46 @@ fn probe_volume(b: &[u8], offset: u64, origin: &str, found: &mut BTreeSet<Signat
 
 /// Human-readable details of the file system `kind` found at the start of
 /// `b`.
-fn describe(kind: FsKind, b: &[u8]) -> String {
-    let u16_at = |o: usize| {
-        b.get(o..o + 2)
-            .map_or(0, |x| u64::from(u16::from_le_bytes([x[0], x[1]])))
-    };
-    let u32_at = |o: usize| {
-        b.get(o..o + 4).map_or(0, |x| {
-            u64::from(u32::from_le_bytes([x[0], x[1], x[2], x[3]]))
-        })
-    };
+fn describe(kind: AnyFs, b: &[u8]) -> String {
     match kind {
-        FsKind::Exfat => format!(
+        AnyFs::Ours(FsKind::Exfat) => format!(
             "exFAT boot sector, bytes per sector shift {}",
-            b.get(108).copied().unwrap_or(0)
+            exfat::BootSector::ref_from_prefix(b).map_or(0, |(bs, _)| bs.bytes_per_sector_shift)
         ),
-        FsKind::Fat12 | FsKind::Fat16 | FsKind::Fat32 => {
-            let sectors = match u16_at(19) {
-                0 => u32_at(32),
-                n => n,
+        AnyFs::Ours(fat) => {
+            let Ok((bpb, _)) = Bpb::ref_from_prefix(b) else {
+                return "FAT boot sector".into();
             };
-            let label_at = if kind == FsKind::Fat32 { 71 } else { 43 };
-            let label = b
-                .get(label_at..label_at + 11)
-                .map(|l| String::from_utf8_lossy(l).trim_end().to_string())
+            let sectors = match bpb.tot_sec16.get() {
+                0 => bpb.tot_sec32.get(),
+                n => u32::from(n),
+            };
+            let label: Option<[u8; 11]> = if fat == FsKind::Fat32 {
+                Fat32BootSector::ref_from_prefix(b)
+                    .ok()
+                    .map(|(s, _)| s.ebpb.vol_lab)
+            } else {
+                Fat16BootSector::ref_from_prefix(b)
+                    .ok()
+                    .map(|(s, _)| s.ebpb.vol_lab)
+            };
+            let label = label
+                .map(|l| String::from_utf8_lossy(&l).trim_end().to_string())
                 .unwrap_or_default();
             format!(
                 "FAT boot sector, {} bytes per sector, {sectors} sectors, label {label:?}",
-                u16_at(11)
+                bpb.byts_per_sec.get()
             )
         }
-        FsKind::Ntfs => "NTFS boot sector".into(),
-        FsKind::Xfs => "XFS superblock".into(),
-        FsKind::Luks => "LUKS header".into(),
-        FsKind::Ext2 | FsKind::Ext3 | FsKind::Ext4 => {
+        AnyFs::Ntfs => "NTFS boot sector".into(),
+        AnyFs::Xfs => "XFS superblock".into(),
+        AnyFs::Luks => "LUKS header".into(),
+        AnyFs::Ext2 | AnyFs::Ext3 | AnyFs::Ext4 => {
             format!("{} superblock, magic 0xEF53 at +1080", kind.display_name())
         }
-        FsKind::Swap => "Linux swap signature at +4086".into(),
-        FsKind::Iso9660 => "ISO 9660 volume descriptor at +32768".into(),
-        FsKind::Btrfs => "btrfs superblock at +65536".into(),
+        AnyFs::Swap => "Linux swap signature at +4086".into(),
+        AnyFs::Iso9660 => "ISO 9660 volume descriptor at +32768".into(),
+        AnyFs::Btrfs => "btrfs superblock at +65536".into(),
         other => format!("{} superblock", other.display_name()),
     }
 }

@@ -121,7 +121,7 @@ pub fn wipe_backup_gpt_beyond<D: BlockIo>(
     let bs = u64::from(dev.block_size());
     let total = dev.num_blocks().saturating_mul(bs);
     let mut zeroed = Vec::new();
-    for ss in [512u64, 4096] {
+    for ss in mkfs_alloc_ondisk::probe::table::TABLE_SECTOR_SIZES {
         if ss < bs || ss % bs != 0 || total < 2 * ss {
             continue;
         }
@@ -135,7 +135,7 @@ pub fn wipe_backup_gpt_beyond<D: BlockIo>(
         let Ok(sector) = crate::probe::read_at(dev, offset, ss) else {
             continue;
         };
-        let Some(h) = crate::probe::gpt_header(&sector) else {
+        let Some(h) = mkfs_alloc_ondisk::probe::table::gpt_header(&sector) else {
             continue;
         };
         if h.crc_ok(&sector) && h.my_lba.get() == lba {

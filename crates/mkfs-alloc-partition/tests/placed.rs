@@ -5,7 +5,7 @@
 
 use mkfs_alloc_blockio::MemDisk;
 use mkfs_alloc_partition::{
-    plan_mbr_at, write_table, MbrPlacement, PartitionError, PartitionFs, TableKind, TableOptions,
+    plan_mbr_at, write_table, FsKind, MbrPlacement, PartitionError, TableKind, TableOptions,
 };
 
 const MIB: u64 = 1 << 20;
@@ -21,7 +21,7 @@ fn at(start_lba: u64) -> MbrPlacement {
 
 #[test]
 fn a_placed_partition_keeps_its_start_type_and_geometry() {
-    let opts = TableOptions::new(TableKind::Mbr, PartitionFs::Fat16);
+    let opts = TableOptions::new(TableKind::Mbr, FsKind::Fat16);
     let plan = plan_mbr_at(&opts, at(63), 64 * MIB, 512).expect("placed");
     assert_eq!(plan.partition_start_lba(), 63);
     assert_eq!(plan.partition_blocks(), 64 * MIB / 512 - 63);
@@ -47,8 +47,8 @@ fn a_placed_partition_keeps_its_start_type_and_geometry() {
 
 #[test]
 fn what_a_placement_cannot_be() {
-    let mbr = TableOptions::new(TableKind::Mbr, PartitionFs::Fat16);
-    let gpt = TableOptions::new(TableKind::Gpt, PartitionFs::Fat16);
+    let mbr = TableOptions::new(TableKind::Mbr, FsKind::Fat16);
+    let gpt = TableOptions::new(TableKind::Gpt, FsKind::Fat16);
     let invalid =
         |r: Result<_, PartitionError>| matches!(r, Err(PartitionError::InvalidPlan { .. }));
     assert!(invalid(plan_mbr_at(&gpt, at(63), 64 * MIB, 512)));

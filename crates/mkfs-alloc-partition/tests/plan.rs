@@ -4,8 +4,8 @@
 
 use mkfs_alloc_blockio::{BlockIo, MemDisk};
 use mkfs_alloc_partition::{
-    choose_table, plan_table, probe_signatures, wipe_for_table, write_table, PartitionError,
-    PartitionFs, TableChoice, TableIds, TableKind, TableOptions, TablePlan, MAX_ALIGN,
+    choose_table, plan_table, probe_signatures, wipe_for_table, write_table, FsKind,
+    PartitionError, TableChoice, TableIds, TableKind, TableOptions, TablePlan, MAX_ALIGN,
     MIN_PARTITION_BYTES,
 };
 use proptest::prelude::*;
@@ -16,7 +16,7 @@ const TIB: u64 = 1 << 40;
 fn opts(kind: TableKind, align: u64) -> TableOptions {
     TableOptions {
         align,
-        ..TableOptions::new(kind, PartitionFs::Exfat)
+        ..TableOptions::new(kind, FsKind::Exfat)
     }
 }
 
@@ -46,7 +46,7 @@ fn usual_layouts() {
     );
     assert_eq!(p.mbr().unwrap().partition_type(), 0x07);
     let p = plan_table(
-        &TableOptions::new(TableKind::Mbr, PartitionFs::Fat32),
+        &TableOptions::new(TableKind::Mbr, FsKind::Fat32),
         64 * MIB,
         4096,
     )
@@ -80,7 +80,7 @@ fn plan_serializes_for_the_cli() {
         &TableOptions {
             name: "LABEL".into(),
             ids: TableIds::Seeded(5),
-            ..TableOptions::new(TableKind::Gpt, PartitionFs::Exfat)
+            ..TableOptions::new(TableKind::Gpt, FsKind::Exfat)
         },
         64 * MIB,
         512,
@@ -273,7 +273,7 @@ proptest! {
         let mut d = MemDisk::new(bs, medium / u64::from(bs)).unwrap();
         write_table(&plan, &mut d).unwrap();
         let sigs = probe_signatures(&mut d).unwrap();
-        let found: Vec<(u64, &str)> = sigs.iter().map(|s| (s.offset, s.kind.as_str())).collect();
+        let found: Vec<(u64, &str)> = sigs.iter().map(|s| (s.offset, s.kind.id())).collect();
         let bsz = u64::from(bs);
         prop_assert_eq!(found, vec![(0, "pmbr"), (bsz, "gpt"), (medium - bsz, "gpt-backup")]);
         for s in &sigs[1..] {
@@ -297,10 +297,10 @@ proptest! {
         align_shift in 12u32..=26,
         kind in prop_oneof![Just(TableKind::None), Just(TableKind::Mbr), Just(TableKind::Gpt)],
         fs in prop_oneof![
-            Just(PartitionFs::Exfat),
-            Just(PartitionFs::Fat32),
-            Just(PartitionFs::Fat16),
-            Just(PartitionFs::Fat12)
+            Just(FsKind::Exfat),
+            Just(FsKind::Fat32),
+            Just(FsKind::Fat16),
+            Just(FsKind::Fat12)
         ],
         esp in any::<bool>(),
     ) {

@@ -7,7 +7,7 @@ mod common;
 use common::assert_sgdisk_clean;
 use mkfs_alloc_blockio::{BlockIo, ImageFile, MemDisk};
 use mkfs_alloc_partition::{
-    plan_table, probe_signatures, wipe_for_table, write_table, PartitionFs, Signature, TableIds,
+    plan_table, probe_signatures, wipe_for_table, write_table, FsKind, Signature, TableIds,
     TableKind, TableOptions,
 };
 use mkfs_alloc_testsupport::{tool as run, tool_ok as run_ok, TempDir};
@@ -16,7 +16,7 @@ const MIB: u64 = 1 << 20;
 const SIZE: u64 = 64 * MIB;
 
 fn kinds(sigs: &[Signature]) -> Vec<(u64, &str)> {
-    sigs.iter().map(|s| (s.offset, s.kind.as_str())).collect()
+    sigs.iter().map(|s| (s.offset, s.kind.id())).collect()
 }
 
 /// Offsets and types `wipefs -n --json` reports.
@@ -54,7 +54,7 @@ fn wipe_and_write(img: &std::path::Path, kind: TableKind, bs: u32) {
     let plan = plan_table(
         &TableOptions {
             ids: TableIds::Seeded(9),
-            ..TableOptions::new(kind, PartitionFs::Exfat)
+            ..TableOptions::new(kind, FsKind::Exfat)
         },
         SIZE,
         bs,
@@ -131,7 +131,7 @@ fn old_4096_gpt_on_a_512_medium_is_wiped() {
     // A GPT laid out for 4096-byte sectors...
     {
         let plan = plan_table(
-            &TableOptions::new(TableKind::Gpt, PartitionFs::Exfat),
+            &TableOptions::new(TableKind::Gpt, FsKind::Exfat),
             SIZE,
             4096,
         )

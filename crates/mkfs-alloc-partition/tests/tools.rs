@@ -8,7 +8,7 @@ mod common;
 use common::{assert_sgdisk_clean, sfdisk_json};
 use mkfs_alloc_blockio::{BlockIo, ImageFile, MemDisk};
 use mkfs_alloc_partition::{
-    plan_table, wipe_for_table, write_table, Guid, PartitionFs, TableIds, TableKind, TableOptions,
+    plan_table, wipe_for_table, write_table, FsKind, Guid, TableIds, TableKind, TableOptions,
     TablePlan,
 };
 use mkfs_alloc_testsupport::{tool_ok as run_ok, LoopDevice, TempDir};
@@ -16,7 +16,7 @@ use mkfs_alloc_testsupport::{tool_ok as run_ok, LoopDevice, TempDir};
 const MIB: u64 = 1 << 20;
 const TIB: u64 = 1 << 40;
 
-fn options(kind: TableKind, fs: PartitionFs, name: &str, seed: u64) -> TableOptions {
+fn options(kind: TableKind, fs: FsKind, name: &str, seed: u64) -> TableOptions {
     TableOptions {
         name: name.into(),
         ids: TableIds::Seeded(seed),
@@ -122,7 +122,7 @@ fn check_mbr(target: &str, plan: &TablePlan) {
 }
 
 /// Writes to an image, then checks the image (512) or a loop device (4096).
-fn write_and_check(kind: TableKind, fs: PartitionFs, bs: u32, size: u64, name: &str, seed: u64) {
+fn write_and_check(kind: TableKind, fs: FsKind, bs: u32, size: u64, name: &str, seed: u64) {
     let dir = TempDir::new(&format!("{kind:?}-{bs}-{size}-{seed}"));
     let img = dir.join("disk.img");
     let plan = make_image(&img, size, bs, &options(kind, fs, name, seed));
@@ -144,14 +144,7 @@ fn write_and_check(kind: TableKind, fs: PartitionFs, bs: u32, size: u64, name: &
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
 fn gpt_512_small() {
-    write_and_check(
-        TableKind::Gpt,
-        PartitionFs::Exfat,
-        512,
-        64 * MIB,
-        "MYDATA",
-        1,
-    );
+    write_and_check(TableKind::Gpt, FsKind::Exfat, 512, 64 * MIB, "MYDATA", 1);
 }
 
 #[test]
@@ -162,7 +155,7 @@ fn gpt_512_odd_size_and_unicode_name() {
     assert_eq!(name.encode_utf16().count(), 35);
     write_and_check(
         TableKind::Gpt,
-        PartitionFs::Fat32,
+        FsKind::Fat32,
         512,
         100 * MIB + 7 * 512,
         name,
@@ -173,59 +166,52 @@ fn gpt_512_odd_size_and_unicode_name() {
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
 fn gpt_512_three_tib_sparse() {
-    write_and_check(TableKind::Gpt, PartitionFs::Exfat, 512, 3 * TIB, "BIG", 3);
+    write_and_check(TableKind::Gpt, FsKind::Exfat, 512, 3 * TIB, "BIG", 3);
 }
 
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
 fn gpt_4096_loop() {
-    write_and_check(
-        TableKind::Gpt,
-        PartitionFs::Exfat,
-        4096,
-        64 * MIB,
-        "FOURK",
-        4,
-    );
+    write_and_check(TableKind::Gpt, FsKind::Exfat, 4096, 64 * MIB, "FOURK", 4);
 }
 
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
 fn gpt_4096_loop_eight_tib_sparse() {
-    write_and_check(TableKind::Gpt, PartitionFs::Exfat, 4096, 8 * TIB, "", 5);
+    write_and_check(TableKind::Gpt, FsKind::Exfat, 4096, 8 * TIB, "", 5);
 }
 
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
 fn mbr_512_fat32() {
-    write_and_check(TableKind::Mbr, PartitionFs::Fat32, 512, 64 * MIB, "", 6);
+    write_and_check(TableKind::Mbr, FsKind::Fat32, 512, 64 * MIB, "", 6);
 }
 
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
 fn mbr_512_exfat_at_the_2tib_limit() {
     // Exactly 2^32 sectors: the largest medium an MBR describes at 512 bytes.
-    write_and_check(TableKind::Mbr, PartitionFs::Exfat, 512, 2 * TIB, "", 7);
+    write_and_check(TableKind::Mbr, FsKind::Exfat, 512, 2 * TIB, "", 7);
 }
 
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
 fn mbr_4096_loop() {
-    write_and_check(TableKind::Mbr, PartitionFs::Exfat, 4096, 64 * MIB, "", 8);
+    write_and_check(TableKind::Mbr, FsKind::Exfat, 4096, 64 * MIB, "", 8);
 }
 
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
 fn mbr_4096_loop_beyond_2tib() {
     // 4096-byte sectors let MBR reach 16 TiB.
-    write_and_check(TableKind::Mbr, PartitionFs::Fat32, 4096, 4 * TIB, "", 9);
+    write_and_check(TableKind::Mbr, FsKind::Fat32, 4096, 4 * TIB, "", 9);
 }
 
 #[test]
 fn output_is_pinned_by_the_seed() {
     for kind in [TableKind::Mbr, TableKind::Gpt] {
         for bs in [512u32, 4096] {
-            let opts = options(kind, PartitionFs::Exfat, "PINNED", 77);
+            let opts = options(kind, FsKind::Exfat, "PINNED", 77);
             let plan = plan_table(&opts, 16 * MIB, bs).unwrap();
             let blocks = 16 * MIB / u64::from(bs);
             let write = |plan: &TablePlan, fill: u8| {
@@ -271,7 +257,7 @@ fn output_is_pinned_by_the_seed() {
     // The values themselves are pinned: changing the mixer changes every
     // table the CLI writes.
     let plan = plan_table(
-        &options(TableKind::Gpt, PartitionFs::Exfat, "", 0),
+        &options(TableKind::Gpt, FsKind::Exfat, "", 0),
         16 * MIB,
         512,
     )
@@ -287,7 +273,7 @@ fn output_is_pinned_by_the_seed() {
 #[test]
 fn none_writes_nothing() {
     let plan = plan_table(
-        &TableOptions::new(TableKind::None, PartitionFs::Exfat),
+        &TableOptions::new(TableKind::None, FsKind::Exfat),
         8 * MIB,
         512,
     )

@@ -22,7 +22,7 @@
 //!
 //! ```
 //! use mkfs_alloc_blockio::MemDisk;
-//! use mkfs_alloc_layout::{plan, Prior, ClusterChoice, FormatOptions, FsType, Medium};
+//! use mkfs_alloc_layout::{plan, Prior, ClusterChoice, FormatOptions, FsKind, Medium};
 //! use mkfs_alloc_populate::{plan_tree, TimePolicy, Tree};
 //! use std::time::{Duration, SystemTime};
 //!
@@ -31,7 +31,7 @@
 //! let mtime = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
 //! tree.add_file("/docs/hello.txt", &hello[..], hello.len() as u64, mtime)?;
 //! let opts = FormatOptions::new()
-//!     .fs(FsType::Exfat)
+//!     .fs(FsKind::Exfat)
 //!     .cluster(ClusterChoice::Bytes(4096))
 //!     .serial(0x1234_5678);
 //! let layout = plan(&opts, &Medium::whole(16 << 20, 512))?;

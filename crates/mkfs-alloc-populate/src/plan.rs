@@ -25,7 +25,7 @@ use mkfs_alloc_advise::model::{
 use mkfs_alloc_advise::{DirRecord, Footprint, ScanResult};
 use mkfs_alloc_layout::plan::Geometry;
 use mkfs_alloc_layout::units::format_size;
-use mkfs_alloc_layout::{FsType, Layout};
+use mkfs_alloc_layout::{FsKind, Layout};
 use mkfs_alloc_ondisk::name::{str_fault, NameFault};
 #[cfg(feature = "serde")]
 use serde::Serialize;
@@ -76,7 +76,7 @@ pub enum Problem {
         /// Its size.
         size: u64,
         /// The FAT width of the volume.
-        fs: FsType,
+        fs: FsKind,
     },
     /// A directory with more entries than the file system allows.
     DirectoryTooLarge {
@@ -123,7 +123,7 @@ pub enum PopulateError {
     #[error("{} cannot be stored on {fs}:{}", plural(problems.len(), "path", "paths"), list(problems.iter().map(|p| format!("{}: {}", p.path, p.problem))))]
     Names {
         /// The file system.
-        fs: FsType,
+        fs: FsKind,
         /// Every offending path.
         problems: Vec<NameProblem>,
     },
@@ -148,7 +148,7 @@ pub enum PopulateError {
     #[error("the root directory of {fs} holds {capacity} entries (the label included) and the tree's top level needs {needed}; put the files in a subdirectory, or use FAT32 or exFAT")]
     RootDirFull {
         /// The file system (FAT12 or FAT16).
-        fs: FsType,
+        fs: FsKind,
         /// Entries the fixed root directory holds.
         capacity: u64,
         /// Entries the top level needs (the label included).
@@ -189,7 +189,7 @@ fn upcased_hash(name: &str) -> u64 {
 
 /// Every name and size in `tree` that `fs` cannot store, and every entry
 /// that cannot be read. Sorts the tree.
-pub fn check(tree: &mut Tree, fs: FsType) -> Result<(), PopulateError> {
+pub fn check(tree: &mut Tree, fs: FsKind) -> Result<(), PopulateError> {
     tree.sort();
     if !tree.unreadable().is_empty() {
         return Err(PopulateError::Unreadable {
@@ -207,7 +207,7 @@ pub fn check(tree: &mut Tree, fs: FsType) -> Result<(), PopulateError> {
             },
         })
         .collect();
-    let fat = fs != FsType::Exfat;
+    let fat = fs != FsKind::Exfat;
     // Per directory: a 64-bit hash of each up-cased name (16 bytes per
     // entry, whatever the name length); equal hashes are compared in full.
     let mut keys: Vec<(u64, u32)> = Vec::new();
@@ -318,7 +318,7 @@ pub struct Populated {
     /// The layout the tree was planned for, the one it is written with.
     pub(crate) layout: Layout,
     pub(crate) tree: Tree,
-    pub(crate) fs: FsType,
+    pub(crate) fs: FsKind,
     pub(crate) cluster: u64,
     pub(crate) data_offset: u64,
     /// First cluster of the root directory.
@@ -451,7 +451,7 @@ fn check_dir_sizes(
     tree: &Tree,
     dirs: &[u32],
     scan: &ScanResult,
-    fs: FsType,
+    fs: FsKind,
     root_system_entries: u32,
 ) -> Result<(), PopulateError> {
     let mut problems = Vec::new();
@@ -468,7 +468,7 @@ fn check_dir_sizes(
                 0
             };
         let too_big = match fs {
-            FsType::Exfat => entries * 32 > EXFAT_MAX_DIR_BYTES,
+            FsKind::Exfat => entries * 32 > EXFAT_MAX_DIR_BYTES,
             _ => entries > FAT32_MAX_DIR_ENTRIES,
         };
         if too_big {
@@ -494,7 +494,7 @@ fn allocate(
     tree: &mut Tree,
     dirs: &[u32],
     scan: &ScanResult,
-    fs: FsType,
+    fs: FsKind,
     cluster: u64,
     root_first: u32,
     root_clusters: u32,
@@ -504,7 +504,7 @@ fn allocate(
     if root_clusters > 0 {
         run_ends.push((at - 1) as u32);
     }
-    let chains = fs != FsType::Exfat;
+    let chains = fs != FsKind::Exfat;
     for (i, &d) in dirs.iter().enumerate() {
         if d != 0 {
             let rec = &scan.dirs[i - 1];

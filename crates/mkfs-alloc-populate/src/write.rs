@@ -26,7 +26,7 @@ use crate::tree::cursor::Cursor;
 use crate::tree::{sys, Src};
 use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_layout::{
-    write_volume_with, Content, ContentSink, FsType, Prior, WriteError, WriteReport,
+    write_volume_with, Content, ContentSink, FsKind, Prior, WriteError, WriteReport,
 };
 use mkfs_alloc_ondisk::exfat::set_checksum;
 use mkfs_alloc_ondisk::fat::{
@@ -296,7 +296,7 @@ impl Populated {
         let mut buf = Vec::with_capacity(4096);
         if d == 0 {
             buf.extend_from_slice(system);
-        } else if self.fs != FsType::Exfat {
+        } else if self.fs != FsKind::Exfat {
             let parent = n.parent;
             let up = if parent == 0 {
                 0
@@ -310,13 +310,13 @@ impl Populated {
             buf.extend_from_slice(dotdot.as_bytes());
         }
         let kids = self.tree.kids(d);
-        let mut aliases = if self.fs == FsType::Exfat {
+        let mut aliases = if self.fs == FsKind::Exfat {
             AliasSet::default()
         } else {
             AliasSet::new(kids.iter().map(|&k| self.tree.name(k)))
         };
         for &k in kids {
-            if self.fs == FsType::Exfat {
+            if self.fs == FsKind::Exfat {
                 self.exfat_entries(k, &mut buf);
             } else {
                 self.fat_entries(k, &mut aliases, &mut buf);
@@ -391,12 +391,12 @@ impl Populated {
                     let path = tree.host_path_of_dir(e.hd);
                     match e.io {
                         Some(source) => io_err(path, source),
-                        None => replaced(path, "a directory on its way is not the one read"),
+                        None => replaced(path, "now a link or another directory"),
                     }
                 })?;
                 sys::open_file(dir, std::ffi::OsStr::new(tree.name(k))).map_err(|e| {
                     if sys::is_link_error(&e) {
-                        replaced(tree.display_path(k), "a symbolic link")
+                        replaced(tree.display_path(k), "now a symbolic link")
                     } else {
                         io_err(tree.display_path(k), e)
                     }
@@ -410,10 +410,10 @@ impl Populated {
             }
         };
         if facts.kind != sys::Kind::File {
-            return Err(replaced(tree.display_path(k), "not a regular file"));
+            return Err(replaced(tree.display_path(k), "now not a regular file"));
         }
         if facts.id.unwrap_or_default() != tree.file_ids[k as usize] {
-            return Err(replaced(tree.display_path(k), "another file"));
+            return Err(replaced(tree.display_path(k), "now another file"));
         }
         if facts.size != n.size {
             return Err(content_err(SourceError::Changed {
@@ -522,7 +522,7 @@ impl Content for Writing<'_> {
             return 0;
         }
         let i = index as u32;
-        if self.0.fs == FsType::Exfat {
+        if self.0.fs == FsKind::Exfat {
             let root_end = self.0.root_first + self.0.root_clusters;
             return if i + 1 == root_end {
                 0xFFFF_FFFF

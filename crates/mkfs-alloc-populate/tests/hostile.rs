@@ -9,7 +9,7 @@
 
 use mkfs_alloc_blockio::MemDisk;
 use mkfs_alloc_layout::{
-    plan, ClusterChoice, FormatOptions, FsChoice, FsType, Layout, Medium, Prior, WriteError,
+    plan, ClusterChoice, FormatOptions, FsChoice, FsKind, Layout, Medium, Prior, WriteError,
 };
 use mkfs_alloc_populate::{plan_tree, PopulateError, Problem, TimePolicy, Tree};
 use mkfs_alloc_testsupport::TempDir;
@@ -17,7 +17,7 @@ use std::fs;
 use std::path::Path;
 use std::time::SystemTime;
 
-fn layout(fs: FsType, cluster: u64, size: u64) -> Layout {
+fn layout(fs: FsKind, cluster: u64, size: u64) -> Layout {
     let opts = FormatOptions::new()
         .fs(FsChoice::Fixed(fs))
         .cluster(ClusterChoice::Bytes(cluster))
@@ -25,8 +25,8 @@ fn layout(fs: FsType, cluster: u64, size: u64) -> Layout {
     plan(&opts, &Medium::whole(size, 512)).expect("plan")
 }
 
-fn problems(tree: Tree, fs: FsType) -> Vec<(String, Problem)> {
-    let cluster = if fs == FsType::Fat16 { 2048 } else { 512 };
+fn problems(tree: Tree, fs: FsKind) -> Vec<(String, Problem)> {
+    let cluster = if fs == FsKind::Fat16 { 2048 } else { 512 };
     let l = layout(fs, cluster, 64 << 20);
     match plan_tree(tree, &l, TimePolicy::default()) {
         Err(PopulateError::Names { problems, .. }) => {
@@ -49,7 +49,7 @@ fn noncharacters_are_refused_on_every_file_system() {
         "\u{1FFFF}",
         "\u{10FFFE}",
     ];
-    for fs in [FsType::Exfat, FsType::Fat32, FsType::Fat16] {
+    for fs in [FsKind::Exfat, FsKind::Fat32, FsKind::Fat16] {
         let mut tree = Tree::new();
         let t = SystemTime::UNIX_EPOCH;
         tree.add_file("/fine.txt", std::io::empty(), 1, t)
@@ -86,7 +86,7 @@ fn surrogate_byte_names_are_refused_with_their_reason() {
     fs::write(src.join(OsStr::from_bytes(b"sur\xED\xA0\x80.txt")), b"x").expect("write");
     fs::write(src.join(OsStr::from_bytes(b"bad\xFF.txt")), b"x").expect("write");
     fs::write(src.join("fine.txt"), b"x").expect("write");
-    for fs in [FsType::Exfat, FsType::Fat32] {
+    for fs in [FsKind::Exfat, FsKind::Fat32] {
         let tree = Tree::from_dir(&src).expect("walk");
         let got = problems(tree, fs);
         assert_eq!(got.len(), 2, "{got:?}");
@@ -134,12 +134,12 @@ fn race_tree(tmp: &TempDir) -> (std::path::PathBuf, std::path::PathBuf) {
 /// volume's bytes.
 fn walk_swap_copy(
     src: &Path,
-    fs_type: FsType,
+    fs_type: FsKind,
     swap: impl FnOnce(),
 ) -> (Result<(), WriteError>, Vec<u8>) {
     // Small volumes: the whole image is searched for the secret.
     let l = match fs_type {
-        FsType::Exfat => layout(fs_type, 512, 8 << 20),
+        FsKind::Exfat => layout(fs_type, 512, 8 << 20),
         _ => layout(fs_type, 2048, 16 << 20),
     };
     let tree = Tree::from_dir(src).expect("walk");
@@ -171,7 +171,7 @@ fn assert_refused(what: &str, r: Result<(), WriteError>, img: &[u8]) {
 #[test]
 fn a_directory_swapped_for_a_link_is_not_followed() {
     use std::os::unix::fs::symlink;
-    for fs_type in [FsType::Exfat, FsType::Fat16] {
+    for fs_type in [FsKind::Exfat, FsKind::Fat16] {
         let tmp = TempDir::new("race-dir");
         let (src, out) = race_tree(&tmp);
         let (r, img) = walk_swap_copy(&src, fs_type, || {
@@ -186,7 +186,7 @@ fn a_directory_swapped_for_a_link_is_not_followed() {
 #[test]
 fn a_file_swapped_for_a_link_is_not_followed() {
     use std::os::unix::fs::symlink;
-    for fs_type in [FsType::Exfat, FsType::Fat16] {
+    for fs_type in [FsKind::Exfat, FsKind::Fat16] {
         let tmp = TempDir::new("race-file");
         let (src, out) = race_tree(&tmp);
         let (r, img) = walk_swap_copy(&src, fs_type, || {
@@ -203,7 +203,7 @@ fn a_file_swapped_for_a_link_is_not_followed() {
 fn a_file_swapped_for_another_file_is_refused() {
     let tmp = TempDir::new("race-hardlink");
     let (src, out) = race_tree(&tmp);
-    let (r, img) = walk_swap_copy(&src, FsType::Exfat, || {
+    let (r, img) = walk_swap_copy(&src, FsKind::Exfat, || {
         fs::remove_file(src.join("a.txt")).expect("rm");
         fs::hard_link(out.join("a.txt"), src.join("a.txt")).expect("link");
     });
@@ -216,7 +216,7 @@ fn a_file_swapped_for_another_file_is_refused() {
 fn a_directory_replaced_by_another_is_refused() {
     let tmp = TempDir::new("race-newdir");
     let (src, out) = race_tree(&tmp);
-    let (r, img) = walk_swap_copy(&src, FsType::Fat16, || {
+    let (r, img) = walk_swap_copy(&src, FsKind::Fat16, || {
         fs::rename(src.join("dir"), src.join("dir.old")).expect("rename");
         fs::create_dir(src.join("dir")).expect("mkdir");
         fs::hard_link(out.join("dir/f.txt"), src.join("dir/f.txt")).expect("link");
@@ -230,7 +230,7 @@ fn a_swapped_root_is_refused() {
     use std::os::unix::fs::symlink;
     let tmp = TempDir::new("race-root");
     let (src, out) = race_tree(&tmp);
-    let (r, img) = walk_swap_copy(&src, FsType::Exfat, || {
+    let (r, img) = walk_swap_copy(&src, FsKind::Exfat, || {
         fs::rename(&src, tmp.join("src.old")).expect("rename");
         symlink(&out, &src).expect("symlink");
     });
@@ -243,7 +243,7 @@ fn a_swapped_root_is_refused() {
 fn an_unchanged_tree_copies() {
     let tmp = TempDir::new("race-none");
     let (src, _) = race_tree(&tmp);
-    let (r, img) = walk_swap_copy(&src, FsType::Exfat, || {});
+    let (r, img) = walk_swap_copy(&src, FsKind::Exfat, || {});
     r.expect("copy");
     assert!(contains(&img, PUBLIC) && !contains(&img, SECRET));
 }

@@ -7,7 +7,7 @@
 use mkfs_alloc_advise::{footprint_for, scan, ScanOptions};
 use mkfs_alloc_blockio::MemDisk;
 use mkfs_alloc_layout::{
-    plan, ClusterChoice, FormatOptions, FsChoice, FsType, Layout, Medium, Prior, WriteError,
+    plan, ClusterChoice, FormatOptions, FsChoice, FsKind, Layout, Medium, Prior, WriteError,
 };
 use mkfs_alloc_populate::{plan_tree, PopulateError, Problem, TimePolicy, Tree};
 use mkfs_alloc_testsupport::TempDir;
@@ -83,7 +83,7 @@ fn make_tree(root: &Path, order: &[usize]) {
         .expect("root mtime");
 }
 
-fn layout(fs: FsType, cluster: u64, size: u64) -> Layout {
+fn layout(fs: FsKind, cluster: u64, size: u64) -> Layout {
     let opts = FormatOptions::new()
         .fs(FsChoice::Fixed(fs))
         .cluster(ClusterChoice::Bytes(cluster))
@@ -99,14 +99,14 @@ fn format(l: &Layout, tree: Tree, time: TimePolicy) -> Result<Vec<u8>, WriteErro
     Ok(disk.into_inner())
 }
 
-fn sizes() -> [(FsType, u64, u64); 6] {
+fn sizes() -> [(FsKind, u64, u64); 6] {
     [
-        (FsType::Exfat, 4096, 64 << 20),
-        (FsType::Exfat, 512, 64 << 20),
-        (FsType::Fat32, 512, 64 << 20),
-        (FsType::Fat32, 4096, 300 << 20),
-        (FsType::Fat16, 2048, 64 << 20),
-        (FsType::Fat12, 4096, 8 << 20),
+        (FsKind::Exfat, 4096, 64 << 20),
+        (FsKind::Exfat, 512, 64 << 20),
+        (FsKind::Fat32, 512, 64 << 20),
+        (FsKind::Fat32, 4096, 300 << 20),
+        (FsKind::Fat16, 2048, 64 << 20),
+        (FsKind::Fat12, 4096, 8 << 20),
     ]
 }
 
@@ -140,7 +140,7 @@ fn same_tree_in_another_creation_order_gives_the_same_bytes() {
 fn used_clusters(l: &Layout, img: &[u8]) -> u64 {
     let boot = &img[..512];
     match l.fs() {
-        FsType::Exfat => {
+        FsKind::Exfat => {
             let heap = u64::from(u32::from_le_bytes(boot[88..92].try_into().expect("4")));
             let count = u32::from_le_bytes(boot[92..96].try_into().expect("4")) as usize;
             let spc = 1u64 << boot[109];
@@ -162,7 +162,7 @@ fn used_clusters(l: &Layout, img: &[u8]) -> u64 {
             let fat = &img[at..at + (fat_sz * 512) as usize];
             let entry = |n: usize| -> u32 {
                 match fs {
-                    FsType::Fat12 => {
+                    FsKind::Fat12 => {
                         let o = n + n / 2;
                         let v = u32::from(u16::from_le_bytes([fat[o], fat[o + 1]]));
                         if n % 2 == 0 {
@@ -171,7 +171,7 @@ fn used_clusters(l: &Layout, img: &[u8]) -> u64 {
                             v >> 4
                         }
                     }
-                    FsType::Fat16 => u32::from(u16::from_le_bytes([fat[2 * n], fat[2 * n + 1]])),
+                    FsKind::Fat16 => u32::from(u16::from_le_bytes([fat[2 * n], fat[2 * n + 1]])),
                     _ => {
                         u32::from_le_bytes(fat[4 * n..4 * n + 4].try_into().expect("4"))
                             & 0x0FFF_FFFF
@@ -234,7 +234,7 @@ fn every_bad_name_is_listed_before_writing() {
     }
     tree.add_file(&format!("/{}", "x".repeat(256)), std::io::empty(), 1, t)
         .expect("add");
-    let l = layout(FsType::Fat32, 512, 64 << 20);
+    let l = layout(FsKind::Fat32, 512, 64 << 20);
     let e = plan_tree(tree, &l, TimePolicy::default()).expect_err("refused");
     let PopulateError::Names { problems, .. } = &e else {
         panic!("unexpected {e}");
@@ -267,7 +267,7 @@ fn every_bad_name_is_listed_before_writing() {
     tree.add_file("/trailing.", std::io::empty(), 1, t)
         .expect("add");
     tree.add_file("/a|b", std::io::empty(), 1, t).expect("add");
-    let l = layout(FsType::Exfat, 4096, 64 << 20);
+    let l = layout(FsKind::Exfat, 4096, 64 << 20);
     let e = plan_tree(tree, &l, TimePolicy::default()).expect_err("refused");
     let PopulateError::Names { problems, .. } = &e else {
         panic!("unexpected {e}");
@@ -281,7 +281,7 @@ fn a_tree_too_large_is_refused_with_the_shortfall() {
     let mut tree = Tree::new();
     tree.add_file("/big", std::io::empty(), 100 << 20, SystemTime::UNIX_EPOCH)
         .expect("add");
-    let l = layout(FsType::Exfat, 4096, 64 << 20);
+    let l = layout(FsKind::Exfat, 4096, 64 << 20);
     let e = plan_tree(tree, &l, TimePolicy::default()).expect_err("too large");
     assert!(matches!(e, PopulateError::DoesNotFit { .. }), "{e}");
     assert!(e.to_string().contains("short"), "{e}");
@@ -289,7 +289,7 @@ fn a_tree_too_large_is_refused_with_the_shortfall() {
 
 #[test]
 fn a_source_that_changes_leaves_no_boot_sector() {
-    for fs_type in [FsType::Exfat, FsType::Fat32] {
+    for fs_type in [FsKind::Exfat, FsKind::Fat32] {
         let t = TempDir::new("changes");
         let f = t.path().join("file.bin");
         fs::write(&f, vec![1u8; 10_000]).expect("write");
@@ -356,9 +356,9 @@ fn fatfs_reads_back_the_tree() {
     let e = entries();
     make_tree(t.path(), &(0..e.len()).collect::<Vec<_>>());
     for (fs_type, cluster, size) in [
-        (FsType::Fat32, 512, 64 << 20),
-        (FsType::Fat16, 2048, 64 << 20),
-        (FsType::Fat12, 4096, 8 << 20),
+        (FsKind::Fat32, 512, 64 << 20),
+        (FsKind::Fat16, 2048, 64 << 20),
+        (FsKind::Fat12, 4096, 8 << 20),
     ] {
         fatfs_reads(t.path(), &e, &layout(fs_type, cluster, size));
     }

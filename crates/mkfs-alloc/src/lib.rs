@@ -8,12 +8,12 @@
 //! # std::fs::create_dir_all(&dir)?;
 //! # std::env::set_current_dir(&dir)?;
 //! use mkfs_alloc::populate::{TimePolicy, Tree};
-//! use mkfs_alloc::{blockio::ImageFile, layout::FsType, MediumOptions};
+//! use mkfs_alloc::{blockio::ImageFile, layout::FsKind, MediumOptions};
 //!
 //! let mut tree = Tree::new();
 //! tree.add_file("/hello.txt", &b"hello\n"[..], 6, std::time::SystemTime::UNIX_EPOCH)?;
 //! let mut image = ImageFile::create("stick.img", 1 << 30, 512)?; // 1 GiB, sparse
-//! let opts = MediumOptions::new().fs(FsType::Exfat).cluster_size(32 << 10).label("STICK");
+//! let opts = MediumOptions::new().fs(FsKind::Exfat).cluster_size(32 << 10).label("STICK");
 //! let mut plan = opts.plan_for(&image)?.populate(tree, TimePolicy::default())?;
 //! plan.format(&mut image, &mut |_done, _total| {})?;
 //! # assert_eq!(plan.content().new_clusters(), 1); // the file
@@ -55,13 +55,13 @@
 //!
 //! ```
 //! use mkfs_alloc::blockio::MemDisk;
-//! use mkfs_alloc::layout::{FsType, Timestamp};
+//! use mkfs_alloc::layout::{FsKind, Timestamp};
 //! use mkfs_alloc::partition::TableKind;
 //! use mkfs_alloc::MediumOptions;
 //!
 //! let mut disk = MemDisk::new(512, 256 * 2048)?; // 256 MiB
 //! let opts = MediumOptions::new()
-//!     .fs(FsType::Exfat)
+//!     .fs(FsKind::Exfat)
 //!     .cluster_size(32 * 1024)
 //!     .table(TableKind::Mbr)
 //!     .pinned(0x1234_ABCD, Timestamp { secs: 1_700_000_000, nanos: 0 });
@@ -112,7 +112,7 @@ pub mod layout {
     pub use mkfs_alloc_layout::plan::Geometry;
     pub use mkfs_alloc_layout::rules::{ClusterRule, FsRule};
     pub use mkfs_alloc_layout::{
-        random_serial, ClusterChoice, FormatOptions, FsChoice, FsType, Layout, Medium, PlanError,
+        random_serial, ClusterChoice, FormatOptions, FsChoice, FsKind, Layout, Medium, PlanError,
         Region, RegionKind, Timestamp, WriteError, WriteReport,
     };
 }
@@ -120,8 +120,8 @@ pub mod layout {
 /// Partition-table options and plans.
 pub mod partition {
     pub use mkfs_alloc_partition::{
-        GptPlan, Guid, MbrPlan, PartitionError, PartitionFs, Signature, TableChoice, TableKind,
-        TablePlan, TableSpec,
+        FsKind, GptPlan, Guid, MbrPlan, PartitionError, Signature, SignatureKind, TableChoice,
+        TableKind, TablePlan, TableSpec,
     };
 }
 

@@ -16,9 +16,9 @@ use crate::{FormatError, MediumPlan};
 /// returns the value, the limit and the valid range.
 ///
 /// ```
-/// use mkfs_alloc::{layout::FsType, partition::TableKind, MediumOptions};
+/// use mkfs_alloc::{layout::FsKind, partition::TableKind, MediumOptions};
 /// let opts = MediumOptions::new()
-///     .fs(FsType::Exfat)
+///     .fs(FsKind::Exfat)
 ///     .cluster_size(32 << 10)
 ///     .label("STICK")
 ///     .table(TableKind::Mbr);
@@ -66,7 +66,7 @@ impl MediumOptions {
         self
     }
 
-    /// The file system (an `FsType` means exactly that one).
+    /// The file system (an `FsKind` means exactly that one).
     #[must_use]
     pub fn fs(mut self, fs: impl Into<FsChoice>) -> Self {
         self.format.fs = fs.into();

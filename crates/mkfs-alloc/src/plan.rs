@@ -3,12 +3,12 @@
 
 use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_layout::{
-    check_block_size, random_serial, random_u64, ClusterChoice, FormatOptions, FsType, Layout,
+    check_block_size, random_serial, random_u64, ClusterChoice, FormatOptions, FsKind, Layout,
     Medium, PlanError, Timestamp,
 };
 use mkfs_alloc_partition::{
-    choose_table, plan_mbr_at, plan_table, MbrPlacement, PartitionFs, TableChoice, TableFootprint,
-    TableIds, TableKind, TableOptions, TablePlan, MIN_GPT_ALIGN,
+    choose_table, plan_mbr_at, plan_table, MbrPlacement, TableChoice, TableFootprint, TableIds,
+    TableKind, TableOptions, TablePlan, MIN_GPT_ALIGN,
 };
 
 use crate::{FormatError, MediumOptions};
@@ -78,9 +78,9 @@ impl MediumOptions {
     /// not called for the SD layout, which decides the cluster size itself.
     ///
     /// ```
-    /// use mkfs_alloc::{layout::FsType, MediumOptions};
+    /// use mkfs_alloc::{layout::FsKind, MediumOptions};
     /// let plan = MediumOptions::new()
-    ///     .fs(FsType::Exfat)
+    ///     .fs(FsKind::Exfat)
     ///     .plan_choosing(1 << 30, 512, |auto| {
     ///         assert_eq!(auto.cluster_size(), 32 << 10);
     ///         Ok::<_, mkfs_alloc::FormatError>(Some(4096))
@@ -194,7 +194,7 @@ fn table_ids(format: &FormatOptions) -> TableIds {
 /// The table options of `kind` for `format`; the file system is a
 /// placeholder until the layout is planned ([`TablePlan::holding`]).
 fn table_options(kind: TableKind, format: &FormatOptions, block_size: u32) -> TableOptions {
-    let mut topts = TableOptions::new(kind, PartitionFs::Exfat);
+    let mut topts = TableOptions::new(kind, FsKind::Exfat);
     topts.align = match (kind, format.align) {
         (TableKind::None, _) => u64::from(block_size),
         (TableKind::Gpt, a) => a.unwrap_or(MIN_GPT_ALIGN).max(MIN_GPT_ALIGN),
@@ -205,16 +205,6 @@ fn table_options(kind: TableKind, format: &FormatOptions, block_size: u32) -> Ta
     topts.ids = table_ids(format);
     topts.esp = format.esp;
     topts
-}
-
-/// The partition type for a file system.
-fn partition_fs(fs: FsType) -> PartitionFs {
-    match fs {
-        FsType::Exfat => PartitionFs::Exfat,
-        FsType::Fat32 => PartitionFs::Fat32,
-        FsType::Fat16 => PartitionFs::Fat16,
-        FsType::Fat12 => PartitionFs::Fat12,
-    }
 }
 
 /// Plans a medium: the table once, the file system inside it (again with
@@ -244,7 +234,7 @@ pub(crate) fn plan<E: From<FormatError>>(
         layout = mkfs_alloc_layout::plan(&format, &medium).map_err(FormatError::from)?;
     }
     Ok(MediumPlan {
-        table: table.holding(partition_fs(layout.fs())),
+        table: table.holding(layout.fs()),
         table_reason,
         layout,
         medium_bytes,
@@ -285,7 +275,7 @@ fn plan_sd(
     }
     let format = resolve(&opts.format);
     let (sd, _) = card_layout(&format, medium_bytes / SD_SECTOR).map_err(PlanError::from)?;
-    let mut topts = TableOptions::new(TableKind::Mbr, PartitionFs::Exfat);
+    let mut topts = TableOptions::new(TableKind::Mbr, FsKind::Exfat);
     topts.ids = table_ids(&format);
     // The alignment the start has (FAT12/16 cards: what the layout gives).
     topts.align = Layout::alignment_of(sd.part_start * SD_SECTOR);

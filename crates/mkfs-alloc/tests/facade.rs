@@ -3,7 +3,7 @@
 
 use mkfs_alloc::blockio::BlockIo;
 use mkfs_alloc::blockio::{Counting, MemDisk};
-use mkfs_alloc::layout::{ClusterChoice, FormatOptions, FsChoice, FsType, Geometry, Timestamp};
+use mkfs_alloc::layout::{ClusterChoice, FormatOptions, FsChoice, FsKind, Geometry, Timestamp};
 use mkfs_alloc::partition::TableKind;
 use mkfs_alloc::{FormatError, Found, MediumOptions, MediumPlan};
 
@@ -11,7 +11,7 @@ const MIB: u64 = 1 << 20;
 
 fn exfat(table: TableKind, sector_size: u32) -> MediumOptions {
     MediumOptions::new()
-        .fs(FsType::Exfat)
+        .fs(FsKind::Exfat)
         .cluster(ClusterChoice::Bytes(32 * 1024))
         .table(table)
         .sector_size(sector_size)
@@ -97,7 +97,7 @@ fn a_plan_for_another_target_is_refused_before_any_write() {
 fn identity(table: TableKind, opts: &FormatOptions) -> (u32, Vec<u8>, Vec<u8>, Vec<u8>) {
     let mut disk = MemDisk::new(512, 64 * MIB / 512).expect("disk");
     let mut o = exfat(table, 512);
-    o.format = opts.clone().fs(FsChoice::Fixed(FsType::Exfat));
+    o.format = opts.clone().fs(FsChoice::Fixed(FsKind::Exfat));
     let plan = format(&o, &mut disk).expect("format");
     let b = disk.as_bytes();
     let (disk_id, part_id) = match table {
@@ -167,7 +167,7 @@ fn a_given_serial_does_not_pin_the_guids() {
     let guid = || {
         let mut disk = MemDisk::new(512, 64 * MIB / 512).expect("disk");
         let plan = exfat(TableKind::None, 512)
-            .format(same_serial.clone().fs(FsType::Exfat))
+            .format(same_serial.clone().fs(FsKind::Exfat))
             .plan_for(&disk)
             .expect("plan");
         plan.format(&mut disk, &mut |_, _| {}).expect("format");
@@ -195,7 +195,7 @@ fn setters_check_what_they_can_and_never_panic() {
     assert!(MediumOptions::new().root_entries(224).is_ok());
     // The rest is planning's: a cluster size that is no power of two.
     let e = MediumOptions::new()
-        .fs(FsType::Exfat)
+        .fs(FsKind::Exfat)
         .cluster_size(3000)
         .plan(64 * MIB, 512)
         .expect_err("3000 bytes");

@@ -7,7 +7,7 @@
 use mkfs_alloc_blockio::MemDisk;
 use mkfs_alloc_inspect::{inspect, InspectOptions, Limits};
 use mkfs_alloc_layout::{
-    plan, write_volume, ClusterChoice, FormatOptions, FsChoice, FsType, Medium,
+    plan, write_volume, ClusterChoice, FormatOptions, FsChoice, FsKind, Medium,
 };
 
 /// An image and where to patch it: (bytes, FAT patch offset, heap patch offset).
@@ -19,7 +19,7 @@ pub struct Template {
 
 pub fn exfat_template() -> Template {
     let opts = FormatOptions::new()
-        .fs(FsChoice::Fixed(FsType::Exfat))
+        .fs(FsChoice::Fixed(FsKind::Exfat))
         .cluster(ClusterChoice::Bytes(512))
         .label("FUZZ")
         .serial(1);

@@ -18,12 +18,12 @@
 use mkfs_alloc::blockio::{
     injected_fault, Counting, Fault, FaultyIo, ImageFile, IoError, IoOp, LogEntry,
 };
-use mkfs_alloc::layout::{ClusterChoice, FormatOptions, FsChoice, FsType, WriteError};
+use mkfs_alloc::layout::{ClusterChoice, FormatOptions, FsChoice, FsKind, WriteError};
 use mkfs_alloc::partition::{PartitionError, TableChoice, TableKind};
 use mkfs_alloc::populate::{TimePolicy, Tree};
 use mkfs_alloc::{FormatError, Found, MediumOptions, MediumPlan};
 use mkfs_alloc_tests::check::{
-    blkid_probe, fsck_verdict, serial_uuid, sparse_copy, with_volume, FsKind, Probe,
+    blkid_probe, fsck_verdict, serial_uuid, sparse_copy, with_volume, Fsck, Probe,
 };
 use mkfs_alloc_tests::{
     fill_range, mkfs_alloc, require_root, require_tool, run, sparse_file, ExfatBoot, Fat32Boot,
@@ -59,7 +59,7 @@ enum Old {
 #[derive(Debug, Clone, Copy)]
 struct Scenario {
     name: &'static str,
-    fs: FsType,
+    fs: FsKind,
     cluster: u64,
     table: TableKind,
     size: u64,
@@ -73,7 +73,7 @@ struct Scenario {
 struct OldFs {
     offset: u64,
     len: u64,
-    kind: FsKind,
+    kind: Fsck,
     uuid: String,
 }
 
@@ -98,14 +98,6 @@ struct Tally {
     /// Blank at the new volume start, while the old volume still sits,
     /// unreferenced, at another offset.
     old_elsewhere: usize,
-}
-
-fn fs_kind(fs: FsType) -> FsKind {
-    match fs {
-        FsType::Exfat => FsKind::Exfat,
-        // fsck.fat for every FAT width.
-        _ => FsKind::Fat32,
-    }
 }
 
 fn options(s: &Scenario) -> MediumOptions {
@@ -163,7 +155,7 @@ fn prepare(s: &Scenario, tpl: &Path) -> Option<OldFs> {
     let kind = p
         .fs_type
         .as_deref()
-        .and_then(FsKind::from_blkid)
+        .and_then(Fsck::from_blkid)
         .unwrap_or_else(|| {
             panic!(
                 "{}: the old file system is not recognised:\n{}",
@@ -286,13 +278,13 @@ fn check_error(s: &Scenario, fault: Fault, k: u64, e: &FormatError, log: &[LogEn
 fn check_new(s: &Scenario, plan: &MediumPlan, img: &Path, ctx: &str) {
     let off = plan.table().partition_start();
     let len = plan.layout().volume_bytes();
-    let (clean, out) = with_volume(img, off, len, |v| fsck_verdict(fs_kind(s.fs), v));
+    let (clean, out) = with_volume(img, off, len, |v| fsck_verdict(Fsck::from(s.fs), v));
     assert!(
         clean,
         "{ctx}: MOUNTABLE BUT INCONSISTENT: blkid sees the new file system, fsck rejects it:\n{out}"
     );
     let (cluster, serial) = match s.fs {
-        FsType::Exfat => {
+        FsKind::Exfat => {
             let b = ExfatBoot::read(img, off);
             assert_eq!(b.bytes_per_sector(), u64::from(BS), "{ctx}");
             (b.cluster_size(), b.serial)
@@ -332,7 +324,7 @@ fn classify(
 ) -> State {
     let off = plan.table().partition_start();
     let len = plan.layout().volume_bytes();
-    let new_kind = fs_kind(s.fs);
+    let new_kind = Fsck::from(s.fs);
     let new_uuid = serial_uuid(NEW_SERIAL);
     let at_volume = blkid_probe(img, off);
     let whole = if off == 0 {

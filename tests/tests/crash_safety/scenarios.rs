@@ -7,7 +7,7 @@ use super::*;
 /// Runs the scenario `name` (without `--rootdir`) once per old content.
 fn each_old(
     name: &'static str,
-    fs: FsType,
+    fs: FsKind,
     cluster: u64,
     table: TableKind,
     size: u64,
@@ -34,7 +34,7 @@ const SIZE: u64 = 128 * MIB;
 fn exfat_no_table() {
     each_old(
         "exfat-none",
-        FsType::Exfat,
+        FsKind::Exfat,
         32 * KIB,
         TableKind::None,
         SIZE,
@@ -53,7 +53,7 @@ fn exfat_no_table() {
 fn exfat_mbr() {
     each_old(
         "exfat-mbr",
-        FsType::Exfat,
+        FsKind::Exfat,
         4 * KIB,
         TableKind::Mbr,
         SIZE,
@@ -71,7 +71,7 @@ fn exfat_mbr() {
 fn fat32_no_table() {
     each_old(
         "fat32-none",
-        FsType::Fat32,
+        FsKind::Fat32,
         KIB,
         TableKind::None,
         SIZE,
@@ -88,7 +88,7 @@ fn fat32_no_table() {
 fn fat32_mbr() {
     each_old(
         "fat32-mbr",
-        FsType::Fat32,
+        FsKind::Fat32,
         2 * KIB,
         TableKind::Mbr,
         300 * MIB,
@@ -110,7 +110,7 @@ fn populated() {
     for (name, fs, cluster, table, size, old) in [
         (
             "exfat-rootdir",
-            FsType::Exfat,
+            FsKind::Exfat,
             4 * KIB,
             TableKind::None,
             SIZE,
@@ -118,7 +118,7 @@ fn populated() {
         ),
         (
             "exfat-rootdir-mbr",
-            FsType::Exfat,
+            FsKind::Exfat,
             4 * KIB,
             TableKind::Mbr,
             SIZE,
@@ -126,7 +126,7 @@ fn populated() {
         ),
         (
             "fat32-rootdir",
-            FsType::Fat32,
+            FsKind::Fat32,
             KIB,
             TableKind::None,
             SIZE,
@@ -134,7 +134,7 @@ fn populated() {
         ),
         (
             "fat32-rootdir-mbr",
-            FsType::Fat32,
+            FsKind::Fat32,
             2 * KIB,
             TableKind::Mbr,
             300 * MIB,
@@ -158,7 +158,7 @@ fn populated() {
 fn fat16_mbr() {
     each_old(
         "fat16-mbr",
-        FsType::Fat16,
+        FsKind::Fat16,
         4 * KIB,
         TableKind::Mbr,
         SIZE,
@@ -175,7 +175,7 @@ fn fat16_mbr() {
 fn fat12_no_table() {
     each_old(
         "fat12-none",
-        FsType::Fat12,
+        FsKind::Fat12,
         4 * KIB,
         TableKind::None,
         12 * MIB,
@@ -196,9 +196,9 @@ fn fat12_no_table() {
 fn classifier_rejects_a_mountable_but_inconsistent_volume() {
     require_root();
     for (fs, cluster) in [
-        (FsType::Exfat, 32 * KIB),
-        (FsType::Fat32, KIB),
-        (FsType::Fat16, 4 * KIB),
+        (FsKind::Exfat, 32 * KIB),
+        (FsKind::Fat32, KIB),
+        (FsKind::Fat16, 4 * KIB),
     ] {
         let s = Scenario {
             name: "self-test",
@@ -220,7 +220,7 @@ fn classifier_rejects_a_mountable_but_inconsistent_volume() {
             State::New
         );
         let (off, len) = match fs {
-            FsType::Exfat => {
+            FsKind::Exfat => {
                 let b = ExfatBoot::read(&img, 0);
                 (b.cluster_offset(b.root_cluster), b.cluster_size())
             }

@@ -10,7 +10,7 @@
 //!   `/usr/sbin/NAME` for each name that no other package provides (with
 //!   dosfstools or exfatprogs installed, theirs stay: nothing is shadowed).
 
-use super::{chmod, copy, gzip, mkdir, symlink, write, Docs, LINKS};
+use super::{chmod, copy, gzip, mkdir, symlink, write, Job, LINKS};
 use crate::run;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,16 +19,10 @@ const MAINTAINER: &str = "mkfs-alloc developers <mkfs-alloc@users.noreply.github
 const REVISION: &str = "1";
 
 /// Builds both packages into `dir`; returns their paths.
-pub(super) fn build(
-    dir: &Path,
-    version: &str,
-    bin: &Path,
-    docs: &Docs,
-    root: &Path,
-    epoch: u64,
-) -> Result<Vec<PathBuf>, String> {
-    let full = format!("{version}-{REVISION}");
-    let main = main_tree(&dir.join("deb/mkfs-alloc"), &full, bin, docs, root, epoch)?;
+pub(super) fn build(job: &Job, bin: &Path) -> Result<Vec<PathBuf>, String> {
+    let (dir, epoch) = (&job.dir, job.epoch);
+    let full = format!("{}-{REVISION}", job.version);
+    let main = main_tree(&dir.join("deb/mkfs-alloc"), &full, bin, job)?;
     let links = links_tree(&dir.join("deb/mkfs-alloc-mkfs-links"), &full, epoch)?;
     let mut out = Vec::new();
     for (tree, name) in [
@@ -47,14 +41,8 @@ pub(super) fn build(
 }
 
 /// The `mkfs-alloc` package's tree.
-fn main_tree(
-    t: &Path,
-    version: &str,
-    bin: &Path,
-    docs: &Docs,
-    root: &Path,
-    epoch: u64,
-) -> Result<PathBuf, String> {
+fn main_tree(t: &Path, version: &str, bin: &Path, job: &Job) -> Result<PathBuf, String> {
+    let (docs, root, epoch) = (&job.docs, &job.root, job.epoch);
     let b = t.join("usr/bin/mkfs-alloc");
     copy(bin, &b)?;
     run(Command::new("strip")

@@ -56,6 +56,20 @@ pub const TOOLS: &[(&str, &str)] = &[
     ("fsck.fat", "dosfstools"),
 ];
 
+/// What every package is made from.
+pub(crate) struct Job {
+    /// `target/dist`.
+    pub dir: PathBuf,
+    /// The workspace's version.
+    pub version: String,
+    /// Man pages and completions.
+    pub docs: Docs,
+    /// The workspace root (README.md, docs/).
+    pub root: PathBuf,
+    /// The time every archive member gets.
+    pub epoch: u64,
+}
+
 /// What `dist` built, for `--check`.
 pub(crate) struct Built {
     pub version: String,
@@ -133,15 +147,23 @@ fn build_all(windows: bool) -> Result<Built, String> {
     fresh_dir(&dir)?;
     let docs = Docs::generate(&host_bin, &dir.join("generated"))?;
     let epoch = source_date_epoch(&root);
+    let job = Job {
+        dir,
+        version,
+        docs,
+        root,
+        epoch,
+    };
     let static_bin = target.join(MUSL).join("release").join("mkfs-alloc");
-    let tarball = tarball(&dir, &version, &static_bin, &docs, &root, epoch)?;
-    let debs = deb::build(&dir, &version, &host_bin, &docs, &root, epoch)?;
+    let tarball = tarball(&job, &static_bin)?;
+    let debs = deb::build(&job, &host_bin)?;
     let zip = if windows {
         let exe = target.join(WINDOWS).join("release").join("mkfs-alloc.exe");
-        Some(windows_zip(&dir, &version, &exe, &docs, &root)?)
+        Some(windows_zip(&job, &exe)?)
     } else {
         None
     };
+    let Job { dir, version, .. } = job;
     Ok(Built {
         version,
         dir,
@@ -290,14 +312,14 @@ pub(crate) fn gzip(from: &Path, to: &Path) -> Result<(), String> {
 
 /// The static binary, the links, man pages, completions and docs in
 /// `mkfs-alloc-VERSION-x86_64-unknown-linux-musl.tar.gz`.
-fn tarball(
-    dir: &Path,
-    version: &str,
-    bin: &Path,
-    docs: &Docs,
-    root: &Path,
-    epoch: u64,
-) -> Result<PathBuf, String> {
+fn tarball(job: &Job, bin: &Path) -> Result<PathBuf, String> {
+    let Job {
+        dir,
+        version,
+        docs,
+        root,
+        epoch,
+    } = job;
     let name = format!("mkfs-alloc-{version}-{MUSL}");
     let top = dir.join("tar").join(&name);
     let b = top.join("bin").join("mkfs-alloc");
@@ -343,13 +365,14 @@ fn tarball(
 }
 
 /// The Windows exe (stripped), its PowerShell completion and the docs in a zip.
-fn windows_zip(
-    dir: &Path,
-    version: &str,
-    exe: &Path,
-    docs: &Docs,
-    root: &Path,
-) -> Result<PathBuf, String> {
+fn windows_zip(job: &Job, exe: &Path) -> Result<PathBuf, String> {
+    let Job {
+        dir,
+        version,
+        docs,
+        root,
+        ..
+    } = job;
     let name = format!("mkfs-alloc-{version}-{WINDOWS}");
     let top = dir.join("zip").join(&name);
     let e = top.join("mkfs-alloc.exe");

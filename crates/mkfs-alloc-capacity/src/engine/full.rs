@@ -4,8 +4,10 @@
 //! data: it also catches what sampling cannot (a wrap below the cache
 //! search, an FTL that recycles the oldest blocks).
 //!
-//! Memory is bounded: both passes stream through one buffer of
-//! [`CHUNK_BYTES`]. Writes go in device order; the reads follow a reset,
+//! Memory is bounded: both passes stream through [`BUFFERS`] buffers of
+//! [`CHUNK_BYTES`], a worker thread generating (or checking) one chunk
+//! while the caller's thread writes (or reads) another. Writes go in
+//! device order; the reads follow a reset,
 //! so they come from the medium (and whatever cache it has, which the
 //! verdict tolerates at the end of the device up to
 //! [`ProbeOptions::max_cache_bytes`]).
@@ -21,9 +23,13 @@
 //! end) is limbo; anything else, or I/O errors, is damaged.
 
 use super::*;
+use std::sync::mpsc::sync_channel;
 
 /// Bytes per read or write request of the full pass.
 pub(super) const CHUNK_BYTES: usize = 4 << 20;
+/// Chunk buffers in flight between the I/O thread and its worker: memory
+/// stays at this many times [`CHUNK_BYTES`].
+const BUFFERS: usize = 3;
 /// Failed write requests in a row after which the write pass stops.
 const MAX_FAILED_WRITES: u32 = 16;
 /// Ranges of units without storage kept for the verdict; a device with
@@ -225,41 +231,67 @@ pub fn probe_full<D: ProbeTarget + ?Sized>(
     })
 }
 
+/// A chunk on its way between the I/O thread and the worker: its first
+/// unit, its units, the buffer, and (reading) the units that could not be
+/// read.
+type Chunk = (u64, u64, Vec<u8>, Vec<u64>);
+
 impl<D: ProbeTarget + ?Sized> Engine<'_, D> {
     /// Writes every unit's test block in device order, and flushes. False
-    /// if a write failed.
+    /// if a write failed. A worker thread generates the next chunks while
+    /// this one writes ([`BUFFERS`] buffers in all), so the pass runs at the
+    /// device's speed, not at the sum of its time and the generator's.
     fn write_pass(
         &mut self,
         first_error: &mut Option<String>,
         progress: &mut dyn FnMut(Phase, u64, u64),
     ) -> bool {
-        let per = (CHUNK_BYTES / self.unit).max(1) as u64;
-        let total = self.n * self.unit as u64;
-        let mut buf = vec![0u8; self.unit * per as usize];
+        let (unit, n, salt) = (self.unit, self.n, self.salt);
+        let per = (CHUNK_BYTES / unit).max(1) as u64;
+        let total = n * unit as u64;
         let mut failed_in_a_row = 0;
         let mut all = true;
-        let mut first = 0;
         progress(Phase::Write, 0, total);
-        while first < self.n {
-            let count = per.min(self.n - first);
-            let b = &mut buf[..self.unit * count as usize];
-            for (i, chunk) in b.chunks_mut(self.unit).enumerate() {
-                fill(chunk, self.salt, first + i as u64);
+        std::thread::scope(|s| {
+            let (free_tx, free_rx) = sync_channel::<Vec<u8>>(BUFFERS);
+            let (full_tx, full_rx) = sync_channel::<Chunk>(BUFFERS);
+            s.spawn(move || {
+                let mut first = 0;
+                while first < n {
+                    let Ok(mut buf) = free_rx.recv() else { return };
+                    let count = per.min(n - first);
+                    buf.resize(unit * count as usize, 0);
+                    for (i, chunk) in buf.chunks_mut(unit).enumerate() {
+                        fill(chunk, salt, first + i as u64);
+                    }
+                    if full_tx.send((first, count, buf, Vec::new())).is_err() {
+                        return;
+                    }
+                    first += count;
+                }
+            });
+            for _ in 0..BUFFERS {
+                let _ = free_tx.send(Vec::with_capacity(unit * per as usize));
             }
-            match self.write_raw(first, b) {
-                Ok(()) => failed_in_a_row = 0,
-                Err(err) => {
-                    all = false;
-                    first_error.get_or_insert_with(|| describe(&err));
-                    failed_in_a_row += 1;
-                    if failed_in_a_row >= MAX_FAILED_WRITES {
-                        break;
+            for (first, count, buf, _) in full_rx.iter() {
+                match self.write_raw(first, &buf) {
+                    Ok(()) => failed_in_a_row = 0,
+                    Err(err) => {
+                        all = false;
+                        first_error.get_or_insert_with(|| describe(&err));
+                        failed_in_a_row += 1;
+                        if failed_in_a_row >= MAX_FAILED_WRITES {
+                            break;
+                        }
                     }
                 }
+                progress(Phase::Write, (first + count) * unit as u64, total);
+                let _ = free_tx.send(buf);
             }
-            first += count;
-            progress(Phase::Write, first * self.unit as u64, total);
-        }
+            // Dropping the receivers ends the worker if the loop broke.
+            drop(full_rx);
+            drop(free_tx);
+        });
         if let Err(err) = self.dev.flush() {
             first_error.get_or_insert_with(|| describe(&err));
             all = false;
@@ -267,45 +299,79 @@ impl<D: ProbeTarget + ?Sized> Engine<'_, D> {
         all
     }
 
-    /// Reads every unit back in device order and tallies what it holds.
+    /// Reads every unit back in device order and tallies what it holds; a
+    /// worker thread checks each chunk while this one reads the next.
     fn read_pass(
         &mut self,
         first_error: &mut Option<String>,
         progress: &mut dyn FnMut(Phase, u64, u64),
     ) -> Tally {
-        let per = (CHUNK_BYTES / self.unit).max(1) as u64;
-        let total = self.n * self.unit as u64;
-        let mut buf = vec![0u8; self.unit * per as usize];
-        let mut scratch = vec![0u8; self.unit];
-        let mut tally = Tally::default();
-        let mut first = 0;
+        let (unit, n, salt) = (self.unit, self.n, self.salt);
+        let per = (CHUNK_BYTES / unit).max(1) as u64;
+        let total = n * unit as u64;
         progress(Phase::Verify, 0, total);
-        while first < self.n {
-            let count = per.min(self.n - first);
-            let len = self.unit * count as usize;
-            if self.read_raw(first, &mut buf[..len]).is_ok() {
-                for (i, chunk) in buf[..len].chunks(self.unit).enumerate() {
-                    let u = first + i as u64;
-                    tally.add(u, classify(chunk, self.salt, u, &mut scratch));
-                }
-            } else {
-                // Unit by unit, to find the unreadable ones.
-                for u in first..first + count {
-                    let one = &mut buf[..self.unit];
-                    match self.read_raw(u, one) {
-                        Ok(()) => tally.add(u, classify(one, self.salt, u, &mut scratch)),
-                        Err(err) => {
-                            first_error.get_or_insert_with(|| describe(&err));
+        std::thread::scope(|s| {
+            let (free_tx, free_rx) = sync_channel::<Vec<u8>>(BUFFERS);
+            let (full_tx, full_rx) = sync_channel::<Chunk>(BUFFERS);
+            let checker = s.spawn(move || {
+                let mut tally = Tally::default();
+                let mut scratch = vec![0u8; unit];
+                for (first, _, buf, unreadable) in full_rx.iter() {
+                    for (i, chunk) in buf.chunks(unit).enumerate() {
+                        let u = first + i as u64;
+                        if unreadable.contains(&u) {
                             tally.io_errors += 1;
                             tally.hole(u);
+                        } else {
+                            tally.add(u, classify(chunk, salt, u, &mut scratch));
                         }
                     }
+                    let _ = free_tx.send(buf);
                 }
+                tally
+            });
+            let mut spare = (0..BUFFERS).map(|_| vec![0u8; unit * per as usize]);
+            let mut first = 0;
+            while first < n {
+                let Some(mut buf) = spare.next().or_else(|| free_rx.recv().ok()) else {
+                    break;
+                };
+                let count = per.min(n - first);
+                buf.resize(unit * count as usize, 0);
+                let unreadable = self.read_chunk(first, &mut buf, first_error);
+                if full_tx.send((first, count, buf, unreadable)).is_err() {
+                    break;
+                }
+                first += count;
+                progress(Phase::Verify, first * unit as u64, total);
             }
-            first += count;
-            progress(Phase::Verify, first * self.unit as u64, total);
+            drop(full_tx);
+            checker
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    }
+
+    /// Reads `buf` from unit `first`; if that fails, unit by unit. Returns
+    /// the units that could not be read.
+    fn read_chunk(
+        &mut self,
+        first: u64,
+        buf: &mut [u8],
+        first_error: &mut Option<String>,
+    ) -> Vec<u64> {
+        if self.read_raw(first, buf).is_ok() {
+            return Vec::new();
         }
-        tally
+        let mut unreadable = Vec::new();
+        for (i, one) in buf.chunks_mut(self.unit).enumerate() {
+            let u = first + i as u64;
+            if let Err(err) = self.read_raw(u, one) {
+                first_error.get_or_insert_with(|| describe(&err));
+                unreadable.push(u);
+            }
+        }
+        unreadable
     }
 
     /// Random single-unit writes per second inside the first `real` units.

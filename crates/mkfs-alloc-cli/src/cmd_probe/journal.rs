@@ -71,12 +71,13 @@ fn lost_text(r: &RestoreReport) -> String {
     )
 }
 
-/// Marks the journal finished and removes it.
+/// Marks the journal finished (so that a copy left behind says so) and
+/// removes it.
 fn finish(journal: &mut Journal, j: &Path) -> Result<(), Failure> {
-    let removed = journal
-        .mark_restored()
-        .and_then(|()| std::fs::remove_file(j));
-    removed.map_err(|e| {
+    // A journal that cannot be marked (a full or read-only disk) is still
+    // removed if it can be.
+    let _ = journal.mark_restored();
+    std::fs::remove_file(j).map_err(|e| {
         Failure::Io(anyhow!(
             "everything was written back, but the journal {} could not be removed ({e}): remove it (`rm {}`)",
             j.display(),

@@ -1,7 +1,7 @@
 //! `mkfs.exfat`: exfatprogs' command line, `mkfs.exfat [OPTIONS] DEVICE`.
 
-use super::getopt::{self, Item, Spec, Takes};
-use super::{parse_bytes, Decision, Early, Medium, Request};
+use super::getopt::{Spec, Takes};
+use super::{parse_bytes, split_line, Decision, Early, Medium, Request};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -85,21 +85,9 @@ fn refuse(msg: String) -> Early {
 
 /// Parses mkfs.exfat's command line.
 pub fn parse(args: &[OsString]) -> Result<Request, Early> {
-    let items =
-        getopt::parse(args, SPECS).map_err(|e| refuse(format!("{e} (see mkfs.exfat --help)")))?;
+    let line = split_line("mkfs.exfat", args, SPECS, unsupported)?;
     let mut req = Request::default();
-    let mut operands: Vec<OsString> = Vec::new();
-    for item in items {
-        let (key, opt, v) = match item {
-            Item::Operand(w) => {
-                operands.push(w);
-                continue;
-            }
-            Item::Opt { key, name, value } => (key, name, value.unwrap_or_default()),
-        };
-        if let Some(what) = unsupported(key) {
-            return Err(refuse(format!("option {opt} ({what}) is not supported")));
-        }
+    for (key, opt, v) in line.opts {
         let size = |valid: &str| {
             parse_bytes(v.trim())
                 .filter(|n| n.is_power_of_two())
@@ -126,7 +114,7 @@ pub fn parse(args: &[OsString]) -> Result<Request, Early> {
             _ => return Err(refuse(format!("option {opt} is not supported"))),
         }
     }
-    let mut words = operands.into_iter();
+    let mut words = line.operands.into_iter();
     let target = words
         .next()
         .ok_or_else(|| Early::Usage("mkfs.exfat: no device given".to_string()))?;

@@ -2,10 +2,10 @@
 //! command line, `mkfs.fat [OPTIONS] TARGET [BLOCKS]`.
 
 use super::dosfs::{self, DosfsInput};
-use super::getopt::{self, Item, Spec, Takes};
-use super::{parse_serial, Decision, Early, Medium, Request, DOSFSTOOLS};
+use super::getopt::{Spec, Takes};
+use super::{parse_serial, split_line, Decision, Early, Medium, Request, DOSFSTOOLS};
 use mkfs_alloc_layout::units::format_size;
-use mkfs_alloc_layout::{ClusterChoice, FsChoice, FsType};
+use mkfs_alloc_layout::{ClusterChoice, FsChoice, FsKind};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -147,27 +147,13 @@ struct FatOpts {
 
 /// Parses mkfs.fat's command line.
 pub fn parse(name: &str, args: &[OsString]) -> Result<Request, Early> {
-    let items = getopt::parse(args, SPECS)
-        .map_err(|e| Early::Refuse(format!("{e} (see {name} --help)")))?;
+    let line = split_line(name, args, SPECS, unsupported)?;
     let mut req = Request {
         refuse_partitioned_disk: true,
         ..Request::default()
     };
     let mut o = FatOpts::default();
-    let mut operands: Vec<OsString> = Vec::new();
-    for item in items {
-        let (key, opt, v) = match item {
-            Item::Operand(w) => {
-                operands.push(w);
-                continue;
-            }
-            Item::Opt { key, name, value } => (key, name, value.unwrap_or_default()),
-        };
-        if let Some(what) = unsupported(key) {
-            return Err(Early::Refuse(format!(
-                "option {opt} ({what}) is not supported"
-            )));
-        }
+    for (key, opt, v) in line.opts {
         match key {
             "a" => o.no_align = true,
             "b" => {
@@ -249,7 +235,7 @@ pub fn parse(name: &str, args: &[OsString]) -> Result<Request, Early> {
             _ => return Err(Early::Refuse(format!("option {opt} is not supported"))),
         }
     }
-    finish(name, req, o, operands)
+    finish(name, req, o, line.operands)
 }
 
 /// Operands, `-C`, `--invariant` and `-v`.
@@ -314,13 +300,13 @@ pub fn decide(req: &Request, m: &Medium) -> Decision {
         notes.push("root directory entries specified with -r have no effect on FAT32".to_string());
     }
     let fixed = |b: u8| match b {
-        12 => FsType::Fat12,
-        16 => FsType::Fat16,
-        _ => FsType::Fat32,
+        12 => FsKind::Fat12,
+        16 => FsKind::Fat16,
+        _ => FsKind::Fat32,
     };
     let Some(c) = choice else {
         // mkfs.fat gives up here; mkfs-alloc decides (and may refuse).
-        let fs = bits.map_or("fat", |b| fixed(b).name());
+        let fs = bits.map_or("fat", |b| fixed(b).id());
         let cluster = spc.map_or("auto".to_string(), |s| (u64::from(s) * ss).to_string());
         return Decision {
             fs,
@@ -333,10 +319,10 @@ pub fn decide(req: &Request, m: &Medium) -> Decision {
     // A floppy's root directory (224 or 112 entries) where mkfs.fat picks it.
     let root_entries = (c.fat_bits != 32 && c.root_entries != 512).then_some(c.root_entries);
     let accepts =
-        |fs: FsType, bytes: u64| m.accepts(req, FsChoice::Fixed(fs), ClusterChoice::Bytes(bytes));
+        |fs: FsKind, bytes: u64| m.accepts(req, FsChoice::Fixed(fs), ClusterChoice::Bytes(bytes));
     if spc.is_some() || accepts(theirs.0, theirs.1).is_some() {
         return Decision {
-            fs: theirs.0.name(),
+            fs: theirs.0.id(),
             cluster: theirs.1.to_string(),
             root_entries,
             notes,
@@ -346,7 +332,7 @@ pub fn decide(req: &Request, m: &Medium) -> Decision {
         "mkfs.fat {DOSFSTOOLS} would make {} with {} clusters ({} of them); mkfs-alloc's aligned layout \
          leaves a count outside that width's range with its 16-cluster margins (FAT12 1..4,068, \
          FAT16 4,101..65,508, FAT32 65,541 and more), where readers disagree about the width",
-        theirs.0.name().to_uppercase(),
+        theirs.0.id().to_uppercase(),
         format_size(theirs.1),
         c.clusters
     );
@@ -361,7 +347,7 @@ pub fn decide(req: &Request, m: &Medium) -> Decision {
                     format_size(bytes)
                 ));
                 return Decision {
-                    fs: theirs.0.name(),
+                    fs: theirs.0.id(),
                     cluster: bytes.to_string(),
                     root_entries,
                     notes,

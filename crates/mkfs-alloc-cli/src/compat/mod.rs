@@ -23,7 +23,7 @@ use crate::target::Target;
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::MediumOptions;
-use mkfs_alloc_layout::{ClusterChoice, FsChoice, FsType};
+use mkfs_alloc_layout::{ClusterChoice, FsChoice, FsKind};
 use mkfs_alloc_partition::{TableChoice, TableKind};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -135,8 +135,8 @@ impl Medium {
         req: &Request,
         fs: FsChoice,
         cluster: ClusterChoice,
-    ) -> Option<(FsType, u32)> {
-        let small = matches!(fs, FsChoice::Fixed(FsType::Fat12 | FsType::Fat16));
+    ) -> Option<(FsKind, u32)> {
+        let small = matches!(fs, FsChoice::Fixed(FsKind::Fat12 | FsKind::Fat16));
         // Assigned field by field: the options may grow (non-exhaustive).
         let mut opts = MediumOptions::default();
         opts.format.fs = fs;
@@ -163,6 +163,44 @@ pub struct Decision {
     pub root_entries: Option<u32>,
     /// Printed on stderr before the format.
     pub notes: Vec<String>,
+}
+
+/// A command line in options (`key`, as written, value) and operands.
+pub struct Line {
+    /// The options, in order.
+    pub opts: Vec<(&'static str, String, String)>,
+    /// The operands, in order.
+    pub operands: Vec<OsString>,
+}
+
+/// Parses `args` against `specs`; an option `unsupported` knows is refused
+/// by name, with what it would have done.
+pub fn split_line(
+    name: &str,
+    args: &[OsString],
+    specs: &[getopt::Spec],
+    unsupported: fn(&str) -> Option<&'static str>,
+) -> Result<Line, Early> {
+    let items = getopt::parse(args, specs)
+        .map_err(|e| Early::Refuse(format!("{e} (see {name} --help)")))?;
+    let mut line = Line {
+        opts: Vec::new(),
+        operands: Vec::new(),
+    };
+    for item in items {
+        match item {
+            getopt::Item::Operand(w) => line.operands.push(w),
+            getopt::Item::Opt { key, name, value } => {
+                if let Some(what) = unsupported(key) {
+                    return Err(Early::Refuse(format!(
+                        "option {name} ({what}) is not supported"
+                    )));
+                }
+                line.opts.push((key, name, value.unwrap_or_default()));
+            }
+        }
+    }
+    Ok(line)
 }
 
 /// Runs the front end on the whole command line (argv[0] included).

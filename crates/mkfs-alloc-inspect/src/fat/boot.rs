@@ -228,19 +228,17 @@ fn fat_type(
     cc64: u64,
     warnings: &mut Vec<String>,
 ) -> Result<(FsKind, u32), ParseError> {
-    let (kind, bits) = if c.is32 {
-        (FsKind::Fat32, 32)
-    } else if cc64 < 4085 {
-        (FsKind::Fat12, 12)
-    } else if cc64 < 65525 {
-        (FsKind::Fat16, 16)
-    } else {
-        return Err(ParseError::field(
-            "FATSz16",
-            22,
-            format!("0 (a FAT32 BPB) for {cc64} clusters, too many for FAT16"),
-            c.fatsz,
-        ));
+    let kind = match FsKind::fat_width(cc64) {
+        _ if c.is32 => FsKind::Fat32,
+        FsKind::Fat32 => {
+            return Err(ParseError::field(
+                "FATSz16",
+                22,
+                format!("0 (a FAT32 BPB) for {cc64} clusters, too many for FAT16"),
+                c.fatsz,
+            ))
+        }
+        width => width,
     };
     if c.is32 && cc64 > mkfs_alloc_layout::fat::MAX_CLUSTERS {
         return Err(ParseError::field(
@@ -263,7 +261,7 @@ fn fat_type(
             format!("{cc64} clusters"),
         )
     })?;
-    let fat_entries = u64::from(c.fatsz) * u64::from(c.bps) * 8 / bits;
+    let fat_entries = u64::from(c.fatsz) * u64::from(c.bps) * 8 / kind.entry_bits();
     if fat_entries < cc64 + 2 {
         return Err(ParseError::field(
             if c.is32 { "FATSz32" } else { "FATSz16" },

@@ -20,7 +20,7 @@
 use mkfs_alloc_ondisk::exfat::{self as ondisk, upcase};
 
 use crate::error::PlanError;
-use crate::options::FsType;
+use crate::options::FsKind;
 use crate::units::MIB;
 
 /// Largest exFAT cluster: 32 MiB (spec §3.1.16).
@@ -93,7 +93,7 @@ pub fn geometry(
     start: u64,
     align: u64,
 ) -> Result<Geometry, PlanError> {
-    let fs = FsType::Exfat;
+    let fs = FsKind::Exfat;
     let bps64 = u64::from(bps);
     crate::error::check_cluster(fs, cluster, bps)?;
     let volume_sectors = volume_bytes / bps64;

@@ -35,12 +35,12 @@ use mkfs_alloc_ondisk::fat as ondisk;
 use mkfs_alloc_ondisk::time::dos_date_time;
 
 use crate::error::PlanError;
-use crate::options::FsType;
+use crate::options::FsKind;
 
 /// FAT32's formal minimum cluster count (fatgen103: fewer is FAT16).
-pub const SPEC_MIN_CLUSTERS: u64 = 65_525;
+pub const SPEC_MIN_CLUSTERS: u64 = ondisk::FAT32_MIN_CLUSTERS;
 /// FAT16's formal minimum cluster count (fatgen103: fewer is FAT12).
-pub const SPEC_MIN_CLUSTERS_16: u64 = 4_085;
+pub const SPEC_MIN_CLUSTERS_16: u64 = ondisk::FAT16_MIN_CLUSTERS;
 /// Clusters kept away from each width boundary (mkfs.fat keeps 16 too).
 pub const MARGIN: u64 = 16;
 /// The minimum FAT32 cluster count we accept: the spec minimum plus
@@ -65,34 +65,14 @@ pub const MAX_ROOT_ENTRIES: u32 = 32_768;
 
 /// The cluster counts we accept for a FAT width: `(min, max)`, each
 /// [`MARGIN`] clusters inside the spec's range (FAT12: at least 1 cluster).
-pub fn cluster_range(fs: FsType) -> (u64, u64) {
+pub fn cluster_range(fs: FsKind) -> (u64, u64) {
     match fs {
-        FsType::Fat12 => (1, SPEC_MIN_CLUSTERS_16 - 1 - MARGIN),
-        FsType::Fat16 => (
+        FsKind::Fat12 => (1, SPEC_MIN_CLUSTERS_16 - 1 - MARGIN),
+        FsKind::Fat16 => (
             SPEC_MIN_CLUSTERS_16 + MARGIN,
             SPEC_MIN_CLUSTERS - 1 - MARGIN,
         ),
-        FsType::Fat32 | FsType::Exfat => (MIN_CLUSTERS, MAX_CLUSTERS),
-    }
-}
-
-/// The width the specification gives a cluster count (no margin).
-pub fn width_of(clusters: u64) -> FsType {
-    if clusters < SPEC_MIN_CLUSTERS_16 {
-        FsType::Fat12
-    } else if clusters < SPEC_MIN_CLUSTERS {
-        FsType::Fat16
-    } else {
-        FsType::Fat32
-    }
-}
-
-/// Bits per FAT entry.
-pub fn entry_bits(fs: FsType) -> u64 {
-    match fs {
-        FsType::Fat12 => 12,
-        FsType::Fat16 => 16,
-        FsType::Fat32 | FsType::Exfat => 32,
+        FsKind::Fat32 | FsKind::Exfat => (MIN_CLUSTERS, MAX_CLUSTERS),
     }
 }
 
@@ -100,7 +80,7 @@ pub fn entry_bits(fs: FsType) -> u64 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Geometry {
     /// FAT12, FAT16 or FAT32.
-    pub fs: FsType,
+    pub fs: FsKind,
     /// Bytes per sector.
     pub bps: u32,
     /// Cluster size in bytes.
@@ -151,19 +131,19 @@ pub struct Placement {
 /// Computes the geometry of `fs` (FAT12, FAT16 or FAT32) for a volume of
 /// `volume_bytes`, or says why this cluster size cannot work.
 pub fn geometry(
-    fs: FsType,
+    fs: FsKind,
     volume_bytes: u64,
     bps: u32,
     cluster: u64,
     at: Placement,
 ) -> Result<Geometry, PlanError> {
     match fs {
-        FsType::Fat12 | FsType::Fat16 => geometry_small(fs, volume_bytes, bps, cluster, at),
+        FsKind::Fat12 | FsKind::Fat16 => geometry_small(fs, volume_bytes, bps, cluster, at),
         _ => geometry32(volume_bytes, bps, cluster, at.start, at.align),
     }
 }
 
-fn check_total(fs: FsType, volume_bytes: u64, bps: u32) -> Result<u64, PlanError> {
+fn check_total(fs: FsKind, volume_bytes: u64, bps: u32) -> Result<u64, PlanError> {
     let bps64 = u64::from(bps);
     let tot = volume_bytes / bps64;
     if tot > u64::from(u32::MAX) {
@@ -177,7 +157,7 @@ fn check_total(fs: FsType, volume_bytes: u64, bps: u32) -> Result<u64, PlanError
     Ok(tot)
 }
 
-fn count_error(fs: FsType, volume: u64, cluster: u64, clusters: u64) -> PlanError {
+fn count_error(fs: FsKind, volume: u64, cluster: u64, clusters: u64) -> PlanError {
     let (min, max) = cluster_range(fs);
     if clusters < min {
         PlanError::TooFewClusters {
@@ -223,7 +203,7 @@ pub fn min_fat_sectors(bits: u64, avail: u64, spc: u64, bps: u64, nfats: u64) ->
 /// padded (and the root directory grown by one sector when the parity needs
 /// it) so the data region is aligned; the FAT sized for this width.
 fn geometry_small(
-    fs: FsType,
+    fs: FsKind,
     volume_bytes: u64,
     bps: u32,
     cluster: u64,
@@ -241,7 +221,7 @@ fn geometry_small(
     if tot <= fixed + NUM_FATS + spc {
         return Err(count_error(fs, volume_bytes, cluster, 0));
     }
-    let fat_min = min_fat_sectors(entry_bits(fs), tot - fixed, spc, bps64, NUM_FATS);
+    let fat_min = min_fat_sectors(fs.entry_bits(), tot - fixed, spc, bps64, NUM_FATS);
     let unit = (at.align / bps64).max(1);
     let need = NUM_FATS * fat_min + root_min;
     let gap = need.div_ceil(unit) * unit - need;
@@ -253,7 +233,7 @@ fn geometry_small(
     if clusters < min || clusters > max {
         return Err(count_error(fs, volume_bytes, cluster, clusters));
     }
-    debug_assert!(fat_sz * bps64 * 8 / entry_bits(fs) >= clusters + 2);
+    debug_assert!(fat_sz * bps64 * 8 / fs.entry_bits() >= clusters + 2);
     let too_wide = PlanError::Align {
         align: at.align,
         sector: bps,
@@ -293,7 +273,7 @@ fn geometry32(
     start: u64,
     align: u64,
 ) -> Result<Geometry, PlanError> {
-    let fs = FsType::Fat32;
+    let fs = FsKind::Fat32;
     let bps64 = u64::from(bps);
     crate::error::check_cluster(fs, cluster, bps)?;
     let spc = cluster / bps64;
@@ -341,7 +321,7 @@ pub const MEDIA: u8 = 0xF8;
 
 /// The boot sector, padded to one sector.
 pub fn boot_sector(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
-    if g.fs != FsType::Fat32 {
+    if g.fs != FsKind::Fat32 {
         return boot_sector16(layout, g);
     }
     use zerocopy::{FromZeros, IntoBytes};
@@ -407,7 +387,7 @@ fn boot_sector16(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
     b.ebpb.boot_sig = 0x29;
     b.ebpb.vol_id = layout.serial.into();
     b.ebpb.vol_lab = label_bytes(layout);
-    b.ebpb.fil_sys_type = if g.fs == FsType::Fat12 {
+    b.ebpb.fil_sys_type = if g.fs == FsKind::Fat12 {
         *b"FAT12   "
     } else {
         *b"FAT16   "
@@ -466,16 +446,16 @@ pub fn root_entries(layout: &crate::Layout) -> Vec<u8> {
 
 /// FAT entry `index` of a freshly formatted volume: media, end-of-chain, and
 /// (FAT32) the one-cluster root directory.
-pub fn fat_entry(fs: FsType, index: u64) -> u32 {
+pub fn fat_entry(fs: FsKind, index: u64) -> u32 {
     let mask = match fs {
-        FsType::Fat12 => 0xFFF,
-        FsType::Fat16 => 0xFFFF,
+        FsKind::Fat12 => 0xFFF,
+        FsKind::Fat16 => 0xFFFF,
         _ => 0x0FFF_FFFF,
     };
     match index {
         0 => (mask & !0xFF) | u32::from(MEDIA),
         1 => mask,
-        2 if fs == FsType::Fat32 => mask,
+        2 if fs == FsKind::Fat32 => mask,
         _ => 0,
     }
 }
@@ -495,20 +475,20 @@ mod tests {
 
     #[test]
     fn one_gib_at_32k_is_not_fat32() {
-        let e = geometry(FsType::Fat32, GIB, 512, 32 * KIB, at(0, MIB)).expect_err("too few");
+        let e = geometry(FsKind::Fat32, GIB, 512, 32 * KIB, at(0, MIB)).expect_err("too few");
         match e {
             PlanError::TooFewClusters { clusters, .. } => assert_eq!(clusters, 32_704),
             other => panic!("unexpected {other}"),
         }
         // ... but it is a FAT16.
-        let g = geometry(FsType::Fat16, GIB, 512, 32 * KIB, at(0, MIB)).expect("FAT16");
-        assert_eq!(width_of(u64::from(g.cluster_count)), FsType::Fat16);
+        let g = geometry(FsKind::Fat16, GIB, 512, 32 * KIB, at(0, MIB)).expect("FAT16");
+        assert_eq!(FsKind::fat_width(u64::from(g.cluster_count)), FsKind::Fat16);
     }
 
     #[test]
     fn fat_and_data_region_are_aligned() {
         for start in [0, MIB, 63 * 512] {
-            let g = geometry(FsType::Fat32, 8 * GIB, 512, 4 * KIB, at(start, MIB)).expect("valid");
+            let g = geometry(FsKind::Fat32, 8 * GIB, 512, 4 * KIB, at(start, MIB)).expect("valid");
             assert_eq!((start + g.data_sector() * 512) % MIB, 0);
             assert_eq!((start + u64::from(g.rsvd) * 512) % MIB, 0);
             assert!(u64::from(g.fat_sz) * 512 / 4 >= u64::from(g.cluster_count) + 2);
@@ -517,13 +497,13 @@ mod tests {
 
     #[test]
     fn width_ranges_keep_a_margin_and_do_not_overlap() {
-        assert_eq!(cluster_range(FsType::Fat12), (1, 4_068));
-        assert_eq!(cluster_range(FsType::Fat16), (4_101, 65_508));
-        assert_eq!(cluster_range(FsType::Fat32), (65_541, 0x0FFF_FFF5));
-        assert_eq!(width_of(4_084), FsType::Fat12);
-        assert_eq!(width_of(4_085), FsType::Fat16);
-        assert_eq!(width_of(65_524), FsType::Fat16);
-        assert_eq!(width_of(65_525), FsType::Fat32);
+        assert_eq!(cluster_range(FsKind::Fat12), (1, 4_068));
+        assert_eq!(cluster_range(FsKind::Fat16), (4_101, 65_508));
+        assert_eq!(cluster_range(FsKind::Fat32), (65_541, 0x0FFF_FFF5));
+        assert_eq!(FsKind::fat_width(4_084), FsKind::Fat12);
+        assert_eq!(FsKind::fat_width(4_085), FsKind::Fat16);
+        assert_eq!(FsKind::fat_width(65_524), FsKind::Fat16);
+        assert_eq!(FsKind::fat_width(65_525), FsKind::Fat32);
     }
 
     #[test]
@@ -549,7 +529,7 @@ mod tests {
 
     #[test]
     fn small_fat_regions_are_aligned_for_any_root_size() {
-        for fs in [FsType::Fat12, FsType::Fat16] {
+        for fs in [FsKind::Fat12, FsKind::Fat16] {
             for (size, cluster) in [(4 * MIB, 2 * KIB), (64 * MIB, 4 * KIB), (2 * MIB, 512)] {
                 for start in [0, MIB, 63 * 512, 2048 * 512 + 512] {
                     for align in [512, 4 * KIB, 64 * KIB, MIB] {
@@ -568,9 +548,9 @@ mod tests {
                             assert!(u32::from(g.root_entries) >= root, "{what}");
                             assert_eq!(u64::from(g.root_entries) * 32 % 512, 0, "{what}");
                             let cc = u64::from(g.cluster_count);
-                            assert_eq!(width_of(cc), fs, "{what}");
+                            assert_eq!(FsKind::fat_width(cc), fs, "{what}");
                             assert!(
-                                u64::from(g.fat_sz) * 512 * 8 / entry_bits(fs) >= cc + 2,
+                                u64::from(g.fat_sz) * 512 * 8 / fs.entry_bits() >= cc + 2,
                                 "{what}"
                             );
                             assert!(
@@ -593,7 +573,7 @@ mod tests {
             align: 512,
             root_entries: 224,
         };
-        let g = geometry(FsType::Fat12, 2880 * 512, 512, 512, p).expect("valid");
+        let g = geometry(FsKind::Fat12, 2880 * 512, 512, 512, p).expect("valid");
         assert_eq!((g.rsvd, g.fat_sz, g.root_sectors()), (1, 9, 14));
         assert_eq!(g.cluster_count, 2847);
     }

@@ -2,7 +2,7 @@
 
 use super::choices::Choices;
 use super::{Geometry, Layout, Region, RegionKind};
-use crate::options::{FsType, Medium};
+use crate::options::{FsKind, Medium};
 use crate::{exfat, fat, rules};
 
 /// Where the FATs and the data region lie, and how many clusters there are.
@@ -87,7 +87,7 @@ fn fat_regions(g: &fat::Geometry, bps: u64, volume_bytes: u64, r: &mut Regions) 
     r.push(RegionKind::Fat, 0, rsvd, fat_len, true);
     r.push(RegionKind::Fat, 1, rsvd + fat_len, fat_len, true);
     // FAT32: the root is cluster 2; FAT12/16: a fixed region.
-    let (root, root_len, used) = if g.fs == FsType::Fat32 {
+    let (root, root_len, used) = if g.fs == FsKind::Fat32 {
         (data, g.cluster, 1)
     } else {
         (g.root_sector() * bps, g.root_sectors() * bps, 0)

@@ -6,14 +6,14 @@ use super::pick::Chosen;
 use super::DEFAULT_ALIGN;
 use crate::error::PlanError;
 use crate::label::{exfat_label, fat_label, EncodedLabel};
-use crate::options::{random_serial, random_u64, FormatOptions, FsType, Timestamp};
+use crate::options::{random_serial, random_u64, FormatOptions, FsKind, Timestamp};
 use crate::rules::{compat_max_cluster, ClusterRule, FsRule};
 use crate::units::format_size;
 use mkfs_alloc_ondisk::rng::splitmix64;
 
 /// Everything the planner chose, besides the geometry.
 pub(super) struct Choices {
-    pub(super) fs: FsType,
+    pub(super) fs: FsKind,
     pub(super) fs_rule: FsRule,
     pub(super) cluster: u64,
     pub(super) cluster_rule: ClusterRule,
@@ -45,7 +45,7 @@ impl Choices {
             cluster_rule: chosen.cluster_rule,
             align: ctx.align,
             serial,
-            volume_guid: (fs == FsType::Exfat && opts.volume_guid).then(|| {
+            volume_guid: (fs == FsKind::Exfat && opts.volume_guid).then(|| {
                 if opts.is_pinned() {
                     derive_guid(serial, timestamp)
                 } else {
@@ -62,20 +62,20 @@ impl Choices {
 /// The label as given and as `fs` stores it.
 pub(super) fn encode_label(
     label: Option<&str>,
-    fs: FsType,
+    fs: FsKind,
 ) -> Result<Option<(String, EncodedLabel)>, PlanError> {
     let Some(l) = label else {
         return Ok(None);
     };
     let encoded = match fs {
-        FsType::Exfat => EncodedLabel::Exfat(exfat_label(l)?),
+        FsKind::Exfat => EncodedLabel::Exfat(exfat_label(l)?),
         fat => EncodedLabel::Fat32(fat_label(l, fat)?),
     };
     Ok(Some((l.to_string(), encoded)))
 }
 
 /// Compatibility warnings for a valid layout.
-fn warnings(ctx: &Ctx<'_>, fs: FsType, cluster: u64, opts: &FormatOptions) -> Vec<String> {
+fn warnings(ctx: &Ctx<'_>, fs: FsKind, cluster: u64, opts: &FormatOptions) -> Vec<String> {
     let (medium, align) = (ctx.medium, ctx.align);
     let volume_bytes = medium.volume_bytes;
     let mut warnings = Vec::new();
@@ -88,7 +88,7 @@ fn warnings(ctx: &Ctx<'_>, fs: FsType, cluster: u64, opts: &FormatOptions) -> Ve
             format!("exFAT clusters above {limit} ({size}) are not mounted by some systems (older macOS) and waste space on small files")
         });
     }
-    if fs == FsType::Fat32 && volume_bytes > 32 * 1_000_000_000 {
+    if fs == FsKind::Fat32 && volume_bytes > 32 * 1_000_000_000 {
         warnings.push(
             "FAT32 above 32 GB is valid, but Windows' own format refuses it and some firmware rejects it".to_string(),
         );

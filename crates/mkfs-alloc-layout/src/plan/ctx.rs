@@ -3,7 +3,7 @@
 
 use super::Geometry;
 use crate::error::PlanError;
-use crate::options::{FsType, Medium};
+use crate::options::{FsKind, Medium};
 use crate::{exfat, fat};
 
 /// What every geometry computation of one plan shares.
@@ -18,11 +18,11 @@ pub(super) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    pub(super) fn geometry(&self, fs: FsType, cluster: u64) -> Result<Geometry, PlanError> {
+    pub(super) fn geometry(&self, fs: FsKind, cluster: u64) -> Result<Geometry, PlanError> {
         let m = self.medium;
         let (v, bps, start) = (m.volume_bytes, m.sector_size, m.partition_offset);
         Ok(match fs {
-            FsType::Exfat => Geometry::Exfat(exfat::geometry(v, bps, cluster, start, self.align)?),
+            FsKind::Exfat => Geometry::Exfat(exfat::geometry(v, bps, cluster, start, self.align)?),
             _ => Geometry::Fat(fat::geometry(
                 fs,
                 v,
@@ -38,13 +38,13 @@ impl Ctx<'_> {
     }
 
     /// Cluster sizes from the sector size up to `fs`'s maximum.
-    pub(super) fn sizes(&self, fs: FsType) -> impl Iterator<Item = u64> {
+    pub(super) fn sizes(&self, fs: FsKind) -> impl Iterator<Item = u64> {
         let bps = u64::from(self.medium.sector_size);
-        let max = fs.max_cluster(self.medium.sector_size);
+        let max = crate::rules::max_cluster(fs, self.medium.sector_size);
         std::iter::successors(Some(bps), |c| Some(c * 2)).take_while(move |&c| c <= max)
     }
 
-    pub(super) fn valid_sizes(&self, fs: FsType) -> Vec<u64> {
+    pub(super) fn valid_sizes(&self, fs: FsKind) -> Vec<u64> {
         self.sizes(fs)
             .filter(|&c| self.geometry(fs, c).is_ok())
             .collect()
@@ -52,7 +52,7 @@ impl Ctx<'_> {
 
     /// The FAT width whose accepted cluster-count range holds the count at
     /// `cluster` (at most one does: the ranges are disjoint).
-    pub(super) fn fat_width_at(&self, cluster: u64) -> Option<(FsType, Geometry)> {
+    pub(super) fn fat_width_at(&self, cluster: u64) -> Option<(FsKind, Geometry)> {
         FAT_WIDTHS
             .iter()
             .find_map(|&fs| self.geometry(fs, cluster).ok().map(|g| (fs, g)))
@@ -60,7 +60,7 @@ impl Ctx<'_> {
 
     /// Cluster sizes at which some FAT width is valid.
     pub(super) fn any_fat_sizes(&self) -> Vec<u64> {
-        self.sizes(FsType::Fat32)
+        self.sizes(FsKind::Fat32)
             .filter(|&c| self.fat_width_at(c).is_some())
             .collect()
     }
@@ -69,7 +69,7 @@ impl Ctx<'_> {
     pub(super) fn no_fat_width(&self, cluster: u64) -> PlanError {
         // The count as the width the spec would give it computes it (that
         // width rejected it only for the margin).
-        let counts: Vec<(FsType, u64)> = FAT_WIDTHS
+        let counts: Vec<(FsKind, u64)> = FAT_WIDTHS
             .iter()
             .filter_map(|&fs| match self.geometry(fs, cluster) {
                 Err(PlanError::TooFewClusters { clusters, .. })
@@ -79,7 +79,7 @@ impl Ctx<'_> {
             .collect();
         let clusters = counts
             .iter()
-            .find(|&&(fs, c)| fat::width_of(c) == fs)
+            .find(|&&(fs, c)| FsKind::fat_width(c) == fs)
             .or(counts.first())
             .map_or(0, |&(_, c)| c);
         PlanError::NoFatWidth {
@@ -92,11 +92,11 @@ impl Ctx<'_> {
 }
 
 /// FAT widths, widest first.
-pub(super) const FAT_WIDTHS: [FsType; 3] = [FsType::Fat32, FsType::Fat16, FsType::Fat12];
+pub(super) const FAT_WIDTHS: [FsKind; 3] = [FsKind::Fat32, FsKind::Fat16, FsKind::Fat12];
 
 /// Every cluster size (a power of two) for which `fs` can lay out this medium
 /// (FAT12/16 with the default 512 root directory entries).
-pub fn valid_cluster_sizes(fs: FsType, medium: &Medium, align: u64) -> Vec<u64> {
+pub fn valid_cluster_sizes(fs: FsKind, medium: &Medium, align: u64) -> Vec<u64> {
     Ctx {
         medium,
         align,

@@ -2,7 +2,7 @@
 
 use super::MAX_ALIGN;
 use crate::label::EncodedLabel;
-use crate::options::{FsType, Timestamp};
+use crate::options::{FsKind, Timestamp};
 use crate::rules::{ClusterRule, FsRule};
 use crate::sd::SdLayout;
 use crate::{exfat, fat};
@@ -68,7 +68,7 @@ pub enum Geometry {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
     /// File system.
-    pub(crate) fs: FsType,
+    pub(crate) fs: FsKind,
     /// Why this file system.
     pub(crate) fs_rule: FsRule,
     /// Sector size in bytes.
@@ -119,7 +119,7 @@ pub struct Layout {
 
 impl Layout {
     /// File system.
-    pub fn fs(&self) -> FsType {
+    pub fn fs(&self) -> FsKind {
         self.fs
     }
 

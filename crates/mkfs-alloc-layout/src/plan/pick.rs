@@ -3,20 +3,20 @@
 use super::ctx::Ctx;
 use super::Geometry;
 use crate::error::PlanError;
-use crate::options::{ClusterChoice, FormatOptions, FsChoice, FsType};
+use crate::options::{ClusterChoice, FormatOptions, FsChoice, FsKind};
 use crate::rules::{self, ClusterRule, FsRule};
 
 /// How the file system was chosen, before the cluster size.
 pub(super) enum FsPick {
     /// This file system; pick the cluster size by its rules.
-    Fs(FsType, FsRule),
+    Fs(FsKind, FsRule),
     /// This file system with this geometry at this cluster size (chosen together).
-    Done(FsType, FsRule, u64, ClusterRule, Geometry),
+    Done(FsKind, FsRule, u64, ClusterRule, Geometry),
 }
 
 /// The file system and cluster size chosen, with their geometry.
 pub(super) struct Chosen {
-    pub(super) fs: FsType,
+    pub(super) fs: FsKind,
     pub(super) fs_rule: FsRule,
     pub(super) cluster: u64,
     pub(super) cluster_rule: ClusterRule,
@@ -25,7 +25,7 @@ pub(super) struct Chosen {
 
 impl FsPick {
     /// The file system picked.
-    pub(super) fn fs(&self) -> FsType {
+    pub(super) fn fs(&self) -> FsKind {
         match self {
             FsPick::Fs(fs, _) | FsPick::Done(fs, ..) => *fs,
         }
@@ -64,10 +64,10 @@ fn pick_fat(
     let auto = why == FatWhy::Auto;
     match cluster.explicit() {
         Some((c, cluster_rule)) => {
-            crate::error::check_cluster(FsType::Fat32, c, ctx.medium.sector_size)?;
+            crate::error::check_cluster(FsKind::Fat32, c, ctx.medium.sector_size)?;
             match ctx.fat_width_at(c) {
                 Some((fs, g)) => {
-                    let rule = if auto && fs == FsType::Fat32 {
+                    let rule = if auto && fs == FsKind::Fat32 {
                         FsRule::AutoFat32UpTo32GiB
                     } else {
                         FsRule::FatWidthFromClusterCount
@@ -78,20 +78,20 @@ fn pick_fat(
             }
         }
         None => {
-            if !ctx.valid_sizes(FsType::Fat32).is_empty() {
+            if !ctx.valid_sizes(FsKind::Fat32).is_empty() {
                 let rule = match why {
                     FatWhy::Auto => FsRule::AutoFat32UpTo32GiB,
                     FatWhy::Fat => FsRule::FatFat32Fits,
                     FatWhy::Esp => FsRule::EspFat32Fits,
                 };
-                return Ok(Some(FsPick::Fs(FsType::Fat32, rule)));
+                return Ok(Some(FsPick::Fs(FsKind::Fat32, rule)));
             }
             // Too small for FAT32: the field-evidence size if some width
             // takes it, else the nearest size below, else above.
             let bps = u64::from(ctx.medium.sector_size);
-            let want = rules::auto_cluster(FsType::Fat16, ctx.medium.volume_bytes).max(bps);
+            let want = rules::auto_cluster(FsKind::Fat16, ctx.medium.volume_bytes).max(bps);
             let below = std::iter::successors(Some(want), |&c| (c > bps).then_some(c / 2));
-            let above = ctx.sizes(FsType::Fat16).filter(|&c| c > want);
+            let above = ctx.sizes(FsKind::Fat16).filter(|&c| c > want);
             for c in below.chain(above) {
                 if let Some((fs, g)) = ctx.fat_width_at(c) {
                     let rule = match c.cmp(&want) {
@@ -125,7 +125,7 @@ enum FatWhy {
 /// The file system, by [`FormatOptions::fs`].
 pub(super) fn pick_fs(ctx: &Ctx<'_>, opts: &FormatOptions) -> Result<FsPick, PlanError> {
     let (choice, why) = match (opts.esp, opts.fs) {
-        (true, FsChoice::Fixed(FsType::Exfat)) => return Err(PlanError::EspNotFat),
+        (true, FsChoice::Fixed(FsKind::Exfat)) => return Err(PlanError::EspNotFat),
         (true, FsChoice::Auto | FsChoice::Fat) => (FsChoice::Fat, FatWhy::Esp),
         (_, c) => (c, FatWhy::Fat),
     };
@@ -136,10 +136,10 @@ pub(super) fn pick_fs(ctx: &Ctx<'_>, opts: &FormatOptions) -> Result<FsPick, Pla
             None => return Err(ctx.no_fat_width(u64::from(ctx.medium.sector_size))),
         },
         FsChoice::Auto => match rules::auto_fs(ctx.medium.volume_bytes) {
-            FsType::Exfat => FsPick::Fs(FsType::Exfat, FsRule::AutoExfatAbove32GiB),
+            FsKind::Exfat => FsPick::Fs(FsKind::Exfat, FsRule::AutoExfatAbove32GiB),
             _ => match pick_fat(ctx, opts.cluster, FatWhy::Auto)? {
                 Some(p) => p,
-                None => FsPick::Fs(FsType::Exfat, FsRule::AutoExfatTooSmallForFat32),
+                None => FsPick::Fs(FsKind::Exfat, FsRule::AutoExfatTooSmallForFat32),
             },
         },
     })
@@ -149,7 +149,7 @@ pub(super) fn pick_fs(ctx: &Ctx<'_>, opts: &FormatOptions) -> Result<FsPick, Pla
 /// field-evidence size, or the nearest valid size to it.
 fn pick_cluster(
     ctx: &Ctx<'_>,
-    fs: FsType,
+    fs: FsKind,
     cluster: ClusterChoice,
 ) -> Result<(u64, ClusterRule, Geometry), PlanError> {
     let bps = u64::from(ctx.medium.sector_size);
@@ -184,7 +184,7 @@ fn pick_cluster(
 }
 
 /// Fills in the list of valid cluster sizes of a cluster-count error.
-fn with_valid_sizes(e: PlanError, ctx: &Ctx<'_>, fs: FsType) -> PlanError {
+fn with_valid_sizes(e: PlanError, ctx: &Ctx<'_>, fs: FsKind) -> PlanError {
     match e {
         PlanError::TooFewClusters {
             fs,

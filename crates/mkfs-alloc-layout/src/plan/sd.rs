@@ -8,7 +8,7 @@ use super::ctx::Ctx;
 use super::pick::Chosen;
 use super::{check_sector_size, Geometry, Layout};
 use crate::error::PlanError;
-use crate::options::{FormatOptions, FsType, Medium};
+use crate::options::{FormatOptions, FsKind, Medium};
 use crate::rules::ClusterRule;
 use crate::sd::{card_layout, SdError, SdLayout, SD_SECTOR};
 use crate::{exfat, fat};
@@ -76,7 +76,7 @@ fn geometry(sd: &SdLayout) -> Result<Geometry, PlanError> {
     };
     let u32_of = |v: u64| u32::try_from(v).map_err(too_large);
     Ok(match sd.fs {
-        FsType::Exfat => {
+        FsKind::Exfat => {
             let bitmap_bytes = sd.cluster_count.div_ceil(8);
             Geometry::Exfat(exfat::Geometry {
                 bps: SD_SECTOR as u32,
@@ -103,7 +103,7 @@ fn geometry(sd: &SdLayout) -> Result<Geometry, PlanError> {
                 rsvd: sd.rsvd,
             })?,
             fat_sz: u32_of(sd.fat_sectors)?,
-            root_entries: if fs == FsType::Fat32 {
+            root_entries: if fs == FsKind::Fat32 {
                 0
             } else {
                 fat::DEFAULT_ROOT_ENTRIES as u16

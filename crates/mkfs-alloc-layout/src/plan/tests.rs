@@ -1,11 +1,11 @@
 //! Unit tests of the planner.
 
 use super::*;
-use crate::options::{ClusterChoice, FsChoice, FsType, Medium};
+use crate::options::{ClusterChoice, FsChoice, FsKind, Medium};
 use crate::rules::{ClusterRule, FsRule};
 use crate::units::{GIB, KIB, MIB};
 
-fn opts(fs: FsType, cluster: u64) -> FormatOptions {
+fn opts(fs: FsKind, cluster: u64) -> FormatOptions {
     FormatOptions::new()
         .fs(FsChoice::Fixed(fs))
         .cluster(ClusterChoice::Bytes(cluster))
@@ -14,7 +14,7 @@ fn opts(fs: FsType, cluster: u64) -> FormatOptions {
 
 #[test]
 fn the_documented_fat32_error() {
-    let e = plan(&opts(FsType::Fat32, 32 * KIB), &Medium::whole(GIB, 512)).expect_err("invalid");
+    let e = plan(&opts(FsKind::Fat32, 32 * KIB), &Medium::whole(GIB, 512)).expect_err("invalid");
     let msg = e.to_string();
     assert!(
         msg.starts_with("1 GiB is too small for FAT32 at 32 KiB clusters ("),
@@ -29,12 +29,12 @@ fn auto_picks_fat16_or_fat12_when_fat32_cannot_fit() {
     // The width follows the cluster count at 4 KiB clusters; in the gap
     // around 4,085 clusters the next smaller size is taken.
     for (size, fs, cluster) in [
-        (16 * MIB, FsType::Fat12, 4 * KIB),
-        (18_320 * KIB, FsType::Fat12, 4 * KIB), // 4,068 clusters: FAT12's last
-        (18_336 * KIB, FsType::Fat16, 2 * KIB), // 4,072 at 4 KiB: in the gap
-        (18_464 * KIB, FsType::Fat16, 4 * KIB), // 4,104: FAT16's first
-        (32 * MIB, FsType::Fat16, 4 * KIB),
-        (2 * MIB, FsType::Fat12, 4 * KIB),
+        (16 * MIB, FsKind::Fat12, 4 * KIB),
+        (18_320 * KIB, FsKind::Fat12, 4 * KIB), // 4,068 clusters: FAT12's last
+        (18_336 * KIB, FsKind::Fat16, 2 * KIB), // 4,072 at 4 KiB: in the gap
+        (18_464 * KIB, FsKind::Fat16, 4 * KIB), // 4,104: FAT16's first
+        (32 * MIB, FsKind::Fat16, 4 * KIB),
+        (2 * MIB, FsKind::Fat12, 4 * KIB),
     ] {
         for choice in [FsChoice::Auto, FsChoice::Fat] {
             let o = FormatOptions::new().fs(choice);
@@ -45,7 +45,7 @@ fn auto_picks_fat16_or_fat12_when_fat32_cannot_fit() {
     }
     // At 4096-byte sectors FAT32 needs 256.6 MiB: 200 MiB is FAT16.
     let l = plan(&FormatOptions::default(), &Medium::whole(200 * MIB, 4096)).expect("valid");
-    assert_eq!(l.fs, FsType::Fat16);
+    assert_eq!(l.fs, FsKind::Fat16);
 }
 
 #[test]
@@ -55,16 +55,16 @@ fn esp_is_fat_of_the_width_the_size_allows_and_warns_when_small() {
         plan(&o, &Medium::whole(size, bps))
     };
     let l = esp(FsChoice::Auto, 64 * MIB, 512).expect("valid");
-    assert_eq!(l.fs, FsType::Fat32);
+    assert_eq!(l.fs, FsKind::Fat32);
     assert!(
         l.warnings.iter().any(|w| w.contains("100 MB")),
         "{:?}",
         l.warnings
     );
     let l = esp(FsChoice::Auto, 8 * MIB, 512).expect("valid");
-    assert_eq!(l.fs, FsType::Fat12);
+    assert_eq!(l.fs, FsKind::Fat12);
     let l = esp(FsChoice::Auto, 200 * MIB, 4096).expect("valid");
-    assert_eq!(l.fs, FsType::Fat16);
+    assert_eq!(l.fs, FsKind::Fat16);
     assert!(
         l.warnings.iter().any(|w| w.contains("260 MB")),
         "{:?}",
@@ -77,19 +77,19 @@ fn esp_is_fat_of_the_width_the_size_allows_and_warns_when_small() {
         l.warnings
     );
     assert_eq!(
-        esp(FsChoice::Fixed(FsType::Exfat), GIB, 512),
+        esp(FsChoice::Fixed(FsKind::Exfat), GIB, 512),
         Err(PlanError::EspNotFat)
     );
     // Beyond 32 GiB --fs auto would give exFAT; an ESP stays FAT32.
     assert_eq!(
         esp(FsChoice::Auto, 64 * GIB, 512).map(|l| l.fs),
-        Ok(FsType::Fat32)
+        Ok(FsKind::Fat32)
     );
 }
 
 #[test]
 fn the_fat_width_follows_an_explicit_cluster_size() {
-    for (cluster, fs) in [(512, FsType::Fat32), (32 * KIB, FsType::Fat16)] {
+    for (cluster, fs) in [(512, FsKind::Fat32), (32 * KIB, FsKind::Fat16)] {
         let o = FormatOptions::new()
             .fs(FsChoice::Fat)
             .cluster(ClusterChoice::Bytes(cluster));
@@ -97,16 +97,16 @@ fn the_fat_width_follows_an_explicit_cluster_size() {
         assert_eq!(l.fs, fs);
     }
     // 16 MiB at 4 KiB: about 3,580 clusters, FAT12 only.
-    let e = plan(&opts(FsType::Fat16, 4 * KIB), &Medium::whole(16 * MIB, 512))
+    let e = plan(&opts(FsKind::Fat16, 4 * KIB), &Medium::whole(16 * MIB, 512))
         .expect_err("too few for FAT16");
     assert!(e.to_string().contains("valid: 512 B..2 KiB"), "{e}");
 }
 
 #[test]
 fn auto_reduces_fat32_cluster_on_small_volumes() {
-    let l = plan(&opts(FsType::Fat32, 0), &Medium::whole(100 * MIB, 512));
+    let l = plan(&opts(FsKind::Fat32, 0), &Medium::whole(100 * MIB, 512));
     assert!(l.is_err());
-    let o = FormatOptions::new().fs(FsChoice::Fixed(FsType::Fat32));
+    let o = FormatOptions::new().fs(FsChoice::Fixed(FsKind::Fat32));
     let l = plan(&o, &Medium::whole(100 * MIB, 512)).expect("valid");
     assert_eq!(l.cluster_rule, ClusterRule::FieldEvidenceReduced);
     assert_eq!(l.cluster_size, KIB);
@@ -114,7 +114,7 @@ fn auto_reduces_fat32_cluster_on_small_volumes() {
 
 #[test]
 fn regions_tile_the_volume() {
-    for fs in [FsType::Exfat, FsType::Fat32] {
+    for fs in [FsKind::Exfat, FsKind::Fat32] {
         let l = plan(&opts(fs, 4 * KIB), &Medium::whole(2 * GIB, 512)).expect("valid");
         let mut at = 0;
         for r in &l.regions {
@@ -142,7 +142,7 @@ fn the_sd_layout_checks_where_the_medium_puts_the_volume() {
     let l = plan(&sd, &card(32_768, 125_040_640)).expect("the card's layout");
     assert_eq!(
         (l.fs, l.cluster_size, l.cluster_count),
-        (FsType::Exfat, 128 * KIB, 488_312)
+        (FsKind::Exfat, 128 * KIB, 488_312)
     );
     assert_eq!(l.chs_geometry(), (255, 63));
     assert!(l.warnings.is_empty(), "{:?}", l.warnings);

@@ -21,7 +21,7 @@
 //! [`Layout`](crate::Layout) when [`FormatOptions::sd`](crate::FormatOptions::sd)
 //! is set, and the facade puts the partition where it says.
 
-use crate::options::{FormatOptions, FsChoice, FsType};
+use crate::options::{FormatOptions, FsChoice, FsKind};
 use crate::rules::FsRule;
 
 pub use crate::error::{SdConflict, SdError};
@@ -43,7 +43,7 @@ pub struct SdClass {
     /// Largest card of the class, in sectors.
     pub max_sectors: u64,
     /// File system of the class.
-    pub fs: FsType,
+    pub fs: FsKind,
     /// Sectors per cluster.
     pub sec_per_clus: u64,
     /// Boundary unit in sectors.
@@ -52,18 +52,18 @@ pub struct SdClass {
 
 /// The capacity classes (reference table; sdFormatLinux `alignTable`).
 pub const CLASSES: [SdClass; 9] = [
-    class(1 << 14, FsType::Fat12, 16, 16),
-    class(1 << 17, FsType::Fat12, 32, 32),
-    class(1 << 19, FsType::Fat16, 32, 64),
-    class(1 << 21, FsType::Fat16, 32, 128),
-    class(1 << 22, FsType::Fat16, 64, 128),
-    class(1 << 26, FsType::Fat32, 64, 8192),
-    class(1 << 28, FsType::Exfat, 256, 32_768),
-    class(1 << 30, FsType::Exfat, 512, 65_536),
-    class(1 << 32, FsType::Exfat, 1024, 131_072),
+    class(1 << 14, FsKind::Fat12, 16, 16),
+    class(1 << 17, FsKind::Fat12, 32, 32),
+    class(1 << 19, FsKind::Fat16, 32, 64),
+    class(1 << 21, FsKind::Fat16, 32, 128),
+    class(1 << 22, FsKind::Fat16, 64, 128),
+    class(1 << 26, FsKind::Fat32, 64, 8192),
+    class(1 << 28, FsKind::Exfat, 256, 32_768),
+    class(1 << 30, FsKind::Exfat, 512, 65_536),
+    class(1 << 32, FsKind::Exfat, 1024, 131_072),
 ];
 
-const fn class(max_sectors: u64, fs: FsType, sec_per_clus: u64, bu: u64) -> SdClass {
+const fn class(max_sectors: u64, fs: FsKind, sec_per_clus: u64, bu: u64) -> SdClass {
     SdClass {
         max_sectors,
         fs,
@@ -90,9 +90,9 @@ impl SdClass {
     /// The class's name: SDSC (up to 2 GiB), SDHC (up to 32 GiB) or SDXC.
     pub fn name(&self) -> &'static str {
         match self.fs {
-            FsType::Fat12 | FsType::Fat16 => "SDSC",
-            FsType::Fat32 => "SDHC",
-            FsType::Exfat => "SDXC",
+            FsKind::Fat12 | FsKind::Fat16 => "SDSC",
+            FsKind::Fat32 => "SDHC",
+            FsKind::Exfat => "SDXC",
         }
     }
 }
@@ -104,7 +104,7 @@ pub struct SdLayout {
     /// The capacity class.
     pub class: SdClass,
     /// File system (FAT32 when forced on an SDXC card).
-    pub fs: FsType,
+    pub fs: FsKind,
     /// Sectors per cluster.
     pub sec_per_clus: u64,
     /// Card capacity.
@@ -158,8 +158,8 @@ pub fn sd_layout(total_sectors: u64, force_fat32: bool) -> Result<SdLayout, SdEr
         .iter()
         .find(|&&(cap, _, _)| mib <= cap)
         .map_or((255, 63), |&(_, h, s)| (h, s));
-    let (fs, spc) = if force_fat32 && class.fs == FsType::Exfat {
-        (FsType::Fat32, class.sec_per_clus.min(128))
+    let (fs, spc) = if force_fat32 && class.fs == FsKind::Exfat {
+        (FsKind::Fat32, class.sec_per_clus.min(128))
     } else {
         (class.fs, class.sec_per_clus)
     };
@@ -168,13 +168,13 @@ pub fn sd_layout(total_sectors: u64, force_fat32: bool) -> Result<SdLayout, SdEr
     // driver reads that as FAT16, so a 12-bit FAT would be misread).
     let mut l = compute(class, fs, spc, total_sectors, heads, sectors_per_track)?;
     for _ in 0..2 {
-        let width = crate::fat::width_of(l.cluster_count);
+        let width = FsKind::fat_width(l.cluster_count);
         if !l.fs.is_fat() || width == l.fs {
             break;
         }
         l = compute(class, width, spc, total_sectors, heads, sectors_per_track)?;
     }
-    if l.cluster_count == 0 || (l.fs.is_fat() && crate::fat::width_of(l.cluster_count) != l.fs) {
+    if l.cluster_count == 0 || (l.fs.is_fat() && FsKind::fat_width(l.cluster_count) != l.fs) {
         return Err(SdError::TooSmall {
             sectors: total_sectors,
         });
@@ -193,7 +193,7 @@ pub fn sd_layout(total_sectors: u64, force_fat32: bool) -> Result<SdLayout, SdEr
 /// The layout of `fs` at `spc` sectors per cluster in `class`.
 fn compute(
     class: SdClass,
-    fs: FsType,
+    fs: FsKind,
     spc: u64,
     total_sectors: u64,
     heads: u8,
@@ -218,9 +218,9 @@ fn compute(
         erase_block_bytes: 0,
     };
     match fs {
-        FsType::Fat12 | FsType::Fat16 => place_fat16(&mut l)?,
-        FsType::Fat32 => place_fat32(&mut l)?,
-        FsType::Exfat => place_exfat(&mut l)?,
+        FsKind::Fat12 | FsKind::Fat16 => place_fat16(&mut l)?,
+        FsKind::Fat32 => place_fat32(&mut l)?,
+        FsKind::Exfat => place_exfat(&mut l)?,
     }
     Ok(l)
 }
@@ -233,7 +233,7 @@ fn place_fat16(l: &mut SdLayout) -> Result<(), SdError> {
     };
     // FAT12/16: RsvdSecCnt 1, two FATs, 512 root entries; the partition
     // start moves so that it plus the file-system area is a BU multiple.
-    let bits = if fs == FsType::Fat12 { 12 } else { 16 };
+    let bits = if fs == FsKind::Fat12 { 12 } else { 16 };
     let root = div_ceil(32 * 512, SD_SECTOR);
     let mut fat = div_ceil(total_sectors / spc * bits, SD_SECTOR * 8);
     let (area, start, clusters) = loop {
@@ -267,7 +267,7 @@ fn place_fat16(l: &mut SdLayout) -> Result<(), SdError> {
     l.cluster_count = clusters;
     l.part_sectors = total_sectors - start;
     l.mbr_type = match (fs, l.part_sectors) {
-        (FsType::Fat12, _) => 0x01,
+        (FsKind::Fat12, _) => 0x01,
         (_, s) if s < 65_536 => 0x04,
         _ => 0x06,
     };
@@ -379,10 +379,10 @@ pub fn card_layout(opts: &FormatOptions, total: u64) -> Result<(SdLayout, FsRule
     refuse_conflicts(opts)?;
     let choice = opts.fs;
     let class = sd_layout(total, false)?;
-    let sdxc = class.fs == FsType::Exfat;
+    let sdxc = class.fs == FsKind::Exfat;
     match choice {
         FsChoice::Auto => Ok((class, FsRule::SdCapacityClass)),
-        FsChoice::Fixed(FsType::Fat32) | FsChoice::Fat if sdxc => {
+        FsChoice::Fixed(FsKind::Fat32) | FsChoice::Fat if sdxc => {
             Ok((sd_layout(total, true)?, FsRule::SdFat32OnSdxc))
         }
         FsChoice::Fat if class.fs.is_fat() => Ok((class, FsRule::SdCapacityClass)),
@@ -398,18 +398,18 @@ pub fn card_layout(opts: &FormatOptions, total: u64) -> Result<(SdLayout, FsRule
 }
 
 /// The file-system choices a card whose class takes `class_fs` accepts.
-fn allowed_choices(class_fs: FsType) -> &'static [FsChoice] {
+fn allowed_choices(class_fs: FsKind) -> &'static [FsChoice] {
     const FS: [FsChoice; 4] = [
-        FsChoice::Fixed(FsType::Fat12),
-        FsChoice::Fixed(FsType::Fat16),
-        FsChoice::Fixed(FsType::Fat32),
-        FsChoice::Fixed(FsType::Exfat),
+        FsChoice::Fixed(FsKind::Fat12),
+        FsChoice::Fixed(FsKind::Fat16),
+        FsChoice::Fixed(FsKind::Fat32),
+        FsChoice::Fixed(FsKind::Exfat),
     ];
     match class_fs {
-        FsType::Exfat => &[FsChoice::Auto, FS[3], FS[2]],
-        FsType::Fat32 => &[FsChoice::Auto, FS[2], FsChoice::Fat],
-        FsType::Fat16 => &[FsChoice::Auto, FS[1], FsChoice::Fat],
-        FsType::Fat12 => &[FsChoice::Auto, FS[0], FsChoice::Fat],
+        FsKind::Exfat => &[FsChoice::Auto, FS[3], FS[2]],
+        FsKind::Fat32 => &[FsChoice::Auto, FS[2], FsChoice::Fat],
+        FsKind::Fat16 => &[FsChoice::Auto, FS[1], FsChoice::Fat],
+        FsKind::Fat12 => &[FsChoice::Auto, FS[0], FsChoice::Fat],
     }
 }
 

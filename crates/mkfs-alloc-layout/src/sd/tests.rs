@@ -9,7 +9,7 @@ use super::*;
 fn matches_the_factory_formatted_64_gb_card() {
     let total = 32_768 + 125_040_640;
     let l = sd_layout(total, false).expect("SDXC");
-    assert_eq!(l.fs, FsType::Exfat);
+    assert_eq!(l.fs, FsKind::Exfat);
     assert_eq!(l.sec_per_clus * SD_SECTOR, 128 * 1024);
     assert_eq!(l.part_start, 32_768);
     assert_eq!(l.part_sectors, 125_040_640);
@@ -36,8 +36,8 @@ fn check(total: u64, force: bool) {
     );
     assert_eq!(l.part_start + l.part_sectors, total, "{what}");
     match l.fs {
-        FsType::Fat12 | FsType::Fat16 => {
-            let bits = if l.fs == FsType::Fat12 { 12 } else { 16 };
+        FsKind::Fat12 | FsKind::Fat16 => {
+            let bits = if l.fs == FsKind::Fat12 { 12 } else { 16 };
             assert_eq!((l.rsvd, l.root_sectors), (1, 32), "{what}");
             assert_eq!(l.data_offset, 1 + 2 * l.fat_sectors + 32, "{what}");
             assert!(
@@ -46,20 +46,16 @@ fn check(total: u64, force: bool) {
             );
 
             // The width the cluster count gives is the class's.
-            assert_eq!(crate::fat::width_of(l.cluster_count), l.fs, "{what}");
+            assert_eq!(FsKind::fat_width(l.cluster_count), l.fs, "{what}");
         }
-        FsType::Fat32 => {
+        FsKind::Fat32 => {
             assert_eq!(l.part_start, bu, "{what}");
             assert!((9..=u64::from(u16::MAX)).contains(&l.rsvd), "{what}");
             assert!(l.fat_sectors * 512 / 4 >= l.cluster_count + 2, "{what}");
-            assert_eq!(
-                crate::fat::width_of(l.cluster_count),
-                FsType::Fat32,
-                "{what}"
-            );
+            assert_eq!(FsKind::fat_width(l.cluster_count), FsKind::Fat32, "{what}");
             assert!(l.sec_per_clus <= 128, "{what}");
         }
-        FsType::Exfat => {
+        FsKind::Exfat => {
             assert_eq!(
                 (l.part_start, l.fat_offset, l.fat_sectors),
                 (bu, bu / 2, bu / 2)
@@ -76,7 +72,7 @@ fn every_class_boundary() {
     for c in CLASSES {
         for total in [c.max_sectors - 1, c.max_sectors, c.max_sectors * 3 / 4 + 17] {
             check(total, false);
-            if c.fs == FsType::Exfat {
+            if c.fs == FsKind::Exfat {
                 check(total, true);
             }
         }
@@ -99,23 +95,23 @@ fn every_class_boundary() {
 fn classes_pick_the_tabled_file_system_and_cluster() {
     let gib = 1u64 << 21; // sectors
     let fs = |total| sd_layout(total, false).map(|l| (l.fs, l.sec_per_clus * 512));
-    assert_eq!(fs(8 << 11), Ok((FsType::Fat12, 8 * 1024)));
-    assert_eq!(fs(60 << 11), Ok((FsType::Fat12, 16 * 1024)));
+    assert_eq!(fs(8 << 11), Ok((FsKind::Fat12, 8 * 1024)));
+    assert_eq!(fs(60 << 11), Ok((FsKind::Fat12, 16 * 1024)));
     // Exactly 64 MiB: 4,092 clusters of 16 KiB, which every driver reads
     // as FAT16; the table's FAT12 would be misread, so FAT16 it is.
-    assert_eq!(fs(64 << 11), Ok((FsType::Fat16, 16 * 1024)));
-    assert_eq!(fs(256 << 11), Ok((FsType::Fat16, 16 * 1024)));
-    assert_eq!(fs(gib), Ok((FsType::Fat16, 16 * 1024)));
-    assert_eq!(fs(2 * gib), Ok((FsType::Fat16, 32 * 1024)));
-    assert_eq!(fs(32 * gib), Ok((FsType::Fat32, 32 * 1024)));
-    assert_eq!(fs(128 * gib), Ok((FsType::Exfat, 128 * 1024)));
-    assert_eq!(fs(512 * gib), Ok((FsType::Exfat, 256 * 1024)));
-    assert_eq!(fs(2048 * gib), Ok((FsType::Exfat, 512 * 1024)));
+    assert_eq!(fs(64 << 11), Ok((FsKind::Fat16, 16 * 1024)));
+    assert_eq!(fs(256 << 11), Ok((FsKind::Fat16, 16 * 1024)));
+    assert_eq!(fs(gib), Ok((FsKind::Fat16, 16 * 1024)));
+    assert_eq!(fs(2 * gib), Ok((FsKind::Fat16, 32 * 1024)));
+    assert_eq!(fs(32 * gib), Ok((FsKind::Fat32, 32 * 1024)));
+    assert_eq!(fs(128 * gib), Ok((FsKind::Exfat, 128 * 1024)));
+    assert_eq!(fs(512 * gib), Ok((FsKind::Exfat, 256 * 1024)));
+    assert_eq!(fs(2048 * gib), Ok((FsKind::Exfat, 512 * 1024)));
     // sdFormatLinux's option: FAT32 on SDXC, 64 KiB clusters.
     let l = sd_layout(64 * gib, true).expect("forced");
     assert_eq!(
         (l.fs, l.sec_per_clus * 512, l.part_start),
-        (FsType::Fat32, 64 * 1024, 32_768)
+        (FsKind::Fat32, 64 * 1024, 32_768)
     );
     assert_eq!(l.mbr_type, 0x0C);
 }

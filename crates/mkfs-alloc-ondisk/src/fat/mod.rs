@@ -9,6 +9,7 @@
 
 mod boot;
 mod dir;
+pub mod table;
 
 pub use boot::*;
 pub use dir::*;

@@ -14,7 +14,7 @@ use crate::PartitionError;
 /// LBA 0 for MBR, after the primary entries for GPT); the end is the end of
 /// the medium (MBR) or the last usable LBA before the backup entries (GPT).
 /// Identifiers come from `opts.ids`; the MBR type from `opts.fs_type` and
-/// the partition's extent ([`PartitionFs::mbr_type_for`]), or 0xEF for an
+/// the partition's extent ([`mbr_partition_type`](super::mbr_partition_type)), or 0xEF for an
 /// ESP.
 ///
 /// # Errors
@@ -242,7 +242,7 @@ fn plan_spanning(
             partition_type: if opts.esp {
                 MBR_TYPE_ESP
             } else {
-                opts.fs_type.mbr_type_for(fp.start_lba, len_blocks)
+                super::mbr_partition_type(opts.fs_type, fp.start_lba, len_blocks)
             },
             disk_signature,
             heads: 255,

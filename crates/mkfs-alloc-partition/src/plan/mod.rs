@@ -1,11 +1,6 @@
 //! Choosing a table kind and planning the one partition: pure arithmetic, no I/O.
 
-use std::fmt;
-
 use crate::guid::Guid;
-
-#[cfg(feature = "serde")]
-use serde::Serialize;
 
 mod extent;
 mod table;
@@ -42,36 +37,11 @@ pub const GPT_ENTRY_SIZE: u64 = 128;
 /// Longest GPT partition name, in UTF-16 code units.
 pub const GPT_NAME_MAX: usize = 36;
 
-/// MBR partition type for FAT32 with LBA addressing.
-pub const MBR_TYPE_FAT32_LBA: u8 = 0x0C;
-
-/// MBR partition type for exFAT (shared with NTFS and HPFS).
-pub const MBR_TYPE_EXFAT: u8 = 0x07;
-/// MBR partition type of an EFI System Partition.
-pub const MBR_TYPE_ESP: u8 = 0xEF;
-
-/// The partition table to write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(Serialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
-pub enum TableKind {
-    /// No table: the file system starts at byte 0 ("superfloppy").
-    None,
-    /// A DOS/MBR table with one primary partition.
-    Mbr,
-    /// A GUID partition table with one partition and a protective MBR.
-    Gpt,
-}
-
-impl fmt::Display for TableKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            TableKind::None => "no partition table",
-            TableKind::Mbr => "MBR",
-            TableKind::Gpt => "GPT",
-        })
-    }
-}
+pub use mkfs_alloc_ondisk::mbr::{
+    partition_type as mbr_partition_type, CHS_LIMIT_SECTORS, MBR_TYPE_ESP, MBR_TYPE_EXFAT,
+    MBR_TYPE_FAT32_LBA,
+};
+pub use mkfs_alloc_ondisk::{FsKind, TableKind};
 
 /// What the user asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -87,51 +57,6 @@ impl From<TableKind> for TableChoice {
     /// Exactly this kind ([`TableChoice::Fixed`]).
     fn from(kind: TableKind) -> Self {
         TableChoice::Fixed(kind)
-    }
-}
-
-/// The file system the partition will hold; decides the MBR type byte.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(Serialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
-pub enum PartitionFs {
-    /// exFAT: MBR type 0x07.
-    Exfat,
-    /// FAT32: MBR type 0x0C (FAT32 LBA).
-    Fat32,
-    /// FAT16: MBR type 0x04 (under 65,536 sectors), 0x06, or 0x0E (LBA)
-    /// when the partition ends beyond what CHS addresses.
-    Fat16,
-    /// FAT12: MBR type 0x01.
-    Fat12,
-}
-
-/// Sectors CHS can address with 255 heads and 63 sectors per track
-/// (1024 cylinders): partitions ending beyond need an LBA type.
-pub const CHS_LIMIT_SECTORS: u64 = 1024 * 255 * 63;
-
-impl PartitionFs {
-    /// The MBR partition type byte for this file system, without knowing
-    /// the partition's extent (FAT16: 0x06).
-    pub fn mbr_type(self) -> u8 {
-        match self {
-            PartitionFs::Exfat => MBR_TYPE_EXFAT,
-            PartitionFs::Fat32 => MBR_TYPE_FAT32_LBA,
-            PartitionFs::Fat16 => 0x06,
-            PartitionFs::Fat12 => 0x01,
-        }
-    }
-
-    /// The MBR partition type byte for a partition of `sectors` sectors
-    /// starting at LBA `start`: FAT16 0x04 below 65,536 sectors, 0x0E when it
-    /// ends beyond `CHS_LIMIT_SECTORS`, else 0x06 (the SD specification's
-    /// and DOS's rule); the others as [`PartitionFs::mbr_type`].
-    pub fn mbr_type_for(self, start: u64, sectors: u64) -> u8 {
-        match self {
-            PartitionFs::Fat16 if start + sectors > CHS_LIMIT_SECTORS => 0x0E,
-            PartitionFs::Fat16 if sectors < 65_536 => 0x04,
-            other => other.mbr_type(),
-        }
     }
 }
 
@@ -207,7 +132,7 @@ pub struct TableOptions {
     /// Default [`DEFAULT_ALIGN`].
     pub align: u64,
     /// The file system the partition will hold.
-    pub fs_type: PartitionFs,
+    pub fs_type: FsKind,
     /// GPT partition name, conventionally the volume label (at most 36 UTF-16
     /// code units). Ignored for MBR.
     pub name: String,
@@ -221,7 +146,7 @@ pub struct TableOptions {
 impl TableOptions {
     /// Options for `kind` and `fs_type` with the default alignment, an empty
     /// name and identifiers seeded with 0.
-    pub fn new(kind: TableKind, fs_type: PartitionFs) -> Self {
+    pub fn new(kind: TableKind, fs_type: FsKind) -> Self {
         TableOptions {
             kind,
             align: DEFAULT_ALIGN,

@@ -14,8 +14,8 @@ use crate::guid::Guid;
 /// A plan cannot be edited after planning:
 ///
 /// ```compile_fail
-/// use mkfs_alloc_partition::{plan_table, PartitionFs, TableKind, TableOptions};
-/// let opts = TableOptions::new(TableKind::Mbr, PartitionFs::Exfat);
+/// use mkfs_alloc_partition::{plan_table, FsKind, TableKind, TableOptions};
+/// let opts = TableOptions::new(TableKind::Mbr, FsKind::Exfat);
 /// let mut plan = plan_table(&opts, 64 << 20, 512).unwrap();
 /// plan.partition_start = 0;
 /// ```
@@ -132,17 +132,17 @@ impl GptPlan {
 impl TablePlan {
     /// This plan for a partition that holds `fs`: an MBR's type byte
     /// follows the file system and the partition's extent
-    /// ([`PartitionFs::mbr_type_for`](crate::PartitionFs::mbr_type_for)),
+    /// ([`mbr_partition_type`](crate::mbr_partition_type)),
     /// as [`plan_table`](crate::plan_table) sets it; an ESP, a placed
     /// partition, a GPT or no table are unchanged. The extent does not depend
     /// on the file system, so a caller can plan the table, then the file
     /// system inside the partition, then say which it is, without planning
     /// the table twice.
     #[must_use]
-    pub fn holding(mut self, fs: crate::PartitionFs) -> TablePlan {
+    pub fn holding(mut self, fs: crate::FsKind) -> TablePlan {
         let (start, blocks) = (self.partition_start_lba(), self.partition_blocks());
         if let (TableSpec::Mbr(mbr), true) = (&mut self.spec, self.type_from_fs) {
-            mbr.partition_type = fs.mbr_type_for(start, blocks);
+            mbr.partition_type = crate::mbr_partition_type(fs, start, blocks);
         }
         self
     }

@@ -170,24 +170,29 @@ impl Tree {
             }
         };
         let mut count = 0u64;
-        for os_name in entries {
+        for entry in entries {
             count += 1;
-            let os_name = match os_name {
-                Ok(n) => n,
+            let (os_name, hint) = match entry {
+                Ok(e) => e,
                 Err(e) => {
                     self.unreadable_at(self.host_dir_path(hd), e.to_string());
                     break;
                 }
             };
             let path = || self.host_dir_path(hd).join(&os_name);
-            let facts = match sys::stat_at(fd, &os_name) {
-                Ok(f) => f,
-                Err(e) => {
-                    self.unreadable_at(path(), e.to_string());
-                    continue;
-                }
+            // A file or a link the listing names needs no stat: the file is
+            // opened (and its descriptor's facts taken) below.
+            let (kind, stat) = match hint {
+                Some(k @ (Kind::File | Kind::Skip(_))) => (k, None),
+                _ => match sys::stat_at(fd, &os_name) {
+                    Ok(f) => (f.kind, Some(f)),
+                    Err(e) => {
+                        self.unreadable_at(path(), e.to_string());
+                        continue;
+                    }
+                },
             };
-            if let Kind::Skip(kind) = facts.kind {
+            if let Kind::Skip(kind) = kind {
                 let path = path();
                 self.skipped.push(Skipped { path, kind });
                 continue;
@@ -197,7 +202,7 @@ impl Tree {
                 self.bad_names.push(path);
                 continue;
             };
-            if facts.kind == Kind::Dir {
+            if let (Kind::Dir, Some(facts)) = (kind, stat) {
                 let node = match self.dir_index.get(&(dir, name.into())) {
                     Some(&d) => d,
                     None => self.push_node(dir, name, true, Src::None, 0, facts.mtime)?,
@@ -214,7 +219,12 @@ impl Tree {
             // Readable now, and still what the stat saw? (Reported before
             // anything is written.) The opened file's facts are recorded.
             let opened = match sys::open_file(fd, &os_name) {
-                Ok((_, f)) if f.kind == Kind::File && (facts.id.is_none() || f.id == facts.id) => f,
+                Ok((_, f))
+                    if f.kind == Kind::File
+                        && stat.is_none_or(|s| s.id.is_none() || f.id == s.id) =>
+                {
+                    f
+                }
                 Ok(_) => {
                     self.unreadable_at(path(), REPLACED.to_string());
                     continue;

@@ -1,7 +1,7 @@
 //! Systems without descriptor-relative opening: `--rootdir` sources are
 //! refused (never read by a path that could lead outside the tree).
 
-use super::{Facts, HostId};
+use super::{Facts, HostId, Kind};
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io;
@@ -42,7 +42,9 @@ pub(crate) fn path_id(_path: &Path) -> io::Result<HostId> {
     unsupported()
 }
 
-pub(crate) fn list(_dir: &DirFd) -> io::Result<std::iter::Empty<io::Result<OsString>>> {
+pub(crate) fn list(
+    _dir: &DirFd,
+) -> io::Result<std::iter::Empty<io::Result<(OsString, Option<Kind>)>>> {
     unsupported()
 }
 

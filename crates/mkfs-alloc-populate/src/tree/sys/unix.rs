@@ -25,10 +25,8 @@ fn id(st: &Stat) -> HostId {
     }
 }
 
-/// The facts of a `stat`.
-#[allow(clippy::unnecessary_cast)]
-fn facts(st: &Stat) -> Facts {
-    let kind = match FileType::from_raw_mode(st.st_mode as _) {
+fn kind_of(t: FileType) -> Kind {
+    match t {
         FileType::RegularFile => Kind::File,
         FileType::Directory => Kind::Dir,
         FileType::Symlink => Kind::Skip(SkipKind::Symlink),
@@ -36,9 +34,14 @@ fn facts(st: &Stat) -> Facts {
         FileType::Fifo => Kind::Skip(SkipKind::Fifo),
         FileType::Socket => Kind::Skip(SkipKind::Socket),
         _ => Kind::Skip(SkipKind::Other),
-    };
+    }
+}
+
+/// The facts of a `stat`.
+#[allow(clippy::unnecessary_cast)]
+fn facts(st: &Stat) -> Facts {
     Facts {
-        kind,
+        kind: kind_of(FileType::from_raw_mode(st.st_mode as _)),
         id: Some(id(st)),
         size: u64::try_from(st.st_size).unwrap_or(0),
         mtime: Timestamp {
@@ -92,13 +95,21 @@ pub(crate) fn path_id(path: &Path) -> io::Result<HostId> {
     Ok(id(&rustix::fs::stat(path)?))
 }
 
-/// The names in `dir` (without `.` and `..`).
-pub(crate) fn list(dir: &DirFd) -> io::Result<impl Iterator<Item = io::Result<OsString>>> {
+/// The names in `dir` (without `.` and `..`), each with what the directory
+/// says it is (`d_type`), where it says: a regular file or a link needs no
+/// `stat` of its own.
+pub(crate) fn list(
+    dir: &DirFd,
+) -> io::Result<impl Iterator<Item = io::Result<(OsString, Option<Kind>)>>> {
     let d = Dir::read_from(&dir.0)?;
     Ok(d.filter_map(|e| match e {
         Ok(e) => {
             let n = e.file_name().to_bytes();
-            (n != b"." && n != b"..").then(|| Ok(OsStr::from_bytes(n).to_os_string()))
+            let kind = match e.file_type() {
+                FileType::Unknown => None,
+                t => Some(kind_of(t)),
+            };
+            (n != b"." && n != b"..").then(|| Ok((OsStr::from_bytes(n).to_os_string(), kind)))
         }
         Err(e) => Some(Err(e.into())),
     }))

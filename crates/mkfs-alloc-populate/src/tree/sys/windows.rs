@@ -132,9 +132,11 @@ pub(crate) fn path_id(path: &Path) -> io::Result<HostId> {
     facts.id.ok_or_else(|| io::Error::other("no file identity"))
 }
 
-/// The names in `dir`.
-pub(crate) fn list(dir: &DirFd) -> io::Result<impl Iterator<Item = io::Result<OsString>>> {
-    Ok(std::fs::read_dir(&dir.path)?.map(|e| e.map(|e| e.file_name())))
+/// The names in `dir` (what each is comes from [`stat_at`]).
+pub(crate) fn list(
+    dir: &DirFd,
+) -> io::Result<impl Iterator<Item = io::Result<(OsString, Option<Kind>)>>> {
+    Ok(std::fs::read_dir(&dir.path)?.map(|e| e.map(|e| (e.file_name(), None))))
 }
 
 /// Links are opened as themselves and refused by their kind, not by an

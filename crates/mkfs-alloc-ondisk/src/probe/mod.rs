@@ -12,30 +12,29 @@
 //! at 4086, label at 1052), LUKS (magic at 0, label at 24), SquashFS
 //! (`hsqs`), HFS+ (`H+` or `HX` at 1024) and F2FS (magic at 1024).
 
+pub mod table;
+
 use alloc::format;
 use alloc::string::String;
 
-use zerocopy::FromBytes;
+use zerocopy::{FromBytes, Immutable, KnownLayout};
 
-use crate::fat::{Bpb, FAT16_MIN_CLUSTERS};
+use crate::fat::{Bpb, Fat16BootSector, Fat32BootSector};
+use crate::foreign::*;
+use crate::kind::FsKind;
 
 /// Bytes of a volume's start that [`probe`] may look at (68 KiB: up to the
 /// btrfs superblock's label). Shorter input is fine: signatures beyond it
 /// are not seen.
 pub const PROBE_LEN: usize = 68 << 10;
 
-/// A file system recognised by its signature.
+/// A file system recognised by its signature: one of ours ([`FsKind`]) or
+/// another that a format would overwrite.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
-pub enum FsKind {
-    /// exFAT.
-    Exfat,
-    /// FAT12.
-    Fat12,
-    /// FAT16.
-    Fat16,
-    /// FAT32.
-    Fat32,
+pub enum AnyFs {
+    /// exFAT or FAT12/16/32: the one kind of the volumes we write.
+    Ours(FsKind),
     /// NTFS.
     Ntfs,
     /// ext2.
@@ -62,69 +61,77 @@ pub enum FsKind {
     F2fs,
 }
 
-impl FsKind {
+impl From<FsKind> for AnyFs {
+    fn from(kind: FsKind) -> Self {
+        AnyFs::Ours(kind)
+    }
+}
+
+impl AnyFs {
     /// Every kind, in the order [`probe`] tries them.
-    pub const ALL: [FsKind; 16] = [
-        FsKind::Exfat,
-        FsKind::Fat12,
-        FsKind::Fat16,
-        FsKind::Fat32,
-        FsKind::Ntfs,
-        FsKind::Ext2,
-        FsKind::Ext3,
-        FsKind::Ext4,
-        FsKind::Iso9660,
-        FsKind::Btrfs,
-        FsKind::Xfs,
-        FsKind::Swap,
-        FsKind::Luks,
-        FsKind::Squashfs,
-        FsKind::HfsPlus,
-        FsKind::F2fs,
+    pub const ALL: [AnyFs; 16] = [
+        AnyFs::Ours(FsKind::Exfat),
+        AnyFs::Ours(FsKind::Fat12),
+        AnyFs::Ours(FsKind::Fat16),
+        AnyFs::Ours(FsKind::Fat32),
+        AnyFs::Ntfs,
+        AnyFs::Ext2,
+        AnyFs::Ext3,
+        AnyFs::Ext4,
+        AnyFs::Iso9660,
+        AnyFs::Btrfs,
+        AnyFs::Xfs,
+        AnyFs::Swap,
+        AnyFs::Luks,
+        AnyFs::Squashfs,
+        AnyFs::HfsPlus,
+        AnyFs::F2fs,
     ];
+
+    /// Our kind, if it is one of ours (exFAT, FAT12/16/32).
+    pub fn ours(self) -> Option<FsKind> {
+        match self {
+            AnyFs::Ours(kind) => Some(kind),
+            _ => None,
+        }
+    }
 
     /// Stable lower-case identifier (`exfat`, `fat32`, `hfs_plus`, …), as
     /// in JSON reports.
     pub fn id(self) -> &'static str {
         match self {
-            FsKind::Exfat => "exfat",
-            FsKind::Fat12 => "fat12",
-            FsKind::Fat16 => "fat16",
-            FsKind::Fat32 => "fat32",
-            FsKind::Ntfs => "ntfs",
-            FsKind::Ext2 => "ext2",
-            FsKind::Ext3 => "ext3",
-            FsKind::Ext4 => "ext4",
-            FsKind::Iso9660 => "iso9660",
-            FsKind::Btrfs => "btrfs",
-            FsKind::Xfs => "xfs",
-            FsKind::Swap => "swap",
-            FsKind::Luks => "luks",
-            FsKind::Squashfs => "squashfs",
-            FsKind::HfsPlus => "hfs_plus",
-            FsKind::F2fs => "f2fs",
+            AnyFs::Ours(kind) => kind.id(),
+            AnyFs::Ntfs => "ntfs",
+            AnyFs::Ext2 => "ext2",
+            AnyFs::Ext3 => "ext3",
+            AnyFs::Ext4 => "ext4",
+            AnyFs::Iso9660 => "iso9660",
+            AnyFs::Btrfs => "btrfs",
+            AnyFs::Xfs => "xfs",
+            AnyFs::Swap => "swap",
+            AnyFs::Luks => "luks",
+            AnyFs::Squashfs => "squashfs",
+            AnyFs::HfsPlus => "hfs_plus",
+            AnyFs::F2fs => "f2fs",
         }
     }
 
     /// Name for people (`exFAT`, `FAT32`, `Linux swap`, …).
     pub fn display_name(self) -> &'static str {
         match self {
-            FsKind::Exfat => "exFAT",
-            FsKind::Fat12 => "FAT12",
-            FsKind::Fat16 => "FAT16",
-            FsKind::Fat32 => "FAT32",
-            FsKind::Ntfs => "NTFS",
-            FsKind::Ext2 => "ext2",
-            FsKind::Ext3 => "ext3",
-            FsKind::Ext4 => "ext4",
-            FsKind::Iso9660 => "ISO 9660",
-            FsKind::Btrfs => "Btrfs",
-            FsKind::Xfs => "XFS",
-            FsKind::Swap => "Linux swap",
-            FsKind::Luks => "LUKS",
-            FsKind::Squashfs => "SquashFS",
-            FsKind::HfsPlus => "HFS+",
-            FsKind::F2fs => "F2FS",
+            AnyFs::Ours(kind) => kind.display_name(),
+            AnyFs::Ntfs => "NTFS",
+            AnyFs::Ext2 => "ext2",
+            AnyFs::Ext3 => "ext3",
+            AnyFs::Ext4 => "ext4",
+            AnyFs::Iso9660 => "ISO 9660",
+            AnyFs::Btrfs => "Btrfs",
+            AnyFs::Xfs => "XFS",
+            AnyFs::Swap => "Linux swap",
+            AnyFs::Luks => "LUKS",
+            AnyFs::Squashfs => "SquashFS",
+            AnyFs::HfsPlus => "HFS+",
+            AnyFs::F2fs => "F2FS",
         }
     }
 
@@ -132,32 +139,21 @@ impl FsKind {
     /// three FAT widths, `crypto_LUKS`, `hfsplus`, …
     pub fn blkid_name(self) -> &'static str {
         match self {
-            FsKind::Fat12 | FsKind::Fat16 | FsKind::Fat32 => "vfat",
-            FsKind::Luks => "crypto_LUKS",
-            FsKind::HfsPlus => "hfsplus",
+            AnyFs::Ours(kind) if kind.is_fat() => "vfat",
+            AnyFs::Luks => "crypto_LUKS",
+            AnyFs::HfsPlus => "hfsplus",
             other => other.id(),
         }
-    }
-
-    /// True for exFAT and FAT12/16/32 (the file systems we write).
-    pub fn is_fat_family(self) -> bool {
-        matches!(
-            self,
-            FsKind::Exfat | FsKind::Fat12 | FsKind::Fat16 | FsKind::Fat32
-        )
     }
 
     /// True when the signature is a boot sector at byte 0 (exFAT, NTFS,
     /// FAT): such a sector ends in `55 AA` like an MBR but is not one.
     pub fn has_boot_sector(self) -> bool {
-        matches!(
-            self,
-            FsKind::Exfat | FsKind::Fat12 | FsKind::Fat16 | FsKind::Fat32 | FsKind::Ntfs
-        )
+        matches!(self, AnyFs::Ours(_) | AnyFs::Ntfs)
     }
 }
 
-impl core::fmt::Display for FsKind {
+impl core::fmt::Display for AnyFs {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str(self.display_name())
     }
@@ -167,7 +163,7 @@ impl core::fmt::Display for FsKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probe {
     /// The file system.
-    pub kind: FsKind,
+    pub kind: AnyFs,
     /// Its label where the signature block holds one (FAT BPB, NTFS: none,
     /// ext, XFS, btrfs, ISO 9660, swap, LUKS); the exFAT label lives in the
     /// root directory: see `root_directory_offset` and
@@ -188,12 +184,13 @@ pub fn probe(volume: &[u8]) -> Option<Probe> {
 
 /// The kind of the boot sector `sector` (its first 512 bytes): exFAT, NTFS
 /// or a FAT BPB that holds together; `None` otherwise (an MBR, say).
-pub fn boot_sector_kind(sector: &[u8]) -> Option<FsKind> {
+pub fn boot_sector_kind(sector: &[u8]) -> Option<AnyFs> {
     let s = sector.get(..512)?;
-    match s.get(3..11)? {
-        b"EXFAT   " => Some(FsKind::Exfat),
-        b"NTFS    " => Some(FsKind::Ntfs),
-        _ => fat_kind(s),
+    let (head, _) = Bpb::ref_from_prefix(s).ok()?;
+    match &head.oem_name {
+        name if *name == crate::exfat::FILE_SYSTEM_NAME => Some(AnyFs::Ours(FsKind::Exfat)),
+        name if *name == NTFS_OEM_ID => Some(AnyFs::Ntfs),
+        _ => fat_kind(s).map(AnyFs::Ours),
     }
 }
 
@@ -201,12 +198,25 @@ fn boot_sector(v: &[u8]) -> Option<Probe> {
     let kind = boot_sector_kind(v)?;
     let s = v.get(..512)?;
     let (label, serial) = match kind {
-        FsKind::Ntfs => {
-            let serial = u64::from_le_bytes(s[72..80].try_into().ok()?);
+        AnyFs::Ntfs => {
+            let (ntfs, _) = NtfsBootSector::ref_from_prefix(s).ok()?;
+            let serial = ntfs.volume_serial_number.get();
             (None, Some(format!("{serial:016X}")))
         }
-        FsKind::Fat32 => (fat_label(&s[71..82]), Some(fat_serial(&s[67..71]))),
-        FsKind::Fat12 | FsKind::Fat16 => (fat_label(&s[43..54]), Some(fat_serial(&s[39..43]))),
+        AnyFs::Ours(FsKind::Fat32) => {
+            let (b, _) = Fat32BootSector::ref_from_prefix(s).ok()?;
+            (
+                fat_label(&b.ebpb.vol_lab),
+                Some(fat_serial(b.ebpb.vol_id.get())),
+            )
+        }
+        AnyFs::Ours(FsKind::Fat12 | FsKind::Fat16) => {
+            let (b, _) = Fat16BootSector::ref_from_prefix(s).ok()?;
+            (
+                fat_label(&b.ebpb.vol_lab),
+                Some(fat_serial(b.ebpb.vol_id.get())),
+            )
+        }
         _ => (None, None),
     };
     Some(Probe {
@@ -223,7 +233,8 @@ fn boot_sector(v: &[u8]) -> Option<Probe> {
 /// FAT16 by the cluster count (fatgen103 §3.5).
 pub fn fat_kind(sector: &[u8]) -> Option<FsKind> {
     let s = sector.get(..512)?;
-    let (b, _) = Bpb::read_from_prefix(s).ok()?;
+    let (boot, _) = Fat32BootSector::ref_from_prefix(s).ok()?;
+    let b = &boot.bpb;
     let jump_ok = (b.jmp_boot[0] == 0xEB && b.jmp_boot[2] == 0x90) || b.jmp_boot[0] == 0xE9;
     let bps = u64::from(b.byts_per_sec.get());
     let spc = u64::from(b.sec_per_clus);
@@ -235,7 +246,7 @@ pub fn fat_kind(sector: &[u8]) -> Option<FsKind> {
     };
     let fat16_size = b.fat_sz16.get();
     let fat_size = match fat16_size {
-        0 => u64::from(u32::from_le_bytes(s[36..40].try_into().ok()?)),
+        0 => u64::from(boot.ebpb.fat_sz32.get()),
         n => u64::from(n),
     };
     let ok = jump_ok
@@ -254,10 +265,10 @@ pub fn fat_kind(sector: &[u8]) -> Option<FsKind> {
     }
     let root_sectors = (u64::from(b.root_ent_cnt.get()) * 32).div_ceil(bps);
     let data = tot.saturating_sub(rsvd + nfats * fat_size + root_sectors);
-    Some(if data / spc < FAT16_MIN_CLUSTERS {
-        FsKind::Fat12
-    } else {
-        FsKind::Fat16
+    // BPB_FATSz16 set: FAT12 or FAT16, never FAT32 (past 65,524 clusters too).
+    Some(match FsKind::fat_width(data / spc) {
+        FsKind::Fat12 => FsKind::Fat12,
+        _ => FsKind::Fat16,
     })
 }
 
@@ -265,14 +276,16 @@ fn fat_label(bytes: &[u8]) -> Option<String> {
     text(bytes).filter(|l| l != "NO NAME")
 }
 
-fn fat_serial(bytes: &[u8]) -> String {
-    let v = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+fn fat_serial(v: u32) -> String {
     format!("{:04X}-{:04X}", v >> 16, v & 0xFFFF)
 }
 
+/// The `T` at byte `offset` of `v`, if all there.
+fn at<T: FromBytes + KnownLayout + Immutable>(v: &[u8], offset: usize) -> Option<&T> {
+    T::ref_from_prefix(v.get(offset..)?).ok().map(|(t, _)| t)
+}
+
 fn superblock(v: &[u8]) -> Option<Probe> {
-    let at = |off: usize, magic: &[u8]| v.get(off..off + magic.len()) == Some(magic);
-    let field = |off: usize, len: usize| v.get(off..off + len);
     let found = |kind, label: Option<String>, serial: Option<String>| {
         Some(Probe {
             kind,
@@ -280,40 +293,36 @@ fn superblock(v: &[u8]) -> Option<Probe> {
             serial,
         })
     };
-    if at(0, b"XFSB") {
-        return found(
-            FsKind::Xfs,
-            field(108, 12).and_then(text),
-            field(32, 16).map(uuid_text),
-        );
+    if let Some(sb) = at::<XfsSuperblock>(v, 0).filter(|sb| sb.magic == XFS_MAGIC) {
+        return found(AnyFs::Xfs, text(&sb.fname), Some(uuid_text(&sb.uuid)));
     }
-    if at(0, b"LUKS\xBA\xBE") {
-        return found(FsKind::Luks, field(24, 48).and_then(text), None);
+    if let Some(h) = at::<LuksHeader>(v, 0).filter(|h| h.magic == LUKS_MAGIC) {
+        return found(AnyFs::Luks, text(&h.label), None);
     }
-    if at(0, b"hsqs") {
-        return found(FsKind::Squashfs, None, None);
+    if at::<[u8; 4]>(v, 0) == Some(&SQUASHFS_MAGIC) {
+        return found(AnyFs::Squashfs, None, None);
     }
-    if at(1024 + 56, &[0x53, 0xEF]) && v.get(1024 + 24).is_some_and(|&l| l <= 6) {
-        return ext(v);
+    if let Some(sb) = at::<ExtSuperblock>(v, EXT_SUPERBLOCK_OFFSET)
+        .filter(|sb| sb.magic.get() == EXT_MAGIC && sb.log_block_size.get() <= 6)
+    {
+        return Some(ext(sb));
     }
-    if at(1024, b"H+") || at(1024, b"HX") {
-        return found(FsKind::HfsPlus, None, None);
+    if at::<[u8; 2]>(v, HFS_F2FS_OFFSET).is_some_and(|s| HFS_PLUS_SIGNATURES.contains(s)) {
+        return found(AnyFs::HfsPlus, None, None);
     }
-    if at(1024, &[0x10, 0x20, 0xF5, 0xF2]) {
-        return found(FsKind::F2fs, None, None);
+    if at::<[u8; 4]>(v, HFS_F2FS_OFFSET) == Some(&F2FS_MAGIC) {
+        return found(AnyFs::F2fs, None, None);
     }
-    if at(4086, b"SWAPSPACE2") || at(4086, b"SWAP-SPACE") {
-        return found(FsKind::Swap, field(1052, 16).and_then(text), None);
+    if let Some(h) = at::<SwapHeader>(v, 0).filter(|h| SWAP_SIGNATURES.contains(&h.magic)) {
+        return found(AnyFs::Swap, text(&h.volume_name), None);
     }
-    if at(32769, b"CD001") {
-        return found(FsKind::Iso9660, field(32768 + 40, 32).and_then(text), None);
+    if let Some(d) = at::<Iso9660Descriptor>(v, ISO9660_PVD_OFFSET).filter(|d| d.id == ISO9660_ID) {
+        return found(AnyFs::Iso9660, text(&d.volume_id), None);
     }
-    if at(65536 + 64, b"_BHRfS_M") {
-        return found(
-            FsKind::Btrfs,
-            field(65536 + 0x12B, 256).and_then(text),
-            field(65536 + 32, 16).map(uuid_text),
-        );
+    if let Some(sb) =
+        at::<BtrfsSuperblock>(v, BTRFS_SUPERBLOCK_OFFSET).filter(|sb| sb.magic == BTRFS_MAGIC)
+    {
+        return found(AnyFs::Btrfs, text(&sb.label), Some(uuid_text(&sb.fsid)));
     }
     None
 }
@@ -322,22 +331,24 @@ fn superblock(v: &[u8]) -> Option<Probe> {
 /// 64bit, flex_bg, inline data… in incompat; huge_file, gdt_csum,
 /// dir_nlink, extra_isize, metadata_csum in ro_compat), else a journal
 /// makes ext3.
-fn ext(v: &[u8]) -> Option<Probe> {
-    let sb = v.get(1024..1024 + 136)?;
-    let le32 = |o: usize| u32::from_le_bytes([sb[o], sb[o + 1], sb[o + 2], sb[o + 3]]);
-    let (compat, incompat, ro_compat) = (le32(92), le32(96), le32(100));
+fn ext(sb: &ExtSuperblock) -> Probe {
+    let (compat, incompat, ro_compat) = (
+        sb.feature_compat.get(),
+        sb.feature_incompat.get(),
+        sb.feature_ro_compat.get(),
+    );
     let kind = if incompat & 0xFFC0 != 0 || ro_compat & 0x0478 != 0 {
-        FsKind::Ext4
+        AnyFs::Ext4
     } else if compat & 0x4 != 0 {
-        FsKind::Ext3
+        AnyFs::Ext3
     } else {
-        FsKind::Ext2
+        AnyFs::Ext2
     };
-    Some(Probe {
+    Probe {
         kind,
-        label: text(&sb[120..136]),
-        serial: Some(uuid_text(&sb[104..120])),
-    })
+        label: text(&sb.volume_name),
+        serial: Some(uuid_text(&sb.uuid)),
+    }
 }
 
 /// A NUL-terminated, space-padded text field: UTF-8 (lossy), control
@@ -391,7 +402,7 @@ mod tests {
     #[test]
     fn fat32_label_and_serial() {
         let p = probe(&fat32_sector(b"MYSTICK    ")).expect("FAT32");
-        assert_eq!(p.kind, FsKind::Fat32);
+        assert_eq!(p.kind, AnyFs::Ours(FsKind::Fat32));
         assert_eq!(p.label.as_deref(), Some("MYSTICK"));
         assert_eq!(p.serial.as_deref(), Some("1234-ABCD"));
         let p = probe(&fat32_sector(b"NO NAME    ")).expect("FAT32");
@@ -428,11 +439,11 @@ mod tests {
     fn exfat_and_ntfs() {
         let mut s = vec![0u8; 512];
         s[3..11].copy_from_slice(b"EXFAT   ");
-        assert_eq!(probe(&s).map(|p| p.kind), Some(FsKind::Exfat));
+        assert_eq!(probe(&s).map(|p| p.kind), Some(AnyFs::Ours(FsKind::Exfat)));
         s[3..11].copy_from_slice(b"NTFS    ");
         s[72..80].copy_from_slice(&0x0123_4567_89AB_CDEFu64.to_le_bytes());
         let p = probe(&s).expect("NTFS");
-        assert_eq!(p.kind, FsKind::Ntfs);
+        assert_eq!(p.kind, AnyFs::Ntfs);
         assert_eq!(p.serial.as_deref(), Some("0123456789ABCDEF"));
     }
 
@@ -442,12 +453,12 @@ mod tests {
         v[1024 + 56] = 0x53;
         v[1024 + 57] = 0xEF;
         v[1024 + 120..1024 + 124].copy_from_slice(b"root");
-        assert_eq!(probe(&v).map(|p| p.kind), Some(FsKind::Ext2));
+        assert_eq!(probe(&v).map(|p| p.kind), Some(AnyFs::Ext2));
         v[1024 + 92] = 0x4;
-        assert_eq!(probe(&v).map(|p| p.kind), Some(FsKind::Ext3));
+        assert_eq!(probe(&v).map(|p| p.kind), Some(AnyFs::Ext3));
         v[1024 + 96] = 0x40;
         let p = probe(&v).expect("ext4");
-        assert_eq!(p.kind, FsKind::Ext4);
+        assert_eq!(p.kind, AnyFs::Ext4);
         assert_eq!(p.label.as_deref(), Some("root"));
         assert_eq!(
             p.serial.as_deref(),
@@ -463,28 +474,28 @@ mod tests {
         v[4086..4096].copy_from_slice(b"SWAPSPACE2");
         v[1052..1056].copy_from_slice(b"swp1");
         let p = probe(&v).expect("swap");
-        assert_eq!((p.kind, p.label.as_deref()), (FsKind::Swap, Some("swp1")));
+        assert_eq!((p.kind, p.label.as_deref()), (AnyFs::Swap, Some("swp1")));
         v[4086..4096].fill(0);
         v[32769..32774].copy_from_slice(b"CD001");
         v[32768 + 40..32768 + 46].copy_from_slice(b"CDROM ");
         let p = probe(&v).expect("iso");
         assert_eq!(
             (p.kind, p.label.as_deref()),
-            (FsKind::Iso9660, Some("CDROM"))
+            (AnyFs::Iso9660, Some("CDROM"))
         );
         v[32769..32774].fill(0);
         v[65600..65608].copy_from_slice(b"_BHRfS_M");
         v[65536 + 0x12B..65536 + 0x12B + 4].copy_from_slice(b"data");
         let p = probe(&v).expect("btrfs");
-        assert_eq!((p.kind, p.label.as_deref()), (FsKind::Btrfs, Some("data")));
+        assert_eq!((p.kind, p.label.as_deref()), (AnyFs::Btrfs, Some("data")));
         assert_eq!(probe(&v[..65600]), None);
     }
 
     #[test]
     fn names() {
-        assert_eq!(FsKind::Fat16.blkid_name(), "vfat");
-        assert_eq!(FsKind::HfsPlus.id(), "hfs_plus");
-        assert_eq!(FsKind::Luks.blkid_name(), "crypto_LUKS");
-        assert!(FsKind::ALL.iter().filter(|k| k.has_boot_sector()).count() == 5);
+        assert_eq!(AnyFs::Ours(FsKind::Fat16).blkid_name(), "vfat");
+        assert_eq!(AnyFs::HfsPlus.id(), "hfs_plus");
+        assert_eq!(AnyFs::Luks.blkid_name(), "crypto_LUKS");
+        assert!(AnyFs::ALL.iter().filter(|k| k.has_boot_sector()).count() == 5);
     }
 }

@@ -1,0 +1,165 @@
+//! What a volume and a medium ARE: the one [`FsKind`] (the four file systems
+//! this project writes and reads) and the one [`TableKind`] (no table, MBR or
+//! GPT). The planner, the writer, the prober, `info` and the command line all
+//! name a volume with these; what a user *asks for* (`--fs auto`, `--table
+//! auto`) are separate choice types in the crates that decide.
+//!
+//! Sources: fatgen103 §3.5 "FAT Type Determination" (the width by cluster
+//! count); exFAT specification §1 (exFAT); UEFI Specification 2.10 §5.2, §5.3
+//! (MBR, GPT).
+
+use core::fmt;
+
+use crate::fat::{FAT16_MIN_CLUSTERS, FAT32_MIN_CLUSTERS};
+
+/// A file system this project lays out, writes and reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "lowercase")
+)]
+pub enum FsKind {
+    /// exFAT (Microsoft exFAT specification).
+    Exfat,
+    /// FAT12 (fatgen103): fewer than 4,085 clusters, packed 12-bit entries.
+    Fat12,
+    /// FAT16 (fatgen103): 4,085 to 65,524 clusters, fixed root directory.
+    Fat16,
+    /// FAT32 (fatgen103): 65,525 clusters or more.
+    Fat32,
+}
+
+impl FsKind {
+    /// The four kinds.
+    pub const ALL: [FsKind; 4] = [FsKind::Exfat, FsKind::Fat12, FsKind::Fat16, FsKind::Fat32];
+
+    /// Stable lower-case identifier (`exfat`, `fat12`, `fat16`, `fat32`), as
+    /// in JSON and on the command line.
+    pub fn id(self) -> &'static str {
+        match self {
+            FsKind::Exfat => "exfat",
+            FsKind::Fat12 => "fat12",
+            FsKind::Fat16 => "fat16",
+            FsKind::Fat32 => "fat32",
+        }
+    }
+
+    /// Name for people: `exFAT`, `FAT12`, `FAT16` or `FAT32`.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            FsKind::Exfat => "exFAT",
+            FsKind::Fat12 => "FAT12",
+            FsKind::Fat16 => "FAT16",
+            FsKind::Fat32 => "FAT32",
+        }
+    }
+
+    /// True for FAT12, FAT16 and FAT32.
+    pub fn is_fat(self) -> bool {
+        self != FsKind::Exfat
+    }
+
+    /// True for FAT12 and FAT16 (fixed root directory, no FSInfo).
+    pub fn is_small_fat(self) -> bool {
+        matches!(self, FsKind::Fat12 | FsKind::Fat16)
+    }
+
+    /// The FAT width the specification gives a volume of `clusters` data
+    /// clusters: FAT12 below [`FAT16_MIN_CLUSTERS`], FAT16 below
+    /// [`FAT32_MIN_CLUSTERS`], else FAT32 (fatgen103 §3.5, the one rule every
+    /// driver applies). The one copy of the rule: the planner, the prober and
+    /// `info` ask it.
+    pub fn fat_width(clusters: u64) -> FsKind {
+        if clusters < FAT16_MIN_CLUSTERS {
+            FsKind::Fat12
+        } else if clusters < FAT32_MIN_CLUSTERS {
+            FsKind::Fat16
+        } else {
+            FsKind::Fat32
+        }
+    }
+
+    /// Bits per FAT entry: 12, 16 or 32 (exFAT's FAT has 32-bit entries).
+    pub fn entry_bits(self) -> u64 {
+        match self {
+            FsKind::Fat12 => 12,
+            FsKind::Fat16 => 16,
+            FsKind::Fat32 | FsKind::Exfat => 32,
+        }
+    }
+}
+
+impl fmt::Display for FsKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.display_name())
+    }
+}
+
+/// The partition table of a medium.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "lowercase")
+)]
+pub enum TableKind {
+    /// No table: the file system starts at byte 0 ("superfloppy").
+    None,
+    /// A DOS/MBR table.
+    Mbr,
+    /// A GUID partition table with its protective MBR.
+    Gpt,
+}
+
+impl TableKind {
+    /// Stable lower-case identifier (`none`, `mbr`, `gpt`), as in JSON.
+    pub fn id(self) -> &'static str {
+        match self {
+            TableKind::None => "none",
+            TableKind::Mbr => "mbr",
+            TableKind::Gpt => "gpt",
+        }
+    }
+
+    /// Short name for people: `none`, `MBR` or `GPT`.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            TableKind::None => "none",
+            TableKind::Mbr => "MBR",
+            TableKind::Gpt => "GPT",
+        }
+    }
+}
+
+/// In a sentence: `no partition table`, `MBR` or `GPT`.
+impl fmt::Display for TableKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TableKind::None => "no partition table",
+            other => other.display_name(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fat_width_by_cluster_count() {
+        assert_eq!(FsKind::fat_width(0), FsKind::Fat12);
+        assert_eq!(FsKind::fat_width(4_084), FsKind::Fat12);
+        assert_eq!(FsKind::fat_width(4_085), FsKind::Fat16);
+        assert_eq!(FsKind::fat_width(65_524), FsKind::Fat16);
+        assert_eq!(FsKind::fat_width(65_525), FsKind::Fat32);
+    }
+
+    #[test]
+    fn names() {
+        let ids: [&str; 4] = FsKind::ALL.map(FsKind::id);
+        assert_eq!(ids, ["exfat", "fat12", "fat16", "fat32"]);
+        assert_eq!(alloc::format!("{}", TableKind::None), "no partition table");
+        assert_eq!(TableKind::Gpt.display_name(), "GPT");
+    }
+}
