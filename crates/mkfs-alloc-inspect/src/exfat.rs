@@ -19,8 +19,8 @@
 use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_layout::FsKind;
 use mkfs_alloc_ondisk::exfat::{
-    boot_checksum, set_checksum, BootSector, LabelEntry, BOOT_REGION_SECTORS, TYPE_BITMAP,
-    TYPE_LABEL, TYPE_UPCASE,
+    boot_checksum, set_checksum, BootSector, LabelEntry, BOOT_REGION_SECTORS, FILE_SYSTEM_NAME,
+    TYPE_BITMAP, TYPE_LABEL, TYPE_UPCASE,
 };
 use zerocopy::FromBytes;
 
@@ -173,12 +173,10 @@ fn check_region(region: &[u8], b: &BootSector, bps: u32) -> Result<Vec<String>, 
         ));
     }
     let sum_at = 11 * bps as usize;
-    let stored = u32::from_le_bytes([
-        region[sum_at],
-        region[sum_at + 1],
-        region[sum_at + 2],
-        region[sum_at + 3],
-    ]);
+    let stored = region
+        .get(sum_at..)
+        .and_then(mkfs_alloc_ondisk::exfat::stored_checksum)
+        .unwrap_or(0);
     let computed = boot_checksum(&region[..sum_at]);
     if stored != computed {
         return Err(ParseError::Checksum {
@@ -283,7 +281,11 @@ fn read_boot<D: BlockIo + ?Sized>(
         let Some(s0) = r.read_opt(off, 512)? else {
             continue;
         };
-        if &s0[3..11] != b"EXFAT   " || u32::from(s0[108]) != shift {
+        let Ok((bs, _)) = BootSector::ref_from_prefix(&s0) else {
+            continue;
+        };
+        if bs.file_system_name != FILE_SYSTEM_NAME || u32::from(bs.bytes_per_sector_shift) != shift
+        {
             continue;
         }
         if let Ok(Ok(b)) = region_at(r, off) {

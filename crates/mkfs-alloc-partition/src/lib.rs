@@ -46,7 +46,9 @@
 //!
 //! ```
 //! use mkfs_alloc_blockio::MemDisk;
-//! use mkfs_alloc_partition::{plan_table, probe_signatures, write_table, FsKind, TableKind, TableOptions};
+//! use mkfs_alloc_partition::{
+//!     plan_table, probe_signatures, write_table, FsKind, SignatureKind, TableKind, TableOptions,
+//! };
 //!
 //! // One exFAT partition at 1 MiB of a 64 MiB disk, in an MBR.
 //! let opts = TableOptions::new(TableKind::Mbr, FsKind::Exfat);
@@ -55,7 +57,7 @@
 //! let mut disk = MemDisk::new(512, (64 << 20) / 512)?;
 //! write_table(&plan, &mut disk)?;
 //! let found = probe_signatures(&mut disk)?;
-//! assert!(found.iter().any(|s| s.kind.id() == "mbr"));
+//! assert!(found.iter().any(|s| s.kind == SignatureKind::Mbr));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 

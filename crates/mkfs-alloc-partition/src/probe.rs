@@ -182,7 +182,7 @@ pub fn probe_signatures<D: BlockIo>(dev: &mut D) -> Result<Vec<Signature>, Parti
 
 /// Reports a backup GPT header at the start of `bytes` (read from `offset`).
 fn probe_backup(bytes: &[u8], offset: u64, found: &mut BTreeSet<Signature>) {
-    let Some(h) = bytes.get(..512).and_then(table::gpt_header) else {
+    let Some(h) = table::gpt_header(bytes) else {
         return;
     };
     // The sector size is the one that puts the header at its own LBA.

@@ -33,7 +33,7 @@ use mkfs_alloc_ondisk::fat::{
     attr, short_name_checksum, DirEntry, LfnEntry, LAST_LONG_ENTRY, LFN_UNITS_PER_ENTRY,
 };
 use std::io::Read;
-use zerocopy::{FromZeros, IntoBytes};
+use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 /// Size of the write-combining buffer.
 pub const BUF: usize = 8 << 20;
@@ -222,7 +222,9 @@ impl Populated {
             out.extend_from_slice(e.as_bytes());
         }
         let sum = set_checksum(&out[first..]);
-        out[first + 2..first + 4].copy_from_slice(&sum.to_le_bytes());
+        if let Ok((file, _)) = FileEntry::mut_from_prefix(&mut out[first..]) {
+            file.set_checksum = sum.into();
+        }
     }
 
     fn fat_short(&self, name: [u8; 11], case: u8, k: u32, cluster: u32) -> DirEntry {
