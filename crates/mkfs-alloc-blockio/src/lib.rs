@@ -40,6 +40,7 @@ use std::fmt;
 mod counting;
 #[cfg(any(test, feature = "testing"))]
 mod faulty;
+mod filecopy;
 mod image;
 mod mem;
 pub mod range;
@@ -51,6 +52,7 @@ mod zeroed;
 pub use counting::{Counting, LogEntry};
 #[cfg(any(test, feature = "testing"))]
 pub use faulty::{injected_fault, Fault, FaultyIo, InjectedFault};
+pub use filecopy::{CloneRefusal, CopyCounts, CopyError, CopyMode, FileCopier};
 pub use image::{ImageFile, ZeroMethod};
 pub use mem::MemDisk;
 pub use slice::Slice;

@@ -35,6 +35,7 @@ pub mod mbr;
 pub mod name;
 pub mod probe;
 pub mod rng;
+pub mod sparse;
 pub mod testblock;
 pub mod time;
 
