@@ -16,6 +16,8 @@
 //! file, stream extension and file name entries)
 //! (<https://learn.microsoft.com/en-us/windows/win32/fileio/exfat-specification>).
 
+use core::mem::offset_of;
+
 use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_layout::FsKind;
 use mkfs_alloc_ondisk::exfat::{
@@ -116,7 +118,7 @@ fn check_shifts(b: &BootSector) -> Result<(u8, u8), ParseError> {
     if &b.file_system_name != b"EXFAT   " {
         return Err(ParseError::field(
             "FileSystemName",
-            3,
+            offset_of!(BootSector, file_system_name),
             "\"EXFAT   \"",
             format!("{:?}", String::from_utf8_lossy(&b.file_system_name)),
         ));
@@ -125,7 +127,7 @@ fn check_shifts(b: &BootSector) -> Result<(u8, u8), ParseError> {
     if !(9..=12).contains(&bps_shift) {
         return Err(ParseError::field(
             "BytesPerSectorShift",
-            108,
+            offset_of!(BootSector, bytes_per_sector_shift),
             "9..=12",
             bps_shift,
         ));
@@ -134,7 +136,7 @@ fn check_shifts(b: &BootSector) -> Result<(u8, u8), ParseError> {
     if spc_shift > 25 - bps_shift {
         return Err(ParseError::field(
             "SectorsPerClusterShift",
-            109,
+            offset_of!(BootSector, sectors_per_cluster_shift),
             format!(
                 "0..={} (clusters up to 32 MiB with {}-byte sectors)",
                 25 - bps_shift,
@@ -161,7 +163,7 @@ fn check_region(region: &[u8], b: &BootSector, bps: u32) -> Result<Vec<String>, 
     if b.must_be_zero.iter().any(|&x| x != 0) {
         return Err(ParseError::field(
             "MustBeZero",
-            11,
+            offset_of!(BootSector, must_be_zero),
             "all zero",
             "not all zero",
         ));
@@ -196,7 +198,7 @@ fn check_geometry(b: &BootSector, bps: u32, spc_shift: u8) -> Result<(), ParseEr
     if rev >> 8 != 1 {
         return Err(ParseError::field(
             "FileSystemRevision",
-            104,
+            offset_of!(BootSector, file_system_revision),
             "1.xx",
             format!("{}.{:02}", rev >> 8, rev & 0xFF),
         ));
@@ -220,7 +222,7 @@ fn check_geometry(b: &BootSector, bps: u32, spc_shift: u8) -> Result<(), ParseEr
     if u64::from(heap) < fat_end {
         return Err(ParseError::field(
             "ClusterHeapOffset",
-            88,
+            offset_of!(BootSector, cluster_heap_offset),
             format!(">= {fat_end} (the end of the FATs)"),
             heap,
         ));
@@ -228,7 +230,7 @@ fn check_geometry(b: &BootSector, bps: u32, spc_shift: u8) -> Result<(), ParseEr
     if u64::from(fat_length) * u64::from(bps) < (u64::from(cc) + 2) * 4 {
         return Err(ParseError::field(
             "FatLength",
-            84,
+            offset_of!(BootSector, fat_length),
             format!("room for {} entries", u64::from(cc) + 2),
             format!("{fat_length} sectors"),
         ));
@@ -237,7 +239,7 @@ fn check_geometry(b: &BootSector, bps: u32, spc_shift: u8) -> Result<(), ParseEr
     if heap_end > vol_len {
         return Err(ParseError::field(
             "VolumeLength",
-            72,
+            offset_of!(BootSector, volume_length),
             format!(">= {heap_end} (the end of the cluster heap)"),
             vol_len,
         ));
@@ -246,7 +248,7 @@ fn check_geometry(b: &BootSector, bps: u32, spc_shift: u8) -> Result<(), ParseEr
     if root < 2 || u64::from(root) > u64::from(cc) + 1 {
         return Err(ParseError::field(
             "FirstClusterOfRootDirectory",
-            96,
+            offset_of!(BootSector, first_cluster_of_root_directory),
             format!("2..={}", u64::from(cc) + 1),
             root,
         ));

@@ -109,20 +109,13 @@ impl Timestamp {
     }
 }
 
-/// 64 fresh random bits: the standard library's per-process random hash
-/// keys (128 bits from the operating system), a counter and the clock,
-/// mixed. Not for cryptography; enough that two volumes formatted anywhere,
-/// at any time, differ.
+/// 64 fresh random bits: the workspace's one source of fresh randomness
+/// (`mkfs_alloc_ondisk::rng::fresh_seed`: the standard library's
+/// per-process random hash keys, a counter, the clock and the process id,
+/// mixed). Unpinned GUIDs take 128 bits each from it. Not for cryptography;
+/// enough that two volumes formatted anywhere, at any time, differ.
 pub fn random_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    let t = Timestamp::now();
-    h.write_i64(t.secs);
-    h.write_u32(t.nanos);
-    mkfs_alloc_ondisk::rng::splitmix64(h.finish())
+    mkfs_alloc_ondisk::rng::fresh_seed()
 }
 
 /// A fresh random volume serial ([`random_u64`]).

@@ -12,6 +12,10 @@
 //! - **CLI flags**: no string literal of a library crate names a command-line
 //!   flag (`"--fs"`): libraries return structured errors, the CLI says which
 //!   flag ([`allow::CLI_FLAGS`]);
+//! - **printing**: only the CLI (and the test support) prints (`println!`,
+//!   `eprintln!`, `dbg!` in library code);
+//! - **no I/O**: `mkfs-alloc-ondisk` and `mkfs-alloc-layout` name no file,
+//!   socket or standard stream (`std::fs`, `std::net`, `File::`, …);
 //! - **docs**: every crate inherits the workspace lints, which warn on
 //!   missing docs (`missing_docs`); CI's clippy and rustdoc steps run with
 //!   `-D warnings`, so an undocumented public item fails there (not
@@ -45,6 +49,25 @@ const NO_STD_CRATES: &[&str] = &["mkfs-alloc-ondisk", "mkfs-alloc-layout"];
 /// Crates whose string literals may name command-line flags: the CLI, and
 /// the test and tooling crates that run it.
 const FLAG_CRATES: &[&str] = &["mkfs-alloc-cli", "mkfs-alloc-testsupport"];
+
+/// Crates that may print: the CLI, and the test support that reports tools.
+const PRINT_CRATES: &[&str] = &["mkfs-alloc-cli", "mkfs-alloc-testsupport"];
+
+/// Crates that do no I/O: bytes leave them only through `BlockIo` or as
+/// values.
+const NO_IO_CRATES: &[&str] = &["mkfs-alloc-ondisk", "mkfs-alloc-layout"];
+
+/// Macros that print.
+const PRINT_MACROS: &[&str] = &["println!", "eprintln!", "print!(", "eprint!(", "dbg!("];
+
+/// Paths that do I/O.
+const IO_PATHS: &[&str] = &[
+    "std::fs",
+    "std::net",
+    "std::io::stdout",
+    "std::io::stderr",
+    "File::",
+];
 
 /// One finding: where and what.
 struct Finding {
@@ -168,6 +191,23 @@ fn check_file(root: &Path, file: &Path, out: &mut Vec<Finding>) -> Result<(), St
                     ),
                 });
             }
+        }
+    }
+    let uses = |needles: &[&str], line: &str| needles.iter().any(|n| line.contains(n));
+    for (n, line) in &code {
+        if !PRINT_CRATES.contains(&krate) && uses(PRINT_MACROS, line) {
+            out.push(Finding {
+                file: file.into(),
+                line: *n,
+                what: "prints: only the CLI prints; return the value or an error".into(),
+            });
+        }
+        if NO_IO_CRATES.contains(&krate) && uses(IO_PATHS, line) {
+            out.push(Finding {
+                file: file.into(),
+                line: *n,
+                what: format!("I/O in {krate}: bytes leave it through BlockIo or as values"),
+            });
         }
     }
     if !FLAG_CRATES.contains(&krate) && !allow::CLI_FLAGS.iter().any(|(f, _)| *f == rel_str) {
