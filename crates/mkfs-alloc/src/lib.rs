@@ -79,11 +79,13 @@
 
 #![warn(clippy::missing_errors_doc)]
 
+pub mod batch;
 mod error;
 mod options;
 mod plan;
 #[cfg(feature = "populate")]
 mod populated;
+pub mod verify;
 mod write;
 
 pub use error::FormatError;

@@ -1,0 +1,390 @@
+//! Running a batch: `jobs` workers, each target on its own (an error stops
+//! that target only), every write recorded for the read-back check.
+
+use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
+
+use mkfs_alloc_blockio::BlockIo;
+use mkfs_alloc_layout::WriteReport;
+
+use super::BatchPlan;
+use crate::verify::{Recording, VerifyReport};
+use crate::{FormatError, Found};
+
+/// What a target's caller does around the format: open it (and probe its
+/// capacity, say), prepare it once its old signatures are known (discard,
+/// zero), make it read from the medium before the read-back, finish.
+/// Every method runs on the target's own worker thread.
+pub trait BatchTarget: Send {
+    /// The opened target.
+    type Io: BlockIo;
+
+    /// Opens the target for writing (and whatever must come first).
+    ///
+    /// # Errors
+    ///
+    /// The target's failure, with its verdict ([`Verdict::Refused`] when
+    /// nothing was written, [`Verdict::Fake`] for a counterfeit).
+    fn open(&mut self, progress: &mut dyn FnMut(Stage, u64, u64)) -> Result<Self::Io, TargetError>;
+
+    /// After the old signatures were found, before the format writes.
+    ///
+    /// # Errors
+    ///
+    /// The target's failure.
+    fn before_format(
+        &mut self,
+        _io: &mut Self::Io,
+        _progress: &mut dyn FnMut(Stage, u64, u64),
+    ) -> Result<(), TargetError> {
+        Ok(())
+    }
+
+    /// Before the read-back: make reads come from the medium, not from a
+    /// cache of the operating system.
+    ///
+    /// # Errors
+    ///
+    /// The target's failure.
+    fn before_verify(&mut self, _io: &mut Self::Io) -> Result<(), TargetError> {
+        Ok(())
+    }
+
+    /// After the format (and the read-back): notes for the report.
+    fn finish(&mut self, _io: &mut Self::Io) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// The verdict of a format that failed with `e` once writing had begun
+    /// ([`Verdict::Failed`]; a caller that can tell a removed device says
+    /// [`Verdict::Removed`]).
+    fn classify(&self, _e: &FormatError) -> Verdict {
+        Verdict::Failed
+    }
+}
+
+/// What happened to a target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Verdict {
+    /// Formatted (and, if asked, read back equal).
+    Ok,
+    /// Not touched: refused before anything was written (or not planned).
+    Refused,
+    /// A counterfeit: its capacity is less than it says; not formatted.
+    Fake,
+    /// An I/O error stopped it.
+    Failed,
+    /// The device went away.
+    Removed,
+    /// Written, but it reads back differently.
+    VerifyFailed,
+}
+
+impl Verdict {
+    /// The verdict in one word, as reports print it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Ok => "ok",
+            Verdict::Refused => "refused",
+            Verdict::Fake => "fake",
+            Verdict::Failed => "failed",
+            Verdict::Removed => "removed",
+            Verdict::VerifyFailed => "verify-failed",
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a target did not succeed.
+#[derive(Debug)]
+pub struct TargetError {
+    /// The verdict it gives the target.
+    pub verdict: Verdict,
+    /// True when something had been written to the target.
+    pub wrote: bool,
+    /// What went wrong.
+    pub error: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl TargetError {
+    /// A failure of `verdict`.
+    pub fn new(
+        verdict: Verdict,
+        wrote: bool,
+        error: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        TargetError {
+            verdict,
+            wrote,
+            error: error.into(),
+        }
+    }
+}
+
+impl fmt::Display for TargetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.error, f)
+    }
+}
+
+impl std::error::Error for TargetError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error.source()
+    }
+}
+
+/// A step of a target's run, for progress displays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Stage {
+    /// Opening (and what the caller does first).
+    Opening,
+    /// The caller probing the capacity.
+    Probing,
+    /// The caller zeroing the medium.
+    Zeroing,
+    /// The format writing.
+    Writing,
+    /// The read-back.
+    Verifying,
+    /// Finished with this verdict.
+    Done(Verdict),
+}
+
+/// Progress of one target: `(done, total)` bytes of its stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Event {
+    /// Index of the target.
+    pub index: usize,
+    /// Its stage.
+    pub stage: Stage,
+    /// Bytes done in the stage.
+    pub done: u64,
+    /// Bytes of the stage.
+    pub total: u64,
+}
+
+/// How a batch runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RunOptions {
+    /// Targets at work at once (0: all).
+    pub jobs: usize,
+    /// Read every target back after the format and compare.
+    pub verify: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            jobs: 0,
+            verify: false,
+        }
+    }
+}
+
+/// What happened to one target.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Outcome {
+    /// Index of the target.
+    pub index: usize,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Why it did not succeed.
+    pub error: Option<TargetError>,
+    /// The format's report, if it finished.
+    pub write: Option<WriteReport>,
+    /// Bytes the format wrote (zeroed ranges included).
+    pub bytes_written: u64,
+    /// Time the format took.
+    pub write_time: Duration,
+    /// The read-back, if asked for and reached.
+    pub verify: Option<VerifyReport>,
+    /// When the target's run started and finished.
+    pub started: SystemTime,
+    /// When it finished.
+    pub finished: SystemTime,
+    /// The caller's notes ([`BatchTarget::finish`]).
+    pub notes: Vec<String>,
+}
+
+impl Outcome {
+    fn new(index: usize) -> Self {
+        Outcome {
+            index,
+            verdict: Verdict::Ok,
+            error: None,
+            write: None,
+            bytes_written: 0,
+            write_time: Duration::ZERO,
+            verify: None,
+            started: SystemTime::now(),
+            finished: SystemTime::now(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Bytes written per second of the format.
+    pub fn write_bytes_per_sec(&self) -> f64 {
+        self.bytes_written as f64 / self.write_time.as_secs_f64().max(1e-9)
+    }
+}
+
+impl BatchPlan {
+    /// Runs the batch: target `i` of `targets` gets plan `i`; `jobs`
+    /// targets at once, each on its own thread; `events` hears every
+    /// target's progress. A target that was not planned is refused; one
+    /// that fails stops alone. Returns one outcome per target, in order.
+    ///
+    /// # Panics
+    ///
+    /// When `targets` and the plan differ in length.
+    pub fn run<T: BatchTarget>(
+        &self,
+        targets: Vec<T>,
+        opts: &RunOptions,
+        events: &(dyn Fn(Event) + Sync),
+    ) -> Vec<Outcome> {
+        assert_eq!(targets.len(), self.plans.len(), "one target per plan");
+        let n = targets.len();
+        let slots: Vec<Mutex<Option<T>>> =
+            targets.into_iter().map(|t| Mutex::new(Some(t))).collect();
+        let results: Vec<Mutex<Option<Outcome>>> = (0..n).map(|_| Mutex::new(None)).collect();
+        let next = AtomicUsize::new(0);
+        let workers = if opts.jobs == 0 { n } else { opts.jobs.min(n) };
+        std::thread::scope(|s| {
+            for _ in 0..workers {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n {
+                        break;
+                    }
+                    let Some(mut target) = slots[i].lock().ok().and_then(|mut t| t.take()) else {
+                        continue;
+                    };
+                    let outcome = self.run_one(i, &mut target, opts, events);
+                    events(Event {
+                        index: i,
+                        stage: Stage::Done(outcome.verdict),
+                        done: 0,
+                        total: 0,
+                    });
+                    if let Ok(mut r) = results[i].lock() {
+                        *r = Some(outcome);
+                    }
+                });
+            }
+        });
+        results
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                r.into_inner().ok().flatten().unwrap_or_else(|| {
+                    let mut o = Outcome::new(i);
+                    o.verdict = Verdict::Failed;
+                    o.error = Some(TargetError::new(
+                        Verdict::Failed,
+                        false,
+                        "the target's worker stopped",
+                    ));
+                    o
+                })
+            })
+            .collect()
+    }
+
+    fn run_one<T: BatchTarget>(
+        &self,
+        index: usize,
+        target: &mut T,
+        opts: &RunOptions,
+        events: &(dyn Fn(Event) + Sync),
+    ) -> Outcome {
+        let mut outcome = Outcome::new(index);
+        if let Err(e) = self.steps(index, target, opts, events, &mut outcome) {
+            outcome.verdict = e.verdict;
+            outcome.error = Some(e);
+        }
+        outcome.finished = SystemTime::now();
+        outcome
+    }
+
+    /// The steps of one target; the outcome is filled in as they go.
+    fn steps<T: BatchTarget>(
+        &self,
+        index: usize,
+        target: &mut T,
+        opts: &RunOptions,
+        events: &(dyn Fn(Event) + Sync),
+        outcome: &mut Outcome,
+    ) -> Result<(), TargetError> {
+        let plan = match &self.plans[index] {
+            Ok(p) => p,
+            Err(e) => return Err(TargetError::new(Verdict::Refused, false, e.to_string())),
+        };
+        let mut progress = |stage, done, total| {
+            events(Event {
+                index,
+                stage,
+                done,
+                total,
+            })
+        };
+        progress(Stage::Opening, 0, 0);
+        let mut io = target.open(&mut progress)?;
+        let found =
+            Found::probe(&mut io).map_err(|e| TargetError::new(Verdict::Refused, false, e))?;
+        target.before_format(&mut io, &mut progress)?;
+        let started = Instant::now();
+        let mut rec = Recording::new(&mut io);
+        let written = plan.write(&mut rec, &found, &mut |d, t| progress(Stage::Writing, d, t));
+        outcome.write_time = started.elapsed();
+        outcome.bytes_written = rec.digest().bytes_written();
+        let digest = rec.into_parts().1;
+        let report = written.map_err(|e| {
+            let wrote = outcome.bytes_written > 0 || !e.is_invalid_input();
+            let verdict = if wrote {
+                target.classify(&e)
+            } else {
+                Verdict::Refused
+            };
+            TargetError::new(verdict, wrote, e)
+        })?;
+        outcome.write = Some(report);
+        if opts.verify {
+            target.before_verify(&mut io)?;
+            let zeros: Vec<std::ops::Range<u64>> = Vec::new();
+            let v = digest
+                .verify(&mut io, &zeros, &mut |d, t| {
+                    progress(Stage::Verifying, d, t)
+                })
+                .map_err(|e| {
+                    let e = FormatError::Io(e);
+                    TargetError::new(target.classify(&e), true, e)
+                })?;
+            outcome.verify = Some(v);
+            if v.mismatches > 0 {
+                return Err(TargetError::new(
+                    Verdict::VerifyFailed,
+                    true,
+                    format!(
+                        "{} MiB pieces read back differently from what was written (the first at byte {})",
+                        v.mismatches,
+                        v.first_mismatch.unwrap_or(0)
+                    ),
+                ));
+            }
+        }
+        outcome.notes = target.finish(&mut io);
+        Ok(())
+    }
+}
