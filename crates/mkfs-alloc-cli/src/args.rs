@@ -31,6 +31,8 @@ Examples:
     mkfs-alloc --layout sd --size 64GB --label CARD card.img
   Machine-readable plan and summary:
     mkfs-alloc --json --dry-run --size 64G a.img
+  Eight sticks at once, numbered, filled from a folder and read back:
+    mkfs-alloc --fs exfat --label 'KIT{n:03}' --rootdir kit/ --verify /dev/sd[b-i]
 
 Sizes: K M G T P E (either case) and KiB..EiB are binary (4K = 4096),
 kB MB GB TB PB EB decimal (8GB = 8,000,000,000); no space before the unit.
@@ -42,7 +44,8 @@ A target named like a command (list, advise, info, probe, completions, help)
 is written as a path: ./list.
 Exit codes: 0 success; 1 I/O failure after writing began; 2 nothing was
 written: invalid input, a refusal (read-only, permission denied, busy,
-locked, mounted) or an error before the first write.
+locked, mounted) or an error before the first write. With several targets:
+0 only if every target succeeded, 2 if nothing was written anywhere, else 1.
 --json anywhere on the line prints one JSON document (--help: {\"help\": ...},
 --version: {\"name\": ..., \"version\": ...}).";
 
@@ -262,9 +265,35 @@ pub struct FormatArgs {
     /// Print nothing but errors.
     #[arg(long, short = 'q')]
     pub quiet: bool,
-    /// The image file or block device to format.
-    #[arg(required = true)]
-    pub target: Option<PathBuf>,
+    /// Read every block written back after the format and compare (the
+    /// metadata, the --rootdir files, what the format relies on being zero);
+    /// reports the read-back's throughput. Runs the format as a batch.
+    #[arg(long, conflicts_with = "dry_run")]
+    pub verify: bool,
+    /// With several targets: format at most N at once (default: all).
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
+    /// With several targets: serial of the first, counting up (hex, as
+    /// --serial); pins each target's identifiers. Without it every target
+    /// gets a fresh random serial and GUIDs, never two alike.
+    #[arg(long, value_name = "HEX", conflicts_with = "serial")]
+    pub serial_from: Option<String>,
+    /// The number of the first target in a --label template ({n}, {n:03}); default 1.
+    #[arg(long, value_name = "N")]
+    pub number_from: Option<u64>,
+    /// With several targets: format the others when some are refused
+    /// (mounted, system disk, in use, ...); without it nothing is written
+    /// anywhere when one is refused.
+    #[arg(long)]
+    pub skip_refused: bool,
+    /// Append one JSON line per target to FILE (time, device serial and
+    /// model, options, result): an audit trail of batches.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// The image files or block devices to format: several format them all
+    /// at once, each planned for its own size.
+    #[arg(required = true, value_name = "TARGET")]
+    pub targets: Vec<PathBuf>,
 }
 
 fn size_arg(name: &str, value: &str) -> Result<u64, Failure> {
@@ -348,6 +377,15 @@ impl FormatArgs {
         o.root_entries = self.root_entries;
         Ok(o)
     }
+}
+
+/// `--NAME HEX`: a serial as [`parse_serial`] reads it.
+pub fn parse_serial_arg(name: &str, s: &str) -> Result<u32, Failure> {
+    parse_serial(s).map_err(|_| {
+        usage(anyhow!(
+            "--{name} {s:?}: expected 1 to 8 hex digits, e.g. 1234ABCD, 0x1234abcd or 1234-ABCD"
+        ))
+    })
 }
 
 /// Parses `1234ABCD`, `0x1234abcd` or `1234-ABCD` (one dash, between two

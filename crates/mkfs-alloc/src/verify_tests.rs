@@ -64,7 +64,11 @@ fn every_written_byte_is_checked_and_the_last_write_wins() {
     copy.write_blocks(12 * PIECE / BS, &[0xFF; 512]).expect("w");
     assert_eq!(verify(&digest, &mut copy, &[]).mismatches, 0);
     // ... unless the format relies on them being zero.
-    let r = verify(&digest, &mut copy, &[12 * PIECE..12 * PIECE + 4096]);
+    let map = [Range {
+        start: 12 * PIECE,
+        end: 12 * PIECE + 4096,
+    }];
+    let r = verify(&digest, &mut copy, &map);
     assert_eq!(r.mismatches, 1, "{r:?}");
 }
 

@@ -21,15 +21,27 @@ use mkfs_alloc_device::Device;
 use mkfs_alloc_partition::{wipe_backup_gpt_beyond, Signature, TableKind};
 use serde_json::json;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+mod batch;
 mod plan;
 use plan::{image_size, plan, Medium};
 
-/// Formats (or, with `--dry-run`, plans) `cli.target`.
+/// Formats (or, with `--dry-run`, plans) the target, or several at once
+/// ([`batch`]).
 pub fn run(cli: FormatArgs) -> Result<(), Failure> {
-    let path = target_path(&cli)?;
+    for t in &cli.targets {
+        check_target_name(t)?;
+    }
     check_args(&cli)?;
+    if batch::is_batch(&cli) {
+        return batch::run(cli);
+    }
+    let path = cli
+        .targets
+        .first()
+        .cloned()
+        .ok_or_else(|| usage(anyhow!("missing TARGET")))?;
     // The tree is walked (and measured) before anything is opened for writing.
     let show = !cli.quiet && !cli.json && std::io::stderr().is_terminal();
     let tree = cli
@@ -62,19 +74,15 @@ pub fn run(cli: FormatArgs) -> Result<(), Failure> {
     }
 }
 
-/// TARGET, which must not be a subcommand's name unless written as a path.
-fn target_path(cli: &FormatArgs) -> Result<PathBuf, Failure> {
-    let path = cli
-        .target
-        .clone()
-        .ok_or_else(|| usage(anyhow!("missing TARGET")))?;
+/// A TARGET must not be a subcommand's name unless written as a path.
+fn check_target_name(path: &Path) -> Result<(), Failure> {
     if let Some(name) = path.to_str().filter(|p| SUBCOMMANDS.contains(p)) {
         return Err(usage(anyhow!(
             "{name:?} is the name of a command, not taken as a target: options of a command go after its name \
              (mkfs-alloc {name} --help); to format a file named {name:?}, write it as a path: ./{name}"
         )));
     }
-    Ok(path)
+    Ok(())
 }
 
 /// Checks of the arguments alone (no target needed).

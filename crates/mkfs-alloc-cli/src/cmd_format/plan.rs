@@ -43,12 +43,7 @@ pub(super) fn plan(
     tree: Option<&mkfs_alloc_advise::ScanResult>,
 ) -> Result<Planned, Failure> {
     let mut format = cli.format_options()?;
-    if let Some(d) = target.device().filter(|d| format.sd && !d.is_whole_disk) {
-        return Err(usage(anyhow!(
-            "--layout sd lays out a whole card (an MBR and its partition); {} is a partition: give the whole device",
-            d.path.display()
-        )));
-    }
+    check_sd_target(&format, target)?;
     if format.align.is_none() && !format.sd {
         format.align = target.preferred_align();
     }
@@ -57,7 +52,32 @@ pub(super) fn plan(
         .table(cli.table_choice())
         .whole_disk(target.device().is_some_and(|d| d.is_whole_disk));
     opts.sector_size = cli.sector_size.unwrap_or(target.block_size());
-    let (size, block) = (target.size_bytes(), target.block_size());
+    plan_options(cli, &opts, target.size_bytes(), target.block_size(), tree)
+}
+
+/// `--layout sd` needs a whole card.
+pub(super) fn check_sd_target(
+    format: &mkfs_alloc_layout::FormatOptions,
+    target: &Target,
+) -> Result<(), Failure> {
+    if let Some(d) = target.device().filter(|d| format.sd && !d.is_whole_disk) {
+        return Err(usage(anyhow!(
+            "--layout sd lays out a whole card (an MBR and its partition); {} is a partition: give the whole device",
+            d.path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Plans `opts` on a medium of `size` bytes in `block`-byte blocks, the
+/// tree or `--data` choosing the cluster size.
+pub(super) fn plan_options(
+    cli: &FormatArgs,
+    opts: &MediumOptions,
+    size: u64,
+    block: u32,
+    tree: Option<&mkfs_alloc_advise::ScanResult>,
+) -> Result<Planned, Failure> {
     let mut notes = Vec::new();
     // The tree chooses the cluster size, unless the SD layout does (the
     // planner then does not ask); so do the files of --data.
@@ -86,7 +106,7 @@ pub(super) fn plan(
         Err(Chosen::Failure(f)) => Err(f),
         // Planning with the options' own choices failed (a chosen cluster
         // size is planned only after them): --align may be why.
-        Err(Chosen::Plan(e)) if notes.is_empty() => Err(blame_align(cli, &opts, size, block, e)),
+        Err(Chosen::Plan(e)) if notes.is_empty() => Err(blame_align(cli, opts, size, block, e)),
         Err(Chosen::Plan(e)) => Err(format_failure(e, None)),
     }
 }

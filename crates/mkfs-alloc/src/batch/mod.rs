@@ -41,7 +41,7 @@ pub use run::{BatchTarget, Event, Outcome, RunOptions, Stage, TargetError, Verdi
 pub use template::{LabelTemplate, TemplateError};
 
 use crate::layout::Timestamp;
-use crate::{FormatError, MediumOptions, MediumPlan};
+use crate::{MediumOptions, MediumPlan};
 
 /// A batch: the options every target shares, and how targets are told
 /// apart.
@@ -187,12 +187,14 @@ impl Batch {
     pub fn plan(&self, specs: &[TargetSpec]) -> Result<BatchPlan, BatchError> {
         self.plan_with(specs, |_, opts, spec| {
             opts.plan(spec.medium_bytes, spec.block_size)
+                .map_err(|e| TargetError::new(Verdict::Refused, false, e))
         })
     }
 
     /// Plans every target with `planner` (called with the target's index,
     /// its options and its spec; the CLI lets a tree choose the cluster
-    /// size there). A target that cannot be planned keeps its error; the
+    /// size there; its error is the target's, usually
+    /// [`Verdict::Refused`]). A target that cannot be planned keeps its error; the
     /// others are planned. Random identifiers that two targets share are
     /// drawn again (by planning that target again).
     ///
@@ -203,7 +205,7 @@ impl Batch {
     pub fn plan_with(
         &self,
         specs: &[TargetSpec],
-        mut planner: impl FnMut(usize, &MediumOptions, &TargetSpec) -> Result<MediumPlan, FormatError>,
+        mut planner: impl FnMut(usize, &MediumOptions, &TargetSpec) -> Result<MediumPlan, TargetError>,
     ) -> Result<BatchPlan, BatchError> {
         if let Some(first) = self.serial_from {
             if u64::from(first) + specs.len() as u64 > 1 << 32 {
@@ -213,7 +215,7 @@ impl Batch {
                 });
             }
         }
-        let mut plans: Vec<Result<MediumPlan, FormatError>> = Vec::with_capacity(specs.len());
+        let mut plans: Vec<Result<MediumPlan, TargetError>> = Vec::with_capacity(specs.len());
         let mut redraws = 0;
         for (i, spec) in specs.iter().enumerate() {
             let opts = self.options_for(i, spec);
@@ -253,7 +255,7 @@ fn identifiers(p: &MediumPlan) -> Vec<(&'static str, String)> {
 
 /// The first identifier `p` (target `i`) shares with an earlier plan.
 fn duplicate(
-    plans: &[Result<MediumPlan, FormatError>],
+    plans: &[Result<MediumPlan, TargetError>],
     p: &MediumPlan,
     i: usize,
 ) -> Option<BatchError> {
@@ -278,7 +280,7 @@ fn duplicate(
 #[derive(Debug)]
 pub struct BatchPlan {
     names: Vec<String>,
-    plans: Vec<Result<MediumPlan, FormatError>>,
+    plans: Vec<Result<MediumPlan, TargetError>>,
 }
 
 impl BatchPlan {
@@ -288,7 +290,7 @@ impl BatchPlan {
     }
 
     /// Each target's plan, or why it could not be planned.
-    pub fn plans(&self) -> impl Iterator<Item = Result<&MediumPlan, &FormatError>> {
+    pub fn plans(&self) -> impl Iterator<Item = Result<&MediumPlan, &TargetError>> {
         self.plans.iter().map(Result::as_ref)
     }
 

@@ -57,6 +57,10 @@ pub trait BatchTarget: Send {
         Vec::new()
     }
 
+    /// The target failed with `error` (its opened handle is closed by
+    /// now): clean up (remove an image this run created, say).
+    fn failed(&mut self, _error: &TargetError) {}
+
     /// The verdict of a format that failed with `e` once writing had begun
     /// ([`Verdict::Failed`]; a caller that can tell a removed device says
     /// [`Verdict::Removed`]).
@@ -173,22 +177,13 @@ pub struct Event {
 }
 
 /// How a batch runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RunOptions {
     /// Targets at work at once (0: all).
     pub jobs: usize,
     /// Read every target back after the format and compare.
     pub verify: bool,
-}
-
-impl Default for RunOptions {
-    fn default() -> Self {
-        RunOptions {
-            jobs: 0,
-            verify: false,
-        }
-    }
 }
 
 /// What happened to one target.
@@ -311,6 +306,7 @@ impl BatchPlan {
     ) -> Outcome {
         let mut outcome = Outcome::new(index);
         if let Err(e) = self.steps(index, target, opts, events, &mut outcome) {
+            target.failed(&e);
             outcome.verdict = e.verdict;
             outcome.error = Some(e);
         }
