@@ -195,7 +195,13 @@ fn exfat_reads_back_through_exfat_fuse() {
     // (The image exfat-fuse mounted may have changed: compare fresh ones.)
     let (img1, img2) = (tmp.join("ex-auto.img"), tmp.join("ex-copied.img"));
     format(&src, &img1, "exfat", &["--size", "64M"], "UTC");
-    format(&src, &img2, "exfat", &["--size", "64M", "--copy", "copy"], "UTC");
+    format(
+        &src,
+        &img2,
+        "exfat",
+        &["--size", "64M", "--copy", "copy"],
+        "UTC",
+    );
     assert!(fs::read(&img1).expect("read") == fs::read(&img2).expect("read"));
     let allocated = fs::metadata(&img2)
         .map(|m| std::os::unix::fs::MetadataExt::blocks(&m) * 512)
