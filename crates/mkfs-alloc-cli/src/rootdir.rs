@@ -259,6 +259,15 @@ pub fn summary(p: &Populated) -> Vec<String> {
         format_count(p.new_clusters()),
         format_size(p.footprint().bytes_on_disk()),
     )];
+    if let Some(c) = p.copy_counts() {
+        let written = t.file_bytes().saturating_sub(c.cloned + c.copied_in_kernel);
+        lines.push(format!(
+            "file data: {} shared with the source files (cloned), {} copied by the kernel, {} written",
+            format_size(c.cloned),
+            format_size(c.copied_in_kernel),
+            format_size(written),
+        ));
+    }
     let counts = skipped_counts(t);
     if !counts.is_empty() {
         let what: Vec<String> = counts
@@ -285,6 +294,22 @@ pub fn json(p: &Populated) -> Value {
         "bytes_on_disk": p.footprint().bytes_on_disk(),
         "skipped": t.skipped(),
         "skipped_counts": skipped_counts(t),
+        "copy": copy_json(p),
+    })
+}
+
+/// How the file data reached the image: bytes cloned (shared with the
+/// sources), copied by the kernel, and written (read and written).
+fn copy_json(p: &Populated) -> Value {
+    let c = p.copy_counts().unwrap_or_default();
+    let written = p
+        .tree()
+        .file_bytes()
+        .saturating_sub(c.cloned + c.copied_in_kernel);
+    json!({
+        "cloned": c.cloned,
+        "copied_in_kernel": c.copied_in_kernel,
+        "written": written,
     })
 }
 

@@ -80,6 +80,7 @@
 #![warn(clippy::missing_errors_doc)]
 
 mod error;
+mod extents;
 mod options;
 mod plan;
 #[cfg(feature = "populate")]
@@ -87,6 +88,7 @@ mod populated;
 mod write;
 
 pub use error::FormatError;
+pub use extents::ExtentMap;
 pub use options::MediumOptions;
 pub use plan::{MediumPlan, Placement};
 #[cfg(feature = "populate")]
@@ -102,7 +104,10 @@ pub mod blockio {
     pub use mkfs_alloc_blockio::{
         injected_fault, Counting, Fault, FaultyIo, InjectedFault, IoStats, LogEntry,
     };
-    pub use mkfs_alloc_blockio::{BlockIo, ImageFile, IoError, IoOp, MemDisk, Slice};
+    pub use mkfs_alloc_blockio::{
+        BlockIo, CloneRefusal, CopyCounts, CopyMode, FileCopier, ImageFile, IoError, IoOp, MemDisk,
+        Slice,
+    };
 }
 
 /// File-system options, the validated [`Layout`](mkfs_alloc_layout::Layout)
