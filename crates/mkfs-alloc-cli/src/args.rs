@@ -79,6 +79,28 @@ pub enum TableArg {
     Gpt,
 }
 
+/// How `--rootdir` file data reaches an image file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CopyArg {
+    /// Shared with the source file (a reflink) where the image's file
+    /// system can (XFS with reflink=1, btrfs), else copied by the kernel.
+    Auto,
+    /// Shared with the source, or refused before anything is written.
+    Reflink,
+    /// Read and written: never shared.
+    Copy,
+}
+
+/// What TARGET receives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// The medium itself: an image file or a device.
+    Raw,
+    /// An Android sparse image of the medium (fastboot, simg2img): the
+    /// blocks the format wrote or needs as zeros, the rest left out.
+    Sparse,
+}
+
 /// Volume layout argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LayoutArg {
@@ -202,6 +224,20 @@ pub struct FormatArgs {
     /// footprint, 0 to 1000 (default 10).
     #[arg(long, value_name = "PERCENT", allow_negative_numbers = true)]
     pub slack: Option<f64>,
+    /// With --rootdir into an image file, how file data gets there: "auto"
+    /// (default) shares it with the source files where the image's file
+    /// system can (reflinks), else the kernel copies it; "reflink" shares or
+    /// refuses (exit 2, nothing written); "copy" reads and writes it.
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub copy: Option<CopyArg>,
+    /// Also write a bmaptool block map of the image to FILE: the blocks the
+    /// format wrote or needs as zeros; `bmaptool copy` writes only those.
+    #[arg(long, value_name = "FILE")]
+    pub bmap: Option<PathBuf>,
+    /// "raw": TARGET is the medium; "sparse": TARGET ("-": standard output)
+    /// receives an Android sparse image of a new image of --size.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = OutputFormat::Raw)]
+    pub output_format: OutputFormat,
     /// Volume label (exFAT: up to 11 UTF-16 units; FAT32: up to 11 ASCII bytes).
     #[arg(long, short = 'L')]
     pub label: Option<String>,

@@ -63,8 +63,10 @@
 #![warn(clippy::missing_errors_doc)]
 #![forbid(unsafe_code)]
 
+mod direct;
 pub mod names;
 pub mod plan;
+mod source;
 pub mod time;
 pub mod tree;
 pub mod write;

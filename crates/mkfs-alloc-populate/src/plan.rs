@@ -339,6 +339,8 @@ pub struct Populated {
     pub(crate) run_ends: Vec<u32>,
     pub(crate) time: TimePolicy,
     pub(crate) footprint: Footprint,
+    /// File data into an image file directly ([`Populated::copy_through`]).
+    pub(crate) direct: Option<crate::direct::Direct>,
 }
 
 impl std::fmt::Debug for Populated {
@@ -454,6 +456,7 @@ pub fn plan_tree(
         run_ends,
         time,
         footprint: fp,
+        direct: None,
     })
 }
 

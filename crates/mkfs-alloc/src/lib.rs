@@ -81,6 +81,7 @@
 
 pub mod batch;
 mod error;
+mod extents;
 mod options;
 mod plan;
 #[cfg(feature = "populate")]
@@ -89,6 +90,7 @@ pub mod verify;
 mod write;
 
 pub use error::FormatError;
+pub use extents::ExtentMap;
 pub use options::MediumOptions;
 pub use plan::{MediumPlan, Placement};
 #[cfg(feature = "populate")]
@@ -104,7 +106,10 @@ pub mod blockio {
     pub use mkfs_alloc_blockio::{
         injected_fault, Counting, Fault, FaultyIo, InjectedFault, IoStats, LogEntry,
     };
-    pub use mkfs_alloc_blockio::{BlockIo, ImageFile, IoError, IoOp, MemDisk, Slice};
+    pub use mkfs_alloc_blockio::{
+        BlockIo, CloneRefusal, CopyCounts, CopyMode, FileCopier, ImageFile, IoError, IoOp, MemDisk,
+        Slice,
+    };
 }
 
 /// File-system options, the validated [`Layout`](mkfs_alloc_layout::Layout)

@@ -180,6 +180,37 @@ impl Medium {
         }
     }
 
+    /// What the format writes or needs as zeros on the probed target.
+    pub(super) fn extents(&self, found: &Found) -> mkfs_alloc::ExtentMap {
+        match self {
+            Medium::Plain(p) => p.extents(found),
+            Medium::Populated(p) => p.extents(found),
+        }
+    }
+
+    /// `--copy`: file data into `image` through its copier (a populated
+    /// medium only); with `reflink`, whether every file can be cloned,
+    /// before anything is written.
+    pub(super) fn copy_into(
+        &mut self,
+        image: &mkfs_alloc_blockio::ImageFile,
+        mode: mkfs_alloc_blockio::CopyMode,
+    ) -> Result<(), crate::Failure> {
+        let Medium::Populated(p) = self else {
+            return Ok(());
+        };
+        p.copy_into(image, mode)
+            .map_err(|e| crate::cmd_format::format_failure(e, Some("--copy".into())))?;
+        if mode == mkfs_alloc_blockio::CopyMode::Reflink {
+            p.check_clones().map_err(|e| {
+                crate::usage(anyhow::anyhow!(
+                    "--copy reflink: {e}; nothing was written (--copy auto copies where it cannot clone)"
+                ))
+            })?;
+        }
+        Ok(())
+    }
+
     pub(super) fn write<D: BlockIo>(
         &mut self,
         dev: &mut D,
