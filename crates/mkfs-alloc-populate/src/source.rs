@@ -7,7 +7,7 @@
 
 use crate::plan::Populated;
 use crate::tree::cursor::Cursor;
-use crate::tree::{sys, Src};
+use crate::tree::{sys, Src, Tree};
 use crate::write::{content_err, SourceError};
 use mkfs_alloc_layout::WriteError;
 use std::fs::File;
@@ -67,75 +67,83 @@ impl Opened {
 }
 
 impl Populated {
-    /// The reader of node `k`'s bytes: its reader given in memory (taken:
-    /// it is read once), or its host file, opened as the walk found it
-    /// (same identity, not through a link, the planned length).
+    /// [`open_source`] of this plan's tree.
     pub(crate) fn open_source(
         &mut self,
         k: u32,
         cursor: &mut Cursor,
     ) -> Result<Opened, WriteError> {
-        let n = self.tree.nodes[k as usize];
-        let tree = &self.tree;
-        let io_err = |path: String, source| content_err(SourceError::Io { path, source });
-        let replaced = |path: String, why| content_err(SourceError::Replaced { path, why });
-        let (file, facts) = match n.src() {
-            Src::Memory(i) => {
-                return self.tree.readers[i as usize]
-                    .take()
-                    .map(Opened::Memory)
-                    .ok_or_else(|| {
-                        io_err(
-                            self.tree.display_path(k),
-                            std::io::Error::other("the reader was already consumed"),
-                        )
-                    })
-            }
-            Src::HostDir(hd) => {
-                let (dir, _) = cursor.enter(tree, hd).map_err(|e| {
-                    let path = tree.host_path_of_dir(e.hd);
-                    match e.io {
-                        Some(source) => io_err(path, source),
-                        None => replaced(path, "now a link or another directory"),
-                    }
-                })?;
-                sys::open_file(dir, std::ffi::OsStr::new(tree.name(k))).map_err(|e| {
-                    if sys::is_link_error(&e) {
-                        replaced(tree.display_path(k), "now a symbolic link")
-                    } else {
-                        io_err(tree.display_path(k), e)
-                    }
-                })?
-            }
-            Src::HostPath(_) | Src::None => {
-                let p = tree.source_path(k).unwrap_or_default();
-                let f = std::fs::File::open(&p).map_err(|e| io_err(tree.display_path(k), e))?;
-                let facts = sys::file_facts(&f).map_err(|e| io_err(tree.display_path(k), e))?;
-                (f, facts)
-            }
-        };
-        if facts.kind != sys::Kind::File {
-            return Err(replaced(tree.display_path(k), "now not a regular file"));
-        }
-        if facts.id.unwrap_or_default() != tree.file_ids[k as usize] {
-            return Err(replaced(tree.display_path(k), "now another file"));
-        }
-        if facts.size != n.size {
-            return Err(content_err(SourceError::Changed {
-                path: tree.display_path(k),
-                expected: n.size,
-                found: facts.size,
-            }));
-        }
-        if !n.has_mtime(facts.mtime) {
-            // Same size, written to since the walk: its directory entry
-            // would carry the old time for the new bytes.
-            return Err(content_err(SourceError::Modified {
-                path: tree.display_path(k),
-            }));
-        }
-        Ok(Opened::Host { file, facts })
+        open_source(&mut self.tree, k, cursor)
     }
+}
+
+/// The reader of node `k`'s bytes: its reader given in memory (taken:
+/// it is read once), or its host file, opened as the walk found it
+/// (same identity, not through a link, the planned length).
+pub(crate) fn open_source(
+    tree: &mut Tree,
+    k: u32,
+    cursor: &mut Cursor,
+) -> Result<Opened, WriteError> {
+    let n = tree.nodes[k as usize];
+    let io_err = |path: String, source| content_err(SourceError::Io { path, source });
+    let replaced = |path: String, why| content_err(SourceError::Replaced { path, why });
+    let (file, facts) = match n.src() {
+        Src::Memory(i) => {
+            return tree.readers[i as usize]
+                .take()
+                .map(Opened::Memory)
+                .ok_or_else(|| {
+                    io_err(
+                        tree.display_path(k),
+                        std::io::Error::other("the reader was already consumed"),
+                    )
+                })
+        }
+        Src::HostDir(hd) => {
+            let (dir, _) = cursor.enter(tree, hd).map_err(|e| {
+                let path = tree.host_path_of_dir(e.hd);
+                match e.io {
+                    Some(source) => io_err(path, source),
+                    None => replaced(path, "now a link or another directory"),
+                }
+            })?;
+            sys::open_file(dir, std::ffi::OsStr::new(tree.name(k))).map_err(|e| {
+                if sys::is_link_error(&e) {
+                    replaced(tree.display_path(k), "now a symbolic link")
+                } else {
+                    io_err(tree.display_path(k), e)
+                }
+            })?
+        }
+        Src::HostPath(_) | Src::None => {
+            let p = tree.source_path(k).unwrap_or_default();
+            let f = std::fs::File::open(&p).map_err(|e| io_err(tree.display_path(k), e))?;
+            let facts = sys::file_facts(&f).map_err(|e| io_err(tree.display_path(k), e))?;
+            (f, facts)
+        }
+    };
+    if facts.kind != sys::Kind::File {
+        return Err(replaced(tree.display_path(k), "now not a regular file"));
+    }
+    if facts.id.unwrap_or_default() != tree.file_ids[k as usize] {
+        return Err(replaced(tree.display_path(k), "now another file"));
+    }
+    if facts.size != n.size {
+        return Err(content_err(SourceError::Changed {
+            path: tree.display_path(k),
+            expected: n.size,
+            found: facts.size,
+        }));
+    }
+    if !n.has_mtime(facts.mtime) {
+        // Same size, written to since the walk: its directory entry
+        // would carry the old time for the new bytes.
+        return Err(content_err(SourceError::Modified {
+            path: tree.display_path(k),
+        }));
+    }
+    Ok(Opened::Host { file, facts })
 }
 
 /// Fills all of `buf` from `reader`, `done` bytes of the file's `size`

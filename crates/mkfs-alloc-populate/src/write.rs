@@ -360,9 +360,18 @@ impl Populated {
         let start = self.cluster_offset(n.first_cluster);
         let end = start + n.size.div_ceil(self.cluster) * self.cluster;
         out.seek(start)?;
+        // A batch: the bytes come from its one reading of the tree.
+        if let Some(feed) = self.feed.as_mut() {
+            let tree = &self.tree;
+            let path = || tree.display_path(k);
+            let mut file = feed.file(k);
+            pump(&mut file, n.size, 0, chunk, out, &path)?;
+            check_at_end(&mut file, &path, n.size)?;
+            return out.zero_to(end);
+        }
         let mut opened = self.open_source(k, cursor)?;
         // The whole host blocks of a host file may go in directly (cloned).
-        let mut done = match &opened {
+        let done = match &opened {
             Opened::Host { file, .. } => self.copy_head(k, file, start, n.size, out)?,
             Opened::Memory(_) => 0,
         };
@@ -375,23 +384,37 @@ impl Populated {
             })
         };
         let reader = opened.reader_at(done).map_err(io_err)?;
-        while done < n.size {
-            let want = (n.size - done).min(chunk.len() as u64) as usize;
-            let buf = &mut chunk[..want];
-            read_full(reader, buf, &path, n.size, done)?;
-            for piece in buf.chunks(HOLE as usize) {
-                if out.fresh && piece.len() as u64 == HOLE && piece.iter().all(|&b| b == 0) {
-                    out.skip(HOLE)?;
-                } else {
-                    out.append(piece)?;
-                }
-            }
-            done += want as u64;
-        }
+        pump(reader, n.size, done, chunk, out, &path)?;
         check_at_end(reader, &path, n.size)?;
         opened.check_unchanged(&path)?;
         out.zero_to(end)
     }
+}
+
+/// Copies `size - done` bytes of a file from `reader` to `out` in `chunk`
+/// pieces; on a fresh target, whole zero runs of [`HOLE`] bytes stay holes.
+fn pump(
+    reader: &mut dyn std::io::Read,
+    size: u64,
+    mut done: u64,
+    chunk: &mut [u8],
+    out: &mut Out<'_>,
+    path: &dyn Fn() -> String,
+) -> Result<(), WriteError> {
+    while done < size {
+        let want = (size - done).min(chunk.len() as u64) as usize;
+        let buf = &mut chunk[..want];
+        read_full(reader, buf, path, size, done)?;
+        for piece in buf.chunks(HOLE as usize) {
+            if out.fresh && piece.len() as u64 == HOLE && piece.iter().all(|&b| b == 0) {
+                out.skip(HOLE)?;
+            } else {
+                out.append(piece)?;
+            }
+        }
+        done += want as u64;
+    }
+    Ok(())
 }
 
 /// A [`Populated`] tree as the writer's [`Content`]: private, so that a

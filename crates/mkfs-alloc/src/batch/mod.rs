@@ -34,10 +34,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod exec;
 mod run;
 mod template;
 
-pub use run::{BatchTarget, Event, Outcome, RunOptions, Stage, TargetError, Verdict};
+pub use run::{BatchTarget, Event, Outcome, RunOptions, RunReport, Stage, TargetError, Verdict};
 pub use template::{LabelTemplate, TemplateError};
 
 use crate::layout::Timestamp;
@@ -233,6 +234,12 @@ impl Batch {
         Ok(BatchPlan {
             names: specs.iter().map(|s| s.name.clone()).collect(),
             plans,
+            #[cfg(feature = "populate")]
+            contents: Vec::new(),
+            #[cfg(feature = "populate")]
+            source: None,
+            #[cfg(feature = "populate")]
+            window: mkfs_alloc_populate::feed::WINDOW,
         })
     }
 }
@@ -281,6 +288,67 @@ fn duplicate(
 pub struct BatchPlan {
     names: Vec<String>,
     plans: Vec<Result<MediumPlan, TargetError>>,
+    /// Each target's part of the tree ([`BatchPlan::populate`]).
+    #[cfg(feature = "populate")]
+    contents: Vec<Option<mkfs_alloc_populate::Populated>>,
+    /// The tree, read once per wave of targets.
+    #[cfg(feature = "populate")]
+    source: Option<mkfs_alloc_populate::Tree>,
+    /// Bytes of file data held for the targets of a wave.
+    #[cfg(feature = "populate")]
+    window: usize,
+}
+
+#[cfg(feature = "populate")]
+impl BatchPlan {
+    /// Plans `tree` into every planned target's volume: once, and again
+    /// only for a volume where that allocation cannot be reused (another
+    /// file system, cluster size, data region or root directory, or too
+    /// small: sticks of one model that differ by megabytes share it). A
+    /// target the tree does not fit, or whose file system cannot store its
+    /// names, is refused (its plan becomes that error). Returns how many
+    /// times the tree was planned. Nothing is read from the files yet: the
+    /// run reads them once and writes them to every target.
+    pub fn populate(
+        &mut self,
+        tree: mkfs_alloc_populate::Tree,
+        time: mkfs_alloc_populate::TimePolicy,
+    ) -> usize {
+        let layouts: Vec<Option<&mkfs_alloc_layout::Layout>> = self
+            .plans
+            .iter()
+            .map(|p| p.as_ref().ok().map(MediumPlan::layout))
+            .collect();
+        let planned = mkfs_alloc_populate::batch::plan_batch(tree, &layouts, time);
+        self.contents = Vec::with_capacity(self.plans.len());
+        for (i, p) in planned.plans.into_iter().enumerate() {
+            match p {
+                Some(Ok(p)) => self.contents.push(Some(p)),
+                Some(Err(e)) => {
+                    self.plans[i] = Err(TargetError::new(
+                        Verdict::Refused,
+                        false,
+                        crate::FormatError::Populate(e),
+                    ));
+                    self.contents.push(None);
+                }
+                None => self.contents.push(None),
+            }
+        }
+        self.source = Some(planned.source);
+        planned.plannings
+    }
+
+    /// Target `i`'s part of the tree, once [`BatchPlan::populate`]d.
+    pub fn populated(&self, i: usize) -> Option<&mkfs_alloc_populate::Populated> {
+        self.contents.get(i).and_then(Option::as_ref)
+    }
+
+    /// Holds at most `bytes` of file data for the targets of a wave (the
+    /// default is [`mkfs_alloc_populate::feed::WINDOW`]).
+    pub fn set_window(&mut self, bytes: usize) {
+        self.window = bytes;
+    }
 }
 
 impl BatchPlan {

@@ -2,16 +2,13 @@
 //! that target only), every write recorded for the read-back check.
 
 use std::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_layout::WriteReport;
 
-use super::BatchPlan;
-use crate::verify::{Recording, VerifyReport};
-use crate::{FormatError, Found};
+use crate::verify::VerifyReport;
+use crate::FormatError;
 
 /// What a target's caller does around the format: open it (and probe its
 /// capacity, say), prepare it once its old signatures are known (discard,
@@ -186,6 +183,27 @@ pub struct RunOptions {
     pub verify: bool,
 }
 
+impl RunOptions {
+    /// All targets at once, no read-back.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// At most `n` targets at once (0: all).
+    #[must_use]
+    pub fn jobs(mut self, n: usize) -> Self {
+        self.jobs = n;
+        self
+    }
+
+    /// Read every target back after its format and compare.
+    #[must_use]
+    pub fn verify(mut self, yes: bool) -> Self {
+        self.verify = yes;
+        self
+    }
+}
+
 /// What happened to one target.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -213,7 +231,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn new(index: usize) -> Self {
+    pub(super) fn new(index: usize) -> Self {
         Outcome {
             index,
             verdict: Verdict::Ok,
@@ -234,153 +252,15 @@ impl Outcome {
     }
 }
 
-impl BatchPlan {
-    /// Runs the batch: target `i` of `targets` gets plan `i`; `jobs`
-    /// targets at once, each on its own thread; `events` hears every
-    /// target's progress. A target that was not planned is refused; one
-    /// that fails stops alone. Returns one outcome per target, in order.
-    ///
-    /// # Panics
-    ///
-    /// When `targets` and the plan differ in length.
-    pub fn run<T: BatchTarget>(
-        &self,
-        targets: Vec<T>,
-        opts: &RunOptions,
-        events: &(dyn Fn(Event) + Sync),
-    ) -> Vec<Outcome> {
-        assert_eq!(targets.len(), self.plans.len(), "one target per plan");
-        let n = targets.len();
-        let slots: Vec<Mutex<Option<T>>> =
-            targets.into_iter().map(|t| Mutex::new(Some(t))).collect();
-        let results: Vec<Mutex<Option<Outcome>>> = (0..n).map(|_| Mutex::new(None)).collect();
-        let next = AtomicUsize::new(0);
-        let workers = if opts.jobs == 0 { n } else { opts.jobs.min(n) };
-        std::thread::scope(|s| {
-            for _ in 0..workers {
-                s.spawn(|| loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= n {
-                        break;
-                    }
-                    let Some(mut target) = slots[i].lock().ok().and_then(|mut t| t.take()) else {
-                        continue;
-                    };
-                    let outcome = self.run_one(i, &mut target, opts, events);
-                    events(Event {
-                        index: i,
-                        stage: Stage::Done(outcome.verdict),
-                        done: 0,
-                        total: 0,
-                    });
-                    if let Ok(mut r) = results[i].lock() {
-                        *r = Some(outcome);
-                    }
-                });
-            }
-        });
-        results
-            .into_iter()
-            .enumerate()
-            .map(|(i, r)| {
-                r.into_inner().ok().flatten().unwrap_or_else(|| {
-                    let mut o = Outcome::new(i);
-                    o.verdict = Verdict::Failed;
-                    o.error = Some(TargetError::new(
-                        Verdict::Failed,
-                        false,
-                        "the target's worker stopped",
-                    ));
-                    o
-                })
-            })
-            .collect()
-    }
-
-    fn run_one<T: BatchTarget>(
-        &self,
-        index: usize,
-        target: &mut T,
-        opts: &RunOptions,
-        events: &(dyn Fn(Event) + Sync),
-    ) -> Outcome {
-        let mut outcome = Outcome::new(index);
-        if let Err(e) = self.steps(index, target, opts, events, &mut outcome) {
-            target.failed(&e);
-            outcome.verdict = e.verdict;
-            outcome.error = Some(e);
-        }
-        outcome.finished = SystemTime::now();
-        outcome
-    }
-
-    /// The steps of one target; the outcome is filled in as they go.
-    fn steps<T: BatchTarget>(
-        &self,
-        index: usize,
-        target: &mut T,
-        opts: &RunOptions,
-        events: &(dyn Fn(Event) + Sync),
-        outcome: &mut Outcome,
-    ) -> Result<(), TargetError> {
-        let plan = match &self.plans[index] {
-            Ok(p) => p,
-            Err(e) => return Err(TargetError::new(Verdict::Refused, false, e.to_string())),
-        };
-        let mut progress = |stage, done, total| {
-            events(Event {
-                index,
-                stage,
-                done,
-                total,
-            })
-        };
-        progress(Stage::Opening, 0, 0);
-        let mut io = target.open(&mut progress)?;
-        let found =
-            Found::probe(&mut io).map_err(|e| TargetError::new(Verdict::Refused, false, e))?;
-        target.before_format(&mut io, &mut progress)?;
-        let started = Instant::now();
-        let mut rec = Recording::new(&mut io);
-        let written = plan.write(&mut rec, &found, &mut |d, t| progress(Stage::Writing, d, t));
-        outcome.write_time = started.elapsed();
-        outcome.bytes_written = rec.digest().bytes_written();
-        let digest = rec.into_parts().1;
-        let report = written.map_err(|e| {
-            let wrote = outcome.bytes_written > 0 || !e.is_invalid_input();
-            let verdict = if wrote {
-                target.classify(&e)
-            } else {
-                Verdict::Refused
-            };
-            TargetError::new(verdict, wrote, e)
-        })?;
-        outcome.write = Some(report);
-        if opts.verify {
-            target.before_verify(&mut io)?;
-            let zeros: Vec<std::ops::Range<u64>> = Vec::new();
-            let v = digest
-                .verify(&mut io, &zeros, &mut |d, t| {
-                    progress(Stage::Verifying, d, t)
-                })
-                .map_err(|e| {
-                    let e = FormatError::Io(e);
-                    TargetError::new(target.classify(&e), true, e)
-                })?;
-            outcome.verify = Some(v);
-            if v.mismatches > 0 {
-                return Err(TargetError::new(
-                    Verdict::VerifyFailed,
-                    true,
-                    format!(
-                        "{} MiB pieces read back differently from what was written (the first at byte {})",
-                        v.mismatches,
-                        v.first_mismatch.unwrap_or(0)
-                    ),
-                ));
-            }
-        }
-        outcome.notes = target.finish(&mut io);
-        Ok(())
-    }
+/// What a run did: one outcome per target, and the tree's reading.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct RunReport {
+    /// One per target, in order.
+    pub outcomes: Vec<Outcome>,
+    /// Bytes of file data read from the tree's source files.
+    pub source_bytes_read: u64,
+    /// How many times the tree's files were read: once, or once per wave
+    /// of [`RunOptions::jobs`] targets when there are more targets.
+    pub source_passes: usize,
 }

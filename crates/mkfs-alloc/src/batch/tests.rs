@@ -126,7 +126,7 @@ impl BatchTarget for Mem {
 #[test]
 fn one_failing_target_fails_alone() {
     let mibs = [64, 66, 62, 64];
-    let plan = Batch::new(template()).plan(&specs(&mibs)).expect("plan");
+    let mut plan = Batch::new(template()).plan(&specs(&mibs)).expect("plan");
     let out = std::sync::Arc::new(StdMutex::new(Vec::new()));
     let targets: Vec<Mem> = mibs
         .iter()
@@ -140,18 +140,20 @@ fn one_failing_target_fails_alone() {
         })
         .collect();
     let seen = StdMutex::new(Vec::new());
-    let outcomes = plan.run(
-        targets,
-        &RunOptions {
-            jobs: 2,
-            verify: true,
-        },
-        &|e| {
-            if let (Stage::Done(v), Ok(mut s)) = (e.stage, seen.lock()) {
-                s.push((e.index, v));
-            }
-        },
-    );
+    let outcomes = plan
+        .run(
+            targets,
+            &RunOptions {
+                jobs: 2,
+                verify: true,
+            },
+            &|e| {
+                if let (Stage::Done(v), Ok(mut s)) = (e.stage, seen.lock()) {
+                    s.push((e.index, v));
+                }
+            },
+        )
+        .outcomes;
     let verdicts: Vec<Verdict> = outcomes.iter().map(|o| o.verdict).collect();
     assert_eq!(
         verdicts,
@@ -184,4 +186,123 @@ fn one_failing_target_fails_alone() {
             );
         }
     }
+}
+
+fn mem_targets(mibs: &[u64], out: &std::sync::Arc<StdMutex<Vec<(usize, MemDisk)>>>) -> Vec<Mem> {
+    mibs.iter()
+        .enumerate()
+        .map(|(i, m)| Mem {
+            disk: Some(MemDisk::filled(512, m * MIB / 512, 0xEE).expect("disk")),
+            fail_after: None,
+            corrupt: false,
+            out: out.clone(),
+            index: i,
+        })
+        .collect()
+}
+
+/// A tree in memory: `count` files of `len` bytes, each a pattern of its own.
+fn tree(count: usize, len: usize) -> (crate::populate::Tree, Vec<Vec<u8>>) {
+    let mut t = crate::populate::Tree::new();
+    let mut datas = Vec::new();
+    for i in 0..count {
+        let data: Vec<u8> = (0..len).map(|j| (j * 7 + i * 13) as u8 | 1).collect();
+        let mtime = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1 << 30);
+        t.add_file(
+            &format!("/d{}/f{i}.bin", i % 3),
+            std::io::Cursor::new(data.clone()),
+            len as u64,
+            mtime,
+        )
+        .expect("add");
+        datas.push(data);
+    }
+    (t, datas)
+}
+
+/// The tree is planned once for sticks that differ by megabytes, read
+/// once, and every target holds every file; a target too small for it is
+/// refused alone.
+#[test]
+fn one_reading_of_the_tree_fills_every_target() {
+    let mibs = [96, 97, 95, 96, 48];
+    let mut plan = Batch::new(template()).plan(&specs(&mibs)).expect("plan");
+    let (t, datas) = tree(12, 5 << 20); // 60 MiB: too much for 48 MiB
+    assert_eq!(plan.populate(t, Default::default()), 1);
+    assert!(plan.populated(4).is_none());
+    assert!(plan.plans().nth(4).is_some_and(|p| p.is_err()));
+    plan.set_window(4 << 20);
+    let out = std::sync::Arc::new(StdMutex::new(Vec::new()));
+    let opts = RunOptions::new().verify(true);
+    let report = plan.run(mem_targets(&mibs, &out), &opts, &|_| {});
+    let verdicts: Vec<Verdict> = report.outcomes.iter().map(|o| o.verdict).collect();
+    assert_eq!(
+        verdicts,
+        [
+            Verdict::Ok,
+            Verdict::Ok,
+            Verdict::Ok,
+            Verdict::Ok,
+            Verdict::Refused
+        ]
+    );
+    assert_eq!(report.source_passes, 1);
+    assert_eq!(report.source_bytes_read, 12 * (5 << 20));
+    for o in &report.outcomes[..4] {
+        let v = o.verify.expect("verified");
+        assert_eq!((v.mismatches, v.unverifiable_bytes), (0, 0));
+        assert!(v.bytes_verified > 60 << 20, "{v:?}");
+    }
+    for (i, d) in out.lock().expect("lock").iter() {
+        let bytes = d.as_bytes();
+        for data in &datas {
+            let probe = &data[..4096];
+            assert!(
+                bytes.windows(4096).step_by(512).any(|w| w == probe),
+                "target {i} lacks a file"
+            );
+        }
+    }
+}
+
+/// With fewer jobs than targets, each wave reads the tree once.
+#[test]
+fn jobs_make_waves_each_reading_the_tree_once() {
+    let mibs = [64, 64, 65];
+    let mut plan = Batch::new(template()).plan(&specs(&mibs)).expect("plan");
+    // Host files: each wave opens them again (a reader given in memory
+    // is read once, so only one wave could have it).
+    let host = tempdir_tree();
+    let tree = crate::populate::Tree::from_dir(host.path()).expect("walk");
+    plan.populate(tree, Default::default());
+    let out = std::sync::Arc::new(StdMutex::new(Vec::new()));
+    let opts = RunOptions::new().jobs(2);
+    let report = plan.run(mem_targets(&mibs, &out), &opts, &|_| {});
+    assert!(report.outcomes.iter().all(|o| o.verdict == Verdict::Ok));
+    assert_eq!(report.source_passes, 2);
+    assert_eq!(report.source_bytes_read, 2 * 3 * (1 << 20));
+}
+
+struct TempTree(std::path::PathBuf);
+
+impl TempTree {
+    fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempTree {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tempdir_tree() -> TempTree {
+    let dir = std::env::temp_dir().join(format!("mkfs-alloc-batch-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    for i in 0..3 {
+        let data: Vec<u8> = (0..1 << 20).map(|j: usize| (j * 3 + i) as u8).collect();
+        std::fs::write(dir.join(format!("f{i}")), data).expect("write");
+    }
+    TempTree(dir)
 }

@@ -23,8 +23,8 @@ use crate::target::Target;
 use crate::{rootdir, usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::batch::{
-    Batch, BatchPlan, LabelTemplate, Outcome, Overrides, RunOptions, TargetError, TargetSpec,
-    Verdict,
+    Batch, BatchPlan, LabelTemplate, Outcome, Overrides, RunOptions, RunReport, TargetError,
+    TargetSpec, Verdict,
 };
 use mkfs_alloc::MediumOptions;
 use report::Row;
@@ -76,12 +76,17 @@ pub(super) fn run(cli: FormatArgs) -> Result<(), Failure> {
             }
         }
     }
-    let plan = plan_all(&cli, &batch, &mut entries, tree_data.as_ref())?;
-    drop(tree_data);
-    if tree.is_some() {
-        return Err(usage(anyhow!(
-            "--rootdir with a batch is not available yet"
-        )));
+    let mut plan = plan_all(&cli, &batch, &mut entries, tree_data.as_ref())?;
+    drop(tree_data); // the tree is measured again, exactly, by its planning
+    let mut template_notes = template_notes;
+    if let Some(t) = tree {
+        let times = plan.populate(t, rootdir::time_policy());
+        template_notes.push(format!(
+            "--rootdir: the tree was planned {times} time{} for {} target{} (once per distinct volume layout)",
+            if times == 1 { "" } else { "s" },
+            entries.len(),
+            if entries.len() == 1 { "" } else { "s" }
+        ));
     }
     let refused: Vec<usize> = plan
         .plans()
@@ -119,7 +124,16 @@ pub(super) fn run(cli: FormatArgs) -> Result<(), Failure> {
             t.unmount_volumes()?;
         }
     }
-    let outcomes = execute(&cli, &entries, &plan, show);
+    let report = execute(&cli, &entries, &mut plan, show);
+    if cli.rootdir.is_some() {
+        template_notes.push(format!(
+            "--rootdir: read {} of file data from the tree in {} pass{}, written to every target",
+            mkfs_alloc_layout::units::format_size(report.source_bytes_read),
+            report.source_passes,
+            if report.source_passes == 1 { "" } else { "es" }
+        ));
+    }
+    let outcomes = report.outcomes;
     print_report(&cli, &entries, &plan, &outcomes, false, &template_notes);
     write_log(&cli, &entries, &plan, &outcomes)?;
     settle(&entries, &outcomes)
@@ -128,6 +142,14 @@ pub(super) fn run(cli: FormatArgs) -> Result<(), Failure> {
 /// The library's batch from the arguments: the template (every target's
 /// options), the label template, the serials.
 fn batch_options(cli: &FormatArgs) -> Result<(Batch, Vec<String>), Failure> {
+    if cli.copy.is_some()
+        || cli.bmap.is_some()
+        || cli.output_format != crate::args::OutputFormat::Raw
+    {
+        return Err(usage(anyhow!(
+            "--copy, --bmap and --output-format are for one image; a batch reads the --rootdir tree once and writes it to every target: give one target, or leave them out"
+        )));
+    }
     if cli.serial.is_some() && cli.targets.len() > 1 {
         return Err(usage(anyhow!(
             "--serial pins one identity, and {} targets would share it; give --serial-from HEX (the first target's serial; the next ones count up), or leave both out for random serials",
@@ -313,7 +335,7 @@ fn plan_all(
 
 /// Runs the planned targets (the refused ones are passed over by the
 /// library: their plan is their refusal).
-fn execute(cli: &FormatArgs, entries: &[Entry], plan: &BatchPlan, show: bool) -> Vec<Outcome> {
+fn execute(cli: &FormatArgs, entries: &[Entry], plan: &mut BatchPlan, show: bool) -> RunReport {
     let steps = target::Steps {
         probe: cli.probe,
         discard: cli.discard,
@@ -329,9 +351,9 @@ fn execute(cli: &FormatArgs, entries: &[Entry], plan: &BatchPlan, show: bool) ->
         })
         .collect();
     let lines = progress::Lines::new(show, plan.names());
-    let mut opts = RunOptions::default();
-    opts.jobs = cli.jobs.map_or(0, |j| j as usize);
-    opts.verify = cli.verify;
+    let opts = RunOptions::new()
+        .jobs(cli.jobs.map_or(0, |j| j as usize))
+        .verify(cli.verify);
     plan.run(targets, &opts, &|e| lines.event(e))
 }
 
