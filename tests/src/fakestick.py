@@ -8,6 +8,8 @@ bytes, in a sparse BACKING file. Beyond the real size it behaves as MODE:
               the classic fake: the high address bits are not connected)
   limbo       writes beyond REAL are dropped; reads there return zeros
   genuine     no lie (ANNOUNCED == REAL)
+  eio         a stick dying while written: writes reaching REAL or beyond
+              fail with EIO; reads work (ANNOUNCED bytes are stored)
 
 A write cache of CACHE bytes (whole 4 KiB pages, last written first out)
 answers reads of the pages written last, like the caches fakes use to pass
@@ -33,7 +35,7 @@ PAGE = 4096
 class FakeStick(Operations):
     def __init__(self, backing, mode, announced, real, cache):
         self.fd = os.open(backing, os.O_RDWR | os.O_CREAT, 0o600)
-        os.ftruncate(self.fd, real)
+        os.ftruncate(self.fd, announced if mode == "eio" else real)
         self.mode = mode
         self.announced = announced
         self.real = real
@@ -46,7 +48,7 @@ class FakeStick(Operations):
     def _target(self, off):
         if self.mode == "wraparound":
             return off % self.real
-        if off < self.real:
+        if off < self.real or self.mode == "eio":
             return off
         return None
 
@@ -79,6 +81,10 @@ class FakeStick(Operations):
         if length != self.announced:
             raise FuseOSError(errno.EPERM)
 
+    def _dying(self, off, size):
+        if self.mode == "eio" and off + size > self.real:
+            raise FuseOSError(errno.EIO)
+
     def read(self, path, size, off, fh):
         size = max(0, min(size, self.announced - off))
         out = []
@@ -99,6 +105,7 @@ class FakeStick(Operations):
     def write(self, path, data, off, fh):
         if off + len(data) > self.announced:
             raise FuseOSError(errno.ENOSPC)
+        self._dying(off, len(data))
         with self.mutex:
             pos = 0
             for o, n in self._pieces(off, len(data)):
@@ -136,7 +143,7 @@ def main():
     mnt, backing, mode = sys.argv[1], sys.argv[2], sys.argv[3]
     announced, real = int(sys.argv[4]), int(sys.argv[5])
     cache = int(sys.argv[6]) if len(sys.argv) == 7 else 0
-    if mode not in ("wraparound", "limbo", "genuine") or real <= 0 or real > announced:
+    if mode not in ("wraparound", "limbo", "genuine", "eio") or real <= 0 or real > announced:
         sys.exit(__doc__)
     FUSE(FakeStick(backing, mode, announced, real, cache), mnt, foreground=True,
          nothreads=True, direct_io=True, big_writes=True, max_write=1 << 20,

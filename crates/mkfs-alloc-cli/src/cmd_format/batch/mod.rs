@@ -408,9 +408,9 @@ fn rows<'a>(
             let (verdict, error) = match (outcome, p) {
                 (Some(o), _) => (
                     o.verdict.as_str().to_string(),
-                    o.error.as_ref().map(|e| e.to_string()),
+                    o.error.as_ref().map(error_chain),
                 ),
-                (None, Err(err)) => ("refused".to_string(), Some(err.to_string())),
+                (None, Err(err)) => ("refused".to_string(), Some(error_chain(err))),
                 (None, Ok(_)) if dry_run => ("planned".to_string(), None),
                 (None, Ok(_)) => ("not written".to_string(), None),
             };
@@ -474,4 +474,19 @@ fn settle(entries: &[Entry], outcomes: &[Outcome]) -> Result<(), Failure> {
         names.join(", ")
     );
     Err(Failure::InReport(if wrote_any { 1 } else { 2 }, e))
+}
+
+/// An error and its causes, each said once.
+fn error_chain(e: &TargetError) -> String {
+    let mut out = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
 }
