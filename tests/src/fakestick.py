@@ -16,7 +16,10 @@ answers reads of the pages written last, like the caches fakes use to pass
 read-after-write checks. `losetup --direct-io=on` over the file gives a block
 device that lies about its size.
 
-Usage: fakestick.py MOUNTPOINT BACKING MODE ANNOUNCED REAL [CACHE]
+A RATE (bytes per second, 0: unlimited) slows the writes down to a USB
+stick's pace (`cargo xtask bench --batch`).
+
+Usage: fakestick.py MOUNTPOINT BACKING MODE ANNOUNCED REAL [CACHE [RATE]]
 """
 
 import collections
@@ -33,7 +36,8 @@ PAGE = 4096
 
 
 class FakeStick(Operations):
-    def __init__(self, backing, mode, announced, real, cache):
+    def __init__(self, backing, mode, announced, real, cache, rate=0):
+        self.rate = rate
         self.fd = os.open(backing, os.O_RDWR | os.O_CREAT, 0o600)
         os.ftruncate(self.fd, announced if mode == "eio" else real)
         self.mode = mode
@@ -125,6 +129,8 @@ class FakeStick(Operations):
                     self.cache[page] = bytes(cur)
                     while len(self.cache) > self.cache_pages:
                         self.cache.popitem(last=False)
+        if self.rate:
+            time.sleep(len(data) / self.rate)
         return len(data)
 
     def flush(self, path, fh):
@@ -138,14 +144,15 @@ class FakeStick(Operations):
 
 
 def main():
-    if len(sys.argv) not in (6, 7):
+    if len(sys.argv) not in (6, 7, 8):
         sys.exit(__doc__)
     mnt, backing, mode = sys.argv[1], sys.argv[2], sys.argv[3]
     announced, real = int(sys.argv[4]), int(sys.argv[5])
-    cache = int(sys.argv[6]) if len(sys.argv) == 7 else 0
+    cache = int(sys.argv[6]) if len(sys.argv) >= 7 else 0
+    rate = int(sys.argv[7]) if len(sys.argv) == 8 else 0
     if mode not in ("wraparound", "limbo", "genuine", "eio") or real <= 0 or real > announced:
         sys.exit(__doc__)
-    FUSE(FakeStick(backing, mode, announced, real, cache), mnt, foreground=True,
+    FUSE(FakeStick(backing, mode, announced, real, cache, rate), mnt, foreground=True,
          nothreads=True, direct_io=True, big_writes=True, max_write=1 << 20,
          max_read=1 << 20, allow_other=True)
 

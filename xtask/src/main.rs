@@ -70,7 +70,7 @@ const COMMANDS: &[Cmd] = &[
     ),
     (
         "bench",
-        "mkfs-alloc vs mkfs.exfat / mkfs.fat side by side [--reps N] [--quick] [--write]",
+        "mkfs-alloc vs mkfs.exfat / mkfs.fat side by side [--reps N] [--quick] [--write]; --populate: --rootdir vs mkfs + copy; --batch (root): 8 targets in one run vs 8 runs, --verify vs dd",
         bench_cmd,
     ),
     (
@@ -131,6 +131,7 @@ const COMMANDS: &[Cmd] = &[
 ];
 
 mod bench;
+mod bench_batch;
 mod bench_populate;
 mod dist;
 mod features;
@@ -260,18 +261,23 @@ const BENCH_END: &str = "<!-- bench:end -->";
 /// Markers around the populate table in BENCHMARKS.md.
 const POP_BEGIN: &str = "<!-- bench-populate:begin -->";
 const POP_END: &str = "<!-- bench-populate:end -->";
+/// Markers around the batch tables in BENCHMARKS.md.
+const BATCH_BEGIN: &str = "<!-- bench-batch:begin -->";
+const BATCH_END: &str = "<!-- bench-batch:end -->";
 
 fn bench_cmd(args: &[String]) -> Result<(), String> {
     let mut reps = 5usize;
     let mut quick = false;
     let mut write = false;
     let mut populate = false;
+    let mut batch = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--quick" => quick = true,
             "--write" => write = true,
             "--populate" => populate = true,
+            "--batch" => batch = true,
             "--reps" => {
                 reps = it
                     .next()
@@ -281,7 +287,7 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
             }
             other => {
                 return Err(format!(
-                    "unknown option {other:?}; valid: --reps N, --quick, --write, --populate"
+                    "unknown option {other:?}; valid: --reps N, --quick, --write, --populate, --batch"
                 ))
             }
         }
@@ -304,7 +310,9 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
     }
     .join("release")
     .join("mkfs-alloc");
-    let (table, begin, end) = if populate {
+    let (table, begin, end) = if batch {
+        (bench_batch::run(&bin, reps, quick)?, BATCH_BEGIN, BATCH_END)
+    } else if populate {
         (bench_populate::run(&bin, reps, quick)?, POP_BEGIN, POP_END)
     } else {
         (bench::run(&bin, reps, quick)?, BENCH_BEGIN, BENCH_END)
