@@ -66,7 +66,9 @@ fn make_tree(dir: &Path, files: usize) -> Result<u64, String> {
     let mut buf = vec![0u8; 4 * MIB as usize];
     for i in 0..files {
         for c in buf.chunks_mut(8) {
-            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
             c.copy_from_slice(&seed.to_le_bytes()[..c.len()]);
         }
         let sub = dir.join(format!("set{}", i % 4));
@@ -109,7 +111,10 @@ pub fn run(bin: &Path, reps: usize, quick: bool) -> Result<String, String> {
     );
     text.push_str("| targets | run | wall time (median) | vs 8 sequential runs | read(2) bytes (median) | tree bytes read |\n");
     text.push_str("|---|---|---|---|---|---|\n");
-    let kinds = [("USB sticks (FUSE, writes at 24 MiB/s)", STICK_RATE), ("loop devices over files", 0)];
+    let kinds = [
+        ("USB sticks (FUSE, writes at 24 MiB/s)", STICK_RATE),
+        ("loop devices over files", 0),
+    ];
     let mut verify_text = String::new();
     for (label, rate) in kinds {
         let work = dir.join(if rate > 0 { "sticks" } else { "loops" });
@@ -171,7 +176,10 @@ fn verify(bin: &Path, tree: &Path, devs: &[String]) -> Result<String, String> {
         .args(devs);
     let out = cmd.output().map_err(|e| e.to_string())?;
     if !out.status.success() {
-        return Err(format!("--verify: {}", String::from_utf8_lossy(&out.stderr)));
+        return Err(format!(
+            "--verify: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
     let v: serde_json::Value =
         serde_json::from_slice(&out.stdout).map_err(|e| format!("--verify --json: {e}"))?;
@@ -220,4 +228,3 @@ fn verify(bin: &Path, tree: &Path, devs: &[String]) -> Result<String, String> {
         fmt_bytes(dd_total as f64 / dd_secs),
     ))
 }
-

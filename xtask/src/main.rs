@@ -287,8 +287,8 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
             }
             other => {
                 return Err(format!(
-                    "unknown option {other:?}; valid: --reps N, --quick, --write, --populate, --batch"
-                ))
+                "unknown option {other:?}; valid: --reps N, --quick, --write, --populate, --batch"
+            ))
             }
         }
     }

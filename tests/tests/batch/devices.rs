@@ -66,14 +66,11 @@ fn eight_sticks_one_fake_one_dying_and_two_images() {
     out.assert_code(1);
     let v = doc(&out);
     let t = targets(&v);
-    let verdicts: Vec<&str> = t
-        .iter()
-        .map(|x| x["verdict"].as_str().unwrap_or(""))
-        .collect();
+    let got = verdicts(&v);
     let mut want = vec!["ok"; 10];
     want[2] = "verify-failed"; // the counterfeit: what wrapped reads back wrong
     want[5] = "failed"; // the dying stick
-    assert_eq!(verdicts, want, "{v:#}");
+    assert_eq!(got, want, "{v:#}");
     assert!(
         t[5]["error"]
             .as_str()
@@ -142,11 +139,8 @@ fn probe_finds_the_fake_and_the_others_go_on() {
     let out = batch(&["--probe", "--yes", "--json", "--jobs", "2"], &all);
     out.assert_code(1);
     let v = doc(&out);
-    let verdicts: Vec<&str> = targets(&v)
-        .iter()
-        .map(|x| x["verdict"].as_str().unwrap_or(""))
-        .collect();
-    assert_eq!(verdicts, ["ok", "fake", "ok"], "{v:#}");
+    let got = verdicts(&v);
+    assert_eq!(got, ["ok", "fake", "ok"], "{v:#}");
     assert!(targets(&v)[1]["error"]
         .as_str()
         .is_some_and(|e| e.contains("--size")));
@@ -188,11 +182,8 @@ fn a_refused_device_stops_every_target() {
     let out = batch(&["--yes", "--skip-refused", "--json"], &devs);
     out.assert_code(1);
     let v = doc(&out);
-    let verdicts: Vec<&str> = targets(&v)
-        .iter()
-        .map(|x| x["verdict"].as_str().unwrap_or(""))
-        .collect();
-    assert_eq!(verdicts, ["ok", "refused", "ok"]);
+    let got = verdicts(&v);
+    assert_eq!(got, ["ok", "refused", "ok"]);
     for l in &loops {
         l.flush();
     }

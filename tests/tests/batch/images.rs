@@ -122,12 +122,9 @@ fn one_refused_target_stops_the_batch() {
     out.assert_code(2);
     assert_eq!(hashes(&files), before, "a refused batch wrote something");
     let v = doc(&out);
-    let verdicts: Vec<&str> = targets(&v)
-        .iter()
-        .map(|x| x["verdict"].as_str().unwrap_or(""))
-        .collect();
+    let got = verdicts(&v);
     assert_eq!(
-        verdicts,
+        got,
         [
             "not written",
             "refused",
@@ -145,11 +142,8 @@ fn one_refused_target_stops_the_batch() {
     let out = batch(&["--fs", "fat32", "--json", "--skip-refused"], &imgs);
     out.assert_code(1);
     let v = doc(&out);
-    let verdicts: Vec<&str> = targets(&v)
-        .iter()
-        .map(|x| x["verdict"].as_str().unwrap_or(""))
-        .collect();
-    assert_eq!(verdicts, ["ok", "refused", "ok", "ok", "refused"]);
+    let got = verdicts(&v);
+    assert_eq!(got, ["ok", "refused", "ok", "ok", "refused"]);
     assert_eq!(
         file_hash(&small),
         before[3],

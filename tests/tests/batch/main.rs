@@ -40,6 +40,14 @@ fn targets(v: &Value) -> &Vec<Value> {
     v["targets"].as_array().expect("targets")
 }
 
+/// The verdict of each target of a document.
+fn verdicts(v: &Value) -> Vec<&str> {
+    targets(v)
+        .iter()
+        .map(|x| x["verdict"].as_str().unwrap_or(""))
+        .collect()
+}
+
 /// `n` existing images of slightly different sizes (`base` MiB plus 0, 1,
 /// 2... MiB), filled with 0xD1.
 fn images(tmp: &TempDir, n: usize, base: u64) -> Vec<PathBuf> {

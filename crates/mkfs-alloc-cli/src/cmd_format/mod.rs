@@ -46,13 +46,7 @@ pub fn run(cli: FormatArgs) -> Result<(), Failure> {
         .ok_or_else(|| usage(anyhow!("missing TARGET")))?;
     // TARGET, or for a sparse image the new raw image formatted beside it.
     let (exports, path) = Exports::from_args(&cli, &shown)?;
-    // The tree is walked (and measured) before anything is opened for writing.
-    let show = !cli.quiet && !cli.json && std::io::stderr().is_terminal();
-    let tree = cli
-        .rootdir
-        .as_deref()
-        .map(|d| rootdir::walk(d, show))
-        .transpose()?;
+    let (tree, _) = walk_tree(&cli)?;
     let tree_data = tree.as_ref().map(mkfs_alloc_populate::scan_result);
     let size = image_size(&cli, &path, tree_data.as_ref())?;
     let target = Target::inspect(&path, size, cli.sector_size, cli.dry_run)?;
@@ -84,6 +78,18 @@ pub fn run(cli: FormatArgs) -> Result<(), Failure> {
     } else {
         run.write(planned.notes)
     }
+}
+
+/// The `--rootdir` tree, walked (and measured) before anything is opened
+/// for writing, and whether progress is shown on a terminal.
+fn walk_tree(cli: &FormatArgs) -> Result<(Option<mkfs_alloc_populate::Tree>, bool), Failure> {
+    let show = !cli.quiet && !cli.json && std::io::stderr().is_terminal();
+    let tree = cli
+        .rootdir
+        .as_deref()
+        .map(|d| rootdir::walk(d, show))
+        .transpose()?;
+    Ok((tree, show))
 }
 
 /// A TARGET must not be a subcommand's name unless written as a path.

@@ -3,11 +3,9 @@
 
 use super::Entry;
 use crate::args::FormatArgs;
-use crate::{usage, Failure};
-use anyhow::anyhow;
+use crate::Failure;
 use mkfs_alloc::batch::BatchPlan;
 use mkfs_alloc_layout::units::format_size;
-use std::io::{BufRead, IsTerminal, Write};
 
 /// Lists the targets on stderr and asks for "yes" when a device is among
 /// them (images alone are written without a question, as one image is);
@@ -43,26 +41,11 @@ pub(super) fn confirm_all(
     if cli.yes {
         return Ok(());
     }
-    let stdin = std::io::stdin();
-    if !stdin.is_terminal() {
-        return Err(usage(anyhow!(
-            "refusing to write to {devices} device(s) without confirmation: no terminal to ask on; pass --yes to confirm; nothing was written"
-        )));
-    }
-    eprint!("Type \"yes\" to erase these {} targets: ", to_write.len());
-    let _ = std::io::stderr().flush();
-    let mut answer = String::new();
-    stdin
-        .lock()
-        .read_line(&mut answer)
-        .map_err(|e| usage(anyhow!(e).context("reading the confirmation")))?;
-    if answer.trim() == "yes" {
-        Ok(())
-    } else {
-        Err(usage(anyhow!(
-            "not confirmed; nothing was written to any target"
-        )))
-    }
+    crate::confirm::ask_yes(
+        &format!("Type \"yes\" to erase these {} targets: ", to_write.len()),
+        &format!("refusing to write to {devices} device(s) without confirmation: no terminal to ask on; pass --yes to confirm; nothing was written"),
+        "not confirmed; nothing was written to any target",
+    )
 }
 
 /// One target: path, size, model, what it holds and what it gets.

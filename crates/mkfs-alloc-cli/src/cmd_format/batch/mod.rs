@@ -28,7 +28,6 @@ use mkfs_alloc::batch::{
 };
 use mkfs_alloc::MediumOptions;
 use report::Row;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -56,12 +55,7 @@ struct Entry {
 /// Runs the batch.
 pub(super) fn run(cli: FormatArgs) -> Result<(), Failure> {
     let (batch, template_notes) = batch_options(&cli)?;
-    let show = !cli.quiet && !cli.json && std::io::stderr().is_terminal();
-    let tree = cli
-        .rootdir
-        .as_deref()
-        .map(|d| rootdir::walk(d, show))
-        .transpose()?;
+    let (tree, show) = super::walk_tree(&cli)?;
     let tree_data = tree.as_ref().map(mkfs_alloc_populate::scan_result);
     let mut entries: Vec<Entry> = cli
         .targets

@@ -219,3 +219,33 @@ fn no_medium() -> rustix::io::Errno {
     #[cfg(not(target_os = "linux"))]
     return rustix::io::Errno::NODEV;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mkfs_alloc_blockio::{IoError, IoOp};
+
+    fn io(errno: Option<i32>) -> FormatError {
+        let source = errno.map_or_else(
+            || std::io::Error::other("checksum"),
+            std::io::Error::from_raw_os_error,
+        );
+        FormatError::Io(IoError::new(IoOp::Write, 0, 512, source))
+    }
+
+    /// A device that says it is gone, or whose node is gone, was removed;
+    /// an image, or another error on a device still there, failed.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn removed_devices_are_told_apart() {
+        let here = Path::new("/");
+        let gone = Path::new("/dev/no-such-device-of-mkfs-alloc");
+        assert!(removed(&io(Some(19)), true, here)); // ENODEV
+        assert!(removed(&io(Some(6)), true, here)); // ENXIO
+        assert!(removed(&io(Some(123)), true, here)); // ENOMEDIUM
+        assert!(!removed(&io(Some(5)), true, here)); // EIO, still there
+        assert!(removed(&io(Some(5)), true, gone));
+        assert!(!removed(&io(None), true, here));
+        assert!(!removed(&io(Some(19)), false, here)); // an image
+    }
+}
