@@ -119,6 +119,11 @@ const COMMANDS: &[Cmd] = &[
         uboot::test_uboot_cmd,
     ),
     (
+        "features",
+        "every library crate checked with no default features, all features, and its tests alone",
+        features::features_cmd,
+    ),
+    (
         "tidy",
         "the source-text invariants of ARCHITECTURE.md (file length, byte offsets outside ondisk, CLI flags in libraries, docs lints, no_std) [--no-std: also build the no_std crates]",
         tidy::tidy_cmd,
@@ -129,6 +134,7 @@ mod bench;
 mod bench_hosts;
 mod bench_populate;
 mod dist;
+mod features;
 mod fuzz;
 mod kernel;
 mod package;

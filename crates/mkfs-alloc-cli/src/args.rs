@@ -238,7 +238,8 @@ pub struct FormatArgs {
     /// Volume label (exFAT: up to 11 UTF-16 units; FAT32: up to 11 ASCII bytes).
     #[arg(long, short = 'L')]
     pub label: Option<String>,
-    /// Volume serial number in hex (e.g. 1234ABCD or 1234-ABCD); pins every identifier written.
+    /// Volume serial number in hex (e.g. 1234ABCD or 1234-ABCD); pins every identifier written
+    /// (so does SOURCE_DATE_EPOCH; otherwise the GUIDs are random).
     #[arg(long, value_name = "HEX")]
     pub serial: Option<String>,
     /// Logical sector size of the file system: 512, 1024, 2048 or 4096
@@ -261,8 +262,9 @@ pub struct FormatArgs {
     /// FAT12/FAT16 root directory entries (default 512; rounded up to whole sectors).
     #[arg(long, value_name = "N")]
     pub root_entries: Option<u32>,
-    /// Write an exFAT Volume GUID entry (derived from the serial). Off by
-    /// default: exfatprogs' fsck.exfat 1.2 reports it as an unknown entry.
+    /// Write an exFAT Volume GUID entry (random; derived from the serial
+    /// with --serial or SOURCE_DATE_EPOCH). Off by default: exfatprogs'
+    /// fsck.exfat 1.2 reports it as an unknown entry.
     #[arg(long)]
     pub volume_guid: bool,
     /// Volume layout: "standard", or "sd" for the SD Association's layout

@@ -97,6 +97,18 @@ pub fn choose_cluster(
     format: &FormatOptions,
     auto: &Layout,
 ) -> Result<(u64, String), Failure> {
+    recommend_on(data, format, auto, "--rootdir")
+}
+
+/// The cluster size `data` should get on the volume `auto` (its file
+/// system as planned, `auto` resolved), with its reason, for `flag`
+/// (`--rootdir` or `--data`).
+pub fn recommend_on(
+    data: &ScanResult,
+    format: &FormatOptions,
+    auto: &Layout,
+    flag: &str,
+) -> Result<(u64, String), Failure> {
     let medium = Medium::partition(
         auto.volume_bytes(),
         auto.sector_size(),
@@ -105,9 +117,12 @@ pub fn choose_cluster(
     let fixed = format.clone().fs(auto.fs());
     let r =
         recommend_for_format(&fixed, &medium, data, DEFAULT_MAX_WASTE_PERCENT).map_err(|e| {
-            usage(crate::hints::advise_error(e).context("choosing a cluster size for --rootdir"))
+            usage(
+                crate::hints::advise_error(e)
+                    .context(format!("choosing a cluster size for {flag}")),
+            )
         })?;
-    Ok((r.cluster_size, format!("--rootdir: {}", r.reason)))
+    Ok((r.cluster_size, format!("{flag}: {}", r.reason)))
 }
 
 /// The layout a medium of `medium` gets, the tree choosing the cluster size
