@@ -55,9 +55,9 @@ impl PopulatedPlan {
 
     /// File data goes into `image` (the target this plan is then written
     /// to) through `image`'s [`FileCopier`](crate::blockio::FileCopier) in
-    /// `mode`: the whole host blocks of every host file are cloned where the image's file system shares
-    /// extents, else copied by the kernel ([`CopyMode::Auto`]); the rest as
-    /// before. [`CopyMode::Copy`] changes nothing (every byte through the
+    /// `mode`: the whole host blocks of every host file are cloned where
+    /// the image's file system shares extents, else copied by the kernel
+    /// ([`CopyMode::Auto`]); the rest as before. [`CopyMode::Copy`] changes nothing (every byte through the
     /// writer, as without this call).
     ///
     /// # Errors
