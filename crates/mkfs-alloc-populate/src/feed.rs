@@ -12,7 +12,8 @@
 //! The order of the files is the tree's (directories in preorder, each
 //! one's files by name), whatever the volume: targets of different sizes,
 //! file systems or cluster sizes share one reading. Memory is the window
-//! (shared) whatever the number of targets; the source waits for the
+//! (shared) whatever the number of targets, plus the chunks kept for reuse
+//! (one per reader and a few, of [`READ_CHUNK`] bytes); the source waits for the
 //! slowest reader still reading. A reader that is dropped (its target
 //! failed) no longer holds the others back. A source file that cannot be
 //! read, or that changes, fails every target that reads it (each gets the
@@ -56,7 +57,14 @@ struct State {
     finished: bool,
     /// Bytes read from the source files.
     bytes_read: u64,
+    /// Items every reader has taken, kept to reuse their buffers once no
+    /// reader holds them (at most [`SPARE`] plus one per reader).
+    retired: Vec<Arc<Item>>,
 }
+
+/// Retired chunks kept for reuse beyond one per reader: a new chunk is
+/// seldom allocated (a fresh allocation costs a page fault per page).
+const SPARE: usize = 4;
 
 #[derive(Debug)]
 struct Shared {
@@ -81,6 +89,9 @@ fn trim(s: &mut State) {
         };
         if let Item::Data { bytes, .. } = item.as_ref() {
             s.held -= bytes.len();
+            if s.retired.len() < SPARE + s.positions.len() {
+                s.retired.push(item);
+            }
         }
         s.base += 1;
     }
@@ -126,6 +137,19 @@ impl FeedSource {
         self.shared.lock().bytes_read
     }
 
+    /// A buffer for the next chunk: a retired one no reader holds any
+    /// more, or a new one.
+    fn buffer(&self) -> Vec<u8> {
+        let mut s = self.shared.lock();
+        let free = s.retired.iter().position(|a| Arc::strong_count(a) == 1);
+        if let Some(i) = free {
+            if let Ok(Item::Data { bytes, .. }) = Arc::try_unwrap(s.retired.swap_remove(i)) {
+                return bytes;
+            }
+        }
+        Vec::with_capacity(READ_CHUNK)
+    }
+
     /// Adds an item, waiting while the window is full; false when no
     /// reader is left.
     fn push(&self, item: Item) -> bool {
@@ -162,10 +186,9 @@ impl FeedSource {
     /// when no reader is left.
     pub fn run(&self, source: &mut Tree) {
         let mut cursor = Cursor::new();
-        let mut chunk = vec![0u8; READ_CHUNK];
         for k in source.file_order() {
             let size = source.nodes[k as usize].size;
-            match read_file(source, k, size, &mut cursor, &mut chunk, self) {
+            match read_file(source, k, size, &mut cursor, self) {
                 Ok(true) => {}
                 Ok(false) => break,
                 Err(e) => {
@@ -187,7 +210,6 @@ fn read_file(
     k: u32,
     size: u64,
     cursor: &mut Cursor,
-    chunk: &mut [u8],
     feed: &FeedSource,
 ) -> Result<bool, WriteError> {
     let mut opened = open_source(source, k, cursor)?;
@@ -201,12 +223,13 @@ fn read_file(
     })?;
     let mut done = 0u64;
     while done < size {
-        let want = (size - done).min(chunk.len() as u64) as usize;
-        read_full(reader, &mut chunk[..want], &path, size, done)?;
-        if !feed.push(Item::Data {
-            node: k,
-            bytes: chunk[..want].to_vec(),
-        }) {
+        let want = (size - done).min(READ_CHUNK as u64) as usize;
+        // Read straight into the chunk the readers get (a reused one is
+        // only cut to length, not cleared).
+        let mut bytes = feed.buffer();
+        bytes.resize(want, 0);
+        read_full(reader, &mut bytes, &path, size, done)?;
+        if !feed.push(Item::Data { node: k, bytes }) {
             return Ok(false);
         }
         done += want as u64;
@@ -286,6 +309,8 @@ impl Read for FeedFile<'_> {
                     }
                 }
             }
+            // Let go of the chunk read to the end: the source reuses it.
+            self.current = None;
             let item = self.reader.next().ok_or_else(|| {
                 std::io::Error::other("the batch's reading of the tree stopped early")
             })?;

@@ -149,3 +149,19 @@ fn formats_are_verifiable_whole() {
         }
     }
 }
+
+/// Without a read-back only the bytes are counted: writes pass through,
+/// nothing is kept (no CRC computed).
+#[test]
+fn counting_keeps_the_bytes_written_and_nothing_else() {
+    let mut rec = Recording::counting(MemDisk::new(512, 4 * PIECE / BS).expect("disk"));
+    rec.write_blocks(0, &pattern(PIECE as usize + 512, 7))
+        .expect("w");
+    rec.write_zeroes(4096, 8).expect("zero");
+    assert_eq!(rec.digest().bytes_written(), PIECE + 512 + 8 * BS);
+    assert_eq!(rec.digest().entries(), 0);
+    let (mut d, _) = rec.into_parts();
+    let mut back = vec![0u8; PIECE as usize + 512];
+    d.read_blocks(0, &mut back).expect("read");
+    assert_eq!(back, pattern(PIECE as usize + 512, 7));
+}
