@@ -425,6 +425,16 @@ impl Target {
     /// Creates or opens the target for writing, and locks it. Every failure
     /// here happens before anything is written (exit 2).
     pub fn open(&self) -> Result<Opened, Failure> {
+        self.open_with(false)
+    }
+
+    /// As [`Target::open`]; with `uncached`, a device is opened bypassing
+    /// the page cache (`Device::open_uncached`; a device that refuses
+    /// direct I/O is opened as usual). A batch writes its devices so:
+    /// buffered writes to many block devices at once cost the kernel two to
+    /// three times the CPU of the same writes one device after the other
+    /// (see BENCHMARKS.md, "Many targets at once").
+    pub fn open_with(&self, uncached: bool) -> Result<Opened, Failure> {
         let bs = self.block_size;
         let path = &self.path;
         let opened = match self.action {
@@ -453,7 +463,12 @@ impl Target {
             Action::Device(_) => {
                 // Whole: `--size` is applied by the writer after it has
                 // zeroed an old backup GPT beyond it (`limit_device`).
-                let d = Device::open(path).map_err(device_error)?;
+                let d = if uncached {
+                    Device::open_uncached(path).or_else(|_| Device::open(path))
+                } else {
+                    Device::open(path)
+                }
+                .map_err(device_error)?;
                 return Ok(Opened::Device(Box::new(d)));
             }
         };

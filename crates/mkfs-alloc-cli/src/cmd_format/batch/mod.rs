@@ -335,6 +335,7 @@ fn execute(cli: &FormatArgs, entries: &[Entry], plan: &mut BatchPlan, show: bool
         discard: cli.discard,
         no_discard: cli.no_discard,
         full: cli.full,
+        uncached: entries.len() > 1,
     };
     let targets: Vec<target::CliTarget<'_>> = entries
         .iter()

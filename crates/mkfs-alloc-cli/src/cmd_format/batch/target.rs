@@ -17,6 +17,8 @@ pub(super) struct Steps {
     pub discard: bool,
     pub no_discard: bool,
     pub full: bool,
+    /// Devices are written uncached (`O_DIRECT`): more than one target.
+    pub uncached: bool,
 }
 
 /// A target of the batch (`None`: refused when inspected; never opened).
@@ -82,7 +84,9 @@ impl BatchTarget for CliTarget<'_> {
         } else {
             Verdict::Refused
         };
-        let mut opened = target.open().map_err(|f| failed(before, probed, f))?;
+        let mut opened = target
+            .open_with(self.steps.uncached)
+            .map_err(|f| failed(before, probed, f))?;
         self.created = opened.created();
         self.opened = true;
         crate::watch::check_opened(target, &opened).map_err(|f| failed(before, probed, f))?;
