@@ -28,6 +28,9 @@
 //!   drivers in QEMU (see `kernel/`);
 //! - `test-uboot [--all] [--json]`: FAT images through U-Boot's FAT driver
 //!   in QEMU (see `uboot/`);
+//! - `embedded [--json] [--no-mount] [--keep]`: the firmware example built
+//!   for a Cortex-M3, run in QEMU, measured against its budgets and its
+//!   images checked (see `embedded/`);
 //! - `package`: `cargo package --workspace` of the publishable crates (see
 //!   `package.rs`);
 //! - `dist [--check] [--no-windows]`: the static Linux tarball, the Debian
@@ -113,6 +116,11 @@ const COMMANDS: &[Cmd] = &[
         kernel::test_kernel_cmd,
     ),
     (
+        "embedded",
+        "the firmware example in QEMU (Cortex-M3): flash, RAM, stack against the budgets; images identical to the CLI's, fsck, mtools, exfat-fuse [--json] [--no-mount] [--keep]",
+        embedded::embedded_cmd,
+    ),
+    (
         "test-uboot",
         "FAT images through U-Boot's FAT driver in QEMU [--all] [--json] [--jobs N] [--case NAME] [--keep]",
         uboot::test_uboot_cmd,
@@ -122,6 +130,7 @@ const COMMANDS: &[Cmd] = &[
 mod bench;
 mod bench_populate;
 mod dist;
+mod embedded;
 mod fuzz;
 mod kernel;
 mod package;

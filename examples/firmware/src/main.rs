@@ -1,0 +1,139 @@
+//! Formats disks from a Cortex-M3 (QEMU `lm3s6965evb`): each disk is a host
+//! file reached through semihosting, one sector at a time, through a
+//! 512-byte sector buffer in static RAM. At the end it reports its peak
+//! stack (the untouched part of the stack cortex-m-rt painted) and exits
+//! 0, or non-zero naming what failed.
+//!
+//! Printed lines (read by `cargo xtask embedded`):
+//! `firmware: image NAME ok|FAILED`, `firmware: stack_peak_bytes=N`,
+//! `firmware: sector_buffer_bytes=N`, `firmware: done`.
+
+#![no_std]
+#![no_main]
+
+mod semihosting;
+
+use core::panic::PanicInfo;
+use cortex_m_rt::{entry, exception, ExceptionFrame};
+use semihosting::{exit, print, File};
+
+/// Sector size of every disk here (SD cards: 512 bytes).
+const SECTOR: usize = 512;
+
+/// The one sector buffer (static, so it is counted apart from the stack).
+static mut SECTOR_BUFFER: [u8; SECTOR] = [0; SECTOR];
+
+/// The disks to format: host file names (NUL-terminated), created by the
+/// harness with the sizes it pairs with the CLI's options.
+const JOBS: &[&[u8]] = &[b"exfat-mbr.img\0", b"fat32-mbr.img\0"];
+
+#[entry]
+fn main() -> ! {
+    // SAFETY: `main` runs once and is the only user of the buffer.
+    let buf: &'static mut [u8; SECTOR] = unsafe { &mut *core::ptr::addr_of_mut!(SECTOR_BUFFER) };
+    let mut failed = 0;
+    for name in JOBS {
+        let ok = format_stub(name, buf);
+        line(&[
+            b"firmware: image ",
+            strip(name),
+            if ok { b" ok" } else { b" FAILED" },
+        ]);
+        if !ok {
+            failed += 1;
+        }
+    }
+    let mut digits = [0u8; 10];
+    line(&[
+        b"firmware: stack_peak_bytes=",
+        decimal(stack_peak(), &mut digits),
+    ]);
+    line(&[
+        b"firmware: sector_buffer_bytes=",
+        decimal(SECTOR as u32, &mut digits),
+    ]);
+    line(&[b"firmware: done"]);
+    exit(failed)
+}
+
+/// Phase A of the harness: proves the path (open, size, sector writes)
+/// with a marker in sector 0; the real formatter replaces it.
+fn format_stub(name: &[u8], buf: &mut [u8; SECTOR]) -> bool {
+    let Some(file) = File::open(name) else {
+        return false;
+    };
+    let Some(len) = file.len() else {
+        return false;
+    };
+    if len < SECTOR as u32 {
+        return false;
+    }
+    buf.fill(0);
+    buf[..16].copy_from_slice(b"mkfs-alloc stub\n");
+    buf[510] = 0x55;
+    buf[511] = 0xAA;
+    file.write_at(0, buf)
+}
+
+/// Bytes of the stack ever used: from the stack's top down to the lowest
+/// word that no longer holds cortex-m-rt's paint (0xCCCC_CCCC).
+fn stack_peak() -> u32 {
+    extern "C" {
+        static _stack_start: u32;
+        static _stack_end: u32;
+    }
+    // The linker script defines both symbols; only their addresses are used.
+    let top = core::ptr::addr_of!(_stack_start) as usize;
+    let bottom = core::ptr::addr_of!(_stack_end) as usize;
+    let mut at = bottom;
+    // SAFETY: every word in [bottom, top) is RAM that cortex-m-rt painted;
+    // the loop stops below the current stack pointer, which is in use.
+    while at < top && unsafe { core::ptr::read_volatile(at as *const u32) } == 0xCCCC_CCCC {
+        at += 4;
+    }
+    (top - at) as u32
+}
+
+/// `name` without its NUL.
+fn strip(name: &[u8]) -> &[u8] {
+    &name[..name.len() - 1]
+}
+
+/// Prints the concatenation of `parts` as one line.
+fn line(parts: &[&[u8]]) {
+    let mut text = [0u8; 80];
+    let mut n = 0;
+    for part in parts {
+        let take = part.len().min(text.len() - 2 - n);
+        text[n..n + take].copy_from_slice(&part[..take]);
+        n += take;
+    }
+    text[n] = b'\n';
+    print(&text[..=n + 1]);
+}
+
+/// `value` in decimal, in `digits`.
+fn decimal(mut value: u32, digits: &mut [u8; 10]) -> &[u8] {
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            return &digits[at..];
+        }
+    }
+}
+
+#[exception]
+unsafe fn HardFault(_frame: &ExceptionFrame) -> ! {
+    print(b"firmware: hard fault\n\0");
+    exit(101)
+}
+
+#[panic_handler]
+fn panic(_: &PanicInfo) -> ! {
+    // No message: formatting it would link core::fmt into the measured size.
+    print(b"firmware: panic\n\0");
+    exit(102)
+}
