@@ -169,23 +169,32 @@ fn same_bytes(a: &Path, b: &Path) -> Result<(), String> {
 fn volume_copy(bin: &Path, job: &Job, image: &Path, out: &Path) -> Result<PathBuf, String> {
     let vol = read_volume(job.name, bin, image)?;
     let (start, size) = (json_u64(&vol, "start")?, json_u64(&vol, "size")?);
-    let mut src = File::open(image).map_err(|e| format!("{}: {e}", image.display()))?;
-    src.seek(SeekFrom::Start(start))
+    sparse_copy(image, start, size, out)?;
+    Ok(out.to_path_buf())
+}
+
+/// Copies `size` bytes at `start` of `src` into a new file `dst`, leaving
+/// holes where whole MiB are zero.
+pub(crate) fn sparse_copy(src: &Path, start: u64, size: u64, dst: &Path) -> Result<(), String> {
+    let mut from = File::open(src).map_err(|e| format!("{}: {e}", src.display()))?;
+    from.seek(SeekFrom::Start(start))
         .map_err(|e| e.to_string())?;
-    let mut dst = File::create(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut to = File::create(dst).map_err(|e| format!("{}: {e}", dst.display()))?;
     let mut buf = vec![0u8; 1 << 20];
     let mut done = 0u64;
     while done < size {
         let n = (size - done).min(buf.len() as u64) as usize;
-        src.read_exact(&mut buf[..n]).map_err(|e| e.to_string())?;
+        from.read_exact(&mut buf[..n])
+            .map_err(|e| format!("{}: {e}", src.display()))?;
         if buf[..n].iter().any(|&b| b != 0) {
-            dst.seek(SeekFrom::Start(done)).map_err(|e| e.to_string())?;
-            dst.write_all(&buf[..n]).map_err(|e| e.to_string())?;
+            to.seek(SeekFrom::Start(done)).map_err(|e| e.to_string())?;
+            to.write_all(&buf[..n])
+                .map_err(|e| format!("{}: {e}", dst.display()))?;
         }
         done += n as u64;
     }
-    dst.set_len(size).map_err(|e| e.to_string())?;
-    Ok(out.to_path_buf())
+    to.set_len(size)
+        .map_err(|e| format!("{}: {e}", dst.display()))
 }
 
 /// `PROGRAM -n VOLUME` exits 0 and says nothing of an error.

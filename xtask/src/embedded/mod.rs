@@ -28,6 +28,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -128,25 +129,9 @@ pub fn embedded_cmd(args: &[String]) -> Result<(), String> {
         }
     }
     let start = Instant::now();
-    ensure_rust_targets(&[TARGET])?;
-    install_packages(TOOLS)?;
-    let elf_path = build_firmware()?;
     let work = target_dir().join("embedded").join("run");
-    let _ = std::fs::remove_dir_all(&work);
-    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
-    let fw = work.join("firmware");
-    std::fs::create_dir_all(&fw).map_err(|e| format!("{}: {e}", fw.display()))?;
-    for job in JOBS {
-        let path = fw.join(job.name);
-        let f = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        f.set_len(job.size)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-    }
-    let qemu_start = Instant::now();
-    let (console, raw) = run_qemu(&elf_path, &fw)?;
-    let qemu_secs = qemu_start.elapsed().as_secs_f64();
-    let elf = std::fs::read(&elf_path).map_err(|e| format!("{}: {e}", elf_path.display()))?;
-    let sizes = elf::sizes(&elf)?;
+    let fw = run_firmware(&work.join("firmware"))?;
+    let (console, raw, sizes) = (&fw.console, &fw.raw, fw.sizes);
 
     let mut failures = Vec::new();
     if !console.done {
@@ -187,7 +172,7 @@ pub fn embedded_cmd(args: &[String]) -> Result<(), String> {
     }
 
     let checks = if console.done {
-        check::check_images(&work, &fw, mount)?
+        check::check_images(&work, &fw.dir, mount)?
     } else {
         Vec::new()
     };
@@ -196,12 +181,12 @@ pub fn embedded_cmd(args: &[String]) -> Result<(), String> {
     }
     let images: Vec<String> = JOBS
         .iter()
-        .map(|j| fw.join(j.name).display().to_string())
+        .map(|j| fw.dir.join(j.name).display().to_string())
         .collect();
     let report = json!({
         "machine": MACHINE,
         "target": TARGET,
-        "firmware": elf_path.display().to_string(),
+        "firmware": fw.elf.display().to_string(),
         "flash_bytes": sizes.flash(),
         "ram_bytes": sizes.ram(),
         "stack_bytes": stack,
@@ -214,7 +199,7 @@ pub fn embedded_cmd(args: &[String]) -> Result<(), String> {
         },
         "images": images,
         "checks": checks.iter().map(check::ImageCheck::to_json).collect::<Vec<Value>>(),
-        "qemu_seconds": (qemu_secs * 100.0).round() / 100.0,
+        "qemu_seconds": (fw.qemu_secs * 100.0).round() / 100.0,
         "seconds": (start.elapsed().as_secs_f64() * 10.0).round() / 10.0,
         "ok": failures.is_empty(),
     });
@@ -250,6 +235,86 @@ pub fn embedded_cmd(args: &[String]) -> Result<(), String> {
             failures.join("\n  ")
         ))
     }
+}
+
+/// A run of the firmware: where it is, what it printed and wrote.
+pub(crate) struct FirmwareRun {
+    elf: PathBuf,
+    sizes: elf::Sizes,
+    /// The semihosting directory: the images, named as in [`JOBS`].
+    pub(crate) dir: PathBuf,
+    console: Console,
+    /// Everything QEMU printed, and why it ended when it did not end well.
+    raw: String,
+    qemu_secs: f64,
+}
+
+impl FirmwareRun {
+    /// The run went to its end and formatted every job.
+    pub(crate) fn complete(&self) -> Result<(), String> {
+        let missing: Vec<&str> = JOBS
+            .iter()
+            .map(|j| j.name)
+            .filter(|n| !self.console.images_ok.iter().any(|o| o == n))
+            .collect();
+        if self.console.done && missing.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "the firmware did not format {}: {}",
+                missing.join(", "),
+                self.raw.trim()
+            ))
+        }
+    }
+}
+
+/// Copies the firmware's image `job` (one of [`JOBS`]) to `path`. The
+/// firmware runs once per process (in `target/embedded/suites`), for the
+/// first image asked for.
+pub(crate) fn firmware_image(job: &str, path: &Path) -> Result<(), String> {
+    static RUN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let dir = RUN
+        .get_or_init(|| {
+            let fw = run_firmware(&target_dir().join("embedded").join("suites"))?;
+            fw.complete()?;
+            Ok(fw.dir)
+        })
+        .as_ref()
+        .map_err(Clone::clone)?;
+    let src = dir.join(job);
+    let len = std::fs::metadata(&src)
+        .map_err(|e| format!("{}: {e}", src.display()))?
+        .len();
+    check::sparse_copy(&src, 0, len, path)
+}
+
+/// Builds the firmware and runs it in QEMU with a fresh directory `dir`
+/// holding the empty images of [`JOBS`].
+pub(crate) fn run_firmware(dir: &Path) -> Result<FirmwareRun, String> {
+    ensure_rust_targets(&[TARGET])?;
+    install_packages(TOOLS)?;
+    let elf = build_firmware()?;
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for job in JOBS {
+        let path = dir.join(job.name);
+        std::fs::File::create(&path)
+            .and_then(|f| f.set_len(job.size))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    let qemu_start = Instant::now();
+    let (console, raw) = run_qemu(&elf, dir)?;
+    let qemu_secs = qemu_start.elapsed().as_secs_f64();
+    let bytes = std::fs::read(&elf).map_err(|e| format!("{}: {e}", elf.display()))?;
+    Ok(FirmwareRun {
+        sizes: elf::sizes(&bytes)?,
+        elf,
+        dir: dir.to_path_buf(),
+        console,
+        raw,
+        qemu_secs,
+    })
 }
 
 /// Builds the firmware; returns the path of its ELF file.
