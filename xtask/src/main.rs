@@ -3,10 +3,10 @@
 //! CLI's `--json` output.
 //!
 //! Commands:
-//! - `install-tools [--windows] [--fuzz] [--kernel] [--uboot] [--dist] [--all]`:
+//! - `install-tools [--windows] [--fuzz] [--kernel] [--uboot] [--embedded] [--dist] [--all]`:
 //!   check the external tools the interoperability tests use (and, with the
-//!   flags, those of `test-windows`, `fuzz`, `test-kernel`, `test-uboot` and
-//!   `dist`), and install the missing Debian packages in
+//!   flags, those of `test-windows`, `fuzz`, `test-kernel`, `test-uboot`,
+//!   `embedded` and `dist`), and install the missing Debian packages in
 //!   one `apt-get` call (as root; otherwise print the command and fail);
 //! - `test [ARGS...] [-- TEST-ARGS...]`: the tool/root tier and the pure
 //!   tier together: `install-tools`, `cargo build -p mkfs-alloc-cli`, then
@@ -57,7 +57,7 @@ type Cmd = (
 const COMMANDS: &[Cmd] = &[
     (
         "install-tools",
-        "install the missing test tools (Debian packages) [--windows] [--fuzz] [--kernel] [--uboot] [--dist] [--all]",
+        "install the missing test tools (Debian packages) [--windows] [--fuzz] [--kernel] [--uboot] [--embedded] [--dist] [--all]",
         test::install_tools_cmd,
     ),
     (
