@@ -11,17 +11,22 @@
 #![no_std]
 #![no_main]
 
+mod disk;
 mod semihosting;
 
 use core::panic::PanicInfo;
 use cortex_m_rt::{entry, exception, ExceptionFrame};
-use semihosting::{exit, print, File};
+use disk::HostDisk;
+use embedded_sdmmc::{Block, BlockDevice, BlockIdx};
+use semihosting::{exit, print};
 
 /// Sector size of every disk here (SD cards: 512 bytes).
 const SECTOR: usize = 512;
 
 /// The one sector buffer (static, so it is counted apart from the stack).
-static mut SECTOR_BUFFER: [u8; SECTOR] = [0; SECTOR];
+static mut SECTOR_BUFFER: Block = Block {
+    contents: [0; SECTOR],
+};
 
 /// The disks to format: host file names (NUL-terminated), created by the
 /// harness with the sizes it pairs with the CLI's options.
@@ -30,7 +35,7 @@ const JOBS: &[&[u8]] = &[b"exfat-mbr.img\0", b"fat32-mbr.img\0"];
 #[entry]
 fn main() -> ! {
     // SAFETY: `main` runs once and is the only user of the buffer.
-    let buf: &'static mut [u8; SECTOR] = unsafe { &mut *core::ptr::addr_of_mut!(SECTOR_BUFFER) };
+    let buf: &'static mut Block = unsafe { &mut *core::ptr::addr_of_mut!(SECTOR_BUFFER) };
     let mut failed = 0;
     for name in JOBS {
         let ok = format_stub(name, buf);
@@ -58,21 +63,18 @@ fn main() -> ! {
 
 /// Phase A of the harness: proves the path (open, size, sector writes)
 /// with a marker in sector 0; the real formatter replaces it.
-fn format_stub(name: &[u8], buf: &mut [u8; SECTOR]) -> bool {
-    let Some(file) = File::open(name) else {
+fn format_stub(name: &[u8], buf: &mut Block) -> bool {
+    let Some(disk) = HostDisk::open(name) else {
         return false;
     };
-    let Some(len) = file.len() else {
-        return false;
-    };
-    if len < SECTOR as u32 {
+    if disk.num_blocks().map_or(true, |n| n.0 == 0) {
         return false;
     }
-    buf.fill(0);
-    buf[..16].copy_from_slice(b"mkfs-alloc stub\n");
-    buf[510] = 0x55;
-    buf[511] = 0xAA;
-    file.write_at(0, buf)
+    buf.contents.fill(0);
+    buf.contents[..16].copy_from_slice(b"mkfs-alloc stub\n");
+    buf.contents[510] = 0x55;
+    buf.contents[511] = 0xAA;
+    disk.write(core::slice::from_ref(buf), BlockIdx(0)).is_ok()
 }
 
 /// Bytes of the stack ever used: from the stack's top down to the lowest

@@ -2,7 +2,7 @@
 //! with the operation in r0 and its parameter block in r1.
 //!
 //! Sources: Arm, "Semihosting for AArch32 and AArch64" (version 3.0):
-//! SYS_OPEN 0x01, SYS_CLOSE 0x02, SYS_WRITE0 0x04, SYS_WRITE 0x05,
+//! SYS_OPEN 0x01, SYS_CLOSE 0x02, SYS_WRITE0 0x04, SYS_WRITE 0x05, SYS_READ 0x06,
 //! SYS_SEEK 0x0A, SYS_FLEN 0x0C, SYS_EXIT_EXTENDED 0x20; QEMU implements
 //! them with `-semihosting-config enable=on,target=native` (host files,
 //! relative to QEMU's working directory; the exit code of QEMU).
@@ -13,6 +13,7 @@ const SYS_OPEN: u32 = 0x01;
 const SYS_CLOSE: u32 = 0x02;
 const SYS_WRITE0: u32 = 0x04;
 const SYS_WRITE: u32 = 0x05;
+const SYS_READ: u32 = 0x06;
 const SYS_SEEK: u32 = 0x0A;
 const SYS_FLEN: u32 = 0x0C;
 const SYS_EXIT_EXTENDED: u32 = 0x20;
@@ -67,6 +68,17 @@ impl File {
         let block = [self.0];
         let n = call(SYS_FLEN, block.as_ptr());
         (n >= 0).then_some(n as u32)
+    }
+
+    /// Reads all of `data` from byte `offset`.
+    pub fn read_at(&self, offset: u32, data: &mut [u8]) -> bool {
+        let seek = [self.0, offset];
+        if call(SYS_SEEK, seek.as_ptr()) != 0 {
+            return false;
+        }
+        let block = [self.0, data.as_mut_ptr() as u32, data.len() as u32];
+        // The result is the number of bytes NOT read.
+        call(SYS_READ, block.as_ptr()) == 0
     }
 
     /// Writes all of `data` at byte `offset`.
