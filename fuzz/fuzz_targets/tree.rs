@@ -52,12 +52,10 @@ struct Volume {
 }
 
 fn volume(fs: FsKind, bytes: u64) -> Volume {
-    let opts = FormatOptions {
-        fs: FsChoice::Fixed(fs),
-        cluster: ClusterChoice::Bytes(512),
-        serial: Some(1),
-        ..FormatOptions::default()
-    };
+    let opts = FormatOptions::new()
+        .fs(FsChoice::Fixed(fs))
+        .cluster(ClusterChoice::Bytes(512))
+        .serial(1);
     let layout = plan(&opts, &Medium::whole(bytes, 512)).expect("plan");
     let mut disk = MemDisk::new(512, bytes / 512).expect("disk");
     write_volume(&layout, &mut disk, &mut |_, _| {}).expect("write");

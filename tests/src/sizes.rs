@@ -4,12 +4,10 @@ use mkfs_alloc_layout::{plan, ClusterChoice, FormatOptions, FsChoice, FsKind, La
 
 /// The options the CLI uses for `--fs fs --cluster cluster` (default alignment).
 pub fn options(fs: FsKind, cluster: u64) -> FormatOptions {
-    FormatOptions {
-        fs: FsChoice::Fixed(fs),
-        cluster: ClusterChoice::Bytes(cluster),
-        serial: Some(0x1234_ABCD),
-        ..FormatOptions::default()
-    }
+    FormatOptions::new()
+        .fs(FsChoice::Fixed(fs))
+        .cluster(ClusterChoice::Bytes(cluster))
+        .serial(0x1234_ABCD)
 }
 
 /// Plans `fs` at `cluster` on a whole-medium volume of `bytes`.

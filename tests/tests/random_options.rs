@@ -15,7 +15,7 @@
 
 use mkfs_alloc::layout::{ClusterChoice, FormatOptions, FsChoice, FsKind};
 use mkfs_alloc::partition::{TableChoice, TableKind};
-use mkfs_alloc::{plan_medium, MediumOptions};
+use mkfs_alloc::MediumOptions;
 use mkfs_alloc_tests::check::{fsck_verdict, sparse_fingerprint, with_volume, Fsck};
 use mkfs_alloc_tests::checks::{dump_exfat_cluster_size, fsck_fat_geometry};
 use mkfs_alloc_tests::{
@@ -110,31 +110,28 @@ fn oracle(o: &Opts) -> Result<FsKind, String> {
     if ![512, 1024, 2048, 4096].contains(&o.sector) {
         return Err(format!("sector size {}", o.sector));
     }
-    let opts = MediumOptions {
-        format: FormatOptions {
-            fs: match o.fs {
-                "exfat" => FsChoice::Fixed(FsKind::Exfat),
-                "fat32" => FsChoice::Fixed(FsKind::Fat32),
-                "fat16" => FsChoice::Fixed(FsKind::Fat16),
-                "fat12" => FsChoice::Fixed(FsKind::Fat12),
-                "fat" => FsChoice::Fat,
-                _ => FsChoice::Auto,
-            },
-            cluster: ClusterChoice::Bytes(o.cluster),
-            label: o.label.map(str::to_string),
-            serial: Some(o.serial),
-            align: o.align,
-            ..FormatOptions::default()
-        },
-        table: TableChoice::Fixed(match o.table {
+    let mut format = FormatOptions::new()
+        .fs(match o.fs {
+            "exfat" => FsChoice::Fixed(FsKind::Exfat),
+            "fat32" => FsChoice::Fixed(FsKind::Fat32),
+            "fat16" => FsChoice::Fixed(FsKind::Fat16),
+            "fat12" => FsChoice::Fixed(FsKind::Fat12),
+            "fat" => FsChoice::Fat,
+            _ => FsChoice::Auto,
+        })
+        .cluster(ClusterChoice::Bytes(o.cluster))
+        .serial(o.serial);
+    format.label = o.label.map(str::to_string);
+    format.align = o.align;
+    let mut opts = MediumOptions::new()
+        .format(format)
+        .table(TableChoice::Fixed(match o.table {
             "mbr" => TableKind::Mbr,
             "gpt" => TableKind::Gpt,
             _ => TableKind::None,
-        }),
-        whole_disk: false,
-        sector_size: o.sector,
-    };
-    plan_medium(&opts, o.size, o.sector)
+        }));
+    opts.sector_size = o.sector;
+    opts.plan(o.size, o.sector)
         .map(|p| p.layout().fs())
         .map_err(|e| e.to_string())
 }

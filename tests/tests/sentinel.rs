@@ -263,11 +263,8 @@ fn small_fat_contents(layout: &Layout, img: &[u8], file: &Path) {
 }
 
 fn case(fs: FsKind, cluster: u64, sector: u32, size: u64, label: Option<&str>, guid: bool) {
-    let opts = FormatOptions {
-        label: label.map(str::to_string),
-        volume_guid: guid,
-        ..options(fs, cluster)
-    };
+    let mut opts = options(fs, cluster).volume_guid(guid);
+    opts.label = label.map(str::to_string);
     let (layout, img) = format(&opts, sector, size);
     check_regions(&layout, &img);
     let tmp = TempDir::new("sentinel");
@@ -412,11 +409,10 @@ fn fat16_512_smallest() {
 fn fat16_4k_sectors_odd_root() {
     // 4096-byte sectors: 128 root entries per sector; the alignment gap is odd,
     // so the root directory grows by one sector.
-    let opts = FormatOptions {
-        root_entries: Some(100),
-        label: Some("ODD".into()),
-        ..options(FsKind::Fat16, 8 * KIB)
-    };
+    let opts = options(FsKind::Fat16, 8 * KIB)
+        .root_entries(100)
+        .expect("root entries")
+        .label("ODD");
     let (layout, img) = format(&opts, 4096, 100 * MIB);
     check_regions(&layout, &img);
     let tmp = TempDir::new("sentinel");
@@ -451,11 +447,10 @@ fn fat12_smallest_and_largest_cluster_count() {
 #[ignore = "tool tier: cargo xtask test"]
 fn fat12_floppy_sized_and_odd_fat_chunk() {
     // 2880 sectors: the FAT12 FAT is 9 sectors, 4,608 bytes (not a multiple of 3).
-    let opts = FormatOptions {
-        root_entries: Some(224),
-        align: Some(512),
-        ..options(FsKind::Fat12, 512)
-    };
+    let opts = options(FsKind::Fat12, 512)
+        .root_entries(224)
+        .expect("root entries")
+        .align(512);
     let (layout, img) = format(&opts, 512, 2880 * 512);
     check_regions(&layout, &img);
     let tmp = TempDir::new("sentinel");

@@ -36,6 +36,7 @@
 //! - `dist [--check] [--no-windows]`: the static Linux tarball, the Debian
 //!   packages and the Windows zip in `target/dist/`, and with `--check` (root)
 //!   their tests (see `dist/`);
+//! - `tidy [--no-std]`: the source-text invariants (see `tidy/`);
 //! - `man [DIR]`: the man pages (clap_mangen, through the CLI's hidden
 //!   `man` command) into DIR, default `target/man`.
 //!
@@ -125,6 +126,11 @@ const COMMANDS: &[Cmd] = &[
         "FAT images through U-Boot's FAT driver in QEMU [--all] [--json] [--jobs N] [--case NAME] [--keep]",
         uboot::test_uboot_cmd,
     ),
+    (
+        "tidy",
+        "the source-text invariants of ARCHITECTURE.md (file length, byte offsets outside ondisk, CLI flags in libraries, docs lints, no_std) [--no-std: also build the no_std crates]",
+        tidy::tidy_cmd,
+    ),
 ];
 
 mod bench;
@@ -137,6 +143,7 @@ mod package;
 mod probe_bench;
 mod probe_full_bench;
 mod test;
+mod tidy;
 mod uboot;
 mod windows;
 

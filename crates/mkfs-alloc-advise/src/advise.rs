@@ -15,6 +15,7 @@ use mkfs_alloc_layout::{
     plan, valid_cluster_sizes, ClusterChoice, FormatOptions, FsChoice, FsKind, Layout, Medium,
     PlanError,
 };
+#[cfg(feature = "serde")]
 use serde::Serialize;
 
 pub(crate) use crate::recommend::compat_text;
@@ -96,8 +97,9 @@ impl Default for Policy {
 }
 
 /// Which file systems to advise on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum FsSelection {
     /// exFAT only.
     Exfat,
@@ -127,7 +129,8 @@ impl FsSelection {
 }
 
 /// The whole advice for one volume.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct Advice {
     /// Volume size in bytes (whole sectors).
     pub volume_bytes: u64,
@@ -142,7 +145,8 @@ pub struct Advice {
 }
 
 /// The advice for one file system.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct FsAdvice {
     /// File system.
     pub fs: FsKind,
@@ -167,8 +171,9 @@ pub struct FsAdvice {
 }
 
 /// Which rule produced a recommendation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum RecommendationRule {
     /// The largest compatible size whose waste is within the limit.
     WithinMaxWaste,
@@ -183,7 +188,8 @@ pub enum RecommendationRule {
 }
 
 /// A recommended cluster size and why.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct Recommendation {
     /// Cluster size in bytes.
     pub cluster_size: u64,
@@ -246,11 +252,9 @@ pub fn advise_with(
             !all || !fs.is_small_fat() || !valid_cluster_sizes(fs, &medium, align).is_empty()
         })
         .map(|&fs| {
-            let base = FormatOptions {
-                fs: FsChoice::Fixed(fs),
-                label: Some(ASSUMED_LABEL.to_string()),
-                ..FormatOptions::default()
-            };
+            let base = FormatOptions::new()
+                .fs(FsChoice::Fixed(fs))
+                .label(ASSUMED_LABEL.to_string());
             fs_advice(fs, &base, &medium, data, policy)
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -271,10 +275,7 @@ pub fn recommend_for_data(
     data: &ScanResult,
     max_waste_percent: f64,
 ) -> Option<(u64, String)> {
-    let opts = FormatOptions {
-        fs: FsChoice::Fixed(fs),
-        ..FormatOptions::default()
-    };
+    let opts = FormatOptions::new().fs(FsChoice::Fixed(fs));
     recommend_for_format(&opts, medium, data, max_waste_percent)
         .ok()
         .map(|r| (r.cluster_size, r.reason))
@@ -299,24 +300,19 @@ pub fn recommend_for_format(
 ) -> Result<Recommendation, AdviseError> {
     check_inputs(medium.sector_size, max_waste_percent)?;
     let bps = u64::from(medium.sector_size);
-    let medium = Medium {
-        volume_bytes: medium.volume_bytes / bps * bps,
-        ..*medium
-    };
+    let medium = Medium::partition(
+        medium.volume_bytes / bps * bps,
+        medium.sector_size,
+        medium.partition_offset,
+    );
     let fs = match opts.fs {
         FsChoice::Fixed(fs) => fs,
-        FsChoice::Auto | FsChoice::Fat => {
-            let auto = FormatOptions {
-                cluster: ClusterChoice::Auto,
-                ..opts.clone()
-            };
+        _ => {
+            let auto = opts.clone().cluster(ClusterChoice::Auto);
             plan(&auto, &medium)?.fs()
         }
     };
-    let base = FormatOptions {
-        fs: FsChoice::Fixed(fs),
-        ..opts.clone()
-    };
+    let base = opts.clone().fs(FsChoice::Fixed(fs));
     let policy = Policy {
         max_waste_percent,
         beyond_compat: false,
@@ -384,13 +380,7 @@ fn fs_advice(
         .align
         .unwrap_or_else(|| default_align(volume, medium.sector_size));
     let valid = valid_cluster_sizes(fs, medium, align);
-    let auto_layout = plan(
-        &FormatOptions {
-            cluster: ClusterChoice::Auto,
-            ..base.clone()
-        },
-        medium,
-    );
+    let auto_layout = plan(&base.clone().cluster(ClusterChoice::Auto), medium);
     let auto_cluster = auto_layout.as_ref().ok().map(|l| l.cluster_size());
     let windows = windows_default(fs, volume);
     let sd = sd_recommended(volume);
@@ -400,13 +390,7 @@ fn fs_advice(
     for &c in &valid {
         // valid_cluster_sizes said yes; a label or option error would fail
         // every size: report it.
-        let layout = plan(
-            &FormatOptions {
-                cluster: ClusterChoice::Bytes(c),
-                ..base.clone()
-            },
-            medium,
-        )?;
+        let layout = plan(&base.clone().cluster(ClusterChoice::Bytes(c)), medium)?;
         cands.push(candidate(&layout, data, windows, sd, mkfs, auto_cluster));
     }
     let files_over_4gib = match (fs.is_fat(), data) {

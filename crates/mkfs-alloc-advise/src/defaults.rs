@@ -75,10 +75,12 @@ pub fn mkfs_default(fs: FsKind, volume_bytes: u64, sector_size: u32) -> u64 {
             sectors * bps
         }
         FsKind::Fat16 | FsKind::Fat12 => {
-            let (bits, limit) = if fs == FsKind::Fat16 {
-                (16, 65_525)
+            use mkfs_alloc_ondisk::fat::{FAT16_MIN_CLUSTERS, FAT32_MIN_CLUSTERS};
+            let bits = fs.entry_bits();
+            let limit = if fs == FsKind::Fat16 {
+                FAT32_MIN_CLUSTERS
             } else {
-                (12, 4_085)
+                FAT16_MIN_CLUSTERS
             };
             let total = volume_bytes / bps;
             let fixed = 1 + (512 * 32u64).div_ceil(bps);

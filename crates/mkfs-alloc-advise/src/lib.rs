@@ -50,7 +50,6 @@ pub use advise::{
     RecommendationRule, Row, RowNote, DEFAULT_MAX_WASTE_PERCENT,
 };
 pub use model::{footprint, footprint_for, Footprint, RootDir};
-pub use scan::{
-    scan, DataSummary, DirRecord, ScanError, ScanOptions, ScanProgress, ScanResult, SizeBucket,
-    Unreadable,
-};
+#[cfg(feature = "scan")]
+pub use scan::{scan, ScanError, ScanOptions, ScanProgress};
+pub use scan::{DataSummary, DirRecord, ScanResult, SizeBucket, Unreadable};

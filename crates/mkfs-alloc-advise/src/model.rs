@@ -32,6 +32,7 @@ use crate::names::DIR_ENTRY_BYTES;
 use crate::scan::{DirRecord, ScanResult};
 use mkfs_alloc_layout::plan::Geometry;
 use mkfs_alloc_layout::{FsKind, Layout};
+#[cfg(feature = "serde")]
 use serde::Serialize;
 
 /// exFAT root entries every format writes: volume label, allocation bitmap,
@@ -42,7 +43,8 @@ pub const EXFAT_ROOT_SYSTEM_ENTRIES: u32 = 3;
 pub const FAT32_MAX_DIR_ENTRIES: u64 = 65_536;
 
 /// What the format left in the root directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct RootDir {
     /// 32-byte entries written at format time.
     pub system_entries: u32,
@@ -74,7 +76,8 @@ impl RootDir {
 }
 
 /// The data's footprint at one cluster size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct Footprint {
     /// Cluster size in bytes.
     pub cluster_size: u64,

@@ -5,10 +5,12 @@ use crate::advise::{compat_max_cluster, compat_text, EXFAT_RECOMMENDED_MAX_CLUST
 use crate::defaults::mkfs_tool;
 use mkfs_alloc_layout::units::{format_count, format_size};
 use mkfs_alloc_layout::{FsKind, Layout, RegionKind};
+#[cfg(feature = "serde")]
 use serde::Serialize;
 
 /// Metadata overhead of a layout, by kind, in bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct Overhead {
     /// Boot region(s) and reserved sectors.
     pub reserved: u64,
@@ -59,7 +61,8 @@ impl Overhead {
 }
 
 /// One cluster size of one file system.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct Row {
     /// Cluster size in bytes.
     pub cluster_size: u64,
@@ -92,8 +95,9 @@ pub struct Row {
 }
 
 /// A note on one cluster size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum RowNote {
     /// FAT12/16/32 cluster above 32 KiB.
     AboveFat32Compat,
@@ -139,16 +143,17 @@ impl RowNote {
 }
 
 /// A note on the whole volume for one file system.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
+#[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "snake_case"))]
 pub enum FsNote {
     /// No cluster size is valid.
     NoValidCluster,
     /// FAT32 above 32 GB: valid, but Windows' format refuses it.
-    #[serde(rename = "fat32_above_32gb")]
+    #[cfg_attr(feature = "serde", serde(rename = "fat32_above_32gb"))]
     Fat32Above32Gb,
     /// Files FAT32 cannot store.
-    #[serde(rename = "files_over_4gib")]
+    #[cfg_attr(feature = "serde", serde(rename = "files_over_4gib"))]
     FilesOver4Gib {
         /// How many.
         count: u64,

@@ -30,12 +30,10 @@ fn rows_are_the_planners_numbers() {
         assert_eq!(sizes, valid, "{}", f.fs);
         for r in &f.rows {
             let l = plan(
-                &FormatOptions {
-                    fs: FsChoice::Fixed(f.fs),
-                    cluster: ClusterChoice::Bytes(r.cluster_size),
-                    label: Some("LABEL".into()),
-                    ..FormatOptions::default()
-                },
+                &FormatOptions::new()
+                    .fs(FsChoice::Fixed(f.fs))
+                    .cluster(ClusterChoice::Bytes(r.cluster_size))
+                    .label("LABEL"),
                 &medium,
             )
             .expect("plan");
@@ -217,10 +215,7 @@ fn fat32_file_limit() {
     let medium = Medium::whole(64 * GIB, 512);
     let e = recommend_for_data(FsKind::Fat32, &medium, &data, 1.0);
     assert!(e.is_none());
-    let fixed = FormatOptions {
-        fs: FsChoice::Fixed(FsKind::Fat32),
-        ..FormatOptions::default()
-    };
+    let fixed = FormatOptions::new().fs(FsChoice::Fixed(FsKind::Fat32));
     let e = recommend_for_format(&fixed, &medium, &data, 1.0).expect_err("refused");
     assert!(
         matches!(e, AdviseError::FilesTooLarge { count: 1, .. }),
@@ -252,10 +247,7 @@ fn never_beyond_the_compatibility_limit_and_say_when_nothing_fits() {
         .expect("does-not-fit note");
     assert!(note <= 32 * KIB, "closest size {note} within the limit");
     let medium = Medium::whole(16 * GIB, 512);
-    let fixed = FormatOptions {
-        fs: FsChoice::Fixed(FsKind::Fat32),
-        ..FormatOptions::default()
-    };
+    let fixed = FormatOptions::new().fs(FsChoice::Fixed(FsKind::Fat32));
     let e = recommend_for_format(&fixed, &medium, &data, 1.0).expect_err("refused");
     assert!(matches!(e, AdviseError::DoesNotFit { .. }), "{e}");
     assert!(e.to_string().contains("does not fit"), "{e}");

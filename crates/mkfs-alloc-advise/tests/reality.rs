@@ -27,17 +27,15 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 fn format(img: &Path, fs: FsKind, cluster: u64, size: u64) -> Layout {
-    let opts = FormatOptions {
-        fs: FsChoice::Fixed(fs),
-        cluster: ClusterChoice::Bytes(cluster),
-        label: Some(mkfs_alloc_advise::advise::ASSUMED_LABEL.to_string()),
-        serial: Some(0x1234_5678),
-        timestamp: Some(Timestamp {
+    let opts = FormatOptions::new()
+        .fs(FsChoice::Fixed(fs))
+        .cluster(ClusterChoice::Bytes(cluster))
+        .label(mkfs_alloc_advise::advise::ASSUMED_LABEL.to_string())
+        .serial(0x1234_5678)
+        .timestamp(Timestamp {
             secs: 1_700_000_000,
             nanos: 0,
-        }),
-        ..FormatOptions::default()
-    };
+        });
     let layout = plan(&opts, &Medium::whole(size, 512)).expect("plan");
     let mut dev = ImageFile::create(img, size, 512).expect("create image");
     write_volume(&layout, &mut dev, &mut |_, _| {}).expect("format");

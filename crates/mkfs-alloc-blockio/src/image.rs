@@ -217,6 +217,11 @@ impl ImageFile {
         &self.path
     }
 
+    /// The open file (for [`FileCopier`](crate::FileCopier)).
+    pub(crate) fn file(&self) -> &File {
+        &self.file
+    }
+
     /// Counters of the successful operations so far.
     pub fn stats(&self) -> IoStats {
         self.stats
@@ -351,7 +356,7 @@ const ZERO_PIECE: usize = 64 << 10;
 /// hole reporting (or any error) answers `from`: all of it is treated as
 /// data, which is always safe.
 #[cfg(target_os = "linux")]
-fn next_data(file: &File, from: u64, end: u64) -> Option<u64> {
+pub(crate) fn next_data(file: &File, from: u64, end: u64) -> Option<u64> {
     use rustix::fs::{seek, SeekFrom};
 
     if from >= end {
@@ -369,7 +374,7 @@ fn next_data(file: &File, from: u64, end: u64) -> Option<u64> {
 /// End of the data extent holding `at` (the next hole, by `SEEK_HOLE`),
 /// capped at `end`; `end` on any error.
 #[cfg(target_os = "linux")]
-fn hole_after(file: &File, at: u64, end: u64) -> u64 {
+pub(crate) fn hole_after(file: &File, at: u64, end: u64) -> u64 {
     use rustix::fs::{seek, SeekFrom};
 
     match seek(file, SeekFrom::Hole(at)) {
@@ -497,17 +502,17 @@ fn lock(_file: &File, _exclusive: bool) -> io::Result<()> {
 }
 
 #[cfg(unix)]
-fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
     std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
 }
 
 #[cfg(unix)]
-fn write_all_at(file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
+pub(crate) fn write_all_at(file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
     std::os::unix::fs::FileExt::write_all_at(file, buf, offset)
 }
 
 #[cfg(windows)]
-fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+pub(crate) fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
     use std::os::windows::fs::FileExt;
     while !buf.is_empty() {
         match file.seek_read(buf, offset) {
@@ -529,7 +534,7 @@ fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result
 }
 
 #[cfg(windows)]
-fn write_all_at(file: &File, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
+pub(crate) fn write_all_at(file: &File, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
     use std::os::windows::fs::FileExt;
     while !buf.is_empty() {
         match file.seek_write(buf, offset) {

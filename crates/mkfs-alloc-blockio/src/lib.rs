@@ -8,6 +8,9 @@
 //!                                     └─ FaultyIo<D>  (fault injection, tests)
 //! ```
 //!
+//! The two test doubles, `Counting` and `FaultyIo`, are built with the
+//! `testing` feature only (and for this crate's own tests).
+//!
 //! Raw block devices (`Device`) live in the `mkfs-alloc-device` crate, so a
 //! user of this crate compiles no OS device code.
 //!
@@ -33,20 +36,28 @@
 
 use std::fmt;
 
+#[cfg(any(test, feature = "testing"))]
 mod counting;
+#[cfg(any(test, feature = "testing"))]
 mod faulty;
+mod filecopy;
 mod image;
 mod mem;
 pub mod range;
 mod slice;
 mod stats;
+mod zeroed;
 
+#[cfg(any(test, feature = "testing"))]
 pub use counting::{Counting, LogEntry};
+#[cfg(any(test, feature = "testing"))]
 pub use faulty::{injected_fault, Fault, FaultyIo, InjectedFault};
+pub use filecopy::{CloneRefusal, CopyCounts, CopyError, CopyMode, FileCopier};
 pub use image::{ImageFile, ZeroMethod};
 pub use mem::MemDisk;
 pub use slice::Slice;
 pub use stats::IoStats;
+pub use zeroed::{zero_blocks, Zeroed};
 
 /// The kind of operation that failed, for error messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

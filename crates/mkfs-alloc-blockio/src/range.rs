@@ -1,6 +1,6 @@
 //! Bounds and alignment checks shared by the backends (also those of other
 //! crates, such as raw devices), and what the wrappers of another device ([`Slice`](crate::Slice),
-//! [`Counting`](crate::Counting), [`FaultyIo`](crate::FaultyIo)) share.
+//! `Counting`, `FaultyIo`) share.
 //!
 //! Every check returns an [`IoError`] of kind [`io::ErrorKind::InvalidInput`]
 //! instead of panicking, with the (saturated) byte offset of the request.
@@ -91,6 +91,7 @@ pub fn block_range(
 }
 
 /// Whole blocks of `block_size` bytes (0 taken as 1) in `bytes` bytes.
+#[cfg(any(test, feature = "testing"))]
 pub(crate) fn blocks_of(block_size: u32, bytes: usize) -> u64 {
     let bs = u64::from(block_size).max(1);
     u64::try_from(bytes).unwrap_or(u64::MAX) / bs

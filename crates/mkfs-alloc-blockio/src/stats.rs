@@ -1,5 +1,5 @@
 //! Operation counters shared by [`ImageFile`](crate::ImageFile) and
-//! [`Counting`](crate::Counting).
+//! `Counting` (the `testing` feature).
 
 /// Counts of successful operations and the bytes they moved.
 ///

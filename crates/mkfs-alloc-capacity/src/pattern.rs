@@ -2,14 +2,10 @@
 //! salt and its own unit number, followed by pseudo-random bytes derived from
 //! both. A read-back unit is classified as the expected block, as another
 //! unit's block of this run (the two addresses share storage), as a block of
-//! another run (stale data the medium kept), or as anything else.
+//! another run (stale data the medium kept), or as anything else. The block
+//! format is `mkfs_alloc_ondisk::testblock`.
 
-use mkfs_alloc_ondisk::rng::{mix, SplitMix64};
-
-/// First 8 bytes of every probe block.
-pub(crate) const MAGIC: [u8; 8] = *b"MKFSPRB1";
-/// Bytes of the header: magic, salt, unit number, header check.
-const HEADER: usize = 32;
+use mkfs_alloc_ondisk::testblock::{self, TestBlockHeader, TEST_BLOCK_HEADER as HEADER};
 
 /// What a unit read back holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,66 +20,34 @@ pub(crate) enum Seen {
     Other,
 }
 
-fn header_check(salt: u64, unit: u64) -> u64 {
-    mix(salt ^ mix(unit ^ 0x5052_4F42_4543_4845))
-}
-
 /// Fills `buf` (one unit) with the probe block of `unit` for run `salt`.
 pub(crate) fn fill(buf: &mut [u8], salt: u64, unit: u64) {
-    buf[..8].copy_from_slice(&MAGIC);
-    buf[8..16].copy_from_slice(&salt.to_le_bytes());
-    buf[16..24].copy_from_slice(&unit.to_le_bytes());
-    buf[24..32].copy_from_slice(&header_check(salt, unit).to_le_bytes());
-    let mut body = SplitMix64::new(mix(salt ^ unit.rotate_left(17)));
-    // Whole words first (exact chunks: about three times as fast as
-    // checking each chunk's length), then a partial word, if any.
-    let mut words = buf[HEADER..].chunks_exact_mut(8);
-    for chunk in &mut words {
-        chunk.copy_from_slice(&body.next_u64().to_le_bytes());
-    }
-    let rest = words.into_remainder();
-    if !rest.is_empty() {
-        let v = body.next_u64().to_le_bytes();
-        let n = rest.len();
-        rest.copy_from_slice(&v[..n]);
-    }
+    testblock::fill(buf, salt, unit);
 }
 
 /// The salt and unit of `buf` if it is a complete, intact probe block of
 /// any run. `scratch` is a unit-sized buffer.
 pub(crate) fn identify(buf: &[u8], scratch: &mut [u8]) -> Option<(u64, u64)> {
-    if buf.len() < HEADER || buf[..8] != MAGIC || scratch.len() != buf.len() {
+    let h = TestBlockHeader::read(buf).filter(|h| h.intact())?;
+    if buf.len() < HEADER || scratch.len() != buf.len() {
         return None;
     }
-    let (s, u, c) = (word(buf, 8), word(buf, 16), word(buf, 24));
-    if c != header_check(s, u) {
-        return None;
-    }
+    let (s, u) = (h.salt.get(), h.unit.get());
     fill(scratch, s, u);
     (scratch == buf).then_some((s, u))
-}
-
-fn word(buf: &[u8], at: usize) -> u64 {
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&buf[at..at + 8]);
-    u64::from_le_bytes(b)
 }
 
 /// Classifies `buf` (one unit, read back from `unit`) for run `salt`.
 /// `scratch` is a unit-sized buffer used to regenerate the expected body.
 pub(crate) fn classify(buf: &[u8], salt: u64, unit: u64, scratch: &mut [u8]) -> Seen {
-    if buf.len() < HEADER || buf[..8] != MAGIC {
+    let Some(h) = TestBlockHeader::read(buf) else {
         return Seen::Other;
-    }
-    let (s, u, c) = (word(buf, 8), word(buf, 16), word(buf, 24));
+    };
+    let (s, u) = (h.salt.get(), h.unit.get());
     if s != salt {
-        return if c == header_check(s, u) {
-            Seen::Stale
-        } else {
-            Seen::Other
-        };
+        return if h.intact() { Seen::Stale } else { Seen::Other };
     }
-    if c != header_check(s, u) {
+    if !h.intact() {
         return Seen::Other;
     }
     fill(scratch, salt, u);
@@ -101,6 +65,7 @@ pub(crate) fn classify(buf: &[u8], salt: u64, unit: u64, scratch: &mut [u8]) -> 
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use mkfs_alloc_ondisk::rng::{mix, SplitMix64};
 
     #[test]
     fn blocks_are_recognised_by_position_and_salt() {

@@ -324,25 +324,29 @@ impl FormatArgs {
             .as_deref()
             .map(|a| size_arg("align", a))
             .transpose()?;
-        // The CLI pins both: the serial from the clock (or SOURCE_DATE_EPOCH)
-        // unless --serial gives it, as it always has.
+        // The serial comes from the clock (or SOURCE_DATE_EPOCH) unless
+        // --serial gives it, as it always has. --serial or SOURCE_DATE_EPOCH
+        // pin every identifier (reproducible output); otherwise the GUIDs
+        // and the MBR disk signature are fresh random values.
         let timestamp = timestamp()?;
-        let serial = match self.serial.as_deref() {
-            Some(s) => parse_serial(s)?,
-            None => mkfs_alloc_layout::plan::serial_from_time(timestamp),
+        let given = self.serial.as_deref().map(parse_serial).transpose()?;
+        let serial = given.unwrap_or_else(|| mkfs_alloc_layout::plan::serial_from_time(timestamp));
+        let mut o = FormatOptions::new()
+            .fs(fs)
+            .cluster(cluster)
+            .volume_guid(self.volume_guid)
+            .esp(self.esp)
+            .sd(self.layout == LayoutArg::Sd);
+        o = if given.is_some() || std::env::var("SOURCE_DATE_EPOCH").is_ok() {
+            o.pinned(serial, timestamp)
+        } else {
+            o.serial(serial).timestamp(timestamp)
         };
-        Ok(FormatOptions {
-            fs,
-            cluster,
-            label: self.label.clone().filter(|l| !l.is_empty()),
-            serial: Some(serial),
-            align,
-            timestamp: Some(timestamp),
-            volume_guid: self.volume_guid,
-            root_entries: self.root_entries,
-            esp: self.esp,
-            sd: self.layout == LayoutArg::Sd,
-        })
+        o.label = self.label.clone().filter(|l| !l.is_empty());
+        o.align = align;
+        // Checked by planning, with the other options.
+        o.root_entries = self.root_entries;
+        Ok(o)
     }
 }
 

@@ -155,8 +155,9 @@ fn check_kind(path: &std::path::Path) -> Result<(), Failure> {
 }
 
 fn serial_text(s: &str) -> String {
-    if s.len() == 8 {
-        format!("{}-{}", &s[..4], &s[4..])
+    if s.len() == 8 && s.is_char_boundary(4) {
+        let (high, low) = s.split_at(4);
+        format!("{high}-{low}")
     } else {
         s.to_string()
     }

@@ -2,17 +2,18 @@
 
 use crate::{usage, Failure};
 use anyhow::anyhow;
-use mkfs_alloc::MediumPlan;
 use mkfs_alloc_advise::{recommend_for_format, scan, ScanOptions, DEFAULT_MAX_WASTE_PERCENT};
 use mkfs_alloc_layout::units::{format_count, format_size};
-use mkfs_alloc_layout::{FormatOptions, Medium};
+use mkfs_alloc_layout::{FormatOptions, Layout, Medium};
 use std::path::PathBuf;
 
-/// Scans `paths` and returns the recommended cluster size with its reason.
+/// Scans `paths` and returns the cluster size recommended for them on the
+/// volume `auto` (planned with the options' own cluster choice), with its
+/// reason.
 pub fn recommend(
     paths: &[PathBuf],
     format: &FormatOptions,
-    plan: &MediumPlan,
+    auto: &Layout,
     show: bool,
 ) -> Result<(u64, String), Failure> {
     for p in paths {
@@ -25,14 +26,13 @@ pub fn recommend(
     }
     let opts = ScanOptions::default();
     let data = scan(paths, &opts).map_err(|e| usage(anyhow!(e).context("scanning --data")))?;
-    let medium = Medium {
-        volume_bytes: plan.layout().volume_bytes(),
-        sector_size: plan.layout().sector_size(),
-        partition_offset: plan.layout().partition_offset(),
-    };
+    let medium = Medium::partition(
+        auto.volume_bytes(),
+        auto.sector_size(),
+        auto.partition_offset(),
+    );
     // The file system is the one already planned (auto resolved).
-    let mut fixed = format.clone();
-    fixed.fs = mkfs_alloc_layout::FsChoice::Fixed(plan.layout().fs());
+    let fixed = format.clone().fs(auto.fs());
     let r =
         recommend_for_format(&fixed, &medium, &data, DEFAULT_MAX_WASTE_PERCENT).map_err(|e| {
             usage(crate::hints::advise_error(e).context("choosing a cluster size for --data"))

@@ -221,9 +221,9 @@ fn sd_flag(c: SdConflict) -> &'static str {
 /// `--fs`'s value for a choice.
 fn choice_flag(c: FsChoice) -> &'static str {
     match c {
-        FsChoice::Auto => "auto",
         FsChoice::Fat => "fat",
         FsChoice::Fixed(fs) => fs.id(),
+        _ => "auto",
     }
 }
 

@@ -2,12 +2,12 @@
 
 use crate::{usage, Failure};
 use anyhow::anyhow;
-use mkfs_alloc::{plan_medium, MediumOptions, MediumPlan};
+use mkfs_alloc::{FormatError, MediumOptions, MediumPlan, PopulatedPlan};
 use mkfs_alloc_advise::model::footprint_for;
 use mkfs_alloc_advise::{recommend_for_format, ScanResult, DEFAULT_MAX_WASTE_PERCENT};
 use mkfs_alloc_layout::units::{format_count, format_size};
-use mkfs_alloc_layout::{ClusterChoice, FsChoice, Medium};
-use mkfs_alloc_populate::{plan_tree, HostId, Populated, SkipKind, TimePolicy, Tree};
+use mkfs_alloc_layout::{ClusterChoice, FormatOptions, Layout, Medium};
+use mkfs_alloc_populate::{HostId, Populated, SkipKind, TimePolicy, Tree};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -90,20 +90,19 @@ pub fn time_policy() -> TimePolicy {
     }
 }
 
-/// The cluster size the tree chooses (as `--data` would), with its reason.
+/// The cluster size the tree chooses (as `--data` would) on the volume
+/// `auto` (planned with the options' own cluster choice), with its reason.
 pub fn choose_cluster(
     data: &ScanResult,
-    opts: &MediumOptions,
-    plan: &MediumPlan,
+    format: &FormatOptions,
+    auto: &Layout,
 ) -> Result<(u64, String), Failure> {
-    let layout = &plan.layout();
-    let medium = Medium {
-        volume_bytes: layout.volume_bytes(),
-        sector_size: layout.sector_size(),
-        partition_offset: layout.partition_offset(),
-    };
-    let mut fixed = opts.format.clone();
-    fixed.fs = FsChoice::Fixed(layout.fs());
+    let medium = Medium::partition(
+        auto.volume_bytes(),
+        auto.sector_size(),
+        auto.partition_offset(),
+    );
+    let fixed = format.clone().fs(auto.fs());
     let r =
         recommend_for_format(&fixed, &medium, data, DEFAULT_MAX_WASTE_PERCENT).map_err(|e| {
             usage(crate::hints::advise_error(e).context("choosing a cluster size for --rootdir"))
@@ -111,33 +110,30 @@ pub fn choose_cluster(
     Ok((r.cluster_size, format!("--rootdir: {}", r.reason)))
 }
 
-/// Plans the medium for `size` bytes, letting the tree choose the cluster
-/// size when `tree_cluster` is set.
-pub fn plan_for(
+/// The layout a medium of `medium` gets, the tree choosing the cluster size
+/// when `tree_cluster` is set (what the final plan will do); `None` when
+/// the options do not fit this size.
+fn layout_for(
     data: &ScanResult,
-    opts: &MediumOptions,
-    size: u64,
-    block: u32,
+    format: &FormatOptions,
+    medium: &Medium,
     tree_cluster: bool,
-) -> Result<(MediumPlan, Option<String>), mkfs_alloc::FormatError> {
-    let plan = plan_medium(opts, size, block)?;
+) -> Option<Layout> {
+    let auto = mkfs_alloc_layout::plan(format, medium).ok()?;
     if !tree_cluster {
-        return Ok((plan, None));
+        return Some(auto);
     }
-    match choose_cluster(data, opts, &plan) {
-        Ok((c, reason)) => {
-            let mut o = opts.clone();
-            o.format.cluster = ClusterChoice::FromData(c);
-            let p = plan_medium(&o, size, block)?;
-            Ok((p, Some(reason)))
+    match choose_cluster(data, format, &auto) {
+        Ok((c, _)) => {
+            mkfs_alloc_layout::plan(&format.clone().cluster(ClusterChoice::FromData(c)), medium)
+                .ok()
         }
-        Err(_) => Ok((plan, None)),
+        Err(_) => Some(auto),
     }
 }
 
-/// Clusters the tree needs on a plan, and the free clusters there.
-fn need_and_free(data: &ScanResult, plan: &MediumPlan) -> (u64, u64) {
-    let l = &plan.layout();
+/// Clusters the tree needs on a layout, and the free clusters there.
+fn need_and_free(data: &ScanResult, l: &Layout) -> (u64, u64) {
     let fp = footprint_for(l, data);
     (
         fp.new_clusters(),
@@ -146,7 +142,9 @@ fn need_and_free(data: &ScanResult, plan: &MediumPlan) -> (u64, u64) {
 }
 
 /// `--size auto`: the smallest medium (a multiple of the alignment) whose
-/// volume holds the tree plus `slack_percent` of its footprint free.
+/// volume holds the tree plus `slack_percent` of its footprint free. The
+/// partition table's share of the medium is worked out once
+/// ([`MediumOptions::placement`]); each step plans only the file system.
 pub fn auto_size(
     data: &ScanResult,
     opts: &MediumOptions,
@@ -155,15 +153,18 @@ pub fn auto_size(
     tree_cluster: bool,
 ) -> Result<u64, Failure> {
     let unit = opts.format.align.unwrap_or(1 << 20).max(u64::from(block));
+    let placement = opts
+        .placement(block)
+        .map_err(|e| crate::cmd_format::format_failure(e, None))?;
     let fits = |units: u64| -> bool {
-        match plan_for(data, opts, units * unit, block, tree_cluster) {
-            Ok((p, _)) => {
-                let (need, free) = need_and_free(data, &p);
-                let with_slack = (need as f64 * (1.0 + slack_percent / 100.0)).ceil() as u64;
-                with_slack <= free
-            }
-            Err(_) => false,
-        }
+        let Ok(medium) = placement.volume(units * unit) else {
+            return false;
+        };
+        layout_for(data, &opts.format, &medium, tree_cluster).is_some_and(|l| {
+            let (need, free) = need_and_free(data, &l);
+            let with_slack = (need as f64 * (1.0 + slack_percent / 100.0)).ceil() as u64;
+            with_slack <= free
+        })
     };
     // Grow until it fits, then search down.
     let mut hi = 1u64;
@@ -189,13 +190,13 @@ pub fn auto_size(
     Ok(hi * unit)
 }
 
-/// Checks the tree against the planned volume and allocates it (exit 2 on refusal).
-pub fn populate(tree: Tree, plan: &MediumPlan) -> Result<Populated, Failure> {
-    plan_tree(tree, plan.layout(), time_policy()).map_err(|e| {
-        usage(crate::hints::populate_error(
-            e,
-            plan.layout().sd().is_some(),
-        ))
+/// Checks the tree against the planned volume and allocates it (exit 2 on
+/// refusal); the result owns the plan.
+pub fn populate(tree: Tree, plan: MediumPlan) -> Result<PopulatedPlan, Failure> {
+    let sd = plan.layout().sd().is_some();
+    plan.populate(tree, time_policy()).map_err(|e| match e {
+        FormatError::Populate(e) => usage(crate::hints::populate_error(e, sd)),
+        e => crate::cmd_format::format_failure(e, None),
     })
 }
 

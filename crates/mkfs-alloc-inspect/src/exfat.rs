@@ -16,11 +16,13 @@
 //! file, stream extension and file name entries)
 //! (<https://learn.microsoft.com/en-us/windows/win32/fileio/exfat-specification>).
 
+use core::mem::offset_of;
+
 use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_layout::FsKind;
 use mkfs_alloc_ondisk::exfat::{
-    boot_checksum, set_checksum, BootSector, LabelEntry, BOOT_REGION_SECTORS, TYPE_BITMAP,
-    TYPE_LABEL, TYPE_UPCASE,
+    boot_checksum, set_checksum, BootSector, LabelEntry, BOOT_REGION_SECTORS, FILE_SYSTEM_NAME,
+    TYPE_BITMAP, TYPE_LABEL, TYPE_UPCASE,
 };
 use zerocopy::FromBytes;
 
@@ -116,7 +118,7 @@ fn check_shifts(b: &BootSector) -> Result<(u8, u8), ParseError> {
     if &b.file_system_name != b"EXFAT   " {
         return Err(ParseError::field(
             "FileSystemName",
-            3,
+            offset_of!(BootSector, file_system_name),
             "\"EXFAT   \"",
             format!("{:?}", String::from_utf8_lossy(&b.file_system_name)),
         ));
@@ -125,7 +127,7 @@ fn check_shifts(b: &BootSector) -> Result<(u8, u8), ParseError> {
     if !(9..=12).contains(&bps_shift) {
         return Err(ParseError::field(
             "BytesPerSectorShift",
-            108,
+            offset_of!(BootSector, bytes_per_sector_shift),
             "9..=12",
             bps_shift,
         ));
@@ -134,7 +136,7 @@ fn check_shifts(b: &BootSector) -> Result<(u8, u8), ParseError> {
     if spc_shift > 25 - bps_shift {
         return Err(ParseError::field(
             "SectorsPerClusterShift",
-            109,
+            offset_of!(BootSector, sectors_per_cluster_shift),
             format!(
                 "0..={} (clusters up to 32 MiB with {}-byte sectors)",
                 25 - bps_shift,
@@ -161,7 +163,7 @@ fn check_region(region: &[u8], b: &BootSector, bps: u32) -> Result<Vec<String>, 
     if b.must_be_zero.iter().any(|&x| x != 0) {
         return Err(ParseError::field(
             "MustBeZero",
-            11,
+            offset_of!(BootSector, must_be_zero),
             "all zero",
             "not all zero",
         ));
@@ -173,12 +175,10 @@ fn check_region(region: &[u8], b: &BootSector, bps: u32) -> Result<Vec<String>, 
         ));
     }
     let sum_at = 11 * bps as usize;
-    let stored = u32::from_le_bytes([
-        region[sum_at],
-        region[sum_at + 1],
-        region[sum_at + 2],
-        region[sum_at + 3],
-    ]);
+    let stored = region
+        .get(sum_at..)
+        .and_then(mkfs_alloc_ondisk::exfat::stored_checksum)
+        .unwrap_or(0);
     let computed = boot_checksum(&region[..sum_at]);
     if stored != computed {
         return Err(ParseError::Checksum {
@@ -198,7 +198,7 @@ fn check_geometry(b: &BootSector, bps: u32, spc_shift: u8) -> Result<(), ParseEr
     if rev >> 8 != 1 {
         return Err(ParseError::field(
             "FileSystemRevision",
-            104,
+            offset_of!(BootSector, file_system_revision),
             "1.xx",
             format!("{}.{:02}", rev >> 8, rev & 0xFF),
         ));
@@ -222,7 +222,7 @@ fn check_geometry(b: &BootSector, bps: u32, spc_shift: u8) -> Result<(), ParseEr
     if u64::from(heap) < fat_end {
         return Err(ParseError::field(
             "ClusterHeapOffset",
-            88,
+            offset_of!(BootSector, cluster_heap_offset),
             format!(">= {fat_end} (the end of the FATs)"),
             heap,
         ));
@@ -230,7 +230,7 @@ fn check_geometry(b: &BootSector, bps: u32, spc_shift: u8) -> Result<(), ParseEr
     if u64::from(fat_length) * u64::from(bps) < (u64::from(cc) + 2) * 4 {
         return Err(ParseError::field(
             "FatLength",
-            84,
+            offset_of!(BootSector, fat_length),
             format!("room for {} entries", u64::from(cc) + 2),
             format!("{fat_length} sectors"),
         ));
@@ -239,7 +239,7 @@ fn check_geometry(b: &BootSector, bps: u32, spc_shift: u8) -> Result<(), ParseEr
     if heap_end > vol_len {
         return Err(ParseError::field(
             "VolumeLength",
-            72,
+            offset_of!(BootSector, volume_length),
             format!(">= {heap_end} (the end of the cluster heap)"),
             vol_len,
         ));
@@ -248,7 +248,7 @@ fn check_geometry(b: &BootSector, bps: u32, spc_shift: u8) -> Result<(), ParseEr
     if root < 2 || u64::from(root) > u64::from(cc) + 1 {
         return Err(ParseError::field(
             "FirstClusterOfRootDirectory",
-            96,
+            offset_of!(BootSector, first_cluster_of_root_directory),
             format!("2..={}", u64::from(cc) + 1),
             root,
         ));
@@ -283,7 +283,11 @@ fn read_boot<D: BlockIo + ?Sized>(
         let Some(s0) = r.read_opt(off, 512)? else {
             continue;
         };
-        if &s0[3..11] != b"EXFAT   " || u32::from(s0[108]) != shift {
+        let Ok((bs, _)) = BootSector::ref_from_prefix(&s0) else {
+            continue;
+        };
+        if bs.file_system_name != FILE_SYSTEM_NAME || u32::from(bs.bytes_per_sector_shift) != shift
+        {
             continue;
         }
         if let Ok(Ok(b)) = region_at(r, off) {

@@ -32,15 +32,13 @@
 //! ```
 //! use mkfs_alloc_blockio::MemDisk;
 //! use mkfs_alloc_inspect::{inspect, FsKind, InspectOptions, TableKind};
-//! use mkfs_alloc_layout::{plan, write_volume, ClusterChoice, FormatOptions, FsChoice, Medium};
+//! use mkfs_alloc_layout::{plan, write_volume, ClusterChoice, FormatOptions, Medium};
 //!
-//! let opts = FormatOptions {
-//!     fs: FsChoice::Fixed(FsKind::Exfat),
-//!     cluster: ClusterChoice::Bytes(4096),
-//!     label: Some("STICK".into()),
-//!     serial: Some(0x1234_ABCD),
-//!     ..FormatOptions::default()
-//! };
+//! let opts = FormatOptions::new()
+//!     .fs(FsKind::Exfat)
+//!     .cluster(ClusterChoice::Bytes(4096))
+//!     .label("STICK")
+//!     .serial(0x1234_ABCD);
 //! let mut disk = MemDisk::new(512, 16 * 2048)?; // 16 MiB
 //! let layout = plan(&opts, &Medium::whole(16 << 20, 512))?;
 //! write_volume(&layout, &mut disk, &mut |_, _| {})?;

@@ -341,7 +341,7 @@ fn read_gpt<D: BlockIo + ?Sized>(
             }
         }
         // Only a size where a GPT header was there at all says something.
-        if block.get(..8) == Some(&GPT_SIGNATURE[..]) {
+        if table::gpt_header(&block).is_some() {
             problems.extend(primary);
         }
     }

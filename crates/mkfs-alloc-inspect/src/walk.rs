@@ -72,11 +72,7 @@ pub(crate) fn planner_cluster_sizes(
     sector_size: u32,
     start: u64,
 ) -> Vec<u64> {
-    let medium = Medium {
-        volume_bytes: fs_bytes,
-        sector_size,
-        partition_offset: start,
-    };
+    let medium = Medium::partition(fs_bytes, sector_size, start);
     mkfs_alloc_layout::valid_cluster_sizes(
         fs,
         &medium,

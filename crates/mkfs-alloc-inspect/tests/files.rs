@@ -236,13 +236,11 @@ fn exfat_filled_through_fuse() {
     for (i, ours) in [false, true].into_iter().enumerate() {
         let img = t.join(&format!("x{i}.img"));
         if ours {
-            let opts = FormatOptions {
-                fs: FsChoice::Fixed(FsKind::Exfat),
-                cluster: ClusterChoice::Bytes(4 * KIB),
-                label: Some("OURS".into()),
-                serial: Some(0xABCD_0001),
-                ..FormatOptions::default()
-            };
+            let opts = FormatOptions::new()
+                .fs(FsChoice::Fixed(FsKind::Exfat))
+                .cluster(ClusterChoice::Bytes(4 * KIB))
+                .label("OURS")
+                .serial(0xABCD_0001);
             let layout = plan(&opts, &Medium::whole(64 * MIB, 512)).unwrap();
             let mut dev = ImageFile::create(&img, 64 * MIB, 512).unwrap();
             write_volume(&layout, &mut dev, &mut |_, _| {}).unwrap();

@@ -29,12 +29,10 @@ const EIB: u64 = 1 << 60;
 
 /// A freshly formatted volume of `bytes` in memory.
 fn format(fs: FsKind, bytes: u64, cluster: u64) -> (Layout, Vec<u8>) {
-    let opts = FormatOptions {
-        fs: FsChoice::Fixed(fs),
-        cluster: ClusterChoice::Bytes(cluster),
-        serial: Some(1),
-        ..FormatOptions::default()
-    };
+    let opts = FormatOptions::new()
+        .fs(FsChoice::Fixed(fs))
+        .cluster(ClusterChoice::Bytes(cluster))
+        .serial(1);
     let layout = plan(&opts, &Medium::whole(bytes, 512)).unwrap();
     let mut disk = MemDisk::new(512, bytes / 512).unwrap();
     write_volume(&layout, &mut disk, &mut |_, _| {}).unwrap();

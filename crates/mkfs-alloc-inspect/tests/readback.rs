@@ -266,18 +266,12 @@ fn our_formatter() {
             FsKind::Fat12 => "1",
         };
         let (start, psize) = image(&img, size, table, ty);
-        let opts = FormatOptions {
-            fs: FsChoice::Fixed(fs),
-            cluster: ClusterChoice::Bytes(cluster),
-            label: Some(format!("OURS{i}")),
-            serial: Some(0xC0FF_EE00 + i as u32),
-            ..FormatOptions::default()
-        };
-        let medium = Medium {
-            volume_bytes: psize,
-            sector_size: bps,
-            partition_offset: start,
-        };
+        let opts = FormatOptions::new()
+            .fs(FsChoice::Fixed(fs))
+            .cluster(ClusterChoice::Bytes(cluster))
+            .label(format!("OURS{i}"))
+            .serial(0xC0FF_EE00 + i as u32);
+        let medium = Medium::partition(psize, bps, start);
         let layout = plan(&opts, &medium).unwrap();
         {
             let dev = ImageFile::open(&img, bps).unwrap();

@@ -16,15 +16,13 @@
 //!   tables, with their sizes asserted at compile time.
 //!
 //! ```
-//! use mkfs_alloc_layout::{plan, write_volume, FormatOptions, FsChoice, FsKind, ClusterChoice, Medium};
+//! use mkfs_alloc_layout::{plan, write_volume, FormatOptions, FsKind, ClusterChoice, Medium};
 //! use mkfs_alloc_blockio::MemDisk;
 //!
-//! let opts = FormatOptions {
-//!     fs: FsChoice::Fixed(FsKind::Exfat),
-//!     cluster: ClusterChoice::Bytes(32 * 1024),
-//!     label: Some("STICK".into()),
-//!     ..FormatOptions::default()
-//! };
+//! let opts = FormatOptions::new()
+//!     .fs(FsKind::Exfat)
+//!     .cluster(ClusterChoice::Bytes(32 * 1024))
+//!     .label("STICK");
 //! let mut disk = MemDisk::new(512, 64 * 2048)?; // 64 MiB
 //! let layout = plan(&opts, &Medium::whole(64 << 20, 512))?;
 //! write_volume(&layout, &mut disk, &mut |_, _| {})?;
@@ -46,7 +44,7 @@ pub mod writer;
 
 pub use error::PlanError;
 pub use options::{
-    random_serial, ClusterChoice, FormatOptions, FsChoice, FsKind, Medium, Timestamp,
+    random_serial, random_u64, ClusterChoice, FormatOptions, FsChoice, FsKind, Medium, Timestamp,
 };
 pub use plan::{check_sector_size, plan, valid_cluster_sizes, Layout, Region, RegionKind};
 pub use writer::{

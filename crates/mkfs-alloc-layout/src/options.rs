@@ -4,6 +4,7 @@ pub use mkfs_alloc_ondisk::FsKind;
 
 /// Which file system to create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum FsChoice {
     /// exFAT above 32 GiB; up to 32 GiB FAT32, or FAT16/FAT12 when the volume
     /// is too small for FAT32 (as [`FsChoice::Fat`]).
@@ -17,8 +18,16 @@ pub enum FsChoice {
     Fixed(FsKind),
 }
 
+impl From<FsKind> for FsChoice {
+    /// Exactly this file system ([`FsChoice::Fixed`]).
+    fn from(fs: FsKind) -> Self {
+        FsChoice::Fixed(fs)
+    }
+}
+
 /// Which cluster (allocation unit) size to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum ClusterChoice {
     /// The field-evidence rule of [`crate::rules::auto_cluster`].
     #[default]
@@ -46,6 +55,7 @@ impl ClusterChoice {
 
 /// The volume to format: where it lies on its medium and its sector size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Medium {
     /// Length of the volume in bytes (rounded down to whole sectors by the planner).
     pub volume_bytes: u64,
@@ -64,6 +74,15 @@ impl Medium {
             volume_bytes,
             sector_size,
             partition_offset: 0,
+        }
+    }
+
+    /// A volume of `volume_bytes` at byte `partition_offset` of its medium.
+    pub fn partition(volume_bytes: u64, sector_size: u32, partition_offset: u64) -> Self {
+        Medium {
+            volume_bytes,
+            sector_size,
+            partition_offset,
         }
     }
 }
@@ -90,24 +109,40 @@ impl Timestamp {
     }
 }
 
-/// A fresh random volume serial: the standard library's per-process random
-/// hash keys, a counter and the clock, mixed. Not for cryptography; enough
-/// that two volumes formatted anywhere, at any time, differ.
+/// 64 fresh random bits: the workspace's one source of fresh randomness
+/// (`mkfs_alloc_ondisk::rng::fresh_seed`: the standard library's
+/// per-process random hash keys, a counter, the clock and the process id,
+/// mixed). Unpinned GUIDs take 128 bits each from it. Not for cryptography;
+/// enough that two volumes formatted anywhere, at any time, differ.
+pub fn random_u64() -> u64 {
+    mkfs_alloc_ondisk::rng::fresh_seed()
+}
+
+/// A fresh random volume serial ([`random_u64`]).
 pub fn random_serial() -> u32 {
-    use std::hash::{BuildHasher, Hasher};
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    let t = Timestamp::now();
-    h.write_i64(t.secs);
-    h.write_u32(t.nanos);
-    let x = mkfs_alloc_ondisk::rng::splitmix64(h.finish());
+    let x = random_u64();
     (x ^ (x >> 32)) as u32
 }
 
 /// Everything that decides the bytes a format writes, besides the medium.
+///
+/// Build it with [`FormatOptions::new`] and the builder methods; the fields
+/// stay readable (and assignable). Setters never panic: what can be checked
+/// alone is checked by its setter ([`FormatOptions::root_entries`]), the
+/// rest, which depends on the medium, by [`plan`](crate::plan()), which
+/// returns the value, the limit and the valid range.
+///
+/// ```
+/// use mkfs_alloc_layout::{ClusterChoice, FormatOptions, FsKind};
+/// let opts = FormatOptions::new()
+///     .fs(FsKind::Exfat)
+///     .cluster(ClusterChoice::Bytes(32 << 10))
+///     .label("STICK");
+/// assert_eq!(opts.label.as_deref(), Some("STICK"));
+/// assert!(FormatOptions::new().root_entries(0).is_err());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct FormatOptions {
     /// File system to create.
     pub fs: FsChoice,
@@ -116,10 +151,11 @@ pub struct FormatOptions {
     /// Volume label (`None`: no label).
     pub label: Option<String>,
     /// Volume serial number. `None`: a fresh random one ([`random_serial`]),
-    /// so that two volumes never share an identity. Every other identifier
-    /// (the exFAT volume GUID, the facade's MBR signature and GPT GUIDs) is
-    /// derived from the serial, so pinning it and the timestamp
-    /// ([`FormatOptions::pinned`]) makes the output byte-identical.
+    /// so that two volumes never share an identity. The other identifiers
+    /// (the exFAT volume GUID, the facade's MBR signature and GPT GUIDs)
+    /// are fresh random values too, unless [`FormatOptions::pinned`] pins
+    /// them: then they derive from the serial and the timestamp, and the
+    /// output is byte-identical run after run.
     pub serial: Option<u32>,
     /// Alignment in bytes of the FAT and the cluster heap (exFAT) or of the data
     /// region (FAT32), measured from the start of the medium. `None`: 1 MiB,
@@ -128,7 +164,8 @@ pub struct FormatOptions {
     /// Creation time recorded in the file system (FAT label entry). `None`:
     /// the current time ([`Timestamp::now`]).
     pub timestamp: Option<Timestamp>,
-    /// Write an exFAT volume GUID directory entry (derived from the serial).
+    /// Write an exFAT volume GUID directory entry (a fresh random GUID, or
+    /// derived from the serial and the timestamp when pinned).
     pub volume_guid: bool,
     /// FAT12/16 root directory entries (`None`: 512). Rounded up to fill
     /// whole sectors; refused for FAT32 and exFAT.
@@ -146,16 +183,109 @@ pub struct FormatOptions {
     /// an SDXC card; `cluster`, `align`, `root_entries` and `esp` must be
     /// left at their defaults.
     pub sd: bool,
+    /// Set by [`FormatOptions::pinned`]: every identifier derives from the
+    /// serial and the timestamp.
+    pinned: bool,
 }
 
 impl FormatOptions {
+    /// The defaults: the file system and the cluster size chosen
+    /// automatically, no label, fresh identifiers, the current time.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
     /// Pins the serial and the timestamp, from which every identifier and
-    /// time written derives: two formats with equal options and medium
-    /// write identical bytes. Without this, each format gets a fresh serial
-    /// (and GUIDs) and the current time.
+    /// time written derives (the exFAT volume GUID, the facade's MBR disk
+    /// signature and GPT GUIDs): two formats with equal options and medium
+    /// write identical bytes. Without this, each format gets fresh random
+    /// identifiers (128 random bits per GUID) and, unless given, a fresh
+    /// serial and the current time.
+    #[must_use]
     pub fn pinned(mut self, serial: u32, timestamp: Timestamp) -> Self {
         self.serial = Some(serial);
         self.timestamp = Some(timestamp);
+        self.pinned = true;
+        self
+    }
+
+    /// True after [`FormatOptions::pinned`].
+    pub fn is_pinned(&self) -> bool {
+        self.pinned
+    }
+
+    /// The file system (an [`FsKind`] means exactly that one).
+    #[must_use]
+    pub fn fs(mut self, fs: impl Into<FsChoice>) -> Self {
+        self.fs = fs.into();
+        self
+    }
+
+    /// The cluster size.
+    #[must_use]
+    pub fn cluster(mut self, cluster: ClusterChoice) -> Self {
+        self.cluster = cluster;
+        self
+    }
+
+    /// The volume label (checked against the file system by planning).
+    #[must_use]
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// The serial number, without pinning the other identifiers.
+    #[must_use]
+    pub fn serial(mut self, serial: u32) -> Self {
+        self.serial = Some(serial);
+        self
+    }
+
+    /// The time recorded in the file system, without pinning the identifiers.
+    #[must_use]
+    pub fn timestamp(mut self, timestamp: Timestamp) -> Self {
+        self.timestamp = Some(timestamp);
+        self
+    }
+
+    /// The alignment of the FAT and the data region, in bytes from the
+    /// start of the medium (checked against the sector size by planning).
+    #[must_use]
+    pub fn align(mut self, bytes: u64) -> Self {
+        self.align = Some(bytes);
+        self
+    }
+
+    /// Write an exFAT volume GUID entry.
+    #[must_use]
+    pub fn volume_guid(mut self, yes: bool) -> Self {
+        self.volume_guid = yes;
+        self
+    }
+
+    /// The FAT12/16 fixed root directory's entries.
+    ///
+    /// # Errors
+    ///
+    /// [`PlanError::RootEntries`](crate::PlanError::RootEntries) outside
+    /// 1..=32,768.
+    pub fn root_entries(mut self, entries: u32) -> Result<Self, crate::PlanError> {
+        self.root_entries = Some(crate::plan::check_root_entries(entries)?);
+        Ok(self)
+    }
+
+    /// An EFI System Partition.
+    #[must_use]
+    pub fn esp(mut self, yes: bool) -> Self {
+        self.esp = yes;
+        self
+    }
+
+    /// The SD Association's layout for a card (see the `sd` field).
+    #[must_use]
+    pub fn sd(mut self, yes: bool) -> Self {
+        self.sd = yes;
         self
     }
 }

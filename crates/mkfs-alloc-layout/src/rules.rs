@@ -12,30 +12,35 @@
 
 use crate::options::FsKind;
 use crate::units::{GIB, KIB, MIB};
+#[cfg(feature = "serde")]
 use serde::Serialize;
 
 /// Largest volume `--fs auto` formats as FAT32.
 pub const AUTO_FAT32_MAX: u64 = 32 * GIB;
 
 /// Why the planner chose the file system it did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum FsRule {
     /// The caller named it.
     Explicit,
     /// `auto`: FAT32 up to 32 GiB.
-    #[serde(rename = "auto_fat32_up_to_32gib")]
+    #[cfg_attr(feature = "serde", serde(rename = "auto_fat32_up_to_32gib"))]
     AutoFat32UpTo32GiB,
     /// `auto`: exFAT above 32 GiB.
-    #[serde(rename = "auto_exfat_above_32gib")]
+    #[cfg_attr(feature = "serde", serde(rename = "auto_exfat_above_32gib"))]
     AutoExfatAbove32GiB,
     /// `auto`: the volume is too small for FAT32 at any cluster size, and for
     /// FAT12/16 too (practically never: FAT12 fits from a few KiB).
-    #[serde(rename = "auto_exfat_too_small_for_fat32")]
+    #[cfg_attr(feature = "serde", serde(rename = "auto_exfat_too_small_for_fat32"))]
     AutoExfatTooSmallForFat32,
     /// `auto` or `--fs fat`: the volume is too small for FAT32 at any cluster
     /// size; FAT16 or FAT12, as the cluster count gives.
-    #[serde(rename = "auto_fat16_or_fat12_too_small_for_fat32")]
+    #[cfg_attr(
+        feature = "serde",
+        serde(rename = "auto_fat16_or_fat12_too_small_for_fat32")
+    )]
     AutoSmallFat,
     /// `auto` (up to 32 GiB) or `--fs fat` with an explicit cluster size:
     /// the FAT width its cluster count gives.
@@ -81,8 +86,9 @@ impl FsRule {
 }
 
 /// Why the planner chose the cluster size it did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum ClusterRule {
     /// The caller named it.
     Explicit,

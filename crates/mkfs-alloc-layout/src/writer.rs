@@ -28,7 +28,7 @@ use crate::exfat;
 use crate::fat;
 use crate::options::FsKind;
 use crate::plan::{Geometry, Layout};
-use mkfs_alloc_blockio::{BlockIo, IoError};
+use mkfs_alloc_blockio::{BlockIo, IoError, Zeroed};
 use mkfs_alloc_ondisk::fat::table as fat_table;
 
 /// Size of the generation buffer: the writer's memory bound.
@@ -103,7 +103,8 @@ pub trait ContentSink {
 }
 
 /// What a write did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct WriteReport {
     /// Bytes of data written.
     pub bytes_written: u64,
@@ -120,6 +121,7 @@ pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
 
 /// What the caller knows about the target before [`write_volume_to`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Prior {
     /// It may hold a file system: the invalidated boot area is flushed
     /// before anything new is written.
@@ -128,10 +130,12 @@ pub enum Prior {
     /// signature, or wiped and flushed those it found: the invalidation
     /// needs no flush of its own.
     NoFileSystem,
-    /// As [`Prior::NoFileSystem`], and the caller has also zeroed the first
-    /// this many bytes of the volume (`mkfs_alloc_partition::wipe_for_table`
-    /// zeroes its first MiB): the invalidation does not zero them again.
-    Wiped(u64),
+    /// As [`Prior::NoFileSystem`], and these blocks of the whole medium
+    /// were zeroed ([`mkfs_alloc_blockio::zero_blocks`] is the only way to
+    /// get a [`Zeroed`]: `mkfs_alloc_partition::wipe_for_table` zeroes the
+    /// volume's first MiB): what of the volume's start they cover, measured
+    /// from [`Layout::partition_offset`], is not zeroed again.
+    Wiped(Zeroed),
 }
 
 struct Sink<'a, D: BlockIo + ?Sized> {
@@ -139,6 +143,9 @@ struct Sink<'a, D: BlockIo + ?Sized> {
     bs: u64,
     fresh: bool,
     prior: Prior,
+    /// Where the volume starts on its medium (a [`Prior::Wiped`] run is
+    /// counted on the medium).
+    partition_offset: u64,
     report: WriteReport,
     done: u64,
     total: u64,
@@ -237,7 +244,15 @@ impl<D: BlockIo + ?Sized> Sink<'_, D> {
     /// system, flush so the old one is gone before anything new.
     fn invalidate(&mut self, fat_offset: u64) -> Result<(), IoError> {
         let zeroed = match self.prior {
-            Prior::Wiped(n) => n.min(fat_offset) / self.bs * self.bs,
+            Prior::Wiped(z) => {
+                let covered = z.bytes();
+                if u64::from(z.block_size()) != self.bs || !covered.contains(&self.partition_offset)
+                {
+                    0
+                } else {
+                    (covered.end - self.partition_offset).min(fat_offset) / self.bs * self.bs
+                }
+            }
             Prior::Unknown | Prior::NoFileSystem => 0,
         };
         if zeroed > 0 {
@@ -332,6 +347,7 @@ pub fn write_volume_with<D: BlockIo + ?Sized>(
         bs: u64::from(bs),
         fresh,
         prior,
+        partition_offset: layout.partition_offset,
         report: WriteReport {
             bytes_untouched: untouched,
             ..WriteReport::default()

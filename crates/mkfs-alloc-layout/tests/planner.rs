@@ -11,13 +11,12 @@ use proptest::prelude::*;
 const SECTORS: [u32; 4] = [512, 1024, 2048, 4096];
 
 fn opts(fs: FsKind, cluster: u64, align: Option<u64>) -> FormatOptions {
-    FormatOptions {
-        fs: FsChoice::Fixed(fs),
-        cluster: ClusterChoice::Bytes(cluster),
-        serial: Some(1),
-        align,
-        ..FormatOptions::default()
-    }
+    let mut o = FormatOptions::new()
+        .fs(FsChoice::Fixed(fs))
+        .cluster(ClusterChoice::Bytes(cluster))
+        .serial(1);
+    o.align = align;
+    o
 }
 
 /// Checks every invariant of a layout; returns a description of the first
@@ -202,12 +201,10 @@ fn sweep_fat_width_follows_the_cluster_count() {
                 let mut any = Vec::new();
                 let mut failed = Vec::new();
                 while c <= 128 * u64::from(bps) {
-                    let o = FormatOptions {
-                        fs: FsChoice::Fat,
-                        cluster: ClusterChoice::Bytes(c),
-                        serial: Some(1),
-                        ..FormatOptions::default()
-                    };
+                    let o = FormatOptions::new()
+                        .fs(FsChoice::Fat)
+                        .cluster(ClusterChoice::Bytes(c))
+                        .serial(1);
                     match plan(&o, &m) {
                         Ok(l) => {
                             check(&l, &m).unwrap_or_else(|e| panic!("fat {size} {c} {bps}: {e}"));
@@ -232,13 +229,7 @@ fn sweep_fat_width_follows_the_cluster_count() {
                     }
                 }
                 // Auto with no cluster size: FAT when the volume is at most 32 GiB.
-                let l = plan(
-                    &FormatOptions {
-                        fs: FsChoice::Fat,
-                        ..FormatOptions::default()
-                    },
-                    &m,
-                );
+                let l = plan(&FormatOptions::new().fs(FsChoice::Fat), &m);
                 if let Ok(l) = &l {
                     check(l, &m).unwrap_or_else(|e| panic!("fat auto {size} {bps}: {e}"));
                     assert!(l.fs().is_fat());
@@ -292,7 +283,7 @@ proptest! {
     ) {
         let fs = [FsKind::Exfat, FsKind::Fat32, FsKind::Fat16, FsKind::Fat12][fs_i];
         let bps = SECTORS[bps_i];
-        let m = Medium { volume_bytes: size, sector_size: bps, partition_offset: offset_sectors * u64::from(bps) };
+        let m = Medium::partition(size, bps, offset_sectors * u64::from(bps));
         match plan(&opts(fs, 1u64 << cluster_shift, align_shift.map(|s| 1u64 << s)), &m) {
             Ok(l) => prop_assert_eq!(check(&l, &m), Ok(())),
             Err(e) => prop_assert!(e.to_string().len() > 20, "{}", e),

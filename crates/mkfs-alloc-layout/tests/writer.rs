@@ -1,7 +1,7 @@
 //! Writer tests on memory disks: write order, sentinel coverage, bounded
 //! work on a huge volume, block-size checks.
 
-use mkfs_alloc_blockio::{BlockIo, Counting, IoError, IoOp, MemDisk};
+use mkfs_alloc_blockio::{zero_blocks, BlockIo, Counting, IoError, IoOp, MemDisk};
 use mkfs_alloc_layout::units::{GIB, KIB, MIB, TIB};
 use mkfs_alloc_layout::{
     plan, write_volume, write_volume_to, ClusterChoice, FormatOptions, FsChoice, FsKind, Layout,
@@ -9,13 +9,11 @@ use mkfs_alloc_layout::{
 };
 
 fn layout(fs: FsKind, cluster: u64, size: u64, bps: u32) -> Layout {
-    let o = FormatOptions {
-        fs: FsChoice::Fixed(fs),
-        cluster: ClusterChoice::Bytes(cluster),
-        serial: Some(0xC0FF_EE00),
-        label: Some("TEST".into()),
-        ..FormatOptions::default()
-    };
+    let o = FormatOptions::new()
+        .fs(FsChoice::Fixed(fs))
+        .cluster(ClusterChoice::Bytes(cluster))
+        .serial(0xC0FF_EE00)
+        .label("TEST");
     plan(&o, &Medium::whole(size, bps)).expect("valid plan")
 }
 
@@ -91,11 +89,18 @@ fn flushes_only_where_the_order_needs_them() {
             "{fs}: no flush before the first write"
         );
 
-        // Wiped: the caller zeroed the volume's first MiB; not zeroed again.
-        let disk = MemDisk::filled(512, blocks, 0xD1).expect("disk");
+        // Wiped: the caller zeroed the volume's first MiB (the only way to
+        // say so is to do it); not zeroed again.
+        let mut disk = MemDisk::filled(512, blocks, 0xD1).expect("disk");
+        let first_mib = zero_blocks(&mut disk, 0, MIB / 512).expect("zero");
         let mut wiped_mib = Counting::new(disk, true);
-        let report = write_volume_to(&l, &mut wiped_mib, Prior::Wiped(MIB), &mut no_progress())
-            .expect("write");
+        let report = write_volume_to(
+            &l,
+            &mut wiped_mib,
+            Prior::Wiped(first_mib),
+            &mut no_progress(),
+        )
+        .expect("write");
         assert_eq!(flushes(&wiped_mib), 2, "{fs}: wiped");
         assert!(
             wiped_mib
@@ -106,6 +111,21 @@ fn flushes_only_where_the_order_needs_them() {
             &wiped_mib.log()[..4]
         );
         assert!(report.bytes_skipped >= MIB.min(l.fat_offset()), "{fs}");
+
+        // Evidence of other blocks does not stand for the volume's start:
+        // the boot area is zeroed as usual.
+        let mut disk = MemDisk::filled(512, blocks, 0xD1).expect("disk");
+        let elsewhere = zero_blocks(&mut disk, 8, 8).expect("zero");
+        let mut other = Counting::new(disk, true);
+        write_volume_to(&l, &mut other, Prior::Wiped(elsewhere), &mut no_progress())
+            .expect("write");
+        assert!(
+            other
+                .log()
+                .iter()
+                .any(|&(op, lba, _)| op == IoOp::Zero && lba == 0),
+            "{fs}: the boot area was not zeroed"
+        );
 
         let disk = MemDisk::filled(512, blocks, 0xD1).expect("disk");
         let mut unknown = Counting::new(disk, true);

@@ -25,6 +25,8 @@
 #![forbid(unsafe_code)]
 
 extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
 
 pub mod exfat;
 pub mod fat;
@@ -35,6 +37,8 @@ pub mod mbr;
 pub mod name;
 pub mod probe;
 pub mod rng;
+pub mod sparse;
+pub mod testblock;
 pub mod time;
 
 pub use kind::{FsKind, TableKind};

@@ -23,6 +23,26 @@ pub const fn splitmix64(x: u64) -> u64 {
     mix(x.wrapping_add(GAMMA))
 }
 
+/// A seed that differs between calls, processes, machines and times: the
+/// standard library's per-process random hash keys, a counter, the clock
+/// and the process id, mixed. The one source of fresh randomness of the
+/// workspace (random serials, the capacity probe's run salt). Not for
+/// cryptography.
+#[cfg(feature = "std")]
+pub fn fresh_seed() -> u64 {
+    use core::hash::{BuildHasher, Hasher};
+    use core::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    h.write_u128(now);
+    h.write_u32(std::process::id());
+    splitmix64(h.finish())
+}
+
 /// A SplitMix64 generator: equal seeds give equal sequences.
 #[derive(Debug, Clone)]
 pub struct SplitMix64(u64);

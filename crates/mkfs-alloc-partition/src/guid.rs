@@ -51,15 +51,22 @@ impl Guid {
         Guid(Guid(b).to_mixed_endian())
     }
 
-    /// A random-looking GUID shaped like version 4 (variant 10xx), from two
-    /// draws of `rng`.
-    pub(crate) fn from_rng(rng: &mut SplitMix64) -> Self {
+    /// A version-4 GUID (variant 10xx) from 128 random bits: 122 of them
+    /// are kept, the version and variant bits are set.
+    pub fn v4(hi: u64, lo: u64) -> Self {
         let mut b = [0u8; 16];
-        b[..8].copy_from_slice(&rng.next_u64().to_be_bytes());
-        b[8..].copy_from_slice(&rng.next_u64().to_be_bytes());
+        b[..8].copy_from_slice(&hi.to_be_bytes());
+        b[8..].copy_from_slice(&lo.to_be_bytes());
         b[6] = (b[6] & 0x0F) | 0x40;
         b[8] = (b[8] & 0x3F) | 0x80;
         Guid(b)
+    }
+
+    /// A random-looking GUID shaped like version 4 (variant 10xx), from two
+    /// draws of `rng`.
+    pub(crate) fn from_rng(rng: &mut SplitMix64) -> Self {
+        let hi = rng.next_u64();
+        Guid::v4(hi, rng.next_u64())
     }
 }
 
@@ -82,6 +89,7 @@ impl fmt::Debug for Guid {
     }
 }
 
+#[cfg(feature = "serde")]
 impl serde::Serialize for Guid {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)

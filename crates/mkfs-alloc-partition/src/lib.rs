@@ -23,7 +23,8 @@
 //! [`probe_signatures`] lists what is on a medium, like `wipefs -n`.
 //!
 //! Identifiers (MBR disk signature, GPT disk and partition GUIDs) come from
-//! [`TableOptions::seed`] through SplitMix64, so output is reproducible.
+//! [`TableOptions::ids`]: a seed through SplitMix64 (reproducible output),
+//! or values the caller gives, such as fresh random ones.
 //!
 //! Architecture invariant: the `mbrman` (MBR) and `gpt` (GPT) crates are
 //! private details; no type of theirs is part of this API, so either can be
@@ -45,7 +46,9 @@
 //!
 //! ```
 //! use mkfs_alloc_blockio::MemDisk;
-//! use mkfs_alloc_partition::{plan_table, probe_signatures, write_table, FsKind, TableKind, TableOptions};
+//! use mkfs_alloc_partition::{
+//!     plan_table, probe_signatures, write_table, FsKind, SignatureKind, TableKind, TableOptions,
+//! };
 //!
 //! // One exFAT partition at 1 MiB of a 64 MiB disk, in an MBR.
 //! let opts = TableOptions::new(TableKind::Mbr, FsKind::Exfat);
@@ -54,7 +57,7 @@
 //! let mut disk = MemDisk::new(512, (64 << 20) / 512)?;
 //! write_table(&plan, &mut disk)?;
 //! let found = probe_signatures(&mut disk)?;
-//! assert!(found.iter().any(|s| s.kind == "mbr"));
+//! assert!(found.iter().any(|s| s.kind == SignatureKind::Mbr));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -72,10 +75,13 @@ pub use error::PartitionError;
 pub use guid::Guid;
 pub use plan::{
     choose_table, mbr_partition_type, plan_mbr_at, plan_table, FsKind, GptPlan, MbrPlacement,
-    MbrPlan, TableChoice, TableKind, TableOptions, TablePlan, TableSpec, AUTO_GPT_THRESHOLD,
-    CHS_LIMIT_SECTORS, DEFAULT_ALIGN, GPT_ENTRIES, GPT_ENTRY_SIZE, GPT_NAME_MAX, MAX_ALIGN,
-    MBR_TYPE_ESP, MBR_TYPE_EXFAT, MBR_TYPE_FAT32_LBA, MIN_GPT_ALIGN, MIN_PARTITION_BYTES,
+    MbrPlan, TableChoice, TableFootprint, TableIds, TableKind, TableOptions, TablePlan, TableSpec,
+    AUTO_GPT_THRESHOLD, CHS_LIMIT_SECTORS, DEFAULT_ALIGN, GPT_ENTRIES, GPT_ENTRY_SIZE,
+    GPT_NAME_MAX, MAX_ALIGN, MBR_TYPE_ESP, MBR_TYPE_EXFAT, MBR_TYPE_FAT32_LBA, MIN_GPT_ALIGN,
+    MIN_PARTITION_BYTES,
 };
 pub use probe::{probe_signatures, Signature, SignatureKind};
-pub use wipe::{wipe_backup_gpt_beyond, wipe_for_table, SIGNATURE_WIPE, WIPE_VOLUME_START};
+pub use wipe::{
+    volume_start_wiped, wipe_backup_gpt_beyond, wipe_for_table, SIGNATURE_WIPE, WIPE_VOLUME_START,
+};
 pub use write::write_table;

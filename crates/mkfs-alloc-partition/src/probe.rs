@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 
 use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_ondisk::zerocopy::FromBytes;
+#[cfg(feature = "serde")]
 use serde::Serialize;
 
 use crate::guid::Guid;
@@ -72,6 +73,7 @@ impl PartialOrd for SignatureKind {
 }
 
 /// Serialized as its [`SignatureKind::id`].
+#[cfg(feature = "serde")]
 impl Serialize for SignatureKind {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.id())
@@ -85,7 +87,8 @@ impl std::fmt::Display for SignatureKind {
 }
 
 /// A signature found on the medium.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct Signature {
     /// Byte offset of the structure (a boot sector, a GPT header, the start
     /// of a volume) on the medium.
@@ -179,7 +182,7 @@ pub fn probe_signatures<D: BlockIo>(dev: &mut D) -> Result<Vec<Signature>, Parti
 
 /// Reports a backup GPT header at the start of `bytes` (read from `offset`).
 fn probe_backup(bytes: &[u8], offset: u64, found: &mut BTreeSet<Signature>) {
-    let Some(h) = bytes.get(..512).and_then(table::gpt_header) else {
+    let Some(h) = table::gpt_header(bytes) else {
         return;
     };
     // The sector size is the one that puts the header at its own LBA.

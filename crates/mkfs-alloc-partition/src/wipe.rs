@@ -1,7 +1,7 @@
 //! [`wipe_for_table`]: zero what could make tools see an old table or file
 //! system next to the new one.
 
-use mkfs_alloc_blockio::BlockIo;
+use mkfs_alloc_blockio::{zero_blocks, BlockIo, Zeroed};
 
 use crate::write::check_plan;
 use crate::{PartitionError, Signature, TablePlan};
@@ -29,7 +29,9 @@ pub const SIGNATURE_WIPE: u64 = 128 << 10;
 ///   [`probe_signatures`](crate::probe_signatures) reported: old boot sectors
 ///   wherever the old tables pointed).
 ///
-/// The ranges are merged first, so no block is zeroed twice.
+/// The ranges are merged first, so no block is zeroed twice. Returns the
+/// evidence of what was zeroed ([`Zeroed`]); [`volume_start_wiped`] picks
+/// the volume's first MiB out of it for the file-system writer.
 ///
 /// Call it before [`write_table`](crate::write_table) and before formatting:
 /// the last MiB may lie inside the new volume.
@@ -42,7 +44,7 @@ pub fn wipe_for_table<D: BlockIo>(
     plan: &TablePlan,
     found: &[Signature],
     dev: &mut D,
-) -> Result<(), PartitionError> {
+) -> Result<Vec<Zeroed>, PartitionError> {
     check_plan(plan, dev)?;
     let bs = u64::from(plan.block_size());
     let blocks = plan.num_blocks();
@@ -73,10 +75,21 @@ pub fn wipe_for_table<D: BlockIo>(
             _ => merged.push((from, to)),
         }
     }
+    let mut zeroed = Vec::with_capacity(merged.len());
     for (from, to) in merged {
-        dev.write_zeroes(from, to - from)?;
+        zeroed.push(zero_blocks(dev, from, to - from)?);
     }
-    Ok(())
+    Ok(zeroed)
+}
+
+/// The volume's first [`WIPE_VOLUME_START`] bytes (all of a smaller
+/// volume), which [`wipe_for_table`] zeroes, out of what it returned: the
+/// file-system writer need not zero them again.
+pub fn volume_start_wiped(plan: &TablePlan, zeroed: &[Zeroed]) -> Option<Zeroed> {
+    let bs = u64::from(plan.block_size());
+    let start = plan.partition_start_lba();
+    let count = WIPE.div_ceil(bs).min(plan.partition_blocks());
+    zeroed.iter().find_map(|z| z.part(start, count))
 }
 
 /// Zeroes the backup GPT header at the medium's last LBA (for 512- and

@@ -95,8 +95,12 @@ fn write_mbr<D: BlockIo>(
 
     // Serialize LBA 0 in memory; bytes 512.. of a larger block stay zero.
     let mut lba0 = Cursor::new(vec![0u8; plan.block_size() as usize]);
-    let mut mbr = mbrman::MBR::new_from(&mut lba0, plan.block_size(), sig.to_le_bytes())
-        .map_err(|e| PartitionError::table(kind, e))?;
+    let mut mbr = mbrman::MBR::new_from(
+        &mut lba0,
+        plan.block_size(),
+        zerocopy::little_endian::U32::new(sig).to_bytes(),
+    )
+    .map_err(|e| PartitionError::table(kind, e))?;
     mbr.header.partition_1 = mbrman::MBRPartitionEntry {
         boot: mbrman::BOOT_INACTIVE,
         first_chs: chs(start, geometry),
@@ -140,7 +144,8 @@ fn write_gpt<D: BlockIo>(
     let pmbr_sectors = u32::try_from(plan.num_blocks().saturating_sub(1)).unwrap_or(u32::MAX);
     let pmbr = gpt::mbr::ProtectiveMBR::with_lb_size(pmbr_sectors);
     let mut lba0 = vec![0u8; plan.block_size() as usize];
-    lba0[..512].copy_from_slice(&pmbr.to_bytes());
+    let pmbr = pmbr.to_bytes();
+    lba0[..pmbr.len()].copy_from_slice(&pmbr);
     dev.write_blocks(0, &lba0)?;
 
     // The gpt crate takes `uuid::Uuid`; going through the text form keeps

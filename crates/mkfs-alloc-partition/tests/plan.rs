@@ -5,7 +5,7 @@
 use mkfs_alloc_blockio::{BlockIo, MemDisk};
 use mkfs_alloc_partition::{
     choose_table, plan_table, probe_signatures, wipe_for_table, write_table, FsKind,
-    PartitionError, TableChoice, TableKind, TableOptions, TablePlan, MAX_ALIGN,
+    PartitionError, TableChoice, TableIds, TableKind, TableOptions, TablePlan, MAX_ALIGN,
     MIN_PARTITION_BYTES,
 };
 use proptest::prelude::*;
@@ -79,7 +79,7 @@ fn plan_serializes_for_the_cli() {
     let p = plan_table(
         &TableOptions {
             name: "LABEL".into(),
-            seed: 5,
+            ids: TableIds::Seeded(5),
             ..TableOptions::new(TableKind::Gpt, FsKind::Exfat)
         },
         64 * MIB,
@@ -268,7 +268,7 @@ proptest! {
         seed in any::<u64>(),
     ) {
         let medium = mib * MIB + extra_blocks * u64::from(bs);
-        let plan = plan_table(&TableOptions { seed, ..opts(TableKind::Gpt, MIB) }, medium, bs)
+        let plan = plan_table(&TableOptions { ids: TableIds::Seeded(seed), ..opts(TableKind::Gpt, MIB) }, medium, bs)
             .unwrap();
         let mut d = MemDisk::new(bs, medium / u64::from(bs)).unwrap();
         write_table(&plan, &mut d).unwrap();
@@ -280,6 +280,46 @@ proptest! {
             prop_assert!(s.detail.contains("header CRC ok"), "{:?}", s);
             let guid = plan.gpt().unwrap().disk_guid().to_string();
             prop_assert!(s.detail.contains(&guid), "{:?}", s);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// A size search asks the footprint, not a table plan, for each size:
+    /// the two agree on every medium, including the ones refused, and the
+    /// MBR type byte `holding` sets is the one `plan_table` gives.
+    #[test]
+    fn the_footprint_places_the_partition_as_plan_table_does(
+        medium in 0u64..=(3 * TIB),
+        bs in prop_oneof![Just(512u32), Just(4096u32)],
+        align_shift in 12u32..=26,
+        kind in prop_oneof![Just(TableKind::None), Just(TableKind::Mbr), Just(TableKind::Gpt)],
+        fs in prop_oneof![
+            Just(FsKind::Exfat),
+            Just(FsKind::Fat32),
+            Just(FsKind::Fat16),
+            Just(FsKind::Fat12)
+        ],
+        esp in any::<bool>(),
+    ) {
+        let o = TableOptions {
+            esp,
+            ..opts(kind, (1u64 << align_shift).max(u64::from(bs)))
+        };
+        let fp = mkfs_alloc_partition::TableFootprint::of(&o, bs);
+        let planned = plan_table(&o, medium, bs);
+        match (fp, &planned) {
+            (Ok(fp), Ok(p)) => {
+                prop_assert_eq!(fp.partition_start(), p.partition_start());
+                prop_assert_eq!(fp.partition_len(medium).ok(), Some(p.partition_len()));
+                let direct = plan_table(&TableOptions { fs_type: fs, ..o.clone() }, medium, bs).unwrap();
+                prop_assert_eq!(&p.clone().holding(fs), &direct);
+            }
+            (Ok(fp), Err(e)) => prop_assert_eq!(fp.partition_len(medium).err().map(|f| f.to_string()), Some(e.to_string())),
+            (Err(f), Err(e)) => prop_assert_eq!(f.to_string(), e.to_string()),
+            (Err(f), Ok(_)) => prop_assert!(false, "footprint refused what plan_table accepts: {f}"),
         }
     }
 }

@@ -7,8 +7,8 @@ mod common;
 use common::assert_sgdisk_clean;
 use mkfs_alloc_blockio::{BlockIo, ImageFile, MemDisk};
 use mkfs_alloc_partition::{
-    plan_table, probe_signatures, wipe_for_table, write_table, FsKind, Signature, TableKind,
-    TableOptions,
+    plan_table, probe_signatures, wipe_for_table, write_table, FsKind, Signature, TableIds,
+    TableKind, TableOptions,
 };
 use mkfs_alloc_testsupport::{tool as run, tool_ok as run_ok, TempDir};
 
@@ -53,7 +53,7 @@ fn blkid(img: &str) -> String {
 fn wipe_and_write(img: &std::path::Path, kind: TableKind, bs: u32) {
     let plan = plan_table(
         &TableOptions {
-            seed: 9,
+            ids: TableIds::Seeded(9),
             ..TableOptions::new(kind, FsKind::Exfat)
         },
         SIZE,

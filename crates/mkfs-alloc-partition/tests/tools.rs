@@ -8,7 +8,8 @@ mod common;
 use common::{assert_sgdisk_clean, sfdisk_json};
 use mkfs_alloc_blockio::{BlockIo, ImageFile, MemDisk};
 use mkfs_alloc_partition::{
-    plan_table, wipe_for_table, write_table, FsKind, Guid, TableKind, TableOptions, TablePlan,
+    plan_table, wipe_for_table, write_table, FsKind, Guid, TableIds, TableKind, TableOptions,
+    TablePlan,
 };
 use mkfs_alloc_testsupport::{tool_ok as run_ok, LoopDevice, TempDir};
 
@@ -18,7 +19,7 @@ const TIB: u64 = 1 << 40;
 fn options(kind: TableKind, fs: FsKind, name: &str, seed: u64) -> TableOptions {
     TableOptions {
         name: name.into(),
-        seed,
+        ids: TableIds::Seeded(seed),
         ..TableOptions::new(kind, fs)
     }
 }
@@ -239,7 +240,15 @@ fn output_is_pinned_by_the_seed() {
                 }
             }
             // Another seed changes the identifiers, nothing else.
-            let other = plan_table(&TableOptions { seed: 78, ..opts }, 16 * MIB, bs).unwrap();
+            let other = plan_table(
+                &TableOptions {
+                    ids: TableIds::Seeded(78),
+                    ..opts
+                },
+                16 * MIB,
+                bs,
+            )
+            .unwrap();
             assert_ne!(a, write(&other, 0), "{kind:?} {bs}");
             assert_eq!(other.partition_start(), plan.partition_start());
             assert_eq!(other.partition_len(), plan.partition_len());

@@ -9,7 +9,7 @@
 //!     │                                              the footprint (advise's model) checked
 //!     │                                              against the free space, every cluster allocated
 //!     ▼
-//!  write_volume_with(&layout, Some(&mut populated), &mut dev, prior, progress)
+//!  populated.write_to(&mut dev, prior, progress)   the volume it was planned for, and the tree:
 //!        FAT, bitmap, up-case table, then directories and file data in
 //!        cluster order, then the boot sectors (sector 0 last)
 //! ```
@@ -22,7 +22,7 @@
 //!
 //! ```
 //! use mkfs_alloc_blockio::MemDisk;
-//! use mkfs_alloc_layout::{plan, write_volume_with, Prior, ClusterChoice, FormatOptions, FsChoice, FsKind, Medium};
+//! use mkfs_alloc_layout::{plan, Prior, ClusterChoice, FormatOptions, FsKind, Medium};
 //! use mkfs_alloc_populate::{plan_tree, TimePolicy, Tree};
 //! use std::time::{Duration, SystemTime};
 //!
@@ -30,17 +30,33 @@
 //! let hello = b"hello, world\n";
 //! let mtime = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
 //! tree.add_file("/docs/hello.txt", &hello[..], hello.len() as u64, mtime)?;
-//! let opts = FormatOptions {
-//!     fs: FsChoice::Fixed(FsKind::Exfat),
-//!     cluster: ClusterChoice::Bytes(4096),
-//!     serial: Some(0x1234_5678),
-//!     ..FormatOptions::default()
-//! };
+//! let opts = FormatOptions::new()
+//!     .fs(FsKind::Exfat)
+//!     .cluster(ClusterChoice::Bytes(4096))
+//!     .serial(0x1234_5678);
 //! let layout = plan(&opts, &Medium::whole(16 << 20, 512))?;
 //! let mut populated = plan_tree(tree, &layout, TimePolicy::default())?;
 //! assert_eq!(populated.new_clusters(), 2); // the directory and the file
 //! let mut disk = MemDisk::new(512, (16 << 20) / 512)?;
-//! write_volume_with(&layout, Some(&mut populated), &mut disk, Prior::Unknown, &mut |_, _| {})?;
+//! populated.write_to(&mut disk, Prior::Unknown, &mut |_, _| {})?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+//!
+//! A tree is written only into the volume it was planned for: a
+//! [`Populated`] owns that layout ([`Populated::write_to`]) and is not a
+//! `Content` the writer would take with another one:
+//!
+//! ```compile_fail
+//! use mkfs_alloc_blockio::MemDisk;
+//! use mkfs_alloc_layout::{plan, write_volume_with, FormatOptions, Medium, Prior};
+//! use mkfs_alloc_populate::{plan_tree, TimePolicy, Tree};
+//!
+//! let layout = plan(&FormatOptions::new(), &Medium::whole(16 << 20, 512))?;
+//! let other = plan(&FormatOptions::new(), &Medium::whole(32 << 20, 512))?;
+//! let mut populated = plan_tree(Tree::new(), &layout, TimePolicy::default())?;
+//! let mut disk = MemDisk::new(512, (32 << 20) / 512)?;
+//! write_volume_with(&other, Some(&mut populated), &mut disk, Prior::Unknown, &mut |_, _| {})?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 

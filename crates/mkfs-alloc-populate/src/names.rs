@@ -101,14 +101,7 @@ fn split_8_3(name: &str) -> Option<(&[u8], &[u8])> {
 }
 
 fn pack(base: &[u8], ext: &[u8]) -> [u8; 11] {
-    let mut n = [b' '; 11];
-    for (d, s) in n[..8].iter_mut().zip(base) {
-        *d = s.to_ascii_uppercase();
-    }
-    for (d, s) in n[8..].iter_mut().zip(ext) {
-        *d = s.to_ascii_uppercase();
-    }
-    n
+    mkfs_alloc_ondisk::fat::pack_short_name(base, ext)
 }
 
 /// How `name` is stored on FAT (before aliases are made unique).

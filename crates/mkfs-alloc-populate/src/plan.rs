@@ -27,6 +27,7 @@ use mkfs_alloc_layout::plan::Geometry;
 use mkfs_alloc_layout::units::format_size;
 use mkfs_alloc_layout::{FsKind, Layout};
 use mkfs_alloc_ondisk::name::{str_fault, NameFault};
+#[cfg(feature = "serde")]
 use serde::Serialize;
 use std::ffi::OsStr;
 
@@ -34,8 +35,9 @@ use std::ffi::OsStr;
 pub const EXFAT_MAX_DIR_BYTES: u64 = 256 << 20;
 
 /// Why a name or file cannot be stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case", tag = "reason")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case", tag = "reason"))]
 pub enum Problem {
     /// The name holds a character the file system cannot store (a control
     /// character or one of `" * / : < > ? \ |`).
@@ -103,12 +105,13 @@ impl std::fmt::Display for Problem {
 }
 
 /// One offending path.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct NameProblem {
     /// The host path (or, for files from memory, the path in the volume).
     pub path: String,
     /// What is wrong.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "serde", serde(flatten))]
     pub problem: Problem,
 }
 
@@ -312,6 +315,8 @@ pub fn tree_footprint(tree: &Tree, layout: &Layout) -> Footprint {
 /// be written by [`mkfs_alloc_layout::write_volume_with`] (it implements
 /// [`mkfs_alloc_layout::Content`]).
 pub struct Populated {
+    /// The layout the tree was planned for, the one it is written with.
+    pub(crate) layout: Layout,
     pub(crate) tree: Tree,
     pub(crate) fs: FsKind,
     pub(crate) cluster: u64,
@@ -356,6 +361,12 @@ impl Populated {
     /// The tree.
     pub fn tree(&self) -> &Tree {
         &self.tree
+    }
+
+    /// The layout the tree was planned for ([`Populated::write_to`] writes
+    /// it).
+    pub fn layout(&self) -> &Layout {
+        &self.layout
     }
 }
 
@@ -419,6 +430,7 @@ pub fn plan_tree(
         });
     }
     Ok(Populated {
+        layout: layout.clone(),
         tree,
         fs,
         cluster,

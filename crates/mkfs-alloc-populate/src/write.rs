@@ -24,13 +24,16 @@ use crate::plan::Populated;
 use crate::time::{DosTime, EXFAT_UTC};
 use crate::tree::cursor::Cursor;
 use crate::tree::{sys, Src};
-use mkfs_alloc_layout::{Content, ContentSink, FsKind, WriteError};
+use mkfs_alloc_blockio::BlockIo;
+use mkfs_alloc_layout::{
+    write_volume_with, Content, ContentSink, FsKind, Prior, WriteError, WriteReport,
+};
 use mkfs_alloc_ondisk::exfat::set_checksum;
 use mkfs_alloc_ondisk::fat::{
     attr, short_name_checksum, DirEntry, LfnEntry, LAST_LONG_ENTRY, LFN_UNITS_PER_ENTRY,
 };
 use std::io::Read;
-use zerocopy::{FromZeros, IntoBytes};
+use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 /// Size of the write-combining buffer.
 pub const BUF: usize = 8 << 20;
@@ -219,7 +222,9 @@ impl Populated {
             out.extend_from_slice(e.as_bytes());
         }
         let sum = set_checksum(&out[first..]);
-        out[first + 2..first + 4].copy_from_slice(&sum.to_le_bytes());
+        if let Ok((file, _)) = FileEntry::mut_from_prefix(&mut out[first..]) {
+            file.set_checksum = sum.into();
+        }
     }
 
     fn fat_short(&self, name: [u8; 11], case: u8, k: u32, cluster: u32) -> DirEntry {
@@ -483,18 +488,44 @@ fn check_at_end(
     }
 }
 
-impl Content for Populated {
+/// A [`Populated`] tree as the writer's [`Content`]: private, so that a
+/// tree is written only by [`Populated::write_to`], with the layout it was
+/// planned for.
+struct Writing<'a>(&'a mut Populated);
+
+impl Populated {
+    /// Formats `dev` with the volume this tree was planned for and the tree
+    /// in it ([`write_volume_with`]): the tree cannot be written into another
+    /// layout. `dev`'s block 0 is the volume's first byte.
+    ///
+    /// # Errors
+    ///
+    /// As [`write_volume_with`]; [`WriteError::Content`] when a source file
+    /// cannot be read or changes during the copy (the volume then has no
+    /// main boot sector).
+    pub fn write_to<D: BlockIo + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        prior: Prior,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<WriteReport, WriteError> {
+        let layout = self.layout.clone();
+        write_volume_with(&layout, Some(&mut Writing(self)), dev, prior, progress)
+    }
+}
+
+impl Content for Writing<'_> {
     fn clusters(&self) -> u64 {
-        self.footprint.new_clusters()
+        self.0.footprint.new_clusters()
     }
 
     fn fat_entry(&self, index: u64) -> u32 {
-        if index >= u64::from(self.end) || index < u64::from(self.root_first) {
+        if index >= u64::from(self.0.end) || index < u64::from(self.0.root_first) {
             return 0;
         }
         let i = index as u32;
-        if self.fs == FsKind::Exfat {
-            let root_end = self.root_first + self.root_clusters;
+        if self.0.fs == FsKind::Exfat {
+            let root_end = self.0.root_first + self.0.root_clusters;
             return if i + 1 == root_end {
                 0xFFFF_FFFF
             } else if i < root_end {
@@ -503,7 +534,7 @@ impl Content for Populated {
                 0
             };
         }
-        if self.run_ends.binary_search(&i).is_ok() {
+        if self.0.run_ends.binary_search(&i).is_ok() {
             0x0FFF_FFFF
         } else {
             i + 1
@@ -522,14 +553,14 @@ impl Content for Populated {
         };
         let mut chunk = vec![0u8; READ_CHUNK];
         let mut cursor = Cursor::new();
-        let dirs = self.tree.dirs_preorder();
+        let dirs = self.0.tree.dirs_preorder();
         // The root's growth follows its first cluster directly.
         for d in dirs {
-            self.write_dir(d, system, &mut out)?;
-            let kids: Vec<u32> = self.tree.kids(d).to_vec();
+            self.0.write_dir(d, system, &mut out)?;
+            let kids: Vec<u32> = self.0.tree.kids(d).to_vec();
             for k in kids {
-                if !self.tree.nodes[k as usize].is_dir() {
-                    self.copy_file(k, &mut out, &mut chunk, &mut cursor)?;
+                if !self.0.tree.nodes[k as usize].is_dir() {
+                    self.0.copy_file(k, &mut out, &mut chunk, &mut cursor)?;
                 }
             }
         }

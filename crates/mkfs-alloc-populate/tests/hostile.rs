@@ -9,8 +9,7 @@
 
 use mkfs_alloc_blockio::MemDisk;
 use mkfs_alloc_layout::{
-    plan, write_volume_with, ClusterChoice, FormatOptions, FsChoice, FsKind, Layout, Medium, Prior,
-    WriteError,
+    plan, ClusterChoice, FormatOptions, FsChoice, FsKind, Layout, Medium, Prior, WriteError,
 };
 use mkfs_alloc_populate::{plan_tree, PopulateError, Problem, TimePolicy, Tree};
 use mkfs_alloc_testsupport::TempDir;
@@ -19,12 +18,10 @@ use std::path::Path;
 use std::time::SystemTime;
 
 fn layout(fs: FsKind, cluster: u64, size: u64) -> Layout {
-    let opts = FormatOptions {
-        fs: FsChoice::Fixed(fs),
-        cluster: ClusterChoice::Bytes(cluster),
-        serial: Some(0x1234_5678),
-        ..FormatOptions::default()
-    };
+    let opts = FormatOptions::new()
+        .fs(FsChoice::Fixed(fs))
+        .cluster(ClusterChoice::Bytes(cluster))
+        .serial(0x1234_5678);
     plan(&opts, &Medium::whole(size, 512)).expect("plan")
 }
 
@@ -149,8 +146,9 @@ fn walk_swap_copy(
     let mut p = plan_tree(tree, &l, TimePolicy::default()).expect("plan");
     swap();
     let mut disk = MemDisk::new(512, l.volume_bytes() / 512).expect("disk");
-    let r =
-        write_volume_with(&l, Some(&mut p), &mut disk, Prior::Unknown, &mut |_, _| {}).map(|_| ());
+    let r = p
+        .write_to(&mut disk, Prior::Unknown, &mut |_, _| {})
+        .map(|_| ());
     (r, disk.into_inner())
 }
 

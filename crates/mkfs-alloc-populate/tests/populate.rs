@@ -7,8 +7,7 @@
 use mkfs_alloc_advise::{footprint_for, scan, ScanOptions};
 use mkfs_alloc_blockio::MemDisk;
 use mkfs_alloc_layout::{
-    plan, write_volume_with, ClusterChoice, FormatOptions, FsChoice, FsKind, Layout, Medium, Prior,
-    WriteError,
+    plan, ClusterChoice, FormatOptions, FsChoice, FsKind, Layout, Medium, Prior, WriteError,
 };
 use mkfs_alloc_populate::{plan_tree, PopulateError, Problem, TimePolicy, Tree};
 use mkfs_alloc_testsupport::TempDir;
@@ -85,20 +84,18 @@ fn make_tree(root: &Path, order: &[usize]) {
 }
 
 fn layout(fs: FsKind, cluster: u64, size: u64) -> Layout {
-    let opts = FormatOptions {
-        fs: FsChoice::Fixed(fs),
-        cluster: ClusterChoice::Bytes(cluster),
-        serial: Some(0x1234_ABCD),
-        label: Some("POP".into()),
-        ..FormatOptions::default()
-    };
+    let opts = FormatOptions::new()
+        .fs(FsChoice::Fixed(fs))
+        .cluster(ClusterChoice::Bytes(cluster))
+        .serial(0x1234_ABCD)
+        .label("POP");
     plan(&opts, &Medium::whole(size, 512)).expect("plan")
 }
 
 fn format(l: &Layout, tree: Tree, time: TimePolicy) -> Result<Vec<u8>, WriteError> {
     let mut p = plan_tree(tree, l, time).expect("plan tree");
     let mut disk = MemDisk::new(512, l.volume_bytes() / 512).expect("disk");
-    write_volume_with(l, Some(&mut p), &mut disk, Prior::Unknown, &mut |_, _| {})?;
+    p.write_to(&mut disk, Prior::Unknown, &mut |_, _| {})?;
     Ok(disk.into_inner())
 }
 
@@ -302,7 +299,8 @@ fn a_source_that_changes_leaves_no_boot_sector() {
         let mut p = plan_tree(tree, &l, TimePolicy::default()).expect("plan");
         fs::write(&f, vec![1u8; 5_000]).expect("shrink");
         let mut disk = MemDisk::new(512, l.volume_bytes() / 512).expect("disk");
-        let e = write_volume_with(&l, Some(&mut p), &mut disk, Prior::Unknown, &mut |_, _| {})
+        let e = p
+            .write_to(&mut disk, Prior::Unknown, &mut |_, _| {})
             .expect_err("must fail");
         assert!(matches!(e, WriteError::Content(_)), "{e}");
         assert!(e.to_string().contains("changed"), "{e}");
@@ -316,7 +314,8 @@ fn a_source_that_changes_leaves_no_boot_sector() {
             .expect("add");
         let mut p = plan_tree(tree, &l, TimePolicy::default()).expect("plan");
         let mut disk = MemDisk::new(512, l.volume_bytes() / 512).expect("disk");
-        let e = write_volume_with(&l, Some(&mut p), &mut disk, Prior::Unknown, &mut |_, _| {})
+        let e = p
+            .write_to(&mut disk, Prior::Unknown, &mut |_, _| {})
             .expect_err("must fail");
         assert!(matches!(e, WriteError::Content(_)), "{e}");
         assert!(disk.as_bytes()[..512].iter().all(|&b| b == 0));

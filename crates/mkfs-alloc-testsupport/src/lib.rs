@@ -7,6 +7,7 @@
 //!  tools    the tool table (tool -> Debian package), require_tool/require_root/require_fuse
 //!  tempdir  unique directory under std::env::temp_dir(), removed on drop
 //!  loopdev  losetup guard (sector size, offset, size limit, read-only), detached on drop
+//!  loopfs   XFS (reflink=1) or ext4 loop-mounted from a sparse file, unmounted on drop
 //!  fuse     FUSE driver guard (exfat-fuse, fusefat, any driver), unmounted on drop
 //!  mounts   tmpfs (read-only remount, tiny sizes) and bind mount guards, unmounted on drop
 //!  timeout  run a closure with a deadline (a hang fails the test)
@@ -25,6 +26,7 @@
 pub mod cmd;
 pub mod fuse;
 pub mod loopdev;
+pub mod loopfs;
 pub mod mounts;
 pub mod tempdir;
 pub mod timeout;
@@ -33,6 +35,7 @@ pub mod tools;
 pub use cmd::{run, run_env, tool, tool_ok, tool_stdin, CmdOutput};
 pub use fuse::FuseMount;
 pub use loopdev::{LoopDevice, LoopOptions};
+pub use loopfs::LoopFs;
 pub use mounts::{BindMount, TmpfsMount};
 pub use tempdir::TempDir;
 pub use timeout::with_timeout;

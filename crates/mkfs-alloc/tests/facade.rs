@@ -1,30 +1,34 @@
 //! The facade's guarantees to embedders: every check before the first
 //! write, fresh identifiers unless pinned, pinned output reproducible.
 
+use mkfs_alloc::blockio::BlockIo;
 use mkfs_alloc::blockio::{Counting, MemDisk};
-use mkfs_alloc::layout::{ClusterChoice, FormatOptions, FsChoice, FsKind, Timestamp};
-use mkfs_alloc::partition::{TableChoice, TableKind};
-use mkfs_alloc::{find_signatures, format, plan_medium, write_medium, FormatError, MediumOptions};
+use mkfs_alloc::layout::{ClusterChoice, FormatOptions, FsChoice, FsKind, Geometry, Timestamp};
+use mkfs_alloc::partition::TableKind;
+use mkfs_alloc::{FormatError, Found, MediumOptions, MediumPlan};
 
 const MIB: u64 = 1 << 20;
 
 fn exfat(table: TableKind, sector_size: u32) -> MediumOptions {
-    MediumOptions {
-        format: FormatOptions {
-            fs: FsChoice::Fixed(FsKind::Exfat),
-            cluster: ClusterChoice::Bytes(32 * 1024),
-            ..FormatOptions::default()
-        },
-        table: TableChoice::Fixed(table),
-        sector_size,
-        ..MediumOptions::default()
-    }
+    MediumOptions::new()
+        .fs(FsKind::Exfat)
+        .cluster(ClusterChoice::Bytes(32 * 1024))
+        .table(table)
+        .sector_size(sector_size)
+        .expect("a valid sector size")
+}
+
+/// Plans for `dev` and formats it.
+fn format<D: BlockIo>(opts: &MediumOptions, dev: &mut D) -> Result<MediumPlan, FormatError> {
+    let plan = opts.plan_for(dev)?;
+    plan.format(dev, &mut |_, _| {})?;
+    Ok(plan)
 }
 
 /// A 64 MiB target of 4096-byte blocks that already holds exFAT.
 fn old_exfat_on_4k() -> MemDisk {
     let mut disk = MemDisk::new(4096, 64 * MIB / 4096).expect("disk");
-    format(&exfat(TableKind::None, 4096), &mut disk, &mut |_, _| {}).expect("first format");
+    format(&exfat(TableKind::None, 4096), &mut disk).expect("first format");
     assert_eq!(&disk.as_bytes()[3..11], b"EXFAT   ");
     disk
 }
@@ -36,13 +40,15 @@ fn a_sector_size_below_the_block_size_is_refused_before_any_write() {
     let opts = exfat(TableKind::Mbr, 512);
 
     // Planning refuses it.
-    let e = plan_medium(&opts, 64 * MIB, 4096).expect_err("512-byte sectors on 4096-byte blocks");
+    let e = opts
+        .plan(64 * MIB, 4096)
+        .expect_err("512-byte sectors on 4096-byte blocks");
     assert!(e.is_invalid_input(), "{e}");
     assert!(e.to_string().contains("4096"), "{e}");
 
     // So does the one-call path, without writing a byte.
     let mut counted = Counting::new(&mut disk, false);
-    let e = format(&opts, &mut counted, &mut |_, _| {}).expect_err("refused");
+    let e = format(&opts, &mut counted).expect_err("refused");
     assert!(e.is_invalid_input(), "{e}");
     assert_eq!(counted.stats().writes, 0, "nothing written");
     drop(counted);
@@ -57,9 +63,13 @@ fn a_plan_for_another_target_is_refused_before_any_write() {
     // Planned for 512-byte blocks, written to a 4096-byte-block target.
     let mut disk = old_exfat_on_4k();
     let before = disk.as_bytes().to_vec();
-    let plan = plan_medium(&exfat(TableKind::Mbr, 512), 64 * MIB, 512).expect("valid for 512");
-    let found = find_signatures(&mut disk).expect("probe");
-    let e = write_medium(&plan, &mut disk, &found, &mut |_, _| {}).expect_err("other target");
+    let plan = exfat(TableKind::Mbr, 512)
+        .plan(64 * MIB, 512)
+        .expect("valid for 512");
+    let found = Found::probe(&mut disk).expect("probe");
+    let e = plan
+        .write(&mut disk, &found, &mut |_, _| {})
+        .expect_err("other target");
     assert!(e.is_invalid_input(), "{e}");
     assert!(
         disk.as_bytes() == before.as_slice(),
@@ -68,9 +78,13 @@ fn a_plan_for_another_target_is_refused_before_any_write() {
 
     // A probe result of another target does not stand for this one.
     let mut other = MemDisk::new(4096, 32 * MIB / 4096).expect("disk");
-    let other_found = find_signatures(&mut other).expect("probe");
-    let plan = plan_medium(&exfat(TableKind::Mbr, 4096), 64 * MIB, 4096).expect("valid");
-    let e = write_medium(&plan, &mut disk, &other_found, &mut |_, _| {}).expect_err("other probe");
+    let other_found = Found::probe(&mut other).expect("probe");
+    let plan = exfat(TableKind::Mbr, 4096)
+        .plan(64 * MIB, 4096)
+        .expect("valid");
+    let e = plan
+        .write(&mut disk, &other_found, &mut |_, _| {})
+        .expect_err("other probe");
     assert!(matches!(e, FormatError::NotPlannedTarget { .. }), "{e}");
     assert!(
         disk.as_bytes() == before.as_slice(),
@@ -83,11 +97,8 @@ fn a_plan_for_another_target_is_refused_before_any_write() {
 fn identity(table: TableKind, opts: &FormatOptions) -> (u32, Vec<u8>, Vec<u8>, Vec<u8>) {
     let mut disk = MemDisk::new(512, 64 * MIB / 512).expect("disk");
     let mut o = exfat(table, 512);
-    o.format = FormatOptions {
-        fs: FsChoice::Fixed(FsKind::Exfat),
-        ..opts.clone()
-    };
-    let (plan, _) = format(&o, &mut disk, &mut |_, _| {}).expect("format");
+    o.format = opts.clone().fs(FsChoice::Fixed(FsKind::Exfat));
+    let plan = format(&o, &mut disk).expect("format");
     let b = disk.as_bytes();
     let (disk_id, part_id) = match table {
         // GPT header at LBA 1: disk GUID at 56; first entry at LBA 2: unique GUID at 16.
@@ -134,10 +145,80 @@ fn pinned_formats_are_byte_identical() {
 fn the_data_cluster_choice_is_an_option_not_a_patch() {
     let mut opts = exfat(TableKind::None, 512);
     opts.format.cluster = ClusterChoice::FromData(64 * 1024);
-    let plan = plan_medium(&opts, 64 * MIB, 512).expect("valid");
+    let plan = opts.plan(64 * MIB, 512).expect("valid");
     assert_eq!(plan.layout().cluster_size(), 64 * 1024);
     assert_eq!(
         plan.layout().cluster_rule(),
         mkfs_alloc::layout::ClusterRule::FromData
     );
+}
+
+/// Without pinning, the GUIDs are fresh random values, not derived from the
+/// 32-bit serial: two formats with the same serial get different ones.
+#[test]
+fn a_given_serial_does_not_pin_the_guids() {
+    let same_serial = FormatOptions::new().serial(0x1234_ABCD).volume_guid(true);
+    let (s1, disk1, part1, _) = identity(TableKind::Gpt, &same_serial);
+    let (s2, disk2, part2, _) = identity(TableKind::Gpt, &same_serial);
+    assert_eq!((s1, s2), (0x1234_ABCD, 0x1234_ABCD));
+    assert_ne!(disk1, disk2, "GPT disk GUID");
+    assert_ne!(part1, part2, "GPT partition GUID");
+    // The exFAT volume GUID entry (0xA0) in the root directory differs too.
+    let guid = || {
+        let mut disk = MemDisk::new(512, 64 * MIB / 512).expect("disk");
+        let plan = exfat(TableKind::None, 512)
+            .format(same_serial.clone().fs(FsKind::Exfat))
+            .plan_for(&disk)
+            .expect("plan");
+        plan.format(&mut disk, &mut |_, _| {}).expect("format");
+        let l = plan.layout();
+        let Geometry::Exfat(g) = l.geometry() else {
+            panic!("exFAT")
+        };
+        let root = l.cluster_offset(g.root_cluster()) as usize;
+        let dir = &disk.as_bytes()[root..root + 32 * 8];
+        let at = dir
+            .chunks(32)
+            .position(|e| e[0] == 0xA0)
+            .expect("a volume GUID entry");
+        dir[at * 32 + 6..at * 32 + 22].to_vec()
+    };
+    assert_ne!(guid(), guid(), "exFAT volume GUID");
+}
+
+#[test]
+fn setters_check_what_they_can_and_never_panic() {
+    assert!(MediumOptions::new().sector_size(1000).is_err());
+    assert!(MediumOptions::new().sector_size(4096).is_ok());
+    assert!(MediumOptions::new().root_entries(0).is_err());
+    assert!(MediumOptions::new().root_entries(40_000).is_err());
+    assert!(MediumOptions::new().root_entries(224).is_ok());
+    // The rest is planning's: a cluster size that is no power of two.
+    let e = MediumOptions::new()
+        .fs(FsKind::Exfat)
+        .cluster_size(3000)
+        .plan(64 * MIB, 512)
+        .expect_err("3000 bytes");
+    assert!(e.is_invalid_input(), "{e}");
+}
+
+/// A tree goes only into the volume it was planned for: the populated plan
+/// owns that plan, and formats with it.
+#[test]
+fn a_populated_plan_formats_the_volume_it_was_planned_for() {
+    use mkfs_alloc::populate::{TimePolicy, Tree};
+    let mut tree = Tree::new();
+    tree.add_file("/a.txt", &b"abc"[..], 3, std::time::SystemTime::UNIX_EPOCH)
+        .expect("add");
+    let mut disk = MemDisk::new(512, 64 * MIB / 512).expect("disk");
+    let plan = exfat(TableKind::Mbr, 512).plan_for(&disk).expect("plan");
+    let layout = plan.layout().clone();
+    let mut populated = plan
+        .populate(tree, TimePolicy::default())
+        .expect("the tree fits");
+    assert_eq!(populated.plan().layout(), &layout);
+    assert_eq!(populated.content().layout(), &layout);
+    populated.format(&mut disk, &mut |_, _| {}).expect("format");
+    let start = populated.plan().table().partition_start() as usize;
+    assert_eq!(&disk.as_bytes()[start + 3..start + 11], b"EXFAT   ");
 }

@@ -18,13 +18,11 @@ pub struct Template {
 }
 
 pub fn exfat_template() -> Template {
-    let opts = FormatOptions {
-        fs: FsChoice::Fixed(FsKind::Exfat),
-        cluster: ClusterChoice::Bytes(512),
-        label: Some("FUZZ".into()),
-        serial: Some(1),
-        ..FormatOptions::default()
-    };
+    let opts = FormatOptions::new()
+        .fs(FsChoice::Fixed(FsKind::Exfat))
+        .cluster(ClusterChoice::Bytes(512))
+        .label("FUZZ")
+        .serial(1);
     let layout = plan(&opts, &Medium::whole(1 << 20, 512)).expect("plan");
     let mut disk = MemDisk::new(512, 2048).expect("disk");
     write_volume(&layout, &mut disk, &mut |_, _| {}).expect("write");

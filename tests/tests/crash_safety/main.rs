@@ -20,10 +20,8 @@ use mkfs_alloc::blockio::{
 };
 use mkfs_alloc::layout::{ClusterChoice, FormatOptions, FsChoice, FsKind, WriteError};
 use mkfs_alloc::partition::{PartitionError, TableChoice, TableKind};
-use mkfs_alloc::{
-    find_signatures, format, plan_medium, write_medium_with, FormatError, MediumOptions, MediumPlan,
-};
-use mkfs_alloc_populate::{plan_tree, TimePolicy, Tree};
+use mkfs_alloc::populate::{TimePolicy, Tree};
+use mkfs_alloc::{FormatError, Found, MediumOptions, MediumPlan};
 use mkfs_alloc_tests::check::{
     blkid_probe, fsck_verdict, serial_uuid, sparse_copy, with_volume, Fsck, Probe,
 };
@@ -103,17 +101,16 @@ struct Tally {
 }
 
 fn options(s: &Scenario) -> MediumOptions {
-    MediumOptions {
-        format: FormatOptions {
-            fs: FsChoice::Fixed(s.fs),
-            cluster: ClusterChoice::Bytes(s.cluster),
-            serial: Some(NEW_SERIAL),
-            ..FormatOptions::default()
-        },
-        table: TableChoice::Fixed(s.table),
-        whole_disk: false,
-        sector_size: BS,
-    }
+    let mut o = MediumOptions::new()
+        .format(
+            FormatOptions::new()
+                .fs(FsChoice::Fixed(s.fs))
+                .cluster(ClusterChoice::Bytes(s.cluster))
+                .serial(NEW_SERIAL),
+        )
+        .table(TableChoice::Fixed(s.table));
+    o.sector_size = BS;
+    o
 }
 
 /// Makes the template image of a scenario with an old file system and
@@ -201,7 +198,10 @@ fn run_format(
     let result = if s.rootdir {
         populated_format(s, &mut dev)
     } else {
-        format(&options(s), &mut dev, &mut |_, _| {}).map(|_| ())
+        options(s)
+            .plan_for(&dev)
+            .and_then(|plan| plan.format(&mut dev, &mut |_, _| {}))
+            .map(|_| ())
     };
     let ops = dev.ops_seen();
     let log = dev.inner().log().to_vec();
@@ -235,12 +235,12 @@ fn populated_format<D: mkfs_alloc::blockio::BlockIo>(
     s: &Scenario,
     dev: &mut D,
 ) -> Result<(), FormatError> {
-    let bytes = dev.num_blocks() * u64::from(dev.block_size());
-    let plan = plan_medium(&options(s), bytes, dev.block_size())?;
-    let mut content = plan_tree(small_tree(), plan.layout(), TimePolicy::default())
+    let plan = options(s).plan_for(dev)?;
+    let mut populated = plan
+        .populate(small_tree(), TimePolicy::default())
         .unwrap_or_else(|e| panic!("{}: the tree does not fit: {e}", s.name));
-    let found = find_signatures(dev)?;
-    write_medium_with(&plan, Some(&mut content), dev, &found, &mut |_, _| {}).map(|_| ())
+    let found = Found::probe(dev)?;
+    populated.write(dev, &found, &mut |_, _| {}).map(|_| ())
 }
 
 /// The I/O error inside a `FormatError`, whichever layer reported it.
@@ -431,7 +431,7 @@ fn scenario(s: Scenario) -> Tally {
     let img = tmp.join("run.img");
     let old = prepare(&s, &tpl);
     let tpl_ref: Option<PathBuf> = old.as_ref().map(|_| tpl.clone());
-    let plan = plan_medium(&options(&s), s.size, BS).expect("valid scenario");
+    let plan = options(&s).plan(s.size, BS).expect("valid scenario");
 
     // Count the operations, and log them.
     let (result, n, log) = run_format(&s, tpl_ref.as_deref(), &img, Fault::Never);

@@ -213,7 +213,7 @@ fn classifier_rejects_a_mountable_but_inconsistent_volume() {
         let img = tmp.join("run.img");
         let (result, _, _) = run_format(&s, None, &img, Fault::Never);
         result.expect("format");
-        let plan = plan_medium(&options(&s), s.size, BS).expect("plan");
+        let plan = options(&s).plan(s.size, BS).expect("plan");
         let mut tally = Tally::default();
         assert_eq!(
             classify(&s, &plan, None, &img, "intact", &mut tally),

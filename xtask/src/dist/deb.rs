@@ -288,7 +288,7 @@ Upstream-Name: mkfs-alloc
 Comment: Built from the mkfs-alloc Cargo workspace by `cargo xtask dist`.
 
 Files: *
-Copyright: YEARS the mkfs-alloc developers
+Copyright: 2026 the mkfs-alloc developers
 License: MIT or Apache-2.0
 
 License: MIT

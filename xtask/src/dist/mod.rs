@@ -352,6 +352,12 @@ fn tarball(job: &Job, bin: &Path) -> Result<PathBuf, String> {
         &root.join("docs/mkfs-compat.md"),
         &top.join("share/doc/mkfs-alloc/mkfs-compat.md"),
     )?;
+    for license in LICENSES {
+        copy(
+            &root.join(license),
+            &top.join("share/doc/mkfs-alloc").join(license),
+        )?;
+    }
     let out = dir.join(format!("{name}.tar.gz"));
     run(Command::new("tar")
         .current_dir(dir.join("tar"))
@@ -363,6 +369,9 @@ fn tarball(job: &Job, bin: &Path) -> Result<PathBuf, String> {
         .arg(&name))?;
     Ok(out)
 }
+
+/// The license texts (MIT OR Apache-2.0) every archive carries.
+const LICENSES: [&str; 2] = ["LICENSE-MIT", "LICENSE-APACHE"];
 
 /// The Windows exe (stripped), its PowerShell completion and the docs in a zip.
 fn windows_zip(job: &Job, exe: &Path) -> Result<PathBuf, String> {
@@ -384,6 +393,9 @@ fn windows_zip(job: &Job, exe: &Path) -> Result<PathBuf, String> {
         &root.join("docs/mkfs-compat.md"),
         &top.join("mkfs-compat.md"),
     )?;
+    for license in LICENSES {
+        copy(&root.join(license), &top.join(license))?;
+    }
     let out = dir.join(format!("{name}.zip"));
     run(Command::new("zip")
         .current_dir(dir.join("zip"))

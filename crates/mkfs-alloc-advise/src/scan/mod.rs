@@ -25,24 +25,34 @@
 //! way `cp -r PATH... MOUNTPOINT/` and `mcopy -s PATH... ::/` copy it.
 
 use crate::names::{self, utf16_len};
+#[cfg(feature = "serde")]
 use serde::Serialize;
-use std::collections::HashSet;
-use std::ffi::{OsStr, OsString};
-use std::fs;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::ffi::OsStr;
+use std::path::PathBuf;
+use std::time::Duration;
+#[cfg(feature = "scan")]
+use {
+    std::collections::HashSet,
+    std::ffi::OsString,
+    std::fs,
+    std::path::Path,
+    std::sync::atomic::{AtomicU64, Ordering},
+    std::sync::{Mutex, MutexGuard, PoisonError},
+    std::time::Instant,
+};
 
 mod result;
+#[cfg(feature = "scan")]
 mod walk;
 
 pub use result::{DataSummary, DirRecord, ScanResult, SizeBucket, Unreadable};
+#[cfg(feature = "scan")]
 use walk::*;
 
 /// How many unreadable (or invalidly named) paths a scan keeps as examples.
 pub const MAX_REPORTED_PATHS: usize = 10;
 
+#[cfg(feature = "scan")]
 /// Why a scan could not run at all (entries below the PATHs that cannot be
 /// read are counted in [`ScanResult`] instead).
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +77,7 @@ pub enum ScanError {
     Threads(String),
 }
 
+#[cfg(feature = "scan")]
 /// Progress of a running scan, passed to [`ScanOptions::progress`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ScanProgress {
@@ -80,10 +91,12 @@ pub struct ScanProgress {
     pub elapsed: Duration,
 }
 
+#[cfg(feature = "scan")]
 /// A progress callback; called from the worker threads, at most once per
 /// [`ScanOptions::progress_interval`], and once at the end.
 pub type ProgressFn<'a> = &'a (dyn Fn(&ScanProgress) + Sync);
 
+#[cfg(feature = "scan")]
 /// How to scan.
 #[derive(Clone, Copy)]
 pub struct ScanOptions<'a> {
@@ -101,6 +114,7 @@ pub struct ScanOptions<'a> {
     pub progress_interval: Duration,
 }
 
+#[cfg(feature = "scan")]
 impl Default for ScanOptions<'_> {
     fn default() -> Self {
         ScanOptions {
@@ -113,6 +127,7 @@ impl Default for ScanOptions<'_> {
     }
 }
 
+#[cfg(feature = "scan")]
 impl std::fmt::Debug for ScanOptions<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ScanOptions")
@@ -125,7 +140,9 @@ impl std::fmt::Debug for ScanOptions<'_> {
     }
 }
 
-/// Scans `paths` (files or directories) in parallel.
+#[cfg(feature = "scan")]
+/// Scans `paths` (files or directories) in parallel (the `scan` feature,
+/// on by default: it brings in rayon).
 ///
 /// # Errors
 ///

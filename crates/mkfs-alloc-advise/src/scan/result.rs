@@ -3,7 +3,8 @@
 use super::*;
 
 /// What one directory's names take, independent of the cluster size.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct DirRecord {
     /// Files and subdirectories in it.
     pub entries: u32,
@@ -30,7 +31,8 @@ impl DirRecord {
 }
 
 /// An entry that could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct Unreadable {
     /// Its path.
     pub path: PathBuf,
@@ -76,7 +78,8 @@ pub struct ScanResult {
 }
 
 /// One power-of-two bucket of the file-size histogram.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct SizeBucket {
     /// Smallest size in the bucket (0 for the empty-file bucket).
     pub min: u64,
@@ -89,7 +92,8 @@ pub struct SizeBucket {
 }
 
 /// The JSON-friendly summary of a scan.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct DataSummary {
     /// Regular files.
     pub files: u64,

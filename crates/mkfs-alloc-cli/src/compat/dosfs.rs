@@ -43,10 +43,10 @@ pub struct DosfsChoice {
     pub root_entries: u32,
 }
 
-const MAX_CLUST_12: u64 = 4084;
-const MIN_CLUST_16: u64 = 4085;
-const MAX_CLUST_16: u64 = 65524;
-const MIN_CLUST_32: u64 = 65525;
+const MAX_CLUST_12: u64 = mkfs_alloc_layout::fat::SPEC_MIN_CLUSTERS_16 - 1;
+const MIN_CLUST_16: u64 = mkfs_alloc_layout::fat::SPEC_MIN_CLUSTERS_16;
+const MAX_CLUST_16: u64 = mkfs_alloc_layout::fat::SPEC_MIN_CLUSTERS - 1;
+const MIN_CLUST_32: u64 = mkfs_alloc_layout::fat::SPEC_MIN_CLUSTERS;
 const MAX_CLUST_32: u64 = 268_435_446;
 const NR_FATS: u64 = 2;
 

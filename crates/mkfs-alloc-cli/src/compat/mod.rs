@@ -5,7 +5,7 @@
 //! ```text
 //!  argv ─► getopt (GNU rules) ─► fat.rs / exfat.rs: the foreign options ─► Request
 //!  Request ─► Target::inspect (read-only) ─► the width and cluster size that tool
-//!             would choose (dosfs.rs for mkfs.fat), checked with plan_medium
+//!             would choose (dosfs.rs for mkfs.fat), checked with MediumOptions::plan
 //!          ─► mkfs-alloc's own arguments ─► args::Cli ─► cmd_format::run
 //! ```
 //!
@@ -22,7 +22,7 @@ mod getopt;
 use crate::target::Target;
 use crate::{usage, Failure};
 use anyhow::anyhow;
-use mkfs_alloc::{plan_medium, MediumOptions};
+use mkfs_alloc::MediumOptions;
 use mkfs_alloc_layout::{ClusterChoice, FsChoice, FsKind};
 use mkfs_alloc_partition::{TableChoice, TableKind};
 use std::ffi::{OsStr, OsString};
@@ -128,7 +128,7 @@ pub struct Medium {
 }
 
 impl Medium {
-    /// The file system `plan_medium` makes of `fs` at `cluster` bytes (and
+    /// The file system `MediumOptions::plan` makes of `fs` at `cluster` bytes (and
     /// its cluster count), or `None` if it refuses.
     pub fn accepts(
         &self,
@@ -147,7 +147,7 @@ impl Medium {
         opts.table = TableChoice::Fixed(TableKind::None);
         opts.whole_disk = false;
         opts.sector_size = self.sector;
-        let plan = plan_medium(&opts, self.bytes, self.block).ok()?;
+        let plan = opts.plan(self.bytes, self.block).ok()?;
         Some((plan.layout().fs(), plan.layout().cluster_count()))
     }
 }

@@ -8,6 +8,10 @@ use mkfs_alloc_ondisk::exfat::{
     secondary_flags, BitmapEntry, FileEntry, FileNameEntry, StreamExtensionEntry, UpcaseEntry,
 };
 
+/// Bytes of one directory entry (every entry type has the size of a file
+/// entry).
+const ENTRY: usize = core::mem::size_of::<FileEntry>();
+
 /// A file or directory of an exFAT directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExfatFile {
@@ -171,7 +175,7 @@ impl ExfatDirParser {
         let set = std::mem::take(&mut self.set);
         let (Ok((file, _)), Some(Ok((stream, _)))) = (
             FileEntry::read_from_prefix(&set),
-            set.get(32..).map(StreamExtensionEntry::read_from_prefix),
+            set.get(ENTRY..).map(StreamExtensionEntry::read_from_prefix),
         ) else {
             return ExfatItem::Bad(format!("entry set of {} bytes", set.len()));
         };
@@ -190,7 +194,7 @@ impl ExfatDirParser {
         }
         let name_len = usize::from(stream.name_length);
         let mut units = Vec::with_capacity(name_len);
-        for ne in set[64..].chunks_exact(32) {
+        for ne in set.get(2 * ENTRY..).unwrap_or_default().chunks_exact(ENTRY) {
             let Ok((name, _)) = FileNameEntry::read_from_prefix(ne) else {
                 continue;
             };

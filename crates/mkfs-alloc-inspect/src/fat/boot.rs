@@ -1,7 +1,9 @@
 //! The FAT boot sector: [`parse_boot_sector`] checks the BPB in steps and
 //! returns [`FatBoot`].
 
-use mkfs_alloc_ondisk::fat::{Fat16BootSector, Fat32BootSector, EXTENDED_BOOT_SIG};
+use core::mem::offset_of;
+
+use mkfs_alloc_ondisk::fat::{Bpb, Fat16BootSector, Fat32BootSector, EXTENDED_BOOT_SIG};
 use zerocopy::FromBytes;
 
 use crate::error::ParseError;
@@ -78,7 +80,7 @@ pub fn parse_boot_sector(s: &[u8]) -> Result<FatBoot, ParseError> {
     if bpb.is32 && (root_cluster < 2 || u64::from(root_cluster) > cc64 + 1) {
         return Err(ParseError::field(
             "RootClus",
-            44,
+            offset_of!(Fat32BootSector, ebpb.root_clus),
             format!("2..={}", cc64 + 1),
             root_cluster,
         ));
@@ -134,7 +136,7 @@ fn check_bpb(b: &Fat32BootSector) -> Result<BpbCounts, ParseError> {
     if !mkfs_alloc_ondisk::valid_sector_size(bps) {
         return Err(ParseError::field(
             "BytsPerSec",
-            11,
+            offset_of!(Bpb, byts_per_sec),
             "512, 1024, 2048 or 4096",
             bps,
         ));
@@ -143,7 +145,7 @@ fn check_bpb(b: &Fat32BootSector) -> Result<BpbCounts, ParseError> {
     if !spc.is_power_of_two() {
         return Err(ParseError::field(
             "SecPerClus",
-            13,
+            offset_of!(Bpb, sec_per_clus),
             "a power of two 1..=128",
             spc,
         ));
@@ -168,11 +170,11 @@ fn check_bpb(b: &Fat32BootSector) -> Result<BpbCounts, ParseError> {
     };
     if tot == 0 || fatsz == 0 {
         let (field, position, actual) = if tot == 0 {
-            ("TotSec16/TotSec32", 19, tot)
+            ("TotSec16/TotSec32", offset_of!(Bpb, tot_sec16), tot)
         } else if is32 {
-            ("FATSz32", 36, fatsz)
+            ("FATSz32", offset_of!(Fat32BootSector, ebpb.fat_sz32), fatsz)
         } else {
-            ("FATSz16", 22, fatsz)
+            ("FATSz16", offset_of!(Bpb, fat_sz16), fatsz)
         };
         return Err(ParseError::field(field, position, "non-zero", actual));
     }
@@ -201,7 +203,7 @@ fn data_region(c: &BpbCounts) -> Result<(u64, u64), ParseError> {
     if data_sector >= u64::from(c.tot) {
         return Err(ParseError::field(
             "TotSec16/TotSec32",
-            19,
+            offset_of!(Bpb, tot_sec16),
             format!("> {data_sector} (the start of the data region)"),
             c.tot,
         ));
@@ -210,7 +212,7 @@ fn data_region(c: &BpbCounts) -> Result<(u64, u64), ParseError> {
     if cc64 == 0 {
         return Err(ParseError::field(
             "TotSec16/TotSec32",
-            19,
+            offset_of!(Bpb, tot_sec16),
             format!(
                 "room for a cluster of {} sectors after sector {data_sector}",
                 c.spc
@@ -233,7 +235,7 @@ fn fat_type(
         FsKind::Fat32 => {
             return Err(ParseError::field(
                 "FATSz16",
-                22,
+                offset_of!(Bpb, fat_sz16),
                 format!("0 (a FAT32 BPB) for {cc64} clusters, too many for FAT16"),
                 c.fatsz,
             ))
@@ -243,7 +245,7 @@ fn fat_type(
     if c.is32 && cc64 > mkfs_alloc_layout::fat::MAX_CLUSTERS {
         return Err(ParseError::field(
             "TotSec32",
-            32,
+            offset_of!(Bpb, tot_sec32),
             "at most 268,435,445 clusters",
             format!("{cc64} clusters"),
         ));
@@ -256,7 +258,7 @@ fn fat_type(
     let cc = u32::try_from(cc64).map_err(|_| {
         ParseError::field(
             "TotSec32",
-            32,
+            offset_of!(Bpb, tot_sec32),
             "a 32-bit cluster count",
             format!("{cc64} clusters"),
         )
@@ -265,7 +267,11 @@ fn fat_type(
     if fat_entries < cc64 + 2 {
         return Err(ParseError::field(
             if c.is32 { "FATSz32" } else { "FATSz16" },
-            if c.is32 { 36 } else { 22 },
+            if c.is32 {
+                offset_of!(Fat32BootSector, ebpb.fat_sz32)
+            } else {
+                offset_of!(Bpb, fat_sz16)
+            },
             format!("room for {} entries ({cc} clusters)", cc64 + 2),
             format!("{} sectors, {fat_entries} entries", c.fatsz),
         ));

@@ -188,7 +188,7 @@ pub fn lfn_checksum(short: &[u8]) -> u8 {
 }
 
 /// `NAME.EXT` from an 8.3 entry, lower-cased as Windows NT flags say.
-fn short_name(s: &[u8], nt_res: u8) -> String {
+fn short_name(s: &[u8; 11], nt_res: u8) -> String {
     let conv = |bytes: &[u8], lower: bool| -> String {
         bytes
             .iter()
@@ -210,8 +210,9 @@ fn short_name(s: &[u8], nt_res: u8) -> String {
             .trim_end_matches(' ')
             .to_string()
     };
-    let base = conv(&s[..8], nt_res & nt_case::LOWER_BASE != 0);
-    let ext = conv(&s[8..11], nt_res & nt_case::LOWER_EXT != 0);
+    let (base, ext) = mkfs_alloc_ondisk::fat::split_short_name(s);
+    let base = conv(base, nt_res & nt_case::LOWER_BASE != 0);
+    let ext = conv(ext, nt_res & nt_case::LOWER_EXT != 0);
     if ext.is_empty() {
         base
     } else {

@@ -195,10 +195,9 @@ pub fn boot_region_used(layout: &crate::Layout, g: &Geometry, used: u64) -> Vec<
     bs.percent_in_use = (used * 100 / u64::from(g.cluster_count)).min(100) as u8;
     bs.boot_code = [0xF4; 390];
     bs.boot_signature = 0xAA55.into();
-    r[..512].copy_from_slice(bs.as_bytes());
+    r[..core::mem::size_of_val(&bs)].copy_from_slice(bs.as_bytes());
     for s in 1..=8 {
-        let end = (s + 1) * bps;
-        r[end - 4..end].copy_from_slice(&ondisk::EXTENDED_BOOT_SIGNATURE.to_le_bytes());
+        ondisk::sign_extended_boot_sector(&mut r[s * bps..(s + 1) * bps]);
     }
     if let Some(sd) = layout.sd() {
         // The SD layout's Flash Parameters record, first in the OEM
@@ -210,9 +209,7 @@ pub fn boot_region_used(layout: &crate::Layout, g: &Geometry, used: u64) -> Vec<
         r[at..at + 48].copy_from_slice(f.as_bytes());
     }
     let sum = ondisk::boot_checksum(&r[..11 * bps]);
-    for word in r[11 * bps..].chunks_exact_mut(4) {
-        word.copy_from_slice(&sum.to_le_bytes());
-    }
+    ondisk::fill_checksum_sector(&mut r[11 * bps..], sum);
     r
 }
 

@@ -422,7 +422,7 @@ pub fn fsinfo_sector_used(g: &Geometry, extra: u64) -> Vec<u8> {
     f.nxt_free = (3 + extra).into();
     f.trail_sig = ondisk::FSINFO_TRAIL_SIG.into();
     let mut s = vec![0u8; g.bps as usize];
-    s[..512].copy_from_slice(f.as_bytes());
+    s[..core::mem::size_of_val(&f)].copy_from_slice(f.as_bytes());
     s
 }
 

@@ -6,7 +6,7 @@ use super::pick::Chosen;
 use super::DEFAULT_ALIGN;
 use crate::error::PlanError;
 use crate::label::{exfat_label, fat_label, EncodedLabel};
-use crate::options::{random_serial, FormatOptions, FsKind, Timestamp};
+use crate::options::{random_serial, random_u64, FormatOptions, FsKind, Timestamp};
 use crate::rules::{compat_max_cluster, ClusterRule, FsRule};
 use crate::units::format_size;
 use mkfs_alloc_ondisk::rng::splitmix64;
@@ -45,8 +45,13 @@ impl Choices {
             cluster_rule: chosen.cluster_rule,
             align: ctx.align,
             serial,
-            volume_guid: (fs == FsKind::Exfat && opts.volume_guid)
-                .then(|| derive_guid(serial, timestamp)),
+            volume_guid: (fs == FsKind::Exfat && opts.volume_guid).then(|| {
+                if opts.is_pinned() {
+                    derive_guid(serial, timestamp)
+                } else {
+                    random_guid()
+                }
+            }),
             label,
             timestamp,
             warnings: warnings(ctx, fs, chosen.cluster, opts),
@@ -122,12 +127,24 @@ pub fn serial_from_time(t: Timestamp) -> u32 {
     (x ^ (x >> 32)) as u32
 }
 
-/// The exFAT volume GUID, derived from the serial (and the timestamp) so that
-/// pinned inputs give pinned output. A version-4-shaped GUID, never all zero.
+/// The exFAT volume GUID of pinned options, derived from the serial (and
+/// the timestamp) so that pinned inputs give pinned output.
 fn derive_guid(serial: u32, t: Timestamp) -> [u8; 16] {
     let seed = u64::from(serial) ^ 0x6d6b_6673_2d61_6c6c ^ (t.secs as u64).rotate_left(17);
     let a = splitmix64(seed);
-    let b = splitmix64(a);
+    guid_v4(a, splitmix64(a))
+}
+
+/// A fresh exFAT volume GUID: 128 random bits ([`random_u64`] twice), of
+/// which a version-4 GUID keeps 122.
+fn random_guid() -> [u8; 16] {
+    let a = random_u64();
+    guid_v4(a, random_u64())
+}
+
+/// A version-4-shaped GUID (in the entry's byte order) from two 64-bit
+/// values; never all zero.
+fn guid_v4(a: u64, b: u64) -> [u8; 16] {
     let mut g = [0u8; 16];
     g[..8].copy_from_slice(&a.to_le_bytes());
     g[8..].copy_from_slice(&b.to_le_bytes());

@@ -6,11 +6,13 @@ use crate::options::{FsKind, Timestamp};
 use crate::rules::{ClusterRule, FsRule};
 use crate::sd::SdLayout;
 use crate::{exfat, fat};
+#[cfg(feature = "serde")]
 use serde::Serialize;
 
 /// What a region of the volume holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum RegionKind {
     /// exFAT main boot region (12 sectors) or FAT reserved sectors.
     BootRegion,
@@ -36,7 +38,8 @@ pub enum RegionKind {
 }
 
 /// One contiguous region of the volume.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct Region {
     /// What it holds.
     pub kind: RegionKind,

@@ -117,9 +117,14 @@ fn checked_medium(opts: &FormatOptions, medium: &Medium) -> Result<(Medium, u64)
 
 /// The FAT12/16 root directory entries asked for, checked.
 fn root_entries(asked: Option<u32>) -> Result<u32, PlanError> {
-    match asked {
-        None => Ok(fat::DEFAULT_ROOT_ENTRIES),
-        Some(n) if (1..=fat::MAX_ROOT_ENTRIES).contains(&n) => Ok(n),
-        Some(n) => Err(PlanError::RootEntries(u64::from(n))),
+    asked.map_or(Ok(fat::DEFAULT_ROOT_ENTRIES), check_root_entries)
+}
+
+/// A FAT12/16 root directory size: 1..=32,768 entries.
+pub(crate) fn check_root_entries(n: u32) -> Result<u32, PlanError> {
+    if (1..=fat::MAX_ROOT_ENTRIES).contains(&n) {
+        Ok(n)
+    } else {
+        Err(PlanError::RootEntries(u64::from(n)))
     }
 }

@@ -6,12 +6,10 @@ use crate::rules::{ClusterRule, FsRule};
 use crate::units::{GIB, KIB, MIB};
 
 fn opts(fs: FsKind, cluster: u64) -> FormatOptions {
-    FormatOptions {
-        fs: FsChoice::Fixed(fs),
-        cluster: ClusterChoice::Bytes(cluster),
-        serial: Some(0x1234_5678),
-        ..FormatOptions::default()
-    }
+    FormatOptions::new()
+        .fs(FsChoice::Fixed(fs))
+        .cluster(ClusterChoice::Bytes(cluster))
+        .serial(0x1234_5678)
 }
 
 #[test]
@@ -39,10 +37,7 @@ fn auto_picks_fat16_or_fat12_when_fat32_cannot_fit() {
         (2 * MIB, FsKind::Fat12, 4 * KIB),
     ] {
         for choice in [FsChoice::Auto, FsChoice::Fat] {
-            let o = FormatOptions {
-                fs: choice,
-                ..FormatOptions::default()
-            };
+            let o = FormatOptions::new().fs(choice);
             let l = plan(&o, &Medium::whole(size, 512)).expect("valid");
             assert_eq!((l.fs, l.cluster_size), (fs, cluster), "{size}");
             assert_eq!(l.fs_rule, FsRule::AutoSmallFat);
@@ -56,11 +51,7 @@ fn auto_picks_fat16_or_fat12_when_fat32_cannot_fit() {
 #[test]
 fn esp_is_fat_of_the_width_the_size_allows_and_warns_when_small() {
     let esp = |fs, size, bps| {
-        let o = FormatOptions {
-            fs,
-            esp: true,
-            ..FormatOptions::default()
-        };
+        let o = FormatOptions::new().fs(fs).esp(true);
         plan(&o, &Medium::whole(size, bps))
     };
     let l = esp(FsChoice::Auto, 64 * MIB, 512).expect("valid");
@@ -99,11 +90,9 @@ fn esp_is_fat_of_the_width_the_size_allows_and_warns_when_small() {
 #[test]
 fn the_fat_width_follows_an_explicit_cluster_size() {
     for (cluster, fs) in [(512, FsKind::Fat32), (32 * KIB, FsKind::Fat16)] {
-        let o = FormatOptions {
-            fs: FsChoice::Fat,
-            cluster: ClusterChoice::Bytes(cluster),
-            ..FormatOptions::default()
-        };
+        let o = FormatOptions::new()
+            .fs(FsChoice::Fat)
+            .cluster(ClusterChoice::Bytes(cluster));
         let l = plan(&o, &Medium::whole(GIB, 512)).expect("valid");
         assert_eq!(l.fs, fs);
     }
@@ -117,10 +106,7 @@ fn the_fat_width_follows_an_explicit_cluster_size() {
 fn auto_reduces_fat32_cluster_on_small_volumes() {
     let l = plan(&opts(FsKind::Fat32, 0), &Medium::whole(100 * MIB, 512));
     assert!(l.is_err());
-    let o = FormatOptions {
-        fs: FsChoice::Fixed(FsKind::Fat32),
-        ..FormatOptions::default()
-    };
+    let o = FormatOptions::new().fs(FsChoice::Fixed(FsKind::Fat32));
     let l = plan(&o, &Medium::whole(100 * MIB, 512)).expect("valid");
     assert_eq!(l.cluster_rule, ClusterRule::FieldEvidenceReduced);
     assert_eq!(l.cluster_size, KIB);
@@ -150,16 +136,9 @@ fn default_alignment() {
 
 #[test]
 fn the_sd_layout_checks_where_the_medium_puts_the_volume() {
-    let sd = FormatOptions {
-        sd: true,
-        ..FormatOptions::default()
-    };
+    let sd = FormatOptions::new().sd(true);
     // The 64 GB card of exfatprogs PR #149: partition at sector 32,768.
-    let card = |offset: u64, len: u64| Medium {
-        volume_bytes: len * 512,
-        sector_size: 512,
-        partition_offset: offset * 512,
-    };
+    let card = |offset: u64, len: u64| Medium::partition(len * 512, 512, offset * 512);
     let l = plan(&sd, &card(32_768, 125_040_640)).expect("the card's layout");
     assert_eq!(
         (l.fs, l.cluster_size, l.cluster_count),
@@ -177,10 +156,7 @@ fn the_sd_layout_checks_where_the_medium_puts_the_volume() {
         "{e}"
     );
     // Options the layout decides are refused by name.
-    let o = FormatOptions {
-        cluster: ClusterChoice::Bytes(32 * KIB),
-        ..sd.clone()
-    };
+    let o = sd.clone().cluster(ClusterChoice::Bytes(32 * KIB));
     let e = plan(&o, &card(32_768, 125_040_640)).expect_err("an explicit cluster size");
     assert!(
         matches!(

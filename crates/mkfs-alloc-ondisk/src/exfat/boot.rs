@@ -92,6 +92,27 @@ pub const BOOT_CHECKSUM_SECTOR: u64 = 11;
 /// Signature at the end of every extended boot sector (`00 00 55 AA`).
 pub const EXTENDED_BOOT_SIGNATURE: u32 = 0xAA55_0000;
 
+/// Writes [`EXTENDED_BOOT_SIGNATURE`] into the last 4 bytes of an extended
+/// boot sector (exFAT specification §3.2.1).
+pub fn sign_extended_boot_sector(sector: &mut [u8]) {
+    if let Some(at) = sector.len().checked_sub(4) {
+        sector[at..].copy_from_slice(&EXTENDED_BOOT_SIGNATURE.to_le_bytes());
+    }
+}
+
+/// Fills the boot checksum sector (sector 11 of a boot region) with `sum`,
+/// repeated (exFAT specification §3.4).
+pub fn fill_checksum_sector(sector: &mut [u8], sum: u32) {
+    for word in sector.chunks_exact_mut(4) {
+        word.copy_from_slice(&sum.to_le_bytes());
+    }
+}
+
+/// The checksum stored first in a boot checksum sector.
+pub fn stored_checksum(sector: &[u8]) -> Option<u32> {
+    Some(u32::from_le_bytes(*sector.first_chunk::<4>()?))
+}
+
 /// Boot checksum over sectors 0..=10 of a boot region (`region` is 11 sectors
 /// at the real sector size), skipping VolumeFlags and PercentInUse.
 ///

@@ -155,6 +155,28 @@ pub const LAST_LONG_ENTRY: u8 = 0x40;
 pub const LFN_UNITS_PER_ENTRY: usize = 13;
 
 const _: () = assert!(core::mem::size_of::<DirEntry>() == 32);
+
+/// Bytes of the base name in an 8.3 name (the rest is the extension).
+pub const SHORT_BASE_LEN: usize = 8;
+
+/// An 8.3 name's base and extension (space padded, as stored).
+pub fn split_short_name(name: &[u8; 11]) -> (&[u8], &[u8]) {
+    name.split_at(SHORT_BASE_LEN)
+}
+
+/// An 8.3 name from its base and extension (each cut to its length,
+/// space padded, upper-cased).
+pub fn pack_short_name(base: &[u8], ext: &[u8]) -> [u8; 11] {
+    let mut n = [b' '; 11];
+    let (b, e) = n.split_at_mut(SHORT_BASE_LEN);
+    for (d, s) in b.iter_mut().zip(base) {
+        *d = s.to_ascii_uppercase();
+    }
+    for (d, s) in e.iter_mut().zip(ext) {
+        *d = s.to_ascii_uppercase();
+    }
+    n
+}
 const _: () = assert!(core::mem::size_of::<LfnEntry>() == 32);
 
 /// Checksum of an 11-byte 8.3 name (as stored in [`DirEntry::name`]), kept

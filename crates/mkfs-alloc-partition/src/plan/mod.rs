@@ -1,9 +1,12 @@
 //! Choosing a table kind and planning the one partition: pure arithmetic, no I/O.
 
+use crate::guid::Guid;
+
 mod extent;
 mod table;
 
-pub use extent::{plan_mbr_at, plan_table};
+pub use extent::{plan_mbr_at, plan_table, TableFootprint};
+
 pub use table::{GptPlan, MbrPlacement, MbrPlan, TablePlan, TableSpec};
 
 /// One mebibyte.
@@ -42,11 +45,19 @@ pub use mkfs_alloc_ondisk::{FsKind, TableKind};
 
 /// What the user asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum TableChoice {
     /// Let [`choose_table`] decide from the medium.
     Auto,
     /// Exactly this kind.
     Fixed(TableKind),
+}
+
+impl From<TableKind> for TableChoice {
+    /// Exactly this kind ([`TableChoice::Fixed`]).
+    fn from(kind: TableKind) -> Self {
+        TableChoice::Fixed(kind)
+    }
 }
 
 /// Picks the table kind and says why, in a few words for the user.
@@ -72,6 +83,45 @@ pub fn choose_table(
     }
 }
 
+/// Where a table's identifiers (the MBR disk signature, the GPT disk and
+/// partition GUIDs) come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TableIds {
+    /// Derived from a seed through SplitMix64: equal seeds give
+    /// byte-identical tables (pinned output).
+    Seeded(u64),
+    /// Given by the caller, such as fresh random values ([`TableIds::random`]).
+    Given {
+        /// The MBR disk signature (bytes 440..444 of LBA 0); not 0.
+        disk_signature: u32,
+        /// The GPT disk GUID.
+        disk_guid: Guid,
+        /// The GPT partition's unique GUID.
+        partition_guid: Guid,
+    },
+}
+
+impl TableIds {
+    /// Fresh identifiers from a source of random 64-bit values: each GUID
+    /// from 128 random bits (a version-4 GUID keeps 122 of them), a non-zero
+    /// disk signature.
+    pub fn random(next: &mut dyn FnMut() -> u64) -> Self {
+        let disk_signature = loop {
+            let v = (next() >> 32) as u32;
+            if v != 0 {
+                break v;
+            }
+        };
+        let disk_guid = Guid::v4(next(), next());
+        TableIds::Given {
+            disk_signature,
+            disk_guid,
+            partition_guid: Guid::v4(next(), next()),
+        }
+    }
+}
+
 /// What to plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableOptions {
@@ -86,9 +136,8 @@ pub struct TableOptions {
     /// GPT partition name, conventionally the volume label (at most 36 UTF-16
     /// code units). Ignored for MBR.
     pub name: String,
-    /// Seed of the MBR disk signature and the GPT GUIDs: equal seeds give
-    /// byte-identical tables.
-    pub seed: u64,
+    /// Where the MBR disk signature and the GPT GUIDs come from.
+    pub ids: TableIds,
     /// An EFI System Partition: GPT type C12A7328-F81F-11D2-BA4B-00A0C93EC93B,
     /// MBR type 0xEF.
     pub esp: bool,
@@ -96,14 +145,14 @@ pub struct TableOptions {
 
 impl TableOptions {
     /// Options for `kind` and `fs_type` with the default alignment, an empty
-    /// name and seed 0.
+    /// name and identifiers seeded with 0.
     pub fn new(kind: TableKind, fs_type: FsKind) -> Self {
         TableOptions {
             kind,
             align: DEFAULT_ALIGN,
             fs_type,
             name: String::new(),
-            seed: 0,
+            ids: TableIds::Seeded(0),
             esp: false,
         }
     }

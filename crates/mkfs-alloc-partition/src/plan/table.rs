@@ -1,5 +1,6 @@
 //! The planned table: [`TablePlan`], its per-kind parts and its JSON shape.
 
+#[cfg(feature = "serde")]
 use serde::Serialize;
 
 use super::TableKind;
@@ -26,6 +27,9 @@ pub struct TablePlan {
     pub(crate) partition_start: u64,
     pub(crate) partition_len: u64,
     pub(crate) spec: TableSpec,
+    /// The MBR type byte follows the file system ([`TablePlan::holding`]):
+    /// not for an ESP or a placed partition.
+    pub(crate) type_from_fs: bool,
 }
 
 /// What a [`TablePlan`] writes besides the partition's extent: nothing, an
@@ -126,6 +130,23 @@ impl GptPlan {
 }
 
 impl TablePlan {
+    /// This plan for a partition that holds `fs`: an MBR's type byte
+    /// follows the file system and the partition's extent
+    /// ([`mbr_partition_type`](crate::mbr_partition_type)),
+    /// as [`plan_table`](crate::plan_table) sets it; an ESP, a placed
+    /// partition, a GPT or no table are unchanged. The extent does not depend
+    /// on the file system, so a caller can plan the table, then the file
+    /// system inside the partition, then say which it is, without planning
+    /// the table twice.
+    #[must_use]
+    pub fn holding(mut self, fs: crate::FsKind) -> TablePlan {
+        let (start, blocks) = (self.partition_start_lba(), self.partition_blocks());
+        if let (TableSpec::Mbr(mbr), true) = (&mut self.spec, self.type_from_fs) {
+            mbr.partition_type = crate::mbr_partition_type(fs, start, blocks);
+        }
+        self
+    }
+
     /// The table kind.
     pub fn kind(&self) -> TableKind {
         match self.spec {
@@ -200,9 +221,10 @@ impl TablePlan {
     }
 }
 
+#[cfg(feature = "serde")]
 /// The JSON shape of a [`TablePlan`] (one flat object, as before the plan
 /// became an enum: scripts read `table.mbr_type`, `table.disk_guid`, ...).
-#[derive(Serialize)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 struct TablePlanJson<'a> {
     kind: TableKind,
     block_size: u32,
@@ -220,6 +242,7 @@ struct TablePlanJson<'a> {
     last_usable_lba: Option<u64>,
 }
 
+#[cfg(feature = "serde")]
 impl Serialize for TablePlan {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mbr = self.mbr();

@@ -28,6 +28,7 @@
 //!   directory is sorted before the volume is planned.
 
 use mkfs_alloc_layout::Timestamp;
+#[cfg(feature = "serde")]
 use serde::Serialize;
 use std::collections::HashMap;
 use std::fs;
@@ -82,8 +83,9 @@ pub enum TreeError {
 }
 
 /// Why an entry of a host directory was not added.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum SkipKind {
     /// A symbolic link (not followed).
     Symlink,
@@ -111,7 +113,8 @@ impl SkipKind {
 }
 
 /// An entry of a host directory that was skipped.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct Skipped {
     /// Its host path.
     pub path: PathBuf,
@@ -120,7 +123,8 @@ pub struct Skipped {
 }
 
 /// An entry that could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct Unreadable {
     /// Its host path.
     pub path: PathBuf,

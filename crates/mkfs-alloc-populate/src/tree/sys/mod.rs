@@ -21,6 +21,7 @@
 
 use super::SkipKind;
 use mkfs_alloc_layout::Timestamp;
+#[cfg(feature = "serde")]
 use serde::Serialize;
 
 #[cfg(unix)]
@@ -41,7 +42,8 @@ pub(crate) use imp::{
 /// Unix, volume serial number and file index on Windows. Two paths with the
 /// same identity are the same file (hard links, bind mounts, symbolic
 /// links).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 pub struct HostId {
     /// Device (Unix `st_dev`) or volume serial number (Windows).
     pub dev: u64,

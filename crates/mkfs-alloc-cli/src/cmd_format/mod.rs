@@ -15,14 +15,16 @@ use crate::args::{FormatArgs, LayoutArg, TableArg, SUBCOMMANDS};
 use crate::target::{Opened, Target};
 use crate::{data, report, rootdir, usage, Failure};
 use anyhow::{anyhow, Context};
-use mkfs_alloc::{find_signatures, plan_medium, write_medium_with, MediumOptions, MediumPlan};
+use mkfs_alloc::{Found, MediumOptions, MediumPlan, PopulatedPlan};
 use mkfs_alloc_blockio::{BlockIo, IoError};
 use mkfs_alloc_device::Device;
-use mkfs_alloc_layout::ClusterChoice;
 use mkfs_alloc_partition::{wipe_backup_gpt_beyond, Signature, TableKind};
 use serde_json::json;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+
+mod plan;
+use plan::{image_size, plan, Medium};
 
 /// Formats (or, with `--dry-run`, plans) `cli.target`.
 pub fn run(cli: FormatArgs) -> Result<(), Failure> {
@@ -42,17 +44,16 @@ pub fn run(cli: FormatArgs) -> Result<(), Failure> {
         rootdir::refuse_target_inside(t, dir, &path)?;
     }
     let planned = plan(&cli, &target, tree_data.as_ref())?;
-    drop(tree_data); // the planner measures the tree again, exactly
-    let populated = match tree {
-        Some(t) => Some(rootdir::populate(t, &planned.plan)?),
-        None => None,
+    drop(tree_data); // the populate step measures the tree again, exactly
+    let medium = match tree {
+        Some(t) => Medium::Populated(rootdir::populate(t, planned.plan)?),
+        None => Medium::Plain(planned.plan),
     };
     let run = Run {
         cli: &cli,
         path: &path,
         target: &target,
-        plan: &planned.plan,
-        populated,
+        medium,
     };
     if cli.dry_run {
         run.dry_run()
@@ -157,130 +158,19 @@ fn check_sd_args(cli: &FormatArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `--size`, or with `--size auto` the smallest image that holds the tree.
-fn image_size(
-    cli: &FormatArgs,
-    path: &Path,
-    tree: Option<&mkfs_alloc_advise::ScanResult>,
-) -> Result<Option<u64>, Failure> {
-    let size = cli.size_bytes()?;
-    let (true, Some(data)) = (cli.size_auto(), tree) else {
-        return Ok(size);
-    };
-    if mkfs_alloc_device::is_block_device(path) {
-        return Err(usage(anyhow!(
-            "--size auto is for image files; a device keeps its size"
-        )));
-    }
-    let block = cli.sector_size.unwrap_or(512);
-    let o = MediumOptions {
-        format: cli.format_options()?,
-        table: cli.table_choice(),
-        whole_disk: false,
-        sector_size: block,
-    };
-    let tree_cluster = cli.cluster.eq_ignore_ascii_case("auto");
-    let slack = cli.slack.unwrap_or(crate::args::DEFAULT_SLACK);
-    rootdir::auto_size(data, &o, block, slack, tree_cluster).map(Some)
-}
-
-/// The plan, and the notes on how its cluster size was chosen.
-struct Planned {
-    plan: MediumPlan,
-    notes: Vec<String>,
-}
-
-/// Plans the medium; `--rootdir` and `--data` may choose the cluster size.
-fn plan(
-    cli: &FormatArgs,
-    target: &Target,
-    tree: Option<&mkfs_alloc_advise::ScanResult>,
-) -> Result<Planned, Failure> {
-    let mut format = cli.format_options()?;
-    if let Some(d) = target.device().filter(|d| format.sd && !d.is_whole_disk) {
-        return Err(usage(anyhow!(
-            "--layout sd lays out a whole card (an MBR and its partition); {} is a partition: give the whole device",
-            d.path.display()
-        )));
-    }
-    if format.align.is_none() && !format.sd {
-        format.align = target.preferred_align();
-    }
-    let mut opts = MediumOptions {
-        format,
-        table: cli.table_choice(),
-        whole_disk: target.device().is_some_and(|d| d.is_whole_disk),
-        sector_size: cli.sector_size.unwrap_or(target.block_size()),
-    };
-    let plan_error = |e| format_failure(e, None);
-    let (size, block) = (target.size_bytes(), target.block_size());
-    let mut plan =
-        plan_medium(&opts, size, block).map_err(|e| blame_align(cli, &opts, size, block, e))?;
-    let mut notes = Vec::new();
-    // The tree chooses the cluster size, unless the SD layout does.
-    let tree_cluster = cli.cluster.eq_ignore_ascii_case("auto") && !opts.format.sd;
-    if let (Some(data), true) = (tree, tree_cluster) {
-        let (p, note) = rootdir::plan_for(data, &opts, size, block, true).map_err(plan_error)?;
-        plan = p;
-        notes.extend(note);
-    }
-    if !cli.data.is_empty() {
-        let (cluster, reason) =
-            data::recommend(&cli.data, &opts.format, &plan, !cli.quiet && !cli.json)?;
-        opts.format.cluster = ClusterChoice::FromData(cluster);
-        plan = plan_medium(&opts, size, block).map_err(plan_error)?;
-        notes.push(reason);
-    }
-    Ok(Planned { plan, notes })
-}
-
-/// A plan error that only `--align` causes says so.
-fn blame_align(
-    cli: &FormatArgs,
-    opts: &MediumOptions,
-    size: u64,
-    block: u32,
-    e: mkfs_alloc::FormatError,
-) -> Failure {
-    let (Some(align), true) = (&cli.align, e.is_invalid_input()) else {
-        return format_failure(e, None);
-    };
-    // A value no planner accepts (not a power of two, out of range): its
-    // error names the valid range; "too little room" would mislead.
-    if matches!(
-        e,
-        mkfs_alloc::FormatError::Plan(mkfs_alloc_layout::PlanError::Align { .. })
-            | mkfs_alloc::FormatError::Partition(
-                mkfs_alloc_partition::PartitionError::InvalidAlignment { .. }
-            )
-    ) {
-        return usage(crate::hints::format_error(e).context(format!("--align {align}")));
-    }
-    let mut without = opts.clone();
-    without.format.align = None;
-    if plan_medium(&without, size, block).is_ok() {
-        return usage(crate::hints::format_error(e).context(format!(
-            "--align {align} leaves too little room on this volume (it pads the FAT and the data region to {align} boundaries); \
-             use a smaller --align, or none (default 1 MiB, less on small volumes)"
-        )));
-    }
-    format_failure(e, None)
-}
-
 /// One run on a validated target with a valid plan.
 struct Run<'a> {
     cli: &'a FormatArgs,
     path: &'a Path,
     target: &'a Target,
-    plan: &'a MediumPlan,
-    populated: Option<mkfs_alloc_populate::Populated>,
+    medium: Medium,
 }
 
 impl Run<'_> {
     /// `rootdir` for the JSON report, when a tree is written.
     fn extras(&self) -> Vec<(&'static str, serde_json::Value)> {
-        self.populated
-            .as_ref()
+        self.medium
+            .populated()
             .map(|p| ("rootdir", rootdir::json(p)))
             .into_iter()
             .collect()
@@ -309,7 +199,7 @@ impl Run<'_> {
             extras.push(("notes", json!(notes)));
             report::print_json_with(
                 path,
-                self.plan,
+                self.medium.plan(),
                 &found,
                 target.device(),
                 None,
@@ -317,14 +207,20 @@ impl Run<'_> {
                 &extras,
             );
         } else if !cli.quiet {
-            report::print_plan(path, self.plan, &found, target, self.populated.is_some());
+            report::print_plan(
+                path,
+                self.medium.plan(),
+                &found,
+                target,
+                self.medium.populated().is_some(),
+            );
             for c in &contents {
                 outln!("  contains       {c}");
             }
             for n in &notes {
                 outln!("  note           {n}");
             }
-            if let Some(p) = &self.populated {
+            if let Some(p) = self.medium.populated() {
                 for line in rootdir::summary(p) {
                     outln!("  {line}");
                 }
@@ -343,7 +239,7 @@ impl Run<'_> {
             let contents = target.contents();
             crate::confirm::confirm(
                 info,
-                self.plan,
+                self.medium.plan(),
                 &contents,
                 target.unmounts(),
                 cli.yes,
@@ -383,14 +279,14 @@ impl Run<'_> {
                 return Err(crate::watch::settle(f, wrote, target));
             }
         };
-        if let Some(p) = &self.populated {
+        if let Some(p) = self.medium.populated() {
             notes.extend(rootdir::summary(p));
         }
         if cli.json {
             let extras = self.extras();
             report::print_json_with(
                 path,
-                self.plan,
+                self.medium.plan(),
                 &found,
                 target.device(),
                 Some((&write, &notes)),
@@ -400,12 +296,12 @@ impl Run<'_> {
         } else if !cli.quiet {
             report::print_summary(
                 path,
-                self.plan,
+                self.medium.plan(),
                 &found,
                 &write,
                 target,
                 &notes,
-                self.populated.is_some(),
+                self.medium.populated().is_some(),
             );
         }
         Ok(())
@@ -425,7 +321,7 @@ impl Run<'_> {
         }
         // Found before discarding or zeroing, through the handle that writes, and
         // wiped by the same run (never probed twice).
-        let found = find_signatures(&mut opened.io())
+        let found = Found::probe(&mut opened.io())
             .map_err(|e| format_failure(e, Some(format!("probing {}", path.display()))))?;
         if let Opened::Device(d) = opened {
             let want = !cli.no_discard && (cli.discard || d.info().discard_granularity > 0);
@@ -448,13 +344,7 @@ impl Run<'_> {
             notes.push("full format: zeroed the whole medium".to_string());
         }
         let bar = report::Progress::new(show_progress, "writing");
-        let content = self
-            .populated
-            .as_mut()
-            .map(|p| p as &mut dyn mkfs_alloc_layout::Content);
-        let result = write_medium_with(
-            self.plan,
-            content,
+        let result = self.medium.write(
             &mut crate::watch::WriteWatch::new(opened.io(), wrote),
             &found,
             &mut |done, total| bar.update(done, total),
@@ -463,7 +353,7 @@ impl Run<'_> {
         let write = result
             .map_err(|e| format_failure(e, Some(format!("formatting {}", path.display()))))?;
         if let Opened::Device(d) = opened {
-            if self.plan.table().kind() != TableKind::None {
+            if self.medium.plan().table().kind() != TableKind::None {
                 notes.push(match d.reread_partitions() {
                     Ok(()) => "the kernel re-read the partition table".to_string(),
                     Err(e) => format!(

@@ -1,0 +1,184 @@
+//! [`MediumOptions`]: what to do with a whole medium, built with methods.
+
+use mkfs_alloc_blockio::BlockIo;
+use mkfs_alloc_layout::{check_sector_size, ClusterChoice, FormatOptions, FsChoice, Timestamp};
+use mkfs_alloc_partition::TableChoice;
+
+use crate::{FormatError, MediumPlan};
+
+/// What to do with a whole medium: the file system's options, the
+/// partition table and the sector size.
+///
+/// Build it with [`MediumOptions::new`] and the builder methods (the fields
+/// stay readable and assignable). Setters never panic: the sector size and
+/// the root directory size are checked by their setters, everything that
+/// depends on the medium by planning ([`MediumOptions::plan`]), which
+/// returns the value, the limit and the valid range.
+///
+/// ```
+/// use mkfs_alloc::{layout::FsKind, partition::TableKind, MediumOptions};
+/// let opts = MediumOptions::new()
+///     .fs(FsKind::Exfat)
+///     .cluster_size(32 << 10)
+///     .label("STICK")
+///     .table(TableKind::Mbr);
+/// let plan = opts.plan(8 << 30, 512)?;
+/// assert_eq!(plan.layout().cluster_size(), 32 << 10);
+/// assert!(MediumOptions::new().sector_size(1000).is_err());
+/// # Ok::<(), mkfs_alloc::FormatError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MediumOptions {
+    /// The file system options (the alignment applies to the partition too).
+    pub format: FormatOptions,
+    /// Partition table: `auto` gives none unless `whole_disk`.
+    pub table: TableChoice,
+    /// The target is a whole disk (not an image file or an existing partition).
+    pub whole_disk: bool,
+    /// The file system's logical sector size; at least the medium's block size.
+    pub sector_size: u32,
+}
+
+impl Default for MediumOptions {
+    fn default() -> Self {
+        MediumOptions {
+            format: FormatOptions::default(),
+            table: TableChoice::Auto,
+            whole_disk: false,
+            sector_size: 512,
+        }
+    }
+}
+
+impl MediumOptions {
+    /// The defaults: no table on an image (MBR or GPT on a whole disk),
+    /// 512-byte sectors, the file system and the cluster size chosen
+    /// automatically, fresh identifiers.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// These file-system options.
+    #[must_use]
+    pub fn format(mut self, format: FormatOptions) -> Self {
+        self.format = format;
+        self
+    }
+
+    /// The file system (an `FsKind` means exactly that one).
+    #[must_use]
+    pub fn fs(mut self, fs: impl Into<FsChoice>) -> Self {
+        self.format.fs = fs.into();
+        self
+    }
+
+    /// The cluster size.
+    #[must_use]
+    pub fn cluster(mut self, cluster: ClusterChoice) -> Self {
+        self.format.cluster = cluster;
+        self
+    }
+
+    /// Exactly this many bytes per cluster (checked by planning).
+    #[must_use]
+    pub fn cluster_size(self, bytes: u64) -> Self {
+        self.cluster(ClusterChoice::Bytes(bytes))
+    }
+
+    /// The volume label (also the GPT partition's name).
+    #[must_use]
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.format.label = Some(label.into());
+        self
+    }
+
+    /// Pins the serial and the time, from which every identifier written
+    /// derives: equal options on equal media give identical bytes
+    /// ([`FormatOptions::pinned`]).
+    #[must_use]
+    pub fn pinned(mut self, serial: u32, timestamp: Timestamp) -> Self {
+        self.format = self.format.pinned(serial, timestamp);
+        self
+    }
+
+    /// The partition start and the FAT and data region alignment, in bytes.
+    #[must_use]
+    pub fn align(mut self, bytes: u64) -> Self {
+        self.format.align = Some(bytes);
+        self
+    }
+
+    /// The partition table (a `TableKind` means exactly that one).
+    #[must_use]
+    pub fn table(mut self, table: impl Into<TableChoice>) -> Self {
+        self.table = table.into();
+        self
+    }
+
+    /// The target is a whole disk (`auto` then writes a table).
+    #[must_use]
+    pub fn whole_disk(mut self, yes: bool) -> Self {
+        self.whole_disk = yes;
+        self
+    }
+
+    /// An EFI System Partition ([`FormatOptions::esp`]).
+    #[must_use]
+    pub fn esp(mut self, yes: bool) -> Self {
+        self.format.esp = yes;
+        self
+    }
+
+    /// The SD Association's layout for a card ([`FormatOptions::sd`]).
+    #[must_use]
+    pub fn sd(mut self, yes: bool) -> Self {
+        self.format.sd = yes;
+        self
+    }
+
+    /// The file system's logical sector size.
+    ///
+    /// # Errors
+    ///
+    /// [`PlanError::SectorSize`](mkfs_alloc_layout::PlanError::SectorSize)
+    /// for a size other than 512, 1024, 2048 or 4096.
+    pub fn sector_size(mut self, bytes: u32) -> Result<Self, FormatError> {
+        check_sector_size(bytes)?;
+        self.sector_size = bytes;
+        Ok(self)
+    }
+
+    /// The FAT12/16 fixed root directory's entries.
+    ///
+    /// # Errors
+    ///
+    /// [`PlanError::RootEntries`](mkfs_alloc_layout::PlanError::RootEntries)
+    /// outside 1..=32,768.
+    pub fn root_entries(mut self, entries: u32) -> Result<Self, FormatError> {
+        self.format = self.format.root_entries(entries)?;
+        Ok(self)
+    }
+
+    /// Plans the table and the file system for a medium of `medium_bytes`
+    /// bytes in `block_size`-byte blocks: every check, no write.
+    ///
+    /// # Errors
+    ///
+    /// [`FormatError::Plan`] or [`FormatError::Partition`] naming the value,
+    /// the limit and the valid range; [`FormatError::Write`] when the block
+    /// size does not divide the sector size.
+    pub fn plan(&self, medium_bytes: u64, block_size: u32) -> Result<MediumPlan, FormatError> {
+        crate::plan::plan(self, medium_bytes, block_size, |_| Ok(None))
+    }
+
+    /// [`MediumOptions::plan`] for `dev`'s size and block size.
+    ///
+    /// # Errors
+    ///
+    /// As [`MediumOptions::plan`].
+    pub fn plan_for<D: BlockIo + ?Sized>(&self, dev: &D) -> Result<MediumPlan, FormatError> {
+        let bytes = dev.num_blocks().saturating_mul(u64::from(dev.block_size()));
+        self.plan(bytes, dev.block_size())
+    }
+}

@@ -1,0 +1,302 @@
+//! Planning a medium once: the partition table, then the file system inside
+//! the partition, then the table's type byte for that file system.
+
+use mkfs_alloc_blockio::BlockIo;
+use mkfs_alloc_layout::{
+    check_block_size, random_serial, random_u64, ClusterChoice, FormatOptions, FsKind, Layout,
+    Medium, PlanError, Timestamp,
+};
+use mkfs_alloc_partition::{
+    choose_table, plan_mbr_at, plan_table, MbrPlacement, TableChoice, TableFootprint, TableIds,
+    TableKind, TableOptions, TablePlan, MIN_GPT_ALIGN,
+};
+
+use crate::{FormatError, MediumOptions};
+
+/// A validated plan for a whole medium. Only planning makes one
+/// ([`MediumOptions::plan`]); its fields are private, so a plan cannot be
+/// changed after validation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MediumPlan {
+    pub(crate) table: TablePlan,
+    pub(crate) table_reason: &'static str,
+    pub(crate) layout: Layout,
+    pub(crate) medium_bytes: u64,
+    pub(crate) block_size: u32,
+}
+
+impl MediumPlan {
+    /// The partition table (kind `None`: the volume spans the medium).
+    pub fn table(&self) -> &TablePlan {
+        &self.table
+    }
+
+    /// Why this table kind.
+    pub fn table_reason(&self) -> &'static str {
+        self.table_reason
+    }
+
+    /// The file system inside the partition.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Bytes of the medium planned for.
+    pub fn medium_bytes(&self) -> u64 {
+        self.medium_bytes
+    }
+
+    /// Logical block size of the medium planned for.
+    pub fn block_size(&self) -> u32 {
+        self.block_size
+    }
+
+    /// Refuses a target other than the one planned for (block size, size),
+    /// before anything is written to it.
+    pub(crate) fn check_target<D: BlockIo + ?Sized>(&self, dev: &D) -> Result<(), FormatError> {
+        check_block_size(dev.block_size(), self.layout.sector_size())?;
+        let bytes = dev.num_blocks().saturating_mul(u64::from(dev.block_size()));
+        if dev.block_size() != self.block_size || bytes < self.medium_bytes {
+            return Err(FormatError::NotPlannedTarget {
+                planned_bytes: self.medium_bytes,
+                planned_block: self.block_size,
+                bytes,
+                block: dev.block_size(),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl MediumOptions {
+    /// [`MediumOptions::plan`], letting `choose` pick the cluster size once
+    /// the volume and its file system are known: it is called with the
+    /// layout the options give (its cluster size chosen as they say) and
+    /// returns the cluster size the volume should have instead, if any
+    /// (reported as chosen for the data, [`ClusterChoice::FromData`]). The
+    /// table is planned once and the file system at most twice. `choose` is
+    /// not called for the SD layout, which decides the cluster size itself.
+    ///
+    /// ```
+    /// use mkfs_alloc::{layout::FsKind, MediumOptions};
+    /// let plan = MediumOptions::new()
+    ///     .fs(FsKind::Exfat)
+    ///     .plan_choosing(1 << 30, 512, |auto| {
+    ///         assert_eq!(auto.cluster_size(), 32 << 10);
+    ///         Ok::<_, mkfs_alloc::FormatError>(Some(4096))
+    ///     })?;
+    /// assert_eq!(plan.layout().cluster_size(), 4096);
+    /// # Ok::<(), mkfs_alloc::FormatError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`MediumOptions::plan`], and `choose`'s own.
+    pub fn plan_choosing<E: From<FormatError>>(
+        &self,
+        medium_bytes: u64,
+        block_size: u32,
+        choose: impl FnOnce(&Layout) -> Result<Option<u64>, E>,
+    ) -> Result<MediumPlan, E> {
+        plan(self, medium_bytes, block_size, choose)
+    }
+
+    /// Where the volume lies on media of any size for these options, the
+    /// partition table's share of the medium worked out once: a search for
+    /// the smallest medium that holds some data (the CLI's `--size auto`)
+    /// plans only the file system at each step, then the medium once.
+    ///
+    /// # Errors
+    ///
+    /// As [`MediumOptions::plan`] for what does not depend on the medium's
+    /// size (the block size, the alignment, a GPT partition name).
+    pub fn placement(&self, block_size: u32) -> Result<Placement, FormatError> {
+        check_block_size(block_size, self.sector_size)?;
+        let format = resolve(&self.format);
+        let kinds: &[TableKind] = match (self.table, self.whole_disk) {
+            (TableChoice::Fixed(kind), _) => &[kind][..],
+            (_, false) => &[TableKind::None],
+            (_, true) => &[TableKind::Mbr, TableKind::Gpt],
+        };
+        let mut footprints = Vec::new();
+        for &kind in kinds {
+            let topts = table_options(kind, &format, block_size);
+            footprints.push((kind, TableFootprint::of(&topts, block_size)?));
+        }
+        Ok(Placement {
+            opts: MediumOptions {
+                format,
+                ..self.clone()
+            },
+            block: block_size,
+            footprints,
+        })
+    }
+}
+
+/// Where the volume lies on media of any size ([`MediumOptions::placement`]).
+#[derive(Debug, Clone)]
+pub struct Placement {
+    /// The options, serial and time filled in.
+    opts: MediumOptions,
+    block: u32,
+    /// The footprint of each table kind a size may get ([`choose_table`]
+    /// chooses by the size only for a whole disk).
+    footprints: Vec<(TableKind, TableFootprint)>,
+}
+
+impl Placement {
+    /// The volume a medium of `medium_bytes` bytes gets: the partition
+    /// [`MediumOptions::plan`] would plan, without planning the table.
+    ///
+    /// # Errors
+    ///
+    /// The table's errors for this size ([`FormatError::Partition`]: too
+    /// small for a partition, an MBR beyond 2^32 blocks), and the SD
+    /// layout's ([`FormatError::Plan`]).
+    pub fn volume(&self, medium_bytes: u64) -> Result<Medium, FormatError> {
+        let o = &self.opts;
+        if o.format.sd {
+            let (start, len) = sd_partition(&o.format, medium_bytes)?;
+            return Ok(Medium::partition(len, o.sector_size, start));
+        }
+        let (kind, _) = choose_table(o.table, medium_bytes, o.whole_disk);
+        let fp = match self.footprints.iter().find(|(k, _)| *k == kind) {
+            Some((_, fp)) => *fp,
+            // Not among the kinds worked out (no choice gives another).
+            None => TableFootprint::of(&table_options(kind, &o.format, self.block), self.block)?,
+        };
+        let len = fp.partition_len(medium_bytes)?;
+        Ok(Medium::partition(len, o.sector_size, fp.partition_start()))
+    }
+}
+
+/// The options with what the caller left open filled in: a fresh serial
+/// and the current time, so that the table and the file system of one
+/// format agree. Pinned options stay pinned.
+fn resolve(format: &FormatOptions) -> FormatOptions {
+    let mut format = format.clone();
+    format.serial.get_or_insert_with(random_serial);
+    format.timestamp.get_or_insert_with(Timestamp::now);
+    format
+}
+
+/// Where a table's identifiers come from: pinned options derive them from
+/// the serial (so that `--serial` pins them too); otherwise fresh random
+/// values, 128 bits per GUID.
+fn table_ids(format: &FormatOptions) -> TableIds {
+    match (format.is_pinned(), format.serial) {
+        (true, Some(serial)) => TableIds::Seeded(u64::from(serial) ^ 0x7061_7274_6974_696f),
+        _ => TableIds::random(&mut random_u64),
+    }
+}
+
+/// The table options of `kind` for `format`; the file system is a
+/// placeholder until the layout is planned ([`TablePlan::holding`]).
+fn table_options(kind: TableKind, format: &FormatOptions, block_size: u32) -> TableOptions {
+    let mut topts = TableOptions::new(kind, FsKind::Exfat);
+    topts.align = match (kind, format.align) {
+        (TableKind::None, _) => u64::from(block_size),
+        (TableKind::Gpt, a) => a.unwrap_or(MIN_GPT_ALIGN).max(MIN_GPT_ALIGN),
+        (_, Some(a)) => a,
+        (_, None) => mkfs_alloc_partition::DEFAULT_ALIGN,
+    };
+    topts.name = format.label.clone().unwrap_or_default();
+    topts.ids = table_ids(format);
+    topts.esp = format.esp;
+    topts
+}
+
+/// Plans a medium: the table once, the file system inside it (again with
+/// the cluster size `choose` picks, if it picks one), the MBR type byte.
+pub(crate) fn plan<E: From<FormatError>>(
+    opts: &MediumOptions,
+    medium_bytes: u64,
+    block_size: u32,
+    choose: impl FnOnce(&Layout) -> Result<Option<u64>, E>,
+) -> Result<MediumPlan, E> {
+    check_block_size(block_size, opts.sector_size).map_err(FormatError::from)?;
+    if opts.format.sd {
+        return Ok(plan_sd(opts, medium_bytes, block_size)?);
+    }
+    let (kind, table_reason) = choose_table(opts.table, medium_bytes, opts.whole_disk);
+    let mut format = resolve(&opts.format);
+    let topts = table_options(kind, &format, block_size);
+    let table = plan_table(&topts, medium_bytes, block_size).map_err(FormatError::from)?;
+    let medium = Medium::partition(
+        table.partition_len(),
+        opts.sector_size,
+        table.partition_start(),
+    );
+    let mut layout = mkfs_alloc_layout::plan(&format, &medium).map_err(FormatError::from)?;
+    if let Some(cluster) = choose(&layout)? {
+        format.cluster = ClusterChoice::FromData(cluster);
+        layout = mkfs_alloc_layout::plan(&format, &medium).map_err(FormatError::from)?;
+    }
+    Ok(MediumPlan {
+        table: table.holding(layout.fs()),
+        table_reason,
+        layout,
+        medium_bytes,
+        block_size,
+    })
+}
+
+/// Where the SD layout puts the partition of a card of `medium_bytes`:
+/// its start and length in bytes.
+fn sd_partition(format: &FormatOptions, medium_bytes: u64) -> Result<(u64, u64), FormatError> {
+    use mkfs_alloc_layout::sd::{card_layout, SD_SECTOR};
+    let (sd, _) = card_layout(format, medium_bytes / SD_SECTOR).map_err(PlanError::from)?;
+    let start = sd.part_start * SD_SECTOR;
+    Ok((
+        start,
+        (medium_bytes / SD_SECTOR - sd.part_start) * SD_SECTOR,
+    ))
+}
+
+/// [`plan`] for the SD Association layout
+/// ([`FormatOptions::sd`](mkfs_alloc_layout::FormatOptions::sd)): an MBR
+/// whose one partition starts where the card's capacity class says, with
+/// the class's type byte and CHS geometry, and the volume planned inside it.
+fn plan_sd(
+    opts: &MediumOptions,
+    medium_bytes: u64,
+    block_size: u32,
+) -> Result<MediumPlan, FormatError> {
+    use mkfs_alloc_layout::sd::{card_layout, SdConflict, SdError, SD_SECTOR};
+    let conflict = |option| Err(PlanError::from(SdError::Conflict { option }).into());
+    let table_reason = match opts.table {
+        TableChoice::Fixed(TableKind::None) => return conflict(SdConflict::TableNone),
+        TableChoice::Fixed(TableKind::Gpt) => return conflict(SdConflict::TableGpt),
+        _ => "the SD layout: an MBR with one partition, as the SD specification lays out cards",
+    };
+    if u64::from(block_size) != SD_SECTOR || u64::from(opts.sector_size) != SD_SECTOR {
+        return Err(PlanError::from(SdError::SectorSize(block_size.max(opts.sector_size))).into());
+    }
+    let format = resolve(&opts.format);
+    let (sd, _) = card_layout(&format, medium_bytes / SD_SECTOR).map_err(PlanError::from)?;
+    let mut topts = TableOptions::new(TableKind::Mbr, FsKind::Exfat);
+    topts.ids = table_ids(&format);
+    // The alignment the start has (FAT12/16 cards: what the layout gives).
+    topts.align = Layout::alignment_of(sd.part_start * SD_SECTOR);
+    let placement = MbrPlacement {
+        start_lba: sd.part_start,
+        partition_type: sd.mbr_type,
+        heads: sd.heads,
+        sectors_per_track: sd.sectors_per_track,
+    };
+    let table = plan_mbr_at(&topts, placement, medium_bytes, block_size)?;
+    let medium = Medium::partition(
+        table.partition_len(),
+        opts.sector_size,
+        table.partition_start(),
+    );
+    let layout = mkfs_alloc_layout::plan(&format, &medium)?;
+    Ok(MediumPlan {
+        table,
+        table_reason,
+        layout,
+        medium_bytes,
+        block_size,
+    })
+}
