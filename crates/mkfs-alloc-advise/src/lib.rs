@@ -33,6 +33,7 @@
 //! # Ok::<(), mkfs_alloc_advise::AdviseError>(())
 //! ```
 
+#![warn(clippy::missing_errors_doc)]
 #![forbid(unsafe_code)]
 
 pub mod advise;

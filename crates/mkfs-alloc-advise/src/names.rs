@@ -55,27 +55,7 @@ pub fn fat32_lfn_entries(name: &OsStr, utf16_units: usize) -> u32 {
     }
 }
 
-/// True if `name` can be stored as a short (8.3) name alone: a base of 1-8
-/// and an optional extension of 1-3 characters from `A-Z a-z 0-9` and
-/// ``! # $ % & ' ( ) - @ ^ _ ` { } ~``, at most one dot, not leading, and
-/// the letters of the base, and those of the extension, each in one case
-/// (what the NT case bits can express).
-pub fn is_8_3_with_case_bits(name: &[u8]) -> bool {
-    let ok = |c: &u8| c.is_ascii_alphanumeric() || b"!#$%&'()-@^_`{}~".contains(c);
-    let one_case = |part: &[u8]| {
-        !(part.iter().any(u8::is_ascii_uppercase) && part.iter().any(u8::is_ascii_lowercase))
-    };
-    let (base, ext) = match name.iter().position(|&c| c == b'.') {
-        Some(i) => (&name[..i], Some(&name[i + 1..])),
-        None => (name, None),
-    };
-    let base_ok = (1..=8).contains(&base.len()) && base.iter().all(ok) && one_case(base);
-    let ext_ok = match ext {
-        None => true,
-        Some(e) => (1..=3).contains(&e.len()) && e.iter().all(ok) && one_case(e),
-    };
-    base_ok && ext_ok
-}
+pub use mkfs_alloc_ondisk::name::is_8_3_with_case_bits;
 
 /// True if the name cannot be stored as is on exFAT or FAT32: it is not
 /// valid Unicode, or holds a character the one name rule refuses

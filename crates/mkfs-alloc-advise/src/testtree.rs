@@ -108,6 +108,10 @@ fn write_file(path: &Path, size: u64, fill: u8) -> io::Result<()> {
 
 /// Writes a [`VariedSpec`] tree under `root` (created; must not exist).
 /// File contents are real bytes (not sparse).
+///
+/// # Errors
+///
+/// The I/O error of creating a directory or writing a file.
 pub fn varied(root: &Path, spec: &VariedSpec) -> io::Result<TreeStats> {
     let mut rng = SplitMix64::new(spec.seed);
     fs::create_dir(root)?;
@@ -177,6 +181,10 @@ fn walk_dirs(root: &Path) -> io::Result<Vec<PathBuf>> {
 /// Writes `files` sparse files of random apparent size (0..=`max_size`)
 /// under `root` (created; must not exist), `per_dir` per directory, in
 /// directories two levels deep.
+///
+/// # Errors
+///
+/// The I/O error of creating a directory or a file.
 pub fn flat_sparse(
     root: &Path,
     files: u64,

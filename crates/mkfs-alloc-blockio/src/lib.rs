@@ -34,6 +34,7 @@
 //! # Ok::<(), mkfs_alloc_blockio::IoError>(())
 //! ```
 
+#![warn(clippy::missing_errors_doc)]
 use std::fmt;
 
 #[cfg(any(test, feature = "testing"))]
@@ -124,14 +125,28 @@ pub trait BlockIo {
     /// Number of blocks.
     fn num_blocks(&self) -> u64;
     /// Reads `dst.len() / block_size` blocks starting at `lba`.
+    ///
+    /// # Errors
+    ///
+    /// An [`IoError`] for a buffer that is not whole blocks or that leaves the
+    /// device (`InvalidInput`), or the backend's read failure.
     fn read_blocks(&mut self, lba: u64, dst: &mut [u8]) -> Result<(), IoError>;
     /// Writes `src.len() / block_size` blocks starting at `lba`.
+    ///
+    /// # Errors
+    ///
+    /// As [`BlockIo::read_blocks`], for a write.
     fn write_blocks(&mut self, lba: u64, src: &[u8]) -> Result<(), IoError>;
     /// Makes `count` blocks from `lba` read as zero.
     ///
     /// Backends override this with something cheaper than writing zeros
     /// (hole punching, `ZERO_RANGE`, `BLKZEROOUT`); the default writes zeros
     /// in large chunks.
+    ///
+    /// # Errors
+    ///
+    /// An [`IoError`] for a range that leaves the device, or the backend's
+    /// failure to zero it.
     fn write_zeroes(&mut self, lba: u64, count: u64) -> Result<(), IoError> {
         write_zeroes_by_writing(self, lba, count)
     }
@@ -141,6 +156,10 @@ pub trait BlockIo {
         false
     }
     /// Flushes written data to stable storage.
+    ///
+    /// # Errors
+    ///
+    /// The backend's [`IoError`] when the data cannot be made durable.
     fn flush(&mut self) -> Result<(), IoError>;
 }
 
@@ -157,6 +176,10 @@ pub const ZERO_CHUNK: usize = 1 << 20;
 
 /// Zeroes `count` blocks from `lba` by writing zero buffers of up to
 /// [`ZERO_CHUNK`] bytes. The fallback of [`BlockIo::write_zeroes`].
+///
+/// # Errors
+///
+/// As [`BlockIo::write_blocks`].
 pub fn write_zeroes_by_writing<D: BlockIo + ?Sized>(
     dev: &mut D,
     lba: u64,

@@ -42,6 +42,11 @@ pub(crate) fn check_block_size(block_size: u32) -> Result<(), io::Error> {
 
 /// Checks a buffer of `buf_len` bytes at `lba` against a device of
 /// `num_blocks` blocks of `block_size` bytes.
+///
+/// # Errors
+///
+/// An `InvalidInput` [`IoError`] (of `op`, at the request's byte offset)
+/// for a buffer that is not whole blocks or a range that leaves the device.
 pub fn buffer_range(
     op: IoOp,
     block_size: u32,
@@ -65,6 +70,11 @@ pub fn buffer_range(
 
 /// Checks `count` blocks at `lba` against a device of `num_blocks` blocks of
 /// `block_size` bytes.
+///
+/// # Errors
+///
+/// An `InvalidInput` [`IoError`] for a range that leaves the device (or
+/// whose end overflows).
 pub fn block_range(
     op: IoOp,
     block_size: u32,

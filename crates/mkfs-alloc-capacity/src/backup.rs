@@ -49,11 +49,25 @@ pub enum Loaded {
 pub trait Backup {
     /// Called once, before the first [`Backup::save`], with what identifies
     /// the run.
+    ///
+    /// # Errors
+    ///
+    /// The storage's I/O error; the probe then stops before writing.
     fn start(&mut self, run: &RunInfo) -> io::Result<()>;
     /// Records the original content `data` of `unit` (one unit of bytes).
+    ///
+    /// # Errors
+    ///
+    /// The storage's I/O error; the probe then stops before writing over the
+    /// unit.
     fn save(&mut self, unit: u64, data: &[u8]) -> io::Result<()>;
     /// Makes every record saved so far durable. The probe calls this before
     /// writing over the units saved since the last commit.
+    ///
+    /// # Errors
+    ///
+    /// The storage's I/O error; the probe then writes over none of the units
+    /// saved since the last commit.
     fn commit(&mut self) -> io::Result<()>;
     /// Number of records saved.
     fn records(&self) -> u64;

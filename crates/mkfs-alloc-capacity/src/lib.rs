@@ -75,6 +75,7 @@
 //! # Ok::<(), mkfs_alloc_capacity::ProbeError>(())
 //! ```
 
+#![warn(clippy::missing_errors_doc)]
 mod backup;
 mod engine;
 pub mod fake;
@@ -99,6 +100,10 @@ pub trait ProbeTarget: BlockIo {
     /// Flushes and drops every cache between this handle and the medium
     /// (a raw device is reopened; an image file only flushes). The medium's
     /// own cache, if any, is what the probe has to defeat by itself.
+    ///
+    /// # Errors
+    ///
+    /// The [`IoError`] of flushing or reopening.
     fn reset(&mut self) -> Result<(), IoError>;
 }
 

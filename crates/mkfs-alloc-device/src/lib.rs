@@ -36,6 +36,7 @@
 //! # Ok::<(), mkfs_alloc_device::DeviceError>(())
 //! ```
 
+#![warn(clippy::missing_errors_doc)]
 use std::io;
 use std::path::{Path, PathBuf};
 

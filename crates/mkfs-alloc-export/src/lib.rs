@@ -58,6 +58,7 @@
 //! # Ok::<(), mkfs_alloc_export::ExportError>(())
 //! ```
 
+#![warn(clippy::missing_errors_doc)]
 mod bmap;
 mod crc32;
 mod read;

@@ -85,6 +85,13 @@ pub struct ExfatBoot {
 
 /// Checks a boot region (12 sectors; the sector size is read from byte 108)
 /// and returns its fields. Errors name the field, expected and actual values.
+///
+/// # Errors
+///
+/// A [`ParseError`] naming the field, its position, the expected and the
+/// actual value: a short region, a wrong signature or name, a sector or
+/// cluster size out of range, a geometry that does not fit, a bad boot
+/// checksum.
 pub fn parse_boot_region(region: &[u8]) -> Result<ExfatBoot, ParseError> {
     let (b, _) = BootSector::read_from_prefix(region).map_err(|_| ParseError::TooShort {
         structure: "exFAT boot sector",

@@ -100,6 +100,12 @@ pub struct GptInfo {
 
 /// Checks a GPT header block read at `lba` (signature, size, CRC32, MyLBA,
 /// entry geometry within [`MAX_GPT_ARRAY_BYTES`]).
+///
+/// # Errors
+///
+/// A [`ParseError`] naming the field: a short block, a wrong signature,
+/// header size or CRC32, a MyLBA other than `lba`, an entry array beyond
+/// [`MAX_GPT_ARRAY_BYTES`].
 pub fn parse_gpt_header(block: &[u8], lba: u64) -> Result<GptInfo, ParseError> {
     let (h, _) = GptHeader::read_from_prefix(block).map_err(|_| ParseError::TooShort {
         structure: "GPT header",
@@ -214,6 +220,10 @@ pub fn parse_gpt_entries(
 /// Reads the partition table of a medium. Never fails on damage (that goes
 /// into `warnings`, falling back to the backup GPT or to "no table"); fails
 /// only when LBA 0 cannot be read.
+///
+/// # Errors
+///
+/// [`InspectError`] when LBA 0 cannot be read.
 pub fn read_partition_table<D: BlockIo + ?Sized>(
     dev: &mut D,
 ) -> Result<PartitionTable, InspectError> {

@@ -129,7 +129,7 @@ pub enum PlanError {
     /// The SD Association layout cannot be used as asked.
     #[error(transparent)]
     Sd(#[from] crate::sd::SdError),
-    /// No FAT width fits this volume at this cluster size ([`FsChoice::Fat`](crate::FsChoice::Fat)).
+    /// No FAT width fits this volume at this cluster size ([`FsChoice::Fat`]).
     #[error("no FAT width fits {} at {} clusters ({} clusters: FAT12 takes {}, FAT16 {}, FAT32 {}); {}", format_size(*.volume), format_size(*.cluster), format_count(*.clusters), count_range(crate::FsKind::Fat12), count_range(crate::FsKind::Fat16), count_range(crate::FsKind::Fat32), sizes_hint(.valid))]
     NoFatWidth {
         /// Volume size in bytes.
@@ -210,7 +210,7 @@ fn alternative_of(fs: FsKind, valid: &[u64]) -> Option<Alternative> {
 pub enum Alternative {
     /// exFAT (FAT32 has too few or too many clusters).
     Exfat,
-    /// The FAT width the cluster count gives ([`FsChoice::Fat`](crate::FsChoice::Fat)).
+    /// The FAT width the cluster count gives ([`FsChoice::Fat`]).
     FatWidth,
     /// A smaller fixed root directory leaves room for clusters (FAT12 on a
     /// tiny volume: [`FormatOptions::root_entries`](crate::FormatOptions::root_entries)).
@@ -335,13 +335,13 @@ pub enum SdError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SdConflict {
-    /// An explicit cluster size ([`FormatOptions::cluster`]).
+    /// An explicit cluster size (the `cluster` of [`FormatOptions`](crate::FormatOptions)).
     Cluster,
-    /// An alignment ([`FormatOptions::align`]).
+    /// An alignment (the `align` of [`FormatOptions`](crate::FormatOptions)).
     Align,
-    /// A root directory size ([`FormatOptions::root_entries`]).
+    /// A root directory size (the `root_entries` of [`FormatOptions`](crate::FormatOptions)).
     RootEntries,
-    /// An EFI System Partition ([`FormatOptions::esp`]).
+    /// An EFI System Partition (the `esp` of [`FormatOptions`](crate::FormatOptions)).
     Esp,
     /// No partition table (the layout writes an MBR).
     TableNone,

@@ -67,6 +67,11 @@ pub enum EncodedLabel {
 }
 
 /// Validates an exFAT label and returns its UTF-16 code units (at most 11).
+///
+/// # Errors
+///
+/// [`LabelError`] for a forbidden character (control characters and
+/// `" * / : < > ? \ |`) or more than 11 UTF-16 units.
 pub fn exfat_label(label: &str) -> Result<Vec<u16>, LabelError> {
     for ch in label.chars() {
         if (ch as u32) < 0x20 || "\"*/:<>?\\|".contains(ch) {
@@ -94,6 +99,12 @@ pub fn exfat_label(label: &str) -> Result<Vec<u16>, LabelError> {
 /// Validates the label of a FAT volume (`fs`: FAT12, FAT16 or FAT32, named
 /// in the errors) and returns the 11 on-disk bytes (upper-cased, space
 /// padded). Lower-case letters are upper-cased, as Windows does.
+///
+/// # Errors
+///
+/// [`LabelError`] for a character FAT labels cannot hold (non-ASCII,
+/// control characters, `" * + , . / : ; < = > ? [ \ ] |`), a leading
+/// space, or more than 11 bytes.
 pub fn fat_label(label: &str, fs: crate::FsKind) -> Result<[u8; 11], LabelError> {
     let fs = fs.display_name();
     for ch in label.chars() {

@@ -59,6 +59,11 @@ fn unit_multiplier(unit: &str) -> Option<u128> {
 /// Parses a byte size: a whole number with an optional unit (see
 /// [`ACCEPTED_SIZES`]). Whitespace around the value is ignored; whitespace
 /// between the number and its unit is not accepted (as in coreutils).
+///
+/// # Errors
+///
+/// [`SizeError`] for an empty input, a number that is not whole, an unknown
+/// unit (the error lists the accepted ones) or a size of 16 EiB or more.
 pub fn parse_size(input: &str) -> Result<u64, SizeError> {
     let s = input.trim();
     if s.is_empty() {

@@ -83,6 +83,11 @@ pub trait Content {
     fn fat_entry(&self, index: u64) -> u32;
     /// Writes the root directory (starting with `system_entries`, the
     /// entries the format puts there) and everything else, through `out`.
+    ///
+    /// # Errors
+    ///
+    /// [`WriteError::Content`] when a source cannot be read or changes during
+    /// the copy; [`WriteError::Io`] from `out`.
     fn write(&mut self, system_entries: &[u8], out: &mut dyn ContentSink)
         -> Result<(), WriteError>;
 }
@@ -96,9 +101,17 @@ pub trait ContentSink {
     /// image): zeros need not be written.
     fn fresh(&self) -> bool;
     /// Writes `data` (whole blocks) at `offset`.
+    ///
+    /// # Errors
+    ///
+    /// The target's [`IoError`].
     fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), IoError>;
     /// Zeroes `len` bytes (whole blocks) at `offset`; on a fresh target this
     /// only counts them.
+    ///
+    /// # Errors
+    ///
+    /// The target's [`IoError`].
     fn zero_at(&mut self, offset: u64, len: u64) -> Result<(), IoError>;
 }
 
@@ -276,6 +289,13 @@ impl<D: BlockIo + ?Sized> Sink<'_, D> {
 /// Writes a planned volume to `dev`, whose block 0 is the volume's first byte
 /// (wrap a whole medium in a `Slice` to format a partition). The target may
 /// hold a file system ([`Prior::Unknown`]).
+///
+/// # Errors
+///
+/// Before the first write, [`WriteError::BlockSize`] or
+/// [`WriteError::TooSmall`] for a target that cannot hold the layout;
+/// after it, [`WriteError::Io`] (no main boot sector was written unless
+/// the format completed).
 pub fn write_volume<D: BlockIo + ?Sized>(
     layout: &Layout,
     dev: &mut D,
@@ -287,6 +307,10 @@ pub fn write_volume<D: BlockIo + ?Sized>(
 /// [`write_volume`] with what the caller knows about the target: with
 /// [`Prior::NoFileSystem`] the invalidation of the old boot area is not
 /// flushed on its own (see the module's write order).
+///
+/// # Errors
+///
+/// As [`write_volume`].
 pub fn write_volume_to<D: BlockIo + ?Sized>(
     layout: &Layout,
     dev: &mut D,
@@ -298,6 +322,10 @@ pub fn write_volume_to<D: BlockIo + ?Sized>(
 
 /// [`write_volume_to`] with files and directories written into the new
 /// volume before its boot sectors (see [`Content`]).
+///
+/// # Errors
+///
+/// As [`write_volume`], and [`WriteError::Content`] from `content`.
 pub fn write_volume_with<D: BlockIo + ?Sized>(
     layout: &Layout,
     content: Option<&mut dyn Content>,
@@ -503,6 +531,11 @@ fn write_fat<D: BlockIo + ?Sized>(
 /// Checks that a target of `block_size`-byte blocks can hold a file system
 /// of `sector_size`-byte sectors (the block size divides the sector size).
 /// The planners and the writer all check with this.
+///
+/// # Errors
+///
+/// [`WriteError::BlockSize`] when the block size is 0, larger than the
+/// sector size or does not divide it.
 pub fn check_block_size(block_size: u32, sector_size: u32) -> Result<(), WriteError> {
     if block_size == 0 || block_size > sector_size || sector_size % block_size != 0 {
         return Err(WriteError::BlockSize {

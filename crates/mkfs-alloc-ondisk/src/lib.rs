@@ -21,6 +21,7 @@
 //! assert_eq!(e.as_bytes().len(), 32);
 //! ```
 
+#![warn(clippy::missing_errors_doc)]
 #![no_std]
 #![forbid(unsafe_code)]
 

@@ -72,6 +72,43 @@ pub fn str_fault(name: &str) -> Option<NameFault> {
     name.chars().find_map(char_fault)
 }
 
+/// True for a byte an 8.3 short name may hold besides letters and digits:
+/// ``! # $ % & ' ( ) - @ ^ _ ` { } ~`` (fatgen103 §6.1; anything else needs
+/// a long name).
+pub fn short_char_ok(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || b"!#$%&'()-@^_`{}~".contains(&c)
+}
+
+/// The base and extension of an 8.3-shaped name, in any case: a base of 1-8
+/// and an optional extension of 1-3 [`short_char_ok`] characters after at
+/// most one dot, which does not lead. `None` otherwise. The one shape rule:
+/// `advise` counts with it and `--rootdir` writes with it, cluster for
+/// cluster.
+pub fn split_8_3(name: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (base, ext) = match name.iter().position(|&c| c == b'.') {
+        Some(i) => (&name[..i], &name[i + 1..]),
+        None => (name, &name[name.len()..]),
+    };
+    let dot_ok = !name.contains(&b'.') || !ext.is_empty();
+    ((1..=8).contains(&base.len())
+        && ext.len() <= 3
+        && dot_ok
+        && base.iter().all(|&c| short_char_ok(c))
+        && ext.iter().all(|&c| short_char_ok(c)))
+    .then_some((base, ext))
+}
+
+/// True if `name` can be stored as a short (8.3) name alone: 8.3-shaped
+/// ([`split_8_3`]) with the letters of the base, and those of the
+/// extension, each in one case (what the NT case bits of a short entry can
+/// express).
+pub fn is_8_3_with_case_bits(name: &[u8]) -> bool {
+    let one_case = |part: &[u8]| {
+        !(part.iter().any(u8::is_ascii_uppercase) && part.iter().any(u8::is_ascii_lowercase))
+    };
+    split_8_3(name).is_some_and(|(base, ext)| one_case(base) && one_case(ext))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

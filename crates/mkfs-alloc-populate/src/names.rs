@@ -9,10 +9,12 @@
 //! lower case) and 0x10 (extension in lower case) of DIR_NTRes as Windows NT
 //! and mtools use them.
 
-use mkfs_alloc_advise::names::is_8_3_with_case_bits;
 use std::sync::OnceLock;
 
 use mkfs_alloc_ondisk::exfat::UpcaseTable;
+use mkfs_alloc_ondisk::name::{
+    is_8_3_with_case_bits, short_char_ok as short_ok, split_8_3 as split_shape,
+};
 #[cfg(windows)]
 use mkfs_alloc_ondisk::name::{name_fault, NameFault};
 use std::collections::{HashMap, HashSet};
@@ -79,25 +81,10 @@ pub enum ShortForm {
     Tail,
 }
 
-fn short_ok(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || b"!#$%&'()-@^_`{}~".contains(&c)
-}
-
 /// Splits at the single dot of an 8.3-shaped name; `None` if the name is
 /// not 8.3-shaped (ignoring case).
 fn split_8_3(name: &str) -> Option<(&[u8], &[u8])> {
-    let b = name.as_bytes();
-    let (base, ext) = match b.iter().position(|&c| c == b'.') {
-        Some(i) => (&b[..i], &b[i + 1..]),
-        None => (b, &b[b.len()..]),
-    };
-    let dot_ok = !b.contains(&b'.') || !ext.is_empty();
-    ((1..=8).contains(&base.len())
-        && ext.len() <= 3
-        && dot_ok
-        && base.iter().all(|&c| short_ok(c))
-        && ext.iter().all(|&c| short_ok(c)))
-    .then_some((base, ext))
+    split_shape(name.as_bytes())
 }
 
 fn pack(base: &[u8], ext: &[u8]) -> [u8; 11] {

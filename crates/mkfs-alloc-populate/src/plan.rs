@@ -189,6 +189,12 @@ fn upcased_hash(name: &str) -> u64 {
 
 /// Every name and size in `tree` that `fs` cannot store, and every entry
 /// that cannot be read. Sorts the tree.
+///
+/// # Errors
+///
+/// [`PopulateError::Unreadable`] listing every entry that cannot be read,
+/// or [`PopulateError::Names`] listing every name or size `fs` cannot
+/// store.
 pub fn check(tree: &mut Tree, fs: FsKind) -> Result<(), PopulateError> {
     tree.sort();
     if !tree.unreadable().is_empty() {
@@ -372,6 +378,12 @@ impl Populated {
 
 /// Checks `tree` against `layout` ([`check`], the space it needs) and
 /// allocates its clusters. Nothing is written.
+///
+/// # Errors
+///
+/// As [`check`], and [`PopulateError::RootDirFull`] (FAT12/16's fixed
+/// root), [`PopulateError::DoesNotFit`] (the shortfall), a directory over
+/// the file system's limit, or [`PopulateError::ModelMismatch`] (a bug).
 pub fn plan_tree(
     mut tree: Tree,
     layout: &Layout,

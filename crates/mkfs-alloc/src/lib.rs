@@ -1,4 +1,4 @@
-//! mkfs-alloc as a library: partition and format any [`BlockIo`] target as
+//! mkfs-alloc as a library: partition and format any [`BlockIo`](blockio::BlockIo) target as
 //! exFAT or FAT with an explicit cluster size, with or without content —
 //! for imaging tools and test suites. A 1 GiB exFAT image holding a file
 //! (the `populate` feature; `Tree::from_dir` takes a folder):
@@ -29,7 +29,7 @@
 //! ([`MediumOptions::plan`]: the table, the file system inside it, every
 //! check); the [`MediumPlan`] formats a target
 //! ([`MediumPlan::format`]), or first takes a tree
-//! ([`MediumPlan::populate`]) into a [`PopulatedPlan`] that owns the plan it
+//! (`MediumPlan::populate`, the `populate` feature) into a `PopulatedPlan` that owns the plan it
 //! was made for, so a tree is only ever written into the volume it was
 //! planned for.
 //!
@@ -72,8 +72,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Features: `populate` (off by default) brings [`populate`] and
-//! [`MediumPlan::populate`] (the `mkfs-alloc-populate` crate, without the
+//! Features: `populate` (off by default) brings the `populate` module and
+//! `MediumPlan::populate` (the `mkfs-alloc-populate` crate, without the
 //! parallel scan's rayon); `testing` re-exports the block-I/O test doubles
 //! (`FaultyIo`, `Counting`) for embedders' own crash tests.
 

@@ -60,6 +60,12 @@ impl FatBoot {
 ///
 /// The type follows Linux and fatgen103: a BPB with a 16-bit FAT size of 0
 /// is FAT32; otherwise fewer than 4085 clusters is FAT12, else FAT16.
+///
+/// # Errors
+///
+/// A [`ParseError`] naming the field, its position, the expected and the
+/// actual value: a short sector, no 55 AA signature, a sector size, cluster
+/// size, FAT count or geometry out of range.
 pub fn parse_boot_sector(s: &[u8]) -> Result<FatBoot, ParseError> {
     let (b, _) = Fat32BootSector::read_from_prefix(s).map_err(|_| ParseError::TooShort {
         structure: "FAT boot sector",

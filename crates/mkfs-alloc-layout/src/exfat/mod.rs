@@ -86,6 +86,12 @@ fn round_up(v: u64, to: u64) -> u64 {
 /// `start` on its medium, aligning the FAT and the heap to `align` bytes
 /// measured from the start of the medium (exfatprogs' formulas, reference
 /// A.5, with one FAT).
+///
+/// # Errors
+///
+/// [`PlanError`] naming the limit: a volume below
+/// exFAT's 1 MiB minimum, too few or too many clusters, a cluster or
+/// sector size out of range.
 pub fn geometry(
     volume_bytes: u64,
     bps: u32,

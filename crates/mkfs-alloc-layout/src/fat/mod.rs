@@ -130,6 +130,12 @@ pub struct Placement {
 
 /// Computes the geometry of `fs` (FAT12, FAT16 or FAT32) for a volume of
 /// `volume_bytes`, or says why this cluster size cannot work.
+///
+/// # Errors
+///
+/// [`PlanError`] naming the limit and the valid cluster
+/// sizes: a cluster count outside `fs`'s range, a volume beyond its
+/// sector-count fields, no room for the FATs and the root directory.
 pub fn geometry(
     fs: FsKind,
     volume_bytes: u64,

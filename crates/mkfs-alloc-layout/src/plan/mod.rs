@@ -47,6 +47,10 @@ pub fn default_align(volume_bytes: u64, sector_size: u32) -> u64 {
 /// Validates a file system's logical sector size: 512, 1024, 2048 or 4096
 /// (the one check of the workspace; the planner, `advise` and the CLI's
 /// argument check use it).
+///
+/// # Errors
+///
+/// [`PlanError::SectorSize`] for any other size.
 pub fn check_sector_size(sector_size: u32) -> Result<(), PlanError> {
     if mkfs_alloc_ondisk::valid_sector_size(sector_size) {
         Ok(())
@@ -63,6 +67,13 @@ pub fn check_sector_size(sector_size: u32) -> Result<(), PlanError> {
 /// check what depends on the file system (root entries, label); pick the
 /// cluster size; record the remaining choices; lay out the regions. The SD
 /// Association layout (`opts.sd`) takes its own path (`plan/sd.rs`).
+///
+/// # Errors
+///
+/// [`PlanError`], nothing written: each variant names the value, the limit
+/// and the valid range (sector, cluster and volume sizes, the alignment,
+/// the cluster count of the file system, the label, the root directory,
+/// the SD layout's options).
 pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> {
     if opts.sd {
         return sd::plan_sd(opts, medium);

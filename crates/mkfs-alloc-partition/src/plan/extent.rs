@@ -88,7 +88,7 @@ impl TableFootprint {
     /// # Errors
     ///
     /// As [`plan_table`], except the errors that depend on the medium's
-    /// size ([`TableFootprint::partition`] reports those).
+    /// size ([`TableFootprint::partition_len`] reports those).
     pub fn of(opts: &TableOptions, block_size: u32) -> Result<Self, PartitionError> {
         let kind = opts.kind;
         check_block_size(kind, block_size)?;

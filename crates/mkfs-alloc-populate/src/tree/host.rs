@@ -60,12 +60,22 @@ impl Tree {
     /// Symbolic links inside `src` are never followed (`src` itself may be
     /// one); the copy later reads exactly the files and directories seen
     /// here, or fails.
+    ///
+    /// # Errors
+    ///
+    /// [`TreeError::Source`] when `src` cannot be opened or read,
+    /// [`TreeError::NotA`] when it is no directory, [`TreeError::Dest`] for an
+    /// invalid `dest`, [`TreeError::TooLarge`] beyond 4 billion entries.
     pub fn add_dir(&mut self, src: impl AsRef<Path>, dest: &str) -> Result<(), TreeError> {
         self.add_dir_with_progress(src, dest, &mut |_| {})
     }
 
     /// [`Tree::add_dir`], calling `progress` with the number of entries read
     /// so far (every 1,024 entries and at the end).
+    ///
+    /// # Errors
+    ///
+    /// As [`Tree::add_dir`].
     pub fn add_dir_with_progress(
         &mut self,
         src: impl AsRef<Path>,

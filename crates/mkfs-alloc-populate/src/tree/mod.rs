@@ -208,6 +208,10 @@ impl Tree {
 
     /// A tree holding the contents of the host directory `src` at its root
     /// (what `--rootdir src` writes).
+    ///
+    /// # Errors
+    ///
+    /// As [`Tree::add_dir`].
     pub fn from_dir(src: impl AsRef<Path>) -> Result<Tree, TreeError> {
         let mut t = Tree::new();
         t.add_dir(src, "/")?;
@@ -341,6 +345,11 @@ impl Tree {
     /// Adds a file whose `len` bytes come from `reader`, at `dest` (a path
     /// like `/dir/name`, `/` separated; missing directories are created).
     /// The reader must yield exactly `len` bytes, or the format fails.
+    ///
+    /// # Errors
+    ///
+    /// [`TreeError::Dest`] for an invalid destination (or one whose directory
+    /// is a file), [`TreeError::TooLarge`] beyond 4 billion entries.
     pub fn add_file(
         &mut self,
         dest: &str,
@@ -360,6 +369,11 @@ impl Tree {
     /// Adds the host file `src` at `dest` (genimage's `file foo { image = "bar" }`).
     /// `src` is followed if it is a symbolic link; the copy reads the same
     /// file (its identity is recorded) or fails.
+    ///
+    /// # Errors
+    ///
+    /// [`TreeError::Source`] when `src` cannot be read, [`TreeError::NotA`]
+    /// when it is no regular file, and [`Tree::add_file`]'s.
     pub fn add_host_file(&mut self, src: impl AsRef<Path>, dest: &str) -> Result<(), TreeError> {
         let src = src.as_ref();
         let source = |source| TreeError::Source {
@@ -384,6 +398,10 @@ impl Tree {
     }
 
     /// Creates the directory `dest` (and its missing parents) with `mtime`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tree::add_file`].
     pub fn add_empty_dir(&mut self, dest: &str, mtime: SystemTime) -> Result<(), TreeError> {
         self.dest_dir(dest, timestamp(mtime))?;
         Ok(())
