@@ -387,7 +387,7 @@ fn fs_advice(
     let mkfs = mkfs_default(fs, volume, medium.sector_size);
 
     let mut cands = Vec::with_capacity(valid.len());
-    for &c in &valid {
+    for &c in valid.iter() {
         // valid_cluster_sizes said yes; a label or option error would fail
         // every size: report it.
         let layout = plan(&base.clone().cluster(ClusterChoice::Bytes(c)), medium)?;

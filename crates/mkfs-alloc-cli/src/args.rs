@@ -3,6 +3,7 @@
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use clap::{Parser, ValueEnum};
+use mkfs_alloc_layout::label::LabelText;
 use mkfs_alloc_layout::units::parse_size;
 use mkfs_alloc_layout::{ClusterChoice, FormatOptions, FsChoice, FsKind, Timestamp};
 use mkfs_alloc_partition::{TableChoice, TableKind};
@@ -342,7 +343,11 @@ impl FormatArgs {
         } else {
             o.serial(serial).timestamp(timestamp)
         };
-        o.label = self.label.clone().filter(|l| !l.is_empty());
+        o.label = self
+            .label
+            .as_deref()
+            .filter(|l| !l.is_empty())
+            .map(LabelText::new);
         o.align = align;
         // Checked by planning, with the other options.
         o.root_entries = self.root_entries;

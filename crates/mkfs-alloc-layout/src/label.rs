@@ -3,6 +3,110 @@
 //! Sources: exFAT specification §7.3 (Volume Label directory entry);
 //! fatgen103 §"FAT Directory Structure" (DIR_Name legal characters).
 
+use core::fmt;
+
+/// Bytes of a label kept by [`LabelText`]: more than any valid label needs
+/// (11 UTF-16 units are at most 33 bytes of UTF-8; a FAT label is 11 ASCII
+/// bytes once its trailing spaces are trimmed).
+pub const LABEL_TEXT_MAX: usize = 64;
+
+/// A label as given, kept without an allocator: its first
+/// [`LABEL_TEXT_MAX`] bytes (whole characters), and the lengths of the
+/// whole of it that the checks need. It reads as a `str` (the kept part).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct LabelText {
+    bytes: [u8; LABEL_TEXT_MAX],
+    len: u8,
+    /// UTF-16 code units of the whole label.
+    utf16_len: u32,
+    /// Bytes of the whole label without its trailing spaces.
+    trimmed_len: u32,
+    /// Characters were left out (the label is longer than any valid one).
+    truncated: bool,
+}
+
+impl LabelText {
+    /// Keeps `label` (at most [`LABEL_TEXT_MAX`] bytes of it).
+    pub fn new(label: &str) -> Self {
+        let mut cut = label.len().min(LABEL_TEXT_MAX);
+        while !label.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let mut bytes = [0u8; LABEL_TEXT_MAX];
+        bytes[..cut].copy_from_slice(&label.as_bytes()[..cut]);
+        LabelText {
+            bytes,
+            len: cut as u8,
+            utf16_len: label.encode_utf16().count() as u32,
+            trimmed_len: label.trim_end_matches(' ').len() as u32,
+            truncated: cut < label.len(),
+        }
+    }
+
+    /// Characters of the label were left out: it is longer than
+    /// [`LABEL_TEXT_MAX`] bytes.
+    pub fn is_truncated(&self) -> bool {
+        self.truncated
+    }
+
+    /// UTF-16 code units of the whole label.
+    pub fn utf16_len(&self) -> usize {
+        self.utf16_len as usize
+    }
+
+    /// Bytes of the whole label without its trailing spaces.
+    pub fn trimmed_len(&self) -> usize {
+        self.trimmed_len as usize
+    }
+
+    /// The label (its kept part).
+    pub fn as_str(&self) -> &str {
+        // `new` copies whole characters of a `str`.
+        core::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or_default()
+    }
+}
+
+impl core::ops::Deref for LabelText {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl From<&str> for LabelText {
+    fn from(label: &str) -> Self {
+        LabelText::new(label)
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl From<alloc::string::String> for LabelText {
+    fn from(label: alloc::string::String) -> Self {
+        LabelText::new(&label)
+    }
+}
+
+impl fmt::Debug for LabelText {
+    /// As a `str` would be, with `…` for a part left out.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.truncated {
+            write!(f, "{:?}…", self.as_str())
+        } else {
+            fmt::Debug::fmt(self.as_str(), f)
+        }
+    }
+}
+
+impl fmt::Display for LabelText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())?;
+        if self.truncated {
+            f.write_str("…")?;
+        }
+        Ok(())
+    }
+}
+
 /// Why a label was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -11,7 +115,7 @@ pub enum LabelError {
     #[error("label {label:?} is {len} {unit} long; {fs} allows at most 11")]
     TooLong {
         /// The label as given.
-        label: String,
+        label: LabelText,
         /// Its length in the unit the file system counts.
         len: usize,
         /// "UTF-16 code units" or "bytes".
@@ -23,7 +127,7 @@ pub enum LabelError {
     #[error("label {label:?} contains {ch:?} (U+{code:04X}), which {fs} labels cannot hold; not allowed: {forbidden}")]
     Forbidden {
         /// The label as given.
-        label: String,
+        label: LabelText,
         /// The offending character.
         ch: char,
         /// Its code point.
@@ -37,7 +141,7 @@ pub enum LabelError {
     #[error("label {label:?} contains the non-ASCII character {ch:?}; {fs} labels are limited to ASCII here (the on-disk code page is not portable); use exFAT for Unicode labels")]
     NonAscii {
         /// The label as given.
-        label: String,
+        label: LabelText,
         /// The offending character.
         ch: char,
         /// File system name (FAT12, FAT16 or FAT32).
@@ -47,7 +151,7 @@ pub enum LabelError {
     #[error("{fs} label {label:?} starts with a space, which FAT does not allow")]
     LeadingSpace {
         /// The label as given.
-        label: String,
+        label: LabelText,
         /// File system name (FAT12, FAT16 or FAT32).
         fs: &'static str,
     },
@@ -57,11 +161,32 @@ const EXFAT_FORBIDDEN: &str = "control characters U+0000..U+001F and \" * / : < 
 const FAT_FORBIDDEN: &str =
     "control characters and \" * + , . / : ; < = > ? [ \\ ] |, and characters outside ASCII";
 
+/// An exFAT label's UTF-16 code units (at most 11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExfatUnits {
+    units: [u16; 11],
+    len: u8,
+}
+
+impl ExfatUnits {
+    /// The code units.
+    pub fn units(&self) -> &[u16] {
+        &self.units[..usize::from(self.len)]
+    }
+}
+
+impl core::ops::Deref for ExfatUnits {
+    type Target = [u16];
+    fn deref(&self) -> &[u16] {
+        self.units()
+    }
+}
+
 /// A validated label in the form its file system stores it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EncodedLabel {
     /// exFAT: up to 11 UTF-16 code units.
-    Exfat(Vec<u16>),
+    Exfat(ExfatUnits),
     /// FAT12, FAT16 and FAT32: 11 bytes, upper-cased and space padded.
     Fat32([u8; 11]),
 }
@@ -72,11 +197,11 @@ pub enum EncodedLabel {
 ///
 /// [`LabelError`] for a forbidden character (control characters and
 /// `" * / : < > ? \ |`) or more than 11 UTF-16 units.
-pub fn exfat_label(label: &str) -> Result<Vec<u16>, LabelError> {
+pub fn exfat_label(label: &str) -> Result<ExfatUnits, LabelError> {
     for ch in label.chars() {
         if (ch as u32) < 0x20 || "\"*/:<>?\\|".contains(ch) {
             return Err(LabelError::Forbidden {
-                label: label.to_string(),
+                label: LabelText::new(label),
                 ch,
                 code: ch as u32,
                 fs: "exFAT",
@@ -84,14 +209,22 @@ pub fn exfat_label(label: &str) -> Result<Vec<u16>, LabelError> {
             });
         }
     }
-    let units: Vec<u16> = label.encode_utf16().collect();
-    if units.len() > 11 {
+    let text = LabelText::new(label);
+    let len = text.utf16_len as usize;
+    if len > 11 {
         return Err(LabelError::TooLong {
-            label: label.to_string(),
-            len: units.len(),
+            label: text,
+            len,
             unit: "UTF-16 code units",
             fs: "exFAT",
         });
+    }
+    let mut units = ExfatUnits {
+        units: [0; 11],
+        len: len as u8,
+    };
+    for (dst, u) in units.units.iter_mut().zip(label.encode_utf16()) {
+        *dst = u;
     }
     Ok(units)
 }
@@ -110,14 +243,14 @@ pub fn fat_label(label: &str, fs: crate::FsKind) -> Result<[u8; 11], LabelError>
     for ch in label.chars() {
         if !ch.is_ascii() {
             return Err(LabelError::NonAscii {
-                label: label.to_string(),
+                label: LabelText::new(label),
                 ch,
                 fs,
             });
         }
         if (ch as u32) < 0x20 || ch == '\x7f' || "\"*+,./:;<=>?[\\]|".contains(ch) {
             return Err(LabelError::Forbidden {
-                label: label.to_string(),
+                label: LabelText::new(label),
                 ch,
                 code: ch as u32,
                 fs,
@@ -128,7 +261,7 @@ pub fn fat_label(label: &str, fs: crate::FsKind) -> Result<[u8; 11], LabelError>
     let trimmed = label.trim_end_matches(' ');
     if trimmed.len() > 11 {
         return Err(LabelError::TooLong {
-            label: label.to_string(),
+            label: LabelText::new(label),
             len: trimmed.len(),
             unit: "bytes",
             fs,
@@ -136,7 +269,7 @@ pub fn fat_label(label: &str, fs: crate::FsKind) -> Result<[u8; 11], LabelError>
     }
     if trimmed.starts_with(' ') {
         return Err(LabelError::LeadingSpace {
-            label: label.to_string(),
+            label: LabelText::new(label),
             fs,
         });
     }
@@ -151,6 +284,7 @@ pub fn fat_label(label: &str, fs: crate::FsKind) -> Result<[u8; 11], LabelError>
 mod tests {
     use super::*;
     use crate::FsKind;
+    use std::prelude::rust_2021::*;
 
     #[test]
     fn exfat_labels() {

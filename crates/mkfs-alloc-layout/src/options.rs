@@ -1,5 +1,6 @@
 //! What the caller asks for ([`FormatOptions`]) and what it formats ([`Medium`]).
 
+pub use crate::label::LabelText;
 pub use mkfs_alloc_ondisk::FsKind;
 
 /// Which file system to create.
@@ -96,6 +97,7 @@ pub struct Timestamp {
     pub nanos: u32,
 }
 
+#[cfg(feature = "std")]
 impl Timestamp {
     /// The system clock now (the epoch if the clock is before it).
     pub fn now() -> Timestamp {
@@ -114,11 +116,13 @@ impl Timestamp {
 /// per-process random hash keys, a counter, the clock and the process id,
 /// mixed). Unpinned GUIDs take 128 bits each from it. Not for cryptography;
 /// enough that two volumes formatted anywhere, at any time, differ.
+#[cfg(feature = "std")]
 pub fn random_u64() -> u64 {
     mkfs_alloc_ondisk::rng::fresh_seed()
 }
 
 /// A fresh random volume serial ([`random_u64`]).
+#[cfg(feature = "std")]
 pub fn random_serial() -> u32 {
     let x = random_u64();
     (x ^ (x >> 32)) as u32
@@ -148,8 +152,9 @@ pub struct FormatOptions {
     pub fs: FsChoice,
     /// Cluster size.
     pub cluster: ClusterChoice,
-    /// Volume label (`None`: no label).
-    pub label: Option<String>,
+    /// Volume label (`None`: no label), kept without an allocator (see
+    /// [`LabelText`]; it reads as a `str`).
+    pub label: Option<LabelText>,
     /// Volume serial number. `None`: a fresh random one ([`random_serial`]),
     /// so that two volumes never share an identity. The other identifiers
     /// (the exFAT volume GUID, the facade's MBR signature and GPT GUIDs)
@@ -230,8 +235,8 @@ impl FormatOptions {
 
     /// The volume label (checked against the file system by planning).
     #[must_use]
-    pub fn label(mut self, label: impl Into<String>) -> Self {
-        self.label = Some(label.into());
+    pub fn label(mut self, label: impl AsRef<str>) -> Self {
+        self.label = Some(LabelText::new(label.as_ref()));
         self
     }
 

@@ -23,6 +23,7 @@ pub fn waste_percent(waste_bytes: u64, file_bytes: u64) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::prelude::rust_2021::*;
 
     #[test]
     fn waste_counts_directories_against_the_files_size() {

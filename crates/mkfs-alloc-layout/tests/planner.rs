@@ -225,7 +225,7 @@ fn sweep_fat_width_follows_the_cluster_count() {
                         );
                     }
                     if let PlanError::NoFatWidth { valid, .. } = &e {
-                        assert_eq!(valid, &any, "{size} {c} {bps}: {e}");
+                        assert_eq!(&valid[..], &any[..], "{size} {c} {bps}: {e}");
                     }
                 }
                 // Auto with no cluster size: FAT when the volume is at most 32 GiB.

@@ -201,7 +201,7 @@ fn table_options(kind: TableKind, format: &FormatOptions, block_size: u32) -> Ta
         (_, Some(a)) => a,
         (_, None) => mkfs_alloc_partition::DEFAULT_ALIGN,
     };
-    topts.name = format.label.clone().unwrap_or_default();
+    topts.name = format.label.as_deref().unwrap_or_default().to_string();
     topts.ids = table_ids(format);
     topts.esp = format.esp;
     topts

@@ -34,7 +34,7 @@
 use mkfs_alloc_ondisk::fat as ondisk;
 use mkfs_alloc_ondisk::time::dos_date_time;
 
-use crate::error::PlanError;
+use crate::error::{ClusterSizes, PlanError};
 use crate::options::FsKind;
 
 /// FAT32's formal minimum cluster count (fatgen103: fewer is FAT16).
@@ -172,7 +172,7 @@ fn count_error(fs: FsKind, volume: u64, cluster: u64, clusters: u64) -> PlanErro
             cluster,
             clusters,
             min_clusters: min,
-            valid: Vec::new(),
+            valid: ClusterSizes::new(),
         }
     } else {
         PlanError::TooManyClusters {
@@ -181,7 +181,7 @@ fn count_error(fs: FsKind, volume: u64, cluster: u64, clusters: u64) -> PlanErro
             cluster,
             clusters,
             max_clusters: max,
-            valid: Vec::new(),
+            valid: ClusterSizes::new(),
         }
     }
 }
@@ -325,10 +325,10 @@ fn geometry32(
 /// Media descriptor byte (fixed disk).
 pub const MEDIA: u8 = 0xF8;
 
-/// The boot sector, padded to one sector.
-pub fn boot_sector(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
+/// The boot sector into `sector` (one sector, zeroed by the caller).
+pub fn boot_sector(layout: &crate::Layout, g: &Geometry, sector: &mut [u8]) {
     if g.fs != FsKind::Fat32 {
-        return boot_sector16(layout, g);
+        return boot_sector16(layout, g, sector);
     }
     use zerocopy::{FromZeros, IntoBytes};
     let mut b = ondisk::Fat32BootSector::new_zeroed();
@@ -345,7 +345,7 @@ pub fn boot_sector(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
     b.ebpb.fil_sys_type = *b"FAT32   ";
     b.boot_code[..ondisk::BOOT_CODE.len()].copy_from_slice(&ondisk::BOOT_CODE);
     b.signature = 0xAA55.into();
-    padded_sector(b.as_bytes(), g)
+    sector[..512].copy_from_slice(b.as_bytes());
 }
 
 /// The BPB fields every FAT width fills alike (fatgen103 §3.1).
@@ -366,20 +366,13 @@ fn common_bpb(layout: &crate::Layout, g: &Geometry, jmp_boot: [u8; 3]) -> ondisk
     bpb
 }
 
-/// A 512-byte boot sector padded with zeros to one sector of `g.bps` bytes.
-fn padded_sector(boot: &[u8], g: &Geometry) -> Vec<u8> {
-    let mut s = vec![0u8; g.bps as usize];
-    s[..boot.len()].copy_from_slice(boot);
-    s
-}
-
 /// HiddSec: the partition's start LBA (saturated; MBR partitions fit in 32 bits).
 fn hidden_sectors(layout: &crate::Layout, g: &Geometry) -> u32 {
     (layout.partition_offset / u64::from(g.bps)).min(u64::from(u32::MAX)) as u32
 }
 
-/// The FAT12/FAT16 boot sector (extended BPB at 36), padded to one sector.
-fn boot_sector16(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
+/// The FAT12/FAT16 boot sector (extended BPB at 36) into `sector`.
+fn boot_sector16(layout: &crate::Layout, g: &Geometry, sector: &mut [u8]) {
     use zerocopy::{FromZeros, IntoBytes};
     let mut b = ondisk::Fat16BootSector::new_zeroed();
     b.bpb = common_bpb(layout, g, [0xEB, 0x3C, 0x90]);
@@ -400,7 +393,7 @@ fn boot_sector16(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
     };
     b.boot_code[..ondisk::BOOT_CODE.len()].copy_from_slice(&ondisk::BOOT_CODE);
     b.signature = 0xAA55.into();
-    padded_sector(b.as_bytes(), g)
+    sector[..512].copy_from_slice(b.as_bytes());
 }
 
 /// The label's 11 bytes, or `"NO NAME    "`.
@@ -411,14 +404,10 @@ fn label_bytes(layout: &crate::Layout) -> [u8; 11] {
     }
 }
 
-/// The FSInfo sector, padded to one sector.
-pub fn fsinfo_sector(g: &Geometry) -> Vec<u8> {
-    fsinfo_sector_used(g, 0)
-}
-
-/// [`fsinfo_sector`] of a volume with `extra` clusters in use after the
-/// root directory's, all contiguous from cluster 3.
-pub fn fsinfo_sector_used(g: &Geometry, extra: u64) -> Vec<u8> {
+/// The FSInfo sector into `sector` (one sector, zeroed by the caller), of a
+/// volume with `extra` clusters in use after the root directory's, all
+/// contiguous from cluster 3.
+pub fn fsinfo_sector(g: &Geometry, extra: u64, sector: &mut [u8]) {
     use zerocopy::{FromZeros, IntoBytes};
     let mut f = ondisk::FsInfo::new_zeroed();
     f.lead_sig = ondisk::FSINFO_LEAD_SIG.into();
@@ -427,16 +416,25 @@ pub fn fsinfo_sector_used(g: &Geometry, extra: u64) -> Vec<u8> {
     f.free_count = (g.cluster_count - 1 - extra).into();
     f.nxt_free = (3 + extra).into();
     f.trail_sig = ondisk::FSINFO_TRAIL_SIG.into();
-    let mut s = vec![0u8; g.bps as usize];
-    s[..core::mem::size_of_val(&f)].copy_from_slice(f.as_bytes());
-    s
+    sector[..core::mem::size_of_val(&f)].copy_from_slice(f.as_bytes());
+}
+
+/// The root directory's system entries: the volume label's, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RootEntries(Option<[u8; 32]>);
+
+impl RootEntries {
+    /// The entries' bytes (none, or one 32-byte entry).
+    pub fn as_bytes(&self) -> &[u8] {
+        self.0.as_ref().map_or(&[], |e| &e[..])
+    }
 }
 
 /// The root directory's first entry: the volume label, if there is one.
-pub fn root_entries(layout: &crate::Layout) -> Vec<u8> {
+pub fn root_entries(layout: &crate::Layout) -> RootEntries {
     use zerocopy::{FromZeros, IntoBytes};
     if layout.label.is_none() {
-        return Vec::new();
+        return RootEntries(None);
     }
     let mut e = ondisk::DirEntry::new_zeroed();
     e.name = label_bytes(layout);
@@ -447,7 +445,9 @@ pub fn root_entries(layout: &crate::Layout) -> Vec<u8> {
     e.wrt_date = date.into();
     e.wrt_time = time.into();
     e.lst_acc_date = date.into();
-    e.as_bytes().to_vec()
+    let mut bytes = [0u8; 32];
+    bytes.copy_from_slice(e.as_bytes());
+    RootEntries(Some(bytes))
 }
 
 /// FAT entry `index` of a freshly formatted volume: media, end-of-chain, and
@@ -470,6 +470,7 @@ pub fn fat_entry(fs: FsKind, index: u64) -> u32 {
 mod tests {
     use super::*;
     use crate::units::{GIB, KIB, MIB};
+    use std::prelude::rust_2021::*;
 
     fn at(start: u64, align: u64) -> Placement {
         Placement {

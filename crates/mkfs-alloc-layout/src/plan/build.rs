@@ -16,8 +16,7 @@ struct Placement {
 }
 
 /// The regions of a volume, in order; empty ones are left out.
-#[derive(Default)]
-struct Regions(Vec<Region>);
+struct Regions(super::layout::Regions);
 
 impl Regions {
     fn push(&mut self, kind: RegionKind, index: u32, offset: u64, len: u64, written: bool) {
@@ -117,7 +116,7 @@ fn fat_regions(g: &fat::Geometry, bps: u64, volume_bytes: u64, r: &mut Regions) 
 pub(super) fn build(c: Choices, medium: &Medium, geometry: Geometry) -> Layout {
     let bps = u64::from(medium.sector_size);
     let volume_bytes = medium.volume_bytes;
-    let mut regions = Regions::default();
+    let mut regions = Regions(super::layout::Regions::new());
     let p = match &geometry {
         Geometry::Exfat(g) => exfat_regions(g, bps, volume_bytes, &mut regions),
         Geometry::Fat(g) => fat_regions(g, bps, volume_bytes, &mut regions),

@@ -19,8 +19,9 @@ mod sd;
 mod tests;
 
 pub use choices::serial_from_time;
+pub use choices::Warning;
 pub use ctx::valid_cluster_sizes;
-pub use layout::{Geometry, Layout, Region, RegionKind};
+pub use layout::{Geometry, Layout, Region, RegionKind, Regions};
 
 use crate::error::PlanError;
 use crate::fat;
@@ -90,9 +91,9 @@ pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> 
         return Err(PlanError::RootEntriesNotFixed(fs));
     }
     // Validated and encoded before anything else can fail late.
-    let label = encode_label(opts.label.as_deref(), fs)?;
+    let label = encode_label(opts.label.as_ref(), fs)?;
     let chosen = pick.with_cluster(&ctx, opts.cluster)?;
-    let choices = Choices::new(&ctx, opts, &chosen, label);
+    let choices = Choices::new(&ctx, opts, &chosen, label)?;
     Ok(build(choices, &medium, chosen.geometry))
 }
 

@@ -4,6 +4,7 @@ use super::*;
 use crate::options::{ClusterChoice, FsChoice, FsKind, Medium};
 use crate::rules::{ClusterRule, FsRule};
 use crate::units::{GIB, KIB, MIB};
+use std::prelude::rust_2021::*;
 
 fn opts(fs: FsKind, cluster: u64) -> FormatOptions {
     FormatOptions::new()
@@ -57,7 +58,7 @@ fn esp_is_fat_of_the_width_the_size_allows_and_warns_when_small() {
     let l = esp(FsChoice::Auto, 64 * MIB, 512).expect("valid");
     assert_eq!(l.fs, FsKind::Fat32);
     assert!(
-        l.warnings.iter().any(|w| w.contains("100 MB")),
+        l.warnings.iter().any(|w| w.to_string().contains("100 MB")),
         "{:?}",
         l.warnings
     );
@@ -66,13 +67,13 @@ fn esp_is_fat_of_the_width_the_size_allows_and_warns_when_small() {
     let l = esp(FsChoice::Auto, 200 * MIB, 4096).expect("valid");
     assert_eq!(l.fs, FsKind::Fat16);
     assert!(
-        l.warnings.iter().any(|w| w.contains("260 MB")),
+        l.warnings.iter().any(|w| w.to_string().contains("260 MB")),
         "{:?}",
         l.warnings
     );
     let l = esp(FsChoice::Auto, 512 * MIB, 512).expect("valid");
     assert!(
-        !l.warnings.iter().any(|w| w.contains("EFI")),
+        !l.warnings.iter().any(|w| w.to_string().contains("EFI")),
         "{:?}",
         l.warnings
     );

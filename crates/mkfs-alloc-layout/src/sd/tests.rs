@@ -1,6 +1,7 @@
 //! The SD layout's arithmetic against published cards and the specification's tables.
 
 use super::*;
+use std::prelude::rust_2021::*;
 
 /// The factory-formatted 64 GB card of exfatprogs PR #149 (dump.exfat):
 /// 512-byte sectors, 128 KiB clusters, volume 125,040,640 sectors from

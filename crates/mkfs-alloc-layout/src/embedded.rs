@@ -1,0 +1,1 @@
+//! Formatting without std and without an allocator (firmware).
