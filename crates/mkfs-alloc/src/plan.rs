@@ -186,7 +186,7 @@ fn resolve(format: &FormatOptions) -> FormatOptions {
 /// values, 128 bits per GUID.
 fn table_ids(format: &FormatOptions) -> TableIds {
     match (format.is_pinned(), format.serial) {
-        (true, Some(serial)) => TableIds::Seeded(u64::from(serial) ^ 0x7061_7274_6974_696f),
+        (true, Some(serial)) => TableIds::Seeded(mkfs_alloc_layout::plan::table_seed(serial)),
         _ => TableIds::random(&mut random_u64),
     }
 }

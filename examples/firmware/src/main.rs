@@ -17,7 +17,9 @@ mod semihosting;
 use core::panic::PanicInfo;
 use cortex_m_rt::{entry, exception, ExceptionFrame};
 use disk::HostDisk;
-use embedded_sdmmc::{Block, BlockDevice, BlockIdx};
+use embedded_sdmmc::Block;
+use mkfs_alloc_layout::embedded::{format_sdmmc, Table};
+use mkfs_alloc_layout::{FormatOptions, FsKind, Timestamp};
 use semihosting::{exit, print};
 
 /// Sector size of every disk here (SD cards: 512 bytes).
@@ -28,20 +30,48 @@ static mut SECTOR_BUFFER: Block = Block {
     contents: [0; SECTOR],
 };
 
-/// The disks to format: host file names (NUL-terminated), created by the
-/// harness with the sizes it pairs with the CLI's options.
-const JOBS: &[&[u8]] = &[b"exfat-mbr.img\0", b"fat32-mbr.img\0"];
+/// The serial and the time every image is pinned to (the harness gives the
+/// CLI `--serial 1234ABCD` and `SOURCE_DATE_EPOCH=1700000000`).
+const SERIAL: u32 = 0x1234_ABCD;
+const TIME: Timestamp = Timestamp {
+    secs: 1_700_000_000,
+    nanos: 0,
+};
+
+/// A disk to format: the host file (NUL-terminated; the harness creates it
+/// with the size of the "card") and the options, the CLI's in the comment.
+struct Job {
+    name: &'static [u8],
+    fs: FsKind,
+    table: Table,
+}
+
+/// The disks, in the harness's order (`xtask/src/embedded/mod.rs`, `JOBS`).
+const JOBS: &[Job] = &[
+    // --fs exfat --table mbr --label CARD
+    Job {
+        name: b"exfat-mbr.img\0",
+        fs: FsKind::Exfat,
+        table: Table::Mbr,
+    },
+    // --fs fat32 --table mbr --label CARD
+    Job {
+        name: b"fat32-mbr.img\0",
+        fs: FsKind::Fat32,
+        table: Table::Mbr,
+    },
+];
 
 #[entry]
 fn main() -> ! {
     // SAFETY: `main` runs once and is the only user of the buffer.
     let buf: &'static mut Block = unsafe { &mut *core::ptr::addr_of_mut!(SECTOR_BUFFER) };
     let mut failed = 0;
-    for name in JOBS {
-        let ok = format_stub(name, buf);
+    for job in JOBS {
+        let ok = format_job(job, buf);
         line(&[
             b"firmware: image ",
-            strip(name),
+            strip(job.name),
             if ok { b" ok" } else { b" FAILED" },
         ]);
         if !ok {
@@ -61,20 +91,16 @@ fn main() -> ! {
     exit(failed)
 }
 
-/// Phase A of the harness: proves the path (open, size, sector writes)
-/// with a marker in sector 0; the real formatter replaces it.
-fn format_stub(name: &[u8], buf: &mut Block) -> bool {
-    let Some(disk) = HostDisk::open(name) else {
+/// Formats one disk: the embedded-sdmmc user's few lines.
+fn format_job(job: &Job, block: &mut Block) -> bool {
+    let Some(card) = HostDisk::open(job.name) else {
         return false;
     };
-    if disk.num_blocks().map_or(true, |n| n.0 == 0) {
-        return false;
-    }
-    buf.contents.fill(0);
-    buf.contents[..16].copy_from_slice(b"mkfs-alloc stub\n");
-    buf.contents[510] = 0x55;
-    buf.contents[511] = 0xAA;
-    disk.write(core::slice::from_ref(buf), BlockIdx(0)).is_ok()
+    let opts = FormatOptions::new()
+        .fs(job.fs)
+        .label("CARD")
+        .pinned(SERIAL, TIME);
+    format_sdmmc(&card, block, &opts, job.table).is_ok()
 }
 
 /// Bytes of the stack ever used: from the stack's top down to the lowest

@@ -241,6 +241,14 @@ pub fn serial_from_time(t: Timestamp) -> u32 {
     (x ^ (x >> 32)) as u32
 }
 
+/// The seed of a partition table's identifiers (the MBR disk signature,
+/// the GPT GUIDs) for pinned options: derived from the serial, so that a
+/// pinned serial pins the table too. The facade and the firmware path both
+/// seed with it.
+pub fn table_seed(serial: u32) -> u64 {
+    u64::from(serial) ^ 0x7061_7274_6974_696f
+}
+
 /// The exFAT volume GUID of pinned options, derived from the serial (and
 /// the timestamp) so that pinned inputs give pinned output.
 fn derive_guid(serial: u32, t: Timestamp) -> [u8; 16] {

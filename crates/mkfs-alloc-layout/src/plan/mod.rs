@@ -18,8 +18,8 @@ mod sd;
 #[cfg(test)]
 mod tests;
 
-pub use choices::serial_from_time;
 pub use choices::Warning;
+pub use choices::{serial_from_time, table_seed};
 pub use ctx::valid_cluster_sizes;
 pub use layout::{Geometry, Layout, Region, RegionKind, Regions};
 
