@@ -226,6 +226,10 @@ pub struct FormatArgs {
     /// FAT12/FAT16 root directory entries (default 512; rounded up to whole sectors).
     #[arg(long, value_name = "N")]
     pub root_entries: Option<u32>,
+    /// Number of FATs on FAT12/16/32: 1 or 2 (default 2; exFAT has one).
+    /// One FAT leaves no copy for repair tools to fall back on.
+    #[arg(long, value_name = "N")]
+    pub fats: Option<u8>,
     /// Write an exFAT Volume GUID entry (derived from the serial). Off by
     /// default: exfatprogs' fsck.exfat 1.2 reports it as an unknown entry.
     #[arg(long)]
@@ -351,6 +355,7 @@ impl FormatArgs {
         o.align = align;
         // Checked by planning, with the other options.
         o.root_entries = self.root_entries;
+        o.fats = self.fats;
         Ok(o)
     }
 }

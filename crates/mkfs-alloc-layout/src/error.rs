@@ -185,6 +185,13 @@ pub enum PlanError {
     /// A root directory size given for a file system without a fixed root.
     #[error("a fixed root directory size applies to FAT12 and FAT16 only; this volume is {0} (its root directory grows as needed)")]
     RootEntriesNotFixed(FsKind),
+    /// A number of FATs other than 1 or 2.
+    #[error("{0} FATs asked for; valid: 1 or 2")]
+    FatCount(u64),
+    /// Two FATs asked for on exFAT (its second FAT is TexFAT's, which is
+    /// not supported).
+    #[error("exFAT has one FAT (a second one belongs to TexFAT, which is not supported); valid for exFAT: 1, or the default")]
+    FatCountExfat,
     /// Without `std` (firmware) there is no clock and no entropy: the
     /// options must give the serial and the time.
     #[error("no serial or no time given, and this build (without std) has no clock and no source of randomness; valid: give both (FormatOptions::pinned, or serial and timestamp)")]
@@ -450,6 +457,9 @@ pub enum SdConflict {
     TableNone,
     /// A GPT (the layout writes an MBR).
     TableGpt,
+    /// One FAT (the `fats` of [`FormatOptions`](crate::FormatOptions); the
+    /// layout's FAT12/16/32 have two).
+    Fats,
 }
 
 impl SdConflict {
@@ -461,6 +471,7 @@ impl SdConflict {
             SdConflict::RootEntries => "the root directory (512 entries)",
             SdConflict::Esp => "the partition type",
             SdConflict::TableNone | SdConflict::TableGpt => "the partition table (an MBR)",
+            SdConflict::Fats => "the number of FATs (two)",
         }
     }
 }
@@ -473,6 +484,7 @@ impl core::fmt::Display for SdConflict {
             SdConflict::RootEntries => "the root directory size",
             SdConflict::Esp => "the EFI System Partition switch",
             SdConflict::TableNone | SdConflict::TableGpt => "the partition table",
+            SdConflict::Fats => "the number of FATs",
         })
     }
 }

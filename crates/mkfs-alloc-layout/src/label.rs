@@ -284,7 +284,15 @@ pub fn fat_label(label: &str, fs: crate::FsKind) -> Result<[u8; 11], LabelError>
 mod tests {
     use super::*;
     use crate::FsKind;
-    use std::prelude::rust_2021::*;
+    #[allow(unused_imports)]
+    use std::{
+        borrow::ToOwned,
+        boxed::Box,
+        format,
+        string::{String, ToString},
+        vec,
+        vec::Vec,
+    };
 
     #[test]
     fn exfat_labels() {

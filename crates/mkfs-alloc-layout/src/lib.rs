@@ -36,7 +36,6 @@
 #[cfg(feature = "alloc")]
 extern crate alloc;
 #[cfg(any(feature = "std", test))]
-#[macro_use]
 extern crate std;
 
 pub mod embedded;

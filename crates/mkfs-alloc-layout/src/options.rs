@@ -175,6 +175,9 @@ pub struct FormatOptions {
     /// FAT12/16 root directory entries (`None`: 512). Rounded up to fill
     /// whole sectors; refused for FAT32 and exFAT.
     pub root_entries: Option<u32>,
+    /// Number of FATs on FAT12/16/32 (`None`: 2): 1 or 2 (FatFs's `n_fat`,
+    /// mkfs.fat's `-f`). exFAT has one; 2 is refused there.
+    pub fats: Option<u8>,
     /// An EFI System Partition: FAT of the width the size allows (exFAT is
     /// refused: UEFI firmware reads FAT only), a warning below Microsoft's
     /// minimum. The partition table marks it (GPT type ESP, MBR 0xEF).
@@ -277,6 +280,16 @@ impl FormatOptions {
     /// 1..=32,768.
     pub fn root_entries(mut self, entries: u32) -> Result<Self, crate::PlanError> {
         self.root_entries = Some(crate::plan::check_root_entries(entries)?);
+        Ok(self)
+    }
+
+    /// The number of FATs on FAT12/16/32.
+    ///
+    /// # Errors
+    ///
+    /// [`PlanError::FatCount`](crate::PlanError::FatCount) outside 1..=2.
+    pub fn fats(mut self, fats: u8) -> Result<Self, crate::PlanError> {
+        self.fats = Some(crate::plan::check_fats(fats)?);
         Ok(self)
     }
 

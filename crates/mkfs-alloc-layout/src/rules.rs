@@ -240,7 +240,15 @@ pub fn windows_default(fs: FsKind, volume_bytes: u64) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::prelude::rust_2021::*;
+    #[allow(unused_imports)]
+    use std::{
+        borrow::ToOwned,
+        boxed::Box,
+        format,
+        string::{String, ToString},
+        vec,
+        vec::Vec,
+    };
 
     #[test]
     fn auto_rules_follow_the_field_evidence() {

@@ -161,7 +161,15 @@ pub fn format_count(n: u64) -> alloc::string::String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::prelude::rust_2021::*;
+    #[allow(unused_imports)]
+    use std::{
+        borrow::ToOwned,
+        boxed::Box,
+        format,
+        string::{String, ToString},
+        vec,
+        vec::Vec,
+    };
 
     #[test]
     fn parses_the_documented_forms() {

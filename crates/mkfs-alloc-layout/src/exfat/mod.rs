@@ -342,7 +342,15 @@ pub fn fat_entry(g: &Geometry, index: u64) -> u32 {
 mod tests {
     use super::*;
     use crate::units::{GIB, KIB};
-    use std::prelude::rust_2021::*;
+    #[allow(unused_imports)]
+    use std::{
+        borrow::ToOwned,
+        boxed::Box,
+        format,
+        string::{String, ToString},
+        vec,
+        vec::Vec,
+    };
 
     #[test]
     fn matches_mkfs_exfat_on_1gib_32k() {

@@ -51,7 +51,8 @@ pub const MIN_CLUSTERS: u64 = SPEC_MIN_CLUSTERS + MARGIN;
 pub const MAX_CLUSTERS: u64 = 0x0FFF_FFF5;
 /// Largest sectors-per-cluster value.
 pub const MAX_SECTORS_PER_CLUSTER: u64 = 128;
-/// Number of FATs written.
+/// Number of FATs written unless asked otherwise (every formatter's
+/// default; FatFs's `n_fat` and mkfs.fat's `-f` allow 1).
 pub const NUM_FATS: u64 = 2;
 /// FAT32 reserved sectors before alignment padding.
 pub const MIN_RESERVED: u64 = 32;
@@ -97,9 +98,16 @@ pub struct Geometry {
     pub root_entries: u16,
     /// Cluster count.
     pub cluster_count: u32,
+    /// Number of FATs (1 or 2).
+    pub num_fats: u8,
 }
 
 impl Geometry {
+    /// Number of FATs (1 or 2).
+    pub fn num_fats(&self) -> u32 {
+        u32::from(self.num_fats)
+    }
+
     /// Sectors of the fixed root directory (0 on FAT32).
     pub fn root_sectors(&self) -> u64 {
         (u64::from(self.root_entries) * 32).div_ceil(u64::from(self.bps))
@@ -107,7 +115,7 @@ impl Geometry {
 
     /// First sector of the fixed root directory (FAT12/16).
     pub fn root_sector(&self) -> u64 {
-        u64::from(self.rsvd) + NUM_FATS * u64::from(self.fat_sz)
+        u64::from(self.rsvd) + u64::from(self.num_fats) * u64::from(self.fat_sz)
     }
 
     /// First sector of the data region.
@@ -126,6 +134,8 @@ pub struct Placement {
     pub align: u64,
     /// FAT12/16 root directory entries (ignored for FAT32).
     pub root_entries: u32,
+    /// Number of FATs: 1 or 2 ([`NUM_FATS`] by default).
+    pub num_fats: u64,
 }
 
 /// Computes the geometry of `fs` (FAT12, FAT16 or FAT32) for a volume of
@@ -145,7 +155,7 @@ pub fn geometry(
 ) -> Result<Geometry, PlanError> {
     match fs {
         FsKind::Fat12 | FsKind::Fat16 => geometry_small(fs, volume_bytes, bps, cluster, at),
-        _ => geometry32(volume_bytes, bps, cluster, at.start, at.align),
+        _ => geometry32(volume_bytes, bps, cluster, at),
     }
 }
 
@@ -216,6 +226,7 @@ fn geometry_small(
     at: Placement,
 ) -> Result<Geometry, PlanError> {
     let bps64 = u64::from(bps);
+    let nf = at.num_fats;
     crate::error::check_cluster(fs, cluster, bps)?;
     let spc = cluster / bps64;
     let tot = check_total(fs, volume_bytes, bps)?;
@@ -224,16 +235,16 @@ fn geometry_small(
     let rsvd =
         ((at.start + MIN_RESERVED_16 * bps64).div_ceil(at.align) * at.align - at.start) / bps64;
     let fixed = rsvd + root_min;
-    if tot <= fixed + NUM_FATS + spc {
+    if tot <= fixed + nf + spc {
         return Err(count_error(fs, volume_bytes, cluster, 0));
     }
-    let fat_min = min_fat_sectors(fs.entry_bits(), tot - fixed, spc, bps64, NUM_FATS);
+    let fat_min = min_fat_sectors(fs.entry_bits(), tot - fixed, spc, bps64, nf);
     let unit = (at.align / bps64).max(1);
-    let need = NUM_FATS * fat_min + root_min;
+    let need = nf * fat_min + root_min;
     let gap = need.div_ceil(unit) * unit - need;
-    let fat_sz = fat_min + gap / NUM_FATS;
-    let root_sectors = root_min + gap % NUM_FATS;
-    let data = rsvd + NUM_FATS * fat_sz + root_sectors;
+    let fat_sz = fat_min + gap / nf;
+    let root_sectors = root_min + gap % nf;
+    let data = rsvd + nf * fat_sz + root_sectors;
     let clusters = tot.saturating_sub(data) / spc;
     let (min, max) = cluster_range(fs);
     if clusters < min || clusters > max {
@@ -243,7 +254,7 @@ fn geometry_small(
     let too_wide = PlanError::Align {
         align: at.align,
         sector: bps,
-        max: 1u64 << (63 - (u64::from(u16::MAX) * bps64 / NUM_FATS).leading_zeros()),
+        max: 1u64 << (63 - (u64::from(u16::MAX) * bps64 / nf).leading_zeros()),
     };
     let rsvd = u16::try_from(rsvd).map_err(|_| too_wide.clone())?;
     if fat_sz > u64::from(u16::MAX) {
@@ -260,6 +271,7 @@ fn geometry_small(
         fat_sz: fat_sz as u32,
         root_entries,
         cluster_count: clusters as u32,
+        num_fats: nf as u8,
     })
 }
 
@@ -276,9 +288,9 @@ fn geometry32(
     volume_bytes: u64,
     bps: u32,
     cluster: u64,
-    start: u64,
-    align: u64,
+    at: Placement,
 ) -> Result<Geometry, PlanError> {
+    let (start, align, nf) = (at.start, at.align, at.num_fats);
     let fs = FsKind::Fat32;
     let bps64 = u64::from(bps);
     crate::error::check_cluster(fs, cluster, bps)?;
@@ -287,16 +299,16 @@ fn geometry32(
     if tot <= MIN_RESERVED + 2 * spc {
         return Err(count_error(fs, volume_bytes, cluster, 0));
     }
-    let min_fat_sz = (tot - MIN_RESERVED + 2 * spc).div_ceil(spc * bps64 / 4 + NUM_FATS);
+    let min_fat_sz = (tot - MIN_RESERVED + 2 * spc).div_ceil(spc * bps64 / 4 + nf);
     // Align the first FAT: grow the reserved area. Align the data region:
-    // pad each FAT to a multiple of align / 2, so that both together are a
-    // multiple of the alignment. Padding only adds FAT entries past the last
+    // pad each FAT to a multiple of align / 2 (with two FATs), so that all
+    // together are a multiple of the alignment. Padding only adds FAT entries past the last
     // cluster (allowed), and costs at most `align` bytes.
     let rsvd = (start + MIN_RESERVED * bps64).div_ceil(align) * align - start;
     let rsvd = rsvd / bps64;
-    let fat_unit = (align / (2 * bps64)).max(1);
+    let fat_unit = (align / (nf * bps64)).max(1);
     let fat_sz = min_fat_sz.div_ceil(fat_unit) * fat_unit;
-    let meta = rsvd + NUM_FATS * fat_sz;
+    let meta = rsvd + nf * fat_sz;
     let clusters = tot.saturating_sub(meta) / spc;
     if !(MIN_CLUSTERS..=MAX_CLUSTERS).contains(&clusters) {
         return Err(count_error(fs, volume_bytes, cluster, clusters));
@@ -319,6 +331,7 @@ fn geometry32(
         fat_sz: fat_sz as u32,
         root_entries: 0,
         cluster_count: clusters as u32,
+        num_fats: nf as u8,
     })
 }
 
@@ -357,7 +370,7 @@ fn common_bpb(layout: &crate::Layout, g: &Geometry, jmp_boot: [u8; 3]) -> ondisk
     bpb.byts_per_sec = (g.bps as u16).into();
     bpb.sec_per_clus = g.sec_per_clus;
     bpb.rsvd_sec_cnt = g.rsvd.into();
-    bpb.num_fats = NUM_FATS as u8;
+    bpb.num_fats = g.num_fats;
     bpb.media = MEDIA;
     let (heads, sectors_per_track) = layout.chs_geometry();
     bpb.sec_per_trk = u16::from(sectors_per_track).into();
@@ -470,13 +483,22 @@ pub fn fat_entry(fs: FsKind, index: u64) -> u32 {
 mod tests {
     use super::*;
     use crate::units::{GIB, KIB, MIB};
-    use std::prelude::rust_2021::*;
+    #[allow(unused_imports)]
+    use std::{
+        borrow::ToOwned,
+        boxed::Box,
+        format,
+        string::{String, ToString},
+        vec,
+        vec::Vec,
+    };
 
     fn at(start: u64, align: u64) -> Placement {
         Placement {
             start,
             align,
             root_entries: DEFAULT_ROOT_ENTRIES,
+            num_fats: NUM_FATS,
         }
     }
 
@@ -545,6 +567,7 @@ mod tests {
                                 start,
                                 align,
                                 root_entries: root,
+                                num_fats: NUM_FATS,
                             };
                             let Ok(g) = geometry(fs, size, 512, cluster, p) else {
                                 continue;
@@ -579,6 +602,7 @@ mod tests {
             start: 0,
             align: 512,
             root_entries: 224,
+            num_fats: NUM_FATS,
         };
         let g = geometry(FsKind::Fat12, 2880 * 512, 512, 512, p).expect("valid");
         assert_eq!((g.rsvd, g.fat_sz, g.root_sectors()), (1, 9, 14));

@@ -15,6 +15,8 @@ pub(super) struct Ctx<'a> {
     pub(super) align: u64,
     /// FAT12/16 fixed root directory entries.
     pub(super) root_entries: u32,
+    /// Number of FATs on FAT12/16/32.
+    pub(super) num_fats: u64,
 }
 
 impl Ctx<'_> {
@@ -32,6 +34,7 @@ impl Ctx<'_> {
                     start,
                     align: self.align,
                     root_entries: self.root_entries,
+                    num_fats: self.num_fats,
                 },
             )?),
         })
@@ -100,6 +103,7 @@ pub fn valid_cluster_sizes(fs: FsKind, medium: &Medium, align: u64) -> ClusterSi
         medium,
         align,
         root_entries: fat::DEFAULT_ROOT_ENTRIES,
+        num_fats: fat::NUM_FATS,
     }
     .valid_sizes(fs)
 }

@@ -93,6 +93,14 @@ impl core::ops::Deref for Regions {
     }
 }
 
+impl IntoIterator for Regions {
+    type Item = Region;
+    type IntoIter = core::iter::Take<core::array::IntoIter<Region, { Regions::MAX }>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.list.into_iter().take(self.len)
+    }
+}
+
 impl<'a> IntoIterator for &'a Regions {
     type Item = &'a Region;
     type IntoIter = core::slice::Iter<'a, Region>;
@@ -159,8 +167,6 @@ pub struct Layout {
     pub(crate) warnings: Warnings,
     /// File-system geometry.
     pub(crate) geometry: Geometry,
-    /// All regions, in order, covering the volume exactly.
-    pub(crate) regions: Regions,
     /// The SD Association layout this plan follows, if any.
     pub(crate) sd: Option<SdLayout>,
 }
@@ -278,8 +284,8 @@ impl Layout {
     }
 
     /// All regions, in order, covering the volume exactly.
-    pub fn regions(&self) -> &[Region] {
-        &self.regions
+    pub fn regions(&self) -> Regions {
+        super::build::regions(self)
     }
 
     /// Bytes available for files: free clusters × cluster size.

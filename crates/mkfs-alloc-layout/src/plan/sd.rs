@@ -58,6 +58,7 @@ pub(super) fn plan_sd(opts: &FormatOptions, medium: &Medium) -> Result<Layout, P
         medium: &medium,
         align: abs(sd.fat_offset).min(abs(sd.data_offset)),
         root_entries: fat::DEFAULT_ROOT_ENTRIES,
+        num_fats: fat::NUM_FATS,
     };
     let choices = Choices::new(&ctx, opts, &chosen, label)?;
     let mut layout = build(choices, &medium, chosen.geometry);
@@ -109,6 +110,7 @@ fn geometry(sd: &SdLayout) -> Result<Geometry, PlanError> {
                 fat::DEFAULT_ROOT_ENTRIES as u16
             },
             cluster_count: u32_of(sd.cluster_count)?,
+            num_fats: fat::NUM_FATS as u8,
         }),
     })
 }

@@ -4,7 +4,15 @@ use super::*;
 use crate::options::{ClusterChoice, FsChoice, FsKind, Medium};
 use crate::rules::{ClusterRule, FsRule};
 use crate::units::{GIB, KIB, MIB};
-use std::prelude::rust_2021::*;
+#[allow(unused_imports)]
+use std::{
+    borrow::ToOwned,
+    boxed::Box,
+    format,
+    string::{String, ToString},
+    vec,
+    vec::Vec,
+};
 
 fn opts(fs: FsKind, cluster: u64) -> FormatOptions {
     FormatOptions::new()
@@ -118,7 +126,7 @@ fn regions_tile_the_volume() {
     for fs in [FsKind::Exfat, FsKind::Fat32] {
         let l = plan(&opts(fs, 4 * KIB), &Medium::whole(2 * GIB, 512)).expect("valid");
         let mut at = 0;
-        for r in &l.regions {
+        for r in &l.regions() {
             assert_eq!(r.offset, at, "{r:?}");
             at += r.len;
         }

@@ -329,7 +329,7 @@ pub fn write_volume_with<D: BlockIo + ?Sized>(
         Geometry::Fat(_) => 1,
     };
     let total = layout
-        .regions
+        .regions()
         .iter()
         .filter(|r| r.written)
         .map(|r| r.len)
@@ -339,7 +339,7 @@ pub fn write_volume_with<D: BlockIo + ?Sized>(
             .as_ref()
             .map_or(0, |c| c.clusters() * layout.cluster_size);
     let untouched = layout
-        .regions
+        .regions()
         .iter()
         .filter(|r| !r.written)
         .map(|r| r.len)
@@ -397,7 +397,15 @@ pub fn check_block_size(block_size: u32, sector_size: u32) -> Result<(), WriteEr
 #[cfg(test)]
 mod tests {
     use mkfs_alloc_ondisk::fat::table::fill;
-    use std::prelude::rust_2021::*;
+    #[allow(unused_imports)]
+    use std::{
+        borrow::ToOwned,
+        boxed::Box,
+        format,
+        string::{String, ToString},
+        vec,
+        vec::Vec,
+    };
 
     #[test]
     fn fat12_and_fat16_start_with_media_and_end_of_chain() {
