@@ -391,7 +391,7 @@ pub fn print_json_with(
         "serial": format!("{:08X}", layout.serial()),
         "label": shown_label(layout),
         "volume_guid": layout.volume_guid().as_ref().map(guid_text),
-        "warnings": layout.warnings().map(ToString::to_string).collect::<Vec<_>>(),
+        "warnings": layout.warnings().map(|w| w.to_string()).collect::<Vec<_>>(),
         "regions": regions,
         "layout": if layout.sd().is_some() { "sd" } else { "standard" },
         "sd": sd_json(layout.sd()),

@@ -256,6 +256,9 @@ pub fn plan_medium<E>(
     let medium_bytes = sectors.saturating_mul(bs);
     let (medium, placed) = match table {
         Table::None => (Medium::whole(medium_bytes, sector_size), None),
+        #[cfg(not(feature = "sd"))]
+        Table::Mbr if opts.sd => return Err(PlanError::NotBuilt("the SD layout (feature \"sd\")").into()),
+        #[cfg(feature = "sd")]
         Table::Mbr if opts.sd => {
             let (sd, _) = crate::sd::card_layout(opts, medium_bytes / crate::sd::SD_SECTOR)
                 .map_err(PlanError::from)?;
@@ -455,7 +458,7 @@ impl<T: SectorTarget> Out for SectorOut<'_, T> {
         len: u64,
         content: u64,
         sector: u64,
-        mut fill: impl FnMut(u64, &mut [u8]),
+        fill: &mut dyn FnMut(u64, &mut [u8]),
     ) -> Result<(), T::Error> {
         let content = content.div_ceil(sector).saturating_mul(sector).min(len);
         let mut at = 0;
@@ -483,3 +486,19 @@ impl<T: SectorTarget> Out for SectorOut<'_, T> {
 mod sdmmc;
 #[cfg(feature = "embedded-sdmmc")]
 pub use sdmmc::format_sdmmc;
+
+#[cfg(test)]
+mod size_probe {
+    #[test]
+    fn sizes() {
+        extern crate std;
+        std::println!(
+            "PlanError {} Layout {} MediumLayout {} FormatOptions {} Geometry {}",
+            core::mem::size_of::<crate::PlanError>(),
+            core::mem::size_of::<crate::Layout>(),
+            core::mem::size_of::<super::MediumLayout>(),
+            core::mem::size_of::<crate::FormatOptions>(),
+            core::mem::size_of::<crate::plan::Geometry>()
+        );
+    }
+}

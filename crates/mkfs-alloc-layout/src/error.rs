@@ -6,30 +6,60 @@ use crate::sd::SD_SECTOR;
 use crate::units::{Count, Size};
 use core::fmt;
 
-/// Cluster sizes (powers of two from 512 bytes to 32 MiB, at most 17),
-/// ascending; reads as a `[u64]`. No allocation.
+/// Cluster sizes (powers of two from 512 bytes to 32 MiB), as a set of
+/// bits (bit `k`: 2^k bytes); iterates in ascending order. Four bytes, no
+/// allocation.
 #[derive(Clone, Copy, PartialEq, Eq, Default)]
-pub struct ClusterSizes {
-    sizes: [u64; 17],
-    len: u8,
-}
+pub struct ClusterSizes(u64);
 
 impl ClusterSizes {
     /// No size.
     pub const fn new() -> Self {
-        ClusterSizes {
-            sizes: [0; 17],
-            len: 0,
+        ClusterSizes(0)
+    }
+
+    /// Adds a size (a power of two).
+    pub(crate) fn push(&mut self, size: u64) {
+        if size.is_power_of_two() {
+            self.0 |= size;
         }
     }
 
-    /// Adds a size (ascending order is the caller's: the planner tries
-    /// sizes from the smallest up).
-    pub(crate) fn push(&mut self, size: u64) {
-        if usize::from(self.len) < self.sizes.len() {
-            self.sizes[usize::from(self.len)] = size;
-            self.len += 1;
-        }
+    /// The sizes, ascending.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = u64> + Clone {
+        let bits = self.0;
+        (0..64).map(|k| 1u64 << k).filter(move |s| bits & s != 0)
+    }
+
+    /// No size at all.
+    pub fn is_empty(&self) -> bool {
+        self.0 == 0
+    }
+
+    /// How many sizes.
+    pub fn len(&self) -> usize {
+        self.0.count_ones() as usize
+    }
+
+    /// Whether `size` is one of them.
+    pub fn contains(&self, size: &u64) -> bool {
+        size.is_power_of_two() && self.0 & size != 0
+    }
+
+    /// The smallest.
+    pub fn first(&self) -> Option<u64> {
+        (self.0 != 0).then(|| 1 << self.0.trailing_zeros())
+    }
+
+    /// The largest.
+    pub fn last(&self) -> Option<u64> {
+        (self.0 != 0).then(|| 1 << (63 - self.0.leading_zeros()))
+    }
+
+    /// The sizes in a `Vec`, ascending.
+    #[cfg(feature = "alloc")]
+    pub fn to_vec(&self) -> alloc::vec::Vec<u64> {
+        self.iter().collect()
     }
 }
 
@@ -43,24 +73,9 @@ impl FromIterator<u64> for ClusterSizes {
     }
 }
 
-impl core::ops::Deref for ClusterSizes {
-    type Target = [u64];
-    fn deref(&self) -> &[u64] {
-        &self.sizes[..usize::from(self.len)]
-    }
-}
-
-impl<'a> IntoIterator for &'a ClusterSizes {
-    type Item = &'a u64;
-    type IntoIter = core::slice::Iter<'a, u64>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.iter()
-    }
-}
-
 impl fmt::Debug for ClusterSizes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&**self, f)
+        f.debug_list().entries(self.iter()).finish()
     }
 }
 
@@ -185,6 +200,10 @@ pub enum PlanError {
     /// A root directory size given for a file system without a fixed root.
     #[error("a fixed root directory size applies to FAT12 and FAT16 only; this volume is {0} (its root directory grows as needed)")]
     RootEntriesNotFixed(FsKind),
+    /// The build leaves this out (a cargo feature of the crate, for
+    /// firmware that must be small).
+    #[error("{0} is not built into this program; valid: what it was built with")]
+    NotBuilt(&'static str),
     /// A number of FATs other than 1 or 2.
     #[error("{0} FATs asked for; valid: 1 or 2")]
     FatCount(u64),
@@ -248,18 +267,18 @@ fn fat32_hint(fs: FsKind, cluster: u64, sector: u32) -> &'static str {
 /// cluster size is valid for FAT32 on this volume"; the way out (another
 /// file system, a smaller root directory) is [`PlanError::alternative`].
 /// Its `Display` is the text (no allocation).
-pub fn valid_sizes_text(fs: FsKind, valid: &[u64]) -> impl fmt::Display + '_ {
+pub fn valid_sizes_text(fs: FsKind, valid: &ClusterSizes) -> impl fmt::Display + '_ {
     ValidSizes(fs, valid)
 }
 
-struct ValidSizes<'a>(FsKind, &'a [u64]);
+struct ValidSizes<'a>(FsKind, &'a ClusterSizes);
 
 impl fmt::Display for ValidSizes<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (self.1.first(), self.1.last()) {
-            (Some(&a), Some(&b)) if a == b => write!(f, "valid: {}", Size(a)),
+            (Some(a), Some(b)) if a == b => write!(f, "valid: {}", Size(a)),
             // The valid set is contiguous in powers of two; say so as a range.
-            (Some(&a), Some(&b)) => write!(f, "valid: {}", Range(a, b)),
+            (Some(a), Some(b)) => write!(f, "valid: {}", Range(a, b)),
             _ => write!(f, "no cluster size is valid for {} on this volume", self.0),
         }
     }
@@ -270,7 +289,7 @@ struct ValidHint<'a>(FsKind, &'a ClusterSizes);
 
 impl fmt::Display for ValidHint<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (fs, valid) = (self.0, &**self.1);
+        let (fs, valid) = (self.0, self.1);
         let text = ValidSizes(fs, valid);
         let fat_width = "the FAT width that follows the cluster count (FsChoice::Fat)";
         match (alternative_of(fs, valid), valid.is_empty()) {
@@ -287,7 +306,7 @@ impl fmt::Display for ValidHint<'_> {
     }
 }
 
-fn alternative_of(fs: FsKind, valid: &[u64]) -> Option<Alternative> {
+fn alternative_of(fs: FsKind, valid: &ClusterSizes) -> Option<Alternative> {
     match fs {
         FsKind::Fat32 => Some(Alternative::Exfat),
         // The narrowest width: on a tiny volume only a smaller fixed root
@@ -343,7 +362,7 @@ impl fmt::Display for SizesHint<'_> {
             return f.write_str("no cluster size gives a valid FAT on this volume");
         }
         f.write_str("valid: ")?;
-        for (i, &c) in self.0.iter().enumerate() {
+        for (i, c) in self.0.iter().enumerate() {
             if i > 0 {
                 f.write_str(", ")?;
             }

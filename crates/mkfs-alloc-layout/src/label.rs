@@ -5,10 +5,10 @@
 
 use core::fmt;
 
-/// Bytes of a label kept by [`LabelText`]: more than any valid label needs
+/// Bytes of a label kept by [`LabelText`]: as many as any valid label needs
 /// (11 UTF-16 units are at most 33 bytes of UTF-8; a FAT label is 11 ASCII
 /// bytes once its trailing spaces are trimmed).
-pub const LABEL_TEXT_MAX: usize = 64;
+pub const LABEL_TEXT_MAX: usize = 36;
 
 /// A label as given, kept without an allocator: its first
 /// [`LABEL_TEXT_MAX`] bytes (whole characters), and the lengths of the
@@ -199,7 +199,7 @@ pub enum EncodedLabel {
 /// `" * / : < > ? \ |`) or more than 11 UTF-16 units.
 pub fn exfat_label(label: &str) -> Result<ExfatUnits, LabelError> {
     for ch in label.chars() {
-        if (ch as u32) < 0x20 || "\"*/:<>?\\|".contains(ch) {
+        if (ch as u32) < 0x20 || matches!(ch, '"' | '*' | '/' | ':' | '<' | '>' | '?' | '\\' | '|') {
             return Err(LabelError::Forbidden {
                 label: LabelText::new(label),
                 ch,
@@ -248,7 +248,11 @@ pub fn fat_label(label: &str, fs: crate::FsKind) -> Result<[u8; 11], LabelError>
                 fs,
             });
         }
-        if (ch as u32) < 0x20 || ch == '\x7f' || "\"*+,./:;<=>?[\\]|".contains(ch) {
+        let forbidden = matches!(
+            ch,
+            '"' | '*' | '+' | ',' | '.' | '/' | ':' | ';' | '<' | '=' | '>' | '?' | '[' | '\\' | ']' | '|'
+        );
+        if (ch as u32) < 0x20 || ch == '\x7f' || forbidden {
             return Err(LabelError::Forbidden {
                 label: LabelText::new(label),
                 ch,

@@ -153,6 +153,18 @@ fn decimal(mut value: u32, digits: &mut [u8; 10]) -> &[u8] {
     }
 }
 
+extern "C" {
+    /// cortex-m-rt's handler of unexpected exceptions and interrupts.
+    fn DefaultHandler();
+}
+
+/// The LM3S6965's interrupt vectors: none is enabled, so one entry (the
+/// linker script wants the table not empty) instead of the generic 240
+/// (cortex-m-rt's `device` feature lets the firmware say so).
+#[link_section = ".vector_table.interrupts"]
+#[no_mangle]
+static __INTERRUPTS: [unsafe extern "C" fn(); 1] = [DefaultHandler];
+
 #[exception]
 unsafe fn HardFault(_frame: &ExceptionFrame) -> ! {
     print(b"firmware: hard fault\n\0");

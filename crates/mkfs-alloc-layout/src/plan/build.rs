@@ -4,7 +4,7 @@
 use super::choices::Choices;
 use super::{Geometry, Layout, Region, RegionKind};
 use crate::options::{FsKind, Medium};
-use crate::{exfat, fat, rules};
+use crate::{exfat, fat};
 
 /// Where the FATs and the data region lie, and how many clusters there are.
 struct Placement {
@@ -145,7 +145,6 @@ pub(super) fn build(c: Choices, medium: &Medium, geometry: Geometry) -> Layout {
         sector_size: medium.sector_size,
         cluster_size: c.cluster,
         cluster_rule: c.cluster_rule,
-        windows_default_cluster: rules::windows_default(c.fs, volume_bytes),
         cluster_count: p.cluster_count,
         volume_bytes,
         partition_offset: medium.partition_offset,
@@ -160,7 +159,7 @@ pub(super) fn build(c: Choices, medium: &Medium, geometry: Geometry) -> Layout {
         label: c.label.map(|(l, _)| l),
         volume_guid: c.volume_guid,
         timestamp: c.timestamp,
-        warnings: c.warnings,
+        asked: c.asked,
         geometry,
         sd: None,
     }

@@ -23,7 +23,17 @@ pub(super) struct Choices {
     pub(super) volume_guid: Option<[u8; 16]>,
     pub(super) label: Option<(LabelText, EncodedLabel)>,
     pub(super) timestamp: Timestamp,
-    pub(super) warnings: Warnings,
+    /// What the warnings depend on besides the layout.
+    pub(super) asked: Asked,
+}
+
+/// The options the warnings depend on besides the layout (worked out when
+/// asked for: firmware links no warning code).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Asked {
+    pub(crate) esp: bool,
+    pub(crate) align_given: bool,
+    pub(crate) sd: bool,
 }
 
 impl Choices {
@@ -49,7 +59,11 @@ impl Choices {
                 .then(|| volume_guid(opts, serial, timestamp)),
             label,
             timestamp,
-            warnings: warnings(ctx, fs, chosen.cluster, opts),
+            asked: Asked {
+                esp: opts.esp,
+                align_given: opts.align.is_some(),
+                sd: opts.sd,
+            },
         })
     }
 }
@@ -189,22 +203,17 @@ impl Warnings {
         self.len += 1;
     }
 
-    /// No warning.
-    #[cfg(test)]
-    pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// The warnings, in order.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &Warning> {
-        self.list.iter().flatten()
+    pub(crate) fn into_iter(self) -> impl Iterator<Item = Warning> {
+        self.list.into_iter().flatten()
     }
 }
 
 /// Compatibility warnings for a valid layout.
-fn warnings(ctx: &Ctx<'_>, fs: FsKind, cluster: u64, opts: &FormatOptions) -> Warnings {
-    let (medium, align) = (ctx.medium, ctx.align);
-    let volume_bytes = medium.volume_bytes;
+pub(crate) fn warnings(l: &crate::Layout, asked: Asked) -> Warnings {
+    let (fs, cluster, align) = (l.fs(), l.cluster_size(), l.align());
+    let volume_bytes = l.volume_bytes();
+    let sector_size = l.sector_size();
     let mut warnings = Warnings::default();
     let limit = compat_max_cluster(fs);
     if cluster > limit {
@@ -213,10 +222,10 @@ fn warnings(ctx: &Ctx<'_>, fs: FsKind, cluster: u64, opts: &FormatOptions) -> Wa
     if fs == FsKind::Fat32 && volume_bytes > 32 * 1_000_000_000 {
         warnings.push(Warning::Fat32Above32Gb);
     }
-    if opts.esp {
+    if asked.esp {
         // Microsoft's minimum ESP (Windows' own partitioning): 100 MB, 260 MB
         // on 4Kn drives (FAT32 needs 65,525 clusters of 4 KiB).
-        let four_k = medium.sector_size >= 4096;
+        let four_k = sector_size >= 4096;
         let min_mb = if four_k { 260 } else { 100 };
         if volume_bytes < min_mb * 1_000_000 {
             warnings.push(Warning::SmallEsp {
@@ -227,7 +236,7 @@ fn warnings(ctx: &Ctx<'_>, fs: FsKind, cluster: u64, opts: &FormatOptions) -> Wa
             });
         }
     }
-    if align < DEFAULT_ALIGN && opts.align.is_none() && !opts.sd {
+    if align < DEFAULT_ALIGN && !asked.align_given && !asked.sd {
         warnings.push(Warning::SmallVolumeAlign { align });
     }
     warnings

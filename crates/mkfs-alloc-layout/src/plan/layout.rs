@@ -1,6 +1,6 @@
 //! The validated plan ([`Layout`]) and its regions.
 
-use super::choices::{Warning, Warnings};
+use super::choices::{Asked, Warning};
 use super::MAX_ALIGN;
 use crate::label::{EncodedLabel, LabelText};
 use crate::options::{FsKind, Timestamp};
@@ -134,7 +134,6 @@ pub struct Layout {
     /// Why this cluster size.
     pub(crate) cluster_rule: ClusterRule,
     /// What Windows' format would have picked, if it formats this at all.
-    pub(crate) windows_default_cluster: Option<u64>,
     /// Number of clusters in the data region / cluster heap.
     pub(crate) cluster_count: u32,
     /// Bytes of the volume (whole sectors).
@@ -164,7 +163,7 @@ pub struct Layout {
     /// Time recorded in the file system.
     pub(crate) timestamp: Timestamp,
     /// Compatibility warnings (the layout is valid, but some systems may balk).
-    pub(crate) warnings: Warnings,
+    pub(crate) asked: Asked,
     /// File-system geometry.
     pub(crate) geometry: Geometry,
     /// The SD Association layout this plan follows, if any.
@@ -199,7 +198,7 @@ impl Layout {
 
     /// What Windows' format would have picked, if it formats this at all.
     pub fn windows_default_cluster(&self) -> Option<u64> {
-        self.windows_default_cluster
+        crate::rules::windows_default(self.fs, self.volume_bytes)
     }
 
     /// Number of clusters in the data region / cluster heap.
@@ -274,8 +273,8 @@ impl Layout {
 
     /// Compatibility warnings (the layout is valid, but some systems may
     /// balk); each one's `Display` is its sentence.
-    pub fn warnings(&self) -> impl Iterator<Item = &Warning> + '_ {
-        self.warnings.iter()
+    pub fn warnings(&self) -> impl Iterator<Item = Warning> {
+        super::choices::warnings(self, self.asked).into_iter()
     }
 
     /// File-system geometry.

@@ -14,6 +14,7 @@ mod choices;
 mod ctx;
 mod layout;
 mod pick;
+#[cfg(feature = "sd")]
 mod sd;
 #[cfg(test)]
 mod tests;
@@ -77,7 +78,10 @@ pub fn check_sector_size(sector_size: u32) -> Result<(), PlanError> {
 /// the SD layout's options).
 pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> {
     if opts.sd {
+        #[cfg(feature = "sd")]
         return sd::plan_sd(opts, medium);
+        #[cfg(not(feature = "sd"))]
+        return Err(PlanError::NotBuilt("the SD layout (feature \"sd\")"));
     }
     let (medium, align) = checked_medium(opts, medium)?;
     let ctx = Ctx {

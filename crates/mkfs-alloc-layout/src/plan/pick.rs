@@ -166,12 +166,12 @@ fn pick_cluster(
                 Ok(g) => Ok((want, ClusterRule::FieldEvidence, g)),
                 Err(first) => {
                     let valid = ctx.valid_sizes(fs);
-                    let below = valid.iter().rev().find(|&&c| c < want).copied();
+                    let below = valid.iter().rev().find(|&c| c < want);
                     let pick = match below {
                         Some(c) => Some((c, ClusterRule::FieldEvidenceReduced)),
                         None => valid
                             .first()
-                            .map(|&c| (c, ClusterRule::FieldEvidenceRaised)),
+                            .map(|c| (c, ClusterRule::FieldEvidenceRaised)),
                     };
                     match pick {
                         Some((c, rule)) => Ok((c, rule, ctx.geometry(fs, c)?)),

@@ -196,7 +196,7 @@ impl<D: BlockIo + ?Sized> Out for Sink<'_, D> {
         len: u64,
         content: u64,
         sector: u64,
-        mut fill: impl FnMut(u64, &mut [u8]),
+        fill: &mut dyn FnMut(u64, &mut [u8]),
     ) -> Result<(), WriteError> {
         let content = content.div_ceil(sector).saturating_mul(sector).min(len);
         let mut buf = std::mem::take(&mut self.buf);

@@ -30,14 +30,16 @@ pub(crate) trait Out {
 
     /// A region of `len` bytes at `offset` whose first `content` bytes
     /// (rounded up to whole `sector`s) come from `fill(byte_offset_in_region,
-    /// buffer)` on a zeroed buffer, and whose rest is zero.
+    /// buffer)` on a zeroed buffer, and whose rest is zero. (`dyn`: one copy
+    /// of each driver's loop, not one per region, keeps firmware small; a
+    /// call per chunk or sector costs nothing measurable.)
     fn region(
         &mut self,
         offset: u64,
         len: u64,
         content: u64,
         sector: u64,
-        fill: impl FnMut(u64, &mut [u8]),
+        fill: &mut dyn FnMut(u64, &mut [u8]),
     ) -> Result<(), Self::Error>;
 
     /// `len` zero bytes at `offset`.
@@ -83,7 +85,7 @@ fn entries<O: Out>(
     e: &[u8],
     sector: u64,
 ) -> Result<(), O::Error> {
-    out.region(offset, len, e.len() as u64, sector, |at, buf| {
+    out.region(offset, len, e.len() as u64, sector, &mut |at, buf| {
         if at == 0 {
             buf[..e.len()].copy_from_slice(e);
         }
@@ -111,7 +113,7 @@ pub(crate) fn exfat<O: Out, H: Hooks<O>>(
             layout.fat_bytes,
             (2 + used) * 4,
             bps,
-            |at, buf| {
+            &mut |at, buf| {
                 fat_table::fill(FsKind::Exfat, at, buf, |i| {
                     let added = if i >= root_first {
                         h.fat_entry(i)
@@ -131,7 +133,7 @@ pub(crate) fn exfat<O: Out, H: Hooks<O>>(
         bitmap_len,
         used.div_ceil(8),
         bps,
-        |at, buf| {
+        &mut |at, buf| {
             for (i, b) in buf.iter_mut().enumerate() {
                 let bit0 = (at + i as u64) * 8;
                 *b = if bit0 + 8 <= used {
@@ -150,7 +152,7 @@ pub(crate) fn exfat<O: Out, H: Hooks<O>>(
         u64::from(g.upcase_clusters) * g.cluster,
         table.len() as u64,
         bps,
-        |at, buf| {
+        &mut |at, buf| {
             let from = (at as usize).min(table.len());
             let n = (table.len() - from).min(buf.len());
             buf[..n].copy_from_slice(&table[from..from + n]);
@@ -168,11 +170,11 @@ pub(crate) fn exfat<O: Out, H: Hooks<O>>(
             exfat::boot_region_fill(layout, g, used, first + at, buf);
         }
     };
-    out.region(bps, region_len - bps, region_len - bps, bps, boot(bps))?;
+    out.region(bps, region_len - bps, region_len - bps, bps, &mut boot(bps))?;
     out.flush()?;
     // 3. The backup boot region, then sector 0 last.
-    out.region(region_len, region_len, region_len, bps, boot(0))?;
-    out.region(0, bps, bps, bps, boot(0))?;
+    out.region(region_len, region_len, region_len, bps, &mut boot(0))?;
+    out.region(0, bps, bps, bps, &mut boot(0))?;
     out.flush()
 }
 
@@ -199,7 +201,7 @@ pub(crate) fn fat<O: Out, H: Hooks<O>>(
     for i in 0..u64::from(layout.fat_count) {
         let h = &*hooks;
         let off = layout.fat_offset + i * layout.fat_bytes;
-        out.region(off, layout.fat_bytes, head, bps, |at, buf| {
+        out.region(off, layout.fat_bytes, head, bps, &mut |at, buf| {
             fat_table::fill(g.fs, at, buf, |n| {
                 let added = if n >= 2 { h.fat_entry(n) } else { None };
                 added.unwrap_or_else(|| fat::fat_entry(g.fs, n))
@@ -215,17 +217,17 @@ pub(crate) fn fat<O: Out, H: Hooks<O>>(
             entries(out, at, len, root.as_bytes(), bps)?;
         }
     }
-    let boot = |_: u64, buf: &mut [u8]| fat::boot_sector(layout, g, buf);
-    let info = |_: u64, buf: &mut [u8]| fat::fsinfo_sector(g, extra, buf);
+    let mut boot = |_: u64, buf: &mut [u8]| fat::boot_sector(layout, g, buf);
+    let mut info = |_: u64, buf: &mut [u8]| fat::fsinfo_sector(g, extra, buf);
     if is32 {
         // FSInfo, backup boot sector, backup FSInfo: no tool reads them
         // without a valid sector 0.
-        out.region(FSINFO_SECTOR * bps, bps, bps, bps, info)?;
-        out.region(BACKUP_BOOT_SECTOR * bps, bps, bps, bps, boot)?;
-        out.region((BACKUP_BOOT_SECTOR + 1) * bps, bps, bps, bps, info)?;
+        out.region(FSINFO_SECTOR * bps, bps, bps, bps, &mut info)?;
+        out.region(BACKUP_BOOT_SECTOR * bps, bps, bps, bps, &mut boot)?;
+        out.region((BACKUP_BOOT_SECTOR + 1) * bps, bps, bps, bps, &mut info)?;
     }
     out.flush()?;
     // 3. Sector 0 last (FAT12/16 have no other boot-area sector).
-    out.region(0, bps, bps, bps, boot)?;
+    out.region(0, bps, bps, bps, &mut boot)?;
     out.flush()
 }
