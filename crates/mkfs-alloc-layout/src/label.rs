@@ -38,7 +38,7 @@ impl LabelText {
             bytes,
             len: cut as u8,
             utf16_len: label.encode_utf16().count() as u32,
-            trimmed_len: label.trim_end_matches(' ').len() as u32,
+            trimmed_len: trimmed_len(label.as_bytes()) as u32,
             truncated: cut < label.len(),
         }
     }
@@ -57,6 +57,33 @@ impl LabelText {
     /// Bytes of the whole label without its trailing spaces.
     pub fn trimmed_len(&self) -> usize {
         self.trimmed_len as usize
+    }
+
+    /// The kept bytes (whole characters of UTF-8).
+    fn bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    /// The kept characters, decoded from the kept bytes (valid UTF-8: they
+    /// were copied from a `str`; decoding here keeps the firmware free of
+    /// `str` validation code).
+    fn chars(&self) -> impl Iterator<Item = char> + '_ {
+        let b = self.bytes();
+        let mut i = 0;
+        core::iter::from_fn(move || {
+            let lead = u32::from(*b.get(i)?);
+            let (n, mut c) = match lead {
+                0..=0x7F => (1, lead),
+                0xC0..=0xDF => (2, lead & 0x1F),
+                0xE0..=0xEF => (3, lead & 0x0F),
+                _ => (4, lead & 0x07),
+            };
+            for k in 1..n {
+                c = (c << 6) | (u32::from(b.get(i + k).copied().unwrap_or(0)) & 0x3F);
+            }
+            i += n;
+            char::from_u32(c)
+        })
     }
 
     /// The label (its kept part).
@@ -191,6 +218,11 @@ pub enum EncodedLabel {
     Fat32([u8; 11]),
 }
 
+/// Bytes of `b` without its trailing spaces.
+fn trimmed_len(b: &[u8]) -> usize {
+    b.iter().rposition(|&c| c != b' ').map_or(0, |i| i + 1)
+}
+
 /// Validates an exFAT label and returns its UTF-16 code units (at most 11).
 ///
 /// # Errors
@@ -198,10 +230,25 @@ pub enum EncodedLabel {
 /// [`LabelError`] for a forbidden character (control characters and
 /// `" * / : < > ? \ |`) or more than 11 UTF-16 units.
 pub fn exfat_label(label: &str) -> Result<ExfatUnits, LabelError> {
-    for ch in label.chars() {
+    exfat_units(&LabelText::new(label))
+}
+
+/// [`exfat_label`] of a kept label.
+pub(crate) fn exfat_units(text: &LabelText) -> Result<ExfatUnits, LabelError> {
+    let too_long = |len| LabelError::TooLong {
+        label: *text,
+        len,
+        unit: "UTF-16 code units",
+        fs: "exFAT",
+    };
+    let len = text.utf16_len();
+    if text.is_truncated() {
+        return Err(too_long(len));
+    }
+    for ch in text.chars() {
         if (ch as u32) < 0x20 || matches!(ch, '"' | '*' | '/' | ':' | '<' | '>' | '?' | '\\' | '|') {
             return Err(LabelError::Forbidden {
-                label: LabelText::new(label),
+                label: *text,
                 ch,
                 code: ch as u32,
                 fs: "exFAT",
@@ -209,22 +256,19 @@ pub fn exfat_label(label: &str) -> Result<ExfatUnits, LabelError> {
             });
         }
     }
-    let text = LabelText::new(label);
-    let len = text.utf16_len as usize;
     if len > 11 {
-        return Err(LabelError::TooLong {
-            label: text,
-            len,
-            unit: "UTF-16 code units",
-            fs: "exFAT",
-        });
+        return Err(too_long(len));
     }
     let mut units = ExfatUnits {
         units: [0; 11],
         len: len as u8,
     };
-    for (dst, u) in units.units.iter_mut().zip(label.encode_utf16()) {
-        *dst = u;
+    let mut at = 0;
+    for ch in text.chars() {
+        for &u in ch.encode_utf16(&mut [0; 2]).iter() {
+            units.units[at] = u;
+            at += 1;
+        }
     }
     Ok(units)
 }
@@ -239,11 +283,27 @@ pub fn exfat_label(label: &str) -> Result<ExfatUnits, LabelError> {
 /// control characters, `" * + , . / : ; < = > ? [ \ ] |`), a leading
 /// space, or more than 11 bytes.
 pub fn fat_label(label: &str, fs: crate::FsKind) -> Result<[u8; 11], LabelError> {
+    fat_bytes(&LabelText::new(label), fs)
+}
+
+/// [`fat_label`] of a kept label.
+pub(crate) fn fat_bytes(text: &LabelText, fs: crate::FsKind) -> Result<[u8; 11], LabelError> {
     let fs = fs.display_name();
-    for ch in label.chars() {
+    let len = text.trimmed_len();
+    let too_long = LabelError::TooLong {
+        label: *text,
+        len,
+        unit: "bytes",
+        fs,
+    };
+    // A longer label is kept whole up to its trailing spaces, or too long.
+    if text.is_truncated() && len > 11 {
+        return Err(too_long);
+    }
+    for ch in text.chars() {
         if !ch.is_ascii() {
             return Err(LabelError::NonAscii {
-                label: LabelText::new(label),
+                label: *text,
                 ch,
                 fs,
             });
@@ -254,7 +314,7 @@ pub fn fat_label(label: &str, fs: crate::FsKind) -> Result<[u8; 11], LabelError>
         );
         if (ch as u32) < 0x20 || ch == '\x7f' || forbidden {
             return Err(LabelError::Forbidden {
-                label: LabelText::new(label),
+                label: *text,
                 ch,
                 code: ch as u32,
                 fs,
@@ -262,23 +322,15 @@ pub fn fat_label(label: &str, fs: crate::FsKind) -> Result<[u8; 11], LabelError>
             });
         }
     }
-    let trimmed = label.trim_end_matches(' ');
-    if trimmed.len() > 11 {
-        return Err(LabelError::TooLong {
-            label: LabelText::new(label),
-            len: trimmed.len(),
-            unit: "bytes",
-            fs,
-        });
+    if len > 11 {
+        return Err(too_long);
     }
-    if trimmed.starts_with(' ') {
-        return Err(LabelError::LeadingSpace {
-            label: LabelText::new(label),
-            fs,
-        });
+    let trimmed = &text.bytes()[..len];
+    if trimmed.first() == Some(&b' ') {
+        return Err(LabelError::LeadingSpace { label: *text, fs });
     }
     let mut out = [b' '; 11];
-    for (dst, b) in out.iter_mut().zip(trimmed.bytes()) {
+    for (dst, b) in out.iter_mut().zip(trimmed) {
         *dst = b.to_ascii_uppercase();
     }
     Ok(out)

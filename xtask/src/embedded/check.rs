@@ -280,6 +280,27 @@ fn fuse_round_trip(vol: &Path, work: &Path) -> Result<String, String> {
     }
     let dir = work.join("mnt");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    // exfat-fuse (run as root) wants a block device: a loop device over the
+    // volume's copy.
+    let out = Command::new("losetup")
+        .args(["-f", "--show"])
+        .arg(vol)
+        .output()
+        .map_err(|e| format!("cannot run losetup: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "losetup: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let result = fuse_on(Path::new(&dev), &dir);
+    let _ = Command::new("losetup").args(["-d", &dev]).status();
+    result
+}
+
+/// The mounts of [`fuse_round_trip`] on the loop device `vol`.
+fn fuse_on(vol: &Path, dir: &Path) -> Result<String, String> {
     let mount = |ro: bool| -> Result<(), String> {
         let mut cmd = Command::new("mount.exfat-fuse");
         if ro {
@@ -287,7 +308,7 @@ fn fuse_round_trip(vol: &Path, work: &Path) -> Result<String, String> {
         }
         let out = cmd
             .arg(vol)
-            .arg(&dir)
+            .arg(dir)
             .output()
             .map_err(|e| format!("cannot run mount.exfat-fuse: {e}"))?;
         if out.status.success() {
@@ -302,7 +323,7 @@ fn fuse_round_trip(vol: &Path, work: &Path) -> Result<String, String> {
     };
     let umount = || {
         Command::new("umount")
-            .arg(&dir)
+            .arg(dir)
             .status()
             .map_err(|e| e.to_string())
             .and_then(|s| s.success().then_some(()).ok_or(format!("umount: {s}")))

@@ -5,7 +5,7 @@ use super::ctx::Ctx;
 use super::pick::Chosen;
 use super::DEFAULT_ALIGN;
 use crate::error::PlanError;
-use crate::label::{exfat_label, fat_label, EncodedLabel, LabelError, LabelText};
+use crate::label::{exfat_units, fat_bytes, EncodedLabel, LabelText};
 use crate::options::{FormatOptions, FsKind, Timestamp};
 use crate::rules::{compat_max_cluster, ClusterRule, FsRule};
 use crate::units::Size;
@@ -97,26 +97,9 @@ pub(super) fn encode_label(
     let Some(l) = label else {
         return Ok(None);
     };
-    if l.is_truncated() {
-        // Longer than any valid label: only a FAT label trimmed of its
-        // trailing spaces can still fit, and then whole in what is kept.
-        let (len, unit) = match fs {
-            FsKind::Exfat => (l.utf16_len(), "UTF-16 code units"),
-            _ => (l.trimmed_len(), "bytes"),
-        };
-        if fs == FsKind::Exfat || len > 11 {
-            return Err(LabelError::TooLong {
-                label: *l,
-                len,
-                unit,
-                fs: fs.display_name(),
-            }
-            .into());
-        }
-    }
     let encoded = match fs {
-        FsKind::Exfat => EncodedLabel::Exfat(exfat_label(l)?),
-        fat => EncodedLabel::Fat32(fat_label(l, fat)?),
+        FsKind::Exfat => EncodedLabel::Exfat(exfat_units(l)?),
+        fat => EncodedLabel::Fat32(fat_bytes(l, fat)?),
     };
     Ok(Some((*l, encoded)))
 }
