@@ -44,6 +44,9 @@ struct Job {
     name: &'static [u8],
     fs: FsKind,
     table: Table,
+    /// FatFs's `n_fat` and `n_root` (`None`: the defaults, 2 and 512).
+    fats: Option<u8>,
+    root_entries: Option<u32>,
 }
 
 /// The disks, in the harness's order (`xtask/src/embedded/mod.rs`, `JOBS`).
@@ -53,12 +56,25 @@ const JOBS: &[Job] = &[
         name: b"exfat-mbr.img\0",
         fs: FsKind::Exfat,
         table: Table::Mbr,
+        fats: None,
+        root_entries: None,
     },
     // --fs fat32 --table mbr --label CARD
     Job {
         name: b"fat32-mbr.img\0",
         fs: FsKind::Fat32,
         table: Table::Mbr,
+        fats: None,
+        root_entries: None,
+    },
+    // --fs fat16 --table none --fats 1 --root-entries 256 --label CARD
+    // (FatFs: FM_FAT | FM_SFD, n_fat 1, n_root 256)
+    Job {
+        name: b"fat16-sfd.img\0",
+        fs: FsKind::Fat16,
+        table: Table::None,
+        fats: Some(1),
+        root_entries: Some(256),
     },
 ];
 
@@ -96,10 +112,13 @@ fn format_job(job: &Job, block: &mut Block) -> bool {
     let Some(card) = HostDisk::open(job.name) else {
         return false;
     };
-    let opts = FormatOptions::new()
+    let mut opts = FormatOptions::new()
         .fs(job.fs)
         .label("CARD")
         .pinned(SERIAL, TIME);
+    // Checked by planning, before anything is written.
+    opts.fats = job.fats;
+    opts.root_entries = job.root_entries;
     format_sdmmc(&card, block, &opts, job.table).is_ok()
 }
 

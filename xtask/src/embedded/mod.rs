@@ -101,6 +101,12 @@ pub(crate) const JOBS: &[Job] = &[
         args: "--fs fat32 --table mbr --label CARD",
         exfat: false,
     },
+    Job {
+        name: "fat16-sfd.img",
+        size: 32 << 20,
+        args: "--fs fat16 --table none --fats 1 --root-entries 256 --label CARD",
+        exfat: false,
+    },
 ];
 
 /// What the firmware printed.

@@ -226,6 +226,7 @@ pub(super) const CASES: &[Case] = &[
     // the same bytes as the CLI's, through the kernel's drivers too.
     firmware("fw-exfat-mbr", Exfat, "exfat-mbr.img").ci(),
     firmware("fw-fat32-mbr", Vfat, "fat32-mbr.img").ci(),
+    firmware("fw-fat16-sfd", Vfat, "fat16-sfd.img").ci(),
     // Controls: the peers' images, judged against `mkfs-alloc info`.
     peer("ctl-mkfs.exfat", Exfat, 512, GIB, "mkfs.exfat", "-L CTRL").ci(),
     peer("ctl-mkfs.fat", Vfat, 512, GIB, "mkfs.fat", "-F 32 -n CTRL").ci(),
