@@ -8,13 +8,18 @@ bytes, in a sparse BACKING file. Beyond the real size it behaves as MODE:
               the classic fake: the high address bits are not connected)
   limbo       writes beyond REAL are dropped; reads there return zeros
   genuine     no lie (ANNOUNCED == REAL)
+  eio         a stick dying while written: writes reaching REAL or beyond
+              fail with EIO; reads work (ANNOUNCED bytes are stored)
 
 A write cache of CACHE bytes (whole 4 KiB pages, last written first out)
 answers reads of the pages written last, like the caches fakes use to pass
 read-after-write checks. `losetup --direct-io=on` over the file gives a block
 device that lies about its size.
 
-Usage: fakestick.py MOUNTPOINT BACKING MODE ANNOUNCED REAL [CACHE]
+A RATE (bytes per second, 0: unlimited) slows the writes down to a USB
+stick's pace (`cargo xtask bench --batch`).
+
+Usage: fakestick.py MOUNTPOINT BACKING MODE ANNOUNCED REAL [CACHE [RATE]]
 """
 
 import collections
@@ -31,9 +36,10 @@ PAGE = 4096
 
 
 class FakeStick(Operations):
-    def __init__(self, backing, mode, announced, real, cache):
+    def __init__(self, backing, mode, announced, real, cache, rate=0):
+        self.rate = rate
         self.fd = os.open(backing, os.O_RDWR | os.O_CREAT, 0o600)
-        os.ftruncate(self.fd, real)
+        os.ftruncate(self.fd, announced if mode == "eio" else real)
         self.mode = mode
         self.announced = announced
         self.real = real
@@ -46,7 +52,7 @@ class FakeStick(Operations):
     def _target(self, off):
         if self.mode == "wraparound":
             return off % self.real
-        if off < self.real:
+        if off < self.real or self.mode == "eio":
             return off
         return None
 
@@ -79,6 +85,10 @@ class FakeStick(Operations):
         if length != self.announced:
             raise FuseOSError(errno.EPERM)
 
+    def _dying(self, off, size):
+        if self.mode == "eio" and off + size > self.real:
+            raise FuseOSError(errno.EIO)
+
     def read(self, path, size, off, fh):
         size = max(0, min(size, self.announced - off))
         out = []
@@ -99,6 +109,7 @@ class FakeStick(Operations):
     def write(self, path, data, off, fh):
         if off + len(data) > self.announced:
             raise FuseOSError(errno.ENOSPC)
+        self._dying(off, len(data))
         with self.mutex:
             pos = 0
             for o, n in self._pieces(off, len(data)):
@@ -118,6 +129,8 @@ class FakeStick(Operations):
                     self.cache[page] = bytes(cur)
                     while len(self.cache) > self.cache_pages:
                         self.cache.popitem(last=False)
+        if self.rate:
+            time.sleep(len(data) / self.rate)
         return len(data)
 
     def flush(self, path, fh):
@@ -131,14 +144,15 @@ class FakeStick(Operations):
 
 
 def main():
-    if len(sys.argv) not in (6, 7):
+    if len(sys.argv) not in (6, 7, 8):
         sys.exit(__doc__)
     mnt, backing, mode = sys.argv[1], sys.argv[2], sys.argv[3]
     announced, real = int(sys.argv[4]), int(sys.argv[5])
-    cache = int(sys.argv[6]) if len(sys.argv) == 7 else 0
-    if mode not in ("wraparound", "limbo", "genuine") or real <= 0 or real > announced:
+    cache = int(sys.argv[6]) if len(sys.argv) >= 7 else 0
+    rate = int(sys.argv[7]) if len(sys.argv) == 8 else 0
+    if mode not in ("wraparound", "limbo", "genuine", "eio") or real <= 0 or real > announced:
         sys.exit(__doc__)
-    FUSE(FakeStick(backing, mode, announced, real, cache), mnt, foreground=True,
+    FUSE(FakeStick(backing, mode, announced, real, cache, rate), mnt, foreground=True,
          nothreads=True, direct_io=True, big_writes=True, max_write=1 << 20,
          max_read=1 << 20, allow_other=True)
 

@@ -15,6 +15,9 @@ pub enum Mode {
     Wraparound,
     /// Writes beyond the real size are dropped, reads there return zeros.
     Limbo,
+    /// A stick dying while written: writes reaching the "real" size or
+    /// beyond fail with EIO; reads work.
+    Eio,
 }
 
 /// A mounted fake with its loop device; detached and unmounted on drop.
@@ -35,6 +38,7 @@ impl FakeStick {
         let name = match mode {
             Mode::Wraparound => "wraparound",
             Mode::Limbo => "limbo",
+            Mode::Eio => "eio",
         };
         let mount = fakestick_mount(&mnt, &backing, name, announced, real, cache);
         let dev = LoopDevice::attach_direct(&mnt.join("stick"));

@@ -32,7 +32,7 @@ fn fill(rng: &mut Rng, buf: &mut [u8]) {
 
 /// `files` files of 0..=44,000 bytes (22 KB on average, as the issue's
 /// 20,000 files of 440 MB), 100 to a directory.
-fn small_tree(dir: &Path, files: u64) -> Result<u64, String> {
+pub(crate) fn small_tree(dir: &Path, files: u64) -> Result<u64, String> {
     let mut rng = Rng(files);
     let mut total = 0;
     let mut buf = vec![0u8; 44_001];
@@ -54,7 +54,7 @@ fn small_tree(dir: &Path, files: u64) -> Result<u64, String> {
 }
 
 /// Four files of 256 MiB.
-fn large_tree(dir: &Path) -> Result<u64, String> {
+pub(crate) fn large_tree(dir: &Path) -> Result<u64, String> {
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let mut rng = Rng(7);
     let mut buf = vec![0u8; 4 * MIB as usize];
@@ -69,7 +69,7 @@ fn large_tree(dir: &Path) -> Result<u64, String> {
     Ok(4 * 256 * MIB)
 }
 
-fn sh(script: &str, args: &[&Path]) -> Command {
+pub(crate) fn sh(script: &str, args: &[&Path]) -> Command {
     let mut c = Command::new("sh");
     c.arg("-c").arg(script).arg("sh").args(args);
     c

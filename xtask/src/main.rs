@@ -73,7 +73,7 @@ const COMMANDS: &[Cmd] = &[
     ),
     (
         "bench",
-        "mkfs-alloc vs mkfs.exfat / mkfs.fat side by side [--reps N] [--quick] [--write]",
+        "mkfs-alloc vs mkfs.exfat / mkfs.fat side by side [--reps N] [--quick] [--write]; --populate: --rootdir vs mkfs + copy; --batch (root): 8 targets in one run vs 8 runs, --verify vs dd",
         bench_cmd,
     ),
     (
@@ -127,6 +127,11 @@ const COMMANDS: &[Cmd] = &[
         uboot::test_uboot_cmd,
     ),
     (
+        "features",
+        "every library crate checked with no default features, all features, and its tests alone",
+        features::features_cmd,
+    ),
+    (
         "tidy",
         "the source-text invariants of ARCHITECTURE.md (file length, byte offsets outside ondisk, CLI flags in libraries, docs lints, no_std) [--no-std: also build the no_std crates]",
         tidy::tidy_cmd,
@@ -134,9 +139,12 @@ const COMMANDS: &[Cmd] = &[
 ];
 
 mod bench;
+mod bench_batch;
+mod bench_hosts;
 mod bench_populate;
 mod dist;
 mod embedded;
+mod features;
 mod fuzz;
 mod kernel;
 mod package;
@@ -263,18 +271,31 @@ const BENCH_END: &str = "<!-- bench:end -->";
 /// Markers around the populate table in BENCHMARKS.md.
 const POP_BEGIN: &str = "<!-- bench-populate:begin -->";
 const POP_END: &str = "<!-- bench-populate:end -->";
+/// Markers around the batch tables in BENCHMARKS.md.
+const BATCH_BEGIN: &str = "<!-- bench-batch:begin -->";
+const BATCH_END: &str = "<!-- bench-batch:end -->";
+/// Markers around the host file systems' table (clones) in BENCHMARKS.md.
+const HOSTS_BEGIN: &str = "<!-- bench-hosts:begin -->";
+const HOSTS_END: &str = "<!-- bench-hosts:end -->";
 
 fn bench_cmd(args: &[String]) -> Result<(), String> {
     let mut reps = 5usize;
     let mut quick = false;
     let mut write = false;
     let mut populate = false;
+    let mut batch = false;
+    let mut hosts_only = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--quick" => quick = true,
             "--write" => write = true,
             "--populate" => populate = true,
+            "--batch" => batch = true,
+            "--hosts-only" => {
+                populate = true;
+                hosts_only = true;
+            }
             "--reps" => {
                 reps = it
                     .next()
@@ -284,7 +305,7 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
             }
             other => {
                 return Err(format!(
-                    "unknown option {other:?}; valid: --reps N, --quick, --write, --populate"
+                    "unknown option {other:?}; valid: --reps N, --quick, --write, --populate, --hosts-only, --batch"
                 ))
             }
         }
@@ -307,25 +328,40 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
     }
     .join("release")
     .join("mkfs-alloc");
-    let (table, begin, end) = if populate {
-        (bench_populate::run(&bin, reps, quick)?, POP_BEGIN, POP_END)
-    } else {
-        (bench::run(&bin, reps, quick)?, BENCH_BEGIN, BENCH_END)
-    };
-    println!("{table}");
-    if write {
-        let path = root.join("BENCHMARKS.md");
-        let doc = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let (Some(a), Some(b)) = (doc.find(begin), doc.find(end)) else {
-            return Err(format!(
-                "{} has no {begin} ... {end} markers",
-                path.display()
-            ));
-        };
-        let new = format!("{}{begin}\n{table}{}", &doc[..a], &doc[b..]);
-        std::fs::write(&path, new).map_err(|e| format!("{}: {e}", path.display()))?;
-        eprintln!("xtask: updated {}", path.display());
+    let mut tables = Vec::new();
+    if batch {
+        tables.push((bench_batch::run(&bin, reps, quick)?, BATCH_BEGIN, BATCH_END));
+    } else if !populate {
+        tables.push((bench::run(&bin, reps, quick)?, BENCH_BEGIN, BENCH_END));
     }
+    if populate && !hosts_only && !batch {
+        tables.push((bench_populate::run(&bin, reps, quick)?, POP_BEGIN, POP_END));
+    }
+    if populate && !batch {
+        // XFS (reflink=1) and ext4 on loop devices: root, as the peers' mounts.
+        tables.push((bench_hosts::run(&bin, reps, quick)?, HOSTS_BEGIN, HOSTS_END));
+    }
+    for (table, begin, end) in &tables {
+        println!("{table}");
+        if write {
+            write_table(&root.join("BENCHMARKS.md"), table, begin, end)?;
+        }
+    }
+    Ok(())
+}
+
+/// Replaces the text between `begin` and `end` in `path` with `table`.
+fn write_table(path: &Path, table: &str, begin: &str, end: &str) -> Result<(), String> {
+    let doc = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (Some(a), Some(b)) = (doc.find(begin), doc.find(end)) else {
+        return Err(format!(
+            "{} has no {begin} ... {end} markers",
+            path.display()
+        ));
+    };
+    let new = format!("{}{begin}\n{table}{}", &doc[..a], &doc[b..]);
+    std::fs::write(path, new).map_err(|e| format!("{}: {e}", path.display()))?;
+    eprintln!("xtask: updated {}", path.display());
     Ok(())
 }
 

@@ -30,6 +30,9 @@ pub struct Fake {
     pub real: u64,
     /// Bytes of write cache.
     pub cache: u64,
+    /// Write speed in bytes per second (0: as fast as it goes; a
+    /// `genuine` fake with a rate is served over FUSE too).
+    pub rate: u64,
 }
 
 const FAKES: &[Fake] = &[
@@ -38,24 +41,28 @@ const FAKES: &[Fake] = &[
         announced: 16 * GIB,
         real: 2 * GIB,
         cache: 0,
+        rate: 0,
     },
     Fake {
         mode: "wraparound",
         announced: 32 * GIB,
         real: 4 * GIB,
         cache: MIB,
+        rate: 0,
     },
     Fake {
         mode: "limbo",
         announced: 16 * GIB,
         real: 3 * GIB,
         cache: 4 * MIB,
+        rate: 0,
     },
     Fake {
         mode: "genuine",
         announced: 16 * GIB,
         real: 16 * GIB,
         cache: 0,
+        rate: 0,
     },
 ];
 
@@ -99,7 +106,7 @@ impl Mounted {
             child: None,
             dev: String::new(),
         };
-        let file = if f.mode == "genuine" {
+        let file = if f.mode == "genuine" && f.rate == 0 {
             std::fs::File::create(&backing)
                 .and_then(|fh| fh.set_len(f.announced))
                 .map_err(|e| format!("{}: {e}", backing.display()))?;
@@ -115,6 +122,7 @@ impl Mounted {
                     f.announced.to_string(),
                     f.real.to_string(),
                     f.cache.to_string(),
+                    f.rate.to_string(),
                 ])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())

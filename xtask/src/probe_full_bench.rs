@@ -38,12 +38,14 @@ const DEVICES: &[Fake] = &[
         announced: 1 << 30,
         real: 1 << 30,
         cache: 0,
+        rate: 0,
     },
     Fake {
         mode: "wraparound",
         announced: 1_000_000_000,
         real: 768 * MIB,
         cache: 0,
+        rate: 0,
     },
 ];
 

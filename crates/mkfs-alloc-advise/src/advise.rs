@@ -254,7 +254,7 @@ pub fn advise_with(
         .map(|&fs| {
             let base = FormatOptions::new()
                 .fs(FsChoice::Fixed(fs))
-                .label(ASSUMED_LABEL.to_string());
+                .label(ASSUMED_LABEL);
             fs_advice(fs, &base, &medium, data, policy)
         })
         .collect::<Result<Vec<_>, _>>()?;

@@ -217,6 +217,21 @@ impl ImageFile {
         &self.path
     }
 
+    /// Writes the file's data to its disk and drops it from the page cache
+    /// (`fdatasync`, then `posix_fadvise(POSIX_FADV_DONTNEED)` on Linux), so
+    /// that the next reads come from the disk: a read-back check after a
+    /// format. Elsewhere only the sync.
+    ///
+    /// # Errors
+    ///
+    /// The sync's or the advice's error.
+    pub fn forget_cached(&self) -> io::Result<()> {
+        self.file.sync_data()?;
+        #[cfg(target_os = "linux")]
+        rustix::fs::fadvise(&self.file, 0, None, rustix::fs::Advice::DontNeed)?;
+        Ok(())
+    }
+
     /// The open file (for [`FileCopier`](crate::FileCopier)).
     pub(crate) fn file(&self) -> &File {
         &self.file

@@ -6,36 +6,24 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::mem::{offset_of, size_of};
 use std::path::Path;
 
 use crc::{Crc, CRC_32_ISO_HDLC};
+use mkfs_alloc_ondisk::journal::{
+    trailing_crc, CommitSlot, FieldLen, JournalHeaderV2, JournalPrefix, RecordHead, RecordHeadV1,
+    RecordTailV1, COMMIT_SLOTS, COMMIT_SLOT_CHECKED, HEADER_V2_LEN, JOURNAL_MAGIC, RECORDS_V1_AT,
+    RECORDS_V2_AT, RECORD_HEAD_CHECKED,
+};
+use mkfs_alloc_ondisk::zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use crate::backup::{Backup, Loaded, RunInfo};
 
 const CRC: Crc<u32> = Crc::<u32>::new(&CRC_32_ISO_HDLC);
-const MAGIC: [u8; 8] = *b"MKFSPRJ1";
 /// The format version this crate writes.
 pub const JOURNAL_VERSION: u32 = 2;
-const HEADER_LEN: usize = 512;
-const SLOTS: [u64; 2] = [512, 1024];
-const SLOT_LEN: usize = 20;
-const RECORDS_AT: u64 = 1536;
-const HEAD_LEN: usize = 24;
-const V1_HEADER_LEN: u64 = 32;
 /// Longest identity string kept (bytes); longer ones are cut at a character.
 const MAX_FIELD: usize = 150;
-
-fn le32(b: &[u8], at: usize) -> u32 {
-    let mut a = [0u8; 4];
-    a.copy_from_slice(&b[at..at + 4]);
-    u32::from_le_bytes(a)
-}
-
-fn le64(b: &[u8], at: usize) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(a)
-}
 
 /// What identifies the probed device, as far as the operating system tells
 /// (the CLI fills it from the device crate). Stored in the journal, and
@@ -220,12 +208,17 @@ impl Journal {
         if len == 0 {
             return Err(JournalError::Empty);
         }
-        let mut h = vec![0u8; HEADER_LEN.min(len as usize)];
+        let mut h = vec![0u8; HEADER_V2_LEN.min(usize::try_from(len).unwrap_or(usize::MAX))];
         file.read_exact(&mut h)?;
-        if h.len() < 12 || h[..8] != MAGIC {
+        // The magic and the version (12 bytes) decide what the file is; a
+        // shorter version 1 header is a journal that holds nothing.
+        let mut prefix = JournalPrefix::new_zeroed();
+        let known = h.len().min(size_of::<JournalPrefix>());
+        prefix.as_mut_bytes()[..known].copy_from_slice(&h[..known]);
+        if known < offset_of!(JournalPrefix, unit_bytes) || prefix.magic != JOURNAL_MAGIC {
             return Err(JournalError::NotAJournal);
         }
-        let version = le32(&h, 8);
+        let version = prefix.version.get();
         let mut j = Journal {
             file,
             identity: DeviceIdentity::default(),
@@ -236,31 +229,31 @@ impl Journal {
             restored: false,
         };
         match version {
-            1 => j.open_v1(&h, len)?,
+            1 => j.open_v1(&prefix, known, len)?,
             JOURNAL_VERSION => j.open_v2(&h, len)?,
             v => return Err(JournalError::Version(v)),
         }
         Ok(j)
     }
 
-    fn open_v1(&mut self, h: &[u8], len: u64) -> Result<(), JournalError> {
-        if (h.len() as u64) < V1_HEADER_LEN {
+    fn open_v1(&mut self, h: &JournalPrefix, known: usize, len: u64) -> Result<(), JournalError> {
+        if known < size_of::<JournalPrefix>() {
             return Err(JournalError::Empty);
         }
-        let unit_bytes = le32(h, 12);
+        let unit_bytes = h.unit_bytes.get();
         if !unit_ok(unit_bytes) {
             return Err(JournalError::DamagedHeader);
         }
         let header = JournalHeader {
             version: 1,
             unit_bytes,
-            announced_bytes: le64(h, 16),
+            announced_bytes: h.announced_bytes.get(),
             block_size: None,
             salt: None,
             identity: DeviceIdentity::default(),
         };
         self.header = Some(header);
-        self.records = len.saturating_sub(V1_HEADER_LEN) / self.record_len();
+        self.records = len.saturating_sub(RECORDS_V1_AT) / self.record_len();
         self.committed = self.records;
         if self.committed == 0 {
             return Err(JournalError::Empty);
@@ -269,22 +262,25 @@ impl Journal {
     }
 
     fn open_v2(&mut self, h: &[u8], len: u64) -> Result<(), JournalError> {
-        if len <= RECORDS_AT {
+        if len <= RECORDS_V2_AT {
             // The probe stopped before its first record.
             return Err(JournalError::Empty);
         }
-        if CRC.checksum(&h[..HEADER_LEN - 4]) != le32(h, HEADER_LEN - 4) {
+        let checked = HEADER_V2_LEN - size_of::<RecordTailV1>();
+        if trailing_crc(h) != Some(CRC.checksum(&h[..checked])) {
             return Err(JournalError::DamagedHeader);
         }
-        let unit_bytes = le32(h, 12);
+        let (fixed, mut rest) =
+            JournalHeaderV2::read_from_prefix(h).map_err(|_| JournalError::DamagedHeader)?;
+        let unit_bytes = fixed.prefix.unit_bytes.get();
         if !unit_ok(unit_bytes) {
             return Err(JournalError::DamagedHeader);
         }
-        let mut at = 40;
         let mut field = || -> Option<String> {
-            let n = usize::from(u16::from_le_bytes([h[at], h[at + 1]]));
-            let s = String::from_utf8_lossy(h.get(at + 2..at + 2 + n)?).into_owned();
-            at += 2 + n;
+            let (n, tail) = FieldLen::read_from_prefix(rest).ok()?;
+            let bytes = tail.get(..usize::from(n.len.get()))?;
+            rest = &tail[bytes.len()..];
+            let s = String::from_utf8_lossy(bytes).into_owned();
             (!s.is_empty()).then_some(s)
         };
         let identity = DeviceIdentity {
@@ -295,23 +291,23 @@ impl Journal {
         self.header = Some(JournalHeader {
             version: JOURNAL_VERSION,
             unit_bytes,
-            announced_bytes: le64(h, 16),
-            block_size: Some(le32(h, 24)),
-            salt: Some(le64(h, 32)),
+            announced_bytes: fixed.prefix.announced_bytes.get(),
+            block_size: Some(fixed.prefix.block_size.get()),
+            salt: Some(fixed.salt.get()),
             identity: identity.clone(),
         });
         self.identity = identity;
         let mut best: Option<(u32, u32, u64)> = None;
-        for at in SLOTS {
-            let mut s = [0u8; SLOT_LEN];
+        for at in COMMIT_SLOTS {
+            let mut s = CommitSlot::new_zeroed();
             self.file.seek(SeekFrom::Start(at))?;
-            if self.file.read_exact(&mut s).is_err() {
+            if self.file.read_exact(s.as_mut_bytes()).is_err() {
                 continue;
             }
-            if CRC.checksum(&s[..16]) != le32(&s, 16) {
+            if CRC.checksum(&s.as_bytes()[..COMMIT_SLOT_CHECKED]) != s.crc.get() {
                 continue;
             }
-            let slot = (le32(&s, 0), le32(&s, 4), le64(&s, 8));
+            let slot = (s.seq.get(), s.state.get(), s.committed.get());
             if best.is_none_or(|b| slot.0 > b.0) {
                 best = Some(slot);
             }
@@ -323,7 +319,7 @@ impl Journal {
         self.seq = seq;
         self.restored = state == 1;
         self.committed = committed;
-        self.records = (len - RECORDS_AT) / self.record_len();
+        self.records = (len - RECORDS_V2_AT) / self.record_len();
         if committed == 0 {
             return Err(JournalError::Empty);
         }
@@ -374,15 +370,19 @@ impl Journal {
     }
 
     fn record_len(&self) -> u64 {
-        let head = if self.version() == 1 { 12 } else { HEAD_LEN };
+        let head = if self.version() == 1 {
+            size_of::<RecordHeadV1>() + size_of::<RecordTailV1>()
+        } else {
+            size_of::<RecordHead>()
+        };
         head as u64 + u64::from(self.unit_bytes())
     }
 
     fn record_at(&self, index: u64) -> u64 {
         let first = if self.version() == 1 {
-            V1_HEADER_LEN
+            RECORDS_V1_AT
         } else {
-            RECORDS_AT
+            RECORDS_V2_AT
         };
         first + index * self.record_len()
     }
@@ -400,20 +400,28 @@ impl Journal {
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(Record::Missing),
             Err(e) => return Err(e),
         }
+        let damaged_v1 = Ok(Record::Damaged(None));
         if self.version() == 1 {
-            let body = rec.len() - 4;
-            if CRC.checksum(&rec[..body]) != le32(&rec, body) {
-                return Ok(Record::Damaged(None));
+            let Ok((checked, tail)) = RecordTailV1::ref_from_suffix(&rec) else {
+                return damaged_v1;
+            };
+            let Ok((head, body)) = RecordHeadV1::ref_from_prefix(checked) else {
+                return damaged_v1;
+            };
+            if CRC.checksum(checked) != tail.crc.get() {
+                return damaged_v1;
             }
-            data.copy_from_slice(&rec[8..body]);
-            return Ok(Record::Intact(le64(&rec, 0)));
+            data.copy_from_slice(body);
+            return Ok(Record::Intact(head.unit.get()));
         }
-        let (head, body) = rec.split_at(HEAD_LEN);
-        if CRC.checksum(&head[..20]) != le32(head, 20) {
+        let Ok((head, body)) = RecordHead::ref_from_prefix(&rec) else {
+            return Ok(Record::Damaged(None));
+        };
+        if CRC.checksum(&head.as_bytes()[..RECORD_HEAD_CHECKED]) != head.head_crc.get() {
             return Ok(Record::Damaged(None));
         }
-        let unit = le64(head, 8);
-        if le64(head, 0) != index || CRC.checksum(body) != le32(head, 16) {
+        let unit = head.unit.get();
+        if head.index.get() != index || CRC.checksum(body) != head.data_crc.get() {
             return Ok(Record::Damaged(Some(unit)));
         }
         data.copy_from_slice(body);
@@ -422,14 +430,16 @@ impl Journal {
 
     fn write_slot(&mut self, committed: u64, restored: bool) -> io::Result<()> {
         let seq = self.seq + 1;
-        let mut s = [0u8; SLOT_LEN];
-        s[..4].copy_from_slice(&seq.to_le_bytes());
-        s[4..8].copy_from_slice(&u32::from(restored).to_le_bytes());
-        s[8..16].copy_from_slice(&committed.to_le_bytes());
-        let crc = CRC.checksum(&s[..16]);
-        s[16..].copy_from_slice(&crc.to_le_bytes());
-        self.file.seek(SeekFrom::Start(SLOTS[(seq % 2) as usize]))?;
-        self.file.write_all(&s)?;
+        let mut s = CommitSlot {
+            seq: seq.into(),
+            state: u32::from(restored).into(),
+            committed: committed.into(),
+            crc: 0.into(),
+        };
+        s.crc = CRC.checksum(&s.as_bytes()[..COMMIT_SLOT_CHECKED]).into();
+        self.file
+            .seek(SeekFrom::Start(COMMIT_SLOTS[usize::from(seq % 2 == 1)]))?;
+        self.file.write_all(s.as_bytes())?;
         self.file.sync_data()?;
         self.seq = seq;
         self.committed = committed;
@@ -457,26 +467,38 @@ fn unit_ok(unit_bytes: u32) -> bool {
 }
 
 fn header_bytes(run: &RunInfo, id: &DeviceIdentity) -> Vec<u8> {
-    let mut h = vec![0u8; HEADER_LEN];
-    h[..8].copy_from_slice(&MAGIC);
-    h[8..12].copy_from_slice(&JOURNAL_VERSION.to_le_bytes());
-    h[12..16].copy_from_slice(&run.unit_bytes.to_le_bytes());
-    h[16..24].copy_from_slice(&run.announced_bytes.to_le_bytes());
-    h[24..28].copy_from_slice(&run.block_size.to_le_bytes());
-    h[32..40].copy_from_slice(&run.salt.to_le_bytes());
-    let mut at = 40;
+    let fixed = JournalHeaderV2 {
+        prefix: JournalPrefix {
+            magic: JOURNAL_MAGIC,
+            version: JOURNAL_VERSION.into(),
+            unit_bytes: run.unit_bytes.into(),
+            announced_bytes: run.announced_bytes.into(),
+            block_size: run.block_size.into(),
+            reserved: [0; 4],
+        },
+        salt: run.salt.into(),
+    };
+    let mut h = Vec::with_capacity(HEADER_V2_LEN);
+    h.extend_from_slice(fixed.as_bytes());
+    // Three fields of at most MAX_FIELD bytes each fit before the CRC.
     for f in [&id.serial, &id.model, &id.path] {
         let s = f.as_deref().unwrap_or("");
         let mut n = s.len().min(MAX_FIELD);
         while !s.is_char_boundary(n) {
             n -= 1;
         }
-        h[at..at + 2].copy_from_slice(&(n as u16).to_le_bytes());
-        h[at + 2..at + 2 + n].copy_from_slice(&s.as_bytes()[..n]);
-        at += 2 + n;
+        let len = FieldLen {
+            len: u16::try_from(n).unwrap_or(0).into(),
+        };
+        h.extend_from_slice(len.as_bytes());
+        h.extend_from_slice(&s.as_bytes()[..n]);
     }
-    let crc = CRC.checksum(&h[..HEADER_LEN - 4]);
-    h[HEADER_LEN - 4..].copy_from_slice(&crc.to_le_bytes());
+    let checked = HEADER_V2_LEN - size_of::<RecordTailV1>();
+    h.resize(checked, 0);
+    let crc = RecordTailV1 {
+        crc: CRC.checksum(&h).into(),
+    };
+    h.extend_from_slice(crc.as_bytes());
     h
 }
 
@@ -498,12 +520,15 @@ impl Backup for Journal {
     }
 
     fn save(&mut self, unit: u64, data: &[u8]) -> io::Result<()> {
+        let mut head = RecordHead {
+            index: self.records.into(),
+            unit: unit.into(),
+            data_crc: CRC.checksum(data).into(),
+            head_crc: 0.into(),
+        };
+        head.head_crc = CRC.checksum(&head.as_bytes()[..RECORD_HEAD_CHECKED]).into();
         let mut rec = Vec::with_capacity(self.record_len() as usize);
-        rec.extend_from_slice(&self.records.to_le_bytes());
-        rec.extend_from_slice(&unit.to_le_bytes());
-        rec.extend_from_slice(&CRC.checksum(data).to_le_bytes());
-        let head = CRC.checksum(&rec);
-        rec.extend_from_slice(&head.to_le_bytes());
+        rec.extend_from_slice(head.as_bytes());
         rec.extend_from_slice(data);
         self.file
             .seek(SeekFrom::Start(self.record_at(self.records)))?;

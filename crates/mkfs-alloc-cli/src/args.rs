@@ -32,6 +32,8 @@ Examples:
     mkfs-alloc --layout sd --size 64GB --label CARD card.img
   Machine-readable plan and summary:
     mkfs-alloc --json --dry-run --size 64G a.img
+  Eight sticks at once, numbered, filled from a folder and read back:
+    mkfs-alloc --fs exfat --label 'KIT{n:03}' --rootdir kit/ --verify /dev/sd[b-i]
 
 Sizes: K M G T P E (either case) and KiB..EiB are binary (4K = 4096),
 kB MB GB TB PB EB decimal (8GB = 8,000,000,000); no space before the unit.
@@ -43,7 +45,8 @@ A target named like a command (list, advise, info, probe, completions, help)
 is written as a path: ./list.
 Exit codes: 0 success; 1 I/O failure after writing began; 2 nothing was
 written: invalid input, a refusal (read-only, permission denied, busy,
-locked, mounted) or an error before the first write.
+locked, mounted) or an error before the first write. With several targets:
+0 only if every target succeeded, 2 if nothing was written anywhere, else 1.
 --json anywhere on the line prints one JSON document (--help: {\"help\": ...},
 --version: {\"name\": ..., \"version\": ...}).";
 
@@ -75,6 +78,28 @@ pub enum TableArg {
     Mbr,
     /// GPT with one Microsoft Basic Data partition named after the label.
     Gpt,
+}
+
+/// How `--rootdir` file data reaches an image file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CopyArg {
+    /// Shared with the source file (a reflink) where the image's file
+    /// system can (XFS with reflink=1, btrfs), else copied by the kernel.
+    Auto,
+    /// Shared with the source, or refused before anything is written.
+    Reflink,
+    /// Read and written: never shared.
+    Copy,
+}
+
+/// What TARGET receives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// The medium itself: an image file or a device.
+    Raw,
+    /// An Android sparse image of the medium (fastboot, simg2img): the
+    /// blocks the format wrote or needs as zeros, the rest left out.
+    Sparse,
 }
 
 /// Volume layout argument.
@@ -200,10 +225,25 @@ pub struct FormatArgs {
     /// footprint, 0 to 1000 (default 10).
     #[arg(long, value_name = "PERCENT", allow_negative_numbers = true)]
     pub slack: Option<f64>,
+    /// With --rootdir into an image file, how file data gets there: "auto"
+    /// (default) shares it with the source files where the image's file
+    /// system can (reflinks), else the kernel copies it; "reflink" shares or
+    /// refuses (exit 2, nothing written); "copy" reads and writes it.
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub copy: Option<CopyArg>,
+    /// Also write a bmaptool block map of the image to FILE: the blocks the
+    /// format wrote or needs as zeros; `bmaptool copy` writes only those.
+    #[arg(long, value_name = "FILE")]
+    pub bmap: Option<PathBuf>,
+    /// "raw": TARGET is the medium; "sparse": TARGET ("-": standard output)
+    /// receives an Android sparse image of a new image of --size.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = OutputFormat::Raw)]
+    pub output_format: OutputFormat,
     /// Volume label (exFAT: up to 11 UTF-16 units; FAT32: up to 11 ASCII bytes).
     #[arg(long, short = 'L')]
     pub label: Option<String>,
-    /// Volume serial number in hex (e.g. 1234ABCD or 1234-ABCD); pins every identifier written.
+    /// Volume serial number in hex (e.g. 1234ABCD or 1234-ABCD); pins every identifier written
+    /// (so does SOURCE_DATE_EPOCH; otherwise the GUIDs are random).
     #[arg(long, value_name = "HEX")]
     pub serial: Option<String>,
     /// Logical sector size of the file system: 512, 1024, 2048 or 4096
@@ -230,8 +270,9 @@ pub struct FormatArgs {
     /// One FAT leaves no copy for repair tools to fall back on.
     #[arg(long, value_name = "N")]
     pub fats: Option<u8>,
-    /// Write an exFAT Volume GUID entry (derived from the serial). Off by
-    /// default: exfatprogs' fsck.exfat 1.2 reports it as an unknown entry.
+    /// Write an exFAT Volume GUID entry (random; derived from the serial
+    /// with --serial or SOURCE_DATE_EPOCH). Off by default: exfatprogs'
+    /// fsck.exfat 1.2 reports it as an unknown entry.
     #[arg(long)]
     pub volume_guid: bool,
     /// Volume layout: "standard", or "sd" for the SD Association's layout
@@ -267,9 +308,35 @@ pub struct FormatArgs {
     /// Print nothing but errors.
     #[arg(long, short = 'q')]
     pub quiet: bool,
-    /// The image file or block device to format.
-    #[arg(required = true)]
-    pub target: Option<PathBuf>,
+    /// Read every block written back after the format and compare (the
+    /// metadata, the --rootdir files, what the format relies on being zero);
+    /// reports the read-back's throughput. Runs the format as a batch.
+    #[arg(long, conflicts_with = "dry_run")]
+    pub verify: bool,
+    /// With several targets: format at most N at once (default: all).
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
+    /// With several targets: serial of the first, counting up (hex, as
+    /// --serial); pins each target's identifiers. Without it every target
+    /// gets a fresh random serial and GUIDs, never two alike.
+    #[arg(long, value_name = "HEX", conflicts_with = "serial")]
+    pub serial_from: Option<String>,
+    /// The number of the first target in a --label template ({n}, {n:03}); default 1.
+    #[arg(long, value_name = "N")]
+    pub number_from: Option<u64>,
+    /// With several targets: format the others when some are refused
+    /// (mounted, system disk, in use, ...); without it nothing is written
+    /// anywhere when one is refused.
+    #[arg(long)]
+    pub skip_refused: bool,
+    /// Append one JSON line per target to FILE (time, device serial and
+    /// model, options, result): an audit trail of batches.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// The image files or block devices to format: several format them all
+    /// at once, each planned for its own size.
+    #[arg(required = true, value_name = "TARGET")]
+    pub targets: Vec<PathBuf>,
 }
 
 fn size_arg(name: &str, value: &str) -> Result<u64, Failure> {
@@ -358,6 +425,15 @@ impl FormatArgs {
         o.fats = self.fats;
         Ok(o)
     }
+}
+
+/// `--NAME HEX`: a serial as [`parse_serial`] reads it.
+pub fn parse_serial_arg(name: &str, s: &str) -> Result<u32, Failure> {
+    parse_serial(s).map_err(|_| {
+        usage(anyhow!(
+            "--{name} {s:?}: expected 1 to 8 hex digits, e.g. 1234ABCD, 0x1234abcd or 1234-ABCD"
+        ))
+    })
 }
 
 /// Parses `1234ABCD`, `0x1234abcd` or `1234-ABCD` (one dash, between two

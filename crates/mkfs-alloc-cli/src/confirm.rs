@@ -54,17 +54,23 @@ fn ask(info: &DeviceInfo, verb: &str, then: &str, yes: bool) -> Result<(), Failu
     if yes {
         return Ok(());
     }
+    let path = info.path.display();
+    ask_yes(
+        &format!("Type \"yes\" to {verb} {path} and {then}: "),
+        &format!("refusing to write to {path} without confirmation: no terminal to ask on; pass --yes to confirm"),
+        &format!("not confirmed; nothing was written to {path}"),
+    )
+}
+
+/// Prints `prompt` and reads the answer from the terminal: "yes" goes on;
+/// anything else fails with `declined`, no terminal with `no_terminal`
+/// (both exit 2).
+pub fn ask_yes(prompt: &str, no_terminal: &str, declined: &str) -> Result<(), Failure> {
     let stdin = std::io::stdin();
     if !stdin.is_terminal() {
-        return Err(usage(anyhow!(
-            "refusing to write to {} without confirmation: no terminal to ask on; pass --yes to confirm",
-            info.path.display()
-        )));
+        return Err(usage(anyhow!("{no_terminal}")));
     }
-    eprint!(
-        "Type \"yes\" to {verb} {} and {then}: ",
-        info.path.display()
-    );
+    eprint!("{prompt}");
     let _ = std::io::stderr().flush();
     let mut answer = String::new();
     stdin
@@ -74,10 +80,7 @@ fn ask(info: &DeviceInfo, verb: &str, then: &str, yes: bool) -> Result<(), Failu
     if answer.trim() == "yes" {
         Ok(())
     } else {
-        Err(usage(anyhow!(
-            "not confirmed; nothing was written to {}",
-            info.path.display()
-        )))
+        Err(usage(anyhow!("{declined}")))
     }
 }
 

@@ -2,9 +2,9 @@
 
 use crate::{usage, Failure};
 use anyhow::anyhow;
-use mkfs_alloc_advise::{recommend_for_format, scan, ScanOptions, DEFAULT_MAX_WASTE_PERCENT};
+use mkfs_alloc_advise::{scan, ScanOptions};
 use mkfs_alloc_layout::units::{format_count, format_size};
-use mkfs_alloc_layout::{FormatOptions, Layout, Medium};
+use mkfs_alloc_layout::{FormatOptions, Layout};
 use std::path::PathBuf;
 
 /// Scans `paths` and returns the cluster size recommended for them on the
@@ -26,17 +26,7 @@ pub fn recommend(
     }
     let opts = ScanOptions::default();
     let data = scan(paths, &opts).map_err(|e| usage(anyhow!(e).context("scanning --data")))?;
-    let medium = Medium::partition(
-        auto.volume_bytes(),
-        auto.sector_size(),
-        auto.partition_offset(),
-    );
-    // The file system is the one already planned (auto resolved).
-    let fixed = format.clone().fs(auto.fs());
-    let r =
-        recommend_for_format(&fixed, &medium, &data, DEFAULT_MAX_WASTE_PERCENT).map_err(|e| {
-            usage(crate::hints::advise_error(e).context("choosing a cluster size for --data"))
-        })?;
+    let chosen = crate::rootdir::recommend_on(&data, format, auto, "--data")?;
     let summary = data.summary();
     if show {
         eprintln!(
@@ -46,5 +36,5 @@ pub fn recommend(
             format_count(summary.directories)
         );
     }
-    Ok((r.cluster_size, format!("--data: {}", r.reason)))
+    Ok(chosen)
 }

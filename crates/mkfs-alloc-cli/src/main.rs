@@ -47,6 +47,9 @@ pub enum Failure {
     /// An I/O failure already reported inside the command's JSON document
     /// (exit 1; only the message goes to stderr).
     IoInReport(anyhow::Error),
+    /// A batch's outcome, already reported per target (in the table or
+    /// the JSON document): the exit code, and the message for stderr.
+    InReport(u8, anyhow::Error),
 }
 
 impl Failure {
@@ -54,11 +57,15 @@ impl Failure {
         match self {
             Failure::Usage(_) => 2,
             Failure::Io(_) | Failure::IoInReport(_) => 1,
+            Failure::InReport(code, _) => *code,
         }
     }
     fn error(&self) -> &anyhow::Error {
         match self {
-            Failure::Usage(e) | Failure::Io(e) | Failure::IoInReport(e) => e,
+            Failure::Usage(e)
+            | Failure::Io(e)
+            | Failure::IoInReport(e)
+            | Failure::InReport(_, e) => e,
         }
     }
 }
@@ -96,7 +103,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
             eprintln!("mkfs-alloc: error: {}", text::error_text(f.error()));
-            if json && !matches!(f, Failure::IoInReport(_)) {
+            if json && !matches!(f, Failure::IoInReport(_) | Failure::InReport(..)) {
                 report::print_json_error(f.error(), f.code());
             }
             ExitCode::from(f.code())

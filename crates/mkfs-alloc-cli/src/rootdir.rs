@@ -97,6 +97,18 @@ pub fn choose_cluster(
     format: &FormatOptions,
     auto: &Layout,
 ) -> Result<(u64, String), Failure> {
+    recommend_on(data, format, auto, "--rootdir")
+}
+
+/// The cluster size `data` should get on the volume `auto` (its file
+/// system as planned, `auto` resolved), with its reason, for `flag`
+/// (`--rootdir` or `--data`).
+pub fn recommend_on(
+    data: &ScanResult,
+    format: &FormatOptions,
+    auto: &Layout,
+    flag: &str,
+) -> Result<(u64, String), Failure> {
     let medium = Medium::partition(
         auto.volume_bytes(),
         auto.sector_size(),
@@ -105,9 +117,12 @@ pub fn choose_cluster(
     let fixed = format.clone().fs(auto.fs());
     let r =
         recommend_for_format(&fixed, &medium, data, DEFAULT_MAX_WASTE_PERCENT).map_err(|e| {
-            usage(crate::hints::advise_error(e).context("choosing a cluster size for --rootdir"))
+            usage(
+                crate::hints::advise_error(e)
+                    .context(format!("choosing a cluster size for {flag}")),
+            )
         })?;
-    Ok((r.cluster_size, format!("--rootdir: {}", r.reason)))
+    Ok((r.cluster_size, format!("{flag}: {}", r.reason)))
 }
 
 /// The layout a medium of `medium` gets, the tree choosing the cluster size
@@ -244,6 +259,15 @@ pub fn summary(p: &Populated) -> Vec<String> {
         format_count(p.new_clusters()),
         format_size(p.footprint().bytes_on_disk()),
     )];
+    if let Some(c) = p.copy_counts() {
+        let written = t.file_bytes().saturating_sub(c.cloned + c.copied_in_kernel);
+        lines.push(format!(
+            "file data: {} shared with the source files (cloned), {} copied by the kernel, {} written",
+            format_size(c.cloned),
+            format_size(c.copied_in_kernel),
+            format_size(written),
+        ));
+    }
     let counts = skipped_counts(t);
     if !counts.is_empty() {
         let what: Vec<String> = counts
@@ -270,6 +294,22 @@ pub fn json(p: &Populated) -> Value {
         "bytes_on_disk": p.footprint().bytes_on_disk(),
         "skipped": t.skipped(),
         "skipped_counts": skipped_counts(t),
+        "copy": copy_json(p),
+    })
+}
+
+/// How the file data reached the image: bytes cloned (shared with the
+/// sources), copied by the kernel, and written (read and written).
+fn copy_json(p: &Populated) -> Value {
+    let c = p.copy_counts().unwrap_or_default();
+    let written = p
+        .tree()
+        .file_bytes()
+        .saturating_sub(c.cloned + c.copied_in_kernel);
+    json!({
+        "cloned": c.cloned,
+        "copied_in_kernel": c.copied_in_kernel,
+        "written": written,
     })
 }
 

@@ -74,6 +74,39 @@ impl Opened {
     }
 }
 
+impl BlockIo for Opened {
+    fn block_size(&self) -> u32 {
+        match self {
+            Opened::Image(i, _) => i.block_size(),
+            Opened::Device(d) => d.block_size(),
+        }
+    }
+    fn num_blocks(&self) -> u64 {
+        match self {
+            Opened::Image(i, _) => i.num_blocks(),
+            Opened::Device(d) => d.num_blocks(),
+        }
+    }
+    fn read_blocks(&mut self, lba: u64, dst: &mut [u8]) -> Result<(), mkfs_alloc_blockio::IoError> {
+        self.io().read_blocks(lba, dst)
+    }
+    fn write_blocks(&mut self, lba: u64, src: &[u8]) -> Result<(), mkfs_alloc_blockio::IoError> {
+        self.io().write_blocks(lba, src)
+    }
+    fn write_zeroes(&mut self, lba: u64, count: u64) -> Result<(), mkfs_alloc_blockio::IoError> {
+        self.io().write_zeroes(lba, count)
+    }
+    fn reads_as_zero(&self) -> bool {
+        match self {
+            Opened::Image(i, _) => i.reads_as_zero(),
+            Opened::Device(d) => d.reads_as_zero(),
+        }
+    }
+    fn flush(&mut self) -> Result<(), mkfs_alloc_blockio::IoError> {
+        self.io().flush()
+    }
+}
+
 /// A device error while inspecting or opening: nothing has been written
 /// yet, so every one exits 2 (a refusal, missing permission, or a device
 /// that cannot be read).

@@ -161,6 +161,22 @@ impl Device {
             .map_err(|e| IoError::new(IoOp::Zero, r.offset, r.len, e))
     }
 
+    /// Makes the next reads come from the device, not from the operating
+    /// system's cache of it (a read-back check after writing): on Linux
+    /// `fsync` and `posix_fadvise(POSIX_FADV_DONTNEED)` (the block device's
+    /// page cache dropped; a handle from [`Device::open_uncached`] has
+    /// none); macOS reads the raw node, which it does not cache, and
+    /// Windows opens every device unbuffered: nothing to do there.
+    ///
+    /// # Errors
+    ///
+    /// [`IoOp::Flush`] with the operating system's error.
+    pub fn forget_cached(&mut self) -> Result<(), IoError> {
+        self.raw
+            .forget_cached()
+            .map_err(|e| IoError::new(IoOp::Flush, 0, self.info.size_bytes, e))
+    }
+
     /// Asks the kernel to re-read the partition table: `BLKRRPART` on Linux,
     /// `IOCTL_DISK_UPDATE_PROPERTIES` on Windows. macOS has no such call (it
     /// re-probes a disk when its last writer closes it) and returns an

@@ -415,6 +415,14 @@ impl RawDevice {
         self.file.sync_all()
     }
 
+    /// `fsync`, then `POSIX_FADV_DONTNEED`: the page cache of the device
+    /// dropped, so that reads come from the device.
+    pub(super) fn forget_cached(&mut self) -> io::Result<()> {
+        self.file.sync_all()?;
+        rustix::fs::fadvise(&self.file, 0, None, rustix::fs::Advice::DontNeed)?;
+        Ok(())
+    }
+
     pub(super) fn reread_partitions(&mut self) -> io::Result<()> {
         // SAFETY: BLKRRPART takes no argument.
         unsafe { ioctl::ioctl(&self.file, ioctl::NoArg::<BLKRRPART>::new()) }?;

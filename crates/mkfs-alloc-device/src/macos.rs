@@ -447,6 +447,11 @@ impl RawDevice {
         self.file.sync_all()
     }
 
+    /// The raw node is not cached: nothing to drop.
+    pub(super) fn forget_cached(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
     pub(super) fn reread_partitions(&mut self) -> io::Result<()> {
         Err(io::Error::new(
             io::ErrorKind::Unsupported,

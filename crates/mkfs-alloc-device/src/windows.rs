@@ -474,6 +474,11 @@ impl RawDevice {
 
     /// `IOCTL_DISK_UPDATE_PROPERTIES`: the disk's partition table is
     /// re-read.
+    /// Every open is unbuffered: nothing to drop.
+    pub(super) fn forget_cached(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
     pub(super) fn reread_partitions(&mut self) -> io::Result<()> {
         ioctl(h(&self.file), IOCTL_DISK_UPDATE_PROPERTIES, &[], 0).map(|_| ())
     }

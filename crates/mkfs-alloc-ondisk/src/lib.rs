@@ -37,6 +37,7 @@ pub mod exfat;
 pub mod fat;
 pub mod foreign;
 pub mod gpt;
+pub mod journal;
 pub mod kind;
 pub mod mbr;
 pub mod name;

@@ -84,6 +84,7 @@ pub use plan::{
 };
 pub use probe::{probe_signatures, Signature, SignatureKind};
 pub use wipe::{
-    volume_start_wiped, wipe_backup_gpt_beyond, wipe_for_table, SIGNATURE_WIPE, WIPE_VOLUME_START,
+    volume_start_wiped, wipe_backup_gpt_beyond, wipe_for_table, wipe_ranges, SIGNATURE_WIPE,
+    WIPE_VOLUME_START,
 };
 pub use write::write_table;

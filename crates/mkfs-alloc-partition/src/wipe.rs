@@ -1,6 +1,8 @@
 //! [`wipe_for_table`]: zero what could make tools see an old table or file
 //! system next to the new one.
 
+use core::ops::Range;
+
 use mkfs_alloc_blockio::{zero_blocks, BlockIo, Zeroed};
 
 use crate::write::check_plan;
@@ -47,6 +49,20 @@ pub fn wipe_for_table<D: BlockIo>(
 ) -> Result<Vec<Zeroed>, PartitionError> {
     check_plan(plan, dev)?;
     let bs = u64::from(plan.block_size());
+    let merged = wipe_ranges(plan, found);
+    let mut zeroed = Vec::with_capacity(merged.len());
+    for r in merged {
+        zeroed.push(zero_blocks(dev, r.start / bs, (r.end - r.start) / bs)?);
+    }
+    Ok(zeroed)
+}
+
+/// The byte ranges [`wipe_for_table`] zeroes on the medium of `plan` with
+/// `found` on it, sorted and merged (whole blocks). The partition table
+/// [`write_table`](crate::write_table) writes lies inside them (before the
+/// partition and in the last MiB).
+pub fn wipe_ranges(plan: &TablePlan, found: &[Signature]) -> Vec<Range<u64>> {
+    let bs = u64::from(plan.block_size());
     let blocks = plan.num_blocks();
     let start = plan.partition_start_lba();
     let wipe_blocks = WIPE.div_ceil(bs);
@@ -63,23 +79,19 @@ pub fn wipe_for_table<D: BlockIo>(
         (first, first.saturating_add(SIGNATURE_WIPE.div_ceil(bs)))
     }));
     ranges.sort_unstable();
-    // Merge overlapping or touching ranges, then zero each once.
-    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
+    // Merge overlapping or touching ranges: each block is zeroed once.
+    let mut merged: Vec<Range<u64>> = Vec::with_capacity(ranges.len());
     for (from, to) in ranges {
         let to = to.min(blocks);
         if from >= to {
             continue;
         }
         match merged.last_mut() {
-            Some(last) if from <= last.1 => last.1 = last.1.max(to),
-            _ => merged.push((from, to)),
+            Some(last) if from * bs <= last.end => last.end = last.end.max(to * bs),
+            _ => merged.push(from * bs..to * bs),
         }
     }
-    let mut zeroed = Vec::with_capacity(merged.len());
-    for (from, to) in merged {
-        zeroed.push(zero_blocks(dev, from, to - from)?);
-    }
-    Ok(zeroed)
+    merged
 }
 
 /// The volume's first [`WIPE_VOLUME_START`] bytes (all of a smaller

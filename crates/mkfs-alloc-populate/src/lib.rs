@@ -63,8 +63,12 @@
 #![warn(clippy::missing_errors_doc)]
 #![forbid(unsafe_code)]
 
+pub mod batch;
+mod direct;
+pub mod feed;
 pub mod names;
 pub mod plan;
+mod source;
 pub mod time;
 pub mod tree;
 pub mod write;

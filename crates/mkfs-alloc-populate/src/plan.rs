@@ -339,6 +339,10 @@ pub struct Populated {
     pub(crate) run_ends: Vec<u32>,
     pub(crate) time: TimePolicy,
     pub(crate) footprint: Footprint,
+    /// File data into an image file directly ([`Populated::copy_through`]).
+    pub(crate) direct: Option<crate::direct::Direct>,
+    /// File data from a batch's one reading ([`Populated::read_from`]).
+    pub(crate) feed: Option<crate::feed::FeedReader>,
 }
 
 impl std::fmt::Debug for Populated {
@@ -376,6 +380,19 @@ impl Populated {
     }
 }
 
+/// Where the root directory starts: its first cluster, and FAT12/16's
+/// fixed root region (byte offset and length).
+pub(crate) fn root_place(layout: &Layout) -> (u32, Option<(u64, u64)>) {
+    match &layout.geometry() {
+        Geometry::Exfat(g) => (g.root_cluster(), None),
+        Geometry::Fat(g) if layout.fs().is_small_fat() => {
+            let bps = u64::from(g.bps);
+            (2, Some((g.root_sector() * bps, g.root_sectors() * bps)))
+        }
+        Geometry::Fat(_) => (2, None),
+    }
+}
+
 /// Checks `tree` against `layout` ([`check`], the space it needs) and
 /// allocates its clusters. Nothing is written.
 ///
@@ -389,10 +406,21 @@ pub fn plan_tree(
     layout: &Layout,
     time: TimePolicy,
 ) -> Result<Populated, PopulateError> {
-    check(&mut tree, layout.fs())?;
+    let parts = plan_parts(&mut tree, layout)?;
+    Ok(parts.into_populated(tree, layout, time))
+}
+
+/// [`plan_tree`] in place: `tree` checked and its clusters allocated for
+/// `layout`; on an error `tree` is still whole (a batch plans it again for
+/// another volume).
+pub(crate) fn plan_parts(
+    tree: &mut Tree,
+    layout: &Layout,
+) -> Result<crate::batch::Parts, PopulateError> {
+    check(tree, layout.fs())?;
     let fs = layout.fs();
     let cluster = layout.cluster_size();
-    let scan = scan_result(&tree);
+    let scan = scan_result(tree);
     let root = RootDir::of(layout);
     let fp = footprint_for(layout, &scan);
     // FAT12/16: the fixed root directory holds a fixed number of entries.
@@ -404,7 +432,7 @@ pub fn plan_tree(
         });
     }
     let dirs = tree.dirs_preorder();
-    check_dir_sizes(&tree, &dirs, &scan, fs, root.system_entries)?;
+    check_dir_sizes(tree, &dirs, &scan, fs, root.system_entries)?;
     let free = u64::from(layout.cluster_count() - layout.used_clusters());
     if fp.new_clusters() > free {
         return Err(PopulateError::DoesNotFit {
@@ -413,24 +441,9 @@ pub fn plan_tree(
             free_clusters: free,
         });
     }
-    let (root_first, root_region) = match &layout.geometry() {
-        Geometry::Exfat(g) => (g.root_cluster(), None),
-        Geometry::Fat(g) if fs.is_small_fat() => {
-            let bps = u64::from(g.bps);
-            (2, Some((g.root_sector() * bps, g.root_sectors() * bps)))
-        }
-        Geometry::Fat(_) => (2, None),
-    };
+    let (root_first, root_region) = root_place(layout);
     let root_clusters = fp.root_clusters as u32;
-    let (end, run_ends) = allocate(
-        &mut tree,
-        &dirs,
-        &scan,
-        fs,
-        cluster,
-        root_first,
-        root_clusters,
-    );
+    let (end, run_ends) = allocate(tree, &dirs, &scan, fs, cluster, root_first, root_clusters);
     let used = end - u64::from(root_first);
     let format_root = root.clusters_at_format;
     // The allocation is the model's footprint, cluster for cluster.
@@ -441,18 +454,12 @@ pub fn plan_tree(
             predicted: fp.new_clusters(),
         });
     }
-    Ok(Populated {
-        layout: layout.clone(),
-        tree,
-        fs,
-        cluster,
-        data_offset: layout.data_offset(),
+    Ok(crate::batch::Parts {
         root_first,
         root_clusters,
         root_region,
         end: end as u32,
         run_ends,
-        time,
         footprint: fp,
     })
 }

@@ -21,9 +21,9 @@
 use crate::names::upcase;
 use crate::names::AliasSet;
 use crate::plan::Populated;
+use crate::source::{check_at_end, read_full, Opened};
 use crate::time::{DosTime, EXFAT_UTC};
 use crate::tree::cursor::Cursor;
-use crate::tree::{sys, Src};
 use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_layout::{
     write_volume_with, Content, ContentSink, FsKind, Prior, WriteError, WriteReport,
@@ -32,7 +32,6 @@ use mkfs_alloc_ondisk::exfat::set_checksum;
 use mkfs_alloc_ondisk::fat::{
     attr, short_name_checksum, DirEntry, LfnEntry, LAST_LONG_ENTRY, LFN_UNITS_PER_ENTRY,
 };
-use std::io::Read;
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 /// Size of the write-combining buffer.
@@ -75,20 +74,28 @@ pub enum SourceError {
         /// What was found (at least this much, if it grew).
         found: u64,
     },
+    /// The file's modification time is not the one the walk recorded, or
+    /// moved while it was copied (written to in place, its size kept):
+    /// `fstat` of the descriptor read or cloned from, when opened and after.
+    #[error("{path} was modified during the copy (its modification time changed); the volume was left without a boot sector")]
+    Modified {
+        /// The file.
+        path: String,
+    },
 }
 
-fn content_err(e: SourceError) -> WriteError {
+pub(crate) fn content_err(e: SourceError) -> WriteError {
     WriteError::Content(Box::new(e))
 }
 
 /// The write-combining output.
-struct Out<'a> {
+pub(crate) struct Out<'a> {
     sink: &'a mut dyn ContentSink,
     buf: Vec<u8>,
     /// Volume offset of `buf[0]`.
     start: u64,
-    bs: u64,
-    fresh: bool,
+    pub(crate) bs: u64,
+    pub(crate) fresh: bool,
 }
 
 impl Out<'_> {
@@ -125,6 +132,13 @@ impl Out<'_> {
             self.flush_aligned()?;
         }
         Ok(())
+    }
+
+    /// Records `len` bytes at `offset` that were put into the target
+    /// directly (cloned or copied by the host), and moves past them.
+    pub(crate) fn placed(&mut self, offset: u64, len: u64) -> Result<(), WriteError> {
+        self.sink.placed(offset, len);
+        self.seek(offset + len)
     }
 
     /// Skips `len` bytes (a block-aligned zero run) at the current position.
@@ -346,146 +360,61 @@ impl Populated {
         let start = self.cluster_offset(n.first_cluster);
         let end = start + n.size.div_ceil(self.cluster) * self.cluster;
         out.seek(start)?;
-        let mut reader = self.open_source(k, cursor)?;
+        // A batch: the bytes come from its one reading of the tree.
+        if let Some(feed) = self.feed.as_mut() {
+            let tree = &self.tree;
+            let path = || tree.display_path(k);
+            let mut file = feed.file(k);
+            pump(&mut file, n.size, 0, chunk, out, &path)?;
+            check_at_end(&mut file, &path, n.size)?;
+            return out.zero_to(end);
+        }
+        let mut opened = self.open_source(k, cursor)?;
+        // The whole host blocks of a host file may go in directly (cloned).
+        let done = match &opened {
+            Opened::Host { file, .. } => self.copy_head(k, file, start, n.size, out)?,
+            Opened::Memory(_) => 0,
+        };
         let tree = &self.tree;
         let path = || tree.display_path(k);
-        let mut done = 0u64;
-        while done < n.size {
-            let want = (n.size - done).min(chunk.len() as u64) as usize;
-            let buf = &mut chunk[..want];
-            read_full(&mut reader, buf, &path, n.size, done)?;
-            for piece in buf.chunks(HOLE as usize) {
-                if out.fresh && piece.len() as u64 == HOLE && piece.iter().all(|&b| b == 0) {
-                    out.skip(HOLE)?;
-                } else {
-                    out.append(piece)?;
-                }
-            }
-            done += want as u64;
-        }
-        check_at_end(&mut reader, &path, n.size)?;
+        let io_err = |source| {
+            content_err(SourceError::Io {
+                path: path(),
+                source,
+            })
+        };
+        let reader = opened.reader_at(done).map_err(io_err)?;
+        pump(reader, n.size, done, chunk, out, &path)?;
+        check_at_end(reader, &path, n.size)?;
+        opened.check_unchanged(&path)?;
         out.zero_to(end)
     }
-
-    /// The reader of node `k`'s bytes: its reader given in memory (taken:
-    /// it is read once), or its host file, opened as the walk found it
-    /// (same identity, not through a link, the planned length).
-    fn open_source(
-        &mut self,
-        k: u32,
-        cursor: &mut Cursor,
-    ) -> Result<Box<dyn Read + Send>, WriteError> {
-        let n = self.tree.nodes[k as usize];
-        let tree = &self.tree;
-        let io_err = |path: String, source| content_err(SourceError::Io { path, source });
-        let replaced = |path: String, why| content_err(SourceError::Replaced { path, why });
-        let (file, facts) = match n.src() {
-            Src::Memory(i) => {
-                return self.tree.readers[i as usize].take().ok_or_else(|| {
-                    io_err(
-                        self.tree.display_path(k),
-                        std::io::Error::other("the reader was already consumed"),
-                    )
-                })
-            }
-            Src::HostDir(hd) => {
-                let (dir, _) = cursor.enter(tree, hd).map_err(|e| {
-                    let path = tree.host_path_of_dir(e.hd);
-                    match e.io {
-                        Some(source) => io_err(path, source),
-                        None => replaced(path, "now a link or another directory"),
-                    }
-                })?;
-                sys::open_file(dir, std::ffi::OsStr::new(tree.name(k))).map_err(|e| {
-                    if sys::is_link_error(&e) {
-                        replaced(tree.display_path(k), "now a symbolic link")
-                    } else {
-                        io_err(tree.display_path(k), e)
-                    }
-                })?
-            }
-            Src::HostPath(_) | Src::None => {
-                let p = tree.source_path(k).unwrap_or_default();
-                let f = std::fs::File::open(&p).map_err(|e| io_err(tree.display_path(k), e))?;
-                let facts = sys::file_facts(&f).map_err(|e| io_err(tree.display_path(k), e))?;
-                (f, facts)
-            }
-        };
-        if facts.kind != sys::Kind::File {
-            return Err(replaced(tree.display_path(k), "now not a regular file"));
-        }
-        if facts.id.unwrap_or_default() != tree.file_ids[k as usize] {
-            return Err(replaced(tree.display_path(k), "now another file"));
-        }
-        if facts.size != n.size {
-            return Err(content_err(SourceError::Changed {
-                path: tree.display_path(k),
-                expected: n.size,
-                found: facts.size,
-            }));
-        }
-        Ok(Box::new(file))
-    }
 }
 
-/// Fills all of `buf` from `reader`, `done` bytes of the file's `size`
-/// having been read before: a short read means the file shrank.
-fn read_full(
-    reader: &mut dyn Read,
-    buf: &mut [u8],
-    path: &dyn Fn() -> String,
+/// Copies `size - done` bytes of a file from `reader` to `out` in `chunk`
+/// pieces; on a fresh target, whole zero runs of [`HOLE`] bytes stay holes.
+fn pump(
+    reader: &mut dyn std::io::Read,
     size: u64,
-    done: u64,
+    mut done: u64,
+    chunk: &mut [u8],
+    out: &mut Out<'_>,
+    path: &dyn Fn() -> String,
 ) -> Result<(), WriteError> {
-    let mut got = 0;
-    while got < buf.len() {
-        match reader.read(&mut buf[got..]) {
-            Ok(0) => {
-                return Err(content_err(SourceError::Changed {
-                    path: path(),
-                    expected: size,
-                    found: done + got as u64,
-                }))
-            }
-            Ok(r) => got += r,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(source) => {
-                return Err(content_err(SourceError::Io {
-                    path: path(),
-                    source,
-                }))
+    while done < size {
+        let want = (size - done).min(chunk.len() as u64) as usize;
+        let buf = &mut chunk[..want];
+        read_full(reader, buf, path, size, done)?;
+        for piece in buf.chunks(HOLE as usize) {
+            if out.fresh && piece.len() as u64 == HOLE && piece.iter().all(|&b| b == 0) {
+                out.skip(HOLE)?;
+            } else {
+                out.append(piece)?;
             }
         }
+        done += want as u64;
     }
     Ok(())
-}
-
-/// The file must end where planned: one more byte means it grew.
-fn check_at_end(
-    reader: &mut dyn Read,
-    path: &dyn Fn() -> String,
-    size: u64,
-) -> Result<(), WriteError> {
-    let mut probe = [0u8; 1];
-    loop {
-        match reader.read(&mut probe) {
-            Ok(0) => return Ok(()),
-            Ok(_) => {
-                return Err(content_err(SourceError::Changed {
-                    path: path(),
-                    expected: size,
-                    found: size + 1,
-                }))
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(source) => {
-                return Err(content_err(SourceError::Io {
-                    path: path(),
-                    source,
-                }))
-            }
-        }
-    }
 }
 
 /// A [`Populated`] tree as the writer's [`Content`]: private, so that a

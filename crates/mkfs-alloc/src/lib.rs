@@ -79,14 +79,18 @@
 
 #![warn(clippy::missing_errors_doc)]
 
+pub mod batch;
 mod error;
+mod extents;
 mod options;
 mod plan;
 #[cfg(feature = "populate")]
 mod populated;
+pub mod verify;
 mod write;
 
 pub use error::FormatError;
+pub use extents::ExtentMap;
 pub use options::MediumOptions;
 pub use plan::{MediumPlan, Placement};
 #[cfg(feature = "populate")]
@@ -102,13 +106,16 @@ pub mod blockio {
     pub use mkfs_alloc_blockio::{
         injected_fault, Counting, Fault, FaultyIo, InjectedFault, IoStats, LogEntry,
     };
-    pub use mkfs_alloc_blockio::{BlockIo, ImageFile, IoError, IoOp, MemDisk, Slice};
+    pub use mkfs_alloc_blockio::{
+        BlockIo, CloneRefusal, CopyCounts, CopyMode, FileCopier, ImageFile, IoError, IoOp, MemDisk,
+        Slice,
+    };
 }
 
 /// File-system options, the validated [`Layout`](mkfs_alloc_layout::Layout)
 /// and the writer's report.
 pub mod layout {
-    pub use mkfs_alloc_layout::label::EncodedLabel;
+    pub use mkfs_alloc_layout::label::{EncodedLabel, LabelText};
     pub use mkfs_alloc_layout::plan::Geometry;
     pub use mkfs_alloc_layout::rules::{ClusterRule, FsRule};
     pub use mkfs_alloc_layout::{

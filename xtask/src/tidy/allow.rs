@@ -4,11 +4,6 @@
 /// Files outside `mkfs-alloc-ondisk` that may decode bytes by position.
 pub const BYTE_OFFSETS: &[(&str, &str)] = &[
     (
-        "crates/mkfs-alloc-capacity/src/journal.rs",
-        "the probe's --keep-data journal was being reworked in parallel; its header and \
-         records become mkfs-alloc-ondisk structs next (as the test block did)",
-    ),
-    (
         "crates/mkfs-alloc-device/src/windows.rs",
         "Windows IOCTL buffers (STORAGE_PROPERTY_QUERY, descriptors): the OS's structures, \
          not bytes of a medium",

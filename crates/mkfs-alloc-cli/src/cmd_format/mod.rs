@@ -11,35 +11,51 @@
 //! dry run opens nothing for writing at all and says what the real run
 //! would refuse.
 
-use crate::args::{FormatArgs, LayoutArg, TableArg, SUBCOMMANDS};
+use crate::args::{CopyArg, FormatArgs, LayoutArg, TableArg, SUBCOMMANDS};
 use crate::target::{Opened, Target};
 use crate::{data, report, rootdir, usage, Failure};
 use anyhow::{anyhow, Context};
-use mkfs_alloc::{Found, MediumOptions, MediumPlan, PopulatedPlan};
-use mkfs_alloc_blockio::{BlockIo, IoError};
+use mkfs_alloc::{ExtentMap, Found, MediumOptions, MediumPlan, PopulatedPlan};
+use mkfs_alloc_blockio::{BlockIo, CopyMode, IoError};
 use mkfs_alloc_device::Device;
 use mkfs_alloc_partition::{wipe_backup_gpt_beyond, Signature, TableKind};
 use serde_json::json;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+mod batch;
+mod export;
 mod plan;
+use export::Exports;
 use plan::{image_size, plan, Medium};
 
-/// Formats (or, with `--dry-run`, plans) `cli.target`.
+/// Formats (or, with `--dry-run`, plans) the target, or several at once
+/// ([`batch`]).
 pub fn run(cli: FormatArgs) -> Result<(), Failure> {
-    let path = target_path(&cli)?;
+    for t in &cli.targets {
+        check_target_name(t)?;
+    }
     check_args(&cli)?;
-    // The tree is walked (and measured) before anything is opened for writing.
-    let show = !cli.quiet && !cli.json && std::io::stderr().is_terminal();
-    let tree = cli
-        .rootdir
-        .as_deref()
-        .map(|d| rootdir::walk(d, show))
-        .transpose()?;
+    if batch::is_batch(&cli) {
+        return batch::run(cli);
+    }
+    let shown = cli
+        .targets
+        .first()
+        .cloned()
+        .ok_or_else(|| usage(anyhow!("missing TARGET")))?;
+    // TARGET, or for a sparse image the new raw image formatted beside it.
+    let (exports, path) = Exports::from_args(&cli, &shown)?;
+    let (tree, _) = walk_tree(&cli)?;
     let tree_data = tree.as_ref().map(mkfs_alloc_populate::scan_result);
     let size = image_size(&cli, &path, tree_data.as_ref())?;
     let target = Target::inspect(&path, size, cli.sector_size, cli.dry_run)?;
+    if cli.copy == Some(CopyArg::Reflink) && target.device().is_some() {
+        return Err(usage(anyhow!(
+            "--copy reflink: {} is a device; only an image file can share extents with the source files (--copy auto writes them)",
+            path.display()
+        )));
+    }
     if let (Some(t), Some(dir)) = (&tree, cli.rootdir.as_deref()) {
         rootdir::refuse_target_inside(t, dir, &path)?;
     }
@@ -52,8 +68,10 @@ pub fn run(cli: FormatArgs) -> Result<(), Failure> {
     let run = Run {
         cli: &cli,
         path: &path,
+        shown: &shown,
         target: &target,
         medium,
+        exports: &exports,
     };
     if cli.dry_run {
         run.dry_run()
@@ -62,19 +80,27 @@ pub fn run(cli: FormatArgs) -> Result<(), Failure> {
     }
 }
 
-/// TARGET, which must not be a subcommand's name unless written as a path.
-fn target_path(cli: &FormatArgs) -> Result<PathBuf, Failure> {
-    let path = cli
-        .target
-        .clone()
-        .ok_or_else(|| usage(anyhow!("missing TARGET")))?;
+/// The `--rootdir` tree, walked (and measured) before anything is opened
+/// for writing, and whether progress is shown on a terminal.
+fn walk_tree(cli: &FormatArgs) -> Result<(Option<mkfs_alloc_populate::Tree>, bool), Failure> {
+    let show = !cli.quiet && !cli.json && std::io::stderr().is_terminal();
+    let tree = cli
+        .rootdir
+        .as_deref()
+        .map(|d| rootdir::walk(d, show))
+        .transpose()?;
+    Ok((tree, show))
+}
+
+/// A TARGET must not be a subcommand's name unless written as a path.
+fn check_target_name(path: &Path) -> Result<(), Failure> {
     if let Some(name) = path.to_str().filter(|p| SUBCOMMANDS.contains(p)) {
         return Err(usage(anyhow!(
             "{name:?} is the name of a command, not taken as a target: options of a command go after its name \
              (mkfs-alloc {name} --help); to format a file named {name:?}, write it as a path: ./{name}"
         )));
     }
-    Ok(path)
+    Ok(())
 }
 
 /// Checks of the arguments alone (no target needed).
@@ -90,6 +116,11 @@ fn check_args(cli: &FormatArgs) -> Result<(), Failure> {
         return Err(usage(anyhow!(
             "--data chooses the cluster size; it cannot be combined with --cluster {}",
             cli.cluster
+        )));
+    }
+    if cli.copy.is_some() && cli.rootdir.is_none() {
+        return Err(usage(anyhow!(
+            "--copy says how --rootdir's file data reaches the image; give --rootdir, or leave --copy out"
         )));
     }
     if cli.rootdir.is_some() && !cli.data.is_empty() {
@@ -161,9 +192,13 @@ fn check_sd_args(cli: &FormatArgs) -> Result<(), Failure> {
 /// One run on a validated target with a valid plan.
 struct Run<'a> {
     cli: &'a FormatArgs,
+    /// Where the medium is formatted.
     path: &'a Path,
+    /// TARGET as given (for a sparse image, not `path`).
+    shown: &'a Path,
     target: &'a Target,
     medium: Medium,
+    exports: &'a Exports,
 }
 
 impl Run<'_> {
@@ -179,7 +214,7 @@ impl Run<'_> {
     /// Prints the plan, what is on the target now and what the real run
     /// would refuse; opens nothing for writing.
     fn dry_run(&self) -> Result<(), Failure> {
-        let (cli, path, target) = (self.cli, self.path, self.target);
+        let (cli, path, target) = (self.cli, self.shown, self.target);
         // What is on the target now, the way `wipefs -n` would show it (a
         // user who may not read it learns that instead).
         let mut notes = target.notes().to_vec();
@@ -269,7 +304,7 @@ impl Run<'_> {
             .and_then(|()| self.write_opened(&mut opened, &mut notes, &mut wrote));
         let created = opened.created();
         drop(opened);
-        let (found, write) = match result {
+        let (found, write, map) = match result {
             Ok(r) => r,
             Err(f) => {
                 if created {
@@ -279,6 +314,16 @@ impl Run<'_> {
                 return Err(crate::watch::settle(f, wrote, target));
             }
         };
+        let exported = self.exports.write(path, &map);
+        if self.exports.sparse.is_some() {
+            // The raw image was only the sparse image's source.
+            let _ = std::fs::remove_file(path);
+        }
+        notes.extend(exported?);
+        let path = self.shown;
+        if self.exports.to_stdout() {
+            return Ok(());
+        }
         if let Some(p) = self.medium.populated() {
             notes.extend(rootdir::summary(p));
         }
@@ -314,15 +359,21 @@ impl Run<'_> {
         opened: &mut Opened,
         notes: &mut Vec<String>,
         wrote: &mut bool,
-    ) -> Result<(Vec<Signature>, mkfs_alloc_layout::WriteReport), Failure> {
+    ) -> Result<(Vec<Signature>, mkfs_alloc_layout::WriteReport, ExtentMap), Failure> {
         let (cli, path) = (self.cli, self.path);
         if let Opened::Device(d) = opened {
             limit_device(d, self.target.size_bytes(), path, notes, wrote)?;
+        }
+        // --copy (auto by default): file data into an image file through its
+        // copier; before any write, so that `reflink` can still refuse.
+        if let (Opened::Image(img, _), Some(mode)) = (&*opened, copy_mode(cli)) {
+            self.medium.copy_into(img, mode)?;
         }
         // Found before discarding or zeroing, through the handle that writes, and
         // wiped by the same run (never probed twice).
         let found = Found::probe(&mut opened.io())
             .map_err(|e| format_failure(e, Some(format!("probing {}", path.display()))))?;
+        let map = self.medium.extents(&found);
         if let Opened::Device(d) = opened {
             let want = !cli.no_discard && (cli.discard || d.info().discard_granularity > 0);
             if want {
@@ -363,8 +414,18 @@ impl Run<'_> {
                 });
             }
         }
-        Ok((found.signatures().to_vec(), write))
+        Ok((found.signatures().to_vec(), write, map))
     }
+}
+
+/// The copy mode `--copy` asks for with `--rootdir` (`auto` unless given).
+fn copy_mode(cli: &FormatArgs) -> Option<CopyMode> {
+    cli.rootdir.as_ref()?;
+    Some(match cli.copy.unwrap_or(CopyArg::Auto) {
+        CopyArg::Auto => CopyMode::Auto,
+        CopyArg::Reflink => CopyMode::Reflink,
+        CopyArg::Copy => CopyMode::Copy,
+    })
 }
 
 /// `--size` on a device: only its first `size` bytes are touched, except

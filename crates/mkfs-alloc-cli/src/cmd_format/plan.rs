@@ -43,12 +43,7 @@ pub(super) fn plan(
     tree: Option<&mkfs_alloc_advise::ScanResult>,
 ) -> Result<Planned, Failure> {
     let mut format = cli.format_options()?;
-    if let Some(d) = target.device().filter(|d| format.sd && !d.is_whole_disk) {
-        return Err(usage(anyhow!(
-            "--layout sd lays out a whole card (an MBR and its partition); {} is a partition: give the whole device",
-            d.path.display()
-        )));
-    }
+    check_sd_target(&format, target)?;
     if format.align.is_none() && !format.sd {
         format.align = target.preferred_align();
     }
@@ -57,7 +52,32 @@ pub(super) fn plan(
         .table(cli.table_choice())
         .whole_disk(target.device().is_some_and(|d| d.is_whole_disk));
     opts.sector_size = cli.sector_size.unwrap_or(target.block_size());
-    let (size, block) = (target.size_bytes(), target.block_size());
+    plan_options(cli, &opts, target.size_bytes(), target.block_size(), tree)
+}
+
+/// `--layout sd` needs a whole card.
+pub(super) fn check_sd_target(
+    format: &mkfs_alloc_layout::FormatOptions,
+    target: &Target,
+) -> Result<(), Failure> {
+    if let Some(d) = target.device().filter(|d| format.sd && !d.is_whole_disk) {
+        return Err(usage(anyhow!(
+            "--layout sd lays out a whole card (an MBR and its partition); {} is a partition: give the whole device",
+            d.path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Plans `opts` on a medium of `size` bytes in `block`-byte blocks, the
+/// tree or `--data` choosing the cluster size.
+pub(super) fn plan_options(
+    cli: &FormatArgs,
+    opts: &MediumOptions,
+    size: u64,
+    block: u32,
+    tree: Option<&mkfs_alloc_advise::ScanResult>,
+) -> Result<Planned, Failure> {
     let mut notes = Vec::new();
     // The tree chooses the cluster size, unless the SD layout does (the
     // planner then does not ask); so do the files of --data.
@@ -86,7 +106,7 @@ pub(super) fn plan(
         Err(Chosen::Failure(f)) => Err(f),
         // Planning with the options' own choices failed (a chosen cluster
         // size is planned only after them): --align may be why.
-        Err(Chosen::Plan(e)) if notes.is_empty() => Err(blame_align(cli, &opts, size, block, e)),
+        Err(Chosen::Plan(e)) if notes.is_empty() => Err(blame_align(cli, opts, size, block, e)),
         Err(Chosen::Plan(e)) => Err(format_failure(e, None)),
     }
 }
@@ -158,6 +178,37 @@ impl Medium {
             Medium::Plain(_) => None,
             Medium::Populated(p) => Some(p.content()),
         }
+    }
+
+    /// What the format writes or needs as zeros on the probed target.
+    pub(super) fn extents(&self, found: &Found) -> mkfs_alloc::ExtentMap {
+        match self {
+            Medium::Plain(p) => p.extents(found),
+            Medium::Populated(p) => p.extents(found),
+        }
+    }
+
+    /// `--copy`: file data into `image` through its copier (a populated
+    /// medium only); with `reflink`, whether every file can be cloned,
+    /// before anything is written.
+    pub(super) fn copy_into(
+        &mut self,
+        image: &mkfs_alloc_blockio::ImageFile,
+        mode: mkfs_alloc_blockio::CopyMode,
+    ) -> Result<(), crate::Failure> {
+        let Medium::Populated(p) = self else {
+            return Ok(());
+        };
+        p.copy_into(image, mode)
+            .map_err(|e| crate::cmd_format::format_failure(e, Some("--copy".into())))?;
+        if mode == mkfs_alloc_blockio::CopyMode::Reflink {
+            p.check_clones().map_err(|e| {
+                crate::usage(anyhow::anyhow!(
+                    "--copy reflink: {e}; nothing was written (--copy auto copies where it cannot clone)"
+                ))
+            })?;
+        }
+        Ok(())
     }
 
     pub(super) fn write<D: BlockIo>(

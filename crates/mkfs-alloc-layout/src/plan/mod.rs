@@ -12,6 +12,7 @@
 mod build;
 mod choices;
 mod ctx;
+mod extents;
 mod layout;
 mod pick;
 #[cfg(feature = "sd")]

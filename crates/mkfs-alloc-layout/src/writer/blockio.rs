@@ -91,6 +91,15 @@ pub trait ContentSink {
     ///
     /// The target's [`IoError`].
     fn zero_at(&mut self, offset: u64, len: u64) -> Result<(), IoError>;
+    /// Records `len` bytes (whole blocks) at `offset` that the content put
+    /// into the target itself, not through this sink (file data cloned or
+    /// copied by the host into an image file): counted in
+    /// [`WriteReport::bytes_placed`] and in the progress. The content must
+    /// have done so before returning from [`Content::write`], so that the
+    /// writer's flush covers them.
+    fn placed(&mut self, offset: u64, len: u64) {
+        let _ = (offset, len);
+    }
 }
 
 /// What a write did.
@@ -105,6 +114,9 @@ pub struct WriteReport {
     pub bytes_skipped: u64,
     /// Bytes the quick format left untouched (free clusters, tail).
     pub bytes_untouched: u64,
+    /// Bytes of file data the content put into the target itself
+    /// ([`ContentSink::placed`]: cloned or copied by the host).
+    pub bytes_placed: u64,
 }
 
 /// Progress callback: `(bytes_done, bytes_total)` of the regions to write.
@@ -156,6 +168,10 @@ impl<D: BlockIo + ?Sized> ContentSink for Sink<'_, D> {
     }
     fn zero_at(&mut self, offset: u64, len: u64) -> Result<(), IoError> {
         self.zero(offset, len)
+    }
+    fn placed(&mut self, _offset: u64, len: u64) {
+        self.report.bytes_placed += len;
+        self.advance(len);
     }
 }
 

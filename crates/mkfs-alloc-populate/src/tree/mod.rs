@@ -186,6 +186,45 @@ impl Default for Tree {
 }
 
 impl Tree {
+    /// The files whose data is written, in the order the writer writes
+    /// them (directories in preorder, each one's files by name; empty
+    /// files have none).
+    pub(crate) fn file_order(&self) -> Vec<u32> {
+        let mut out = Vec::new();
+        for d in self.dirs_preorder() {
+            for &k in self.kids(d) {
+                let n = &self.nodes[k as usize];
+                if !n.is_dir() && n.size > 0 {
+                    out.push(k);
+                }
+            }
+        }
+        out
+    }
+
+    /// The same tree without the readers of files given in memory (each
+    /// is read once: a copy reads them through a batch's feed).
+    pub(crate) fn clone_without_readers(&self) -> Tree {
+        Tree {
+            names: self.names.clone(),
+            nodes: self.nodes.clone(),
+            file_ids: self.file_ids.clone(),
+            children: self.children.clone(),
+            dir_index: self.dir_index.clone(),
+            host_dirs: self.host_dirs.clone(),
+            paths: self.paths.clone(),
+            readers: self.readers.iter().map(|_| None).collect(),
+            skipped: self.skipped.clone(),
+            unreadable: self.unreadable.clone(),
+            bad_names: self.bad_names.clone(),
+            file_count: self.file_count,
+            file_bytes: self.file_bytes,
+            sorted: self.sorted,
+        }
+    }
+}
+
+impl Tree {
     /// An empty tree (only the root directory).
     pub fn new() -> Tree {
         Tree {

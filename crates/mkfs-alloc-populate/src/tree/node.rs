@@ -109,6 +109,13 @@ impl Node {
         }
     }
 
+    /// True when `t` is stored as this node's mtime (at the precision
+    /// kept: the walk's mtime of a file that has not changed since).
+    pub(crate) fn has_mtime(&self, t: Timestamp) -> bool {
+        let n = Node::new(0, 0, 0, false, Src::None, 0, t);
+        (n.mtime_secs, n.centis) == (self.mtime_secs, self.centis)
+    }
+
     pub(crate) fn set_mtime(&mut self, t: Timestamp) {
         let n = Node::new(0, 0, 0, false, Src::None, 0, t);
         self.mtime_secs = n.mtime_secs;

@@ -1,0 +1,486 @@
+//! Several targets at once (`mkfs-alloc [options] TARGET TARGET...`), or
+//! one with `--verify`, `--log` and the other batch options: the library's
+//! [`mkfs_alloc::batch`] with the CLI's checks, confirmation and reports.
+//!
+//! ```text
+//!  inspect every target (read-only; every refusal collected, duplicates refused)
+//!  ─► plan each for its own size, its own identity (library)
+//!  ─► a refused target: nothing is written anywhere (exit 2), unless --skip-refused
+//!  ─► --dry-run: the table, nothing opened for writing
+//!  ─► ONE confirmation listing every target, its size and contents (devices)
+//!  ─► run: `--jobs` at once, each on its own (probe, open, write, verify)
+//!  ─► the table / --json / --log; exit 0 all ok, 2 nothing written, else 1
+//! ```
+
+mod confirm;
+mod progress;
+mod report;
+mod target;
+
+use super::plan::{check_sd_target, image_size, plan_options};
+use crate::args::FormatArgs;
+use crate::target::Target;
+use crate::{rootdir, usage, Failure};
+use anyhow::anyhow;
+use mkfs_alloc::batch::{
+    Batch, BatchPlan, LabelTemplate, Outcome, Overrides, RunOptions, RunReport, TargetError,
+    TargetSpec, Verdict,
+};
+use mkfs_alloc::MediumOptions;
+use report::Row;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// Whether the arguments ask for a batch: several targets, or an option
+/// only a batch has.
+pub(super) fn is_batch(cli: &FormatArgs) -> bool {
+    cli.targets.len() > 1
+        || cli.verify
+        || cli.jobs.is_some()
+        || cli.serial_from.is_some()
+        || cli.number_from.is_some()
+        || cli.skip_refused
+        || cli.log.is_some()
+        || cli.label.as_deref().is_some_and(|l| l.contains("{n"))
+}
+
+/// One target as inspected: the target, or why it is refused.
+struct Entry {
+    path: PathBuf,
+    target: Option<Target>,
+    refusal: Option<String>,
+    notes: Vec<String>,
+}
+
+/// Runs the batch.
+pub(super) fn run(cli: FormatArgs) -> Result<(), Failure> {
+    let (batch, template_notes) = batch_options(&cli)?;
+    let (tree, show) = super::walk_tree(&cli)?;
+    let tree_data = tree.as_ref().map(mkfs_alloc_populate::scan_result);
+    let mut entries: Vec<Entry> = cli
+        .targets
+        .iter()
+        .map(|p| inspect(&cli, p, tree_data.as_ref()))
+        .collect();
+    refuse_duplicates(&mut entries);
+    if let (Some(t), Some(dir)) = (&tree, cli.rootdir.as_deref()) {
+        for e in entries.iter_mut().filter(|e| e.refusal.is_none()) {
+            if let Err(f) = rootdir::refuse_target_inside(t, dir, &e.path) {
+                e.refusal = Some(crate::text::error_text(f.error()));
+            }
+        }
+    }
+    let mut plan = plan_all(&cli, &batch, &mut entries, tree_data.as_ref())?;
+    drop(tree_data); // the tree is measured again, exactly, by its planning
+    let mut template_notes = template_notes;
+    if let Some(t) = tree {
+        let times = plan.populate(t, rootdir::time_policy());
+        template_notes.push(format!(
+            "--rootdir: the tree was planned {times} time{} for {} target{} (once per distinct volume layout)",
+            if times == 1 { "" } else { "s" },
+            entries.len(),
+            if entries.len() == 1 { "" } else { "s" }
+        ));
+    }
+    let refused: Vec<usize> = plan
+        .plans()
+        .enumerate()
+        .filter(|(_, p)| p.is_err())
+        .map(|(i, _)| i)
+        .collect();
+    if cli.dry_run {
+        print_report(&cli, &entries, &plan, &[], true, &template_notes);
+        return Ok(());
+    }
+    if !refused.is_empty() && (!cli.skip_refused || refused.len() == entries.len()) {
+        print_report(&cli, &entries, &plan, &[], false, &template_notes);
+        write_log(&cli, &entries, &plan, &[])?;
+        let names: Vec<String> = refused
+            .iter()
+            .map(|&i| entries[i].path.display().to_string())
+            .collect();
+        return Err(Failure::InReport(
+            2,
+            anyhow!(
+                "refused: {}; nothing was written to any target{}",
+                names.join(", "),
+                if refused.len() < entries.len() {
+                    " (--skip-refused formats the others)"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    }
+    confirm::confirm_all(&cli, &entries, &plan)?;
+    for e in &entries {
+        if let (Some(t), None) = (&e.target, &e.refusal) {
+            t.unmount_volumes()?;
+        }
+    }
+    let report = execute(&cli, &entries, &mut plan, show);
+    if cli.rootdir.is_some() {
+        template_notes.push(format!(
+            "--rootdir: read {} of file data from the tree in {} pass{}, written to every target",
+            mkfs_alloc_layout::units::format_size(report.source_bytes_read),
+            report.source_passes,
+            if report.source_passes == 1 { "" } else { "es" }
+        ));
+    }
+    let outcomes = report.outcomes;
+    print_report(&cli, &entries, &plan, &outcomes, false, &template_notes);
+    write_log(&cli, &entries, &plan, &outcomes)?;
+    settle(&entries, &outcomes)
+}
+
+/// The library's batch from the arguments: the template (every target's
+/// options), the label template, the serials.
+fn batch_options(cli: &FormatArgs) -> Result<(Batch, Vec<String>), Failure> {
+    if cli.copy.is_some()
+        || cli.bmap.is_some()
+        || cli.output_format != crate::args::OutputFormat::Raw
+    {
+        return Err(usage(anyhow!(
+            "--copy, --bmap and --output-format are for one image; a batch reads the --rootdir tree once and writes it to every target: give one target, or leave them out"
+        )));
+    }
+    if cli.serial.is_some() && cli.targets.len() > 1 {
+        return Err(usage(anyhow!(
+            "--serial pins one identity, and {} targets would share it; give --serial-from HEX (the first target's serial; the next ones count up), or leave both out for random serials",
+            cli.targets.len()
+        )));
+    }
+    let mut format = cli.format_options()?;
+    let mut notes = Vec::new();
+    let label = match cli.label.as_deref().filter(|l| l.contains(['{', '}'])) {
+        Some(l) => {
+            let t: LabelTemplate = l.parse().map_err(|e| usage(anyhow!("--label: {e}")))?;
+            format.label = None;
+            Some(t)
+        }
+        None => None,
+    };
+    let serial_from = match (cli.serial_from.as_deref(), cli.serial.as_deref()) {
+        (Some(s), _) => Some(crate::args::parse_serial_arg("serial-from", s)?),
+        (None, Some(_)) => format.serial,
+        // SOURCE_DATE_EPOCH pins the output: the serials count up from the
+        // one the time gives, so that a batch is reproducible too.
+        (None, None) if format.is_pinned() => {
+            notes.push("SOURCE_DATE_EPOCH: serials count up from the one the time gives".into());
+            format.serial
+        }
+        (None, None) => None,
+    };
+    let template = MediumOptions::new()
+        .format(format)
+        .table(cli.table_choice());
+    let mut batch = Batch::new(template);
+    batch.label = label;
+    batch.serial_from = serial_from;
+    batch.number_from = cli.number_from.unwrap_or(1);
+    Ok((batch, notes))
+}
+
+/// Inspects one target read-only; what a real run would refuse is kept as
+/// its refusal.
+fn inspect(
+    cli: &FormatArgs,
+    path: &std::path::Path,
+    tree: Option<&mkfs_alloc_advise::ScanResult>,
+) -> Entry {
+    let mut entry = Entry {
+        path: path.to_path_buf(),
+        target: None,
+        refusal: None,
+        notes: Vec::new(),
+    };
+    let inspected = image_size(cli, path, tree)
+        .and_then(|size| Target::inspect(path, size, cli.sector_size, true));
+    match inspected {
+        Ok(t) => {
+            entry.refusal = t.would_refuse().map(str::to_string);
+            entry.notes = t.notes().to_vec();
+            entry.target = Some(t);
+        }
+        Err(f) => entry.refusal = Some(crate::text::error_text(f.error())),
+    }
+    entry
+}
+
+/// A medium given twice (the same path, two names of one device, a loop
+/// device and its backing file, a disk and one of its partitions) is
+/// refused the second time.
+fn refuse_duplicates(entries: &mut [Entry]) {
+    let ids: Vec<Vec<MediumId>> = entries.iter().map(medium_ids).collect();
+    for b in 1..entries.len() {
+        if entries[b].refusal.is_some() {
+            continue;
+        }
+        let same = (0..b).find(|&a| ids[a].iter().any(|x| ids[b].contains(x)));
+        if let Some(a) = same {
+            entries[b].refusal = Some(format!(
+                "{} is the same medium as {} (or part of it), given earlier",
+                entries[b].path.display(),
+                entries[a].path.display()
+            ));
+        }
+    }
+}
+
+/// What identifies a medium: a device number, or a file's device and inode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum MediumId {
+    Device(u64),
+    File(u64, u64),
+    Path(PathBuf),
+}
+
+fn medium_ids(e: &Entry) -> Vec<MediumId> {
+    let mut ids = Vec::new();
+    let path = &e.path;
+    if let Ok(c) = std::fs::canonicalize(path) {
+        ids.push(MediumId::Path(c));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let of = |p: &std::path::Path| -> Option<MediumId> {
+            let m = std::fs::metadata(p).ok()?;
+            Some(if mkfs_alloc_device::is_block_device(p) {
+                MediumId::Device(m.rdev())
+            } else {
+                MediumId::File(m.dev(), m.ino())
+            })
+        };
+        ids.extend(of(path));
+        if let Some(b) = mkfs_alloc_device::loop_backing_file(path) {
+            ids.extend(of(&b));
+        }
+        if let Some(d) = e.target.as_ref().and_then(|t| t.device()) {
+            ids.extend(d.partitions.iter().filter_map(|p| of(&p.path)));
+        }
+    }
+    ids
+}
+
+/// Plans every target (a refused one keeps its refusal as its error).
+fn plan_all(
+    cli: &FormatArgs,
+    batch: &Batch,
+    entries: &mut [Entry],
+    tree: Option<&mkfs_alloc_advise::ScanResult>,
+) -> Result<BatchPlan, Failure> {
+    let specs: Vec<TargetSpec> = entries
+        .iter()
+        .map(|e| {
+            let name = e.path.display().to_string();
+            let Some(t) = e.target.as_ref() else {
+                return TargetSpec::new(name, 0, 512);
+            };
+            let mut spec = TargetSpec::new(name, t.size_bytes(), t.block_size());
+            let mut o = Overrides::default();
+            o.whole_disk = Some(t.device().is_some_and(|d| d.is_whole_disk));
+            o.align = (!batch.template.format.sd)
+                .then(|| t.preferred_align())
+                .flatten();
+            o.sector_size = Some(cli.sector_size.unwrap_or(t.block_size()));
+            spec.overrides = o;
+            spec
+        })
+        .collect();
+    let notes = Mutex::new(vec![Vec::new(); entries.len()]);
+    let refused = |i: usize, e: &Entry| -> Option<String> {
+        let _ = i;
+        e.refusal.clone()
+    };
+    let plan = batch.plan_with(&specs, |i, opts, spec| {
+        let e = &entries[i];
+        if let Some(r) = refused(i, e) {
+            return Err(TargetError::new(Verdict::Refused, false, r));
+        }
+        let Some(t) = e.target.as_ref() else {
+            return Err(TargetError::new(Verdict::Refused, false, "not inspected"));
+        };
+        let planned = check_sd_target(&opts.format, t)
+            .and_then(|()| plan_options(cli, opts, spec.medium_bytes, spec.block_size, tree));
+        match planned {
+            Ok(p) => {
+                if let Ok(mut n) = notes.lock() {
+                    n[i] = p.notes;
+                }
+                Ok(p.plan)
+            }
+            Err(f) => Err(TargetError::new(
+                Verdict::Refused,
+                false,
+                crate::text::error_text(f.error()),
+            )),
+        }
+    });
+    let plan = plan.map_err(|e| usage(anyhow!(e)))?;
+    for (e, n) in entries
+        .iter_mut()
+        .zip(notes.into_inner().unwrap_or_default())
+    {
+        e.notes.extend(n);
+    }
+    Ok(plan)
+}
+
+/// Runs the planned targets (the refused ones are passed over by the
+/// library: their plan is their refusal).
+fn execute(cli: &FormatArgs, entries: &[Entry], plan: &mut BatchPlan, show: bool) -> RunReport {
+    let steps = target::Steps {
+        probe: cli.probe,
+        discard: cli.discard,
+        no_discard: cli.no_discard,
+        full: cli.full,
+    };
+    let targets: Vec<target::CliTarget<'_>> = entries
+        .iter()
+        .zip(plan.plans())
+        .map(|(e, p)| {
+            let kind = p.map_or(mkfs_alloc_partition::TableKind::None, |p| p.table().kind());
+            target::CliTarget::new(e.target.as_ref(), steps, kind)
+        })
+        .collect();
+    let lines = progress::Lines::new(show, plan.names());
+    let opts = RunOptions::new()
+        .jobs(cli.jobs.map_or(0, |j| j as usize))
+        .verify(cli.verify);
+    plan.run(targets, &opts, &|e| lines.event(e))
+}
+
+/// The table or the JSON document.
+fn print_report(
+    cli: &FormatArgs,
+    entries: &[Entry],
+    plan: &BatchPlan,
+    outcomes: &[Outcome],
+    dry_run: bool,
+    notes: &[String],
+) {
+    let rows = rows(entries, plan, outcomes, dry_run);
+    if cli.json {
+        let targets: Vec<serde_json::Value> = rows.iter().map(report::target_json).collect();
+        let count = |v: &str| rows.iter().filter(|r| r.verdict == v).count();
+        outln!(
+            "{:#}",
+            serde_json::json!({
+                "dry_run": dry_run,
+                "targets": targets,
+                "summary": {
+                    "targets": rows.len(),
+                    "ok": count("ok"),
+                    "refused": count("refused"),
+                    "failed": rows.len() - count("ok") - count("refused") - count("planned") - count("not written"),
+                    "verify": cli.verify,
+                    "notes": notes,
+                },
+            })
+        );
+    } else if !cli.quiet {
+        report::print_table(&rows);
+        for n in notes {
+            outln!("note: {n}");
+        }
+    }
+}
+
+fn rows<'a>(
+    entries: &'a [Entry],
+    plan: &'a BatchPlan,
+    outcomes: &'a [Outcome],
+    dry_run: bool,
+) -> Vec<Row<'a>> {
+    entries
+        .iter()
+        .zip(plan.plans())
+        .enumerate()
+        .map(|(i, (e, p))| {
+            let outcome = outcomes.get(i);
+            let (verdict, error) = match (outcome, p) {
+                (Some(o), _) => (
+                    o.verdict.as_str().to_string(),
+                    o.error.as_ref().map(error_chain),
+                ),
+                (None, Err(err)) => ("refused".to_string(), Some(error_chain(err))),
+                (None, Ok(_)) if dry_run => ("planned".to_string(), None),
+                (None, Ok(_)) => ("not written".to_string(), None),
+            };
+            let mut notes = e.notes.clone();
+            if let Some(o) = outcome {
+                notes.extend(o.notes.iter().cloned());
+            }
+            Row {
+                path: &e.path,
+                size: e.target.as_ref().map(Target::size_bytes),
+                device: e.target.as_ref().and_then(Target::device),
+                plan: p.ok(),
+                verdict,
+                error,
+                outcome,
+                notes,
+                contents: if outcome.is_none() {
+                    e.target.as_ref().map(Target::contents).unwrap_or_default()
+                } else {
+                    Vec::new()
+                },
+            }
+        })
+        .collect()
+}
+
+fn write_log(
+    cli: &FormatArgs,
+    entries: &[Entry],
+    plan: &BatchPlan,
+    outcomes: &[Outcome],
+) -> Result<(), Failure> {
+    let Some(file) = &cli.log else {
+        return Ok(());
+    };
+    let rows = rows(entries, plan, outcomes, false);
+    report::append_log(file, &rows).map_err(Failure::Io)
+}
+
+/// The exit: 0 when every target succeeded, 2 when nothing was written
+/// anywhere, else 1.
+fn settle(entries: &[Entry], outcomes: &[Outcome]) -> Result<(), Failure> {
+    let bad: Vec<&Outcome> = outcomes
+        .iter()
+        .filter(|o| o.verdict != Verdict::Ok)
+        .collect();
+    if bad.is_empty() {
+        return Ok(());
+    }
+    let wrote_any = outcomes
+        .iter()
+        .any(|o| o.verdict == Verdict::Ok || o.error.as_ref().is_some_and(|e| e.wrote));
+    let names: Vec<String> = bad
+        .iter()
+        .map(|o| format!("{} ({})", entries[o.index].path.display(), o.verdict))
+        .collect();
+    let e = anyhow!(
+        "{} of {} targets did not succeed: {}",
+        bad.len(),
+        outcomes.len(),
+        names.join(", ")
+    );
+    Err(Failure::InReport(if wrote_any { 1 } else { 2 }, e))
+}
+
+/// An error and its causes, each said once.
+fn error_chain(e: &TargetError) -> String {
+    let mut out = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}

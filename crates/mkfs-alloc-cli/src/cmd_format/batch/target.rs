@@ -1,0 +1,251 @@
+//! One target of a batch as the library's [`BatchTarget`]: the single run's
+//! steps around the format (capacity probe, open and lock, `--size` on a
+//! device, discard, `--full`), on the target's own thread.
+
+use super::super::{discard_note, limit_device, zero_all};
+use crate::target::{Action, Opened, Target};
+use anyhow::anyhow;
+use mkfs_alloc::batch::{BatchTarget, Stage, TargetError, Verdict};
+use mkfs_alloc::FormatError;
+use mkfs_alloc_partition::TableKind;
+use std::path::Path;
+
+/// What a target needs of the arguments.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Steps {
+    pub probe: bool,
+    pub discard: bool,
+    pub no_discard: bool,
+    pub full: bool,
+}
+
+/// A target of the batch (`None`: refused when inspected; never opened).
+pub(super) struct CliTarget<'a> {
+    pub target: Option<&'a Target>,
+    pub steps: Steps,
+    /// The plan writes a partition table (the kernel is asked to re-read it).
+    pub table: bool,
+    pub notes: Vec<String>,
+    created: bool,
+    opened: bool,
+}
+
+impl<'a> CliTarget<'a> {
+    pub fn new(target: Option<&'a Target>, steps: Steps, table: TableKind) -> Self {
+        CliTarget {
+            target,
+            steps,
+            table: table != TableKind::None,
+            notes: Vec::new(),
+            created: false,
+            opened: false,
+        }
+    }
+
+    /// The target; a refused one is never asked for.
+    fn target(&self) -> Result<&'a Target, TargetError> {
+        self.target
+            .ok_or_else(|| TargetError::new(Verdict::Refused, false, "refused when inspected"))
+    }
+}
+
+/// A failure of the CLI's own steps as a target error.
+fn failed(verdict: Verdict, wrote: bool, f: crate::Failure) -> TargetError {
+    TargetError::new(verdict, wrote, crate::text::error_text(f.error()))
+}
+
+impl BatchTarget for CliTarget<'_> {
+    type Io = Opened;
+
+    fn open(&mut self, progress: &mut dyn FnMut(Stage, u64, u64)) -> Result<Opened, TargetError> {
+        let target = self.target()?;
+        let probed = self.steps.probe;
+        if probed {
+            progress(Stage::Probing, 0, 0);
+            let r = crate::cmd_probe::probe_target(target.path(), true)
+                .map_err(|f| failed(Verdict::Failed, true, f))?;
+            let line = crate::cmd_probe::summary_line(&r);
+            if r.verdict.is_fake() && target.size_bytes() > r.real_bytes {
+                return Err(TargetError::new(
+                    Verdict::Fake,
+                    true,
+                    format!(
+                        "the probe found it {line}; not formatted (--size {} or less would use only its real capacity)",
+                        r.real_bytes
+                    ),
+                ));
+            }
+            self.notes.push(format!("probed first: {line}"));
+        }
+        let before = if probed {
+            Verdict::Failed
+        } else {
+            Verdict::Refused
+        };
+        let mut opened = target.open().map_err(|f| failed(before, probed, f))?;
+        self.created = opened.created();
+        self.opened = true;
+        crate::watch::check_opened(target, &opened).map_err(|f| failed(before, probed, f))?;
+        if let Opened::Device(d) = &mut opened {
+            let mut wrote = false;
+            let size = target.size_bytes();
+            limit_device(d, size, target.path(), &mut self.notes, &mut wrote).map_err(|f| {
+                let v = if wrote || probed {
+                    Verdict::Failed
+                } else {
+                    Verdict::Refused
+                };
+                failed(v, wrote || probed, f)
+            })?;
+        }
+        Ok(opened)
+    }
+
+    fn before_format(
+        &mut self,
+        io: &mut Opened,
+        progress: &mut dyn FnMut(Stage, u64, u64),
+    ) -> Result<(), TargetError> {
+        let target = self.target()?;
+        if let Opened::Device(d) = io {
+            let s = self.steps;
+            if !s.no_discard && (s.discard || d.info().discard_granularity > 0) {
+                let size = target.size_bytes();
+                let whole = size >= d.info().size_bytes;
+                self.notes
+                    .push(discard_note(d.discard(0, size), whole, size));
+            }
+        }
+        if self.steps.full {
+            progress(Stage::Zeroing, 0, 0);
+            zero_all(io, &mut |d, t| progress(Stage::Zeroing, d, t)).map_err(|e| {
+                TargetError::new(self.classify(&FormatError::Io(e)), true, "zeroing failed")
+            })?;
+            self.notes
+                .push("full format: zeroed the whole medium".to_string());
+        }
+        Ok(())
+    }
+
+    fn before_verify(&mut self, io: &mut Opened) -> Result<(), TargetError> {
+        let r = match io {
+            Opened::Device(d) => d.forget_cached().map_err(|e| anyhow!(e)),
+            Opened::Image(i, _) => i.forget_cached().map_err(|e| anyhow!(e)),
+        };
+        r.map_err(|e| {
+            TargetError::new(
+                Verdict::Failed,
+                true,
+                format!("dropping the cached blocks before reading back: {e:#}"),
+            )
+        })
+    }
+
+    fn finish(&mut self, io: &mut Opened) -> Vec<String> {
+        if let (Opened::Device(d), true) = (io, self.table) {
+            self.notes.push(match d.reread_partitions() {
+                Ok(()) => "the kernel re-read the partition table".to_string(),
+                Err(e) => format!(
+                    "the kernel could not re-read the partition table ({}); replug the device or run partprobe",
+                    e.source
+                ),
+            });
+        }
+        std::mem::take(&mut self.notes)
+    }
+
+    fn classify(&self, e: &FormatError) -> Verdict {
+        let Some(t) = self.target else {
+            return Verdict::Failed;
+        };
+        if removed(e, t.device().is_some(), t.path()) {
+            Verdict::Removed
+        } else {
+            Verdict::Failed
+        }
+    }
+
+    fn failed(&mut self, e: &TargetError) {
+        let Some(t) = self.target else {
+            return;
+        };
+        if self.created {
+            // Ours, and useless: never leave a half-made image behind.
+            let _ = std::fs::remove_file(t.path());
+        } else if let (Action::Grow(_), Some(len), false, true) =
+            (t.action(), t.len_before(), e.wrote, self.opened)
+        {
+            // Grown, nothing written: the old length back.
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .open(t.path())
+                .and_then(|f| f.set_len(len));
+        }
+    }
+}
+
+/// A device that went away: the operating system says there is no device
+/// (ENODEV, ENXIO, ENOMEDIUM), or its node is gone.
+fn removed(e: &FormatError, device: bool, path: &Path) -> bool {
+    if !device {
+        return false;
+    }
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            #[cfg(unix)]
+            {
+                use rustix::io::Errno;
+                let gone = [Errno::NODEV, Errno::NXIO, no_medium()];
+                if gone
+                    .iter()
+                    .any(|e| io.raw_os_error() == Some(e.raw_os_error()))
+                {
+                    return true;
+                }
+            }
+            let _ = io;
+        }
+        source = s.source();
+    }
+    !path.exists()
+}
+
+/// ENOMEDIUM where it exists (Linux), else ENODEV again.
+#[cfg(unix)]
+fn no_medium() -> rustix::io::Errno {
+    #[cfg(target_os = "linux")]
+    return rustix::io::Errno::NOMEDIUM;
+    #[cfg(not(target_os = "linux"))]
+    return rustix::io::Errno::NODEV;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mkfs_alloc_blockio::{IoError, IoOp};
+
+    fn io(errno: Option<i32>) -> FormatError {
+        let source = errno.map_or_else(
+            || std::io::Error::other("checksum"),
+            std::io::Error::from_raw_os_error,
+        );
+        FormatError::Io(IoError::new(IoOp::Write, 0, 512, source))
+    }
+
+    /// A device that says it is gone, or whose node is gone, was removed;
+    /// an image, or another error on a device still there, failed.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn removed_devices_are_told_apart() {
+        let here = Path::new("/");
+        let gone = Path::new("/dev/no-such-device-of-mkfs-alloc");
+        assert!(removed(&io(Some(19)), true, here)); // ENODEV
+        assert!(removed(&io(Some(6)), true, here)); // ENXIO
+        assert!(removed(&io(Some(123)), true, here)); // ENOMEDIUM
+        assert!(!removed(&io(Some(5)), true, here)); // EIO, still there
+        assert!(removed(&io(Some(5)), true, gone));
+        assert!(!removed(&io(None), true, here));
+        assert!(!removed(&io(Some(19)), false, here)); // an image
+    }
+}
