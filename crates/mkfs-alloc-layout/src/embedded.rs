@@ -257,7 +257,9 @@ pub fn plan_medium<E>(
     let (medium, placed) = match table {
         Table::None => (Medium::whole(medium_bytes, sector_size), None),
         #[cfg(not(feature = "sd"))]
-        Table::Mbr if opts.sd => return Err(PlanError::NotBuilt("the SD layout (feature \"sd\")").into()),
+        Table::Mbr if opts.sd => {
+            return Err(PlanError::NotBuilt("the SD layout (feature \"sd\")").into())
+        }
         #[cfg(feature = "sd")]
         Table::Mbr if opts.sd => {
             let (sd, _) = crate::sd::card_layout(opts, medium_bytes / crate::sd::SD_SECTOR)

@@ -246,7 +246,8 @@ pub(crate) fn exfat_units(text: &LabelText) -> Result<ExfatUnits, LabelError> {
         return Err(too_long(len));
     }
     for ch in text.chars() {
-        if (ch as u32) < 0x20 || matches!(ch, '"' | '*' | '/' | ':' | '<' | '>' | '?' | '\\' | '|') {
+        if (ch as u32) < 0x20 || matches!(ch, '"' | '*' | '/' | ':' | '<' | '>' | '?' | '\\' | '|')
+        {
             return Err(LabelError::Forbidden {
                 label: *text,
                 ch,
@@ -310,7 +311,21 @@ pub(crate) fn fat_bytes(text: &LabelText, fs: crate::FsKind) -> Result<[u8; 11],
         }
         let forbidden = matches!(
             ch,
-            '"' | '*' | '+' | ',' | '.' | '/' | ':' | ';' | '<' | '=' | '>' | '?' | '[' | '\\' | ']' | '|'
+            '"' | '*'
+                | '+'
+                | ','
+                | '.'
+                | '/'
+                | ':'
+                | ';'
+                | '<'
+                | '='
+                | '>'
+                | '?'
+                | '['
+                | '\\'
+                | ']'
+                | '|'
         );
         if (ch as u32) < 0x20 || ch == '\x7f' || forbidden {
             return Err(LabelError::Forbidden {

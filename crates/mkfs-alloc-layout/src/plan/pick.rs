@@ -169,9 +169,7 @@ fn pick_cluster(
                     let below = valid.iter().rev().find(|&c| c < want);
                     let pick = match below {
                         Some(c) => Some((c, ClusterRule::FieldEvidenceReduced)),
-                        None => valid
-                            .first()
-                            .map(|c| (c, ClusterRule::FieldEvidenceRaised)),
+                        None => valid.first().map(|c| (c, ClusterRule::FieldEvidenceRaised)),
                     };
                     match pick {
                         Some((c, rule)) => Ok((c, rule, ctx.geometry(fs, c)?)),

@@ -154,7 +154,11 @@ fn the_sd_layout_checks_where_the_medium_puts_the_volume() {
         (FsKind::Exfat, 128 * KIB, 488_312)
     );
     assert_eq!(l.chs_geometry(), (255, 63));
-    assert!(l.warnings().next().is_none(), "{:?}", l.warnings().collect::<Vec<_>>());
+    assert!(
+        l.warnings().next().is_none(),
+        "{:?}",
+        l.warnings().collect::<Vec<_>>()
+    );
     // The same card with the volume elsewhere is refused.
     let e = plan(&sd, &card(2048, 125_071_360)).expect_err("misplaced");
     assert!(
