@@ -219,10 +219,10 @@ pub fn boot_region_sector(
             bs.percent_in_use = (used * 100 / u64::from(g.cluster_count)).min(100) as u8;
             bs.boot_code = [0xF4; 390];
             bs.boot_signature = 0xAA55.into();
-            sector[..512].copy_from_slice(bs.as_bytes());
+            sector[..core::mem::size_of_val(&bs)].copy_from_slice(bs.as_bytes());
         }
         1..=8 => {
-            sector[bps - 4..].copy_from_slice(&ondisk::EXTENDED_BOOT_SIGNATURE.to_le_bytes());
+            ondisk::sign_extended_boot_sector(sector);
         }
         i if i == ondisk::OEM_PARAMETERS_SECTOR => {
             if let Some(sd) = layout.sd() {
@@ -231,7 +231,7 @@ pub fn boot_region_sector(
                 let mut f = ondisk::FlashParameters::new_zeroed();
                 f.parameters_guid = ondisk::FLASH_PARAMETERS_GUID;
                 f.erase_block_size = (sd.erase_block_bytes as u32).into();
-                sector[..48].copy_from_slice(f.as_bytes());
+                sector[..core::mem::size_of_val(&f)].copy_from_slice(f.as_bytes());
             }
         }
         11 => {
@@ -241,9 +241,7 @@ pub fn boot_region_sector(
                 boot_region_sector(layout, g, used, i, sector);
                 sum = ondisk::boot_checksum_continue(sum, i as usize * bps, sector);
             }
-            for word in sector.chunks_exact_mut(4) {
-                word.copy_from_slice(&sum.to_le_bytes());
-            }
+            ondisk::fill_checksum_sector(sector, sum);
         }
         _ => {}
     }
