@@ -25,6 +25,9 @@
 //!
 //! It prints one JSON object (`--json`) or a summary, and fails unless the
 //! firmware ran to its end, every budget holds and every check passed.
+//!
+//! `cargo xtask embedded --fatfs [--json]` measures ChaN's FatFs `f_mkfs`
+//! on the same CPU class instead, for comparison (see `fatfs.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -37,6 +40,7 @@ use crate::{cargo, ensure_rust_targets, install_packages, run, target_dir, works
 
 mod check;
 mod elf;
+mod fatfs;
 
 /// The board, its CPU and the Rust target the firmware is built for.
 const MACHINE: &str = "lm3s6965evb";
@@ -53,6 +57,12 @@ pub const TOOLS: &[(&str, &str)] = &[
     ("fsck.fat", "dosfstools"),
     ("mdir", "mtools"),
     ("mount.exfat-fuse", "exfat-fuse"),
+    // `--fatfs`: the cross compiler and newlib-nano.
+    ("arm-none-eabi-gcc", "gcc-arm-none-eabi"),
+    (
+        "/usr/lib/arm-none-eabi/lib/thumb/v7-m/nofp/libc_nano.a",
+        "libnewlib-arm-none-eabi",
+    ),
 ];
 
 /// The budgets of issue #20, in bytes: flash for a firmware that formats
@@ -121,18 +131,25 @@ struct Console {
 
 /// `cargo xtask embedded`.
 pub fn embedded_cmd(args: &[String]) -> Result<(), String> {
-    let (mut json_out, mut mount, mut keep) = (false, true, false);
+    let (mut json_out, mut mount, mut keep, mut fatfs) = (false, true, false, false);
     for a in args {
         match a.as_str() {
             "--json" => json_out = true,
             "--no-mount" => mount = false,
             "--keep" => keep = true,
+            "--fatfs" => fatfs = true,
             other => {
                 return Err(format!(
-                    "unknown option {other:?}; valid: --json, --no-mount, --keep"
+                    "unknown option {other:?}; valid: --json, --no-mount, --keep, --fatfs"
                 ))
             }
         }
+    }
+    if fatfs {
+        if !mount || keep {
+            return Err("--fatfs takes only --json".into());
+        }
+        return fatfs::fatfs_cmd(json_out);
     }
     let start = Instant::now();
     let work = target_dir().join("embedded").join("run");
