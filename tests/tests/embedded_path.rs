@@ -64,7 +64,8 @@ fn std_image(opts: &FormatOptions, table: Table, bytes: u64, sector: u32) -> Vec
         o = o.table(TableKind::Mbr);
     }
     let plan = o.plan_for(&disk).expect("the std path plans");
-    plan.format(&mut disk, &mut |_, _| {}).expect("the std path formats");
+    plan.format(&mut disk, &mut |_, _| {})
+        .expect("the std path formats");
     disk.into_inner()
 }
 
@@ -111,7 +112,8 @@ fn every_file_system_with_and_without_a_table() {
     for &(fs, bytes, cluster, sector) in cases {
         for table in [Table::None, Table::Mbr] {
             let opts = options(fs, cluster, 0x1234_ABCD);
-            let what = format!("{fs} {cluster} B clusters, {bytes} B, {sector} B sectors, {table:?}");
+            let what =
+                format!("{fs} {cluster} B clusters, {bytes} B, {sector} B sectors, {table:?}");
             assert_same(
                 &what,
                 &firmware_image(&opts, table, bytes, sector),
@@ -208,16 +210,36 @@ fn refused_options_write_nothing() {
             "{what}: {e:?}"
         );
         let msg = e.to_string();
-        assert!(msg.contains("valid"), "{what}: the message names the valid range: {msg}");
+        assert!(
+            msg.contains("valid"),
+            "{what}: the message names the valid range: {msg}"
+        );
         assert_eq!(ram.writes, 0, "{what}: nothing written");
-        assert!(ram.data.iter().all(|&b| b == 0), "{what}: the medium unchanged");
+        assert!(
+            ram.data.iter().all(|&b| b == 0),
+            "{what}: the medium unchanged"
+        );
     }
     // A buffer shorter than one sector.
     let mut ram = Ram::new(64 * MIB, 4096);
     let mut buf = [0u8; 512];
-    let e = format(&mut ram, &mut buf, &options(FsKind::Exfat, 4096, 1), Table::None)
-        .expect_err("a 512-byte buffer for 4096-byte sectors");
-    assert!(matches!(e, Error::Buffer { len: 512, sector: 4096 }), "{e:?}");
+    let e = format(
+        &mut ram,
+        &mut buf,
+        &options(FsKind::Exfat, 4096, 1),
+        Table::None,
+    )
+    .expect_err("a 512-byte buffer for 4096-byte sectors");
+    assert!(
+        matches!(
+            e,
+            Error::Buffer {
+                len: 512,
+                sector: 4096
+            }
+        ),
+        "{e:?}"
+    );
     assert_eq!(ram.writes, 0);
 }
 
@@ -246,12 +268,12 @@ proptest! {
             Err(_) => {
                 // Refused: nothing written, and the std path refuses too.
                 prop_assert_eq!(ram.writes, 0);
-                let mut disk = MemDisk::new(512, bytes / 512).expect("memory disk");
+                let disk = MemDisk::new(512, bytes / 512).expect("memory disk");
                 let mut o = MediumOptions::new().format(opts.clone());
                 if mbr {
                     o = o.table(TableKind::Mbr);
                 }
-                prop_assert!(o.plan_for(&mut disk).is_err(), "the std path takes what firmware refused");
+                prop_assert!(o.plan_for(&disk).is_err(), "the std path takes what firmware refused");
             }
         }
     }

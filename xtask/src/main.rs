@@ -30,7 +30,8 @@
 //!   in QEMU (see `uboot/`);
 //! - `embedded [--json] [--no-mount] [--keep]`: the firmware example built
 //!   for a Cortex-M3, run in QEMU, measured against its budgets and its
-//!   images checked (see `embedded/`);
+//!   images checked (see `embedded/`); `embedded --fatfs [--json]`: ChaN's
+//!   FatFs `f_mkfs` built for the same CPU and measured the same way;
 //! - `package`: `cargo package --workspace` of the publishable crates (see
 //!   `package.rs`);
 //! - `dist [--check] [--no-windows]`: the static Linux tarball, the Debian
@@ -118,7 +119,7 @@ const COMMANDS: &[Cmd] = &[
     ),
     (
         "embedded",
-        "the firmware example in QEMU (Cortex-M3): flash, RAM, stack against the budgets; images identical to the CLI's, fsck, mtools, exfat-fuse [--json] [--no-mount] [--keep]",
+        "the firmware example in QEMU (Cortex-M3): flash, RAM, stack against the budgets; images identical to the CLI's, fsck, mtools, exfat-fuse [--json] [--no-mount] [--keep]; --fatfs [--json]: FatFs' f_mkfs measured alike",
         embedded::embedded_cmd,
     ),
     (

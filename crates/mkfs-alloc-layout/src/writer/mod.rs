@@ -1,8 +1,10 @@
-//! The writer: [`Layout`] → blocks, through [`BlockIo`].
+//! The writer: [`Layout`](crate::Layout) → blocks, through `BlockIo`
+//! (the `std` feature) or, in firmware, a
+//! [`SectorDevice`](crate::embedded::SectorDevice).
 //!
 //! Memory stays bounded: FAT and bitmap are generated in chunks of
 //! [`CHUNK`] bytes, whatever the volume size; zero regions are handed to
-//! [`BlockIo::write_zeroes`] (hole punching, `ZERO_RANGE`, `BLKZEROOUT`) or,
+//! `BlockIo::write_zeroes` (hole punching, `ZERO_RANGE`, `BLKZEROOUT`) or,
 //! on a target that already reads as zero, skipped.
 //!
 //! Write order (so an interrupted format never leaves a half-valid file system):
