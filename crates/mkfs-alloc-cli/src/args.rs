@@ -270,11 +270,13 @@ pub struct FormatArgs {
     /// One FAT leaves no copy for repair tools to fall back on.
     #[arg(long, value_name = "N")]
     pub fats: Option<u8>,
-    /// Write an exFAT Volume GUID entry (random; derived from the serial
-    /// with --serial or SOURCE_DATE_EPOCH). Off by default: exfatprogs'
-    /// fsck.exfat 1.2 reports it as an unknown entry.
-    #[arg(long)]
-    pub volume_guid: bool,
+    /// Write an exFAT Volume GUID entry: --volume-guid alone a random one
+    /// (derived from the serial with --serial or SOURCE_DATE_EPOCH),
+    /// --volume-guid=GUID this one (as `info` and the summary show it).
+    /// Off by default: exfatprogs' fsck.exfat 1.2 reports it as an unknown
+    /// entry. FAT volumes have none.
+    #[arg(long, value_name = "GUID", num_args = 0..=1, require_equals = true)]
+    pub volume_guid: Option<Option<String>>,
     /// Volume layout: "standard", or "sd" for the SD Association's layout
     /// of a card of this size (the device's size, or --size for an image).
     #[arg(long, value_enum, default_value_t = LayoutArg::Standard)]
@@ -406,7 +408,7 @@ impl FormatArgs {
         let mut o = FormatOptions::new()
             .fs(fs)
             .cluster(cluster)
-            .volume_guid(self.volume_guid)
+            .volume_guid(self.volume_guid.is_some())
             .esp(self.esp)
             .sd(self.layout == LayoutArg::Sd);
         o = if given.is_some() || std::env::var("SOURCE_DATE_EPOCH").is_ok() {
@@ -420,6 +422,17 @@ impl FormatArgs {
             .filter(|l| !l.is_empty())
             .map(LabelText::new);
         o.align = align;
+        if let Some(Some(text)) = &self.volume_guid {
+            let bytes = crate::guid::parse(text).ok_or_else(|| {
+                usage(anyhow!(
+                    "--volume-guid {text:?} is not a GUID; valid: {}",
+                    crate::guid::FORMS
+                ))
+            })?;
+            o = o
+                .given_volume_guid(bytes)
+                .map_err(|e| usage(anyhow!("--volume-guid {text:?}: {e}")))?;
+        }
         // Checked by planning, with the other options.
         o.root_entries = self.root_entries;
         o.fats = self.fats;

@@ -211,6 +211,11 @@ pub enum PlanError {
     /// not supported).
     #[error("exFAT has one FAT (a second one belongs to TexFAT, which is not supported); valid for exFAT: 1, or the default")]
     FatCountExfat,
+    /// A given exFAT volume GUID of sixteen zero bytes (the null GUID).
+    #[error(
+        "the null GUID (all zero) is not a valid exFAT volume GUID; valid: any other 128-bit value"
+    )]
+    NullVolumeGuid,
     /// Without `std` (firmware) there is no clock and no entropy: the
     /// options must give the serial and the time.
     #[error("no serial or no time given, and this build (without std) has no clock and no source of randomness; valid: give both (FormatOptions::pinned, or serial and timestamp)")]

@@ -172,6 +172,12 @@ pub struct FormatOptions {
     /// Write an exFAT volume GUID directory entry (a fresh random GUID, or
     /// derived from the serial and the timestamp when pinned).
     pub volume_guid: bool,
+    /// The exFAT volume GUID to write, in the entry's byte order (exFAT
+    /// specification §7.5): an entry is written with exactly these bytes,
+    /// whatever [`volume_guid`](Self::volume_guid) says. Set it with
+    /// [`FormatOptions::given_volume_guid`], which refuses the null GUID.
+    /// FAT volumes have no such entry.
+    pub volume_guid_bytes: Option<[u8; 16]>,
     /// FAT12/16 root directory entries (`None`: 512). Rounded up to fill
     /// whole sectors; refused for FAT32 and exFAT.
     pub root_entries: Option<u32>,
@@ -270,6 +276,33 @@ impl FormatOptions {
     pub fn volume_guid(mut self, yes: bool) -> Self {
         self.volume_guid = yes;
         self
+    }
+
+    /// Writes an exFAT volume GUID entry holding `bytes` (the entry's byte
+    /// order) instead of a random or derived GUID.
+    ///
+    /// ```
+    /// use mkfs_alloc_layout::{plan, FormatOptions, FsKind, Medium};
+    /// let g = [0x42; 16];
+    /// let opts = FormatOptions::new().fs(FsKind::Exfat).given_volume_guid(g)?;
+    /// assert_eq!(plan(&opts, &Medium::whole(64 << 20, 512))?.volume_guid(), Some(g));
+    /// let fat = FormatOptions::new().fs(FsKind::Fat32).given_volume_guid(g)?;
+    /// assert_eq!(plan(&fat, &Medium::whole(64 << 20, 512))?.volume_guid(), None);
+    /// assert!(FormatOptions::new().given_volume_guid([0; 16]).is_err());
+    /// # Ok::<(), mkfs_alloc_layout::PlanError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`PlanError::NullVolumeGuid`](crate::PlanError::NullVolumeGuid) for
+    /// sixteen zero bytes, which the exFAT specification (§7.5.5) does not
+    /// allow.
+    pub fn given_volume_guid(mut self, bytes: [u8; 16]) -> Result<Self, crate::PlanError> {
+        if bytes == [0; 16] {
+            return Err(crate::PlanError::NullVolumeGuid);
+        }
+        self.volume_guid_bytes = Some(bytes);
+        Ok(self)
     }
 
     /// The FAT12/16 fixed root directory's entries.

@@ -55,8 +55,13 @@ impl Choices {
             cluster_rule: chosen.cluster_rule,
             align: ctx.align,
             serial,
-            volume_guid: (fs == FsKind::Exfat && opts.volume_guid)
-                .then(|| volume_guid(opts, serial, timestamp)),
+            volume_guid: match opts.volume_guid_bytes {
+                _ if fs != FsKind::Exfat => None,
+                Some(given) => Some(given),
+                None => opts
+                    .volume_guid
+                    .then(|| volume_guid(opts, serial, timestamp)),
+            },
             label,
             timestamp,
             asked: Asked {
