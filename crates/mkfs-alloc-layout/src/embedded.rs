@@ -5,7 +5,7 @@
 //! gets the bytes `mkfs-alloc` writes on a PC for the same options (with or
 //! without one MBR partition). Memory: the caller's buffer of one sector
 //! (512 bytes upward), a few hundred bytes of stack for the plan, nothing
-//! else; the exFAT up-case table is constant data in flash.
+//! else; the exFAT up-case table streams from constant runs in flash.
 //!
 //! ```
 //! use mkfs_alloc_layout::embedded::{format, SectorDevice, Table};

@@ -299,7 +299,7 @@ pub fn root_entries(layout: &crate::Layout, g: &Geometry) -> RootEntries {
     bitmap.first_cluster = g.bitmap_cluster().into();
     bitmap.data_length = g.bitmap_bytes.into();
     out.push(bitmap.as_bytes());
-    // The writer stores `upcase::COMPRESSED_TABLE`, whose length and
+    // The writer streams `upcase::COMPRESSED_TABLE` (fill_compressed_table), whose length and
     // checksum are these constants (pinned by the ondisk crate's tests).
     let mut up = ondisk::UpcaseEntry::new_zeroed();
     up.entry_type = ondisk::TYPE_UPCASE;

@@ -12,7 +12,7 @@ use crate::exfat;
 use crate::fat;
 use crate::options::FsKind;
 use crate::plan::Layout;
-use mkfs_alloc_ondisk::exfat::upcase::COMPRESSED_TABLE;
+use mkfs_alloc_ondisk::exfat::upcase::{fill_compressed_table, UPCASE_TABLE_LEN};
 use mkfs_alloc_ondisk::exfat::BOOT_REGION_SECTORS;
 use mkfs_alloc_ondisk::fat::table as fat_table;
 use mkfs_alloc_ondisk::fat::{BACKUP_BOOT_SECTOR, FSINFO_SECTOR};
@@ -146,17 +146,12 @@ pub(crate) fn exfat<O: Out, H: Hooks<O>>(
             }
         },
     )?;
-    let table = COMPRESSED_TABLE;
     out.region(
         layout.cluster_offset(g.upcase_cluster()),
         u64::from(g.upcase_clusters) * g.cluster,
-        table.len() as u64,
+        UPCASE_TABLE_LEN as u64,
         bps,
-        &mut |at, buf| {
-            let from = (at as usize).min(table.len());
-            let n = (table.len() - from).min(buf.len());
-            buf[..n].copy_from_slice(&table[from..from + n]);
-        },
+        &mut |at, buf| fill_compressed_table(at, buf),
     )?;
     let root = exfat::root_entries(layout, g);
     if !hooks.root(root.as_bytes(), out)? {

@@ -75,6 +75,10 @@ const FULL_TABLE_ENTRIES: usize = 0x1_0000;
 pub const COMPRESSED_TABLE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/upcase.bin"));
 const _: () = assert!(COMPRESSED_TABLE.len() == UPCASE_TABLE_LEN);
 
+#[path = "upcase_stream.rs"]
+mod stream;
+pub use stream::fill_compressed_table;
+
 #[cfg(feature = "alloc")]
 #[path = "upcase_compress.rs"]
 mod compression;
