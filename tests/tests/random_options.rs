@@ -121,7 +121,7 @@ fn oracle(o: &Opts) -> Result<FsKind, String> {
         })
         .cluster(ClusterChoice::Bytes(o.cluster))
         .serial(o.serial);
-    format.label = o.label.map(str::to_string);
+    format.label = o.label.map(mkfs_alloc::layout::LabelText::new);
     format.align = o.align;
     let mut opts = MediumOptions::new()
         .format(format)

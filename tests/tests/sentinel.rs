@@ -61,8 +61,8 @@ fn check_regions(layout: &Layout, img: &[u8]) {
 }
 
 fn region(layout: &Layout, kind: RegionKind, index: u32) -> (u64, u64) {
-    let r = layout
-        .regions()
+    let regions = layout.regions();
+    let r = regions
         .iter()
         .find(|r| r.kind == kind && r.index == index)
         .unwrap_or_else(|| panic!("no {kind:?} region"));
@@ -264,7 +264,7 @@ fn small_fat_contents(layout: &Layout, img: &[u8], file: &Path) {
 
 fn case(fs: FsKind, cluster: u64, sector: u32, size: u64, label: Option<&str>, guid: bool) {
     let mut opts = options(fs, cluster).volume_guid(guid);
-    opts.label = label.map(str::to_string);
+    opts.label = label.map(mkfs_alloc_layout::label::LabelText::new);
     let (layout, img) = format(&opts, sector, size);
     check_regions(&layout, &img);
     let tmp = TempDir::new("sentinel");

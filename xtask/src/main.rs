@@ -3,10 +3,10 @@
 //! CLI's `--json` output.
 //!
 //! Commands:
-//! - `install-tools [--windows] [--fuzz] [--kernel] [--uboot] [--dist] [--all]`:
+//! - `install-tools [--windows] [--fuzz] [--kernel] [--uboot] [--embedded] [--dist] [--all]`:
 //!   check the external tools the interoperability tests use (and, with the
-//!   flags, those of `test-windows`, `fuzz`, `test-kernel`, `test-uboot` and
-//!   `dist`), and install the missing Debian packages in
+//!   flags, those of `test-windows`, `fuzz`, `test-kernel`, `test-uboot`,
+//!   `embedded` and `dist`), and install the missing Debian packages in
 //!   one `apt-get` call (as root; otherwise print the command and fail);
 //! - `test [ARGS...] [-- TEST-ARGS...]`: the tool/root tier and the pure
 //!   tier together: `install-tools`, `cargo build -p mkfs-alloc-cli`, then
@@ -28,6 +28,10 @@
 //!   drivers in QEMU (see `kernel/`);
 //! - `test-uboot [--all] [--json]`: FAT images through U-Boot's FAT driver
 //!   in QEMU (see `uboot/`);
+//! - `embedded [--json] [--no-mount] [--keep]`: the firmware example built
+//!   for a Cortex-M3, run in QEMU, measured against its budgets and its
+//!   images checked (see `embedded/`); `embedded --fatfs [--json]`: ChaN's
+//!   FatFs `f_mkfs` built for the same CPU and measured the same way;
 //! - `package`: `cargo package --workspace` of the publishable crates (see
 //!   `package.rs`);
 //! - `dist [--check] [--no-windows]`: the static Linux tarball, the Debian
@@ -55,7 +59,7 @@ type Cmd = (
 const COMMANDS: &[Cmd] = &[
     (
         "install-tools",
-        "install the missing test tools (Debian packages) [--windows] [--fuzz] [--kernel] [--uboot] [--dist] [--all]",
+        "install the missing test tools (Debian packages) [--windows] [--fuzz] [--kernel] [--uboot] [--embedded] [--dist] [--all]",
         test::install_tools_cmd,
     ),
     (
@@ -114,6 +118,11 @@ const COMMANDS: &[Cmd] = &[
         kernel::test_kernel_cmd,
     ),
     (
+        "embedded",
+        "the firmware example in QEMU (Cortex-M3): flash, RAM, stack against the budgets; images identical to the CLI's, fsck, mtools, exfat-fuse [--json] [--no-mount] [--keep]; --fatfs [--json]: FatFs' f_mkfs measured alike",
+        embedded::embedded_cmd,
+    ),
+    (
         "test-uboot",
         "FAT images through U-Boot's FAT driver in QEMU [--all] [--json] [--jobs N] [--case NAME] [--keep]",
         uboot::test_uboot_cmd,
@@ -135,6 +144,7 @@ mod bench_batch;
 mod bench_hosts;
 mod bench_populate;
 mod dist;
+mod embedded;
 mod features;
 mod fuzz;
 mod kernel;

@@ -20,7 +20,9 @@ pub(crate) fn install_tools_cmd(args: &[String]) -> Result<(), String> {
             "--dist" => tools.extend_from_slice(crate::dist::TOOLS),
             "--kernel" => kernel = true,
             "--uboot" => tools.extend_from_slice(crate::uboot::TOOLS),
+            "--embedded" => tools.extend_from_slice(crate::embedded::TOOLS),
             "--all" => {
+                tools.extend_from_slice(crate::embedded::TOOLS);
                 tools.extend_from_slice(crate::windows::TOOLS);
                 tools.extend_from_slice(crate::fuzz::TOOLS);
                 tools.extend_from_slice(crate::uboot::TOOLS);
@@ -29,7 +31,7 @@ pub(crate) fn install_tools_cmd(args: &[String]) -> Result<(), String> {
             }
             other => {
                 return Err(format!(
-                    "unknown option {other:?}; valid: --windows, --fuzz, --kernel, --uboot, --dist, --all"
+                    "unknown option {other:?}; valid: --windows, --fuzz, --kernel, --uboot, --embedded, --dist, --all"
                 ))
             }
         }

@@ -254,7 +254,7 @@ pub fn advise_with(
         .map(|&fs| {
             let base = FormatOptions::new()
                 .fs(FsChoice::Fixed(fs))
-                .label(ASSUMED_LABEL.to_string());
+                .label(ASSUMED_LABEL);
             fs_advice(fs, &base, &medium, data, policy)
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -387,7 +387,7 @@ fn fs_advice(
     let mkfs = mkfs_default(fs, volume, medium.sector_size);
 
     let mut cands = Vec::with_capacity(valid.len());
-    for &c in &valid {
+    for c in valid.iter() {
         // valid_cluster_sizes said yes; a label or option error would fail
         // every size: report it.
         let layout = plan(&base.clone().cluster(ClusterChoice::Bytes(c)), medium)?;
@@ -398,7 +398,7 @@ fn fs_advice(
         _ => None,
     };
     let auto = auto_layout.as_ref().ok();
-    let mut notes = fs_notes(fs, volume, &valid, data, auto);
+    let mut notes = fs_notes(fs, volume, &valid.to_vec(), data, auto);
     if !valid.is_empty() {
         for (source, c) in [("windows", windows), ("sd_spec", sd), ("mkfs", Some(mkfs))] {
             if let Some(c) = c.filter(|c| !valid.contains(c)) {

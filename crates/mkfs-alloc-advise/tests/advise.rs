@@ -27,7 +27,7 @@ fn rows_are_the_planners_numbers() {
         let medium = Medium::whole(128 * GIB, 512);
         let valid = valid_cluster_sizes(f.fs, &medium, MIB);
         let sizes: Vec<u64> = f.rows.iter().map(|r| r.cluster_size).collect();
-        assert_eq!(sizes, valid, "{}", f.fs);
+        assert_eq!(sizes, valid.to_vec(), "{}", f.fs);
         for r in &f.rows {
             let l = plan(
                 &FormatOptions::new()

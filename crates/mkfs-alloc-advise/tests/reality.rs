@@ -30,7 +30,7 @@ fn format(img: &Path, fs: FsKind, cluster: u64, size: u64) -> Layout {
     let opts = FormatOptions::new()
         .fs(FsChoice::Fixed(fs))
         .cluster(ClusterChoice::Bytes(cluster))
-        .label(mkfs_alloc_advise::advise::ASSUMED_LABEL.to_string())
+        .label(mkfs_alloc_advise::advise::ASSUMED_LABEL)
         .serial(0x1234_5678)
         .timestamp(Timestamp {
             secs: 1_700_000_000,

@@ -3,6 +3,7 @@
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use clap::{Parser, ValueEnum};
+use mkfs_alloc_layout::label::LabelText;
 use mkfs_alloc_layout::units::parse_size;
 use mkfs_alloc_layout::{ClusterChoice, FormatOptions, FsChoice, FsKind, Timestamp};
 use mkfs_alloc_partition::{TableChoice, TableKind};
@@ -265,11 +266,17 @@ pub struct FormatArgs {
     /// FAT12/FAT16 root directory entries (default 512; rounded up to whole sectors).
     #[arg(long, value_name = "N")]
     pub root_entries: Option<u32>,
-    /// Write an exFAT Volume GUID entry (random; derived from the serial
-    /// with --serial or SOURCE_DATE_EPOCH). Off by default: exfatprogs'
-    /// fsck.exfat 1.2 reports it as an unknown entry.
-    #[arg(long)]
-    pub volume_guid: bool,
+    /// Number of FATs on FAT12/16/32: 1 or 2 (default 2; exFAT has one).
+    /// One FAT leaves no copy for repair tools to fall back on.
+    #[arg(long, value_name = "N")]
+    pub fats: Option<u8>,
+    /// Write an exFAT Volume GUID entry: --volume-guid alone a random one
+    /// (derived from the serial with --serial or SOURCE_DATE_EPOCH),
+    /// --volume-guid=GUID this one (as `info` and the summary show it).
+    /// Off by default: exfatprogs' fsck.exfat 1.2 reports it as an unknown
+    /// entry. FAT volumes have none.
+    #[arg(long, value_name = "GUID", num_args = 0..=1, require_equals = true)]
+    pub volume_guid: Option<Option<String>>,
     /// Volume layout: "standard", or "sd" for the SD Association's layout
     /// of a card of this size (the device's size, or --size for an image).
     #[arg(long, value_enum, default_value_t = LayoutArg::Standard)]
@@ -401,7 +408,7 @@ impl FormatArgs {
         let mut o = FormatOptions::new()
             .fs(fs)
             .cluster(cluster)
-            .volume_guid(self.volume_guid)
+            .volume_guid(self.volume_guid.is_some())
             .esp(self.esp)
             .sd(self.layout == LayoutArg::Sd);
         o = if given.is_some() || std::env::var("SOURCE_DATE_EPOCH").is_ok() {
@@ -409,10 +416,26 @@ impl FormatArgs {
         } else {
             o.serial(serial).timestamp(timestamp)
         };
-        o.label = self.label.clone().filter(|l| !l.is_empty());
+        o.label = self
+            .label
+            .as_deref()
+            .filter(|l| !l.is_empty())
+            .map(LabelText::new);
         o.align = align;
+        if let Some(Some(text)) = &self.volume_guid {
+            let bytes = crate::guid::parse(text).ok_or_else(|| {
+                usage(anyhow!(
+                    "--volume-guid {text:?} is not a GUID; valid: {}",
+                    crate::guid::FORMS
+                ))
+            })?;
+            o = o
+                .given_volume_guid(bytes)
+                .map_err(|e| usage(anyhow!("--volume-guid {text:?}: {e}")))?;
+        }
         // Checked by planning, with the other options.
         o.root_entries = self.root_entries;
+        o.fats = self.fats;
         Ok(o)
     }
 }
@@ -479,120 +502,4 @@ fn timestamp() -> Result<Timestamp, Failure> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn serials() {
-        assert_eq!(parse_serial("1234ABCD").ok(), Some(0x1234_ABCD));
-        assert_eq!(parse_serial("1234-abcd").ok(), Some(0x1234_ABCD));
-        assert_eq!(parse_serial("0xff").ok(), Some(0xFF));
-        assert!(parse_serial("123456789").is_err());
-        assert!(parse_serial("ABCD-").is_err());
-        assert!(parse_serial("12-34-56-78").is_err());
-        assert!(parse_serial("-").is_err());
-        assert!(parse_serial("xyz").is_err());
-        assert!(parse_serial("").is_err());
-    }
-
-    /// The help's sentence on `--cluster auto` is prose; the one table is
-    /// `mkfs_alloc_layout::rules::auto_cluster`. They must agree.
-    #[test]
-    fn help_states_the_auto_cluster_table() {
-        use mkfs_alloc_layout::rules::auto_cluster;
-        use mkfs_alloc_layout::units::{format_size, GIB, MIB};
-        use mkfs_alloc_layout::FsKind::{Exfat, Fat12, Fat16, Fat32};
-        let text = EXAMPLES.split_whitespace().collect::<Vec<_>>().join(" ");
-        let at = |fs, bytes| format_size(auto_cluster(fs, bytes));
-        for (fs, limit) in [(Fat32, 8 * GIB), (Fat32, 16 * GIB), (Fat32, 32 * GIB)] {
-            let phrase = format!("{} up to {}", at(fs, limit), format_size(limit));
-            assert!(text.contains(&phrase), "{phrase:?} not in the help");
-        }
-        let fat32_above = format!("{} above; exFAT", at(Fat32, 32 * GIB + 1));
-        let exfat_small = format!("exFAT {} up to 256 MiB", at(Exfat, 256 * MIB));
-        let exfat_above = format!("{} above; FAT16/FAT12", at(Exfat, 256 * MIB + 1));
-        let small = format!("FAT16/FAT12 {}.", at(Fat16, 64 * MIB));
-        for phrase in [fat32_above, exfat_small, exfat_above, small] {
-            assert!(text.contains(&phrase), "{phrase:?} not in the help");
-        }
-        assert_eq!(at(Fat12, MIB), at(Fat16, MIB));
-    }
-
-    /// The help names every command as a refused target name, and every
-    /// file system width (issue #18 item 8: FAT12/16 and `probe`, `help`
-    /// were missing).
-    #[test]
-    fn help_names_the_refused_targets_and_every_width() {
-        use clap::CommandFactory;
-        let cmd = Cli::command();
-        let text = EXAMPLES.split_whitespace().collect::<Vec<_>>().join(" ");
-        let start = text.find("named like a command (").expect("the sentence");
-        let sentence = &text[start..start + text[start..].find(")").expect("its end")];
-        let mut names: Vec<&str> = cmd
-            .get_subcommands()
-            .filter(|c| !c.is_hide_set())
-            .map(|c| c.get_name())
-            .collect();
-        names.push("help");
-        for n in names {
-            assert!(sentence.contains(n), "{n} not in {sentence:?}");
-            assert!(SUBCOMMANDS.contains(&n), "{n} not in SUBCOMMANDS");
-        }
-        for c in cmd.get_subcommands() {
-            assert!(SUBCOMMANDS.contains(&c.get_name()), "{}", c.get_name());
-        }
-        let about = cmd.get_about().expect("an about").to_string();
-        for fs in ["exFAT", "FAT12", "FAT16", "FAT32"] {
-            assert!(about.contains(fs), "{fs} not in {about:?}");
-        }
-    }
-
-    #[test]
-    fn json_before_a_command_is_the_commands() {
-        let lift = |args: &[&str]| {
-            let raw = std::iter::once("mkfs-alloc")
-                .chain(args.iter().copied())
-                .map(std::ffi::OsString::from)
-                .collect();
-            let (out, json) = lift_json(raw);
-            let out: Vec<String> = out[1..]
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect();
-            (out.join(" "), json)
-        };
-        assert_eq!(
-            lift(&["--json", "info", "x"]),
-            ("info --json x".into(), true)
-        );
-        assert_eq!(
-            lift(&["--json", "--json", "list"]),
-            ("list --json".into(), true)
-        );
-        assert_eq!(
-            lift(&["info", "x", "--json"]),
-            ("info --json x".into(), true)
-        );
-        assert_eq!(
-            lift(&["--json", "help", "info"]),
-            ("help info".into(), true)
-        );
-        assert_eq!(
-            lift(&["completions", "bash", "--json"]),
-            ("completions bash".into(), true)
-        );
-        // A format, and what follows `--`, are left alone.
-        assert_eq!(lift(&["--json", "a.img"]), ("--json a.img".into(), true));
-        assert_eq!(
-            lift(&["--size", "1M", "--", "--json"]),
-            ("--size 1M -- --json".into(), false)
-        );
-        assert_eq!(lift(&["info", "x"]), ("info x".into(), false));
-    }
-
-    #[test]
-    fn cli_is_well_formed() {
-        use clap::CommandFactory;
-        Cli::command().debug_assert();
-    }
-}
+mod tests;

@@ -128,7 +128,11 @@ fn plan_text(e: &PlanError) -> Option<String> {
 
 /// "valid: 1 KiB..32 KiB, or use --fs fat (...)": the valid sizes and the
 /// flag that leads out; `None` where the library's words need no flag.
-fn sizes_and_way_out(e: &PlanError, fs: FsKind, valid: &[u64]) -> Option<String> {
+fn sizes_and_way_out(
+    e: &PlanError,
+    fs: FsKind,
+    valid: &mkfs_alloc_layout::error::ClusterSizes,
+) -> Option<String> {
     let sizes = valid_sizes_text(fs, valid);
     let sep = if valid.is_empty() { "; " } else { ", or " };
     Some(match e.alternative()? {

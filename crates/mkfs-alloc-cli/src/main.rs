@@ -26,6 +26,7 @@ mod completions;
 mod confirm;
 mod contents;
 mod data;
+mod guid;
 mod hints;
 mod report;
 mod rootdir;

@@ -80,14 +80,6 @@ fn serial_text(s: u32) -> String {
     format!("{:04X}-{:04X}", s >> 16, s & 0xFFFF)
 }
 
-fn guid_text(g: &[u8; 16]) -> String {
-    // Mixed-endian textual form, as Windows shows GUIDs.
-    format!(
-        "{:02X}{:02X}{:02X}{:02X}-{:02X}{:02X}-{:02X}{:02X}-{:02X}{:02X}-{:02X}{:02X}{:02X}{:02X}{:02X}{:02X}",
-        g[3], g[2], g[1], g[0], g[5], g[4], g[7], g[6], g[8], g[9], g[10], g[11], g[12], g[13], g[14], g[15]
-    )
-}
-
 fn alignment_note(offset: u64) -> String {
     format!("aligned to {}", format_size(Layout::alignment_of(offset)))
 }
@@ -390,8 +382,8 @@ pub fn print_json_with(
         "data_alignment": Layout::alignment_of(layout.data_offset_on_medium()),
         "serial": format!("{:08X}", layout.serial()),
         "label": shown_label(layout),
-        "volume_guid": layout.volume_guid().as_ref().map(guid_text),
-        "warnings": layout.warnings(),
+        "volume_guid": layout.volume_guid().as_ref().map(crate::guid::text),
+        "warnings": layout.warnings().map(|w| w.to_string()).collect::<Vec<_>>(),
         "regions": regions,
         "layout": if layout.sd().is_some() { "sd" } else { "standard" },
         "sd": sd_json(layout.sd()),

@@ -78,6 +78,7 @@ pub(crate) fn planner_cluster_sizes(
         &medium,
         mkfs_alloc_layout::plan::default_align(fs_bytes, sector_size),
     )
+    .to_vec()
 }
 
 /// A streaming directory parser, fed whole 32-byte entries in any pieces.

@@ -3,7 +3,81 @@
 use crate::label::LabelError;
 use crate::options::{FsChoice, FsKind};
 use crate::sd::SD_SECTOR;
-use crate::units::{format_count, format_size};
+use crate::units::{Count, Size};
+use core::fmt;
+
+/// Cluster sizes (powers of two from 512 bytes to 32 MiB), as a set of
+/// bits (bit `k`: 2^k bytes); iterates in ascending order. Four bytes, no
+/// allocation.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+pub struct ClusterSizes(u64);
+
+impl ClusterSizes {
+    /// No size.
+    pub const fn new() -> Self {
+        ClusterSizes(0)
+    }
+
+    /// Adds a size (a power of two).
+    pub(crate) fn push(&mut self, size: u64) {
+        if size.is_power_of_two() {
+            self.0 |= size;
+        }
+    }
+
+    /// The sizes, ascending.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = u64> + Clone {
+        let bits = self.0;
+        (0..64).map(|k| 1u64 << k).filter(move |s| bits & s != 0)
+    }
+
+    /// No size at all.
+    pub fn is_empty(&self) -> bool {
+        self.0 == 0
+    }
+
+    /// How many sizes.
+    pub fn len(&self) -> usize {
+        self.0.count_ones() as usize
+    }
+
+    /// Whether `size` is one of them.
+    pub fn contains(&self, size: &u64) -> bool {
+        size.is_power_of_two() && self.0 & size != 0
+    }
+
+    /// The smallest.
+    pub fn first(&self) -> Option<u64> {
+        (self.0 != 0).then(|| 1 << self.0.trailing_zeros())
+    }
+
+    /// The largest.
+    pub fn last(&self) -> Option<u64> {
+        (self.0 != 0).then(|| 1 << (63 - self.0.leading_zeros()))
+    }
+
+    /// The sizes in a `Vec`, ascending.
+    #[cfg(feature = "alloc")]
+    pub fn to_vec(&self) -> alloc::vec::Vec<u64> {
+        self.iter().collect()
+    }
+}
+
+impl FromIterator<u64> for ClusterSizes {
+    fn from_iter<I: IntoIterator<Item = u64>>(iter: I) -> Self {
+        let mut s = ClusterSizes::new();
+        for size in iter {
+            s.push(size);
+        }
+        s
+    }
+}
+
+impl fmt::Debug for ClusterSizes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
 
 /// Why no layout could be planned. Nothing has been written when this is returned.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -13,7 +87,7 @@ pub enum PlanError {
     #[error("sector size {0} is not supported; valid: 512, 1024, 2048, 4096")]
     SectorSize(u64),
     /// Cluster size not a power of two.
-    #[error("cluster size {} is not a power of two; valid for {fs}: {}", fmt_bytes(*.cluster), range(*.min, *.max))]
+    #[error("cluster size {} is not a power of two; valid for {fs}: {}", Bytes(*.cluster), Range(*.min, *.max))]
     ClusterNotPowerOfTwo {
         /// File system.
         fs: FsKind,
@@ -25,7 +99,7 @@ pub enum PlanError {
         max: u64,
     },
     /// Cluster size outside what the file system allows at this sector size.
-    #[error("cluster size {} is out of range for {fs} with {sector}-byte sectors; valid: {} (powers of two){}", fmt_bytes(*.cluster), range(*.min, *.max), fat32_hint(*.fs, *.cluster, *.sector))]
+    #[error("cluster size {} is out of range for {fs} with {sector}-byte sectors; valid: {} (powers of two){}", Bytes(*.cluster), Range(*.min, *.max), fat32_hint(*.fs, *.cluster, *.sector))]
     ClusterOutOfRange {
         /// File system.
         fs: FsKind,
@@ -40,7 +114,7 @@ pub enum PlanError {
     },
     /// The volume has too few clusters at this cluster size (or is smaller
     /// than the file system's minimum).
-    #[error("{} is too small for {fs} at {} clusters ({} clusters, needs >= {}); {}", format_size(*.volume), format_size(*.cluster), format_count(*.clusters), format_count(*.min_clusters), valid_hint(*.fs, .valid))]
+    #[error("{} is too small for {fs} at {} clusters ({} clusters, needs >= {}); {}", Size(*.volume), Size(*.cluster), Count(*.clusters), Count(*.min_clusters), ValidHint(*.fs, .valid))]
     TooFewClusters {
         /// File system.
         fs: FsKind,
@@ -53,10 +127,10 @@ pub enum PlanError {
         /// Minimum.
         min_clusters: u64,
         /// Cluster sizes that are valid for this volume.
-        valid: Vec<u64>,
+        valid: ClusterSizes,
     },
     /// The volume has too many clusters at this cluster size.
-    #[error("{} is too large for {fs} at {} clusters ({} clusters, maximum {}); {}", format_size(*.volume), format_size(*.cluster), format_count(*.clusters), format_count(*.max_clusters), valid_hint(*.fs, .valid))]
+    #[error("{} is too large for {fs} at {} clusters ({} clusters, maximum {}); {}", Size(*.volume), Size(*.cluster), Count(*.clusters), Count(*.max_clusters), ValidHint(*.fs, .valid))]
     TooManyClusters {
         /// File system.
         fs: FsKind,
@@ -69,10 +143,10 @@ pub enum PlanError {
         /// Maximum.
         max_clusters: u64,
         /// Cluster sizes that are valid for this volume.
-        valid: Vec<u64>,
+        valid: ClusterSizes,
     },
     /// The volume is smaller than the file system can hold at all.
-    #[error("{} is too small for {fs}; the minimum is {}", format_size(*.volume), format_size(*.min))]
+    #[error("{} is too small for {fs}; the minimum is {}", Size(*.volume), Size(*.min))]
     VolumeTooSmall {
         /// File system.
         fs: FsKind,
@@ -82,7 +156,7 @@ pub enum PlanError {
         min: u64,
     },
     /// The volume is larger than the file system's sector-count fields allow.
-    #[error("{} is too large for {fs} with {sector}-byte sectors; the maximum is {}{}", format_size(*.volume), format_size(*.max), if *.fs == FsKind::Exfat { "" } else { " (use exFAT, or 4096-byte sectors)" })]
+    #[error("{} is too large for {fs} with {sector}-byte sectors; the maximum is {}{}", Size(*.volume), Size(*.max), if *.fs == FsKind::Exfat { "" } else { " (use exFAT, or 4096-byte sectors)" })]
     VolumeTooLarge {
         /// File system.
         fs: FsKind,
@@ -94,7 +168,7 @@ pub enum PlanError {
         max: u64,
     },
     /// Alignment not a power of two, below the sector size, or too large.
-    #[error("alignment {} is invalid; valid: a power of two from the sector size ({sector} B) up to {}", fmt_bytes(*.align), format_size(*.max))]
+    #[error("alignment {} is invalid; valid: a power of two from the sector size ({sector} B) up to {}", Bytes(*.align), Size(*.max))]
     Align {
         /// Requested alignment in bytes.
         align: u64,
@@ -126,11 +200,31 @@ pub enum PlanError {
     /// A root directory size given for a file system without a fixed root.
     #[error("a fixed root directory size applies to FAT12 and FAT16 only; this volume is {0} (its root directory grows as needed)")]
     RootEntriesNotFixed(FsKind),
+    /// The build leaves this out (a cargo feature of the crate, for
+    /// firmware that must be small).
+    #[error("{0} is not built into this program; valid: what it was built with")]
+    NotBuilt(&'static str),
+    /// A number of FATs other than 1 or 2.
+    #[error("{0} FATs asked for; valid: 1 or 2")]
+    FatCount(u64),
+    /// Two FATs asked for on exFAT (its second FAT is TexFAT's, which is
+    /// not supported).
+    #[error("exFAT has one FAT (a second one belongs to TexFAT, which is not supported); valid for exFAT: 1, or the default")]
+    FatCountExfat,
+    /// A given exFAT volume GUID of sixteen zero bytes (the null GUID).
+    #[error(
+        "the null GUID (all zero) is not a valid exFAT volume GUID; valid: any other 128-bit value"
+    )]
+    NullVolumeGuid,
+    /// Without `std` (firmware) there is no clock and no entropy: the
+    /// options must give the serial and the time.
+    #[error("no serial or no time given, and this build (without std) has no clock and no source of randomness; valid: give both (FormatOptions::pinned, or serial and timestamp)")]
+    NeedsSerialAndTime,
     /// The SD Association layout cannot be used as asked.
     #[error(transparent)]
     Sd(#[from] crate::sd::SdError),
     /// No FAT width fits this volume at this cluster size ([`FsChoice::Fat`]).
-    #[error("no FAT width fits {} at {} clusters ({} clusters: FAT12 takes {}, FAT16 {}, FAT32 {}); {}", format_size(*.volume), format_size(*.cluster), format_count(*.clusters), count_range(crate::FsKind::Fat12), count_range(crate::FsKind::Fat16), count_range(crate::FsKind::Fat32), sizes_hint(.valid))]
+    #[error("no FAT width fits {} at {} clusters ({} clusters: FAT12 takes {}, FAT16 {}, FAT32 {}); {}", Size(*.volume), Size(*.cluster), Count(*.clusters), CountRange(crate::FsKind::Fat12), CountRange(crate::FsKind::Fat16), CountRange(crate::FsKind::Fat32), SizesHint(.valid))]
     NoFatWidth {
         /// Volume size in bytes.
         volume: u64,
@@ -140,20 +234,30 @@ pub enum PlanError {
         /// specification gives that count).
         clusters: u64,
         /// Cluster sizes at which some FAT width is valid.
-        valid: Vec<u64>,
+        valid: ClusterSizes,
     },
 }
 
-fn fmt_bytes(b: u64) -> String {
-    if b.is_power_of_two() {
-        format_size(b)
-    } else {
-        format!("{} bytes", format_count(b))
+/// A byte count: a size when a power of two, else "N bytes".
+struct Bytes(u64);
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_power_of_two() {
+            write!(f, "{}", Size(self.0))
+        } else {
+            write!(f, "{} bytes", Count(self.0))
+        }
     }
 }
 
-fn range(min: u64, max: u64) -> String {
-    format!("{}..{}", format_size(min), format_size(max))
+/// "512 B..32 KiB".
+struct Range(u64, u64);
+
+impl fmt::Display for Range {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}..{}", Size(self.0), Size(self.1))
+    }
 }
 
 fn fat32_hint(fs: FsKind, cluster: u64, sector: u32) -> &'static str {
@@ -167,32 +271,47 @@ fn fat32_hint(fs: FsKind, cluster: u64, sector: u32) -> &'static str {
 /// "valid: 512 B..16 KiB" from a sorted list of valid sizes, or "no
 /// cluster size is valid for FAT32 on this volume"; the way out (another
 /// file system, a smaller root directory) is [`PlanError::alternative`].
-pub fn valid_sizes_text(fs: FsKind, valid: &[u64]) -> String {
-    match (valid.first(), valid.last()) {
-        (Some(&a), Some(&b)) if a == b => format!("valid: {}", format_size(a)),
-        // The valid set is contiguous in powers of two; say so as a range.
-        (Some(&a), Some(&b)) => format!("valid: {}", range(a, b)),
-        _ => format!("no cluster size is valid for {fs} on this volume"),
+/// Its `Display` is the text (no allocation).
+pub fn valid_sizes_text(fs: FsKind, valid: &ClusterSizes) -> impl fmt::Display + '_ {
+    ValidSizes(fs, valid)
+}
+
+struct ValidSizes<'a>(FsKind, &'a ClusterSizes);
+
+impl fmt::Display for ValidSizes<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.1.first(), self.1.last()) {
+            (Some(a), Some(b)) if a == b => write!(f, "valid: {}", Size(a)),
+            // The valid set is contiguous in powers of two; say so as a range.
+            (Some(a), Some(b)) => write!(f, "valid: {}", Range(a, b)),
+            _ => write!(f, "no cluster size is valid for {} on this volume", self.0),
+        }
     }
 }
 
 /// [`valid_sizes_text`] with the way out in this library's terms.
-fn valid_hint(fs: FsKind, valid: &[u64]) -> String {
-    let text = valid_sizes_text(fs, valid);
-    let fat_width = "the FAT width that follows the cluster count (FsChoice::Fat)";
-    match (alternative_of(fs, valid), valid.is_empty()) {
-        (Some(Alternative::Exfat), false) => format!("{text}, or use exFAT"),
-        (Some(Alternative::Exfat), true) => format!("{text}; use exFAT"),
-        (Some(Alternative::FatWidth), false) => format!("{text}, or use {fat_width}"),
-        (Some(Alternative::FatWidth), true) => format!("{text}; use {fat_width}"),
-        (Some(Alternative::SmallerRoot), _) => format!(
-            "{text}; a smaller root directory leaves room for clusters (root_entries, default 512 = 16 KiB; 16 entries take one 512-byte sector)"
-        ),
-        (None, _) => text,
+struct ValidHint<'a>(FsKind, &'a ClusterSizes);
+
+impl fmt::Display for ValidHint<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (fs, valid) = (self.0, self.1);
+        let text = ValidSizes(fs, valid);
+        let fat_width = "the FAT width that follows the cluster count (FsChoice::Fat)";
+        match (alternative_of(fs, valid), valid.is_empty()) {
+            (Some(Alternative::Exfat), false) => write!(f, "{text}, or use exFAT"),
+            (Some(Alternative::Exfat), true) => write!(f, "{text}; use exFAT"),
+            (Some(Alternative::FatWidth), false) => write!(f, "{text}, or use {fat_width}"),
+            (Some(Alternative::FatWidth), true) => write!(f, "{text}; use {fat_width}"),
+            (Some(Alternative::SmallerRoot), _) => write!(
+                f,
+                "{text}; a smaller root directory leaves room for clusters (root_entries, default 512 = 16 KiB; 16 entries take one 512-byte sector)"
+            ),
+            (None, _) => write!(f, "{text}"),
+        }
     }
 }
 
-fn alternative_of(fs: FsKind, valid: &[u64]) -> Option<Alternative> {
+fn alternative_of(fs: FsKind, valid: &ClusterSizes) -> Option<Alternative> {
     match fs {
         FsKind::Fat32 => Some(Alternative::Exfat),
         // The narrowest width: on a tiny volume only a smaller fixed root
@@ -230,17 +349,32 @@ impl PlanError {
 }
 
 /// "4,101..65,508" for a FAT width's accepted cluster counts.
-fn count_range(fs: FsKind) -> String {
-    let (a, b) = crate::fat::cluster_range(fs);
-    format!("{}..{}", format_count(a), format_count(b))
+struct CountRange(FsKind);
+
+impl fmt::Display for CountRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (a, b) = crate::fat::cluster_range(self.0);
+        write!(f, "{}..{}", Count(a), Count(b))
+    }
 }
 
-fn sizes_hint(valid: &[u64]) -> String {
-    if valid.is_empty() {
-        return "no cluster size gives a valid FAT on this volume".to_string();
+/// "valid: 512 B, 1 KiB, ..." or that no size gives a valid FAT.
+struct SizesHint<'a>(&'a ClusterSizes);
+
+impl fmt::Display for SizesHint<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("no cluster size gives a valid FAT on this volume");
+        }
+        f.write_str("valid: ")?;
+        for (i, c) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{}", Size(c))?;
+        }
+        Ok(())
     }
-    let list: Vec<String> = valid.iter().map(|&c| format_size(c)).collect();
-    format!("valid: {}", list.join(", "))
 }
 
 /// Checks that `cluster` is a power of two from the sector size up to the
@@ -279,7 +413,7 @@ pub enum SdError {
         sectors: u64,
     },
     /// Too small for its class's file system area and one cluster.
-    #[error("a card of {} ({sectors} sectors) is too small for the SD layout: its class's file system does not fit", format_size(sectors * SD_SECTOR))]
+    #[error("a card of {} ({sectors} sectors) is too small for the SD layout: its class's file system does not fit", Size(sectors * SD_SECTOR))]
     TooSmall {
         /// Card capacity in 512-byte sectors.
         sectors: u64,
@@ -291,7 +425,7 @@ pub enum SdError {
         option: SdConflict,
     },
     /// A file system the card's class does not take.
-    #[error("the SD layout gives a card of {} ({class}) {class_fs}; {} is not allowed; valid: {}", format_size(sectors * SD_SECTOR), choice_text(*.asked), .allowed.iter().map(|c| choice_text(*c)).collect::<Vec<_>>().join(", "))]
+    #[error("the SD layout gives a card of {} ({class}) {class_fs}; {} is not allowed; valid: {}", Size(sectors * SD_SECTOR), ChoiceText(*.asked), Choices(.allowed))]
     Fs {
         /// Card capacity in 512-byte sectors.
         sectors: u64,
@@ -347,6 +481,9 @@ pub enum SdConflict {
     TableNone,
     /// A GPT (the layout writes an MBR).
     TableGpt,
+    /// One FAT (the `fats` of [`FormatOptions`](crate::FormatOptions); the
+    /// layout's FAT12/16/32 have two).
+    Fats,
 }
 
 impl SdConflict {
@@ -358,6 +495,7 @@ impl SdConflict {
             SdConflict::RootEntries => "the root directory (512 entries)",
             SdConflict::Esp => "the partition type",
             SdConflict::TableNone | SdConflict::TableGpt => "the partition table (an MBR)",
+            SdConflict::Fats => "the number of FATs (two)",
         }
     }
 }
@@ -370,15 +508,35 @@ impl core::fmt::Display for SdConflict {
             SdConflict::RootEntries => "the root directory size",
             SdConflict::Esp => "the EFI System Partition switch",
             SdConflict::TableNone | SdConflict::TableGpt => "the partition table",
+            SdConflict::Fats => "the number of FATs",
         })
     }
 }
 
 /// A file-system choice in words (this library's, not a command line's).
-fn choice_text(c: FsChoice) -> String {
-    match c {
-        FsChoice::Auto => "the automatic choice".to_string(),
-        FsChoice::Fat => "the FAT width the size allows".to_string(),
-        FsChoice::Fixed(fs) => fs.display_name().to_string(),
+struct ChoiceText(FsChoice);
+
+impl fmt::Display for ChoiceText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            FsChoice::Auto => f.write_str("the automatic choice"),
+            FsChoice::Fat => f.write_str("the FAT width the size allows"),
+            FsChoice::Fixed(fs) => f.write_str(fs.display_name()),
+        }
+    }
+}
+
+/// Choices in words, separated by commas.
+struct Choices<'a>(&'a [FsChoice]);
+
+impl fmt::Display for Choices<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, &c) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{}", ChoiceText(c))?;
+        }
+        Ok(())
     }
 }

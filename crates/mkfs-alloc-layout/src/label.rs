@@ -3,6 +3,137 @@
 //! Sources: exFAT specification §7.3 (Volume Label directory entry);
 //! fatgen103 §"FAT Directory Structure" (DIR_Name legal characters).
 
+use core::fmt;
+
+/// Bytes of a label kept by [`LabelText`]: as many as any valid label needs
+/// (11 UTF-16 units are at most 33 bytes of UTF-8; a FAT label is 11 ASCII
+/// bytes once its trailing spaces are trimmed).
+pub const LABEL_TEXT_MAX: usize = 36;
+
+/// A label as given, kept without an allocator: its first
+/// [`LABEL_TEXT_MAX`] bytes (whole characters), and the lengths of the
+/// whole of it that the checks need. It reads as a `str` (the kept part).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct LabelText {
+    bytes: [u8; LABEL_TEXT_MAX],
+    len: u8,
+    /// UTF-16 code units of the whole label.
+    utf16_len: u32,
+    /// Bytes of the whole label without its trailing spaces.
+    trimmed_len: u32,
+    /// Characters were left out (the label is longer than any valid one).
+    truncated: bool,
+}
+
+impl LabelText {
+    /// Keeps `label` (at most [`LABEL_TEXT_MAX`] bytes of it).
+    pub fn new(label: &str) -> Self {
+        let mut cut = label.len().min(LABEL_TEXT_MAX);
+        while !label.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let mut bytes = [0u8; LABEL_TEXT_MAX];
+        bytes[..cut].copy_from_slice(&label.as_bytes()[..cut]);
+        LabelText {
+            bytes,
+            len: cut as u8,
+            utf16_len: label.encode_utf16().count() as u32,
+            trimmed_len: trimmed_len(label.as_bytes()) as u32,
+            truncated: cut < label.len(),
+        }
+    }
+
+    /// Characters of the label were left out: it is longer than
+    /// [`LABEL_TEXT_MAX`] bytes.
+    pub fn is_truncated(&self) -> bool {
+        self.truncated
+    }
+
+    /// UTF-16 code units of the whole label.
+    pub fn utf16_len(&self) -> usize {
+        self.utf16_len as usize
+    }
+
+    /// Bytes of the whole label without its trailing spaces.
+    pub fn trimmed_len(&self) -> usize {
+        self.trimmed_len as usize
+    }
+
+    /// The kept bytes (whole characters of UTF-8).
+    fn bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    /// The kept characters, decoded from the kept bytes (valid UTF-8: they
+    /// were copied from a `str`; decoding here keeps the firmware free of
+    /// `str` validation code).
+    fn chars(&self) -> impl Iterator<Item = char> + '_ {
+        let b = self.bytes();
+        let mut i = 0;
+        core::iter::from_fn(move || {
+            let lead = u32::from(*b.get(i)?);
+            let (n, mut c) = match lead {
+                0..=0x7F => (1, lead),
+                0xC0..=0xDF => (2, lead & 0x1F),
+                0xE0..=0xEF => (3, lead & 0x0F),
+                _ => (4, lead & 0x07),
+            };
+            for k in 1..n {
+                c = (c << 6) | (u32::from(b.get(i + k).copied().unwrap_or(0)) & 0x3F);
+            }
+            i += n;
+            char::from_u32(c)
+        })
+    }
+
+    /// The label (its kept part).
+    pub fn as_str(&self) -> &str {
+        // `new` copies whole characters of a `str`.
+        core::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or_default()
+    }
+}
+
+impl core::ops::Deref for LabelText {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl From<&str> for LabelText {
+    fn from(label: &str) -> Self {
+        LabelText::new(label)
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl From<alloc::string::String> for LabelText {
+    fn from(label: alloc::string::String) -> Self {
+        LabelText::new(&label)
+    }
+}
+
+impl fmt::Debug for LabelText {
+    /// As a `str` would be, with `…` for a part left out.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.truncated {
+            write!(f, "{:?}…", self.as_str())
+        } else {
+            fmt::Debug::fmt(self.as_str(), f)
+        }
+    }
+}
+
+impl fmt::Display for LabelText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())?;
+        if self.truncated {
+            f.write_str("…")?;
+        }
+        Ok(())
+    }
+}
+
 /// Why a label was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -11,7 +142,7 @@ pub enum LabelError {
     #[error("label {label:?} is {len} {unit} long; {fs} allows at most 11")]
     TooLong {
         /// The label as given.
-        label: String,
+        label: LabelText,
         /// Its length in the unit the file system counts.
         len: usize,
         /// "UTF-16 code units" or "bytes".
@@ -23,7 +154,7 @@ pub enum LabelError {
     #[error("label {label:?} contains {ch:?} (U+{code:04X}), which {fs} labels cannot hold; not allowed: {forbidden}")]
     Forbidden {
         /// The label as given.
-        label: String,
+        label: LabelText,
         /// The offending character.
         ch: char,
         /// Its code point.
@@ -37,7 +168,7 @@ pub enum LabelError {
     #[error("label {label:?} contains the non-ASCII character {ch:?}; {fs} labels are limited to ASCII here (the on-disk code page is not portable); use exFAT for Unicode labels")]
     NonAscii {
         /// The label as given.
-        label: String,
+        label: LabelText,
         /// The offending character.
         ch: char,
         /// File system name (FAT12, FAT16 or FAT32).
@@ -47,7 +178,7 @@ pub enum LabelError {
     #[error("{fs} label {label:?} starts with a space, which FAT does not allow")]
     LeadingSpace {
         /// The label as given.
-        label: String,
+        label: LabelText,
         /// File system name (FAT12, FAT16 or FAT32).
         fs: &'static str,
     },
@@ -57,13 +188,39 @@ const EXFAT_FORBIDDEN: &str = "control characters U+0000..U+001F and \" * / : < 
 const FAT_FORBIDDEN: &str =
     "control characters and \" * + , . / : ; < = > ? [ \\ ] |, and characters outside ASCII";
 
+/// An exFAT label's UTF-16 code units (at most 11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExfatUnits {
+    units: [u16; 11],
+    len: u8,
+}
+
+impl ExfatUnits {
+    /// The code units.
+    pub fn units(&self) -> &[u16] {
+        &self.units[..usize::from(self.len)]
+    }
+}
+
+impl core::ops::Deref for ExfatUnits {
+    type Target = [u16];
+    fn deref(&self) -> &[u16] {
+        self.units()
+    }
+}
+
 /// A validated label in the form its file system stores it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EncodedLabel {
     /// exFAT: up to 11 UTF-16 code units.
-    Exfat(Vec<u16>),
+    Exfat(ExfatUnits),
     /// FAT12, FAT16 and FAT32: 11 bytes, upper-cased and space padded.
     Fat32([u8; 11]),
+}
+
+/// Bytes of `b` without its trailing spaces.
+fn trimmed_len(b: &[u8]) -> usize {
+    b.iter().rposition(|&c| c != b' ').map_or(0, |i| i + 1)
 }
 
 /// Validates an exFAT label and returns its UTF-16 code units (at most 11).
@@ -72,11 +229,27 @@ pub enum EncodedLabel {
 ///
 /// [`LabelError`] for a forbidden character (control characters and
 /// `" * / : < > ? \ |`) or more than 11 UTF-16 units.
-pub fn exfat_label(label: &str) -> Result<Vec<u16>, LabelError> {
-    for ch in label.chars() {
-        if (ch as u32) < 0x20 || "\"*/:<>?\\|".contains(ch) {
+pub fn exfat_label(label: &str) -> Result<ExfatUnits, LabelError> {
+    exfat_units(&LabelText::new(label))
+}
+
+/// [`exfat_label`] of a kept label.
+pub(crate) fn exfat_units(text: &LabelText) -> Result<ExfatUnits, LabelError> {
+    let too_long = |len| LabelError::TooLong {
+        label: *text,
+        len,
+        unit: "UTF-16 code units",
+        fs: "exFAT",
+    };
+    let len = text.utf16_len();
+    if text.is_truncated() {
+        return Err(too_long(len));
+    }
+    for ch in text.chars() {
+        if (ch as u32) < 0x20 || matches!(ch, '"' | '*' | '/' | ':' | '<' | '>' | '?' | '\\' | '|')
+        {
             return Err(LabelError::Forbidden {
-                label: label.to_string(),
+                label: *text,
                 ch,
                 code: ch as u32,
                 fs: "exFAT",
@@ -84,14 +257,19 @@ pub fn exfat_label(label: &str) -> Result<Vec<u16>, LabelError> {
             });
         }
     }
-    let units: Vec<u16> = label.encode_utf16().collect();
-    if units.len() > 11 {
-        return Err(LabelError::TooLong {
-            label: label.to_string(),
-            len: units.len(),
-            unit: "UTF-16 code units",
-            fs: "exFAT",
-        });
+    if len > 11 {
+        return Err(too_long(len));
+    }
+    let mut units = ExfatUnits {
+        units: [0; 11],
+        len: len as u8,
+    };
+    let mut at = 0;
+    for ch in text.chars() {
+        for &u in ch.encode_utf16(&mut [0; 2]).iter() {
+            units.units[at] = u;
+            at += 1;
+        }
     }
     Ok(units)
 }
@@ -106,18 +284,52 @@ pub fn exfat_label(label: &str) -> Result<Vec<u16>, LabelError> {
 /// control characters, `" * + , . / : ; < = > ? [ \ ] |`), a leading
 /// space, or more than 11 bytes.
 pub fn fat_label(label: &str, fs: crate::FsKind) -> Result<[u8; 11], LabelError> {
+    fat_bytes(&LabelText::new(label), fs)
+}
+
+/// [`fat_label`] of a kept label.
+pub(crate) fn fat_bytes(text: &LabelText, fs: crate::FsKind) -> Result<[u8; 11], LabelError> {
     let fs = fs.display_name();
-    for ch in label.chars() {
+    let len = text.trimmed_len();
+    let too_long = LabelError::TooLong {
+        label: *text,
+        len,
+        unit: "bytes",
+        fs,
+    };
+    // A longer label is kept whole up to its trailing spaces, or too long.
+    if text.is_truncated() && len > 11 {
+        return Err(too_long);
+    }
+    for ch in text.chars() {
         if !ch.is_ascii() {
             return Err(LabelError::NonAscii {
-                label: label.to_string(),
+                label: *text,
                 ch,
                 fs,
             });
         }
-        if (ch as u32) < 0x20 || ch == '\x7f' || "\"*+,./:;<=>?[\\]|".contains(ch) {
+        let forbidden = matches!(
+            ch,
+            '"' | '*'
+                | '+'
+                | ','
+                | '.'
+                | '/'
+                | ':'
+                | ';'
+                | '<'
+                | '='
+                | '>'
+                | '?'
+                | '['
+                | '\\'
+                | ']'
+                | '|'
+        );
+        if (ch as u32) < 0x20 || ch == '\x7f' || forbidden {
             return Err(LabelError::Forbidden {
-                label: label.to_string(),
+                label: *text,
                 ch,
                 code: ch as u32,
                 fs,
@@ -125,23 +337,15 @@ pub fn fat_label(label: &str, fs: crate::FsKind) -> Result<[u8; 11], LabelError>
             });
         }
     }
-    let trimmed = label.trim_end_matches(' ');
-    if trimmed.len() > 11 {
-        return Err(LabelError::TooLong {
-            label: label.to_string(),
-            len: trimmed.len(),
-            unit: "bytes",
-            fs,
-        });
+    if len > 11 {
+        return Err(too_long);
     }
-    if trimmed.starts_with(' ') {
-        return Err(LabelError::LeadingSpace {
-            label: label.to_string(),
-            fs,
-        });
+    let trimmed = &text.bytes()[..len];
+    if trimmed.first() == Some(&b' ') {
+        return Err(LabelError::LeadingSpace { label: *text, fs });
     }
     let mut out = [b' '; 11];
-    for (dst, b) in out.iter_mut().zip(trimmed.bytes()) {
+    for (dst, b) in out.iter_mut().zip(trimmed) {
         *dst = b.to_ascii_uppercase();
     }
     Ok(out)
@@ -151,6 +355,15 @@ pub fn fat_label(label: &str, fs: crate::FsKind) -> Result<[u8; 11], LabelError>
 mod tests {
     use super::*;
     use crate::FsKind;
+    #[allow(unused_imports)]
+    use std::{
+        borrow::ToOwned,
+        boxed::Box,
+        format,
+        string::{String, ToString},
+        vec,
+        vec::Vec,
+    };
 
     #[test]
     fn exfat_labels() {

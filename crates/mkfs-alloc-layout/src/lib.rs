@@ -30,7 +30,15 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![no_std]
 #![warn(clippy::missing_errors_doc)]
+
+#[cfg(feature = "alloc")]
+extern crate alloc;
+#[cfg(any(feature = "std", test))]
+extern crate std;
+
+pub mod embedded;
 pub mod error;
 pub mod exfat;
 pub mod fat;
@@ -44,10 +52,11 @@ pub mod waste;
 pub mod writer;
 
 pub use error::PlanError;
-pub use options::{
-    random_serial, random_u64, ClusterChoice, FormatOptions, FsChoice, FsKind, Medium, Timestamp,
-};
+#[cfg(feature = "std")]
+pub use options::{random_serial, random_u64};
+pub use options::{ClusterChoice, FormatOptions, FsChoice, FsKind, Medium, Timestamp};
 pub use plan::{check_sector_size, plan, valid_cluster_sizes, Layout, Region, RegionKind};
+#[cfg(feature = "std")]
 pub use writer::{
     check_block_size, write_volume, write_volume_to, write_volume_with, Content, ContentSink,
     Prior, WriteError, WriteReport,

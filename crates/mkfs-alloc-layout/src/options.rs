@@ -1,5 +1,6 @@
 //! What the caller asks for ([`FormatOptions`]) and what it formats ([`Medium`]).
 
+pub use crate::label::LabelText;
 pub use mkfs_alloc_ondisk::FsKind;
 
 /// Which file system to create.
@@ -96,6 +97,7 @@ pub struct Timestamp {
     pub nanos: u32,
 }
 
+#[cfg(feature = "std")]
 impl Timestamp {
     /// The system clock now (the epoch if the clock is before it).
     pub fn now() -> Timestamp {
@@ -114,11 +116,13 @@ impl Timestamp {
 /// per-process random hash keys, a counter, the clock and the process id,
 /// mixed). Unpinned GUIDs take 128 bits each from it. Not for cryptography;
 /// enough that two volumes formatted anywhere, at any time, differ.
+#[cfg(feature = "std")]
 pub fn random_u64() -> u64 {
     mkfs_alloc_ondisk::rng::fresh_seed()
 }
 
 /// A fresh random volume serial ([`random_u64`]).
+#[cfg(feature = "std")]
 pub fn random_serial() -> u32 {
     let x = random_u64();
     (x ^ (x >> 32)) as u32
@@ -148,8 +152,9 @@ pub struct FormatOptions {
     pub fs: FsChoice,
     /// Cluster size.
     pub cluster: ClusterChoice,
-    /// Volume label (`None`: no label).
-    pub label: Option<String>,
+    /// Volume label (`None`: no label), kept without an allocator (see
+    /// [`LabelText`]; it reads as a `str`).
+    pub label: Option<LabelText>,
     /// Volume serial number. `None`: a fresh random one ([`random_serial`]),
     /// so that two volumes never share an identity. The other identifiers
     /// (the exFAT volume GUID, the facade's MBR signature and GPT GUIDs)
@@ -167,9 +172,18 @@ pub struct FormatOptions {
     /// Write an exFAT volume GUID directory entry (a fresh random GUID, or
     /// derived from the serial and the timestamp when pinned).
     pub volume_guid: bool,
+    /// The exFAT volume GUID to write, in the entry's byte order (exFAT
+    /// specification §7.5): an entry is written with exactly these bytes,
+    /// whatever [`volume_guid`](Self::volume_guid) says. Set it with
+    /// [`FormatOptions::given_volume_guid`], which refuses the null GUID.
+    /// FAT volumes have no such entry.
+    pub volume_guid_bytes: Option<[u8; 16]>,
     /// FAT12/16 root directory entries (`None`: 512). Rounded up to fill
     /// whole sectors; refused for FAT32 and exFAT.
     pub root_entries: Option<u32>,
+    /// Number of FATs on FAT12/16/32 (`None`: 2): 1 or 2 (FatFs's `n_fat`,
+    /// mkfs.fat's `-f`). exFAT has one; 2 is refused there.
+    pub fats: Option<u8>,
     /// An EFI System Partition: FAT of the width the size allows (exFAT is
     /// refused: UEFI firmware reads FAT only), a warning below Microsoft's
     /// minimum. The partition table marks it (GPT type ESP, MBR 0xEF).
@@ -230,8 +244,8 @@ impl FormatOptions {
 
     /// The volume label (checked against the file system by planning).
     #[must_use]
-    pub fn label(mut self, label: impl Into<String>) -> Self {
-        self.label = Some(label.into());
+    pub fn label(mut self, label: impl AsRef<str>) -> Self {
+        self.label = Some(LabelText::new(label.as_ref()));
         self
     }
 
@@ -264,6 +278,33 @@ impl FormatOptions {
         self
     }
 
+    /// Writes an exFAT volume GUID entry holding `bytes` (the entry's byte
+    /// order) instead of a random or derived GUID.
+    ///
+    /// ```
+    /// use mkfs_alloc_layout::{plan, FormatOptions, FsKind, Medium};
+    /// let g = [0x42; 16];
+    /// let opts = FormatOptions::new().fs(FsKind::Exfat).given_volume_guid(g)?;
+    /// assert_eq!(plan(&opts, &Medium::whole(64 << 20, 512))?.volume_guid(), Some(g));
+    /// let fat = FormatOptions::new().fs(FsKind::Fat32).given_volume_guid(g)?;
+    /// assert_eq!(plan(&fat, &Medium::whole(64 << 20, 512))?.volume_guid(), None);
+    /// assert!(FormatOptions::new().given_volume_guid([0; 16]).is_err());
+    /// # Ok::<(), mkfs_alloc_layout::PlanError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`PlanError::NullVolumeGuid`](crate::PlanError::NullVolumeGuid) for
+    /// sixteen zero bytes, which the exFAT specification (§7.5.5) does not
+    /// allow.
+    pub fn given_volume_guid(mut self, bytes: [u8; 16]) -> Result<Self, crate::PlanError> {
+        if bytes == [0; 16] {
+            return Err(crate::PlanError::NullVolumeGuid);
+        }
+        self.volume_guid_bytes = Some(bytes);
+        Ok(self)
+    }
+
     /// The FAT12/16 fixed root directory's entries.
     ///
     /// # Errors
@@ -272,6 +313,16 @@ impl FormatOptions {
     /// 1..=32,768.
     pub fn root_entries(mut self, entries: u32) -> Result<Self, crate::PlanError> {
         self.root_entries = Some(crate::plan::check_root_entries(entries)?);
+        Ok(self)
+    }
+
+    /// The number of FATs on FAT12/16/32.
+    ///
+    /// # Errors
+    ///
+    /// [`PlanError::FatCount`](crate::PlanError::FatCount) outside 1..=2.
+    pub fn fats(mut self, fats: u8) -> Result<Self, crate::PlanError> {
+        self.fats = Some(crate::plan::check_fats(fats)?);
         Ok(self)
     }
 

@@ -109,7 +109,9 @@ pub enum ClusterRule {
 
 impl ClusterRule {
     /// A sentence for the summary, given the file system and volume size.
-    pub fn describe(self, fs: FsKind, volume_bytes: u64) -> String {
+    #[cfg(feature = "alloc")]
+    pub fn describe(self, fs: FsKind, volume_bytes: u64) -> alloc::string::String {
+        use alloc::{format, string::ToString};
         match self {
             ClusterRule::Explicit => "chosen by the caller".to_string(),
             ClusterRule::FieldEvidence => {
@@ -147,6 +149,7 @@ pub fn auto_cluster(fs: FsKind, volume_bytes: u64) -> u64 {
     auto_cluster_rule(fs, volume_bytes).0
 }
 
+#[cfg(feature = "alloc")]
 fn auto_cluster_reason(fs: FsKind, volume_bytes: u64) -> &'static str {
     auto_cluster_rule(fs, volume_bytes).1
 }
@@ -237,6 +240,15 @@ pub fn windows_default(fs: FsKind, volume_bytes: u64) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[allow(unused_imports)]
+    use std::{
+        borrow::ToOwned,
+        boxed::Box,
+        format,
+        string::{String, ToString},
+        vec,
+        vec::Vec,
+    };
 
     #[test]
     fn auto_rules_follow_the_field_evidence() {

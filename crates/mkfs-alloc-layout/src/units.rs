@@ -15,7 +15,11 @@ K, M, G, T, P or E (binary: 1K = 1024; same as KiB, MiB, GiB, TiB, PiB, EiB) \
 or kB, MB, GB, TB, PB, EB (decimal: 1kB = 1000), or B for bytes; \
 e.g. 512, 4K, 1MiB, 8G, 8GB; at most 16 EiB - 1 byte";
 
+#[cfg(feature = "alloc")]
+use alloc::string::{String, ToString};
+
 /// Why a size string could not be parsed.
+#[cfg(feature = "alloc")]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SizeError {
@@ -41,6 +45,7 @@ pub enum SizeError {
 /// The multiplier of a unit suffix, following GNU coreutils: `K M G T P E`
 /// (either case) and `KiB … EiB` are powers of 1024, `kB MB GB TB PB EB`
 /// (`KB` too) powers of 1000; `B` or nothing is bytes.
+#[cfg(feature = "alloc")]
 fn unit_multiplier(unit: &str) -> Option<u128> {
     if unit.is_empty() || unit == "B" {
         return Some(1);
@@ -64,6 +69,7 @@ fn unit_multiplier(unit: &str) -> Option<u128> {
 ///
 /// [`SizeError`] for an empty input, a number that is not whole, an unknown
 /// unit (the error lists the accepted ones) or a size of 16 EiB or more.
+#[cfg(feature = "alloc")]
 pub fn parse_size(input: &str) -> Result<u64, SizeError> {
     let s = input.trim();
     if s.is_empty() {
@@ -87,49 +93,83 @@ pub fn parse_size(input: &str) -> Result<u64, SizeError> {
         .ok_or_else(|| SizeError::Overflow(input.to_string()))
 }
 
-/// Formats a byte count for people: exact binary units when the value is a
-/// whole number of them (`32 KiB`, `2 TiB`), else one decimal rounded to
-/// nearest (`1.5 GiB`; 266,318,725 bytes, 253.98 MiB, is `254.0 MiB`: the
-/// `.0` marks a rounded value).
-pub fn format_size(bytes: u64) -> String {
-    const UNITS: [(&str, u32); 6] = [
-        ("EiB", 60),
-        ("PiB", 50),
-        ("TiB", 40),
-        ("GiB", 30),
-        ("MiB", 20),
-        ("KiB", 10),
-    ];
-    for (name, shift) in UNITS {
-        let unit = 1u64 << shift;
-        if bytes >= unit {
-            if bytes % unit == 0 {
-                return format!("{} {name}", bytes >> shift);
+/// A byte count for people (its `Display`): exact binary units when the
+/// value is a whole number of them (`32 KiB`, `2 TiB`), else one decimal
+/// rounded to nearest (`1.5 GiB`; 266,318,725 bytes, 253.98 MiB, is
+/// `254.0 MiB`: the `.0` marks a rounded value). No allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Size(pub u64);
+
+impl core::fmt::Display for Size {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        const UNITS: [(&str, u32); 6] = [
+            ("EiB", 60),
+            ("PiB", 50),
+            ("TiB", 40),
+            ("GiB", 30),
+            ("MiB", 20),
+            ("KiB", 10),
+        ];
+        let bytes = self.0;
+        for (name, shift) in UNITS {
+            let unit = 1u64 << shift;
+            if bytes >= unit {
+                if bytes % unit == 0 {
+                    return write!(f, "{} {name}", bytes >> shift);
+                }
+                let unit = u128::from(unit);
+                let tenths = ((u128::from(bytes) * 10 + unit / 2) / unit) as u64;
+                return write!(f, "{}.{} {name}", tenths / 10, tenths % 10);
             }
-            let unit = u128::from(unit);
-            let tenths = ((u128::from(bytes) * 10 + unit / 2) / unit) as u64;
-            return format!("{}.{} {name}", tenths / 10, tenths % 10);
         }
+        write!(f, "{bytes} B")
     }
-    format!("{bytes} B")
 }
 
-/// Formats an integer with thousands separators: `32758` → `32,758`.
-pub fn format_count(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
+/// An integer with thousands separators (its `Display`): `32758` →
+/// `32,758`. No allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Count(pub u64);
+
+impl core::fmt::Display for Count {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let n = self.0;
+        let digits = if n == 0 { 1 } else { n.ilog10() + 1 };
+        for i in (0..digits).rev() {
+            let d = (n / 10u64.pow(i)) % 10;
+            write!(f, "{d}")?;
+            if i > 0 && i % 3 == 0 {
+                f.write_str(",")?;
+            }
         }
-        out.push(c);
+        Ok(())
     }
-    out
+}
+
+/// [`Size`] as text.
+#[cfg(feature = "alloc")]
+pub fn format_size(bytes: u64) -> alloc::string::String {
+    alloc::string::ToString::to_string(&Size(bytes))
+}
+
+/// [`Count`] as text.
+#[cfg(feature = "alloc")]
+pub fn format_count(n: u64) -> alloc::string::String {
+    alloc::string::ToString::to_string(&Count(n))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[allow(unused_imports)]
+    use std::{
+        borrow::ToOwned,
+        boxed::Box,
+        format,
+        string::{String, ToString},
+        vec,
+        vec::Vec,
+    };
 
     #[test]
     fn parses_the_documented_forms() {

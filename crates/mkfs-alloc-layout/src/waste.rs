@@ -23,6 +23,15 @@ pub fn waste_percent(waste_bytes: u64, file_bytes: u64) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[allow(unused_imports)]
+    use std::{
+        borrow::ToOwned,
+        boxed::Box,
+        format,
+        string::{String, ToString},
+        vec,
+        vec::Vec,
+    };
 
     #[test]
     fn waste_counts_directories_against_the_files_size() {

@@ -134,7 +134,7 @@ fn check_error(e: &PlanError, fs: FsKind, m: &Medium) -> Result<(), String> {
         PlanError::TooFewClusters { valid, .. } | PlanError::TooManyClusters { valid, .. } => valid,
         _ => return Ok(()),
     };
-    for &c in valid {
+    for c in valid.iter() {
         let l = plan(&opts(fs, c, None), m).map_err(|e| format!("listed-valid {c} fails: {e}"))?;
         check(&l, m)?;
     }
@@ -225,7 +225,7 @@ fn sweep_fat_width_follows_the_cluster_count() {
                         );
                     }
                     if let PlanError::NoFatWidth { valid, .. } = &e {
-                        assert_eq!(valid, &any, "{size} {c} {bps}: {e}");
+                        assert_eq!(valid.to_vec(), any.to_vec(), "{size} {c} {bps}: {e}");
                     }
                 }
                 // Auto with no cluster size: FAT when the volume is at most 32 GiB.

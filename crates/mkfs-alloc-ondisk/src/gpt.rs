@@ -5,8 +5,8 @@
 
 use core::mem::size_of;
 
-use alloc::string::String;
-use alloc::vec::Vec;
+#[cfg(feature = "alloc")]
+use alloc::{string::String, vec::Vec};
 use crc::{Crc, CRC_32_ISO_HDLC};
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
@@ -103,6 +103,7 @@ const _: () = assert!(size_of::<GptEntry>() == 128);
 
 impl GptEntry {
     /// The name up to the first NUL, lossily decoded.
+    #[cfg(feature = "alloc")]
     pub fn name(&self) -> String {
         let units: Vec<u16> = self
             .partition_name

@@ -8,7 +8,10 @@
 //! any value writes as its bytes (`IntoBytes::as_bytes`).
 //!
 //! The crate does no I/O: readers and writers pass byte buffers. It is
-//! `no_std` (with `alloc` for the up-case table and names).
+//! `no_std`; what formatting needs also builds without an allocator
+//! (`default-features = false`): the `alloc` feature (a default) adds the
+//! signature prober, decoded labels and names and the expanded up-case
+//! table, `std` the fresh seed.
 //!
 //! ```
 //! use mkfs_alloc_ondisk::exfat::{set_checksum, GuidEntry, TYPE_GUID};
@@ -25,6 +28,7 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
+#[cfg(any(feature = "alloc", test))]
 extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
@@ -37,6 +41,7 @@ pub mod journal;
 pub mod kind;
 pub mod mbr;
 pub mod name;
+#[cfg(feature = "alloc")]
 pub mod probe;
 pub mod rng;
 pub mod sparse;
@@ -44,6 +49,7 @@ pub mod testblock;
 pub mod time;
 
 pub use kind::{FsKind, TableKind};
+#[cfg(feature = "alloc")]
 pub use probe::{probe, AnyFs, Probe, PROBE_LEN};
 pub use zerocopy;
 

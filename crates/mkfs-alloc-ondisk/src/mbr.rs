@@ -95,3 +95,71 @@ pub struct Mbr {
 }
 const _: () = assert!(size_of::<Mbr>() == 512);
 const _: () = assert!(core::mem::offset_of!(Mbr, partitions) == MBR_ENTRIES_OFFSET);
+
+/// The CHS address of `lba` in a geometry of `heads` heads and `sectors`
+/// sectors per track, as fdisk (libfdisk's `long2chs`) writes it: the exact
+/// address up to cylinder 1023, else the largest one (cylinder 1023, the
+/// last head and sector: "use the LBA"). Bytes: head, sector with the
+/// cylinder's two high bits, the cylinder's low byte.
+///
+/// Sources: UEFI Specification 2.10, table 5.2 (StartingCHS, EndingCHS).
+pub fn chs_address(lba: u32, heads: u8, sectors: u8) -> [u8; 3] {
+    let (h, s) = (u32::from(heads.max(1)), u32::from(sectors.max(1)));
+    let cylinder = lba / (h * s);
+    let (cylinder, head, sector) = if cylinder > 1023 {
+        (1023, h - 1, s)
+    } else {
+        (cylinder, (lba % (h * s)) / s, lba % s + 1)
+    };
+    [
+        head as u8,
+        (sector as u8 & 0x3F) | (((cylinder >> 8) as u8 & 0x03) << 6),
+        cylinder as u8,
+    ]
+}
+
+impl Mbr {
+    /// An MBR with one partition, not bootable, of type `os_type`, from LBA
+    /// `start` for `sectors` sectors, its CHS addresses in `geometry`
+    /// (heads, sectors per track); no boot code.
+    pub fn one_partition(
+        disk_signature: u32,
+        os_type: u8,
+        start: u32,
+        sectors: u32,
+        geometry: (u8, u8),
+    ) -> Mbr {
+        use zerocopy::FromZeros;
+        let mut mbr = Mbr::new_zeroed();
+        mbr.disk_signature = disk_signature.into();
+        let last = start.saturating_add(sectors.saturating_sub(1));
+        mbr.partitions[0] = MbrEntry {
+            boot_indicator: 0,
+            starting_chs: chs_address(start, geometry.0, geometry.1),
+            os_type,
+            ending_chs: chs_address(last, geometry.0, geometry.1),
+            starting_lba: start.into(),
+            size_in_lba: sectors.into(),
+        };
+        mbr.signature = BOOT_SIGNATURE;
+        mbr
+    }
+}
+
+#[cfg(test)]
+mod chs_tests {
+    use super::*;
+
+    #[test]
+    fn chs_as_fdisk_writes_it() {
+        // LBA 2048 in 255/63: cylinder 0, head 32, sector 33.
+        assert_eq!(chs_address(2048, 255, 63), [32, 33, 0]);
+        // LBA 0: 0/0/1.
+        assert_eq!(chs_address(0, 255, 63), [0, 1, 0]);
+        // Cylinder 1000: the high bits go into the sector byte.
+        let lba = 1000 * 255 * 63 + 5;
+        assert_eq!(chs_address(lba, 255, 63), [0, 6 | (3 << 6), 1000u32 as u8]);
+        // Beyond cylinder 1023: the largest address.
+        assert_eq!(chs_address(u32::MAX, 255, 63), [254, 63 | (3 << 6), 0xFF]);
+    }
+}

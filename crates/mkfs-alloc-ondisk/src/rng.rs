@@ -59,6 +59,17 @@ impl SplitMix64 {
         mix(self.0)
     }
 
+    /// The high 32 bits of the next value that has any: an MBR disk
+    /// signature (0 means "none" to Windows).
+    pub fn next_nonzero_u32(&mut self) -> u32 {
+        loop {
+            let v = (self.next_u64() >> 32) as u32;
+            if v != 0 {
+                return v;
+            }
+        }
+    }
+
     /// A value in `0..n` (0 when `n` is 0), by the high half of a 128-bit
     /// product: bias below 2^-32 for the `n` used here.
     pub fn below(&mut self, n: u64) -> u64 {

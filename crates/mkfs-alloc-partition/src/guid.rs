@@ -99,12 +99,7 @@ impl serde::Serialize for Guid {
 /// A non-zero 32-bit value from `rng` (an MBR disk signature of 0 means
 /// "none" to Windows).
 pub(crate) fn nonzero_u32(rng: &mut SplitMix64) -> u32 {
-    loop {
-        let v = (rng.next_u64() >> 32) as u32;
-        if v != 0 {
-            return v;
-        }
-    }
+    rng.next_nonzero_u32()
 }
 
 #[cfg(test)]

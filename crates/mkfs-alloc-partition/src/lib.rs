@@ -26,11 +26,12 @@
 //! [`TableOptions::ids`]: a seed through SplitMix64 (reproducible output),
 //! or values the caller gives, such as fresh random ones.
 //!
-//! Architecture invariant: the `mbrman` (MBR) and `gpt` (GPT) crates are
-//! private details; no type of theirs is part of this API, so either can be
-//! replaced (e.g. by the zerocopy structs of `mkfs-alloc-ondisk`, which
-//! [`probe_signatures`] and `mkfs-alloc-inspect` already use to read tables).
-//! How they are used, and why:
+//! Architecture invariant: the MBR is written through the `Mbr` struct of
+//! `mkfs-alloc-ondisk` (`Mbr::one_partition`, the same bytes the firmware
+//! path of the layout crate writes; [`probe_signatures`] and
+//! `mkfs-alloc-inspect` read tables through those structs too); the `gpt`
+//! crate (GPT) is a private detail, no type of it is part of this API. How
+//! it is used, and why:
 //!
 //! - `gpt` writes through a private `Read + Write + Seek` adapter over
 //!   [`BlockIo`](mkfs_alloc_blockio::BlockIo) that reads, modifies and writes
@@ -40,9 +41,9 @@
 //!   `update_partitions`. Its protective MBR is serialized to 512 bytes and
 //!   written by us as a whole LBA 0 (its own writer leaves bytes 512.. of a
 //!   4096-byte LBA 0 untouched).
-//! - `mbrman` serializes LBA 0 into memory; the block is then written whole.
-//!   It leaves CHS empty without a geometry and saturates sizes above 2^32
-//!   sectors silently, so CHS values and the 2^32-sector limit are ours.
+//! - The MBR's LBA 0 is built in memory from the plan (CHS addresses as
+//!   fdisk writes them, `mbr::chs_address`; the 2^32-sector limit checked
+//!   here) and written whole.
 //!
 //! ```
 //! use mkfs_alloc_blockio::MemDisk;

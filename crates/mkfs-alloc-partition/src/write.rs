@@ -1,14 +1,17 @@
-//! [`write_table`]: serializes a [`TablePlan`] with `mbrman` (MBR) or `gpt`
+//! [`write_table`]: serializes a [`TablePlan`] through the ondisk `Mbr`
+//! struct (MBR, the same bytes the firmware path writes) or with `gpt`
 //! (GPT) onto a [`BlockIo`].
 
 use std::collections::BTreeMap;
-use std::io::{self, Cursor};
+use std::io;
 
 use mkfs_alloc_blockio::BlockIo;
 
 use crate::guid::Guid;
 use crate::stream::BlockStream;
 use crate::{GptPlan, MbrPlan, PartitionError, TableKind, TablePlan, TableSpec};
+use mkfs_alloc_ondisk::mbr::Mbr;
+use zerocopy::IntoBytes;
 
 /// Checks that `dev` is the medium `plan` was made for (a plan holds
 /// together by construction: only [`plan_table`](crate::plan_table) makes
@@ -50,14 +53,6 @@ pub fn write_table<D: BlockIo>(plan: &TablePlan, dev: &mut D) -> Result<(), Part
     Ok(())
 }
 
-/// CHS of `lba` in a geometry of `heads` x `sectors` per track (usually
-/// 255 x 63), or the largest address (cylinder 1023, last head and sector:
-/// "use LBA") beyond cylinder 1023, as fdisk writes.
-fn chs(lba: u32, (heads, sectors): (u8, u8)) -> mbrman::CHS {
-    mbrman::CHS::from_lba_exact(lba, 1023, heads, sectors)
-        .unwrap_or_else(|_| mbrman::CHS::new(1023, heads.saturating_sub(1), sectors))
-}
-
 /// A plan that `plan_table` would not have made.
 fn invalid(kind: TableKind, reason: &str) -> PartitionError {
     PartitionError::InvalidPlan {
@@ -81,37 +76,22 @@ fn write_mbr<D: BlockIo>(
     mbr_plan: &MbrPlan,
     dev: &mut D,
 ) -> Result<(), PartitionError> {
-    let kind = TableKind::Mbr;
     let sys = mbr_plan.partition_type();
     let sig = mbr_plan.disk_signature();
     let geometry = mbr_plan.chs_geometry();
     let start = mbr_u32(plan.partition_start_lba(), "partition start LBA")?;
     let sectors = mbr_u32(plan.partition_blocks(), "partition sector count")?;
     // plan_table: the partition is non-empty and inside the medium.
-    let last = mbr_u32(
+    mbr_u32(
         plan.partition_start_lba() + plan.partition_blocks() - 1,
         "partition last LBA",
     )?;
 
-    // Serialize LBA 0 in memory; bytes 512.. of a larger block stay zero.
-    let mut lba0 = Cursor::new(vec![0u8; plan.block_size() as usize]);
-    let mut mbr = mbrman::MBR::new_from(
-        &mut lba0,
-        plan.block_size(),
-        zerocopy::little_endian::U32::new(sig).to_bytes(),
-    )
-    .map_err(|e| PartitionError::table(kind, e))?;
-    mbr.header.partition_1 = mbrman::MBRPartitionEntry {
-        boot: mbrman::BOOT_INACTIVE,
-        first_chs: chs(start, geometry),
-        sys,
-        last_chs: chs(last, geometry),
-        starting_lba: start,
-        sectors,
-    };
-    mbr.write_into(&mut lba0)
-        .map_err(|e| PartitionError::table(kind, e))?;
-    dev.write_blocks(0, lba0.get_ref())?;
+    // LBA 0 through the ondisk struct; bytes 512.. of a larger block stay zero.
+    let mbr = Mbr::one_partition(sig, sys, start, sectors, geometry);
+    let mut lba0 = vec![0u8; plan.block_size() as usize];
+    lba0[..core::mem::size_of::<Mbr>()].copy_from_slice(mbr.as_bytes());
+    dev.write_blocks(0, &lba0)?;
     Ok(())
 }
 

@@ -115,7 +115,7 @@ pub mod blockio {
 /// File-system options, the validated [`Layout`](mkfs_alloc_layout::Layout)
 /// and the writer's report.
 pub mod layout {
-    pub use mkfs_alloc_layout::label::EncodedLabel;
+    pub use mkfs_alloc_layout::label::{EncodedLabel, LabelText};
     pub use mkfs_alloc_layout::plan::Geometry;
     pub use mkfs_alloc_layout::rules::{ClusterRule, FsRule};
     pub use mkfs_alloc_layout::{

@@ -88,8 +88,8 @@ impl MediumOptions {
 
     /// The volume label (also the GPT partition's name).
     #[must_use]
-    pub fn label(mut self, label: impl Into<String>) -> Self {
-        self.format.label = Some(label.into());
+    pub fn label(mut self, label: impl AsRef<str>) -> Self {
+        self.format = self.format.label(label);
         self
     }
 

@@ -186,7 +186,7 @@ fn resolve(format: &FormatOptions) -> FormatOptions {
 /// values, 128 bits per GUID.
 fn table_ids(format: &FormatOptions) -> TableIds {
     match (format.is_pinned(), format.serial) {
-        (true, Some(serial)) => TableIds::Seeded(u64::from(serial) ^ 0x7061_7274_6974_696f),
+        (true, Some(serial)) => TableIds::Seeded(mkfs_alloc_layout::plan::table_seed(serial)),
         _ => TableIds::random(&mut random_u64),
     }
 }
@@ -201,7 +201,7 @@ fn table_options(kind: TableKind, format: &FormatOptions, block_size: u32) -> Ta
         (_, Some(a)) => a,
         (_, None) => mkfs_alloc_partition::DEFAULT_ALIGN,
     };
-    topts.name = format.label.clone().unwrap_or_default();
+    topts.name = format.label.as_deref().unwrap_or_default().to_string();
     topts.ids = table_ids(format);
     topts.esp = format.esp;
     topts

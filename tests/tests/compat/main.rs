@@ -11,7 +11,11 @@
 //!   (exit 2, the target byte-identical), the probes callers make (no
 //!   arguments: exit 1; `--help`'s version line; `-V`), `-C`, `--invariant`
 //!   and permuted options, read back with `mkfs-alloc info`.
+//! - `guid.rs` (pure): a given volume GUID (`mkfs.exfat -U`, `mkfs-alloc
+//!   --volume-guid=GUID`) read back from its entry; malformed and null ones
+//!   refused before anything is written.
 
+mod guid;
 mod lines;
 mod refusals;
 

@@ -48,9 +48,9 @@ fn unsupported_options_are_refused_by_name_and_write_nothing() {
     ];
     let exfat: &[(&[&str], &str)] = &[
         (&["--pack-bitmap"], "--pack-bitmap"),
-        (&["-U", "e7b5f2a0-5c0d-4b8e-9b7a-1d2c3e4f5a6b"], "-U"),
+        (&["-U", "e7b5f2a0-5c0d-4b8e-9b7a"], "-U"),
         (
-            &["--volume-guid=e7b5f2a0-5c0d-4b8e-9b7a-1d2c3e4f5a6b"],
+            &["--volume-guid=00000000000000000000000000000000"],
             "--volume-guid",
         ),
         (&["-c", "3000"], "-c"),

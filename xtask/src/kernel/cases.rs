@@ -21,6 +21,9 @@ impl Driver {
 pub(crate) enum Make {
     /// `mkfs-alloc ARGS --json IMAGE` (ARGS split at spaces).
     Ours(&'static str),
+    /// The firmware example (`cargo xtask embedded`): its image of this
+    /// name, formatted on a Cortex-M3 in QEMU.
+    Firmware(&'static str),
     /// A peer's formatter on an image of `size` bytes: `PROGRAM ARGS IMAGE`.
     Peer {
         size: u64,
@@ -71,6 +74,20 @@ const fn ours(name: &'static str, driver: Driver, sector: u32, args: &'static st
         make: Make::Ours(args),
         driver,
         sector,
+        ci: false,
+        fault: None,
+        populated: false,
+        fill: false,
+    }
+}
+
+/// A case formatted by the firmware example: its image `job`.
+const fn firmware(name: &'static str, driver: Driver, job: &'static str) -> Case {
+    Case {
+        name,
+        make: Make::Firmware(job),
+        driver,
+        sector: 512,
         ci: false,
         fault: None,
         populated: false,
@@ -205,6 +222,11 @@ pub(super) const CASES: &[Case] = &[
     ours("f32-4k-mbr-4k-fill", Vfat, 4096, "--fs fat32 --sector-size 4096 --table mbr --cluster 4K --size 300M").fill(),
     ours("f16-512-none-512-fill", Vfat, 512, "--fs fat16 --cluster 512 --size 16M").fill(),
     ours("f12-512-none-512-fill", Vfat, 512, "--fs fat12 --cluster 512 --size 2M").fill(),
+    // Formatted by the firmware example on a Cortex-M3 (QEMU, semihosting):
+    // the same bytes as the CLI's, through the kernel's drivers too.
+    firmware("fw-exfat-mbr", Exfat, "exfat-mbr.img").ci(),
+    firmware("fw-fat32-mbr", Vfat, "fat32-mbr.img").ci(),
+    firmware("fw-fat16-sfd", Vfat, "fat16-sfd.img").ci(),
     // Controls: the peers' images, judged against `mkfs-alloc info`.
     peer("ctl-mkfs.exfat", Exfat, 512, GIB, "mkfs.exfat", "-L CTRL").ci(),
     peer("ctl-mkfs.fat", Vfat, 512, GIB, "mkfs.fat", "-F 32 -n CTRL").ci(),

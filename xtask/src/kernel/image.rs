@@ -196,6 +196,10 @@ pub(crate) fn format_image(
                 json_u64(&v, "usable_bytes")? - copied * cluster,
             )))
         }
+        Make::Firmware(job) => {
+            crate::embedded::firmware_image(job, path)?;
+            Ok(None)
+        }
         Make::Peer {
             size,
             program,

@@ -24,8 +24,4 @@ pub const BYTE_OFFSETS: &[(&str, &str)] = &[
 pub const CLI_FLAGS: &[(&str, &str)] = &[];
 
 /// Crates of [`super::NO_STD_CRATES`] not yet `no_std`, with the reason.
-pub const NO_STD_PENDING: &[(&str, &str)] = &[(
-    "mkfs-alloc-layout",
-    "its writer (BlockIo), serde and thiserror's std still need a `std` feature; the planner's \
-     arithmetic is free of std but the crate does not declare no_std yet",
-)];
+pub const NO_STD_PENDING: &[(&str, &str)] = &[];

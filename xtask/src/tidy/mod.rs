@@ -20,9 +20,13 @@
 //!   missing docs (`missing_docs`); CI's clippy and rustdoc steps run with
 //!   `-D warnings`, so an undocumented public item fails there (not
 //!   re-checked here);
-//! - **no_std**: `mkfs-alloc-ondisk` and `mkfs-alloc-layout` declare
-//!   `no_std`; `--no-std` also builds them for [`NO_STD_TARGET`] (a full
-//!   build, so a separate CI step).
+//! - **no_std, no allocator**: `mkfs-alloc-ondisk` and `mkfs-alloc-layout`
+//!   declare `no_std`, and their `extern crate alloc` sits behind the
+//!   `alloc` feature (`#[cfg(...feature = "alloc"...)]` on the line
+//!   before), so that a build without default features has no `alloc` to
+//!   use; `--no-std` also builds them so for each of [`NO_STD_TARGETS`] (a
+//!   full build, so a separate CI step). The firmware example
+//!   (`cargo xtask embedded`) links them with no global allocator at all.
 //!
 //! Test code is: files named `tests.rs` or `*_tests.rs`, directories named
 //! `tests`, and everything from a file's first `#[cfg(test)]` at column 0
@@ -40,8 +44,9 @@ use scan::{code_lines, flag_literals, offset_uses};
 /// Longest source file, in lines.
 pub const MAX_LINES: usize = 600;
 
-/// The target the `no_std` crates must build for.
-pub const NO_STD_TARGET: &str = "thumbv7em-none-eabihf";
+/// The targets the `no_std` crates must build for, without an allocator:
+/// a Cortex-M4F and a RISC-V microcontroller.
+pub const NO_STD_TARGETS: &[&str] = &["thumbv7em-none-eabihf", "riscv32imac-unknown-none-elf"];
 
 /// Crates that must build without `std`.
 const NO_STD_CRATES: &[&str] = &["mkfs-alloc-ondisk", "mkfs-alloc-layout"];
@@ -276,10 +281,26 @@ fn check_no_std_attrs(root: &Path, out: &mut Vec<Finding>) -> Result<(), String>
         });
         if !declared {
             out.push(Finding {
-                file: lib,
+                file: lib.clone(),
                 line: 1,
                 what: format!("{krate} must be no_std (`#![no_std]`, std behind a feature)"),
             });
+        }
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        for (i, line) in lines.iter().enumerate() {
+            let gated = i > 0
+                && lines[i - 1].starts_with("#[cfg(")
+                && lines[i - 1].contains("feature = \"alloc\"");
+            if line.starts_with("extern crate alloc") && !gated {
+                out.push(Finding {
+                    file: lib.clone(),
+                    line: i + 1,
+                    what: format!(
+                        "{krate}: `extern crate alloc` outside `#[cfg(feature = \"alloc\")]`: \
+                         the crate must build without an allocator"
+                    ),
+                });
+            }
         }
     }
     Ok(())
@@ -312,16 +333,20 @@ fn stale_allows(root: &Path, out: &mut Vec<Finding>) {
     }
 }
 
-/// `cargo build` of [`NO_STD_CRATES`] (less the pending ones) for
-/// [`NO_STD_TARGET`], without default features.
+/// `cargo build` of [`NO_STD_CRATES`] (less the pending ones) for each of
+/// [`NO_STD_TARGETS`], without default features (so without `alloc`).
 fn build_no_std(root: &Path) -> Result<(), String> {
-    let mut cmd = Command::new(crate::cargo());
-    cmd.current_dir(root)
-        .args(["build", "--target", NO_STD_TARGET, "--no-default-features"]);
-    for krate in NO_STD_CRATES {
-        if !allow::NO_STD_PENDING.iter().any(|(k, _)| k == krate) {
-            cmd.args(["-p", krate]);
+    crate::ensure_rust_targets(NO_STD_TARGETS)?;
+    for target in NO_STD_TARGETS {
+        let mut cmd = Command::new(crate::cargo());
+        cmd.current_dir(root)
+            .args(["build", "--target", target, "--no-default-features"]);
+        for krate in NO_STD_CRATES {
+            if !allow::NO_STD_PENDING.iter().any(|(k, _)| k == krate) {
+                cmd.args(["-p", krate]);
+            }
         }
+        crate::run(&mut cmd)?;
     }
-    crate::run(&mut cmd)
+    Ok(())
 }

@@ -71,9 +71,10 @@ pub fn usage() -> String {
      -s, --sector-size=SIZE     logical sector size: 512, 1024, 2048, 4096\n  \
      -f, --full-format          zero the whole device\n  \
      -q, --quiet                print nothing but errors\n  \
+     -U, --volume-guid=GUID     a volume GUID entry (its bytes in text order, as exfatprogs)\n  \
      -v, --verbose              print mkfs-alloc's summary (the default)\n  \
      -V, --version, -h, --help\n\
-     Refused by name (exit 2): -U/--volume-guid, --pack-bitmap, -C, -F, -K, -P, --upcase.\n\
+     Refused by name (exit 2): --pack-bitmap, -C, -F, -K, -P, --upcase.\n\
      Exit codes: 0 done; 1 no DEVICE, or an I/O failure after writing began;\n\
      2 refused before anything was written. See mkfs-alloc(1)."
         .to_string()
@@ -95,17 +96,28 @@ pub fn parse(args: &[OsString]) -> Result<Request, Early> {
         };
         match key {
             "label" => req.label = Some(v.clone()),
-            "cluster" => req.exfat_cluster = Some(size("a power of two, in bytes or with k/K, m/M")?),
+            "cluster" => {
+                req.exfat_cluster = Some(size("a power of two, in bytes or with k/K, m/M")?)
+            }
             "align" => req.align = Some(size("a power of two, in bytes or with k/K, m/M")?),
             "sector" => {
                 let s = size("512, 1024, 2048, 4096")?;
-                req.sector = Some(u32::try_from(s).map_err(|_| refuse(format!("invalid value {v:?} for {opt}")))?);
+                req.sector = Some(
+                    u32::try_from(s)
+                        .map_err(|_| refuse(format!("invalid value {v:?} for {opt}")))?,
+                );
             }
             "full" => req.full = true,
             "guid" => {
-                return Err(refuse(format!(
-                    "option {opt} (a given volume GUID) is not supported: mkfs-alloc derives the GUID entry from the serial"
-                )))
+                // exfatprogs' form: the bytes in text order; not all zero.
+                let g = crate::guid::parse_exfatprogs(v.trim())
+                    .filter(|g| *g != [0; 16])
+                    .ok_or_else(|| {
+                        refuse(format!(
+                            "invalid value {v:?} for {opt}: valid: 32 hexadecimal digits, with or without dashes (8-4-4-4-12), not all zero"
+                        ))
+                    })?;
+                req.volume_guid = Some(g);
             }
             "quiet" => req.quiet = true,
             "verbose" => {}
@@ -171,6 +183,16 @@ mod tests {
         let r = parse(&words(&["/dev/sdb1", "-n", "STICK"])).expect("libblockdev's line");
         assert_eq!(r.label.as_deref(), Some("STICK"));
         let r = parse(&words(&[
+            "-U",
+            "00112233-4455-6677-8899-aabbccddeeff",
+            "x.img",
+        ]))
+        .expect("a given GUID");
+        assert_eq!(
+            r.volume_guid.map(|g| (g[0], g[3], g[15])),
+            Some((0x00, 0x33, 0xFF))
+        );
+        let r = parse(&words(&[
             "--cluster-size=1M",
             "-b",
             "4M",
@@ -190,6 +212,7 @@ mod tests {
         for line in [
             &["--pack-bitmap", "x"][..],
             &["-U", "0x1", "x"],
+            &["-U", "00000000-0000-0000-0000-000000000000", "x"],
             &["-c", "3000", "x"],
             &["-x", "x"],
         ] {

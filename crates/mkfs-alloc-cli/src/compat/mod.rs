@@ -111,6 +111,8 @@ pub struct Request {
     pub fat: Option<(Option<u8>, Option<u32>, bool)>,
     /// mkfs.exfat's `-c`, in bytes.
     pub exfat_cluster: Option<u64>,
+    /// mkfs.exfat's `-U`: the volume GUID entry's bytes.
+    pub volume_guid: Option<[u8; 16]>,
 }
 
 /// The medium the request lands on, read-only.
@@ -369,6 +371,9 @@ fn mkfs_alloc_args(req: &Request, d: &Decision) -> Vec<OsString> {
         "--root-entries",
         root.filter(|_| small).map(|r| r.to_string()),
     );
+    if let Some(g) = &req.volume_guid {
+        a.push(format!("--volume-guid={}", crate::guid::text(g)).into());
+    }
     if req.full {
         a.push("--full".into());
     }

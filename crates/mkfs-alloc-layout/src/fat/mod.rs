@@ -34,7 +34,7 @@
 use mkfs_alloc_ondisk::fat as ondisk;
 use mkfs_alloc_ondisk::time::dos_date_time;
 
-use crate::error::PlanError;
+use crate::error::{ClusterSizes, PlanError};
 use crate::options::FsKind;
 
 /// FAT32's formal minimum cluster count (fatgen103: fewer is FAT16).
@@ -51,7 +51,8 @@ pub const MIN_CLUSTERS: u64 = SPEC_MIN_CLUSTERS + MARGIN;
 pub const MAX_CLUSTERS: u64 = 0x0FFF_FFF5;
 /// Largest sectors-per-cluster value.
 pub const MAX_SECTORS_PER_CLUSTER: u64 = 128;
-/// Number of FATs written.
+/// Number of FATs written unless asked otherwise (every formatter's
+/// default; FatFs's `n_fat` and mkfs.fat's `-f` allow 1).
 pub const NUM_FATS: u64 = 2;
 /// FAT32 reserved sectors before alignment padding.
 pub const MIN_RESERVED: u64 = 32;
@@ -97,9 +98,16 @@ pub struct Geometry {
     pub root_entries: u16,
     /// Cluster count.
     pub cluster_count: u32,
+    /// Number of FATs (1 or 2).
+    pub num_fats: u8,
 }
 
 impl Geometry {
+    /// Number of FATs (1 or 2).
+    pub fn num_fats(&self) -> u32 {
+        u32::from(self.num_fats)
+    }
+
     /// Sectors of the fixed root directory (0 on FAT32).
     pub fn root_sectors(&self) -> u64 {
         (u64::from(self.root_entries) * 32).div_ceil(u64::from(self.bps))
@@ -107,7 +115,7 @@ impl Geometry {
 
     /// First sector of the fixed root directory (FAT12/16).
     pub fn root_sector(&self) -> u64 {
-        u64::from(self.rsvd) + NUM_FATS * u64::from(self.fat_sz)
+        u64::from(self.rsvd) + u64::from(self.num_fats) * u64::from(self.fat_sz)
     }
 
     /// First sector of the data region.
@@ -126,6 +134,8 @@ pub struct Placement {
     pub align: u64,
     /// FAT12/16 root directory entries (ignored for FAT32).
     pub root_entries: u32,
+    /// Number of FATs: 1 or 2 ([`NUM_FATS`] by default).
+    pub num_fats: u64,
 }
 
 /// Computes the geometry of `fs` (FAT12, FAT16 or FAT32) for a volume of
@@ -145,7 +155,7 @@ pub fn geometry(
 ) -> Result<Geometry, PlanError> {
     match fs {
         FsKind::Fat12 | FsKind::Fat16 => geometry_small(fs, volume_bytes, bps, cluster, at),
-        _ => geometry32(volume_bytes, bps, cluster, at.start, at.align),
+        _ => geometry32(volume_bytes, bps, cluster, at),
     }
 }
 
@@ -172,7 +182,7 @@ fn count_error(fs: FsKind, volume: u64, cluster: u64, clusters: u64) -> PlanErro
             cluster,
             clusters,
             min_clusters: min,
-            valid: Vec::new(),
+            valid: ClusterSizes::new(),
         }
     } else {
         PlanError::TooManyClusters {
@@ -181,7 +191,7 @@ fn count_error(fs: FsKind, volume: u64, cluster: u64, clusters: u64) -> PlanErro
             cluster,
             clusters,
             max_clusters: max,
-            valid: Vec::new(),
+            valid: ClusterSizes::new(),
         }
     }
 }
@@ -216,6 +226,7 @@ fn geometry_small(
     at: Placement,
 ) -> Result<Geometry, PlanError> {
     let bps64 = u64::from(bps);
+    let nf = at.num_fats;
     crate::error::check_cluster(fs, cluster, bps)?;
     let spc = cluster / bps64;
     let tot = check_total(fs, volume_bytes, bps)?;
@@ -224,16 +235,16 @@ fn geometry_small(
     let rsvd =
         ((at.start + MIN_RESERVED_16 * bps64).div_ceil(at.align) * at.align - at.start) / bps64;
     let fixed = rsvd + root_min;
-    if tot <= fixed + NUM_FATS + spc {
+    if tot <= fixed + nf + spc {
         return Err(count_error(fs, volume_bytes, cluster, 0));
     }
-    let fat_min = min_fat_sectors(fs.entry_bits(), tot - fixed, spc, bps64, NUM_FATS);
+    let fat_min = min_fat_sectors(fs.entry_bits(), tot - fixed, spc, bps64, nf);
     let unit = (at.align / bps64).max(1);
-    let need = NUM_FATS * fat_min + root_min;
+    let need = nf * fat_min + root_min;
     let gap = need.div_ceil(unit) * unit - need;
-    let fat_sz = fat_min + gap / NUM_FATS;
-    let root_sectors = root_min + gap % NUM_FATS;
-    let data = rsvd + NUM_FATS * fat_sz + root_sectors;
+    let fat_sz = fat_min + gap / nf;
+    let root_sectors = root_min + gap % nf;
+    let data = rsvd + nf * fat_sz + root_sectors;
     let clusters = tot.saturating_sub(data) / spc;
     let (min, max) = cluster_range(fs);
     if clusters < min || clusters > max {
@@ -243,7 +254,7 @@ fn geometry_small(
     let too_wide = PlanError::Align {
         align: at.align,
         sector: bps,
-        max: 1u64 << (63 - (u64::from(u16::MAX) * bps64 / NUM_FATS).leading_zeros()),
+        max: 1u64 << (63 - (u64::from(u16::MAX) * bps64 / nf).leading_zeros()),
     };
     let rsvd = u16::try_from(rsvd).map_err(|_| too_wide.clone())?;
     if fat_sz > u64::from(u16::MAX) {
@@ -260,6 +271,7 @@ fn geometry_small(
         fat_sz: fat_sz as u32,
         root_entries,
         cluster_count: clusters as u32,
+        num_fats: nf as u8,
     })
 }
 
@@ -276,9 +288,9 @@ fn geometry32(
     volume_bytes: u64,
     bps: u32,
     cluster: u64,
-    start: u64,
-    align: u64,
+    at: Placement,
 ) -> Result<Geometry, PlanError> {
+    let (start, align, nf) = (at.start, at.align, at.num_fats);
     let fs = FsKind::Fat32;
     let bps64 = u64::from(bps);
     crate::error::check_cluster(fs, cluster, bps)?;
@@ -287,16 +299,16 @@ fn geometry32(
     if tot <= MIN_RESERVED + 2 * spc {
         return Err(count_error(fs, volume_bytes, cluster, 0));
     }
-    let min_fat_sz = (tot - MIN_RESERVED + 2 * spc).div_ceil(spc * bps64 / 4 + NUM_FATS);
+    let min_fat_sz = (tot - MIN_RESERVED + 2 * spc).div_ceil(spc * bps64 / 4 + nf);
     // Align the first FAT: grow the reserved area. Align the data region:
-    // pad each FAT to a multiple of align / 2, so that both together are a
-    // multiple of the alignment. Padding only adds FAT entries past the last
+    // pad each FAT to a multiple of align / 2 (with two FATs), so that all
+    // together are a multiple of the alignment. Padding only adds FAT entries past the last
     // cluster (allowed), and costs at most `align` bytes.
     let rsvd = (start + MIN_RESERVED * bps64).div_ceil(align) * align - start;
     let rsvd = rsvd / bps64;
-    let fat_unit = (align / (2 * bps64)).max(1);
+    let fat_unit = (align / (nf * bps64)).max(1);
     let fat_sz = min_fat_sz.div_ceil(fat_unit) * fat_unit;
-    let meta = rsvd + NUM_FATS * fat_sz;
+    let meta = rsvd + nf * fat_sz;
     let clusters = tot.saturating_sub(meta) / spc;
     if !(MIN_CLUSTERS..=MAX_CLUSTERS).contains(&clusters) {
         return Err(count_error(fs, volume_bytes, cluster, clusters));
@@ -319,16 +331,17 @@ fn geometry32(
         fat_sz: fat_sz as u32,
         root_entries: 0,
         cluster_count: clusters as u32,
+        num_fats: nf as u8,
     })
 }
 
 /// Media descriptor byte (fixed disk).
 pub const MEDIA: u8 = 0xF8;
 
-/// The boot sector, padded to one sector.
-pub fn boot_sector(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
+/// The boot sector into `sector` (one sector, zeroed by the caller).
+pub fn boot_sector(layout: &crate::Layout, g: &Geometry, sector: &mut [u8]) {
     if g.fs != FsKind::Fat32 {
-        return boot_sector16(layout, g);
+        return boot_sector16(layout, g, sector);
     }
     use zerocopy::{FromZeros, IntoBytes};
     let mut b = ondisk::Fat32BootSector::new_zeroed();
@@ -345,7 +358,7 @@ pub fn boot_sector(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
     b.ebpb.fil_sys_type = *b"FAT32   ";
     b.boot_code[..ondisk::BOOT_CODE.len()].copy_from_slice(&ondisk::BOOT_CODE);
     b.signature = 0xAA55.into();
-    padded_sector(b.as_bytes(), g)
+    sector[..core::mem::size_of_val(&b)].copy_from_slice(b.as_bytes());
 }
 
 /// The BPB fields every FAT width fills alike (fatgen103 §3.1).
@@ -357,7 +370,7 @@ fn common_bpb(layout: &crate::Layout, g: &Geometry, jmp_boot: [u8; 3]) -> ondisk
     bpb.byts_per_sec = (g.bps as u16).into();
     bpb.sec_per_clus = g.sec_per_clus;
     bpb.rsvd_sec_cnt = g.rsvd.into();
-    bpb.num_fats = NUM_FATS as u8;
+    bpb.num_fats = g.num_fats;
     bpb.media = MEDIA;
     let (heads, sectors_per_track) = layout.chs_geometry();
     bpb.sec_per_trk = u16::from(sectors_per_track).into();
@@ -366,20 +379,13 @@ fn common_bpb(layout: &crate::Layout, g: &Geometry, jmp_boot: [u8; 3]) -> ondisk
     bpb
 }
 
-/// A 512-byte boot sector padded with zeros to one sector of `g.bps` bytes.
-fn padded_sector(boot: &[u8], g: &Geometry) -> Vec<u8> {
-    let mut s = vec![0u8; g.bps as usize];
-    s[..boot.len()].copy_from_slice(boot);
-    s
-}
-
 /// HiddSec: the partition's start LBA (saturated; MBR partitions fit in 32 bits).
 fn hidden_sectors(layout: &crate::Layout, g: &Geometry) -> u32 {
     (layout.partition_offset / u64::from(g.bps)).min(u64::from(u32::MAX)) as u32
 }
 
-/// The FAT12/FAT16 boot sector (extended BPB at 36), padded to one sector.
-fn boot_sector16(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
+/// The FAT12/FAT16 boot sector (extended BPB at 36) into `sector`.
+fn boot_sector16(layout: &crate::Layout, g: &Geometry, sector: &mut [u8]) {
     use zerocopy::{FromZeros, IntoBytes};
     let mut b = ondisk::Fat16BootSector::new_zeroed();
     b.bpb = common_bpb(layout, g, [0xEB, 0x3C, 0x90]);
@@ -400,7 +406,7 @@ fn boot_sector16(layout: &crate::Layout, g: &Geometry) -> Vec<u8> {
     };
     b.boot_code[..ondisk::BOOT_CODE.len()].copy_from_slice(&ondisk::BOOT_CODE);
     b.signature = 0xAA55.into();
-    padded_sector(b.as_bytes(), g)
+    sector[..core::mem::size_of_val(&b)].copy_from_slice(b.as_bytes());
 }
 
 /// The label's 11 bytes, or `"NO NAME    "`.
@@ -411,14 +417,10 @@ fn label_bytes(layout: &crate::Layout) -> [u8; 11] {
     }
 }
 
-/// The FSInfo sector, padded to one sector.
-pub fn fsinfo_sector(g: &Geometry) -> Vec<u8> {
-    fsinfo_sector_used(g, 0)
-}
-
-/// [`fsinfo_sector`] of a volume with `extra` clusters in use after the
-/// root directory's, all contiguous from cluster 3.
-pub fn fsinfo_sector_used(g: &Geometry, extra: u64) -> Vec<u8> {
+/// The FSInfo sector into `sector` (one sector, zeroed by the caller), of a
+/// volume with `extra` clusters in use after the root directory's, all
+/// contiguous from cluster 3.
+pub fn fsinfo_sector(g: &Geometry, extra: u64, sector: &mut [u8]) {
     use zerocopy::{FromZeros, IntoBytes};
     let mut f = ondisk::FsInfo::new_zeroed();
     f.lead_sig = ondisk::FSINFO_LEAD_SIG.into();
@@ -427,16 +429,25 @@ pub fn fsinfo_sector_used(g: &Geometry, extra: u64) -> Vec<u8> {
     f.free_count = (g.cluster_count - 1 - extra).into();
     f.nxt_free = (3 + extra).into();
     f.trail_sig = ondisk::FSINFO_TRAIL_SIG.into();
-    let mut s = vec![0u8; g.bps as usize];
-    s[..core::mem::size_of_val(&f)].copy_from_slice(f.as_bytes());
-    s
+    sector[..core::mem::size_of_val(&f)].copy_from_slice(f.as_bytes());
+}
+
+/// The root directory's system entries: the volume label's, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RootEntries(Option<[u8; 32]>);
+
+impl RootEntries {
+    /// The entries' bytes (none, or one 32-byte entry).
+    pub fn as_bytes(&self) -> &[u8] {
+        self.0.as_ref().map_or(&[], |e| &e[..])
+    }
 }
 
 /// The root directory's first entry: the volume label, if there is one.
-pub fn root_entries(layout: &crate::Layout) -> Vec<u8> {
+pub fn root_entries(layout: &crate::Layout) -> RootEntries {
     use zerocopy::{FromZeros, IntoBytes};
     if layout.label.is_none() {
-        return Vec::new();
+        return RootEntries(None);
     }
     let mut e = ondisk::DirEntry::new_zeroed();
     e.name = label_bytes(layout);
@@ -447,7 +458,9 @@ pub fn root_entries(layout: &crate::Layout) -> Vec<u8> {
     e.wrt_date = date.into();
     e.wrt_time = time.into();
     e.lst_acc_date = date.into();
-    e.as_bytes().to_vec()
+    let mut bytes = [0u8; 32];
+    bytes.copy_from_slice(e.as_bytes());
+    RootEntries(Some(bytes))
 }
 
 /// FAT entry `index` of a freshly formatted volume: media, end-of-chain, and
@@ -467,120 +480,4 @@ pub fn fat_entry(fs: FsKind, index: u64) -> u32 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::units::{GIB, KIB, MIB};
-
-    fn at(start: u64, align: u64) -> Placement {
-        Placement {
-            start,
-            align,
-            root_entries: DEFAULT_ROOT_ENTRIES,
-        }
-    }
-
-    #[test]
-    fn one_gib_at_32k_is_not_fat32() {
-        let e = geometry(FsKind::Fat32, GIB, 512, 32 * KIB, at(0, MIB)).expect_err("too few");
-        match e {
-            PlanError::TooFewClusters { clusters, .. } => assert_eq!(clusters, 32_704),
-            other => panic!("unexpected {other}"),
-        }
-        // ... but it is a FAT16.
-        let g = geometry(FsKind::Fat16, GIB, 512, 32 * KIB, at(0, MIB)).expect("FAT16");
-        assert_eq!(FsKind::fat_width(u64::from(g.cluster_count)), FsKind::Fat16);
-    }
-
-    #[test]
-    fn fat_and_data_region_are_aligned() {
-        for start in [0, MIB, 63 * 512] {
-            let g = geometry(FsKind::Fat32, 8 * GIB, 512, 4 * KIB, at(start, MIB)).expect("valid");
-            assert_eq!((start + g.data_sector() * 512) % MIB, 0);
-            assert_eq!((start + u64::from(g.rsvd) * 512) % MIB, 0);
-            assert!(u64::from(g.fat_sz) * 512 / 4 >= u64::from(g.cluster_count) + 2);
-        }
-    }
-
-    #[test]
-    fn width_ranges_keep_a_margin_and_do_not_overlap() {
-        assert_eq!(cluster_range(FsKind::Fat12), (1, 4_068));
-        assert_eq!(cluster_range(FsKind::Fat16), (4_101, 65_508));
-        assert_eq!(cluster_range(FsKind::Fat32), (65_541, 0x0FFF_FFF5));
-        assert_eq!(FsKind::fat_width(4_084), FsKind::Fat12);
-        assert_eq!(FsKind::fat_width(4_085), FsKind::Fat16);
-        assert_eq!(FsKind::fat_width(65_524), FsKind::Fat16);
-        assert_eq!(FsKind::fat_width(65_525), FsKind::Fat32);
-    }
-
-    #[test]
-    fn min_fat_size_is_exact() {
-        // Brute force over small volumes: the smallest FAT that covers its clusters.
-        for bits in [12, 16, 32] {
-            for bps in [512u64, 4096] {
-                for spc in [1u64, 4, 64] {
-                    for avail in (2..3000).step_by(7) {
-                        let f = min_fat_sectors(bits, avail, spc, bps, 2);
-                        let fits =
-                            |f: u64| f * bps * 8 / bits >= avail.saturating_sub(2 * f) / spc + 2;
-                        assert!(fits(f), "{bits} {bps} {spc} {avail}: {f} too small");
-                        assert!(
-                            f == 1 || !fits(f - 1),
-                            "{bits} {bps} {spc} {avail}: {f} not minimal"
-                        );
-                    }
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn small_fat_regions_are_aligned_for_any_root_size() {
-        for fs in [FsKind::Fat12, FsKind::Fat16] {
-            for (size, cluster) in [(4 * MIB, 2 * KIB), (64 * MIB, 4 * KIB), (2 * MIB, 512)] {
-                for start in [0, MIB, 63 * 512, 2048 * 512 + 512] {
-                    for align in [512, 4 * KIB, 64 * KIB, MIB] {
-                        for root in [1, 16, 17, 224, 512, 513, 4096] {
-                            let p = Placement {
-                                start,
-                                align,
-                                root_entries: root,
-                            };
-                            let Ok(g) = geometry(fs, size, 512, cluster, p) else {
-                                continue;
-                            };
-                            let what = format!("{fs} {size} {cluster} {start} {align} {root}");
-                            assert_eq!((start + u64::from(g.rsvd) * 512) % align, 0, "{what}");
-                            assert_eq!((start + g.data_sector() * 512) % align, 0, "{what}");
-                            assert!(u32::from(g.root_entries) >= root, "{what}");
-                            assert_eq!(u64::from(g.root_entries) * 32 % 512, 0, "{what}");
-                            let cc = u64::from(g.cluster_count);
-                            assert_eq!(FsKind::fat_width(cc), fs, "{what}");
-                            assert!(
-                                u64::from(g.fat_sz) * 512 * 8 / fs.entry_bits() >= cc + 2,
-                                "{what}"
-                            );
-                            assert!(
-                                g.data_sector() + cc * u64::from(g.sec_per_clus)
-                                    <= u64::from(g.tot_sec)
-                            );
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn a_floppy_sized_fat12() {
-        // 1.44 MB, 512-byte clusters, 224 root entries, no alignment: the
-        // classic floppy numbers (9-sector FATs, 14 root sectors, 2847 clusters).
-        let p = Placement {
-            start: 0,
-            align: 512,
-            root_entries: 224,
-        };
-        let g = geometry(FsKind::Fat12, 2880 * 512, 512, 512, p).expect("valid");
-        assert_eq!((g.rsvd, g.fat_sz, g.root_sectors()), (1, 9, 14));
-        assert_eq!(g.cluster_count, 2847);
-    }
-}
+mod tests;

@@ -1,9 +1,10 @@
-//! Turning the choices and the geometry into the regions of a [`Layout`].
+//! Turning the choices and the geometry into a [`Layout`], and a layout into
+//! its regions (when asked for).
 
 use super::choices::Choices;
 use super::{Geometry, Layout, Region, RegionKind};
 use crate::options::{FsKind, Medium};
-use crate::{exfat, fat, rules};
+use crate::{exfat, fat};
 
 /// Where the FATs and the data region lie, and how many clusters there are.
 struct Placement {
@@ -16,8 +17,7 @@ struct Placement {
 }
 
 /// The regions of a volume, in order; empty ones are left out.
-#[derive(Default)]
-struct Regions(Vec<Region>);
+struct Regions(super::layout::Regions);
 
 impl Regions {
     fn push(&mut self, kind: RegionKind, index: u32, offset: u64, len: u64, written: bool) {
@@ -33,11 +33,34 @@ impl Regions {
     }
 }
 
-/// The exFAT regions and placement.
-fn exfat_regions(g: &exfat::Geometry, bps: u64, volume_bytes: u64, r: &mut Regions) -> Placement {
-    let fat_off = u64::from(g.fat_offset) * bps;
-    let fat_len = u64::from(g.fat_length) * bps;
-    let heap = u64::from(g.heap_offset) * bps;
+/// The exFAT placement.
+fn exfat_placement(g: &exfat::Geometry, bps: u64) -> Placement {
+    Placement {
+        cluster_count: g.cluster_count,
+        used_clusters: g.used_clusters(),
+        fat_offset: u64::from(g.fat_offset) * bps,
+        fat_bytes: u64::from(g.fat_length) * bps,
+        fat_count: 1,
+        data_offset: u64::from(g.heap_offset) * bps,
+    }
+}
+
+/// The FAT12/16/32 placement.
+fn fat_placement(g: &fat::Geometry, bps: u64) -> Placement {
+    Placement {
+        cluster_count: g.cluster_count,
+        used_clusters: u32::from(g.fs == FsKind::Fat32),
+        fat_offset: u64::from(g.rsvd) * bps,
+        fat_bytes: u64::from(g.fat_sz) * bps,
+        fat_count: g.num_fats(),
+        data_offset: g.data_sector() * bps,
+    }
+}
+
+/// The exFAT regions of a planned volume.
+fn exfat_regions(l: &Layout, g: &exfat::Geometry, r: &mut Regions) {
+    let bps = u64::from(l.sector_size);
+    let (fat_off, fat_len, heap) = (l.fat_offset, l.fat_bytes, l.data_offset);
     let br = mkfs_alloc_ondisk::exfat::BOOT_REGION_SECTORS * bps;
     r.push(RegionKind::BootRegion, 0, 0, br, true);
     r.push(RegionKind::BackupBootRegion, 0, br, br, true);
@@ -65,62 +88,56 @@ fn exfat_regions(g: &exfat::Geometry, bps: u64, volume_bytes: u64, r: &mut Regio
         RegionKind::Tail,
         0,
         heap_end,
-        volume_bytes - heap_end,
+        l.volume_bytes - heap_end,
         false,
     );
-    Placement {
-        cluster_count: g.cluster_count,
-        used_clusters: g.used_clusters(),
-        fat_offset: fat_off,
-        fat_bytes: fat_len,
-        fat_count: 1,
-        data_offset: heap,
-    }
 }
 
-/// The FAT12/16/32 regions and placement.
-fn fat_regions(g: &fat::Geometry, bps: u64, volume_bytes: u64, r: &mut Regions) -> Placement {
-    let rsvd = u64::from(g.rsvd) * bps;
-    let fat_len = u64::from(g.fat_sz) * bps;
-    let data = g.data_sector() * bps;
+/// The FAT12/16/32 regions of a planned volume.
+fn fat_regions(l: &Layout, g: &fat::Geometry, r: &mut Regions) {
+    let bps = u64::from(l.sector_size);
+    let (rsvd, fat_len, data) = (l.fat_offset, l.fat_bytes, l.data_offset);
     r.push(RegionKind::BootRegion, 0, 0, rsvd, true);
-    r.push(RegionKind::Fat, 0, rsvd, fat_len, true);
-    r.push(RegionKind::Fat, 1, rsvd + fat_len, fat_len, true);
+    for i in 0..u64::from(l.fat_count) {
+        r.push(RegionKind::Fat, i as u32, rsvd + i * fat_len, fat_len, true);
+    }
     // FAT32: the root is cluster 2; FAT12/16: a fixed region.
-    let (root, root_len, used) = if g.fs == FsKind::Fat32 {
-        (data, g.cluster, 1)
+    let (root, root_len) = if g.fs == FsKind::Fat32 {
+        (data, g.cluster)
     } else {
-        (g.root_sector() * bps, g.root_sectors() * bps, 0)
+        (g.root_sector() * bps, g.root_sectors() * bps)
     };
     r.push(RegionKind::RootDirectory, 0, root, root_len, true);
     let data_end = data + u64::from(g.cluster_count) * g.cluster;
-    let free = data + u64::from(used) * g.cluster;
+    let free = data + u64::from(l.used_clusters) * g.cluster;
     r.push(RegionKind::FreeClusters, 0, free, data_end - free, false);
     r.push(
         RegionKind::Tail,
         0,
         data_end,
-        volume_bytes - data_end,
+        l.volume_bytes - data_end,
         false,
     );
-    Placement {
-        cluster_count: g.cluster_count,
-        used_clusters: used,
-        fat_offset: rsvd,
-        fat_bytes: fat_len,
-        fat_count: 2,
-        data_offset: data,
+}
+
+/// The regions of a planned volume, worked out when asked for (the writer
+/// does not need them: firmware links none of this).
+pub(crate) fn regions(l: &Layout) -> super::layout::Regions {
+    let mut regions = Regions(super::layout::Regions::new());
+    match &l.geometry {
+        Geometry::Exfat(g) => exfat_regions(l, g, &mut regions),
+        Geometry::Fat(g) => fat_regions(l, g, &mut regions),
     }
+    regions.0
 }
 
 /// The layout of what the planner chose on `medium`.
 pub(super) fn build(c: Choices, medium: &Medium, geometry: Geometry) -> Layout {
     let bps = u64::from(medium.sector_size);
     let volume_bytes = medium.volume_bytes;
-    let mut regions = Regions::default();
     let p = match &geometry {
-        Geometry::Exfat(g) => exfat_regions(g, bps, volume_bytes, &mut regions),
-        Geometry::Fat(g) => fat_regions(g, bps, volume_bytes, &mut regions),
+        Geometry::Exfat(g) => exfat_placement(g, bps),
+        Geometry::Fat(g) => fat_placement(g, bps),
     };
     Layout {
         fs: c.fs,
@@ -128,7 +145,6 @@ pub(super) fn build(c: Choices, medium: &Medium, geometry: Geometry) -> Layout {
         sector_size: medium.sector_size,
         cluster_size: c.cluster,
         cluster_rule: c.cluster_rule,
-        windows_default_cluster: rules::windows_default(c.fs, volume_bytes),
         cluster_count: p.cluster_count,
         volume_bytes,
         partition_offset: medium.partition_offset,
@@ -143,9 +159,8 @@ pub(super) fn build(c: Choices, medium: &Medium, geometry: Geometry) -> Layout {
         label: c.label.map(|(l, _)| l),
         volume_guid: c.volume_guid,
         timestamp: c.timestamp,
-        warnings: c.warnings,
+        asked: c.asked,
         geometry,
-        regions: regions.0,
         sd: None,
     }
 }

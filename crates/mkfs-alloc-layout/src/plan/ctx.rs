@@ -2,7 +2,7 @@
 //! the planner asks of it (valid cluster sizes, the FAT width at a size).
 
 use super::Geometry;
-use crate::error::PlanError;
+use crate::error::{ClusterSizes, PlanError};
 use crate::options::{FsKind, Medium};
 use crate::{exfat, fat};
 
@@ -15,6 +15,8 @@ pub(super) struct Ctx<'a> {
     pub(super) align: u64,
     /// FAT12/16 fixed root directory entries.
     pub(super) root_entries: u32,
+    /// Number of FATs on FAT12/16/32.
+    pub(super) num_fats: u64,
 }
 
 impl Ctx<'_> {
@@ -32,6 +34,7 @@ impl Ctx<'_> {
                     start,
                     align: self.align,
                     root_entries: self.root_entries,
+                    num_fats: self.num_fats,
                 },
             )?),
         })
@@ -41,10 +44,10 @@ impl Ctx<'_> {
     pub(super) fn sizes(&self, fs: FsKind) -> impl Iterator<Item = u64> {
         let bps = u64::from(self.medium.sector_size);
         let max = crate::rules::max_cluster(fs, self.medium.sector_size);
-        std::iter::successors(Some(bps), |c| Some(c * 2)).take_while(move |&c| c <= max)
+        core::iter::successors(Some(bps), |c| Some(c * 2)).take_while(move |&c| c <= max)
     }
 
-    pub(super) fn valid_sizes(&self, fs: FsKind) -> Vec<u64> {
+    pub(super) fn valid_sizes(&self, fs: FsKind) -> ClusterSizes {
         self.sizes(fs)
             .filter(|&c| self.geometry(fs, c).is_ok())
             .collect()
@@ -59,7 +62,7 @@ impl Ctx<'_> {
     }
 
     /// Cluster sizes at which some FAT width is valid.
-    pub(super) fn any_fat_sizes(&self) -> Vec<u64> {
+    pub(super) fn any_fat_sizes(&self) -> ClusterSizes {
         self.sizes(FsKind::Fat32)
             .filter(|&c| self.fat_width_at(c).is_some())
             .collect()
@@ -69,19 +72,18 @@ impl Ctx<'_> {
     pub(super) fn no_fat_width(&self, cluster: u64) -> PlanError {
         // The count as the width the spec would give it computes it (that
         // width rejected it only for the margin).
-        let counts: Vec<(FsKind, u64)> = FAT_WIDTHS
+        let counts = FAT_WIDTHS
             .iter()
             .filter_map(|&fs| match self.geometry(fs, cluster) {
                 Err(PlanError::TooFewClusters { clusters, .. })
                 | Err(PlanError::TooManyClusters { clusters, .. }) => Some((fs, clusters)),
                 _ => None,
-            })
-            .collect();
+            });
         let clusters = counts
-            .iter()
-            .find(|&&(fs, c)| FsKind::fat_width(c) == fs)
-            .or(counts.first())
-            .map_or(0, |&(_, c)| c);
+            .clone()
+            .find(|&(fs, c)| FsKind::fat_width(c) == fs)
+            .or(counts.clone().next())
+            .map_or(0, |(_, c)| c);
         PlanError::NoFatWidth {
             volume: self.medium.volume_bytes,
             cluster,
@@ -96,11 +98,12 @@ pub(super) const FAT_WIDTHS: [FsKind; 3] = [FsKind::Fat32, FsKind::Fat16, FsKind
 
 /// Every cluster size (a power of two) for which `fs` can lay out this medium
 /// (FAT12/16 with the default 512 root directory entries).
-pub fn valid_cluster_sizes(fs: FsKind, medium: &Medium, align: u64) -> Vec<u64> {
+pub fn valid_cluster_sizes(fs: FsKind, medium: &Medium, align: u64) -> ClusterSizes {
     Ctx {
         medium,
         align,
         root_entries: fat::DEFAULT_ROOT_ENTRIES,
+        num_fats: fat::NUM_FATS,
     }
     .valid_sizes(fs)
 }

@@ -18,8 +18,8 @@ impl Layout {
     ///
     /// No allocation: a handful of ranges, computed from the regions.
     pub fn extents(&self, content_clusters: u64) -> impl Iterator<Item = Range<u64>> + '_ {
-        let content = self
-            .regions
+        let regions = self.regions();
+        let content = regions
             .iter()
             .find(|r| r.kind == RegionKind::FreeClusters)
             .map(|r| {
@@ -30,9 +30,8 @@ impl Layout {
                             .min(r.len)
             })
             .filter(|r| !r.is_empty());
-        let written = self
-            .regions
-            .iter()
+        let written = regions
+            .into_iter()
             .filter(|r| r.written)
             .map(|r| r.offset..r.offset + r.len);
         merge_adjacent(written.chain(content))
@@ -58,6 +57,7 @@ fn merge_adjacent(it: impl Iterator<Item = Range<u64>>) -> impl Iterator<Item = 
 #[cfg(test)]
 mod tests {
     use crate::{plan, FormatOptions, FsKind, Medium};
+    use std::vec::Vec;
 
     #[test]
     fn metadata_then_content() {
@@ -72,8 +72,8 @@ mod tests {
                 plan(&opts, &Medium::whole(size, 512)).unwrap_or_else(|e| panic!("{fs:?}: {e}"));
             let plain: Vec<_> = l.extents(0).collect();
             // Everything from the first byte to the end of the root directory.
-            let root = l
-                .regions()
+            let regions = l.regions();
+            let root = regions
                 .iter()
                 .find(|r| r.kind == super::RegionKind::RootDirectory);
             let root_end = root.map(|r| r.offset + r.len).unwrap_or(0);
@@ -87,8 +87,8 @@ mod tests {
             let with: Vec<_> = l.extents(10).collect();
             assert_eq!(with.len(), plain.len(), "{fs:?}");
             let end = with.last().map(|r| r.end).unwrap_or(0);
-            let free = l
-                .regions()
+            let regions = l.regions();
+            let free = regions
                 .iter()
                 .find(|r| r.kind == super::RegionKind::FreeClusters);
             let free_start = free.map(|r| r.offset).unwrap_or(0);

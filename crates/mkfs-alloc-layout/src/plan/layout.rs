@@ -1,7 +1,8 @@
 //! The validated plan ([`Layout`]) and its regions.
 
+use super::choices::{Asked, Warning};
 use super::MAX_ALIGN;
-use crate::label::EncodedLabel;
+use crate::label::{EncodedLabel, LabelText};
 use crate::options::{FsKind, Timestamp};
 use crate::rules::{ClusterRule, FsRule};
 use crate::sd::SdLayout;
@@ -53,6 +54,61 @@ pub struct Region {
     pub written: bool,
 }
 
+/// The regions of a volume, in order (at most [`Regions::MAX`]); reads as
+/// a `[Region]`. No allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Regions {
+    list: [Region; Regions::MAX],
+    len: usize,
+}
+
+impl Regions {
+    /// The most regions a volume has (exFAT: boot, backup, padding, FAT,
+    /// heap padding, bitmap, up-case, root, free, tail).
+    pub const MAX: usize = 12;
+
+    pub(crate) fn new() -> Self {
+        Regions {
+            list: [Region {
+                kind: RegionKind::Tail,
+                index: 0,
+                offset: 0,
+                len: 0,
+                written: false,
+            }; Regions::MAX],
+            len: 0,
+        }
+    }
+
+    pub(crate) fn push(&mut self, region: Region) {
+        self.list[self.len] = region;
+        self.len += 1;
+    }
+}
+
+impl core::ops::Deref for Regions {
+    type Target = [Region];
+    fn deref(&self) -> &[Region] {
+        &self.list[..self.len]
+    }
+}
+
+impl IntoIterator for Regions {
+    type Item = Region;
+    type IntoIter = core::iter::Take<core::array::IntoIter<Region, { Regions::MAX }>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.list.into_iter().take(self.len)
+    }
+}
+
+impl<'a> IntoIterator for &'a Regions {
+    type Item = &'a Region;
+    type IntoIter = core::slice::Iter<'a, Region>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
 /// File-system-specific geometry of a [`Layout`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Geometry {
@@ -78,7 +134,6 @@ pub struct Layout {
     /// Why this cluster size.
     pub(crate) cluster_rule: ClusterRule,
     /// What Windows' format would have picked, if it formats this at all.
-    pub(crate) windows_default_cluster: Option<u64>,
     /// Number of clusters in the data region / cluster heap.
     pub(crate) cluster_count: u32,
     /// Bytes of the volume (whole sectors).
@@ -100,7 +155,7 @@ pub struct Layout {
     /// Volume serial number.
     pub(crate) serial: u32,
     /// The label as given (validated), if any.
-    pub(crate) label: Option<String>,
+    pub(crate) label: Option<LabelText>,
     /// The label as the file system stores it (encoded once, by the planner).
     pub(crate) label_encoded: Option<EncodedLabel>,
     /// exFAT volume GUID written to the root directory, if any.
@@ -108,11 +163,9 @@ pub struct Layout {
     /// Time recorded in the file system.
     pub(crate) timestamp: Timestamp,
     /// Compatibility warnings (the layout is valid, but some systems may balk).
-    pub(crate) warnings: Vec<String>,
+    pub(crate) asked: Asked,
     /// File-system geometry.
     pub(crate) geometry: Geometry,
-    /// All regions, in order, covering the volume exactly.
-    pub(crate) regions: Vec<Region>,
     /// The SD Association layout this plan follows, if any.
     pub(crate) sd: Option<SdLayout>,
 }
@@ -145,7 +198,7 @@ impl Layout {
 
     /// What Windows' format would have picked, if it formats this at all.
     pub fn windows_default_cluster(&self) -> Option<u64> {
-        self.windows_default_cluster
+        crate::rules::windows_default(self.fs, self.volume_bytes)
     }
 
     /// Number of clusters in the data region / cluster heap.
@@ -218,9 +271,10 @@ impl Layout {
         self.label_encoded.as_ref()
     }
 
-    /// Compatibility warnings (the layout is valid, but some systems may balk).
-    pub fn warnings(&self) -> &[String] {
-        &self.warnings
+    /// Compatibility warnings (the layout is valid, but some systems may
+    /// balk); each one's `Display` is its sentence.
+    pub fn warnings(&self) -> impl Iterator<Item = Warning> {
+        super::choices::warnings(self, self.asked).into_iter()
     }
 
     /// File-system geometry.
@@ -229,8 +283,8 @@ impl Layout {
     }
 
     /// All regions, in order, covering the volume exactly.
-    pub fn regions(&self) -> &[Region] {
-        &self.regions
+    pub fn regions(&self) -> Regions {
+        super::build::regions(self)
     }
 
     /// Bytes available for files: free clusters × cluster size.

@@ -15,17 +15,19 @@ mod ctx;
 mod extents;
 mod layout;
 mod pick;
+#[cfg(feature = "sd")]
 mod sd;
 #[cfg(test)]
 mod tests;
 
-pub use choices::serial_from_time;
+pub use choices::Warning;
+pub use choices::{serial_from_time, table_seed};
 pub use ctx::valid_cluster_sizes;
-pub use layout::{Geometry, Layout, Region, RegionKind};
+pub use layout::{Geometry, Layout, Region, RegionKind, Regions};
 
 use crate::error::PlanError;
 use crate::fat;
-use crate::options::{FormatOptions, Medium};
+use crate::options::{FormatOptions, FsKind, Medium};
 use crate::units::MIB;
 use build::build;
 use choices::{encode_label, Choices};
@@ -77,23 +79,30 @@ pub fn check_sector_size(sector_size: u32) -> Result<(), PlanError> {
 /// the SD layout's options).
 pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> {
     if opts.sd {
+        #[cfg(feature = "sd")]
         return sd::plan_sd(opts, medium);
+        #[cfg(not(feature = "sd"))]
+        return Err(PlanError::NotBuilt("the SD layout (feature \"sd\")"));
     }
     let (medium, align) = checked_medium(opts, medium)?;
     let ctx = Ctx {
         medium: &medium,
         align,
         root_entries: root_entries(opts.root_entries)?,
+        num_fats: u64::from(opts.fats.map_or(Ok(fat::NUM_FATS as u8), check_fats)?),
     };
     let pick = pick_fs(&ctx, opts)?;
     let fs = pick.fs();
     if opts.root_entries.is_some() && !fs.is_small_fat() {
         return Err(PlanError::RootEntriesNotFixed(fs));
     }
+    if fs == FsKind::Exfat && opts.fats.is_some_and(|n| n != 1) {
+        return Err(PlanError::FatCountExfat);
+    }
     // Validated and encoded before anything else can fail late.
-    let label = encode_label(opts.label.as_deref(), fs)?;
+    let label = encode_label(opts.label.as_ref(), fs)?;
     let chosen = pick.with_cluster(&ctx, opts.cluster)?;
-    let choices = Choices::new(&ctx, opts, &chosen, label);
+    let choices = Choices::new(&ctx, opts, &chosen, label)?;
     Ok(build(choices, &medium, chosen.geometry))
 }
 
@@ -130,6 +139,15 @@ fn checked_medium(opts: &FormatOptions, medium: &Medium) -> Result<(Medium, u64)
 /// The FAT12/16 root directory entries asked for, checked.
 fn root_entries(asked: Option<u32>) -> Result<u32, PlanError> {
     asked.map_or(Ok(fat::DEFAULT_ROOT_ENTRIES), check_root_entries)
+}
+
+/// A number of FATs: 1 or 2.
+pub(crate) fn check_fats(n: u8) -> Result<u8, PlanError> {
+    if (1..=2).contains(&n) {
+        Ok(n)
+    } else {
+        Err(PlanError::FatCount(u64::from(n)))
+    }
 }
 
 /// A FAT12/16 root directory size: 1..=32,768 entries.

@@ -90,14 +90,14 @@ fn pick_fat(
             // takes it, else the nearest size below, else above.
             let bps = u64::from(ctx.medium.sector_size);
             let want = rules::auto_cluster(FsKind::Fat16, ctx.medium.volume_bytes).max(bps);
-            let below = std::iter::successors(Some(want), |&c| (c > bps).then_some(c / 2));
+            let below = core::iter::successors(Some(want), |&c| (c > bps).then_some(c / 2));
             let above = ctx.sizes(FsKind::Fat16).filter(|&c| c > want);
             for c in below.chain(above) {
                 if let Some((fs, g)) = ctx.fat_width_at(c) {
                     let rule = match c.cmp(&want) {
-                        std::cmp::Ordering::Equal => ClusterRule::FieldEvidence,
-                        std::cmp::Ordering::Less => ClusterRule::FieldEvidenceReduced,
-                        std::cmp::Ordering::Greater => ClusterRule::FieldEvidenceRaised,
+                        core::cmp::Ordering::Equal => ClusterRule::FieldEvidence,
+                        core::cmp::Ordering::Less => ClusterRule::FieldEvidenceReduced,
+                        core::cmp::Ordering::Greater => ClusterRule::FieldEvidenceRaised,
                     };
                     return Ok(Some(FsPick::Done(fs, FsRule::AutoSmallFat, c, rule, g)));
                 }
@@ -166,12 +166,10 @@ fn pick_cluster(
                 Ok(g) => Ok((want, ClusterRule::FieldEvidence, g)),
                 Err(first) => {
                     let valid = ctx.valid_sizes(fs);
-                    let below = valid.iter().rev().find(|&&c| c < want).copied();
+                    let below = valid.iter().rev().find(|&c| c < want);
                     let pick = match below {
                         Some(c) => Some((c, ClusterRule::FieldEvidenceReduced)),
-                        None => valid
-                            .first()
-                            .map(|&c| (c, ClusterRule::FieldEvidenceRaised)),
+                        None => valid.first().map(|c| (c, ClusterRule::FieldEvidenceRaised)),
                     };
                     match pick {
                         Some((c, rule)) => Ok((c, rule, ctx.geometry(fs, c)?)),

@@ -43,7 +43,7 @@ pub(super) fn plan_sd(opts: &FormatOptions, medium: &Medium) -> Result<Layout, P
         volume_bytes: sectors * SD_SECTOR,
         ..*medium
     };
-    let label = encode_label(opts.label.as_deref(), sd.fs)?;
+    let label = encode_label(opts.label.as_ref(), sd.fs)?;
     let chosen = Chosen {
         fs: sd.fs,
         fs_rule,
@@ -58,8 +58,9 @@ pub(super) fn plan_sd(opts: &FormatOptions, medium: &Medium) -> Result<Layout, P
         medium: &medium,
         align: abs(sd.fat_offset).min(abs(sd.data_offset)),
         root_entries: fat::DEFAULT_ROOT_ENTRIES,
+        num_fats: fat::NUM_FATS,
     };
-    let choices = Choices::new(&ctx, opts, &chosen, label);
+    let choices = Choices::new(&ctx, opts, &chosen, label)?;
     let mut layout = build(choices, &medium, chosen.geometry);
     layout.sd = Some(sd);
     Ok(layout)
@@ -109,6 +110,7 @@ fn geometry(sd: &SdLayout) -> Result<Geometry, PlanError> {
                 fat::DEFAULT_ROOT_ENTRIES as u16
             },
             cluster_count: u32_of(sd.cluster_count)?,
+            num_fats: fat::NUM_FATS as u8,
         }),
     })
 }

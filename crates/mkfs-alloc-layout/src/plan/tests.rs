@@ -4,6 +4,15 @@ use super::*;
 use crate::options::{ClusterChoice, FsChoice, FsKind, Medium};
 use crate::rules::{ClusterRule, FsRule};
 use crate::units::{GIB, KIB, MIB};
+#[allow(unused_imports)]
+use std::{
+    borrow::ToOwned,
+    boxed::Box,
+    format,
+    string::{String, ToString},
+    vec,
+    vec::Vec,
+};
 
 fn opts(fs: FsKind, cluster: u64) -> FormatOptions {
     FormatOptions::new()
@@ -57,24 +66,24 @@ fn esp_is_fat_of_the_width_the_size_allows_and_warns_when_small() {
     let l = esp(FsChoice::Auto, 64 * MIB, 512).expect("valid");
     assert_eq!(l.fs, FsKind::Fat32);
     assert!(
-        l.warnings.iter().any(|w| w.contains("100 MB")),
+        l.warnings().any(|w| w.to_string().contains("100 MB")),
         "{:?}",
-        l.warnings
+        l.warnings().collect::<Vec<_>>()
     );
     let l = esp(FsChoice::Auto, 8 * MIB, 512).expect("valid");
     assert_eq!(l.fs, FsKind::Fat12);
     let l = esp(FsChoice::Auto, 200 * MIB, 4096).expect("valid");
     assert_eq!(l.fs, FsKind::Fat16);
     assert!(
-        l.warnings.iter().any(|w| w.contains("260 MB")),
+        l.warnings().any(|w| w.to_string().contains("260 MB")),
         "{:?}",
-        l.warnings
+        l.warnings().collect::<Vec<_>>()
     );
     let l = esp(FsChoice::Auto, 512 * MIB, 512).expect("valid");
     assert!(
-        !l.warnings.iter().any(|w| w.contains("EFI")),
+        !l.warnings().any(|w| w.to_string().contains("EFI")),
         "{:?}",
-        l.warnings
+        l.warnings().collect::<Vec<_>>()
     );
     assert_eq!(
         esp(FsChoice::Fixed(FsKind::Exfat), GIB, 512),
@@ -117,7 +126,7 @@ fn regions_tile_the_volume() {
     for fs in [FsKind::Exfat, FsKind::Fat32] {
         let l = plan(&opts(fs, 4 * KIB), &Medium::whole(2 * GIB, 512)).expect("valid");
         let mut at = 0;
-        for r in &l.regions {
+        for r in &l.regions() {
             assert_eq!(r.offset, at, "{r:?}");
             at += r.len;
         }
@@ -145,7 +154,11 @@ fn the_sd_layout_checks_where_the_medium_puts_the_volume() {
         (FsKind::Exfat, 128 * KIB, 488_312)
     );
     assert_eq!(l.chs_geometry(), (255, 63));
-    assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+    assert!(
+        l.warnings().next().is_none(),
+        "{:?}",
+        l.warnings().collect::<Vec<_>>()
+    );
     // The same card with the volume elsewhere is refused.
     let e = plan(&sd, &card(2048, 125_071_360)).expect_err("misplaced");
     assert!(

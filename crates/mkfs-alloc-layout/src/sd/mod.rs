@@ -363,6 +363,12 @@ pub fn refuse_conflicts(opts: &FormatOptions) -> Result<(), SdError> {
     if opts.esp {
         return conflict(SdConflict::Esp);
     }
+    if opts
+        .fats
+        .is_some_and(|n| u64::from(n) != crate::fat::NUM_FATS)
+    {
+        return conflict(SdConflict::Fats);
+    }
     Ok(())
 }
 

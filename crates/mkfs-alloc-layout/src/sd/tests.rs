@@ -1,6 +1,15 @@
 //! The SD layout's arithmetic against published cards and the specification's tables.
 
 use super::*;
+#[allow(unused_imports)]
+use std::{
+    borrow::ToOwned,
+    boxed::Box,
+    format,
+    string::{String, ToString},
+    vec,
+    vec::Vec,
+};
 
 /// The factory-formatted 64 GB card of exfatprogs PR #149 (dump.exfat):
 /// 512-byte sectors, 128 KiB clusters, volume 125,040,640 sectors from

@@ -118,8 +118,15 @@ pub fn stored_checksum(sector: &[u8]) -> Option<u32> {
 ///
 /// Sources: exFAT specification §3.4.
 pub fn boot_checksum(region: &[u8]) -> u32 {
-    region.iter().enumerate().fold(0u32, |c, (i, &b)| {
-        if CHECKSUM_SKIPPED.contains(&i) {
+    boot_checksum_continue(0, 0, region)
+}
+
+/// [`boot_checksum`] taken piece by piece: continues `sum` over `bytes`,
+/// which start `at` bytes into the region (so a writer with one sector of
+/// memory can checksum the region a sector at a time).
+pub fn boot_checksum_continue(sum: u32, at: usize, bytes: &[u8]) -> u32 {
+    bytes.iter().enumerate().fold(sum, |c, (i, &b)| {
+        if CHECKSUM_SKIPPED.contains(&(at + i)) {
             c
         } else {
             c.rotate_right(1).wrapping_add(u32::from(b))

@@ -4,6 +4,7 @@
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
+#[cfg(feature = "alloc")]
 use super::upcase::UpcaseTable;
 
 /// Size of every directory entry.
@@ -92,6 +93,7 @@ impl LabelEntry {
     }
 
     /// The label, lossily decoded (unpaired surrogates become U+FFFD).
+    #[cfg(feature = "alloc")]
     pub fn label(&self) -> alloc::string::String {
         char::decode_utf16(self.units())
             .map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER))
@@ -267,6 +269,7 @@ const _: () = assert!(core::mem::size_of::<GenericEntry>() == ENTRY_SIZE);
 /// the start of the root directory): the first Volume Label entry before the
 /// end-of-directory entry, decoded lossily; `None` when there is none or it
 /// is empty. The one exFAT label decoder.
+#[cfg(feature = "alloc")]
 pub fn volume_label(dir: &[u8]) -> Option<alloc::string::String> {
     for entry in dir.chunks_exact(ENTRY_SIZE) {
         match entry[0] {
@@ -301,22 +304,26 @@ pub fn set_checksum(entries: &[u8]) -> u16 {
 ///
 /// Sources: exFAT specification §7.6.4, Figure 4.
 pub fn name_hash(upcased: &[u16]) -> u16 {
+    name_hash_units(upcased.iter().copied())
+}
+
+/// [`name_hash`] of `name` after up-casing it through `table`.
+#[cfg(feature = "alloc")]
+pub fn name_hash_with(name: &[u16], table: &UpcaseTable) -> u16 {
+    name_hash_units(name.iter().map(|&unit| table.upcase(unit)))
+}
+
+/// [`name_hash`] of up-cased code units as they come, without a buffer.
+pub fn name_hash_units(upcased: impl IntoIterator<Item = u16>) -> u16 {
     upcased
-        .iter()
-        .flat_map(|&unit| unit.to_le_bytes())
+        .into_iter()
+        .flat_map(u16::to_le_bytes)
         .fold(0u16, |hash, byte| {
             hash.rotate_right(1).wrapping_add(u16::from(byte))
         })
 }
 
-/// [`name_hash`] of `name` after up-casing it through `table`.
-pub fn name_hash_with(name: &[u16], table: &UpcaseTable) -> u16 {
-    let mut upcased = alloc::vec::Vec::with_capacity(name.len());
-    upcased.extend(name.iter().map(|&unit| table.upcase(unit)));
-    name_hash(&upcased)
-}
-
-#[cfg(test)]
+#[cfg(all(test, feature = "alloc"))]
 mod tests {
     use super::*;
     use alloc::vec::Vec;

@@ -10,4 +10,5 @@ pub mod upcase;
 
 pub use boot::*;
 pub use dir::*;
+#[cfg(feature = "alloc")]
 pub use upcase::UpcaseTable;

@@ -55,6 +55,7 @@
 // - The rule and its exceptions were found by diffing against the table that
 //   mkfs.exfat (exfatprogs) writes; no bytes of that table are copied here.
 
+#[cfg(feature = "alloc")]
 use alloc::vec::Vec;
 
 /// Size in bytes of the compressed recommended up-case table.
@@ -64,18 +65,28 @@ pub const UPCASE_TABLE_LEN: usize = 5836;
 pub const UPCASE_TABLE_CHECKSUM: u32 = 0xE619_D30D;
 
 /// Number of code points a full (expanded) up-case table covers.
+#[cfg(feature = "alloc")]
 const FULL_TABLE_ENTRIES: usize = 0x1_0000;
 
-/// The compressed recommended table, generated from the rule by the build
-/// script (`build.rs`, from `upcase_rule.rs`) so that no run pays for it.
-static COMPRESSED: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/upcase.bin"));
+/// The compressed recommended table, as written to disk (little-endian
+/// u16s): generated from the rule by the build script (`build.rs`, from
+/// `upcase_rule.rs`) and stored in the library as constant data, so no
+/// format builds it at run time and no allocator is needed to write it.
+pub const COMPRESSED_TABLE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/upcase.bin"));
+const _: () = assert!(COMPRESSED_TABLE.len() == UPCASE_TABLE_LEN);
 
+#[path = "upcase_stream.rs"]
+mod stream;
+pub use stream::fill_compressed_table;
+
+#[cfg(feature = "alloc")]
 #[path = "upcase_compress.rs"]
 mod compression;
-#[cfg(test)]
+#[cfg(all(test, feature = "alloc"))]
 #[path = "upcase_rule.rs"]
 mod rule;
 
+#[cfg(feature = "alloc")]
 use compression::RUN_MARKER;
 
 /// A full (expanded) up-case table: the up-case mapping of every UTF-16 code
@@ -83,17 +94,19 @@ use compression::RUN_MARKER;
 /// expansion of the built table, 128 KiB) and keep it; read a volume's with
 /// [`UpcaseTable::from_compressed`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg(feature = "alloc")]
 pub struct UpcaseTable {
     map: Vec<u16>,
 }
 
+#[cfg(feature = "alloc")]
 impl UpcaseTable {
     /// The spec's recommended table, expanded from the compressed form the
     /// build script generated from the rule above.
     pub fn recommended() -> Self {
         // The build script wrote it with `compress`; the tests check that it
         // expands to the rule's mapping.
-        let map = expand(COMPRESSED).expect("the build script writes a well-formed table");
+        let map = expand(COMPRESSED_TABLE).expect("the build script writes a well-formed table");
         Self { map }
     }
 
@@ -124,8 +137,10 @@ impl UpcaseTable {
 /// The compressed recommended table, as written to disk (little-endian u16s).
 ///
 /// Always [`UPCASE_TABLE_LEN`] bytes with checksum [`UPCASE_TABLE_CHECKSUM`].
+/// A copy of [`COMPRESSED_TABLE`].
+#[cfg(feature = "alloc")]
 pub fn compressed_table() -> Vec<u8> {
-    COMPRESSED.to_vec()
+    COMPRESSED_TABLE.to_vec()
 }
 
 /// Checksum of an up-case table as stored (TableChecksum): the exFAT
@@ -144,6 +159,7 @@ pub fn checksum32(bytes: &[u8]) -> u32 {
 /// bytes, a run marker without its count, a run that goes past U+FFFF,
 /// values after U+FFFF, or fewer than 65536 entries in total. An uncompressed
 /// table (65536 plain values) expands to itself.
+#[cfg(feature = "alloc")]
 pub fn expand(table: &[u8]) -> Option<Vec<u16>> {
     let pairs = table.chunks_exact(2);
     if !pairs.remainder().is_empty() {
@@ -173,6 +189,21 @@ pub fn expand(table: &[u8]) -> Option<Vec<u16>> {
 }
 
 #[cfg(test)]
+mod constant {
+    use super::*;
+
+    /// The table a format writes is constant data of the library, with the
+    /// recorded length and checksum, whatever the features (the firmware
+    /// builds without `alloc`).
+    #[test]
+    fn the_written_table_is_static_data() {
+        let table: &'static [u8] = COMPRESSED_TABLE;
+        assert_eq!(table.len(), UPCASE_TABLE_LEN);
+        assert_eq!(checksum32(table), UPCASE_TABLE_CHECKSUM);
+    }
+}
+
+#[cfg(all(test, feature = "alloc"))]
 mod tests {
     use super::compression::MIN_COMPRESSED_RUN;
     use super::rule::*;
@@ -201,7 +232,7 @@ mod tests {
         let rule = recommended_map();
         assert_eq!(UpcaseTable::recommended().as_slice(), &rule[..]);
         assert_eq!(compressed_table(), compression::compress(&rule));
-        assert_eq!(UpcaseTable { map: rule }.compress(), COMPRESSED);
+        assert_eq!(UpcaseTable { map: rule }.compress(), COMPRESSED_TABLE);
     }
 
     #[test]

@@ -41,7 +41,7 @@ mod template;
 pub use run::{BatchTarget, Event, Outcome, RunOptions, RunReport, Stage, TargetError, Verdict};
 pub use template::{LabelTemplate, TemplateError};
 
-use crate::layout::Timestamp;
+use crate::layout::{LabelText, Timestamp};
 use crate::{MediumOptions, MediumPlan};
 
 /// A batch: the options every target shares, and how targets are told
@@ -150,7 +150,7 @@ impl Batch {
     pub fn options_for(&self, i: usize, spec: &TargetSpec) -> MediumOptions {
         let mut o = self.template.clone();
         if let Some(t) = &self.label {
-            o.format.label = Some(t.render(self.number_from + i as u64));
+            o.format.label = Some(LabelText::new(&t.render(self.number_from + i as u64)));
         }
         let ov = &spec.overrides;
         if let Some(w) = ov.whole_disk {
@@ -163,7 +163,7 @@ impl Batch {
             o.sector_size = s;
         }
         if let Some(l) = &ov.label {
-            o.format.label = Some(l.clone());
+            o.format.label = Some(LabelText::new(l));
         }
         // A given serial pins the target's identifiers (they derive from
         // it); otherwise planning draws a fresh random serial.

@@ -145,7 +145,7 @@ pub(super) fn target_json(r: &Row<'_>) -> Value {
         v["volume_bytes"] = json!(l.volume_bytes());
         v["serial"] = json!(format!("{:08X}", l.serial()));
         v["label"] = json!(shown_label(l));
-        v["volume_guid"] = json!(l.volume_guid().map(|g| format!("{g:02X?}")));
+        v["volume_guid"] = json!(l.volume_guid().as_ref().map(crate::guid::text));
         v["mbr_disk_signature"] = json!(p
             .table()
             .mbr()

@@ -1,35 +1,13 @@
-//! The writer: [`Layout`] → blocks, through [`BlockIo`].
-//!
-//! Memory stays bounded: FAT and bitmap are generated in chunks of
-//! [`CHUNK`] bytes, whatever the volume size; zero regions are handed to
-//! [`BlockIo::write_zeroes`] (hole punching, `ZERO_RANGE`, `BLKZEROOUT`) or,
-//! on a target that already reads as zero, skipped.
-//!
-//! Write order (so an interrupted format never leaves a half-valid file system):
-//! 1. unless the target reads as zero: zero everything before the FAT — the
-//!    old boot sector(s) and their backups — and, when the target may hold a
-//!    file system ([`Prior::Unknown`]), flush, so the old file system is gone
-//!    before anything new exists; no flush when the caller knows no file
-//!    system is left ([`Prior::NoFileSystem`]) or the target reads as zero;
-//! 2. FAT(s), allocation bitmap, up-case table, root directory, and the
-//!    boot sectors no tool reads without sector 0 (exFAT main boot sectors
-//!    1..11; FAT32 FSInfo, backup boot sector and backup FSInfo); flush, so
-//!    that no cache can persist what follows before them;
-//! 3. exFAT: the backup boot region (fsck.exfat restores a volume from it
-//!    when sector 0 is bad, so it must not exist before step 2 is durable);
-//!    then sector 0 (the main boot sector, which makes the volume
-//!    recognisable); flush.
-//!
-//! A crash before step 3 leaves a volume with no main boot sector and (exFAT)
-//! no backup boot region: no tool recognises it. That is two flushes on a
-//! target that held no file system, three on one that may have.
+//! The std writer: [`Layout`] → blocks through [`BlockIo`], in chunks of
+//! [`CHUNK`] bytes (see the parent module for the write order).
 
-use crate::exfat;
-use crate::fat;
+use super::sequence::{self, Hooks, Out};
 use crate::options::FsKind;
 use crate::plan::{Geometry, Layout};
 use mkfs_alloc_blockio::{BlockIo, IoError, Zeroed};
-use mkfs_alloc_ondisk::fat::table as fat_table;
+use std::boxed::Box;
+use std::vec;
+use std::vec::Vec;
 
 /// Size of the generation buffer: the writer's memory bound.
 pub const CHUNK: usize = 1 << 20;
@@ -223,18 +201,19 @@ impl<D: BlockIo + ?Sized> Sink<'_, D> {
         self.done += n;
         (self.progress)(self.done, self.total);
     }
+}
 
-    /// Writes a region of `len` bytes at `offset` whose first `content` bytes
-    /// come from `fill(byte_offset_in_region, buffer)` and whose rest is zero.
-    /// `content` is rounded up to whole sectors.
+impl<D: BlockIo + ?Sized> Out for Sink<'_, D> {
+    type Error = WriteError;
+
     fn region(
         &mut self,
         offset: u64,
         len: u64,
         content: u64,
         sector: u64,
-        mut fill: impl FnMut(u64, &mut [u8]),
-    ) -> Result<(), IoError> {
+        fill: &mut dyn FnMut(u64, &mut [u8]),
+    ) -> Result<(), WriteError> {
         let content = content.div_ceil(sector).saturating_mul(sector).min(len);
         let mut buf = std::mem::take(&mut self.buf);
         let mut at = 0;
@@ -250,28 +229,14 @@ impl<D: BlockIo + ?Sized> Sink<'_, D> {
             self.zero(offset + content, len - content)
         })();
         self.buf = buf;
-        result
+        Ok(result?)
     }
 
-    /// Writes a directory region: `entries` at its start, zeros after.
-    fn entries(
-        &mut self,
-        offset: u64,
-        len: u64,
-        entries: &[u8],
-        sector: u64,
-    ) -> Result<(), IoError> {
-        self.region(offset, len, entries.len() as u64, sector, |at, buf| {
-            if at == 0 {
-                buf[..entries.len()].copy_from_slice(entries);
-            }
-        })
+    fn zero(&mut self, offset: u64, len: u64) -> Result<(), WriteError> {
+        Ok(Sink::zero(self, offset, len)?)
     }
 
-    /// Step 1 of the write order: zero everything before the FAT (the old
-    /// boot sectors and their backups) and, when the target may hold a file
-    /// system, flush so the old one is gone before anything new.
-    fn invalidate(&mut self, fat_offset: u64) -> Result<(), IoError> {
+    fn invalidate(&mut self, fat_offset: u64) -> Result<(), WriteError> {
         let zeroed = match self.prior {
             Prior::Wiped(z) => {
                 let covered = z.bytes();
@@ -289,16 +254,31 @@ impl<D: BlockIo + ?Sized> Sink<'_, D> {
             self.report.bytes_skipped += zeroed;
             self.advance(zeroed);
         }
-        self.zero(zeroed, fat_offset - zeroed)?;
+        Sink::zero(self, zeroed, fat_offset - zeroed)?;
         if self.fresh || self.prior != Prior::Unknown {
             Ok(())
         } else {
-            self.flush()
+            Out::flush(self)
         }
     }
 
-    fn flush(&mut self) -> Result<(), IoError> {
-        self.dev.flush()
+    fn flush(&mut self) -> Result<(), WriteError> {
+        Ok(self.dev.flush()?)
+    }
+}
+
+/// A populated format's [`Content`] as the write sequence's hooks.
+struct ContentHooks<'c>(&'c mut dyn Content);
+
+impl<D: BlockIo + ?Sized> Hooks<Sink<'_, D>> for ContentHooks<'_> {
+    fn extra_clusters(&self) -> u64 {
+        self.0.clusters()
+    }
+    fn fat_entry(&self, index: u64) -> Option<u32> {
+        Some(self.0.fat_entry(index))
+    }
+    fn root(&mut self, entries: &[u8], out: &mut Sink<'_, D>) -> Result<bool, WriteError> {
+        self.0.write(entries, out).map(|()| true)
     }
 }
 
@@ -365,7 +345,7 @@ pub fn write_volume_with<D: BlockIo + ?Sized>(
         Geometry::Fat(_) => 1,
     };
     let total = layout
-        .regions
+        .regions()
         .iter()
         .filter(|r| r.written)
         .map(|r| r.len)
@@ -375,7 +355,7 @@ pub fn write_volume_with<D: BlockIo + ?Sized>(
             .as_ref()
             .map_or(0, |c| c.clusters() * layout.cluster_size);
     let untouched = layout
-        .regions
+        .regions()
         .iter()
         .filter(|r| !r.written)
         .map(|r| r.len)
@@ -401,147 +381,15 @@ pub fn write_volume_with<D: BlockIo + ?Sized>(
         progress,
         buf: vec![0u8; CHUNK],
     };
-    match &layout.geometry {
-        Geometry::Exfat(g) => write_exfat(layout, g, content, &mut sink)?,
-        Geometry::Fat(g) => write_fat(layout, g, content, &mut sink)?,
+    match (&layout.geometry, content) {
+        (Geometry::Exfat(g), None) => sequence::exfat(layout, g, &mut sequence::Plain, &mut sink)?,
+        (Geometry::Exfat(g), Some(c)) => {
+            sequence::exfat(layout, g, &mut ContentHooks(c), &mut sink)?;
+        }
+        (Geometry::Fat(g), None) => sequence::fat(layout, g, &mut sequence::Plain, &mut sink)?,
+        (Geometry::Fat(g), Some(c)) => sequence::fat(layout, g, &mut ContentHooks(c), &mut sink)?,
     }
     Ok(sink.report)
-}
-
-fn write_exfat<D: BlockIo + ?Sized>(
-    layout: &Layout,
-    g: &exfat::Geometry,
-    content: Option<&mut dyn Content>,
-    s: &mut Sink<'_, D>,
-) -> Result<(), WriteError> {
-    let bps = u64::from(g.bps);
-    let extra = content.as_ref().map_or(0, |c| c.clusters());
-    let used = u64::from(g.used_clusters()) + extra;
-    let boot = exfat::boot_region_used(layout, g, used);
-    let region_len = boot.len() as u64;
-    // 1. Invalidate whatever was there: zero all sectors before the FAT.
-    s.invalidate(layout.fat_offset)?;
-    // 2. FAT, heap padding, bitmap, up-case table, root directory.
-    let fat_content = (2 + used) * 4;
-    let root_first = u64::from(g.root_cluster());
-    s.region(
-        layout.fat_offset,
-        layout.fat_bytes,
-        fat_content,
-        bps,
-        |at, buf| {
-            fat_table::fill(FsKind::Exfat, at, buf, |i| match &content {
-                Some(c) if i >= root_first => c.fat_entry(i),
-                _ => exfat::fat_entry(g, i),
-            })
-        },
-    )?;
-    let fat_end = layout.fat_offset + layout.fat_bytes;
-    s.zero(fat_end, layout.data_offset - fat_end)?;
-    let bitmap_len = u64::from(g.bitmap_clusters) * g.cluster;
-    s.region(
-        layout.cluster_offset(g.bitmap_cluster()),
-        bitmap_len,
-        used.div_ceil(8),
-        bps,
-        |at, buf| {
-            for (i, b) in buf.iter_mut().enumerate() {
-                let bit0 = (at + i as u64) * 8;
-                *b = if bit0 + 8 <= used {
-                    0xFF
-                } else if bit0 < used {
-                    (1u8 << (used - bit0)) - 1
-                } else {
-                    0
-                };
-            }
-        },
-    )?;
-    let table = mkfs_alloc_ondisk::exfat::upcase::compressed_table();
-    let upcase_len = u64::from(g.upcase_clusters) * g.cluster;
-    s.region(
-        layout.cluster_offset(g.upcase_cluster()),
-        upcase_len,
-        table.len() as u64,
-        bps,
-        |at, buf| {
-            let from = (at as usize).min(table.len());
-            let n = (table.len() - from).min(buf.len());
-            buf[..n].copy_from_slice(&table[from..from + n]);
-        },
-    )?;
-    let root = exfat::root_entries(layout, g);
-    match content {
-        Some(c) => c.write(&root, s)?,
-        None => {
-            let root_len = u64::from(g.root_clusters) * g.cluster;
-            s.entries(
-                layout.cluster_offset(g.root_cluster()),
-                root_len,
-                &root,
-                bps,
-            )?;
-        }
-    }
-    // Main boot sectors 1..11 (checksum sector included): unread without sector 0.
-    s.write(bps, &boot[bps as usize..])?;
-    s.flush()?;
-    // 3. The backup boot region, then sector 0 last.
-    s.write(region_len, &boot)?;
-    s.write(0, &boot[..bps as usize])?;
-    Ok(s.flush()?)
-}
-
-fn write_fat<D: BlockIo + ?Sized>(
-    layout: &Layout,
-    g: &fat::Geometry,
-    content: Option<&mut dyn Content>,
-    s: &mut Sink<'_, D>,
-) -> Result<(), WriteError> {
-    let bps = u64::from(g.bps);
-    let is32 = g.fs == FsKind::Fat32;
-    let extra = content.as_ref().map_or(0, |c| c.clusters());
-    // 1. Invalidate: zero the reserved area (boot sector, FSInfo, backups).
-    s.invalidate(layout.fat_offset)?;
-    // 2. Both FATs, then the root directory (cluster 2, or the fixed region).
-    let bits = g.fs.entry_bits();
-    // Entries 0 and 1 (and the FAT32 root's entry 2, and the content's).
-    let head = if is32 {
-        (3 + extra) * 4
-    } else {
-        ((2 + extra) * bits).div_ceil(8)
-    };
-    for i in 0..u64::from(layout.fat_count) {
-        let off = layout.fat_offset + i * layout.fat_bytes;
-        s.region(off, layout.fat_bytes, head, bps, |at, buf| {
-            fat_table::fill(g.fs, at, buf, |n| match &content {
-                Some(c) if n >= 2 => c.fat_entry(n),
-                _ => fat::fat_entry(g.fs, n),
-            })
-        })?;
-    }
-    let root = fat::root_entries(layout);
-    match content {
-        Some(c) => c.write(&root, s)?,
-        None if is32 => s.entries(layout.data_offset, g.cluster, &root, bps)?,
-        None => s.entries(g.root_sector() * bps, g.root_sectors() * bps, &root, bps)?,
-    }
-    let boot = fat::boot_sector(layout, g);
-    if is32 {
-        // FSInfo, backup boot sector, backup FSInfo: no tool reads them
-        // without a valid sector 0.
-        let info = fat::fsinfo_sector_used(g, extra);
-        s.write(mkfs_alloc_ondisk::fat::FSINFO_SECTOR * bps, &info)?;
-        s.write(mkfs_alloc_ondisk::fat::BACKUP_BOOT_SECTOR * bps, &boot)?;
-        s.write(
-            (mkfs_alloc_ondisk::fat::BACKUP_BOOT_SECTOR + 1) * bps,
-            &info,
-        )?;
-    }
-    s.flush()?;
-    // 3. Sector 0 last (FAT12/16 have no other boot-area sector).
-    s.write(0, &boot)?;
-    Ok(s.flush()?)
 }
 
 /// Checks that a target of `block_size`-byte blocks can hold a file system
@@ -565,6 +413,15 @@ pub fn check_block_size(block_size: u32, sector_size: u32) -> Result<(), WriteEr
 #[cfg(test)]
 mod tests {
     use mkfs_alloc_ondisk::fat::table::fill;
+    #[allow(unused_imports)]
+    use std::{
+        borrow::ToOwned,
+        boxed::Box,
+        format,
+        string::{String, ToString},
+        vec,
+        vec::Vec,
+    };
 
     #[test]
     fn fat12_and_fat16_start_with_media_and_end_of_chain() {
