@@ -251,4 +251,6 @@ pub(super) const UNRELATED_KERNEL_LINES: &[&str] = &[
     "hrtimer: interrupt took",
     "clocksource",
     "tsc: Marking TSC unstable",
+    "TSC found unstable after boot",
+    "sched_clock: Marking unstable",
 ];
