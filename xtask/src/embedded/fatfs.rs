@@ -30,8 +30,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use serde_json::{json, Value};
 
@@ -117,9 +116,6 @@ mod callgraph;
 
 const MAIN_C: &str = include_str!("fatfs/main.c");
 const LINK_LD: &str = include_str!("fatfs/link.ld");
-
-/// How long the image may run in QEMU.
-const QEMU_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// One image: its sizes and symbols.
 struct Image {
@@ -477,40 +473,11 @@ fn object_symbols(tools: &Tools, dir: &Path) -> Result<HashMap<String, String>, 
 /// Runs the image in QEMU; both calls must return `FR_OK`. Returns the
 /// painted stack peak.
 fn run_qemu(tools: &Tools, elf_path: &Path) -> Result<u64, String> {
-    let mut cmd = Command::new(&tools.qemu);
-    cmd.args([
-        "-machine",
-        "lm3s6965evb",
-        "-cpu",
-        "cortex-m3",
-        "-accel",
-        "tcg",
-    ])
-    .args(["-nographic", "-monitor", "none", "-serial", "none"])
-    .args(["-semihosting-config", "enable=on,target=native", "-kernel"])
-    .arg(elf_path)
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    eprintln!("+ {}", format!("{cmd:?}").replace('"', ""));
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot run qemu-system-arm: {e}"))?;
-    let deadline = Instant::now() + QEMU_TIMEOUT;
-    while child.try_wait().map_err(|e| e.to_string())?.is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!("QEMU ran over {QEMU_TIMEOUT:?}"));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().map_err(|e| e.to_string())?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let dir = elf_path.parent().unwrap_or(Path::new("."));
+    let (status, text) = super::qemu_semihosting(&tools.qemu, elf_path, dir)?;
+    let Some(status) = status else {
+        return Err(format!("QEMU ran over {:?}", super::QEMU_TIMEOUT));
+    };
     let ok = text.matches("fatfs: f_mkfs ").count() == 2
         && text
             .lines()
@@ -520,11 +487,11 @@ fn run_qemu(tools: &Tools, elf_path: &Path) -> Result<u64, String> {
         .lines()
         .find_map(|l| l.strip_prefix("fatfs: stack_peak_bytes="))
         .and_then(|v| v.trim().parse().ok());
-    match (out.status.success() && ok, peak) {
+    match (status.success() && ok, peak) {
         (true, Some(peak)) => Ok(peak),
         _ => Err(format!(
             "f_mkfs did not format both volumes in QEMU ({}): {}",
-            out.status,
+            status,
             text.trim()
         )),
     }

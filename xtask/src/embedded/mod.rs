@@ -353,10 +353,15 @@ fn build_firmware() -> Result<PathBuf, String> {
     Ok(dir.join(TARGET).join("release").join("mkfs-alloc-firmware"))
 }
 
-/// Runs the firmware in QEMU with `dir` as the semihosting directory;
-/// returns what it printed (parsed, and raw for errors).
-fn run_qemu(elf: &Path, dir: &Path) -> Result<(Console, String), String> {
-    let mut cmd = Command::new("qemu-system-arm");
+/// Runs `elf` on QEMU's Cortex-M3 board (TCG) with semihosting, in `dir`
+/// (the semihosting directory); returns its exit status (`None`: killed
+/// after [`QEMU_TIMEOUT`]) and what it printed, stdout then stderr.
+pub(super) fn qemu_semihosting(
+    qemu: &Path,
+    elf: &Path,
+    dir: &Path,
+) -> Result<(Option<std::process::ExitStatus>, String), String> {
+    let mut cmd = Command::new(qemu);
     cmd.current_dir(dir)
         .args(["-machine", MACHINE, "-cpu", CPU, "-accel", "tcg"])
         .args(["-nographic", "-monitor", "none", "-serial", "none"])
@@ -391,6 +396,13 @@ fn run_qemu(elf: &Path, dir: &Path) -> Result<(Console, String), String> {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    Ok((status, text))
+}
+
+/// Runs the firmware in QEMU with `dir` as the semihosting directory;
+/// returns what it printed (parsed, and raw for errors).
+fn run_qemu(elf: &Path, dir: &Path) -> Result<(Console, String), String> {
+    let (status, text) = qemu_semihosting(Path::new("qemu-system-arm"), elf, dir)?;
     // QEMU writes the semihosting console to stderr, its own notes too.
     let mut console = parse_console(&text);
     match status {
