@@ -230,7 +230,9 @@ fn refuse_duplicates(entries: &mut [Entry]) {
 /// What identifies a medium: a device number, or a file's device and inode.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum MediumId {
+    #[cfg(unix)]
     Device(u64),
+    #[cfg(unix)]
     File(u64, u64),
     Path(PathBuf),
 }
