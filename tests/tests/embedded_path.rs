@@ -53,17 +53,25 @@ impl SectorDevice for Ram {
     }
 }
 
-/// The std path's image of `bytes` for `opts` with or without an MBR.
-fn std_image(opts: &FormatOptions, table: Table, bytes: u64, sector: u32) -> Vec<u8> {
-    let mut disk = MemDisk::new(sector, bytes / u64::from(sector)).expect("memory disk");
-    let mut o = MediumOptions::new()
+/// The std path's options for `opts` with or without an MBR.
+fn std_options(opts: &FormatOptions, table: Table, sector: u32) -> MediumOptions {
+    let o = MediumOptions::new()
         .format(opts.clone())
         .sector_size(sector)
         .expect("a valid sector size");
     if table == Table::Mbr {
-        o = o.table(TableKind::Mbr);
+        o.table(TableKind::Mbr)
+    } else {
+        o
     }
-    let plan = o.plan_for(&disk).expect("the std path plans");
+}
+
+/// The std path's image of `bytes` for `opts` with or without an MBR.
+fn std_image(opts: &FormatOptions, table: Table, bytes: u64, sector: u32) -> Vec<u8> {
+    let mut disk = MemDisk::new(sector, bytes / u64::from(sector)).expect("memory disk");
+    let plan = std_options(opts, table, sector)
+        .plan_for(&disk)
+        .expect("the std path plans");
     plan.format(&mut disk, &mut |_, _| {})
         .expect("the std path formats");
     disk.into_inner()
@@ -269,11 +277,10 @@ proptest! {
                 // Refused: nothing written, and the std path refuses too.
                 prop_assert_eq!(ram.writes, 0);
                 let disk = MemDisk::new(512, bytes / 512).expect("memory disk");
-                let mut o = MediumOptions::new().format(opts.clone());
-                if mbr {
-                    o = o.table(TableKind::Mbr);
-                }
-                prop_assert!(o.plan_for(&disk).is_err(), "the std path takes what firmware refused");
+                prop_assert!(
+                    std_options(&opts, table, 512).plan_for(&disk).is_err(),
+                    "the std path takes what firmware refused"
+                );
             }
         }
     }
