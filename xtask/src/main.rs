@@ -8,6 +8,8 @@
 //!   flags, those of `test-windows`, `fuzz`, `test-kernel`, `test-uboot`,
 //!   `embedded` and `dist`), and install the missing Debian packages in
 //!   one `apt-get` call (as root; otherwise print the command and fail);
+//!   an installed package of another suite that Breaks them is moved to
+//!   the version its sources prefer first (see `apt.rs`);
 //! - `test [ARGS...] [-- TEST-ARGS...]`: the tool/root tier and the pure
 //!   tier together: `install-tools`, `cargo build -p mkfs-alloc-cli`, then
 //!   `cargo test --workspace [ARGS...] -- --include-ignored [TEST-ARGS...]`
@@ -139,6 +141,7 @@ const COMMANDS: &[Cmd] = &[
     ),
 ];
 
+mod apt;
 mod bench;
 mod bench_batch;
 mod bench_hosts;
@@ -552,10 +555,7 @@ fn install_packages(tools: &[(&str, &'static str)]) -> Result<(), String> {
         run(Command::new("apt-get")
             .arg("update")
             .env("DEBIAN_FRONTEND", "noninteractive"))?;
-        run(Command::new("apt-get")
-            .args(["install", "-y"])
-            .args(&pkgs)
-            .env("DEBIAN_FRONTEND", "noninteractive"))?;
+        apt::install(&pkgs)?;
         let still = missing_packages(tools);
         if !still.is_empty() {
             return Err(format!(
