@@ -2,8 +2,8 @@
 //! come from the input: first clusters, lengths (any u64: 2^62 is one
 //! mutation away), NoFatChain, FAT chains. exFAT entry sets get a valid
 //! checksum, so the fuzzer reaches the walk's length rules instead of
-//! stopping at the checksum (issue #18 item 6: a directory's DataLength of
-//! 2^62 was counted as 4 EiB).
+//! stopping at the checksum (a directory's DataLength of 2^62 must not be
+//! counted as 4 EiB).
 //!
 //! The first input byte picks exFAT (1 MiB, 512-byte clusters) or FAT16
 //! (3 MiB, 512-byte clusters, a fixed root directory), both made by our own

@@ -1,4 +1,4 @@
-//! `--output-format sparse` and `--bmap FILE` (issue #21), both from the
+//! `--output-format sparse` and `--bmap FILE`, both from the
 //! plan's extent map: `simg2img` expands the sparse image to exactly the
 //! raw image the same options give (a table, a tree, every file system),
 //! also when it went through a pipe (`-`); `bmaptool copy` with the map

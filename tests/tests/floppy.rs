@@ -1,6 +1,5 @@
 //! Volumes under 1 MiB without a partition table: floppy images. The medium
-//! planner used to refuse anything under 1 MiB even with `--table none`;
-//! FAT12 fits a 360 KiB, 720 KiB, 1.44 MB or 2.88 MB floppy. Each image is
+//! planner takes them with `--table none`: FAT12 fits a 360 KiB, 720 KiB, 1.44 MB or 2.88 MB floppy. Each image is
 //! checked by `fsck.fat` and written and read back through mtools; the
 //! classic 1.44 MB geometry (512-byte clusters, 224 root entries) is read by
 //! the `fatfs` crate too. A table on such a medium is still refused, naming

@@ -1,4 +1,4 @@
-//! `--copy auto|reflink|copy` (issue #21): on a loop-mounted XFS made with
+//! `--copy auto|reflink|copy`: on a loop-mounted XFS made with
 //! `reflink=1` the file data of `--rootdir` is cloned into the image (the
 //! JSON counts it, `filefrag -v` marks the image's extents `shared`, the
 //! file system's free space hardly moves) and the image is byte-identical to

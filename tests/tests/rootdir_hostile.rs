@@ -1,4 +1,4 @@
-//! `--rootdir` under hostile use (issue #18 items 3, 4 and 7): names that
+//! `--rootdir` under hostile use: names that
 //! readers would disagree on are refused before writing, a target inside
 //! the tree is refused before writing, and a tree changed under the run
 //! (a file or directory swapped for a symbolic link to a secret outside)

@@ -1,4 +1,4 @@
-//! exFAT timestamps keep the odd second (issue #18 item 8): the DOS time
+//! exFAT timestamps keep the odd second: the DOS time
 //! field counts 2-second units, the 10-millisecond increment beside it
 //! carries the odd second. Source files with odd seconds (23:59:59 of an
 //! ordinary day, of 2099-12-31 and of 2107-12-31, the last second exFAT

@@ -136,7 +136,7 @@ mod tests {
         assert!(is_invalid_on_fat(OsStr::new("a:b")));
         assert!(is_invalid_on_fat(OsStr::new("what?")));
         assert!(!is_invalid_on_fat(OsStr::new("ok name (1).txt")));
-        // Noncharacters: readers disagree on them (issue #18 item 7).
+        // Noncharacters: readers disagree on them.
         assert!(is_invalid_on_fat(OsStr::new("nonchar\u{FFFF}.txt")));
         assert!(is_invalid_on_fat(OsStr::new("a\u{FDD0}")));
         assert!(is_invalid_on_fat(OsStr::new("a\u{10FFFE}")));

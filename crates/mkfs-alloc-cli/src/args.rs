@@ -399,7 +399,7 @@ impl FormatArgs {
             .map(|a| size_arg("align", a))
             .transpose()?;
         // The serial comes from the clock (or SOURCE_DATE_EPOCH) unless
-        // --serial gives it, as it always has. --serial or SOURCE_DATE_EPOCH
+        // --serial gives it. --serial or SOURCE_DATE_EPOCH
         // pin every identifier (reproducible output); otherwise the GUIDs
         // and the MBR disk signature are fresh random values.
         let timestamp = timestamp()?;

@@ -1,7 +1,6 @@
-//! Lengths a volume cannot hold are damage, for directories as for files
-//! (issue #18 item 6): an exFAT directory whose DataLength runs past the
-//! cluster heap, a chained directory whose chain disagrees with its
-//! DataLength, an exFAT file of 2^62 bytes with a FAT chain, a FAT file
+//! Lengths a volume cannot hold are damage, for directories as for files:
+//! an exFAT directory whose DataLength runs past the cluster heap, a
+//! chained directory whose chain disagrees with its DataLength, an exFAT file of 2^62 bytes with a FAT chain, a FAT file
 //! larger than its volume. Each is reported as damage (the volume's error),
 //! the statistics are marked incomplete and never count the impossible bytes.
 //!

@@ -2,7 +2,7 @@
 //! start of every host file go through a [`FileCopier`] (cloned where the
 //! image's file system shares extents, else copied by the kernel), the
 //! rest (the file's tail beyond its last whole host block, the cluster's
-//! padding) through the writer as before. The bytes are the same either
+//! padding) through the writer. The bytes are the same either
 //! way; only how they arrive differs. A clone is a data write like any
 //! other: it happens before the writer's flush and its boot sector.
 
@@ -27,7 +27,7 @@ impl Populated {
     /// (made by the `ImageFile` this tree is then written to) instead of
     /// the writer; `volume_offset` is the volume's byte offset in that
     /// image (the partition start). Files given in memory, and files
-    /// smaller than one host block, are written as before.
+    /// smaller than one host block, go through the writer.
     pub fn copy_through(&mut self, copier: FileCopier, volume_offset: u64) {
         self.direct = Some(Direct {
             copier,

@@ -564,7 +564,7 @@ fn allocate(
 mod tests {
     use super::*;
 
-    /// Issue #18 item 8: two unreadable sources were "2 source entrys".
+    /// Two unreadable sources are "2 source entries" (the plural is spelt out).
     #[test]
     fn unreadable_sources_are_entries() {
         let one = |p: &str| Unreadable {

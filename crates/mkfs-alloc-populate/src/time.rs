@@ -18,8 +18,8 @@ use mkfs_alloc_layout::Timestamp;
 pub const MIN_SECS: i64 = 315_532_800;
 /// 2107-12-31T23:59:59Z: the last second exFAT (and FAT's creation time)
 /// can store: the time field's 23:59:58 plus 100 in the 10-millisecond
-/// increment (exFAT specification §7.4.8 and §7.4.9). Issue #18 item 8:
-/// the limit was 23:59:58, and exFAT lost the odd second of the last day.
+/// increment (exFAT specification §7.4.8 and §7.4.9), so that exFAT keeps the
+/// odd second of the last day.
 pub const MAX_SECS: i64 = 4_354_819_199;
 
 /// How mtimes are clamped.

@@ -1,4 +1,4 @@
-//! Hostile sources (issue #18): names that readers disagree on are refused
+//! Hostile sources: names that readers disagree on are refused
 //! before anything is written; a tree changed between the walk and the
 //! copy (a file or directory swapped for a symbolic link or another file)
 //! never puts a byte from outside the tree into the volume.
@@ -37,7 +37,7 @@ fn problems(tree: Tree, fs: FsKind) -> Vec<(String, Problem)> {
     }
 }
 
-/// Issue #18 item 7: U+FFFF and every other noncharacter, in FAT long names
+/// U+FFFF and every other noncharacter, in FAT long names
 /// and exFAT names alike.
 #[test]
 fn noncharacters_are_refused_on_every_file_system() {
@@ -166,7 +166,7 @@ fn assert_refused(what: &str, r: Result<(), WriteError>, img: &[u8]) {
     );
 }
 
-/// Issue #18 item 3: a directory swapped for a symbolic link to a
+/// A directory swapped for a symbolic link to a
 /// directory outside the tree, between the walk and the copy.
 #[test]
 fn a_directory_swapped_for_a_link_is_not_followed() {

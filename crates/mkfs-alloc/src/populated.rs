@@ -57,8 +57,8 @@ impl PopulatedPlan {
     /// to) through `image`'s [`FileCopier`](crate::blockio::FileCopier) in
     /// `mode`: the whole host blocks of every host file are cloned where
     /// the image's file system shares extents, else copied by the kernel
-    /// ([`CopyMode::Auto`]); the rest as before. [`CopyMode::Copy`] changes nothing (every byte through the
-    /// writer, as without this call).
+    /// ([`CopyMode::Auto`]); the rest through the writer. [`CopyMode::Copy`]
+    /// changes nothing (every byte through the writer, as without this call).
     ///
     /// # Errors
     ///

@@ -76,7 +76,7 @@ pub fn fat32_template() -> Template {
 
 /// Inspects `img` with `--files` and checks what no input may break: a file
 /// or directory never counts more than the cluster heap holds (a length the
-/// volume cannot hold is damage, issue #18 item 6), so no total exceeds the
+/// volume cannot hold is damage), so no total exceeds the
 /// heap times the number of entries.
 pub fn inspect_checked(img: Vec<u8>) {
     let Ok(mut disk) = MemDisk::from_vec(512, img) else {

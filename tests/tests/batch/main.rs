@@ -1,4 +1,4 @@
-//! Many targets at once (issue #22): `mkfs-alloc [options] TARGET TARGET...`
+//! Many targets at once: `mkfs-alloc [options] TARGET TARGET...`
 //! plans each target for its own size with its own identity, asks once,
 //! formats them concurrently, reads them back with `--verify`, and lets a
 //! failing target fail alone; the table, `--json` and `--log` report every

@@ -21,7 +21,7 @@ fn json_is_one_document_for_every_outcome() {
         (vec!["info", "--json"], 2),
         (vec!["list", "--json", "--bogus"], 2),
         (vec!["--json", "--dry-run", "--size", "64M", &img_s], 0),
-        // Issue #18 item 8: `--json` anywhere, before a command's name and
+        // `--json` anywhere, before a command's name and
         // with --help and --version too.
         (vec!["--json", "info", &img_s], 2),
         (vec!["--json", "--json", "advise", "--size", "1G"], 0),

@@ -1,4 +1,4 @@
-//! Issue #18 item 8: every refusal before the first write exits 2, says
+//! Every refusal before the first write exits 2, says
 //! why once, in words a terminal can show, and leaves the target as it was
 //! (an existing image byte-identical and its length unchanged, a new one
 //! never created). One table of the format command's refusals.

@@ -322,7 +322,7 @@ fn a_devices_partitions_are_shown_before_erasing() {
     assert!(entry.to_string().contains("PRECIOUS"), "{out}");
 }
 
-/// Issue #18 item 5: an image mounted directly by a FUSE driver
+/// An image mounted directly by a FUSE driver
 /// (`fusefat -o rw+ IMG DIR`: no loop device, and the mount's source says
 /// only "fusefat") is refused like a mounted loop device, found by device
 /// and inode: under its own name and under a hard link's, exit 2, naming the

@@ -65,7 +65,7 @@ pub const TOOLS: &[(&str, &str)] = &[
     ),
 ];
 
-/// The budgets of issue #20, in bytes: flash for a firmware that formats
+/// The firmware's budgets, in bytes: flash for a firmware that formats
 /// exFAT and FAT32, static RAM besides the sector buffer, peak stack.
 pub(crate) struct Budgets {
     pub(crate) flash: u64,

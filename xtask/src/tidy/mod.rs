@@ -3,6 +3,9 @@
 //! before-stop hook and CI run it):
 //!
 //! - **file length**: no `.rs` file of the workspace over [`MAX_LINES`];
+//! - **tracker numbers**: no `.rs` file cites an issue number of this
+//!   project's tracker, which the repository does not contain (other
+//!   projects' issues, public sources, may be cited);
 //! - **byte offsets**: outside `mkfs-alloc-ondisk`, library and binary code
 //!   (`crates/*/src`, test code excepted) neither calls
 //!   `from_le_bytes`/`to_le_bytes` nor slices or indexes a buffer with integer
@@ -39,7 +42,7 @@ use std::process::Command;
 mod allow;
 mod scan;
 
-use scan::{code_lines, flag_literals, offset_uses};
+use scan::{cites_own_tracker, code_lines, flag_literals, offset_uses};
 
 /// Longest source file, in lines.
 pub const MAX_LINES: usize = 600;
@@ -176,6 +179,17 @@ fn check_file(root: &Path, file: &Path, out: &mut Vec<Finding>) -> Result<(), St
                 "{lines} lines, over the {MAX_LINES}-line limit: split it (a directory module)"
             ),
         });
+    }
+    for (n, line) in text.lines().enumerate() {
+        if cites_own_tracker(line) {
+            out.push(Finding {
+                file: file.into(),
+                line: n + 1,
+                what: "a tracker number of this project: say what the code or test guards \
+                       (the repository does not contain the tracker)"
+                    .into(),
+            });
+        }
     }
     let Some(krate) = src_crate(rel) else {
         return Ok(());

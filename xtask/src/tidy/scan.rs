@@ -153,6 +153,63 @@ pub fn flag_literals(line: &str) -> Vec<String> {
     out
 }
 
+/// Projects whose own trackers a line may cite (`exfatprogs #318`,
+/// `dosfstools issue #91`): public sources, unlike this repository's
+/// tracker, which the repository does not contain.
+const OTHER_TRACKERS: &[&str] = &[
+    "exfatprogs",
+    "dosfstools",
+    "fatresize",
+    "genimage",
+    "relan",
+    "libblockdev",
+    "libstorage",
+    "systemd",
+    "parted",
+    "veracrypt",
+    "fatfs",
+    "util-linux",
+    "eos-meta",
+    "huven",
+    "PR #",
+];
+
+/// True when `line` cites a tracker number of this project's own
+/// (the word issue, then `#` and a number): tests and comments name the behaviour
+/// they guard instead. A line that names another project's tracker
+/// ([`OTHER_TRACKERS`], or `owner/repo#N`) is left alone.
+pub fn cites_own_tracker(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    let mut rest = lower.as_str();
+    let mut found = false;
+    while let Some(at) = rest.find("issue") {
+        let after = rest[at + "issue".len()..]
+            .trim_start_matches('s')
+            .trim_start();
+        if after
+            .strip_prefix('#')
+            .is_some_and(|n| n.starts_with(|c: char| c.is_ascii_digit()))
+        {
+            found = true;
+        }
+        rest = &rest[at + "issue".len()..];
+    }
+    found
+        && !OTHER_TRACKERS
+            .iter()
+            .any(|p| lower.contains(&p.to_ascii_lowercase()))
+        && !names_a_repository(line)
+}
+
+/// True when `line` has an `owner/repo` word: a `/` between two
+/// alphanumerics (comment markers and paths like `/dev` do not count).
+fn names_a_repository(line: &str) -> bool {
+    let b = line.as_bytes();
+    (1..b.len().saturating_sub(1)).any(|i| {
+        b[i] == b'/' && b[i - 1].is_ascii_alphanumeric() && b[i + 1].is_ascii_alphanumeric()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,5 +247,26 @@ mod tests {
             code_lines("let u = \"https://x\"; // y")[0].1,
             "let u = \"https://x\";"
         );
+    }
+
+    #[test]
+    fn own_tracker_numbers_are_found() {
+        let own = concat!("/// Is", "sue #18 item 8: the limit was wrong.");
+        assert!(cites_own_tracker(own));
+        assert!(cites_own_tracker(concat!(
+            "//! Many targets (is",
+            "sue #22): "
+        )));
+        assert!(cites_own_tracker(concat!("see is", "sues #3 and #4")));
+        assert!(!cites_own_tracker(concat!(
+            "exfatprogs is",
+            "sue #134, open since 2020"
+        )));
+        assert!(!cites_own_tracker(concat!(
+            "pengutronix/genimage is",
+            "sue #84"
+        )));
+        assert!(!cites_own_tracker("an issue with #[derive]"));
+        assert!(!cites_own_tracker("the issue: 18 sectors"));
     }
 }

@@ -39,8 +39,7 @@ fn help_states_the_auto_cluster_table() {
 }
 
 /// The help names every command as a refused target name, and every
-/// file system width (issue #18 item 8: FAT12/16 and `probe`, `help`
-/// were missing).
+/// file system width, FAT12/16 and `probe`, `help` among them.
 #[test]
 fn help_names_the_refused_targets_and_every_width() {
     use clap::CommandFactory;

@@ -222,8 +222,8 @@ impl TablePlan {
 }
 
 #[cfg(feature = "serde")]
-/// The JSON shape of a [`TablePlan`] (one flat object, as before the plan
-/// became an enum: scripts read `table.mbr_type`, `table.disk_guid`, ...).
+/// The JSON shape of a [`TablePlan`] (one flat object, the shape scripts
+/// read: `table.mbr_type`, `table.disk_guid`, ...).
 #[cfg_attr(feature = "serde", derive(Serialize))]
 struct TablePlanJson<'a> {
     kind: TableKind,
