@@ -44,6 +44,17 @@ fn entries() -> Vec<(String, Vec<u8>)> {
         ));
     }
     v.push(("many/".to_string(), Vec::new()));
+    // FAT at 512-byte clusters: `.`, `..` and 14 short names fill exactly
+    // one cluster, so a short name stored with a long entry shows.
+    v.push(("edge/".to_string(), Vec::new()));
+    for i in 0..14 {
+        let name = if i % 2 == 0 {
+            format!("edge/E{i:02}.TXT")
+        } else {
+            format!("edge/e{i:02}.txt")
+        };
+        v.push((name, vec![b'e'; i]));
+    }
     v
 }
 
@@ -212,7 +223,91 @@ fn used_clusters_equal_advise_prediction() {
             u64::from(l.used_clusters()) + predicted,
             "{fs_type} at {cluster}: used clusters differ from advise's prediction"
         );
+        // advise's model is the one populate sizes directories with, so it
+        // cannot catch a rule both get wrong: the spec's arithmetic, written
+        // apart below, must agree too.
+        assert_eq!(
+            predicted,
+            spec_clusters(fs_type, cluster, &entries()),
+            "{fs_type} at {cluster}: clusters differ from the spec's count"
+        );
     }
+}
+
+/// The clusters the test tree takes beyond an empty volume, from the specs
+/// alone: every file ceil(size / cluster) clusters (none when empty); every
+/// directory but the root its entries' bytes rounded up to whole clusters,
+/// at least one. FAT (fatgen103 "FAT Directory Structure", "FAT Long
+/// Directory Entries"): `.` and `..`, then per entry one short entry plus
+/// ceil(UTF-16 units / 13) long entries unless the name is a short name
+/// (8.3, each half in one case: the NT case bits cover it). exFAT
+/// (specification §6.3, §7.4, §7.6, §7.7): per entry a File, a Stream
+/// Extension and ceil(UTF-16 units / 15) File Name entries.
+fn spec_clusters(fs: FsKind, cluster: u64, tree: &[(String, Vec<u8>)]) -> u64 {
+    let clusters = |bytes: u64| bytes.div_ceil(cluster);
+    let entry_bytes = |name: &str| -> u64 {
+        let units = name.encode_utf16().count() as u64;
+        match fs {
+            FsKind::Exfat => 32 * (2 + units.div_ceil(15)),
+            _ if is_short_name(name) => 32,
+            _ => 32 * (1 + units.div_ceil(13)),
+        }
+    };
+    let mut total = 0;
+    let mut dirs: Vec<(&str, u64)> = vec![("", 0)];
+    for (path, _) in tree.iter().filter(|(p, _)| p.ends_with('/')) {
+        let own = if fs == FsKind::Exfat { 0 } else { 64 };
+        dirs.push((path.trim_end_matches('/'), own));
+    }
+    for (path, data) in tree {
+        let trimmed = path.trim_end_matches('/');
+        let (parent, name) = trimmed.rsplit_once('/').unwrap_or(("", trimmed));
+        let d = dirs
+            .iter_mut()
+            .find(|(p, _)| *p == parent)
+            .expect("parent listed");
+        d.1 += entry_bytes(name);
+        if !path.ends_with('/') {
+            total += clusters(data.len() as u64);
+        }
+    }
+    // The root also holds the label entry (and on exFAT the bitmap and
+    // up-case entries); its first cluster is the empty volume's, and
+    // FAT12/16's root is the fixed area before the data region.
+    let root = match fs {
+        FsKind::Exfat => clusters(dirs[0].1 + 3 * 32) - 1,
+        FsKind::Fat32 => clusters(dirs[0].1 + 32) - 1,
+        _ => 0,
+    };
+    total
+        + root
+        + dirs[1..]
+            .iter()
+            .map(|(_, b)| clusters(*b).max(1))
+            .sum::<u64>()
+}
+
+/// A name FAT stores in one short entry: ASCII, base of 1 to 8 and
+/// extension of 0 to 3 characters of the short-name set, one dot at most,
+/// and each half all upper or all lower case (fatgen103; the case of a
+/// half in NTRes bits 3 and 4, as Windows NT writes them).
+fn is_short_name(name: &str) -> bool {
+    let (base, ext) = name.split_once('.').unwrap_or((name, ""));
+    let ok = |s: &str, max: usize| (1..=max).contains(&s.len()) || (max == 3 && s.is_empty());
+    let chars = |s: &str| {
+        s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'()-@^_`{}~".contains(&b))
+    };
+    let one_case = |s: &str| {
+        !(s.bytes().any(|b| b.is_ascii_lowercase()) && s.bytes().any(|b| b.is_ascii_uppercase()))
+    };
+    !base.is_empty()
+        && ok(base, 8)
+        && ok(ext, 3)
+        && chars(base)
+        && chars(ext)
+        && one_case(base)
+        && one_case(ext)
 }
 
 #[test]
