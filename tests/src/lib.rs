@@ -27,6 +27,7 @@ pub mod checks;
 pub mod cli;
 pub mod fakestick;
 pub mod fatfs_io;
+pub mod geometry;
 pub mod image;
 pub mod racetree;
 pub mod sizes;
