@@ -4,7 +4,7 @@
 //! back from the root directory's entry with its set checksum.
 
 use super::{s, Links};
-use mkfs_alloc_ondisk::exfat::{set_checksum, GuidEntry, TYPE_GUID};
+use mkfs_alloc_ondisk::exfat::{GuidEntry, TYPE_GUID};
 use mkfs_alloc_tests::{
     file_hash, fill_file, mkfs_alloc, read_at, ExfatBoot, TempDir, MIB, SENTINEL,
 };
@@ -25,11 +25,24 @@ fn guid_entry(image: &Path) -> [u8; 16] {
         .unwrap_or_else(|| panic!("{}: no volume GUID entry", image.display()));
     let e = GuidEntry::read_from_bytes(raw).expect("32 bytes");
     assert_eq!(
-        e.set_checksum.get(),
-        set_checksum(raw),
+        u16::from_le_bytes([raw[2], raw[3]]),
+        entry_set_checksum(raw),
         "the entry's set checksum"
     );
     e.volume_guid
+}
+
+/// The EntrySetChecksum of exFAT specification §6.3.3, written apart from
+/// the on-disk crate's: a 16-bit rotate-add over every byte of the set but
+/// bytes 2 and 3 of its first entry (the checksum field itself).
+fn entry_set_checksum(set: &[u8]) -> u16 {
+    set.iter().enumerate().fold(0u16, |c, (i, &b)| {
+        if i == 2 || i == 3 {
+            c
+        } else {
+            c.rotate_right(1).wrapping_add(u16::from(b))
+        }
+    })
 }
 
 #[test]
