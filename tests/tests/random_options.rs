@@ -3,8 +3,12 @@
 //! the cluster and sector size we asked for — or rejects the set with exit
 //! code 2 and writes nothing. Never anything else (exit 1, a panic).
 //!
-//! The library planner is the oracle for *which* sets are valid: the CLI
-//! must accept exactly the sets `mkfs_alloc::plan_medium` accepts.
+//! The CLI must accept exactly the sets the library planner accepts, and
+//! the planner is not trusted for that alone: every set is also judged by
+//! the limits README.md documents, written apart here ([`judge`]): a set
+//! one of them forbids must be refused, and every refusal must have a
+//! reason there (a limit broken, or a cluster count near or past a FAT
+//! width's range once the layout's overhead is allowed for).
 //!
 //! Each case draws a file system (exfat, fat32, fat16, fat12, fat, auto), a cluster size (a
 //! power of two, 256 B..64 MiB), a sector size (512..4096, or an invalid
@@ -136,6 +140,129 @@ fn oracle(o: &Opts) -> Result<FsKind, String> {
         .map_err(|e| e.to_string())
 }
 
+/// What the documented limits say of a set, without the planner.
+#[derive(Debug, PartialEq)]
+enum Verdict {
+    /// A documented limit forbids it: it must be refused.
+    Forbidden(String),
+    /// Its cluster count may fall outside its width's range, or the
+    /// overhead may not fit: a refusal is explained either way.
+    Borderline(String),
+    /// Every limit is met with room: it must be accepted.
+    Valid,
+}
+
+/// README.md's limits ("Limits"): sector sizes (GPT on 512 or 4096 only);
+/// alignments from the sector size up to 64 MiB, on FAT up to 32,768
+/// sectors; cluster sizes (exFAT up to
+/// 32 MiB, FAT up to 128 sectors, never under a sector); labels (exFAT 11
+/// UTF-16 units without `" * / : < > ? \ |`, FAT 11 ASCII characters
+/// without those and `+ , . ; = [ ]`); the cluster counts of each width
+/// (FAT12 1..4,068, FAT16 4,101..65,508, FAT32 65,541..268,435,445).
+fn judge(o: &Opts) -> Verdict {
+    use Verdict::{Borderline, Forbidden, Valid};
+    if ![512, 1024, 2048, 4096].contains(&o.sector) {
+        return Forbidden(format!("sector size {}", o.sector));
+    }
+    if o.table == "gpt" && ![512, 4096].contains(&o.sector) {
+        return Forbidden(format!("GPT on {}-byte sectors", o.sector));
+    }
+    if let Some(a) = o.align.filter(|&a| a < u64::from(o.sector) || a > 64 * MIB) {
+        return Forbidden(format!("alignment {a}"));
+    }
+    if o.cluster < u64::from(o.sector) {
+        return Forbidden("a cluster smaller than a sector".into());
+    }
+    // FAT's reserved sectors (BPB_RsvdSecCnt) are 16 bits: an alignment of
+    // more than 32,768 sectors cannot be padded to.
+    let fat_ok = o.cluster <= 128 * u64::from(o.sector)
+        && o.align.is_none_or(|a| a <= 32_768 * u64::from(o.sector));
+    let exfat_ok = o.cluster <= 32 * MIB;
+    let label_fat = o.label.is_none_or(|l| {
+        l.len() <= 11
+            && l.bytes()
+                .all(|b| b.is_ascii() && b >= 0x20 && !b"\"*+,./:;<=>?[\\]|".contains(&b))
+    });
+    let label_exfat = o.label.is_none_or(|l| {
+        l.encode_utf16().count() <= 11 && l.chars().all(|c| c >= ' ' && !"\"*/:<>?\\|".contains(c))
+    });
+    let widths: &[(FsKind, u64, u64)] = &[
+        (FsKind::Fat12, 1, 4_068),
+        (FsKind::Fat16, 4_101, 65_508),
+        (FsKind::Fat32, 65_541, 268_435_445),
+    ];
+    // The count lies between what the whole medium would give and what is
+    // left after the overhead: the table (the partition starts on an
+    // alignment boundary; GPT's backup at the end), three alignments (the
+    // FAT's, the data region's, rounding), two FATs of the widest entries,
+    // a 32 KiB root.
+    let align = o.align.unwrap_or(MIB);
+    let table = if o.table == "none" {
+        0
+    } else {
+        align.max(MIB) + MIB
+    };
+    let hi = o.size / o.cluster;
+    let overhead = table + 3 * align + 2 * (hi + 2) * 4 + 32 * 1024 + o.cluster;
+    let lo = o.size.saturating_sub(overhead) / o.cluster;
+    let fits = |fs: FsKind| -> Result<bool, String> {
+        let (ok, label) = if fs == FsKind::Exfat {
+            (exfat_ok, label_exfat)
+        } else {
+            (fat_ok, label_fat)
+        };
+        if !ok {
+            return Err(format!("{fs:?} at {} B clusters", o.cluster));
+        }
+        if !label {
+            return Err(format!("label {:?} on {fs:?}", o.label));
+        }
+        if lo == 0 || overhead >= o.size {
+            return Ok(false);
+        }
+        Ok(match widths.iter().find(|w| w.0 == fs) {
+            Some(&(_, min, max)) => min <= lo && hi <= max,
+            // exFAT's heap must hold the allocation bitmap, the 5,836-byte
+            // compressed up-case table and the root directory (§7.1-7.5),
+            // and one cluster more.
+            None => lo >= 2 + 5836u64.div_ceil(o.cluster) + (hi / 8).div_ceil(o.cluster) + 1,
+        })
+    };
+    let fixed = match o.fs {
+        "exfat" => Some(FsKind::Exfat),
+        "fat32" => Some(FsKind::Fat32),
+        "fat16" => Some(FsKind::Fat16),
+        "fat12" => Some(FsKind::Fat12),
+        _ => None,
+    };
+    match fixed {
+        Some(fs) => match fits(fs) {
+            Err(why) => Forbidden(why),
+            Ok(true) => Valid,
+            Ok(false) => Borderline(format!("{fs:?}: {lo}..{hi} clusters")),
+        },
+        // `fat` and `auto` choose among several: valid when one choice has
+        // room (the planner takes the width the size allows), forbidden
+        // when every choice breaks a limit.
+        None => {
+            // `auto` is exFAT above 32 GiB, else as `fat` (README.md).
+            let kinds: &[FsKind] = if o.fs == "auto" && o.size > 32 << 30 {
+                &[FsKind::Exfat]
+            } else {
+                &[FsKind::Fat32, FsKind::Fat16, FsKind::Fat12]
+            };
+            let results: Vec<_> = kinds.iter().map(|&k| fits(k)).collect();
+            if results.iter().all(Result::is_err) {
+                Forbidden(format!("{}: no file system meets the limits", o.fs))
+            } else if results.iter().any(|r| r == &Ok(true)) {
+                Valid
+            } else {
+                Borderline(format!("{}: every choice is near a limit", o.fs))
+            }
+        }
+    }
+}
+
 static ACCEPTED: AtomicUsize = AtomicUsize::new(0);
 static REJECTED: AtomicUsize = AtomicUsize::new(0);
 
@@ -198,9 +325,15 @@ fn check(o: &Opts) -> Result<(), TestCaseError> {
         o.table,
         out.code
     );
+    let verdict = judge(o);
     match out.code {
         Some(0) => {
             ACCEPTED.fetch_add(1, Ordering::Relaxed);
+            if let Verdict::Forbidden(why) = &verdict {
+                return Err(TestCaseError::fail(format!(
+                    "the CLI accepted a set the documented limits forbid ({why}):\n{out}"
+                )));
+            }
             let fs = expected.map_err(|why| {
                 TestCaseError::fail(format!(
                     "the CLI accepted a set the planner rejects ({why}):\n{out}"
@@ -234,6 +367,11 @@ fn check(o: &Opts) -> Result<(), TestCaseError> {
         }
         Some(2) => {
             REJECTED.fetch_add(1, Ordering::Relaxed);
+            if verdict == Verdict::Valid {
+                return Err(TestCaseError::fail(format!(
+                    "the CLI refused a set every documented limit allows with room:\n{out}"
+                )));
+            }
             if let Ok(fs) = expected {
                 return Err(TestCaseError::fail(format!(
                     "the CLI rejected a set the planner accepts (as {fs:?}):\n{out}"
@@ -287,4 +425,50 @@ fn random_option_sets_format_cleanly_or_write_nothing() {
     }
     // Not vacuous: both outcomes were exercised.
     assert!(acc >= 8 && rej >= 8, "{acc} accepted, {rej} rejected");
+}
+
+/// The planner against the documented limits on many more sets than the
+/// CLI run can afford (no I/O): it accepts no set they forbid and refuses
+/// none they allow with room, and both kinds of set occur.
+#[test]
+fn the_planner_keeps_the_documented_limits() {
+    let config = Config {
+        cases: 4000,
+        failure_persistence: None,
+        max_shrink_iters: 64,
+        ..Config::default()
+    };
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[0x2A; 32]);
+    let mut runner = TestRunner::new_with_rng(config, rng);
+    let counts = std::cell::RefCell::new([0usize; 3]);
+    let result = runner.run(&opts(), |o| {
+        let verdict = judge(&o);
+        let planned = oracle(&o);
+        let mut c = counts.borrow_mut();
+        match (&verdict, &planned) {
+            (Verdict::Forbidden(why), Ok(fs)) => {
+                return Err(TestCaseError::fail(format!(
+                    "planned as {fs:?} though forbidden ({why}): {o:?}"
+                )))
+            }
+            (Verdict::Valid, Err(e)) => {
+                return Err(TestCaseError::fail(format!(
+                    "refused ({e}) though every limit is met with room: {o:?}"
+                )))
+            }
+            (Verdict::Forbidden(_), Err(_)) => c[0] += 1,
+            (Verdict::Valid, Ok(_)) => c[1] += 1,
+            (Verdict::Borderline(_), _) => c[2] += 1,
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    let [forbidden, valid, borderline] = *counts.borrow();
+    eprintln!("{forbidden} forbidden, {valid} valid, {borderline} borderline");
+    assert!(
+        forbidden >= 400 && valid >= 800,
+        "{forbidden} forbidden, {valid} valid, {borderline} borderline"
+    );
 }
