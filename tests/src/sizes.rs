@@ -40,7 +40,36 @@ pub fn smallest_valid(fs: FsKind, cluster: u64, sector: u32) -> u64 {
             lo = mid;
         }
     }
+    assert_near_minimum(fs, cluster, sector, hi * s);
     hi * s
+}
+
+/// The size the bisection found is the smallest in the spec's terms too,
+/// not only the planner's: its cluster count is at least the width's
+/// minimum (README.md's limits: FAT12 1, FAT16 4,101, FAT32 65,541; exFAT
+/// the bitmap, the 5,836-byte up-case table and the root) and exceeds it
+/// by no more than what one more alignment unit (1 MiB, the default) and
+/// the FAT entries of those clusters can account for. A planner whose
+/// minimum drifted up would pass the bisection and fail here.
+#[track_caller]
+fn assert_near_minimum(fs: FsKind, cluster: u64, sector: u32, bytes: u64) {
+    let count = u64::from(
+        plan_for(fs, cluster, sector, bytes)
+            .expect("plans")
+            .cluster_count(),
+    );
+    let min = match fs {
+        FsKind::Fat12 => 1,
+        FsKind::Fat16 => 4_101,
+        FsKind::Fat32 => 65_541,
+        _ => 3 + 5836u64.div_ceil(cluster),
+    };
+    let slack = (2 << 20) / cluster + 2;
+    assert!(
+        (min..=min + slack).contains(&count),
+        "the smallest {fs} at {cluster} B clusters, {sector} B sectors ({bytes} B) has {count} \
+         clusters: the minimum is {min}, at most {slack} more expected"
+    );
 }
 
 /// A volume size of an interoperability matrix.
