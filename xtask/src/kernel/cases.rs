@@ -152,9 +152,12 @@ const GIB: u64 = 1 << 30;
 use Driver::{Exfat, Vfat};
 
 /// The matrix. One line per case: mkfs-alloc's arguments, the driver, the
-/// sector size (`.populated()` adds `--rootdir`, `.ci()` puts it in CI). The CI subset (`.ci()`) covers every pair of {exFAT, FAT32}
-/// x {512, 4096-byte sectors} x {no table, MBR, GPT} x {small, large
-/// cluster} with six cases per file system.
+/// sector size (`.populated()` adds `--rootdir`, `.ci()` puts it in CI).
+/// The CI subset (`.ci()`), by the rule of TESTING.md: every file system
+/// (exFAT, FAT32, FAT16, FAT12) x table (none, MBR, GPT) x sector size
+/// (512, 4096) once, small and large clusters, populated and filled
+/// volumes, the SD layout, the firmware's images, both peers' controls
+/// (one on 4096-byte sectors) and every negative control.
 #[rustfmt::skip]
 pub(super) const CASES: &[Case] = &[
     // exFAT, the CI subset.
@@ -197,10 +200,18 @@ pub(super) const CASES: &[Case] = &[
     // FAT16 and FAT12 (fixed root directory; no FSInfo).
     ours("f16-512-mbr-2k", Vfat, 512, "--fs fat16 --table mbr --cluster 2K --size 64M --label SMALL").ci(),
     ours("f12-512-none-4k", Vfat, 512, "--fs fat12 --cluster 4K --size 15M").ci(),
-    ours("f16-4k-gpt-4k", Vfat, 4096, "--fs fat16 --sector-size 4096 --table gpt --cluster 4K --size 200M"),
+    ours("f16-4k-gpt-4k", Vfat, 4096, "--fs fat16 --sector-size 4096 --table gpt --cluster 4K --size 200M").ci(),
     ours("f16-512-none-64k", Vfat, 512, "--fs fat16 --cluster 64K --size 4000M"),
     ours("f12-512-none-floppy", Vfat, 512, "--fs fat12 --size 1440K"),
-    ours("f12-4k-mbr-4k", Vfat, 4096, "--fs fat12 --sector-size 4096 --table mbr --cluster 4K --size 12M"),
+    ours("f12-4k-mbr-4k", Vfat, 4096, "--fs fat12 --sector-size 4096 --table mbr --cluster 4K --size 12M").ci(),
+    // The rest of FAT16 and FAT12 x table x sector size, once each in CI.
+    ours("f16-512-gpt-2k", Vfat, 512, "--fs fat16 --table gpt --cluster 2K --size 64M").ci(),
+    ours("f16-4k-none-4k", Vfat, 4096, "--fs fat16 --sector-size 4096 --cluster 4K --size 100M").ci(),
+    ours("f16-4k-mbr-4k", Vfat, 4096, "--fs fat16 --sector-size 4096 --table mbr --cluster 4K --size 100M").ci(),
+    ours("f16-512-none-2k", Vfat, 512, "--fs fat16 --cluster 2K --size 64M").ci(),
+    ours("f12-512-gpt-4k", Vfat, 512, "--fs fat12 --table gpt --cluster 4K --size 15M").ci(),
+    ours("f12-4k-none-4k", Vfat, 4096, "--fs fat12 --sector-size 4096 --cluster 4K --size 12M").ci(),
+    ours("f12-4k-gpt-4k", Vfat, 4096, "--fs fat12 --sector-size 4096 --table gpt --cluster 4K --size 12M").ci(),
     // The SD Association layout (`--layout sd`): the factory 64 GB card of
     // exfatprogs PR #149, an SDSC card (partition moved off any power of
     // two so the data region lands on a boundary unit) and FAT32 on SDXC.
@@ -213,7 +224,7 @@ pub(super) const CASES: &[Case] = &[
     ours("ex-4k-gpt-auto-rootdir", Exfat, 4096, "--fs exfat --sector-size 4096 --table gpt --size auto").populated(),
     ours("f32-512-none-auto-rootdir", Vfat, 512, "--fs fat32 --size auto").populated(),
     ours("f16-512-none-2k-rootdir", Vfat, 512, "--fs fat16 --cluster 2K --size 100M").populated().ci(),
-    ours("f12-512-mbr-4k-rootdir", Vfat, 512, "--fs fat12 --table mbr --cluster 4K --size 15M").populated(),
+    ours("f12-512-mbr-4k-rootdir", Vfat, 512, "--fs fat12 --table mbr --cluster 4K --size 15M").populated().ci(),
     // Filled to the last cluster (512 B clusters: below a page).
     ours("ex-512-none-4k-fill", Exfat, 512, "--fs exfat --cluster 4K --size 64M").fill().ci(),
     ours("f32-512-none-512-fill", Vfat, 512, "--fs fat32 --cluster 512 --size 64M").fill().ci(),
@@ -231,7 +242,7 @@ pub(super) const CASES: &[Case] = &[
     peer("ctl-mkfs.exfat", Exfat, 512, GIB, "mkfs.exfat", "-L CTRL").ci(),
     peer("ctl-mkfs.fat", Vfat, 512, GIB, "mkfs.fat", "-F 32 -n CTRL").ci(),
     peer("ctl-mkfs.exfat-128k", Exfat, 512, 8 * GIB, "mkfs.exfat", "-c 128K"),
-    peer("ctl-mkfs.fat-4kn", Vfat, 4096, 8 * GIB, "mkfs.fat", "-F 32 -S 4096"),
+    peer("ctl-mkfs.fat-4kn", Vfat, 4096, 8 * GIB, "mkfs.fat", "-F 32 -S 4096").ci(),
     // Negative controls: must fail, with this finding.
     ours("neg-exfat-dirty", Exfat, 512, "--fs exfat --cluster 32K --size 256M")
         .broken(Fault::ExfatDirty, "not properly unmounted").ci(),
