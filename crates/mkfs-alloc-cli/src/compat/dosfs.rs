@@ -275,4 +275,17 @@ mod tests {
         assert_eq!(pick(64 << 30, 512, None), (32, 64));
         assert_eq!(pick(4 << 20, 512, None), (12, 4));
     }
+
+    /// mkfs.fat's root directory: whole clusters where it aligns (`-s 128`
+    /// on 300 MiB: 2,048 entries; `-F 12` on 64 MiB at 64 sectors: 1,024),
+    /// whole sectors where it does not (a 720 KiB floppy's 112).
+    #[test]
+    fn root_entries_as_written() {
+        assert_eq!(root_entries_written(512, 512, 128, true), 2048);
+        assert_eq!(root_entries_written(512, 512, 64, true), 1024);
+        assert_eq!(root_entries_written(512, 512, 4, true), 512);
+        assert_eq!(root_entries_written(112, 512, 2, false), 112);
+        assert_eq!(root_entries_written(100, 512, 4, true), 128);
+        assert_eq!(root_entries_written(100, 512, 4, false), 112);
+    }
 }

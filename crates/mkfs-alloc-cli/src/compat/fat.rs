@@ -432,3 +432,37 @@ pub fn scaled_align(m: &Medium, aligned: bool, cluster: u64) -> u64 {
     };
     share.min(cap).max(cluster).max(ss)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn image(bytes: u64) -> Medium {
+        Medium {
+            bytes,
+            block: 512,
+            sector: 512,
+            not_fixed: true,
+            align: None,
+        }
+    }
+
+    /// The alignment scales with the volume: none where mkfs.fat aligns
+    /// nothing, 1/256 of the volume up to 1 MiB, at least a cluster.
+    #[test]
+    fn alignment_scales_with_the_volume() {
+        const K: u64 = 1024;
+        assert_eq!(scaled_align(&image(128 * K), false, 2048), 512);
+        assert_eq!(scaled_align(&image(4096 * K), true, 2048), 16 * K);
+        assert_eq!(scaled_align(&image(8192 * K), true, 2048), 32 * K);
+        assert_eq!(scaled_align(&image(32768 * K), true, 2048), 128 * K);
+        assert_eq!(scaled_align(&image(300 * K * K), true, 8192), K * K);
+        assert_eq!(scaled_align(&image(300 * K * K), true, 64 * K), K * K);
+        assert_eq!(scaled_align(&image(16384 * K), true, 64 * K), 64 * K);
+        let device = Medium {
+            align: Some(4 * K * K),
+            ..image(8 * K * K * K)
+        };
+        assert_eq!(scaled_align(&device, true, 4096), 4 * K * K);
+    }
+}
