@@ -15,7 +15,8 @@
 //!   compared from the boot sectors' bytes: labels (case, blank, `NO NAME`,
 //!   the label entry), floppy boot sectors, `strtol` numbers and `-f 1`,
 //!   width, cluster size, root entries and cluster count (within 3 %)
-//!   across sizes, and mkfs.exfat's default cluster size at its boundaries.
+//!   across sizes, a cloud-localds seed's free space, and mkfs.exfat's
+//!   default cluster size at its boundaries.
 //! - `guid.rs` (pure): a given volume GUID (`mkfs.exfat -U`, `mkfs-alloc
 //!   --volume-guid=GUID`) read back from its entry; malformed and null ones
 //!   refused before anything is written.

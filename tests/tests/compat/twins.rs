@@ -377,3 +377,39 @@ fn exfat_default_cluster_at_its_boundaries() {
         let _ = std::fs::remove_file(p);
     }
 }
+
+/// cloud-localds' seed: a 128 KiB image, `mkfs.vfat -n cidata`, then the
+/// files copied in with mtools. A 100,000-byte user-data fits ours as it
+/// fits mkfs.fat's, and both have the same space left (`mdir`).
+#[test]
+#[ignore = "tool tier: cargo xtask test"]
+fn a_cloud_localds_seed_holds_what_mkfs_fat_holds() {
+    let links = Links::new();
+    let tmp = TempDir::new("compat-seed");
+    let t = twin(
+        &links,
+        &tmp,
+        "mkfs.vfat",
+        &["-n", "cidata", "IMG"],
+        128 << 10,
+    );
+    let data = tmp.join("user-data");
+    std::fs::write(&data, vec![b'x'; 100_000]).expect("write user-data");
+    let free = |img: &Path| {
+        let copy = tool("mcopy", &["-i", &s(img), &s(&data), "::user-data"]);
+        assert!(copy.success(), "mcopy into {}:\n{copy}", img.display());
+        let dir = tool("mdir", &["-i", &s(img), "::"]);
+        dir.assert_success();
+        let line = dir
+            .lines()
+            .find(|l| l.ends_with("bytes free"))
+            .map(str::to_string);
+        let line = line.unwrap_or_else(|| panic!("no `bytes free` in mdir:\n{dir}"));
+        line.chars()
+            .filter(char::is_ascii_digit)
+            .collect::<String>()
+    };
+    assert_eq!(free(&t.ours), free(&t.real), "bytes free after user-data");
+    assert_eq!(blkid_label(&t.ours).as_deref(), Some("cidata"));
+    fsck_fat_clean(&t.ours);
+}
