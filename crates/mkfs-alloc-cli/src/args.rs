@@ -339,6 +339,13 @@ pub struct FormatArgs {
     /// at once, each planned for its own size.
     #[arg(required = true, value_name = "TARGET")]
     pub targets: Vec<PathBuf>,
+    /// Set by the mkfs.fat front end only (no option of its own): FAT
+    /// labels keep their case, as dosfstools stores them.
+    #[arg(skip)]
+    pub keep_label_case: bool,
+    /// Set by the mkfs.fat front end only: a floppy's BIOS fields.
+    #[arg(skip)]
+    pub bios: Option<mkfs_alloc_layout::BiosParams>,
 }
 
 fn size_arg(name: &str, value: &str) -> Result<u64, Failure> {
@@ -436,6 +443,8 @@ impl FormatArgs {
         // Checked by planning, with the other options.
         o.root_entries = self.root_entries;
         o.fats = self.fats;
+        o.keep_label_case = self.keep_label_case;
+        o.bios = self.bios;
         Ok(o)
     }
 }

@@ -284,11 +284,16 @@ pub(crate) fn exfat_units(text: &LabelText) -> Result<ExfatUnits, LabelError> {
 /// control characters, `" * + , . / : ; < = > ? [ \ ] |`), a leading
 /// space, or more than 11 bytes.
 pub fn fat_label(label: &str, fs: crate::FsKind) -> Result<[u8; 11], LabelError> {
-    fat_bytes(&LabelText::new(label), fs)
+    fat_bytes(&LabelText::new(label), fs, false)
 }
 
-/// [`fat_label`] of a kept label.
-pub(crate) fn fat_bytes(text: &LabelText, fs: crate::FsKind) -> Result<[u8; 11], LabelError> {
+/// [`fat_label`] of a kept label; `keep_case` stores lower-case letters as
+/// given (mkfs.fat's way) instead of upper-casing them.
+pub(crate) fn fat_bytes(
+    text: &LabelText,
+    fs: crate::FsKind,
+    keep_case: bool,
+) -> Result<[u8; 11], LabelError> {
     let fs = fs.display_name();
     let len = text.trimmed_len();
     let too_long = LabelError::TooLong {
@@ -346,7 +351,11 @@ pub(crate) fn fat_bytes(text: &LabelText, fs: crate::FsKind) -> Result<[u8; 11],
     }
     let mut out = [b' '; 11];
     for (dst, b) in out.iter_mut().zip(trimmed) {
-        *dst = b.to_ascii_uppercase();
+        *dst = if keep_case {
+            *b
+        } else {
+            b.to_ascii_uppercase()
+        };
     }
     Ok(out)
 }

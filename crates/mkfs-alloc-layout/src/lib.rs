@@ -54,7 +54,7 @@ pub mod writer;
 pub use error::PlanError;
 #[cfg(feature = "std")]
 pub use options::{random_serial, random_u64};
-pub use options::{ClusterChoice, FormatOptions, FsChoice, FsKind, Medium, Timestamp};
+pub use options::{BiosParams, ClusterChoice, FormatOptions, FsChoice, FsKind, Medium, Timestamp};
 pub use plan::{check_sector_size, plan, valid_cluster_sizes, Layout, Region, RegionKind};
 #[cfg(feature = "std")]
 pub use writer::{

@@ -197,9 +197,42 @@ pub struct FormatOptions {
     /// an SDXC card; `cluster`, `align`, `root_entries` and `esp` must be
     /// left at their defaults.
     pub sd: bool,
+    /// FAT labels stored with the case given (`cidata` stays `cidata`), as
+    /// dosfstools' mkfs.fat stores them; `false`: upper-cased, as Windows does.
+    pub keep_label_case: bool,
+    /// The FAT boot sector's BIOS fields (media descriptor, CHS geometry,
+    /// drive number). `None`: a fixed disk's (0xF8, 255 heads, 63 sectors
+    /// per track, drive 0x80), or the SD layout's geometry.
+    pub bios: Option<BiosParams>,
     /// Set by [`FormatOptions::pinned`]: every identifier derives from the
     /// serial and the timestamp.
     pinned: bool,
+}
+
+/// The BIOS fields of a FAT boot sector: what a floppy disk drive's
+/// firmware (and DOS) reads to address the medium.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BiosParams {
+    /// BPB_Media, and the low byte of FAT entry 0 (0xF8 fixed disk, 0xF0 or
+    /// 0xF9 and others for floppies).
+    pub media: u8,
+    /// BPB_SecPerTrk.
+    pub sectors_per_track: u8,
+    /// BPB_NumHeads.
+    pub heads: u8,
+    /// BS_DrvNum (0x00 floppy, 0x80 hard disk).
+    pub drive: u8,
+}
+
+impl BiosParams {
+    /// A fixed disk's fields: media 0xF8, 255 heads, 63 sectors per track,
+    /// drive 0x80.
+    pub const FIXED_DISK: BiosParams = BiosParams {
+        media: 0xF8,
+        sectors_per_track: 63,
+        heads: 255,
+        drive: 0x80,
+    };
 }
 
 impl FormatOptions {

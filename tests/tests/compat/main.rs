@@ -11,6 +11,12 @@
 //!   (exit 2, the target byte-identical), the probes callers make (no
 //!   arguments: exit 1; `--help`'s version line; `-V`), `-C`, `--invariant`
 //!   and permuted options, read back with `mkfs-alloc info`.
+//! - `twins.rs` (tool tier): ours and the original on twin image files,
+//!   compared from the boot sectors' bytes: labels (case, blank, `NO NAME`,
+//!   the label entry), floppy boot sectors, `strtol` numbers and `-f 1`,
+//!   width, cluster size, root entries and cluster count (within 3 %)
+//!   across sizes, a cloud-localds seed's free space, and mkfs.exfat's
+//!   default cluster size at its boundaries.
 //! - `guid.rs` (pure): a given volume GUID (`mkfs.exfat -U`, `mkfs-alloc
 //!   --volume-guid=GUID`) read back from its entry; malformed and null ones
 //!   refused before anything is written.
@@ -18,6 +24,7 @@
 mod guid;
 mod lines;
 mod refusals;
+mod twins;
 
 use mkfs_alloc_tests::{mkfs_alloc_bin, run, CmdOutput, TempDir};
 use std::path::{Path, PathBuf};

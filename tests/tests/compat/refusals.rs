@@ -37,7 +37,12 @@ fn unsupported_options_are_refused_by_name_and_write_nothing() {
         (&["--mbr=y"], "--mbr"),
         (&["--mbr"], "--mbr"),
         (&["--variant=atari"], "--variant"),
-        (&["-f", "1"], "-f"),
+        (&["-f", "3"], "-f"),
+        (&["-F", "32x"], "-F"),
+        (&["-F", "32 "], "-F"),
+        (&["-s", "08"], "-s"),
+        (&["-S", "0x"], "-S"),
+        (&["-r", "0x"], "-r"),
         (&["-b", "7"], "-b"),
         (&["-F", "24"], "-F"),
         (&["-s", "3"], "-s"),
@@ -120,6 +125,15 @@ fn probes_callers_make() {
         let out = links.run(name, &[arg]);
         out.assert_success();
         assert!(out.stdout.contains("mkfs-alloc"), "{name} {arg}:\n{out}");
+    }
+    // GParted 1.3 enables exFAT only when `mkfs.exfat -V` starts so.
+    for arg in ["-V", "--version"] {
+        let out = links.run("mkfs.exfat", &[arg]);
+        let first = out.stdout.lines().next().unwrap_or("");
+        assert_eq!(
+            first, "exfatprogs version : 1.2.0",
+            "mkfs.exfat {arg}:\n{out}"
+        );
     }
 }
 

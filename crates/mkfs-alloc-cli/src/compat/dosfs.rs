@@ -41,6 +41,25 @@ pub struct DosfsChoice {
     pub clusters: u32,
     /// Root directory entries (0 on FAT32), before mkfs.fat rounds them up.
     pub root_entries: u32,
+    /// Whether mkfs.fat aligns its structures to the cluster size (not
+    /// `-a`, more than 8,192 sectors).
+    pub aligned: bool,
+    /// A classic floppy's media descriptor and sectors per track (two
+    /// heads, drive 0x00), where mkfs.fat writes a floppy's boot sector.
+    pub floppy: Option<(u8, u8)>,
+}
+
+/// A classic floppy, from dosfstools 4.2's table of them.
+#[derive(Debug, Clone, Copy)]
+struct Floppy {
+    /// Sectors per track (two heads).
+    spt: u64,
+    /// Sectors per cluster.
+    spc: u32,
+    /// Root directory entries.
+    root: u32,
+    /// Media descriptor.
+    media: u8,
 }
 
 const MAX_CLUST_12: u64 = mkfs_alloc_layout::fat::SPEC_MIN_CLUSTERS_16 - 1;
@@ -59,14 +78,23 @@ fn sectors_per_track(total_sectors: u64) -> u64 {
     }
 }
 
-/// A classic floppy of `bytes`: sectors per track, cluster sectors, root entries.
-fn floppy(bytes: u64) -> Option<(u64, u32, u32)> {
+/// The classic floppy of exactly `bytes` in 512-byte sectors, if any.
+fn floppy(bytes: u64, sector: u32) -> Option<Floppy> {
+    let f = |spt, spc, root, media| Floppy {
+        spt,
+        spc,
+        root,
+        media,
+    };
+    if sector != 512 || bytes % 1024 != 0 {
+        return None;
+    }
     match bytes / 1024 {
-        360 => Some((9, 2, 112)),
-        720 => Some((9, 2, 112)),
-        1200 => Some((15, 1, 224)),
-        1440 => Some((18, 1, 224)),
-        2880 => Some((36, 2, 224)),
+        360 => Some(f(9, 2, 112, 0xFD)),
+        720 => Some(f(9, 2, 112, 0xF9)),
+        1200 => Some(f(15, 1, 224, 0xF9)),
+        1440 => Some(f(18, 1, 224, 0xF0)),
+        2880 => Some(f(36, 2, 224, 0xF0)),
         _ => None,
     }
 }
@@ -120,19 +148,35 @@ fn trial(
     [c12, c16, c32]
 }
 
+/// The root directory entries mkfs.fat writes for `root` asked: whole
+/// sectors, and whole clusters of `spc` sectors where it aligns.
+pub fn root_entries_written(root: u32, sector: u32, spc: u64, aligned: bool) -> u32 {
+    let per_sector = u64::from(sector) / 32;
+    let sectors = u64::from(root).div_ceil(per_sector);
+    let sectors = if aligned {
+        sectors.div_ceil(spc) * spc
+    } else {
+        sectors
+    };
+    u32::try_from(sectors * per_sector).unwrap_or(u32::MAX)
+}
+
 /// mkfs.fat's width and cluster size for `input`; `None` where mkfs.fat
 /// itself would give up (no cluster size fits).
 pub fn choose(input: &DosfsInput) -> Option<DosfsChoice> {
     let ss = u64::from(input.sector);
     let mut num_sectors = (input.bytes / ss).min(u64::from(u32::MAX));
-    let floppy = input.not_fixed.then(|| floppy(input.bytes)).flatten();
+    let floppy = input
+        .not_fixed
+        .then(|| floppy(input.bytes, input.sector))
+        .flatten();
     let mut spt = sectors_per_track(num_sectors);
     let mut cluster = 4u64;
     let mut root = input.root_entries.unwrap_or(512);
-    if let Some((t, c, r)) = floppy {
-        spt = t;
-        cluster = u64::from(c);
-        root = input.root_entries.unwrap_or(r);
+    if let Some(f) = floppy {
+        spt = f.spt;
+        cluster = u64::from(f.spc);
+        root = input.root_entries.unwrap_or(f.root);
     }
     let mut bits = input.fat_bits.unwrap_or(0);
     if bits == 0 && input.bytes >= 512 << 20 {
@@ -192,6 +236,8 @@ pub fn choose(input: &DosfsInput) -> Option<DosfsChoice> {
                 spc: cluster as u32,
                 clusters: clusters as u32,
                 root_entries: root,
+                aligned: align,
+                floppy: floppy.map(|f| (f.media, f.spt as u8)),
             });
         }
         cluster <<= 1;
@@ -228,5 +274,18 @@ mod tests {
         assert_eq!(pick(600 << 20, 512, None), (32, 8));
         assert_eq!(pick(64 << 30, 512, None), (32, 64));
         assert_eq!(pick(4 << 20, 512, None), (12, 4));
+    }
+
+    /// mkfs.fat's root directory: whole clusters where it aligns (`-s 128`
+    /// on 300 MiB: 2,048 entries; `-F 12` on 64 MiB at 64 sectors: 1,024),
+    /// whole sectors where it does not (a 720 KiB floppy's 112).
+    #[test]
+    fn root_entries_as_written() {
+        assert_eq!(root_entries_written(512, 512, 128, true), 2048);
+        assert_eq!(root_entries_written(512, 512, 64, true), 1024);
+        assert_eq!(root_entries_written(512, 512, 4, true), 512);
+        assert_eq!(root_entries_written(112, 512, 2, false), 112);
+        assert_eq!(root_entries_written(100, 512, 4, true), 128);
+        assert_eq!(root_entries_written(100, 512, 4, false), 112);
     }
 }

@@ -51,10 +51,14 @@ fn unsupported(key: &str) -> Option<&'static str> {
     })
 }
 
-/// `-V`.
+/// The exfatprogs version whose command line the front end follows.
+const EXFATPROGS: &str = "1.2.0";
+
+/// `-V`: exfatprogs' first line (GParted enables exFAT only when the output
+/// starts with `exfatprogs version`), then who we are.
 fn version_line() -> String {
     format!(
-        "mkfs.exfat (mkfs-alloc {}; exfatprogs-compatible front end)",
+        "exfatprogs version : {EXFATPROGS}\nmkfs.exfat: mkfs-alloc {}, an exfatprogs-compatible front end",
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -139,12 +143,13 @@ pub fn parse(args: &[OsString]) -> Result<Request, Early> {
     Ok(req)
 }
 
-/// exfatprogs' default cluster size: 4 KiB below 256 MiB, 32 KiB below
-/// 32 GiB, 128 KiB from there (its `exfat_get_blk_dev_info`).
+/// exfatprogs' default cluster size (its `exfat_set_default_cluster_size`,
+/// on the device's size): 4 KiB up to and including 256 MiB, 32 KiB up to
+/// and including 32 GiB, 128 KiB above.
 fn default_cluster(bytes: u64) -> u64 {
     match bytes {
-        b if b < 256 << 20 => 4 << 10,
-        b if b < 32 << 30 => 32 << 10,
+        b if b <= 256 << 20 => 4 << 10,
+        b if b <= 32 << 30 => 32 << 10,
         _ => 128 << 10,
     }
 }
@@ -159,6 +164,8 @@ pub fn decide(req: &Request, m: &Medium) -> Decision {
         fs: "exfat",
         cluster: cluster.to_string(),
         root_entries: None,
+        align: None,
+        bios: None,
         notes: Vec::new(),
     }
 }
@@ -224,6 +231,10 @@ mod tests {
         assert!(matches!(parse(&words(&[])), Err(Early::Usage(_))));
         assert!(matches!(parse(&words(&["-V"])), Err(Early::Print(_))));
         assert_eq!(default_cluster(64 << 20), 4096);
+        assert_eq!(default_cluster(256 << 20), 4096);
+        assert_eq!(default_cluster((256 << 20) + 512), 32768);
+        assert_eq!(default_cluster(32 << 30), 32768);
+        assert_eq!(default_cluster((32 << 30) + 512), 131_072);
         assert_eq!(default_cluster(300 << 20), 32768);
         assert_eq!(default_cluster(40 << 30), 131_072);
     }

@@ -3,9 +3,9 @@
 
 use super::dosfs::{self, DosfsInput};
 use super::getopt::{Spec, Takes};
-use super::{parse_serial, split_line, Decision, Early, Medium, Request, DOSFSTOOLS};
+use super::{parse_serial, split_line, Decision, Early, Medium, Placing, Request, DOSFSTOOLS};
 use mkfs_alloc_layout::units::format_size;
-use mkfs_alloc_layout::{ClusterChoice, FsChoice, FsKind};
+use mkfs_alloc_layout::{BiosParams, ClusterChoice, FsChoice, FsKind};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -80,6 +80,15 @@ fn unsupported(key: &str) -> Option<&'static str> {
     })
 }
 
+/// dosfstools 4.2's warning for a label with lower-case letters (its text
+/// exactly, whatever the program's name).
+pub fn label_warning(req: &Request) -> Option<&'static str> {
+    req.label
+        .as_deref()
+        .filter(|l| l.chars().any(|c| c.is_ascii_lowercase()))
+        .map(|_| "mkfs.fat: Warning: lowercase labels might not work properly on some systems")
+}
+
 /// The first line of every run and of `--help`: the dialect we follow, then
 /// who we are. libblockdev reads `mkfs.fat\s+([\d.]+).+` from `--help` and
 /// passes `--mbr=no` from 4.2 on.
@@ -101,11 +110,11 @@ pub fn usage(name: &str) -> String {
          -a           do not align the FAT and data region (default: 1 MiB alignment)\n  \
          -C           create TARGET (BLOCKS required)\n  \
          -F 12|16|32  FAT width (default: as mkfs.fat chooses from the size)\n  \
-         -f 2         number of FATs (only 2)\n  \
+         -f 1|2       number of FATs (default 2)\n  \
          -b 6         FAT32 backup boot sector (only 6)\n  \
          -i VOLID     volume ID, 32-bit hex\n  \
          -I           format a whole disk that holds partitions\n  \
-         -n LABEL     volume label (up to 11 characters, stored upper-case)\n  \
+         -n LABEL     volume label (up to 11 characters, case kept)\n  \
          --codepage=N DOS codepage of the label (labels are ASCII here)\n  \
          -r COUNT     root directory entries (FAT12/16)\n  \
          -s COUNT     sectors per cluster (a power of two up to 128)\n  \
@@ -121,16 +130,18 @@ pub fn usage(name: &str) -> String {
     )
 }
 
-/// The value of an option, parsed, or a refusal naming it and the valid values.
-fn value<T: std::str::FromStr>(
+/// The value of an option read as dosfstools reads it (C's `strtol` with
+/// base 0: decimal, `0x` hexadecimal, `0` octal, leading white space and a
+/// sign allowed, nothing after the number), or a refusal naming it and the
+/// valid values.
+fn value<T: TryFrom<i128>>(
     name: &str,
     v: &str,
     valid: &str,
     ok: impl Fn(&T) -> bool,
 ) -> Result<T, Early> {
-    v.trim()
-        .parse::<T>()
-        .ok()
+    super::strtol(v)
+        .and_then(|n| T::try_from(n).ok())
         .filter(|x| ok(x))
         .ok_or_else(|| Early::Refuse(format!("invalid value {v:?} for {name}: valid: {valid}")))
 }
@@ -161,9 +172,8 @@ pub fn parse(name: &str, args: &[OsString]) -> Result<Request, Early> {
             }
             "C" => req.create = true,
             "f" => {
-                value(&opt, &v, "2 (mkfs-alloc writes two FATs)", |&f: &u32| {
-                    f == 2
-                })?;
+                let valid = "1, 2 (mkfs.fat's 3 and 4 are not supported)";
+                req.fats = Some(value(&opt, &v, valid, |f: &u8| [1, 2].contains(f))?);
             }
             "F" => {
                 o.bits = Some(value(&opt, &v, "12, 16, 32", |b: &u8| {
@@ -271,6 +281,15 @@ fn finish(
     }
     req.target = PathBuf::from(target);
     req.size = blocks.map(|b| b * 1024);
+    // mkfs.fat keeps the label's case, and writes no label entry for a
+    // blank label or "NO NAME" (its boot sector says "NO NAME" then).
+    req.keep_label_case = true;
+    if let Some(l) = &req.label {
+        let t = l.trim_end_matches(' ');
+        if t.is_empty() || t == "NO NAME" {
+            req.label = Some(String::new());
+        }
+    }
     if o.invariant {
         req.serial = req.serial.or(Some(INVARIANT_SERIAL));
         req.epoch = Some(INVARIANT_EPOCH);
@@ -282,7 +301,9 @@ fn finish(
 
 /// The width and cluster size: mkfs.fat's, unless our cluster-count margins
 /// refuse it; then the nearest cluster size of the same width, and last the
-/// width the size gives (all named in a note).
+/// width the size gives (all named in a note). The root directory is
+/// mkfs.fat's (rounded to whole clusters where it aligns), and the
+/// alignment [`scaled_align`]'s.
 pub fn decide(req: &Request, m: &Medium) -> Decision {
     let (bits, spc, no_align) = req.fat.unwrap_or_default();
     let ss = u64::from(m.sector);
@@ -295,6 +316,26 @@ pub fn decide(req: &Request, m: &Medium) -> Decision {
         align: !no_align,
         not_fixed: m.not_fixed,
     });
+    // A classic floppy's boot sector fields, as mkfs.fat writes them.
+    let bios = choice
+        .and_then(|c| c.floppy)
+        .map(|(media, sectors_per_track)| BiosParams {
+            media,
+            sectors_per_track,
+            heads: 2,
+            drive: 0x00,
+        });
+    let aligned = choice.map_or(!no_align && m.bytes / ss > 8192, |c| c.aligned);
+    let root_given = req.root_entries.unwrap_or(512);
+    // What mkfs-alloc is asked for at `bytes` clusters of width `fs`: the
+    // alignment, and mkfs.fat's root directory entries at that cluster size.
+    let at = |fs: FsKind, bytes: u64| Placing {
+        align: req.align.unwrap_or_else(|| scaled_align(m, aligned, bytes)),
+        root_entries: (fs != FsKind::Fat32).then(|| {
+            let root = choice.map_or(root_given, |c| c.root_entries);
+            dosfs::root_entries_written(root, m.sector, (bytes / ss).max(1), aligned)
+        }),
+    };
     let mut notes = Vec::new();
     if let (Some(32), Some(_)) = (choice.map(|c| c.fat_bits), req.root_entries) {
         notes.push("root directory entries specified with -r have no effect on FAT32".to_string());
@@ -304,32 +345,42 @@ pub fn decide(req: &Request, m: &Medium) -> Decision {
         16 => FsKind::Fat16,
         _ => FsKind::Fat32,
     };
+    let decision = |fs: &'static str, cluster: String, p: Placing, notes: Vec<String>| Decision {
+        fs,
+        cluster,
+        root_entries: p.root_entries,
+        align: Some(p.align),
+        bios,
+        notes,
+    };
     let Some(c) = choice else {
         // mkfs.fat gives up here; mkfs-alloc decides (and may refuse).
         let fs = bits.map_or("fat", |b| fixed(b).id());
-        let cluster = spc.map_or("auto".to_string(), |s| (u64::from(s) * ss).to_string());
-        return Decision {
-            fs,
-            cluster,
-            root_entries: None,
-            notes,
+        let (cluster, bytes) = match spc {
+            Some(s) => ((u64::from(s) * ss).to_string(), u64::from(s) * ss),
+            None => ("auto".to_string(), ss),
         };
+        let p = Placing {
+            root_entries: req.root_entries,
+            ..at(FsKind::Fat32, bytes)
+        };
+        return decision(fs, cluster, p, notes);
     };
     let theirs = (fixed(c.fat_bits), u64::from(c.spc) * ss);
-    // A floppy's root directory (224 or 112 entries) where mkfs.fat picks it.
-    let root_entries = (c.fat_bits != 32 && c.root_entries != 512).then_some(c.root_entries);
-    let accepts =
-        |fs: FsKind, bytes: u64| m.accepts(req, FsChoice::Fixed(fs), ClusterChoice::Bytes(bytes));
+    let accepts = |fs: FsKind, bytes: u64| {
+        m.accepts(
+            FsChoice::Fixed(fs),
+            ClusterChoice::Bytes(bytes),
+            at(fs, bytes),
+            req.fats,
+        )
+    };
     if spc.is_some() || accepts(theirs.0, theirs.1).is_some() {
-        return Decision {
-            fs: theirs.0.id(),
-            cluster: theirs.1.to_string(),
-            root_entries,
-            notes,
-        };
+        let p = at(theirs.0, theirs.1);
+        return decision(theirs.0.id(), theirs.1.to_string(), p, notes);
     }
     let why = format!(
-        "mkfs.fat {DOSFSTOOLS} would make {} with {} clusters ({} of them); mkfs-alloc's aligned layout \
+        "mkfs.fat {DOSFSTOOLS} would make {} with {} clusters ({} of them); mkfs-alloc's layout \
          leaves a count outside that width's range with its 16-cluster margins (FAT12 1..4,068, \
          FAT16 4,101..65,508, FAT32 65,541 and more), where readers disagree about the width",
         theirs.0.id().to_uppercase(),
@@ -346,22 +397,72 @@ pub fn decide(req: &Request, m: &Medium) -> Decision {
                     "{why}; made it with {} clusters ({n} of them) instead",
                     format_size(bytes)
                 ));
-                return Decision {
-                    fs: theirs.0.id(),
-                    cluster: bytes.to_string(),
-                    root_entries,
-                    notes,
-                };
+                return decision(theirs.0.id(), bytes.to_string(), at(theirs.0, bytes), notes);
             }
         }
     }
     notes.push(format!(
         "{why}; made the width the volume's size allows, at mkfs-alloc's cluster size, instead"
     ));
-    Decision {
-        fs: "fat",
-        cluster: "auto".to_string(),
-        root_entries,
-        notes,
+    let p = Placing {
+        root_entries: req.root_entries,
+        ..at(FsKind::Fat32, ss)
+    };
+    decision("fat", "auto".to_string(), p, notes)
+}
+
+/// The alignment of the FAT and the data region (from the medium's start)
+/// the front end asks for: none beyond the sector where mkfs.fat aligns
+/// nothing (8,192 sectors or fewer, or `-a`); else the largest power of two
+/// that is at most 1/256 of the volume, capped at 1 MiB (or the device's
+/// optimal I/O size, if larger) and at least `cluster` (mkfs.fat aligns to
+/// the cluster size). The padding costs at most twice the alignment, under
+/// 1 % of the volume beyond what mkfs.fat's own alignment costs.
+pub fn scaled_align(m: &Medium, aligned: bool, cluster: u64) -> u64 {
+    let ss = u64::from(m.sector);
+    if !aligned {
+        return ss;
+    }
+    let cap = m.align.unwrap_or(1 << 20);
+    let share = m.bytes / 256;
+    let share = if share == 0 {
+        0
+    } else {
+        1u64 << (63 - share.leading_zeros())
+    };
+    share.min(cap).max(cluster).max(ss)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn image(bytes: u64) -> Medium {
+        Medium {
+            bytes,
+            block: 512,
+            sector: 512,
+            not_fixed: true,
+            align: None,
+        }
+    }
+
+    /// The alignment scales with the volume: none where mkfs.fat aligns
+    /// nothing, 1/256 of the volume up to 1 MiB, at least a cluster.
+    #[test]
+    fn alignment_scales_with_the_volume() {
+        const K: u64 = 1024;
+        assert_eq!(scaled_align(&image(128 * K), false, 2048), 512);
+        assert_eq!(scaled_align(&image(4096 * K), true, 2048), 16 * K);
+        assert_eq!(scaled_align(&image(8192 * K), true, 2048), 32 * K);
+        assert_eq!(scaled_align(&image(32768 * K), true, 2048), 128 * K);
+        assert_eq!(scaled_align(&image(300 * K * K), true, 8192), K * K);
+        assert_eq!(scaled_align(&image(300 * K * K), true, 64 * K), K * K);
+        assert_eq!(scaled_align(&image(16384 * K), true, 64 * K), 64 * K);
+        let device = Medium {
+            align: Some(4 * K * K),
+            ..image(8 * K * K * K)
+        };
+        assert_eq!(scaled_align(&device, true, 4096), 4 * K * K);
     }
 }

@@ -99,6 +99,10 @@ pub struct Request {
     pub align: Option<u64>,
     /// `--root-entries` (FAT12/16 only).
     pub root_entries: Option<u32>,
+    /// `--fats` (mkfs.fat's `-f`).
+    pub fats: Option<u8>,
+    /// FAT labels stored with the case given (mkfs.fat's way).
+    pub keep_label_case: bool,
     /// `--full`.
     pub full: bool,
     /// `-q` (the originals print little; mkfs-alloc prints a summary).
@@ -130,21 +134,23 @@ pub struct Medium {
 }
 
 impl Medium {
-    /// The file system `MediumOptions::plan` makes of `fs` at `cluster` bytes (and
-    /// its cluster count), or `None` if it refuses.
+    /// The file system `MediumOptions::plan` makes of `fs` at `cluster` bytes
+    /// placed as `p` (and its cluster count), or `None` if it refuses.
     pub fn accepts(
         &self,
-        req: &Request,
         fs: FsChoice,
         cluster: ClusterChoice,
+        p: Placing,
+        fats: Option<u8>,
     ) -> Option<(FsKind, u32)> {
         let small = matches!(fs, FsChoice::Fixed(FsKind::Fat12 | FsKind::Fat16));
         // Assigned field by field: the options may grow (non-exhaustive).
         let mut opts = MediumOptions::default();
         opts.format.fs = fs;
         opts.format.cluster = cluster;
-        opts.format.align = req.align.or(self.align);
-        opts.format.root_entries = req.root_entries.filter(|_| small);
+        opts.format.align = Some(p.align);
+        opts.format.root_entries = p.root_entries.filter(|_| small);
+        opts.format.fats = fats;
         opts.format.serial = Some(0);
         opts.table = TableChoice::Fixed(TableKind::None);
         opts.whole_disk = false;
@@ -154,6 +160,15 @@ impl Medium {
     }
 }
 
+/// Where the FAT structures go: the alignment and the root directory.
+#[derive(Debug, Clone, Copy)]
+pub struct Placing {
+    /// `--align`, in bytes.
+    pub align: u64,
+    /// `--root-entries` (FAT12/16).
+    pub root_entries: Option<u32>,
+}
+
 /// What a front end decided: mkfs-alloc's `--fs` and `--cluster`, and
 /// notes on where it differs from the original.
 pub struct Decision {
@@ -161,8 +176,14 @@ pub struct Decision {
     pub fs: &'static str,
     /// `--cluster` (bytes, or `auto`).
     pub cluster: String,
-    /// `--root-entries` the original would choose (a floppy's 224), unless given.
+    /// `--root-entries`: the original's count (a floppy's 224; whole
+    /// clusters where it aligns).
     pub root_entries: Option<u32>,
+    /// `--align`, unless `-a`/`-b` gave it.
+    pub align: Option<u64>,
+    /// A floppy's BIOS fields (media, geometry, drive), where the original
+    /// writes them; `None`: a fixed disk's.
+    pub bios: Option<mkfs_alloc_layout::BiosParams>,
     /// Printed on stderr before the format.
     pub notes: Vec<String>,
 }
@@ -232,6 +253,9 @@ pub fn run(front: FrontEnd, raw: &[OsString]) -> ExitCode {
     if let FrontEnd::Fat(_) = front {
         // dosfstools prints its version first on every run.
         outln!("{}", fat::version_line());
+        if let Some(w) = fat::label_warning(&req) {
+            eprintln!("{w}");
+        }
     }
     match format(front, req) {
         Ok(()) => ExitCode::SUCCESS,
@@ -290,13 +314,21 @@ fn format(front: FrontEnd, mut req: Request) -> Result<(), Failure> {
     }
     let argv = mkfs_alloc_args(&req, &decision);
     if !req.quiet {
-        eprintln!("{}: as: {}", front.name(), shell_words(&argv));
+        eprintln!(
+            "{}: as: {}{}",
+            front.name(),
+            shell_words(&argv),
+            beyond_options(&req, &decision)
+        );
     }
-    let cli = <crate::args::Cli as clap::Parser>::try_parse_from(&argv).map_err(|e| {
+    let mut cli = <crate::args::Cli as clap::Parser>::try_parse_from(&argv).map_err(|e| {
         usage(anyhow!(
             "internal: mkfs-alloc refused its own arguments {argv:?}: {e}"
         ))
     })?;
+    // What mkfs-alloc's own command line has no option for.
+    cli.format.keep_label_case = req.keep_label_case;
+    cli.format.bios = decision.bios;
     if let Some(epoch) = req.epoch {
         if std::env::var_os("SOURCE_DATE_EPOCH").is_none() {
             std::env::set_var("SOURCE_DATE_EPOCH", epoch.to_string());
@@ -319,6 +351,31 @@ fn refuse_partitioned_disk(target: &Target, path: &Path) -> Result<(), Failure> 
          (give a partition, or use -I to override)",
         path.display()
     )))
+}
+
+/// What the front end sets that mkfs-alloc's command line cannot say, for
+/// the `as:` line (empty when nothing).
+fn beyond_options(req: &Request, d: &Decision) -> String {
+    let mut more = Vec::new();
+    if req.keep_label_case
+        && req
+            .label
+            .as_deref()
+            .is_some_and(|l| l.chars().any(|c| c.is_ascii_lowercase()))
+    {
+        more.push("the label's case kept".to_string());
+    }
+    if let Some(b) = d.bios {
+        more.push(format!(
+            "media 0x{:02X}, {} heads, {} sectors per track, drive 0x{:02X}",
+            b.media, b.heads, b.sectors_per_track, b.drive
+        ));
+    }
+    if more.is_empty() {
+        String::new()
+    } else {
+        format!(" (and, as mkfs.fat: {})", more.join("; "))
+    }
 }
 
 /// The command line as a shell would take it, for the note.
@@ -364,9 +421,10 @@ fn mkfs_alloc_args(req: &Request, d: &Decision) -> Vec<OsString> {
     opt("--label", req.label.clone().filter(|l| !l.is_empty()));
     opt("--serial", req.serial.map(|s| format!("{s:08X}")));
     opt("--size", req.size.map(|s| s.to_string()));
-    opt("--align", req.align.map(|s| s.to_string()));
+    opt("--align", req.align.or(d.align).map(|s| s.to_string()));
+    opt("--fats", req.fats.map(|f| f.to_string()));
     let small = matches!(d.fs, "fat12" | "fat16");
-    let root = req.root_entries.or(d.root_entries);
+    let root = d.root_entries.or(req.root_entries);
     opt(
         "--root-entries",
         root.filter(|_| small).map(|r| r.to_string()),
@@ -404,6 +462,32 @@ fn parse_bytes(s: &str) -> Option<u64> {
     };
     let n: u64 = num.parse().ok()?;
     n.checked_mul(1 << shift)
+}
+
+/// C's `strtol(s, &end, 0)` where `*end` must be the string's end: leading
+/// white space, a sign, then `0x`/`0X` hexadecimal, `0` octal or decimal
+/// digits, and nothing else (`None`, also on overflow).
+fn strtol(s: &str) -> Option<i128> {
+    let t = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
+    let (neg, t) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let hex = t
+        .strip_prefix("0x")
+        .or_else(|| t.strip_prefix("0X"))
+        .filter(|h| h.starts_with(|c: char| c.is_ascii_hexdigit()));
+    let (radix, digits) = match hex {
+        Some(h) => (16, h),
+        None if t.len() > 1 && t.starts_with('0') => (8, &t[1..]),
+        None => (10, t),
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    let n = i128::from_str_radix(digits, radix).ok()?;
+    Some(if neg { -n } else { n })
 }
 
 /// Parses a 32-bit volume serial in hex (`1234abcd`, `0x1234ABCD`, `1234-ABCD`).
@@ -450,6 +534,14 @@ mod tests {
         assert_eq!(parse_bytes("1M"), Some(1 << 20));
         assert_eq!(parse_bytes("1G"), None);
         assert_eq!(parse_bytes(""), None);
+        assert_eq!(strtol("0x20"), Some(32));
+        assert_eq!(strtol("010"), Some(8));
+        assert_eq!(strtol(" 0X1000"), Some(4096));
+        assert_eq!(strtol("-5"), Some(-5));
+        assert_eq!(strtol("0"), Some(0));
+        for bad in ["08", "0x", "12 ", "1e3", "", "-", "0xg", "32k"] {
+            assert_eq!(strtol(bad), None, "{bad:?}");
+        }
         assert_eq!(parse_serial("2e24ec82"), Some(0x2E24_EC82));
         assert_eq!(parse_serial("0x1234ABCD"), Some(0x1234_ABCD));
         assert_eq!(parse_serial("2E24-EC82"), Some(0x2E24_EC82));

@@ -351,7 +351,7 @@ pub fn boot_sector(layout: &crate::Layout, g: &Geometry, sector: &mut [u8]) {
     b.ebpb.root_clus = 2.into();
     b.ebpb.fs_info = (ondisk::FSINFO_SECTOR as u16).into();
     b.ebpb.bk_boot_sec = (ondisk::BACKUP_BOOT_SECTOR as u16).into();
-    b.ebpb.drv_num = 0x80;
+    b.ebpb.drv_num = layout.drive_number();
     b.ebpb.boot_sig = 0x29;
     b.ebpb.vol_id = layout.serial.into();
     b.ebpb.vol_lab = label_bytes(layout);
@@ -371,7 +371,7 @@ fn common_bpb(layout: &crate::Layout, g: &Geometry, jmp_boot: [u8; 3]) -> ondisk
     bpb.sec_per_clus = g.sec_per_clus;
     bpb.rsvd_sec_cnt = g.rsvd.into();
     bpb.num_fats = g.num_fats;
-    bpb.media = MEDIA;
+    bpb.media = layout.media();
     let (heads, sectors_per_track) = layout.chs_geometry();
     bpb.sec_per_trk = u16::from(sectors_per_track).into();
     bpb.num_heads = u16::from(heads).into();
@@ -395,7 +395,7 @@ fn boot_sector16(layout: &crate::Layout, g: &Geometry, sector: &mut [u8]) {
         Err(_) => b.bpb.tot_sec32 = g.tot_sec.into(),
     }
     b.bpb.fat_sz16 = (g.fat_sz as u16).into();
-    b.ebpb.drv_num = 0x80;
+    b.ebpb.drv_num = layout.drive_number();
     b.ebpb.boot_sig = 0x29;
     b.ebpb.vol_id = layout.serial.into();
     b.ebpb.vol_lab = label_bytes(layout);
@@ -463,16 +463,16 @@ pub fn root_entries(layout: &crate::Layout) -> RootEntries {
     RootEntries(Some(bytes))
 }
 
-/// FAT entry `index` of a freshly formatted volume: media, end-of-chain, and
-/// (FAT32) the one-cluster root directory.
-pub fn fat_entry(fs: FsKind, index: u64) -> u32 {
+/// FAT entry `index` of a freshly formatted volume: the `media` byte,
+/// end-of-chain, and (FAT32) the one-cluster root directory.
+pub fn fat_entry(fs: FsKind, media: u8, index: u64) -> u32 {
     let mask = match fs {
         FsKind::Fat12 => 0xFFF,
         FsKind::Fat16 => 0xFFFF,
         _ => 0x0FFF_FFFF,
     };
     match index {
-        0 => (mask & !0xFF) | u32::from(MEDIA),
+        0 => (mask & !0xFF) | u32::from(media),
         1 => mask,
         2 if fs == FsKind::Fat32 => mask,
         _ => 0,

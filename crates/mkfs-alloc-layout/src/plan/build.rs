@@ -133,6 +133,7 @@ pub(crate) fn regions(l: &Layout) -> super::layout::Regions {
 
 /// The layout of what the planner chose on `medium`.
 pub(super) fn build(c: Choices, medium: &Medium, geometry: Geometry) -> Layout {
+    let bios = c.bios;
     let bps = u64::from(medium.sector_size);
     let volume_bytes = medium.volume_bytes;
     let p = match &geometry {
@@ -162,5 +163,6 @@ pub(super) fn build(c: Choices, medium: &Medium, geometry: Geometry) -> Layout {
         asked: c.asked,
         geometry,
         sd: None,
+        bios,
     }
 }

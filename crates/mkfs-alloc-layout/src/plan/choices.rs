@@ -25,6 +25,8 @@ pub(super) struct Choices {
     pub(super) timestamp: Timestamp,
     /// What the warnings depend on besides the layout.
     pub(super) asked: Asked,
+    /// The FAT boot sector's BIOS fields, if not a fixed disk's.
+    pub(super) bios: Option<crate::options::BiosParams>,
 }
 
 /// The options the warnings depend on besides the layout (worked out when
@@ -69,6 +71,7 @@ impl Choices {
                 align_given: opts.align.is_some(),
                 sd: opts.sd,
             },
+            bios: opts.bios,
         })
     }
 }
@@ -98,13 +101,14 @@ fn time_and_serial(opts: &FormatOptions) -> Result<(Timestamp, u32), PlanError> 
 pub(super) fn encode_label(
     label: Option<&LabelText>,
     fs: FsKind,
+    keep_case: bool,
 ) -> Result<Option<(LabelText, EncodedLabel)>, PlanError> {
     let Some(l) = label else {
         return Ok(None);
     };
     let encoded = match fs {
         FsKind::Exfat => EncodedLabel::Exfat(exfat_units(l)?),
-        fat => EncodedLabel::Fat32(fat_bytes(l, fat)?),
+        fat => EncodedLabel::Fat32(fat_bytes(l, fat, keep_case)?),
     };
     Ok(Some((*l, encoded)))
 }

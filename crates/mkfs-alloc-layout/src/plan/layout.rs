@@ -168,6 +168,8 @@ pub struct Layout {
     pub(crate) geometry: Geometry,
     /// The SD Association layout this plan follows, if any.
     pub(crate) sd: Option<SdLayout>,
+    /// The FAT boot sector's BIOS fields, if not a fixed disk's.
+    pub(crate) bios: Option<crate::options::BiosParams>,
 }
 
 impl Layout {
@@ -314,11 +316,26 @@ impl Layout {
     }
 
     /// CHS geometry written to the FAT boot sector (and the MBR entry):
-    /// `(heads, sectors per track)`; 255/63 unless the SD layout gives one.
+    /// `(heads, sectors per track)`; 255/63 unless the SD layout or
+    /// [`FormatOptions::bios`](crate::FormatOptions::bios) gives one.
     pub fn chs_geometry(&self) -> (u8, u8) {
-        self.sd
-            .as_ref()
-            .map_or((255, 63), |s| (s.heads, s.sectors_per_track))
+        match (&self.bios, &self.sd) {
+            (Some(b), _) => (b.heads, b.sectors_per_track),
+            (None, Some(s)) => (s.heads, s.sectors_per_track),
+            (None, None) => (255, 63),
+        }
+    }
+
+    /// The FAT media descriptor (BPB_Media and FAT entry 0): 0xF8 unless
+    /// [`FormatOptions::bios`](crate::FormatOptions::bios) gives another.
+    pub fn media(&self) -> u8 {
+        self.bios.map_or(crate::fat::MEDIA, |b| b.media)
+    }
+
+    /// The FAT boot sector's BIOS drive number: 0x80 unless
+    /// [`FormatOptions::bios`](crate::FormatOptions::bios) gives another.
+    pub fn drive_number(&self) -> u8 {
+        self.bios.map_or(0x80, |b| b.drive)
     }
 
     /// Largest power of two (up to 64 MiB) that divides an absolute offset.

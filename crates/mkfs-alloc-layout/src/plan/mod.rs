@@ -100,7 +100,7 @@ pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> 
         return Err(PlanError::FatCountExfat);
     }
     // Validated and encoded before anything else can fail late.
-    let label = encode_label(opts.label.as_ref(), fs)?;
+    let label = encode_label(opts.label.as_ref(), fs, opts.keep_label_case)?;
     let chosen = pick.with_cluster(&ctx, opts.cluster)?;
     let choices = Choices::new(&ctx, opts, &chosen, label)?;
     Ok(build(choices, &medium, chosen.geometry))

@@ -43,7 +43,7 @@ pub(super) fn plan_sd(opts: &FormatOptions, medium: &Medium) -> Result<Layout, P
         volume_bytes: sectors * SD_SECTOR,
         ..*medium
     };
-    let label = encode_label(opts.label.as_ref(), sd.fs)?;
+    let label = encode_label(opts.label.as_ref(), sd.fs, opts.keep_label_case)?;
     let chosen = Chosen {
         fs: sd.fs,
         fs_rule,

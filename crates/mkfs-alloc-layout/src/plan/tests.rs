@@ -186,3 +186,32 @@ fn the_sd_layout_checks_where_the_medium_puts_the_volume() {
         "{e}"
     );
 }
+
+#[test]
+fn label_case_and_bios_fields_only_where_asked() {
+    let m = Medium::whole(1440 * KIB, 512);
+    let mut o = opts(FsKind::Fat12, 512).label("cidata");
+    let boot = |l: &Layout| {
+        let mut b = vec![0u8; 512];
+        let Geometry::Fat(g) = l.geometry() else {
+            panic!("FAT")
+        };
+        crate::fat::boot_sector(l, g, &mut b);
+        (b[21], b[24], b[26], b[36], b[43..49].to_vec())
+    };
+    // The defaults: upper-cased label, a fixed disk's fields.
+    let l = plan(&o, &m).expect("FAT12");
+    assert_eq!(boot(&l), (0xF8, 63, 255, 0x80, b"CIDATA".to_vec()));
+    assert_eq!(crate::fat::fat_entry(FsKind::Fat12, l.media(), 0), 0xFF8);
+    o.keep_label_case = true;
+    o.bios = Some(crate::BiosParams {
+        media: 0xF0,
+        sectors_per_track: 18,
+        heads: 2,
+        drive: 0,
+    });
+    let l = plan(&o, &m).expect("FAT12");
+    assert_eq!(boot(&l), (0xF0, 18, 2, 0x00, b"cidata".to_vec()));
+    assert_eq!(l.chs_geometry(), (2, 18));
+    assert_eq!(crate::fat::fat_entry(FsKind::Fat12, l.media(), 0), 0xFF0);
+}

@@ -428,9 +428,13 @@ mod tests {
         use crate::fat::fat_entry;
         use crate::FsKind;
         let mut b = [0u8; 6];
-        fill(FsKind::Fat12, 0, &mut b, |n| fat_entry(FsKind::Fat12, n));
+        fill(FsKind::Fat12, 0, &mut b, |n| {
+            fat_entry(FsKind::Fat12, 0xF8, n)
+        });
         assert_eq!(b, [0xF8, 0xFF, 0xFF, 0, 0, 0]);
-        fill(FsKind::Fat16, 0, &mut b, |n| fat_entry(FsKind::Fat16, n));
+        fill(FsKind::Fat16, 0, &mut b, |n| {
+            fat_entry(FsKind::Fat16, 0xF8, n)
+        });
         assert_eq!(b, [0xF8, 0xFF, 0xFF, 0xFF, 0, 0]);
     }
 }

@@ -199,7 +199,7 @@ pub(crate) fn fat<O: Out, H: Hooks<O>>(
         out.region(off, layout.fat_bytes, head, bps, &mut |at, buf| {
             fat_table::fill(g.fs, at, buf, |n| {
                 let added = if n >= 2 { h.fat_entry(n) } else { None };
-                added.unwrap_or_else(|| fat::fat_entry(g.fs, n))
+                added.unwrap_or_else(|| fat::fat_entry(g.fs, layout.media(), n))
             })
         })?;
     }
