@@ -1,17 +1,63 @@
 //! Pure tier: what the front ends refuse and what they answer to callers'
-//! probes, and the translation of options, read back with `mkfs-alloc info`.
+//! probes, and the translation of options, read back by the test's own
+//! decoders of the boot sector and the root directory.
 
 use super::{s, Links};
-use mkfs_alloc_tests::{file_hash, fill_file, mkfs_alloc, TempDir, MIB, SENTINEL};
-use serde_json::Value;
+use mkfs_alloc_layout::FsKind;
+use mkfs_alloc_tests::geometry::width_of;
+use mkfs_alloc_tests::{
+    file_hash, fill_file, mkfs_alloc, read_at, ExfatBoot, ExfatRootInfo, Fat32Boot, TempDir, MIB,
+    SENTINEL,
+};
+use serde_json::{json, Value};
 use std::path::Path;
 
-/// The first volume of `mkfs-alloc info --json IMAGE`.
+/// What a volume declares, decoded by the test's own readers (tests/src),
+/// not by `mkfs-alloc info`, whose reading of the same bytes would share
+/// the program's mistakes: `fs` (the width from the cluster count), the
+/// label (the root directory's volume-label entry), the serial and the
+/// cluster size, as JSON for the assertions below.
 fn info(image: &Path) -> Value {
-    let out = mkfs_alloc(&["info", "--json", &s(image)]);
-    out.assert_success();
-    let v: Value = serde_json::from_str(&out.stdout).expect("info --json is JSON");
-    v["volumes"][0].clone()
+    let sector0 = read_at(image, 0, 512);
+    if &sector0[3..11] == b"EXFAT   " {
+        let boot = ExfatBoot::read(image, 0);
+        let root = ExfatRootInfo::read(image, 0, &boot);
+        return json!({
+            "fs": "exfat",
+            // An entry with no characters is no label (§7.3.1).
+            "label": root.label.filter(|l| !l.is_empty()),
+            "serial": format!("{:08X}", boot.serial),
+            "cluster_size": boot.cluster_size(),
+        });
+    }
+    let boot = Fat32Boot::read(image, 0);
+    let fs = match width_of(boot.cluster_count()) {
+        FsKind::Fat12 => "fat12",
+        FsKind::Fat16 => "fat16",
+        _ => "fat32",
+    };
+    // The root directory: the fixed area (FAT12/16) or its first cluster.
+    let (at, len) = if boot.is_small_fat() {
+        (boot.root_offset(), boot.root_bytes())
+    } else {
+        let c = u64::from(boot.root_cluster - 2);
+        (
+            boot.data_offset() + c * boot.cluster_size(),
+            boot.cluster_size(),
+        )
+    };
+    let dir = read_at(image, at, usize::try_from(len).expect("root size"));
+    let label = dir
+        .chunks_exact(32)
+        .take_while(|e| e[0] != 0)
+        .find(|e| e[0] != 0xE5 && e[11] & 0x3F == 0x08)
+        .map(|e| String::from_utf8_lossy(&e[..11]).trim_end().to_string());
+    json!({
+        "fs": fs,
+        "label": label,
+        "serial": format!("{:08X}", boot.serial()),
+        "cluster_size": boot.cluster_size(),
+    })
 }
 
 /// Every option we do not support: exit 2, the option named on stderr, the
