@@ -225,7 +225,7 @@ fn judge(o: &Opts) -> Verdict {
             // exFAT's heap must hold the allocation bitmap, the 5,836-byte
             // compressed up-case table and the root directory (§7.1-7.5),
             // and one cluster more.
-            None => lo >= 2 + 5836u64.div_ceil(o.cluster) + (hi / 8).div_ceil(o.cluster) + 1,
+            None => lo > 2 + 5836u64.div_ceil(o.cluster) + (hi / 8).div_ceil(o.cluster),
         })
     };
     let fixed = match o.fs {
