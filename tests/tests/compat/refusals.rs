@@ -6,8 +6,7 @@ use super::{s, Links};
 use mkfs_alloc_layout::FsKind;
 use mkfs_alloc_tests::geometry::width_of;
 use mkfs_alloc_tests::{
-    file_hash, fill_file, mkfs_alloc, read_at, ExfatBoot, ExfatRootInfo, Fat32Boot, TempDir, MIB,
-    SENTINEL,
+    file_hash, fill_file, read_at, ExfatBoot, ExfatRootInfo, Fat32Boot, TempDir, MIB, SENTINEL,
 };
 use serde_json::{json, Value};
 use std::path::Path;
