@@ -7,6 +7,8 @@
 //!
 //! - `repart.rs`: systemd-repart (252) into an image file and onto a loop
 //!   device, under its own lock on the partition's loop device.
+//! - `makefs.rs`: systemd-makefs, which runs mkfs under its lock on the
+//!   device, for vfat and exfat.
 //! - `genimage.rs`: genimage's `vfat` images (a 1440 KiB floppy, 32 MiB)
 //!   with files added by mcopy.
 //! - `localds.rs`: cloud-localds' `--filesystem=vfat` NoCloud seed (128 KiB,
@@ -16,6 +18,7 @@
 
 mod genimage;
 mod localds;
+mod makefs;
 mod repart;
 
 use mkfs_alloc_tests::{mkfs_alloc_bin, require_tool, run_env, tool, CmdOutput, TempDir};
