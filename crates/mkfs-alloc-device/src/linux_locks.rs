@@ -283,6 +283,35 @@ mod tests {
         assert!(shown.ends_with("..."));
     }
 
+    /// A real lock: one open file of this process holds it, a second one
+    /// cannot take it, and `/proc/locks` names this process: ours.
+    #[test]
+    fn a_lock_this_process_holds_is_found_and_ours() {
+        use rustix::fs::{flock, FlockOperation};
+        use std::os::unix::fs::MetadataExt;
+        let dir = mkfs_alloc_testsupport::TempDir::new("proc-locks");
+        let path = dir.join("locked");
+        let first = fs::File::create(&path).expect("create");
+        flock(&first, FlockOperation::NonBlockingLockExclusive).expect("lock");
+        let second = fs::File::open(&path).expect("open");
+        let refused = flock(&second, FlockOperation::NonBlockingLockExclusive);
+        assert_eq!(refused, Err(rustix::io::Errno::WOULDBLOCK));
+        let meta = second.metadata().expect("fstat");
+        let dev = (rustix::fs::major(meta.dev()), rustix::fs::minor(meta.dev()));
+        let text = fs::read_to_string("/proc/locks").expect("read /proc/locks");
+        let mine: Vec<_> = parse_locks(&text)
+            .into_iter()
+            .filter(|e| e.dev == dev && e.ino == meta.ino())
+            .collect();
+        assert_eq!(mine.len(), 1, "{text}");
+        assert_eq!(mine[0].pid, std::process::id());
+        assert!(check(path.clone(), dev, meta.ino()).is_ok());
+        drop(first);
+        // Released: no entry, so no holder to let through.
+        let err = check(path, dev, meta.ino()).map_err(|e| e.to_string());
+        assert!(err.is_err_and(|e| e.contains("unknown")));
+    }
+
     #[test]
     fn this_process_lineage_holds_its_parent() {
         let chain = lineage();
