@@ -13,9 +13,12 @@ use std::path::Path;
 fn locked(e: DeviceError) -> anyhow::Error {
     match e {
         DeviceError::Locked { path, holder } => anyhow!(
-            "{} is in use by another process ({}, which holds a lock on the file); nothing was written",
+            "{} is in use by another process ({}); nothing was written",
             path.display(),
-            holder.map_or_else(|| "unknown".to_string(), |h| h.to_string())
+            holder.map_or_else(
+                || "it holds a lock on the file".to_string(),
+                |h| format!("{h}, which holds a lock on the file")
+            )
         ),
         other => anyhow!(other),
     }

@@ -207,8 +207,7 @@ pub enum DeviceError {
     /// and it is neither this process nor one of its ancestors (a caller
     /// that locked the device and runs us under its lock is let through:
     /// [`check_lock_holder`]).
-    #[error("{path}: in use by another process ({}, which holds a lock on it)",
-        holder.as_ref().map_or_else(|| "unknown".to_string(), ToString::to_string))]
+    #[error("{path}: in use by another process ({})", lock_holder::clause(holder.as_ref()))]
     Locked {
         /// The whole-disk device or the file whose lock is held.
         path: PathBuf,

@@ -309,7 +309,9 @@ mod tests {
         drop(first);
         // Released: no entry, so no holder to let through.
         let err = check(path, dev, meta.ino()).map_err(|e| e.to_string());
-        assert!(err.is_err_and(|e| e.contains("unknown")));
+        assert!(
+            err.is_err_and(|e| e.ends_with("in use by another process (it holds a lock on it)"))
+        );
     }
 
     #[test]

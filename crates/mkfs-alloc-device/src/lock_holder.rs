@@ -36,6 +36,15 @@ impl std::fmt::Display for LockHolder {
     }
 }
 
+/// The words after "in use by another process": who holds the lock, when
+/// that is known.
+pub(crate) fn clause(holder: Option<&LockHolder>) -> String {
+    match holder {
+        Some(h) => format!("{h}, which holds a lock on it"),
+        None => "it holds a lock on it".to_string(),
+    }
+}
+
 /// After a non-blocking `flock` on `path` failed because a lock is held
 /// (`EWOULDBLOCK`), whether that lock is the caller's own: `Ok(())` when
 /// every `FLOCK` entry of `/proc/locks` on the file (matched by the device
