@@ -212,6 +212,16 @@ impl ImageFile {
         lock(&self.file, false)
     }
 
+    /// The open file's metadata (`fstat`: the file locked and written, even
+    /// if its path has been renamed or replaced since it was opened).
+    ///
+    /// # Errors
+    ///
+    /// The operating system's error.
+    pub fn metadata(&self) -> io::Result<std::fs::Metadata> {
+        self.file.metadata()
+    }
+
     /// Path the image was opened with.
     pub fn path(&self) -> &Path {
         &self.path

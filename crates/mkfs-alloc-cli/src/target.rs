@@ -8,9 +8,13 @@
 use crate::{usage, Failure};
 use anyhow::{anyhow, Context};
 
+/// An image's lock held by another process: the caller's, or a refusal.
+#[path = "target_lock.rs"]
+mod lock;
 /// Who else uses an image file: loop devices, FUSE drivers.
 #[path = "target_users.rs"]
 mod users;
+use lock::{lock_held_elsewhere, lock_is_callers};
 
 use mkfs_alloc_blockio::{BlockIo, ImageFile};
 use mkfs_alloc_device::{self as device, Device, DeviceError, DeviceInfo, RefusalKind};
@@ -112,14 +116,6 @@ impl BlockIo for Opened {
 /// that cannot be read).
 fn device_error(e: DeviceError) -> Failure {
     usage(e)
-}
-
-/// "in use by another process" for a lock held elsewhere.
-fn locked(path: &Path) -> anyhow::Error {
-    anyhow!(
-        "{} is in use by another process (it holds a lock on the file); nothing was written",
-        path.display()
-    )
 }
 
 /// Refusals found while inspecting: errors in a real run, collected in a
@@ -233,8 +229,10 @@ impl Target {
                 users::check_image_mounts(path, refusals)?;
                 // A dry run looks; a real run finds out when it locks (a look
                 // here would make two real runs refuse each other).
-                if refusals.dry_run && lock_held_elsewhere(path, sector_size) {
-                    refusals.refuse(locked(path))?;
+                if refusals.dry_run {
+                    if let Err(e) = lock_held_elsewhere(path, sector_size) {
+                        refusals.refuse(e)?;
+                    }
                 }
                 len_before = Some(m.len());
                 existing_action(path, m.len(), size, bs, sector_size)?
@@ -473,15 +471,16 @@ impl Target {
             }
         };
         if let Opened::Image(img, created) = &opened {
-            if let Err(e) = img.try_lock_exclusive() {
+            let refused = match img.try_lock_exclusive() {
+                Ok(()) => None,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => lock_is_callers(img).err(),
+                Err(e) => Some(anyhow!(e).context(format!("cannot lock {}", path.display()))),
+            };
+            if let Some(e) = refused {
                 if *created {
                     let _ = std::fs::remove_file(path);
                 }
-                return Err(if e.kind() == ErrorKind::WouldBlock {
-                    usage(locked(path))
-                } else {
-                    usage(anyhow!(e).context(format!("cannot lock {}", path.display())))
-                });
+                return Err(usage(e));
             }
         }
         Ok(opened)
@@ -540,12 +539,6 @@ fn existing_action(
             })
         }
     }
-}
-
-/// Whether another process holds a lock on the image (read-only look).
-fn lock_held_elsewhere(path: &Path, block_size: u32) -> bool {
-    ImageFile::open_read_only(path, block_size)
-        .is_ok_and(|i| i.try_lock_shared().map_err(|e| e.kind()) == Err(ErrorKind::WouldBlock))
 }
 
 /// Whether `path` could be opened for writing (`access(W_OK)`: a read-only

@@ -58,6 +58,7 @@ mod sys;
 #[cfg(any(target_os = "linux", windows))]
 mod bounce;
 mod device;
+mod lock_holder;
 #[cfg(target_os = "linux")]
 mod mountinfo;
 #[cfg(any(target_os = "linux", target_os = "macos"))]
@@ -67,6 +68,7 @@ mod unix;
 pub(crate) use device::transfer_all;
 pub use device::Device;
 pub(crate) use device::XferResult;
+pub use lock_holder::{check_lock_holder, LockHolder};
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 mod probe;
 
@@ -199,13 +201,19 @@ pub enum DeviceError {
         #[source]
         source: io::Error,
     },
-    /// Another process holds an advisory lock on the (whole) disk, as
-    /// systemd's "locking block device access" convention asks of every
-    /// program that writes partition tables or file systems.
-    #[error("{path}: in use by another process (it holds a lock on the device)")]
+    /// Another process holds an advisory lock on the (whole) disk or the
+    /// image file, as systemd's "locking block device access" convention
+    /// asks of every program that writes partition tables or file systems,
+    /// and it is neither this process nor one of its ancestors (a caller
+    /// that locked the device and runs us under its lock is let through:
+    /// [`check_lock_holder`]).
+    #[error("{path}: in use by another process ({})", lock_holder::clause(holder.as_ref()))]
     Locked {
-        /// The whole-disk device whose lock is held.
+        /// The whole-disk device or the file whose lock is held.
         path: PathBuf,
+        /// The process holding the lock, when `/proc/locks` names one that
+        /// this process can see (Linux).
+        holder: Option<LockHolder>,
     },
     /// A system call or system file failed.
     #[error("{path}: {what}")]

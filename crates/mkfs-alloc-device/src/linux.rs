@@ -80,7 +80,9 @@ pub(super) fn inspect(path: &Path) -> Result<DeviceInfo, DeviceError> {
 
 /// systemd's "locking block device access": an exclusive, non-blocking BSD
 /// lock on the whole disk (for a partition, its disk), held as long as the
-/// returned handle (or `file` itself, for a whole disk) is open.
+/// returned handle (or `file` itself, for a whole disk) is open. A lock held
+/// by this process's caller (an ancestor, such as systemd-repart running
+/// mkfs under its lock) is the device held for us: the run goes on under it.
 fn lock_whole_disk(
     canonical: &Path,
     dev: DevNum,
@@ -104,7 +106,12 @@ fn lock_whole_disk(
     let target = holder.as_ref().unwrap_or(file);
     match rustix::fs::flock(target, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
         Ok(()) => Ok(holder),
-        Err(e) if e == Errno::WOULDBLOCK => Err(DeviceError::Locked { path: node }),
+        Err(e) if e == Errno::WOULDBLOCK => {
+            let meta = target
+                .metadata()
+                .map_err(|e| DeviceError::io(&node, "fstat", e))?;
+            crate::check_lock_holder(&node, &meta).map(|()| holder)
+        }
         Err(e) => Err(DeviceError::io(&node, "flock", e.into())),
     }
 }

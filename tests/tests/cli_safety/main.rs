@@ -16,6 +16,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod caller_lock;
 mod output;
 mod refusals;
 mod targets;
