@@ -100,14 +100,16 @@ fn printable(s: &str) -> String {
 /// bound keeps a cycle read from a changing `/proc` finite).
 const MAX_DEPTH: usize = 4096;
 
-/// This process and its ancestors up to pid 1, from `/proc/PID/status`.
+/// This process and its ancestors below pid 1, from `/proc/PID/status`.
+/// Pid 1 (init, every process's ancestor) is left out: a lock it holds is
+/// not one a caller took for this run.
 fn lineage() -> Vec<u32> {
     let mut chain = vec![std::process::id()];
     while chain.len() < MAX_DEPTH {
         let Some(&pid) = chain.last() else { break };
         let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
         match parse_ppid(&status) {
-            Some(ppid) if ppid != 0 && !chain.contains(&ppid) => chain.push(ppid),
+            Some(ppid) if ppid > 1 && !chain.contains(&ppid) => chain.push(ppid),
             _ => break,
         }
     }
