@@ -40,6 +40,8 @@
 //!   packages and the Windows zip in `target/dist/`, and with `--check` (root)
 //!   their tests (see `dist/`);
 //! - `tidy [--no-std]`: the source-text invariants (see `tidy/`);
+//! - `mutants [ARGS...]`: cargo-mutants over the on-disk and layout crates
+//!   with the pure tier (see `mutants.rs`; not in CI);
 //! - `man [DIR]`: the man pages (clap_mangen, through the CLI's hidden
 //!   `man` command) into DIR, default `target/man`.
 //!
@@ -135,6 +137,11 @@ const COMMANDS: &[Cmd] = &[
         features::features_cmd,
     ),
     (
+        "mutants",
+        "cargo-mutants over the on-disk and layout crates with the pure tier (not CI: hours) [ARGS to cargo mutants: --shard K/N, --file F, --list]",
+        mutants::mutants_cmd,
+    ),
+    (
         "tidy",
         "the source-text invariants of ARCHITECTURE.md (file length, byte offsets outside ondisk, CLI flags in libraries, docs lints, no_std) [--no-std: also build the no_std crates]",
         tidy::tidy_cmd,
@@ -151,6 +158,7 @@ mod embedded;
 mod features;
 mod fuzz;
 mod kernel;
+mod mutants;
 mod package;
 mod probe_bench;
 mod probe_full_bench;
