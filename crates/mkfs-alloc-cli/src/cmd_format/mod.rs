@@ -26,6 +26,7 @@ use std::path::Path;
 mod batch;
 mod export;
 mod plan;
+mod preflight;
 use export::Exports;
 use plan::{image_size, plan, Medium};
 
@@ -46,6 +47,7 @@ pub fn run(cli: FormatArgs) -> Result<(), Failure> {
         .ok_or_else(|| usage(anyhow!("missing TARGET")))?;
     // TARGET, or for a sparse image the new raw image formatted beside it.
     let (exports, path) = Exports::from_args(&cli, &shown)?;
+    exports.check(&[preflight::medium_ids(&path, None)])?;
     let (tree, _) = walk_tree(&cli)?;
     let tree_data = tree.as_ref().map(mkfs_alloc_populate::scan_result);
     let size = image_size(&cli, &path, tree_data.as_ref())?;
@@ -282,26 +284,29 @@ impl Run<'_> {
             )?;
             target.unmount_volumes()?;
         }
+        // Opened and locked before the first write (the probe's, or the
+        // format's): one held by another process is refused untouched.
+        let mut held = Some(preflight::open_checked(target, false)?);
         if cli.probe {
-            let r = crate::cmd_probe::probe_target(path, cli.quiet || cli.json)?;
-            if r.verdict.is_fake() && target.size_bytes() > r.real_bytes {
-                return Err(Failure::Io(anyhow!(
-                    "refusing to format {}: the probe found it {}; pass --size {} (or less) to use only its real capacity",
-                    path.display(),
-                    crate::cmd_probe::summary_line(&r),
-                    r.real_bytes
-                )));
+            // The probe opens a device itself, exclusively: closed for it,
+            // opened again after it. An image stays open (not locked by it).
+            if matches!(held, Some(Opened::Device(_))) {
+                held = None;
             }
-            notes.push(format!(
-                "probed first: {}",
-                crate::cmd_probe::summary_line(&r)
-            ));
+            if let Err(f) = self.probe_first(&mut notes) {
+                if let Some(o) = held {
+                    preflight::undo_open(target, o);
+                }
+                return Err(f);
+            }
         }
         notes.extend(target.notes().iter().cloned());
-        let mut opened = target.open()?;
+        let mut opened = match held {
+            Some(o) => o,
+            None => preflight::open_checked(target, false)?,
+        };
         let mut wrote = false;
-        let result = crate::watch::check_opened(target, &opened)
-            .and_then(|()| self.write_opened(&mut opened, &mut notes, &mut wrote));
+        let result = self.write_opened(&mut opened, &mut notes, &mut wrote);
         let created = opened.created();
         drop(opened);
         let (found, write, map) = match result {
@@ -349,6 +354,26 @@ impl Run<'_> {
                 self.medium.populated().is_some(),
             );
         }
+        Ok(())
+    }
+
+    /// `--probe`: the capacity probe before the format; a fake too small
+    /// for the planned size is refused.
+    fn probe_first(&self, notes: &mut Vec<String>) -> Result<(), Failure> {
+        let (cli, path, target) = (self.cli, self.path, self.target);
+        let r = crate::cmd_probe::probe_target(path, cli.quiet || cli.json)?;
+        if r.verdict.is_fake() && target.size_bytes() > r.real_bytes {
+            return Err(Failure::Io(anyhow!(
+                "refusing to format {}: the probe found it {}; pass --size {} (or less) to use only its real capacity",
+                path.display(),
+                crate::cmd_probe::summary_line(&r),
+                r.real_bytes
+            )));
+        }
+        notes.push(format!(
+            "probed first: {}",
+            crate::cmd_probe::summary_line(&r)
+        ));
         Ok(())
     }
 

@@ -18,8 +18,9 @@ mod report;
 mod target;
 
 use super::plan::{check_sd_target, image_size, plan_options};
+use super::preflight::{self, medium_ids, MediumId};
 use crate::args::FormatArgs;
-use crate::target::Target;
+use crate::target::{Opened, Target};
 use crate::{rootdir, usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::batch::{
@@ -63,6 +64,7 @@ pub(super) fn run(cli: FormatArgs) -> Result<(), Failure> {
         .map(|p| inspect(&cli, p, tree_data.as_ref()))
         .collect();
     refuse_duplicates(&mut entries);
+    let mut log = open_log(&cli, &entries)?;
     if let (Some(t), Some(dir)) = (&tree, cli.rootdir.as_deref()) {
         for e in entries.iter_mut().filter(|e| e.refusal.is_none()) {
             if let Err(f) = rootdir::refuse_target_inside(t, dir, &e.path) {
@@ -92,25 +94,13 @@ pub(super) fn run(cli: FormatArgs) -> Result<(), Failure> {
         print_report(&cli, &entries, &plan, &[], true, &template_notes);
         return Ok(());
     }
+    let refuse = Refusal {
+        cli: &cli,
+        plan: &plan,
+        notes: &template_notes,
+    };
     if !refused.is_empty() && (!cli.skip_refused || refused.len() == entries.len()) {
-        print_report(&cli, &entries, &plan, &[], false, &template_notes);
-        write_log(&cli, &entries, &plan, &[])?;
-        let names: Vec<String> = refused
-            .iter()
-            .map(|&i| entries[i].path.display().to_string())
-            .collect();
-        return Err(Failure::InReport(
-            2,
-            anyhow!(
-                "refused: {}; nothing was written to any target{}",
-                names.join(", "),
-                if refused.len() < entries.len() {
-                    " (--skip-refused formats the others)"
-                } else {
-                    ""
-                }
-            ),
-        ));
+        return Err(refuse.all(&entries, log.as_mut(), &refused));
     }
     confirm::confirm_all(&cli, &entries, &plan)?;
     for e in &entries {
@@ -118,7 +108,23 @@ pub(super) fn run(cli: FormatArgs) -> Result<(), Failure> {
             t.unmount_volumes()?;
         }
     }
-    let report = execute(&cli, &entries, &mut plan, show);
+    // Every target opened and locked before the first write to any: one
+    // held by another process refuses the batch, not its own part of it.
+    let mut held = open_targets(&mut entries, &plan);
+    let refused_now: Vec<usize> = (0..entries.len())
+        .filter(|&i| entries[i].refusal.is_some())
+        .collect();
+    if refused_now.len() > refused.len()
+        && (!cli.skip_refused || refused_now.len() == entries.len())
+    {
+        for (e, h) in entries.iter().zip(held) {
+            if let (Some(t), Some(o)) = (&e.target, h) {
+                preflight::undo_open(t, o);
+            }
+        }
+        return Err(refuse.all(&entries, log.as_mut(), &refused_now));
+    }
+    let report = execute(&cli, &entries, &mut plan, &mut held, show);
     if cli.rootdir.is_some() {
         template_notes.push(format!(
             "--rootdir: read {} of file data from the tree in {} pass{}, written to every target",
@@ -129,8 +135,98 @@ pub(super) fn run(cli: FormatArgs) -> Result<(), Failure> {
     }
     let outcomes = report.outcomes;
     print_report(&cli, &entries, &plan, &outcomes, false, &template_notes);
-    write_log(&cli, &entries, &plan, &outcomes)?;
+    write_log(log.as_mut(), &entries, &plan, &outcomes)?;
     settle(&entries, &outcomes)
+}
+
+/// The refusal of the whole batch: nothing is written anywhere (exit 2).
+struct Refusal<'a> {
+    cli: &'a FormatArgs,
+    plan: &'a BatchPlan,
+    notes: &'a [String],
+}
+
+impl Refusal<'_> {
+    /// Reports every target (`refused`: the refused ones), logs them, and
+    /// the error to exit with.
+    fn all(
+        &self,
+        entries: &[Entry],
+        log: Option<&mut std::fs::File>,
+        refused: &[usize],
+    ) -> Failure {
+        let cli = self.cli;
+        print_report(cli, entries, self.plan, &[], false, self.notes);
+        if let Err(f) = write_log(log, entries, self.plan, &[]) {
+            return f;
+        }
+        let names: Vec<String> = refused
+            .iter()
+            .map(|&i| entries[i].path.display().to_string())
+            .collect();
+        Failure::InReport(
+            2,
+            anyhow!(
+                "refused: {}; nothing was written to any target{}",
+                names.join(", "),
+                if refused.len() < entries.len() {
+                    " (--skip-refused formats the others)"
+                } else {
+                    ""
+                }
+            ),
+        )
+    }
+}
+
+/// `--log FILE`, checked as every output is (a regular file or a new one in
+/// a writable directory, none of the targets) and opened for appending
+/// before anything is written; a dry run checks it and opens nothing.
+fn open_log(cli: &FormatArgs, entries: &[Entry]) -> Result<Option<std::fs::File>, Failure> {
+    let Some(file) = cli.log.as_deref() else {
+        return Ok(None);
+    };
+    let ids: Vec<Vec<MediumId>> = entries
+        .iter()
+        .map(|e| medium_ids(&e.path, e.target.as_ref()))
+        .collect();
+    let out = preflight::Output {
+        option: "--log",
+        path: file,
+        write: preflight::Write::Append,
+    };
+    preflight::check_outputs(&[out], &ids)?;
+    if cli.dry_run {
+        return Ok(None);
+    }
+    report::open_log(file).map(Some).map_err(usage)
+}
+
+/// Opens every target that is to be written (planned, not refused); one
+/// that cannot be opened gets the reason as its refusal.
+fn open_targets(entries: &mut [Entry], plan: &BatchPlan) -> Vec<Option<Opened>> {
+    let wanted: Vec<Option<&Target>> = entries
+        .iter()
+        .zip(plan.plans())
+        .map(|(e, p)| {
+            e.target
+                .as_ref()
+                .filter(|_| p.is_ok() && e.refusal.is_none())
+        })
+        .collect();
+    let opened = preflight::open_all(&wanted, entries.len() > 1);
+    entries
+        .iter_mut()
+        .zip(opened)
+        .map(|(e, r)| match r {
+            Some(Ok(o)) => Some(o),
+            Some(Err(why)) => {
+                e.refusal = Some(why);
+                None
+            }
+            None => None,
+        })
+        .collect()
 }
 
 /// The library's batch from the arguments: the template (every target's
@@ -211,7 +307,10 @@ fn inspect(
 /// device and its backing file, a disk and one of its partitions) is
 /// refused the second time.
 fn refuse_duplicates(entries: &mut [Entry]) {
-    let ids: Vec<Vec<MediumId>> = entries.iter().map(medium_ids).collect();
+    let ids: Vec<Vec<MediumId>> = entries
+        .iter()
+        .map(|e| medium_ids(&e.path, e.target.as_ref()))
+        .collect();
     for b in 1..entries.len() {
         if entries[b].refusal.is_some() {
             continue;
@@ -225,44 +324,6 @@ fn refuse_duplicates(entries: &mut [Entry]) {
             ));
         }
     }
-}
-
-/// What identifies a medium: a device number, or a file's device and inode.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum MediumId {
-    #[cfg(unix)]
-    Device(u64),
-    #[cfg(unix)]
-    File(u64, u64),
-    Path(PathBuf),
-}
-
-fn medium_ids(e: &Entry) -> Vec<MediumId> {
-    let mut ids = Vec::new();
-    let path = &e.path;
-    if let Ok(c) = std::fs::canonicalize(path) {
-        ids.push(MediumId::Path(c));
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let of = |p: &std::path::Path| -> Option<MediumId> {
-            let m = std::fs::metadata(p).ok()?;
-            Some(if mkfs_alloc_device::is_block_device(p) {
-                MediumId::Device(m.rdev())
-            } else {
-                MediumId::File(m.dev(), m.ino())
-            })
-        };
-        ids.extend(of(path));
-        if let Some(b) = mkfs_alloc_device::loop_backing_file(path) {
-            ids.extend(of(&b));
-        }
-        if let Some(d) = e.target.as_ref().and_then(|t| t.device()) {
-            ids.extend(d.partitions.iter().filter_map(|p| of(&p.path)));
-        }
-    }
-    ids
 }
 
 /// Plans every target (a refused one keeps its refusal as its error).
@@ -331,7 +392,13 @@ fn plan_all(
 
 /// Runs the planned targets (the refused ones are passed over by the
 /// library: their plan is their refusal).
-fn execute(cli: &FormatArgs, entries: &[Entry], plan: &mut BatchPlan, show: bool) -> RunReport {
+fn execute(
+    cli: &FormatArgs,
+    entries: &[Entry],
+    plan: &mut BatchPlan,
+    held: &mut [Option<Opened>],
+    show: bool,
+) -> RunReport {
     let steps = target::Steps {
         probe: cli.probe,
         discard: cli.discard,
@@ -342,9 +409,14 @@ fn execute(cli: &FormatArgs, entries: &[Entry], plan: &mut BatchPlan, show: bool
     let targets: Vec<target::CliTarget<'_>> = entries
         .iter()
         .zip(plan.plans())
-        .map(|(e, p)| {
+        .zip(held.iter_mut())
+        .map(|((e, p), h)| {
             let kind = p.map_or(mkfs_alloc_partition::TableKind::None, |p| p.table().kind());
-            target::CliTarget::new(e.target.as_ref(), steps, kind)
+            let mut t = target::CliTarget::new(e.target.as_ref(), steps, kind);
+            t.held = h.take();
+            // Refused when opened (--skip-refused): passed over.
+            t.refusal = e.refusal.clone().filter(|_| p.is_ok());
+            t
         })
         .collect();
     let lines = progress::Lines::new(show, plan.names());
@@ -408,6 +480,8 @@ fn rows<'a>(
                     o.error.as_ref().map(error_chain),
                 ),
                 (None, Err(err)) => ("refused".to_string(), Some(error_chain(err))),
+                // Refused when opened, after planning.
+                (None, Ok(_)) if e.refusal.is_some() => ("refused".to_string(), e.refusal.clone()),
                 (None, Ok(_)) if dry_run => ("planned".to_string(), None),
                 (None, Ok(_)) => ("not written".to_string(), None),
             };
@@ -434,13 +508,14 @@ fn rows<'a>(
         .collect()
 }
 
+/// The log's lines for every target, when `--log` is given.
 fn write_log(
-    cli: &FormatArgs,
+    log: Option<&mut std::fs::File>,
     entries: &[Entry],
     plan: &BatchPlan,
     outcomes: &[Outcome],
 ) -> Result<(), Failure> {
-    let Some(file) = &cli.log else {
+    let Some(file) = log else {
         return Ok(());
     };
     let rows = rows(entries, plan, outcomes, false);
