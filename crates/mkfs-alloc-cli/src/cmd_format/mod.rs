@@ -35,6 +35,12 @@ use plan::{image_size, plan, Medium};
 pub fn run(cli: FormatArgs) -> Result<(), Failure> {
     for t in &cli.targets {
         check_target_name(t)?;
+        // One target of its own is told by the export options.
+        if t.as_os_str() == "-" && batch::is_batch(&cli) {
+            return Err(usage(anyhow!(
+                "TARGET \"-\" is standard output, for the sparse image of --output-format sparse with one target; to format a file named -, write it as a path: ./-"
+            )));
+        }
     }
     check_args(&cli)?;
     if batch::is_batch(&cli) {
@@ -103,6 +109,37 @@ fn check_target_name(path: &Path) -> Result<(), Failure> {
         )));
     }
     Ok(())
+}
+
+/// Commands that are planned but not in this version.
+const PLANNED: &[&str] = &["recluster", "resize", "convert"];
+
+/// The first TARGET of `mkfs-alloc TARGET...` stands where a command's name
+/// goes: a bare word (no path separator, no extension) that names no
+/// existing file is taken for a mistyped or future command, not for a new
+/// image (`mkfs-alloc resize --size 32M /dev/sdb` would create `resize`
+/// and format the device). The mkfs.fat front ends do not call this: their
+/// TARGET never follows a command position.
+pub fn check_command_word(targets: &[std::path::PathBuf]) -> Result<(), Failure> {
+    let Some(word) = targets.first().and_then(|t| t.to_str()) else {
+        return Ok(());
+    };
+    let bare = !word.is_empty()
+        && word != "-"
+        && !word.contains(['/', '.', std::path::MAIN_SEPARATOR, ':'])
+        && !SUBCOMMANDS.contains(&word);
+    if !bare || std::fs::symlink_metadata(word).is_ok() {
+        return Ok(());
+    }
+    let planned = if PLANNED.contains(&word) {
+        format!(" ({word} is planned, not in this version)")
+    } else {
+        String::new()
+    };
+    Err(usage(anyhow!(
+        "unknown command `{word}`{planned}; commands are: {}; formatting needs none (mkfs-alloc [OPTIONS] TARGET...); to create an image named {word}, write it as a path: ./{word}",
+        SUBCOMMANDS.join(", ")
+    )))
 }
 
 /// Checks of the arguments alone (no target needed).
