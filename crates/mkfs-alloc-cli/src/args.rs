@@ -326,7 +326,8 @@ pub struct FormatArgs {
     /// gets a fresh random serial and GUIDs, never two alike.
     #[arg(long, value_name = "HEX", conflicts_with = "serial")]
     pub serial_from: Option<String>,
-    /// The number of the first target in a --label template ({n}, {n:03}); default 1.
+    /// The number of the first target in a numbered --label (KIT{n:03}:
+    /// KIT001, KIT002, ...); default 1.
     #[arg(long, value_name = "N")]
     pub number_from: Option<u64>,
     /// With several targets: format the others when some are refused

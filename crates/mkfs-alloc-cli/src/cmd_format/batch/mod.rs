@@ -45,6 +45,26 @@ pub(super) fn is_batch(cli: &FormatArgs) -> bool {
         || cli.label.as_deref().is_some_and(|l| l.contains("{n"))
 }
 
+/// The options given that make a run with one target a batch.
+fn batch_only_options(cli: &FormatArgs) -> Vec<&'static str> {
+    let given = [
+        (cli.verify, "--verify"),
+        (cli.jobs.is_some(), "--jobs"),
+        (cli.serial_from.is_some(), "--serial-from"),
+        (cli.number_from.is_some(), "--number-from"),
+        (cli.skip_refused, "--skip-refused"),
+        (cli.log.is_some(), "--log"),
+        (
+            cli.label.as_deref().is_some_and(|l| l.contains("{n")),
+            "a numbered --label",
+        ),
+    ];
+    given
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect()
+}
+
 /// One target as inspected: the target, or why it is refused.
 struct Entry {
     path: PathBuf,
@@ -236,8 +256,24 @@ fn batch_options(cli: &FormatArgs) -> Result<(Batch, Vec<String>), Failure> {
         || cli.bmap.is_some()
         || cli.output_format != crate::args::OutputFormat::Raw
     {
+        if cli.targets.len() == 1 {
+            return Err(usage(anyhow!(
+                "--copy, --bmap and --output-format cannot be combined with {}: those options run the batch, which writes its targets only; leave one side out",
+                batch_only_options(cli).join(", ")
+            )));
+        }
         return Err(usage(anyhow!(
             "--copy, --bmap and --output-format are for one image; a batch reads the --rootdir tree once and writes it to every target: give one target, or leave them out"
+        )));
+    }
+    let number_from = cli.number_from.unwrap_or(1);
+    let more = cli.targets.len().saturating_sub(1) as u64;
+    if number_from.checked_add(more).is_none() {
+        return Err(usage(anyhow!(
+            "--number-from {number_from}: {} targets would be numbered past {}; valid: 0..={}",
+            cli.targets.len(),
+            u64::MAX,
+            u64::MAX - more
         )));
     }
     if cli.serial.is_some() && cli.targets.len() > 1 {
@@ -273,7 +309,7 @@ fn batch_options(cli: &FormatArgs) -> Result<(Batch, Vec<String>), Failure> {
     let mut batch = Batch::new(template);
     batch.label = label;
     batch.serial_from = serial_from;
-    batch.number_from = cli.number_from.unwrap_or(1);
+    batch.number_from = number_from;
     Ok((batch, notes))
 }
 
