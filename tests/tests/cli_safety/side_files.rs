@@ -244,3 +244,30 @@ fn a_good_log_still_logs() {
     let text = std::fs::read_to_string(&log).expect("log");
     assert_eq!(text.lines().count(), 1, "{text}");
 }
+
+/// The log is opened once the batch is confirmed: a batch of a device that
+/// is not confirmed (no terminal, no `--yes`) writes nothing and leaves no
+/// log behind.
+#[test]
+#[ignore = "tool tier: cargo xtask test"]
+fn an_unconfirmed_batch_leaves_no_log() {
+    require_root();
+    let tmp = TempDir::new("side-log-unconfirmed");
+    let backing = tmp.join("d.raw");
+    fill_file(&backing, 64 * MIB, 0xD1);
+    let lo = LoopDevice::attach(&backing);
+    let log = tmp.join("run.log");
+    let before = file_hash(&backing);
+    let out = mkfs_alloc(&[
+        "--fs",
+        "exfat",
+        "--log",
+        &log.to_string_lossy(),
+        &lo.path().to_string_lossy(),
+    ]);
+    lo.flush();
+    out.assert_code(2);
+    assert!(out.stderr.contains("--yes"), "{out}");
+    assert!(!log.exists(), "a log was left behind:\n{out}");
+    assert_eq!(file_hash(&backing), before);
+}

@@ -4,25 +4,29 @@
 //!
 //! ```text
 //!  inspect every target (read-only; every refusal collected, duplicates refused)
+//!  ─► check --log (a regular or new file, no target)
 //!  ─► plan each for its own size, its own identity (library)
 //!  ─► a refused target: nothing is written anywhere (exit 2), unless --skip-refused
 //!  ─► --dry-run: the table, nothing opened for writing
 //!  ─► ONE confirmation listing every target, its size and contents (devices)
-//!  ─► run: `--jobs` at once, each on its own (probe, open, write, verify)
+//!  ─► open --log; open and lock EVERY target: one that cannot be opened is
+//!     refused, and nothing is written anywhere (exit 2), unless --skip-refused
+//!  ─► run: `--jobs` at once, each on its own (probe, write, verify)
 //!  ─► the table / --json / --log; exit 0 all ok, 2 nothing written, else 1
 //! ```
 
+mod checks;
 mod confirm;
 mod progress;
 mod report;
 mod target;
 
 use super::plan::{check_sd_target, image_size, plan_options};
-use super::preflight::{self, medium_ids, MediumId};
 use crate::args::FormatArgs;
 use crate::target::{Opened, Target};
 use crate::{rootdir, usage, Failure};
 use anyhow::anyhow;
+use checks::{check_log, open_log, open_targets, refuse_duplicates, undo_all, Refusal};
 use mkfs_alloc::batch::{
     Batch, BatchPlan, LabelTemplate, Outcome, Overrides, RunOptions, RunReport, TargetError,
     TargetSpec, Verdict,
@@ -84,7 +88,7 @@ pub(super) fn run(cli: FormatArgs) -> Result<(), Failure> {
         .map(|p| inspect(&cli, p, tree_data.as_ref()))
         .collect();
     refuse_duplicates(&mut entries);
-    let mut log = open_log(&cli, &entries)?;
+    check_log(&cli, &entries)?;
     if let (Some(t), Some(dir)) = (&tree, cli.rootdir.as_deref()) {
         for e in entries.iter_mut().filter(|e| e.refusal.is_none()) {
             if let Err(f) = rootdir::refuse_target_inside(t, dir, &e.path) {
@@ -120,6 +124,7 @@ pub(super) fn run(cli: FormatArgs) -> Result<(), Failure> {
         notes: &template_notes,
     };
     if !refused.is_empty() && (!cli.skip_refused || refused.len() == entries.len()) {
+        let mut log = open_log(&cli)?;
         return Err(refuse.all(&entries, log.as_mut(), &refused));
     }
     confirm::confirm_all(&cli, &entries, &plan)?;
@@ -128,6 +133,9 @@ pub(super) fn run(cli: FormatArgs) -> Result<(), Failure> {
             t.unmount_volumes()?;
         }
     }
+    // Opened once confirmed (a declined batch leaves no log behind), still
+    // before the first write.
+    let mut log = open_log(&cli)?;
     // Every target opened and locked before the first write to any: one
     // held by another process refuses the batch, not its own part of it.
     let mut held = open_targets(&mut entries, &plan);
@@ -137,11 +145,7 @@ pub(super) fn run(cli: FormatArgs) -> Result<(), Failure> {
     if refused_now.len() > refused.len()
         && (!cli.skip_refused || refused_now.len() == entries.len())
     {
-        for (e, h) in entries.iter().zip(held) {
-            if let (Some(t), Some(o)) = (&e.target, h) {
-                preflight::undo_open(t, o);
-            }
-        }
+        undo_all(&entries, held);
         return Err(refuse.all(&entries, log.as_mut(), &refused_now));
     }
     let report = execute(&cli, &entries, &mut plan, &mut held, show);
@@ -157,96 +161,6 @@ pub(super) fn run(cli: FormatArgs) -> Result<(), Failure> {
     print_report(&cli, &entries, &plan, &outcomes, false, &template_notes);
     write_log(log.as_mut(), &entries, &plan, &outcomes)?;
     settle(&entries, &outcomes)
-}
-
-/// The refusal of the whole batch: nothing is written anywhere (exit 2).
-struct Refusal<'a> {
-    cli: &'a FormatArgs,
-    plan: &'a BatchPlan,
-    notes: &'a [String],
-}
-
-impl Refusal<'_> {
-    /// Reports every target (`refused`: the refused ones), logs them, and
-    /// the error to exit with.
-    fn all(
-        &self,
-        entries: &[Entry],
-        log: Option<&mut std::fs::File>,
-        refused: &[usize],
-    ) -> Failure {
-        let cli = self.cli;
-        print_report(cli, entries, self.plan, &[], false, self.notes);
-        if let Err(f) = write_log(log, entries, self.plan, &[]) {
-            return f;
-        }
-        let names: Vec<String> = refused
-            .iter()
-            .map(|&i| entries[i].path.display().to_string())
-            .collect();
-        Failure::InReport(
-            2,
-            anyhow!(
-                "refused: {}; nothing was written to any target{}",
-                names.join(", "),
-                if refused.len() < entries.len() {
-                    " (--skip-refused formats the others)"
-                } else {
-                    ""
-                }
-            ),
-        )
-    }
-}
-
-/// `--log FILE`, checked as every output is (a regular file or a new one in
-/// a writable directory, none of the targets) and opened for appending
-/// before anything is written; a dry run checks it and opens nothing.
-fn open_log(cli: &FormatArgs, entries: &[Entry]) -> Result<Option<std::fs::File>, Failure> {
-    let Some(file) = cli.log.as_deref() else {
-        return Ok(None);
-    };
-    let ids: Vec<Vec<MediumId>> = entries
-        .iter()
-        .map(|e| medium_ids(&e.path, e.target.as_ref()))
-        .collect();
-    let out = preflight::Output {
-        option: "--log",
-        path: file,
-        write: preflight::Write::Append,
-    };
-    preflight::check_outputs(&[out], &ids)?;
-    if cli.dry_run {
-        return Ok(None);
-    }
-    report::open_log(file).map(Some).map_err(usage)
-}
-
-/// Opens every target that is to be written (planned, not refused); one
-/// that cannot be opened gets the reason as its refusal.
-fn open_targets(entries: &mut [Entry], plan: &BatchPlan) -> Vec<Option<Opened>> {
-    let wanted: Vec<Option<&Target>> = entries
-        .iter()
-        .zip(plan.plans())
-        .map(|(e, p)| {
-            e.target
-                .as_ref()
-                .filter(|_| p.is_ok() && e.refusal.is_none())
-        })
-        .collect();
-    let opened = preflight::open_all(&wanted, entries.len() > 1);
-    entries
-        .iter_mut()
-        .zip(opened)
-        .map(|(e, r)| match r {
-            Some(Ok(o)) => Some(o),
-            Some(Err(why)) => {
-                e.refusal = Some(why);
-                None
-            }
-            None => None,
-        })
-        .collect()
 }
 
 /// The library's batch from the arguments: the template (every target's
@@ -337,29 +251,6 @@ fn inspect(
         Err(f) => entry.refusal = Some(crate::text::error_text(f.error())),
     }
     entry
-}
-
-/// A medium given twice (the same path, two names of one device, a loop
-/// device and its backing file, a disk and one of its partitions) is
-/// refused the second time.
-fn refuse_duplicates(entries: &mut [Entry]) {
-    let ids: Vec<Vec<MediumId>> = entries
-        .iter()
-        .map(|e| medium_ids(&e.path, e.target.as_ref()))
-        .collect();
-    for b in 1..entries.len() {
-        if entries[b].refusal.is_some() {
-            continue;
-        }
-        let same = (0..b).find(|&a| ids[a].iter().any(|x| ids[b].contains(x)));
-        if let Some(a) = same {
-            entries[b].refusal = Some(format!(
-                "{} is the same medium as {} (or part of it), given earlier",
-                entries[b].path.display(),
-                entries[a].path.display()
-            ));
-        }
-    }
 }
 
 /// Plans every target (a refused one keeps its refusal as its error).
