@@ -4,9 +4,8 @@
 //! and not a target of the run; anything else exits 2 before the first
 //! write, every target byte-identical (a new one never created) and the
 //! named file as it was (a device stays a device, a FIFO a FIFO, a link a
-//! link and its target unchanged). On the previous main `--bmap /dev/full`
-//! replaced the machine's `/dev/full` with a regular file: the device node
-//! here is the test's own.
+//! link and its target unchanged). The device node is the test's own: a
+//! run that replaced it must not break the machine's `/dev/full`.
 
 use super::*;
 use std::os::unix::fs::FileTypeExt;
