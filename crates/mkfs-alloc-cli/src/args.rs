@@ -233,10 +233,13 @@ pub struct FormatArgs {
     pub copy: Option<CopyArg>,
     /// Also write a bmaptool block map of the image to FILE: the blocks the
     /// format wrote or needs as zeros; `bmaptool copy` writes only those.
+    /// FILE: a regular file or a new one, not a symbolic link, a device, a
+    /// FIFO or the image.
     #[arg(long, value_name = "FILE")]
     pub bmap: Option<PathBuf>,
     /// "raw": TARGET is the medium; "sparse": TARGET ("-": standard output)
-    /// receives an Android sparse image of a new image of --size.
+    /// receives an Android sparse image of a new image of --size (a regular
+    /// file or a new one, not a symbolic link, a device or a FIFO).
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = OutputFormat::Raw)]
     pub output_format: OutputFormat,
     /// Volume label (exFAT: up to 11 UTF-16 units; FAT32: up to 11 ASCII bytes).
@@ -323,7 +326,8 @@ pub struct FormatArgs {
     /// gets a fresh random serial and GUIDs, never two alike.
     #[arg(long, value_name = "HEX", conflicts_with = "serial")]
     pub serial_from: Option<String>,
-    /// The number of the first target in a --label template ({n}, {n:03}); default 1.
+    /// The number of the first target in a numbered --label (KIT{n:03}:
+    /// KIT001, KIT002, ...); default 1.
     #[arg(long, value_name = "N")]
     pub number_from: Option<u64>,
     /// With several targets: format the others when some are refused
@@ -332,7 +336,8 @@ pub struct FormatArgs {
     #[arg(long)]
     pub skip_refused: bool,
     /// Append one JSON line per target to FILE (time, device serial and
-    /// model, options, result): an audit trail of batches.
+    /// model, options, result): an audit trail of batches. FILE: a regular
+    /// file or a new one, not a symbolic link, a device, a FIFO or a target.
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
     /// The image files or block devices to format: several format them all

@@ -92,7 +92,8 @@ fn main() -> ExitCode {
         Some(args::Command::Completions(_) | args::Command::Man(_)) if json => Err(usage(
             anyhow::anyhow!("--json: completions and man pages are not JSON; leave --json out"),
         )),
-        None => cmd_format::run(cli.format),
+        None => cmd_format::check_command_word(&cli.format.targets)
+            .and_then(|()| cmd_format::run(cli.format)),
         Some(args::Command::List(a)) => cmd_list::run(&a),
         Some(args::Command::Advise(a)) => cmd_advise::run(&a),
         Some(args::Command::Info(a)) => cmd_info::run(&a),

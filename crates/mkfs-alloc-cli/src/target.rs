@@ -288,6 +288,9 @@ impl Target {
                     os_text(&e)
                 ))?;
             }
+            if let Some(why) = users::device_held_elsewhere(path) {
+                refusals.refuse(why)?;
+            }
         }
         let mut unmount = false;
         if let Some(r) = device::refusal(&info) {
@@ -421,12 +424,8 @@ impl Target {
     }
 
     /// Creates or opens the target for writing, and locks it. Every failure
-    /// here happens before anything is written (exit 2).
-    pub fn open(&self) -> Result<Opened, Failure> {
-        self.open_with(false)
-    }
-
-    /// As [`Target::open`]; with `uncached`, a device is opened bypassing
+    /// here happens before anything is written (exit 2). With `uncached`, a
+    /// device is opened bypassing
     /// the page cache (`Device::open_uncached`; a device that refuses
     /// direct I/O is opened as usual). A batch writes its devices so:
     /// buffered writes to many block devices at once cost the kernel two to
@@ -543,7 +542,7 @@ fn existing_action(
 
 /// Whether `path` could be opened for writing (`access(W_OK)`: a read-only
 /// file system, missing permission), without opening it.
-fn writable(path: &Path) -> io::Result<()> {
+pub(crate) fn writable(path: &Path) -> io::Result<()> {
     #[cfg(unix)]
     {
         rustix::fs::access(path, rustix::fs::Access::WRITE_OK).map_err(io::Error::from)
@@ -559,7 +558,7 @@ fn writable(path: &Path) -> io::Result<()> {
 }
 
 /// The operating system's words for an error, without "(os error N)".
-fn os_text(e: &io::Error) -> String {
+pub(crate) fn os_text(e: &io::Error) -> String {
     let s = e.to_string();
     match s.find(" (os error") {
         Some(i) => s[..i].to_string(),

@@ -1,7 +1,8 @@
-//! Who else uses an image file: a loop device backed by it (mounted, or
+//! Who else uses a target. An image file: a loop device backed by it (mounted, or
 //! held by device-mapper or swap), or a FUSE driver that mounted it
 //! directly (`fusefat -o rw+ IMG DIR`). All found by device and inode, so
-//! another name or a hard link of the image is found too.
+//! another name or a hard link of the image is found too. A device: an
+//! exclusive open or a lock by another process (a dry run's look).
 
 use super::Refusals;
 use crate::Failure;
@@ -65,4 +66,34 @@ pub(super) fn check_image_mounts(path: &Path, refusals: &mut Refusals) -> Result
         refusals.refuse(anyhow!("refusing to format {}: {how}", path.display()))?;
     }
     Ok(())
+}
+
+/// Whether another process holds the device (read-only look, for a dry
+/// run): an exclusive open of it (`O_EXCL`: another formatter, a mount,
+/// device-mapper) or a lock on it (`flock`, systemd's convention).
+#[cfg(target_os = "linux")]
+pub(super) fn device_held_elsewhere(path: &Path) -> Option<anyhow::Error> {
+    use rustix::fs::{flock, open, FlockOperation, Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::EXCL | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    match open(path, flags, Mode::empty()) {
+        Err(e) if e == rustix::io::Errno::BUSY => Some(anyhow!(
+            "{} is in use by another process (it is open exclusively, or mounted); nothing was written",
+            path.display()
+        )),
+        Err(_) => None,
+        Ok(fd) => (flock(&fd, FlockOperation::NonBlockingLockShared)
+            == Err(rustix::io::Errno::WOULDBLOCK))
+        .then(|| {
+            anyhow!(
+                "{} is in use by another process (it holds a lock on the device); nothing was written",
+                path.display()
+            )
+        }),
+    }
+}
+
+/// Elsewhere the real run's exclusive open finds out.
+#[cfg(not(target_os = "linux"))]
+pub(super) fn device_held_elsewhere(_path: &Path) -> Option<anyhow::Error> {
+    None
 }

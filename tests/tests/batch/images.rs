@@ -205,3 +205,48 @@ fn a_dry_run_writes_nothing() {
     assert!(targets(&v).iter().all(|x| x["verdict"] == "planned"), "{v}");
     assert_eq!(hashes(&imgs), before);
 }
+
+/// The small texts of a batch: one target with a batch option and `--bmap`
+/// is told which option runs the batch (not "give one target");
+/// `--number-from` that would run past `u64::MAX` is refused with its
+/// range; a template's stray brace is counted from 1; `--help` shows the
+/// `{n:03}` placeholder on its line. Nothing is created.
+#[test]
+fn the_small_texts_of_a_batch() {
+    let tmp = TempDir::new("batch-texts");
+    let (a, b) = (tmp.join("a.img"), tmp.join("b.img"));
+    let out = batch(
+        &["--size", "64M", "--verify", "--bmap", "m.bmap"],
+        std::slice::from_ref(&a),
+    );
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("--verify") && !out.stderr.contains("give one target"),
+        "{out}"
+    );
+    let out = batch(
+        &["--size", "64M", "--number-from", "18446744073709551615"],
+        &[a.clone(), b.clone()],
+    );
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("valid: 0..=18446744073709551614"),
+        "{out}"
+    );
+    let out = batch(
+        &["--size", "64M", "--label", "KIT{"],
+        &[a.clone(), b.clone()],
+    );
+    out.assert_code(2);
+    assert!(out.stderr.contains("character 4 of"), "{out}");
+    assert!(!a.exists() && !b.exists(), "an image was created");
+    let help = mkfs_alloc(&["--help"]);
+    help.assert_success();
+    let line = help
+        .stdout
+        .lines()
+        .skip_while(|l| !l.contains("--number-from"))
+        .nth(1)
+        .unwrap_or_default();
+    assert!(line.contains("KIT{n:03}"), "{}", help.stdout);
+}

@@ -10,6 +10,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 mod devices;
+mod held;
 mod images;
 
 /// `mkfs-alloc ARGS TARGETS...`.

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 mod caller_lock;
 mod output;
 mod refusals;
+mod side_files;
 mod targets;
 
 /// Runs the binary in `dir` (stdin /dev/null), with a pinned time.

@@ -140,6 +140,64 @@ fn a_subcommand_name_is_never_formatted() {
     assert!(tmp.join("list").exists());
 }
 
+/// A mistyped or future command word (`mkfs-alloc resize --size 32M --yes
+/// DEV`) is not taken for a new image beside the real target: the first
+/// TARGET, a bare word (no `/`, no `.`) that names no file, is refused
+/// (exit 2, nothing created or written) with the commands and `./NAME`;
+/// an existing file of such a name, `./NAME` and `NAME.img` still work.
+#[test]
+fn a_command_word_that_names_no_file_is_refused() {
+    let tmp = TempDir::new("command-word");
+    let img = tmp.join("stick.img");
+    fill_file(&img, 64 * MIB, 0xD1);
+    let before = file_hash(&img);
+    let img_s = img.to_string_lossy().into_owned();
+    for (word, says) in [
+        ("resize", "planned"),
+        ("convert", "planned"),
+        ("lst", "list"),
+    ] {
+        let out = run_in(tmp.path(), &[word, "--size", "64M", "--yes", &img_s]);
+        out.assert_code(2);
+        assert!(
+            out.stderr.contains(&format!("unknown command `{word}`"))
+                && out.stderr.contains(&format!("./{word}"))
+                && out.stderr.contains(says),
+            "{out}"
+        );
+        assert!(!tmp.join(word).exists(), "{word} was created:\n{out}");
+        assert_eq!(file_hash(&img), before, "the target was written:\n{out}");
+    }
+    // A bare new name first: refused the same way; as a path, created.
+    run_in(tmp.path(), &["--size", "64M", "disk"]).assert_code(2);
+    assert!(!tmp.join("disk").exists());
+    run_in(tmp.path(), &["-q", "--size", "64M", "./disk"]).assert_success();
+    // An existing file of that name is formatted, first or not.
+    run_in(tmp.path(), &["-q", "disk"]).assert_success();
+    run_in(tmp.path(), &["-q", "disk", "stick.img"]).assert_success();
+}
+
+/// `-` is standard output for one sparse image only: among several
+/// targets (or with a batch option) it is refused, and no file named `-`
+/// is created.
+#[test]
+fn a_dash_target_in_a_batch_is_refused() {
+    let tmp = TempDir::new("dash-target");
+    for args in [
+        &["--size", "64M", "a.img", "-"][..],
+        &["--size", "64M", "--verify", "-"][..],
+    ] {
+        let out = run_in(tmp.path(), args);
+        out.assert_code(2);
+        assert!(out.stderr.contains("./-"), "{out}");
+        assert!(
+            !tmp.join("-").exists(),
+            "a file named - was created:\n{out}"
+        );
+        assert!(!tmp.join("a.img").exists(), "{out}");
+    }
+}
+
 /// Items 6 and 11: `--data` that cannot be stored is refused (exit 2, the
 /// reason named, nothing created): a file over FAT32's 4 GiB - 1 limit, and
 /// data larger than the volume.

@@ -6,6 +6,7 @@
 //! new sparse file beside TARGET (in the temporary directory for `-`),
 //! which is removed when the sparse image is out, or when anything fails.
 
+use super::preflight::{self, MediumId, Output, Write};
 use crate::args::{FormatArgs, OutputFormat};
 use crate::{usage, Failure};
 use anyhow::{anyhow, Context};
@@ -14,7 +15,7 @@ use mkfs_alloc_blockio::ImageFile;
 use mkfs_alloc_export::{
     sparse_block_size, write_bmap, write_sparse, write_sparse_seekable, BlockReader, SparseOptions,
 };
-use std::io::Write;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// The bmap's block size: bmaptool's own default.
@@ -77,6 +78,28 @@ impl Exports {
         let raw = raw_path(if stdout { None } else { Some(target) });
         let sparse = Some((!stdout).then(|| target.to_path_buf()));
         Ok((Exports { sparse, bmap: None }, raw))
+    }
+
+    /// Refuses (exit 2, before anything is written) a `--bmap` FILE or a
+    /// sparse TARGET that cannot be written as a regular file or that is
+    /// the medium formatted (`targets`: its names, [`preflight::medium_ids`]).
+    pub(super) fn check(&self, targets: &[Vec<MediumId>]) -> Result<(), Failure> {
+        let mut outputs = Vec::new();
+        if let Some(p) = self.bmap.as_deref() {
+            outputs.push(Output {
+                option: "--bmap",
+                path: p,
+                write: Write::Replace,
+            });
+        }
+        if let Some(Some(p)) = &self.sparse {
+            outputs.push(Output {
+                option: "--output-format sparse: TARGET",
+                path: p,
+                write: Write::Replace,
+            });
+        }
+        preflight::check_outputs(&outputs, targets)
     }
 
     /// True when the sparse image goes to standard output (the summary

@@ -26,6 +26,7 @@ use std::path::Path;
 mod batch;
 mod export;
 mod plan;
+mod preflight;
 use export::Exports;
 use plan::{image_size, plan, Medium};
 
@@ -34,6 +35,12 @@ use plan::{image_size, plan, Medium};
 pub fn run(cli: FormatArgs) -> Result<(), Failure> {
     for t in &cli.targets {
         check_target_name(t)?;
+        // One target of its own is told by the export options.
+        if t.as_os_str() == "-" && batch::is_batch(&cli) {
+            return Err(usage(anyhow!(
+                "TARGET \"-\" is standard output, for the sparse image of --output-format sparse with one target; to format a file named -, write it as a path: ./-"
+            )));
+        }
     }
     check_args(&cli)?;
     if batch::is_batch(&cli) {
@@ -46,6 +53,7 @@ pub fn run(cli: FormatArgs) -> Result<(), Failure> {
         .ok_or_else(|| usage(anyhow!("missing TARGET")))?;
     // TARGET, or for a sparse image the new raw image formatted beside it.
     let (exports, path) = Exports::from_args(&cli, &shown)?;
+    exports.check(&[preflight::medium_ids(&path, None)])?;
     let (tree, _) = walk_tree(&cli)?;
     let tree_data = tree.as_ref().map(mkfs_alloc_populate::scan_result);
     let size = image_size(&cli, &path, tree_data.as_ref())?;
@@ -101,6 +109,37 @@ fn check_target_name(path: &Path) -> Result<(), Failure> {
         )));
     }
     Ok(())
+}
+
+/// Commands that are planned but not in this version.
+const PLANNED: &[&str] = &["recluster", "resize", "convert"];
+
+/// The first TARGET of `mkfs-alloc TARGET...` stands where a command's name
+/// goes: a bare word (no path separator, no extension) that names no
+/// existing file is taken for a mistyped or future command, not for a new
+/// image (`mkfs-alloc resize --size 32M /dev/sdb` would create `resize`
+/// and format the device). The mkfs.fat front ends do not call this: their
+/// TARGET never follows a command position.
+pub fn check_command_word(targets: &[std::path::PathBuf]) -> Result<(), Failure> {
+    let Some(word) = targets.first().and_then(|t| t.to_str()) else {
+        return Ok(());
+    };
+    let bare = !word.is_empty()
+        && word != "-"
+        && !word.contains(['/', '.', std::path::MAIN_SEPARATOR, ':'])
+        && !SUBCOMMANDS.contains(&word);
+    if !bare || std::fs::symlink_metadata(word).is_ok() {
+        return Ok(());
+    }
+    let planned = if PLANNED.contains(&word) {
+        format!(" ({word} is planned, not in this version)")
+    } else {
+        String::new()
+    };
+    Err(usage(anyhow!(
+        "unknown command `{word}`{planned}; commands are: {}; formatting needs none (mkfs-alloc [OPTIONS] TARGET...); to create an image named {word}, write it as a path: ./{word}",
+        SUBCOMMANDS.join(", ")
+    )))
 }
 
 /// Checks of the arguments alone (no target needed).
@@ -282,26 +321,29 @@ impl Run<'_> {
             )?;
             target.unmount_volumes()?;
         }
+        // Opened and locked before the first write (the probe's, or the
+        // format's): one held by another process is refused untouched.
+        let mut held = Some(preflight::open_checked(target, false)?);
         if cli.probe {
-            let r = crate::cmd_probe::probe_target(path, cli.quiet || cli.json)?;
-            if r.verdict.is_fake() && target.size_bytes() > r.real_bytes {
-                return Err(Failure::Io(anyhow!(
-                    "refusing to format {}: the probe found it {}; pass --size {} (or less) to use only its real capacity",
-                    path.display(),
-                    crate::cmd_probe::summary_line(&r),
-                    r.real_bytes
-                )));
+            // The probe opens a device itself, exclusively: closed for it,
+            // opened again after it. An image stays open (not locked by it).
+            if matches!(held, Some(Opened::Device(_))) {
+                held = None;
             }
-            notes.push(format!(
-                "probed first: {}",
-                crate::cmd_probe::summary_line(&r)
-            ));
+            if let Err(f) = self.probe_first(&mut notes) {
+                if let Some(o) = held {
+                    preflight::undo_open(target, o);
+                }
+                return Err(f);
+            }
         }
         notes.extend(target.notes().iter().cloned());
-        let mut opened = target.open()?;
+        let mut opened = match held {
+            Some(o) => o,
+            None => preflight::open_checked(target, false)?,
+        };
         let mut wrote = false;
-        let result = crate::watch::check_opened(target, &opened)
-            .and_then(|()| self.write_opened(&mut opened, &mut notes, &mut wrote));
+        let result = self.write_opened(&mut opened, &mut notes, &mut wrote);
         let created = opened.created();
         drop(opened);
         let (found, write, map) = match result {
@@ -349,6 +391,26 @@ impl Run<'_> {
                 self.medium.populated().is_some(),
             );
         }
+        Ok(())
+    }
+
+    /// `--probe`: the capacity probe before the format; a fake too small
+    /// for the planned size is refused.
+    fn probe_first(&self, notes: &mut Vec<String>) -> Result<(), Failure> {
+        let (cli, path, target) = (self.cli, self.path, self.target);
+        let r = crate::cmd_probe::probe_target(path, cli.quiet || cli.json)?;
+        if r.verdict.is_fake() && target.size_bytes() > r.real_bytes {
+            return Err(Failure::Io(anyhow!(
+                "refusing to format {}: the probe found it {}; pass --size {} (or less) to use only its real capacity",
+                path.display(),
+                crate::cmd_probe::summary_line(&r),
+                r.real_bytes
+            )));
+        }
+        notes.push(format!(
+            "probed first: {}",
+            crate::cmd_probe::summary_line(&r)
+        ));
         Ok(())
     }
 

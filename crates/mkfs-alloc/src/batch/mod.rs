@@ -58,6 +58,8 @@ pub struct Batch {
     /// identifiers (the GUIDs derive from each serial). `None`: random.
     pub serial_from: Option<u32>,
     /// The number of the first target in labels (`{n}`); 1 by default.
+    /// The numbers stop at `u64::MAX` (the targets after it repeat it): a
+    /// caller checks that `number_from + targets - 1` fits.
     pub number_from: u64,
 }
 
@@ -150,7 +152,9 @@ impl Batch {
     pub fn options_for(&self, i: usize, spec: &TargetSpec) -> MediumOptions {
         let mut o = self.template.clone();
         if let Some(t) = &self.label {
-            o.format.label = Some(LabelText::new(&t.render(self.number_from + i as u64)));
+            // Saturating, never wrapping to 0: see `number_from`.
+            let n = self.number_from.saturating_add(i as u64);
+            o.format.label = Some(LabelText::new(&t.render(n)));
         }
         let ov = &spec.overrides;
         if let Some(w) = ov.whole_disk {
@@ -248,7 +252,10 @@ impl Batch {
 fn identifiers(p: &MediumPlan) -> Vec<(&'static str, String)> {
     let mut ids = vec![("volume serial", format!("{:08X}", p.layout().serial()))];
     if let Some(g) = p.layout().volume_guid() {
-        ids.push(("exFAT volume GUID", format!("{g:02X?}")));
+        // The entry's bytes as a GUID's text (its first three groups
+        // little-endian), as the reports show it.
+        let text = mkfs_alloc_partition::Guid::from_mixed_endian(g).to_string();
+        ids.push(("exFAT volume GUID", text));
     }
     if let Some(m) = p.table().mbr() {
         ids.push(("MBR disk signature", format!("{:08X}", m.disk_signature())));

@@ -34,7 +34,7 @@ pub enum TemplateError {
     Brace {
         /// The template.
         template: String,
-        /// Character index of the brace.
+        /// Position of the brace, in characters from 1.
         at: usize,
     },
     /// A placeholder other than `{n}` and `{n:0W}`.
@@ -53,7 +53,8 @@ impl std::str::FromStr for LabelTemplate {
     fn from_str(s: &str) -> Result<Self, TemplateError> {
         let mut parts = Vec::new();
         let mut text = String::new();
-        let mut chars = s.char_indices().peekable();
+        // Positions counted in characters from 1, as a reader counts them.
+        let mut chars = s.chars().enumerate().map(|(i, c)| (i + 1, c)).peekable();
         let brace = |at| TemplateError::Brace {
             template: s.to_string(),
             at,
@@ -146,5 +147,14 @@ mod tests {
         for bad in ["{n", "n}", "{x}", "{n:3}", "{n:0x}", "{n:099}", "{}"] {
             assert!(t(bad).is_err(), "{bad}");
         }
+        // The brace's position as a reader counts: from 1, in characters.
+        let at = |s: &str| match t(s) {
+            Err(TemplateError::Brace { at, .. }) => Some(at),
+            _ => None,
+        };
+        assert_eq!(at("KIT{"), Some(4));
+        assert_eq!(at("}"), Some(1));
+        assert_eq!(at("ÄÖ}"), Some(3));
+        assert_eq!(at("A{n}{B"), Some(5));
     }
 }

@@ -41,6 +41,44 @@ fn random_identities_are_all_distinct() {
     }
 }
 
+/// An exFAT volume GUID is named by its text (as the reports show it), not
+/// as an array of bytes, among the identifiers a duplicate error names.
+#[test]
+fn the_volume_guid_is_named_as_text() {
+    let mut o = template().pinned(
+        7,
+        Timestamp {
+            secs: 1_700_000_000,
+            nanos: 0,
+        },
+    );
+    o.format.volume_guid = true;
+    let plan = Batch::new(o).plan(&specs(&[64])).expect("plan");
+    let p = plan.plans().next().expect("one").expect("planned");
+    let ids = identifiers(p);
+    let (_, text) = ids
+        .iter()
+        .find(|(what, _)| *what == "exFAT volume GUID")
+        .expect("a volume GUID");
+    let bytes = p.layout().volume_guid().expect("a volume GUID");
+    assert_eq!(text.len(), 36, "{text}");
+    assert_eq!(
+        *text,
+        crate::partition::Guid::from_mixed_endian(bytes).to_string()
+    );
+}
+
+/// Numbers past `u64::MAX` stop there instead of wrapping to 0.
+#[test]
+fn label_numbers_do_not_wrap() {
+    let mut b = Batch::new(template());
+    b.label = Some("N{n}".parse().expect("template"));
+    b.number_from = u64::MAX;
+    let spec = &specs(&[64])[0];
+    let label = |i| b.options_for(i, spec).format.label.map(|l| l.to_string());
+    assert_eq!(label(0), label(1));
+}
+
 /// Each target is planned for its own size; numbered labels and serials.
 #[test]
 fn numbered_identities_and_own_sizes() {

@@ -4,14 +4,18 @@
 //!
 //! ```text
 //!  inspect every target (read-only; every refusal collected, duplicates refused)
+//!  ─► check --log (a regular or new file, no target)
 //!  ─► plan each for its own size, its own identity (library)
 //!  ─► a refused target: nothing is written anywhere (exit 2), unless --skip-refused
 //!  ─► --dry-run: the table, nothing opened for writing
 //!  ─► ONE confirmation listing every target, its size and contents (devices)
-//!  ─► run: `--jobs` at once, each on its own (probe, open, write, verify)
+//!  ─► open --log; open and lock EVERY target: one that cannot be opened is
+//!     refused, and nothing is written anywhere (exit 2), unless --skip-refused
+//!  ─► run: `--jobs` at once, each on its own (probe, write, verify)
 //!  ─► the table / --json / --log; exit 0 all ok, 2 nothing written, else 1
 //! ```
 
+mod checks;
 mod confirm;
 mod progress;
 mod report;
@@ -19,9 +23,10 @@ mod target;
 
 use super::plan::{check_sd_target, image_size, plan_options};
 use crate::args::FormatArgs;
-use crate::target::Target;
+use crate::target::{Opened, Target};
 use crate::{rootdir, usage, Failure};
 use anyhow::anyhow;
+use checks::{check_log, open_log, open_targets, refuse_duplicates, undo_all, Refusal};
 use mkfs_alloc::batch::{
     Batch, BatchPlan, LabelTemplate, Outcome, Overrides, RunOptions, RunReport, TargetError,
     TargetSpec, Verdict,
@@ -44,6 +49,26 @@ pub(super) fn is_batch(cli: &FormatArgs) -> bool {
         || cli.label.as_deref().is_some_and(|l| l.contains("{n"))
 }
 
+/// The options given that make a run with one target a batch.
+fn batch_only_options(cli: &FormatArgs) -> Vec<&'static str> {
+    let given = [
+        (cli.verify, "--verify"),
+        (cli.jobs.is_some(), "--jobs"),
+        (cli.serial_from.is_some(), "--serial-from"),
+        (cli.number_from.is_some(), "--number-from"),
+        (cli.skip_refused, "--skip-refused"),
+        (cli.log.is_some(), "--log"),
+        (
+            cli.label.as_deref().is_some_and(|l| l.contains("{n")),
+            "a numbered --label",
+        ),
+    ];
+    given
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect()
+}
+
 /// One target as inspected: the target, or why it is refused.
 struct Entry {
     path: PathBuf,
@@ -63,6 +88,7 @@ pub(super) fn run(cli: FormatArgs) -> Result<(), Failure> {
         .map(|p| inspect(&cli, p, tree_data.as_ref()))
         .collect();
     refuse_duplicates(&mut entries);
+    check_log(&cli, &entries)?;
     if let (Some(t), Some(dir)) = (&tree, cli.rootdir.as_deref()) {
         for e in entries.iter_mut().filter(|e| e.refusal.is_none()) {
             if let Err(f) = rootdir::refuse_target_inside(t, dir, &e.path) {
@@ -92,25 +118,14 @@ pub(super) fn run(cli: FormatArgs) -> Result<(), Failure> {
         print_report(&cli, &entries, &plan, &[], true, &template_notes);
         return Ok(());
     }
+    let refuse = Refusal {
+        cli: &cli,
+        plan: &plan,
+        notes: &template_notes,
+    };
     if !refused.is_empty() && (!cli.skip_refused || refused.len() == entries.len()) {
-        print_report(&cli, &entries, &plan, &[], false, &template_notes);
-        write_log(&cli, &entries, &plan, &[])?;
-        let names: Vec<String> = refused
-            .iter()
-            .map(|&i| entries[i].path.display().to_string())
-            .collect();
-        return Err(Failure::InReport(
-            2,
-            anyhow!(
-                "refused: {}; nothing was written to any target{}",
-                names.join(", "),
-                if refused.len() < entries.len() {
-                    " (--skip-refused formats the others)"
-                } else {
-                    ""
-                }
-            ),
-        ));
+        let mut log = open_log(&cli)?;
+        return Err(refuse.all(&entries, log.as_mut(), &refused));
     }
     confirm::confirm_all(&cli, &entries, &plan)?;
     for e in &entries {
@@ -118,7 +133,22 @@ pub(super) fn run(cli: FormatArgs) -> Result<(), Failure> {
             t.unmount_volumes()?;
         }
     }
-    let report = execute(&cli, &entries, &mut plan, show);
+    // Opened once confirmed (a declined batch leaves no log behind), still
+    // before the first write.
+    let mut log = open_log(&cli)?;
+    // Every target opened and locked before the first write to any: one
+    // held by another process refuses the batch, not its own part of it.
+    let mut held = open_targets(&mut entries, &plan);
+    let refused_now: Vec<usize> = (0..entries.len())
+        .filter(|&i| entries[i].refusal.is_some())
+        .collect();
+    if refused_now.len() > refused.len()
+        && (!cli.skip_refused || refused_now.len() == entries.len())
+    {
+        undo_all(&entries, held);
+        return Err(refuse.all(&entries, log.as_mut(), &refused_now));
+    }
+    let report = execute(&cli, &entries, &mut plan, &mut held, show);
     if cli.rootdir.is_some() {
         template_notes.push(format!(
             "--rootdir: read {} of file data from the tree in {} pass{}, written to every target",
@@ -129,7 +159,7 @@ pub(super) fn run(cli: FormatArgs) -> Result<(), Failure> {
     }
     let outcomes = report.outcomes;
     print_report(&cli, &entries, &plan, &outcomes, false, &template_notes);
-    write_log(&cli, &entries, &plan, &outcomes)?;
+    write_log(log.as_mut(), &entries, &plan, &outcomes)?;
     settle(&entries, &outcomes)
 }
 
@@ -140,8 +170,24 @@ fn batch_options(cli: &FormatArgs) -> Result<(Batch, Vec<String>), Failure> {
         || cli.bmap.is_some()
         || cli.output_format != crate::args::OutputFormat::Raw
     {
+        if cli.targets.len() == 1 {
+            return Err(usage(anyhow!(
+                "--copy, --bmap and --output-format cannot be combined with {}: those options run the batch, which writes its targets only; leave one side out",
+                batch_only_options(cli).join(", ")
+            )));
+        }
         return Err(usage(anyhow!(
             "--copy, --bmap and --output-format are for one image; a batch reads the --rootdir tree once and writes it to every target: give one target, or leave them out"
+        )));
+    }
+    let number_from = cli.number_from.unwrap_or(1);
+    let more = cli.targets.len().saturating_sub(1) as u64;
+    if number_from.checked_add(more).is_none() {
+        return Err(usage(anyhow!(
+            "--number-from {number_from}: {} targets would be numbered past {}; valid: 0..={}",
+            cli.targets.len(),
+            u64::MAX,
+            u64::MAX - more
         )));
     }
     if cli.serial.is_some() && cli.targets.len() > 1 {
@@ -177,7 +223,7 @@ fn batch_options(cli: &FormatArgs) -> Result<(Batch, Vec<String>), Failure> {
     let mut batch = Batch::new(template);
     batch.label = label;
     batch.serial_from = serial_from;
-    batch.number_from = cli.number_from.unwrap_or(1);
+    batch.number_from = number_from;
     Ok((batch, notes))
 }
 
@@ -205,64 +251,6 @@ fn inspect(
         Err(f) => entry.refusal = Some(crate::text::error_text(f.error())),
     }
     entry
-}
-
-/// A medium given twice (the same path, two names of one device, a loop
-/// device and its backing file, a disk and one of its partitions) is
-/// refused the second time.
-fn refuse_duplicates(entries: &mut [Entry]) {
-    let ids: Vec<Vec<MediumId>> = entries.iter().map(medium_ids).collect();
-    for b in 1..entries.len() {
-        if entries[b].refusal.is_some() {
-            continue;
-        }
-        let same = (0..b).find(|&a| ids[a].iter().any(|x| ids[b].contains(x)));
-        if let Some(a) = same {
-            entries[b].refusal = Some(format!(
-                "{} is the same medium as {} (or part of it), given earlier",
-                entries[b].path.display(),
-                entries[a].path.display()
-            ));
-        }
-    }
-}
-
-/// What identifies a medium: a device number, or a file's device and inode.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum MediumId {
-    #[cfg(unix)]
-    Device(u64),
-    #[cfg(unix)]
-    File(u64, u64),
-    Path(PathBuf),
-}
-
-fn medium_ids(e: &Entry) -> Vec<MediumId> {
-    let mut ids = Vec::new();
-    let path = &e.path;
-    if let Ok(c) = std::fs::canonicalize(path) {
-        ids.push(MediumId::Path(c));
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let of = |p: &std::path::Path| -> Option<MediumId> {
-            let m = std::fs::metadata(p).ok()?;
-            Some(if mkfs_alloc_device::is_block_device(p) {
-                MediumId::Device(m.rdev())
-            } else {
-                MediumId::File(m.dev(), m.ino())
-            })
-        };
-        ids.extend(of(path));
-        if let Some(b) = mkfs_alloc_device::loop_backing_file(path) {
-            ids.extend(of(&b));
-        }
-        if let Some(d) = e.target.as_ref().and_then(|t| t.device()) {
-            ids.extend(d.partitions.iter().filter_map(|p| of(&p.path)));
-        }
-    }
-    ids
 }
 
 /// Plans every target (a refused one keeps its refusal as its error).
@@ -331,7 +319,13 @@ fn plan_all(
 
 /// Runs the planned targets (the refused ones are passed over by the
 /// library: their plan is their refusal).
-fn execute(cli: &FormatArgs, entries: &[Entry], plan: &mut BatchPlan, show: bool) -> RunReport {
+fn execute(
+    cli: &FormatArgs,
+    entries: &[Entry],
+    plan: &mut BatchPlan,
+    held: &mut [Option<Opened>],
+    show: bool,
+) -> RunReport {
     let steps = target::Steps {
         probe: cli.probe,
         discard: cli.discard,
@@ -342,9 +336,14 @@ fn execute(cli: &FormatArgs, entries: &[Entry], plan: &mut BatchPlan, show: bool
     let targets: Vec<target::CliTarget<'_>> = entries
         .iter()
         .zip(plan.plans())
-        .map(|(e, p)| {
+        .zip(held.iter_mut())
+        .map(|((e, p), h)| {
             let kind = p.map_or(mkfs_alloc_partition::TableKind::None, |p| p.table().kind());
-            target::CliTarget::new(e.target.as_ref(), steps, kind)
+            let mut t = target::CliTarget::new(e.target.as_ref(), steps, kind);
+            t.held = h.take();
+            // Refused when opened (--skip-refused): passed over.
+            t.refusal = e.refusal.clone().filter(|_| p.is_ok());
+            t
         })
         .collect();
     let lines = progress::Lines::new(show, plan.names());
@@ -408,6 +407,8 @@ fn rows<'a>(
                     o.error.as_ref().map(error_chain),
                 ),
                 (None, Err(err)) => ("refused".to_string(), Some(error_chain(err))),
+                // Refused when opened, after planning.
+                (None, Ok(_)) if e.refusal.is_some() => ("refused".to_string(), e.refusal.clone()),
                 (None, Ok(_)) if dry_run => ("planned".to_string(), None),
                 (None, Ok(_)) => ("not written".to_string(), None),
             };
@@ -434,13 +435,14 @@ fn rows<'a>(
         .collect()
 }
 
+/// The log's lines for every target, when `--log` is given.
 fn write_log(
-    cli: &FormatArgs,
+    log: Option<&mut std::fs::File>,
     entries: &[Entry],
     plan: &BatchPlan,
     outcomes: &[Outcome],
 ) -> Result<(), Failure> {
-    let Some(file) = &cli.log else {
+    let Some(file) = log else {
         return Ok(());
     };
     let rows = rows(entries, plan, outcomes, false);

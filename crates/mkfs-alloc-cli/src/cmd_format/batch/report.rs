@@ -3,7 +3,7 @@
 //! appended).
 
 use crate::report::shown_label;
-use anyhow::{anyhow, Context};
+use anyhow::Context;
 use mkfs_alloc::batch::Outcome;
 use mkfs_alloc::MediumPlan;
 use mkfs_alloc_device::DeviceInfo;
@@ -172,9 +172,18 @@ pub(super) fn target_json(r: &Row<'_>) -> Value {
     v
 }
 
-/// Appends one line per target to `file`: the time, the command line and
-/// the target's object.
-pub(super) fn append_log(file: &Path, rows: &[Row<'_>]) -> anyhow::Result<()> {
+/// Opens `--log FILE` for appending (created when missing).
+pub(super) fn open_log(file: &Path) -> anyhow::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(file)
+        .with_context(|| format!("--log {}", file.display()))
+}
+
+/// Appends one line per target to the log `f`: the time, the command line
+/// and the target's object.
+pub(super) fn append_log(f: &mut std::fs::File, rows: &[Row<'_>]) -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
@@ -189,15 +198,10 @@ pub(super) fn append_log(file: &Path, rows: &[Row<'_>]) -> anyhow::Result<()> {
         text.push_str(&line.to_string());
         text.push('\n');
     }
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(file)
-        .with_context(|| format!("--log {}", file.display()))?;
     // One write: the lines of one run stay together.
     f.write_all(text.as_bytes())
         .and_then(|()| f.sync_data())
-        .map_err(|e| anyhow!(e).context(format!("--log {}", file.display())))
+        .context("writing --log")
 }
 
 /// `2026-12-01T17:04:49Z`.

@@ -28,6 +28,11 @@ pub(super) struct CliTarget<'a> {
     /// The plan writes a partition table (the kernel is asked to re-read it).
     pub table: bool,
     pub notes: Vec<String>,
+    /// The target opened (and locked) before the batch wrote anything.
+    pub held: Option<Opened>,
+    /// Why the target could not be opened then (`--skip-refused` goes on
+    /// without it).
+    pub refusal: Option<String>,
     created: bool,
     opened: bool,
 }
@@ -39,6 +44,8 @@ impl<'a> CliTarget<'a> {
             steps,
             table: table != TableKind::None,
             notes: Vec::new(),
+            held: None,
+            refusal: None,
             created: false,
             opened: false,
         }
@@ -61,8 +68,18 @@ impl BatchTarget for CliTarget<'_> {
 
     fn open(&mut self, progress: &mut dyn FnMut(Stage, u64, u64)) -> Result<Opened, TargetError> {
         let target = self.target()?;
+        if let Some(r) = self.refusal.take() {
+            return Err(TargetError::new(Verdict::Refused, false, r));
+        }
         let probed = self.steps.probe;
         if probed {
+            // The probe opens the target itself (exclusively): the handle
+            // held since before the first write is closed, and the target
+            // opened again after the probe. An image stays open: the probe
+            // does not lock it.
+            if matches!(self.held, Some(Opened::Device(_))) {
+                self.held = None;
+            }
             progress(Stage::Probing, 0, 0);
             let r = crate::cmd_probe::probe_target(target.path(), true)
                 .map_err(|f| failed(Verdict::Failed, true, f))?;
@@ -84,12 +101,13 @@ impl BatchTarget for CliTarget<'_> {
         } else {
             Verdict::Refused
         };
-        let mut opened = target
-            .open_with(self.steps.uncached)
-            .map_err(|f| failed(before, probed, f))?;
+        let mut opened = match self.held.take() {
+            Some(o) => o,
+            None => super::super::preflight::open_checked(target, self.steps.uncached)
+                .map_err(|f| failed(before, probed, f))?,
+        };
         self.created = opened.created();
         self.opened = true;
-        crate::watch::check_opened(target, &opened).map_err(|f| failed(before, probed, f))?;
         if let Opened::Device(d) = &mut opened {
             let mut wrote = false;
             let size = target.size_bytes();
