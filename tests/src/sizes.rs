@@ -43,6 +43,34 @@ pub fn smallest_valid(fs: FsKind, cluster: u64, sector: u32) -> u64 {
     hi * s
 }
 
+/// The largest volume (a whole number of sectors) the planner accepts for
+/// `fs` at `cluster` bytes and `sector`-byte sectors, searched between
+/// `accepted` bytes (which must plan) and `refused` bytes (which must not):
+/// the last size that plans while one sector more does not, by bisection.
+#[track_caller]
+pub fn largest_valid(fs: FsKind, cluster: u64, sector: u32, accepted: u64, refused: u64) -> u64 {
+    let s = u64::from(sector);
+    let ok = |sectors: u64| plan_for(fs, cluster, sector, sectors * s).is_some();
+    let (mut lo, mut hi) = (accepted / s, refused / s);
+    assert!(
+        ok(lo),
+        "{fs} at {cluster}-byte clusters refuses {accepted} bytes"
+    );
+    assert!(
+        !ok(hi),
+        "{fs} at {cluster}-byte clusters accepts {refused} bytes"
+    );
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if ok(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo * s
+}
+
 /// A volume size of an interoperability matrix.
 #[derive(Debug, Clone, Copy)]
 pub enum Size {
