@@ -45,7 +45,9 @@ pub use loopdev::{LoopDevice, LoopOptions};
 pub use mkfs_alloc_testsupport::{
     fsck_findings, fsck_judge, tool, tool_ok, BindMount, FsckKind, TmpfsMount,
 };
-pub use sizes::{largest_valid, plan_for, smallest_valid, Size};
+pub use sizes::{
+    largest_valid, plan_for, smallest_valid, spec_count_bounds, spec_count_range, Size,
+};
 pub use tempdir::TempDir;
 pub use tools::{require_root, require_tool, TOOLS};
 
