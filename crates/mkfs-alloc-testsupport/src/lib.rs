@@ -35,7 +35,7 @@ pub mod timeout;
 pub mod tools;
 
 pub use cmd::{run, run_env, tool, tool_ok, tool_stdin, CmdOutput};
-pub use fsck::{fsck_findings, fsck_judge, FsckKind};
+pub use fsck::{fsck_exfat_findings_with_volume_guid, fsck_findings, fsck_judge, FsckKind};
 pub use fuse::FuseMount;
 pub use loopdev::{LoopDevice, LoopOptions};
 pub use loopfs::LoopFs;
