@@ -12,6 +12,7 @@ use crate::cmd::{run, CmdOutput};
 use crate::image::read_at;
 use crate::loopdev::{LoopDevice, LoopOptions};
 use crate::tools::require_tool;
+use mkfs_alloc_testsupport::{fsck_findings, FsckKind};
 use std::path::Path;
 
 /// What `blkid -p -o export` reported.
@@ -110,26 +111,17 @@ impl Fsck {
 }
 
 /// The verdict of `fsck.exfat -n` / `fsck.fat -n` on `target` (an image or
-/// a device): `true` when it exits 0 and reports nothing to repair (exFAT:
-/// "clean"; FAT: nothing but the version line and the summary).
+/// a device): `true` when the shared judge calls it clean (exit 0, the
+/// clean summary and nothing else: `mkfs_alloc_testsupport::fsck`).
 #[track_caller]
 pub fn fsck_verdict(fs: Fsck, target: &Path) -> (bool, CmdOutput) {
-    match fs {
-        Fsck::Exfat => {
-            let out = run(require_tool("fsck.exfat"), &[Path::new("-n"), target]);
-            (out.success() && out.stdout.contains("clean"), out)
-        }
-        Fsck::Fat => {
-            let out = run(require_tool("fsck.fat"), &[Path::new("-n"), target]);
-            let name = target.to_string_lossy();
-            let extra = out.lines().any(|l| {
-                let version = l.starts_with("fsck.fat ");
-                let summary = l.starts_with(name.as_ref()) && l.contains(" files, ");
-                !(version || summary)
-            });
-            (out.success() && !extra, out)
-        }
-    }
+    let kind = match fs {
+        Fsck::Exfat => FsckKind::Exfat,
+        Fsck::Fat => FsckKind::Fat,
+    };
+    let out = run(require_tool(kind.program()), &[Path::new("-n"), target]);
+    let clean = fsck_findings(kind, out.success(), &out.stdout, &out.stderr).is_empty();
+    (clean, out)
 }
 
 /// Runs `f` on the volume at bytes `offset..offset + len` of `image`: the

@@ -43,8 +43,12 @@ pub use cmd::{run, run_env, CmdOutput};
 pub use fuse::FuseMount;
 pub use image::{file_hash, fill_file, fill_range, read_at, sparse_file, test_data, SENTINEL};
 pub use loopdev::{LoopDevice, LoopOptions};
-pub use mkfs_alloc_testsupport::{tool, tool_ok, BindMount, TmpfsMount};
-pub use sizes::{plan_for, smallest_valid, Size};
+pub use mkfs_alloc_testsupport::{
+    fsck_findings, fsck_judge, tool, tool_ok, BindMount, FsckKind, TmpfsMount,
+};
+pub use sizes::{
+    largest_valid, plan_for, smallest_valid, spec_count_bounds, spec_count_range, Size,
+};
 pub use tempdir::TempDir;
 pub use tools::{require_root, require_tool, TOOLS};
 

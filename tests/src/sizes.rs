@@ -72,6 +72,79 @@ fn assert_near_minimum(fs: FsKind, cluster: u64, sector: u32, bytes: u64) {
     );
 }
 
+/// The largest volume (a whole number of sectors) the planner accepts for
+/// `fs` at `cluster` bytes and `sector`-byte sectors, searched between
+/// `accepted` bytes (which must plan) and `refused` bytes (which must not):
+/// the last size that plans while one sector more does not, by bisection.
+#[track_caller]
+pub fn largest_valid(fs: FsKind, cluster: u64, sector: u32, accepted: u64, refused: u64) -> u64 {
+    let s = u64::from(sector);
+    let ok = |sectors: u64| plan_for(fs, cluster, sector, sectors * s).is_some();
+    let (mut lo, mut hi) = (accepted / s, refused / s);
+    assert!(
+        ok(lo),
+        "{fs} at {cluster}-byte clusters refuses {accepted} bytes"
+    );
+    assert!(
+        !ok(hi),
+        "{fs} at {cluster}-byte clusters accepts {refused} bytes"
+    );
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if ok(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo * s
+}
+
+/// The cluster-count range of `fs` by the spec's width boundaries (4,085
+/// and 65,525 clusters; exFAT at most 2^32 - 11) with the project's
+/// 16-cluster margins (README: FAT12 1..4,068, FAT16 4,101..65,508, FAT32
+/// 65,541..268,435,445), written apart from the planner.
+pub fn spec_count_range(fs: FsKind) -> (u64, u64) {
+    match fs {
+        FsKind::Fat12 => (1, 4_085 - 1 - 16),
+        FsKind::Fat16 => (4_085 + 16, 65_525 - 1 - 16),
+        FsKind::Fat32 => (65_525 + 16, 0x0FFF_FFF5),
+        _ => (1, 0xFFFF_FFF5),
+    }
+}
+
+/// Bounds on the cluster count of `fs` at `cluster` bytes on `volume` bytes
+/// (`sector`-byte sectors, FAT and data aligned to `align`) by the spec's
+/// arithmetic alone, apart from the planner: at most every byte is a
+/// cluster; at least what is left after the largest metadata any layout
+/// needs (64 boot and reserved sectors, the FATs for that many clusters, a
+/// FAT12/16 root of up to 512 entries and a sector, and up to `align` of
+/// padding before the FAT and before the data region each).
+pub fn spec_count_bounds(
+    fs: FsKind,
+    cluster: u64,
+    sector: u32,
+    volume: u64,
+    align: u64,
+) -> (u64, u64) {
+    let b = u64::from(sector);
+    let ub = volume / cluster;
+    let (bits, fats) = match fs {
+        FsKind::Fat12 => (12, 2),
+        FsKind::Fat16 => (16, 2),
+        FsKind::Fat32 => (32, 2),
+        _ => (32, 1),
+    };
+    let fat = ((ub + 2) * bits / 8).div_ceil(b) * b + b;
+    let root = if matches!(fs, FsKind::Fat12 | FsKind::Fat16) {
+        512 * 32 + b
+    } else {
+        0
+    };
+    let overhead = 2 * align + 64 * b + fats * fat + root;
+    (volume.saturating_sub(overhead) / cluster, ub)
+}
+
 /// A volume size of an interoperability matrix.
 #[derive(Debug, Clone, Copy)]
 pub enum Size {

@@ -11,15 +11,15 @@ use mkfs_alloc_tests::checks::{
     check_exfat_boot_region, dump_exfat_cluster_size, fsck_exfat_clean,
 };
 use mkfs_alloc_tests::{
-    format_planned, matrix_cases, smallest_and_medium, test_data, ExfatRootInfo, FormatArgs,
-    FuseMount, LoopDevice, Size, TempDir, GIB, KIB, MIB, TIB,
+    format_planned, largest_valid, matrix_cases, mkfs_alloc, smallest_and_medium, test_data,
+    ExfatBoot, ExfatRootInfo, FormatArgs, FuseMount, LoopDevice, Size, TempDir, GIB, KIB, MIB, TIB,
 };
 use std::path::Path;
 
 /// A medium size that is not a round number (tests the unused tail).
 const MEDIUM: u64 = 3 * GIB + 7 * MIB + 12 * KIB;
 
-fn exfat_case(cluster: u64, sector: u32, size: Size) {
+fn exfat_case(cluster: u64, sector: u32, size: Size) -> ExfatBoot {
     let size = size.bytes(FsKind::Exfat, cluster, sector);
     let tmp = TempDir::new(&format!("exfat-{cluster}-{sector}"));
     let img = tmp.join("exfat.img");
@@ -93,6 +93,7 @@ fn exfat_case(cluster: u64, sector: u32, size: Size) {
         m.unmount();
     }
     fsck_exfat_clean(&img);
+    boot
 }
 
 fn write_file(path: &Path, data: &[u8]) {
@@ -129,12 +130,35 @@ matrix_cases! { exfat_case;
 }
 
 /// 512-byte clusters at 2 TiB would need more than 2^32 clusters: the
-/// largest 512 B volume is just below; check the planner's edge there.
+/// largest volume the planner accepts at 512 B clusters and sectors is the
+/// edge. It is formatted and checked like every row; the boot sector
+/// (decoded apart from the planner) must hold the spec's largest cluster
+/// count, 2^32 - 11 (exFAT spec §3.1.9), and one sector more is refused.
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
 fn c512_s512_largest() {
-    let max_clusters = 0xFFFF_FFF5u64;
-    // Heap offset for this size is a few GiB of FAT: stay clearly inside.
-    let size = (max_clusters * 512) / MIB * MIB - 64 * GIB;
-    exfat_case(512, 512, Size::Bytes(size));
+    const MAX_CLUSTERS: u32 = 0xFFFF_FFF5;
+    let edge = largest_valid(
+        FsKind::Exfat,
+        512,
+        512,
+        2 * TIB - 64 * GIB,
+        2 * TIB + 64 * GIB,
+    );
+    let boot = exfat_case(512, 512, Size::Bytes(edge));
+    assert_eq!(boot.cluster_count, MAX_CLUSTERS, "{boot:?}");
+    assert!(
+        u64::from(boot.cluster_heap_offset) + u64::from(boot.cluster_count) <= boot.volume_length,
+        "{boot:?}"
+    );
+
+    let tmp = TempDir::new("exfat-past-edge");
+    let img = tmp.join("past.img");
+    let mut args = FormatArgs::new("exfat", 512, 512, edge + 512).args();
+    args.push(img.to_string_lossy().into_owned());
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = mkfs_alloc(&refs);
+    out.assert_code(2);
+    assert!(out.stderr.contains("4,294,967,285"), "{out}");
+    assert!(!img.exists(), "a refused format created {}", img.display());
 }

@@ -5,7 +5,9 @@
 //! the `fatfs` crate too. A table on such a medium is still refused, naming
 //! the 1 MiB partition it needs, with the target unchanged.
 //!
-//! Pure tier (files only). CI time: under 1 s.
+//! Two tiers: the formats are judged by `fsck.fat` and mtools (tool tier,
+//! marked); the two refusals only run the CLI on files (pure tier).
+//! CI time: under 1 s.
 
 use mkfs_alloc_tests::checks::{fsck_fat_clean, fsck_fat_geometry, mtools};
 use mkfs_alloc_tests::{file_hash, fill_file, mkfs_alloc, MkfsJson, TempDir, KIB};

@@ -139,8 +139,52 @@ pub(crate) fn test_cmd(args: &[String]) -> Result<(), String> {
         .args(test_args)
         .env("MKFS_ALLOC_BIN", &bin)
         .env("PATH", path_with_sbin()))?;
+    if cargo_args.is_empty() {
+        sdmmc_doctest(&root)?;
+    }
     eprintln!("xtask: test finished in {:.0?}", start.elapsed());
     Ok(())
+}
+
+/// The doctest of `embedded::format_sdmmc`: its feature (`embedded-sdmmc`)
+/// is enabled only by the firmware example, which the workspace excludes,
+/// so `cargo test --workspace` never compiles it. Run with the feature on,
+/// and fail unless the doctest itself ran and passed.
+fn sdmmc_doctest(root: &Path) -> Result<(), String> {
+    let args = [
+        "test",
+        "-p",
+        "mkfs-alloc-layout",
+        "--features",
+        "embedded-sdmmc",
+        "--doc",
+        "format_sdmmc",
+    ];
+    eprintln!("+ cargo {}", args.join(" "));
+    let out = Command::new(cargo())
+        .current_dir(root)
+        .args(args)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run cargo test --doc: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    print!("{text}");
+    if !out.status.success() {
+        return Err("the format_sdmmc doctest failed".into());
+    }
+    sdmmc_doctest_ran(&text)
+}
+
+/// Whether the harness output shows the `format_sdmmc` doctest passing.
+fn sdmmc_doctest_ran(text: &str) -> Result<(), String> {
+    let ran = text
+        .lines()
+        .any(|l| l.contains("embedded::sdmmc::format_sdmmc") && l.ends_with("... ok"));
+    if ran {
+        Ok(())
+    } else {
+        Err("the format_sdmmc doctest did not run (filter matched nothing?)".into())
+    }
 }
 
 /// `$PATH` with the sbin directories appended where missing: the tests find
@@ -201,7 +245,7 @@ pub(crate) fn test_pure_cmd(args: &[String]) -> Result<(), String> {
         Ok(dst)
     };
     let bin = place(&target_dir().join("debug").join("mkfs-alloc"))?;
-    let (mut binaries, mut passed, mut ignored, mut failed) = (0, 0u64, 0u64, Vec::new());
+    let (mut binaries, mut passed, mut ignored, mut failed) = (0u64, 0u64, 0u64, Vec::new());
     let text = String::from_utf8_lossy(&out.stdout);
     for line in text.lines() {
         let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
@@ -241,6 +285,20 @@ pub(crate) fn test_pure_cmd(args: &[String]) -> Result<(), String> {
          {passed} tests passed, {ignored} ignored (tool tier), {} executables failed",
         failed.len()
     );
+    pure_verdict(binaries, passed, &failed)
+}
+
+/// The verdict of a `test-pure` run: a run that ran no test executable, or
+/// whose executables passed no test, proves nothing and fails (a build
+/// that lists no executables, a filter gone wrong), as does any failed one.
+fn pure_verdict(binaries: u64, passed: u64, failed: &[String]) -> Result<(), String> {
+    if binaries == 0 || passed == 0 {
+        return Err(format!(
+            "test-pure ran {binaries} test executables and {passed} tests passed: \
+             nothing was tested (does `cargo test --workspace --no-run \
+             --message-format=json` list the executables?)"
+        ));
+    }
     if failed.is_empty() {
         Ok(())
     } else {
@@ -281,4 +339,27 @@ fn result_counts(stdout: &str) -> (u64, u64) {
             .unwrap_or(0)
     };
     (num("passed"), num("ignored"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pure_run_that_ran_nothing_fails() {
+        assert!(pure_verdict(0, 0, &[]).is_err());
+        assert!(pure_verdict(12, 0, &[]).is_err());
+        assert!(pure_verdict(12, 247, &[]).is_ok());
+        let failed = pure_verdict(12, 247, &["upcase".into()]);
+        assert!(failed.is_err_and(|e| e.contains("upcase")));
+    }
+
+    #[test]
+    fn the_sdmmc_doctest_must_have_run() {
+        let ran = "test crates/mkfs-alloc-layout/src/embedded/sdmmc.rs - \
+                   embedded::sdmmc::format_sdmmc (line 15) ... ok\n\
+                   test result: ok. 1 passed; 0 failed; 0 ignored";
+        assert!(sdmmc_doctest_ran(ran).is_ok());
+        assert!(sdmmc_doctest_ran("test result: ok. 0 passed; 0 failed").is_err());
+    }
 }

@@ -27,7 +27,16 @@ fn prop(props: &[(String, String)], key: &str) -> Option<String> {
 struct FileReader<'a>(&'a File);
 
 impl ProbeRead for FileReader<'_> {
+    /// A disk's page cache and its partitions' are not kept coherent: a
+    /// page of the disk cached before a partition was written through its
+    /// own node stays stale while any opener holds the disk (another
+    /// `list`, a desktop's disk monitor), and the probe of that partition
+    /// through the disk read the old bytes (seen: an exFAT partition probed
+    /// as empty). The clean cached pages of the range are dropped first
+    /// (`POSIX_FADV_DONTNEED`), so the read goes to the device.
     fn read_exact_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let len = std::num::NonZeroU64::new(buf.len() as u64);
+        let _ = rustix::fs::fadvise(self.0, offset, len, rustix::fs::Advice::DontNeed);
         self.0.read_exact_at(buf, offset)
     }
 }

@@ -181,9 +181,67 @@ fn open_round_trip_and_exclusive() {
     let err = dev.read_blocks(0, &mut [0u8; 512]).unwrap_err();
     assert_eq!(err.op, IoOp::Read);
 
+    // Closing releases the claim: an exclusive open succeeds again.
     drop(dev);
-    let again = Device::open(&lp.dev).unwrap();
+    let again = reopen_exclusive(&lp.dev);
     drop(again);
+}
+
+/// The processes that have `dev` open: pid, executable and parent.
+fn holders(dev: &Path) -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    for p in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = p.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(fds) = fs::read_dir(p.path().join("fd")) else {
+            continue;
+        };
+        if fds
+            .flatten()
+            .any(|fd| fs::read_link(fd.path()).ok().as_deref() == Some(dev))
+        {
+            let exe = fs::read_link(p.path().join("exe")).ok();
+            let status = fs::read_to_string(p.path().join("status")).unwrap_or_default();
+            let ppid = status
+                .lines()
+                .find_map(|l| l.strip_prefix("PPid:"))
+                .and_then(|v| v.trim().parse::<u32>().ok());
+            out.push((pid, format!("exe {exe:?}, parent {ppid:?}")));
+        }
+    }
+    out
+}
+
+/// `Device::open` of a device whose exclusive handle this test has just
+/// closed. The other tests of this binary spawn tools from their threads
+/// while this one runs: between `fork` and `exec` such a child holds a copy
+/// of every descriptor of this process, our `O_EXCL` one included
+/// (`O_CLOEXEC` closes it only at `exec`), and the kernel keeps the claim
+/// until the last copy is closed, so the re-open gets `EBUSY`. Seen under
+/// load: the holder in `/proc/*/fd` was a child of this process whose
+/// executable was still this binary, named after the spawning test's
+/// thread (`list_includes_a`, `discard_dealloc`); `device::list` and
+/// `inspect` open without `O_EXCL` and claim nothing. Such a holder lives
+/// until its `exec`, milliseconds, so `Busy` is waited out for at most
+/// 10 s: a handle that is never released (a leak in `Device`) still fails,
+/// naming every process that has the device open.
+fn reopen_exclusive(dev: &Path) -> Device {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match Device::open(dev) {
+            Ok(d) => return d,
+            Err(DeviceError::Busy { .. }) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => panic!(
+                "re-open of {}: {e}; open by {:?} (this process is {})",
+                dev.display(),
+                holders(dev),
+                std::process::id()
+            ),
+        }
+    }
 }
 
 #[test]
@@ -399,6 +457,45 @@ fn partitions_are_read_from_sysfs_and_their_mounts_refused() {
         .expect("still busy 5 s after unmounting")
         .unwrap();
     dev.reread_partitions().unwrap();
+}
+
+/// A disk's page cache and its partitions' are not coherent: with the disk
+/// held open (here by this test; in the suite, by another test's `list`)
+/// and its page at the partition's start cached, a partition formatted
+/// through its own node was probed through the disk as empty (the flake of
+/// `partitions_are_read_from_sysfs_and_their_mounts_refused`, 2 of 40 runs
+/// under load). The probe drops the range's cached pages before reading.
+#[test]
+#[ignore = "tool tier: cargo xtask test"]
+fn a_partition_written_while_the_disk_is_held_open_is_probed_fresh() {
+    let write_table = |image: &Path| {
+        let script = "label: gpt\nstart=2048, size=16384\n";
+        tool_stdin(
+            "sfdisk",
+            &[OsStr::new("--quiet"), image.as_os_str()],
+            script,
+        );
+    };
+    let lp = Loop::attach_with("stale", 32 << 20, None, write_table, true);
+    let out = tool("partx", &["--add", lp.dev_str()]);
+    let p1 = format!("{}p1", lp.dev_str());
+    assert!(
+        out.success() || Path::new(&p1).exists(),
+        "partx --add:\n{out}"
+    );
+    let held = fs::File::open(&lp.dev).unwrap();
+    let mut page = [0xFFu8; 4096];
+    held.read_exact_at(&mut page, 1 << 20).unwrap();
+    assert!(page.iter().all(|&b| b == 0), "a blank partition");
+    run("mkfs.exfat", &["-L", "FRESH", &p1]);
+    let info = device::inspect(&lp.dev).unwrap();
+    assert_eq!(
+        info.partitions[0].fs_type.as_deref(),
+        Some("exfat"),
+        "{info:#?}"
+    );
+    assert_eq!(info.partitions[0].label.as_deref(), Some("FRESH"));
+    drop(held);
 }
 
 #[test]

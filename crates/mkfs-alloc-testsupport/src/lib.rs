@@ -4,6 +4,7 @@
 //!
 //! ```text
 //!  cmd      run a command, capture stdout/stderr/exit code; tool(): run a required tool
+//!  fsck     the one judge of fsck.exfat -n / fsck.fat -n output: exit status and text
 //!  tools    the tool table (tool -> Debian package), require_tool/require_root/require_fuse
 //!  tempdir  unique directory under std::env::temp_dir(), removed on drop
 //!  loopdev  losetup guard (sector size, offset, size limit, read-only), detached on drop
@@ -24,6 +25,7 @@
 #![allow(clippy::unwrap_used)]
 
 pub mod cmd;
+pub mod fsck;
 pub mod fuse;
 pub mod loopdev;
 pub mod loopfs;
@@ -33,6 +35,7 @@ pub mod timeout;
 pub mod tools;
 
 pub use cmd::{run, run_env, tool, tool_ok, tool_stdin, CmdOutput};
+pub use fsck::{fsck_exfat_findings_with_volume_guid, fsck_findings, fsck_judge, FsckKind};
 pub use fuse::FuseMount;
 pub use loopdev::{LoopDevice, LoopOptions};
 pub use loopfs::LoopFs;

@@ -12,6 +12,7 @@
 //!   links run; both remove and purge without leaving a file.
 
 use super::{Built, LINKS};
+use mkfs_alloc_testsupport::{fsck_judge, FsckKind};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -108,16 +109,17 @@ fn static_binary(b: &Built) -> Result<(), String> {
         "/fat32.img",
         "307200",
     ])?;
-    output(
-        Command::new("fsck.exfat")
+    // Judged like every other image: the shared judge, exit status and
+    // text (fsck.exfat 1.2 exits 0 after some errors).
+    let mut fsck = String::new();
+    for (kind, image) in [(FsckKind::Exfat, "exfat.img"), (FsckKind::Fat, "fat32.img")] {
+        let out = Command::new(kind.program())
             .arg("-n")
-            .arg(root.join("exfat.img")),
-    )?;
-    let fsck = output(
-        Command::new("fsck.fat")
-            .arg("-n")
-            .arg(root.join("fat32.img")),
-    )?;
+            .arg(root.join(image))
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", kind.program()))?;
+        fsck += &fsck_judge(kind, &out).map_err(|e| format!("the static binary's {image}: {e}"))?;
+    }
     println!(
         "xtask dist --check: the static binary ran in a chroot holding only itself; fsck:\n{}",
         fsck.trim()

@@ -12,6 +12,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use mkfs_alloc_testsupport::{fsck_judge, FsckKind};
 use serde_json::{json, Value};
 
 use super::{Job, EPOCH, JOBS, SERIAL};
@@ -86,8 +87,12 @@ pub(super) fn check_images(work: &Path, fw: &Path, mount: bool) -> Result<Vec<Im
         match volume_copy(&bin, job, &image, &work.join(format!("{}.vol", job.name))) {
             Err(e) => c.step("volume", Err(e)),
             Ok(vol) => {
-                let fsck = if job.exfat { "fsck.exfat" } else { "fsck.fat" };
-                c.step(fsck, fsck_clean(fsck, &vol));
+                let fsck = if job.exfat {
+                    FsckKind::Exfat
+                } else {
+                    FsckKind::Fat
+                };
+                c.step(fsck.program(), fsck_clean(fsck, &vol));
                 if job.exfat {
                     if mount {
                         c.step("exfat-fuse", fuse_round_trip(&vol, work));
@@ -197,28 +202,18 @@ pub(crate) fn sparse_copy(src: &Path, start: u64, size: u64, dst: &Path) -> Resu
         .map_err(|e| format!("{}: {e}", dst.display()))
 }
 
-/// `PROGRAM -n VOLUME` exits 0 and says nothing of an error.
-fn fsck_clean(program: &str, vol: &Path) -> Result<String, String> {
+/// `PROGRAM -n VOLUME`, judged by the shared judge: exit 0, the clean
+/// summary and nothing else (fsck.exfat 1.2 exits 0 after some errors).
+fn fsck_clean(kind: FsckKind, vol: &Path) -> Result<String, String> {
+    let program = kind.program();
     let out = Command::new(program)
         .arg("-n")
         .arg(vol)
         .output()
         .map_err(|e| format!("cannot run {program}: {e}"))?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // fsck.exfat 1.2 exits 0 after some errors: the text counts too.
-    if out.status.success() && !text.to_lowercase().contains("error") {
-        Ok("clean".into())
-    } else {
-        Err(format!(
-            "({}) {}",
-            out.status,
-            text.trim().replace('\n', " | ")
-        ))
-    }
+    fsck_judge(kind, &out)
+        .map(|_| "clean".into())
+        .map_err(|e| e.trim().replace('\n', " | "))
 }
 
 /// A small file's bytes, to write into a volume and read back.

@@ -1,6 +1,8 @@
 //! The judgement: the findings about one case, and the host fsck.
 
 use super::*;
+use mkfs_alloc_testsupport::{fsck_judge, FsckKind};
+use std::process::Output;
 
 // --- the judgement ---------------------------------------------------------------
 
@@ -227,14 +229,18 @@ pub(super) fn fsck(image: &Image) -> Vec<String> {
         Driver::Exfat => "fsck.exfat",
         Driver::Vfat => "fsck.fat",
     };
-    match fsck_volume(program, &image.path, image.start, image.size) {
+    let kind = match image.case.driver {
+        Driver::Exfat => FsckKind::Exfat,
+        Driver::Vfat => FsckKind::Fat,
+    };
+    // The shared judge: the exit status and the text (fsck.exfat 1.2 exits
+    // 0 after some errors).
+    match fsck_volume_output(program, &image.path, image.start, image.size) {
         Err(e) => vec![e],
-        // fsck.exfat 1.2 exits 0 after some errors: the text counts too.
-        Ok((true, text)) if !text.to_lowercase().contains("error") => Vec::new(),
-        Ok((_, text)) => vec![format!(
-            "host {program} -n: {}",
-            text.trim().replace('\n', " | ")
-        )],
+        Ok(out) => match fsck_judge(kind, &out) {
+            Ok(_) => Vec::new(),
+            Err(e) => vec![format!("host {}", e.trim().replace('\n', " | "))],
+        },
     }
 }
 
@@ -248,6 +254,21 @@ pub(crate) fn fsck_volume(
     start: u64,
     size: u64,
 ) -> Result<(bool, String), String> {
+    let o = fsck_volume_output(program, path, start, size)?;
+    let mut text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    if !o.status.success() {
+        text = format!("({}) {text}", o.status);
+    }
+    Ok((o.status.success(), text))
+}
+
+/// Runs `PROGRAM -n` on the volume at `start` (`size` bytes) of the image
+/// `path`, through a read-only loop device: its output.
+fn fsck_volume_output(program: &str, path: &Path, start: u64, size: u64) -> Result<Output, String> {
     let out = Command::new("losetup")
         .args(["-r", "-f", "--show", "-o"])
         .arg(start.to_string())
@@ -267,14 +288,5 @@ pub(crate) fn fsck_volume(
     };
     let out = Command::new(program).args(["-n", &loop_dev]).output();
     let _ = Command::new("losetup").args(["-d", &loop_dev]).status();
-    let o = out.map_err(|e| format!("cannot run {program}: {e}"))?;
-    let mut text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    if !o.status.success() {
-        text = format!("({}) {text}", o.status);
-    }
-    Ok((o.status.success(), text))
+    out.map_err(|e| format!("cannot run {program}: {e}"))
 }

@@ -7,8 +7,10 @@ use super::host::{Entry, Tree};
 
 /// The verdict on a case: its label in the report, and whether it went
 /// as it must. A limit is never a pass: it is reported as the limit, and
-/// fails the run if it is gone or the case failed some other way (no
-/// reply held the limit's text).
+/// fails the run if it is gone, if no reply held the limit's text, or if
+/// anything else went wrong besides U-Boot refusing commands (a wrong
+/// listing, size or CRC from a command that succeeded, the console or
+/// QEMU failing): the limit explains refusals, nothing more.
 pub(super) fn verdict(
     expect: Expect,
     findings: &[String],
@@ -18,13 +20,21 @@ pub(super) fn verdict(
         Expect::Pass if findings.is_empty() => ("pass", true),
         Expect::Pass => ("FAIL", false),
         Expect::Limit(_) if findings.is_empty() => ("LIMIT GONE", false),
-        Expect::Limit(_) if limit_seen => ("U-Boot limit", true),
-        Expect::Limit(_) => ("FAIL (not the limit)", false),
+        Expect::Limit(_) if !limit_seen => ("FAIL (not the limit)", false),
+        Expect::Limit(_) if findings.iter().all(|f| is_refusal(f)) => ("U-Boot limit", true),
+        Expect::Limit(_) => ("FAIL (the limit and more)", false),
         Expect::Fails(_, text) if findings.iter().any(|f| f.contains(text)) => {
             ("fails as it must", true)
         }
         Expect::Fails(..) => ("CONTROL PASSED", false),
     }
+}
+
+/// Whether a finding is U-Boot refusing a command: the session's
+/// "`COMMAND` failed (RC): REPLY" (`Talk::must`), the only kind a limit
+/// explains.
+fn is_refusal(finding: &str) -> bool {
+    finding.starts_with('`') && finding.contains("` failed (")
 }
 
 /// An entry `fatls` printed: a file with its size, or a directory.
@@ -295,15 +305,30 @@ mod tests {
         assert_eq!(verdict(Expect::Pass, none, false), ("pass", true));
         assert!(!verdict(Expect::Pass, &some, false).1);
         let limit = Expect::Limit("Can't set block device");
-        assert_eq!(verdict(limit, &some, true), ("U-Boot limit", true));
+        // Captured from a run: U-Boot refusing every command.
+        let refused = [
+            "`fatinfo virtio 0:1` failed (1): ** Unable to use virtio 0:1 for fatinfo **"
+                .to_string(),
+            "`fatls virtio 0:1 \"/\"` failed (1): ".to_string(),
+        ];
+        assert_eq!(verdict(limit, &refused, true), ("U-Boot limit", true));
         assert!(
-            !verdict(limit, &some, false).1,
+            !verdict(limit, &refused, false).1,
             "failed, but not as the limit"
         );
         assert!(
             !verdict(limit, none, true).1,
             "a limit that is gone fails the run"
         );
+        // The limit's text was seen, but a command that succeeded gave a
+        // wrong answer, or the console failed: not explained by the limit.
+        assert_eq!(
+            verdict(limit, &some, true),
+            ("FAIL (the limit and more)", false)
+        );
+        let mut more = refused.to_vec();
+        more.push("console: QEMU exited".into());
+        assert!(!verdict(limit, &more, true).1, "{more:?}");
         let control = Expect::Fails(Fault::SourceByteChanged, "crc32");
         assert_eq!(verdict(control, &some, false), ("fails as it must", true));
         assert_eq!(verdict(control, none, false), ("CONTROL PASSED", false));

@@ -2,6 +2,7 @@
 //! byte for byte, partition tables and fsck.
 
 use super::*;
+use mkfs_alloc_testsupport::{fsck_judge, FsckKind};
 
 pub(super) struct Ctx<'a> {
     pub(super) wine: &'a Wine,
@@ -274,28 +275,24 @@ fn extract(img: &Path, offset: u64, len: u64, dest: &Path) -> Result<(), String>
     Ok(())
 }
 
-/// `fsck.exfat -n` / `fsck.fat -n` + `mdir` on a volume.
+/// `fsck.exfat -n` / `fsck.fat -n` (the shared judge: exit status and
+/// text) + `mdir` on a volume. mtools' own boot sector checks stay on (no
+/// `MTOOLS_SKIP_CHECK`), as in the test suites: our volumes must pass them.
 pub(super) fn fsck(fs: Fs, volume: &Path) -> Result<(), String> {
-    let mut checks: Vec<Command> = Vec::new();
-    match fs {
-        Fs::Exfat => {
-            let mut c = Command::new("fsck.exfat");
-            c.arg("-n").arg(volume);
-            checks.push(c);
-        }
-        Fs::Fat32 => {
-            let mut c = Command::new("fsck.fat");
-            c.arg("-n").arg(volume);
-            checks.push(c);
-            let mut c = Command::new("mdir");
-            c.arg("-i")
-                .arg(volume)
-                .arg("::")
-                .env("MTOOLS_SKIP_CHECK", "1");
-            checks.push(c);
-        }
-    }
-    for mut c in checks {
+    let kind = match fs {
+        Fs::Exfat => FsckKind::Exfat,
+        Fs::Fat32 => FsckKind::Fat,
+    };
+    let mut c = Command::new(kind.program());
+    c.arg("-n").arg(volume);
+    eprintln!("+ {}", format!("{c:?}").replace('"', ""));
+    let out = c
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", kind.program()))?;
+    fsck_judge(kind, &out)?;
+    if fs == Fs::Fat32 {
+        let mut c = Command::new("mdir");
+        c.arg("-i").arg(volume).arg("::");
         let shown = format!("{c:?}").replace('"', "");
         eprintln!("+ {shown}");
         let out = c
