@@ -10,6 +10,8 @@ bytes, in a sparse BACKING file. Beyond the real size it behaves as MODE:
   genuine     no lie (ANNOUNCED == REAL)
   eio         a stick dying while written: writes reaching REAL or beyond
               fail with EIO; reads work (ANNOUNCED bytes are stored)
+  bitflip     a cell that does not hold: ANNOUNCED bytes are stored, but
+              the byte at offset REAL reads back with its bit 0x40 flipped
 
 A write cache of CACHE bytes (whole 4 KiB pages, last written first out)
 answers reads of the pages written last, like the caches fakes use to pass
@@ -39,7 +41,7 @@ class FakeStick(Operations):
     def __init__(self, backing, mode, announced, real, cache, rate=0):
         self.rate = rate
         self.fd = os.open(backing, os.O_RDWR | os.O_CREAT, 0o600)
-        os.ftruncate(self.fd, announced if mode == "eio" else real)
+        os.ftruncate(self.fd, announced if mode in ("eio", "bitflip") else real)
         self.mode = mode
         self.announced = announced
         self.real = real
@@ -52,7 +54,7 @@ class FakeStick(Operations):
     def _target(self, off):
         if self.mode == "wraparound":
             return off % self.real
-        if off < self.real or self.mode == "eio":
+        if off < self.real or self.mode in ("eio", "bitflip"):
             return off
         return None
 
@@ -104,7 +106,12 @@ class FakeStick(Operations):
                 else:
                     data = os.pread(self.fd, n, t)
                     out.append(data + bytes(n - len(data)))
-        return b"".join(out)
+        data = b"".join(out)
+        if self.mode == "bitflip" and off <= self.real < off + len(data):
+            bad = bytearray(data)
+            bad[self.real - off] ^= 0x40
+            data = bytes(bad)
+        return data
 
     def write(self, path, data, off, fh):
         if off + len(data) > self.announced:
@@ -150,7 +157,8 @@ def main():
     announced, real = int(sys.argv[4]), int(sys.argv[5])
     cache = int(sys.argv[6]) if len(sys.argv) >= 7 else 0
     rate = int(sys.argv[7]) if len(sys.argv) == 8 else 0
-    if mode not in ("wraparound", "limbo", "genuine", "eio") or real <= 0 or real > announced:
+    modes = ("wraparound", "limbo", "genuine", "eio", "bitflip")
+    if mode not in modes or real < 0 or (real <= 0 and mode != "bitflip") or real > announced:
         sys.exit(__doc__)
     FUSE(FakeStick(backing, mode, announced, real, cache, rate), mnt, foreground=True,
          nothreads=True, direct_io=True, big_writes=True, max_write=1 << 20,

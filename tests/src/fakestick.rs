@@ -18,6 +18,9 @@ pub enum Mode {
     /// A stick dying while written: writes reaching the "real" size or
     /// beyond fail with EIO; reads work.
     Eio,
+    /// No lie about the size, but the byte at offset "real" reads back
+    /// with one bit flipped (see [`FakeStick::bitflip`]).
+    Bitflip,
 }
 
 /// A mounted fake with its loop device; detached and unmounted on drop.
@@ -39,6 +42,7 @@ impl FakeStick {
             Mode::Wraparound => "wraparound",
             Mode::Limbo => "limbo",
             Mode::Eio => "eio",
+            Mode::Bitflip => "bitflip",
         };
         let mount = fakestick_mount(&mnt, &backing, name, announced, real, cache);
         let dev = LoopDevice::attach_direct(&mnt.join("stick"));
@@ -46,6 +50,18 @@ impl FakeStick {
             dev: Some(dev),
             mount: Some(mount),
         }
+    }
+
+    /// A stick of `size` bytes that stores them all but reads the byte at
+    /// offset `at` back with its bit 0x40 flipped, whatever was written
+    /// there: a medium that does not keep what it was given.
+    #[track_caller]
+    pub fn bitflip(dir: &TempDir, size: u64, at: u64) -> FakeStick {
+        assert!(
+            at < size,
+            "the flipped byte {at} is beyond the stick's {size} bytes"
+        );
+        FakeStick::new(dir, Mode::Bitflip, size, at, 0)
     }
 
     /// The lying block device.

@@ -139,6 +139,7 @@ const ROWS: &[Row] = &[
     // FAT12/16: the width follows the cluster count; the error names the valid sizes.
     row("fat16 4K on 4 MiB (new)", New, &["--fs", "fat16", "--cluster", "4K", "--size", "4M"], &["too small for FAT16", "4,101", "valid: 512 B", "--fs fat"]),
     row("fat12 512 on 64 MiB", Sentinel, &["--fs", "fat12", "--cluster", "512"], &["too large for FAT12", "4,068", "valid: 16 KiB..64 KiB"]),
+    row("fat12 on 1 GiB in no size (new)", New, &["--fs", "fat12", "--size", "1G"], &["too large for FAT12", "no cluster size is valid for FAT12", "use --fs fat (the width"]),
     row("fat16 at 1 KiB in no width (new)", New, &["--fs", "fat16", "--cluster", "512", "--size", "1G"], &["too large for FAT16", "65,508", "valid: 16 KiB..64 KiB"]),
     row("fat 4K in the FAT12/16 gap (new)", New, &["--fs", "fat", "--cluster", "4K", "--size", "18336K"], &["no FAT width fits", "(4,072 clusters", "FAT12 takes 1..4,068", "valid: 512 B, 1 KiB, 2 KiB, 8 KiB"]),
     row("esp with exfat", Sentinel, &["--esp", "--fs", "exfat"], &["EFI System Partition must be FAT", "--fs fat"]),

@@ -75,6 +75,35 @@ fn wraps_that_are_not_powers_of_two_are_found_at_their_real_size() {
     }
 }
 
+/// Fakes whose real storage is at most twice the default cache search
+/// (64 MiB): their end reads back (it wraps onto real storage), so the
+/// whole search length must be flushed after each bisect round; a
+/// "512 MiB" wrapping at 64 MiB and a "1 GiB" at 128 MiB were once called
+/// damaged, with another real size each run. Two runs each (a seed of
+/// their own), one fake with a write cache: the exact size every time.
+#[test]
+#[ignore = "tool tier: cargo xtask test"]
+fn real_sizes_within_twice_the_cache_search_are_exact_on_every_run() {
+    require_root();
+    for (announced, real, cache) in [
+        (512 * MIB, 64 * MIB, 0),
+        (GIB, 128 * MIB, 0),
+        (GIB, 128 * MIB, MIB),
+        (2 * GIB, 256 * MIB, 0),
+    ] {
+        let tmp = TempDir::new("probe-small-real");
+        let fake = FakeStick::new(&tmp, Mode::Wraparound, announced, real, cache);
+        for run in 0..2 {
+            let (v, _) = probe(fake.path(), &["--no-speed"]);
+            let what = format!("{announced} wrapping at {real}, cache {cache}, run {run}: {v}");
+            assert_eq!(json_str(&v, "verdict"), "wraparound", "{what}");
+            assert_eq!(json_u64(&v, "real_bytes"), real, "{what}");
+            assert_eq!(json_u64(&v, "wrap_bytes"), real, "{what}");
+        }
+        fake.remove();
+    }
+}
+
 /// `--full` writes and reads back every block of a "1 GB" fake wrapping
 /// at 768 MiB: the real size to the byte, and every lost byte counted.
 #[test]

@@ -325,3 +325,49 @@ fn the_sampling_report_and_the_help_say_what_sampling_cannot_prove() {
         assert!(help.stdout.contains(words), "help lacks {words:?}:\n{help}");
     }
 }
+
+/// A journal path that is the probed target (by its name, a symbolic link
+/// or a hard link), a device (`/dev/null`) or a directory is refused before
+/// anything is written (exit 2, the target byte-identical, nothing
+/// created), for `--keep-data` and for `--restore`; the refusal names what
+/// the path is and never advises removing it.
+#[test]
+fn a_journal_that_is_the_target_or_a_device_is_refused() {
+    let tmp = TempDir::new("probe-journal-target");
+    let img = tmp.join("stick.img");
+    fill_random(&img, 8 * MIB, 12);
+    let before = file_hash(&img);
+    let link = tmp.join("link.img");
+    std::os::unix::fs::symlink(&img, &link).unwrap_or_else(|e| panic!("{e}"));
+    let hard = tmp.join("hard.img");
+    std::fs::hard_link(&img, &hard).unwrap_or_else(|e| panic!("{e}"));
+    let dir = tmp.subdir("journals");
+    let cases = [
+        (img.clone(), "is the probed target"),
+        (link, "is the probed target"),
+        (hard, "is the probed target"),
+        (Path::new("/dev/null").to_path_buf(), "is a device"),
+        (dir.clone(), "is not a regular file"),
+    ];
+    for (j, why) in &cases {
+        for args in [
+            vec!["probe", "--yes", "--keep-data", "--journal"],
+            vec!["probe", "--yes", "--restore"],
+        ] {
+            let mut all = args.clone();
+            let (js, is) = (s(j), s(&img));
+            all.push(&js);
+            all.push(&is);
+            let out = mkfs_alloc(&all);
+            out.assert_code(2);
+            assert!(out.stderr.contains(why), "{out}");
+            assert!(out.stderr.contains("nothing was written"), "{out}");
+            assert!(!out.stderr.contains("rm "), "{out}");
+            assert_eq!(file_hash(&img), before, "{out}");
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -258,3 +258,43 @@ fn a_tree_deeper_than_path_max_is_copied() {
     assert!(line.contains("U+FFFF"), "{line}");
     assert_eq!(file_hash(&img), before, "the target changed");
 }
+
+/// A tree 1,000 directories deep, written by `--rootdir`, is read back
+/// whole by `info --files` (exFAT and FAT32): every directory and the file
+/// at the bottom counted, nothing partial (the reader once stopped at 255
+/// levels).
+#[test]
+fn info_reads_a_deep_tree_it_wrote_whole() {
+    let tmp = TempDir::new("rootdir-deep");
+    let src = tmp.subdir("src");
+    let mut deep = src.clone();
+    for _ in 0..1000 {
+        deep.push("d");
+    }
+    fs::create_dir_all(&deep).expect("deep tree");
+    fs::write(deep.join("leaf.txt"), b"bottom\n").expect("leaf");
+    for fs_name in ["exfat", "fat32"] {
+        let img = tmp.join(&format!("{fs_name}.img"));
+        let (s, i) = (src.to_string_lossy(), img.to_string_lossy());
+        let out = mkfs_alloc_env(
+            &["--fs", fs_name, "--rootdir", &s, "--size", "64M", "-q", &i],
+            &[],
+        );
+        out.assert_success();
+        let out = mkfs_alloc_env(&["info", "--files", "--json", &i], &[]);
+        out.assert_success();
+        let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+        let f = &v["volumes"][0]["files"];
+        assert_eq!(f["complete"], true, "{fs_name}: {f}");
+        assert_eq!(
+            (f["dirs"].as_u64(), f["count"].as_u64()),
+            (Some(1000), Some(1)),
+            "{fs_name}: {f}"
+        );
+        let out = mkfs_alloc_env(&["info", "--files", &i], &[]);
+        assert!(
+            !out.stdout.contains("(partial)") && !out.stdout.contains("deeper than"),
+            "{out}"
+        );
+    }
+}

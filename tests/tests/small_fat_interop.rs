@@ -231,3 +231,32 @@ fn auto_small_volumes_with_mbr_types() {
         });
     }
 }
+
+/// A FAT12 or FAT16 boot sector with RootEntCnt 0 has no root directory:
+/// `info` refuses the volume (exit 1, the field named) where it once
+/// described it as a valid FAT16, as `fsck.fat -n` does ("Root directory
+/// has zero size").
+#[test]
+#[ignore = "tool tier: cargo xtask test"]
+fn a_fixed_root_directory_of_zero_entries_is_refused() {
+    let fsck = require_tool("fsck.fat");
+    let tmp = TempDir::new("small-fat-root0");
+    for (fs, size) in [("fat16", "32M"), ("fat12", "4M")] {
+        let img = tmp.join(&format!("{fs}.img"));
+        let i = img.to_string_lossy().into_owned();
+        mkfs_alloc(&["--fs", fs, "--size", size, "-q", &i]).assert_success();
+        mkfs_alloc(&["info", &i]).assert_success();
+        let mut bytes = std::fs::read(&img).unwrap_or_else(|e| panic!("{e}"));
+        bytes[17..19].copy_from_slice(&[0, 0]);
+        std::fs::write(&img, &bytes).unwrap_or_else(|e| panic!("{e}"));
+        let out = mkfs_alloc(&["info", &i]);
+        out.assert_code(1);
+        assert!(out.stderr.contains("RootEntCnt 0"), "{fs}: {out}");
+        let check = run(&fsck, &["-n", &i]);
+        assert!(
+            !check.success()
+                && (check.stdout.clone() + &check.stderr).contains("Root directory has zero size"),
+            "{fs}: {check}"
+        );
+    }
+}

@@ -33,7 +33,12 @@
 //! 4. **Bisect by random sampling** between the highest unit known good and
 //!    the lowest known bad (or the wrap modulus): each round writes random
 //!    units in between, then enough filler units at the start to flush the
-//!    cache, resets, and reads them back in random order. Evenly spaced
+//!    cache, resets, and reads them back in random order. A wrap whose real
+//!    storage is at most twice the flush length (the whole cache search
+//!    when the device's end reads back, as a wraparound fake's does) has no
+//!    room for that: its filler is as many addresses a multiple of the wrap
+//!    apart, sharing a few cells at the start (a cache holds blocks by the
+//!    address written, so each pushes one out). Evenly spaced
 //!    probes would fold onto the real size of a wraparound fake; random ones
 //!    do not. When the interval holds no more units than a round samples,
 //!    all of them are tested, which pins the boundary to the unit.

@@ -222,3 +222,41 @@ fn a_second_run_sees_the_first_runs_blocks_as_stale_not_good() {
         );
     }
 }
+
+/// Real storage of at most twice the cache search's length (4 MiB here):
+/// the end of a wraparound fake reads back, so the whole search length is
+/// the flush, and the bisect's filler shares cells a multiple of the wrap
+/// apart instead of needing twice that at the start. Every seed, with and
+/// without a device cache, agrees on the exact size.
+#[test]
+fn a_real_size_within_twice_the_cache_search_is_found() {
+    for (kind, ann, real, wrap) in [
+        (FakeKind::Wraparound, 32 * MIB, 4 * MIB, Some(4 * MIB)),
+        (FakeKind::Wraparound, 64 * MIB, 8 * MIB, Some(8 * MIB)),
+        (FakeKind::Wraparound, 64 * MIB, 2 * MIB, Some(2 * MIB)),
+        (FakeKind::Wraparound, 128 * MIB, 6 * MIB, Some(6 * MIB)),
+        (
+            FakeKind::Chain {
+                modulus: 8 * MIB / 512,
+            },
+            64 * MIB,
+            6 * MIB,
+            Some(8 * MIB),
+        ),
+        (FakeKind::Limbo, 64 * MIB, 6 * MIB, None),
+    ] {
+        for (cache, seed) in [(0, 1), (64, 2), (512, 3), (0, 4), (64, 5)] {
+            let r = run(kind, ann, real, cache, seed);
+            let want = match kind {
+                FakeKind::Wraparound => Verdict::Wraparound,
+                FakeKind::Chain { .. } => Verdict::Chain,
+                _ => Verdict::Limbo,
+            };
+            assert_eq!(
+                (r.verdict, r.real_bytes, r.wrap_bytes),
+                (want, real, wrap),
+                "{kind:?} {ann} storing {real}, cache {cache}, seed {seed}: {r:?}"
+            );
+        }
+    }
+}

@@ -70,6 +70,7 @@ pub use read::{BlockReader, ReadAt};
 pub use runs::block_runs;
 pub use sparse::{
     sparse_block_size, write_sparse, write_sparse_seekable, SparseOptions, SparseSummary,
+    MAX_CHUNK_BLOCKS,
 };
 
 /// Bytes read from the image at a time (and the largest RAW chunk of a

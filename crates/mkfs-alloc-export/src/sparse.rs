@@ -28,6 +28,11 @@ use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::ops::Range;
 
 const FILE_HEADER_LEN: usize = size_of::<SparseHeader>();
+/// The most blocks one chunk covers: libsparse (`simg2img`, fastboot)
+/// refuses a chunk of 2^31 blocks or more ("Failed to read sparse file":
+/// it takes the 32-bit count as signed), so longer FILL and DONT_CARE runs
+/// become several chunks; the image itself may have up to 2^32 - 1 blocks.
+pub const MAX_CHUNK_BLOCKS: u64 = (1 << 31) - 1;
 const CHUNK_HEADER_LEN: usize = size_of::<ChunkHeader>();
 
 /// How to write a sparse image.
@@ -208,6 +213,7 @@ fn walk(
 ) -> Result<(), ExportError> {
     let bs = u64::from(opts.block_size);
     let blocks = image_size / bs;
+    let emit = &mut |c: Chunk<'_>| split_long(c, MAX_CHUNK_BLOCKS, emit);
     let mut pos = 0u64;
     for run in block_runs(ranges, bs) {
         if run.start > pos {
@@ -239,6 +245,26 @@ fn walk(
         emit(Chunk::DontCare {
             blocks: blocks - pos,
         })?;
+    }
+    Ok(())
+}
+
+/// Hands `c` to `emit` as chunks of at most `max` blocks (RAW chunks are a
+/// piece long at most, far below).
+fn split_long(
+    c: Chunk<'_>,
+    max: u64,
+    emit: &mut dyn FnMut(Chunk<'_>) -> Result<(), ExportError>,
+) -> Result<(), ExportError> {
+    let (mut left, make): (u64, &dyn Fn(u64) -> Chunk<'static>) = match c {
+        Chunk::Raw(_) => return emit(c),
+        Chunk::Fill { value, blocks } => (blocks, &move |n| Chunk::Fill { value, blocks: n }),
+        Chunk::DontCare { blocks } => (blocks, &|n| Chunk::DontCare { blocks: n }),
+    };
+    while left > 0 {
+        let n = left.min(max);
+        emit(make(n))?;
+        left -= n;
     }
     Ok(())
 }
@@ -420,4 +446,46 @@ fn finish(out: &mut dyn Write, t: &Tally, blocks: u64) -> Result<SparseSummary, 
         crc: t.crc(),
         bytes,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Long FILL and DONT_CARE runs become chunks of at most the limit, in
+    /// order, covering the same blocks; RAW chunks pass unchanged.
+    #[test]
+    fn long_runs_are_split_at_the_chunk_limit() {
+        let mut got = Vec::new();
+        let mut emit = |c: Chunk<'_>| {
+            got.push(match c {
+                Chunk::Raw(d) => ("raw", d.len() as u64),
+                Chunk::Fill { value, blocks } => ("fill", u64::from(value) << 32 | blocks),
+                Chunk::DontCare { blocks } => ("skip", blocks),
+            });
+            Ok(())
+        };
+        for c in [
+            Chunk::DontCare { blocks: 7 },
+            Chunk::Raw(&[1; 2048]),
+            Chunk::Fill {
+                value: 9,
+                blocks: 6,
+            },
+            Chunk::DontCare { blocks: 2 },
+        ] {
+            split_long(c, 3, &mut emit).expect("emit");
+        }
+        let fill = |n: u64| ("fill", 9u64 << 32 | n);
+        let want = [
+            ("skip", 3),
+            ("skip", 3),
+            ("skip", 1),
+            ("raw", 2048),
+            fill(3),
+            fill(3),
+            ("skip", 2),
+        ];
+        assert_eq!(got, want);
+    }
 }

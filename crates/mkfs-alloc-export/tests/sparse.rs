@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{expand, image, Chunk};
+use common::{expand, image, Chunk, Synthetic};
 use mkfs_alloc_export::{write_sparse, write_sparse_seekable, ExportError, ReadAt, SparseOptions};
 use proptest::prelude::*;
 use std::io::Cursor;
@@ -191,5 +191,53 @@ proptest! {
     fn any_map(mapped in ranges(192 << 10), seed in 1u64.., bs in prop::sample::select(vec![512u32, 1024, 4096]), crc: bool) {
         let img = image(192 << 10, &mapped, seed);
         check(&img, bs, crc, &mapped);
+    }
+}
+
+/// The chunk headers of a sparse image: (type, blocks).
+fn chunk_headers(simg: &[u8]) -> Vec<(u16, u32)> {
+    let u32_at = |o: usize| u32::from_le_bytes(simg[o..o + 4].try_into().unwrap());
+    let count = u32_at(20);
+    let mut at = 28;
+    (0..count)
+        .map(|_| {
+            let h = (u16::from_le_bytes([simg[at], simg[at + 1]]), u32_at(at + 4));
+            at += u32_at(at + 8) as usize;
+            h
+        })
+        .collect()
+}
+
+/// Images of 2^31 blocks and more (up to the format's 2^32 - 1) mapped
+/// only at their ends: no chunk covers 2^31 blocks or more (libsparse
+/// refuses those), the chunks cover the image exactly, the mapped blocks
+/// are RAW.
+#[test]
+fn images_of_2_31_blocks_and_more_have_no_chunk_libsparse_refuses() {
+    for (bs, blocks) in [
+        (4096u32, 1u64 << 31),
+        (4096, 2_197_265_625),
+        (512, (1 << 32) - 1),
+    ] {
+        let size = blocks * u64::from(bs);
+        let mapped = [0..8192, size - 4096..size];
+        let mut out = Vec::new();
+        let s = write_sparse(
+            size,
+            SparseOptions::new(bs),
+            &mapped,
+            &mut Synthetic,
+            &mut out,
+        )
+        .unwrap();
+        let chunks = chunk_headers(&out);
+        assert_eq!(chunks.len() as u64, s.chunks);
+        let total: u64 = chunks.iter().map(|&(_, n)| u64::from(n)).sum();
+        assert_eq!(total, blocks, "{bs} x {blocks}");
+        assert!(
+            chunks.iter().all(|&(_, n)| u64::from(n) < 1 << 31),
+            "{bs} x {blocks}: {chunks:?}"
+        );
+        assert_eq!(s.raw_blocks * u64::from(bs), 8192 + 4096, "{s:?}");
     }
 }

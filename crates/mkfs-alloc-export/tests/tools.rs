@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::image;
+use common::{image, Synthetic};
 use mkfs_alloc_export::{
     sparse_block_size, write_bmap, write_sparse, write_sparse_seekable, SparseOptions,
 };
@@ -227,4 +227,42 @@ fn a_sparse_image_through_a_pipe_and_into_a_file() {
     assert_eq!(a, b);
     assert_eq!(simg2img(&dir, &a), img);
     assert!(libsparse_accepts(&dir, &a));
+}
+
+/// An image of 2,197,265,625 blocks of 4 KiB (9 TB, more than 2^31
+/// blocks) mapped only at its two ends: `simg2img` expands it (it refused
+/// the one DONT_CARE chunk of more than 2^31 blocks such an image once
+/// had) to the image's size, both ends in place.
+#[test]
+#[ignore = "tool tier: cargo xtask test"]
+fn simg2img_expands_an_image_of_more_than_2_31_blocks() {
+    use mkfs_alloc_export::ReadAt;
+    use std::os::unix::fs::FileExt;
+    let dir = TempDir::new("sparse-huge");
+    let (bs, blocks) = (4096u32, 2_197_265_625u64);
+    let size = blocks * u64::from(bs);
+    let mapped = [0..8192, size - 4096..size];
+    let mut simg = Vec::new();
+    write_sparse(
+        size,
+        SparseOptions::new(bs),
+        &mapped,
+        &mut Synthetic,
+        &mut simg,
+    )
+    .unwrap();
+    let (s, r) = (dir.join("huge.simg"), dir.join("huge.raw"));
+    write_file(&s, &simg);
+    tool("simg2img", &[s.as_os_str(), r.as_os_str()]).assert_success();
+    let raw = std::fs::File::open(&r).unwrap();
+    assert_eq!(raw.metadata().unwrap().len(), size);
+    for range in mapped {
+        let mut got = vec![0u8; (range.end - range.start) as usize];
+        raw.read_exact_at(&mut got, range.start).unwrap();
+        let mut want = vec![0u8; got.len()];
+        Synthetic.read_exact_at(range.start, &mut want).unwrap();
+        assert!(got == want, "bytes {range:?} differ");
+    }
+    drop(raw);
+    std::fs::remove_file(&r).unwrap();
 }

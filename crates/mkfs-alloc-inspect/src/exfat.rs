@@ -541,7 +541,7 @@ impl DirFormat for ExfatDirs {
                 Found::Dir { name: f.name, at }
             }
             ExfatItem::Bad(msg) => {
-                w.damaged(format!("{}: {msg}", display_path(&dir.path)));
+                w.damaged(format!("{}: {msg}", display_path(&dir.path.text())));
                 Found::Nothing
             }
             _ => Found::Nothing,

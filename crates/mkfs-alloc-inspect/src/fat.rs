@@ -342,7 +342,7 @@ impl DirFormat for FatDirs {
         if parser.orphans > 0 {
             w.warn(format!(
                 "{}: {} long names without a matching short entry",
-                display_path(&dir.path),
+                display_path(&dir.path.text()),
                 parser.orphans
             ));
         }

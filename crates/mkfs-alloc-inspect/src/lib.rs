@@ -89,7 +89,10 @@ pub struct Limits {
     pub max_entries: u64,
     /// Directories queued but not yet read.
     pub max_pending_dirs: u64,
-    /// Directory nesting depth.
+    /// Directory nesting depth (default 16,384: deeper than any path an
+    /// operating system opens, each level taking at least two UTF-16 units
+    /// of Windows' 32,767 and two bytes of Linux's 4,096; the walk keeps no
+    /// recursion and a waiting directory costs its own name only).
     pub max_depth: u32,
     /// Bytes read from one directory (exFAT allows 256 MiB, FAT 2 MiB).
     pub max_dir_bytes: u64,
@@ -109,7 +112,7 @@ impl Default for Limits {
         Limits {
             max_entries: 100_000_000,
             max_pending_dirs: 1 << 20,
-            max_depth: 255,
+            max_depth: 16_384,
             max_dir_bytes: exfat::MAX_DIR_BYTES,
             max_dir_bytes_total: 8 << 30,
             max_listed_files: 1 << 20,

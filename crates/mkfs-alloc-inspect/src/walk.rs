@@ -5,6 +5,7 @@
 //! parser ([`DirParser`]) and what its entries mean ([`DirFormat`]).
 
 use std::collections::HashSet;
+use std::rc::Rc;
 
 use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_layout::waste::waste_bytes;
@@ -111,8 +112,58 @@ pub(crate) struct Pending {
     /// The most bytes it may hold: its recorded size, or the format's limit.
     pub(crate) declared: u64,
     pub(crate) allocation: Allocation,
-    pub(crate) path: String,
+    pub(crate) path: DirPath,
     pub(crate) depth: u32,
+}
+
+/// A directory's path as its name and its parent's path, shared: a
+/// directory waiting to be read costs its own name, whatever its depth
+/// (a full path string each would cost the depth squared down a deep
+/// tree).
+#[derive(Clone, Default)]
+pub(crate) struct DirPath(Option<Rc<(DirPath, String)>>);
+
+impl DirPath {
+    /// The path of the subdirectory `name`.
+    pub(crate) fn child(&self, name: &str) -> DirPath {
+        DirPath(Some(Rc::new((self.clone(), name.to_string()))))
+    }
+
+    /// `/a/b`; the root is empty (see [`display_path`]).
+    pub(crate) fn text(&self) -> String {
+        let mut names = Vec::new();
+        let mut at = self;
+        while let Some(node) = &at.0 {
+            names.push(node.1.as_str());
+            at = &node.0;
+        }
+        let mut s = String::new();
+        for n in names.iter().rev() {
+            s.push('/');
+            s.push_str(n);
+        }
+        s
+    }
+}
+
+impl std::fmt::Debug for DirPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.text())
+    }
+}
+
+impl Drop for DirPath {
+    /// Frees a chain of parents no one else holds one by one (the default
+    /// drop recurses once per level).
+    fn drop(&mut self) {
+        let mut next = self.0.take();
+        while let Some(node) = next {
+            match Rc::try_unwrap(node) {
+                Ok((mut parent, _)) => next = parent.0.take(),
+                Err(_) => break,
+            }
+        }
+    }
 }
 
 impl Pending {
@@ -122,7 +173,7 @@ impl Pending {
             src,
             declared,
             allocation,
-            path: String::new(),
+            path: DirPath::default(),
             depth: 0,
         }
     }
@@ -228,6 +279,7 @@ fn handle<D: BlockIo + ?Sized>(
     d: &mut Disk<'_, '_, D>,
     w: &mut Walker<'_>,
     dir: &Pending,
+    path: &str,
     found: Found,
     stack: &mut Vec<Pending>,
 ) -> Result<(), InspectError> {
@@ -239,10 +291,10 @@ fn handle<D: BlockIo + ?Sized>(
             first,
             contiguous,
         } => {
-            w.add_file(d, &|| join(&dir.path, &name), size, first, contiguous)?;
+            w.add_file(d, &|| join(path, &name), size, first, contiguous)?;
         }
         Found::Dir { name, at } => {
-            let child = join(&dir.path, &name);
+            let child = join(path, &name);
             if !w.may_descend(&child, dir.depth + 1, stack.len()) {
                 return Ok(());
             }
@@ -254,7 +306,7 @@ fn handle<D: BlockIo + ?Sized>(
                     src,
                     declared,
                     allocation,
-                    path: child,
+                    path: dir.path.child(&name),
                     depth: dir.depth + 1,
                 }),
                 Err(why) => w.unread_dir(&child, &why),
@@ -280,17 +332,17 @@ pub(crate) fn walk<D: BlockIo + ?Sized, F: DirFormat>(
             break;
         }
         let declared = dir.declared;
+        let path = dir.path.text();
         let limit = declared.min(w.limits.max_dir_bytes).min(w.dir_budget);
         if limit == 0 && declared > 0 {
             w.incomplete(format!(
                 "{}: not read: the directory read budget is exhausted",
-                display_path(&dir.path)
+                display_path(&path)
             ));
             continue;
         }
         let mut reader = ChainReader::new(dir.src, limit);
         let mut parser = format.parser();
-        let path = dir.path.clone();
         let what = || format!("directory {}", display_path(&path));
         let mut result = Ok(());
         loop {
@@ -306,7 +358,7 @@ pub(crate) fn walk<D: BlockIo + ?Sized, F: DirFormat>(
             parser.feed(piece, &mut items);
             for item in items.drain(..) {
                 let found = format.item(geo, w, &dir, item);
-                handle(d, w, &dir, found, &mut stack)?;
+                handle(d, w, &dir, &path, found, &mut stack)?;
             }
             if parser.ended() || w.stopped() {
                 break;
@@ -315,7 +367,7 @@ pub(crate) fn walk<D: BlockIo + ?Sized, F: DirFormat>(
         w.dir_budget = w.dir_budget.saturating_sub(reader.bytes_read());
         if let Err(e) = result {
             if let InspectError::Chain { .. } = e {
-                w.broken_dir(&dir.path, &e);
+                w.broken_dir(&path, &e);
                 continue;
             }
             return Err(e);
@@ -323,15 +375,15 @@ pub(crate) fn walk<D: BlockIo + ?Sized, F: DirFormat>(
         if !parser.ended() && reader.bytes_read() >= limit && limit < declared {
             w.incomplete(format!(
                 "{}: only the first {limit} bytes were read (limit)",
-                display_path(&dir.path)
+                display_path(&path)
             ));
         }
         format.read(w, &dir, &parser);
         let clusters = match (dir.allocation, dir.src) {
-            (Allocation::Chain, _) => chain_clusters(d, w, &mut reader, &dir.path, None)?,
+            (Allocation::Chain, _) => chain_clusters(d, w, &mut reader, &path, None)?,
             (Allocation::Declared, Source::Chain(_)) => {
                 let expected = declared.div_ceil(geo.cluster_size);
-                chain_clusters(d, w, &mut reader, &dir.path, Some(expected))?
+                chain_clusters(d, w, &mut reader, &path, Some(expected))?
             }
             (Allocation::Declared, _) => declared.div_ceil(geo.cluster_size),
             (Allocation::Uncounted, _) => continue,

@@ -114,7 +114,7 @@ pub enum PlanError {
     },
     /// The volume has too few clusters at this cluster size (or is smaller
     /// than the file system's minimum).
-    #[error("{} is too small for {fs} at {} clusters ({} clusters, needs >= {}); {}", Size(*.volume), Size(*.cluster), Count(*.clusters), Count(*.min_clusters), ValidHint(*.fs, .valid))]
+    #[error("{} is too small for {fs} at {} clusters ({} clusters, needs >= {}); {}", Size(*.volume), Size(*.cluster), Count(*.clusters), Count(*.min_clusters), ValidHint(*.fs, .valid, false))]
     TooFewClusters {
         /// File system.
         fs: FsKind,
@@ -130,7 +130,7 @@ pub enum PlanError {
         valid: ClusterSizes,
     },
     /// The volume has too many clusters at this cluster size.
-    #[error("{} is too large for {fs} at {} clusters ({} clusters, maximum {}); {}", Size(*.volume), Size(*.cluster), Count(*.clusters), Count(*.max_clusters), ValidHint(*.fs, .valid))]
+    #[error("{} is too large for {fs} at {} clusters ({} clusters, maximum {}); {}", Size(*.volume), Size(*.cluster), Count(*.clusters), Count(*.max_clusters), ValidHint(*.fs, .valid, true))]
     TooManyClusters {
         /// File system.
         fs: FsKind,
@@ -289,15 +289,16 @@ impl fmt::Display for ValidSizes<'_> {
     }
 }
 
-/// [`valid_sizes_text`] with the way out in this library's terms.
-struct ValidHint<'a>(FsKind, &'a ClusterSizes);
+/// [`valid_sizes_text`] with the way out in this library's terms (true:
+/// the volume has too many clusters).
+struct ValidHint<'a>(FsKind, &'a ClusterSizes, bool);
 
 impl fmt::Display for ValidHint<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (fs, valid) = (self.0, self.1);
         let text = ValidSizes(fs, valid);
         let fat_width = "the FAT width that follows the cluster count (FsChoice::Fat)";
-        match (alternative_of(fs, valid), valid.is_empty()) {
+        match (alternative_of(fs, valid, self.2), valid.is_empty()) {
             (Some(Alternative::Exfat), false) => write!(f, "{text}, or use exFAT"),
             (Some(Alternative::Exfat), true) => write!(f, "{text}; use exFAT"),
             (Some(Alternative::FatWidth), false) => write!(f, "{text}, or use {fat_width}"),
@@ -311,12 +312,14 @@ impl fmt::Display for ValidHint<'_> {
     }
 }
 
-fn alternative_of(fs: FsKind, valid: &ClusterSizes) -> Option<Alternative> {
+fn alternative_of(fs: FsKind, valid: &ClusterSizes, too_many: bool) -> Option<Alternative> {
     match fs {
         FsKind::Fat32 => Some(Alternative::Exfat),
         // The narrowest width: on a tiny volume only a smaller fixed root
-        // directory leaves room for clusters.
-        FsKind::Fat12 if valid.is_empty() => Some(Alternative::SmallerRoot),
+        // directory leaves room for clusters. Too large a volume has too
+        // many clusters at every size: a wider FAT helps, a smaller root
+        // directory (more clusters) does not.
+        FsKind::Fat12 if valid.is_empty() && !too_many => Some(Alternative::SmallerRoot),
         FsKind::Fat16 | FsKind::Fat12 => Some(Alternative::FatWidth),
         FsKind::Exfat => None,
     }
@@ -341,8 +344,8 @@ impl PlanError {
     /// instead ([`Alternative`]); `None` for other errors.
     pub fn alternative(&self) -> Option<Alternative> {
         match self {
-            PlanError::TooFewClusters { fs, valid, .. }
-            | PlanError::TooManyClusters { fs, valid, .. } => alternative_of(*fs, valid),
+            PlanError::TooFewClusters { fs, valid, .. } => alternative_of(*fs, valid, false),
+            PlanError::TooManyClusters { fs, valid, .. } => alternative_of(*fs, valid, true),
             _ => None,
         }
     }

@@ -269,6 +269,34 @@ fn documented_fat32_size_limits_hold() {
     .is_ok());
 }
 
+/// FAT12's way out names what helps: on a tiny volume (too few clusters
+/// at every size) a smaller root directory; on too large a volume (too
+/// many at every size) a wider FAT, never a smaller root directory (which
+/// only adds clusters).
+#[test]
+fn fat12_advice_names_what_helps() {
+    use mkfs_alloc_layout::error::Alternative;
+    let e = plan(
+        &opts(FsKind::Fat12, 4 * KIB, None),
+        &Medium::whole(MIB << 10, 512),
+    )
+    .expect_err("1 GiB is too large for FAT12");
+    let text = e.to_string();
+    assert!(matches!(e, PlanError::TooManyClusters { .. }), "{text}");
+    assert_eq!(e.alternative(), Some(Alternative::FatWidth), "{text}");
+    assert!(!text.contains("root directory"), "{text}");
+    assert!(text.contains("FsChoice::Fat"), "{text}");
+    let e = plan(
+        &opts(FsKind::Fat12, 4 * KIB, None),
+        &Medium::whole(17 * KIB, 512),
+    )
+    .expect_err("17 KiB is too small for FAT12 at every cluster size");
+    let text = e.to_string();
+    assert!(matches!(e, PlanError::TooFewClusters { .. }), "{text}");
+    assert_eq!(e.alternative(), Some(Alternative::SmallerRoot), "{text}");
+    assert!(text.contains("smaller root directory"), "{text}");
+}
+
 /// The spec's cluster-count ranges of each width with the project's
 /// 16-cluster margins (README "FAT12, FAT16 or FAT32: the cluster count
 /// decides": FAT12 1..4,068, FAT16 4,101..65,508, FAT32 65,541..268,435,445;

@@ -11,10 +11,18 @@
 //!
 //! Memory stays bounded by what was written divided by a MiB (plus the
 //! bytes of pieces written only in part: the edges of the regions written),
-//! whatever the medium's size. A later write over a piece that is already
-//! whole and only in part rewritten cannot be checked any more (its other
-//! bytes are gone): [`VerifyReport::unverifiable_bytes`] counts them; the
-//! format's writer does not do that.
+//! whatever the medium's size. A later write over part of a piece already
+//! folded into its CRC (a small volume, whose boot sector, written last,
+//! shares its MiB with the metadata and files written before it) reads the
+//! piece back from the target first: when it matches its CRC those are the
+//! bytes written, the write is applied to them and the piece folded again;
+//! when it does not, the piece is a mismatch already. A CRC is never
+//! patched with bytes read back (a target that reads one byte wrong both
+//! before and after the rewrite would cancel out). The piece read back
+//! costs one MiB read per such write.
+//! [`VerifyReport::unverifiable_bytes`] counts the pieces rewritten in part
+//! after they were folded without that read (a [`WriteDigest`] fed by
+//! anything but [`Recording`]); a [`Recording`] leaves none.
 //!
 //! The verification reads every piece written, and every byte of the
 //! medium's [`ExtentMap`](crate::ExtentMap) (what the format relies on
@@ -44,8 +52,12 @@ enum Piece {
     /// Written in part: the parts (offset in the piece, bytes; `None` for
     /// zeros), sorted, not overlapping.
     Parts(Vec<(u32, Part)>),
-    /// Rewritten in part after it was whole: these bytes cannot be checked.
+    /// Rewritten in part after it was whole, without its bytes read back
+    /// first: these bytes cannot be checked.
     Lost,
+    /// Read back before a partial rewrite and found to differ from its CRC:
+    /// a mismatch.
+    Bad,
 }
 
 #[derive(Debug, Clone)]
@@ -143,6 +155,31 @@ impl<D: BlockIo> Recording<D> {
     pub fn into_parts(self) -> (D, WriteDigest) {
         (self.inner, self.digest)
     }
+
+    /// Before a write of `len` bytes at byte `at`: the pieces it covers in
+    /// part that are folded into their CRC are read back from the target
+    /// and, if they match it, unfolded into their bytes (the write then
+    /// changes them and they fold again); else they are [`Piece::Bad`].
+    fn unfold_for(&mut self, at: u64, len: u64) -> Result<(), IoError> {
+        if !self.keep {
+            return Ok(());
+        }
+        let bs = u64::from(self.inner.block_size());
+        for index in self.digest.folded_in_part(at, len) {
+            let Some(&Piece::Whole(crc)) = self.digest.pieces.get(&index) else {
+                continue;
+            };
+            let mut buf = vec![0u8; PIECE as usize];
+            self.inner.read_blocks(index * PIECE / bs, &mut buf)?;
+            let piece = if CRC.checksum(&buf) == crc {
+                Piece::Parts(vec![(0, Part::Bytes(buf))])
+            } else {
+                Piece::Bad
+            };
+            self.digest.pieces.insert(index, piece);
+        }
+        Ok(())
+    }
 }
 
 impl<D: BlockIo> BlockIo for Recording<D> {
@@ -156,6 +193,8 @@ impl<D: BlockIo> BlockIo for Recording<D> {
         self.inner.read_blocks(lba, dst)
     }
     fn write_blocks(&mut self, lba: u64, src: &[u8]) -> Result<(), IoError> {
+        let bs = u64::from(self.inner.block_size());
+        self.unfold_for(lba * bs, src.len() as u64)?;
         self.inner.write_blocks(lba, src)?;
         if self.keep {
             self.digest
@@ -166,8 +205,9 @@ impl<D: BlockIo> BlockIo for Recording<D> {
         Ok(())
     }
     fn write_zeroes(&mut self, lba: u64, count: u64) -> Result<(), IoError> {
-        self.inner.write_zeroes(lba, count)?;
         let bs = u64::from(self.inner.block_size());
+        self.unfold_for(lba * bs, count * bs)?;
+        self.inner.write_zeroes(lba, count)?;
         if self.keep {
             self.digest.record_zeros(lba * bs, count * bs);
         } else {
@@ -194,8 +234,9 @@ pub struct VerifyReport {
     pub mismatches: u64,
     /// Byte offset of the first piece that differs.
     pub first_mismatch: Option<u64>,
-    /// Bytes that could not be checked (rewritten in part after a whole
-    /// piece was written; the format's writer does not do this).
+    /// Bytes that could not be checked (pieces rewritten in part after they
+    /// were folded into their CRC, without being read back first; none for
+    /// a digest made by [`Recording`]).
     pub unverifiable_bytes: u64,
     /// Time spent reading and comparing.
     pub elapsed: Duration,
@@ -218,6 +259,24 @@ impl WriteDigest {
     /// entries.
     pub fn entries(&self) -> usize {
         self.pieces.len() + self.zeros.len()
+    }
+
+    /// Pieces folded into their CRC that a write of `len` bytes at `at`
+    /// covers in part (at most two: its first and its last piece).
+    fn folded_in_part(&self, at: u64, len: u64) -> Vec<u64> {
+        let mut out = Vec::new();
+        if len == 0 {
+            return out;
+        }
+        let end = at + len;
+        for index in [at / PIECE, (end - 1) / PIECE] {
+            let whole = at <= index * PIECE && end >= (index + 1) * PIECE;
+            let folded = matches!(self.pieces.get(&index), Some(Piece::Whole(_)));
+            if !whole && folded && !out.contains(&index) {
+                out.push(index);
+            }
+        }
+        out
     }
 
     fn record(&mut self, offset: u64, src: &[u8]) {
@@ -397,6 +456,12 @@ impl WriteDigest {
                 r.unverifiable_bytes += got.len() as u64;
                 return;
             }
+            Some(Piece::Bad) => {
+                r.bytes_verified += got.len() as u64;
+                r.mismatches += 1;
+                r.first_mismatch.get_or_insert(at);
+                return;
+            }
             None => {}
         }
         // Zeros written as ranges, and the map's ranges nothing wrote: zero.
@@ -455,7 +520,7 @@ fn subtract(range: Range<u32>, taken: &[Range<u32>]) -> Vec<Range<u32>> {
 fn put_part(piece: &mut Piece, within: u32, part: Part) {
     let (s, e) = (within, within + part.len());
     match piece {
-        Piece::Lost => {}
+        Piece::Lost | Piece::Bad => {}
         Piece::Whole(_) => {
             if s == 0 && u64::from(e) == PIECE {
                 *piece = Piece::Parts(vec![(0, part)]);
@@ -520,50 +585,9 @@ fn finish_piece(piece: &mut Piece) {
     *piece = Piece::Whole(digest.finalize());
 }
 
-/// The pieces to read, in runs of consecutive pieces.
-struct ReadPlan {
-    pieces: Vec<u64>,
-    device_end: u64,
-}
-
-impl ReadPlan {
-    fn new(d: &WriteDigest, zero_ranges: &[Range<u64>], device_end: u64) -> ReadPlan {
-        let mut pieces: Vec<u64> = d.pieces.keys().copied().collect();
-        let spans = d
-            .zeros
-            .iter()
-            .map(|(&s, &e)| s..e)
-            .chain(zero_ranges.iter().cloned());
-        for r in spans.filter(|r| r.start < r.end) {
-            pieces.extend(r.start / PIECE..=(r.end - 1) / PIECE);
-        }
-        pieces.sort_unstable();
-        pieces.dedup();
-        pieces.retain(|&p| p * PIECE < device_end);
-        ReadPlan { pieces, device_end }
-    }
-
-    fn total(&self) -> u64 {
-        self.runs().map(|r| r.end - r.start).sum()
-    }
-
-    /// Byte ranges of at most [`VERIFY_READ`] bytes, whole pieces (the last
-    /// one clipped to the device's end).
-    fn runs(&self) -> impl Iterator<Item = Range<u64>> + '_ {
-        let per = (VERIFY_READ / PIECE) as usize;
-        let mut i = 0;
-        std::iter::from_fn(move || {
-            let first = *self.pieces.get(i)?;
-            let mut n = 1;
-            while n < per && self.pieces.get(i + n) == Some(&(first + n as u64)) {
-                n += 1;
-            }
-            i += n;
-            let start = first * PIECE;
-            Some(start..(start + n as u64 * PIECE).min(self.device_end))
-        })
-    }
-}
+#[path = "verify_plan.rs"]
+mod plan;
+use plan::ReadPlan;
 
 #[cfg(test)]
 #[path = "verify_tests.rs"]

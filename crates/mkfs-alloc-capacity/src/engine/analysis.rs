@@ -46,6 +46,58 @@ pub(super) struct CacheSearch {
     pub(super) flush: u64,
 }
 
+/// The units a bisect round writes after its samples to push them out of
+/// the device cache, on real storage below the samples.
+pub(super) struct Filler {
+    /// The units written (at least the flush length, all different
+    /// addresses: a cache holds blocks by the address written).
+    pub(super) units: Vec<u64>,
+    /// The units read back after the first round, which must hold their
+    /// block (the filler's storage is real).
+    pub(super) check: Vec<u64>,
+    /// The filler's storage is `[0, storage)`; the samples lie above.
+    pub(super) storage: u64,
+}
+
+impl Filler {
+    /// The filler of a bisect below `hi` (the first unit known bad, or the
+    /// wrap): `flush` units at the start when the real storage may hold
+    /// twice that; else, under a wrap `m`, the same count of addresses that
+    /// share a few cells at the start (`r + j·m` for `r < k`, `k·(n / m)`
+    /// of them), checked by the alias of each cell written last. A real
+    /// size of at most twice the flush length (the cache search's limit
+    /// when the device's end reads back, as every wraparound fake's does)
+    /// is bisected too. `None`: no room for it (no usable start).
+    pub(super) fn for_bisect(hi: u64, flush: u64, wrap: Option<u64>, n: u64) -> Option<Filler> {
+        if hi < MIN_UNITS {
+            return None;
+        }
+        if hi > flush.saturating_mul(2) {
+            let units: Vec<u64> = (0..flush).collect();
+            return Some(Filler {
+                check: units.clone(),
+                units,
+                storage: flush,
+            });
+        }
+        let m = wrap.filter(|&m| m >= hi && m > 0)?;
+        let per_cell = n / m;
+        let k = flush.div_ceil(per_cell.max(1));
+        if per_cell < 2 || k.saturating_mul(2) >= hi {
+            return None;
+        }
+        let units: Vec<u64> = (0..per_cell)
+            .flat_map(|j| (0..k).map(move |r| r + j * m))
+            .collect();
+        let check = (0..k).map(|r| r + (per_cell - 1) * m).collect();
+        Some(Filler {
+            units,
+            check,
+            storage: k,
+        })
+    }
+}
+
 /// What round 1 and the end region say about where real storage ends.
 pub(super) enum Bounds {
     /// Every unit read back: a genuine device.

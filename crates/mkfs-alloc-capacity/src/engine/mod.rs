@@ -209,13 +209,13 @@ impl<D: ProbeTarget + ?Sized> Engine<'_, D> {
             Bounds::Between(lo, hi) => (lo, hi),
         };
 
-        // 4. Bisect by random sampling; filler at [0, flush) pushes the
-        // samples out of the device cache.
-        if hi <= flush.saturating_mul(2) || hi < MIN_UNITS {
+        // 4. Bisect by random sampling; filler written after the samples
+        // pushes them out of the device cache.
+        let Some(filler) = Filler::for_bisect(hi, flush, wrap, n) else {
             // Too little real storage to hold the filler: no usable start.
             return Ok((Verdict::Damaged, lo.min(hi), wrap, cache, None));
-        }
-        let real = match self.bisect(lo.max(flush), hi, flush, samples)? {
+        };
+        let real = match self.bisect(lo.max(filler.storage), hi, &filler, samples)? {
             Ok(real) => real,
             Err(at) => return Ok((Verdict::Damaged, at, wrap, cache, None)),
         };
@@ -295,17 +295,17 @@ impl<D: ProbeTarget + ?Sized> Engine<'_, D> {
     }
 
     /// Step 4: bisects `[lo, hi)` by rounds of random samples (and the units
-    /// just below `hi`), each followed by `flush` units of filler: the
-    /// first unit that does not hold data (`Ok`), or where to report a
-    /// damaged device (`Err`).
+    /// just below `hi`), each followed by the `filler`: the first unit
+    /// that does not hold data (`Ok`), or where to report a damaged device
+    /// (`Err`).
     fn bisect(
         &mut self,
         mut lo: u64,
         mut hi: u64,
-        flush: u64,
+        filler: &Filler,
         samples: u64,
     ) -> Result<Result<u64, u64>, Stop> {
-        let per_round = samples.max(flush / 4).min(4096);
+        let per_round = samples.max(filler.units.len() as u64 / 4).min(4096);
         let mut first_round = true;
         while lo < hi {
             if self.rounds >= MAX_ROUNDS {
@@ -331,21 +331,23 @@ impl<D: ProbeTarget + ?Sized> Engine<'_, D> {
                 v
             };
             self.write_units(&cand, true)?;
-            let filler: Vec<u64> = (0..flush).collect();
-            self.write_units(&filler, false)?;
+            self.write_units(&filler.units, false)?;
             self.reset()?;
             let mut to_read = cand.clone();
             if first_round {
-                to_read.extend_from_slice(&filler);
+                to_read.extend_from_slice(&filler.check);
             }
-            let res = self.read_units(&to_read)?;
-            if first_round && res.iter().any(|&(u, s)| u < flush && s != Seen::Good) {
+            let all = self.read_units(&to_read)?;
+            let picked: HashSet<u64> = cand.iter().copied().collect();
+            let (res, back): (Vec<_>, Vec<_>) =
+                all.into_iter().partition(|(u, _)| picked.contains(u));
+            if back.iter().any(|&(_, s)| s != Seen::Good) {
                 return Ok(Err(0));
             }
             first_round = false;
             let bad = res
                 .iter()
-                .filter(|&&(u, s)| u >= flush && s != Seen::Good)
+                .filter(|&&(_, s)| s != Seen::Good)
                 .map(|&(u, _)| u)
                 .min();
             if let Some(b) = bad {

@@ -325,6 +325,7 @@ pub fn run(a: &ProbeArgs) -> Result<(), Failure> {
             .unwrap_or_else(|| journal::default_path(path))
     });
     if let Some(j) = &journal_path {
+        journal::refuse_unsafe("--journal", j, path)?;
         journal::refuse_existing(j, path)?;
     }
     if let Some(info) = &info {

@@ -88,3 +88,16 @@ pub fn expand(simg: &[u8], base: &mut [u8]) -> (u32, Vec<Chunk>) {
     assert_eq!(block, total, "the chunks do not cover the image");
     (u32_at(24), chunks)
 }
+
+/// An image of any size whose bytes are a function of their offset (no
+/// memory: the large images below are terabytes long).
+pub struct Synthetic;
+
+impl mkfs_alloc_export::ReadAt for Synthetic {
+    fn read_exact_at(&mut self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = ((offset + i as u64) % 251) as u8 | 1;
+        }
+        Ok(())
+    }
+}

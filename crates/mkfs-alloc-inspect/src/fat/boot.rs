@@ -174,6 +174,18 @@ fn check_bpb(b: &Fat32BootSector) -> Result<BpbCounts, ParseError> {
     } else {
         u32::from(b.bpb.fat_sz16.get())
     };
+    // FAT12/16 keep their root directory in its own region, RootEntCnt
+    // entries long: none is no root directory (fatgen103 requires a count
+    // that fills whole sectors; fsck.fat: "Root directory has zero size").
+    let root_ent = u32::from(b.bpb.root_ent_cnt.get());
+    if !is32 && root_ent == 0 {
+        return Err(ParseError::field(
+            "RootEntCnt",
+            offset_of!(Bpb, root_ent_cnt),
+            "non-zero on FAT12/16 (FATSz16 is not 0)",
+            root_ent,
+        ));
+    }
     if tot == 0 || fatsz == 0 {
         let (field, position, actual) = if tot == 0 {
             ("TotSec16/TotSec32", offset_of!(Bpb, tot_sec16), tot)
@@ -189,7 +201,7 @@ fn check_bpb(b: &Fat32BootSector) -> Result<BpbCounts, ParseError> {
         spc,
         rsvd,
         nfats,
-        root_ent: u32::from(b.bpb.root_ent_cnt.get()),
+        root_ent,
         tot,
         is32,
         fatsz,

@@ -93,4 +93,14 @@ fn bpb_checks() {
         .unwrap_err()
         .to_string()
         .contains("entries"));
+    // FAT16 (and FAT12) without a root directory: RootEntCnt 0 is refused,
+    // as fsck.fat does ("Root directory has zero size").
+    for (kind, tot) in [(FsKind::Fat16, 20480u16), (FsKind::Fat12, 8000)] {
+        let mut t = s.clone();
+        t[19..21].copy_from_slice(&tot.to_le_bytes());
+        assert_eq!(parse_boot_sector(&t).unwrap().kind, kind);
+        t[17..19].copy_from_slice(&0u16.to_le_bytes());
+        let e = parse_boot_sector(&t).unwrap_err().to_string();
+        assert!(e.contains("RootEntCnt 0"), "{kind:?}: {e}");
+    }
 }
