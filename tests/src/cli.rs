@@ -95,6 +95,16 @@ pub fn json_str<'a>(v: &'a Value, key: &str) -> &'a str {
         .unwrap_or_else(|| panic!("JSON field {key:?} missing or not a string in {v}"))
 }
 
+/// The names under which the CLI is the drop-in for dosfstools and
+/// exfatprogs (a link by one of these names runs the compat front end).
+pub const FRONT_ENDS: [&str; 5] = [
+    "mkfs.fat",
+    "mkfs.vfat",
+    "mkfs.msdos",
+    "mkdosfs",
+    "mkfs.exfat",
+];
+
 /// What [`format_image`] asks for.
 #[derive(Debug, Clone, Copy)]
 pub struct FormatArgs<'a> {

@@ -37,7 +37,7 @@ pub use mkfs_alloc_testsupport::{cmd, fuse, loopdev, tempdir, tools};
 pub use boot::{exfat_checksum, exfat_upcase_table, ExfatBoot, ExfatRootInfo, Fat32Boot, FsInfo};
 pub use cli::{
     format_image, format_planned, json_str, json_u64, mkfs_alloc, mkfs_alloc_bin, mkfs_alloc_env,
-    FormatArgs, MkfsJson, SOURCE_DATE_EPOCH,
+    FormatArgs, MkfsJson, FRONT_ENDS, SOURCE_DATE_EPOCH,
 };
 pub use cmd::{run, run_env, CmdOutput};
 pub use fuse::FuseMount;

@@ -30,23 +30,12 @@ enum At {
 /// The largest volume (whole sectors) the planner accepts for `fs` at this
 /// cluster and sector size, searched upwards from the smallest.
 fn largest_valid(fs: FsKind, cluster: u64, sector: u32) -> u64 {
-    let s = u64::from(sector);
-    let ok = |n: u64| plan_for(fs, cluster, sector, n * s).is_some();
-    let mut lo = smallest_valid(fs, cluster, sector) / s; // valid
+    let lo = smallest_valid(fs, cluster, sector);
     let mut hi = lo * 2;
-    while ok(hi) {
-        lo = hi;
+    while plan_for(fs, cluster, sector, hi).is_some() {
         hi *= 2;
     }
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if ok(mid) {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    lo * s
+    mkfs_alloc_tests::sizes::largest_valid(fs, cluster, sector, lo, hi)
 }
 
 fn case(fs: FsKind, cluster: u64, sector: u32, at: At) {

@@ -48,12 +48,7 @@ fn every_written_byte_is_checked_and_the_last_write_wins() {
         9 * PIECE + 7,
         15 * PIECE + 511,
     ] {
-        let mut copy = MemDisk::new(512, d.num_blocks()).expect("disk");
-        copy.write_blocks(0, d.as_bytes()).expect("copy");
-        let mut block = vec![0u8; 512];
-        copy.read_blocks(at / BS, &mut block).expect("r");
-        block[(at % BS) as usize] ^= 0x40;
-        copy.write_blocks(at / BS, &block).expect("w");
+        let mut copy = flipped(&d, at);
         let r = verify(&digest, &mut copy, &[]);
         assert_eq!(r.mismatches, 1, "byte {at}: {r:?}");
         assert_eq!(r.first_mismatch, Some(at / PIECE * PIECE));

@@ -58,13 +58,7 @@ impl Links {
     #[allow(clippy::new_without_default)]
     pub fn new() -> Links {
         let dir = TempDir::new("caller-links");
-        for name in [
-            "mkfs.fat",
-            "mkfs.vfat",
-            "mkfs.msdos",
-            "mkdosfs",
-            "mkfs.exfat",
-        ] {
+        for name in mkfs_alloc_tests::FRONT_ENDS {
             std::os::unix::fs::symlink(mkfs_alloc_bin(), dir.join(name)).expect("symlink");
         }
         Links { dir }

@@ -139,13 +139,7 @@ fn unsupported_options_are_refused_by_name_and_write_nothing() {
 #[test]
 fn probes_callers_make() {
     let links = Links::new();
-    for name in [
-        "mkfs.fat",
-        "mkfs.vfat",
-        "mkfs.msdos",
-        "mkdosfs",
-        "mkfs.exfat",
-    ] {
+    for name in mkfs_alloc_tests::FRONT_ENDS {
         let out = links.run(name, &[]);
         out.assert_code(1);
         assert!(
