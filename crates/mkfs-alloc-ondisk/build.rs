@@ -1,23 +1,23 @@
 //! Generates the exFAT recommended up-case table from its rule
-//! (`src/exfat/upcase_rule.rs`) and compresses it
-//! (`src/exfat/upcase_compress.rs`) once at build time, into
+//! (`src/exfat/upcase/rule.rs`) and compresses it
+//! (`src/exfat/upcase/compression.rs`) once at build time, into
 //! `$OUT_DIR/upcase.bin`, which the library includes. Generating it at run
 //! time cost every exFAT format about 0.6 ms of CPU (most of the format's
 //! own computing, `perf record`).
 
 extern crate alloc;
 
-#[path = "src/exfat/upcase_compress.rs"]
+#[path = "src/exfat/upcase/compression.rs"]
 #[allow(dead_code)]
 mod compression;
-#[path = "src/exfat/upcase_rule.rs"]
+#[path = "src/exfat/upcase/rule.rs"]
 mod rule;
 
 use std::path::PathBuf;
 
 fn main() {
-    println!("cargo:rerun-if-changed=src/exfat/upcase_rule.rs");
-    println!("cargo:rerun-if-changed=src/exfat/upcase_compress.rs");
+    println!("cargo:rerun-if-changed=src/exfat/upcase/rule.rs");
+    println!("cargo:rerun-if-changed=src/exfat/upcase/compression.rs");
     let map = rule::recommended_map();
     let table = compression::compress(&map);
     let out_dir =
@@ -39,7 +39,7 @@ fn write(path: &std::path::Path, bytes: &[u8]) {
 /// (a run: entries `first + k * stride`, `k < count`, each mapped to itself
 /// plus `delta`; stride 1 or 2, 2 flagged by bit 15 of the count): the
 /// table firmware streams the compressed table from
-/// (`upcase_stream.rs`), 119 runs for the recommended table where the
+/// (`upcase/stream.rs`), 119 runs for the recommended table where the
 /// compressed table is 5,836 bytes.
 fn runs_source(map: &[u16]) -> String {
     // (first, count, stride, delta)

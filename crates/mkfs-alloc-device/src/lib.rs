@@ -43,17 +43,21 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 #[cfg(target_os = "linux")]
-#[path = "linux.rs"]
-mod sys;
+mod linux;
+#[cfg(target_os = "linux")]
+use linux as sys;
 #[cfg(target_os = "macos")]
-#[path = "macos.rs"]
-mod sys;
+mod macos;
+#[cfg(target_os = "macos")]
+use macos as sys;
 #[cfg(windows)]
-#[path = "windows.rs"]
-mod sys;
+mod windows;
+#[cfg(windows)]
+use windows as sys;
 #[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
-#[path = "unsupported.rs"]
-mod sys;
+mod unsupported;
+#[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
+use unsupported as sys;
 
 #[cfg(any(target_os = "linux", windows))]
 mod bounce;

@@ -4,14 +4,13 @@
 /// Files outside `mkfs-alloc-ondisk` that may decode bytes by position.
 pub const BYTE_OFFSETS: &[(&str, &str)] = &[
     (
-        "crates/mkfs-alloc-device/src/windows.rs",
+        "crates/mkfs-alloc-device/src/windows/mod.rs",
         "Windows IOCTL buffers (STORAGE_PROPERTY_QUERY, descriptors): the OS's structures, \
          not bytes of a medium",
     ),
     (
         "crates/mkfs-alloc-layout/src/plan/choices.rs",
-        "the exFAT volume GUID drawn from the seeded generator (a value, not a decode); \
-         replaced by the random 128-bit GUIDs of issue 19 item 5",
+        "the exFAT volume GUID drawn from the seeded generator (a value, not a decode)",
     ),
     (
         "crates/mkfs-alloc-partition/src/guid.rs",

@@ -3,6 +3,8 @@
 //! before-stop hook and CI run it):
 //!
 //! - **file length**: no `.rs` file of the workspace over [`MAX_LINES`];
+//! - **module tree = file tree**: no `#[path]` attribute outside build
+//!   scripts (which include source files of their crate by path);
 //! - **tracker numbers**: no `.rs` file cites an issue number of this
 //!   project's tracker, which the repository does not contain (other
 //!   projects' issues, public sources, may be cited);
@@ -179,6 +181,19 @@ fn check_file(root: &Path, file: &Path, out: &mut Vec<Finding>) -> Result<(), St
                 "{lines} lines, over the {MAX_LINES}-line limit: split it (a directory module)"
             ),
         });
+    }
+    let build_script = rel.file_name().is_some_and(|n| n == "build.rs");
+    // Test modules too: `#[path = "x_tests.rs"] mod tests;` is the case.
+    for (n, line) in text.lines().enumerate() {
+        if !build_script && line.trim_start().starts_with("#[path") {
+            out.push(Finding {
+                file: file.into(),
+                line: n + 1,
+                what: "a #[path] attribute: the module tree follows the file tree (a \
+                       directory module, `mod x;` in `x/` or `use x as y;` for a platform)"
+                    .into(),
+            });
+        }
     }
     for (n, line) in text.lines().enumerate() {
         if cites_own_tracker(line) {

@@ -403,5 +403,4 @@ impl BatchPlan {
 }
 
 #[cfg(test)]
-#[path = "tests.rs"]
 mod tests;

@@ -25,14 +25,17 @@ use mkfs_alloc_layout::Timestamp;
 use serde::Serialize;
 
 #[cfg(unix)]
-#[path = "unix.rs"]
-mod imp;
+mod unix;
+#[cfg(unix)]
+use unix as imp;
 #[cfg(windows)]
-#[path = "windows.rs"]
-mod imp;
+mod windows;
+#[cfg(windows)]
+use windows as imp;
 #[cfg(not(any(unix, windows)))]
-#[path = "other.rs"]
-mod imp;
+mod other;
+#[cfg(not(any(unix, windows)))]
+use other as imp;
 
 pub(crate) use imp::{
     file_facts, is_link_error, list, open_dir, open_file, open_root, path_id, stat_at, DirFd,

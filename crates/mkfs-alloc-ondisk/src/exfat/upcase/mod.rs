@@ -1,6 +1,6 @@
 //! The exFAT up-case table: the spec's recommended table, generated from a
 //! rule instead of pasted as an array, plus its compression, expansion and
-//! checksum. The rule (`upcase_rule.rs`) runs in the build script, which
+//! checksum. The rule (`upcase/rule.rs`) runs in the build script, which
 //! stores the compressed table in the library; the tests run it again and
 //! compare.
 //!
@@ -70,20 +70,17 @@ const FULL_TABLE_ENTRIES: usize = 0x1_0000;
 
 /// The compressed recommended table, as written to disk (little-endian
 /// u16s): generated from the rule by the build script (`build.rs`, from
-/// `upcase_rule.rs`) and stored in the library as constant data, so no
+/// `upcase/rule.rs`) and stored in the library as constant data, so no
 /// format builds it at run time and no allocator is needed to write it.
 pub const COMPRESSED_TABLE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/upcase.bin"));
 const _: () = assert!(COMPRESSED_TABLE.len() == UPCASE_TABLE_LEN);
 
-#[path = "upcase_stream.rs"]
 mod stream;
 pub use stream::fill_compressed_table;
 
 #[cfg(feature = "alloc")]
-#[path = "upcase_compress.rs"]
 mod compression;
 #[cfg(all(test, feature = "alloc"))]
-#[path = "upcase_rule.rs"]
 mod rule;
 
 #[cfg(feature = "alloc")]

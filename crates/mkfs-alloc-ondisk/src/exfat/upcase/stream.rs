@@ -2,7 +2,7 @@
 //! mappings (714 bytes of constant data) instead of stored whole (5,836
 //! bytes): what firmware links. The bytes are those of
 //! [`COMPRESSED_TABLE`](super::COMPRESSED_TABLE) (a test compares them),
-//! produced with the same rule as `upcase_compress.rs`: runs of at least
+//! produced with the same rule as `upcase/compression.rs`: runs of at least
 //! [`MIN_RUN`] identity mappings as `0xFFFF, count`, every other code unit
 //! as its mapping.
 //!
@@ -12,7 +12,7 @@
 include!(concat!(env!("OUT_DIR"), "/upcase_runs.rs"));
 
 /// Shortest run of identity mappings that is compressed (the value of
-/// `upcase_compress.rs`).
+/// `upcase/compression.rs`).
 const MIN_RUN: u32 = 512;
 
 /// Value that introduces a run of identity mappings.

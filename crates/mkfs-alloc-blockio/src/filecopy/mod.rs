@@ -38,8 +38,9 @@ use std::io;
 use std::path::PathBuf;
 
 #[cfg(target_os = "linux")]
-#[path = "filecopy_linux.rs"]
-mod sys;
+mod linux;
+#[cfg(target_os = "linux")]
+use linux as sys;
 
 /// How file data may reach an image file.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -497,5 +498,4 @@ fn host_block_size(file: &File) -> io::Result<u64> {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-#[path = "filecopy_tests.rs"]
 mod tests;

@@ -9,7 +9,6 @@ use crate::DeviceError;
 
 /// `/proc/locks` and the process tree (Linux).
 #[cfg(target_os = "linux")]
-#[path = "linux_locks.rs"]
 mod linux_locks;
 
 /// A process that holds a BSD lock (`flock`) on a device or a file.

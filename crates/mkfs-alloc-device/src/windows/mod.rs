@@ -45,7 +45,6 @@ use windows_sys::Win32::System::IO::DeviceIoControl;
 use super::{clean, transfer_all, DeviceError, DeviceInfo, PartitionInfo, XferResult};
 
 /// Mounted volumes and the system's disks.
-#[path = "windows_volumes.rs"]
 mod volumes;
 use volumes::{system_disks, volumes, Volume};
 

@@ -9,10 +9,8 @@ use crate::{usage, Failure};
 use anyhow::{anyhow, Context};
 
 /// An image's lock held by another process: the caller's, or a refusal.
-#[path = "target_lock.rs"]
 mod lock;
 /// Who else uses an image file: loop devices, FUSE drivers.
-#[path = "target_users.rs"]
 mod users;
 use lock::{lock_held_elsewhere, lock_is_callers};
 

@@ -585,10 +585,8 @@ fn finish_piece(piece: &mut Piece) {
     *piece = Piece::Whole(digest.finalize());
 }
 
-#[path = "verify_plan.rs"]
 mod plan;
 use plan::ReadPlan;
 
 #[cfg(test)]
-#[path = "verify_tests.rs"]
 mod tests;

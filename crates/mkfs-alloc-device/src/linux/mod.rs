@@ -35,10 +35,8 @@ const BLKZEROOUT: Opcode = opcode::none(0x12, 127);
 type DevNum = (u32, u32);
 
 /// Who uses an image file: loop devices, mounts, FUSE drivers.
-#[path = "linux_image.rs"]
 mod image;
 /// What sysfs, udev and the probe say about a device: `gather`.
-#[path = "linux_info.rs"]
 mod info;
 use crate::bounce::Bounce;
 use crate::unix::{read_exact_at, write_all_at};

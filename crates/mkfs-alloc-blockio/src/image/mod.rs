@@ -582,5 +582,4 @@ pub(crate) fn write_all_at(file: &File, mut buf: &[u8], mut offset: u64) -> io::
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-#[path = "image_tests.rs"]
 mod tests;
