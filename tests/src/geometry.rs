@@ -58,12 +58,9 @@ pub fn checked_cluster_count(image: &Path, offset: u64, volume_bytes: u64, fs: F
         total * bps <= volume_bytes,
         "TotSec {total} past the volume"
     );
-    let fixed_root = u64::from(b.root_ent_cnt) * 32;
-    let root_sectors = fixed_root.div_ceil(bps);
-    let data_start =
-        u64::from(b.reserved_sectors) + u64::from(b.num_fats) * b.fat_sectors() + root_sectors;
-    assert!(data_start < total, "no data region");
-    let count = (total - data_start) / spc;
+    // The decoder's fatgen103 arithmetic: reserved, FATs, fixed root.
+    assert!(b.data_offset() / bps < total, "no data region");
+    let count = b.cluster_count();
     let width = width_of(count);
     assert_eq!(
         width, fs,

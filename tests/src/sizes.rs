@@ -59,10 +59,8 @@ fn assert_near_minimum(fs: FsKind, cluster: u64, sector: u32, bytes: u64) {
             .cluster_count(),
     );
     let min = match fs {
-        FsKind::Fat12 => 1,
-        FsKind::Fat16 => 4_101,
-        FsKind::Fat32 => 65_541,
-        _ => 3 + 5836u64.div_ceil(cluster),
+        FsKind::Exfat => 3 + 5836u64.div_ceil(cluster),
+        _ => spec_count_range(fs).0,
     };
     let slack = (2 << 20) / cluster + 2;
     assert!(
@@ -105,11 +103,12 @@ pub fn largest_valid(fs: FsKind, cluster: u64, sector: u32, accepted: u64, refus
 /// 16-cluster margins (README: FAT12 1..4,068, FAT16 4,101..65,508, FAT32
 /// 65,541..268,435,445), written apart from the planner.
 pub fn spec_count_range(fs: FsKind) -> (u64, u64) {
+    use crate::geometry::{EXFAT_MAX_CLUSTERS, FAT12_LIMIT, FAT16_LIMIT};
     match fs {
-        FsKind::Fat12 => (1, 4_085 - 1 - 16),
-        FsKind::Fat16 => (4_085 + 16, 65_525 - 1 - 16),
-        FsKind::Fat32 => (65_525 + 16, 0x0FFF_FFF5),
-        _ => (1, 0xFFFF_FFF5),
+        FsKind::Fat12 => (1, FAT12_LIMIT - 1 - 16),
+        FsKind::Fat16 => (FAT12_LIMIT + 16, FAT16_LIMIT - 1 - 16),
+        FsKind::Fat32 => (FAT16_LIMIT + 16, 0x0FFF_FFF5),
+        _ => (1, EXFAT_MAX_CLUSTERS),
     }
 }
 

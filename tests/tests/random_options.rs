@@ -23,7 +23,8 @@ use mkfs_alloc::MediumOptions;
 use mkfs_alloc_tests::check::{fsck_verdict, sparse_fingerprint, with_volume, Fsck};
 use mkfs_alloc_tests::checks::{dump_exfat_cluster_size, fsck_fat_geometry};
 use mkfs_alloc_tests::{
-    fill_range, mkfs_alloc, require_root, size_arg, sparse_file, MkfsJson, TempDir, MIB, SENTINEL,
+    fill_range, mkfs_alloc, require_root, size_arg, sparse_file, spec_count_range, MkfsJson,
+    TempDir, MIB, SENTINEL,
 };
 use proptest::prelude::*;
 use proptest::sample::select;
@@ -186,11 +187,6 @@ fn judge(o: &Opts) -> Verdict {
     let label_exfat = o.label.is_none_or(|l| {
         l.encode_utf16().count() <= 11 && l.chars().all(|c| c >= ' ' && !"\"*/:<>?\\|".contains(c))
     });
-    let widths: &[(FsKind, u64, u64)] = &[
-        (FsKind::Fat12, 1, 4_068),
-        (FsKind::Fat16, 4_101, 65_508),
-        (FsKind::Fat32, 65_541, 268_435_445),
-    ];
     // The count lies between what the whole medium would give and what is
     // left after the overhead: the table (the partition starts on an
     // alignment boundary; GPT's backup at the end), three alignments (the
@@ -220,12 +216,14 @@ fn judge(o: &Opts) -> Verdict {
         if lo == 0 || overhead >= o.size {
             return Ok(false);
         }
-        Ok(match widths.iter().find(|w| w.0 == fs) {
-            Some(&(_, min, max)) => min <= lo && hi <= max,
+        Ok(if fs == FsKind::Exfat {
             // exFAT's heap must hold the allocation bitmap, the 5,836-byte
             // compressed up-case table and the root directory (§7.1-7.5),
             // and one cluster more.
-            None => lo > 2 + 5836u64.div_ceil(o.cluster) + (hi / 8).div_ceil(o.cluster),
+            lo > 2 + 5836u64.div_ceil(o.cluster) + (hi / 8).div_ceil(o.cluster)
+        } else {
+            let (min, max) = spec_count_range(fs);
+            min <= lo && hi <= max
         })
     };
     let fixed = match o.fs {
