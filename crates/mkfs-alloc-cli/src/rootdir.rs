@@ -38,12 +38,7 @@ pub fn walk(dir: &Path, show: bool) -> Result<Tree, Failure> {
 /// directory that holds it (its real location: links resolved).
 fn identities(path: &Path) -> Vec<HostId> {
     let mut ids: Vec<HostId> = HostId::of_path(path).into_iter().collect();
-    let real = std::fs::canonicalize(path).ok().or_else(|| {
-        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
-        let dir = std::fs::canonicalize(parent.unwrap_or(Path::new("."))).ok()?;
-        Some(dir.join(path.file_name()?))
-    });
-    if let Some(real) = real {
+    if let Some(real) = crate::cmd_format::preflight::canonical(path) {
         ids.extend(
             real.ancestors()
                 .skip(1)

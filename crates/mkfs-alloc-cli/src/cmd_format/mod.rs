@@ -26,7 +26,7 @@ use std::path::Path;
 mod batch;
 mod export;
 mod plan;
-mod preflight;
+pub(crate) mod preflight;
 use export::Exports;
 use plan::{image_size, plan, Medium};
 

@@ -30,7 +30,7 @@ pub(super) enum MediumId {
 
 /// The canonical path of `path`; for a path that does not exist yet, its
 /// canonical directory joined with its name.
-fn canonical(path: &Path) -> Option<PathBuf> {
+pub(crate) fn canonical(path: &Path) -> Option<PathBuf> {
     if let Ok(c) = std::fs::canonicalize(path) {
         return Some(c);
     }
