@@ -39,14 +39,7 @@ use std::sync::Mutex;
 /// Whether the arguments ask for a batch: several targets, or an option
 /// only a batch has.
 pub(super) fn is_batch(cli: &FormatArgs) -> bool {
-    cli.targets.len() > 1
-        || cli.verify
-        || cli.jobs.is_some()
-        || cli.serial_from.is_some()
-        || cli.number_from.is_some()
-        || cli.skip_refused
-        || cli.log.is_some()
-        || cli.label.as_deref().is_some_and(|l| l.contains("{n"))
+    cli.targets.len() > 1 || !batch_only_options(cli).is_empty()
 }
 
 /// The options given that make a run with one target a batch.
