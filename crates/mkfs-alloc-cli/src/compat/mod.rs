@@ -357,12 +357,7 @@ fn refuse_partitioned_disk(target: &Target, path: &Path) -> Result<(), Failure> 
 /// the `as:` line (empty when nothing).
 fn beyond_options(req: &Request, d: &Decision) -> String {
     let mut more = Vec::new();
-    if req.keep_label_case
-        && req
-            .label
-            .as_deref()
-            .is_some_and(|l| l.chars().any(|c| c.is_ascii_lowercase()))
-    {
+    if req.keep_label_case && fat::label_warning(req).is_some() {
         more.push("the label's case kept".to_string());
     }
     if let Some(b) = d.bios {
