@@ -125,7 +125,7 @@ pub(crate) fn preferred_other_version(policy: &str) -> Option<String> {
 /// prefer (see the module docs). `apt-get update` has been run.
 pub(crate) fn install(pkgs: &[&str]) -> Result<(), String> {
     let wanted: Vec<String> = pkgs.iter().map(|p| (*p).to_string()).collect();
-    let (ok, output) = simulate(&wanted)?;
+    let (ok, output) = simulate(&wanted, false)?;
     let mut args = wanted.clone();
     let mut downgrade = false;
     if !ok {
@@ -166,7 +166,7 @@ pub(crate) fn install(pkgs: &[&str]) -> Result<(), String> {
         }
         args.extend(moves);
         downgrade = true;
-        let (ok, retry) = simulate_with(&args, downgrade)?;
+        let (ok, retry) = simulate(&args, downgrade)?;
         if !ok {
             return Err(format!(
                 "apt-get cannot install {} even with {}; it said:\n{}",
@@ -188,12 +188,8 @@ pub(crate) fn install(pkgs: &[&str]) -> Result<(), String> {
     )
 }
 
-fn simulate(pkgs: &[String]) -> Result<(bool, String), String> {
-    simulate_with(pkgs, false)
-}
-
 /// `apt-get install -s` of `args`: whether it would succeed, and its text.
-fn simulate_with(args: &[String], downgrade: bool) -> Result<(bool, String), String> {
+fn simulate(args: &[String], downgrade: bool) -> Result<(bool, String), String> {
     let mut cmd = Command::new("apt-get");
     cmd.args(["install", "-s", "-y"]);
     if downgrade {
