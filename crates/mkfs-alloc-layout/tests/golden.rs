@@ -179,3 +179,59 @@ fn every_case_writes_the_recorded_bytes_through_both_drivers() {
         differ.join("\n")
     );
 }
+
+/// A firmware format with an MBR: (name, file system, cluster size, card
+/// bytes, SD layout, recorded CRC-64 of the whole card).
+#[rustfmt::skip]
+const CARDS: &[(&str, FsKind, u64, u64, bool, u64)] = &[
+    ("card-fat32-mbr", FsKind::Fat32, 512, 64 * MIB, false, 0xebfc21dd219e3a4f),
+    ("card-fat16-mbr", FsKind::Fat16, 2 * KIB, 32 * MIB, false, 0x5d4e5ee5d307f0f2),
+    ("card-fat12-mbr", FsKind::Fat12, KIB, 3 * MIB, false, 0x379851aaa8a404e5),
+    ("card-exfat-mbr", FsKind::Exfat, 4 * KIB, 40 * MIB, false, 0xdd6b56173f89fedb),
+    // The SD layout chooses the file system and the cluster size itself.
+    ("card-sd-32M", FsKind::Fat12, 0, 32 * MIB, true, 0x35ce85f74ba63595),
+    ("card-sd-300M", FsKind::Fat16, 0, 300 * MIB, true, 0x7919b36ab1172ebb),
+];
+
+#[test]
+fn every_card_gets_the_recorded_bytes_with_its_mbr() {
+    let bless = std::env::var_os("MKFS_ALLOC_BLESS").is_some();
+    let mut differ = Vec::new();
+    for &(name, fs, cluster, bytes, sd, crc) in CARDS {
+        let mut opts = FormatOptions::new().label("CARD").sd(sd);
+        if !sd {
+            opts = opts
+                .fs(FsChoice::Fixed(fs))
+                .cluster(ClusterChoice::Bytes(cluster));
+        }
+        let opts = opts.pinned(
+            0x1234_ABCD,
+            Timestamp {
+                secs: 1_700_000_000,
+                nanos: 0,
+            },
+        );
+        let mut card = Card {
+            sector: 512,
+            bytes: vec![0xD1; usize::try_from(bytes).expect("fits")],
+        };
+        // A buffer of exactly one sector: the smallest the driver takes.
+        let mut buf = [0u8; 512];
+        let made = embedded::format(&mut card, &mut buf, &opts, Table::Mbr)
+            .unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        assert_eq!(made.fs, fs, "{name}");
+        let got = CRC64.checksum(&card.bytes);
+        if bless {
+            println!("{name} {got:#018x}");
+        } else if got != crc {
+            differ.push(format!("{name}: {got:#018x}, recorded {crc:#018x}"));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} of {} cards differ from the recorded bytes:\n{}",
+        differ.len(),
+        CARDS.len(),
+        differ.join("\n")
+    );
+}
