@@ -9,7 +9,8 @@
 //!                                     └─ PowerCutIo<D> (power loss: unflushed writes lost, tests)
 //! ```
 //!
-//! The test doubles, `Counting`, `FaultyIo` and `PowerCutIo`, are built with the `testing` feature
+//! The test doubles, `Counting`, `FaultyIo` and `PowerCutIo` (with its
+//! sweep harness, `powercut::sweep`), are built with the `testing` feature
 //! only (and for this crate's own tests).
 //!
 //! Raw block devices (`Device`) live in the `mkfs-alloc-device` crate, so a

@@ -20,7 +20,8 @@
 //! whose source is a [`PowerLost`] (find it with [`power_lost`]).
 //! [`PowerCutIo::into_surviving`] returns what the medium holds; for `k = n`
 //! (the job finished) it cuts the power there, so unflushed writes at the
-//! end of a job may be lost too.
+//! end of a job may be lost too. [`sweep`] runs this over many cut points
+//! and seeds.
 //!
 //! How the subset is drawn: a splitmix64 generator seeded from the seed and
 //! the cut point first draws a keep probability `p` (0 for one cut in
@@ -35,6 +36,8 @@ use std::io;
 
 use crate::range::{blocks_of, buffer_range, inner_accessors};
 use crate::{BlockIo, IoError, IoOp};
+
+pub mod sweep;
 
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,6 @@
 #![allow(clippy::unwrap_used)]
 
+use super::sweep::{cut_points, Stage, Sweep};
 use super::*;
 use crate::MemDisk;
 
@@ -163,4 +164,38 @@ fn invalid_requests_are_refused_before_the_cache() {
     assert!(dev.write_zeroes(7, 2).is_err());
     assert!(dev.write_blocks(0, &[0; 100]).is_err());
     assert_eq!(dev.pending_writes(), 0);
+}
+
+#[test]
+fn cut_points_cover_small_jobs_and_every_flush() {
+    assert_eq!(cut_points(4, &[2], 10), [0, 1, 2, 3, 4]);
+    let p = cut_points(1000, &[10, 500, 999], 5);
+    assert_eq!(p, [0, 9, 10, 11, 250, 499, 500, 501, 750, 998, 999, 1000]);
+}
+
+#[test]
+fn the_sweep_finds_a_commit_without_its_data() {
+    // The commit block (0) is written in the same flush interval as its
+    // data: a cut can keep the commit and lose the data.
+    let job = |dev: &mut dyn BlockIo| -> Result<(), IoError> {
+        dev.write_blocks(1, &[1; 2 * BS])?;
+        dev.write_blocks(0, &[9; BS])?;
+        dev.flush()
+    };
+    let check = |t: &super::sweep::Trial<'_, MemDisk>| {
+        let m = t.medium.as_bytes();
+        let committed = m[0] == 9;
+        if committed && m[BS..3 * BS] != [1; 2 * BS] {
+            return Err(format!("{:?}: committed without its data", t.stage));
+        }
+        Ok(committed)
+    };
+    let err = Sweep::new()
+        .seeds(50)
+        .run(&MemDisk::new(512, 4).unwrap(), job, check)
+        .unwrap_err();
+    assert!(err.message.contains("committed without its data"), "{err}");
+    assert!(err.message.contains("before the rerun"), "{err}");
+    assert_eq!(err.cut_at, 2);
+    let _ = Stage::AfterRerun;
 }
