@@ -18,6 +18,10 @@ EIO. CUT_AT -1 never cuts; at unmount the cache is then written through (a
 clean shutdown), while an uncut CUT_AT >= 0 cuts at unmount (the power
 went after the last operation).
 
+Writing `K SEED` to `MOUNTPOINT/cut` sets the cut point to operation K (an
+absolute number, as in `stats`) and the seed, for a test that learns where
+it stands first.
+
 `MOUNTPOINT/stats` reads as one line of counters:
 `ops=N writes=N fsyncs=N cut=0|1 kept=BLOCKS dropped=BLOCKS at=I,J,...`
 (`at`: the operation numbers of the fsyncs).
@@ -68,17 +72,21 @@ class PowerCut(Operations):
                         st_blocks=self.size // 512)
         if path == "/stats":
             return dict(base, st_mode=stat.S_IFREG | 0o444, st_size=4096)
+        if path == "/cut":
+            return dict(base, st_mode=stat.S_IFREG | 0o200, st_size=0)
         raise FuseOSError(errno.ENOENT)
 
     def readdir(self, path, fh):
-        return [".", "..", "disk", "stats"]
+        return [".", "..", "disk", "stats", "cut"]
 
     def open(self, path, flags):
-        if path not in ("/disk", "/stats"):
+        if path not in ("/disk", "/stats", "/cut"):
             raise FuseOSError(errno.ENOENT)
         return 0
 
     def truncate(self, path, length, fh=None):
+        if path == "/cut":
+            return
         if length != self.size:
             raise FuseOSError(errno.EPERM)
 
@@ -135,6 +143,14 @@ class PowerCut(Operations):
             return bytes(data)
 
     def write(self, path, data, off, fh):
+        if path == "/cut":
+            try:
+                k, seed = data.decode().split()
+                with self.mutex:
+                    self.cut_at, self.seed = int(k), int(seed)
+            except ValueError:
+                raise FuseOSError(errno.EINVAL)
+            return len(data)
         if path != "/disk":
             raise FuseOSError(errno.EACCES)
         if off % BLOCK or len(data) % BLOCK:

@@ -108,6 +108,15 @@ impl PowerCutDisk {
         CutStats::parse(&line)
     }
 
+    /// Sets the cut point to mutating operation `k` (counted from the start
+    /// of the service, as [`CutStats::ops`]) and the seed.
+    #[track_caller]
+    pub fn cut_at(&self, k: u64, seed: u64) {
+        let dir = self.mount.as_ref().map_or(Path::new(""), |m| m.dir());
+        std::fs::write(dir.join("cut"), format!("{k} {seed}"))
+            .unwrap_or_else(|e| panic!("cannot write {}/cut: {e}", dir.display()));
+    }
+
     /// Detaches the loop device, reads the counters, and unmounts (which
     /// writes the cache through, or cuts the power if it was to be cut and
     /// is not yet): the image then holds what the medium kept.
