@@ -137,3 +137,26 @@ impl Drop for PowerCutDisk {
         drop(self.mount.take());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::CutStats;
+
+    #[test]
+    fn the_stats_line_parses() {
+        let s = CutStats::parse("ops=6 writes=3 fsyncs=2 cut=1 kept=9 dropped=7 at=0,2\n");
+        assert_eq!(
+            s,
+            CutStats {
+                ops: 6,
+                writes: 3,
+                fsyncs: 2,
+                cut: true,
+                kept: 9,
+                dropped: 7,
+                fsync_ops: vec![0, 2],
+            }
+        );
+        assert_eq!(CutStats::parse("ops=0 at=").fsync_ops, Vec::<u64>::new());
+    }
+}
