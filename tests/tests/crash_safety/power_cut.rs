@@ -7,7 +7,8 @@
 //!
 //! "Recognisable" is decided by the independent decoders of `tests/src`
 //! (boot fields by the specifications' offsets, the exFAT boot checksum,
-//! the MBR entry by its offsets), not by the library's own structures.
+//! the MBR entry by its offsets, GPT headers and entry arrays with their
+//! CRC-32s), not by the library's own structures.
 
 use super::*;
 use mkfs_alloc::blockio::{BlockIo, MemDisk};
@@ -20,6 +21,9 @@ const WHEN: Timestamp = Timestamp {
     secs: 1_700_000_000,
     nanos: 0,
 };
+
+/// Seeds per cut point (each draws its own keep probability).
+const SEEDS: u64 = 3;
 
 /// One format under power cuts.
 #[derive(Debug, Clone, Copy)]
@@ -65,14 +69,62 @@ fn u32_at(b: &[u8], off: usize) -> u32 {
 }
 
 /// Where a reader finds the volume on `m`, if anywhere: with an MBR, the
-/// first entry's start (signature 0x55AA, a type, a start); else 0.
+/// first entry's start (signature 0x55AA, a type, a start); with GPT, the
+/// first entry's start in the primary table or, if that one is not valid,
+/// the backup (as GPT readers fall back); else 0.
 fn volume_start(c: &Case, m: &[u8]) -> Option<usize> {
-    if c.table == TableKind::None {
-        return Some(0);
+    let bs = BS as usize;
+    match c.table {
+        TableKind::Mbr => {
+            let e = 446;
+            let valid = m[510..512] == [0x55, 0xAA] && m[e + 4] != 0;
+            valid.then(|| u32_at(m, e + 8) as usize * bs)
+        }
+        TableKind::Gpt => {
+            let last = m.len() / bs - 1;
+            gpt_header_start(m, bs).or_else(|| gpt_header_start(m, last * bs))
+        }
+        _ => Some(0),
     }
-    let e = 446;
-    let valid = m[510..512] == [0x55, 0xAA] && m[e + 4] != 0;
-    valid.then(|| u32_at(m, e + 8) as usize * BS as usize)
+}
+
+fn u64_at(b: &[u8], off: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[off..off + 8]);
+    u64::from_le_bytes(a)
+}
+
+/// The GPT CRC-32 (IEEE, reflected), as UEFI 2.10 §5.3.2 uses.
+fn gpt_crc(bytes: &[u8]) -> u32 {
+    crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC).checksum(bytes)
+}
+
+/// The first partition's start in bytes per the GPT header at byte `h` of
+/// `m` (UEFI 2.10 §5.3.2: signature, header CRC over HeaderSize bytes with
+/// its own field zeroed, entry array CRC), if the header is valid.
+fn gpt_header_start(m: &[u8], h: usize) -> Option<usize> {
+    let bs = BS as usize;
+    let hdr = &m[h..h + bs];
+    if &hdr[..8] != b"EFI PART" {
+        return None;
+    }
+    let size = u32_at(hdr, 12) as usize;
+    if !(92..=bs).contains(&size) {
+        return None;
+    }
+    let mut copy = hdr[..size].to_vec();
+    copy[16..20].fill(0);
+    if gpt_crc(&copy) != u32_at(hdr, 16) {
+        return None;
+    }
+    let entries = u64_at(hdr, 72) as usize * bs;
+    let count = u32_at(hdr, 80) as usize;
+    let entry_size = u32_at(hdr, 84) as usize;
+    let array = m.get(entries..entries + count * entry_size)?;
+    if gpt_crc(array) != u32_at(hdr, 88) || entry_size < 128 {
+        return None;
+    }
+    Some(u64_at(array, 32) as usize * bs)
 }
 
 /// True when the boot sector at `v` is one a driver accepts: for exFAT
@@ -115,7 +167,8 @@ fn first_difference(a: &[u8], b: &[u8], skip: Option<std::ops::Range<usize>>) ->
 }
 
 /// The sweep's check: after the rerun, byte-identical to the uncut run;
-/// before it, not recognisable, or recognisable and identical except, for
+/// before it, not recognisable, or recognisable where the table (if any)
+/// points, at the planned place, and the volume identical except, for
 /// exFAT, the backup boot region (sectors 12..=23; written with sector 0
 /// in one flush interval, so a cut may keep sector 0 without it: neither
 /// fsck.exfat nor the driver reads the backup while sector 0 is valid).
@@ -134,13 +187,29 @@ fn check(c: &Case, t: &Trial<'_, MemDisk>) -> Result<bool, String> {
     if v + 12 * 512 > m.len() || !boot_valid(c.fs, m, v) {
         return Ok(false);
     }
-    let skip = (c.fs == FsKind::Exfat).then(|| v + 12 * 512..v + 24 * 512);
-    match first_difference(m, r, skip) {
+    // A reader mounts the volume the table points at: it must be the
+    // planned one, holding the uncut run's bytes. (Outside it, a table
+    // may still be incomplete: a GPT reader falls back to the backup.)
+    let plan = case_options(c)
+        .plan(c.size, BS)
+        .map_err(|e| e.to_string())?;
+    let start = plan.table().partition_start() as usize;
+    let end = start + plan.layout().volume_bytes() as usize;
+    if v != start {
+        return Err(format!(
+            "MOUNTABLE WITH WRONG CONTENTS: the table points at byte {v}, not at the              volume at {start} ({:?})",
+            t.cut
+        ));
+    }
+    let skip = (c.fs == FsKind::Exfat).then_some(12 * 512..24 * 512);
+    match first_difference(&m[start..end], &r[start..end], skip) {
         None => Ok(true),
         Some(at) => Err(format!(
             "MOUNTABLE WITH WRONG CONTENTS: the volume at byte {v} is recognisable, but \
-             byte {at} is {:#04x}, not the uncut run's {:#04x} ({:?})",
-            m[at], r[at], t.cut
+             its byte {at} is {:#04x}, not the uncut run's {:#04x} ({:?})",
+            m[start + at],
+            r[start + at],
+            t.cut
         )),
     }
 }
@@ -149,7 +218,7 @@ fn sweep(c: Case) -> SweepReport {
     let started = Instant::now();
     let medium = MemDisk::new(BS, c.size / u64::from(BS)).expect("disk");
     let report = Sweep::new()
-        .seeds(4)
+        .seeds(SEEDS)
         .run(&medium, |dev| format_job(&c, dev), |t| check(&c, t))
         .unwrap_or_else(|e| panic!("{}: {e}", c.name));
     eprintln!(
@@ -158,7 +227,7 @@ fn sweep(c: Case) -> SweepReport {
         started.elapsed().as_secs_f64()
     );
     assert_eq!(report.intact_after_rerun, report.trials);
-    assert!(report.trials >= 4 * 8, "{}: {report}", c.name);
+    assert!(report.trials >= 8 * SEEDS as usize, "{}: {report}", c.name);
     assert!(
         report.blocks_dropped > 0 && report.blocks_kept > 0,
         "{}: the cuts never lost (or never kept) a block: {report}",
@@ -200,6 +269,18 @@ fn fat32_no_table_populated_survives_power_cuts() {
         table: TableKind::None,
         size: 40 * MIB,
         populated: true,
+    });
+}
+
+#[test]
+fn exfat_gpt_survives_power_cuts() {
+    sweep(Case {
+        name: "exfat-gpt",
+        fs: FsKind::Exfat,
+        cluster: 4 * KIB,
+        table: TableKind::Gpt,
+        size: 32 * MIB,
+        populated: false,
     });
 }
 
