@@ -320,6 +320,7 @@ fn the_power_cut_check_rejects_a_recognisable_damaged_volume() {
         stage,
         medium,
         reference: &good,
+        prepared: &good,
         cut: Default::default(),
     };
     let err = check(&c, &trial(Stage::BeforeRerun, &bad)).expect_err("the damaged FAT is seen");

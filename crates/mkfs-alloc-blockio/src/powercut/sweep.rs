@@ -16,8 +16,10 @@
 //! 4. the check sees the result ([`Stage::AfterRerun`]) and must answer
 //!    "readable and intact".
 //!
-//! The check gets the reference medium too: the one an uncut run of the job
-//! leaves ([`PowerCutIo::counting`], every write kept).
+//! The check gets the reference medium too, the one an uncut run of the job
+//! leaves ([`PowerCutIo::counting`], every write kept), and the prepared
+//! medium: a change made in place checks that the files it started with
+//! are still readable, in the old layout or the new one.
 
 use std::fmt;
 
@@ -46,6 +48,9 @@ pub struct Trial<'a, D> {
     pub medium: &'a D,
     /// The medium an uncut run of the job leaves.
     pub reference: &'a D,
+    /// The medium before the job (what a change made in place must keep
+    /// readable until it is done).
+    pub prepared: &'a D,
     /// What the cut kept and dropped.
     pub cut: CutReport,
 }
@@ -260,6 +265,7 @@ impl Sweep {
                     stage: Stage::BeforeRerun,
                     medium: &surviving,
                     reference: &reference,
+                    prepared: medium,
                     cut,
                 };
                 if check(&before).map_err(|m| fail(format!("before the rerun: {m}")))? {
@@ -272,6 +278,7 @@ impl Sweep {
                     stage: Stage::AfterRerun,
                     medium: &surviving,
                     reference: &reference,
+                    prepared: medium,
                     cut,
                 };
                 match check(&after) {

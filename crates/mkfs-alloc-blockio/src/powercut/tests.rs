@@ -199,3 +199,38 @@ fn the_sweep_finds_a_commit_without_its_data() {
     assert_eq!(err.cut_at, 2);
     let _ = Stage::AfterRerun;
 }
+
+#[test]
+fn the_sweep_passes_a_copy_then_commit_change_made_in_place() {
+    // Block 0 points at the block holding the data (1 before, 2 after);
+    // the change copies first, flushes, then commits the pointer.
+    let mut prepared = MemDisk::new(512, 4).unwrap();
+    prepared.write_blocks(0, &[1; BS]).unwrap();
+    prepared.write_blocks(1, &[7; BS]).unwrap();
+    let job = |dev: &mut dyn BlockIo| -> Result<(), IoError> {
+        let mut b = [0; BS];
+        dev.read_blocks(0, &mut b)?;
+        if b[0] == 2 {
+            return Ok(()); // already done
+        }
+        dev.write_blocks(2, &[8; BS])?;
+        dev.flush()?;
+        dev.write_blocks(0, &[2; BS])?;
+        dev.flush()
+    };
+    let report = Sweep::new()
+        .seeds(20)
+        .run(&prepared, job, |t| {
+            let m = t.medium.as_bytes();
+            let old = &t.prepared.as_bytes()[BS..2 * BS];
+            match m[0] {
+                1 if &m[BS..2 * BS] == old => Ok(t.stage == Stage::BeforeRerun),
+                2 if m[2 * BS..3 * BS] == [8; BS] => Ok(true),
+                p => Err(format!("pointer {p} at the wrong data")),
+            }
+        })
+        .unwrap();
+    assert_eq!((report.ops, report.cut_points, report.trials), (4, 5, 100));
+    assert_eq!(report.intact_after_rerun, 100);
+    assert_eq!(report.intact_before_rerun, 100);
+}
