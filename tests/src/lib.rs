@@ -9,6 +9,8 @@
 //!  cmd, tools, tempdir, loopdev, fuse: the guards of the test-support crate
 //!            (mkfs-alloc-testsupport), re-exported
 //!  fakestick a counterfeit stick (FUSE file that lies + direct-I/O loop device)
+//!  powercut  a disk whose power can be cut (FUSE file with a volatile write
+//!            cache + direct-I/O loop device)
 //!  racetree  a --rootdir source whose entry becomes a link between walk and copy
 //!  fatfs_io  the fatfs crate as an independent FAT reader/writer
 //!  boot      independent decoders of exFAT and FAT32 boot fields
@@ -29,6 +31,7 @@ pub mod fakestick;
 pub mod fatfs_io;
 pub mod geometry;
 pub mod image;
+pub mod powercut;
 pub mod racetree;
 pub mod sizes;
 
