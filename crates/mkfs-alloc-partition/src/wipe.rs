@@ -17,9 +17,11 @@ const WIPE: u64 = WIPE_VOLUME_START;
 /// even with 4096-byte sectors).
 pub const SIGNATURE_WIPE: u64 = 128 << 10;
 
-/// Zeroes, with [`BlockIo::write_zeroes`] (and does not flush: the caller
-/// flushes before writing anything that depends on it — the file-system
-/// writer's first flush does):
+/// Zeroes, with [`BlockIo::write_zeroes`], first the block at each
+/// signature in `found`, then flushes (so that an old structure is either
+/// gone or untouched), then the ranges below (and does not flush again: the
+/// caller flushes before writing anything that depends on them — the
+/// file-system writer's first flush does):
 ///
 /// - everything before the partition start (old MBR, primary GPT, boot code,
 ///   any old volume that started there);
@@ -49,6 +51,20 @@ pub fn wipe_for_table<D: BlockIo>(
 ) -> Result<Vec<Zeroed>, PartitionError> {
     check_plan(plan, dev)?;
     let bs = u64::from(plan.block_size());
+    // A device keeps any subset of the blocks written since its last
+    // flush. Zeroed in one pass, an old boot sector could survive over
+    // zeroed FATs: a volume that mounts with wrong contents. So the block
+    // that makes each old structure recognisable goes first, flushed;
+    // until that flush nothing else has changed.
+    if !found.is_empty() {
+        for s in found {
+            let first = s.offset / bs;
+            if first < plan.num_blocks() {
+                zero_blocks(dev, first, 1)?;
+            }
+        }
+        dev.flush()?;
+    }
     let merged = wipe_ranges(plan, found);
     let mut zeroed = Vec::with_capacity(merged.len());
     for r in merged {

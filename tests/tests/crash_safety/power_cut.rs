@@ -328,3 +328,61 @@ fn the_power_cut_check_rejects_a_recognisable_damaged_volume() {
     assert!(check(&c, &trial(Stage::AfterRerun, &bad)).is_err());
     assert_eq!(check(&c, &trial(Stage::BeforeRerun, &good)), Ok(true));
 }
+
+/// A format over an old FAT32 volume holding files: before the rerun the
+/// medium holds the complete new exFAT, nothing recognisable, or the old
+/// FAT32 exactly as it was — never the old boot sector over zeroed FATs.
+#[test]
+fn exfat_over_fat32_never_leaves_the_old_volume_damaged() {
+    let old = Case {
+        name: "old-fat32",
+        fs: FsKind::Fat32,
+        cluster: 512,
+        table: TableKind::None,
+        size: 40 * MIB,
+        populated: true,
+    };
+    let mut prepared = MemDisk::new(BS, old.size / u64::from(BS)).expect("disk");
+    let plan = MediumOptions::new()
+        .format(
+            FormatOptions::new()
+                .fs(FsChoice::Fixed(FsKind::Fat32))
+                .cluster(ClusterChoice::Bytes(512)),
+        )
+        .pinned(0x0DD5_E41A, WHEN)
+        .table(TableChoice::Fixed(TableKind::None))
+        .plan_for(&prepared)
+        .expect("plan the old volume");
+    plan.populate(small_tree(), TimePolicy::default())
+        .expect("the tree fits")
+        .format(&mut prepared, &mut |_, _| {})
+        .expect("format the old volume");
+    let new = Case {
+        name: "exfat-over-fat32",
+        fs: FsKind::Exfat,
+        ..old
+    };
+    let report = Sweep::new()
+        .seeds(SEEDS)
+        .run(
+            &prepared,
+            |dev| format_job(&new, dev),
+            |t| {
+                let m = t.medium.as_bytes();
+                if t.stage == Stage::BeforeRerun && boot_valid(FsKind::Fat32, m, 0) {
+                    return match first_difference(m, t.prepared.as_bytes(), None) {
+                        None => Ok(false),
+                        Some(at) => Err(format!(
+                            "MOUNTABLE WITH WRONG CONTENTS: the old FAT32 is recognisable, \
+                             but its byte {at} changed ({:?})",
+                            t.cut
+                        )),
+                    };
+                }
+                check(&new, t)
+            },
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", new.name));
+    eprintln!("{}: {report}", new.name);
+    assert_eq!(report.intact_after_rerun, report.trials);
+}
