@@ -25,8 +25,6 @@ use crate::units::MIB;
 
 /// Largest exFAT cluster: 32 MiB (spec §3.1.16).
 pub const MAX_CLUSTER: u64 = 32 * MIB;
-/// Largest cluster count (spec §3.1.9).
-pub const MAX_CLUSTERS: u64 = 0xFFFF_FFF5;
 /// Smallest exFAT volume: 1 MiB (spec §3.1.5: VolumeLength >= 2^20 / BPS).
 pub const MIN_VOLUME: u64 = MIB;
 /// First cluster of the heap.
@@ -129,13 +127,14 @@ pub fn geometry(
     let fat_len_bytes = round_up((max_clu + 2) * 4, bps64);
     let heap_bytes = round_up(start + fat_off_bytes + fat_len_bytes, align) - start;
     let clusters = len.saturating_sub(heap_bytes) / cluster;
-    if clusters > MAX_CLUSTERS {
+    let max_clusters = fs.max_clusters();
+    if clusters > max_clusters {
         return Err(PlanError::TooManyClusters {
             fs,
             volume: volume_bytes,
             cluster,
             clusters,
-            max_clusters: MAX_CLUSTERS,
+            max_clusters,
             valid: ClusterSizes::new(),
         });
     }

@@ -37,18 +37,10 @@ use mkfs_alloc_ondisk::time::dos_date_time;
 use crate::error::{ClusterSizes, PlanError};
 use crate::options::FsKind;
 
-/// FAT32's formal minimum cluster count (fatgen103: fewer is FAT16).
-pub const SPEC_MIN_CLUSTERS: u64 = ondisk::FAT32_MIN_CLUSTERS;
-/// FAT16's formal minimum cluster count (fatgen103: fewer is FAT12).
-pub const SPEC_MIN_CLUSTERS_16: u64 = ondisk::FAT16_MIN_CLUSTERS;
-/// Clusters kept away from each width boundary (mkfs.fat keeps 16 too).
+/// Clusters kept away from each width boundary (mkfs.fat keeps 16 too), so
+/// that no implementation that counts slightly differently (Microsoft
+/// documents 65,527 in places) mistakes the width.
 pub const MARGIN: u64 = 16;
-/// The minimum FAT32 cluster count we accept: the spec minimum plus
-/// [`MARGIN`], so that no implementation that counts slightly differently
-/// (Microsoft documents 65,527 in places) mistakes the volume for FAT16.
-pub const MIN_CLUSTERS: u64 = SPEC_MIN_CLUSTERS + MARGIN;
-/// Largest cluster count (fatgen103; 28-bit entries minus reserved values).
-pub const MAX_CLUSTERS: u64 = 0x0FFF_FFF5;
 /// Largest sectors-per-cluster value.
 pub const MAX_SECTORS_PER_CLUSTER: u64 = 128;
 /// Number of FATs written unless asked otherwise (every formatter's
@@ -64,17 +56,20 @@ pub const DEFAULT_ROOT_ENTRIES: u32 = 512;
 /// one sector for alignment).
 pub const MAX_ROOT_ENTRIES: u32 = 32_768;
 
-/// The cluster counts we accept for a FAT width: `(min, max)`, each
-/// [`MARGIN`] clusters inside the spec's range (FAT12: at least 1 cluster).
+/// The cluster counts we accept for `fs`: `(min, max)`, the kind's own
+/// limits ([`FsKind::min_clusters`], [`FsKind::max_clusters`]) moved
+/// [`MARGIN`] clusters inward at each FAT width boundary (not at FAT12's
+/// minimum, FAT32's maximum, or exFAT's limits, where no other width starts).
 pub fn cluster_range(fs: FsKind) -> (u64, u64) {
-    match fs {
-        FsKind::Fat12 => (1, SPEC_MIN_CLUSTERS_16 - 1 - MARGIN),
-        FsKind::Fat16 => (
-            SPEC_MIN_CLUSTERS_16 + MARGIN,
-            SPEC_MIN_CLUSTERS - 1 - MARGIN,
-        ),
-        FsKind::Fat32 | FsKind::Exfat => (MIN_CLUSTERS, MAX_CLUSTERS),
-    }
+    let min = match fs {
+        FsKind::Fat16 | FsKind::Fat32 => fs.min_clusters() + MARGIN,
+        FsKind::Fat12 | FsKind::Exfat => fs.min_clusters(),
+    };
+    let max = match fs {
+        FsKind::Fat12 | FsKind::Fat16 => fs.max_clusters() - MARGIN,
+        FsKind::Fat32 | FsKind::Exfat => fs.max_clusters(),
+    };
+    (min, max)
 }
 
 /// The computed FAT geometry, in sectors unless named otherwise.
@@ -310,7 +305,8 @@ fn geometry32(
     let fat_sz = min_fat_sz.div_ceil(fat_unit) * fat_unit;
     let meta = rsvd + nf * fat_sz;
     let clusters = tot.saturating_sub(meta) / spc;
-    if !(MIN_CLUSTERS..=MAX_CLUSTERS).contains(&clusters) {
+    let (min, max) = cluster_range(fs);
+    if !(min..=max).contains(&clusters) {
         return Err(count_error(fs, volume_bytes, cluster, clusters));
     }
     // The FAT must hold an entry for every cluster plus the two reserved ones.

@@ -48,6 +48,7 @@ fn width_ranges_keep_a_margin_and_do_not_overlap() {
     assert_eq!(cluster_range(FsKind::Fat12), (1, 4_068));
     assert_eq!(cluster_range(FsKind::Fat16), (4_101, 65_508));
     assert_eq!(cluster_range(FsKind::Fat32), (65_541, 0x0FFF_FFF5));
+    assert_eq!(cluster_range(FsKind::Exfat), (1, 0xFFFF_FFF5));
     assert_eq!(FsKind::fat_width(4_084), FsKind::Fat12);
     assert_eq!(FsKind::fat_width(4_085), FsKind::Fat16);
     assert_eq!(FsKind::fat_width(65_524), FsKind::Fat16);
