@@ -3,8 +3,8 @@
 
 use super::Geometry;
 use crate::error::{ClusterSizes, PlanError};
+use crate::geometry::{exfat, fat};
 use crate::options::{FsKind, Medium};
-use crate::{exfat, fat};
 
 /// What every geometry computation of one plan shares.
 #[derive(Debug, Clone, Copy)]

@@ -20,13 +20,14 @@ mod sd;
 #[cfg(test)]
 mod tests;
 
+pub use crate::geometry::Geometry;
 pub use choices::Warning;
 pub use choices::{serial_from_time, table_seed};
 pub use ctx::valid_cluster_sizes;
-pub use layout::{Geometry, Layout, Region, RegionKind, Regions};
+pub use layout::{Layout, Region, RegionKind, Regions};
 
 use crate::error::PlanError;
-use crate::fat;
+use crate::geometry::fat;
 use crate::options::{FormatOptions, FsKind, Medium};
 use crate::units::MIB;
 use build::build;

@@ -1,4 +1,4 @@
-//! `FormatOptions::sd`: the SD Association layout ([`crate::sd`]) as a plan.
+//! `FormatOptions::sd`: the SD Association layout ([`crate::geometry::sd`]) as a plan.
 //! The card's capacity decides everything but the label, serial and time;
 //! options that would change it are refused by name.
 
@@ -8,10 +8,10 @@ use super::ctx::Ctx;
 use super::pick::Chosen;
 use super::{check_sector_size, Geometry, Layout};
 use crate::error::PlanError;
+use crate::geometry::sd::{card_layout, SdError, SdLayout, SD_SECTOR};
+use crate::geometry::{fat, ExfatGeometry, FatGeometry};
 use crate::options::{FormatOptions, FsKind, Medium};
 use crate::rules::ClusterRule;
-use crate::sd::{card_layout, SdError, SdLayout, SD_SECTOR};
-use crate::{exfat, fat};
 use mkfs_alloc_ondisk::exfat::upcase::UPCASE_TABLE_LEN;
 
 /// Plans the SD layout of the card whose end is the medium's end. The steps:
@@ -79,7 +79,7 @@ fn geometry(sd: &SdLayout) -> Result<Geometry, PlanError> {
     Ok(match sd.fs {
         FsKind::Exfat => {
             let bitmap_bytes = sd.cluster_count.div_ceil(8);
-            Geometry::Exfat(exfat::Geometry {
+            Geometry::Exfat(ExfatGeometry {
                 bps: SD_SECTOR as u32,
                 cluster,
                 volume_sectors: sd.part_sectors,
@@ -93,7 +93,7 @@ fn geometry(sd: &SdLayout) -> Result<Geometry, PlanError> {
                 root_clusters: 1,
             })
         }
-        fs => Geometry::Fat(fat::Geometry {
+        fs => Geometry::Fat(FatGeometry {
             fs,
             bps: SD_SECTOR as u32,
             cluster,
