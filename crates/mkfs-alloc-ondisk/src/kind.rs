@@ -82,8 +82,8 @@ impl FsKind {
     /// exFAT (§3.1.9).
     pub const fn max_clusters(self) -> u64 {
         match self {
-            FsKind::Fat12 => FsKind::Fat16.min_clusters() - 1,
-            FsKind::Fat16 => FsKind::Fat32.min_clusters() - 1,
+            FsKind::Fat12 => const { FsKind::Fat16.min_clusters() - 1 },
+            FsKind::Fat16 => const { FsKind::Fat32.min_clusters() - 1 },
             FsKind::Fat32 => 0x0FFF_FFF5,
             FsKind::Exfat => 0xFFFF_FFF5,
         }
@@ -95,9 +95,9 @@ impl FsKind {
     /// driver applies). The one copy of the rule: the planner, the prober and
     /// `info` ask it.
     pub fn fat_width(clusters: u64) -> FsKind {
-        if clusters < FsKind::Fat16.min_clusters() {
+        if clusters < const { FsKind::Fat16.min_clusters() } {
             FsKind::Fat12
-        } else if clusters < FsKind::Fat32.min_clusters() {
+        } else if clusters < const { FsKind::Fat32.min_clusters() } {
             FsKind::Fat16
         } else {
             FsKind::Fat32

@@ -128,7 +128,7 @@ pub fn geometry(
     let fat_len_bytes = round_up((max_clu + 2) * 4, bps64);
     let heap_bytes = round_up(start + fat_off_bytes + fat_len_bytes, align) - start;
     let clusters = len.saturating_sub(heap_bytes) / cluster;
-    let max_clusters = fs.max_clusters();
+    let max_clusters = const { FsKind::Exfat.max_clusters() };
     if clusters > max_clusters {
         return Err(PlanError::TooManyClusters {
             fs,

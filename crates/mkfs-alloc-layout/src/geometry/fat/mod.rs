@@ -58,16 +58,16 @@ pub const MAX_ROOT_ENTRIES: u32 = 32_768;
 /// limits ([`FsKind::min_clusters`], [`FsKind::max_clusters`]) moved
 /// [`MARGIN`] clusters inward at each FAT width boundary (not at FAT12's
 /// minimum, FAT32's maximum, or exFAT's limits, where no other width starts).
-pub fn cluster_range(fs: FsKind) -> (u64, u64) {
-    let min = match fs {
-        FsKind::Fat16 | FsKind::Fat32 => fs.min_clusters() + MARGIN,
-        FsKind::Fat12 | FsKind::Exfat => fs.min_clusters(),
-    };
-    let max = match fs {
-        FsKind::Fat12 | FsKind::Fat16 => fs.max_clusters() - MARGIN,
-        FsKind::Fat32 | FsKind::Exfat => fs.max_clusters(),
-    };
-    (min, max)
+/// Each arm is a `const` block, so the planner's code holds only the numbers
+/// (opt-level `z` in firmware does not always inline the kind's methods).
+pub const fn cluster_range(fs: FsKind) -> (u64, u64) {
+    use FsKind::{Exfat, Fat12, Fat16, Fat32};
+    match fs {
+        Fat12 => const { (Fat12.min_clusters(), Fat12.max_clusters() - MARGIN) },
+        Fat16 => const { (Fat16.min_clusters() + MARGIN, Fat16.max_clusters() - MARGIN) },
+        Fat32 => const { (Fat32.min_clusters() + MARGIN, Fat32.max_clusters()) },
+        Exfat => const { (Exfat.min_clusters(), Exfat.max_clusters()) },
+    }
 }
 
 /// The computed FAT geometry, in sectors unless named otherwise.
@@ -303,7 +303,7 @@ fn geometry32(
     let fat_sz = min_fat_sz.div_ceil(fat_unit) * fat_unit;
     let meta = rsvd + nf * fat_sz;
     let clusters = tot.saturating_sub(meta) / spc;
-    let (min, max) = cluster_range(fs);
+    let (min, max) = const { cluster_range(FsKind::Fat32) };
     if !(min..=max).contains(&clusters) {
         return Err(count_error(fs, volume_bytes, cluster, clusters));
     }
