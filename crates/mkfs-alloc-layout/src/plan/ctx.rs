@@ -16,7 +16,7 @@ pub(super) struct Ctx<'a> {
     /// FAT12/16 fixed root directory entries.
     pub(super) root_entries: u32,
     /// Number of FATs on FAT12/16/32.
-    pub(super) num_fats: u64,
+    pub(super) num_fats: u8,
 }
 
 impl Ctx<'_> {

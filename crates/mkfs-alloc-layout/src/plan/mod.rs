@@ -90,7 +90,7 @@ pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> 
         medium: &medium,
         align,
         root_entries: root_entries(opts.root_entries)?,
-        num_fats: u64::from(opts.fats.map_or(Ok(fat::NUM_FATS as u8), check_fats)?),
+        num_fats: opts.fats.map_or(Ok(fat::NUM_FATS), check_fats)?,
     };
     let pick = pick_fs(&ctx, opts)?;
     let fs = pick.fs();

@@ -89,7 +89,11 @@ fn geometry(sd: &SdLayout) -> Result<Geometry, PlanError> {
                 cluster_count: u32_of(sd.cluster_count)?,
                 bitmap_bytes,
                 bitmap_clusters: u32_of(bitmap_bytes.div_ceil(cluster).max(1))?,
-                upcase_clusters: u32_of((UPCASE_TABLE_LEN as u64).div_ceil(cluster))?,
+                upcase_clusters: u32_of(
+                    u64::try_from(UPCASE_TABLE_LEN)
+                        .map_err(too_large)?
+                        .div_ceil(cluster),
+                )?,
                 root_clusters: 1,
             })
         }
@@ -97,7 +101,7 @@ fn geometry(sd: &SdLayout) -> Result<Geometry, PlanError> {
             fs,
             bps: SD_SECTOR as u32,
             cluster,
-            sec_per_clus: sd.sec_per_clus as u8,
+            sec_per_clus: u8::try_from(sd.sec_per_clus).map_err(too_large)?,
             tot_sec: u32_of(sd.part_sectors)?,
             rsvd: u16::try_from(sd.rsvd).map_err(|_| SdError::ReservedOverflow {
                 sectors: sd.total_sectors,
@@ -107,10 +111,10 @@ fn geometry(sd: &SdLayout) -> Result<Geometry, PlanError> {
             root_entries: if fs == FsKind::Fat32 {
                 0
             } else {
-                fat::DEFAULT_ROOT_ENTRIES as u16
+                u16::try_from(fat::DEFAULT_ROOT_ENTRIES).map_err(too_large)?
             },
             cluster_count: u32_of(sd.cluster_count)?,
-            num_fats: fat::NUM_FATS as u8,
+            num_fats: fat::NUM_FATS,
         }),
     })
 }

@@ -32,6 +32,7 @@
 //!  └ TotSec16 / TotSec32
 //! ```
 
+use super::count::{SectorSize, Sectors};
 use crate::error::{ClusterSizes, PlanError};
 use crate::options::FsKind;
 
@@ -43,7 +44,7 @@ pub const MARGIN: u64 = 16;
 pub const MAX_SECTORS_PER_CLUSTER: u64 = 128;
 /// Number of FATs written unless asked otherwise (every formatter's
 /// default; FatFs's `n_fat` and mkfs.fat's `-f` allow 1).
-pub const NUM_FATS: u64 = 2;
+pub const NUM_FATS: u8 = 2;
 /// FAT32 reserved sectors before alignment padding.
 pub const MIN_RESERVED: u64 = 32;
 /// FAT12/16 reserved sectors before alignment padding (the boot sector).
@@ -128,7 +129,7 @@ pub struct Placement {
     /// FAT12/16 root directory entries (ignored for FAT32).
     pub root_entries: u32,
     /// Number of FATs: 1 or 2 ([`NUM_FATS`] by default).
-    pub num_fats: u64,
+    pub num_fats: u8,
 }
 
 /// Computes the geometry of `fs` (FAT12, FAT16 or FAT32) for a volume of
@@ -152,18 +153,15 @@ pub fn geometry(
     }
 }
 
-fn check_total(fs: FsKind, volume_bytes: u64, bps: u32) -> Result<u64, PlanError> {
+/// The volume's sector count, which FAT's 32-bit sector fields must hold.
+fn check_total(fs: FsKind, volume_bytes: u64, bps: u32) -> Result<u32, PlanError> {
     let bps64 = u64::from(bps);
-    let tot = volume_bytes / bps64;
-    if tot > u64::from(u32::MAX) {
-        return Err(PlanError::VolumeTooLarge {
-            fs,
-            volume: volume_bytes,
-            sector: bps,
-            max: u64::from(u32::MAX) * bps64,
-        });
-    }
-    Ok(tot)
+    u32::try_from(volume_bytes / bps64).map_err(|_| PlanError::VolumeTooLarge {
+        fs,
+        volume: volume_bytes,
+        sector: bps,
+        max: u64::from(u32::MAX) * bps64,
+    })
 }
 
 fn count_error(fs: FsKind, volume: u64, cluster: u64, clusters: u64) -> PlanError {
@@ -189,15 +187,23 @@ fn count_error(fs: FsKind, volume: u64, cluster: u64, clusters: u64) -> PlanErro
     }
 }
 
-/// The smallest FAT (in sectors) whose entries cover every cluster left
-/// beside it: `f` with `floor(f * BPS * 8 / bits) >= (avail - n*f) / SPC + 2`.
-/// `avail` is the sectors shared by the FATs and the data region.
-pub fn min_fat_sectors(bits: u64, avail: u64, spc: u64, bps: u64, nfats: u64) -> u64 {
+/// The smallest FAT whose entries cover every cluster left beside it: `f`
+/// with `floor(f * BPS * 8 / bits) >= (avail - n*f) / SPC + 2`, for
+/// `entry_bits` per FAT entry, `avail` sectors shared by the FATs and the
+/// data region, `per_cluster` sectors per cluster and `fats` FATs.
+pub fn min_fat_sectors(
+    entry_bits: u64,
+    avail: Sectors,
+    per_cluster: Sectors,
+    sector: SectorSize,
+    fats: u64,
+) -> Sectors {
+    let (bits, avail, spc, bps) = (entry_bits, avail.0, per_cluster.0, sector.bytes());
     let entries = |f: u64| f * bps * 8 / bits;
-    let needed = |f: u64| avail.saturating_sub(nfats * f) / spc + 2;
+    let needed = |f: u64| avail.saturating_sub(fats * f) / spc + 2;
     // Closed form (fatgen103's, generalised), then step to the exact minimum.
     let mut f = ((avail + 2 * spc) * bits)
-        .div_ceil(8 * bps * spc + nfats * bits)
+        .div_ceil(8 * bps * spc + fats * bits)
         .max(1);
     while entries(f) < needed(f) {
         f += 1;
@@ -205,7 +211,7 @@ pub fn min_fat_sectors(bits: u64, avail: u64, spc: u64, bps: u64, nfats: u64) ->
     while f > 1 && entries(f - 1) >= needed(f - 1) {
         f -= 1;
     }
-    f
+    Sectors(f)
 }
 
 /// FAT12/16: reserved sectors grown so the first FAT is aligned; the FATs
@@ -219,10 +225,11 @@ fn geometry_small(
     at: Placement,
 ) -> Result<FatGeometry, PlanError> {
     let bps64 = u64::from(bps);
-    let nf = at.num_fats;
+    let nf = u64::from(at.num_fats);
     crate::error::check_cluster(fs, cluster, bps)?;
     let spc = cluster / bps64;
-    let tot = check_total(fs, volume_bytes, bps)?;
+    let tot_sec = check_total(fs, volume_bytes, bps)?;
+    let tot = u64::from(tot_sec);
     let per_sector = bps64 / 32;
     let root_min = u64::from(at.root_entries).div_ceil(per_sector);
     let rsvd =
@@ -231,7 +238,16 @@ fn geometry_small(
     if tot <= fixed + nf + spc {
         return Err(count_error(fs, volume_bytes, cluster, 0));
     }
-    let fat_min = min_fat_sectors(fs.entry_bits(), tot - fixed, spc, bps64, nf);
+    // Nonzero: `check_total` divided by it.
+    let sector = SectorSize::new(bps).ok_or_else(|| count_error(fs, volume_bytes, cluster, 0))?;
+    let fat_min = min_fat_sectors(
+        fs.entry_bits(),
+        Sectors(tot - fixed),
+        Sectors(spc),
+        sector,
+        nf,
+    )
+    .0;
     let unit = (at.align / bps64).max(1);
     let need = nf * fat_min + root_min;
     let gap = need.div_ceil(unit) * unit - need;
@@ -240,31 +256,39 @@ fn geometry_small(
     let data = rsvd + nf * fat_sz + root_sectors;
     let clusters = tot.saturating_sub(data) / spc;
     let (min, max) = cluster_range(fs);
-    if clusters < min || clusters > max {
+    // The count in range fits its 32-bit field; the sectors per cluster
+    // (at most 128, `check_cluster`) fit theirs.
+    let (Ok(cluster_count), Ok(sec_per_clus), true) = (
+        u32::try_from(clusters),
+        u8::try_from(spc),
+        (min..=max).contains(&clusters),
+    ) else {
         return Err(count_error(fs, volume_bytes, cluster, clusters));
-    }
+    };
     debug_assert!(fat_sz * bps64 * 8 / fs.entry_bits() >= clusters + 2);
     let too_wide = PlanError::Align {
         align: at.align,
         sector: bps,
         max: 1u64 << (63 - (u64::from(u16::MAX) * bps64 / nf).leading_zeros()),
     };
-    let rsvd = u16::try_from(rsvd).map_err(|_| too_wide.clone())?;
-    if fat_sz > u64::from(u16::MAX) {
+    let (Ok(rsvd), Ok(fat_sz), Ok(root_entries)) = (
+        u16::try_from(rsvd),
+        u16::try_from(fat_sz),
+        u16::try_from(root_sectors * per_sector),
+    ) else {
         return Err(too_wide);
-    }
-    let root_entries = u16::try_from(root_sectors * per_sector).map_err(|_| too_wide)?;
+    };
     Ok(FatGeometry {
         fs,
         bps,
         cluster,
-        sec_per_clus: spc as u8,
-        tot_sec: tot as u32,
+        sec_per_clus,
+        tot_sec,
         rsvd,
-        fat_sz: fat_sz as u32,
+        fat_sz: u32::from(fat_sz),
         root_entries,
-        cluster_count: clusters as u32,
-        num_fats: nf as u8,
+        cluster_count,
+        num_fats: at.num_fats,
     })
 }
 
@@ -283,12 +307,13 @@ fn geometry32(
     cluster: u64,
     at: Placement,
 ) -> Result<FatGeometry, PlanError> {
-    let (start, align, nf) = (at.start, at.align, at.num_fats);
+    let (start, align, nf) = (at.start, at.align, u64::from(at.num_fats));
     let fs = FsKind::Fat32;
     let bps64 = u64::from(bps);
     crate::error::check_cluster(fs, cluster, bps)?;
     let spc = cluster / bps64;
-    let tot = check_total(fs, volume_bytes, bps)?;
+    let tot_sec = check_total(fs, volume_bytes, bps)?;
+    let tot = u64::from(tot_sec);
     if tot <= MIN_RESERVED + 2 * spc {
         return Err(count_error(fs, volume_bytes, cluster, 0));
     }
@@ -304,11 +329,19 @@ fn geometry32(
     let meta = rsvd + nf * fat_sz;
     let clusters = tot.saturating_sub(meta) / spc;
     let (min, max) = const { cluster_range(FsKind::Fat32) };
-    if !(min..=max).contains(&clusters) {
+    // In range, the count fits its field, and so does the FAT (smaller than
+    // the volume, whose sector count fits 32 bits); the sectors per cluster
+    // are at most 128 (`check_cluster`).
+    let (Ok(cluster_count), Ok(fat_sz), Ok(sec_per_clus), true) = (
+        u32::try_from(clusters),
+        u32::try_from(fat_sz),
+        u8::try_from(spc),
+        (min..=max).contains(&clusters),
+    ) else {
         return Err(count_error(fs, volume_bytes, cluster, clusters));
-    }
+    };
     // The FAT must hold an entry for every cluster plus the two reserved ones.
-    debug_assert!(fat_sz * bps64 / 4 >= clusters + 2);
+    debug_assert!(u64::from(fat_sz) * bps64 / 4 >= clusters + 2);
     let rsvd = u16::try_from(rsvd).map_err(|_| PlanError::Align {
         align,
         sector: bps,
@@ -319,13 +352,13 @@ fn geometry32(
         fs,
         bps,
         cluster,
-        sec_per_clus: spc as u8,
-        tot_sec: tot as u32,
+        sec_per_clus,
+        tot_sec,
         rsvd,
-        fat_sz: fat_sz as u32,
+        fat_sz,
         root_entries: 0,
-        cluster_count: clusters as u32,
-        num_fats: nf as u8,
+        cluster_count,
+        num_fats: at.num_fats,
     })
 }
 
