@@ -356,8 +356,8 @@ mod tests {
 
     #[test]
     fn the_sdmmc_doctest_must_have_run() {
-        let ran = "test crates/mkfs-alloc-layout/src/embedded/sdmmc.rs - \
-                   embedded::sdmmc::format_sdmmc (line 15) ... ok\n\
+        let ran = "test crates/mkfs-alloc-layout/src/writer/embedded/sdmmc.rs - \
+                   writer::embedded::sdmmc::format_sdmmc (line 15) ... ok\n\
                    test result: ok. 1 passed; 0 failed; 0 ignored";
         assert!(sdmmc_doctest_ran(ran).is_ok());
         assert!(sdmmc_doctest_ran("test result: ok. 0 passed; 0 failed").is_err());

@@ -75,13 +75,8 @@ pub fn mkfs_default(fs: FsKind, volume_bytes: u64, sector_size: u32) -> u64 {
             sectors * bps
         }
         FsKind::Fat16 | FsKind::Fat12 => {
-            use mkfs_alloc_ondisk::fat::{FAT16_MIN_CLUSTERS, FAT32_MIN_CLUSTERS};
             let bits = fs.entry_bits();
-            let limit = if fs == FsKind::Fat16 {
-                FAT32_MIN_CLUSTERS
-            } else {
-                FAT16_MIN_CLUSTERS
-            };
+            let limit = fs.max_clusters() + 1;
             let total = volume_bytes / bps;
             let fixed = 1 + (512 * 32u64).div_ceil(bps);
             let mut spc = 4;

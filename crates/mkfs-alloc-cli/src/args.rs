@@ -3,8 +3,8 @@
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use clap::{Parser, ValueEnum};
+use mkfs_alloc::units::parse_size;
 use mkfs_alloc_layout::label::LabelText;
-use mkfs_alloc_layout::units::parse_size;
 use mkfs_alloc_layout::{ClusterChoice, FormatOptions, FsChoice, FsKind, Timestamp};
 use mkfs_alloc_partition::{TableChoice, TableKind};
 use std::path::PathBuf;

@@ -222,7 +222,7 @@ fn check_geometry(b: &BootSector, bps: u32, spc_shift: u8) -> Result<(), ParseEr
     if fat_offset < 24 {
         return Err(ParseError::field("FatOffset", 80, ">= 24", fat_offset));
     }
-    if cc == 0 || u64::from(cc) > mkfs_alloc_layout::exfat::MAX_CLUSTERS {
+    if cc == 0 || u64::from(cc) > FsKind::Exfat.max_clusters() {
         return Err(ParseError::field("ClusterCount", 92, "1..=0xFFFFFFF5", cc));
     }
     let fat_end = u64::from(fat_offset) + u64::from(fat_length) * u64::from(nfats);

@@ -1,8 +1,8 @@
 //! Planner errors. Every variant says what the valid range is.
 
+use crate::geometry::sd::SD_SECTOR;
 use crate::label::LabelError;
 use crate::options::{FsChoice, FsKind};
-use crate::sd::SD_SECTOR;
 use crate::units::{Count, Size};
 use core::fmt;
 
@@ -222,7 +222,7 @@ pub enum PlanError {
     NeedsSerialAndTime,
     /// The SD Association layout cannot be used as asked.
     #[error(transparent)]
-    Sd(#[from] crate::sd::SdError),
+    Sd(#[from] crate::geometry::sd::SdError),
     /// No FAT width fits this volume at this cluster size ([`FsChoice::Fat`]).
     #[error("no FAT width fits {} at {} clusters ({} clusters: FAT12 takes {}, FAT16 {}, FAT32 {}); {}", Size(*.volume), Size(*.cluster), Count(*.clusters), CountRange(crate::FsKind::Fat12), CountRange(crate::FsKind::Fat16), CountRange(crate::FsKind::Fat32), SizesHint(.valid))]
     NoFatWidth {
@@ -356,7 +356,7 @@ struct CountRange(FsKind);
 
 impl fmt::Display for CountRange {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (a, b) = crate::fat::cluster_range(self.0);
+        let (a, b) = crate::geometry::fat::cluster_range(self.0);
         write!(f, "{}..{}", Count(a), Count(b))
     }
 }

@@ -7,6 +7,11 @@
 //!  Medium ────────┘   (all validation)      (no validation; streams in 1 MiB chunks)
 //! ```
 //!
+//! The modules follow the data: [`geometry`] (where each region lies, pure
+//! arithmetic), [`plan`](mod@plan) (options and medium in, a validated [`Layout`]
+//! out), [`writer`] (the metadata's bytes and the one write sequence, driven
+//! through `BlockIo` or, in firmware, [`embedded`]).
+//!
 //! Architecture invariants:
 //! - no I/O and no OS calls here: bytes go out only through
 //!   [`mkfs_alloc_blockio::BlockIo`];
@@ -38,18 +43,18 @@ extern crate alloc;
 #[cfg(any(feature = "std", test))]
 extern crate std;
 
-pub mod embedded;
 pub mod error;
-pub mod exfat;
-pub mod fat;
+pub mod geometry;
 pub mod label;
 pub mod options;
 pub mod plan;
 pub mod rules;
-pub mod sd;
 pub mod units;
 pub mod waste;
 pub mod writer;
+
+pub use geometry::{exfat, fat, sd};
+pub use writer::embedded;
 
 pub use error::PlanError;
 #[cfg(feature = "std")]

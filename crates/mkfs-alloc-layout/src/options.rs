@@ -188,11 +188,11 @@ pub struct FormatOptions {
     /// refused: UEFI firmware reads FAT only), a warning below Microsoft's
     /// minimum. The partition table marks it (GPT type ESP, MBR 0xEF).
     pub esp: bool,
-    /// The SD Association's layout for a card ([`crate::sd`]): file system,
+    /// The SD Association's layout for a card ([`crate::geometry::sd`]): file system,
     /// cluster size, FAT placement, partition start, CHS geometry and the
     /// exFAT Flash Parameters all follow from the card's capacity, which is
     /// the medium's end (`partition_offset + volume_bytes`). The medium must
-    /// start the volume where [`crate::sd::sd_layout`] puts the partition.
+    /// start the volume where [`crate::geometry::sd::sd_layout`] puts the partition.
     /// `fs` may be `Auto`, the class's file system, or FAT32 (or `Fat`) on
     /// an SDXC card; `cluster`, `align`, `root_entries` and `esp` must be
     /// left at their defaults.

@@ -179,8 +179,8 @@ fn auto_cluster_rule(fs: FsKind, volume_bytes: u64) -> (u64, &'static str) {
 /// 32 MiB for exFAT, 128 sectors for FAT12/16/32.
 pub fn max_cluster(fs: FsKind, sector: u32) -> u64 {
     match fs {
-        FsKind::Exfat => crate::exfat::MAX_CLUSTER,
-        _ => crate::fat::MAX_SECTORS_PER_CLUSTER * u64::from(sector),
+        FsKind::Exfat => crate::geometry::exfat::MAX_CLUSTER,
+        _ => crate::geometry::fat::MAX_SECTORS_PER_CLUSTER * u64::from(sector),
     }
 }
 

@@ -5,12 +5,10 @@
 //! auto`) are separate choice types in the crates that decide.
 //!
 //! Sources: fatgen103 §3.5 "FAT Type Determination" (the width by cluster
-//! count); exFAT specification §1 (exFAT); UEFI Specification 2.10 §5.2, §5.3
-//! (MBR, GPT).
+//! count), §3.1 (FAT32's 28-bit entries); exFAT specification §1 (exFAT),
+//! §3.1.9 (ClusterCount); UEFI Specification 2.10 §5.2, §5.3 (MBR, GPT).
 
 use core::fmt;
-
-use crate::fat::{FAT16_MIN_CLUSTERS, FAT32_MIN_CLUSTERS};
 
 /// A file system this project lays out, writes and reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -65,15 +63,41 @@ impl FsKind {
         matches!(self, FsKind::Fat12 | FsKind::Fat16)
     }
 
+    /// The fewest data clusters the specification allows this kind: 4,085
+    /// for FAT16 and 65,525 for FAT32 (fewer is the narrower width,
+    /// fatgen103 §3.5), 1 for FAT12 and exFAT. The one copy of the cluster
+    /// count limits: the planner, the prober and `info` ask this and
+    /// [`max_clusters`](Self::max_clusters).
+    pub const fn min_clusters(self) -> u64 {
+        match self {
+            FsKind::Fat12 | FsKind::Exfat => 1,
+            FsKind::Fat16 => 4_085,
+            FsKind::Fat32 => 65_525,
+        }
+    }
+
+    /// The most data clusters the specification allows this kind: one below
+    /// the next width's minimum for FAT12 and FAT16, 0x0FFF_FFF5 for FAT32
+    /// (28-bit entries minus the reserved values, fatgen103), 0xFFFF_FFF5 for
+    /// exFAT (§3.1.9).
+    pub const fn max_clusters(self) -> u64 {
+        match self {
+            FsKind::Fat12 => const { FsKind::Fat16.min_clusters() - 1 },
+            FsKind::Fat16 => const { FsKind::Fat32.min_clusters() - 1 },
+            FsKind::Fat32 => 0x0FFF_FFF5,
+            FsKind::Exfat => 0xFFFF_FFF5,
+        }
+    }
+
     /// The FAT width the specification gives a volume of `clusters` data
-    /// clusters: FAT12 below [`FAT16_MIN_CLUSTERS`], FAT16 below
-    /// [`FAT32_MIN_CLUSTERS`], else FAT32 (fatgen103 §3.5, the one rule every
+    /// clusters: FAT12 below FAT16's [`min_clusters`](Self::min_clusters),
+    /// FAT16 below FAT32's, else FAT32 (fatgen103 §3.5, the one rule every
     /// driver applies). The one copy of the rule: the planner, the prober and
     /// `info` ask it.
     pub fn fat_width(clusters: u64) -> FsKind {
-        if clusters < FAT16_MIN_CLUSTERS {
+        if clusters < const { FsKind::Fat16.min_clusters() } {
             FsKind::Fat12
-        } else if clusters < FAT32_MIN_CLUSTERS {
+        } else if clusters < const { FsKind::Fat32.min_clusters() } {
             FsKind::Fat16
         } else {
             FsKind::Fat32
@@ -153,6 +177,18 @@ mod tests {
         assert_eq!(FsKind::fat_width(4_085), FsKind::Fat16);
         assert_eq!(FsKind::fat_width(65_524), FsKind::Fat16);
         assert_eq!(FsKind::fat_width(65_525), FsKind::Fat32);
+    }
+
+    #[test]
+    fn cluster_limits_meet_at_the_width_boundaries() {
+        for fs in [FsKind::Fat12, FsKind::Fat16, FsKind::Fat32] {
+            assert_eq!(FsKind::fat_width(fs.min_clusters()), fs);
+            assert_eq!(FsKind::fat_width(fs.max_clusters()), fs);
+        }
+        assert_eq!(FsKind::Fat16.min_clusters(), 4_085);
+        assert_eq!(FsKind::Fat32.min_clusters(), 65_525);
+        assert_eq!(FsKind::Fat32.max_clusters(), 0x0FFF_FFF5);
+        assert_eq!(FsKind::Exfat.max_clusters(), 0xFFFF_FFF5);
     }
 
     #[test]

@@ -310,8 +310,8 @@ pub fn run(a: &ProbeArgs) -> Result<(), Failure> {
         ..ProbeOptions::default()
     };
     if let Some(m) = &a.max_cache {
-        opts.max_cache_bytes = mkfs_alloc_layout::units::parse_size(m)
-            .map_err(|e| usage(anyhow!("--max-cache: {e}")))?;
+        opts.max_cache_bytes =
+            mkfs_alloc::units::parse_size(m).map_err(|e| usage(anyhow!("--max-cache: {e}")))?;
     }
     if let Some(j) = &a.restore {
         return journal::restore(a, j, info.as_ref());

@@ -260,7 +260,7 @@ fn fat_type(
         }
         width => width,
     };
-    if c.is32 && cc64 > mkfs_alloc_layout::fat::MAX_CLUSTERS {
+    if c.is32 && cc64 > FsKind::Fat32.max_clusters() {
         return Err(ParseError::field(
             "TotSec32",
             offset_of!(Bpb, tot_sec32),
@@ -268,7 +268,7 @@ fn fat_type(
             format!("{cc64} clusters"),
         ));
     }
-    if c.is32 && cc64 < mkfs_alloc_layout::fat::SPEC_MIN_CLUSTERS {
+    if c.is32 && cc64 < FsKind::Fat32.min_clusters() {
         warnings.push(format!(
             "FAT32 with only {cc64} clusters (fewer than 65,525): some systems read it as FAT16"
         ));

@@ -3,8 +3,8 @@
 
 use super::choices::Choices;
 use super::{Geometry, Layout, Region, RegionKind};
+use crate::geometry::{ExfatGeometry, FatGeometry};
 use crate::options::{FsKind, Medium};
-use crate::{exfat, fat};
 
 /// Where the FATs and the data region lie, and how many clusters there are.
 struct Placement {
@@ -34,7 +34,7 @@ impl Regions {
 }
 
 /// The exFAT placement.
-fn exfat_placement(g: &exfat::Geometry, bps: u64) -> Placement {
+fn exfat_placement(g: &ExfatGeometry, bps: u64) -> Placement {
     Placement {
         cluster_count: g.cluster_count,
         used_clusters: g.used_clusters(),
@@ -46,7 +46,7 @@ fn exfat_placement(g: &exfat::Geometry, bps: u64) -> Placement {
 }
 
 /// The FAT12/16/32 placement.
-fn fat_placement(g: &fat::Geometry, bps: u64) -> Placement {
+fn fat_placement(g: &FatGeometry, bps: u64) -> Placement {
     Placement {
         cluster_count: g.cluster_count,
         used_clusters: u32::from(g.fs == FsKind::Fat32),
@@ -58,7 +58,7 @@ fn fat_placement(g: &fat::Geometry, bps: u64) -> Placement {
 }
 
 /// The exFAT regions of a planned volume.
-fn exfat_regions(l: &Layout, g: &exfat::Geometry, r: &mut Regions) {
+fn exfat_regions(l: &Layout, g: &ExfatGeometry, r: &mut Regions) {
     let bps = u64::from(l.sector_size);
     let (fat_off, fat_len, heap) = (l.fat_offset, l.fat_bytes, l.data_offset);
     let br = mkfs_alloc_ondisk::exfat::BOOT_REGION_SECTORS * bps;
@@ -94,7 +94,7 @@ fn exfat_regions(l: &Layout, g: &exfat::Geometry, r: &mut Regions) {
 }
 
 /// The FAT12/16/32 regions of a planned volume.
-fn fat_regions(l: &Layout, g: &fat::Geometry, r: &mut Regions) {
+fn fat_regions(l: &Layout, g: &FatGeometry, r: &mut Regions) {
     let bps = u64::from(l.sector_size);
     let (rsvd, fat_len, data) = (l.fat_offset, l.fat_bytes, l.data_offset);
     r.push(RegionKind::BootRegion, 0, 0, rsvd, true);

@@ -3,8 +3,8 @@
 
 use super::Geometry;
 use crate::error::{ClusterSizes, PlanError};
+use crate::geometry::{exfat, fat};
 use crate::options::{FsKind, Medium};
-use crate::{exfat, fat};
 
 /// What every geometry computation of one plan shares.
 #[derive(Debug, Clone, Copy)]
@@ -16,7 +16,7 @@ pub(super) struct Ctx<'a> {
     /// FAT12/16 fixed root directory entries.
     pub(super) root_entries: u32,
     /// Number of FATs on FAT12/16/32.
-    pub(super) num_fats: u64,
+    pub(super) num_fats: u8,
 }
 
 impl Ctx<'_> {

@@ -2,11 +2,11 @@
 
 use super::choices::{Asked, Warning};
 use super::MAX_ALIGN;
+use crate::geometry::sd::SdLayout;
+use crate::geometry::Geometry;
 use crate::label::{EncodedLabel, LabelText};
 use crate::options::{FsKind, Timestamp};
 use crate::rules::{ClusterRule, FsRule};
-use crate::sd::SdLayout;
-use crate::{exfat, fat};
 #[cfg(feature = "serde")]
 use serde::Serialize;
 
@@ -107,15 +107,6 @@ impl<'a> IntoIterator for &'a Regions {
     fn into_iter(self) -> Self::IntoIter {
         self.iter()
     }
-}
-
-/// File-system-specific geometry of a [`Layout`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Geometry {
-    /// exFAT geometry.
-    Exfat(exfat::Geometry),
-    /// FAT12, FAT16 or FAT32 geometry.
-    Fat(fat::Geometry),
 }
 
 /// A validated plan: every byte offset the writer will use, and why each
@@ -329,7 +320,7 @@ impl Layout {
     /// The FAT media descriptor (BPB_Media and FAT entry 0): 0xF8 unless
     /// [`FormatOptions::bios`](crate::FormatOptions::bios) gives another.
     pub fn media(&self) -> u8 {
-        self.bios.map_or(crate::fat::MEDIA, |b| b.media)
+        self.bios.map_or(crate::writer::fat::MEDIA, |b| b.media)
     }
 
     /// The FAT boot sector's BIOS drive number: 0x80 unless

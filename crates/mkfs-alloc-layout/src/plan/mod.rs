@@ -20,13 +20,14 @@ mod sd;
 #[cfg(test)]
 mod tests;
 
+pub use crate::geometry::Geometry;
 pub use choices::Warning;
 pub use choices::{serial_from_time, table_seed};
 pub use ctx::valid_cluster_sizes;
-pub use layout::{Geometry, Layout, Region, RegionKind, Regions};
+pub use layout::{Layout, Region, RegionKind, Regions};
 
 use crate::error::PlanError;
-use crate::fat;
+use crate::geometry::fat;
 use crate::options::{FormatOptions, FsKind, Medium};
 use crate::units::MIB;
 use build::build;
@@ -89,7 +90,7 @@ pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> 
         medium: &medium,
         align,
         root_entries: root_entries(opts.root_entries)?,
-        num_fats: u64::from(opts.fats.map_or(Ok(fat::NUM_FATS as u8), check_fats)?),
+        num_fats: opts.fats.map_or(Ok(fat::NUM_FATS), check_fats)?,
     };
     let pick = pick_fs(&ctx, opts)?;
     let fs = pick.fs();

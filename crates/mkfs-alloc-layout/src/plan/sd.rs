@@ -1,4 +1,4 @@
-//! `FormatOptions::sd`: the SD Association layout ([`crate::sd`]) as a plan.
+//! `FormatOptions::sd`: the SD Association layout ([`crate::geometry::sd`]) as a plan.
 //! The card's capacity decides everything but the label, serial and time;
 //! options that would change it are refused by name.
 
@@ -8,10 +8,10 @@ use super::ctx::Ctx;
 use super::pick::Chosen;
 use super::{check_sector_size, Geometry, Layout};
 use crate::error::PlanError;
+use crate::geometry::sd::{card_layout, SdError, SdLayout, SD_SECTOR};
+use crate::geometry::{fat, ExfatGeometry, FatGeometry};
 use crate::options::{FormatOptions, FsKind, Medium};
 use crate::rules::ClusterRule;
-use crate::sd::{card_layout, SdError, SdLayout, SD_SECTOR};
-use crate::{exfat, fat};
 use mkfs_alloc_ondisk::exfat::upcase::UPCASE_TABLE_LEN;
 
 /// Plans the SD layout of the card whose end is the medium's end. The steps:
@@ -79,7 +79,7 @@ fn geometry(sd: &SdLayout) -> Result<Geometry, PlanError> {
     Ok(match sd.fs {
         FsKind::Exfat => {
             let bitmap_bytes = sd.cluster_count.div_ceil(8);
-            Geometry::Exfat(exfat::Geometry {
+            Geometry::Exfat(ExfatGeometry {
                 bps: SD_SECTOR as u32,
                 cluster,
                 volume_sectors: sd.part_sectors,
@@ -89,15 +89,19 @@ fn geometry(sd: &SdLayout) -> Result<Geometry, PlanError> {
                 cluster_count: u32_of(sd.cluster_count)?,
                 bitmap_bytes,
                 bitmap_clusters: u32_of(bitmap_bytes.div_ceil(cluster).max(1))?,
-                upcase_clusters: u32_of((UPCASE_TABLE_LEN as u64).div_ceil(cluster))?,
+                upcase_clusters: u32_of(
+                    u64::try_from(UPCASE_TABLE_LEN)
+                        .map_err(too_large)?
+                        .div_ceil(cluster),
+                )?,
                 root_clusters: 1,
             })
         }
-        fs => Geometry::Fat(fat::Geometry {
+        fs => Geometry::Fat(FatGeometry {
             fs,
             bps: SD_SECTOR as u32,
             cluster,
-            sec_per_clus: sd.sec_per_clus as u8,
+            sec_per_clus: u8::try_from(sd.sec_per_clus).map_err(too_large)?,
             tot_sec: u32_of(sd.part_sectors)?,
             rsvd: u16::try_from(sd.rsvd).map_err(|_| SdError::ReservedOverflow {
                 sectors: sd.total_sectors,
@@ -107,10 +111,10 @@ fn geometry(sd: &SdLayout) -> Result<Geometry, PlanError> {
             root_entries: if fs == FsKind::Fat32 {
                 0
             } else {
-                fat::DEFAULT_ROOT_ENTRIES as u16
+                u16::try_from(fat::DEFAULT_ROOT_ENTRIES).map_err(too_large)?
             },
             cluster_count: u32_of(sd.cluster_count)?,
-            num_fats: fat::NUM_FATS as u8,
+            num_fats: fat::NUM_FATS,
         }),
     })
 }

@@ -164,7 +164,7 @@ fn the_sd_layout_checks_where_the_medium_puts_the_volume() {
     assert!(
         matches!(
             e,
-            PlanError::Sd(crate::sd::SdError::Placement { start: 32_768, .. })
+            PlanError::Sd(crate::geometry::sd::SdError::Placement { start: 32_768, .. })
         ),
         "{e}"
     );
@@ -174,8 +174,8 @@ fn the_sd_layout_checks_where_the_medium_puts_the_volume() {
     assert!(
         matches!(
             e,
-            PlanError::Sd(crate::sd::SdError::Conflict {
-                option: crate::sd::SdConflict::Cluster
+            PlanError::Sd(crate::geometry::sd::SdError::Conflict {
+                option: crate::geometry::sd::SdConflict::Cluster
             })
         ),
         "{e}"
@@ -196,13 +196,16 @@ fn label_case_and_bios_fields_only_where_asked() {
         let Geometry::Fat(g) = l.geometry() else {
             panic!("FAT")
         };
-        crate::fat::boot_sector(l, g, &mut b);
+        crate::writer::fat::boot_sector(l, g, &mut b);
         (b[21], b[24], b[26], b[36], b[43..49].to_vec())
     };
     // The defaults: upper-cased label, a fixed disk's fields.
     let l = plan(&o, &m).expect("FAT12");
     assert_eq!(boot(&l), (0xF8, 63, 255, 0x80, b"CIDATA".to_vec()));
-    assert_eq!(crate::fat::fat_entry(FsKind::Fat12, l.media(), 0), 0xFF8);
+    assert_eq!(
+        crate::writer::fat::fat_entry(FsKind::Fat12, l.media(), 0),
+        0xFF8
+    );
     o.keep_label_case = true;
     o.bios = Some(crate::BiosParams {
         media: 0xF0,
@@ -213,5 +216,8 @@ fn label_case_and_bios_fields_only_where_asked() {
     let l = plan(&o, &m).expect("FAT12");
     assert_eq!(boot(&l), (0xF0, 18, 2, 0x00, b"cidata".to_vec()));
     assert_eq!(l.chs_geometry(), (2, 18));
-    assert_eq!(crate::fat::fat_entry(FsKind::Fat12, l.media(), 0), 0xFF0);
+    assert_eq!(
+        crate::writer::fat::fat_entry(FsKind::Fat12, l.media(), 0),
+        0xFF0
+    );
 }

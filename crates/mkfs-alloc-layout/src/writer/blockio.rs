@@ -425,7 +425,7 @@ mod tests {
 
     #[test]
     fn fat12_and_fat16_start_with_media_and_end_of_chain() {
-        use crate::fat::fat_entry;
+        use crate::writer::fat::fat_entry;
         use crate::FsKind;
         let mut b = [0u8; 6];
         fill(FsKind::Fat12, 0, &mut b, |n| {

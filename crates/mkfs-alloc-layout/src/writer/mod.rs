@@ -1,6 +1,6 @@
 //! The writer: [`Layout`](crate::Layout) → blocks, through `BlockIo`
 //! (the `std` feature) or, in firmware, a
-//! [`SectorDevice`](crate::embedded::SectorDevice).
+//! [`SectorDevice`](crate::writer::embedded::SectorDevice).
 //!
 //! Memory stays bounded: FAT and bitmap are generated in chunks of
 //! [`CHUNK`] bytes, whatever the volume size; zero regions are handed to
@@ -26,6 +26,9 @@
 //! no backup boot region: no tool recognises it. That is two flushes on a
 //! target that held no file system, three on one that may have.
 
+pub mod embedded;
+pub mod exfat;
+pub mod fat;
 pub(crate) mod sequence;
 
 #[cfg(feature = "std")]

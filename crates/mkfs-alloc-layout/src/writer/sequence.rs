@@ -8,8 +8,8 @@
 //! here: every byte comes from a fill function writing into the driver's
 //! buffer, whatever its size (a whole number of sectors).
 
-use crate::exfat;
-use crate::fat;
+use super::{exfat, fat};
+use crate::geometry::{ExfatGeometry, FatGeometry};
 use crate::options::FsKind;
 use crate::plan::Layout;
 use mkfs_alloc_ondisk::exfat::upcase::{fill_compressed_table, UPCASE_TABLE_LEN};
@@ -95,7 +95,7 @@ fn entries<O: Out>(
 /// The exFAT steps, in the write order of the writer's module docs.
 pub(crate) fn exfat<O: Out, H: Hooks<O>>(
     layout: &Layout,
-    g: &exfat::Geometry,
+    g: &ExfatGeometry,
     hooks: &mut H,
     out: &mut O,
 ) -> Result<(), O::Error> {
@@ -176,7 +176,7 @@ pub(crate) fn exfat<O: Out, H: Hooks<O>>(
 /// The FAT12/16/32 steps, in the write order of the writer's module docs.
 pub(crate) fn fat<O: Out, H: Hooks<O>>(
     layout: &Layout,
-    g: &fat::Geometry,
+    g: &FatGeometry,
     hooks: &mut H,
     out: &mut O,
 ) -> Result<(), O::Error> {

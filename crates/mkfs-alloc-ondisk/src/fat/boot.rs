@@ -184,12 +184,3 @@ pub const FSINFO_SECTOR: u64 = 1;
 /// print nothing, halt forever. `FA` CLI, `F4` HLT, `EB FD` JMP back to the
 /// HLT.
 pub const BOOT_CODE: [u8; 4] = [0xFA, 0xF4, 0xEB, 0xFD];
-
-/// Fewest clusters of a FAT16 volume; fewer is FAT12.
-///
-/// Sources: fatgen103 §3.5 "FAT Type Determination".
-pub const FAT16_MIN_CLUSTERS: u64 = 4085;
-/// Fewest clusters of a FAT32 volume; fewer is FAT16.
-///
-/// Sources: fatgen103 §3.5.
-pub const FAT32_MIN_CLUSTERS: u64 = 65_525;

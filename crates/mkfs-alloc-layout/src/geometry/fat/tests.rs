@@ -48,6 +48,7 @@ fn width_ranges_keep_a_margin_and_do_not_overlap() {
     assert_eq!(cluster_range(FsKind::Fat12), (1, 4_068));
     assert_eq!(cluster_range(FsKind::Fat16), (4_101, 65_508));
     assert_eq!(cluster_range(FsKind::Fat32), (65_541, 0x0FFF_FFF5));
+    assert_eq!(cluster_range(FsKind::Exfat), (1, 0xFFFF_FFF5));
     assert_eq!(FsKind::fat_width(4_084), FsKind::Fat12);
     assert_eq!(FsKind::fat_width(4_085), FsKind::Fat16);
     assert_eq!(FsKind::fat_width(65_524), FsKind::Fat16);
@@ -61,7 +62,9 @@ fn min_fat_size_is_exact() {
         for bps in [512u64, 4096] {
             for spc in [1u64, 4, 64] {
                 for avail in (2..3000).step_by(7) {
-                    let f = min_fat_sectors(bits, avail, spc, bps, 2);
+                    let sector =
+                        SectorSize::new(u32::try_from(bps).expect("small")).expect("not 0");
+                    let f = min_fat_sectors(bits, Sectors(avail), Sectors(spc), sector, 2).0;
                     let fits = |f: u64| f * bps * 8 / bits >= avail.saturating_sub(2 * f) / spc + 2;
                     assert!(fits(f), "{bits} {bps} {spc} {avail}: {f} too small");
                     assert!(

@@ -262,8 +262,11 @@ pub fn plan_medium<E>(
         }
         #[cfg(feature = "sd")]
         Table::Mbr if opts.sd => {
-            let (sd, _) = crate::sd::card_layout(opts, medium_bytes / crate::sd::SD_SECTOR)
-                .map_err(PlanError::from)?;
+            let (sd, _) = crate::geometry::sd::card_layout(
+                opts,
+                medium_bytes / crate::geometry::sd::SD_SECTOR,
+            )
+            .map_err(PlanError::from)?;
             let start = sd.part_start;
             let medium = Medium::partition((sectors - start) * bs, sector_size, start * bs);
             (

@@ -365,7 +365,7 @@ pub fn refuse_conflicts(opts: &FormatOptions) -> Result<(), SdError> {
     }
     if opts
         .fats
-        .is_some_and(|n| u64::from(n) != crate::fat::NUM_FATS)
+        .is_some_and(|n| n != crate::geometry::fat::NUM_FATS)
     {
         return conflict(SdConflict::Fats);
     }
