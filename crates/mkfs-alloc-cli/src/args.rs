@@ -202,7 +202,7 @@ pub fn lift_json(raw: Vec<std::ffi::OsString>) -> (Vec<std::ffi::OsString>, bool
 }
 
 /// `--slack` when not given: 10 % of the tree's footprint left free.
-pub const DEFAULT_SLACK: f64 = 10.0;
+pub const DEFAULT_SLACK: f64 = mkfs_alloc::DEFAULT_SLACK_PERCENT;
 
 /// Options of the format command (the default command).
 #[derive(Debug, clap::Args)]

@@ -23,6 +23,7 @@ pub fn format_error(e: FormatError) -> anyhow::Error {
     let text = match &e {
         FormatError::Plan(p) => plan_text(p),
         FormatError::Write(w) => write_text(w),
+        FormatError::NoSizeHolds => Some("--size auto: no volume size holds this tree".to_string()),
         _ => None,
     };
     text.map_or_else(|| anyhow!(e), |t| anyhow!(t))

@@ -82,6 +82,8 @@
 pub mod batch;
 mod error;
 mod extents;
+#[cfg(feature = "populate")]
+mod fit;
 mod options;
 mod plan;
 #[cfg(feature = "populate")]
@@ -91,6 +93,8 @@ mod write;
 
 pub use error::FormatError;
 pub use extents::ExtentMap;
+#[cfg(feature = "populate")]
+pub use fit::DEFAULT_SLACK_PERCENT;
 pub use options::MediumOptions;
 pub use plan::{MediumPlan, Placement};
 #[cfg(feature = "populate")]
@@ -137,8 +141,9 @@ pub mod partition {
 /// [`MediumPlan::populate`].
 #[cfg(feature = "populate")]
 pub mod populate {
+    pub use mkfs_alloc_advise::{AdviseError, Recommendation, ScanResult};
     pub use mkfs_alloc_populate::{
-        NameProblem, PopulateError, Populated, Problem, SkipKind, Skipped, TimePolicy, Tree,
-        TreeError, Unreadable,
+        scan_result, NameProblem, PopulateError, Populated, Problem, SkipKind, Skipped, TimePolicy,
+        Tree, TreeError, Unreadable,
     };
 }

@@ -222,3 +222,49 @@ fn a_populated_plan_formats_the_volume_it_was_planned_for() {
     let start = populated.plan().table().partition_start() as usize;
     assert_eq!(&disk.as_bytes()[start + 3..start + 11], b"EXFAT   ");
 }
+
+#[test]
+fn a_tree_chooses_its_cluster_size_and_the_smallest_medium() {
+    use mkfs_alloc::layout::ClusterRule;
+    use mkfs_alloc::populate::{scan_result, TimePolicy, Tree};
+    let tree = || {
+        let mut t = Tree::new();
+        for i in 0..40u64 {
+            let len = 5000 * (i + 1);
+            let data = std::io::Read::take(std::io::repeat(0x5A), len);
+            let path = format!("/d{}/f{i}", i % 4);
+            t.add_file(&path, data, len, std::time::SystemTime::UNIX_EPOCH)
+                .expect("add");
+        }
+        t
+    };
+    let data = scan_result(&tree());
+    let opts = MediumOptions::new().fs(FsKind::Exfat);
+    let size = opts.size_for(&data, 512, 0.0).expect("a size holds it");
+    assert_eq!(size % MIB, 0);
+    let fits = |bytes: u64| {
+        opts.plan(bytes, 512)
+            .and_then(|p| p.fit_cluster(&data))
+            .and_then(|p| p.populate(tree(), TimePolicy::default()))
+    };
+    let plan = fits(size).expect("the tree fits the size found");
+    assert_eq!(plan.plan().layout().cluster_rule(), ClusterRule::FromData);
+    // Chosen once: the fitted plan's cluster size is no longer open.
+    assert!(plan.plan().recommend_cluster(&data).is_none());
+    assert!(fits(size - MIB).is_err(), "{size} is not the smallest");
+    // A cluster size the options fix is kept.
+    let fixed = opts
+        .clone()
+        .cluster_size(64 << 10)
+        .plan(size, 512)
+        .expect("plan");
+    assert!(fixed.recommend_cluster(&data).is_none());
+    assert_eq!(
+        fixed
+            .fit_cluster(&data)
+            .expect("kept")
+            .layout()
+            .cluster_size(),
+        64 << 10
+    );
+}
