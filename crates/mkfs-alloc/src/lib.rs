@@ -25,6 +25,18 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! A folder into the smallest image that holds it, as `mkfs-alloc
+//! --rootdir DIR --size auto --cluster auto OUT.img` makes it (the same size,
+//! file system and cluster size: `examples/image_from_dir.rs`, which the
+//! tests run beside the CLI). The folder is read once; the cluster size it
+//! should get (`MediumPlan::fit_cluster`) and the smallest medium that
+//! holds it (`MediumOptions::size_for`) are chosen from its scan, reading
+//! nothing:
+//!
+//! ```no_run
+#![doc = include_str!("../examples/image_from_dir.rs")]
+//! ```
+//!
 //! One way in: [`MediumOptions`] (built with methods) plans once
 //! ([`MediumOptions::plan`]: the table, the file system inside it, every
 //! check); the [`MediumPlan`] formats a target
