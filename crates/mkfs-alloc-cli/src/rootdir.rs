@@ -2,7 +2,7 @@
 
 use crate::{usage, Failure};
 use anyhow::anyhow;
-use mkfs_alloc::{FormatError, MediumPlan, PopulatedPlan};
+use mkfs_alloc::{FormatError, MediumPlan};
 use mkfs_alloc_layout::units::{format_count, format_size};
 use mkfs_alloc_populate::{HostId, Populated, SkipKind, TimePolicy, Tree};
 use serde_json::{json, Value};
@@ -83,8 +83,8 @@ pub fn time_policy() -> TimePolicy {
 }
 
 /// Checks the tree against the planned volume and allocates it (exit 2 on
-/// refusal); the result owns the plan.
-pub fn populate(tree: Tree, plan: MediumPlan) -> Result<PopulatedPlan, Failure> {
+/// refusal); the plan then holds it.
+pub fn populate(tree: Tree, plan: MediumPlan) -> Result<MediumPlan, Failure> {
     let sd = plan.layout().sd().is_some();
     plan.populate(tree, time_policy()).map_err(|e| match e {
         FormatError::Populate(e) => usage(crate::hints::populate_error(e, sd)),

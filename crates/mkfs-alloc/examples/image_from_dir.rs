@@ -14,6 +14,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut image = ImageFile::create(out, size, 512)?; // sparse
     let plan = MediumOptions::new().plan_for(&image)?.fit_cluster(&data)?;
     let mut plan = plan.populate(tree, TimePolicy::default())?;
-    plan.format(&mut image, &mut |_done, _total| {})?;
+    plan.format(&mut image)?;
     Ok(())
 }

@@ -15,8 +15,8 @@
 //! let mut image = ImageFile::create("stick.img", 1 << 30, 512)?; // 1 GiB, sparse
 //! let opts = MediumOptions::new().fs(FsKind::Exfat).cluster_size(32 << 10).label("STICK");
 //! let mut plan = opts.plan_for(&image)?.populate(tree, TimePolicy::default())?;
-//! plan.format(&mut image, &mut |_done, _total| {})?;
-//! # assert_eq!(plan.content().new_clusters(), 1); // the file
+//! plan.format(&mut image)?;
+//! # assert_eq!(plan.content().map(|c| c.new_clusters()), Some(1)); // the file
 //! # drop(image);
 //! # let mut boot = [0u8; 11];
 //! # std::io::Read::read_exact(&mut std::fs::File::open("stick.img")?, &mut boot)?;
@@ -39,15 +39,16 @@
 //!
 //! One way in: [`MediumOptions`] (built with methods) plans once
 //! ([`MediumOptions::plan`]: the table, the file system inside it, every
-//! check); the [`MediumPlan`] formats a target
-//! ([`MediumPlan::format`]), or first takes a tree
-//! (`MediumPlan::populate`, the `populate` feature) into a `PopulatedPlan` that owns the plan it
-//! was made for, so a tree is only ever written into the volume it was
-//! planned for.
+//! check) into one [`MediumPlan`], which may first take a tree
+//! (`MediumPlan::populate`, the `populate` feature: the tree is planned
+//! into that plan's volume, so it is only ever written into the volume it
+//! was planned for), and one way to write it: [`MediumPlan::format`], or
+//! [`MediumPlan::format_with`] given a probe made already or a progress
+//! callback ([`Writing`]).
 //!
 //! ```text
-//!  MediumOptions + medium size ─► plan() ─► MediumPlan { table, layout } ─┬─► format(&mut impl BlockIo)
-//!                                  (validates everything)                 └─► populate(tree) ─► PopulatedPlan ─► format(..)
+//!  MediumOptions + medium size ─► plan() ─► MediumPlan { table, layout, tree? } ─► format(&mut impl BlockIo)
+//!                                  (validates everything)  └ populate(tree) ┘
 //!    format: 1. wipe stale signatures (old tables, old boot sectors wherever found)
 //!            2. write the file system inside the partition (the tree too; boot sector last)
 //!            3. write the partition table, flush
@@ -77,8 +78,8 @@
 //!     .cluster_size(32 * 1024)
 //!     .table(TableKind::Mbr)
 //!     .pinned(0x1234_ABCD, Timestamp { secs: 1_700_000_000, nanos: 0 });
-//! let plan = opts.plan_for(&disk)?;
-//! plan.format(&mut disk, &mut |_, _| {})?;
+//! let mut plan = opts.plan_for(&disk)?;
+//! plan.format(&mut disk)?;
 //! assert_eq!(plan.table().partition_start(), 1 << 20);
 //! assert_eq!(&disk.as_bytes()[(1 << 20) + 3..(1 << 20) + 11], b"EXFAT   ");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -109,9 +110,7 @@ pub use extents::ExtentMap;
 pub use fit::DEFAULT_SLACK_PERCENT;
 pub use options::MediumOptions;
 pub use plan::{MediumPlan, Placement};
-#[cfg(feature = "populate")]
-pub use populated::PopulatedPlan;
-pub use write::Found;
+pub use write::{Found, Writing};
 
 /// Block targets: the trait and the portable backends (raw devices are in
 /// the `mkfs-alloc-device` crate).

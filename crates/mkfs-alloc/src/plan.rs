@@ -11,21 +11,26 @@ use mkfs_alloc_partition::{
     TableKind, TableOptions, TablePlan, MIN_GPT_ALIGN,
 };
 
+use crate::write::Content;
 use crate::{FormatError, MediumOptions};
 
-/// A validated plan for a whole medium. Only planning makes one
-/// ([`MediumOptions::plan`]); its fields are private, so a plan cannot be
-/// changed after validation.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A validated plan for a whole medium, with or without a tree to write
+/// into its volume (`MediumPlan::populate`, the `populate` feature). Only
+/// planning makes one ([`MediumOptions::plan`]); its fields are private, so
+/// a plan cannot be changed after validation.
+#[derive(Debug)]
 pub struct MediumPlan {
     pub(crate) table: TablePlan,
     pub(crate) table_reason: &'static str,
     pub(crate) layout: Layout,
     /// The options the layout was planned with (serial and time filled
     /// in), for planning it again with another cluster size.
+    #[cfg(feature = "populate")]
     pub(crate) format: FormatOptions,
     pub(crate) medium_bytes: u64,
     pub(crate) block_size: u32,
+    /// The tree planned into the volume, if any.
+    pub(crate) content: Option<Content>,
 }
 
 impl MediumPlan {
@@ -203,9 +208,11 @@ pub(crate) fn plan(
         table: table.holding(layout.fs()),
         table_reason,
         layout,
+        #[cfg(feature = "populate")]
         format,
         medium_bytes,
         block_size,
+        content: None,
     })
 }
 
@@ -263,8 +270,10 @@ fn plan_sd(
         table,
         table_reason,
         layout,
+        #[cfg(feature = "populate")]
         format,
         medium_bytes,
         block_size,
+        content: None,
     })
 }

@@ -15,7 +15,7 @@ use crate::args::{CopyArg, FormatArgs, LayoutArg, TableArg, SUBCOMMANDS};
 use crate::target::{Opened, Target};
 use crate::{data, report, rootdir, usage, Failure};
 use anyhow::{anyhow, Context};
-use mkfs_alloc::{ExtentMap, Found, MediumOptions, MediumPlan, PopulatedPlan};
+use mkfs_alloc::{ExtentMap, Found, MediumOptions, MediumPlan, Writing};
 use mkfs_alloc_blockio::{BlockIo, CopyMode, IoError};
 use mkfs_alloc_device::Device;
 use mkfs_alloc_partition::{wipe_backup_gpt_beyond, Signature, TableKind};
@@ -28,7 +28,7 @@ mod export;
 mod plan;
 pub(crate) mod preflight;
 use export::Exports;
-use plan::{image_size, plan, Medium};
+use plan::{image_size, plan};
 
 /// Formats (or, with `--dry-run`, plans) the target, or several at once
 /// ([`batch`]).
@@ -70,8 +70,8 @@ pub fn run(cli: FormatArgs) -> Result<(), Failure> {
     let planned = plan(&cli, &target, tree_data.as_ref())?;
     drop(tree_data); // the populate step measures the tree again, exactly
     let medium = match tree {
-        Some(t) => Medium::Populated(rootdir::populate(t, planned.plan)?),
-        None => Medium::Plain(planned.plan),
+        Some(t) => rootdir::populate(t, planned.plan)?,
+        None => planned.plan,
     };
     let run = Run {
         cli: &cli,
@@ -236,7 +236,8 @@ struct Run<'a> {
     /// TARGET as given (for a sparse image, not `path`).
     shown: &'a Path,
     target: &'a Target,
-    medium: Medium,
+    /// The plan, holding the tree with `--rootdir`.
+    medium: MediumPlan,
     exports: &'a Exports,
 }
 
@@ -244,7 +245,7 @@ impl Run<'_> {
     /// `rootdir` for the JSON report, when a tree is written.
     fn extras(&self) -> Vec<(&'static str, serde_json::Value)> {
         self.medium
-            .populated()
+            .content()
             .map(|p| ("rootdir", rootdir::json(p)))
             .into_iter()
             .collect()
@@ -273,7 +274,7 @@ impl Run<'_> {
             extras.push(("notes", json!(notes)));
             report::print_json_with(
                 path,
-                self.medium.plan(),
+                &self.medium,
                 &found,
                 target.device(),
                 None,
@@ -283,10 +284,10 @@ impl Run<'_> {
         } else if !cli.quiet {
             report::print_plan(
                 path,
-                self.medium.plan(),
+                &self.medium,
                 &found,
                 target,
-                self.medium.populated().is_some(),
+                self.medium.content().is_some(),
             );
             for c in &contents {
                 outln!("  contains       {c}");
@@ -294,7 +295,7 @@ impl Run<'_> {
             for n in &notes {
                 outln!("  note           {n}");
             }
-            if let Some(p) = self.medium.populated() {
+            if let Some(p) = self.medium.content() {
                 for line in rootdir::summary(p) {
                     outln!("  {line}");
                 }
@@ -313,7 +314,7 @@ impl Run<'_> {
             let contents = target.contents();
             crate::confirm::confirm(
                 info,
-                self.medium.plan(),
+                &self.medium,
                 &contents,
                 target.unmounts(),
                 cli.yes,
@@ -366,14 +367,14 @@ impl Run<'_> {
         if self.exports.to_stdout() {
             return Ok(());
         }
-        if let Some(p) = self.medium.populated() {
+        if let Some(p) = self.medium.content() {
             notes.extend(rootdir::summary(p));
         }
         if cli.json {
             let extras = self.extras();
             report::print_json_with(
                 path,
-                self.medium.plan(),
+                &self.medium,
                 &found,
                 target.device(),
                 Some((&write, &notes)),
@@ -383,12 +384,12 @@ impl Run<'_> {
         } else if !cli.quiet {
             report::print_summary(
                 path,
-                self.medium.plan(),
+                &self.medium,
                 &found,
                 &write,
                 target,
                 &notes,
-                self.medium.populated().is_some(),
+                self.medium.content().is_some(),
             );
         }
         Ok(())
@@ -429,7 +430,7 @@ impl Run<'_> {
         // --copy (auto by default): file data into an image file through its
         // copier; before any write, so that `reflink` can still refuse.
         if let (Opened::Image(img, _), Some(mode)) = (&*opened, copy_mode(cli)) {
-            self.medium.copy_into(img, mode)?;
+            plan::copy_into(&mut self.medium, img, mode)?;
         }
         // Found before discarding or zeroing, through the handle that writes, and
         // wiped by the same run (never probed twice).
@@ -457,16 +458,16 @@ impl Run<'_> {
             notes.push("full format: zeroed the whole medium".to_string());
         }
         let bar = report::Progress::new(show_progress, "writing");
-        let result = self.medium.write(
+        let mut progress = |done, total| bar.update(done, total);
+        let result = self.medium.format_with(
             &mut crate::watch::WriteWatch::new(opened.io(), wrote),
-            &found,
-            &mut |done, total| bar.update(done, total),
+            Writing::new().found(&found).progress(&mut progress),
         );
         bar.finish();
         let write = result
             .map_err(|e| format_failure(e, Some(format!("formatting {}", path.display()))))?;
         if let Opened::Device(d) = opened {
-            if self.medium.plan().table().kind() != TableKind::None {
+            if self.medium.table().kind() != TableKind::None {
                 notes.push(match d.reread_partitions() {
                     Ok(()) => "the kernel re-read the partition table".to_string(),
                     Err(e) => format!(

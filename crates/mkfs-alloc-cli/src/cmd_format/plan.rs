@@ -159,69 +159,22 @@ fn blame_align(
     format_failure(e, None)
 }
 
-/// What a run writes: a plan, or a plan with the tree planned into it.
-// One per run: the size of either variant does not matter.
-#[allow(clippy::large_enum_variant)]
-pub(super) enum Medium {
-    Plain(MediumPlan),
-    Populated(PopulatedPlan),
-}
-
-impl Medium {
-    pub(super) fn plan(&self) -> &MediumPlan {
-        match self {
-            Medium::Plain(p) => p,
-            Medium::Populated(p) => p.plan(),
-        }
+/// `--copy`: file data into `image` through its copier (a plan holding a
+/// tree only); with `reflink`, whether every file can be cloned, before
+/// anything is written.
+pub(super) fn copy_into(
+    plan: &mut MediumPlan,
+    image: &mkfs_alloc_blockio::ImageFile,
+    mode: mkfs_alloc_blockio::CopyMode,
+) -> Result<(), crate::Failure> {
+    plan.copy_into(image, mode)
+        .map_err(|e| crate::cmd_format::format_failure(e, Some("--copy".into())))?;
+    if mode == mkfs_alloc_blockio::CopyMode::Reflink {
+        plan.check_clones().map_err(|e| {
+            crate::usage(anyhow::anyhow!(
+                "--copy reflink: {e}; nothing was written (--copy auto copies where it cannot clone)"
+            ))
+        })?;
     }
-
-    pub(super) fn populated(&self) -> Option<&mkfs_alloc_populate::Populated> {
-        match self {
-            Medium::Plain(_) => None,
-            Medium::Populated(p) => Some(p.content()),
-        }
-    }
-
-    /// What the format writes or needs as zeros on the probed target.
-    pub(super) fn extents(&self, found: &Found) -> mkfs_alloc::ExtentMap {
-        match self {
-            Medium::Plain(p) => p.extents(found),
-            Medium::Populated(p) => p.extents(found),
-        }
-    }
-
-    /// `--copy`: file data into `image` through its copier (a populated
-    /// medium only); with `reflink`, whether every file can be cloned,
-    /// before anything is written.
-    pub(super) fn copy_into(
-        &mut self,
-        image: &mkfs_alloc_blockio::ImageFile,
-        mode: mkfs_alloc_blockio::CopyMode,
-    ) -> Result<(), crate::Failure> {
-        let Medium::Populated(p) = self else {
-            return Ok(());
-        };
-        p.copy_into(image, mode)
-            .map_err(|e| crate::cmd_format::format_failure(e, Some("--copy".into())))?;
-        if mode == mkfs_alloc_blockio::CopyMode::Reflink {
-            p.check_clones().map_err(|e| {
-                crate::usage(anyhow::anyhow!(
-                    "--copy reflink: {e}; nothing was written (--copy auto copies where it cannot clone)"
-                ))
-            })?;
-        }
-        Ok(())
-    }
-
-    pub(super) fn write<D: BlockIo>(
-        &mut self,
-        dev: &mut D,
-        found: &Found,
-        progress: &mut dyn FnMut(u64, u64),
-    ) -> Result<mkfs_alloc_layout::WriteReport, mkfs_alloc::FormatError> {
-        match self {
-            Medium::Plain(p) => p.write(dev, found, progress),
-            Medium::Populated(p) => p.write(dev, found, progress),
-        }
-    }
+    Ok(())
 }
