@@ -14,11 +14,10 @@
 use crate::args::{CopyArg, FormatArgs, LayoutArg, TableArg, SUBCOMMANDS};
 use crate::target::{Opened, Target};
 use crate::{data, report, rootdir, usage, Failure};
-use anyhow::{anyhow, Context};
+use anyhow::anyhow;
 use mkfs_alloc::{ExtentMap, Found, MediumOptions, MediumPlan, Writing};
-use mkfs_alloc_blockio::{BlockIo, CopyMode, IoError};
-use mkfs_alloc_device::Device;
-use mkfs_alloc_partition::{wipe_backup_gpt_beyond, Signature, TableKind};
+use mkfs_alloc_blockio::CopyMode;
+use mkfs_alloc_partition::{Signature, TableKind};
 use serde_json::json;
 use std::io::IsTerminal;
 use std::path::Path;
@@ -27,6 +26,7 @@ mod batch;
 mod export;
 mod plan;
 pub(crate) mod preflight;
+mod steps;
 use export::Exports;
 use plan::{image_size, plan};
 
@@ -398,21 +398,17 @@ impl Run<'_> {
     /// `--probe`: the capacity probe before the format; a fake too small
     /// for the planned size is refused.
     fn probe_first(&self, notes: &mut Vec<String>) -> Result<(), Failure> {
-        let (cli, path, target) = (self.cli, self.path, self.target);
-        let r = crate::cmd_probe::probe_target(path, cli.quiet || cli.json)?;
-        if r.verdict.is_fake() && target.size_bytes() > r.real_bytes {
-            return Err(Failure::Io(anyhow!(
-                "refusing to format {}: the probe found it {}; pass --size {} (or less) to use only its real capacity",
+        let (cli, path) = (self.cli, self.path);
+        match steps::probe(self.target, cli.quiet || cli.json)? {
+            steps::Probed::Fake(line, real) => Err(Failure::Io(anyhow!(
+                "refusing to format {}: the probe found it {line}; pass --size {real} (or less) to use only its real capacity",
                 path.display(),
-                crate::cmd_probe::summary_line(&r),
-                r.real_bytes
-            )));
+            ))),
+            steps::Probed::Holds(line) => {
+                notes.push(format!("probed first: {line}"));
+                Ok(())
+            }
         }
-        notes.push(format!(
-            "probed first: {}",
-            crate::cmd_probe::summary_line(&r)
-        ));
-        Ok(())
     }
 
     /// Probes, discards / zeroes, writes; the target is open and locked.
@@ -425,7 +421,7 @@ impl Run<'_> {
     ) -> Result<(Vec<Signature>, mkfs_alloc_layout::WriteReport, ExtentMap), Failure> {
         let (cli, path) = (self.cli, self.path);
         if let Opened::Device(d) = opened {
-            limit_device(d, self.target.size_bytes(), path, notes, wrote)?;
+            steps::limit_device(d, self.target.size_bytes(), path, notes, wrote)?;
         }
         // --copy (auto by default): file data into an image file through its
         // copier; before any write, so that `reflink` can still refuse.
@@ -438,24 +434,21 @@ impl Run<'_> {
             .map_err(|e| format_failure(e, Some(format!("probing {}", path.display()))))?;
         let map = self.medium.extents(&found);
         if let Opened::Device(d) = opened {
-            let want = !cli.no_discard && (cli.discard || d.info().discard_granularity > 0);
-            if want {
+            let size = self.target.size_bytes();
+            if let Some(note) = steps::discard(d, size, cli.discard, cli.no_discard) {
                 *wrote = true;
-                let size = self.target.size_bytes();
-                let whole = size >= d.info().size_bytes;
-                notes.push(discard_note(d.discard(0, size), whole, size));
+                notes.push(note);
             }
         }
         let show_progress = !cli.quiet && !cli.json && std::io::stderr().is_terminal();
         if cli.full {
             *wrote = true;
             let bar = report::Progress::new(show_progress, "zeroing");
-            let zeroed = zero_all(opened.io(), &mut |done, total| bar.update(done, total));
+            let zeroed = steps::zero(opened.io(), &mut |done, total| bar.update(done, total));
             bar.finish();
-            zeroed.map_err(|e| {
+            notes.push(zeroed.map_err(|e| {
                 Failure::Io(anyhow::Error::new(e).context(format!("zeroing {}", path.display())))
-            })?;
-            notes.push("full format: zeroed the whole medium".to_string());
+            })?);
         }
         let bar = report::Progress::new(show_progress, "writing");
         let mut progress = |done, total| bar.update(done, total);
@@ -468,13 +461,7 @@ impl Run<'_> {
             .map_err(|e| format_failure(e, Some(format!("formatting {}", path.display()))))?;
         if let Opened::Device(d) = opened {
             if self.medium.table().kind() != TableKind::None {
-                notes.push(match d.reread_partitions() {
-                    Ok(()) => "the kernel re-read the partition table".to_string(),
-                    Err(e) => format!(
-                        "the kernel could not re-read the partition table ({}); replug the device or run partprobe",
-                        e.source
-                    ),
-                });
+                notes.push(steps::reread(d));
             }
         }
         Ok((found.signatures().to_vec(), write, map))
@@ -491,46 +478,6 @@ fn copy_mode(cli: &FormatArgs) -> Option<CopyMode> {
     })
 }
 
-/// `--size` on a device: only its first `size` bytes are touched, except
-/// for an old backup GPT header at its end, zeroed first (it would let
-/// partitioning tools restore the old table over the new volume; see
-/// [`wipe_backup_gpt_beyond`] for why this is safe on a counterfeit stick).
-fn limit_device(
-    d: &mut Device,
-    size: u64,
-    path: &Path,
-    notes: &mut Vec<String>,
-    wrote: &mut bool,
-) -> Result<(), Failure> {
-    if size >= d.info().size_bytes {
-        return Ok(());
-    }
-    let zeroed = wipe_backup_gpt_beyond(&mut crate::watch::WriteWatch::new(d, wrote), size)
-        .with_context(|| format!("zeroing the old backup GPT of {}", path.display()))
-        .map_err(Failure::Io)?;
-    for offset in zeroed {
-        notes.push(format!(
-            "zeroed the old backup GPT header at byte {offset}, beyond --size (partitioning tools would offer to restore the old table from it)"
-        ));
-    }
-    d.limit(size)
-        .with_context(|| format!("limiting {}", path.display()))
-        .map_err(Failure::Io)
-}
-
-/// The note on a discard's outcome.
-fn discard_note(r: Result<bool, IoError>, whole: bool, size: u64) -> String {
-    match r {
-        Ok(true) if whole => "discarded (TRIM) the whole device before writing".to_string(),
-        Ok(true) => format!(
-            "discarded (TRIM) the first {} of the device (--size) before writing",
-            mkfs_alloc_layout::units::format_size(size)
-        ),
-        Ok(false) => "the device does not support discard; not discarded".to_string(),
-        Err(e) => format!("discard failed, continuing without it: {e}: {}", e.source),
-    }
-}
-
 /// Classifies a library error: invalid input exits 2 (nothing was written),
 /// anything else is an I/O failure (exit 1).
 pub fn format_failure(e: mkfs_alloc::FormatError, context: Option<String>) -> Failure {
@@ -544,19 +491,4 @@ pub fn format_failure(e: mkfs_alloc::FormatError, context: Option<String>) -> Fa
     } else {
         Failure::Io(e)
     }
-}
-
-/// Zeroes the whole target in 64 MiB steps (a full format).
-fn zero_all(dev: &mut dyn BlockIo, progress: &mut dyn FnMut(u64, u64)) -> Result<(), IoError> {
-    let bs = u64::from(dev.block_size());
-    let total = dev.num_blocks();
-    let step = (64 << 20) / bs;
-    let mut at = 0;
-    while at < total {
-        let n = step.min(total - at);
-        dev.write_zeroes(at, n)?;
-        at += n;
-        progress(at * bs, total * bs);
-    }
-    dev.flush()
 }
