@@ -2,8 +2,8 @@
 
 use crate::{usage, Failure};
 use anyhow::anyhow;
+use mkfs_alloc::layout::units::{format_count, format_size};
 use mkfs_alloc_advise::{scan as scan_paths, ScanOptions, ScanResult};
-use mkfs_alloc_layout::units::{format_count, format_size};
 use std::path::PathBuf;
 
 /// Scans `paths` (each must exist): what the planned volume's cluster size

@@ -2,9 +2,9 @@
 
 use crate::{usage, Failure};
 use anyhow::anyhow;
+use mkfs_alloc::layout::units::{format_count, format_size};
+use mkfs_alloc::populate::{HostId, Populated, SkipKind, TimePolicy, Tree};
 use mkfs_alloc::{FormatError, MediumPlan};
-use mkfs_alloc_layout::units::{format_count, format_size};
-use mkfs_alloc_populate::{HostId, Populated, SkipKind, TimePolicy, Tree};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;

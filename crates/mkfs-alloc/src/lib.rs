@@ -130,20 +130,40 @@ pub mod blockio {
 /// File-system options, the validated [`Layout`](mkfs_alloc_layout::Layout)
 /// and the writer's report.
 pub mod layout {
+    /// The valid cluster sizes of a plan error, and their text.
+    pub use mkfs_alloc_layout::error;
     pub use mkfs_alloc_layout::label::{EncodedLabel, LabelText};
-    pub use mkfs_alloc_layout::plan::Geometry;
+    pub use mkfs_alloc_layout::plan::{serial_from_time, Geometry};
+    /// The `--cluster auto` and compatibility rules, and why a choice was made.
+    pub use mkfs_alloc_layout::rules;
     pub use mkfs_alloc_layout::rules::{ClusterRule, FsRule};
+    /// The SD Association's layout of a card.
+    pub use mkfs_alloc_layout::sd;
+    /// Sizes in bytes: parsing (`32K`, `1.5G`) and printing.
+    pub use mkfs_alloc_layout::units;
+    /// How much of a volume is not data: the one definition.
+    pub use mkfs_alloc_layout::waste;
     pub use mkfs_alloc_layout::{
-        random_serial, ClusterChoice, FormatOptions, FsChoice, FsKind, Layout, Medium, PlanError,
-        Region, RegionKind, Timestamp, WriteError, WriteReport,
+        check_sector_size, random_serial, BiosParams, ClusterChoice, FormatOptions, FsChoice,
+        FsKind, Layout, Medium, PlanError, Region, RegionKind, Timestamp, WriteError, WriteReport,
     };
+    /// The FAT12/16 limits: the fixed root directory's size and the
+    /// cluster counts that decide the FAT width.
+    pub mod fat {
+        pub use mkfs_alloc_layout::fat::{
+            MAX_ROOT_ENTRIES, SPEC_MIN_CLUSTERS, SPEC_MIN_CLUSTERS_16,
+        };
+    }
+    /// The civil date of a day count since 1970-01-01 (the on-disk time
+    /// stamps' arithmetic).
+    pub use mkfs_alloc_ondisk::time::civil_from_days;
 }
 
 /// Partition-table options and plans.
 pub mod partition {
     pub use mkfs_alloc_partition::{
-        FsKind, GptPlan, Guid, MbrPlan, PartitionError, Signature, SignatureKind, TableChoice,
-        TableKind, TablePlan, TableSpec,
+        probe_signatures, wipe_backup_gpt_beyond, FsKind, GptPlan, Guid, MbrPlan, PartitionError,
+        Signature, SignatureKind, TableChoice, TableKind, TablePlan, TableSpec,
     };
 }
 
@@ -154,7 +174,7 @@ pub mod partition {
 pub mod populate {
     pub use mkfs_alloc_advise::{AdviseError, Recommendation, ScanResult};
     pub use mkfs_alloc_populate::{
-        scan_result, NameProblem, PopulateError, Populated, Problem, SkipKind, Skipped, TimePolicy,
-        Tree, TreeError, Unreadable,
+        scan_result, HostId, NameProblem, PopulateError, Populated, Problem, SkipKind, Skipped,
+        TimePolicy, Tree, TreeError, Unreadable,
     };
 }

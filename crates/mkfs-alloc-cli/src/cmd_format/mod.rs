@@ -15,9 +15,9 @@ use crate::args::{CopyArg, FormatArgs, LayoutArg, TableArg, SUBCOMMANDS};
 use crate::target::{Opened, Target};
 use crate::{data, report, rootdir, usage, Failure};
 use anyhow::anyhow;
+use mkfs_alloc::blockio::CopyMode;
+use mkfs_alloc::partition::{Signature, TableKind};
 use mkfs_alloc::{ExtentMap, Found, MediumOptions, MediumPlan, Writing};
-use mkfs_alloc_blockio::CopyMode;
-use mkfs_alloc_partition::{Signature, TableKind};
 use serde_json::json;
 use std::io::IsTerminal;
 use std::path::Path;
@@ -55,7 +55,7 @@ pub fn run(cli: FormatArgs) -> Result<(), Failure> {
     let (exports, path) = Exports::from_args(&cli, &shown)?;
     exports.check(&[preflight::medium_ids(&path, None)])?;
     let (tree, _) = walk_tree(&cli)?;
-    let tree_data = tree.as_ref().map(mkfs_alloc_populate::scan_result);
+    let tree_data = tree.as_ref().map(mkfs_alloc::populate::scan_result);
     let size = image_size(&cli, &path, tree_data.as_ref())?;
     let target = Target::inspect(&path, size, cli.sector_size, cli.dry_run)?;
     if cli.copy == Some(CopyArg::Reflink) && target.device().is_some() {
@@ -90,7 +90,7 @@ pub fn run(cli: FormatArgs) -> Result<(), Failure> {
 
 /// The `--rootdir` tree, walked (and measured) before anything is opened
 /// for writing, and whether progress is shown on a terminal.
-fn walk_tree(cli: &FormatArgs) -> Result<(Option<mkfs_alloc_populate::Tree>, bool), Failure> {
+fn walk_tree(cli: &FormatArgs) -> Result<(Option<mkfs_alloc::populate::Tree>, bool), Failure> {
     let show = !cli.quiet && !cli.json && std::io::stderr().is_terminal();
     let tree = cli
         .rootdir
@@ -145,7 +145,7 @@ pub fn check_command_word(targets: &[std::path::PathBuf]) -> Result<(), Failure>
 /// Checks of the arguments alone (no target needed).
 fn check_args(cli: &FormatArgs) -> Result<(), Failure> {
     if let Some(s) = cli.sector_size {
-        if mkfs_alloc_layout::check_sector_size(s).is_err() {
+        if mkfs_alloc::layout::check_sector_size(s).is_err() {
             return Err(usage(anyhow!(
                 "--sector-size {s} is not supported; valid: 512, 1024, 2048, 4096"
             )));
@@ -220,7 +220,7 @@ fn check_sd_args(cli: &FormatArgs) -> Result<(), Failure> {
         TableArg::Auto | TableArg::Mbr => {}
     }
     if let Some(s) = cli.sector_size.filter(|&s| s != 512) {
-        let e = mkfs_alloc_layout::sd::SdError::SectorSize(s);
+        let e = mkfs_alloc::layout::sd::SdError::SectorSize(s);
         return Err(usage(anyhow!(
             crate::hints::sd_text(&e).unwrap_or_else(|| e.to_string())
         )));
@@ -418,7 +418,7 @@ impl Run<'_> {
         opened: &mut Opened,
         notes: &mut Vec<String>,
         wrote: &mut bool,
-    ) -> Result<(Vec<Signature>, mkfs_alloc_layout::WriteReport, ExtentMap), Failure> {
+    ) -> Result<(Vec<Signature>, mkfs_alloc::layout::WriteReport, ExtentMap), Failure> {
         let (cli, path) = (self.cli, self.path);
         if let Opened::Device(d) = opened {
             steps::limit_device(d, self.target.size_bytes(), path, notes, wrote)?;

@@ -58,7 +58,7 @@ pub(super) fn plan(
 
 /// `--layout sd` needs a whole card.
 pub(super) fn check_sd_target(
-    format: &mkfs_alloc_layout::FormatOptions,
+    format: &mkfs_alloc::layout::FormatOptions,
     target: &Target,
 ) -> Result<(), Failure> {
     if let Some(d) = target.device().filter(|d| format.sd && !d.is_whole_disk) {
@@ -140,9 +140,9 @@ fn blame_align(
     // error names the valid range; "too little room" would mislead.
     if matches!(
         e,
-        mkfs_alloc::FormatError::Plan(mkfs_alloc_layout::PlanError::Align { .. })
+        mkfs_alloc::FormatError::Plan(mkfs_alloc::layout::PlanError::Align { .. })
             | mkfs_alloc::FormatError::Partition(
-                mkfs_alloc_partition::PartitionError::InvalidAlignment { .. }
+                mkfs_alloc::partition::PartitionError::InvalidAlignment { .. }
             )
     ) {
         return usage(crate::hints::format_error(e).context(format!("--align {align}")));
@@ -164,12 +164,12 @@ fn blame_align(
 /// anything is written.
 pub(super) fn copy_into(
     plan: &mut MediumPlan,
-    image: &mkfs_alloc_blockio::ImageFile,
-    mode: mkfs_alloc_blockio::CopyMode,
+    image: &mkfs_alloc::blockio::ImageFile,
+    mode: mkfs_alloc::blockio::CopyMode,
 ) -> Result<(), crate::Failure> {
     plan.copy_into(image, mode)
         .map_err(|e| crate::cmd_format::format_failure(e, Some("--copy".into())))?;
-    if mode == mkfs_alloc_blockio::CopyMode::Reflink {
+    if mode == mkfs_alloc::blockio::CopyMode::Reflink {
         plan.check_clones().map_err(|e| {
             crate::usage(anyhow::anyhow!(
                 "--copy reflink: {e}; nothing was written (--copy auto copies where it cannot clone)"

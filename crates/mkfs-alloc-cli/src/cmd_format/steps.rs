@@ -6,9 +6,9 @@
 use crate::target::Target;
 use crate::Failure;
 use anyhow::Context;
-use mkfs_alloc_blockio::{BlockIo, IoError};
+use mkfs_alloc::blockio::{BlockIo, IoError};
+use mkfs_alloc::partition::wipe_backup_gpt_beyond;
 use mkfs_alloc_device::Device;
-use mkfs_alloc_partition::wipe_backup_gpt_beyond;
 use std::path::Path;
 
 /// What the capacity probe found of a target.
@@ -98,7 +98,7 @@ fn discard_note(r: Result<bool, IoError>, whole: bool, size: u64) -> String {
         Ok(true) if whole => "discarded (TRIM) the whole device before writing".to_string(),
         Ok(true) => format!(
             "discarded (TRIM) the first {} of the device (--size) before writing",
-            mkfs_alloc_layout::units::format_size(size)
+            mkfs_alloc::layout::units::format_size(size)
         ),
         Ok(false) => "the device does not support discard; not discarded".to_string(),
         Err(e) => format!("discard failed, continuing without it: {e}: {}", e.source),

@@ -14,7 +14,7 @@ mod print;
 
 use crate::{usage, Failure};
 use anyhow::{anyhow, Context};
-use mkfs_alloc_blockio::{BlockIo, ImageFile, IoError, IoOp};
+use mkfs_alloc::blockio::{BlockIo, ImageFile, IoError, IoOp};
 use mkfs_alloc_capacity::{
     probe, Backup, DeviceIdentity, Phase, ProbeOptions, ProbeReport, ProbeTarget,
 };
@@ -310,7 +310,7 @@ pub fn run(a: &ProbeArgs) -> Result<(), Failure> {
         ..ProbeOptions::default()
     };
     if let Some(m) = &a.max_cache {
-        opts.max_cache_bytes = mkfs_alloc_layout::units::parse_size(m)
+        opts.max_cache_bytes = mkfs_alloc::layout::units::parse_size(m)
             .map_err(|e| usage(anyhow!("--max-cache: {e}")))?;
     }
     if let Some(j) = &a.restore {

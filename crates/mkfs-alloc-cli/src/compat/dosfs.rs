@@ -62,10 +62,10 @@ struct Floppy {
     media: u8,
 }
 
-const MAX_CLUST_12: u64 = mkfs_alloc_layout::fat::SPEC_MIN_CLUSTERS_16 - 1;
-const MIN_CLUST_16: u64 = mkfs_alloc_layout::fat::SPEC_MIN_CLUSTERS_16;
-const MAX_CLUST_16: u64 = mkfs_alloc_layout::fat::SPEC_MIN_CLUSTERS - 1;
-const MIN_CLUST_32: u64 = mkfs_alloc_layout::fat::SPEC_MIN_CLUSTERS;
+const MAX_CLUST_12: u64 = mkfs_alloc::layout::fat::SPEC_MIN_CLUSTERS_16 - 1;
+const MIN_CLUST_16: u64 = mkfs_alloc::layout::fat::SPEC_MIN_CLUSTERS_16;
+const MAX_CLUST_16: u64 = mkfs_alloc::layout::fat::SPEC_MIN_CLUSTERS - 1;
+const MIN_CLUST_32: u64 = mkfs_alloc::layout::fat::SPEC_MIN_CLUSTERS;
 const MAX_CLUST_32: u64 = 268_435_446;
 const NR_FATS: u64 = 2;
 

@@ -7,8 +7,8 @@ use super::super::steps::{self, limit_device, Probed};
 use crate::target::{Action, Opened, Target};
 use anyhow::anyhow;
 use mkfs_alloc::batch::{BatchTarget, Stage, TargetError, Verdict};
+use mkfs_alloc::partition::TableKind;
 use mkfs_alloc::FormatError;
-use mkfs_alloc_partition::TableKind;
 use std::path::Path;
 
 /// What a target needs of the arguments.
@@ -235,7 +235,7 @@ fn no_medium() -> rustix::io::Errno {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mkfs_alloc_blockio::{IoError, IoOp};
+    use mkfs_alloc::blockio::{IoError, IoOp};
 
     fn io(errno: Option<i32>) -> FormatError {
         let source = errno.map_or_else(
