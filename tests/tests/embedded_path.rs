@@ -71,11 +71,10 @@ fn std_options(opts: &FormatOptions, table: Table, sector: u32) -> MediumOptions
 /// The std path's image of `bytes` for `opts` with or without an MBR.
 fn std_image(opts: &FormatOptions, table: Table, bytes: u64, sector: u32) -> Vec<u8> {
     let mut disk = MemDisk::new(sector, bytes / u64::from(sector)).expect("memory disk");
-    let plan = std_options(opts, table, sector)
+    let mut plan = std_options(opts, table, sector)
         .plan_for(&disk)
         .expect("the std path plans");
-    plan.format(&mut disk, &mut |_, _| {})
-        .expect("the std path formats");
+    plan.format(&mut disk).expect("the std path formats");
     disk.into_inner()
 }
 

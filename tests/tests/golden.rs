@@ -173,10 +173,10 @@ fn library_cases(tmp: &Path, out: &mut BTreeMap<String, String>) {
             .pinned(serial, time)
             .sector_size(block)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-        let plan = opts
+        let mut plan = opts
             .plan_for(&disk)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-        plan.format(&mut disk, &mut |_, _| {})
+        plan.format(&mut disk)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         out.insert(name.to_string(), digest_bytes(disk.as_bytes()));
     }
@@ -203,7 +203,7 @@ fn library_cases(tmp: &Path, out: &mut BTreeMap<String, String>) {
             .plan_for(&image)
             .and_then(|p| p.populate(tree, TimePolicy::default()))
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-        plan.format(&mut image, &mut |_, _| {})
+        plan.format(&mut image)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         drop(image);
         out.insert(name.to_string(), digest(&path));

@@ -3,10 +3,10 @@
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use clap::{Parser, ValueEnum};
+use mkfs_alloc::layout::LabelText;
+use mkfs_alloc::layout::{ClusterChoice, FormatOptions, FsChoice, FsKind, Timestamp};
+use mkfs_alloc::partition::{TableChoice, TableKind};
 use mkfs_alloc::units::parse_size;
-use mkfs_alloc_layout::label::LabelText;
-use mkfs_alloc_layout::{ClusterChoice, FormatOptions, FsChoice, FsKind, Timestamp};
-use mkfs_alloc_partition::{TableChoice, TableKind};
 use std::path::PathBuf;
 
 const EXAMPLES: &str = "\
@@ -202,7 +202,7 @@ pub fn lift_json(raw: Vec<std::ffi::OsString>) -> (Vec<std::ffi::OsString>, bool
 }
 
 /// `--slack` when not given: 10 % of the tree's footprint left free.
-pub const DEFAULT_SLACK: f64 = 10.0;
+pub const DEFAULT_SLACK: f64 = mkfs_alloc::DEFAULT_SLACK_PERCENT;
 
 /// Options of the format command (the default command).
 #[derive(Debug, clap::Args)]
@@ -350,7 +350,7 @@ pub struct FormatArgs {
     pub keep_label_case: bool,
     /// Set by the mkfs.fat front end only: a floppy's BIOS fields.
     #[arg(skip)]
-    pub bios: Option<mkfs_alloc_layout::BiosParams>,
+    pub bios: Option<mkfs_alloc::layout::BiosParams>,
 }
 
 fn size_arg(name: &str, value: &str) -> Result<u64, Failure> {
@@ -416,7 +416,7 @@ impl FormatArgs {
         // and the MBR disk signature are fresh random values.
         let timestamp = timestamp()?;
         let given = self.serial.as_deref().map(parse_serial).transpose()?;
-        let serial = given.unwrap_or_else(|| mkfs_alloc_layout::plan::serial_from_time(timestamp));
+        let serial = given.unwrap_or_else(|| mkfs_alloc::layout::serial_from_time(timestamp));
         let mut o = FormatOptions::new()
             .fs(fs)
             .cluster(cluster)

@@ -6,13 +6,13 @@
 
 use crate::{usage, Failure};
 use anyhow::anyhow;
+use mkfs_alloc::layout::sd::{sd_layout, SdLayout, SD_SECTOR};
+use mkfs_alloc::layout::units::{format_count, format_size};
+use mkfs_alloc::layout::waste::{waste_percent, WASTE_DEFINITION};
 use mkfs_alloc_inspect::{
     inspect, AnyFs, FileStats, FsKind, InspectOptions, ReadOnlyFile, Report, TableKind, Volume,
     ALIGN_BOUNDARY,
 };
-use mkfs_alloc_layout::sd::{sd_layout, SdLayout, SD_SECTOR};
-use mkfs_alloc_layout::units::{format_count, format_size};
-use mkfs_alloc_layout::waste::{waste_percent, WASTE_DEFINITION};
 use std::io::ErrorKind;
 use std::path::PathBuf;
 

@@ -1,8 +1,8 @@
 //! `mkfs-alloc list`: the block devices one could format.
 
 use crate::Failure;
+use mkfs_alloc::layout::units::format_size;
 use mkfs_alloc_device as device;
-use mkfs_alloc_layout::units::format_size;
 
 /// Options of `list`.
 #[derive(Debug, clap::Args)]

@@ -3,9 +3,9 @@
 
 use crate::{usage, Failure};
 use anyhow::anyhow;
+use mkfs_alloc::layout::units::format_size;
 use mkfs_alloc::MediumPlan;
 use mkfs_alloc_device::DeviceInfo;
-use mkfs_alloc_layout::units::format_size;
 use std::io::{BufRead, IsTerminal, Write};
 
 /// Describes the device on stderr and asks for "yes"; `yes` skips the question.
@@ -88,9 +88,9 @@ fn describe(info: &DeviceInfo, plan: &MediumPlan, contents: &[String]) {
     eprintln!("mkfs-alloc: about to ERASE {}:", info.path.display());
     describe_device(info, contents);
     let table = match plan.table().kind() {
-        mkfs_alloc_partition::TableKind::None => "no partition table",
-        mkfs_alloc_partition::TableKind::Mbr => "an MBR partition table",
-        mkfs_alloc_partition::TableKind::Gpt => "a GPT partition table",
+        mkfs_alloc::partition::TableKind::None => "no partition table",
+        mkfs_alloc::partition::TableKind::Mbr => "an MBR partition table",
+        mkfs_alloc::partition::TableKind::Gpt => "a GPT partition table",
     };
     eprintln!(
         "  will write {table}, {} with {} clusters",

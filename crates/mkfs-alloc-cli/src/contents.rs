@@ -2,8 +2,8 @@
 //! nodes, which loop devices and some readers lack): for the confirmation,
 //! `--dry-run` and `list`.
 
+use mkfs_alloc::layout::units::format_size;
 use mkfs_alloc_inspect::{inspect, AnyFs, InspectOptions, ReadOnlyFile, TableKind};
-use mkfs_alloc_layout::units::format_size;
 use std::path::Path;
 
 /// One line per volume: where it is, its file system and its label, e.g.

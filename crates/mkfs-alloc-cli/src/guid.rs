@@ -3,7 +3,7 @@
 //! exfatprogs' form (`mkfs.exfat -U`: the sixteen bytes in the order they
 //! are written), both to the entry's bytes.
 
-use mkfs_alloc_partition::Guid;
+use mkfs_alloc::partition::Guid;
 
 /// The entry's bytes as mkfs-alloc shows them: a GUID structure's text
 /// (its first three groups stored little-endian, as GPT's).

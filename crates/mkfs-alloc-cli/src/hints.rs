@@ -8,21 +8,22 @@
 //! message.
 
 use anyhow::anyhow;
+use mkfs_alloc::layout::error::{valid_sizes_text, Alternative};
+use mkfs_alloc::layout::fat::MAX_ROOT_ENTRIES;
+use mkfs_alloc::layout::rules::{ClusterRule, FsRule};
+use mkfs_alloc::layout::sd::{SdConflict, SdError, SD_SECTOR};
+use mkfs_alloc::layout::units::{format_count, format_size};
+use mkfs_alloc::layout::{FsChoice, FsKind, PlanError, WriteError};
+use mkfs_alloc::populate::PopulateError;
 use mkfs_alloc::FormatError;
 use mkfs_alloc_advise::AdviseError;
-use mkfs_alloc_layout::error::{valid_sizes_text, Alternative};
-use mkfs_alloc_layout::fat::MAX_ROOT_ENTRIES;
-use mkfs_alloc_layout::rules::{ClusterRule, FsRule};
-use mkfs_alloc_layout::sd::{SdConflict, SdError, SD_SECTOR};
-use mkfs_alloc_layout::units::{format_count, format_size};
-use mkfs_alloc_layout::{FsChoice, FsKind, PlanError, WriteError};
-use mkfs_alloc_populate::PopulateError;
 
 /// A library error as an `anyhow` error in this command's words.
 pub fn format_error(e: FormatError) -> anyhow::Error {
     let text = match &e {
         FormatError::Plan(p) => plan_text(p),
         FormatError::Write(w) => write_text(w),
+        FormatError::NoSizeHolds => Some("--size auto: no volume size holds this tree".to_string()),
         _ => None,
     };
     text.map_or_else(|| anyhow!(e), |t| anyhow!(t))
@@ -131,7 +132,7 @@ fn plan_text(e: &PlanError) -> Option<String> {
 fn sizes_and_way_out(
     e: &PlanError,
     fs: FsKind,
-    valid: &mkfs_alloc_layout::error::ClusterSizes,
+    valid: &mkfs_alloc::layout::error::ClusterSizes,
 ) -> Option<String> {
     let sizes = valid_sizes_text(fs, valid);
     let sep = if valid.is_empty() { "; " } else { ", or " };

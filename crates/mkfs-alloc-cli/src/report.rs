@@ -4,12 +4,12 @@
 //! add fields, never rename them.
 
 use crate::target::{Action, Target};
+use mkfs_alloc::layout::sd::{SdLayout, SD_SECTOR};
+use mkfs_alloc::layout::units::{format_count, format_size};
+use mkfs_alloc::layout::{Layout, RegionKind, WriteReport};
+use mkfs_alloc::partition::{Guid, Signature, TableSpec};
 use mkfs_alloc::MediumPlan;
 use mkfs_alloc_device::DeviceInfo;
-use mkfs_alloc_layout::sd::{SdLayout, SD_SECTOR};
-use mkfs_alloc_layout::units::{format_count, format_size};
-use mkfs_alloc_layout::{Layout, RegionKind, WriteReport};
-use mkfs_alloc_partition::{Guid, Signature, TableSpec};
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -52,8 +52,8 @@ impl Progress {
 fn region_name(kind: RegionKind, index: u32, layout: &Layout) -> String {
     match kind {
         RegionKind::BootRegion => match layout.fs() {
-            mkfs_alloc_layout::FsKind::Exfat => "main boot region".into(),
-            mkfs_alloc_layout::FsKind::Fat32 => "reserved sectors (boot, FSInfo, backups)".into(),
+            mkfs_alloc::layout::FsKind::Exfat => "main boot region".into(),
+            mkfs_alloc::layout::FsKind::Fat32 => "reserved sectors (boot, FSInfo, backups)".into(),
             _ => "reserved sectors (boot sector)".into(),
         },
         RegionKind::BackupBootRegion => "backup boot region".into(),
@@ -228,7 +228,7 @@ pub fn sd_json(sd: Option<&SdLayout>) -> Value {
 
 /// The label as the file system stores it (FAT32 upper-cases it).
 pub fn shown_label(layout: &Layout) -> Option<String> {
-    use mkfs_alloc_layout::label::EncodedLabel;
+    use mkfs_alloc::layout::EncodedLabel;
     match layout.label_encoded().as_ref()? {
         EncodedLabel::Exfat(units) => Some(String::from_utf16_lossy(units)),
         EncodedLabel::Fat32(bytes) => Some(

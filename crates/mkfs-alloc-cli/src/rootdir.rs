@@ -2,12 +2,9 @@
 
 use crate::{usage, Failure};
 use anyhow::anyhow;
-use mkfs_alloc::{FormatError, MediumOptions, MediumPlan, PopulatedPlan};
-use mkfs_alloc_advise::model::footprint_for;
-use mkfs_alloc_advise::{recommend_for_format, ScanResult, DEFAULT_MAX_WASTE_PERCENT};
-use mkfs_alloc_layout::units::{format_count, format_size};
-use mkfs_alloc_layout::{ClusterChoice, FormatOptions, Layout, Medium};
-use mkfs_alloc_populate::{HostId, Populated, SkipKind, TimePolicy, Tree};
+use mkfs_alloc::layout::units::{format_count, format_size};
+use mkfs_alloc::populate::{HostId, Populated, SkipKind, TimePolicy, Tree};
+use mkfs_alloc::{FormatError, MediumPlan};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -85,124 +82,9 @@ pub fn time_policy() -> TimePolicy {
     }
 }
 
-/// The cluster size the tree chooses (as `--data` would) on the volume
-/// `auto` (planned with the options' own cluster choice), with its reason.
-pub fn choose_cluster(
-    data: &ScanResult,
-    format: &FormatOptions,
-    auto: &Layout,
-) -> Result<(u64, String), Failure> {
-    recommend_on(data, format, auto, "--rootdir")
-}
-
-/// The cluster size `data` should get on the volume `auto` (its file
-/// system as planned, `auto` resolved), with its reason, for `flag`
-/// (`--rootdir` or `--data`).
-pub fn recommend_on(
-    data: &ScanResult,
-    format: &FormatOptions,
-    auto: &Layout,
-    flag: &str,
-) -> Result<(u64, String), Failure> {
-    let medium = Medium::partition(
-        auto.volume_bytes(),
-        auto.sector_size(),
-        auto.partition_offset(),
-    );
-    let fixed = format.clone().fs(auto.fs());
-    let r =
-        recommend_for_format(&fixed, &medium, data, DEFAULT_MAX_WASTE_PERCENT).map_err(|e| {
-            usage(
-                crate::hints::advise_error(e)
-                    .context(format!("choosing a cluster size for {flag}")),
-            )
-        })?;
-    Ok((r.cluster_size, format!("{flag}: {}", r.reason)))
-}
-
-/// The layout a medium of `medium` gets, the tree choosing the cluster size
-/// when `tree_cluster` is set (what the final plan will do); `None` when
-/// the options do not fit this size.
-fn layout_for(
-    data: &ScanResult,
-    format: &FormatOptions,
-    medium: &Medium,
-    tree_cluster: bool,
-) -> Option<Layout> {
-    let auto = mkfs_alloc_layout::plan(format, medium).ok()?;
-    if !tree_cluster {
-        return Some(auto);
-    }
-    match choose_cluster(data, format, &auto) {
-        Ok((c, _)) => {
-            mkfs_alloc_layout::plan(&format.clone().cluster(ClusterChoice::FromData(c)), medium)
-                .ok()
-        }
-        Err(_) => Some(auto),
-    }
-}
-
-/// Clusters the tree needs on a layout, and the free clusters there.
-fn need_and_free(data: &ScanResult, l: &Layout) -> (u64, u64) {
-    let fp = footprint_for(l, data);
-    (
-        fp.new_clusters(),
-        u64::from(l.cluster_count() - l.used_clusters()),
-    )
-}
-
-/// `--size auto`: the smallest medium (a multiple of the alignment) whose
-/// volume holds the tree plus `slack_percent` of its footprint free. The
-/// partition table's share of the medium is worked out once
-/// ([`MediumOptions::placement`]); each step plans only the file system.
-pub fn auto_size(
-    data: &ScanResult,
-    opts: &MediumOptions,
-    block: u32,
-    slack_percent: f64,
-    tree_cluster: bool,
-) -> Result<u64, Failure> {
-    let unit = opts.format.align.unwrap_or(1 << 20).max(u64::from(block));
-    let placement = opts
-        .placement(block)
-        .map_err(|e| crate::cmd_format::format_failure(e, None))?;
-    let fits = |units: u64| -> bool {
-        let Ok(medium) = placement.volume(units * unit) else {
-            return false;
-        };
-        layout_for(data, &opts.format, &medium, tree_cluster).is_some_and(|l| {
-            let (need, free) = need_and_free(data, &l);
-            let with_slack = (need as f64 * (1.0 + slack_percent / 100.0)).ceil() as u64;
-            with_slack <= free
-        })
-    };
-    // Grow until it fits, then search down.
-    let mut hi = 1u64;
-    while !fits(hi) {
-        hi *= 2;
-        if hi > (1u64 << 60) / unit {
-            return Err(usage(anyhow!(
-                "--size auto: no volume size holds this tree"
-            )));
-        }
-    }
-    let mut lo = hi / 2; // does not fit (or 0)
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if fits(mid) {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
-    // The cluster choice may make fit() non-monotonic near the edge: take the
-    // smallest size found that fits, which the search guarantees.
-    Ok(hi * unit)
-}
-
 /// Checks the tree against the planned volume and allocates it (exit 2 on
-/// refusal); the result owns the plan.
-pub fn populate(tree: Tree, plan: MediumPlan) -> Result<PopulatedPlan, Failure> {
+/// refusal); the plan then holds it.
+pub fn populate(tree: Tree, plan: MediumPlan) -> Result<MediumPlan, Failure> {
     let sd = plan.layout().sd().is_some();
     plan.populate(tree, time_policy()).map_err(|e| match e {
         FormatError::Populate(e) => usage(crate::hints::populate_error(e, sd)),

@@ -5,7 +5,7 @@
 use crate::target::{Action, Opened, Target};
 use crate::{usage, Failure};
 use anyhow::anyhow;
-use mkfs_alloc_blockio::{BlockIo, IoError};
+use mkfs_alloc::blockio::{BlockIo, IoError};
 
 /// A target that notes the first write (or zeroing) asked of it.
 pub struct WriteWatch<'a> {

@@ -23,7 +23,7 @@ pub(crate) enum Opened {
         facts: sys::Facts,
     },
     /// A reader given in memory.
-    Memory(Box<dyn Read + Send>),
+    Memory(Box<dyn Read + Send + Sync>),
 }
 
 impl Opened {

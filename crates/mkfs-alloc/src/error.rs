@@ -26,6 +26,10 @@ pub enum FormatError {
     #[cfg(feature = "populate")]
     #[error(transparent)]
     Populate(#[from] mkfs_alloc_populate::PopulateError),
+    /// No medium size holds the tree ([`MediumOptions::size_for`](crate::MediumOptions::size_for)).
+    #[cfg(feature = "populate")]
+    #[error("no medium size holds this tree")]
+    NoSizeHolds,
     /// The target written to is not the one planned for or probed.
     #[error("the target ({bytes} bytes in {block}-byte blocks) is not the one planned for or probed ({planned_bytes} bytes in {planned_block}-byte blocks)")]
     NotPlannedTarget {
@@ -51,7 +55,7 @@ impl FormatError {
                 false
             }
             #[cfg(feature = "populate")]
-            FormatError::Populate(_) => true,
+            FormatError::Populate(_) | FormatError::NoSizeHolds => true,
             FormatError::Write(_) | FormatError::NotPlannedTarget { .. } => true,
         }
     }

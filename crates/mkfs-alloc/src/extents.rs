@@ -92,8 +92,10 @@ impl ExtentMap {
 
 impl MediumPlan {
     /// What a format of this plan writes or relies on being zero on the
-    /// target where `found` was found ([`Found::probe`] of it).
+    /// target where `found` was found ([`Found::probe`] of it): the
+    /// format's own regions and the tree's clusters, if it holds one.
     pub fn extents(&self, found: &Found) -> ExtentMap {
-        ExtentMap::new(self, found, 0)
+        let clusters = crate::write::content_clusters(self.content.as_ref());
+        ExtentMap::new(self, found, clusters)
     }
 }

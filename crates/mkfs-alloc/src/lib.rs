@@ -15,8 +15,8 @@
 //! let mut image = ImageFile::create("stick.img", 1 << 30, 512)?; // 1 GiB, sparse
 //! let opts = MediumOptions::new().fs(FsKind::Exfat).cluster_size(32 << 10).label("STICK");
 //! let mut plan = opts.plan_for(&image)?.populate(tree, TimePolicy::default())?;
-//! plan.format(&mut image, &mut |_done, _total| {})?;
-//! # assert_eq!(plan.content().new_clusters(), 1); // the file
+//! plan.format(&mut image)?;
+//! # assert_eq!(plan.content().map(|c| c.new_clusters()), Some(1)); // the file
 //! # drop(image);
 //! # let mut boot = [0u8; 11];
 //! # std::io::Read::read_exact(&mut std::fs::File::open("stick.img")?, &mut boot)?;
@@ -25,17 +25,30 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! A folder into the smallest image that holds it, as `mkfs-alloc
+//! --rootdir DIR --size auto --cluster auto OUT.img` makes it (the same size,
+//! file system and cluster size: `examples/image_from_dir.rs`, which the
+//! tests run beside the CLI). The folder is read once; the cluster size it
+//! should get (`MediumPlan::fit_cluster`) and the smallest medium that
+//! holds it (`MediumOptions::size_for`) are chosen from its scan, reading
+//! nothing:
+//!
+//! ```no_run
+#![doc = include_str!("../examples/image_from_dir.rs")]
+//! ```
+//!
 //! One way in: [`MediumOptions`] (built with methods) plans once
 //! ([`MediumOptions::plan`]: the table, the file system inside it, every
-//! check); the [`MediumPlan`] formats a target
-//! ([`MediumPlan::format`]), or first takes a tree
-//! (`MediumPlan::populate`, the `populate` feature) into a `PopulatedPlan` that owns the plan it
-//! was made for, so a tree is only ever written into the volume it was
-//! planned for.
+//! check) into one [`MediumPlan`], which may first take a tree
+//! (`MediumPlan::populate`, the `populate` feature: the tree is planned
+//! into that plan's volume, so it is only ever written into the volume it
+//! was planned for), and one way to write it: [`MediumPlan::format`], or
+//! [`MediumPlan::format_with`] given a probe made already or a progress
+//! callback ([`Writing`]).
 //!
 //! ```text
-//!  MediumOptions + medium size ─► plan() ─► MediumPlan { table, layout } ─┬─► format(&mut impl BlockIo)
-//!                                  (validates everything)                 └─► populate(tree) ─► PopulatedPlan ─► format(..)
+//!  MediumOptions + medium size ─► plan() ─► MediumPlan { table, layout, tree? } ─► format(&mut impl BlockIo)
+//!                                  (validates everything)  └ populate(tree) ┘
 //!    format: 1. wipe stale signatures (old tables, old boot sectors wherever found)
 //!            2. write the file system inside the partition (the tree too; boot sector last)
 //!            3. write the partition table, flush
@@ -65,8 +78,8 @@
 //!     .cluster_size(32 * 1024)
 //!     .table(TableKind::Mbr)
 //!     .pinned(0x1234_ABCD, Timestamp { secs: 1_700_000_000, nanos: 0 });
-//! let plan = opts.plan_for(&disk)?;
-//! plan.format(&mut disk, &mut |_, _| {})?;
+//! let mut plan = opts.plan_for(&disk)?;
+//! plan.format(&mut disk)?;
 //! assert_eq!(plan.table().partition_start(), 1 << 20);
 //! assert_eq!(&disk.as_bytes()[(1 << 20) + 3..(1 << 20) + 11], b"EXFAT   ");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -82,6 +95,8 @@
 pub mod batch;
 mod error;
 mod extents;
+#[cfg(feature = "populate")]
+mod fit;
 mod options;
 mod plan;
 #[cfg(feature = "populate")]
@@ -92,11 +107,11 @@ mod write;
 
 pub use error::FormatError;
 pub use extents::ExtentMap;
+#[cfg(feature = "populate")]
+pub use fit::DEFAULT_SLACK_PERCENT;
 pub use options::MediumOptions;
 pub use plan::{MediumPlan, Placement};
-#[cfg(feature = "populate")]
-pub use populated::PopulatedPlan;
-pub use write::Found;
+pub use write::{Found, Writing};
 
 /// Block targets: the trait and the portable backends (raw devices are in
 /// the `mkfs-alloc-device` crate).
@@ -116,20 +131,39 @@ pub mod blockio {
 /// File-system options, the validated [`Layout`](mkfs_alloc_layout::Layout)
 /// and the writer's report.
 pub mod layout {
+    /// The valid cluster sizes of a plan error, and their text.
+    pub use mkfs_alloc_layout::error;
     pub use mkfs_alloc_layout::label::{EncodedLabel, LabelText};
-    pub use mkfs_alloc_layout::plan::Geometry;
+    pub use mkfs_alloc_layout::plan::{serial_from_time, Geometry};
+    /// The `--cluster auto` and compatibility rules, and why a choice was made.
+    pub use mkfs_alloc_layout::rules;
     pub use mkfs_alloc_layout::rules::{ClusterRule, FsRule};
+    /// The SD Association's layout of a card.
+    pub use mkfs_alloc_layout::sd;
+    /// Sizes in bytes as messages print them (parsing is [`crate::units`]).
+    pub use mkfs_alloc_layout::units;
+    /// How much of a volume is not data: the one definition.
+    pub use mkfs_alloc_layout::waste;
     pub use mkfs_alloc_layout::{
-        random_serial, ClusterChoice, FormatOptions, FsChoice, FsKind, Layout, Medium, PlanError,
-        Region, RegionKind, Timestamp, WriteError, WriteReport,
+        check_sector_size, random_serial, BiosParams, ClusterChoice, FormatOptions, FsChoice,
+        FsKind, Layout, Medium, PlanError, Region, RegionKind, Timestamp, WriteError, WriteReport,
     };
+    /// The FAT12/16 fixed root directory's limit (the cluster counts that
+    /// decide the FAT width are [`FsKind::min_clusters`] and
+    /// [`FsKind::max_clusters`]).
+    pub mod fat {
+        pub use mkfs_alloc_layout::fat::MAX_ROOT_ENTRIES;
+    }
+    /// The civil date of a day count since 1970-01-01 (the on-disk time
+    /// stamps' arithmetic).
+    pub use mkfs_alloc_ondisk::time::civil_from_days;
 }
 
 /// Partition-table options and plans.
 pub mod partition {
     pub use mkfs_alloc_partition::{
-        FsKind, GptPlan, Guid, MbrPlan, PartitionError, Signature, SignatureKind, TableChoice,
-        TableKind, TablePlan, TableSpec,
+        probe_signatures, wipe_backup_gpt_beyond, FsKind, GptPlan, Guid, MbrPlan, PartitionError,
+        Signature, SignatureKind, TableChoice, TableKind, TablePlan, TableSpec,
     };
 }
 
@@ -138,8 +172,9 @@ pub mod partition {
 /// [`MediumPlan::populate`].
 #[cfg(feature = "populate")]
 pub mod populate {
+    pub use mkfs_alloc_advise::{AdviseError, Recommendation, ScanResult};
     pub use mkfs_alloc_populate::{
-        NameProblem, PopulateError, Populated, Problem, SkipKind, Skipped, TimePolicy, Tree,
-        TreeError, Unreadable,
+        scan_result, HostId, NameProblem, PopulateError, Populated, Problem, SkipKind, Skipped,
+        TimePolicy, Tree, TreeError, Unreadable,
     };
 }

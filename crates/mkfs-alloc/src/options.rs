@@ -169,7 +169,7 @@ impl MediumOptions {
     /// the limit and the valid range; [`FormatError::Write`] when the block
     /// size does not divide the sector size.
     pub fn plan(&self, medium_bytes: u64, block_size: u32) -> Result<MediumPlan, FormatError> {
-        crate::plan::plan(self, medium_bytes, block_size, |_| Ok(None))
+        crate::plan::plan(self, medium_bytes, block_size)
     }
 
     /// [`MediumOptions::plan`] for `dev`'s size and block size.

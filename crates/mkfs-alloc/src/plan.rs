@@ -3,26 +3,34 @@
 
 use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_layout::{
-    check_block_size, random_serial, random_u64, ClusterChoice, FormatOptions, FsKind, Layout,
-    Medium, PlanError, Timestamp,
+    check_block_size, random_serial, random_u64, FormatOptions, FsKind, Layout, Medium, PlanError,
+    Timestamp,
 };
 use mkfs_alloc_partition::{
     choose_table, plan_mbr_at, plan_table, MbrPlacement, TableChoice, TableFootprint, TableIds,
     TableKind, TableOptions, TablePlan, MIN_GPT_ALIGN,
 };
 
+use crate::write::Content;
 use crate::{FormatError, MediumOptions};
 
-/// A validated plan for a whole medium. Only planning makes one
-/// ([`MediumOptions::plan`]); its fields are private, so a plan cannot be
-/// changed after validation.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A validated plan for a whole medium, with or without a tree to write
+/// into its volume (`MediumPlan::populate`, the `populate` feature). Only
+/// planning makes one ([`MediumOptions::plan`]); its fields are private, so
+/// a plan cannot be changed after validation.
+#[derive(Debug)]
 pub struct MediumPlan {
     pub(crate) table: TablePlan,
     pub(crate) table_reason: &'static str,
     pub(crate) layout: Layout,
+    /// The options the layout was planned with (serial and time filled
+    /// in), for planning it again with another cluster size.
+    #[cfg(feature = "populate")]
+    pub(crate) format: FormatOptions,
     pub(crate) medium_bytes: u64,
     pub(crate) block_size: u32,
+    /// The tree planned into the volume, if any.
+    pub(crate) content: Option<Content>,
 }
 
 impl MediumPlan {
@@ -69,38 +77,6 @@ impl MediumPlan {
 }
 
 impl MediumOptions {
-    /// [`MediumOptions::plan`], letting `choose` pick the cluster size once
-    /// the volume and its file system are known: it is called with the
-    /// layout the options give (its cluster size chosen as they say) and
-    /// returns the cluster size the volume should have instead, if any
-    /// (reported as chosen for the data, [`ClusterChoice::FromData`]). The
-    /// table is planned once and the file system at most twice. `choose` is
-    /// not called for the SD layout, which decides the cluster size itself.
-    ///
-    /// ```
-    /// use mkfs_alloc::{layout::FsKind, MediumOptions};
-    /// let plan = MediumOptions::new()
-    ///     .fs(FsKind::Exfat)
-    ///     .plan_choosing(1 << 30, 512, |auto| {
-    ///         assert_eq!(auto.cluster_size(), 32 << 10);
-    ///         Ok::<_, mkfs_alloc::FormatError>(Some(4096))
-    ///     })?;
-    /// assert_eq!(plan.layout().cluster_size(), 4096);
-    /// # Ok::<(), mkfs_alloc::FormatError>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// As [`MediumOptions::plan`], and `choose`'s own.
-    pub fn plan_choosing<E: From<FormatError>>(
-        &self,
-        medium_bytes: u64,
-        block_size: u32,
-        choose: impl FnOnce(&Layout) -> Result<Option<u64>, E>,
-    ) -> Result<MediumPlan, E> {
-        plan(self, medium_bytes, block_size, choose)
-    }
-
     /// Where the volume lies on media of any size for these options, the
     /// partition table's share of the medium worked out once: a search for
     /// the smallest medium that holds some data (the CLI's `--size auto`)
@@ -207,38 +183,36 @@ fn table_options(kind: TableKind, format: &FormatOptions, block_size: u32) -> Ta
     topts
 }
 
-/// Plans a medium: the table once, the file system inside it (again with
-/// the cluster size `choose` picks, if it picks one), the MBR type byte.
-pub(crate) fn plan<E: From<FormatError>>(
+/// Plans a medium: the table once, the file system inside it, the MBR
+/// type byte.
+pub(crate) fn plan(
     opts: &MediumOptions,
     medium_bytes: u64,
     block_size: u32,
-    choose: impl FnOnce(&Layout) -> Result<Option<u64>, E>,
-) -> Result<MediumPlan, E> {
-    check_block_size(block_size, opts.sector_size).map_err(FormatError::from)?;
+) -> Result<MediumPlan, FormatError> {
+    check_block_size(block_size, opts.sector_size)?;
     if opts.format.sd {
-        return Ok(plan_sd(opts, medium_bytes, block_size)?);
+        return plan_sd(opts, medium_bytes, block_size);
     }
     let (kind, table_reason) = choose_table(opts.table, medium_bytes, opts.whole_disk);
-    let mut format = resolve(&opts.format);
+    let format = resolve(&opts.format);
     let topts = table_options(kind, &format, block_size);
-    let table = plan_table(&topts, medium_bytes, block_size).map_err(FormatError::from)?;
+    let table = plan_table(&topts, medium_bytes, block_size)?;
     let medium = Medium::partition(
         table.partition_len(),
         opts.sector_size,
         table.partition_start(),
     );
-    let mut layout = mkfs_alloc_layout::plan(&format, &medium).map_err(FormatError::from)?;
-    if let Some(cluster) = choose(&layout)? {
-        format.cluster = ClusterChoice::FromData(cluster);
-        layout = mkfs_alloc_layout::plan(&format, &medium).map_err(FormatError::from)?;
-    }
+    let layout = mkfs_alloc_layout::plan(&format, &medium)?;
     Ok(MediumPlan {
         table: table.holding(layout.fs()),
         table_reason,
         layout,
+        #[cfg(feature = "populate")]
+        format,
         medium_bytes,
         block_size,
+        content: None,
     })
 }
 
@@ -296,7 +270,10 @@ fn plan_sd(
         table,
         table_reason,
         layout,
+        #[cfg(feature = "populate")]
+        format,
         medium_bytes,
         block_size,
+        content: None,
     })
 }

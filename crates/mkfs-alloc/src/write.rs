@@ -46,54 +46,128 @@ impl Found {
     }
 }
 
+/// A plan's content: the tree planned into its volume (the `populate`
+/// feature); without that feature a plan has none.
+#[cfg(feature = "populate")]
+pub(crate) type Content = mkfs_alloc_populate::Populated;
+/// A plan's content: none without the `populate` feature.
+#[cfg(not(feature = "populate"))]
+#[derive(Debug)]
+pub(crate) enum Content {}
+
+/// Clusters the content takes after the format's own.
+pub(crate) fn content_clusters(content: Option<&Content>) -> u64 {
+    #[cfg(feature = "populate")]
+    return content.map_or(0, Content::new_clusters);
+    #[cfg(not(feature = "populate"))]
+    return content.map_or(0, |c| match *c {});
+}
+
+/// How a format runs, beyond the plan and the target: the probe made
+/// already (before discarding the target, say) and a progress callback,
+/// each optional ([`MediumPlan::format_with`]).
+#[derive(Default)]
+pub struct Writing<'a> {
+    found: Option<&'a Found>,
+    progress: Option<&'a mut dyn FnMut(u64, u64)>,
+}
+
+impl<'a> Writing<'a> {
+    /// No probe made, no progress.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The signatures the caller has already found on this target
+    /// (otherwise the format probes it first).
+    #[must_use]
+    pub fn found(mut self, found: &'a Found) -> Self {
+        self.found = Some(found);
+        self
+    }
+
+    /// `progress` gets `(bytes done, bytes total)` of the file system's
+    /// writes.
+    #[must_use]
+    pub fn progress(mut self, progress: &'a mut dyn FnMut(u64, u64)) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+}
+
 impl MediumPlan {
     /// Formats `dev`: finds what is on it ([`Found::probe`]), wipes stale
-    /// signatures, writes the file system inside the partition (boot sector
-    /// last), then the partition table, and flushes. `progress` gets
-    /// `(bytes done, bytes total)` of the file system's writes.
+    /// signatures, writes the file system inside the partition (and the
+    /// tree, if the plan holds one; boot sector last), then the partition
+    /// table, and flushes.
     ///
     /// # Errors
     ///
     /// Before the first write, [`FormatError::NotPlannedTarget`] or
     /// [`FormatError::Write`] for a target other than the one planned for;
-    /// after it, the I/O error that stopped the format.
-    pub fn format<D: BlockIo>(
-        &self,
-        dev: &mut D,
-        progress: &mut dyn FnMut(u64, u64),
-    ) -> Result<WriteReport, FormatError> {
-        let found = Found::probe(dev)?;
-        self.write(dev, &found, progress)
+    /// after it, the I/O error that stopped the format, or a
+    /// `WriteError::Content` when a source file cannot be read or changes
+    /// during the copy (the volume then has no main boot sector).
+    pub fn format<D: BlockIo>(&mut self, dev: &mut D) -> Result<WriteReport, FormatError> {
+        self.format_with(dev, Writing::new())
     }
 
-    /// [`MediumPlan::format`] with the signatures the caller has already
-    /// found on this target (before discarding it, say).
+    /// [`MediumPlan::format`] with what [`Writing`] gives: the probe made
+    /// already, progress.
     ///
     /// # Errors
     ///
     /// As [`MediumPlan::format`], and [`FormatError::NotPlannedTarget`] when
-    /// `found` is of another target.
-    pub fn write<D: BlockIo>(
-        &self,
+    /// the probe is of another target.
+    pub fn format_with<D: BlockIo>(
+        &mut self,
         dev: &mut D,
-        found: &Found,
-        progress: &mut dyn FnMut(u64, u64),
+        how: Writing<'_>,
     ) -> Result<WriteReport, FormatError> {
-        write_medium(self, dev, found, |part, prior| {
-            Ok(mkfs_alloc_layout::write_volume_to(
-                &self.layout,
-                part,
-                prior,
-                progress,
-            )?)
-        })
+        let probed;
+        let found = match how.found {
+            Some(found) => found,
+            None => {
+                probed = Found::probe(dev)?;
+                &probed
+            }
+        };
+        let mut quiet = |_, _| {};
+        let progress = how.progress.unwrap_or(&mut quiet);
+        let mut content = self.content.take();
+        let result = write_plan(self, content.as_mut(), dev, found, progress);
+        self.content = content;
+        result
     }
+}
+
+/// Writes `plan` with `content` (the plan's own, or a batch target's part
+/// of a shared tree): the one write of a planned medium.
+pub(crate) fn write_plan<D: BlockIo>(
+    plan: &MediumPlan,
+    content: Option<&mut Content>,
+    dev: &mut D,
+    found: &Found,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<WriteReport, FormatError> {
+    write_medium(plan, dev, found, |part, prior| match content {
+        #[cfg(feature = "populate")]
+        Some(c) => Ok(c.write_to(part, prior, progress)?),
+        #[cfg(not(feature = "populate"))]
+        Some(c) => match *c {},
+        None => Ok(mkfs_alloc_layout::write_volume_to(
+            &plan.layout,
+            part,
+            prior,
+            progress,
+        )?),
+    })
 }
 
 /// Checks the target against the plan and the probe, wipes what
 /// [`wipe_for_table`] covers, lets `volume` write the file system through
 /// a [`Slice`] of the partition, then writes the table and flushes.
-pub(crate) fn write_medium<D: BlockIo>(
+fn write_medium<D: BlockIo>(
     plan: &MediumPlan,
     dev: &mut D,
     found: &Found,

@@ -7,7 +7,7 @@ use mkfs_alloc::blockio::MemDisk;
 use mkfs_alloc::layout::{FsKind, Timestamp};
 use mkfs_alloc::partition::TableKind;
 use mkfs_alloc::populate::{TimePolicy, Tree};
-use mkfs_alloc::{ExtentMap, Found, MediumOptions};
+use mkfs_alloc::{ExtentMap, Found, MediumOptions, Writing};
 use std::time::{Duration, SystemTime};
 
 const MIB: u64 = 1 << 20;
@@ -34,16 +34,18 @@ fn tree() -> Tree {
 
 /// Formats `disk` (with the tree when `populated`); returns the map.
 fn format(opts: &MediumOptions, disk: &mut MemDisk, populated: bool) -> ExtentMap {
-    let plan = opts.plan_for(&*disk).expect("plan");
+    let mut plan = opts.plan_for(&*disk).expect("plan");
     let found = Found::probe(disk).expect("probe");
     if populated {
         let mut p = plan
             .populate(tree(), TimePolicy::default())
             .expect("populate");
-        p.write(disk, &found, &mut |_, _| {}).expect("write");
+        p.format_with(disk, Writing::new().found(&found))
+            .expect("write");
         p.extents(&found)
     } else {
-        plan.write(disk, &found, &mut |_, _| {}).expect("write");
+        plan.format_with(disk, Writing::new().found(&found))
+            .expect("write");
         plan.extents(&found)
     }
 }

@@ -5,7 +5,7 @@ use mkfs_alloc::blockio::BlockIo;
 use mkfs_alloc::blockio::{Counting, MemDisk};
 use mkfs_alloc::layout::{ClusterChoice, FormatOptions, FsChoice, FsKind, Geometry, Timestamp};
 use mkfs_alloc::partition::TableKind;
-use mkfs_alloc::{FormatError, Found, MediumOptions, MediumPlan};
+use mkfs_alloc::{FormatError, Found, MediumOptions, MediumPlan, Writing};
 
 const MIB: u64 = 1 << 20;
 
@@ -20,8 +20,8 @@ fn exfat(table: TableKind, sector_size: u32) -> MediumOptions {
 
 /// Plans for `dev` and formats it.
 fn format<D: BlockIo>(opts: &MediumOptions, dev: &mut D) -> Result<MediumPlan, FormatError> {
-    let plan = opts.plan_for(dev)?;
-    plan.format(dev, &mut |_, _| {})?;
+    let mut plan = opts.plan_for(dev)?;
+    plan.format(dev)?;
     Ok(plan)
 }
 
@@ -63,12 +63,12 @@ fn a_plan_for_another_target_is_refused_before_any_write() {
     // Planned for 512-byte blocks, written to a 4096-byte-block target.
     let mut disk = old_exfat_on_4k();
     let before = disk.as_bytes().to_vec();
-    let plan = exfat(TableKind::Mbr, 512)
+    let mut plan = exfat(TableKind::Mbr, 512)
         .plan(64 * MIB, 512)
         .expect("valid for 512");
     let found = Found::probe(&mut disk).expect("probe");
     let e = plan
-        .write(&mut disk, &found, &mut |_, _| {})
+        .format_with(&mut disk, Writing::new().found(&found))
         .expect_err("other target");
     assert!(e.is_invalid_input(), "{e}");
     assert!(
@@ -79,11 +79,11 @@ fn a_plan_for_another_target_is_refused_before_any_write() {
     // A probe result of another target does not stand for this one.
     let mut other = MemDisk::new(4096, 32 * MIB / 4096).expect("disk");
     let other_found = Found::probe(&mut other).expect("probe");
-    let plan = exfat(TableKind::Mbr, 4096)
+    let mut plan = exfat(TableKind::Mbr, 4096)
         .plan(64 * MIB, 4096)
         .expect("valid");
     let e = plan
-        .write(&mut disk, &other_found, &mut |_, _| {})
+        .format_with(&mut disk, Writing::new().found(&other_found))
         .expect_err("other probe");
     assert!(matches!(e, FormatError::NotPlannedTarget { .. }), "{e}");
     assert!(
@@ -166,11 +166,11 @@ fn a_given_serial_does_not_pin_the_guids() {
     // The exFAT volume GUID entry (0xA0) in the root directory differs too.
     let guid = || {
         let mut disk = MemDisk::new(512, 64 * MIB / 512).expect("disk");
-        let plan = exfat(TableKind::None, 512)
+        let mut plan = exfat(TableKind::None, 512)
             .format(same_serial.clone().fs(FsKind::Exfat))
             .plan_for(&disk)
             .expect("plan");
-        plan.format(&mut disk, &mut |_, _| {}).expect("format");
+        plan.format(&mut disk).expect("format");
         let l = plan.layout();
         let Geometry::Exfat(g) = l.geometry() else {
             panic!("exFAT")
@@ -202,8 +202,8 @@ fn setters_check_what_they_can_and_never_panic() {
     assert!(e.is_invalid_input(), "{e}");
 }
 
-/// A tree goes only into the volume it was planned for: the populated plan
-/// owns that plan, and formats with it.
+/// A tree goes only into the volume it was planned for: the plan holds it
+/// and formats it with its own layout.
 #[test]
 fn a_populated_plan_formats_the_volume_it_was_planned_for() {
     use mkfs_alloc::populate::{TimePolicy, Tree};
@@ -216,9 +216,55 @@ fn a_populated_plan_formats_the_volume_it_was_planned_for() {
     let mut populated = plan
         .populate(tree, TimePolicy::default())
         .expect("the tree fits");
-    assert_eq!(populated.plan().layout(), &layout);
-    assert_eq!(populated.content().layout(), &layout);
-    populated.format(&mut disk, &mut |_, _| {}).expect("format");
-    let start = populated.plan().table().partition_start() as usize;
+    assert_eq!(populated.layout(), &layout);
+    assert_eq!(populated.content().expect("a tree").layout(), &layout);
+    populated.format(&mut disk).expect("format");
+    let start = populated.table().partition_start() as usize;
     assert_eq!(&disk.as_bytes()[start + 3..start + 11], b"EXFAT   ");
+}
+
+#[test]
+fn a_tree_chooses_its_cluster_size_and_the_smallest_medium() {
+    use mkfs_alloc::layout::ClusterRule;
+    use mkfs_alloc::populate::{scan_result, TimePolicy, Tree};
+    let tree = || {
+        let mut t = Tree::new();
+        for i in 0..40u64 {
+            let len = 5000 * (i + 1);
+            let data = std::io::Read::take(std::io::repeat(0x5A), len);
+            let path = format!("/d{}/f{i}", i % 4);
+            t.add_file(&path, data, len, std::time::SystemTime::UNIX_EPOCH)
+                .expect("add");
+        }
+        t
+    };
+    let data = scan_result(&tree());
+    let opts = MediumOptions::new().fs(FsKind::Exfat);
+    let size = opts.size_for(&data, 512, 0.0).expect("a size holds it");
+    assert_eq!(size % MIB, 0);
+    let fits = |bytes: u64| {
+        opts.plan(bytes, 512)
+            .and_then(|p| p.fit_cluster(&data))
+            .and_then(|p| p.populate(tree(), TimePolicy::default()))
+    };
+    let plan = fits(size).expect("the tree fits the size found");
+    assert_eq!(plan.layout().cluster_rule(), ClusterRule::FromData);
+    // Chosen once: the fitted plan's cluster size is no longer open.
+    assert!(plan.recommend_cluster(&data).is_none());
+    assert!(fits(size - MIB).is_err(), "{size} is not the smallest");
+    // A cluster size the options fix is kept.
+    let fixed = opts
+        .clone()
+        .cluster_size(64 << 10)
+        .plan(size, 512)
+        .expect("plan");
+    assert!(fixed.recommend_cluster(&data).is_none());
+    assert_eq!(
+        fixed
+            .fit_cluster(&data)
+            .expect("kept")
+            .layout()
+            .cluster_size(),
+        64 << 10
+    );
 }

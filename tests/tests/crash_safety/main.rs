@@ -205,7 +205,7 @@ fn run_format(
     } else {
         options(s)
             .plan_for(&dev)
-            .and_then(|plan| plan.format(&mut dev, &mut |_, _| {}))
+            .and_then(|mut plan| plan.format(&mut dev))
             .map(|_| ())
     };
     let ops = dev.ops_seen();
@@ -245,7 +245,9 @@ fn populated_format<D: mkfs_alloc::blockio::BlockIo>(
         .populate(small_tree(), TimePolicy::default())
         .unwrap_or_else(|e| panic!("{}: the tree does not fit: {e}", s.name));
     let found = Found::probe(dev)?;
-    populated.write(dev, &found, &mut |_, _| {}).map(|_| ())
+    populated
+        .format_with(dev, mkfs_alloc::Writing::new().found(&found))
+        .map(|_| ())
 }
 
 /// The I/O error inside a `FormatError`, whichever layer reported it.

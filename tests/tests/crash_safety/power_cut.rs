@@ -52,14 +52,14 @@ fn case_options(c: &Case) -> MediumOptions {
 
 /// The format of `c` on `dev`, plain or populated: the job of the sweep.
 fn format_job(c: &Case, dev: &mut dyn BlockIo) -> Result<(), FormatError> {
-    let plan = case_options(c).plan_for(&dev)?;
+    let mut plan = case_options(c).plan_for(&dev)?;
     if c.populated {
         let mut populated = plan
             .populate(small_tree(), TimePolicy::default())
             .unwrap_or_else(|e| panic!("{}: the tree does not fit: {e}", c.name));
-        populated.format(&mut &mut *dev, &mut |_, _| {})?;
+        populated.format(&mut &mut *dev)?;
     } else {
-        plan.format(&mut &mut *dev, &mut |_, _| {})?;
+        plan.format(&mut &mut *dev)?;
     }
     Ok(())
 }
@@ -355,7 +355,7 @@ fn exfat_over_fat32_never_leaves_the_old_volume_damaged() {
         .expect("plan the old volume");
     plan.populate(small_tree(), TimePolicy::default())
         .expect("the tree fits")
-        .format(&mut prepared, &mut |_, _| {})
+        .format(&mut prepared)
         .expect("format the old volume");
     let new = Case {
         name: "exfat-over-fat32",

@@ -16,12 +16,12 @@ fn serials() {
 }
 
 /// The help's sentence on `--cluster auto` is prose; the one table is
-/// `mkfs_alloc_layout::rules::auto_cluster`. They must agree.
+/// `mkfs_alloc::layout::rules::auto_cluster`. They must agree.
 #[test]
 fn help_states_the_auto_cluster_table() {
-    use mkfs_alloc_layout::rules::auto_cluster;
-    use mkfs_alloc_layout::units::{format_size, GIB, MIB};
-    use mkfs_alloc_layout::FsKind::{Exfat, Fat12, Fat16, Fat32};
+    use mkfs_alloc::layout::rules::auto_cluster;
+    use mkfs_alloc::layout::units::{format_size, GIB, MIB};
+    use mkfs_alloc::layout::FsKind::{Exfat, Fat12, Fat16, Fat32};
     let text = EXAMPLES.split_whitespace().collect::<Vec<_>>().join(" ");
     let at = |fs, bytes| format_size(auto_cluster(fs, bytes));
     for (fs, limit) in [(Fat32, 8 * GIB), (Fat32, 16 * GIB), (Fat32, 32 * GIB)] {

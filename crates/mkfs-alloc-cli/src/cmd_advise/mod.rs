@@ -10,12 +10,12 @@ use crate::cmd_info::plural;
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use clap::ValueEnum;
+use mkfs_alloc::layout::waste::WASTE_DEFINITION;
 use mkfs_alloc::units::{format_count, format_size, parse_size};
 use mkfs_alloc_advise::{
     advise_with, scan, Advice, FsAdvice, FsNote, FsSelection, Policy, Row, ScanError, ScanOptions,
     ScanProgress, ScanResult, DEFAULT_MAX_WASTE_PERCENT,
 };
-use mkfs_alloc_layout::waste::WASTE_DEFINITION;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::OnceLock;

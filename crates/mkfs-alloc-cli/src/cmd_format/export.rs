@@ -10,8 +10,8 @@ use super::preflight::{self, MediumId, Output, Write};
 use crate::args::{FormatArgs, OutputFormat};
 use crate::{usage, Failure};
 use anyhow::{anyhow, Context};
+use mkfs_alloc::blockio::ImageFile;
 use mkfs_alloc::ExtentMap;
-use mkfs_alloc_blockio::ImageFile;
 use mkfs_alloc_export::{
     sparse_block_size, write_bmap, write_sparse, write_sparse_seekable, BlockReader, SparseOptions,
 };

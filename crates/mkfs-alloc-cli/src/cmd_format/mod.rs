@@ -14,11 +14,10 @@
 use crate::args::{CopyArg, FormatArgs, LayoutArg, TableArg, SUBCOMMANDS};
 use crate::target::{Opened, Target};
 use crate::{data, report, rootdir, usage, Failure};
-use anyhow::{anyhow, Context};
-use mkfs_alloc::{ExtentMap, Found, MediumOptions, MediumPlan, PopulatedPlan};
-use mkfs_alloc_blockio::{BlockIo, CopyMode, IoError};
-use mkfs_alloc_device::Device;
-use mkfs_alloc_partition::{wipe_backup_gpt_beyond, Signature, TableKind};
+use anyhow::anyhow;
+use mkfs_alloc::blockio::CopyMode;
+use mkfs_alloc::partition::{Signature, TableKind};
+use mkfs_alloc::{ExtentMap, Found, MediumOptions, MediumPlan, Writing};
 use serde_json::json;
 use std::io::IsTerminal;
 use std::path::Path;
@@ -27,8 +26,9 @@ mod batch;
 mod export;
 mod plan;
 pub(crate) mod preflight;
+mod steps;
 use export::Exports;
-use plan::{image_size, plan, Medium};
+use plan::{image_size, plan};
 
 /// Formats (or, with `--dry-run`, plans) the target, or several at once
 /// ([`batch`]).
@@ -55,7 +55,7 @@ pub fn run(cli: FormatArgs) -> Result<(), Failure> {
     let (exports, path) = Exports::from_args(&cli, &shown)?;
     exports.check(&[preflight::medium_ids(&path, None)])?;
     let (tree, _) = walk_tree(&cli)?;
-    let tree_data = tree.as_ref().map(mkfs_alloc_populate::scan_result);
+    let tree_data = tree.as_ref().map(mkfs_alloc::populate::scan_result);
     let size = image_size(&cli, &path, tree_data.as_ref())?;
     let target = Target::inspect(&path, size, cli.sector_size, cli.dry_run)?;
     if cli.copy == Some(CopyArg::Reflink) && target.device().is_some() {
@@ -70,8 +70,8 @@ pub fn run(cli: FormatArgs) -> Result<(), Failure> {
     let planned = plan(&cli, &target, tree_data.as_ref())?;
     drop(tree_data); // the populate step measures the tree again, exactly
     let medium = match tree {
-        Some(t) => Medium::Populated(rootdir::populate(t, planned.plan)?),
-        None => Medium::Plain(planned.plan),
+        Some(t) => rootdir::populate(t, planned.plan)?,
+        None => planned.plan,
     };
     let run = Run {
         cli: &cli,
@@ -90,7 +90,7 @@ pub fn run(cli: FormatArgs) -> Result<(), Failure> {
 
 /// The `--rootdir` tree, walked (and measured) before anything is opened
 /// for writing, and whether progress is shown on a terminal.
-fn walk_tree(cli: &FormatArgs) -> Result<(Option<mkfs_alloc_populate::Tree>, bool), Failure> {
+fn walk_tree(cli: &FormatArgs) -> Result<(Option<mkfs_alloc::populate::Tree>, bool), Failure> {
     let show = !cli.quiet && !cli.json && std::io::stderr().is_terminal();
     let tree = cli
         .rootdir
@@ -145,7 +145,7 @@ pub fn check_command_word(targets: &[std::path::PathBuf]) -> Result<(), Failure>
 /// Checks of the arguments alone (no target needed).
 fn check_args(cli: &FormatArgs) -> Result<(), Failure> {
     if let Some(s) = cli.sector_size {
-        if mkfs_alloc_layout::check_sector_size(s).is_err() {
+        if mkfs_alloc::layout::check_sector_size(s).is_err() {
             return Err(usage(anyhow!(
                 "--sector-size {s} is not supported; valid: 512, 1024, 2048, 4096"
             )));
@@ -220,7 +220,7 @@ fn check_sd_args(cli: &FormatArgs) -> Result<(), Failure> {
         TableArg::Auto | TableArg::Mbr => {}
     }
     if let Some(s) = cli.sector_size.filter(|&s| s != 512) {
-        let e = mkfs_alloc_layout::sd::SdError::SectorSize(s);
+        let e = mkfs_alloc::layout::sd::SdError::SectorSize(s);
         return Err(usage(anyhow!(
             crate::hints::sd_text(&e).unwrap_or_else(|| e.to_string())
         )));
@@ -236,7 +236,8 @@ struct Run<'a> {
     /// TARGET as given (for a sparse image, not `path`).
     shown: &'a Path,
     target: &'a Target,
-    medium: Medium,
+    /// The plan, holding the tree with `--rootdir`.
+    medium: MediumPlan,
     exports: &'a Exports,
 }
 
@@ -244,7 +245,7 @@ impl Run<'_> {
     /// `rootdir` for the JSON report, when a tree is written.
     fn extras(&self) -> Vec<(&'static str, serde_json::Value)> {
         self.medium
-            .populated()
+            .content()
             .map(|p| ("rootdir", rootdir::json(p)))
             .into_iter()
             .collect()
@@ -273,7 +274,7 @@ impl Run<'_> {
             extras.push(("notes", json!(notes)));
             report::print_json_with(
                 path,
-                self.medium.plan(),
+                &self.medium,
                 &found,
                 target.device(),
                 None,
@@ -283,10 +284,10 @@ impl Run<'_> {
         } else if !cli.quiet {
             report::print_plan(
                 path,
-                self.medium.plan(),
+                &self.medium,
                 &found,
                 target,
-                self.medium.populated().is_some(),
+                self.medium.content().is_some(),
             );
             for c in &contents {
                 outln!("  contains       {c}");
@@ -294,7 +295,7 @@ impl Run<'_> {
             for n in &notes {
                 outln!("  note           {n}");
             }
-            if let Some(p) = self.medium.populated() {
+            if let Some(p) = self.medium.content() {
                 for line in rootdir::summary(p) {
                     outln!("  {line}");
                 }
@@ -313,7 +314,7 @@ impl Run<'_> {
             let contents = target.contents();
             crate::confirm::confirm(
                 info,
-                self.medium.plan(),
+                &self.medium,
                 &contents,
                 target.unmounts(),
                 cli.yes,
@@ -366,14 +367,14 @@ impl Run<'_> {
         if self.exports.to_stdout() {
             return Ok(());
         }
-        if let Some(p) = self.medium.populated() {
+        if let Some(p) = self.medium.content() {
             notes.extend(rootdir::summary(p));
         }
         if cli.json {
             let extras = self.extras();
             report::print_json_with(
                 path,
-                self.medium.plan(),
+                &self.medium,
                 &found,
                 target.device(),
                 Some((&write, &notes)),
@@ -383,12 +384,12 @@ impl Run<'_> {
         } else if !cli.quiet {
             report::print_summary(
                 path,
-                self.medium.plan(),
+                &self.medium,
                 &found,
                 &write,
                 target,
                 &notes,
-                self.medium.populated().is_some(),
+                self.medium.content().is_some(),
             );
         }
         Ok(())
@@ -397,21 +398,17 @@ impl Run<'_> {
     /// `--probe`: the capacity probe before the format; a fake too small
     /// for the planned size is refused.
     fn probe_first(&self, notes: &mut Vec<String>) -> Result<(), Failure> {
-        let (cli, path, target) = (self.cli, self.path, self.target);
-        let r = crate::cmd_probe::probe_target(path, cli.quiet || cli.json)?;
-        if r.verdict.is_fake() && target.size_bytes() > r.real_bytes {
-            return Err(Failure::Io(anyhow!(
-                "refusing to format {}: the probe found it {}; pass --size {} (or less) to use only its real capacity",
+        let (cli, path) = (self.cli, self.path);
+        match steps::probe(self.target, cli.quiet || cli.json)? {
+            steps::Probed::Fake(line, real) => Err(Failure::Io(anyhow!(
+                "refusing to format {}: the probe found it {line}; pass --size {real} (or less) to use only its real capacity",
                 path.display(),
-                crate::cmd_probe::summary_line(&r),
-                r.real_bytes
-            )));
+            ))),
+            steps::Probed::Holds(line) => {
+                notes.push(format!("probed first: {line}"));
+                Ok(())
+            }
         }
-        notes.push(format!(
-            "probed first: {}",
-            crate::cmd_probe::summary_line(&r)
-        ));
-        Ok(())
     }
 
     /// Probes, discards / zeroes, writes; the target is open and locked.
@@ -421,15 +418,15 @@ impl Run<'_> {
         opened: &mut Opened,
         notes: &mut Vec<String>,
         wrote: &mut bool,
-    ) -> Result<(Vec<Signature>, mkfs_alloc_layout::WriteReport, ExtentMap), Failure> {
+    ) -> Result<(Vec<Signature>, mkfs_alloc::layout::WriteReport, ExtentMap), Failure> {
         let (cli, path) = (self.cli, self.path);
         if let Opened::Device(d) = opened {
-            limit_device(d, self.target.size_bytes(), path, notes, wrote)?;
+            steps::limit_device(d, self.target.size_bytes(), path, notes, wrote)?;
         }
         // --copy (auto by default): file data into an image file through its
         // copier; before any write, so that `reflink` can still refuse.
         if let (Opened::Image(img, _), Some(mode)) = (&*opened, copy_mode(cli)) {
-            self.medium.copy_into(img, mode)?;
+            plan::copy_into(&mut self.medium, img, mode)?;
         }
         // Found before discarding or zeroing, through the handle that writes, and
         // wiped by the same run (never probed twice).
@@ -437,43 +434,34 @@ impl Run<'_> {
             .map_err(|e| format_failure(e, Some(format!("probing {}", path.display()))))?;
         let map = self.medium.extents(&found);
         if let Opened::Device(d) = opened {
-            let want = !cli.no_discard && (cli.discard || d.info().discard_granularity > 0);
-            if want {
+            let size = self.target.size_bytes();
+            if let Some(note) = steps::discard(d, size, cli.discard, cli.no_discard) {
                 *wrote = true;
-                let size = self.target.size_bytes();
-                let whole = size >= d.info().size_bytes;
-                notes.push(discard_note(d.discard(0, size), whole, size));
+                notes.push(note);
             }
         }
         let show_progress = !cli.quiet && !cli.json && std::io::stderr().is_terminal();
         if cli.full {
             *wrote = true;
             let bar = report::Progress::new(show_progress, "zeroing");
-            let zeroed = zero_all(opened.io(), &mut |done, total| bar.update(done, total));
+            let zeroed = steps::zero(opened.io(), &mut |done, total| bar.update(done, total));
             bar.finish();
-            zeroed.map_err(|e| {
+            notes.push(zeroed.map_err(|e| {
                 Failure::Io(anyhow::Error::new(e).context(format!("zeroing {}", path.display())))
-            })?;
-            notes.push("full format: zeroed the whole medium".to_string());
+            })?);
         }
         let bar = report::Progress::new(show_progress, "writing");
-        let result = self.medium.write(
+        let mut progress = |done, total| bar.update(done, total);
+        let result = self.medium.format_with(
             &mut crate::watch::WriteWatch::new(opened.io(), wrote),
-            &found,
-            &mut |done, total| bar.update(done, total),
+            Writing::new().found(&found).progress(&mut progress),
         );
         bar.finish();
         let write = result
             .map_err(|e| format_failure(e, Some(format!("formatting {}", path.display()))))?;
         if let Opened::Device(d) = opened {
-            if self.medium.plan().table().kind() != TableKind::None {
-                notes.push(match d.reread_partitions() {
-                    Ok(()) => "the kernel re-read the partition table".to_string(),
-                    Err(e) => format!(
-                        "the kernel could not re-read the partition table ({}); replug the device or run partprobe",
-                        e.source
-                    ),
-                });
+            if self.medium.table().kind() != TableKind::None {
+                notes.push(steps::reread(d));
             }
         }
         Ok((found.signatures().to_vec(), write, map))
@@ -490,46 +478,6 @@ fn copy_mode(cli: &FormatArgs) -> Option<CopyMode> {
     })
 }
 
-/// `--size` on a device: only its first `size` bytes are touched, except
-/// for an old backup GPT header at its end, zeroed first (it would let
-/// partitioning tools restore the old table over the new volume; see
-/// [`wipe_backup_gpt_beyond`] for why this is safe on a counterfeit stick).
-fn limit_device(
-    d: &mut Device,
-    size: u64,
-    path: &Path,
-    notes: &mut Vec<String>,
-    wrote: &mut bool,
-) -> Result<(), Failure> {
-    if size >= d.info().size_bytes {
-        return Ok(());
-    }
-    let zeroed = wipe_backup_gpt_beyond(&mut crate::watch::WriteWatch::new(d, wrote), size)
-        .with_context(|| format!("zeroing the old backup GPT of {}", path.display()))
-        .map_err(Failure::Io)?;
-    for offset in zeroed {
-        notes.push(format!(
-            "zeroed the old backup GPT header at byte {offset}, beyond --size (partitioning tools would offer to restore the old table from it)"
-        ));
-    }
-    d.limit(size)
-        .with_context(|| format!("limiting {}", path.display()))
-        .map_err(Failure::Io)
-}
-
-/// The note on a discard's outcome.
-fn discard_note(r: Result<bool, IoError>, whole: bool, size: u64) -> String {
-    match r {
-        Ok(true) if whole => "discarded (TRIM) the whole device before writing".to_string(),
-        Ok(true) => format!(
-            "discarded (TRIM) the first {} of the device (--size) before writing",
-            mkfs_alloc_layout::units::format_size(size)
-        ),
-        Ok(false) => "the device does not support discard; not discarded".to_string(),
-        Err(e) => format!("discard failed, continuing without it: {e}: {}", e.source),
-    }
-}
-
 /// Classifies a library error: invalid input exits 2 (nothing was written),
 /// anything else is an I/O failure (exit 1).
 pub fn format_failure(e: mkfs_alloc::FormatError, context: Option<String>) -> Failure {
@@ -543,19 +491,4 @@ pub fn format_failure(e: mkfs_alloc::FormatError, context: Option<String>) -> Fa
     } else {
         Failure::Io(e)
     }
-}
-
-/// Zeroes the whole target in 64 MiB steps (a full format).
-fn zero_all(dev: &mut dyn BlockIo, progress: &mut dyn FnMut(u64, u64)) -> Result<(), IoError> {
-    let bs = u64::from(dev.block_size());
-    let total = dev.num_blocks();
-    let step = (64 << 20) / bs;
-    let mut at = 0;
-    while at < total {
-        let n = step.min(total - at);
-        dev.write_zeroes(at, n)?;
-        at += n;
-        progress(at * bs, total * bs);
-    }
-    dev.flush()
 }

@@ -24,9 +24,10 @@ pub(super) fn image_size(
         .format(cli.format_options()?)
         .table(cli.table_choice());
     o.sector_size = block;
-    let tree_cluster = cli.cluster.eq_ignore_ascii_case("auto");
     let slack = cli.slack.unwrap_or(crate::args::DEFAULT_SLACK);
-    rootdir::auto_size(data, &o, block, slack, tree_cluster).map(Some)
+    o.size_for(data, block, slack)
+        .map(Some)
+        .map_err(|e| format_failure(e, None))
 }
 
 /// The plan, and the notes on how its cluster size was chosen.
@@ -57,7 +58,7 @@ pub(super) fn plan(
 
 /// `--layout sd` needs a whole card.
 pub(super) fn check_sd_target(
-    format: &mkfs_alloc_layout::FormatOptions,
+    format: &mkfs_alloc::layout::FormatOptions,
     target: &Target,
 ) -> Result<(), Failure> {
     if let Some(d) = target.device().filter(|d| format.sd && !d.is_whole_disk) {
@@ -69,8 +70,9 @@ pub(super) fn check_sd_target(
     Ok(())
 }
 
-/// Plans `opts` on a medium of `size` bytes in `block`-byte blocks, the
-/// tree or `--data` choosing the cluster size.
+/// Plans `opts` on a medium of `size` bytes in `block`-byte blocks, then
+/// lets the tree or the files of `--data` (scanned after the plan, which
+/// they cannot change but by the cluster size) choose the cluster size.
 pub(super) fn plan_options(
     cli: &FormatArgs,
     opts: &MediumOptions,
@@ -78,49 +80,49 @@ pub(super) fn plan_options(
     block: u32,
     tree: Option<&mkfs_alloc_advise::ScanResult>,
 ) -> Result<Planned, Failure> {
-    let mut notes = Vec::new();
-    // The tree chooses the cluster size, unless the SD layout does (the
-    // planner then does not ask); so do the files of --data.
-    let tree = tree.filter(|_| cli.cluster.eq_ignore_ascii_case("auto"));
-    let plan = opts.plan_choosing(size, block, |auto| -> Result<Option<u64>, Chosen> {
-        if let Some(data) = tree {
-            // A tree that cannot choose leaves the options' own choice.
-            return Ok(rootdir::choose_cluster(data, &opts.format, auto).ok().map(
-                |(cluster, reason)| {
-                    notes.push(reason);
-                    cluster
-                },
-            ));
-        }
-        if cli.data.is_empty() {
-            return Ok(None);
-        }
-        let show = !cli.quiet && !cli.json;
-        let (cluster, reason) =
-            data::recommend(&cli.data, &opts.format, auto, show).map_err(Chosen::Failure)?;
-        notes.push(reason);
-        Ok(Some(cluster))
-    });
-    match plan {
-        Ok(plan) => Ok(Planned { plan, notes }),
-        Err(Chosen::Failure(f)) => Err(f),
-        // Planning with the options' own choices failed (a chosen cluster
-        // size is planned only after them): --align may be why.
-        Err(Chosen::Plan(e)) if notes.is_empty() => Err(blame_align(cli, opts, size, block, e)),
-        Err(Chosen::Plan(e)) => Err(format_failure(e, None)),
+    let plan = opts
+        .plan(size, block)
+        .map_err(|e| blame_align(cli, opts, size, block, e))?;
+    let unchosen = |plan| Planned {
+        plan,
+        notes: Vec::new(),
+    };
+    if let Some(data) = tree.filter(|_| cli.cluster.eq_ignore_ascii_case("auto")) {
+        // A tree that cannot choose leaves the options' own choice.
+        return match plan.recommend_cluster(data) {
+            Some(Ok(r)) => chosen(plan, r, "--rootdir"),
+            _ => Ok(unchosen(plan)),
+        };
     }
+    if cli.data.is_empty() {
+        return Ok(unchosen(plan));
+    }
+    let data = data::scan(&cli.data)?;
+    let r = match plan.recommend_cluster(&data) {
+        Some(r) => r.map_err(|e| {
+            usage(crate::hints::advise_error(e).context("choosing a cluster size for --data"))
+        })?,
+        None => return Ok(unchosen(plan)),
+    };
+    if !cli.quiet && !cli.json {
+        data::show(&data);
+    }
+    chosen(plan, r, "--data")
 }
 
-/// Why planning with a chooser stopped: the plan, or the chooser itself.
-enum Chosen {
-    Plan(mkfs_alloc::FormatError),
-    Failure(Failure),
-}
-
-impl From<mkfs_alloc::FormatError> for Chosen {
-    fn from(e: mkfs_alloc::FormatError) -> Self {
-        Chosen::Plan(e)
-    }
+/// `plan` with the cluster size `flag`'s files chose, and why.
+fn chosen(
+    plan: MediumPlan,
+    r: mkfs_alloc::populate::Recommendation,
+    flag: &str,
+) -> Result<Planned, Failure> {
+    let plan = plan
+        .with_data_cluster(r.cluster_size)
+        .map_err(|e| format_failure(e, None))?;
+    Ok(Planned {
+        plan,
+        notes: vec![format!("{flag}: {}", r.reason)],
+    })
 }
 
 /// A plan error that only `--align` causes says so.
@@ -138,9 +140,9 @@ fn blame_align(
     // error names the valid range; "too little room" would mislead.
     if matches!(
         e,
-        mkfs_alloc::FormatError::Plan(mkfs_alloc_layout::PlanError::Align { .. })
+        mkfs_alloc::FormatError::Plan(mkfs_alloc::layout::PlanError::Align { .. })
             | mkfs_alloc::FormatError::Partition(
-                mkfs_alloc_partition::PartitionError::InvalidAlignment { .. }
+                mkfs_alloc::partition::PartitionError::InvalidAlignment { .. }
             )
     ) {
         return usage(crate::hints::format_error(e).context(format!("--align {align}")));
@@ -157,69 +159,22 @@ fn blame_align(
     format_failure(e, None)
 }
 
-/// What a run writes: a plan, or a plan with the tree planned into it.
-// One per run: the size of either variant does not matter.
-#[allow(clippy::large_enum_variant)]
-pub(super) enum Medium {
-    Plain(MediumPlan),
-    Populated(PopulatedPlan),
-}
-
-impl Medium {
-    pub(super) fn plan(&self) -> &MediumPlan {
-        match self {
-            Medium::Plain(p) => p,
-            Medium::Populated(p) => p.plan(),
-        }
+/// `--copy`: file data into `image` through its copier (a plan holding a
+/// tree only); with `reflink`, whether every file can be cloned, before
+/// anything is written.
+pub(super) fn copy_into(
+    plan: &mut MediumPlan,
+    image: &mkfs_alloc::blockio::ImageFile,
+    mode: mkfs_alloc::blockio::CopyMode,
+) -> Result<(), crate::Failure> {
+    plan.copy_into(image, mode)
+        .map_err(|e| crate::cmd_format::format_failure(e, Some("--copy".into())))?;
+    if mode == mkfs_alloc::blockio::CopyMode::Reflink {
+        plan.check_clones().map_err(|e| {
+            crate::usage(anyhow::anyhow!(
+                "--copy reflink: {e}; nothing was written (--copy auto copies where it cannot clone)"
+            ))
+        })?;
     }
-
-    pub(super) fn populated(&self) -> Option<&mkfs_alloc_populate::Populated> {
-        match self {
-            Medium::Plain(_) => None,
-            Medium::Populated(p) => Some(p.content()),
-        }
-    }
-
-    /// What the format writes or needs as zeros on the probed target.
-    pub(super) fn extents(&self, found: &Found) -> mkfs_alloc::ExtentMap {
-        match self {
-            Medium::Plain(p) => p.extents(found),
-            Medium::Populated(p) => p.extents(found),
-        }
-    }
-
-    /// `--copy`: file data into `image` through its copier (a populated
-    /// medium only); with `reflink`, whether every file can be cloned,
-    /// before anything is written.
-    pub(super) fn copy_into(
-        &mut self,
-        image: &mkfs_alloc_blockio::ImageFile,
-        mode: mkfs_alloc_blockio::CopyMode,
-    ) -> Result<(), crate::Failure> {
-        let Medium::Populated(p) = self else {
-            return Ok(());
-        };
-        p.copy_into(image, mode)
-            .map_err(|e| crate::cmd_format::format_failure(e, Some("--copy".into())))?;
-        if mode == mkfs_alloc_blockio::CopyMode::Reflink {
-            p.check_clones().map_err(|e| {
-                crate::usage(anyhow::anyhow!(
-                    "--copy reflink: {e}; nothing was written (--copy auto copies where it cannot clone)"
-                ))
-            })?;
-        }
-        Ok(())
-    }
-
-    pub(super) fn write<D: BlockIo>(
-        &mut self,
-        dev: &mut D,
-        found: &Found,
-        progress: &mut dyn FnMut(u64, u64),
-    ) -> Result<mkfs_alloc_layout::WriteReport, mkfs_alloc::FormatError> {
-        match self {
-            Medium::Plain(p) => p.write(dev, found, progress),
-            Medium::Populated(p) => p.write(dev, found, progress),
-        }
-    }
+    Ok(())
 }

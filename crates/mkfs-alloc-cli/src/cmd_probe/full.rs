@@ -4,9 +4,9 @@
 use super::{open, print, probe_failed, ProbeArgs};
 use crate::Failure;
 use indicatif::{ProgressBar, ProgressStyle};
+use mkfs_alloc::layout::units::format_size;
 use mkfs_alloc_capacity::{probe_full, Phase, ProbeOptions};
 use mkfs_alloc_device as device;
-use mkfs_alloc_layout::units::format_size;
 
 /// The bar of one pass, replaced when the phase changes.
 struct Bar {

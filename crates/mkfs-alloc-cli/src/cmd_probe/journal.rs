@@ -4,12 +4,12 @@
 use super::{confirm_restore, identity, open, run_probe, Opened, ProbeArgs};
 use crate::{usage, Failure};
 use anyhow::anyhow;
+use mkfs_alloc::layout::units::format_size;
 use mkfs_alloc_capacity::{
     restore_journal, Backup, DeviceIdentity, Journal, JournalError, JournalStatus, ProbeError,
     ProbeOptions, ProbeReport, RestoreReport,
 };
 use mkfs_alloc_device as device;
-use mkfs_alloc_layout::units::format_size;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 

@@ -14,7 +14,7 @@ mod print;
 
 use crate::{usage, Failure};
 use anyhow::{anyhow, Context};
-use mkfs_alloc_blockio::{BlockIo, ImageFile, IoError, IoOp};
+use mkfs_alloc::blockio::{BlockIo, ImageFile, IoError, IoOp};
 use mkfs_alloc_capacity::{
     probe, Backup, DeviceIdentity, Phase, ProbeOptions, ProbeReport, ProbeTarget,
 };

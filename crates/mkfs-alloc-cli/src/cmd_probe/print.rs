@@ -1,8 +1,8 @@
 //! The probe's report: one JSON document, or text.
 
 use super::ProbeArgs;
+use mkfs_alloc::layout::units::format_size;
 use mkfs_alloc_capacity::{Mode, ProbeReport, Verdict};
-use mkfs_alloc_layout::units::format_size;
 use serde_json::json;
 use std::path::Path;
 

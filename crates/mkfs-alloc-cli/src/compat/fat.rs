@@ -4,8 +4,8 @@
 use super::dosfs::{self, DosfsInput};
 use super::getopt::{Spec, Takes};
 use super::{parse_serial, split_line, Decision, Early, Medium, Placing, Request, DOSFSTOOLS};
-use mkfs_alloc_layout::units::format_size;
-use mkfs_alloc_layout::{BiosParams, ClusterChoice, FsChoice, FsKind};
+use mkfs_alloc::layout::units::format_size;
+use mkfs_alloc::layout::{BiosParams, ClusterChoice, FsChoice, FsKind};
 use std::ffi::OsString;
 use std::path::PathBuf;
 

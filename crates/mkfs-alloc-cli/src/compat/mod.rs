@@ -22,9 +22,9 @@ mod getopt;
 use crate::target::Target;
 use crate::{usage, Failure};
 use anyhow::anyhow;
+use mkfs_alloc::layout::{ClusterChoice, FsChoice, FsKind};
+use mkfs_alloc::partition::{TableChoice, TableKind};
 use mkfs_alloc::MediumOptions;
-use mkfs_alloc_layout::{ClusterChoice, FsChoice, FsKind};
-use mkfs_alloc_partition::{TableChoice, TableKind};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -183,7 +183,7 @@ pub struct Decision {
     pub align: Option<u64>,
     /// A floppy's BIOS fields (media, geometry, drive), where the original
     /// writes them; `None`: a fixed disk's.
-    pub bios: Option<mkfs_alloc_layout::BiosParams>,
+    pub bios: Option<mkfs_alloc::layout::BiosParams>,
     /// Printed on stderr before the format.
     pub notes: Vec<String>,
 }

@@ -3,7 +3,7 @@
 //! mkfs under the caller's lock), refused naming the holder otherwise.
 
 use anyhow::{anyhow, Context};
-use mkfs_alloc_blockio::ImageFile;
+use mkfs_alloc::blockio::ImageFile;
 use mkfs_alloc_device::{self as device, DeviceError};
 use std::io::ErrorKind;
 use std::path::Path;

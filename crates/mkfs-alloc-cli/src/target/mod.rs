@@ -14,10 +14,10 @@ mod lock;
 mod users;
 use lock::{lock_held_elsewhere, lock_is_callers};
 
-use mkfs_alloc_blockio::{BlockIo, ImageFile};
+use mkfs_alloc::blockio::{BlockIo, ImageFile};
+use mkfs_alloc::layout::units::format_size;
+use mkfs_alloc::partition::{probe_signatures, Signature};
 use mkfs_alloc_device::{self as device, Device, DeviceError, DeviceInfo, RefusalKind};
-use mkfs_alloc_layout::units::format_size;
-use mkfs_alloc_partition::{probe_signatures, Signature};
 use std::fs::Metadata;
 use std::io::{self, ErrorKind};
 use std::path::{Path, PathBuf};
@@ -89,13 +89,17 @@ impl BlockIo for Opened {
             Opened::Device(d) => d.num_blocks(),
         }
     }
-    fn read_blocks(&mut self, lba: u64, dst: &mut [u8]) -> Result<(), mkfs_alloc_blockio::IoError> {
+    fn read_blocks(
+        &mut self,
+        lba: u64,
+        dst: &mut [u8],
+    ) -> Result<(), mkfs_alloc::blockio::IoError> {
         self.io().read_blocks(lba, dst)
     }
-    fn write_blocks(&mut self, lba: u64, src: &[u8]) -> Result<(), mkfs_alloc_blockio::IoError> {
+    fn write_blocks(&mut self, lba: u64, src: &[u8]) -> Result<(), mkfs_alloc::blockio::IoError> {
         self.io().write_blocks(lba, src)
     }
-    fn write_zeroes(&mut self, lba: u64, count: u64) -> Result<(), mkfs_alloc_blockio::IoError> {
+    fn write_zeroes(&mut self, lba: u64, count: u64) -> Result<(), mkfs_alloc::blockio::IoError> {
         self.io().write_zeroes(lba, count)
     }
     fn reads_as_zero(&self) -> bool {
@@ -104,7 +108,7 @@ impl BlockIo for Opened {
             Opened::Device(d) => d.reads_as_zero(),
         }
     }
-    fn flush(&mut self) -> Result<(), mkfs_alloc_blockio::IoError> {
+    fn flush(&mut self) -> Result<(), mkfs_alloc::blockio::IoError> {
         self.io().flush()
     }
 }
@@ -565,7 +569,7 @@ pub(crate) fn os_text(e: &io::Error) -> String {
 }
 
 /// An image's open error without the path the library put in front.
-fn open_text(path: &Path, e: &mkfs_alloc_blockio::IoError) -> String {
+fn open_text(path: &Path, e: &mkfs_alloc::blockio::IoError) -> String {
     let text = os_text(&e.source);
     let prefix = format!("{}: ", path.display());
     text.strip_prefix(&prefix).unwrap_or(&text).to_string()

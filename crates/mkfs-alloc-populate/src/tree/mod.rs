@@ -158,7 +158,7 @@ pub struct Tree {
     dir_index: HashMap<(u32, Box<str>), u32>,
     host_dirs: Vec<HostDir>,
     paths: Vec<PathBuf>,
-    pub(crate) readers: Vec<Option<Box<dyn Read + Send>>>,
+    pub(crate) readers: Vec<Option<Box<dyn Read + Send + Sync>>>,
     skipped: Vec<Skipped>,
     unreadable: Vec<Unreadable>,
     bad_names: Vec<PathBuf>,
@@ -383,7 +383,8 @@ impl Tree {
 
     /// Adds a file whose `len` bytes come from `reader`, at `dest` (a path
     /// like `/dir/name`, `/` separated; missing directories are created).
-    /// The reader must yield exactly `len` bytes, or the format fails.
+    /// The reader must yield exactly `len` bytes, or the format fails; it is
+    /// `Sync` so that a plan holding the tree can be shared between threads.
     ///
     /// # Errors
     ///
@@ -392,7 +393,7 @@ impl Tree {
     pub fn add_file(
         &mut self,
         dest: &str,
-        reader: impl Read + Send + 'static,
+        reader: impl Read + Send + Sync + 'static,
         len: u64,
         mtime: SystemTime,
     ) -> Result<(), TreeError> {

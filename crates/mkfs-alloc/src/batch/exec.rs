@@ -12,13 +12,10 @@ use crate::verify::Recording;
 use crate::{ExtentMap, FormatError, Found, MediumPlan};
 
 #[cfg(feature = "populate")]
-use mkfs_alloc_populate::{feed, Populated};
+use mkfs_alloc_populate::feed;
 
 /// What one target writes into its volume besides the format's own.
-#[cfg(feature = "populate")]
-type Content = Option<Populated>;
-#[cfg(not(feature = "populate"))]
-type Content = Option<Box<std::convert::Infallible>>;
+type Content = Option<crate::write::Content>;
 
 impl BatchPlan {
     /// Runs the batch: target `i` of `targets` gets plan `i` (and its part
@@ -204,6 +201,7 @@ fn work_on<T: BatchTarget>(
         &mut outcome,
     );
     // The target's part of the tree (and its feed) is done with.
+    #[cfg(feature = "populate")]
     drop(content);
     if let Err(e) = result {
         target.failed(&e);
@@ -312,14 +310,8 @@ fn write<D: mkfs_alloc_blockio::BlockIo>(
     Result<mkfs_alloc_layout::WriteReport, FormatError>,
     ExtentMap,
 ) {
-    #[cfg(feature = "populate")]
-    if let Some(p) = content.as_mut() {
-        let map = ExtentMap::new(plan, found, p.new_clusters());
-        let r = crate::write::write_medium(plan, dev, found, |part, prior| {
-            Ok(p.write_to(part, prior, progress)?)
-        });
-        return (r, map);
-    }
-    let _ = content;
-    (plan.write(dev, found, progress), plan.extents(found))
+    let clusters = crate::write::content_clusters(content.as_ref());
+    let map = ExtentMap::new(plan, found, clusters);
+    let written = crate::write::write_plan(plan, content.as_mut(), dev, found, progress);
+    (written, map)
 }

@@ -244,12 +244,12 @@ fn formats_are_verifiable_whole() {
         for old in [0u8, 0xEE] {
             let disk = MemDisk::filled(512, mib * PIECE / BS, old).expect("disk");
             let mut rec = Recording::new(disk);
-            let plan = MediumOptions::new()
+            let mut plan = MediumOptions::new()
                 .fs(fs)
                 .table(table)
                 .plan_for(&rec)
                 .expect("plan");
-            plan.format(&mut rec, &mut |_, _| {}).expect("format");
+            plan.format(&mut rec).expect("format");
             let (mut d, digest) = rec.into_parts();
             let r = verify(&digest, &mut d, &[]);
             let what = format!("{fs:?} {table:?} over {old:#x}: {r:?}");

@@ -5,7 +5,7 @@ use super::Entry;
 use crate::args::FormatArgs;
 use crate::Failure;
 use mkfs_alloc::batch::BatchPlan;
-use mkfs_alloc_layout::units::format_size;
+use mkfs_alloc::layout::units::format_size;
 
 /// Lists the targets on stderr and asks for "yes" when a device is among
 /// them (images alone are written without a question, as one image is);

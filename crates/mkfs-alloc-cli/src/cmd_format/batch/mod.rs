@@ -74,7 +74,7 @@ struct Entry {
 pub(super) fn run(cli: FormatArgs) -> Result<(), Failure> {
     let (batch, template_notes) = batch_options(&cli)?;
     let (tree, show) = super::walk_tree(&cli)?;
-    let tree_data = tree.as_ref().map(mkfs_alloc_populate::scan_result);
+    let tree_data = tree.as_ref().map(mkfs_alloc::populate::scan_result);
     let mut entries: Vec<Entry> = cli
         .targets
         .iter()
@@ -145,7 +145,7 @@ pub(super) fn run(cli: FormatArgs) -> Result<(), Failure> {
     if cli.rootdir.is_some() {
         template_notes.push(format!(
             "--rootdir: read {} of file data from the tree in {} pass{}, written to every target",
-            mkfs_alloc_layout::units::format_size(report.source_bytes_read),
+            mkfs_alloc::layout::units::format_size(report.source_bytes_read),
             report.source_passes,
             if report.source_passes == 1 { "" } else { "es" }
         ));
@@ -331,7 +331,7 @@ fn execute(
         .zip(plan.plans())
         .zip(held.iter_mut())
         .map(|((e, p), h)| {
-            let kind = p.map_or(mkfs_alloc_partition::TableKind::None, |p| p.table().kind());
+            let kind = p.map_or(mkfs_alloc::partition::TableKind::None, |p| p.table().kind());
             let mut t = target::CliTarget::new(e.target.as_ref(), steps, kind);
             t.held = h.take();
             // Refused when opened (--skip-refused): passed over.

@@ -5,10 +5,10 @@
 use crate::report::shown_label;
 use anyhow::Context;
 use mkfs_alloc::batch::Outcome;
+use mkfs_alloc::layout::units::format_size;
+use mkfs_alloc::partition::TableKind;
 use mkfs_alloc::MediumPlan;
 use mkfs_alloc_device::DeviceInfo;
-use mkfs_alloc_layout::units::format_size;
-use mkfs_alloc_partition::TableKind;
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::Path;
@@ -210,7 +210,7 @@ pub(super) fn utc(t: SystemTime) -> String {
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs()) as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = mkfs_alloc_ondisk::time::civil_from_days(days);
+    let (y, m, d) = mkfs_alloc::layout::civil_from_days(days);
     format!(
         "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
         rem / 3600,

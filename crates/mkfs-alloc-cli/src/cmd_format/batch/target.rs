@@ -1,13 +1,14 @@
-//! One target of a batch as the library's [`BatchTarget`]: the single run's
-//! steps around the format (capacity probe, open and lock, `--size` on a
-//! device, discard, `--full`), on the target's own thread.
+//! One target of a batch as the library's [`BatchTarget`]: the steps
+//! around the format the single run takes too (`steps.rs`: capacity probe,
+//! `--size` on a device, discard, `--full`, the re-read; and open and
+//! lock), on the target's own thread.
 
-use super::super::{discard_note, limit_device, zero_all};
+use super::super::steps::{self, limit_device, Probed};
 use crate::target::{Action, Opened, Target};
 use anyhow::anyhow;
 use mkfs_alloc::batch::{BatchTarget, Stage, TargetError, Verdict};
+use mkfs_alloc::partition::TableKind;
 use mkfs_alloc::FormatError;
-use mkfs_alloc_partition::TableKind;
 use std::path::Path;
 
 /// What a target needs of the arguments.
@@ -81,20 +82,18 @@ impl BatchTarget for CliTarget<'_> {
                 self.held = None;
             }
             progress(Stage::Probing, 0, 0);
-            let r = crate::cmd_probe::probe_target(target.path(), true)
-                .map_err(|f| failed(Verdict::Failed, true, f))?;
-            let line = crate::cmd_probe::summary_line(&r);
-            if r.verdict.is_fake() && target.size_bytes() > r.real_bytes {
-                return Err(TargetError::new(
-                    Verdict::Fake,
-                    true,
-                    format!(
-                        "the probe found it {line}; not formatted (--size {} or less would use only its real capacity)",
-                        r.real_bytes
-                    ),
-                ));
+            match steps::probe(target, true).map_err(|f| failed(Verdict::Failed, true, f))? {
+                Probed::Fake(line, real) => {
+                    return Err(TargetError::new(
+                        Verdict::Fake,
+                        true,
+                        format!(
+                            "the probe found it {line}; not formatted (--size {real} or less would use only its real capacity)"
+                        ),
+                    ));
+                }
+                Probed::Holds(line) => self.notes.push(format!("probed first: {line}")),
             }
-            self.notes.push(format!("probed first: {line}"));
         }
         let before = if probed {
             Verdict::Failed
@@ -131,20 +130,17 @@ impl BatchTarget for CliTarget<'_> {
         let target = self.target()?;
         if let Opened::Device(d) = io {
             let s = self.steps;
-            if !s.no_discard && (s.discard || d.info().discard_granularity > 0) {
-                let size = target.size_bytes();
-                let whole = size >= d.info().size_bytes;
-                self.notes
-                    .push(discard_note(d.discard(0, size), whole, size));
-            }
+            let size = target.size_bytes();
+            self.notes
+                .extend(steps::discard(d, size, s.discard, s.no_discard));
         }
         if self.steps.full {
             progress(Stage::Zeroing, 0, 0);
-            zero_all(io, &mut |d, t| progress(Stage::Zeroing, d, t)).map_err(|e| {
-                TargetError::new(self.classify(&FormatError::Io(e)), true, "zeroing failed")
-            })?;
-            self.notes
-                .push("full format: zeroed the whole medium".to_string());
+            let note =
+                steps::zero(io, &mut |d, t| progress(Stage::Zeroing, d, t)).map_err(|e| {
+                    TargetError::new(self.classify(&FormatError::Io(e)), true, "zeroing failed")
+                })?;
+            self.notes.push(note);
         }
         Ok(())
     }
@@ -165,13 +161,7 @@ impl BatchTarget for CliTarget<'_> {
 
     fn finish(&mut self, io: &mut Opened) -> Vec<String> {
         if let (Opened::Device(d), true) = (io, self.table) {
-            self.notes.push(match d.reread_partitions() {
-                Ok(()) => "the kernel re-read the partition table".to_string(),
-                Err(e) => format!(
-                    "the kernel could not re-read the partition table ({}); replug the device or run partprobe",
-                    e.source
-                ),
-            });
+            self.notes.push(steps::reread(d));
         }
         std::mem::take(&mut self.notes)
     }
@@ -245,7 +235,7 @@ fn no_medium() -> rustix::io::Errno {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mkfs_alloc_blockio::{IoError, IoOp};
+    use mkfs_alloc::blockio::{IoError, IoOp};
 
     fn io(errno: Option<i32>) -> FormatError {
         let source = errno.map_or_else(
