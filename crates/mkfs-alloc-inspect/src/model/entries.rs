@@ -27,6 +27,17 @@ pub(super) struct Found {
     pub(super) at: EntryPos,
 }
 
+impl Found {
+    /// Its position, for entry sets that start where `at` says.
+    pub(super) fn pos(at: (Option<u32>, u64), entries: u32) -> EntryPos {
+        EntryPos {
+            cluster: at.0,
+            offset: at.1,
+            entries,
+        }
+    }
+}
+
 /// One file system's directory entries.
 pub(super) trait Entries {
     /// Takes the entry at `at` (cluster, absolute offset) of the directory

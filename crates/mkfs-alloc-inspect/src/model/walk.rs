@@ -6,7 +6,7 @@ use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_ondisk::exfat::UpcaseTable;
 
 use super::entries::{Entries, ExfatEntries, FatEntries, Found};
-use super::{ClusterBits, EntryPos, EntrySet, Finding, Geometry, ModelOptions, VolumeModel};
+use super::{ClusterBits, EntrySet, Finding, Geometry, ModelOptions, VolumeModel};
 use crate::chain::{Chain, ChainReader, Fat, Geo, Source, Step};
 use crate::error::InspectError;
 use crate::exfat::{ExfatDirParser, ExfatItem, MAX_DIR_BYTES};
@@ -489,17 +489,6 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
         if !self.stopped {
             self.stopped = true;
             self.find(Finding::Incomplete { why });
-        }
-    }
-}
-
-impl Found {
-    /// Its position, for entry sets that start where `at` says.
-    pub(super) fn pos(at: (Option<u32>, u64), entries: u32) -> EntryPos {
-        EntryPos {
-            cluster: at.0,
-            offset: at.1,
-            entries,
         }
     }
 }
