@@ -1,7 +1,6 @@
 //! Allocation: one bit per cluster, and the passes after the walk that
-//! compare it with what the volume marks in use (the FAT streamed entry by
-//! entry through its window; the exFAT bitmap streamed in pieces) and the
-//! FAT copies with each other.
+//! compare it with what the volume marks in use (the FAT and the exFAT
+//! bitmap streamed in pieces) and the FAT copies with each other.
 
 use mkfs_alloc_blockio::BlockIo;
 
@@ -10,6 +9,7 @@ use super::Finding;
 use crate::chain::{ChainReader, Next, Source};
 use crate::error::InspectError;
 use crate::io::MAX_READ;
+use mkfs_alloc_ondisk::fat::table as fat_table;
 
 /// One bit per cluster of a volume (cluster 2 is bit 0): 1/8 byte per
 /// cluster, 64 MiB for the 2^29 clusters of 2 TiB at 4 KiB.
@@ -98,23 +98,58 @@ impl Tally {
 }
 
 impl<D: BlockIo + ?Sized> Model<'_, '_, D> {
+    /// Hands every FAT entry of clusters 2..=max to `each`, decoded, the
+    /// FAT read in pieces of at most 1 MiB (FAT12, at most 6 KiB: entry by
+    /// entry through the window).
+    fn stream_fat(&mut self, each: &mut dyn FnMut(u32, Next)) -> Result<(), InspectError> {
+        let kind = self.geometry.kind;
+        let max = self.geo.max_cluster();
+        if kind == crate::FsKind::Fat12 {
+            for n in 2..=max {
+                each(n, self.fat.next(self.r, n)?);
+            }
+            return Ok(());
+        }
+        let width = fat_table::entry_span(kind);
+        let per_piece = MAX_READ as u64 / width;
+        let base = self.geometry.fat_offset
+            + u64::from(self.geometry.active_fat) * self.geometry.fat_bytes;
+        let mut buf = Vec::new();
+        let mut n = 2u64;
+        while n <= u64::from(max) {
+            let count = per_piece.min(u64::from(max) + 1 - n);
+            buf.resize(usize::try_from(count * width).unwrap_or(0), 0);
+            self.r.read_at("FAT", base + n * width, &mut buf)?;
+            for (i, e) in buf
+                .chunks_exact(usize::try_from(width).unwrap_or(4))
+                .enumerate()
+            {
+                let v = fat_table::read_entry(kind, e, 0).unwrap_or(0);
+                let cluster = u32::try_from(n + i as u64).unwrap_or(u32::MAX);
+                each(cluster, self.fat.decode(v));
+            }
+            n += count;
+        }
+        Ok(())
+    }
+
     /// FAT12/16/32 after the walk: entries in use that no chain reached
     /// (lost), entries marked bad, and the clean-shutdown bit of entry 1.
     pub(super) fn fat_pass(&mut self) -> Result<(), InspectError> {
         let (mut lost, mut bad) = (Tally::default(), Tally::default());
         let mut allocated = 0u64;
-        for n in 2..=self.geo.max_cluster() {
-            match self.fat.next(self.r, n)? {
-                Next::Free => {}
-                Next::Bad => bad.add(n),
-                _ => {
-                    allocated += 1;
-                    if !self.used.get(n) {
-                        lost.add(n);
-                    }
+        let used = std::mem::replace(&mut self.used, ClusterBits::new(0));
+        self.stream_fat(&mut |n, next| match next {
+            Next::Free => {}
+            Next::Bad => bad.add(n),
+            _ => {
+                allocated += 1;
+                if !used.get(n) {
+                    lost.add(n);
                 }
             }
-        }
+        })?;
+        self.used = used;
         self.allocated = allocated;
         self.tallies(lost, bad, None);
         let clean_bit = match self.geometry.kind {
@@ -146,7 +181,13 @@ impl<D: BlockIo + ?Sized> Model<'_, '_, D> {
             });
             return Ok(());
         }
-        let (mut lost, mut clear, mut bad) = (Tally::default(), Tally::default(), Tally::default());
+        let mut bad = Tally::default();
+        self.stream_fat(&mut |n, next| {
+            if next == Next::Bad {
+                bad.add(n);
+            }
+        })?;
+        let (mut lost, mut clear) = (Tally::default(), Tally::default());
         let mut allocated = 0u64;
         let mut reader = ChainReader::new(Source::Chain(first), need);
         let mut cluster = 2u32;
@@ -159,13 +200,16 @@ impl<D: BlockIo + ?Sized> Model<'_, '_, D> {
                     }
                     let marked = byte >> bit & 1 != 0;
                     allocated += u64::from(marked);
-                    // A bad cluster is neither lost nor in use.
-                    let is_bad = self.fat.next(self.r, cluster)? == Next::Bad;
-                    match (marked, self.used.get(cluster), is_bad) {
-                        (_, _, true) => bad.add(cluster),
-                        (true, false, false) => lost.add(cluster),
-                        (false, true, false) => clear.add(cluster),
-                        _ => {}
+                    if marked != self.used.get(cluster)
+                        // A bad cluster is neither lost nor in use; its FAT
+                        // entry is read only for a mismatch (rare).
+                        && (bad.count == 0 || self.fat.next(self.r, cluster)? != Next::Bad)
+                    {
+                        if marked {
+                            lost.add(cluster);
+                        } else {
+                            clear.add(cluster);
+                        }
                     }
                     cluster += 1;
                 }
