@@ -478,3 +478,26 @@ fn garbage_is_an_error_not_a_panic() {
     )
     .is_err());
 }
+
+#[test]
+fn upcase_table_checksum() {
+    let mut disk = image(FsKind::Exfat);
+    let (m, _) = model(&mut disk);
+    let g = &m.geometry;
+    let RootDir::Cluster(root) = g.root else {
+        panic!("exFAT root")
+    };
+    let at = g.data_offset + u64::from(root - 2) * g.cluster_size;
+    let raw = bytes(&mut disk, at, usize::try_from(g.cluster_size).unwrap());
+    // The up-case entry (type 0x82): TableChecksum at bytes 4..8.
+    let i = raw.chunks_exact(32).position(|e| e[0] == 0x82).unwrap();
+    let e = at + 32 * i as u64;
+    let old = bytes(&mut disk, e + 4, 1)[0];
+    patch(&mut disk, e + 4, &[old ^ 1]);
+    let (m, _) = model(&mut disk);
+    assert!(
+        matches!(&m.findings[..], [Finding::UpcaseTable { why }] if why.starts_with("TableChecksum")),
+        "{:?}",
+        m.findings
+    );
+}

@@ -3,6 +3,7 @@
 //! entry at a time, each entry set handed to the visitor with its position.
 
 use mkfs_alloc_blockio::BlockIo;
+use mkfs_alloc_ondisk::exfat::upcase::checksum32;
 use mkfs_alloc_ondisk::exfat::UpcaseTable;
 
 use super::entries::{Entries, ExfatEntries, FatEntries, Found};
@@ -40,6 +41,9 @@ struct Marked {
 
 /// A first cluster and a length in bytes.
 type Extent = (u32, u64);
+
+/// Where the up-case table is, and its TableChecksum.
+type Upcase = (Extent, u32);
 
 /// A directory waiting to be read.
 struct Pending {
@@ -144,7 +148,7 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
             self.mark(&|| "allocation bitmap".into(), first, false, Some(len))?;
         }
         let table = match upcase {
-            Some((first, len)) => self.read_upcase(first, len)?,
+            Some(((first, len), checksum)) => self.read_upcase(first, len, checksum)?,
             None => {
                 self.find(Finding::UpcaseTable {
                     why: "the root directory has no up-case table entry".into(),
@@ -180,12 +184,12 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
     }
 
     /// The active allocation bitmap and the up-case table (first cluster,
-    /// length) from the root directory.
+    /// length; the table's TableChecksum) from the root directory.
     fn root_system_entries(
         &mut self,
         root: Source,
         active: u64,
-    ) -> Result<(Option<Extent>, Option<Extent>), InspectError> {
+    ) -> Result<(Option<Extent>, Option<Upcase>), InspectError> {
         let (mut bitmap, mut upcase) = (None, None);
         let mut d = Disk {
             r: self.r,
@@ -205,8 +209,8 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
                 ExfatItem::Upcase {
                     first_cluster,
                     data_length,
-                    ..
-                } if upcase.is_none() => upcase = Some((first_cluster, data_length)),
+                    checksum,
+                } if upcase.is_none() => upcase = Some(((first_cluster, data_length), checksum)),
                 _ => {}
             }
             false
@@ -215,8 +219,13 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
     }
 
     /// Marks the up-case table's chain and reads it (at most 256 KiB: the
-    /// uncompressed table is 128 KiB).
-    fn read_upcase(&mut self, first: u32, len: u64) -> Result<UpcaseTable, InspectError> {
+    /// uncompressed table is 128 KiB), checking its TableChecksum.
+    fn read_upcase(
+        &mut self,
+        first: u32,
+        len: u64,
+        stored: u32,
+    ) -> Result<UpcaseTable, InspectError> {
         self.mark(&|| "up-case table".into(), first, false, Some(len))?;
         let limit = len.min(256 << 10);
         let mut reader = ChainReader::new(Source::Chain(first), limit);
@@ -229,6 +238,12 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
                 Err(InspectError::Chain { .. }) => break,
                 Err(e) => return Err(e),
             }
+        }
+        let computed = checksum32(&bytes);
+        if bytes.len() as u64 == len && computed != stored {
+            self.find(Finding::UpcaseTable {
+                why: format!("TableChecksum is {stored:#010x}, the table's is {computed:#010x}"),
+            });
         }
         Ok(UpcaseTable::from_compressed(&bytes).unwrap_or_else(|| {
             self.find(Finding::UpcaseTable {
