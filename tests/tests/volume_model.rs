@@ -376,6 +376,13 @@ fn fat_case(bits: u8, size: u64, spc: u32, partition: bool) {
         true,
         |c| eoc(c, 1),
     );
+    // /Docs/Sub's `..` names itself instead of /Docs.
+    let sub = sets["/Docs/Sub"].clone();
+    damaged(&tmp, &img, (offset, Fsck::Fat), "dot_entry", true, |c| {
+        let at = g.data_offset + u64::from(sub.first_cluster - 2) * g.cluster_size;
+        let lo = u16::try_from(sub.first_cluster & 0xFFFF).expect("fits");
+        patch(c, at + 32 + 26, &lo.to_le_bytes());
+    });
     let dirty_at = offset + if g.kind == FsKind::Fat32 { 65 } else { 37 };
     damaged(&tmp, &img, (offset, Fsck::Fat), "dirty", true, |c| {
         patch(c, dirty_at, &[0x01])

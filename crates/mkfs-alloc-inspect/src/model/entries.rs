@@ -54,9 +54,20 @@ pub(super) trait Entries {
     fn ended(&self) -> bool;
 }
 
+/// The first clusters a FAT subdirectory's `.` and `..` entries must name
+/// (fatgen103 §6.7: `..` names 0 when the parent is the root).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Dots {
+    pub(super) own: u32,
+    pub(super) parent: u32,
+}
+
 /// FAT12/16/32 entries.
 pub(super) struct FatEntries {
     parser: FatDirParser,
+    dots: Option<Dots>,
+    /// FAT32's root cluster, which some writers put in `..` instead of 0.
+    root_cluster: u32,
     /// The first long-name entry of the run before the next short entry,
     /// and the run's length.
     run: Option<((Option<u32>, u64), u32)>,
@@ -64,9 +75,11 @@ pub(super) struct FatEntries {
 }
 
 impl FatEntries {
-    pub(super) fn new(fat32: bool) -> Self {
+    pub(super) fn new(fat32: bool, dots: Option<Dots>, root_cluster: u32) -> Self {
         FatEntries {
             parser: FatDirParser::new(fat32),
+            dots,
+            root_cluster,
             run: None,
             items: Vec::new(),
         }
@@ -112,6 +125,7 @@ impl Entries for FatEntries {
             };
             let run = self.run.take();
             if entry.is_dot() {
+                findings.extend(check_dot(self.dots, self.root_cluster, &entry, dir));
                 continue;
             }
             let pos = match run {
@@ -133,6 +147,25 @@ impl Entries for FatEntries {
     fn ended(&self) -> bool {
         self.parser.ended()
     }
+}
+
+/// A `.` that does not name its own directory, a `..` that does not name
+/// the parent (`root_cluster` is accepted for 0).
+fn check_dot(
+    dots: Option<Dots>,
+    root_cluster: u32,
+    e: &crate::fat::FatEntry,
+    dir: &str,
+) -> Option<Finding> {
+    let d = dots?;
+    let expected = if e.name == "." { d.own } else { d.parent };
+    let root_alias = e.name == ".." && d.parent == 0 && e.first_cluster == root_cluster;
+    (e.first_cluster != expected && !root_alias).then(|| Finding::DotEntry {
+        dir: dir.to_string(),
+        name: e.name.clone(),
+        first: e.first_cluster,
+        expected,
+    })
 }
 
 /// exFAT entries.

@@ -112,6 +112,17 @@ pub enum Finding {
         /// Absolute byte offset of the entry where the mismatch showed.
         offset: u64,
     },
+    /// A FAT subdirectory's `.` or `..` names the wrong first cluster.
+    DotEntry {
+        /// The directory.
+        dir: String,
+        /// `.` or `..`.
+        name: String,
+        /// The first cluster it names.
+        first: u32,
+        /// The one it must name (`..` of a child of the root: 0).
+        expected: u32,
+    },
     /// A directory that cannot be read.
     UnreadableDirectory {
         /// Its path.
@@ -185,6 +196,7 @@ impl Finding {
             Finding::NameHash { .. } => "name_hash",
             Finding::DamagedEntry { .. } => "damaged_entry",
             Finding::LongName { .. } => "long_name",
+            Finding::DotEntry { .. } => "dot_entry",
             Finding::UnreadableDirectory { .. } => "unreadable_directory",
             Finding::LostClusters { .. } => "lost_clusters",
             Finding::BitmapClear { .. } => "bitmap_clear",
@@ -248,6 +260,15 @@ impl fmt::Display for Finding {
             Finding::LongName { dir, offset } => write!(
                 f,
                 "{dir}: long file name entries do not match their short entry (checksum or order) at byte {offset}"
+            ),
+            Finding::DotEntry {
+                dir,
+                name,
+                first,
+                expected,
+            } => write!(
+                f,
+                "{dir}: '{name}' starts at cluster {first}, but it must point to cluster {expected}"
             ),
             Finding::UnreadableDirectory { path, why } => write!(f, "{path}: {why}; not read"),
             Finding::LostClusters { count, first } => write!(

@@ -501,3 +501,29 @@ fn upcase_table_checksum() {
         m.findings
     );
 }
+
+#[test]
+fn dot_entries_name_their_directories() {
+    for fs in [FsKind::Fat32, FsKind::Fat16] {
+        let mut disk = image(fs);
+        let (m, sets) = model(&mut disk);
+        let d = set(&sets, "/dir");
+        let g = &m.geometry;
+        let at = g.data_offset + u64::from(d.first_cluster - 2) * g.cluster_size;
+        assert_eq!(bytes(&mut disk, at, 2), b". ");
+        // `..` of a child of the root names 0; make it name the directory.
+        let lo = u16::try_from(d.first_cluster).unwrap();
+        patch(&mut disk, at + 32 + 26, &lo.to_le_bytes());
+        let (m, _) = model(&mut disk);
+        assert_eq!(
+            m.findings,
+            vec![Finding::DotEntry {
+                dir: "/dir".into(),
+                name: "..".into(),
+                first: d.first_cluster,
+                expected: 0
+            }],
+            "{fs:?}"
+        );
+    }
+}

@@ -6,7 +6,7 @@ use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_ondisk::exfat::upcase::checksum32;
 use mkfs_alloc_ondisk::exfat::UpcaseTable;
 
-use super::entries::{Entries, ExfatEntries, FatEntries, Found};
+use super::entries::{Dots, Entries, ExfatEntries, FatEntries, Found};
 use super::{ClusterBits, EntrySet, Finding, Geometry, ModelOptions, VolumeModel};
 use crate::chain::{Chain, ChainReader, Fat, Geo, Source, Step};
 use crate::error::InspectError;
@@ -51,6 +51,23 @@ struct Pending {
     src: Source,
     limit: u64,
     depth: u32,
+    /// What its FAT `..` entry must say: the parent's first cluster, 0 when
+    /// the parent is the root.
+    parent: u32,
+}
+
+impl Pending {
+    /// For a FAT subdirectory: the first clusters its `.` and `..` entries
+    /// must name.
+    fn dots(&self) -> Option<Dots> {
+        let (Source::Chain(own) | Source::Contiguous(own)) = self.src else {
+            return None;
+        };
+        (self.depth > 0).then_some(Dots {
+            own,
+            parent: self.parent,
+        })
+    }
 }
 
 impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
@@ -126,8 +143,17 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
             src: root,
             limit,
             depth: 0,
+            parent: 0,
         };
-        self.walk(root, &mut || FatEntries::new(fat32), visit)?;
+        let root_cluster = match self.geometry.root {
+            super::RootDir::Cluster(c) => c,
+            super::RootDir::Fixed { .. } => 0,
+        };
+        self.walk(
+            root,
+            &mut |d: &Pending| FatEntries::new(fat32, d.dots(), root_cluster),
+            visit,
+        )?;
         self.fat_pass()?;
         if self.geometry.fat_count > 1 {
             self.compare_fat_copies()?;
@@ -168,8 +194,9 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
                 .saturating_mul(self.geo.cluster_size)
                 .min(MAX_DIR_BYTES),
             depth: 0,
+            parent: 0,
         };
-        self.walk(root, &mut || ExfatEntries::new(&table), visit)?;
+        self.walk(root, &mut |_: &Pending| ExfatEntries::new(&table), visit)?;
         match bitmap {
             Some((first, len)) => self.bitmap_pass(first, len),
             None => {
@@ -369,13 +396,13 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
     fn walk<E: Entries>(
         &mut self,
         root: Pending,
-        entries: &mut dyn FnMut() -> E,
+        entries: &mut dyn FnMut(&Pending) -> E,
         visit: &mut dyn FnMut(&EntrySet),
     ) -> Result<(), InspectError> {
         let mut stack = vec![root];
         while let Some(dir) = stack.pop() {
             let path = dir.path.text();
-            let mut e = entries();
+            let mut e = entries(&dir);
             match self.read_dir(&dir, &path, &mut e, &mut stack, visit) {
                 Err(InspectError::Chain { problem, .. }) => {
                     self.find(Finding::BrokenChain {
@@ -495,6 +522,7 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
                 },
                 limit: bytes.min(f.size.unwrap_or(u64::MAX)).min(max),
                 depth: dir.depth + 1,
+                parent: dir.dots().map_or(0, |d| d.own),
             });
         }
         Ok(())
