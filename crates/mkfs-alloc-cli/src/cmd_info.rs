@@ -10,8 +10,8 @@ use mkfs_alloc::layout::sd::{sd_layout, SdLayout, SD_SECTOR};
 use mkfs_alloc::layout::units::{format_count, format_size};
 use mkfs_alloc::layout::waste::{waste_percent, WASTE_DEFINITION};
 use mkfs_alloc_inspect::{
-    inspect, AnyFs, FileStats, FsKind, InspectOptions, ReadOnlyFile, Report, TableKind, Volume,
-    ALIGN_BOUNDARY,
+    inspect, read_volume, AnyFs, FileStats, Finding, FsKind, InspectOptions, ModelOptions,
+    ReadOnlyFile, Report, TableKind, Volume, ALIGN_BOUNDARY,
 };
 use std::io::ErrorKind;
 use std::path::PathBuf;
@@ -59,6 +59,7 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
     };
     let report = inspect(&mut dev, &opts)
         .map_err(|e| Failure::Io(anyhow!(e).context(format!("reading {}", path.display()))))?;
+    let findings = model_findings(&mut dev, &report);
 
     let errors: Vec<String> = report
         .errors()
@@ -81,6 +82,14 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
                 "target".into(),
                 serde_json::Value::String(path.display().to_string()),
             );
+            if let Some(vols) = obj.get_mut("volumes").and_then(|v| v.as_array_mut()) {
+                for (vol, f) in vols.iter_mut().zip(&findings) {
+                    if let Some(vol) = vol.as_object_mut() {
+                        vol.insert("findings".into(), findings_json(f));
+                        vol.insert("findings_dropped".into(), serde_json::json!(f.dropped));
+                    }
+                }
+            }
             if let Some(e) = &failure {
                 obj.insert(
                     "error".into(),
@@ -92,7 +101,7 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
         outln!("{v:#}");
         return failure.map_or(Ok(()), |e| Err(Failure::IoInReport(e)));
     }
-    print_text(&path.display().to_string(), &report);
+    print_text(&path.display().to_string(), &report, &findings);
     if let Some(sd) = &sd {
         outln!();
         outln!(
@@ -190,7 +199,48 @@ fn place(offset: u64) -> String {
     )
 }
 
-fn print_text(target: &str, r: &Report) {
+/// What the volume model found in each volume of the report (none for a
+/// volume that is not FAT or exFAT, or whose boot region the report already
+/// calls unusable).
+struct VolumeFindings {
+    findings: Vec<Finding>,
+    dropped: u64,
+}
+
+/// Reads every FAT and exFAT volume of the report into the volume model
+/// and keeps its findings; a volume the model cannot read has none (the
+/// report has its error).
+fn model_findings(dev: &mut ReadOnlyFile, report: &Report) -> Vec<VolumeFindings> {
+    report
+        .volumes
+        .iter()
+        .map(|v| {
+            let model = v.ours().and_then(|_| {
+                read_volume(dev, v.start, v.size, &ModelOptions::default(), &mut |_| {}).ok()
+            });
+            VolumeFindings {
+                dropped: model.as_ref().map_or(0, |m| m.findings_dropped),
+                findings: model.map(|m| m.findings).unwrap_or_default(),
+            }
+        })
+        .collect()
+}
+
+/// `[{"kind": "cross_linked", "message": "...", "refuses_change": true}]`.
+fn findings_json(f: &VolumeFindings) -> serde_json::Value {
+    f.findings
+        .iter()
+        .map(|x| {
+            serde_json::json!({
+                "kind": x.kind(),
+                "message": x.to_string(),
+                "refuses_change": x.refuses_change(),
+            })
+        })
+        .collect()
+}
+
+fn print_text(target: &str, r: &Report, findings: &[VolumeFindings]) {
     let t = &r.partition_table;
     let table = match (t.kind, &t.disk_id) {
         (TableKind::None, _) => "none".to_string(),
@@ -223,14 +273,14 @@ fn print_text(target: &str, r: &Report) {
     }
     for (i, v) in r.volumes.iter().enumerate() {
         outln!();
-        print_volume(i + 1, v);
+        print_volume(i + 1, v, findings.get(i));
     }
     if r.volumes.is_empty() {
         outln!("no volume found");
     }
 }
 
-fn print_volume(n: usize, v: &Volume) {
+fn print_volume(n: usize, v: &Volume, findings: Option<&VolumeFindings>) {
     let whereabouts = match v.partition {
         Some(p) => format!("partition {p}"),
         None => "whole medium".to_string(),
@@ -299,6 +349,14 @@ fn print_volume(n: usize, v: &Volume) {
     }
     for w in &v.warnings {
         outln!("  warning: {w}");
+    }
+    if let Some(f) = findings {
+        for x in &f.findings {
+            outln!("  finding: {x}");
+        }
+        if f.dropped > 0 {
+            outln!("  finding: ... and {} more", format_count(f.dropped));
+        }
     }
     if let Some(e) = &v.error {
         outln!("  error: {e}");

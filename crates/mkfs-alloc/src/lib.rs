@@ -88,7 +88,9 @@
 //! Features: `populate` (off by default) brings the `populate` module and
 //! `MediumPlan::populate` (the `mkfs-alloc-populate` crate, without the
 //! parallel scan's rayon); `testing` re-exports the block-I/O test doubles
-//! (`FaultyIo`, `Counting`) for embedders' own crash tests.
+//! (`FaultyIo`, `Counting`) for embedders' own crash tests; `inspect` brings
+//! the `inspect` module (reading existing volumes: the report `info` prints
+//! and the whole-volume model).
 
 #![warn(clippy::missing_errors_doc)]
 
@@ -97,6 +99,8 @@ mod error;
 mod extents;
 #[cfg(feature = "populate")]
 mod fit;
+#[cfg(feature = "inspect")]
+pub mod inspect;
 mod options;
 mod plan;
 #[cfg(feature = "populate")]

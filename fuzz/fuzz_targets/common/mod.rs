@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use mkfs_alloc_blockio::MemDisk;
-use mkfs_alloc_inspect::{inspect, InspectOptions, Limits};
+use mkfs_alloc_inspect::{inspect, read_volumes, Finding, InspectOptions, Limits, ModelOptions};
 use mkfs_alloc_layout::{
     plan, write_volume, ClusterChoice, FormatOptions, FsChoice, FsKind, Medium,
 };
@@ -112,5 +112,29 @@ pub fn inspect_checked(img: Vec<u8>) {
         if v.warnings.iter().any(|w| w.ends_with("; not read")) {
             assert!(!f.complete, "a directory was not read: {v:?}");
         }
+    }
+    model_checked(&mut disk);
+}
+
+/// The whole-volume model of the same image: no panic, the cluster bits and
+/// findings within their bounds, the refusal predicate consistent.
+fn model_checked(disk: &mut MemDisk) {
+    let opts = ModelOptions {
+        limits: Limits {
+            max_warnings: 10,
+            ..Limits::default()
+        },
+    };
+    let mut sets = 0u64;
+    let Ok(models) = read_volumes(disk, &opts, &mut |_| sets += 1) else {
+        return;
+    };
+    for m in models.into_iter().flatten() {
+        let cc = u64::from(m.geometry.cluster_count);
+        assert!(m.used.count_set() <= cc, "{m:?}");
+        assert!(m.findings.len() <= 10, "{m:?}");
+        let refuses = m.findings.iter().any(Finding::refuses_change) || m.findings_dropped > 0;
+        assert_eq!(m.refused(), refuses, "{m:?}");
+        assert!(m.files + m.dirs <= sets, "{m:?}");
     }
 }

@@ -439,3 +439,39 @@ fn completions_for_four_shells() {
         assert!(text.contains(".TH"), "{page}: not a man page");
     }
 }
+
+/// `info` reports what the volume model finds: a `findings` list on each
+/// volume of `info --json` (empty on a clean volume) and a `finding:` line
+/// per finding in the text; the exit code and the other fields stay.
+#[test]
+fn info_reports_the_volume_models_findings() {
+    let tmp = TempDir::new("info-findings");
+    let img = tmp.join("a.img");
+    let img_s = img.to_string_lossy().into_owned();
+    mkfs_alloc(&["--fs", "exfat", "--size", "64M", &img_s]).assert_success();
+    let out = mkfs_alloc(&["info", "--json", &img_s]);
+    out.assert_success();
+    let doc = one_document(&out);
+    assert_eq!(
+        doc["volumes"][0]["findings"],
+        serde_json::json!([]),
+        "{out}"
+    );
+    // VolumeDirty (byte 106, bit 1; outside the boot checksum).
+    let mut bytes = std::fs::read(&img).expect("read");
+    bytes[106] |= 0x02;
+    std::fs::write(&img, &bytes).expect("write");
+    let out = mkfs_alloc(&["info", "--json", &img_s]);
+    out.assert_success();
+    let doc = one_document(&out);
+    let f = &doc["volumes"][0]["findings"];
+    assert_eq!(f[0]["kind"], "dirty", "{out}");
+    assert_eq!(f[0]["refuses_change"], true, "{out}");
+    assert!(doc["volumes"][0]["cluster_size"].is_u64(), "{out}");
+    let out = mkfs_alloc(&["info", &img_s]);
+    out.assert_success();
+    assert!(
+        out.stdout.contains("  finding: VolumeDirty is set"),
+        "{out}"
+    );
+}

@@ -1,0 +1,46 @@
+//! Reading existing volumes (the `inspect` feature): the inspector's report
+//! ([`inspect()`](fn@inspect), what `mkfs-alloc info` prints) and the whole-volume model
+//! ([`read_volume`]: geometry, a bit per cluster, every chain and entry set
+//! with its position, and typed [`Finding`]s), which changes of a volume in
+//! place check before their first write ([`VolumeModel::refused`]).
+//!
+//! A formatted image read back, then damaged (VolumeDirty set):
+//!
+//! ```
+//! use mkfs_alloc::blockio::{BlockIo, MemDisk};
+//! use mkfs_alloc::inspect::{read_volume, Finding, ModelOptions};
+//! use mkfs_alloc::layout::FsKind;
+//! use mkfs_alloc::MediumOptions;
+//!
+//! let mut disk = MemDisk::new(512, 64 * 2048)?; // 64 MiB
+//! let plan = MediumOptions::new().fs(FsKind::Exfat).cluster_size(4096).plan_for(&disk)?;
+//! plan.format(&mut disk, &mut |_, _| {})?;
+//!
+//! let size = disk.num_blocks() * 512;
+//! let mut paths = Vec::new();
+//! let model = read_volume(&mut disk, 0, size, &ModelOptions::default(), &mut |set| {
+//!     paths.push(set.path.clone())
+//! })?;
+//! assert_eq!(model.geometry.cluster_size, 4096);
+//! assert!(model.findings.is_empty() && !model.refused());
+//! assert!(paths.is_empty()); // a fresh volume holds no files
+//! // 1 bit per cluster: the model's only per-cluster memory.
+//! assert_eq!(model.used.memory_bytes() as u64, u64::from(model.geometry.cluster_count).div_ceil(64) * 8);
+//!
+//! // Byte 106 of the boot sector holds VolumeFlags; bit 1 is VolumeDirty.
+//! let mut s0 = vec![0u8; 512];
+//! disk.read_blocks(0, &mut s0)?;
+//! s0[106] |= 0x02;
+//! disk.write_blocks(0, &s0)?;
+//! let model = read_volume(&mut disk, 0, size, &ModelOptions::default(), &mut |_| {})?;
+//! assert!(matches!(model.refusal(), Some(Finding::Dirty { .. })));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub use mkfs_alloc_inspect::model::{
+    ClusterBits, DirtyMark, EntryPos, EntrySet, Geometry, RootDir,
+};
+pub use mkfs_alloc_inspect::{
+    inspect, read_volume, read_volumes, ChainProblem, Finding, InspectError, InspectOptions,
+    Limits, ModelOptions, ReadOnlyFile, Report, Volume, VolumeModel,
+};
