@@ -13,8 +13,8 @@
 //! use mkfs_alloc::MediumOptions;
 //!
 //! let mut disk = MemDisk::new(512, 64 * 2048)?; // 64 MiB
-//! let plan = MediumOptions::new().fs(FsKind::Exfat).cluster_size(4096).plan_for(&disk)?;
-//! plan.format(&mut disk, &mut |_, _| {})?;
+//! let mut plan = MediumOptions::new().fs(FsKind::Exfat).cluster_size(4096).plan_for(&disk)?;
+//! plan.format(&mut disk)?;
 //!
 //! let size = disk.num_blocks() * 512;
 //! let mut paths = Vec::new();
