@@ -5,11 +5,13 @@
 //!                                     ├─ ImageFile    (sparse image files)
 //!                                     ├─ Slice<D>     (a window of another BlockIo)
 //!                                     ├─ Counting<D>  (counters and an op log, tests)
-//!                                     └─ FaultyIo<D>  (fault injection, tests)
+//!                                     ├─ FaultyIo<D>  (fault injection, tests)
+//!                                     └─ PowerCutIo<D> (power loss: unflushed writes lost, tests)
 //! ```
 //!
-//! The two test doubles, `Counting` and `FaultyIo`, are built with the
-//! `testing` feature only (and for this crate's own tests).
+//! The test doubles, `Counting`, `FaultyIo` and `PowerCutIo` (with its
+//! sweep harness, `powercut::sweep`), are built with the `testing` feature
+//! only (and for this crate's own tests).
 //!
 //! Raw block devices (`Device`) live in the `mkfs-alloc-device` crate, so a
 //! user of this crate compiles no OS device code.
@@ -44,6 +46,8 @@ mod faulty;
 mod filecopy;
 mod image;
 mod mem;
+#[cfg(any(test, feature = "testing"))]
+pub mod powercut;
 pub mod range;
 mod slice;
 mod stats;
@@ -56,6 +60,8 @@ pub use faulty::{injected_fault, Fault, FaultyIo, InjectedFault};
 pub use filecopy::{CloneRefusal, CopyCounts, CopyError, CopyMode, FileCopier};
 pub use image::{ImageFile, ZeroMethod};
 pub use mem::MemDisk;
+#[cfg(any(test, feature = "testing"))]
+pub use powercut::{power_lost, CutReport, PowerCutIo, PowerLost};
 pub use slice::Slice;
 pub use stats::IoStats;
 pub use zeroed::{zero_blocks, Zeroed};

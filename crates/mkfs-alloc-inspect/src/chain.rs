@@ -251,6 +251,8 @@ pub(crate) struct ChainReader {
     clusters: u64,
     ended: bool,
     buf: Vec<u8>,
+    /// Where the last piece handed out starts on the medium.
+    at: u64,
 }
 
 impl ChainReader {
@@ -266,7 +268,19 @@ impl ChainReader {
             clusters: 0,
             ended: false,
             buf: Vec::new(),
+            at: 0,
         }
+    }
+
+    /// Where the last piece handed out lies: the cluster it is in (`None`
+    /// in a fixed region) and its absolute byte offset. A piece never
+    /// spans two clusters.
+    pub(crate) fn piece_at(&self) -> (Option<u32>, u64) {
+        let cluster = match self.src {
+            Source::Fixed(_) => None,
+            _ => self.cur,
+        };
+        (cluster, self.at)
     }
 
     /// Bytes handed out so far.
@@ -366,6 +380,7 @@ impl ChainReader {
         let n_usize = usize::try_from(n).unwrap_or(0);
         self.buf.resize(n_usize, 0);
         r.read_at("directory or bitmap data", offset, &mut self.buf)?;
+        self.at = offset;
         self.done += n;
         self.in_cluster += n;
         Ok(Some(&self.buf))

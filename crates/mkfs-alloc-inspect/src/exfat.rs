@@ -264,7 +264,7 @@ fn check_geometry(b: &BootSector, bps: u32, spc_shift: u8) -> Result<(), ParseEr
 }
 
 /// Reads the boot region at `start`, falling back to the backup.
-fn read_boot<D: BlockIo + ?Sized>(
+pub(crate) fn read_boot<D: BlockIo + ?Sized>(
     r: &mut Reader<'_, D>,
     start: u64,
     warnings: &mut Vec<String>,
@@ -371,7 +371,7 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
 
 /// Where the active FAT and the cluster heap are on the medium, for a
 /// volume at byte `start`; and which FAT is active (0 or 1).
-fn regions_of(b: &ExfatBoot, start: u64) -> (Geo, FatRegions, u64) {
+pub(crate) fn regions_of(b: &ExfatBoot, start: u64) -> (Geo, FatRegions, u64) {
     let bps = u64::from(b.sector_size);
     let active = if b.fat_count == 2 && b.volume_flags & 1 != 0 {
         1u64

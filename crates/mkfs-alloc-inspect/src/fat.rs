@@ -109,7 +109,7 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
 
 /// Where the first FAT and the data region are on the medium, for a volume
 /// at byte `start`.
-fn regions_of(b: &FatBoot, start: u64) -> (Geo, FatRegions) {
+pub(crate) fn regions_of(b: &FatBoot, start: u64) -> (Geo, FatRegions) {
     let bps = u64::from(b.sector_size);
     let geo = Geo {
         data_offset: start + b.data_sector * bps,
@@ -143,7 +143,7 @@ fn note_header(vol: &mut Volume, b: &FatBoot) {
 
 /// The FAT the volume uses: FAT32's `ExtFlags` may name one (mirroring
 /// off); a number past the FATs falls back to the first, with a warning.
-fn active_fat(vol: &mut Volume, b: &FatBoot) -> u32 {
+pub(crate) fn active_fat(vol: &mut Volume, b: &FatBoot) -> u32 {
     if b.kind != FsKind::Fat32 || b.ext_flags & 0x80 == 0 {
         return 0;
     }
@@ -161,7 +161,7 @@ fn active_fat(vol: &mut Volume, b: &FatBoot) -> u32 {
 
 /// The root directory: FAT32's cluster chain, or the fixed area after the
 /// FATs of FAT12/16.
-fn root_dir(b: &FatBoot, regions: &FatRegions) -> Pending {
+pub(crate) fn root_dir(b: &FatBoot, regions: &FatRegions) -> Pending {
     if b.kind == FsKind::Fat32 {
         Pending::root(
             Source::Chain(b.root_cluster),

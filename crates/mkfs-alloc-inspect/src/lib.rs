@@ -62,6 +62,7 @@ pub mod error;
 pub mod exfat;
 pub mod fat;
 mod io;
+pub mod model;
 pub mod partition;
 mod probe;
 mod report;
@@ -72,6 +73,7 @@ use mkfs_alloc_ondisk::probe::table;
 
 pub use error::{ChainProblem, InspectError, ParseError};
 pub use io::ReadOnlyFile;
+pub use model::{read_volume, read_volumes, Finding, ModelOptions, VolumeModel};
 pub use partition::read_partition_table;
 pub use report::{
     alignment_of, Alignment, AnyFs, AtClusterSize, FileEntry, FileStats, FsKind, Partition,

@@ -14,6 +14,10 @@
 //!
 //! A last test checks the CLI side: an I/O failure (ENOSPC on a tiny tmpfs)
 //! exits 1 and names the failing byte offset.
+//!
+//! `power_cut` (pure tier) drops the in-order model: at each cut a seeded
+//! subset of the unflushed blocks survives (`PowerCutIo`), and the format
+//! run again must give the uncut run's bytes.
 
 use mkfs_alloc::blockio::{
     injected_fault, Counting, Fault, FaultyIo, ImageFile, IoError, IoOp, LogEntry,
@@ -32,6 +36,7 @@ use mkfs_alloc_tests::{
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+mod power_cut;
 mod scenarios;
 
 /// The serial of every new file system; old ones get other serials.
