@@ -28,6 +28,7 @@ pub(super) struct Model<'a, 'r, D: BlockIo + ?Sized> {
     files: u64,
     dirs: u64,
     stopped: bool,
+    system: (Option<Extent>, Option<Extent>),
 }
 
 /// What marking a chain found.
@@ -76,6 +77,7 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
             files: 0,
             dirs: 0,
             stopped: false,
+            system: (None, None),
         }
     }
 
@@ -97,6 +99,8 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
             dirs: self.dirs,
             findings: self.findings,
             findings_dropped: self.dropped,
+            bitmap: self.system.0,
+            upcase: self.system.1,
         }
     }
 
@@ -140,6 +144,7 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
         visit: &mut dyn FnMut(&EntrySet),
     ) -> Result<(), InspectError> {
         let (bitmap, upcase) = self.root_system_entries(root, active)?;
+        self.system = (bitmap, upcase);
         if let Some((first, len)) = bitmap {
             self.mark(&|| "allocation bitmap".into(), first, false, Some(len))?;
         }
