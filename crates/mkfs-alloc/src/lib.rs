@@ -86,6 +86,7 @@ mod options;
 mod plan;
 #[cfg(feature = "populate")]
 mod populated;
+pub mod recluster;
 pub mod verify;
 mod write;
 
