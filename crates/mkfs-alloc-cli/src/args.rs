@@ -145,6 +145,8 @@ pub enum Command {
     Info(crate::cmd_info::InfoArgs),
     /// Is this stick as big as it says? Find counterfeit capacity (writes test blocks).
     Probe(crate::cmd_probe::ProbeArgs),
+    /// Change the cluster size of an exFAT volume that holds data, in place (safe against power loss).
+    Recluster(crate::cmd_recluster::ReclusterArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell).
     Completions(crate::completions::CompletionsArgs),
     /// Write the man pages into a directory (used by `cargo xtask man`).
@@ -159,13 +161,14 @@ pub const SUBCOMMANDS: &[&str] = &[
     "advise",
     "info",
     "probe",
+    "recluster",
     "completions",
     "man",
     "help",
 ];
 
 /// The commands with a `--json` of their own.
-const JSON_COMMANDS: &[&str] = &["list", "advise", "info", "probe"];
+const JSON_COMMANDS: &[&str] = &["list", "advise", "info", "probe", "recluster"];
 
 /// `--json` anywhere on the line: whether it was given (before a `--`), and
 /// the arguments with every `--json` put where the command takes it. Given
