@@ -4,6 +4,8 @@
 //! streamed, never held whole).
 
 use mkfs_alloc_blockio::{BlockIo, IoError};
+use zerocopy::little_endian::U32;
+use zerocopy::FromBytes;
 
 /// Bytes of a FAT window.
 const WINDOW: u64 = 64 << 10;
@@ -68,13 +70,11 @@ impl FatReader {
             read_at(dev, self.base + win, &mut self.buf)?;
             self.at = Some(win);
         }
-        let i = usize::try_from(pos - win).unwrap_or(usize::MAX);
-        Ok(self
-            .buf
-            .get(i..i + 4)
-            .and_then(|b| b.try_into().ok())
-            .map(u32::from_le_bytes)
-            .unwrap_or(0xFFFF_FFFF))
+        let i = usize::try_from((pos - win) / 4).unwrap_or(usize::MAX);
+        Ok(<[U32]>::ref_from_bytes(&self.buf)
+            .ok()
+            .and_then(|e| e.get(i))
+            .map_or(0xFFFF_FFFF, |e| e.get()))
     }
 }
 
@@ -127,9 +127,12 @@ impl FatWriter {
             read_at(dev, self.base + win, &mut self.buf)?;
             self.at = Some(win);
         }
-        let i = usize::try_from(pos - win).unwrap_or(usize::MAX);
-        if let Some(slot) = self.buf.get_mut(i..i + 4) {
-            slot.copy_from_slice(&value.to_le_bytes());
+        let i = usize::try_from((pos - win) / 4).unwrap_or(usize::MAX);
+        if let Some(slot) = <[U32]>::mut_from_bytes(&mut self.buf)
+            .ok()
+            .and_then(|e| e.get_mut(i))
+        {
+            *slot = U32::new(value);
             self.dirty = true;
         }
         Ok(())

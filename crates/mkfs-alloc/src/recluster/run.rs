@@ -3,9 +3,11 @@
 
 use mkfs_alloc_blockio::{BlockIo, IoError};
 use mkfs_alloc_ondisk::exfat::{
-    secondary_flags, set_checksum, BootSector, TYPE_BITMAP, TYPE_FILE, TYPE_FILE_NAME,
+    file_attributes, secondary_flags, set_checksum, BitmapEntry, BootSector, FileEntry,
+    StreamExtensionEntry, UpcaseEntry, TYPE_BITMAP, TYPE_FILE, TYPE_FILE_NAME,
     TYPE_STREAM_EXTENSION, TYPE_UPCASE,
 };
+use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::FromBytes;
 
 use super::disk::{read_at, write_at, FatReader, FatWriter};
@@ -15,20 +17,6 @@ use super::ReclusterError;
 
 /// Bytes of a directory entry.
 const ENTRY: usize = 32;
-/// FileAttributes' directory bit.
-const ATTR_DIRECTORY: u16 = 0x10;
-
-fn le32(b: &[u8], at: usize) -> u32 {
-    b.get(at..at + 4)
-        .and_then(|s| s.try_into().ok())
-        .map_or(0, u32::from_le_bytes)
-}
-
-fn le64(b: &[u8], at: usize) -> u64 {
-    b.get(at..at + 8)
-        .and_then(|s| s.try_into().ok())
-        .map_or(0, u64::from_le_bytes)
-}
 
 /// The job's writes before the switch, the switch, and the finish.
 pub(super) struct Executor<'p> {
@@ -166,13 +154,16 @@ impl Executor<'_> {
             match buf[i] {
                 0 => break,
                 TYPE_BITMAP => {
-                    buf[i + 20..i + 24].copy_from_slice(&p.bitmap.0.to_le_bytes());
-                    buf[i + 24..i + 32].copy_from_slice(&p.bitmap.1.to_le_bytes());
+                    if let Ok((e, _)) = BitmapEntry::mut_from_prefix(&mut buf[i..]) {
+                        e.first_cluster = U32::new(p.bitmap.0);
+                        e.data_length = U64::new(p.bitmap.1);
+                    }
                     i += ENTRY;
                 }
                 TYPE_UPCASE => {
-                    let c = p.translate(le32(buf, i + 20));
-                    buf[i + 20..i + 24].copy_from_slice(&c.to_le_bytes());
+                    if let Ok((e, _)) = UpcaseEntry::mut_from_prefix(&mut buf[i..]) {
+                        e.first_cluster = U32::new(p.translate(e.first_cluster.get()));
+                    }
                     i += ENTRY;
                 }
                 TYPE_FILE => {
@@ -202,12 +193,6 @@ impl Executor<'_> {
         path: &str,
     ) -> Result<(), ReclusterError> {
         let p = self.plan;
-        let s = ENTRY;
-        if set.get(s) != Some(&TYPE_STREAM_EXTENSION) {
-            return Err(ReclusterError::unsupported(format!(
-                "{path}: a file entry without its stream extension"
-            )));
-        }
         if let Some(t) = set
             .chunks_exact(ENTRY)
             .skip(2)
@@ -218,13 +203,24 @@ impl Executor<'_> {
                 "{path}: a secondary entry of type {t:#04x}"
             )));
         }
-        let attrs = u16::from_le_bytes([set[4], set[5]]);
-        let flags = set[s + 1];
-        let first = le32(set, s + 20);
-        let length = le64(set, s + 24);
+        let (file, rest) = set.split_at_mut(ENTRY);
+        let Ok((file, _)) = FileEntry::ref_from_prefix(file) else {
+            return Ok(());
+        };
+        let is_dir = file.file_attributes.get() & file_attributes::DIRECTORY != 0;
+        let stream = match StreamExtensionEntry::mut_from_prefix(rest) {
+            Ok((st, _)) if st.entry_type == TYPE_STREAM_EXTENSION => st,
+            _ => {
+                return Err(ReclusterError::unsupported(format!(
+                    "{path}: a file entry without its stream extension"
+                )))
+            }
+        };
+        let first = stream.first_cluster.get();
         if first != 0 {
-            let new_first = if attrs & ATTR_DIRECTORY != 0 {
-                set[s + 1] = flags & !secondary_flags::NO_FAT_CHAIN;
+            let flags = stream.general_secondary_flags;
+            let new_first = if is_dir {
+                stream.general_secondary_flags = flags & !secondary_flags::NO_FAT_CHAIN;
                 p.dirs
                     .iter()
                     .find(|d| d.old_first == first)
@@ -236,12 +232,15 @@ impl Executor<'_> {
                     })?
             } else {
                 let contiguous = flags & secondary_flags::NO_FAT_CHAIN != 0;
+                let length = stream.data_length.get();
                 self.translate_chain(dev, fat, old_fat, bits, (first, contiguous), length)?
             };
-            set[s + 20..s + 24].copy_from_slice(&new_first.to_le_bytes());
+            stream.first_cluster = U32::new(new_first);
         }
         let sum = set_checksum(set);
-        set[2..4].copy_from_slice(&sum.to_le_bytes());
+        if let Ok((file, _)) = FileEntry::mut_from_prefix(set) {
+            file.set_checksum = U16::new(sum);
+        }
         Ok(())
     }
 

@@ -42,6 +42,14 @@ pub(super) const MAGIC: [u8; 24] = *b"mkfs-alloc recluster v1\0";
 #[derive(Debug, Clone, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub(super) struct Intent {
+    body: IntentBody,
+    crc: U32,
+}
+
+/// What the intent record's CRC covers.
+#[derive(Debug, Clone, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct IntentBody {
     magic: [u8; 24],
     serial: U32,
     old_shift: u8,
@@ -55,7 +63,6 @@ pub(super) struct Intent {
     new_fat_length: U32,
     new_cluster_count: U32,
     new_root: U32,
-    crc: U32,
 }
 
 const _: () = assert!(core::mem::size_of::<Intent>() == 68);
@@ -74,7 +81,7 @@ impl Intent {
     /// The record of `plan` on a volume of serial `serial`.
     pub(super) fn of(plan: &Plan, serial: u32) -> Self {
         let s = plan.sector_size;
-        let mut i = Intent {
+        let body = IntentBody {
             magic: MAGIC,
             serial: U32::new(serial),
             old_shift: shift_of(plan.old.cluster_size, s),
@@ -88,38 +95,38 @@ impl Intent {
             new_fat_length: sectors(plan.new.fat_bytes, s),
             new_cluster_count: U32::new(plan.new.cluster_count),
             new_root: U32::new(plan.new.root_cluster),
-            crc: U32::new(0),
         };
-        i.crc = U32::new(CRC32.checksum(&i.as_bytes()[..64]));
-        i
+        let crc = U32::new(CRC32.checksum(body.as_bytes()));
+        Intent { body, crc }
     }
 
     /// The record in `sector`, if one is there and its CRC holds.
     pub(super) fn read(sector: &[u8]) -> Option<Self> {
         let (i, _) = Intent::read_from_prefix(sector).ok()?;
-        (i.magic == MAGIC && i.crc.get() == CRC32.checksum(&i.as_bytes()[..64])).then_some(i)
+        (i.body.magic == MAGIC && i.crc.get() == CRC32.checksum(i.body.as_bytes())).then_some(i)
     }
 
     /// The sector holding it (`size` bytes, zero after the record).
     pub(super) fn sector(&self, size: u32) -> Vec<u8> {
         let mut s = vec![0u8; usize::try_from(size).unwrap_or(512)];
-        s[..68].copy_from_slice(self.as_bytes());
+        let _ = self.write_to_prefix(&mut s);
         s
     }
 
     /// The new cluster size it names, in sectors' shift.
     pub(super) fn new_shift(&self) -> u8 {
-        self.new_shift
+        self.body.new_shift
     }
 
     /// True when `boot` is the boot sector this record's job writes.
     pub(super) fn is_new(&self, boot: &BootSector) -> bool {
-        boot.volume_serial_number == self.serial
-            && boot.sectors_per_cluster_shift == self.new_shift
-            && boot.fat_offset == self.new_fat_offset
-            && boot.fat_length == self.new_fat_length
-            && boot.cluster_count == self.new_cluster_count
-            && boot.first_cluster_of_root_directory == self.new_root
+        let b = &self.body;
+        boot.volume_serial_number == b.serial
+            && boot.sectors_per_cluster_shift == b.new_shift
+            && boot.fat_offset == b.new_fat_offset
+            && boot.fat_length == b.new_fat_length
+            && boot.cluster_count == b.new_cluster_count
+            && boot.first_cluster_of_root_directory == b.new_root
     }
 }
 
@@ -137,7 +144,7 @@ impl Region {
         let valid = BootSector::ref_from_prefix(&bytes).is_ok_and(|(b, _)| {
             b.file_system_name == FILE_SYSTEM_NAME
                 && (1usize << b.bytes_per_sector_shift) == s
-                && bytes.get(510..512) == Some(&[0x55, 0xAA][..])
+                && b.boot_signature.get() == 0xAA55
         }) && bytes.len() == 12 * s
             && stored_checksum(&bytes[11 * s..]) == Some(boot_checksum(&bytes[..11 * s]));
         Region { bytes, valid }
