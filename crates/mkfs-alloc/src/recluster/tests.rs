@@ -9,7 +9,6 @@
 use super::*;
 use mkfs_alloc_blockio::powercut::sweep::{Stage, Sweep};
 use mkfs_alloc_blockio::MemDisk;
-use mkfs_alloc_inspect::model::read_volume;
 use mkfs_alloc_layout::{plan as layout_plan, ClusterChoice, FormatOptions, FsKind, Medium, Prior};
 use mkfs_alloc_populate::{plan_tree, TimePolicy, Tree};
 use std::collections::BTreeMap;
@@ -29,6 +28,12 @@ fn content(path: &str, len: usize) -> Vec<u8> {
 
 /// The files of the test tree and their sizes.
 fn files(cluster: usize) -> Vec<(String, usize)> {
+    files_in(cluster, 0)
+}
+
+/// [`files`] plus one small file in each of `dirs` more directories (each
+/// directory is one more write of the job: more cut points).
+fn files_in(cluster: usize, dirs: usize) -> Vec<(String, usize)> {
     let mut v = vec![
         ("/readme.txt".to_string(), 100),
         ("/empty".to_string(), 0),
@@ -45,7 +50,73 @@ fn files(cluster: usize) -> Vec<(String, usize)> {
     for i in 0..12 {
         v.push((format!("/many/file-{i:02}.txt"), 700 * i + 1));
     }
+    for d in 0..dirs {
+        v.push((format!("/tree/d{:02}/x{d}.txt", d % 7), 10 + d));
+        v.push((format!("/tree/d{:02}/e{d}/y.txt", d % 7), 300 + d));
+    }
     v
+}
+
+/// How a test image is made.
+#[derive(Clone, Copy)]
+struct Shape {
+    size: u64,
+    cluster: u64,
+    sector: u32,
+    mbr: bool,
+    dirs: usize,
+}
+
+impl Shape {
+    fn files(&self) -> Vec<(String, usize)> {
+        files_in(usize::try_from(self.cluster).unwrap(), self.dirs)
+    }
+}
+
+/// A volume of `shape` through the facade (so with an MBR when asked),
+/// filled with its tree, the `frag-` files fragmented.
+fn shaped(shape: Shape) -> MemDisk {
+    use crate::populate::{TimePolicy as Tp, Tree as T};
+    use crate::MediumOptions;
+    let mut opts = MediumOptions::new()
+        .fs(FsKind::Exfat)
+        .cluster_size(shape.cluster)
+        .pinned(
+            7,
+            mkfs_alloc_layout::Timestamp {
+                secs: 1_700_000_000,
+                nanos: 0,
+            },
+        )
+        .sector_size(shape.sector)
+        .unwrap();
+    if shape.mbr {
+        opts = opts.table(mkfs_alloc_partition::TableKind::Mbr);
+    }
+    let mut disk = MemDisk::new(shape.sector, shape.size / u64::from(shape.sector)).unwrap();
+    let mut tree = T::new();
+    let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    for (path, len) in shape.files() {
+        tree.add_file(
+            &path,
+            std::io::Cursor::new(content(&path, len)),
+            len as u64,
+            t,
+        )
+        .unwrap();
+    }
+    let mut plan = opts
+        .plan_for(&disk)
+        .unwrap()
+        .populate(tree, Tp::default())
+        .unwrap();
+    plan.format(&mut disk, &mut |_, _| {}).unwrap();
+    for (path, _) in shape.files() {
+        if path.contains("frag-") {
+            fragment(&mut disk, &path);
+        }
+    }
+    disk
 }
 
 /// An exFAT volume of `size` bytes at `cluster`-byte clusters holding
@@ -78,12 +149,12 @@ fn image(size: u64, cluster: u64) -> MemDisk {
 
 fn model_of(disk: &MemDisk) -> Result<(VolumeModel, Vec<EntrySet>), InspectError> {
     let mut d = disk.clone();
-    let size = d.num_blocks() * 512;
     let mut sets = Vec::new();
-    let m = read_volume(&mut d, 0, size, &ModelOptions::default(), &mut |s| {
+    let mut vols = read_volumes(&mut d, &ModelOptions::default(), &mut |s| {
         sets.push(s.clone())
     })?;
-    Ok((m, sets))
+    assert_eq!(vols.len(), 1);
+    Ok((vols.remove(0)?, sets))
 }
 
 fn read(disk: &MemDisk, offset: u64, len: usize) -> Vec<u8> {
@@ -92,14 +163,12 @@ fn read(disk: &MemDisk, offset: u64, len: usize) -> Vec<u8> {
 }
 
 fn patch(disk: &mut MemDisk, offset: u64, new: &[u8]) {
-    let first = offset / 512;
-    let end = (offset + new.len() as u64).div_ceil(512);
-    let mut buf = read(
-        disk,
-        first * 512,
-        usize::try_from((end - first) * 512).unwrap(),
-    );
-    let skip = usize::try_from(offset - first * 512).unwrap();
+    let bs = u64::from(disk.block_size());
+    let first = offset / bs;
+    let end = (offset + new.len() as u64).div_ceil(bs);
+    let len = usize::try_from((end - first) * bs).unwrap();
+    let mut buf = read(disk, first * bs, len);
+    let skip = usize::try_from(offset - first * bs).unwrap();
     buf[skip..skip + new.len()].copy_from_slice(new);
     disk.write_blocks(first, &buf).unwrap();
 }
@@ -122,6 +191,7 @@ fn fragment(disk: &mut MemDisk, path: &str) {
     let keep = u32::try_from(s.clusters / 2).unwrap();
     let n = u32::try_from(s.clusters).unwrap();
     let dest = last_used + 3;
+    assert!(dest + n <= g.cluster_count + 1, "{g:?} {last_used}");
     let mut chain = Vec::new();
     for i in 0..n {
         let c = if i < keep {
@@ -201,20 +271,22 @@ fn contents(disk: &MemDisk) -> Result<(VolumeModel, BTreeMap<String, Vec<u8>>), 
 
 /// Checks that `disk` holds exactly the test tree; returns the model.
 fn check_files(disk: &MemDisk, cluster: usize) -> Result<VolumeModel, String> {
+    check_tree(disk, &files(cluster))
+}
+
+/// Checks that `disk` holds exactly `want`; returns the model.
+fn check_tree(disk: &MemDisk, want: &[(String, usize)]) -> Result<VolumeModel, String> {
     let (m, got) = contents(disk)?;
-    for (path, len) in files(cluster) {
-        match got.get(&path) {
-            Some(d) if *d == content(&path, len) => {}
+    for (path, len) in want {
+        let (path, len) = (path.as_str(), *len);
+        match got.get(path) {
+            Some(d) if *d == content(path, len) => {}
             Some(_) => return Err(format!("{path}: content differs")),
             None => return Err(format!("{path}: missing")),
         }
     }
-    if got.len() != files(cluster).len() {
-        return Err(format!(
-            "{} files, {} expected",
-            got.len(),
-            files(cluster).len()
-        ));
+    if got.len() != want.len() {
+        return Err(format!("{} files, {} expected", got.len(), want.len()));
     }
     Ok(m)
 }
@@ -373,4 +445,56 @@ fn power_cuts_at_every_write_leave_every_file_intact() {
     eprintln!("recluster sweep: {report}");
     assert_eq!(report.intact_after_rerun, report.trials);
     assert!(report.cut_points >= report.ops as usize);
+}
+
+/// A sweep over `shape`, 4 KiB clusters after; returns its report.
+fn sweep(shape: Shape, seeds: u64) -> mkfs_alloc_blockio::powercut::sweep::SweepReport {
+    let disk = shaped(shape);
+    let want = shape.files();
+    let job = |dev: &mut dyn BlockIo| recluster(dev, 4096).map(|_| ());
+    Sweep::new()
+        .seeds(seeds)
+        .run(&disk, job, |t| {
+            let m = check_tree(t.medium, &want)?;
+            if t.stage == Stage::AfterRerun
+                && (m.geometry.cluster_size != 4096 || !m.findings.is_empty())
+            {
+                return Err(format!("after the rerun: {:?}", m.findings));
+            }
+            Ok(true)
+        })
+        .unwrap()
+}
+
+#[test]
+fn power_cuts_in_a_tree_of_many_directories_inside_an_mbr_partition() {
+    let report = sweep(
+        Shape {
+            size: 16 << 20,
+            cluster: 16 << 10,
+            sector: 512,
+            mbr: true,
+            dirs: 40,
+        },
+        4,
+    );
+    eprintln!("recluster sweep, MBR, many directories: {report}");
+    assert_eq!(report.intact_after_rerun, report.trials);
+    assert!(report.cut_points > 50, "{report}");
+}
+
+#[test]
+fn power_cuts_with_4096_byte_sectors() {
+    let report = sweep(
+        Shape {
+            size: 16 << 20,
+            cluster: 64 << 10,
+            sector: 4096,
+            mbr: false,
+            dirs: 3,
+        },
+        6,
+    );
+    eprintln!("recluster sweep, 4 KiB sectors: {report}");
+    assert_eq!(report.intact_after_rerun, report.trials);
 }
