@@ -181,3 +181,28 @@ fn mkfs_exfat_filled_through_fuse_reclusters_to_4k() {
     assert!(std::fs::read(mnt.join("interleaved-b.bin")).expect("read") == b);
     m.unmount();
 }
+
+#[test]
+fn info_says_a_cut_recluster_is_unfinished_and_the_same_command_finishes_it() {
+    use mkfs_alloc_blockio::{ImageFile, PowerCutIo};
+    let tmp = TempDir::new("recluster-unfinished");
+    let img = our_image(&tmp);
+    let p = img.to_str().expect("utf-8");
+    {
+        // Power cut after the intent record and VolumeDirty are durable.
+        let mut cut = PowerCutIo::new(ImageFile::open(&img, 512).expect("open"), 6, 1);
+        assert!(mkfs_alloc::recluster::recluster(&mut cut, 4096).is_err());
+        drop(cut.into_surviving().expect("cut"));
+    }
+    let out = mkfs_alloc(&["info", p]);
+    assert!(
+        out.stdout
+            .contains("re-cluster to 4 KiB clusters is unfinished"),
+        "{out}"
+    );
+    mkfs_alloc(&["recluster", "--cluster", "4K", "--yes", "-q", p]).assert_success();
+    let out = mkfs_alloc(&["info", "--json", p]);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+    assert_eq!(v["recluster_unfinished"], serde_json::json!([]));
+    assert!(out.stdout.contains("4096"), "{out}");
+}

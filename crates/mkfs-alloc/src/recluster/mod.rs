@@ -259,6 +259,27 @@ pub fn run<D: BlockIo + ?Sized>(dev: &mut D, job: &Job) -> Result<(), ReclusterE
     }
 }
 
+/// The cluster size an unfinished re-cluster of the exFAT volume whose
+/// cluster heap starts at absolute byte `heap` (sectors of `sector` bytes)
+/// goes to, from its intent record; `None` when there is no such job.
+/// What `info` asks to say "a re-cluster is unfinished: run ...".
+///
+/// # Errors
+///
+/// The read error.
+pub fn unfinished<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    heap: u64,
+    sector: u32,
+) -> Result<Option<u64>, IoError> {
+    if heap < u64::from(sector) || sector < 512 {
+        return Ok(None);
+    }
+    let mut s = vec![0u8; sector as usize];
+    disk::read_at(dev, heap - u64::from(sector), &mut s)?;
+    Ok(Intent::read(&s).map(|i| u64::from(sector) << i.new_shift()))
+}
+
 /// [`plan`] then [`run`]: the whole job, or what is left of it.
 ///
 /// # Errors

@@ -169,6 +169,11 @@ pub enum Refusal {
         need: u64,
         /// Bytes free between the old FAT and the heap.
         free: u64,
+        /// Old clusters at the heap's start the new FAT would cover (they
+        /// would have to move first).
+        clusters: u64,
+        /// Of those, the ones in use.
+        in_use: u64,
     },
     /// Too little free space for the new bitmap and the directory copies.
     TooLittleSpace {
@@ -210,9 +215,9 @@ impl fmt::Display for Refusal {
                 f,
                 "{clusters} clusters is more than exFAT's {MAX_CLUSTERS}"
             ),
-            Refusal::FatDoesNotFit { need, free } => write!(
+            Refusal::FatDoesNotFit { need, free, clusters, in_use } => write!(
                 f,
-                "the new FAT needs {need} bytes but only {free} are free between the old FAT and the cluster heap; moving the heap's first clusters is not supported yet"
+                "the new FAT needs {need} bytes but only {free} are free between the old FAT and the cluster heap: it would cover the heap's first {clusters} clusters ({in_use} in use), and moving them is not supported yet"
             ),
             Refusal::TooLittleSpace { need, free } => write!(
                 f,
@@ -328,9 +333,16 @@ pub fn plan_from(
     let intent_offset = old.heap_offset - sector;
     let gap_free = intent_offset.saturating_sub(old_fat_end);
     if new_fat_offset + new_fat_bytes > intent_offset {
+        let over = old_fat_end + new_fat_bytes + sector - old.heap_offset;
+        let clusters = over.div_ceil(old_c).min(u64::from(g.cluster_count));
+        let in_use = (0..clusters)
+            .filter(|&i| model.used.get(u32::try_from(i + 2).unwrap_or(u32::MAX)))
+            .count() as u64;
         return Err(Refusal::FatDoesNotFit {
             need: new_fat_bytes + sector,
             free: gap_free + sector,
+            clusters,
+            in_use,
         });
     }
     let new_count = u32::try_from(new_count).map_err(|_| Refusal::TooManyClusters {

@@ -498,3 +498,53 @@ fn power_cuts_with_4096_byte_sectors() {
     eprintln!("recluster sweep, 4 KiB sectors: {report}");
     assert_eq!(report.intact_after_rerun, report.trials);
 }
+
+#[test]
+fn a_cut_job_is_found_unfinished_until_it_is_run_again() {
+    use mkfs_alloc_blockio::PowerCutIo;
+    let disk = image(SIZE, OLD);
+    let heap = |d: &mut MemDisk| {
+        let (m, _) = model_of(d).unwrap();
+        m.geometry.data_offset
+    };
+    let mut d = disk.clone();
+    let h = heap(&mut d);
+    assert_eq!(unfinished(&mut d, h, 512).unwrap(), None);
+    // Cut after the intent record and VolumeDirty are flushed.
+    let mut cut = PowerCutIo::new(disk, 6, 1);
+    assert!(recluster(&mut cut, 4096).is_err());
+    let mut d = cut.into_surviving().unwrap();
+    assert_eq!(unfinished(&mut d, h, 512).unwrap(), Some(4096));
+    assert!(matches!(
+        plan(&mut d, 2048),
+        Err(ReclusterError::OtherJob { cluster: 4096 })
+    ));
+    assert_eq!(plan(&mut d, 4096).unwrap().step, Step::Redo);
+    recluster(&mut d, 4096).unwrap();
+    assert_eq!(unfinished(&mut d, h, 512).unwrap(), None);
+}
+
+#[test]
+fn a_new_fat_larger_than_the_gap_is_refused_with_what_would_move() {
+    // 600 MiB aligned to 1 MiB: a gap of about 1 MiB after the old FAT;
+    // at 512-byte clusters the new FAT needs about 4.7 MiB.
+    let shape = Shape {
+        size: 600 << 20,
+        cluster: 32 << 10,
+        sector: 512,
+        mbr: false,
+        dirs: 0,
+    };
+    let mut disk = shaped(shape);
+    match plan(&mut disk, 512) {
+        Err(ReclusterError::Refused(
+            r @ Refusal::FatDoesNotFit {
+                clusters, in_use, ..
+            },
+        )) => {
+            assert!(clusters > 0 && in_use > 0 && in_use <= clusters);
+            assert!(r.to_string().contains("not supported yet"), "{r}");
+        }
+        other => panic!("{:?}", other.map(|j| j.step)),
+    }
+}
