@@ -143,7 +143,7 @@ impl fmt::Display for Step {
 /// not supported, too little space), [`ReclusterError::OtherJob`],
 /// [`ReclusterError::NoVolume`], or the read error.
 pub fn plan<D: BlockIo + ?Sized>(dev: &mut D, cluster: u64) -> Result<Job, ReclusterError> {
-    let (model, sets) = read_one(dev)?;
+    let (model, dirs, file_sizes) = read_one(dev)?;
     let g = &model.geometry;
     if g.kind != mkfs_alloc_inspect::FsKind::Exfat {
         return Err(ReclusterError::Refused(Refusal::NotExfat { kind: g.kind }));
@@ -211,8 +211,15 @@ pub fn plan<D: BlockIo + ?Sized>(dev: &mut D, cluster: u64) -> Result<Job, Reclu
         None => false,
     };
     let root_clusters = root_chain_len(dev, &model)?;
-    let p = plan_from(&model, &sets, root_clusters, cluster, allow_dirty)
-        .map_err(ReclusterError::Refused)?;
+    let p = plan_from(
+        &model,
+        &dirs,
+        &file_sizes,
+        root_clusters,
+        cluster,
+        allow_dirty,
+    )
+    .map_err(ReclusterError::Refused)?;
     if let Some(i) = &intent {
         if *i != Intent::of(&p, job.serial) {
             return Err(ReclusterError::unsupported(
@@ -253,6 +260,11 @@ pub fn run<D: BlockIo + ?Sized>(dev: &mut D, job: &Job) -> Result<(), ReclusterE
                 plan,
                 old_region: job.old_region.clone(),
                 serial: job.serial,
+                dirs: plan
+                    .dirs
+                    .iter()
+                    .map(|d| (d.old_first, d.new_first))
+                    .collect(),
             }
             .run(dev)
         }
@@ -291,14 +303,21 @@ pub fn recluster<D: BlockIo + ?Sized>(dev: &mut D, cluster: u64) -> Result<Job, 
     Ok(job)
 }
 
-/// The model of the medium's one volume and its entry sets.
+/// The model of the medium's one volume, its directories' entry sets and
+/// its files' sizes.
 fn read_one<D: BlockIo + ?Sized>(
     dev: &mut D,
-) -> Result<(VolumeModel, Vec<EntrySet>), ReclusterError> {
-    let mut sets = Vec::new();
-    let mut vols = read_volumes(dev, &ModelOptions::default(), &mut |s| sets.push(s.clone()))?;
+) -> Result<(VolumeModel, Vec<EntrySet>, Vec<u64>), ReclusterError> {
+    let (mut dirs, mut sizes) = (Vec::new(), Vec::new());
+    let mut vols = read_volumes(dev, &ModelOptions::default(), &mut |s| {
+        if s.is_dir {
+            dirs.push(s.clone());
+        } else {
+            sizes.push(s.size);
+        }
+    })?;
     match vols.len() {
-        1 => Ok((vols.remove(0)?, sets)),
+        1 => Ok((vols.remove(0)?, dirs, sizes)),
         0 => Err(ReclusterError::NoVolume(
             "no exFAT or FAT volume on the medium".into(),
         )),

@@ -241,7 +241,8 @@ fn is_volume_dirty(f: &Finding) -> bool {
 }
 
 /// Plans the re-cluster of the volume `model` describes to `cluster`-byte
-/// clusters. `sets` are the entry sets its reading handed out, `root_clusters`
+/// clusters. `dirs` are the directories' entry sets its reading handed out
+/// and `file_sizes` the files' sizes (a file costs 8 bytes here), `root_clusters`
 /// the old clusters of the root directory's chain. `allow_dirty` accepts
 /// VolumeDirty (set by an unfinished run of this job).
 ///
@@ -250,7 +251,8 @@ fn is_volume_dirty(f: &Finding) -> bool {
 /// A [`Refusal`] with its reason.
 pub fn plan_from(
     model: &VolumeModel,
-    sets: &[EntrySet],
+    dirs_in: &[EntrySet],
+    file_sizes: &[u64],
     root_clusters: u64,
     cluster: u64,
     allow_dirty: bool,
@@ -291,7 +293,7 @@ pub fn plan_from(
             what: "a volume with two FATs (TexFAT)".into(),
         });
     }
-    let (Some(bitmap_old), Some(upcase)) = (model.bitmap, model.upcase) else {
+    let (Some(_), Some(upcase)) = (model.bitmap, model.upcase) else {
         return Err(Refusal::Unsupported {
             what: "a volume without a bitmap or up-case entry".into(),
         });
@@ -357,7 +359,7 @@ pub fn plan_from(
     };
     let need_total = per(bitmap_bytes) * cluster
         + root_clusters * old_c
-        + sets
+        + dirs_in
             .iter()
             .filter(|s| s.is_dir && s.first_cluster != 0)
             .map(|s| s.size.div_ceil(old_c) * old_c)
@@ -379,36 +381,31 @@ pub fn plan_from(
     });
     let (mut files, mut file_bytes, mut alloc_old, mut alloc_new) = (0u64, 0u64, 0u64, 0u64);
     let mut dir_bytes = root_bytes;
-    for s in sets {
-        if s.is_dir {
-            if s.first_cluster == 0 {
-                continue;
-            }
-            let bytes = s.size.div_ceil(old_c) * old_c;
-            let first = alloc
-                .run(per(bytes))
-                .ok_or_else(|| too_little(&alloc, need_total))?;
-            dir_bytes += bytes;
-            dirs.push(DirCopy {
-                path: s.path.clone(),
-                old_first: s.first_cluster,
-                old_contiguous: s.contiguous,
-                bytes,
-                new_first: first,
-            });
-        } else {
-            files += 1;
-            file_bytes += s.size;
-            alloc_old += s.size.div_ceil(old_c) * old_c;
-            alloc_new += per(s.size) * cluster;
-        }
+    for s in dirs_in.iter().filter(|s| s.is_dir && s.first_cluster != 0) {
+        let bytes = s.size.div_ceil(old_c) * old_c;
+        let first = alloc
+            .run(per(bytes))
+            .ok_or_else(|| too_little(&alloc, need_total))?;
+        dir_bytes += bytes;
+        dirs.push(DirCopy {
+            path: s.path.clone(),
+            old_first: s.first_cluster,
+            old_contiguous: s.contiguous,
+            bytes,
+            new_first: first,
+        });
+    }
+    for &size in file_sizes {
+        files += 1;
+        file_bytes += size;
+        alloc_old += size.div_ceil(old_c) * old_c;
+        alloc_new += per(size) * cluster;
     }
     let used_old = model.used.count_set();
     let free_before =
         (u64::from(g.cluster_count) - used_old.min(u64::from(g.cluster_count))) * old_c;
     let used_new = alloc_new / cluster + per(upcase.1) + per(bitmap_bytes) + dir_bytes / cluster;
     let free_after = (u64::from(new_count) - used_new.min(u64::from(new_count))) * cluster;
-    let _ = bitmap_old;
     let region = 12 * sector;
     Ok(Plan {
         volume_start: g.start,

@@ -25,6 +25,8 @@ pub(super) struct Executor<'p> {
     pub(super) old_region: Vec<u8>,
     /// The volume serial number.
     pub(super) serial: u32,
+    /// Each directory's first old cluster and its copy's first new one.
+    pub(super) dirs: std::collections::HashMap<u32, u32>,
 }
 
 impl Executor<'_> {
@@ -81,7 +83,6 @@ impl Executor<'_> {
         // The bitmap and the up-case table: contiguous, with FAT chains.
         let bm_clusters = u32::try_from(p.bitmap.1.div_ceil(cn)).unwrap_or(u32::MAX);
         run_chain(dev, &mut fat, &mut bits, p.bitmap.0, bm_clusters)?;
-        let up_first = p.translate(p.upcase.0);
         self.translate_chain(
             dev,
             &mut fat,
@@ -90,7 +91,6 @@ impl Executor<'_> {
             (p.upcase.0, false),
             p.upcase.1,
         )?;
-        let _ = up_first;
         for d in &p.dirs {
             let mut buf =
                 self.read_old(dev, &mut old_fat, d.old_first, d.old_contiguous, d.bytes)?;
@@ -192,7 +192,6 @@ impl Executor<'_> {
         set: &mut [u8],
         path: &str,
     ) -> Result<(), ReclusterError> {
-        let p = self.plan;
         if let Some(t) = set
             .chunks_exact(ENTRY)
             .skip(2)
@@ -221,15 +220,11 @@ impl Executor<'_> {
             let flags = stream.general_secondary_flags;
             let new_first = if is_dir {
                 stream.general_secondary_flags = flags & !secondary_flags::NO_FAT_CHAIN;
-                p.dirs
-                    .iter()
-                    .find(|d| d.old_first == first)
-                    .map(|d| d.new_first)
-                    .ok_or_else(|| {
-                        ReclusterError::unsupported(format!(
-                            "{path}: a directory not seen when planning"
-                        ))
-                    })?
+                self.dirs.get(&first).copied().ok_or_else(|| {
+                    ReclusterError::unsupported(format!(
+                        "{path}: a directory not seen when planning"
+                    ))
+                })?
             } else {
                 let contiguous = flags & secondary_flags::NO_FAT_CHAIN != 0;
                 let length = stream.data_length.get();
