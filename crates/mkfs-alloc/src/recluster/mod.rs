@@ -220,6 +220,13 @@ pub fn plan<D: BlockIo + ?Sized>(dev: &mut D, cluster: u64) -> Result<Job, Reclu
         allow_dirty,
     )
     .map_err(ReclusterError::Refused)?;
+    run::Executor {
+        plan: &p,
+        old_region: Vec::new(),
+        serial: job.serial,
+        dirs: std::collections::HashMap::new(),
+    }
+    .check(dev)?;
     if let Some(i) = &intent {
         if *i != Intent::of(&p, job.serial) {
             return Err(ReclusterError::unsupported(

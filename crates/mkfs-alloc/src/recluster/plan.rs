@@ -271,6 +271,15 @@ pub fn plan_from(
     if model.findings_dropped > 0 {
         return Err(Refusal::TooManyFindings);
     }
+    if let Some(f) = model
+        .findings
+        .iter()
+        .find(|f| matches!(f, Finding::BadClusters { .. }))
+    {
+        return Err(Refusal::Unsupported {
+            what: format!("a volume with bad clusters ({f})"),
+        });
+    }
     let sector = u64::from(g.sector_size);
     if !cluster.is_power_of_two() || cluster < sector || cluster > MAX_CLUSTER {
         return Err(Refusal::InvalidSize {

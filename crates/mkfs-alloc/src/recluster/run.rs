@@ -4,8 +4,8 @@
 use mkfs_alloc_blockio::{BlockIo, IoError};
 use mkfs_alloc_ondisk::exfat::{
     file_attributes, secondary_flags, set_checksum, BitmapEntry, BootSector, FileEntry,
-    StreamExtensionEntry, UpcaseEntry, TYPE_BITMAP, TYPE_FILE, TYPE_FILE_NAME,
-    TYPE_STREAM_EXTENSION, TYPE_UPCASE,
+    StreamExtensionEntry, UpcaseEntry, TYPE_BITMAP, TYPE_FILE, TYPE_FILE_NAME, TYPE_GUID,
+    TYPE_LABEL, TYPE_STREAM_EXTENSION, TYPE_UPCASE,
 };
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::FromBytes;
@@ -106,6 +106,20 @@ impl Executor<'_> {
         write_at(dev, self.new_cluster_at(p.bitmap.0), &bytes)?;
         let percent = bits.set * 100 / u64::from(p.new.cluster_count.max(1));
         Ok(u8::try_from(percent).unwrap_or(100))
+    }
+
+    /// Reads every directory and checks that each entry is one this job
+    /// rewrites or may copy as it is (no unknown entry that could hold an
+    /// allocation). Reads only: called when planning, so that such a volume
+    /// is refused before the first write.
+    pub(super) fn check<D: BlockIo + ?Sized>(&self, dev: &mut D) -> Result<(), ReclusterError> {
+        let p = self.plan;
+        let mut old_fat = FatReader::new(self.abs(p.old.fat_offset), p.old.fat_bytes);
+        for d in &p.dirs {
+            let buf = self.read_old(dev, &mut old_fat, d.old_first, d.old_contiguous, d.bytes)?;
+            check_entries(&buf, &d.path)?;
+        }
+        Ok(())
     }
 
     /// The old bytes of a directory (`bytes`, from `first`, chained or
@@ -285,6 +299,47 @@ impl Executor<'_> {
         }
         Ok(new_first)
     }
+}
+
+/// Checks one directory's entries: in-use primaries are the bitmap, the
+/// up-case table, the label, the volume GUID or file sets; a file set's
+/// secondaries are its stream extension and names, within the directory.
+fn check_entries(buf: &[u8], path: &str) -> Result<(), ReclusterError> {
+    let mut i = 0;
+    while i + ENTRY <= buf.len() {
+        let t = buf[i];
+        match t {
+            0 => break,
+            TYPE_FILE => {
+                let len = (usize::from(buf[i + 1]) + 1) * ENTRY;
+                let Some(set) = buf.get(i..i + len) else {
+                    return Err(ReclusterError::unsupported(format!(
+                        "{path}: an entry set that runs past the directory's end"
+                    )));
+                };
+                let mut types = set.chunks_exact(ENTRY).map(|e| e[0]).skip(1);
+                if types.next() != Some(TYPE_STREAM_EXTENSION) {
+                    return Err(ReclusterError::unsupported(format!(
+                        "{path}: a file entry without its stream extension"
+                    )));
+                }
+                if let Some(t) = types.find(|&t| t != TYPE_FILE_NAME) {
+                    return Err(ReclusterError::unsupported(format!(
+                        "{path}: a secondary entry of type {t:#04x}"
+                    )));
+                }
+                i += len;
+            }
+            TYPE_BITMAP | TYPE_UPCASE | TYPE_LABEL | TYPE_GUID => i += ENTRY,
+            t if t & 0x80 == 0 => i += ENTRY,
+            t => {
+                return Err(ReclusterError::unsupported(format!(
+                    "{path}: a directory entry of type {t:#04x}"
+                )))
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A chain of `k` consecutive new clusters from `first`, marked in `bits`.

@@ -548,3 +548,28 @@ fn a_new_fat_larger_than_the_gap_is_refused_with_what_would_move() {
         other => panic!("{:?}", other.map(|j| j.step)),
     }
 }
+
+#[test]
+fn an_unknown_entry_is_refused_before_the_first_write() {
+    let mut disk = image(SIZE, OLD);
+    let (m, _) = model_of(&disk).unwrap();
+    let g = &m.geometry;
+    let RootDir::Cluster(root) = g.root else {
+        panic!("exFAT has a root chain")
+    };
+    let at = g.data_offset + u64::from(root - 2) * g.cluster_size;
+    let root_bytes = read(&disk, at, usize::try_from(g.cluster_size).unwrap());
+    let free = root_bytes.chunks(32).position(|e| e[0] == 0).unwrap() as u64;
+    // A benign primary entry of a type this version does not know.
+    let mut e = [0u8; 32];
+    e[0] = 0xA1;
+    patch(&mut disk, at + 32 * free, &e);
+    let before = disk.as_bytes().to_vec();
+    match recluster(&mut disk, 4096) {
+        Err(ReclusterError::Refused(Refusal::Unsupported { what })) => {
+            assert!(what.contains("0xa1"), "{what}");
+        }
+        other => panic!("{:?}", other.map(|j| j.step)),
+    }
+    assert!(disk.as_bytes() == &before[..]);
+}
