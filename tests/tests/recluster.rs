@@ -148,6 +148,11 @@ fn mkfs_exfat_filled_through_fuse_reclusters_to_4k() {
             std::fs::write(&p, data).expect("write");
         }
         write_interleaved(&mnt, &a, &b, 256 << 10);
+        // In use (attached to a loop device, mounted): refused, unchanged.
+        let before = std::fs::read(&img).expect("read");
+        let p = img.to_str().expect("utf-8");
+        mkfs_alloc(&["recluster", "--cluster", "4K", "--yes", p]).assert_code(2);
+        assert!(std::fs::read(&img).expect("read") == before);
         m.unmount();
     }
     fsck_exfat_clean(&img);
