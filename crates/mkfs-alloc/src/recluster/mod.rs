@@ -201,15 +201,16 @@ pub fn plan<D: BlockIo + ?Sized>(dev: &mut D, cluster: u64) -> Result<Job, Reclu
         }
         return Ok(job);
     }
-    let allow_dirty = match &intent {
-        Some(i) if i.new_shift() != shift => {
-            return Err(ReclusterError::OtherJob {
-                cluster: u64::from(s) << i.new_shift(),
-            })
-        }
-        Some(_) => true,
-        None => false,
-    };
+    // A record is ours only if it was written for this old volume; a stale
+    // one (another volume once at this heap offset) is ignored and
+    // overwritten.
+    let ours = intent.as_ref().filter(|i| i.is_old(&mb));
+    if let Some(i) = ours.filter(|i| i.new_shift() != shift) {
+        return Err(ReclusterError::OtherJob {
+            cluster: u64::from(s) << i.new_shift(),
+        });
+    }
+    let allow_dirty = ours.is_some();
     let root_clusters = root_chain_len(dev, &model)?;
     let p = plan_from(
         &model,
@@ -227,16 +228,10 @@ pub fn plan<D: BlockIo + ?Sized>(dev: &mut D, cluster: u64) -> Result<Job, Reclu
         dirs: std::collections::HashMap::new(),
     }
     .check(dev)?;
-    if let Some(i) = &intent {
-        if *i != Intent::of(&p, job.serial) {
-            return Err(ReclusterError::unsupported(
-                "an intent record that does not match this volume's plan".into(),
-            ));
-        }
-        job.step = Step::Redo;
-    } else {
-        job.step = Step::Start;
-    }
+    // Before the switch the old volume is authoritative: a record whose new
+    // geometry differs from this plan (the volume was written to between
+    // the cut and this run) is simply written again with this plan.
+    job.step = if allow_dirty { Step::Redo } else { Step::Start };
     job.plan = Some(p);
     Ok(job)
 }

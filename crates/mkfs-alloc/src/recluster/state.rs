@@ -118,6 +118,17 @@ impl Intent {
         self.body.new_shift
     }
 
+    /// True when `boot` is the old volume this record's job started from.
+    pub(super) fn is_old(&self, boot: &BootSector) -> bool {
+        let b = &self.body;
+        boot.volume_serial_number == b.serial
+            && boot.sectors_per_cluster_shift == b.old_shift
+            && boot.fat_offset == b.old_fat_offset
+            && boot.fat_length == b.old_fat_length
+            && boot.cluster_count == b.old_cluster_count
+            && boot.first_cluster_of_root_directory == b.old_root
+    }
+
     /// True when `boot` is the boot sector this record's job writes.
     pub(super) fn is_new(&self, boot: &BootSector) -> bool {
         let b = &self.body;
