@@ -114,6 +114,15 @@ impl Plan {
         i128::from(self.free_after) - i128::from(self.free_before)
     }
 
+    /// A time estimate in seconds on a medium that reads `read_rate` and
+    /// writes `write_rate` bytes a second, with `flush_secs` for each of
+    /// the job's seven flushes.
+    pub fn estimate_seconds(&self, read_rate: f64, write_rate: f64, flush_secs: f64) -> f64 {
+        // Byte counts of metadata are far below 2^52: exact in f64.
+        let (r, w) = (self.bytes_read as f64, self.bytes_written as f64);
+        r / read_rate.max(1.0) + w / write_rate.max(1.0) + 7.0 * flush_secs
+    }
+
     /// The first new cluster of old cluster `c`.
     pub fn translate(&self, c: u32) -> u32 {
         c.saturating_sub(2)
