@@ -68,6 +68,7 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
     let failure =
         (!errors.is_empty()).then(|| anyhow!("{}: {}", path.display(), errors.join("; ")));
     let sd = sd_layout_of(&report);
+    let unfinished = unfinished_reclusters(&mut dev, &report);
     if args.json {
         // One document: the report, with the error and exit code if any.
         let mut v = serde_json::to_value(&report)
@@ -78,6 +79,11 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
                 serde_json::json!(if sd.is_some() { "sd" } else { "other" }),
             );
             obj.insert("sd".into(), crate::report::sd_json(sd.as_ref()));
+            let list: Vec<_> = unfinished
+                .iter()
+                .map(|(i, c)| serde_json::json!({ "volume": i + 1, "cluster_size": c }))
+                .collect();
+            obj.insert("recluster_unfinished".into(), serde_json::json!(list));
             obj.insert(
                 "target".into(),
                 serde_json::Value::String(path.display().to_string()),
@@ -102,6 +108,16 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
         return failure.map_or(Ok(()), |e| Err(Failure::IoInReport(e)));
     }
     print_text(&path.display().to_string(), &report, &findings);
+    for (i, c) in &unfinished {
+        outln!();
+        outln!(
+            "volume {}: a re-cluster to {} clusters is unfinished (the volume is intact); finish it with: mkfs-alloc recluster --cluster {} {}",
+            i + 1,
+            format_size(*c),
+            c,
+            path.display()
+        );
+    }
     if let Some(sd) = &sd {
         outln!();
         outln!(
@@ -111,6 +127,23 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
         );
     }
     failure.map_or(Ok(()), |e| Err(Failure::Io(e)))
+}
+
+/// The exFAT volumes (index, new cluster size) with an unfinished
+/// re-cluster on them: its intent record just before the cluster heap.
+fn unfinished_reclusters(dev: &mut ReadOnlyFile, r: &Report) -> Vec<(usize, u64)> {
+    r.volumes
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.ours() == Some(FsKind::Exfat))
+        .filter_map(|(i, v)| {
+            let (heap, sector) = (v.data_offset?, v.sector_size?);
+            mkfs_alloc::recluster::unfinished(dev, heap, sector)
+                .ok()
+                .flatten()
+                .map(|c| (i, c))
+        })
+        .collect()
 }
 
 /// The SD Association layout of a card of this size, if the medium holds

@@ -21,6 +21,7 @@ mod cmd_format;
 mod cmd_info;
 mod cmd_list;
 mod cmd_probe;
+mod cmd_recluster;
 mod compat;
 mod completions;
 mod confirm;
@@ -98,6 +99,7 @@ fn main() -> ExitCode {
         Some(args::Command::Advise(a)) => cmd_advise::run(&a),
         Some(args::Command::Info(a)) => cmd_info::run(&a),
         Some(args::Command::Probe(a)) => cmd_probe::run(&a),
+        Some(args::Command::Recluster(a)) => cmd_recluster::run(&a),
         Some(args::Command::Completions(a)) => completions::run(&a),
         Some(args::Command::Man(a)) => completions::man(&a),
     };

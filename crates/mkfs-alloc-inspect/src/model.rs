@@ -141,6 +141,11 @@ pub struct VolumeModel {
     pub findings: Vec<Finding>,
     /// Findings beyond the cap, not kept.
     pub findings_dropped: u64,
+    /// exFAT: the active allocation bitmap (first cluster, bytes), from its
+    /// root entry.
+    pub bitmap: Option<(u32, u64)>,
+    /// exFAT: the up-case table (first cluster, bytes), from its root entry.
+    pub upcase: Option<(u32, u64)>,
 }
 
 impl VolumeModel {

@@ -99,12 +99,12 @@ mod error;
 mod extents;
 #[cfg(feature = "populate")]
 mod fit;
-#[cfg(feature = "inspect")]
 pub mod inspect;
 mod options;
 mod plan;
 #[cfg(feature = "populate")]
 mod populated;
+pub mod recluster;
 pub mod units;
 pub mod verify;
 mod write;

@@ -112,7 +112,7 @@ fn check_target_name(path: &Path) -> Result<(), Failure> {
 }
 
 /// Commands that are planned but not in this version.
-const PLANNED: &[&str] = &["recluster", "resize", "convert"];
+const PLANNED: &[&str] = &["resize", "convert"];
 
 /// The first TARGET of `mkfs-alloc TARGET...` stands where a command's name
 /// goes: a bare word (no path separator, no extension) that names no

@@ -29,6 +29,7 @@ pub(super) struct Model<'a, 'r, D: BlockIo + ?Sized> {
     files: u64,
     dirs: u64,
     stopped: bool,
+    system: (Option<Extent>, Option<Extent>),
 }
 
 /// What marking a chain found.
@@ -97,6 +98,7 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
             files: 0,
             dirs: 0,
             stopped: false,
+            system: (None, None),
         }
     }
 
@@ -118,6 +120,8 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
             dirs: self.dirs,
             findings: self.findings,
             findings_dropped: self.dropped,
+            bitmap: self.system.0,
+            upcase: self.system.1,
         }
     }
 
@@ -170,6 +174,7 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
         visit: &mut dyn FnMut(&EntrySet),
     ) -> Result<(), InspectError> {
         let (bitmap, upcase) = self.root_system_entries(root, active)?;
+        self.system = (bitmap, upcase.map(|(extent, _)| extent));
         if let Some((first, len)) = bitmap {
             self.mark(&|| "allocation bitmap".into(), first, false, Some(len))?;
         }

@@ -1,0 +1,273 @@
+//! `mkfs-alloc recluster --cluster SIZE TARGET`: change the cluster size of
+//! an exFAT volume that holds data, in place (the engine is
+//! `mkfs_alloc::recluster`). Planned read-only first; every refusal comes
+//! before the first write (exit 2, the target unchanged); mounted or busy
+//! targets are refused by the format path's own target checks.
+
+use crate::target::Target;
+use crate::{usage, Failure};
+use anyhow::anyhow;
+use mkfs_alloc::recluster::{self, Job, Plan, ReclusterError, Step};
+use mkfs_alloc_inspect::ReadOnlyFile;
+use mkfs_alloc::units::{format_size, parse_size};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Options of `mkfs-alloc recluster`.
+#[derive(Debug, clap::Args)]
+pub struct ReclusterArgs {
+    /// The new cluster size (e.g. 4K). This version makes clusters smaller,
+    /// to a size that divides the current one; file data does not move.
+    #[arg(long, value_name = "SIZE")]
+    pub cluster: String,
+    /// Print the plan (new geometry, what moves, bytes read and written,
+    /// space gained) and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Do not ask for confirmation.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Print the plan and the outcome as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Print nothing but errors.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// The image file or block device holding the volume (whole medium, or
+    /// one FAT/exFAT partition of an MBR or GPT).
+    pub target: PathBuf,
+}
+
+/// Runs `recluster`.
+pub fn run(args: &ReclusterArgs) -> Result<(), Failure> {
+    let cluster = parse_size(&args.cluster).map_err(|e| usage(anyhow!("--cluster: {e}")))?;
+    let path = &args.target;
+    let meta = std::fs::metadata(path)
+        .map_err(|e| usage(anyhow!(e).context(format!("cannot open {}", path.display()))))?;
+    let is_dev = mkfs_alloc_device::is_block_device(path);
+    if !meta.is_file() && !is_dev {
+        return Err(usage(anyhow!(
+            "{} is neither a regular file nor a block device",
+            path.display()
+        )));
+    }
+    let block_size = if is_dev {
+        mkfs_alloc_device::inspect(path)
+            .map(|d| d.logical_block_size)
+            .unwrap_or(512)
+    } else {
+        512
+    };
+    // Planned through a read-only handle: nothing can be written before
+    // every check has passed.
+    let job = {
+        let mut ro = ReadOnlyFile::open(path, block_size)
+            .map_err(|e| usage(anyhow!("cannot open {}", e.source)))?;
+        recluster::plan(&mut ro, cluster).map_err(refusal)?
+    };
+    if args.dry_run {
+        // The checks the real run makes (mounted, in use, locked), collected.
+        let target = Target::inspect(path, None, None, true)?;
+        print_plan(args, &job, target.would_refuse());
+        return Ok(());
+    }
+    let target = Target::inspect(path, None, None, false)?;
+    if job.step == Step::Nothing {
+        if !args.quiet && !args.json {
+            eprintln!(
+                "mkfs-alloc: {} already has {} clusters; nothing to do",
+                path.display(),
+                format_size(cluster)
+            );
+        }
+        if args.json {
+            print_plan(args, &job, None);
+        }
+        return Ok(());
+    }
+    if !args.quiet && !args.json {
+        print_plan(args, &job, None);
+    }
+    if !args.yes {
+        let p = path.display();
+        crate::confirm::ask_yes(
+            &format!("mkfs-alloc: re-cluster {p} in place? type yes: "),
+            &format!("refusing to write to {p} without confirmation: no terminal to ask on; pass --yes to confirm"),
+            &format!("not confirmed; nothing was written to {p}"),
+        )?;
+    }
+    let mut opened = target.open_with(false)?;
+    let started = Instant::now();
+    // Planned again on the opened target: the medium cannot have changed
+    // between the read-only plan and the lock.
+    let job = recluster::plan(opened.io(), cluster).map_err(refusal)?;
+    recluster::run(opened.io(), &job).map_err(|e| {
+        Failure::Io(anyhow!(
+            "{e}; the volume is intact (the old or the new one): run the same command again to finish"
+        ))
+    })?;
+    let secs = started.elapsed().as_secs_f64();
+    if args.json {
+        let mut v = plan_json(&job, None);
+        v["done"] = serde_json::json!(true);
+        v["seconds"] = serde_json::json!(secs);
+        outln!("{v:#}");
+    } else if !args.quiet {
+        eprintln!(
+            "mkfs-alloc: {}: now {} clusters ({:.2} s)",
+            path.display(),
+            format_size(cluster),
+            secs
+        );
+    }
+    Ok(())
+}
+
+/// A refusal or a read error before any write: exit 2.
+fn refusal(e: ReclusterError) -> Failure {
+    match e {
+        ReclusterError::Io(e) => Failure::Io(anyhow!(e)),
+        other => usage(anyhow!(other)),
+    }
+}
+
+fn print_plan(args: &ReclusterArgs, job: &Job, would_refuse: Option<&str>) {
+    if args.json {
+        outln!("{:#}", plan_json(job, would_refuse));
+        return;
+    }
+    if args.quiet {
+        return;
+    }
+    let Some(p) = &job.plan else {
+        outln!("{}: {}", args.target.display(), job.step);
+        return;
+    };
+    print_text(args, job, p);
+    if let Some(r) = would_refuse {
+        outln!("the real run would refuse: {r}");
+    }
+}
+
+fn print_text(args: &ReclusterArgs, job: &Job, p: &Plan) {
+    let sz = format_size;
+    outln!("{}: re-cluster exFAT ({})", args.target.display(), job.step);
+    outln!(
+        "  cluster size   {} -> {} ({} new clusters per old one)",
+        sz(p.old.cluster_size),
+        sz(p.new.cluster_size),
+        p.ratio
+    );
+    outln!(
+        "  clusters       {} -> {}",
+        p.old.cluster_count,
+        p.new.cluster_count
+    );
+    outln!(
+        "  FAT            at byte {} ({}) -> at byte {} ({}); the old FAT's {} become unused",
+        p.old.fat_offset,
+        sz(p.old.fat_bytes),
+        p.new.fat_offset,
+        sz(p.new.fat_bytes),
+        sz(p.gap.1)
+    );
+    outln!(
+        "  cluster heap   at byte {} (kept: no file data moves)",
+        p.new.heap_offset
+    );
+    outln!(
+        "  bitmap         new, {} at cluster {}",
+        sz(p.bitmap.1),
+        p.bitmap.0
+    );
+    outln!(
+        "  directories    {} copied (the root now at cluster {})",
+        p.dirs.len(),
+        p.new.root_cluster
+    );
+    outln!("  clusters moved {}", p.clusters_moved);
+    outln!(
+        "  files          {} ({}), taking {} -> {}",
+        p.files,
+        sz(p.file_bytes),
+        sz(p.files_allocated.0),
+        sz(p.files_allocated.1)
+    );
+    outln!(
+        "  free           {} -> {} (gained {})",
+        sz(p.free_before),
+        sz(p.free_after),
+        signed(p.space_gained())
+    );
+    outln!(
+        "  I/O            reads {}, writes {}",
+        sz(p.bytes_read),
+        sz(p.bytes_written)
+    );
+    outln!(
+        "  time           about {:.1} s on a stick that reads 20 MB/s and writes 5 MB/s",
+        estimate(p)
+    );
+}
+
+/// The estimate for a slow USB stick: 20 MB/s reads, 5 MB/s writes (small
+/// scattered writes), 50 ms a flush.
+fn estimate(p: &Plan) -> f64 {
+    p.estimate_seconds(20e6, 5e6, 0.05)
+}
+
+fn signed(v: i128) -> String {
+    let mag = u64::try_from(v.unsigned_abs()).unwrap_or(u64::MAX);
+    if v < 0 {
+        format!("-{}", format_size(mag))
+    } else {
+        format_size(mag)
+    }
+}
+
+fn plan_json(job: &Job, would_refuse: Option<&str>) -> serde_json::Value {
+    let geo = |g: &recluster::ExfatGeometry| {
+        serde_json::json!({
+            "cluster_size": g.cluster_size,
+            "cluster_count": g.cluster_count,
+            "fat_offset": g.fat_offset,
+            "fat_bytes": g.fat_bytes,
+            "heap_offset": g.heap_offset,
+            "root_cluster": g.root_cluster,
+        })
+    };
+    let step = match job.step {
+        Step::Start => "start",
+        Step::Redo => "redo",
+        Step::RestoreMain => "restore_main",
+        Step::Finish => "finish",
+        _ => "nothing",
+    };
+    let plan = job.plan.as_ref().map(|p| {
+        serde_json::json!({
+            "volume_start": p.volume_start,
+            "old": geo(&p.old),
+            "new": geo(&p.new),
+            "unused_old_fat": { "offset": p.gap.0, "bytes": p.gap.1 },
+            "intent_offset": p.intent_offset,
+            "clusters_moved": p.clusters_moved,
+            "bitmap": { "first_cluster": p.bitmap.0, "bytes": p.bitmap.1 },
+            "directories_copied": p.dirs.len(),
+            "files": p.files,
+            "file_bytes": p.file_bytes,
+            "files_allocated_old": p.files_allocated.0,
+            "files_allocated_new": p.files_allocated.1,
+            "bytes_read": p.bytes_read,
+            "bytes_written": p.bytes_written,
+            "free_before": p.free_before,
+            "free_after": p.free_after,
+            "space_gained": i64::try_from(p.space_gained()).unwrap_or(0),
+            "estimated_seconds": estimate(p),
+        })
+    });
+    serde_json::json!({
+        "step": step,
+        "plan": plan,
+        "would_refuse": would_refuse,
+    })
+}

@@ -1,0 +1,168 @@
+//! Byte-addressed reads and writes over a [`BlockIo`], and the two FAT
+//! windows of the job: the old FAT read entry by entry and the new FAT
+//! written entry by entry, each through one 64 KiB window (the FATs are
+//! streamed, never held whole).
+
+use mkfs_alloc_blockio::{BlockIo, IoError};
+use zerocopy::little_endian::U32;
+use zerocopy::FromBytes;
+
+/// Bytes of a FAT window.
+const WINDOW: u64 = 64 << 10;
+
+/// Reads `buf.len()` bytes at absolute byte `offset` (any alignment).
+pub(super) fn read_at<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    offset: u64,
+    buf: &mut [u8],
+) -> Result<(), IoError> {
+    let bs = u64::from(dev.block_size());
+    let first = offset / bs;
+    let end = (offset + buf.len() as u64).div_ceil(bs);
+    let skip = usize::try_from(offset - first * bs).unwrap_or(0);
+    if skip == 0 && buf.len() as u64 % bs == 0 {
+        return dev.read_blocks(first, buf);
+    }
+    let mut tmp = vec![0u8; usize::try_from((end - first) * bs).unwrap_or(0)];
+    dev.read_blocks(first, &mut tmp)?;
+    buf.copy_from_slice(&tmp[skip..skip + buf.len()]);
+    Ok(())
+}
+
+/// Writes `data` at absolute byte `offset`; both are whole blocks (every
+/// write of the job is sector-aligned, and sectors are whole blocks).
+pub(super) fn write_at<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    offset: u64,
+    data: &[u8],
+) -> Result<(), IoError> {
+    let bs = u64::from(dev.block_size());
+    debug_assert!(offset % bs == 0 && data.len() as u64 % bs == 0);
+    dev.write_blocks(offset / bs, data)
+}
+
+/// The old FAT, read through a window.
+pub(super) struct FatReader {
+    base: u64,
+    bytes: u64,
+    at: Option<u64>,
+    buf: Vec<u8>,
+}
+
+impl FatReader {
+    /// The FAT of `bytes` bytes at absolute byte `base`.
+    pub(super) fn new(base: u64, bytes: u64) -> Self {
+        FatReader {
+            base,
+            bytes,
+            at: None,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Entry `n`.
+    pub(super) fn get<D: BlockIo + ?Sized>(&mut self, dev: &mut D, n: u32) -> Result<u32, IoError> {
+        let pos = u64::from(n) * 4;
+        let win = pos / WINDOW * WINDOW;
+        if self.at != Some(win) {
+            let len = WINDOW.min(self.bytes.saturating_sub(win));
+            self.buf = vec![0u8; usize::try_from(len).unwrap_or(0)];
+            read_at(dev, self.base + win, &mut self.buf)?;
+            self.at = Some(win);
+        }
+        let i = usize::try_from((pos - win) / 4).unwrap_or(usize::MAX);
+        Ok(<[U32]>::ref_from_bytes(&self.buf)
+            .ok()
+            .and_then(|e| e.get(i))
+            .map_or(0xFFFF_FFFF, |e| e.get()))
+    }
+}
+
+/// The new FAT, written through a window: zeroed first, then entries set
+/// one by one; a window is read back before it is changed and written when
+/// another one is needed.
+pub(super) struct FatWriter {
+    base: u64,
+    bytes: u64,
+    at: Option<u64>,
+    buf: Vec<u8>,
+    dirty: bool,
+}
+
+impl FatWriter {
+    /// Zeroes the FAT of `bytes` bytes at absolute byte `base` and sets
+    /// entries 0 and 1 (exFAT specification §4.1).
+    pub(super) fn create<D: BlockIo + ?Sized>(
+        dev: &mut D,
+        base: u64,
+        bytes: u64,
+    ) -> Result<Self, IoError> {
+        let bs = u64::from(dev.block_size());
+        dev.write_zeroes(base / bs, bytes / bs)?;
+        let mut w = FatWriter {
+            base,
+            bytes,
+            at: None,
+            buf: Vec::new(),
+            dirty: false,
+        };
+        w.set(dev, 0, 0xFFFF_FFF8)?;
+        w.set(dev, 1, 0xFFFF_FFFF)?;
+        Ok(w)
+    }
+
+    /// Sets entry `n` to `value`.
+    pub(super) fn set<D: BlockIo + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        n: u32,
+        value: u32,
+    ) -> Result<(), IoError> {
+        let pos = u64::from(n) * 4;
+        let win = pos / WINDOW * WINDOW;
+        if self.at != Some(win) {
+            self.write_back(dev)?;
+            let len = WINDOW.min(self.bytes.saturating_sub(win));
+            self.buf = vec![0u8; usize::try_from(len).unwrap_or(0)];
+            read_at(dev, self.base + win, &mut self.buf)?;
+            self.at = Some(win);
+        }
+        let i = usize::try_from((pos - win) / 4).unwrap_or(usize::MAX);
+        if let Some(slot) = <[U32]>::mut_from_bytes(&mut self.buf)
+            .ok()
+            .and_then(|e| e.get_mut(i))
+        {
+            *slot = U32::new(value);
+            self.dirty = true;
+        }
+        Ok(())
+    }
+
+    /// A chain over `clusters`, in order, ending with end-of-chain.
+    pub(super) fn chain<D: BlockIo + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        clusters: impl Iterator<Item = u32>,
+    ) -> Result<(), IoError> {
+        let mut prev: Option<u32> = None;
+        for n in clusters {
+            if let Some(p) = prev {
+                self.set(dev, p, n)?;
+            }
+            prev = Some(n);
+        }
+        if let Some(p) = prev {
+            self.set(dev, p, 0xFFFF_FFFF)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the window held, if changed.
+    pub(super) fn write_back<D: BlockIo + ?Sized>(&mut self, dev: &mut D) -> Result<(), IoError> {
+        if let (Some(win), true) = (self.at, self.dirty) {
+            write_at(dev, self.base + win, &self.buf)?;
+            self.dirty = false;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,348 @@
+//! Re-cluster: change the cluster size of an exFAT volume that holds data,
+//! in place, with every file intact whenever the power goes (the `recluster`
+//! feature).
+//!
+//! ```text
+//!  medium ─► read_volume (VolumeModel + entry sets) ─► state on the medium
+//!         ─► plan_from (pure: new geometry, copies, bytes, space, refusals)
+//!         ─► run: 1 intent record, flush          (space neither volume uses)
+//!                 2 VolumeDirty on the old boot sector, flush
+//!                 3 new FAT, new bitmap, a copy of every directory, flush
+//!                                                 (space the old volume does not use)
+//!                 4 backup boot region (new), flush     ◄─ the switch
+//!                   main boot region (new, dirty), flush
+//!                 5 VolumeDirty cleared, flush; intent record zeroed, flush
+//! ```
+//!
+//! The case done: a smaller cluster size that divides the old one. The heap
+//! keeps its offset, so no file data moves (see [`plan_from`]).
+//!
+//! Crash safety, under "any subset of the writes since the last flush
+//! survives, block by block": until the main boot region changes, the old
+//! volume's own bytes are untouched except VolumeDirty (one sector, outside
+//! its checksum), so the old volume is valid and authoritative. Directory
+//! entries are never updated in place: each directory is copied, rewritten,
+//! to clusters the old volume has free, so an entry set that spans two
+//! sectors cannot be torn. The backup boot region is written and flushed
+//! before the main one; the two differ only in sectors 0 and 11 (sectors
+//! 1..=10 are copied), so a torn main region fails its checksum and readers
+//! (and the rerun) take the backup, which is the complete new volume.
+//!
+//! Running the same job again reads the state from the medium:
+//! - main boot region at the old size, no intent record: a fresh start;
+//! - main at the old size with our intent record (and VolumeDirty): the
+//!   job is redone from step 1 (each step writes the same bytes again);
+//! - main region torn, backup at the new size with our intent: the main
+//!   region is rebuilt from the backup, then step 5;
+//! - main at the new size with our intent: step 5;
+//! - main at the new size, no intent: nothing to do.
+
+use std::fmt;
+
+use mkfs_alloc_blockio::{BlockIo, IoError};
+use mkfs_alloc_inspect::model::{EntrySet, RootDir, VolumeModel};
+use mkfs_alloc_inspect::{read_volumes, InspectError, ModelOptions};
+use mkfs_alloc_ondisk::exfat::BootSector;
+
+mod disk;
+mod plan;
+mod run;
+mod state;
+#[cfg(test)]
+mod tests;
+
+pub use plan::{plan_from, DirCopy, ExfatGeometry, Plan, Refusal};
+
+use state::{Intent, Region};
+
+/// Why a re-cluster did not run or stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReclusterError {
+    /// Refused before the first write.
+    #[error("{0}")]
+    Refused(Refusal),
+    /// The medium holds no single exFAT or FAT volume.
+    #[error("{0}")]
+    NoVolume(String),
+    /// An unfinished re-cluster to another size is on the medium.
+    #[error("an unfinished re-cluster to {cluster}-byte clusters is on this volume: run it again with that size to finish it")]
+    OtherJob {
+        /// The cluster size that job goes to.
+        cluster: u64,
+    },
+    /// The volume cannot be read.
+    #[error(transparent)]
+    Inspect(#[from] InspectError),
+    /// A read or write failed.
+    #[error(transparent)]
+    Io(#[from] IoError),
+}
+
+impl ReclusterError {
+    fn unsupported(what: String) -> Self {
+        ReclusterError::Refused(Refusal::Unsupported { what })
+    }
+}
+
+/// What running a [`Job`] will do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Step {
+    /// The whole job, from the start.
+    Start,
+    /// An earlier run was cut before the switch: the job runs again.
+    Redo,
+    /// An earlier run was cut inside the switch: the main boot region is
+    /// rebuilt from the backup, then finished.
+    RestoreMain,
+    /// An earlier run was cut after the switch: VolumeDirty and the intent
+    /// record are cleared.
+    Finish,
+    /// The volume already has that cluster size.
+    Nothing,
+}
+
+/// A re-cluster ready to run: the plan (none once past the switch) and
+/// what the medium says is left to do.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// What is left.
+    pub step: Step,
+    /// The plan (`None` for [`Step::RestoreMain`], [`Step::Finish`] and
+    /// [`Step::Nothing`]).
+    pub plan: Option<Plan>,
+    /// Absolute byte offset of the volume.
+    pub volume_start: u64,
+    sector: u32,
+    old_region: Vec<u8>,
+    backup: Option<Vec<u8>>,
+    serial: u32,
+    intent_offset: u64,
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Step::Start => "start",
+            Step::Redo => "redo an unfinished re-cluster (cut before the switch)",
+            Step::RestoreMain => "finish an unfinished re-cluster (cut inside the switch)",
+            Step::Finish => "finish an unfinished re-cluster (cut after the switch)",
+            Step::Nothing => "nothing to do",
+        })
+    }
+}
+
+/// Reads the one FAT/exFAT volume of `dev` (whole medium or one partition)
+/// and plans its re-cluster to `cluster`-byte clusters, from the state the
+/// medium is in. Reads only.
+///
+/// # Errors
+///
+/// [`ReclusterError::Refused`] with the reason (a damaged volume, a size
+/// not supported, too little space), [`ReclusterError::OtherJob`],
+/// [`ReclusterError::NoVolume`], or the read error.
+pub fn plan<D: BlockIo + ?Sized>(dev: &mut D, cluster: u64) -> Result<Job, ReclusterError> {
+    let (model, dirs, file_sizes) = read_one(dev)?;
+    let g = &model.geometry;
+    if g.kind != mkfs_alloc_inspect::FsKind::Exfat {
+        return Err(ReclusterError::Refused(Refusal::NotExfat { kind: g.kind }));
+    }
+    let s = g.sector_size;
+    let region_len = usize::try_from(12 * u64::from(s)).unwrap_or(0);
+    let mut main = vec![0u8; region_len];
+    disk::read_at(dev, g.start, &mut main)?;
+    let mut backup = vec![0u8; region_len];
+    disk::read_at(dev, g.start + 12 * u64::from(s), &mut backup)?;
+    let (main, backup) = (Region::new(main, s), Region::new(backup, s));
+    let intent_offset = g.data_offset - u64::from(s);
+    let mut sector = vec![0u8; s as usize];
+    disk::read_at(dev, intent_offset, &mut sector)?;
+    let intent = Intent::read(&sector);
+    let shift = u8::try_from((cluster / u64::from(s).max(1)).trailing_zeros()).unwrap_or(0);
+    let mut job = Job {
+        step: Step::Nothing,
+        plan: None,
+        volume_start: g.start,
+        sector: s,
+        old_region: main.bytes.clone(),
+        backup: None,
+        serial: 0,
+        intent_offset,
+    };
+    let boot = |r: &Region| r.boot().cloned();
+    let main_boot: Option<BootSector> = if main.valid { boot(&main) } else { None };
+    let Some(mb) = main_boot else {
+        // A torn main region: ours only if the backup is the new volume our
+        // intent record names.
+        let ours = backup.valid
+            && intent
+                .as_ref()
+                .zip(boot(&backup))
+                .is_some_and(|(i, b)| i.is_new(&b));
+        if !ours {
+            let finding =
+                model
+                    .refusal()
+                    .cloned()
+                    .unwrap_or(mkfs_alloc_inspect::Finding::MainBootRegion {
+                        why: "the main boot region is damaged".into(),
+                    });
+            return Err(ReclusterError::Refused(Refusal::Damaged { finding }));
+        }
+        job.step = Step::RestoreMain;
+        job.backup = Some(backup.bytes);
+        return Ok(job);
+    };
+    job.serial = mb.volume_serial_number.get();
+    if u64::from(s) << mb.sectors_per_cluster_shift == cluster {
+        if intent.as_ref().is_some_and(|i| i.is_new(&mb)) {
+            job.step = Step::Finish;
+        }
+        return Ok(job);
+    }
+    // A record is ours only if it was written for this old volume; a stale
+    // one (another volume once at this heap offset) is ignored and
+    // overwritten.
+    let ours = intent.as_ref().filter(|i| i.is_old(&mb));
+    if let Some(i) = ours.filter(|i| i.new_shift() != shift) {
+        return Err(ReclusterError::OtherJob {
+            cluster: u64::from(s) << i.new_shift(),
+        });
+    }
+    let allow_dirty = ours.is_some();
+    let root_clusters = root_chain_len(dev, &model)?;
+    let p = plan_from(
+        &model,
+        &dirs,
+        &file_sizes,
+        root_clusters,
+        cluster,
+        allow_dirty,
+    )
+    .map_err(ReclusterError::Refused)?;
+    run::Executor {
+        plan: &p,
+        old_region: Vec::new(),
+        serial: job.serial,
+        dirs: std::collections::HashMap::new(),
+    }
+    .check(dev)?;
+    // Before the switch the old volume is authoritative: a record whose new
+    // geometry differs from this plan (the volume was written to between
+    // the cut and this run) is simply written again with this plan.
+    job.step = if allow_dirty { Step::Redo } else { Step::Start };
+    job.plan = Some(p);
+    Ok(job)
+}
+
+/// Runs `job` on `dev` (the medium [`plan`] read).
+///
+/// # Errors
+///
+/// The first write or flush that fails; the medium is then in a state the
+/// same job, planned and run again, finishes.
+pub fn run<D: BlockIo + ?Sized>(dev: &mut D, job: &Job) -> Result<(), ReclusterError> {
+    match job.step {
+        Step::Nothing => Ok(()),
+        Step::Finish => run::finish(dev, job.volume_start, job.sector, job.intent_offset),
+        Step::RestoreMain => {
+            let Some(b) = &job.backup else {
+                return Ok(());
+            };
+            let region = Region::new(b.clone(), job.sector);
+            run::restore_main(dev, job.volume_start, &region)?;
+            run::finish(dev, job.volume_start, job.sector, job.intent_offset)
+        }
+        Step::Start | Step::Redo => {
+            let Some(plan) = &job.plan else {
+                return Ok(());
+            };
+            run::Executor {
+                plan,
+                old_region: job.old_region.clone(),
+                serial: job.serial,
+                dirs: plan
+                    .dirs
+                    .iter()
+                    .map(|d| (d.old_first, d.new_first))
+                    .collect(),
+            }
+            .run(dev)
+        }
+    }
+}
+
+/// The cluster size an unfinished re-cluster of the exFAT volume whose
+/// cluster heap starts at absolute byte `heap` (sectors of `sector` bytes)
+/// goes to, from its intent record; `None` when there is no such job.
+/// What `info` asks to say "a re-cluster is unfinished: run ...".
+///
+/// # Errors
+///
+/// The read error.
+pub fn unfinished<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    heap: u64,
+    sector: u32,
+) -> Result<Option<u64>, IoError> {
+    if heap < u64::from(sector) || sector < 512 {
+        return Ok(None);
+    }
+    let mut s = vec![0u8; sector as usize];
+    disk::read_at(dev, heap - u64::from(sector), &mut s)?;
+    Ok(Intent::read(&s).map(|i| u64::from(sector) << i.new_shift()))
+}
+
+/// [`plan`] then [`run`]: the whole job, or what is left of it.
+///
+/// # Errors
+///
+/// As [`plan`] and [`run`].
+pub fn recluster<D: BlockIo + ?Sized>(dev: &mut D, cluster: u64) -> Result<Job, ReclusterError> {
+    let job = plan(dev, cluster)?;
+    run(dev, &job)?;
+    Ok(job)
+}
+
+/// The model of the medium's one volume, its directories' entry sets and
+/// its files' sizes.
+fn read_one<D: BlockIo + ?Sized>(
+    dev: &mut D,
+) -> Result<(VolumeModel, Vec<EntrySet>, Vec<u64>), ReclusterError> {
+    let (mut dirs, mut sizes) = (Vec::new(), Vec::new());
+    let mut vols = read_volumes(dev, &ModelOptions::default(), &mut |s| {
+        if s.is_dir {
+            dirs.push(s.clone());
+        } else {
+            sizes.push(s.size);
+        }
+    })?;
+    match vols.len() {
+        1 => Ok((vols.remove(0)?, dirs, sizes)),
+        0 => Err(ReclusterError::NoVolume(
+            "no exFAT or FAT volume on the medium".into(),
+        )),
+        n => Err(ReclusterError::NoVolume(format!(
+            "{n} FAT/exFAT volumes on the medium: re-cluster one partition at a time"
+        ))),
+    }
+}
+
+/// Old clusters of the root directory's chain.
+fn root_chain_len<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    model: &VolumeModel,
+) -> Result<u64, ReclusterError> {
+    let g = &model.geometry;
+    let RootDir::Cluster(mut c) = g.root else {
+        return Ok(0);
+    };
+    let mut fat = disk::FatReader::new(g.fat_offset, g.fat_bytes);
+    let mut n = 0u64;
+    while (2..=g.cluster_count + 1).contains(&c) && n <= u64::from(g.cluster_count) {
+        n += 1;
+        c = fat.get(dev, c)?;
+    }
+    Ok(n)
+}

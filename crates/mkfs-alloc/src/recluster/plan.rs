@@ -1,0 +1,518 @@
+//! The re-cluster planner: pure arithmetic from a [`VolumeModel`] (and the
+//! entry sets its reading saw) and a new cluster size to a [`Plan`], or a
+//! [`Refusal`] with its reason. No I/O.
+//!
+//! The case planned: exFAT, the new cluster size dividing the old one
+//! (`r = old / new` new clusters per old one). The cluster heap keeps its
+//! offset, so every byte of file data stays where it is: old cluster `c` is
+//! new clusters `(c - 2) * r + 2 ..` (in-place.md's congruence with a zero
+//! shift). What changes is metadata, all of it written into space the old
+//! volume does not use:
+//!
+//! ```text
+//!  old: | boot | .. | old FAT | free gap ............. | heap (data stays) |
+//!  new: | boot | .. | (gap)   | new FAT | .. | intent | heap               |
+//!                                               ^ the last sector before the heap
+//! ```
+//!
+//! - the new FAT goes into the free gap between the old FAT and the heap
+//!   (the old FAT's sectors become an unused gap); a volume whose gap is too
+//!   small is refused (the heap's first clusters would have to move first);
+//! - the new allocation bitmap and a copy of every directory (their entries
+//!   name new cluster numbers) go into clusters the old volume has free;
+//! - the old bitmap and the old directory clusters are free afterwards.
+
+use std::fmt;
+
+use mkfs_alloc_inspect::model::{EntrySet, Finding, RootDir, VolumeModel};
+use mkfs_alloc_inspect::FsKind;
+
+/// The largest exFAT cluster count (exFAT specification §3.1.9).
+const MAX_CLUSTERS: u64 = 0xFFFF_FFF5;
+/// The largest exFAT cluster (32 MiB, specification §3.1.16).
+const MAX_CLUSTER: u64 = 32 << 20;
+
+/// Where a volume's structures are, in bytes from the volume's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExfatGeometry {
+    /// Bytes per cluster.
+    pub cluster_size: u64,
+    /// Clusters of the heap.
+    pub cluster_count: u32,
+    /// The FAT's offset.
+    pub fat_offset: u64,
+    /// The FAT's length.
+    pub fat_bytes: u64,
+    /// The cluster heap's offset.
+    pub heap_offset: u64,
+    /// The root directory's first cluster.
+    pub root_cluster: u32,
+}
+
+/// A directory and where its copy goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirCopy {
+    /// Its path (`/` for the root).
+    pub path: String,
+    /// Its first old cluster.
+    pub old_first: u32,
+    /// True when the old directory is contiguous without a FAT chain.
+    pub old_contiguous: bool,
+    /// Its bytes (a multiple of the old cluster size; kept).
+    pub bytes: u64,
+    /// The first new cluster of its copy (a contiguous run with a FAT chain).
+    pub new_first: u32,
+}
+
+/// What a re-cluster does, before its first write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// Absolute byte offset of the volume on the medium.
+    pub volume_start: u64,
+    /// Bytes per sector.
+    pub sector_size: u32,
+    /// Bytes of the volume.
+    pub volume_bytes: u64,
+    /// The volume now.
+    pub old: ExfatGeometry,
+    /// The volume after the switch.
+    pub new: ExfatGeometry,
+    /// The old FAT's bytes, unused after the switch (offset, length).
+    pub gap: (u64, u64),
+    /// Offset of the intent record (the heap's offset less one sector).
+    pub intent_offset: u64,
+    /// New clusters per old cluster.
+    pub ratio: u32,
+    /// Old clusters whose data moves (none in this case: the data stays).
+    pub clusters_moved: u64,
+    /// The new allocation bitmap (first new cluster, bytes).
+    pub bitmap: (u32, u64),
+    /// The up-case table (first old cluster, bytes): its data stays.
+    pub upcase: (u32, u64),
+    /// Every directory, the root first, parents before their children.
+    pub dirs: Vec<DirCopy>,
+    /// Files on the volume.
+    pub files: u64,
+    /// Bytes of the files.
+    pub file_bytes: u64,
+    /// Bytes the job reads (boot region, old FAT, directories).
+    pub bytes_read: u64,
+    /// Bytes the job writes (new FAT, bitmap, directory copies, boot
+    /// regions, the intent record and its clearing, the dirty flags).
+    pub bytes_written: u64,
+    /// Free bytes before and after.
+    pub free_before: u64,
+    /// Free bytes after the switch.
+    pub free_after: u64,
+    /// Bytes the files' data takes at the old and the new cluster size.
+    pub files_allocated: (u64, u64),
+}
+
+impl Plan {
+    /// Free space gained (negative: lost), in bytes.
+    pub fn space_gained(&self) -> i128 {
+        i128::from(self.free_after) - i128::from(self.free_before)
+    }
+
+    /// A time estimate in seconds on a medium that reads `read_rate` and
+    /// writes `write_rate` bytes a second, with `flush_secs` for each of
+    /// the job's seven flushes.
+    pub fn estimate_seconds(&self, read_rate: f64, write_rate: f64, flush_secs: f64) -> f64 {
+        // Byte counts of metadata are far below 2^52: exact in f64.
+        let (r, w) = (self.bytes_read as f64, self.bytes_written as f64);
+        r / read_rate.max(1.0) + w / write_rate.max(1.0) + 7.0 * flush_secs
+    }
+
+    /// The first new cluster of old cluster `c`.
+    pub fn translate(&self, c: u32) -> u32 {
+        c.saturating_sub(2)
+            .saturating_mul(self.ratio)
+            .saturating_add(2)
+    }
+}
+
+/// Why a volume is not re-clustered (nothing was written).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// Not an exFAT volume (FAT12/16/32 are not supported yet).
+    NotExfat {
+        /// What it is.
+        kind: FsKind,
+    },
+    /// The volume is damaged or inconsistent: what the reader found.
+    Damaged {
+        /// The first finding that refuses the change.
+        finding: Finding,
+    },
+    /// More findings than the reader keeps.
+    TooManyFindings,
+    /// The size is not a power of two in the sector size..32 MiB range.
+    InvalidSize {
+        /// The size asked.
+        cluster: u64,
+        /// The sector size.
+        sector: u32,
+    },
+    /// The volume already has that cluster size.
+    SameSize {
+        /// The cluster size.
+        cluster: u64,
+    },
+    /// A larger cluster (or one that does not divide the old one).
+    LargerNotSupported {
+        /// The cluster size now.
+        old: u64,
+        /// The cluster size asked.
+        new: u64,
+    },
+    /// More clusters than exFAT allows.
+    TooManyClusters {
+        /// The cluster count the new size gives.
+        clusters: u64,
+    },
+    /// The new FAT does not fit into the free space between the old FAT and
+    /// the heap: the heap's first clusters would have to move first.
+    FatDoesNotFit {
+        /// Bytes the new FAT and the intent record need.
+        need: u64,
+        /// Bytes free between the old FAT and the heap.
+        free: u64,
+        /// Old clusters at the heap's start the new FAT would cover (they
+        /// would have to move first).
+        clusters: u64,
+        /// Of those, the ones in use.
+        in_use: u64,
+    },
+    /// Too little free space for the new bitmap and the directory copies.
+    TooLittleSpace {
+        /// Bytes needed (in runs of whole old clusters).
+        need: u64,
+        /// Bytes free.
+        free: u64,
+    },
+    /// A structure this version does not handle.
+    Unsupported {
+        /// What.
+        what: String,
+    },
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::NotExfat { kind } => write!(
+                f,
+                "the volume is {kind:?}: re-clustering FAT volumes is not supported yet"
+            ),
+            Refusal::Damaged { finding } => {
+                write!(f, "the volume is damaged or inconsistent: {finding}")
+            }
+            Refusal::TooManyFindings => f.write_str("the volume has more problems than were kept"),
+            Refusal::InvalidSize { cluster, sector } => write!(
+                f,
+                "{cluster} bytes is not a valid exFAT cluster size: a power of two from the sector size ({sector} bytes) to 32 MiB"
+            ),
+            Refusal::SameSize { cluster } => {
+                write!(f, "the volume already has {cluster}-byte clusters")
+            }
+            Refusal::LargerNotSupported { old, new } => write!(
+                f,
+                "larger clusters are not supported yet (now {old} bytes, asked {new}; only a size that divides the current one)"
+            ),
+            Refusal::TooManyClusters { clusters } => write!(
+                f,
+                "{clusters} clusters is more than exFAT's {MAX_CLUSTERS}"
+            ),
+            Refusal::FatDoesNotFit { need, free, clusters, in_use } => write!(
+                f,
+                "the new FAT needs {need} bytes but only {free} are free between the old FAT and the cluster heap: it would cover the heap's first {clusters} clusters ({in_use} in use), and moving them is not supported yet"
+            ),
+            Refusal::TooLittleSpace { need, free } => write!(
+                f,
+                "too little free space: the new bitmap and the directory copies need {need} bytes, {free} are free; free at least {} bytes",
+                need.saturating_sub(*free)
+            ),
+            Refusal::Unsupported { what } => write!(f, "not supported yet: {what}"),
+        }
+    }
+}
+
+/// Whether a finding is the dirty mark an unfinished re-cluster of ours
+/// leaves (then the caller passes `allow_dirty`).
+fn is_volume_dirty(f: &Finding) -> bool {
+    matches!(
+        f,
+        Finding::Dirty {
+            mark: mkfs_alloc_inspect::model::DirtyMark::VolumeDirty
+        }
+    )
+}
+
+/// Plans the re-cluster of the volume `model` describes to `cluster`-byte
+/// clusters. `dirs` are the directories' entry sets its reading handed out
+/// and `file_sizes` the files' sizes (a file costs 8 bytes here), `root_clusters`
+/// the old clusters of the root directory's chain. `allow_dirty` accepts
+/// VolumeDirty (set by an unfinished run of this job).
+///
+/// # Errors
+///
+/// A [`Refusal`] with its reason.
+pub fn plan_from(
+    model: &VolumeModel,
+    dirs_in: &[EntrySet],
+    file_sizes: &[u64],
+    root_clusters: u64,
+    cluster: u64,
+    allow_dirty: bool,
+) -> Result<Plan, Refusal> {
+    let g = &model.geometry;
+    if g.kind != FsKind::Exfat {
+        return Err(Refusal::NotExfat { kind: g.kind });
+    }
+    if let Some(f) = model
+        .findings
+        .iter()
+        .find(|f| f.refuses_change() && !(allow_dirty && is_volume_dirty(f)))
+    {
+        return Err(Refusal::Damaged { finding: f.clone() });
+    }
+    if model.findings_dropped > 0 {
+        return Err(Refusal::TooManyFindings);
+    }
+    if let Some(f) = model
+        .findings
+        .iter()
+        .find(|f| matches!(f, Finding::BadClusters { .. }))
+    {
+        return Err(Refusal::Unsupported {
+            what: format!("a volume with bad clusters ({f})"),
+        });
+    }
+    let sector = u64::from(g.sector_size);
+    if !cluster.is_power_of_two() || cluster < sector || cluster > MAX_CLUSTER {
+        return Err(Refusal::InvalidSize {
+            cluster,
+            sector: g.sector_size,
+        });
+    }
+    let old_c = g.cluster_size;
+    if cluster == old_c {
+        return Err(Refusal::SameSize { cluster });
+    }
+    if cluster > old_c || old_c % cluster != 0 {
+        return Err(Refusal::LargerNotSupported {
+            old: old_c,
+            new: cluster,
+        });
+    }
+    if g.fat_count != 1 || g.active_fat != 0 {
+        return Err(Refusal::Unsupported {
+            what: "a volume with two FATs (TexFAT)".into(),
+        });
+    }
+    let (Some(_), Some(upcase)) = (model.bitmap, model.upcase) else {
+        return Err(Refusal::Unsupported {
+            what: "a volume without a bitmap or up-case entry".into(),
+        });
+    };
+    let RootDir::Cluster(root_first) = g.root else {
+        return Err(Refusal::Unsupported {
+            what: "a fixed root directory".into(),
+        });
+    };
+    let ratio = u32::try_from(old_c / cluster).map_err(|_| Refusal::LargerNotSupported {
+        old: old_c,
+        new: cluster,
+    })?;
+    let old = ExfatGeometry {
+        cluster_size: old_c,
+        cluster_count: g.cluster_count,
+        fat_offset: g.fat_offset - g.start,
+        fat_bytes: g.fat_bytes,
+        heap_offset: g.data_offset - g.start,
+        root_cluster: root_first,
+    };
+    // The heap keeps its offset; every byte after it is heap at the new size.
+    let new_count = (g.fs_bytes - old.heap_offset) / cluster;
+    if new_count > MAX_CLUSTERS {
+        return Err(Refusal::TooManyClusters {
+            clusters: new_count,
+        });
+    }
+    let new_fat_bytes = ((new_count + 2) * 4).div_ceil(sector) * sector;
+    let old_fat_end = old.fat_offset + old.fat_bytes;
+    let new_fat_offset = {
+        let aligned = old_fat_end.div_ceil(4096) * 4096;
+        if aligned + new_fat_bytes + sector <= old.heap_offset {
+            aligned
+        } else {
+            old_fat_end
+        }
+    };
+    let intent_offset = old.heap_offset - sector;
+    let gap_free = intent_offset.saturating_sub(old_fat_end);
+    if new_fat_offset + new_fat_bytes > intent_offset {
+        let over = old_fat_end + new_fat_bytes + sector - old.heap_offset;
+        let clusters = over.div_ceil(old_c).min(u64::from(g.cluster_count));
+        let in_use = (0..clusters)
+            .filter(|&i| model.used.get(u32::try_from(i + 2).unwrap_or(u32::MAX)))
+            .count() as u64;
+        return Err(Refusal::FatDoesNotFit {
+            need: new_fat_bytes + sector,
+            free: gap_free + sector,
+            clusters,
+            in_use,
+        });
+    }
+    let new_count = u32::try_from(new_count).map_err(|_| Refusal::TooManyClusters {
+        clusters: new_count,
+    })?;
+    let mut alloc = Allocator::new(model, ratio, new_count);
+    let bitmap_bytes = u64::from(new_count).div_ceil(8);
+    let per = |bytes: u64| bytes.div_ceil(cluster);
+    let too_little = |alloc: &Allocator<'_>, need: u64| Refusal::TooLittleSpace {
+        need,
+        free: alloc.free_new() * cluster,
+    };
+    let need_total = per(bitmap_bytes) * cluster
+        + root_clusters * old_c
+        + dirs_in
+            .iter()
+            .filter(|s| s.is_dir && s.first_cluster != 0)
+            .map(|s| s.size.div_ceil(old_c) * old_c)
+            .sum::<u64>();
+    let bitmap_first = alloc
+        .run(per(bitmap_bytes))
+        .ok_or_else(|| too_little(&alloc, need_total))?;
+    let mut dirs = Vec::new();
+    let root_bytes = root_clusters * old_c;
+    let root_new = alloc
+        .run(per(root_bytes))
+        .ok_or_else(|| too_little(&alloc, need_total))?;
+    dirs.push(DirCopy {
+        path: "/".into(),
+        old_first: root_first,
+        old_contiguous: false,
+        bytes: root_bytes,
+        new_first: root_new,
+    });
+    let (mut files, mut file_bytes, mut alloc_old, mut alloc_new) = (0u64, 0u64, 0u64, 0u64);
+    let mut dir_bytes = root_bytes;
+    for s in dirs_in.iter().filter(|s| s.is_dir && s.first_cluster != 0) {
+        let bytes = s.size.div_ceil(old_c) * old_c;
+        let first = alloc
+            .run(per(bytes))
+            .ok_or_else(|| too_little(&alloc, need_total))?;
+        dir_bytes += bytes;
+        dirs.push(DirCopy {
+            path: s.path.clone(),
+            old_first: s.first_cluster,
+            old_contiguous: s.contiguous,
+            bytes,
+            new_first: first,
+        });
+    }
+    for &size in file_sizes {
+        files += 1;
+        file_bytes += size;
+        alloc_old += size.div_ceil(old_c) * old_c;
+        alloc_new += per(size) * cluster;
+    }
+    let used_old = model.used.count_set();
+    let free_before =
+        (u64::from(g.cluster_count) - used_old.min(u64::from(g.cluster_count))) * old_c;
+    let used_new = alloc_new / cluster + per(upcase.1) + per(bitmap_bytes) + dir_bytes / cluster;
+    let free_after = (u64::from(new_count) - used_new.min(u64::from(new_count))) * cluster;
+    let region = 12 * sector;
+    Ok(Plan {
+        volume_start: g.start,
+        sector_size: g.sector_size,
+        volume_bytes: g.fs_bytes,
+        old,
+        new: ExfatGeometry {
+            cluster_size: cluster,
+            cluster_count: new_count,
+            fat_offset: new_fat_offset,
+            fat_bytes: new_fat_bytes,
+            heap_offset: old.heap_offset,
+            root_cluster: root_new,
+        },
+        gap: (old.fat_offset, old.fat_bytes),
+        intent_offset,
+        ratio,
+        clusters_moved: 0,
+        bitmap: (bitmap_first, bitmap_bytes),
+        upcase,
+        dirs,
+        files,
+        file_bytes,
+        bytes_read: region + old.fat_bytes + dir_bytes,
+        bytes_written: new_fat_bytes
+            + per(bitmap_bytes) * cluster
+            + dir_bytes
+            + 2 * region
+            + 2 * sector
+            + 3 * sector,
+        free_before,
+        free_after,
+        files_allocated: (alloc_old, alloc_new),
+    })
+}
+
+/// Hands out contiguous runs of new clusters that lie in clusters the old
+/// volume does not use (or past its last cluster), first fit from a cursor
+/// that only moves forward.
+struct Allocator<'m> {
+    model: &'m VolumeModel,
+    ratio: u32,
+    new_count: u32,
+    /// The next new cluster to look at.
+    cursor: u32,
+}
+
+impl<'m> Allocator<'m> {
+    fn new(model: &'m VolumeModel, ratio: u32, new_count: u32) -> Self {
+        Allocator {
+            model,
+            ratio,
+            new_count,
+            cursor: 2,
+        }
+    }
+
+    /// Whether new cluster `n` may be written before the switch.
+    fn free(&self, n: u32) -> bool {
+        let old = (n - 2) / self.ratio + 2;
+        let old_last = self.model.geometry.cluster_count + 1;
+        old > old_last || !self.model.used.get(old)
+    }
+
+    /// New clusters still free from the cursor on.
+    fn free_new(&self) -> u64 {
+        (self.cursor..=self.new_count + 1)
+            .filter(|&n| self.free(n))
+            .count() as u64
+    }
+
+    /// A run of `k` free new clusters (k > 0), or `None`.
+    fn run(&mut self, k: u64) -> Option<u32> {
+        let k = u32::try_from(k.max(1)).ok()?;
+        let last = self.new_count + 1;
+        let mut start = self.cursor;
+        let mut n = start;
+        while n <= last {
+            if !self.free(n) {
+                n += 1;
+                start = n;
+                continue;
+            }
+            if n - start + 1 == k {
+                self.cursor = n + 1;
+                return Some(start);
+            }
+            n += 1;
+        }
+        None
+    }
+}

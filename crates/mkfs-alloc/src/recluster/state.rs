@@ -1,0 +1,203 @@
+//! The state of a re-cluster as the medium holds it: the two boot regions
+//! and the intent record. No journal elsewhere: another machine can finish
+//! the job from the medium alone.
+//!
+//! The intent record is one sector at the heap's offset less one sector
+//! (inside the free gap before the heap: unused by the old volume, and
+//! after the new FAT, unused by the new one). It is written and flushed
+//! before the job's first other write and zeroed after its last:
+//!
+//! | off | size | field |
+//! |---|---|---|
+//! | 0 | 24 | magic `"mkfs-alloc recluster v1\0"` |
+//! | 24 | 4 | volume serial number (boot sector) |
+//! | 28 | 1 | old SectorsPerClusterShift |
+//! | 29 | 1 | new SectorsPerClusterShift |
+//! | 30 | 2 | zero |
+//! | 32 | 4 | old FatOffset (sectors) |
+//! | 36 | 4 | old FatLength (sectors) |
+//! | 40 | 4 | old ClusterCount |
+//! | 44 | 4 | old FirstClusterOfRootDirectory |
+//! | 48 | 4 | new FatOffset (sectors) |
+//! | 52 | 4 | new FatLength (sectors) |
+//! | 56 | 4 | new ClusterCount |
+//! | 60 | 4 | new FirstClusterOfRootDirectory |
+//! | 64 | 4 | CRC-32 (ISO-HDLC) of bytes 0..64 |
+//!
+//! The rest of the sector is zero.
+
+use mkfs_alloc_ondisk::exfat::{
+    boot_checksum, fill_checksum_sector, stored_checksum, volume_flags, BootSector,
+    BOOT_CHECKSUM_SECTOR, FILE_SYSTEM_NAME,
+};
+use zerocopy::little_endian::{U16, U32};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+
+use super::plan::{ExfatGeometry, Plan};
+
+/// The intent record's first bytes.
+pub(super) const MAGIC: [u8; 24] = *b"mkfs-alloc recluster v1\0";
+
+/// The intent record (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub(super) struct Intent {
+    body: IntentBody,
+    crc: U32,
+}
+
+/// What the intent record's CRC covers.
+#[derive(Debug, Clone, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct IntentBody {
+    magic: [u8; 24],
+    serial: U32,
+    old_shift: u8,
+    new_shift: u8,
+    zero: U16,
+    old_fat_offset: U32,
+    old_fat_length: U32,
+    old_cluster_count: U32,
+    old_root: U32,
+    new_fat_offset: U32,
+    new_fat_length: U32,
+    new_cluster_count: U32,
+    new_root: U32,
+}
+
+const _: () = assert!(core::mem::size_of::<Intent>() == 68);
+
+const CRC32: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC);
+
+fn shift_of(cluster: u64, sector: u32) -> u8 {
+    u8::try_from((cluster / u64::from(sector)).trailing_zeros()).unwrap_or(0)
+}
+
+fn sectors(bytes: u64, sector: u32) -> U32 {
+    U32::new(u32::try_from(bytes / u64::from(sector)).unwrap_or(u32::MAX))
+}
+
+impl Intent {
+    /// The record of `plan` on a volume of serial `serial`.
+    pub(super) fn of(plan: &Plan, serial: u32) -> Self {
+        let s = plan.sector_size;
+        let body = IntentBody {
+            magic: MAGIC,
+            serial: U32::new(serial),
+            old_shift: shift_of(plan.old.cluster_size, s),
+            new_shift: shift_of(plan.new.cluster_size, s),
+            zero: U16::new(0),
+            old_fat_offset: sectors(plan.old.fat_offset, s),
+            old_fat_length: sectors(plan.old.fat_bytes, s),
+            old_cluster_count: U32::new(plan.old.cluster_count),
+            old_root: U32::new(plan.old.root_cluster),
+            new_fat_offset: sectors(plan.new.fat_offset, s),
+            new_fat_length: sectors(plan.new.fat_bytes, s),
+            new_cluster_count: U32::new(plan.new.cluster_count),
+            new_root: U32::new(plan.new.root_cluster),
+        };
+        let crc = U32::new(CRC32.checksum(body.as_bytes()));
+        Intent { body, crc }
+    }
+
+    /// The record in `sector`, if one is there and its CRC holds.
+    pub(super) fn read(sector: &[u8]) -> Option<Self> {
+        let (i, _) = Intent::read_from_prefix(sector).ok()?;
+        (i.body.magic == MAGIC && i.crc.get() == CRC32.checksum(i.body.as_bytes())).then_some(i)
+    }
+
+    /// The sector holding it (`size` bytes, zero after the record).
+    pub(super) fn sector(&self, size: u32) -> Vec<u8> {
+        let mut s = vec![0u8; usize::try_from(size).unwrap_or(512)];
+        let _ = self.write_to_prefix(&mut s);
+        s
+    }
+
+    /// The new cluster size it names, in sectors' shift.
+    pub(super) fn new_shift(&self) -> u8 {
+        self.body.new_shift
+    }
+
+    /// True when `boot` is the old volume this record's job started from.
+    pub(super) fn is_old(&self, boot: &BootSector) -> bool {
+        let b = &self.body;
+        boot.volume_serial_number == b.serial
+            && boot.sectors_per_cluster_shift == b.old_shift
+            && boot.fat_offset == b.old_fat_offset
+            && boot.fat_length == b.old_fat_length
+            && boot.cluster_count == b.old_cluster_count
+            && boot.first_cluster_of_root_directory == b.old_root
+    }
+
+    /// True when `boot` is the boot sector this record's job writes.
+    pub(super) fn is_new(&self, boot: &BootSector) -> bool {
+        let b = &self.body;
+        boot.volume_serial_number == b.serial
+            && boot.sectors_per_cluster_shift == b.new_shift
+            && boot.fat_offset == b.new_fat_offset
+            && boot.fat_length == b.new_fat_length
+            && boot.cluster_count == b.new_cluster_count
+            && boot.first_cluster_of_root_directory == b.new_root
+    }
+}
+
+/// A boot region as read: 12 sectors, valid or not.
+pub(super) struct Region {
+    pub(super) bytes: Vec<u8>,
+    pub(super) valid: bool,
+}
+
+impl Region {
+    /// Checks name, sector size and checksum of the 12 sectors `bytes` at
+    /// `sector` bytes each.
+    pub(super) fn new(bytes: Vec<u8>, sector: u32) -> Self {
+        let s = usize::try_from(sector).unwrap_or(512);
+        let valid = BootSector::ref_from_prefix(&bytes).is_ok_and(|(b, _)| {
+            b.file_system_name == FILE_SYSTEM_NAME
+                && (1usize << b.bytes_per_sector_shift) == s
+                && b.boot_signature.get() == 0xAA55
+        }) && bytes.len() == 12 * s
+            && stored_checksum(&bytes[11 * s..]) == Some(boot_checksum(&bytes[..11 * s]));
+        Region { bytes, valid }
+    }
+
+    /// Its boot sector.
+    pub(super) fn boot(&self) -> Option<&BootSector> {
+        BootSector::ref_from_prefix(&self.bytes)
+            .ok()
+            .map(|(b, _)| b)
+    }
+}
+
+/// `old` (the 12 sectors of the old boot region) with the new geometry of
+/// `plan`, VolumeDirty as `dirty`, PercentInUse `percent`, and its checksum
+/// sector recomputed. Sectors 1..=10 stay as they were.
+pub(super) fn new_region(old: &[u8], plan: &Plan, dirty: bool, percent: u8) -> Vec<u8> {
+    let s = usize::try_from(plan.sector_size).unwrap_or(512);
+    let mut r = old.to_vec();
+    if let Ok((b, _)) = BootSector::mut_from_prefix(&mut r) {
+        let n: &ExfatGeometry = &plan.new;
+        b.fat_offset = sectors(n.fat_offset, plan.sector_size);
+        b.fat_length = sectors(n.fat_bytes, plan.sector_size);
+        b.cluster_heap_offset = sectors(n.heap_offset, plan.sector_size);
+        b.cluster_count = U32::new(n.cluster_count);
+        b.first_cluster_of_root_directory = U32::new(n.root_cluster);
+        b.sectors_per_cluster_shift = shift_of(n.cluster_size, plan.sector_size);
+        b.percent_in_use = percent;
+        set_dirty(b, dirty);
+    }
+    let sum = boot_checksum(&r[..11 * s]);
+    let at = usize::try_from(BOOT_CHECKSUM_SECTOR).unwrap_or(11) * s;
+    fill_checksum_sector(&mut r[at..at + s], sum);
+    r
+}
+
+/// Sets or clears VolumeDirty (outside the boot checksum).
+pub(super) fn set_dirty(b: &mut BootSector, dirty: bool) {
+    let f = b.volume_flags.get();
+    b.volume_flags = U16::new(if dirty {
+        f | volume_flags::VOLUME_DIRTY
+    } else {
+        f & !volume_flags::VOLUME_DIRTY
+    });
+}

@@ -1,0 +1,260 @@
+//! `mkfs-alloc recluster` as a black box: refusals leave the target
+//! byte-identical (exit 2), `--dry-run` writes nothing; and (tool tier) a
+//! volume made by mkfs.exfat and filled through exfat-fuse, reclustered to
+//! 4 KiB, is clean for fsck.exfat, has 4 KiB clusters for dump.exfat, and
+//! reads back byte for byte through exfat-fuse.
+
+use mkfs_alloc_tests::checks::{dump_exfat_cluster_size, fsck_exfat_clean};
+use mkfs_alloc_tests::tools::{require_fuse, require_root, require_tool};
+use mkfs_alloc_tests::{mkfs_alloc, run, test_data, FuseMount, LoopDevice, TempDir};
+use std::path::Path;
+
+/// An exFAT image of ours at 128 KiB clusters holding a small tree.
+fn our_image(tmp: &TempDir) -> std::path::PathBuf {
+    let tree = tmp.subdir("tree");
+    std::fs::create_dir_all(tree.join("sub")).expect("mkdir");
+    for i in 0..5usize {
+        std::fs::write(tree.join(format!("f{i}.bin")), test_data(i * 70_000 + 3, 7)).expect("w");
+    }
+    std::fs::write(tree.join("sub/big.bin"), test_data(900_000, 9)).expect("w");
+    let img = tmp.join("v.img");
+    mkfs_alloc(&[
+        "--fs",
+        "exfat",
+        "--cluster",
+        "128K",
+        "--size",
+        "32M",
+        "--rootdir",
+        tree.to_str().expect("utf-8"),
+        "--yes",
+        "-q",
+        img.to_str().expect("utf-8"),
+    ])
+    .assert_success();
+    img
+}
+
+#[test]
+fn a_dry_run_and_refusals_leave_the_target_byte_identical() {
+    let tmp = TempDir::new("recluster-refusals");
+    let img = our_image(&tmp);
+    let p = img.to_str().expect("utf-8");
+    let before = std::fs::read(&img).expect("read");
+    let out = mkfs_alloc(&["recluster", "--cluster", "4K", "--dry-run", "--json", p]);
+    out.assert_success();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+    assert_eq!(v["plan"]["new"]["cluster_size"], 4096);
+    assert_eq!(v["plan"]["clusters_moved"], 0);
+    assert!(v["plan"]["space_gained"].as_i64().expect("gain") > 0);
+    for args in [
+        &["recluster", "--cluster", "256K", "--yes", p][..],
+        &["recluster", "--cluster", "3000", "--yes", p][..],
+        &["recluster", "--cluster", "4K", p][..], // no --yes, no terminal
+    ] {
+        mkfs_alloc(args).assert_code(2);
+        assert!(std::fs::read(&img).expect("read") == before, "{args:?}");
+    }
+    // Damage one entry set's checksum (the root's first file entry).
+    let mut damaged = before.clone();
+    let root = root_file_entry(&damaged);
+    damaged[root + 2] ^= 0xFF;
+    std::fs::write(&img, &damaged).expect("write");
+    let out = mkfs_alloc(&["recluster", "--cluster", "4K", "--yes", p]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("checksum"), "{out}");
+    assert!(std::fs::read(&img).expect("read") == damaged);
+}
+
+/// Byte offset of the first file entry (0x85) of the root directory.
+fn root_file_entry(img: &[u8]) -> usize {
+    let u32_at = |o: usize| u32::from_le_bytes(img[o..o + 4].try_into().expect("4"));
+    let sector = 1usize << img[108];
+    let cluster = sector << img[109];
+    let heap = u32_at(88) as usize * sector;
+    let root = heap + (u32_at(96) as usize - 2) * cluster;
+    (root..root + cluster)
+        .step_by(32)
+        .find(|&o| img[o] == 0x85)
+        .expect("a file entry in the root")
+}
+
+/// Writes two files through the driver in alternating pieces, so that both
+/// get fragmented chains.
+fn write_interleaved(dir: &Path, a: &[u8], b: &[u8], piece: usize) {
+    use std::io::Write;
+    let mut fa = std::fs::File::create(dir.join("interleaved-a.bin")).expect("create");
+    let mut fb = std::fs::File::create(dir.join("interleaved-b.bin")).expect("create");
+    for (ca, cb) in a.chunks(piece).zip(b.chunks(piece)) {
+        fa.write_all(ca).expect("write");
+        fa.sync_all().expect("sync");
+        fb.write_all(cb).expect("write");
+        fb.sync_all().expect("sync");
+    }
+    // The longer one's tail (zip stops at the shorter).
+    let both = a.len().min(b.len()).div_ceil(piece) * piece;
+    fa.write_all(a.get(both..).unwrap_or_default())
+        .expect("write");
+    fb.write_all(b.get(both..).unwrap_or_default())
+        .expect("write");
+}
+
+/// The tree written through exfat-fuse: (path, bytes).
+fn tool_tree() -> Vec<(String, Vec<u8>)> {
+    let mut v = Vec::new();
+    for i in 0..40usize {
+        v.push((
+            format!("photos/IMG_{i:04}.JPG"),
+            test_data(50_000 + i * 9_001, i as u64),
+        ));
+    }
+    for i in 0..30usize {
+        v.push((
+            format!("docs/notes/n{i}.txt"),
+            test_data(100 + i * 37, 100 + i as u64),
+        ));
+    }
+    v.push((
+        "a name with spaces and ünïcode.txt".into(),
+        test_data(5000, 3),
+    ));
+    v.push(("empty".into(), Vec::new()));
+    v
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (root, mkfs.exfat, exfat-fuse)"]
+fn mkfs_exfat_filled_through_fuse_reclusters_to_4k() {
+    require_root();
+    require_fuse();
+    require_tool("mkfs.exfat");
+    let tmp = TempDir::new("recluster-mkfs-exfat");
+    let img = tmp.join("v.img");
+    run("truncate", &["-s", "256M", img.to_str().expect("utf-8")]).assert_success();
+    run(
+        require_tool("mkfs.exfat"),
+        &["-c", "128K", "-L", "STICK", img.to_str().expect("utf-8")],
+    )
+    .assert_success();
+    let tree = tool_tree();
+    let (a, b) = (test_data(3 << 20, 11), test_data(2 << 20, 12));
+    {
+        let lo = LoopDevice::attach(&img);
+        let mnt = tmp.subdir("mnt");
+        let m = FuseMount::exfat(lo.path(), &mnt);
+        for (path, data) in &tree {
+            let p = mnt.join(path);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&p, data).expect("write");
+        }
+        write_interleaved(&mnt, &a, &b, 256 << 10);
+        // In use (attached to a loop device, mounted): refused, unchanged.
+        let before = std::fs::read(&img).expect("read");
+        let p = img.to_str().expect("utf-8");
+        mkfs_alloc(&["recluster", "--cluster", "4K", "--yes", p]).assert_code(2);
+        assert!(std::fs::read(&img).expect("read") == before);
+        m.unmount();
+    }
+    fsck_exfat_clean(&img);
+    let started = std::time::Instant::now();
+    let out = mkfs_alloc(&[
+        "recluster",
+        "--cluster",
+        "4K",
+        "--yes",
+        "--json",
+        img.to_str().expect("utf-8"),
+    ]);
+    out.assert_success();
+    eprintln!(
+        "recluster of a 256 MiB mkfs.exfat volume, 128 KiB to 4 KiB: {:.2} s\n{}",
+        started.elapsed().as_secs_f64(),
+        out.stdout
+    );
+    fsck_exfat_clean(&img);
+    assert_eq!(dump_exfat_cluster_size(&img), 4096);
+    let lo = LoopDevice::attach(&img);
+    let mnt = tmp.subdir("mnt");
+    let m = FuseMount::exfat(lo.path(), &mnt);
+    for (path, data) in &tree {
+        assert!(
+            std::fs::read(mnt.join(path)).expect("read") == *data,
+            "{path} differs"
+        );
+    }
+    assert!(std::fs::read(mnt.join("interleaved-a.bin")).expect("read") == a);
+    assert!(std::fs::read(mnt.join("interleaved-b.bin")).expect("read") == b);
+    m.unmount();
+}
+
+#[test]
+fn info_says_a_cut_recluster_is_unfinished_and_the_same_command_finishes_it() {
+    use mkfs_alloc_blockio::{ImageFile, PowerCutIo};
+    let tmp = TempDir::new("recluster-unfinished");
+    let img = our_image(&tmp);
+    let p = img.to_str().expect("utf-8");
+    {
+        // Power cut after the intent record and VolumeDirty are durable.
+        let mut cut = PowerCutIo::new(ImageFile::open(&img, 512).expect("open"), 6, 1);
+        assert!(mkfs_alloc::recluster::recluster(&mut cut, 4096).is_err());
+        drop(cut.into_surviving().expect("cut"));
+    }
+    let out = mkfs_alloc(&["info", p]);
+    assert!(
+        out.stdout
+            .contains("re-cluster to 4 KiB clusters is unfinished"),
+        "{out}"
+    );
+    mkfs_alloc(&["recluster", "--cluster", "4K", "--yes", "-q", p]).assert_success();
+    let out = mkfs_alloc(&["info", "--json", p]);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+    assert_eq!(v["recluster_unfinished"], serde_json::json!([]));
+    assert!(out.stdout.contains("4096"), "{out}");
+}
+
+/// fsck.exfat's findings on `img`, with the line a dirty volume gives
+/// (VolumeDirty is set while a re-cluster is unfinished, on purpose) left
+/// out and counted.
+fn fsck_findings_but_dirty(img: &Path) -> (Vec<String>, bool) {
+    use mkfs_alloc_testsupport::{fsck_findings, FsckKind};
+    let out = run(require_tool("fsck.exfat"), &[Path::new("-n"), img]);
+    let all = fsck_findings(FsckKind::Exfat, out.success(), &out.stdout, &out.stderr);
+    let dirty = |l: &String| l.to_lowercase().contains("dirty");
+    let was_dirty = all.iter().any(dirty);
+    (all.into_iter().filter(|l| !dirty(l)).collect(), was_dirty)
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (fsck.exfat)"]
+fn fsck_exfat_finds_every_cut_state_consistent() {
+    use mkfs_alloc_blockio::{BlockIo, ImageFile, PowerCutIo};
+    require_tool("fsck.exfat");
+    let tmp = TempDir::new("recluster-fsck-cuts");
+    let img = our_image(&tmp);
+    let pristine = std::fs::read(&img).expect("read");
+    let ops = {
+        let mut count = PowerCutIo::counting(ImageFile::open(&img, 512).expect("open"));
+        mkfs_alloc::recluster::recluster(&mut count, 4096).expect("uncut");
+        let n = count.ops_seen();
+        drop(count.into_all_written().expect("write"));
+        n
+    };
+    let (mut states, mut dirty_states) = (0, 0);
+    for k in 0..ops {
+        for seed in 0..3 {
+            std::fs::write(&img, &pristine).expect("reset");
+            let mut cut = PowerCutIo::new(ImageFile::open(&img, 512).expect("open"), k, seed);
+            assert!(mkfs_alloc::recluster::recluster(&mut cut, 4096).is_err());
+            let mut dev = cut.into_surviving().expect("cut");
+            dev.flush().expect("flush");
+            drop(dev);
+            let (findings, dirty) = fsck_findings_but_dirty(&img);
+            assert!(findings.is_empty(), "cut at {k}, seed {seed}: {findings:?}");
+            states += 1;
+            dirty_states += usize::from(dirty);
+        }
+    }
+    eprintln!(
+        "fsck.exfat on {states} cut states of {ops} ops: all consistent ({dirty_states} reported only as dirty)"
+    );
+}
