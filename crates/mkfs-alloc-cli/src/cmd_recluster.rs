@@ -8,8 +8,8 @@ use crate::target::Target;
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::recluster::{self, Job, Plan, ReclusterError, Step};
-use mkfs_alloc_inspect::ReadOnlyFile;
 use mkfs_alloc::units::{format_size, parse_size};
+use mkfs_alloc_inspect::ReadOnlyFile;
 use std::path::PathBuf;
 use std::time::Instant;
 
