@@ -66,7 +66,9 @@ pub(crate) fn mutants_cmd(args: &[String]) -> Result<(), String> {
                 "mkfs-alloc-layout",
             ][..],
             args,
-            &["--", "--skip", SLOW_TEST][..],
+            // What follows cargo-mutants' `--` goes to `cargo test`; the
+            // second `--` hands `--skip` on to the test harness.
+            &["--", "--", "--skip", SLOW_TEST][..],
         ),
         (
             "2 (stage 1's survivors, the workspace's pure tier)",
