@@ -1,0 +1,291 @@
+//! `mkfs-alloc recluster` under power cuts, the black box: a volume made by
+//! mkfs.exfat at 128 KiB clusters and filled through exfat-fuse (the
+//! independent writer) is served by `powercut.py`'s FUSE device under
+//! `losetup --direct-io=on` (writes wait in a volatile cache until the
+//! loop device's flush; at the cut a seeded subset of the unflushed
+//! 512-byte blocks survives, every later I/O fails), and the CLI reclusters
+//! it to 4 KiB, cut at one operation per trial. The surviving image is then
+//! served again uncut and the same command run again: it must succeed, the
+//! result must be clean for fsck.exfat, have 4 KiB clusters for dump.exfat,
+//! and hold every file byte for byte as written, read back through
+//! exfat-fuse. Before the rerun the test counts the states already readable
+//! and intact (fsck.exfat finds nothing but the dirty flag the unfinished
+//! run sets on purpose, and every file reads back right); a state that
+//! fsck.exfat calls consistent but whose files differ fails the test.
+//!
+//! Tool tier: root, FUSE, fusepy, losetup, mkfs.exfat, exfat-fuse,
+//! fsck.exfat, dump.exfat.
+
+use mkfs_alloc_blockio::powercut::sweep::cut_points;
+use mkfs_alloc_tests::checks::{dump_exfat_cluster_size, fsck_exfat_clean};
+use mkfs_alloc_tests::powercut::{CutStats, PowerCutDisk};
+use mkfs_alloc_tests::tools::require_fuse;
+use mkfs_alloc_tests::{
+    mkfs_alloc, require_root, require_tool, run, test_data, CmdOutput, FuseMount, LoopDevice,
+    LoopOptions, TempDir,
+};
+use mkfs_alloc_testsupport::{fsck_findings, FsckKind};
+use std::path::Path;
+use std::time::Instant;
+
+/// Evenly spread cut points before those around the fsyncs are added.
+const SPREAD: usize = 12;
+
+/// The tree written through exfat-fuse: (path, bytes). About 9 MiB in 59
+/// files, two levels deep, a name with spaces and non-ASCII, an empty file.
+fn tree() -> Vec<(String, Vec<u8>)> {
+    let mut v = Vec::new();
+    for i in 0..24usize {
+        v.push((
+            format!("photos/2026/IMG_{i:04}.JPG"),
+            test_data(150_000 + i * 17_011, i as u64),
+        ));
+    }
+    for i in 0..30usize {
+        v.push((
+            format!("docs/notes/n{i}.txt"),
+            test_data(100 + i * 337, 100 + i as u64),
+        ));
+    }
+    v.push(("docs/report.pdf".into(), test_data(2 << 20, 200)));
+    v.push((
+        "a name with spaces and ünïcode.txt".into(),
+        test_data(5000, 3),
+    ));
+    v.push(("empty".into(), Vec::new()));
+    v.push(("top.bin".into(), test_data(131_072, 4)));
+    v.push(("odd.bin".into(), test_data(131_073, 5)));
+    v
+}
+
+/// The command of every run (the same each time).
+fn recluster(dev: &Path) -> CmdOutput {
+    let dev = dev.to_string_lossy().into_owned();
+    mkfs_alloc(&["recluster", "--cluster", "4K", "--yes", "-q", &dev])
+}
+
+/// fsck.exfat's findings by the project's judge, with the line about a
+/// dirty volume left out (VolumeDirty is set on purpose while a re-cluster
+/// is unfinished, so drivers mounting it meanwhile check it).
+fn findings_but_dirty(img: &Path) -> Vec<String> {
+    let out = run(require_tool("fsck.exfat"), &[Path::new("-n"), img]);
+    fsck_findings(FsckKind::Exfat, out.success(), &out.stdout, &out.stderr)
+        .into_iter()
+        .filter(|l| !l.to_lowercase().contains("dirty"))
+        .collect()
+}
+
+/// Mounts `img` read-only through exfat-fuse (on a read-only plain loop
+/// device) and returns the paths of `tree` whose bytes differ or cannot be
+/// read, or `Err` with the driver's log if it does not mount.
+fn differing_files(
+    img: &Path,
+    mnt: &Path,
+    tree: &[(String, Vec<u8>)],
+) -> Result<Vec<String>, String> {
+    let lo = LoopDevice::attach_with(
+        img,
+        LoopOptions {
+            read_only: true,
+            ..LoopOptions::default()
+        },
+    );
+    let prog = require_tool("mount.exfat-fuse");
+    let args = vec![
+        "-d".into(),
+        "-o".into(),
+        "ro".into(),
+        lo.path().to_string_lossy().into_owned(),
+        mnt.to_string_lossy().into_owned(),
+    ];
+    let m = std::panic::catch_unwind(|| FuseMount::spawn(&prog, &args, mnt))
+        .map_err(|_| "exfat-fuse does not mount it".to_string())?;
+    let differ = tree
+        .iter()
+        .filter(|(path, data)| std::fs::read(mnt.join(path)).ok().as_ref() != Some(data))
+        .map(|(path, _)| path.clone())
+        .collect();
+    m.unmount();
+    drop(lo);
+    Ok(differ)
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (root, fusepy, mkfs.exfat, exfat-fuse)"]
+fn cli_recluster_of_a_mkfs_exfat_volume_survives_power_cuts_on_a_device() {
+    require_root();
+    require_fuse();
+    for tool in [
+        "losetup",
+        "mkfs.exfat",
+        "mount.exfat-fuse",
+        "fsck.exfat",
+        "dump.exfat",
+    ] {
+        require_tool(tool);
+    }
+    let started = Instant::now();
+    let tmp = TempDir::new("recluster-powercut");
+    let mnt = tmp.subdir("mnt");
+    let disk_mnt = tmp.subdir("disk");
+    let pristine = tmp.join("pristine.img");
+    let img = tmp.join("cut.img");
+    let control = tmp.join("control.img");
+    let tree = tree();
+
+    // The prepared volume: mkfs.exfat at 128 KiB, filled through exfat-fuse
+    // on a plain loop device, then read back through it once more.
+    run(
+        "truncate",
+        &["-s", "40M", pristine.to_str().expect("utf-8")],
+    )
+    .assert_success();
+    run(
+        require_tool("mkfs.exfat"),
+        &[
+            "-c",
+            "128K",
+            "-L",
+            "CUTS",
+            pristine.to_str().expect("utf-8"),
+        ],
+    )
+    .assert_success();
+    {
+        let lo = LoopDevice::attach(&pristine);
+        let m = FuseMount::exfat(lo.path(), &mnt);
+        for (path, data) in &tree {
+            let p = mnt.join(path);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&p, data).expect("write");
+        }
+        m.unmount();
+    }
+    fsck_exfat_clean(&pristine);
+    assert_eq!(dump_exfat_cluster_size(&pristine), 128 << 10);
+    assert_eq!(
+        differing_files(&pristine, &mnt, &tree).expect("mounts"),
+        Vec::<String>::new(),
+        "the prepared volume does not read back"
+    );
+    let prepared = std::fs::read(&pristine).expect("read the prepared image");
+
+    // The uncut run: the operation count, where the fsyncs come, and proof
+    // that the loop device's flushes reach the FUSE process.
+    std::fs::write(&img, &prepared).expect("reset");
+    let disk = PowerCutDisk::serve(&disk_mnt, &img, None, 0);
+    recluster(disk.path()).assert_success();
+    let uncut: CutStats = disk.remove();
+    assert!(
+        uncut.fsyncs > 0,
+        "no fsync reached the FUSE process: {uncut:?}"
+    );
+    assert!(uncut.writes > 0 && !uncut.cut, "{uncut:?}");
+    fsck_exfat_clean(&img);
+    assert_eq!(dump_exfat_cluster_size(&img), 4096);
+    assert_eq!(
+        differing_files(&img, &mnt, &tree).expect("mounts"),
+        Vec::<String>::new(),
+        "the uncut run loses data"
+    );
+
+    // The comparison is over real bytes: in the uncut run's result, one
+    // flipped byte inside a file's data (found by its contents in the
+    // image) is caught.
+    {
+        let (name, data) = tree
+            .iter()
+            .find(|(p, _)| p == "docs/report.pdf")
+            .expect("in the tree");
+        let probe = &data[4096..4096 + 64];
+        let done = std::fs::read(&img).expect("read the result");
+        let at = done
+            .windows(probe.len())
+            .position(|w| w == probe)
+            .expect("the file's bytes are in the image");
+        let mut damaged = done;
+        damaged[at] ^= 0x5A;
+        std::fs::write(&control, &damaged).expect("write");
+        assert_eq!(
+            differing_files(&control, &mnt, &tree).expect("mounts"),
+            std::slice::from_ref(name),
+            "a flipped data byte goes unnoticed"
+        );
+    }
+
+    let points = cut_points(uncut.ops, &uncut.fsync_ops, SPREAD);
+    let (mut failed_runs, mut intact_before, mut not_readable, mut kept, mut dropped) =
+        (0, 0, 0, 0, 0);
+    // Of the states intact before the rerun, those still in the old layout
+    // and those already switched to the new one.
+    let (mut old_layout, mut new_layout) = (0, 0);
+    for &k in &points {
+        let ctx = format!("cut at op {k} of {}", uncut.ops);
+        std::fs::write(&img, &prepared).expect("reset");
+
+        let disk = PowerCutDisk::serve(&disk_mnt, &img, Some(k), k);
+        let out = recluster(disk.path());
+        let at_exit = disk.stats();
+        assert!(
+            !(at_exit.cut && out.success()),
+            "{ctx}: the CLI reports success although the power went during its run:\n{out}"
+        );
+        failed_runs += usize::from(!out.success());
+        let cut = disk.remove();
+        kept += cut.kept;
+        dropped += cut.dropped;
+
+        // Before the rerun: consistent for fsck.exfat (but for the dirty
+        // flag) means every file must read back as written.
+        let findings = findings_but_dirty(&img);
+        if findings.is_empty() {
+            let differ = differing_files(&img, &mnt, &tree)
+                .unwrap_or_else(|e| panic!("{ctx}: fsck-consistent but {e}"));
+            assert!(
+                differ.is_empty(),
+                "{ctx}: MOUNTABLE BUT DAMAGED before the rerun: {differ:?}"
+            );
+            intact_before += 1;
+            match dump_exfat_cluster_size(&img) {
+                131_072 => old_layout += 1,
+                4096 => new_layout += 1,
+                other => panic!("{ctx}: {other}-byte clusters before the rerun"),
+            }
+        } else {
+            not_readable += 1;
+            eprintln!("{ctx}: before the rerun fsck.exfat says {findings:?}");
+        }
+
+        let disk = PowerCutDisk::serve(&disk_mnt, &img, None, 0);
+        let out = recluster(disk.path());
+        assert!(out.success(), "{ctx}: the rerun fails:\n{out}");
+        let rerun = disk.remove();
+        assert!(!rerun.cut, "{ctx}");
+        fsck_exfat_clean(&img);
+        assert_eq!(dump_exfat_cluster_size(&img), 4096, "{ctx}");
+        let differ = differing_files(&img, &mnt, &tree)
+            .unwrap_or_else(|e| panic!("{ctx}: after the rerun {e}"));
+        assert!(
+            differ.is_empty(),
+            "{ctx}: after the rerun {differ:?} differ"
+        );
+    }
+    eprintln!(
+        "recluster 128 KiB -> 4 KiB of a 40 MiB mkfs.exfat volume ({} files): {} ops ({} writes, \
+         {} fsyncs at {:?}); {} cut points (one seed each): the cut run failed in {}, {} already \
+         readable and intact before the rerun ({old_layout} at 128 KiB, {new_layout} at 4 KiB; {} \
+         not consistent), all {} intact after it; {kept} unflushed blocks kept, {dropped} lost; \
+         {:.1} s",
+        tree.len(),
+        uncut.ops,
+        uncut.writes,
+        uncut.fsyncs,
+        uncut.fsync_ops,
+        points.len(),
+        failed_runs,
+        intact_before,
+        not_readable,
+        points.len(),
+        started.elapsed().as_secs_f64()
+    );
+}
