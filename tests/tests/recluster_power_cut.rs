@@ -31,7 +31,7 @@ use std::time::Instant;
 /// Evenly spread cut points before those around the fsyncs are added.
 const SPREAD: usize = 12;
 
-/// The tree written through exfat-fuse: (path, bytes). About 9 MiB in 59
+/// The tree written through exfat-fuse: (path, bytes). About 10 MiB in 59
 /// files, two levels deep, a name with spaces and non-ASCII, an empty file.
 fn tree() -> Vec<(String, Vec<u8>)> {
     let mut v = Vec::new();
