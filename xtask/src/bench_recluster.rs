@@ -276,6 +276,8 @@ struct Figures {
     files: u64,
     tree_bytes: u64,
     used_pct: f64,
+    /// Directories the recluster copies (the root included).
+    dirs: u64,
     recluster: f64,
     written: u64,
     planned_written: u64,
@@ -285,6 +287,7 @@ struct Figures {
     mkfs: f64,
     back: f64,
     floor: f64,
+    floor_rw: f64,
 }
 
 /// The image at `c.from`, filled with `tree` through exfat-fuse.
@@ -337,28 +340,30 @@ fn peers(c: &Case, img: &Path, off: &Path, mnt: &Path) -> Result<(f64, f64, f64)
     Ok((t_off, t_mkfs, t_back))
 }
 
-/// `bytes` (rounded up to 4 KiB) written by `dd bs=1M oflag=direct
-/// conv=fsync` over an existing file in `dir`: the sequential write of the
-/// same bytes with nothing to read or plan; the median of five runs.
-fn floor(dir: &Path, bytes: u64) -> Result<f64, String> {
-    let bytes = bytes.div_ceil(4 * KIB) * 4 * KIB;
-    let count = bytes.to_string();
+/// The floor: `write` bytes (rounded up to 4 KiB) written by `dd bs=1M
+/// oflag=direct conv=fsync` over an existing file in `dir`, the sequential
+/// write of the same bytes with nothing to read or plan; and that plus
+/// `read` bytes read back by `dd iflag=direct` first, the reads the
+/// recluster makes too. Medians of five runs.
+fn floor(dir: &Path, write: u64, read: u64) -> Result<(f64, f64), String> {
+    let round = |b: u64| (b.div_ceil(4 * KIB) * 4 * KIB).to_string();
+    let (w, r) = (round(write), round(read));
     let file = dir.join("floor.bin");
+    let most = round(write.max(read));
     sh(
         "head -c \"$2\" /dev/urandom >\"$1\" && sync",
-        &[&file, &count],
+        &[&file, &most],
     )?;
-    let mut t = Vec::new();
+    let dd_write = "dd if=/dev/zero of=\"$1\" bs=1M count=\"$2\" iflag=count_bytes oflag=direct conv=notrunc,fsync status=none";
+    let dd_read =
+        "dd if=\"$1\" of=/dev/null bs=1M count=\"$3\" iflag=direct,count_bytes status=none";
+    let (mut tw, mut trw) = (Vec::new(), Vec::new());
     for _ in 0..5 {
-        t.push(timed(|| {
-            sh(
-                "dd if=/dev/zero of=\"$1\" bs=1M count=\"$2\" iflag=count_bytes oflag=direct conv=notrunc,fsync status=none",
-                &[&file, &count],
-            )
-            .map(drop)
-        })?);
+        tw.push(timed(|| sh(dd_write, &[&file, &w]).map(drop))?);
+        let both = format!("{dd_read} && {dd_write}");
+        trw.push(timed(|| sh(&both, &[&file, &w, &r]).map(drop))?);
     }
-    Ok(median(t))
+    Ok((median(tw), median(trw)))
 }
 
 /// One case, both ways, checked.
@@ -385,6 +390,7 @@ fn run_case(bin: &Path, c: &Case, dir: &Path, tree: &Path, want: &str) -> Result
     };
     let (planned_written, planned_read) = (num("bytes_written")?, num("bytes_read")?);
     let free = num("free_before")?;
+    let dirs = num("directories_copied")?;
     // Allocated, of the volume: at large clusters far more than the data.
     let used_pct = 100.0 * (1.0 - free as f64 / c.size as f64);
     let run = {
@@ -396,11 +402,12 @@ fn run_case(bin: &Path, c: &Case, dir: &Path, tree: &Path, want: &str) -> Result
     let (t_off, t_mkfs, t_back) = peers(c, &peer, &off, &mnt)?;
     check(bin, &img, c.to, &mnt, want).map_err(|e| format!("recluster result: {e}"))?;
     check(bin, &peer, c.to, &mnt, want).map_err(|e| format!("peer result: {e}"))?;
-    let t_floor = floor(dir, planned_written)?;
+    let (t_floor, t_floor_rw) = floor(dir, planned_written, planned_read)?;
     Ok(Figures {
         files: 0,
         tree_bytes: 0,
         used_pct,
+        dirs,
         recluster: run.secs,
         written: run.write_bytes,
         planned_written,
@@ -410,6 +417,7 @@ fn run_case(bin: &Path, c: &Case, dir: &Path, tree: &Path, want: &str) -> Result
         mkfs: t_mkfs,
         back: t_back,
         floor: t_floor,
+        floor_rw: t_floor_rw,
     })
 }
 
@@ -467,8 +475,8 @@ fn run_in(bin: &Path, dir: &Path) -> Result<String, String> {
 fn table(rows: &[(&Case, Figures)], before: &str, after: &str) -> String {
     let mut t = format!(
         "One run per case, the two ways one after the other. Load average before: {before}.\n\n\
-         | case | files (data, % of the volume) | allocated | recluster | copy off + mkfs + copy back | ratio | floor (`dd bs=1M oflag=direct` of the bytes to write) | ratio to the floor | bytes written (planned / `write_bytes`) | bytes read (planned) | peak RSS |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|\n"
+         | case | files (data, % of the volume) | directories | allocated | recluster | copy off + mkfs + copy back | ratio | floor: write (read + write) | ratio to the floor: write (read + write) | bytes written (planned / `write_bytes`) | bytes read (planned) | peak RSS |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|\n"
     );
     for (c, f) in rows {
         let peer = f.off + f.mkfs + f.back;
@@ -478,7 +486,7 @@ fn table(rows: &[(&Case, Figures)], before: &str, after: &str) -> String {
             format!(" `{}`", c.mkfs.join(" "))
         };
         t.push_str(&format!(
-            "| exFAT {} by `mkfs.exfat -c {}K`{opts}, {} → {} | {} ({}, {:.0} %) | {:.0} % | {:.3} s | {:.1} s ({:.1} + {:.2} + {:.1}) | {:.4}x | {:.3} s | {:.2}x | {} / {} | {} | {:.1} MiB |\n",
+            "| exFAT {} by `mkfs.exfat -c {}K`{opts}, {} → {} | {} ({}, {:.0} %) | {} | {:.0} % | {:.3} s | {:.1} s ({:.1} + {:.2} + {:.1}) | {:.4}x | {:.3} s ({:.3} s) | {:.2}x ({:.2}x) | {} / {} | {} | {:.1} MiB |\n",
             size_name(c.size),
             c.from / KIB,
             size_name(c.from),
@@ -486,6 +494,7 @@ fn table(rows: &[(&Case, Figures)], before: &str, after: &str) -> String {
             f.files,
             fmt_bytes(f.tree_bytes as f64),
             100.0 * f.tree_bytes as f64 / c.size as f64,
+            f.dirs,
             f.used_pct,
             f.recluster,
             peer,
@@ -494,7 +503,9 @@ fn table(rows: &[(&Case, Figures)], before: &str, after: &str) -> String {
             f.back,
             f.recluster / peer,
             f.floor,
+            f.floor_rw,
             f.recluster / f.floor,
+            f.recluster / f.floor_rw,
             fmt_bytes(f.planned_written as f64),
             fmt_bytes(f.written as f64),
             fmt_bytes(f.planned_read as f64),
