@@ -78,7 +78,7 @@ const COMMANDS: &[Cmd] = &[
     ),
     (
         "bench",
-        "mkfs-alloc vs mkfs.exfat / mkfs.fat side by side [--reps N] [--quick] [--write]; --populate: --rootdir vs mkfs + copy; --batch (root): 8 targets in one run vs 8 runs, --verify vs dd",
+        "mkfs-alloc vs mkfs.exfat / mkfs.fat side by side [--reps N] [--quick] [--write]; --populate: --rootdir vs mkfs + copy; --batch (root): 8 targets in one run vs 8 runs, --verify vs dd; --recluster (root): recluster vs copy off, mkfs, copy back",
         bench_cmd,
     ),
     (
@@ -153,6 +153,7 @@ mod bench;
 mod bench_batch;
 mod bench_hosts;
 mod bench_populate;
+mod bench_recluster;
 mod dist;
 mod embedded;
 mod features;
@@ -296,6 +297,7 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
     let mut write = false;
     let mut populate = false;
     let mut batch = false;
+    let mut recluster = false;
     let mut hosts_only = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -304,6 +306,7 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
             "--write" => write = true,
             "--populate" => populate = true,
             "--batch" => batch = true,
+            "--recluster" => recluster = true,
             "--hosts-only" => {
                 populate = true;
                 hosts_only = true;
@@ -317,7 +320,7 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
             }
             other => {
                 return Err(format!(
-                    "unknown option {other:?}; valid: --reps N, --quick, --write, --populate, --hosts-only, --batch"
+                    "unknown option {other:?}; valid: --reps N, --quick, --write, --populate, --hosts-only, --batch, --recluster"
                 ))
             }
         }
@@ -341,15 +344,24 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
     .join("release")
     .join("mkfs-alloc");
     let mut tables = Vec::new();
-    if batch {
+    if recluster {
+        if !is_root() {
+            return Err("bench --recluster needs root (loop devices, exfat-fuse mounts)".into());
+        }
+        tables.push((
+            bench_recluster::run(&bin)?,
+            bench_recluster::BEGIN,
+            bench_recluster::END,
+        ));
+    } else if batch {
         tables.push((bench_batch::run(&bin, reps, quick)?, BATCH_BEGIN, BATCH_END));
     } else if !populate {
         tables.push((bench::run(&bin, reps, quick)?, BENCH_BEGIN, BENCH_END));
     }
-    if populate && !hosts_only && !batch {
+    if populate && !hosts_only && !batch && !recluster {
         tables.push((bench_populate::run(&bin, reps, quick)?, POP_BEGIN, POP_END));
     }
-    if populate && !batch {
+    if populate && !batch && !recluster {
         // XFS (reflink=1) and ext4 on loop devices: root, as the peers' mounts.
         tables.push((bench_hosts::run(&bin, reps, quick)?, HOSTS_BEGIN, HOSTS_END));
     }
