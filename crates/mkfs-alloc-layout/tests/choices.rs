@@ -120,3 +120,30 @@ fn fresh_serials_have_every_bit_balanced() {
         );
     }
 }
+
+/// The serial a clock time gives (the CLI's serial without `--serial`,
+/// pinned by `SOURCE_DATE_EPOCH`): Vigna's splitmix64 finaliser of the
+/// seconds XOR the nanoseconds shifted into the high half, folded to 32
+/// bits by XOR. The finaliser is written out here from its published
+/// constants, not taken from the code.
+#[test]
+fn a_serial_from_the_clock_is_splitmix64_folded() {
+    fn splitmix64(mut z: u64) -> u64 {
+        z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    for (secs, nanos) in [
+        (0i64, 0u32),
+        (1_700_000_000, 0),
+        (315_532_800, 999_999_999),
+        (1, 1),
+    ] {
+        let x = splitmix64((secs as u64) ^ (u64::from(nanos) << 32));
+        let want = (x ^ (x >> 32)) as u32;
+        let got =
+            mkfs_alloc_layout::plan::serial_from_time(mkfs_alloc_layout::Timestamp { secs, nanos });
+        assert_eq!(got, want, "{secs} s {nanos} ns");
+    }
+}
