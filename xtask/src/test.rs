@@ -245,6 +245,13 @@ pub(crate) fn test_pure_cmd(args: &[String]) -> Result<(), String> {
         Ok(dst)
     };
     let bin = place(&target_dir().join("debug").join("mkfs-alloc"))?;
+    // The facade's example, which a test runs beside the CLI.
+    let example = place(
+        &target_dir()
+            .join("debug")
+            .join("examples")
+            .join("image_from_dir"),
+    )?;
     let (mut binaries, mut passed, mut ignored, mut failed) = (0u64, 0u64, 0u64, Vec::new());
     let text = String::from_utf8_lossy(&out.stdout);
     for line in text.lines() {
@@ -267,6 +274,7 @@ pub(crate) fn test_pure_cmd(args: &[String]) -> Result<(), String> {
             .env("HOME", scratch.join("home"))
             .env("TMPDIR", scratch.join("tmp"))
             .env("MKFS_ALLOC_BIN", &bin)
+            .env("MKFS_ALLOC_EXAMPLE_IMAGE_FROM_DIR", &example)
             .output()
             .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
         binaries += 1;
