@@ -34,6 +34,8 @@
 use std::fmt;
 use std::io;
 
+use mkfs_alloc_ondisk::rng::SplitMix64;
+
 use crate::range::{blocks_of, buffer_range, inner_accessors};
 use crate::{BlockIo, IoError, IoOp};
 
@@ -112,31 +114,16 @@ impl Keep {
     /// One cut in eight keeps nothing, one in eight everything (the two
     /// extremes a test must meet: "the cache was lost", "the cache made
     /// it"), the rest keep each block with a probability drawn uniformly.
-    fn draw(rng: &mut SplitMix) -> Keep {
-        match rng.next() % 8 {
+    fn draw(rng: &mut SplitMix64) -> Keep {
+        match rng.next_u64() % 8 {
             0 => Keep(0),
             1 => Keep(1 << 32),
-            _ => Keep(rng.next() >> 32),
+            _ => Keep(rng.next_u64() >> 32),
         }
     }
 
-    fn block(self, rng: &mut SplitMix) -> bool {
-        (rng.next() >> 32) < self.0
-    }
-}
-
-/// A splitmix64 generator (Steele, Lea, Flood 2014): small, seedable,
-/// good enough to draw subsets; no dependency.
-#[derive(Debug, Clone)]
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+    fn block(self, rng: &mut SplitMix64) -> bool {
+        (rng.next_u64() >> 32) < self.0
     }
 }
 
@@ -241,7 +228,8 @@ impl<D: BlockIo> PowerCutIo<D> {
             return Ok(());
         }
         let bs = u64::from(self.inner.block_size()).max(1);
-        let mut rng = SplitMix(self.seed ^ self.ops_seen.wrapping_mul(0xA076_1D64_78BD_642F));
+        let mut rng =
+            SplitMix64::new(self.seed ^ self.ops_seen.wrapping_mul(0xA076_1D64_78BD_642F));
         let keep = Keep::draw(&mut rng);
         let pending = std::mem::take(&mut self.pending);
         let mut report = CutReport {
