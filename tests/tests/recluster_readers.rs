@@ -1,5 +1,6 @@
 //! Independent readers of a re-clustered volume (tool tier): a volume made
-//! by mkfs.exfat at 128 KiB clusters (FAT at 4 MiB, heap at 8 MiB, so the
+//! by mkfs.exfat at 128 KiB clusters, on 512- and 4096-byte sectors (a loop
+//! device of that block size), FAT at 4 MiB and heap at 8 MiB (so the
 //! gap holds the new FAT) and filled through exfat-fuse with a tree of
 //! nested directories, long and non-ASCII names, empty files and
 //! directories, sizes around both cluster sizes' boundaries and two
@@ -91,29 +92,31 @@ fn write_interleaved(mnt: &Path, [a, b]: &[(String, Vec<u8>); 2], piece: usize) 
 struct Reclustered {
     _tmp: TempDir,
     img: PathBuf,
+    sector: u32,
     files: Vec<(String, Vec<u8>)>,
     /// `7z l` of the image before the re-cluster.
     seven_before: mkfs_alloc_tests::CmdOutput,
 }
 
-/// mkfs.exfat at 128 KiB clusters, filled through exfat-fuse, checked by
-/// fsck.exfat, reclustered to 4 KiB, checked again.
-fn reclustered(name: &str) -> Reclustered {
+/// mkfs.exfat at 128 KiB clusters on `sector`-byte sectors (a loop device
+/// of that block size: mkfs.exfat takes the device's), filled through
+/// exfat-fuse, checked by fsck.exfat, reclustered to 4 KiB, checked again.
+fn reclustered(name: &str, sector: u32) -> Reclustered {
     require_root();
     require_fuse();
     let tmp = TempDir::new(name);
     let img = tmp.join("v.img");
     let p = img.to_str().expect("utf-8").to_string();
     run("truncate", &["-s", "256M", &p]).assert_success();
-    run(
-        require_tool("mkfs.exfat"),
-        &["-c", "128K", "-b", "4M", "-L", "READERS", &p],
-    )
-    .assert_success();
     let mut files = tree();
     let frag = fragmented();
     {
-        let lo = LoopDevice::attach(&img);
+        let lo = LoopDevice::attach_sector(&img, sector);
+        run(
+            require_tool("mkfs.exfat"),
+            &["-c", "128K", "-b", "4M", "-L", "READERS", lo.path_str()],
+        )
+        .assert_success();
         let mnt = tmp.subdir("mnt");
         let m = FuseMount::exfat(lo.path(), &mnt);
         std::fs::create_dir_all(mnt.join(EMPTY_DIR)).expect("mkdir");
@@ -131,9 +134,15 @@ fn reclustered(name: &str) -> Reclustered {
     mkfs_alloc(&["recluster", "--cluster", "4K", "--yes", "-q", &p]).assert_success();
     fsck_exfat_clean(&img);
     assert_eq!(dump_exfat_cluster_size(&img), 4096);
+    assert_eq!(
+        u32::from(std::fs::read(&img).expect("read")[108]),
+        sector.trailing_zeros(),
+        "BytesPerSectorShift"
+    );
     Reclustered {
         _tmp: tmp,
         img,
+        sector,
         files,
         seven_before,
     }
@@ -184,7 +193,13 @@ fn crc32(data: &[u8]) -> u32 {
 #[test]
 #[ignore = "tool tier: cargo xtask test (root, mkfs.exfat, exfat-fuse, grub-fstest)"]
 fn grub_reads_a_reclustered_mkfs_exfat_volume() {
-    let r = reclustered("recluster-grub");
+    for sector in [512, 4096] {
+        grub_reads(&reclustered(&format!("recluster-grub-{sector}"), sector));
+    }
+}
+
+/// GRUB lists every directory of `r`, compares every file and its CRC-32.
+fn grub_reads(r: &Reclustered) {
     for (dir, names) in expected_listings(&r.files) {
         let out = grub(&r.img, &["ls", &format!("/{dir}")]);
         out.assert_success();
@@ -209,15 +224,16 @@ fn grub_reads_a_reclustered_mkfs_exfat_volume() {
         );
     }
     println!(
-        "grub-fstest listed and compared {} files of the re-clustered volume",
-        r.files.len()
+        "grub-fstest listed and compared {} files of the re-clustered volume ({} B sectors)",
+        r.files.len(),
+        r.sector
     );
 }
 
 #[test]
 #[ignore = "tool tier: cargo xtask test (root, mkfs.exfat, exfat-fuse, 7z)"]
 fn seven_zip_opens_no_exfat_volume_before_or_after_a_recluster() {
-    let r = reclustered("recluster-7z");
+    let r = reclustered("recluster-7z", 512);
     let after = tool("7z", &["l", r.img.to_str().expect("utf-8")]);
     for (when, out) in [("before", &r.seven_before), ("after", &after)] {
         let text = format!("{}{}", out.stdout, out.stderr);
