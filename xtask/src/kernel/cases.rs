@@ -259,13 +259,16 @@ pub(super) const CASES: &[Case] = &[
     peer("ctl-mkfs.fat", Vfat, 512, GIB, "mkfs.fat", "-F 32 -n CTRL").ci(),
     peer("ctl-mkfs.exfat-128k", Exfat, 512, 8 * GIB, "mkfs.exfat", "-c 128K"),
     peer("ctl-mkfs.fat-4kn", Vfat, 4096, 8 * GIB, "mkfs.fat", "-F 32 -S 4096").ci(),
-    // Re-clustered in place (`mkfs-alloc recluster`) to 4 KiB: ours at 128
-    // KiB with the tree, and mkfs.exfat's at 128 KiB (FAT at 4 MiB, heap at
-    // 8 MiB) filled through exfat-fuse with the tree and two fragmented
-    // files. The fresh volume must list the tree, and takes writes.
+    // Re-clustered in place (`mkfs-alloc recluster`) to 4 KiB: mkfs.exfat's
+    // at 128 KiB (FAT at 4 MiB, heap at 8 MiB) filled through exfat-fuse
+    // with the tree and two fragmented files, and ours at 128 KiB with the
+    // tree (also in a GPT partition on 4096-byte sectors). The fresh volume
+    // must list the tree, and takes writes.
     peer("rc-mkfs.exfat-128k-fuse-4k", Exfat, 512, 512 << 20, "mkfs.exfat", "-c 128K -b 4M")
         .populated().reclustered(4096).ci(),
     ours("rc-ex-512-128k-rootdir-4k", Exfat, 512, "--fs exfat --cluster 128K --size 512M")
+        .populated().reclustered(4096),
+    ours("rc-ex-4k-gpt-128k-rootdir-4k", Exfat, 4096, "--fs exfat --sector-size 4096 --table gpt --cluster 128K --size 512M")
         .populated().reclustered(4096),
     // Negative controls: must fail, with this finding.
     ours("neg-exfat-dirty", Exfat, 512, "--fs exfat --cluster 32K --size 256M")
