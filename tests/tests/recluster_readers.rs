@@ -128,6 +128,13 @@ fn reclustered(name: &str, sector: u32) -> Reclustered {
         write_interleaved(&mnt, &frag, 256 << 10);
         m.unmount();
     }
+    // The fixture's premise (our model as a precondition only; the
+    // verdicts are the readers'): exfat-fuse gave both files split chains.
+    for (rel, _) in &frag {
+        let f = fragments_of(&img, sector, rel);
+        assert!(f > 1, "/{rel} is in {f} fragment(s), not fragmented");
+        eprintln!("/{rel}: {f} fragments before the re-cluster ({sector} B sectors)");
+    }
     files.extend(frag);
     fsck_exfat_clean(&img);
     let seven_before = tool("7z", &["l", &p]);
@@ -146,6 +153,21 @@ fn reclustered(name: &str, sector: u32) -> Reclustered {
         files,
         seven_before,
     }
+}
+
+/// The contiguous runs of the chain of the file `rel` on the volume `img`.
+fn fragments_of(img: &Path, sector: u32, rel: &str) -> u64 {
+    use mkfs_alloc::inspect::{read_volumes, ModelOptions, ReadOnlyFile};
+    let mut dev = ReadOnlyFile::open(img, sector).expect("open");
+    let want = format!("/{rel}");
+    let mut found = None;
+    read_volumes(&mut dev, &ModelOptions::default(), &mut |s| {
+        if s.path == want {
+            found = Some(s.fragments);
+        }
+    })
+    .expect("read_volumes");
+    found.unwrap_or_else(|| panic!("{want} is not on the volume"))
 }
 
 /// What `ls DIR` must print for each directory: the entries' names,

@@ -20,10 +20,12 @@ const PIECE: usize = 256 << 10;
 
 /// Adds the fragmented files to the source tree `src` (so that its listing
 /// covers them), then mounts `image` through exfat-fuse on a loop device
-/// and copies the tree in. The guards of the test-support crate panic with
-/// the tool or the driver's output; that becomes the case's error.
+/// and copies the tree in; `info --files` must then count both files as
+/// fragmented. The guards of the test-support crate panic with the tool or
+/// the driver's output; that becomes the case's error.
 pub(super) fn fill_through_fuse(
     name: &str,
+    bin: &Path,
     image: &Path,
     src: &Path,
     work: &Path,
@@ -58,11 +60,40 @@ pub(super) fn fill_through_fuse(
         Ok(())
     }));
     match filled {
-        Ok(r) => r.map_err(|e| format!("{name}: filling through exfat-fuse: {e}")),
-        Err(_) => Err(format!(
-            "{name}: filling through exfat-fuse failed (the panic above says why)"
-        )),
+        Ok(r) => r.map_err(|e| format!("{name}: filling through exfat-fuse: {e}"))?,
+        Err(_) => {
+            return Err(format!(
+                "{name}: filling through exfat-fuse failed (the panic above says why)"
+            ))
+        }
     }
+    // The case's premise: exfat-fuse gave both files split chains.
+    let vol = read_files(name, bin, image)?;
+    let fragmented = vol
+        .get("files")
+        .map_or(Ok(0), |f| json_u64(f, "fragmented"))?;
+    if fragmented < FRAGMENTED.len() as u64 {
+        return Err(format!(
+            "{name}: info --files says {fragmented} fragmented files after the fill through exfat-fuse, not {}",
+            FRAGMENTED.len()
+        ));
+    }
+    Ok(())
+}
+
+/// The one volume `info --files --json` finds on `image`.
+fn read_files(name: &str, bin: &Path, image: &Path) -> Result<Value, String> {
+    let out = Command::new(bin)
+        .args(["info", "--files", "--json"])
+        .arg(image)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
+    let info: Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("{name}: info --files --json: {e}"))?;
+    info.get("volumes")
+        .and_then(|v| v.get(0))
+        .cloned()
+        .ok_or_else(|| format!("{name}: info --files --json has no volume"))
 }
 
 /// Copies the tree `from` into `to`, directories (empty ones too) and

@@ -124,7 +124,7 @@ pub(super) fn prepare<'a>(
     }
     let mut format = format_image(case.name, case.make, bin, &path, &rootdir)?;
     if case.populated && matches!(case.make, Make::Peer { .. }) {
-        super::fill::fill_through_fuse(case.name, &path, &src, work)?;
+        super::fill::fill_through_fuse(case.name, bin, &path, &src, work)?;
     }
     if let Some(to) = case.recluster {
         recluster(case.name, bin, &path, to)?;
