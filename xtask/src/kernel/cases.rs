@@ -65,6 +65,11 @@ pub(super) struct Case {
     /// Fill the volume with one file instead of writing the file set: every
     /// cluster we reported free must take data.
     pub(super) fill: bool,
+    /// Re-clustered in place to this cluster size in bytes (`mkfs-alloc
+    /// recluster --cluster BYTES`) after it is made and populated; the
+    /// kernel then reads and writes the re-clustered volume. A populated
+    /// peer's case is filled through exfat-fuse (see `fill.rs`).
+    pub(super) recluster: Option<u64>,
 }
 
 /// A case formatted by mkfs-alloc with `args`.
@@ -78,6 +83,7 @@ const fn ours(name: &'static str, driver: Driver, sector: u32, args: &'static st
         fault: None,
         populated: false,
         fill: false,
+        recluster: None,
     }
 }
 
@@ -92,6 +98,7 @@ const fn firmware(name: &'static str, driver: Driver, job: &'static str) -> Case
         fault: None,
         populated: false,
         fill: false,
+        recluster: None,
     }
 }
 
@@ -117,6 +124,7 @@ pub(super) const fn peer(
         fault: None,
         populated: false,
         fill: false,
+        recluster: None,
     }
 }
 
@@ -130,6 +138,14 @@ impl Case {
     pub(super) const fn populated(self) -> Case {
         Case {
             populated: true,
+            ..self
+        }
+    }
+
+    /// Re-clustered to `size` bytes after it is made (and populated).
+    pub(super) const fn reclustered(self, size: u64) -> Case {
+        Case {
+            recluster: Some(size),
             ..self
         }
     }
@@ -243,6 +259,17 @@ pub(super) const CASES: &[Case] = &[
     peer("ctl-mkfs.fat", Vfat, 512, GIB, "mkfs.fat", "-F 32 -n CTRL").ci(),
     peer("ctl-mkfs.exfat-128k", Exfat, 512, 8 * GIB, "mkfs.exfat", "-c 128K"),
     peer("ctl-mkfs.fat-4kn", Vfat, 4096, 8 * GIB, "mkfs.fat", "-F 32 -S 4096").ci(),
+    // Re-clustered in place (`mkfs-alloc recluster`) to 4 KiB: mkfs.exfat's
+    // at 128 KiB (FAT at 4 MiB, heap at 8 MiB) filled through exfat-fuse
+    // with the tree and two fragmented files, and ours at 128 KiB with the
+    // tree (also in a GPT partition on 4096-byte sectors). The fresh volume
+    // must list the tree, and takes writes.
+    peer("rc-mkfs.exfat-128k-fuse-4k", Exfat, 512, 512 << 20, "mkfs.exfat", "-c 128K -b 4M")
+        .populated().reclustered(4096).ci(),
+    ours("rc-ex-512-128k-rootdir-4k", Exfat, 512, "--fs exfat --cluster 128K --size 512M")
+        .populated().reclustered(4096),
+    ours("rc-ex-4k-gpt-128k-rootdir-4k", Exfat, 4096, "--fs exfat --sector-size 4096 --table gpt --cluster 128K --size 512M")
+        .populated().reclustered(4096),
     // Negative controls: must fail, with this finding.
     ours("neg-exfat-dirty", Exfat, 512, "--fs exfat --cluster 32K --size 256M")
         .broken(Fault::ExfatDirty, "not properly unmounted").ci(),

@@ -122,8 +122,26 @@ pub(super) fn prepare<'a>(
         write_source_tree(&src)?;
         rootdir = vec!["--rootdir".into(), src.clone().into_os_string()];
     }
-    let format = format_image(case.name, case.make, bin, &path, &rootdir)?;
+    let mut format = format_image(case.name, case.make, bin, &path, &rootdir)?;
+    if case.populated && matches!(case.make, Make::Peer { .. }) {
+        super::fill::fill_through_fuse(case.name, bin, &path, &src, work)?;
+    }
+    if let Some(to) = case.recluster {
+        recluster(case.name, bin, &path, to)?;
+        // The format's figures are the old geometry's: info's are judged.
+        format = None;
+    }
     let vol = read_info(case, bin, &path)?;
+    if let Some(to) = case
+        .recluster
+        .filter(|&to| json_u64(&vol, "cluster_size").ok() != Some(to))
+    {
+        return Err(format!(
+            "{}: info says {:?} B clusters after the re-cluster to {to}",
+            case.name,
+            vol.get("cluster_size")
+        ));
+    }
     if let Some((Fault::SourceChanged, _)) = case.fault {
         let readme = src.join("README");
         File::options()
@@ -216,6 +234,24 @@ pub(crate) fn format_image(
             Ok(None)
         }
     }
+}
+
+/// `mkfs-alloc recluster --cluster TO --yes -q IMAGE` on the image of case
+/// `name`.
+fn recluster(name: &str, bin: &Path, path: &Path, to: u64) -> Result<(), String> {
+    let out = Command::new(bin)
+        .args(["recluster", "--cluster", &to.to_string(), "--yes", "-q"])
+        .arg(path)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{name}: mkfs-alloc recluster --cluster {to} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(())
 }
 
 /// The one volume `info --json` finds on the image of case `name`.

@@ -40,6 +40,7 @@ use crate::{cargo, find_tool, install_packages, is_root, run, target_dir, worksp
 
 mod boot;
 mod cases;
+mod fill;
 mod guest;
 mod image;
 mod judge;
@@ -68,6 +69,9 @@ pub const TOOLS: &[(&str, &str)] = &[
     ("fsck.fat", "dosfstools"),
     ("mkfs.fat", "dosfstools"),
     ("truncate", "coreutils"),
+    // Populated peer images are filled through exfat-fuse (`fill.rs`).
+    ("mount.exfat-fuse", "exfat-fuse"),
+    ("fusermount", "fuse"),
 ];
 
 /// Modules loaded in the guest (their dependencies come along).

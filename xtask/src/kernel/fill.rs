@@ -1,0 +1,153 @@
+//! A populated peer's image filled through exfat-fuse (a driver that is
+//! neither ours nor the kernel's): the source tree copied in, and two files
+//! written in alternating pieces so that both get fragmented chains (the
+//! tree a re-cluster has to carry over, `.reclustered()` cases).
+
+use super::*;
+use mkfs_alloc_testsupport::{FuseMount, LoopDevice};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// The fragmented files (path below the tree, size): `frag/` is written
+/// interleaved, the rest of the tree file by file.
+const FRAGMENTED: [(&str, usize); 2] = [
+    ("frag/interleaved-a.bin", 3 << 20),
+    ("frag/interleaved-b.bin", (2 << 20) + 5),
+];
+
+/// The pieces the fragmented files are written in (twice 128 KiB, the
+/// peer's cluster size in these cases).
+const PIECE: usize = 256 << 10;
+
+/// Adds the fragmented files to the source tree `src` (so that its listing
+/// covers them), then mounts `image` through exfat-fuse on a loop device
+/// and copies the tree in; `info --files` must then count both files as
+/// fragmented. The guards of the test-support crate panic with the tool or
+/// the driver's output; that becomes the case's error.
+pub(super) fn fill_through_fuse(
+    name: &str,
+    bin: &Path,
+    image: &Path,
+    src: &Path,
+    work: &Path,
+) -> Result<(), String> {
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut data = Vec::new();
+    for (rel, size) in FRAGMENTED {
+        let bytes: Vec<u8> = (0..size)
+            .map(|_| {
+                // xorshift64, as the source tree's.
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state.to_le_bytes()[0]
+            })
+            .collect();
+        let path = src.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        }
+        std::fs::write(&path, &bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        data.push((rel, bytes));
+    }
+    let mnt = work.join(format!("{name}.mnt"));
+    std::fs::create_dir_all(&mnt).map_err(|e| format!("{}: {e}", mnt.display()))?;
+    let filled = catch_unwind(AssertUnwindSafe(|| -> Result<(), String> {
+        let lo = LoopDevice::attach(image);
+        let m = FuseMount::exfat(lo.path(), &mnt);
+        copy_tree(src, &mnt, Path::new("frag"))?;
+        write_interleaved(&mnt, &data)?;
+        m.unmount();
+        Ok(())
+    }));
+    match filled {
+        Ok(r) => r.map_err(|e| format!("{name}: filling through exfat-fuse: {e}"))?,
+        Err(_) => {
+            return Err(format!(
+                "{name}: filling through exfat-fuse failed (the panic above says why)"
+            ))
+        }
+    }
+    // The case's premise: exfat-fuse gave both files split chains.
+    let vol = read_files(name, bin, image)?;
+    let fragmented = vol
+        .get("files")
+        .map_or(Ok(0), |f| json_u64(f, "fragmented"))?;
+    if fragmented < FRAGMENTED.len() as u64 {
+        return Err(format!(
+            "{name}: info --files says {fragmented} fragmented files after the fill through exfat-fuse, not {}",
+            FRAGMENTED.len()
+        ));
+    }
+    Ok(())
+}
+
+/// The one volume `info --files --json` finds on `image`.
+fn read_files(name: &str, bin: &Path, image: &Path) -> Result<Value, String> {
+    let out = Command::new(bin)
+        .args(["info", "--files", "--json"])
+        .arg(image)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
+    let info: Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("{name}: info --files --json: {e}"))?;
+    info.get("volumes")
+        .and_then(|v| v.get(0))
+        .cloned()
+        .ok_or_else(|| format!("{name}: info --files --json has no volume"))
+}
+
+/// Copies the tree `from` into `to`, directories (empty ones too) and
+/// files, leaving out `skip` (relative to `from`).
+fn copy_tree(from: &Path, to: &Path, skip: &Path) -> Result<(), String> {
+    let mut todo = vec![PathBuf::new()];
+    while let Some(rel) = todo.pop() {
+        let dir = from.join(&rel);
+        let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
+            let rel = rel.join(entry.file_name());
+            if rel == skip {
+                continue;
+            }
+            let (src, dst) = (from.join(&rel), to.join(&rel));
+            let is_dir = entry
+                .file_type()
+                .map_err(|e| format!("{}: {e}", src.display()))?
+                .is_dir();
+            if is_dir {
+                std::fs::create_dir(&dst).map_err(|e| format!("{}: {e}", dst.display()))?;
+                todo.push(rel);
+            } else {
+                std::fs::copy(&src, &dst).map_err(|e| format!("{}: {e}", dst.display()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes the files in alternating pieces of [`PIECE`] bytes, each synced,
+/// so that the driver allocates their clusters in turn.
+fn write_interleaved(mnt: &Path, files: &[(&str, Vec<u8>)]) -> Result<(), String> {
+    let mut open = Vec::new();
+    for (rel, _) in files {
+        let path = mnt.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        }
+        open.push((
+            File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?,
+            path,
+        ));
+    }
+    let longest = files.iter().map(|(_, d)| d.len()).max().unwrap_or(0);
+    for at in (0..longest).step_by(PIECE) {
+        for ((f, path), (_, data)) in open.iter_mut().zip(files) {
+            if let Some(piece) = data.get(at..data.len().min(at + PIECE)) {
+                f.write_all(piece)
+                    .and_then(|()| f.sync_all())
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+            }
+        }
+    }
+    Ok(())
+}
