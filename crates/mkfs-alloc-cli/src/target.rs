@@ -12,7 +12,7 @@ use mkfs_alloc_device::target::{self as lib, TargetError};
 use mkfs_alloc_device::DeviceInfo;
 use std::path::Path;
 
-pub use lib::{os_text, writable, Action, Opened};
+pub use lib::{Action, Opened};
 
 impl From<TargetError> for Failure {
     fn from(e: TargetError) -> Failure {
@@ -169,6 +169,12 @@ impl Target {
             return Vec::new();
         }
         crate::contents::describe(self.path(), self.block_size())
+    }
+
+    /// Closes a target opened by [`Target::open_with`] that will not be
+    /// written, and undoes what opening did ([`lib::Target::undo_open`]).
+    pub fn undo_open(&self, opened: Opened) {
+        self.inner.undo_open(opened);
     }
 
     /// Creates or opens the target for writing, and locks it

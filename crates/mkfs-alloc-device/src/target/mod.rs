@@ -11,22 +11,30 @@
 //!    or the device opened exclusively): a BlockIo
 //! ```
 //!
+//! Beside it: [`medium_ids`], what names a medium (a target named twice is
+//! one medium), and [`check_output`], the checks of a file written beside
+//! the targets.
+//!
 //! A dry run inspects in the same way but collects what the real run would
 //! refuse (read-only, permission denied, mounted, locked) instead of failing
 //! ([`Target::would_refuse`]).
 
 mod error;
+mod identity;
 /// An image's lock held by another process: the caller's, or a refusal.
 mod lock;
 mod opened;
+mod output;
 #[cfg(test)]
 mod tests;
 /// Who else uses an image file: loop devices, FUSE drivers.
 mod users;
 
 pub use error::{TargetError, TargetNote};
+pub use identity::{canonical, medium_ids, MediumId};
 use lock::{lock_held_elsewhere, lock_is_callers};
 pub use opened::Opened;
+pub use output::{check_output, OutputError, OutputWrite};
 
 use crate::{Device, DeviceInfo, RefusalKind};
 use mkfs_alloc_blockio::ImageFile;
@@ -405,6 +413,22 @@ impl Target {
             }
         }
         Ok(opened)
+    }
+
+    /// Closes a target opened by [`Target::open_with`] that will not be
+    /// written, and undoes what opening did: a created image is removed, a
+    /// grown one gets its old length back.
+    pub fn undo_open(&self, opened: Opened) {
+        let created = opened.created();
+        drop(opened);
+        if created {
+            let _ = std::fs::remove_file(&self.path);
+        } else if let (Action::Grow(_), Some(len)) = (self.action, self.len_before) {
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&self.path)
+                .and_then(|f| f.set_len(len));
+        }
     }
 }
 

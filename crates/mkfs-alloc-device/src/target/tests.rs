@@ -152,3 +152,71 @@ fn messages_name_the_path_and_the_values() {
         "a.img is attached to /dev/loop7 (not mounted); what the kernel caches of it may be stale: losetup -d /dev/loop7"
     );
 }
+
+#[test]
+fn one_image_under_two_names_is_one_medium() {
+    let dir = TempDir::new("target-ids");
+    let img = dir.join("a.img");
+    std::fs::write(&img, vec![0u8; 4096]).expect("image");
+    let other = dir.join("b.img");
+    std::fs::write(&other, vec![0u8; 4096]).expect("image");
+    let shares = |a: &Path, b: &Path| {
+        let ids = medium_ids(b, None);
+        medium_ids(a, None).iter().any(|x| ids.contains(x))
+    };
+    assert!(shares(&img, &dir.join("./a.img")));
+    assert!(!shares(&img, &other));
+    #[cfg(unix)]
+    {
+        let hard = dir.join("hard.img");
+        std::fs::hard_link(&img, &hard).expect("hard link");
+        assert!(shares(&img, &hard), "a hard link names the same file");
+        let soft = dir.join("soft.img");
+        std::os::unix::fs::symlink(&img, &soft).expect("symlink");
+        assert!(shares(&img, &soft), "a symbolic link names the same file");
+    }
+    // A file still to be created: its canonical directory and name.
+    let new = dir.join("new.img");
+    assert_eq!(
+        canonical(&new),
+        Some(
+            std::fs::canonicalize(dir.path())
+                .expect("dir")
+                .join("new.img")
+        )
+    );
+}
+
+#[test]
+fn an_output_is_a_regular_file_or_a_new_one_in_a_directory() {
+    let dir = TempDir::new("target-output");
+    let file = dir.join("log.txt");
+    assert_eq!(check_output(&file, OutputWrite::Append), Ok(()));
+    std::fs::write(&file, b"x").expect("file");
+    assert_eq!(check_output(&file, OutputWrite::Replace), Ok(()));
+    assert_eq!(
+        check_output(dir.path(), OutputWrite::Append),
+        Err(OutputError::Directory)
+    );
+    assert_eq!(
+        check_output(&dir.join("none/log.txt"), OutputWrite::Append),
+        Err(OutputError::NoDirectory {
+            dir: dir.join("none")
+        })
+    );
+    #[cfg(unix)]
+    {
+        let link = dir.join("link.txt");
+        std::os::unix::fs::symlink(&file, &link).expect("symlink");
+        assert_eq!(
+            check_output(&link, OutputWrite::Append),
+            Err(OutputError::Symlink { to: file.clone() })
+        );
+        assert_eq!(
+            check_output(Path::new("/dev/null"), OutputWrite::Append),
+            Err(OutputError::Special {
+                kind: "a character device"
+            })
+        );
+    }
+}
