@@ -171,6 +171,12 @@ impl Target {
         crate::contents::describe(self.path(), self.block_size())
     }
 
+    /// Checks that an opened image took its size
+    /// ([`lib::Target::check_opened`]).
+    pub fn check_opened(&self, opened: &Opened) -> Result<(), Failure> {
+        Ok(self.inner.check_opened(opened)?)
+    }
+
     /// Closes a target opened by [`Target::open_with`] that will not be
     /// written, and undoes what opening did ([`lib::Target::undo_open`]).
     pub fn undo_open(&self, opened: Opened) {

@@ -187,6 +187,16 @@ pub enum TargetError {
         /// The system's error.
         source: io::Error,
     },
+    /// An opened image did not take its size (a file of `/proc` or `/sys`).
+    #[error("{} is not an image file: opened as {want} bytes, it holds {len} (a file of a pseudo file system such as /proc or /sys?); nothing was written", path.display())]
+    NotAnImage {
+        /// The path given.
+        path: PathBuf,
+        /// The size it was opened with, in bytes.
+        want: u64,
+        /// Its length, in bytes.
+        len: u64,
+    },
     /// The image cannot be locked.
     #[error("cannot lock {}", path.display())]
     Lock {

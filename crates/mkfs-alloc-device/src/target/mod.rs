@@ -415,6 +415,30 @@ impl Target {
         Ok(opened)
     }
 
+    /// Checks that an opened image took the size it was opened with: a file
+    /// of a pseudo file system (`/proc`, `/sys`) accepts the resize, keeps
+    /// its length, and fails its first read. Devices pass.
+    ///
+    /// # Errors
+    ///
+    /// [`TargetError::NotAnImage`], or [`TargetError::Inspect`] when its
+    /// length cannot be read.
+    pub fn check_opened(&self, opened: &Opened) -> Result<(), TargetError> {
+        if !matches!(opened, Opened::Image(..)) {
+            return Ok(());
+        }
+        let path = self.path.clone();
+        let len = match std::fs::metadata(&path) {
+            Ok(m) => m.len(),
+            Err(source) => return Err(TargetError::Inspect { path, source }),
+        };
+        let want = self.size_bytes();
+        if len != want {
+            return Err(TargetError::NotAnImage { path, want, len });
+        }
+        Ok(())
+    }
+
     /// Closes a target opened by [`Target::open_with`] that will not be
     /// written, and undoes what opening did: a created image is removed, a
     /// grown one gets its old length back.
