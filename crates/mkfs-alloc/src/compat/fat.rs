@@ -261,4 +261,22 @@ mod tests {
             "some size in 2..64 MiB falls outside the margins"
         );
     }
+
+    /// The decision planned through the facade's options: the 720 KiB
+    /// floppy mkfs.fat makes (FAT12, two sectors per cluster, 112 root
+    /// entries, the floppy's BIOS fields).
+    #[test]
+    fn a_decision_plans_through_the_facades_options() {
+        let m = image(720 << 10);
+        let d = decide_fat(&FatRequest::default(), &m);
+        let mut opts = crate::MediumOptions::default();
+        d.apply_to(&mut opts);
+        opts.format.serial = Some(0);
+        let plan = opts.plan(m.bytes, m.block).expect("plans");
+        let l = plan.layout();
+        assert_eq!((l.fs(), l.cluster_size()), (FsKind::Fat12, 1024));
+        assert_eq!(plan.table().partition_start(), 0, "no partition table");
+        assert_eq!(opts.format.root_entries, Some(112));
+        assert_eq!(opts.format.bios.map(|b| b.media), Some(0xF9));
+    }
 }

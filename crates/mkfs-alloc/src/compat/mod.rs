@@ -9,6 +9,7 @@
 //!                                       margins refuse it, the nearest size that plans
 //!  cluster?   + Medium ─► decide_exfat: mkfs.exfat's default cluster size
 //!                     ─► Decision { fs, cluster, root_entries, align, bios, notes }
+//!                     ─► Decision::apply_to(&mut MediumOptions) ─► MediumOptions::plan
 //! ```
 //!
 //! Parsing those tools' command lines, and their wording, is the caller's:
@@ -75,6 +76,27 @@ pub struct Decision {
     pub bios: Option<BiosParams>,
     /// Where the volume differs from the original's.
     pub notes: Vec<Note>,
+}
+
+impl Decision {
+    /// Sets what the decision fixes in `opts`: no partition table (the
+    /// originals format what they are given), the file system, the cluster
+    /// size, the root directory entries (FAT12/16), the alignment and a
+    /// floppy's BIOS fields. The rest of the foreign options are the
+    /// caller's to set (the label, the serial, the number of FATs, the
+    /// sector size, and `keep_label_case`: mkfs.fat keeps a label's case).
+    pub fn apply_to(&self, opts: &mut MediumOptions) {
+        opts.table = TableChoice::Fixed(TableKind::None);
+        opts.whole_disk = false;
+        opts.format.fs = self.fs;
+        opts.format.cluster = self.cluster;
+        let small = matches!(self.fs, FsChoice::Fixed(FsKind::Fat12 | FsKind::Fat16));
+        opts.format.root_entries = self.root_entries.filter(|_| small);
+        if self.align.is_some() {
+            opts.format.align = self.align;
+        }
+        opts.format.bios = self.bios;
+    }
 }
 
 /// A difference between the volume planned and the original tool's.
