@@ -85,6 +85,7 @@ mod backup;
 mod engine;
 pub mod fake;
 mod journal;
+mod journal_path;
 mod pattern;
 mod restore;
 mod rng;
@@ -97,6 +98,7 @@ pub use fake::{FakeKind, FakeStick};
 pub use journal::{
     DeviceIdentity, Journal, JournalError, JournalHeader, JournalStatus, Record, JOURNAL_VERSION,
 };
+pub use journal_path::{check_journal_path, JournalPathError};
 pub use restore::{restore_journal, Refusal};
 
 /// A [`BlockIo`] whose caches between the program and the medium can be

@@ -6,12 +6,13 @@
 
 use crate::{usage, Failure};
 use anyhow::anyhow;
-use mkfs_alloc::layout::sd::{sd_layout, SdLayout, SD_SECTOR};
+use mkfs_alloc::inspect::sd_layout_of;
+use mkfs_alloc::layout::sd::SD_SECTOR;
 use mkfs_alloc::layout::units::{format_count, format_size};
 use mkfs_alloc::layout::waste::{waste_percent, WASTE_DEFINITION};
 use mkfs_alloc_inspect::{
-    inspect, read_volume, AnyFs, FileStats, Finding, FsKind, InspectOptions, ModelOptions,
-    ReadOnlyFile, Report, TableKind, Volume, ALIGN_BOUNDARY,
+    inspect, read_volume, AnyFs, FileStats, Finding, InspectOptions, ModelOptions, ReadOnlyFile,
+    Report, TableKind, Volume, ALIGN_BOUNDARY,
 };
 use std::io::ErrorKind;
 use std::path::PathBuf;
@@ -68,7 +69,7 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
     let failure =
         (!errors.is_empty()).then(|| anyhow!("{}: {}", path.display(), errors.join("; ")));
     let sd = sd_layout_of(&report);
-    let unfinished = unfinished_reclusters(&mut dev, &report);
+    let unfinished = mkfs_alloc::recluster::unfinished_in(&mut dev, &report);
     if args.json {
         // One document: the report, with the error and exit code if any.
         let mut v = serde_json::to_value(&report)
@@ -127,53 +128,6 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
         );
     }
     failure.map_or(Ok(()), |e| Err(Failure::Io(e)))
-}
-
-/// The exFAT volumes (index, new cluster size) with an unfinished
-/// re-cluster on them: its intent record just before the cluster heap.
-fn unfinished_reclusters(dev: &mut ReadOnlyFile, r: &Report) -> Vec<(usize, u64)> {
-    r.volumes
-        .iter()
-        .enumerate()
-        .filter(|(_, v)| v.ours() == Some(FsKind::Exfat))
-        .filter_map(|(i, v)| {
-            let (heap, sector) = (v.data_offset?, v.sector_size?);
-            mkfs_alloc::recluster::unfinished(dev, heap, sector)
-                .ok()
-                .flatten()
-                .map(|c| (i, c))
-        })
-        .collect()
-}
-
-/// The SD Association layout of a card of this size, if the medium holds
-/// exactly it: an MBR with one partition where the layout puts it, and a
-/// volume of its file system, cluster size, FAT and data region offsets.
-fn sd_layout_of(r: &Report) -> Option<SdLayout> {
-    let t = &r.partition_table;
-    let ([p], [v]) = (t.partitions.as_slice(), r.volumes.as_slice()) else {
-        return None;
-    };
-    if t.kind != TableKind::Mbr || r.block_size != 512 || v.sector_size != Some(512) {
-        return None;
-    }
-    let fs = v.ours()?;
-    let total = r.medium_bytes / SD_SECTOR;
-    let sd = sd_layout(total, false).ok()?;
-    let sd = if fs == FsKind::Fat32 && sd.fs == FsKind::Exfat {
-        sd_layout(total, true).ok()?
-    } else {
-        sd
-    };
-    let at = |sector: u64| Some((sd.part_start + sector) * SD_SECTOR);
-    let matches = sd.fs == fs
-        && p.start == sd.part_start * SD_SECTOR
-        && p.size == sd.part_sectors * SD_SECTOR
-        && v.cluster_size == Some(sd.sec_per_clus * SD_SECTOR)
-        && v.cluster_count == Some(sd.cluster_count)
-        && v.fat_offset == at(sd.fat_offset)
-        && v.data_offset == at(sd.data_offset);
-    matches.then_some(sd)
 }
 
 /// Refuses at once what is neither a regular file nor a block device (a

@@ -47,25 +47,11 @@ impl BlockIo for WriteWatch<'_> {
     }
 }
 
-/// An image that did not take the size it was opened with is no image: a
-/// file of `/proc` or `/sys` accepts the resize and keeps its length, and
-/// its first read fails (`mkfs-alloc --size 64M /proc/version` exited 1).
+/// An image that did not take the size it was opened with is no image
+/// (`mkfs_alloc_device::target::Target::check_opened`: a file of `/proc` or
+/// `/sys`); exit 2.
 pub fn check_opened(target: &Target, opened: &Opened) -> Result<(), Failure> {
-    if !matches!(opened, Opened::Image(..)) {
-        return Ok(());
-    }
-    let want = target.size_bytes();
-    let path = target.path();
-    let len = std::fs::metadata(path)
-        .map_err(|e| usage(anyhow!(e).context(format!("cannot inspect {}", path.display()))))?
-        .len();
-    if len != want {
-        return Err(usage(anyhow!(
-            "{} is not an image file: opened as {want} bytes, it holds {len} (a file of a pseudo file system such as /proc or /sys?); nothing was written",
-            path.display()
-        )));
-    }
-    Ok(())
+    target.check_opened(opened)
 }
 
 /// A failure of a run on an opened target: before the first write

@@ -75,6 +75,7 @@ pub(crate) use device::XferResult;
 pub use lock_holder::{check_lock_holder, LockHolder};
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 mod probe;
+pub mod target;
 
 /// What is known about a block device, gathered without writing to it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

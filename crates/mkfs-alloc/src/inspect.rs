@@ -44,3 +44,52 @@ pub use mkfs_alloc_inspect::{
     inspect, read_volume, read_volumes, ChainProblem, Finding, InspectError, InspectOptions,
     Limits, ModelOptions, ReadOnlyFile, Report, Volume, VolumeModel,
 };
+
+use mkfs_alloc_layout::sd::{sd_layout, SdLayout, SD_SECTOR};
+use mkfs_alloc_ondisk::{FsKind, TableKind};
+
+/// The SD Association layout of a card of the report's size, if the medium
+/// holds exactly it: an MBR with one partition where the layout puts it,
+/// and a volume of its file system, cluster size, FAT and data region
+/// offsets (a card as the SD layout formats it, or as it left the factory).
+///
+/// ```
+/// use mkfs_alloc::blockio::MemDisk;
+/// use mkfs_alloc::inspect::{inspect, sd_layout_of, InspectOptions};
+/// use mkfs_alloc::MediumOptions;
+///
+/// for sd in [true, false] {
+///     let mut card = MemDisk::new(512, 64 * 2048)?; // 64 MiB
+///     let mut plan = MediumOptions::new().sd(sd).whole_disk(true).plan_for(&card)?;
+///     plan.format(&mut card)?;
+///     let report = inspect(&mut card, &InspectOptions::default())?;
+///     assert_eq!(sd_layout_of(&report).is_some(), sd);
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn sd_layout_of(r: &Report) -> Option<SdLayout> {
+    let t = &r.partition_table;
+    let ([p], [v]) = (t.partitions.as_slice(), r.volumes.as_slice()) else {
+        return None;
+    };
+    if t.kind != TableKind::Mbr || r.block_size != 512 || v.sector_size != Some(512) {
+        return None;
+    }
+    let fs = v.ours()?;
+    let total = r.medium_bytes / SD_SECTOR;
+    let sd = sd_layout(total, false).ok()?;
+    let sd = if fs == FsKind::Fat32 && sd.fs == FsKind::Exfat {
+        sd_layout(total, true).ok()?
+    } else {
+        sd
+    };
+    let at = |sector: u64| Some((sd.part_start + sector) * SD_SECTOR);
+    let matches = sd.fs == fs
+        && p.start == sd.part_start * SD_SECTOR
+        && p.size == sd.part_sectors * SD_SECTOR
+        && v.cluster_size == Some(sd.sec_per_clus * SD_SECTOR)
+        && v.cluster_count == Some(sd.cluster_count)
+        && v.fat_offset == at(sd.fat_offset)
+        && v.data_offset == at(sd.data_offset);
+    matches.then_some(sd)
+}

@@ -95,6 +95,7 @@
 #![warn(clippy::missing_errors_doc)]
 
 pub mod batch;
+pub mod compat;
 mod error;
 mod extents;
 #[cfg(feature = "populate")]

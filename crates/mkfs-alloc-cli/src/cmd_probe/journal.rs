@@ -6,8 +6,8 @@ use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::layout::units::format_size;
 use mkfs_alloc_capacity::{
-    restore_journal, Backup, DeviceIdentity, Journal, JournalError, JournalStatus, ProbeError,
-    ProbeOptions, ProbeReport, RestoreReport,
+    check_journal_path, restore_journal, Backup, DeviceIdentity, Journal, JournalError,
+    JournalStatus, ProbeError, ProbeOptions, ProbeReport, RestoreReport,
 };
 use mkfs_alloc_device as device;
 use serde_json::json;
@@ -22,64 +22,17 @@ pub fn default_path(path: &Path) -> PathBuf {
     PathBuf::from(format!("mkfs-alloc-probe-{name}.journal"))
 }
 
-/// Refuses a journal path that is the target itself (by any name, a
-/// symbolic link too), any device node, or anything else but a regular
-/// file: the probe would overwrite the blocks it saves there, or read a
-/// device as a journal. (A journal on a mounted file system of the target
-/// is refused with the target: a mounted device is never probed.) Checked
-/// before anything is written; `flag` names the option that gave it
-/// (`--journal`, `--restore`).
+/// Refuses a journal path that is the target itself (by any name), any
+/// device node, or anything else but a regular file
+/// ([`check_journal_path`]). Checked before anything is written; `flag`
+/// names the option that gave it (`--journal`, `--restore`).
 pub fn refuse_unsafe(flag: &str, j: &Path, dev: &Path) -> Result<(), Failure> {
-    let jd = j.display();
-    let refuse = |why: String| -> Result<(), Failure> {
-        Err(usage(anyhow!(
-            "{flag} {jd}: {why}; name a regular file on another disk (nothing was written)"
-        )))
-    };
-    let dev_meta = std::fs::metadata(dev).ok();
-    if let Ok(m) = std::fs::metadata(j) {
-        if dev_meta.as_ref().is_some_and(|d| same_file(&m, d)) {
-            return refuse(format!("this is the probed target {}", dev.display()));
-        }
-        if is_device(&m) {
-            return refuse("this is a device, not a file".into());
-        }
-        if !m.is_file() {
-            return refuse("this is not a regular file".into());
-        }
-    }
-    Ok(())
-}
-
-/// Two names of one file.
-fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let node = |m: &std::fs::Metadata| (m.dev(), m.ino());
-        let dev_node = |m: &std::fs::Metadata| is_device(m).then(|| m.rdev());
-        node(a) == node(b) || (dev_node(a).is_some() && dev_node(a) == dev_node(b))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = (a, b);
-        false
-    }
-}
-
-/// A block or character device node.
-fn is_device(m: &std::fs::Metadata) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        let t = m.file_type();
-        t.is_block_device() || t.is_char_device()
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = m;
-        false
-    }
+    check_journal_path(j, dev).map_err(|why| {
+        usage(anyhow!(
+            "{flag} {}: {why}; name a regular file on another disk (nothing was written)",
+            j.display()
+        ))
+    })
 }
 
 /// Refuses to start a `--keep-data` probe over an existing journal, saying

@@ -1,7 +1,7 @@
 //! `mkfs.exfat`: exfatprogs' command line, `mkfs.exfat [OPTIONS] DEVICE`.
 
 use super::getopt::{Spec, Takes};
-use super::{parse_bytes, split_line, Decision, Early, Medium, Request};
+use super::{parse_bytes, split_line, Early, Request};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -143,33 +143,6 @@ pub fn parse(args: &[OsString]) -> Result<Request, Early> {
     Ok(req)
 }
 
-/// exfatprogs' default cluster size (its `exfat_set_default_cluster_size`,
-/// on the device's size): 4 KiB up to and including 256 MiB, 32 KiB up to
-/// and including 32 GiB, 128 KiB above.
-fn default_cluster(bytes: u64) -> u64 {
-    match bytes {
-        b if b <= 256 << 20 => 4 << 10,
-        b if b <= 32 << 30 => 32 << 10,
-        _ => 128 << 10,
-    }
-}
-
-/// exFAT at the cluster size given, or at mkfs.exfat's default (at least a
-/// sector).
-pub fn decide(req: &Request, m: &Medium) -> Decision {
-    let cluster = req
-        .exfat_cluster
-        .unwrap_or_else(|| default_cluster(m.bytes).max(u64::from(m.sector)));
-    Decision {
-        fs: "exfat",
-        cluster: cluster.to_string(),
-        root_entries: None,
-        align: None,
-        bios: None,
-        notes: Vec::new(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,12 +203,5 @@ mod tests {
         }
         assert!(matches!(parse(&words(&[])), Err(Early::Usage(_))));
         assert!(matches!(parse(&words(&["-V"])), Err(Early::Print(_))));
-        assert_eq!(default_cluster(64 << 20), 4096);
-        assert_eq!(default_cluster(256 << 20), 4096);
-        assert_eq!(default_cluster((256 << 20) + 512), 32768);
-        assert_eq!(default_cluster(32 << 30), 32768);
-        assert_eq!(default_cluster((32 << 30) + 512), 131_072);
-        assert_eq!(default_cluster(300 << 20), 32768);
-        assert_eq!(default_cluster(40 << 30), 131_072);
     }
 }

@@ -1,11 +1,10 @@
 //! `mkfs.fat` / `mkfs.vfat` / `mkfs.msdos` / `mkdosfs`: dosfstools 4.2's
 //! command line, `mkfs.fat [OPTIONS] TARGET [BLOCKS]`.
 
-use super::dosfs::{self, DosfsInput};
 use super::getopt::{Spec, Takes};
-use super::{parse_serial, split_line, Decision, Early, Medium, Placing, Request, DOSFSTOOLS};
+use super::{parse_serial, split_line, Early, Request, DOSFSTOOLS};
+use mkfs_alloc::compat::{FatRequest, Note};
 use mkfs_alloc::layout::units::format_size;
-use mkfs_alloc::layout::{BiosParams, ClusterChoice, FsChoice, FsKind};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -299,170 +298,48 @@ fn finish(
     Ok(req)
 }
 
-/// The width and cluster size: mkfs.fat's, unless our cluster-count margins
-/// refuse it; then the nearest cluster size of the same width, and last the
-/// width the size gives (all named in a note). The root directory is
-/// mkfs.fat's (rounded to whole clusters where it aligns), and the
-/// alignment [`scaled_align`]'s.
-pub fn decide(req: &Request, m: &Medium) -> Decision {
-    let (bits, spc, no_align) = req.fat.unwrap_or_default();
-    let ss = u64::from(m.sector);
-    let choice = dosfs::choose(&DosfsInput {
-        bytes: m.bytes,
-        sector: m.sector,
-        fat_bits: bits,
+/// The options of the request the width and cluster size depend on.
+pub fn request(req: &Request) -> FatRequest {
+    let (fat_bits, spc, no_align) = req.fat.unwrap_or_default();
+    FatRequest {
+        fat_bits,
         spc,
+        no_align,
         root_entries: req.root_entries,
-        align: !no_align,
-        not_fixed: m.not_fixed,
-    });
-    // A classic floppy's boot sector fields, as mkfs.fat writes them.
-    let bios = choice
-        .and_then(|c| c.floppy)
-        .map(|(media, sectors_per_track)| BiosParams {
-            media,
-            sectors_per_track,
-            heads: 2,
-            drive: 0x00,
-        });
-    let aligned = choice.map_or(!no_align && m.bytes / ss > 8192, |c| c.aligned);
-    let root_given = req.root_entries.unwrap_or(512);
-    // What mkfs-alloc is asked for at `bytes` clusters of width `fs`: the
-    // alignment, and mkfs.fat's root directory entries at that cluster size.
-    let at = |fs: FsKind, bytes: u64| Placing {
-        align: req.align.unwrap_or_else(|| scaled_align(m, aligned, bytes)),
-        root_entries: (fs != FsKind::Fat32).then(|| {
-            let root = choice.map_or(root_given, |c| c.root_entries);
-            dosfs::root_entries_written(root, m.sector, (bytes / ss).max(1), aligned)
-        }),
-    };
-    let mut notes = Vec::new();
-    if let (Some(32), Some(_)) = (choice.map(|c| c.fat_bits), req.root_entries) {
-        notes.push("root directory entries specified with -r have no effect on FAT32".to_string());
+        align: req.align,
+        fats: req.fats,
     }
-    let fixed = |b: u8| match b {
-        12 => FsKind::Fat12,
-        16 => FsKind::Fat16,
-        _ => FsKind::Fat32,
-    };
-    let decision = |fs: &'static str, cluster: String, p: Placing, notes: Vec<String>| Decision {
-        fs,
-        cluster,
-        root_entries: p.root_entries,
-        align: Some(p.align),
-        bios,
-        notes,
-    };
-    let Some(c) = choice else {
-        // mkfs.fat gives up here; mkfs-alloc decides (and may refuse).
-        let fs = bits.map_or("fat", |b| fixed(b).id());
-        let (cluster, bytes) = match spc {
-            Some(s) => ((u64::from(s) * ss).to_string(), u64::from(s) * ss),
-            None => ("auto".to_string(), ss),
-        };
-        let p = Placing {
-            root_entries: req.root_entries,
-            ..at(FsKind::Fat32, bytes)
-        };
-        return decision(fs, cluster, p, notes);
-    };
-    let theirs = (fixed(c.fat_bits), u64::from(c.spc) * ss);
-    let accepts = |fs: FsKind, bytes: u64| {
-        m.accepts(
-            FsChoice::Fixed(fs),
-            ClusterChoice::Bytes(bytes),
-            at(fs, bytes),
-            req.fats,
-        )
-    };
-    if spc.is_some() || accepts(theirs.0, theirs.1).is_some() {
-        let p = at(theirs.0, theirs.1);
-        return decision(theirs.0.id(), theirs.1.to_string(), p, notes);
-    }
-    let why = format!(
-        "mkfs.fat {DOSFSTOOLS} would make {} with {} clusters ({} of them); mkfs-alloc's layout \
-         leaves a count outside that width's range with its 16-cluster margins (FAT12 1..4,068, \
-         FAT16 4,101..65,508, FAT32 65,541 and more), where readers disagree about the width",
-        theirs.0.id().to_uppercase(),
-        format_size(theirs.1),
-        c.clusters
-    );
-    for k in [1u32, 2] {
-        for bytes in [theirs.1 >> k, theirs.1 << k] {
-            if bytes < ss || bytes > 64 << 10 {
-                continue;
-            }
-            if let Some((_, n)) = accepts(theirs.0, bytes) {
-                notes.push(format!(
+}
+
+/// A note's words, after `NAME: note: `.
+pub fn note_text(n: &Note) -> String {
+    match *n {
+        Note::RootEntriesOnFat32 => {
+            "root directory entries specified with -r have no effect on FAT32".to_string()
+        }
+        Note::OutsideMargins {
+            fs,
+            cluster,
+            clusters,
+            instead,
+        } => {
+            let why = format!(
+                "mkfs.fat {DOSFSTOOLS} would make {} with {} clusters ({clusters} of them); mkfs-alloc's layout \
+                 leaves a count outside that width's range with its 16-cluster margins (FAT12 1..4,068, \
+                 FAT16 4,101..65,508, FAT32 65,541 and more), where readers disagree about the width",
+                fs.id().to_uppercase(),
+                format_size(cluster),
+            );
+            match instead {
+                Some((bytes, n)) => format!(
                     "{why}; made it with {} clusters ({n} of them) instead",
                     format_size(bytes)
-                ));
-                return decision(theirs.0.id(), bytes.to_string(), at(theirs.0, bytes), notes);
+                ),
+                None => format!(
+                    "{why}; made the width the volume's size allows, at mkfs-alloc's cluster size, instead"
+                ),
             }
         }
-    }
-    notes.push(format!(
-        "{why}; made the width the volume's size allows, at mkfs-alloc's cluster size, instead"
-    ));
-    let p = Placing {
-        root_entries: req.root_entries,
-        ..at(FsKind::Fat32, ss)
-    };
-    decision("fat", "auto".to_string(), p, notes)
-}
-
-/// The alignment of the FAT and the data region (from the medium's start)
-/// the front end asks for: none beyond the sector where mkfs.fat aligns
-/// nothing (8,192 sectors or fewer, or `-a`); else the largest power of two
-/// that is at most 1/256 of the volume, capped at 1 MiB (or the device's
-/// optimal I/O size, if larger) and at least `cluster` (mkfs.fat aligns to
-/// the cluster size). The padding costs at most twice the alignment, under
-/// 1 % of the volume beyond what mkfs.fat's own alignment costs.
-pub fn scaled_align(m: &Medium, aligned: bool, cluster: u64) -> u64 {
-    let ss = u64::from(m.sector);
-    if !aligned {
-        return ss;
-    }
-    let cap = m.align.unwrap_or(1 << 20);
-    let share = m.bytes / 256;
-    let share = if share == 0 {
-        0
-    } else {
-        1u64 << (63 - share.leading_zeros())
-    };
-    share.min(cap).max(cluster).max(ss)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn image(bytes: u64) -> Medium {
-        Medium {
-            bytes,
-            block: 512,
-            sector: 512,
-            not_fixed: true,
-            align: None,
-        }
-    }
-
-    /// The alignment scales with the volume: none where mkfs.fat aligns
-    /// nothing, 1/256 of the volume up to 1 MiB, at least a cluster.
-    #[test]
-    fn alignment_scales_with_the_volume() {
-        const K: u64 = 1024;
-        assert_eq!(scaled_align(&image(128 * K), false, 2048), 512);
-        assert_eq!(scaled_align(&image(4096 * K), true, 2048), 16 * K);
-        assert_eq!(scaled_align(&image(8192 * K), true, 2048), 32 * K);
-        assert_eq!(scaled_align(&image(32768 * K), true, 2048), 128 * K);
-        assert_eq!(scaled_align(&image(300 * K * K), true, 8192), K * K);
-        assert_eq!(scaled_align(&image(300 * K * K), true, 64 * K), K * K);
-        assert_eq!(scaled_align(&image(16384 * K), true, 64 * K), 64 * K);
-        let device = Medium {
-            align: Some(4 * K * K),
-            ..image(8 * K * K * K)
-        };
-        assert_eq!(scaled_align(&device, true, 4096), 4 * K * K);
+        _ => "the volume differs from mkfs.fat's".to_string(),
     }
 }

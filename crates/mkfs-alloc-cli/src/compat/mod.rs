@@ -4,8 +4,8 @@
 //!
 //! ```text
 //!  argv ─► getopt (GNU rules) ─► fat.rs / exfat.rs: the foreign options ─► Request
-//!  Request ─► Target::inspect (read-only) ─► the width and cluster size that tool
-//!             would choose (dosfs.rs for mkfs.fat), checked with MediumOptions::plan
+//!  Request ─► Target::inspect (read-only) ─► mkfs_alloc::compat::decide_fat / decide_exfat
+//!             (the width and cluster size that tool would choose, checked with the planner)
 //!          ─► mkfs-alloc's own arguments ─► args::Cli ─► cmd_format::run
 //! ```
 //!
@@ -14,7 +14,6 @@
 //! The lines callers pass, the differences from the originals and the exit
 //! codes are in `docs/mkfs-compat.md`.
 
-mod dosfs;
 mod exfat;
 mod fat;
 mod getopt;
@@ -22,9 +21,8 @@ mod getopt;
 use crate::target::Target;
 use crate::{usage, Failure};
 use anyhow::anyhow;
-use mkfs_alloc::layout::{ClusterChoice, FsChoice, FsKind};
-use mkfs_alloc::partition::{TableChoice, TableKind};
-use mkfs_alloc::MediumOptions;
+use mkfs_alloc::compat::{decide_exfat, decide_fat, Decision, Medium};
+use mkfs_alloc::layout::{ClusterChoice, FsChoice};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -117,75 +115,6 @@ pub struct Request {
     pub exfat_cluster: Option<u64>,
     /// mkfs.exfat's `-U`: the volume GUID entry's bytes.
     pub volume_guid: Option<[u8; 16]>,
-}
-
-/// The medium the request lands on, read-only.
-pub struct Medium {
-    /// Bytes the volume may use.
-    pub bytes: u64,
-    /// The target's logical block size.
-    pub block: u32,
-    /// The file system's sector size (`-S`, else the block size).
-    pub sector: u32,
-    /// An image file or a removable device.
-    pub not_fixed: bool,
-    /// The alignment the CLI defaults to on this target.
-    align: Option<u64>,
-}
-
-impl Medium {
-    /// The file system `MediumOptions::plan` makes of `fs` at `cluster` bytes
-    /// placed as `p` (and its cluster count), or `None` if it refuses.
-    pub fn accepts(
-        &self,
-        fs: FsChoice,
-        cluster: ClusterChoice,
-        p: Placing,
-        fats: Option<u8>,
-    ) -> Option<(FsKind, u32)> {
-        let small = matches!(fs, FsChoice::Fixed(FsKind::Fat12 | FsKind::Fat16));
-        // Assigned field by field: the options may grow (non-exhaustive).
-        let mut opts = MediumOptions::default();
-        opts.format.fs = fs;
-        opts.format.cluster = cluster;
-        opts.format.align = Some(p.align);
-        opts.format.root_entries = p.root_entries.filter(|_| small);
-        opts.format.fats = fats;
-        opts.format.serial = Some(0);
-        opts.table = TableChoice::Fixed(TableKind::None);
-        opts.whole_disk = false;
-        opts.sector_size = self.sector;
-        let plan = opts.plan(self.bytes, self.block).ok()?;
-        Some((plan.layout().fs(), plan.layout().cluster_count()))
-    }
-}
-
-/// Where the FAT structures go: the alignment and the root directory.
-#[derive(Debug, Clone, Copy)]
-pub struct Placing {
-    /// `--align`, in bytes.
-    pub align: u64,
-    /// `--root-entries` (FAT12/16).
-    pub root_entries: Option<u32>,
-}
-
-/// What a front end decided: mkfs-alloc's `--fs` and `--cluster`, and
-/// notes on where it differs from the original.
-pub struct Decision {
-    /// `--fs`.
-    pub fs: &'static str,
-    /// `--cluster` (bytes, or `auto`).
-    pub cluster: String,
-    /// `--root-entries`: the original's count (a floppy's 224; whole
-    /// clusters where it aligns).
-    pub root_entries: Option<u32>,
-    /// `--align`, unless `-a`/`-b` gave it.
-    pub align: Option<u64>,
-    /// A floppy's BIOS fields (media, geometry, drive), where the original
-    /// writes them; `None`: a fixed disk's.
-    pub bios: Option<mkfs_alloc::layout::BiosParams>,
-    /// Printed on stderr before the format.
-    pub notes: Vec<String>,
 }
 
 /// A command line in options (`key`, as written, value) and operands.
@@ -306,11 +235,11 @@ fn format(front: FrontEnd, mut req: Request) -> Result<(), Failure> {
         req.align = Some(u64::from(medium.sector));
     }
     let decision = match front {
-        FrontEnd::Fat(_) => fat::decide(&req, &medium),
-        FrontEnd::Exfat => exfat::decide(&req, &medium),
+        FrontEnd::Fat(_) => decide_fat(&fat::request(&req), &medium),
+        FrontEnd::Exfat => decide_exfat(req.exfat_cluster, &medium),
     };
     for n in &decision.notes {
-        eprintln!("{}: note: {n}", front.name());
+        eprintln!("{}: note: {}", front.name(), fat::note_text(n));
     }
     let argv = mkfs_alloc_args(&req, &decision);
     if !req.quiet {
@@ -399,13 +328,13 @@ fn mkfs_alloc_args(req: &Request, d: &Decision) -> Vec<OsString> {
         "none",
         "--yes",
         "--fs",
-        d.fs,
+        fs_arg(d.fs),
         "--cluster",
     ]
     .iter()
     .map(OsString::from)
     .collect();
-    a.push(d.cluster.clone().into());
+    a.push(cluster_arg(d.cluster).into());
     let mut opt = |name: &str, value: Option<String>| {
         if let Some(v) = value {
             a.push(name.into());
@@ -418,7 +347,7 @@ fn mkfs_alloc_args(req: &Request, d: &Decision) -> Vec<OsString> {
     opt("--size", req.size.map(|s| s.to_string()));
     opt("--align", req.align.or(d.align).map(|s| s.to_string()));
     opt("--fats", req.fats.map(|f| f.to_string()));
-    let small = matches!(d.fs, "fat12" | "fat16");
+    let small = matches!(fs_arg(d.fs), "fat12" | "fat16");
     let root = d.root_entries.or(req.root_entries);
     opt(
         "--root-entries",
@@ -436,6 +365,23 @@ fn mkfs_alloc_args(req: &Request, d: &Decision) -> Vec<OsString> {
     a.push("--".into());
     a.push(plain_target(&req.target));
     a
+}
+
+/// `--fs`'s value for a decision's file system.
+fn fs_arg(fs: FsChoice) -> &'static str {
+    match fs {
+        FsChoice::Fixed(k) => k.id(),
+        FsChoice::Fat => "fat",
+        _ => "auto",
+    }
+}
+
+/// `--cluster`'s value for a decision's cluster size.
+fn cluster_arg(c: ClusterChoice) -> String {
+    match c {
+        ClusterChoice::Bytes(b) | ClusterChoice::FromData(b) => b.to_string(),
+        _ => "auto".to_string(),
+    }
 }
 
 /// A bare relative name (`list`) as a path (`./list`): mkfs-alloc takes a

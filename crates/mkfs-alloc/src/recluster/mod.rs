@@ -294,6 +294,25 @@ pub fn unfinished<D: BlockIo + ?Sized>(
     Ok(Intent::read(&s).map(|i| u64::from(sector) << i.new_shift()))
 }
 
+/// The exFAT volumes of an inspector's report (their index, the new
+/// cluster size) with an unfinished re-cluster on them ([`unfinished`] on
+/// each); a volume that cannot be read is left out.
+pub fn unfinished_in<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    report: &mkfs_alloc_inspect::Report,
+) -> Vec<(usize, u64)> {
+    report
+        .volumes
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.ours() == Some(mkfs_alloc_ondisk::FsKind::Exfat))
+        .filter_map(|(i, v)| {
+            let (heap, sector) = (v.data_offset?, v.sector_size?);
+            unfinished(dev, heap, sector).ok().flatten().map(|c| (i, c))
+        })
+        .collect()
+}
+
 /// [`plan`] then [`run`]: the whole job, or what is left of it.
 ///
 /// # Errors

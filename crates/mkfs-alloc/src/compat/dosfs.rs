@@ -1,5 +1,5 @@
-//! The FAT width and cluster size mkfs.fat (dosfstools 4.2) picks when the
-//! command line leaves them open, so that `mkfs.fat DEVICE` gives the
+//! The FAT width and cluster size mkfs.fat (dosfstools 4.2) picks when its
+//! options leave them open, so that a drop-in `mkfs.fat DEVICE` gives the
 //! volume people expect from it.
 //!
 //! Re-expressed from the rule of `establish_params()` and `setup_tables()`
@@ -62,10 +62,10 @@ struct Floppy {
     media: u8,
 }
 
-const MAX_CLUST_12: u64 = mkfs_alloc::layout::FsKind::Fat12.max_clusters();
-const MIN_CLUST_16: u64 = mkfs_alloc::layout::FsKind::Fat16.min_clusters();
-const MAX_CLUST_16: u64 = mkfs_alloc::layout::FsKind::Fat16.max_clusters();
-const MIN_CLUST_32: u64 = mkfs_alloc::layout::FsKind::Fat32.min_clusters();
+const MAX_CLUST_12: u64 = mkfs_alloc_layout::FsKind::Fat12.max_clusters();
+const MIN_CLUST_16: u64 = mkfs_alloc_layout::FsKind::Fat16.min_clusters();
+const MAX_CLUST_16: u64 = mkfs_alloc_layout::FsKind::Fat16.max_clusters();
+const MIN_CLUST_32: u64 = mkfs_alloc_layout::FsKind::Fat32.min_clusters();
 const MAX_CLUST_32: u64 = 268_435_446;
 const NR_FATS: u64 = 2;
 

@@ -2,22 +2,42 @@
 //! before anything is planned, opened for writing (and locked) only after
 //! the plan is valid and (for devices) confirmed.
 //!
+//! ```text
+//!  Target::inspect(path, size, sector size, dry run) ─► Target { action, block size, device? }
+//!    hostile paths refused: a dangling link, a directory, a FIFO, a socket, a
+//!    character device; an image backing a mounted or held loop device, an image a
+//!    FUSE driver mounted, a device `refusal` names, a lock held by another process
+//!  Target::open_with(uncached) ─► Opened (an image created, grown or kept, and locked;
+//!    or the device opened exclusively): a BlockIo
+//! ```
+//!
+//! Beside it: [`medium_ids`], what names a medium (a target named twice is
+//! one medium), and [`check_output`], the checks of a file written beside
+//! the targets.
+//!
 //! A dry run inspects in the same way but collects what the real run would
-//! refuse (read-only, permission denied, mounted, locked) instead of failing.
+//! refuse (read-only, permission denied, mounted, locked) instead of failing
+//! ([`Target::would_refuse`]).
 
-use crate::{usage, Failure};
-use anyhow::{anyhow, Context};
-
+mod error;
+mod identity;
 /// An image's lock held by another process: the caller's, or a refusal.
 mod lock;
+mod opened;
+mod output;
+#[cfg(test)]
+mod tests;
 /// Who else uses an image file: loop devices, FUSE drivers.
 mod users;
-use lock::{lock_held_elsewhere, lock_is_callers};
 
-use mkfs_alloc::blockio::{BlockIo, ImageFile};
-use mkfs_alloc::layout::units::format_size;
-use mkfs_alloc::partition::{probe_signatures, Signature};
-use mkfs_alloc_device::{self as device, Device, DeviceError, DeviceInfo, RefusalKind};
+pub use error::{TargetError, TargetNote};
+pub use identity::{canonical, medium_ids, MediumId};
+use lock::{lock_held_elsewhere, lock_is_callers};
+pub use opened::Opened;
+pub use output::{check_output, OutputError, OutputWrite};
+
+use crate::{Device, DeviceInfo, RefusalKind};
+use mkfs_alloc_blockio::ImageFile;
 use std::fs::Metadata;
 use std::io::{self, ErrorKind};
 use std::path::{Path, PathBuf};
@@ -46,115 +66,53 @@ pub struct Target {
     /// The device's volumes must be unmounted first (macOS, Windows).
     unmount: bool,
     /// Dry run only: what the real run would refuse.
-    refusal: Option<String>,
+    refusal: Option<TargetError>,
     /// Facts for the summary (loop devices attached to the image).
-    notes: Vec<String>,
+    notes: Vec<TargetNote>,
     /// An existing image's length before this run.
     len_before: Option<u64>,
-}
-
-/// An opened (and locked) target.
-pub enum Opened {
-    /// An image file; `true` when this run created it.
-    Image(ImageFile, bool),
-    /// A block device, opened exclusively (boxed: larger on Windows).
-    Device(Box<Device>),
-}
-
-impl Opened {
-    /// The target as a block device.
-    pub fn io(&mut self) -> &mut dyn BlockIo {
-        match self {
-            Opened::Image(i, _) => i,
-            Opened::Device(d) => d.as_mut(),
-        }
-    }
-
-    /// True when this run created the image (it is removed on failure).
-    pub fn created(&self) -> bool {
-        matches!(self, Opened::Image(_, true))
-    }
-}
-
-impl BlockIo for Opened {
-    fn block_size(&self) -> u32 {
-        match self {
-            Opened::Image(i, _) => i.block_size(),
-            Opened::Device(d) => d.block_size(),
-        }
-    }
-    fn num_blocks(&self) -> u64 {
-        match self {
-            Opened::Image(i, _) => i.num_blocks(),
-            Opened::Device(d) => d.num_blocks(),
-        }
-    }
-    fn read_blocks(
-        &mut self,
-        lba: u64,
-        dst: &mut [u8],
-    ) -> Result<(), mkfs_alloc::blockio::IoError> {
-        self.io().read_blocks(lba, dst)
-    }
-    fn write_blocks(&mut self, lba: u64, src: &[u8]) -> Result<(), mkfs_alloc::blockio::IoError> {
-        self.io().write_blocks(lba, src)
-    }
-    fn write_zeroes(&mut self, lba: u64, count: u64) -> Result<(), mkfs_alloc::blockio::IoError> {
-        self.io().write_zeroes(lba, count)
-    }
-    fn reads_as_zero(&self) -> bool {
-        match self {
-            Opened::Image(i, _) => i.reads_as_zero(),
-            Opened::Device(d) => d.reads_as_zero(),
-        }
-    }
-    fn flush(&mut self) -> Result<(), mkfs_alloc::blockio::IoError> {
-        self.io().flush()
-    }
-}
-
-/// A device error while inspecting or opening: nothing has been written
-/// yet, so every one exits 2 (a refusal, missing permission, or a device
-/// that cannot be read).
-fn device_error(e: DeviceError) -> Failure {
-    usage(e)
 }
 
 /// Refusals found while inspecting: errors in a real run, collected in a
 /// dry run.
 struct Refusals {
     dry_run: bool,
-    first: Option<String>,
+    first: Option<TargetError>,
 }
 
 impl Refusals {
-    fn refuse(&mut self, e: anyhow::Error) -> Result<(), Failure> {
+    fn refuse(&mut self, e: TargetError) -> Result<(), TargetError> {
         if !self.dry_run {
-            return Err(usage(e));
+            return Err(e);
         }
-        self.first
-            .get_or_insert_with(|| crate::text::error_text(&e));
+        self.first.get_or_insert(e);
         Ok(())
     }
 }
 
 impl Target {
     /// Checks the target without modifying it and without opening it for
-    /// writing. `size` is `--size`, `sector_size` is `--sector-size` (the
-    /// medium's block size for images). With `dry_run`, refusals that only
-    /// the real run meets are recorded ([`Target::would_refuse`]) instead of
-    /// failing.
+    /// writing. `size` limits a device to its first `size` bytes, or is the
+    /// size to create or grow an image to; `sector_size` is the file system's
+    /// (the medium's block size for images, 512 if not given). With
+    /// `dry_run`, refusals that only the real run meets are recorded
+    /// ([`Target::would_refuse`]) instead of failing.
+    ///
+    /// # Errors
+    ///
+    /// [`TargetError`]: a path that cannot be a target, a size that does not
+    /// fit it, or (unless `dry_run`) a target in use or not writable.
     pub fn inspect(
         path: &Path,
         size: Option<u64>,
         sector_size: Option<u32>,
         dry_run: bool,
-    ) -> Result<Self, Failure> {
+    ) -> Result<Self, TargetError> {
         let mut refusals = Refusals {
             dry_run,
             first: None,
         };
-        let mut target = if device::is_block_device(path) {
+        let mut target = if crate::is_block_device(path) {
             Self::inspect_device(path, size, sector_size, &mut refusals)?
         } else {
             Self::inspect_image(path, size, sector_size.unwrap_or(512), &mut refusals)?
@@ -168,23 +126,23 @@ impl Target {
         size: Option<u64>,
         sector_size: u32,
         refusals: &mut Refusals,
-    ) -> Result<Self, Failure> {
+    ) -> Result<Self, TargetError> {
         let meta = match std::fs::metadata(path) {
             Ok(m) => Some(m),
             Err(e) if e.kind() == ErrorKind::NotFound => {
                 if let Ok(link) = std::fs::read_link(path) {
-                    return Err(usage(anyhow!(
-                        "{} is a dangling symbolic link (to {}); give the image's own path",
-                        path.display(),
-                        link.display()
-                    )));
+                    return Err(TargetError::DanglingLink {
+                        path: path.to_path_buf(),
+                        link,
+                    });
                 }
                 None
             }
-            Err(e) => {
-                return Err(usage(
-                    anyhow!(e).context(format!("cannot inspect {}", path.display())),
-                ));
+            Err(source) => {
+                return Err(TargetError::Inspect {
+                    path: path.to_path_buf(),
+                    source,
+                });
             }
         };
         let bs = u64::from(sector_size);
@@ -192,10 +150,9 @@ impl Target {
         let mut len_before = None;
         let action = match (meta, size) {
             (None, None) => {
-                return Err(usage(anyhow!(
-                    "{} does not exist; give --size SIZE to create an image",
-                    path.display()
-                )))
+                return Err(TargetError::Missing {
+                    path: path.to_path_buf(),
+                })
             }
             (None, Some(s)) => {
                 let parent = path
@@ -203,29 +160,23 @@ impl Target {
                     .filter(|p| !p.as_os_str().is_empty())
                     .unwrap_or(Path::new("."));
                 if !parent.is_dir() {
-                    return Err(usage(anyhow!(
-                        "cannot create {}: directory {} does not exist",
-                        path.display(),
-                        parent.display()
-                    )));
+                    return Err(TargetError::NoDirectory {
+                        path: path.to_path_buf(),
+                        dir: parent.to_path_buf(),
+                    });
                 }
                 if let Err(e) = writable(parent) {
-                    refusals.refuse(anyhow!(
-                        "cannot create {}: {}",
-                        path.display(),
-                        os_text(&e)
-                    ))?;
+                    refusals.refuse(TargetError::CannotCreate {
+                        path: path.to_path_buf(),
+                        reason: os_text(&e),
+                    })?;
                 }
                 Action::Create(round_to(s, bs, path)?)
             }
             (Some(m), size) => {
                 existing_image_kind(path, &m)?;
                 if let Err(e) = writable(path) {
-                    refusals.refuse(anyhow!(
-                        "cannot open {} for writing: {}",
-                        path.display(),
-                        os_text(&e)
-                    ))?;
+                    refusals.refuse(not_writable(path, &e))?;
                 }
                 users::check_loop_devices(path, refusals, &mut notes)?;
                 users::check_image_mounts(path, refusals)?;
@@ -257,55 +208,48 @@ impl Target {
         size: Option<u64>,
         sector_size: Option<u32>,
         refusals: &mut Refusals,
-    ) -> Result<Self, Failure> {
-        let info = device::inspect(path).map_err(device_error)?;
-        // --size on a device limits the medium to its first SIZE bytes (the
-        // real capacity of a counterfeit stick, see `mkfs-alloc probe`).
+    ) -> Result<Self, TargetError> {
+        let info = crate::inspect(path)?;
+        // A size on a device limits the medium to its first bytes (the real
+        // capacity of a counterfeit stick, as the capacity probe finds it).
         if let Some(s) = size {
             if s > info.size_bytes {
-                return Err(usage(anyhow!(
-                    "--size {} is larger than {} ({}); a device keeps its size",
-                    format_size(s),
-                    path.display(),
-                    format_size(info.size_bytes)
-                )));
+                return Err(TargetError::SizeBeyondDevice {
+                    path: path.to_path_buf(),
+                    size: s,
+                    device_size: info.size_bytes,
+                });
             }
             round_to(s, u64::from(info.logical_block_size), path)?;
         }
         if let Some(s) = sector_size {
             if s < info.logical_block_size {
-                return Err(usage(anyhow!(
-                    "--sector-size {s} is smaller than the logical sector size of {} ({}); valid: {}..4096",
-                    path.display(),
-                    info.logical_block_size,
-                    info.logical_block_size
-                )));
+                return Err(TargetError::SectorBelowDevice {
+                    path: path.to_path_buf(),
+                    sector_size: s,
+                    logical: info.logical_block_size,
+                });
             }
         }
         if refusals.dry_run {
             if let Err(e) = writable(path) {
-                refusals.refuse(anyhow!(
-                    "cannot open {} for writing: {}",
-                    path.display(),
-                    os_text(&e)
-                ))?;
+                refusals.refuse(not_writable(path, &e))?;
             }
             if let Some(why) = users::device_held_elsewhere(path) {
                 refusals.refuse(why)?;
             }
         }
         let mut unmount = false;
-        if let Some(r) = device::refusal(&info) {
+        if let Some(r) = crate::refusal(&info) {
             // Only a mounted stick on macOS or Windows may go on: its volumes
             // are unmounted after the user's confirmation.
             if r.overridable && r.kind == RefusalKind::Mounted {
                 unmount = true;
             } else {
-                refusals.refuse(anyhow!(
-                    "refusing to format {}: {}",
-                    path.display(),
-                    r.reason
-                ))?;
+                refusals.refuse(TargetError::Refused {
+                    path: path.to_path_buf(),
+                    reason: r.reason,
+                })?;
             }
         }
         Ok(Target {
@@ -342,9 +286,10 @@ impl Target {
         self.unmount
     }
 
-    /// Dry run: what the real run would refuse, if anything.
-    pub fn would_refuse(&self) -> Option<&str> {
-        self.refusal.as_deref()
+    /// Dry run: what the real run would refuse (the first refusal), if
+    /// anything.
+    pub fn would_refuse(&self) -> Option<&TargetError> {
+        self.refusal.as_ref()
     }
 
     /// An existing image's length before this run (`None` for a new image
@@ -359,14 +304,18 @@ impl Target {
     }
 
     /// Facts worth a note in the summary (an attached loop device).
-    pub fn notes(&self) -> &[String] {
+    pub fn notes(&self) -> &[TargetNote] {
         &self.notes
     }
 
     /// Unmounts the device's volumes where the platform needs a command for
     /// it (macOS: `diskutil unmountDisk`). On Windows `Device::open` locks
     /// and dismounts them itself.
-    pub fn unmount_volumes(&self) -> Result<(), Failure> {
+    ///
+    /// # Errors
+    ///
+    /// [`TargetError::UnmountSpawn`], [`TargetError::UnmountFailed`].
+    pub fn unmount_volumes(&self) -> Result<(), TargetError> {
         if !self.unmount || !cfg!(target_os = "macos") {
             return Ok(());
         }
@@ -374,12 +323,12 @@ impl Target {
             .arg("unmountDisk")
             .arg(&self.path)
             .status()
-            .map_err(|e| usage(anyhow!(e).context("running diskutil unmountDisk")))?;
+            .map_err(|source| TargetError::UnmountSpawn { source })?;
         if !status.success() {
-            return Err(usage(anyhow!(
-                "diskutil unmountDisk {} failed ({status}); nothing was written",
-                self.path.display()
-            )));
+            return Err(TargetError::UnmountFailed {
+                path: self.path.clone(),
+                status,
+            });
         }
         Ok(())
     }
@@ -402,62 +351,39 @@ impl Target {
         Some(a)
     }
 
-    /// Signatures found on the existing target, read-only; none for a new
-    /// image.
-    pub fn probe(&self) -> anyhow::Result<Vec<Signature>> {
-        if let Action::Create(_) = self.action {
-            return Ok(Vec::new());
-        }
-        let mut img =
-            ImageFile::open_read_only(&self.path, self.block_size).with_context(|| {
-                format!("opening {} to look for old signatures", self.path.display())
-            })?;
-        probe_signatures(&mut img).with_context(|| format!("probing {}", self.path.display()))
-    }
-
-    /// What the medium holds, read from the medium itself (partition nodes
-    /// may not exist): one line per partition and volume, with file system
-    /// and label. Empty for a new image or an unreadable target.
-    pub fn contents(&self) -> Vec<String> {
-        if let Action::Create(_) = self.action {
-            return Vec::new();
-        }
-        crate::contents::describe(&self.path, self.block_size)
-    }
-
     /// Creates or opens the target for writing, and locks it. Every failure
-    /// here happens before anything is written (exit 2). With `uncached`, a
-    /// device is opened bypassing
-    /// the page cache (`Device::open_uncached`; a device that refuses
+    /// here happens before anything is written. With `uncached`, a device
+    /// is opened bypassing the page cache (`Device::open_uncached`; a device that refuses
     /// direct I/O is opened as usual). A batch writes its devices so:
     /// buffered writes to many block devices at once cost the kernel two to
     /// three times the CPU of the same writes one device after the other
     /// (see BENCHMARKS.md, "Many targets at once").
-    pub fn open_with(&self, uncached: bool) -> Result<Opened, Failure> {
+    ///
+    /// # Errors
+    ///
+    /// [`TargetError`]: the image cannot be created, opened or locked (a
+    /// lock held by another process than the caller), or the device cannot
+    /// be opened exclusively.
+    pub fn open_with(&self, uncached: bool) -> Result<Opened, TargetError> {
         let bs = self.block_size;
         let path = &self.path;
         let opened = match self.action {
             Action::Create(s) => ImageFile::create(path, s, bs)
                 .map(|i| Opened::Image(i, true))
-                .map_err(|e| {
-                    usage(anyhow!(
-                        "cannot create {}: {}",
-                        path.display(),
-                        open_text(path, &e)
-                    ))
+                .map_err(|e| TargetError::CannotCreate {
+                    path: path.clone(),
+                    reason: open_text(path, &e),
                 })?,
             Action::Grow(_) | Action::Keep(_) => {
                 let r = match self.action {
                     Action::Grow(s) => ImageFile::open_resize(path, s, bs),
                     _ => ImageFile::open(path, bs),
                 };
-                r.map(|i| Opened::Image(i, false)).map_err(|e| {
-                    usage(anyhow!(
-                        "cannot open {} for writing: {}",
-                        path.display(),
-                        open_text(path, &e)
-                    ))
-                })?
+                r.map(|i| Opened::Image(i, false))
+                    .map_err(|e| TargetError::NotWritable {
+                        path: path.clone(),
+                        reason: open_text(path, &e),
+                    })?
             }
             Action::Device(_) => {
                 // Whole: `--size` is applied by the writer after it has
@@ -466,8 +392,7 @@ impl Target {
                     Device::open_uncached(path).or_else(|_| Device::open(path))
                 } else {
                     Device::open(path)
-                }
-                .map_err(device_error)?;
+                }?;
                 return Ok(Opened::Device(Box::new(d)));
             }
         };
@@ -475,63 +400,98 @@ impl Target {
             let refused = match img.try_lock_exclusive() {
                 Ok(()) => None,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => lock_is_callers(img).err(),
-                Err(e) => Some(anyhow!(e).context(format!("cannot lock {}", path.display()))),
+                Err(source) => Some(TargetError::Lock {
+                    path: path.clone(),
+                    source,
+                }),
             };
             if let Some(e) = refused {
                 if *created {
                     let _ = std::fs::remove_file(path);
                 }
-                return Err(usage(e));
+                return Err(e);
             }
         }
         Ok(opened)
+    }
+
+    /// Checks that an opened image took the size it was opened with: a file
+    /// of a pseudo file system (`/proc`, `/sys`) accepts the resize, keeps
+    /// its length, and fails its first read. Devices pass.
+    ///
+    /// # Errors
+    ///
+    /// [`TargetError::NotAnImage`], or [`TargetError::Inspect`] when its
+    /// length cannot be read.
+    pub fn check_opened(&self, opened: &Opened) -> Result<(), TargetError> {
+        if !matches!(opened, Opened::Image(..)) {
+            return Ok(());
+        }
+        let path = self.path.clone();
+        let len = match std::fs::metadata(&path) {
+            Ok(m) => m.len(),
+            Err(source) => return Err(TargetError::Inspect { path, source }),
+        };
+        let want = self.size_bytes();
+        if len != want {
+            return Err(TargetError::NotAnImage { path, want, len });
+        }
+        Ok(())
+    }
+
+    /// Closes a target opened by [`Target::open_with`] that will not be
+    /// written, and undoes what opening did: a created image is removed, a
+    /// grown one gets its old length back.
+    pub fn undo_open(&self, opened: Opened) {
+        let created = opened.created();
+        drop(opened);
+        if created {
+            let _ = std::fs::remove_file(&self.path);
+        } else if let (Action::Grow(_), Some(len)) = (self.action, self.len_before) {
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&self.path)
+                .and_then(|f| f.set_len(len));
+        }
     }
 }
 
 /// An existing path that can be an image: a regular file (not a directory,
 /// a FIFO, a socket or a character device).
-fn existing_image_kind(path: &Path, m: &Metadata) -> Result<(), Failure> {
+fn existing_image_kind(path: &Path, m: &Metadata) -> Result<(), TargetError> {
+    let path = path.to_path_buf();
     if m.is_dir() {
-        return Err(usage(anyhow!(
-            "{} is a directory; expected an image file or a block device",
-            path.display()
-        )));
+        return Err(TargetError::Directory { path });
     }
     if !m.is_file() {
-        return Err(usage(anyhow!(
-            "{} is neither a regular file nor a block device",
-            path.display()
-        )));
+        return Err(TargetError::NotAFile { path });
     }
     Ok(())
 }
 
-/// What happens to an existing image of `current` bytes given `--size`.
+/// What happens to an existing image of `current` bytes given a size.
 fn existing_action(
     path: &Path,
     current: u64,
     size: Option<u64>,
     bs: u64,
     sector_size: u32,
-) -> Result<Action, Failure> {
+) -> Result<Action, TargetError> {
     match size {
         None => {
             if current % bs != 0 {
-                return Err(usage(anyhow!(
-                    "{} is {current} bytes, not a multiple of the {sector_size}-byte sector size",
-                    path.display()
-                )));
+                return Err(TargetError::LengthNotMultiple {
+                    path: path.to_path_buf(),
+                    len: current,
+                    sector_size,
+                });
             }
             Ok(Action::Keep(current))
         }
         Some(s) => {
             let s = round_to(s, bs, path)?;
             if s < current {
-                return Err(usage(anyhow!(
-                    "--size {} is smaller than the existing image ({}); images are grown, never shrunk",
-                    format_size(s),
-                    format_size(current)
-                )));
+                return Err(TargetError::Shrink { size: s, current });
             }
             Ok(if s == current {
                 Action::Keep(s)
@@ -544,7 +504,11 @@ fn existing_action(
 
 /// Whether `path` could be opened for writing (`access(W_OK)`: a read-only
 /// file system, missing permission), without opening it.
-pub(crate) fn writable(path: &Path) -> io::Result<()> {
+///
+/// # Errors
+///
+/// The system's refusal.
+pub fn writable(path: &Path) -> io::Result<()> {
     #[cfg(unix)]
     {
         rustix::fs::access(path, rustix::fs::Access::WRITE_OK).map_err(io::Error::from)
@@ -560,7 +524,7 @@ pub(crate) fn writable(path: &Path) -> io::Result<()> {
 }
 
 /// The operating system's words for an error, without "(os error N)".
-pub(crate) fn os_text(e: &io::Error) -> String {
+pub fn os_text(e: &io::Error) -> String {
     let s = e.to_string();
     match s.find(" (os error") {
         Some(i) => s[..i].to_string(),
@@ -569,18 +533,28 @@ pub(crate) fn os_text(e: &io::Error) -> String {
 }
 
 /// An image's open error without the path the library put in front.
-fn open_text(path: &Path, e: &mkfs_alloc::blockio::IoError) -> String {
+fn open_text(path: &Path, e: &mkfs_alloc_blockio::IoError) -> String {
     let text = os_text(&e.source);
     let prefix = format!("{}: ", path.display());
     text.strip_prefix(&prefix).unwrap_or(&text).to_string()
 }
 
-fn round_to(size: u64, bs: u64, path: &Path) -> Result<u64, Failure> {
+/// `size`, if it is a whole number of `bs`-byte sectors.
+fn round_to(size: u64, bs: u64, path: &Path) -> Result<u64, TargetError> {
     if size % bs != 0 {
-        return Err(usage(anyhow!(
-            "--size {size} for {} is not a multiple of the {bs}-byte sector size",
-            path.display()
-        )));
+        return Err(TargetError::SizeNotMultiple {
+            path: path.to_path_buf(),
+            size,
+            sector_size: bs,
+        });
     }
     Ok(size)
+}
+
+/// The target cannot be opened for writing, in the system's words.
+fn not_writable(path: &Path, e: &io::Error) -> TargetError {
+    TargetError::NotWritable {
+        path: path.to_path_buf(),
+        reason: os_text(e),
+    }
 }

@@ -1,0 +1,208 @@
+//! The format target on the CLI side: `mkfs_alloc_device::target` inspects
+//! and opens it; here its refusals are worded with the flags that caused
+//! them (exit 2: nothing has been written), and the old contents and
+//! signatures are read for the summary and the confirmation.
+
+use crate::{usage, Failure};
+use anyhow::{anyhow, Context};
+use mkfs_alloc::blockio::ImageFile;
+use mkfs_alloc::layout::units::format_size;
+use mkfs_alloc::partition::{probe_signatures, Signature};
+use mkfs_alloc_device::target::{self as lib, TargetError};
+use mkfs_alloc_device::DeviceInfo;
+use std::path::Path;
+
+pub use lib::{Action, Opened};
+
+impl From<TargetError> for Failure {
+    fn from(e: TargetError) -> Failure {
+        usage(worded(e))
+    }
+}
+
+/// The error as the CLI says it: the variants a flag caused name the flag.
+fn worded(e: TargetError) -> anyhow::Error {
+    match e {
+        TargetError::Missing { path } => anyhow!(
+            "{} does not exist; give --size SIZE to create an image",
+            path.display()
+        ),
+        TargetError::SizeNotMultiple {
+            path,
+            size,
+            sector_size,
+        } => anyhow!(
+            "--size {size} for {} is not a multiple of the {sector_size}-byte sector size",
+            path.display()
+        ),
+        TargetError::Shrink { size, current } => anyhow!(
+            "--size {} is smaller than the existing image ({}); images are grown, never shrunk",
+            format_size(size),
+            format_size(current)
+        ),
+        TargetError::SizeBeyondDevice {
+            path,
+            size,
+            device_size,
+        } => anyhow!(
+            "--size {} is larger than {} ({}); a device keeps its size",
+            format_size(size),
+            path.display(),
+            format_size(device_size)
+        ),
+        TargetError::SectorBelowDevice {
+            path,
+            sector_size,
+            logical,
+        } => anyhow!(
+            "--sector-size {sector_size} is smaller than the logical sector size of {} ({logical}); valid: {logical}..4096",
+            path.display()
+        ),
+        e => anyhow::Error::new(e),
+    }
+}
+
+/// An inspected target, with its dry-run refusal and notes in the CLI's words.
+#[derive(Debug)]
+pub struct Target {
+    inner: lib::Target,
+    refusal: Option<String>,
+    notes: Vec<String>,
+}
+
+impl Target {
+    /// Checks the target without modifying it and without opening it for
+    /// writing ([`lib::Target::inspect`]). `size` is `--size`,
+    /// `sector_size` is `--sector-size`. With `dry_run`, refusals that only
+    /// the real run meets are recorded ([`Target::would_refuse`]) instead of
+    /// failing.
+    pub fn inspect(
+        path: &Path,
+        size: Option<u64>,
+        sector_size: Option<u32>,
+        dry_run: bool,
+    ) -> Result<Self, Failure> {
+        let inner = lib::Target::inspect(path, size, sector_size, dry_run)?;
+        let refusal = inner.would_refuse().map(chain_text);
+        let notes = inner.notes().iter().map(ToString::to_string).collect();
+        Ok(Target {
+            inner,
+            refusal,
+            notes,
+        })
+    }
+
+    /// The size the medium will have.
+    pub fn size_bytes(&self) -> u64 {
+        self.inner.size_bytes()
+    }
+
+    /// The medium's logical block size.
+    pub fn block_size(&self) -> u32 {
+        self.inner.block_size()
+    }
+
+    /// What will be done.
+    pub fn action(&self) -> Action {
+        self.inner.action()
+    }
+
+    /// True when the device's mounted volumes will be unmounted before writing.
+    pub fn unmounts(&self) -> bool {
+        self.inner.unmounts()
+    }
+
+    /// Dry run: what the real run would refuse, if anything.
+    pub fn would_refuse(&self) -> Option<&str> {
+        self.refusal.as_deref()
+    }
+
+    /// An existing image's length before this run (`None` for a new image
+    /// or a device).
+    pub fn len_before(&self) -> Option<u64> {
+        self.inner.len_before()
+    }
+
+    /// The path given.
+    pub fn path(&self) -> &Path {
+        self.inner.path()
+    }
+
+    /// Facts worth a note in the summary (an attached loop device).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// Unmounts the device's volumes where the platform needs a command for
+    /// it (macOS: `diskutil unmountDisk`).
+    pub fn unmount_volumes(&self) -> Result<(), Failure> {
+        Ok(self.inner.unmount_volumes()?)
+    }
+
+    /// The device, if the target is one.
+    pub fn device(&self) -> Option<&DeviceInfo> {
+        self.inner.device()
+    }
+
+    /// The alignment a device asks for ([`lib::Target::preferred_align`]).
+    pub fn preferred_align(&self) -> Option<u64> {
+        self.inner.preferred_align()
+    }
+
+    /// Signatures found on the existing target, read-only; none for a new
+    /// image.
+    pub fn probe(&self) -> anyhow::Result<Vec<Signature>> {
+        if let Action::Create(_) = self.action() {
+            return Ok(Vec::new());
+        }
+        let path = self.path();
+        let mut img = ImageFile::open_read_only(path, self.block_size())
+            .with_context(|| format!("opening {} to look for old signatures", path.display()))?;
+        probe_signatures(&mut img).with_context(|| format!("probing {}", path.display()))
+    }
+
+    /// What the medium holds, read from the medium itself (partition nodes
+    /// may not exist): one line per partition and volume, with file system
+    /// and label. Empty for a new image or an unreadable target.
+    pub fn contents(&self) -> Vec<String> {
+        if let Action::Create(_) = self.action() {
+            return Vec::new();
+        }
+        crate::contents::describe(self.path(), self.block_size())
+    }
+
+    /// Checks that an opened image took its size
+    /// ([`lib::Target::check_opened`]).
+    pub fn check_opened(&self, opened: &Opened) -> Result<(), Failure> {
+        Ok(self.inner.check_opened(opened)?)
+    }
+
+    /// Closes a target opened by [`Target::open_with`] that will not be
+    /// written, and undoes what opening did ([`lib::Target::undo_open`]).
+    pub fn undo_open(&self, opened: Opened) {
+        self.inner.undo_open(opened);
+    }
+
+    /// Creates or opens the target for writing, and locks it
+    /// ([`lib::Target::open_with`]); every failure exits 2.
+    pub fn open_with(&self, uncached: bool) -> Result<Opened, Failure> {
+        Ok(self.inner.open_with(uncached)?)
+    }
+}
+
+/// `e` and its causes as [`crate::text::error_text`] words them.
+fn chain_text(e: &TargetError) -> String {
+    let mut out = String::new();
+    let mut cause: Option<&dyn std::error::Error> = Some(e);
+    while let Some(c) = cause {
+        let s = c.to_string();
+        if !out.contains(&s) {
+            if !out.is_empty() {
+                out.push_str(": ");
+            }
+            out.push_str(&s);
+        }
+        cause = c.source();
+    }
+    crate::text::shorten_long_paths(&out)
+}
