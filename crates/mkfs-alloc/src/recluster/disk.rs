@@ -111,6 +111,18 @@ impl FatWriter {
         Ok(w)
     }
 
+    /// The FAT of `bytes` bytes at absolute byte `base`, as it is (entries
+    /// set one by one over what the medium holds).
+    pub(super) fn open(base: u64, bytes: u64) -> Self {
+        FatWriter {
+            base,
+            bytes,
+            at: None,
+            buf: Vec::new(),
+            dirty: false,
+        }
+    }
+
     /// Sets entry `n` to `value`.
     pub(super) fn set<D: BlockIo + ?Sized>(
         &mut self,
