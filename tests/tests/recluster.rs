@@ -2,7 +2,9 @@
 //! byte-identical (exit 2), `--dry-run` writes nothing; and (tool tier) a
 //! volume made by mkfs.exfat and filled through exfat-fuse, reclustered to
 //! 4 KiB, is clean for fsck.exfat, has 4 KiB clusters for dump.exfat, and
-//! reads back byte for byte through exfat-fuse.
+//! reads back byte for byte through exfat-fuse; the same for volumes with
+//! mkfs.exfat's default layout, whose new FAT covers the heap's first
+//! clusters (evacuated first).
 
 use mkfs_alloc_tests::checks::{dump_exfat_cluster_size, fsck_exfat_clean};
 use mkfs_alloc_tests::tools::{require_fuse, require_root, require_tool};
@@ -185,6 +187,83 @@ fn mkfs_exfat_filled_through_fuse_reclusters_to_4k() {
     assert!(std::fs::read(mnt.join("interleaved-a.bin")).expect("read") == a);
     assert!(std::fs::read(mnt.join("interleaved-b.bin")).expect("read") == b);
     m.unmount();
+}
+
+/// A volume of `size` made by plain `mkfs.exfat -c CLUSTER` (its default
+/// layout: the heap's start right after the FAT's 1 MiB boundary), filled
+/// through exfat-fuse with [`tool_tree`] and two interleaved files, then
+/// reclustered to `to`; checks fsck.exfat, dump.exfat and every file
+/// through exfat-fuse. Returns the JSON the re-cluster printed.
+fn mkfs_exfat_default_reclusters(size: &str, cluster: &str, to: &str, to_bytes: u64) -> String {
+    require_root();
+    require_fuse();
+    let tmp = TempDir::new("recluster-evacuate");
+    let img = tmp.join("v.img");
+    let p = img.to_str().expect("utf-8");
+    run("truncate", &["-s", size, p]).assert_success();
+    run(require_tool("mkfs.exfat"), &["-c", cluster, p]).assert_success();
+    let tree = tool_tree();
+    let (a, b) = (test_data(3 << 20, 21), test_data(2 << 20, 22));
+    {
+        let lo = LoopDevice::attach(&img);
+        let mnt = tmp.subdir("mnt");
+        let m = FuseMount::exfat(lo.path(), &mnt);
+        write_interleaved(&mnt, &a, &b, 256 << 10);
+        for (path, data) in &tree {
+            let f = mnt.join(path);
+            std::fs::create_dir_all(f.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&f, data).expect("write");
+        }
+        m.unmount();
+    }
+    fsck_exfat_clean(&img);
+    let dry = mkfs_alloc(&["recluster", "--cluster", to, "--dry-run", p]);
+    dry.assert_success();
+    assert!(dry.stdout.contains("evacuation"), "{dry}");
+    let started = std::time::Instant::now();
+    let out = mkfs_alloc(&["recluster", "--cluster", to, "--yes", "--json", p]);
+    out.assert_success();
+    eprintln!(
+        "recluster of a {size} mkfs.exfat volume, {cluster} to {to}: {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+    fsck_exfat_clean(&img);
+    assert_eq!(dump_exfat_cluster_size(&img), to_bytes);
+    let lo = LoopDevice::attach(&img);
+    let mnt = tmp.subdir("mnt");
+    let m = FuseMount::exfat(lo.path(), &mnt);
+    for (path, data) in &tree {
+        assert!(
+            std::fs::read(mnt.join(path)).expect("read") == *data,
+            "{path} differs"
+        );
+    }
+    assert!(std::fs::read(mnt.join("interleaved-a.bin")).expect("read") == a);
+    assert!(std::fs::read(mnt.join("interleaved-b.bin")).expect("read") == b);
+    m.unmount();
+    out.stdout
+}
+
+/// The evacuation the re-cluster's JSON reports: some of the heap's first
+/// clusters were in use and the heap's start moved.
+fn assert_evacuated(json: &str) {
+    let v: serde_json::Value = serde_json::from_str(json).expect("json");
+    let e = &v["plan"]["evacuation"];
+    eprintln!("{e:#}");
+    assert!(e["in_use"].as_u64().expect("in use") > 0, "{v:#}");
+    assert!(v["plan"]["heap_moved_bytes"].as_u64().expect("moved") > 0);
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (root, mkfs.exfat, exfat-fuse)"]
+fn mkfs_exfat_defaults_at_512k_recluster_to_4k_evacuating_the_heap_start() {
+    assert_evacuated(&mkfs_exfat_default_reclusters("4G", "512K", "4K", 4096));
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (root, mkfs.exfat, exfat-fuse)"]
+fn mkfs_exfat_defaults_at_128k_recluster_to_4k_evacuating_the_heap_start() {
+    assert_evacuated(&mkfs_exfat_default_reclusters("2G", "128K", "4K", 4096));
 }
 
 #[test]
