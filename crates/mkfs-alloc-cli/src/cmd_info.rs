@@ -130,7 +130,8 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
 }
 
 /// The exFAT volumes (index, new cluster size) with an unfinished
-/// re-cluster on them: its intent record just before the cluster heap.
+/// re-cluster on them: its intent record just before the cluster heap (or
+/// at sector 24, when the job moves the heap's start).
 fn unfinished_reclusters(dev: &mut ReadOnlyFile, r: &Report) -> Vec<(usize, u64)> {
     r.volumes
         .iter()
@@ -138,7 +139,7 @@ fn unfinished_reclusters(dev: &mut ReadOnlyFile, r: &Report) -> Vec<(usize, u64)
         .filter(|(_, v)| v.ours() == Some(FsKind::Exfat))
         .filter_map(|(i, v)| {
             let (heap, sector) = (v.data_offset?, v.sector_size?);
-            mkfs_alloc::recluster::unfinished(dev, heap, sector)
+            mkfs_alloc::recluster::unfinished_in(dev, v.start, heap, sector)
                 .ok()
                 .flatten()
                 .map(|c| (i, c))

@@ -417,6 +417,30 @@ pub fn unfinished<D: BlockIo + ?Sized>(
     Ok(Intent::read(&s).map(|i| u64::from(sector) << i.target_shift()))
 }
 
+/// [`unfinished`], also finding the record of a job that moves the heap's
+/// start (at sector 24 of the volume starting at absolute byte `start`).
+///
+/// # Errors
+///
+/// The read error.
+pub fn unfinished_in<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    start: u64,
+    heap: u64,
+    sector: u32,
+) -> Result<Option<u64>, IoError> {
+    if let Some(c) = unfinished(dev, heap, sector)? {
+        return Ok(Some(c));
+    }
+    let at = start + 24 * u64::from(sector);
+    if sector < 512 || heap <= at + u64::from(sector) {
+        return Ok(None);
+    }
+    let mut s = vec![0u8; sector as usize];
+    disk::read_at(dev, at, &mut s)?;
+    Ok(Intent::read(&s).map(|i| u64::from(sector) << i.target_shift()))
+}
+
 /// [`plan`] then [`run`]: the whole job, or what is left of it.
 ///
 /// # Errors

@@ -266,7 +266,7 @@ impl fmt::Display for Refusal {
             ),
             Refusal::TooLittleSpace { need, free } => write!(
                 f,
-                "too little free space: the new bitmap and the directory copies need {need} bytes, {free} are free; free at least {} bytes",
+                "too little free space: the new bitmap, the directory copies and the data that moves need {need} bytes, {free} are free; free at least {} bytes",
                 need.saturating_sub(*free)
             ),
             Refusal::Unsupported { what } => write!(f, "not supported yet: {what}"),

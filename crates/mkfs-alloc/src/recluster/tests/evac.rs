@@ -157,3 +157,60 @@ fn power_cuts_while_evacuating_a_nofatchain_file_across_the_prefix_end() {
     let report = evac_sweep(&disk, &want, 512, 2);
     eprintln!("evacuating recluster sweep, NoFatChain across the end: {report}");
 }
+
+#[test]
+fn a_cut_evacuation_is_found_unfinished_and_the_same_command_finishes_it() {
+    use mkfs_alloc_blockio::PowerCutIo;
+    let (disk, want) = prefixed(32 << 20, 32 << 10, 2);
+    let (m, _) = model_of(&disk).unwrap();
+    let h = m.geometry.data_offset;
+    // Cut after the intent record and VolumeDirty are flushed.
+    let mut cut = PowerCutIo::new(disk, 6, 1);
+    assert!(recluster(&mut cut, 512).is_err());
+    let mut d = cut.into_surviving().unwrap();
+    assert_eq!(unfinished(&mut d, h, 512).unwrap(), None);
+    assert_eq!(unfinished_in(&mut d, 0, h, 512).unwrap(), Some(512));
+    assert!(matches!(
+        plan(&mut d, 1024),
+        Err(ReclusterError::OtherJob { cluster: 512 })
+    ));
+    assert_eq!(plan(&mut d, 512).unwrap().step, Step::Redo);
+    recluster(&mut d, 512).unwrap();
+    check_tree(&d, &want).unwrap();
+    let h = model_of(&d).unwrap().0.geometry.data_offset;
+    assert_eq!(unfinished_in(&mut d, 0, h, 512).unwrap(), None);
+}
+
+#[test]
+fn too_little_space_for_the_evacuation_says_how_much_to_free() {
+    // Nearly full at 32 KiB: the prefix's data and the copies do not fit.
+    let opts = FormatOptions::new()
+        .fs(FsKind::Exfat)
+        .cluster(ClusterChoice::Bytes(32 << 10))
+        .align(16 << 10)
+        .serial(1);
+    let size = 32u64 << 20;
+    let layout = layout_plan(&opts, &Medium::whole(size, 512)).unwrap();
+    let mut tree = Tree::new();
+    let t = SystemTime::UNIX_EPOCH;
+    for i in 0..4 {
+        let len = if i == 0 { 32 << 10 } else { 338 * (32 << 10) };
+        let path = format!("/f{i}");
+        tree.add_file(&path, std::io::Cursor::new(vec![7u8; len]), len as u64, t)
+            .unwrap();
+    }
+    let mut populated = plan_tree(tree, &layout, TimePolicy::default()).unwrap();
+    let mut disk = MemDisk::new(512, size / 512).unwrap();
+    populated
+        .write_to(&mut disk, Prior::Unknown, &mut |_, _| {})
+        .unwrap();
+    let before = disk.as_bytes().to_vec();
+    match recluster(&mut disk, 512) {
+        Err(ReclusterError::Refused(r @ Refusal::TooLittleSpace { need, free })) => {
+            assert!(need > free);
+            assert!(r.to_string().contains("free at least"), "{r}");
+        }
+        other => panic!("{:?}", other.map(|j| j.plan)),
+    }
+    assert!(disk.as_bytes() == &before[..]);
+}
