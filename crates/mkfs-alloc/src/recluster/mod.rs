@@ -15,7 +15,15 @@
 //! ```
 //!
 //! The case done: a smaller cluster size that divides the old one. The heap
-//! keeps its offset, so no file data moves (see [`plan_from`]).
+//! keeps its offset, so no file data moves (see [`plan_from`]); unless the
+//! new FAT does not fit the gap before the heap: then the heap's start
+//! moves forward by whole old clusters, and a first phase, the evacuation
+//! (`evac.rs`), empties those clusters at the old cluster size and switches
+//! to that intermediate volume (its own intent record, at sector 24);
+//! steps 1..=5 then run on it. Both phases write only space the volume
+//! they start from does not use and switch through the boot region, so the
+//! crash-safety argument below holds for each; the record's phase says
+//! which one a rerun continues.
 //!
 //! Crash safety, under "any subset of the writes since the last flush
 //! survives, block by block": until the main boot region changes, the old
@@ -35,7 +43,12 @@
 //! - main region torn, backup at the new size with our intent: the main
 //!   region is rebuilt from the backup, then step 5;
 //! - main at the new size with our intent: step 5;
-//! - main at the new size, no intent: nothing to do.
+//! - main at the new size, no intent: nothing to do;
+//! - main at the old size with an evacuation's record naming the old
+//!   volume: the evacuation is redone; naming the intermediate volume (the
+//!   evacuation's switch is done): the re-cluster is planned from it;
+//!   main torn, backup the intermediate volume: main rebuilt, then the
+//!   re-cluster.
 
 use std::fmt;
 
