@@ -101,7 +101,10 @@ pub fn run(args: &ReclusterArgs) -> Result<(), Failure> {
     // Planned again on the opened target: the medium cannot have changed
     // between the read-only plan and the lock.
     let job = recluster::plan(opened.io(), cluster).map_err(refusal)?;
-    recluster::run(opened.io(), &job).map_err(|e| {
+    let bar = crate::report::Progress::new(!args.quiet && !args.json, "re-cluster");
+    let done = recluster::run_with_progress(opened.io(), &job, &mut |d, t| bar.update(d, t));
+    bar.finish();
+    done.map_err(|e| {
         Failure::Io(anyhow!(
             "{e}; the volume is intact (the old or the new one): run the same command again to finish"
         ))

@@ -318,6 +318,30 @@ pub fn run<D: BlockIo + ?Sized>(dev: &mut D, job: &Job) -> Result<(), ReclusterE
     }
 }
 
+/// [`run`], calling `progress(done, total)` after each write with the
+/// bytes written so far and the plan's estimate of the whole (`done` never
+/// passes `total`; the last call has them equal).
+///
+/// # Errors
+///
+/// As [`run`].
+pub fn run_with_progress<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    job: &Job,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<(), ReclusterError> {
+    let total = job.plan.as_ref().map_or(0, |p| p.bytes_written);
+    let mut counting = disk::Counting {
+        inner: dev,
+        done: 0,
+        total,
+        progress,
+    };
+    run(&mut counting, job)?;
+    (counting.progress)(total, total);
+    Ok(())
+}
+
 /// After the evacuation's switch: the re-cluster of the intermediate
 /// volume, planned from the medium.
 fn run_next<D: BlockIo + ?Sized>(dev: &mut D, cluster: u64) -> Result<(), ReclusterError> {

@@ -214,3 +214,20 @@ fn too_little_space_for_the_evacuation_says_how_much_to_free() {
     }
     assert!(disk.as_bytes() == &before[..]);
 }
+
+#[test]
+fn progress_counts_the_bytes_written_up_to_the_plans_total() {
+    let (mut disk, want) = prefixed(32 << 20, 32 << 10, 2);
+    let job = plan(&mut disk, 512).unwrap();
+    let total = job.plan.as_ref().unwrap().bytes_written;
+    let mut calls = Vec::new();
+    run_with_progress(&mut disk, &job, &mut |d, t| calls.push((d, t))).unwrap();
+    check_tree(&disk, &want).unwrap();
+    assert!(calls.len() > 10, "{calls:?}");
+    assert!(calls.windows(2).all(|w| w[0].0 <= w[1].0));
+    assert!(calls.iter().all(|&(d, t)| t == total && d <= t));
+    assert_eq!(calls.last(), Some(&(total, total)));
+    // The estimate is close: most of the bytes are counted before the end.
+    let before_end = calls[calls.len() - 2].0;
+    assert!(before_end * 10 >= total * 8, "{before_end} of {total}");
+}
