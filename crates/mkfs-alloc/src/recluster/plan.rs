@@ -94,7 +94,10 @@ pub struct Plan {
     /// New clusters the heap's start moved forward by (0: it stays).
     pub heap_shift: u32,
     /// The evacuation of the heap's first old clusters the new FAT covers,
-    /// run first (`None`: nothing there is in use).
+    /// run first (`None`: nothing there is in use). With one, the cluster
+    /// numbers of [`Plan::bitmap`], [`Plan::dirs`] and the new root are
+    /// this plan's estimate: the re-cluster is planned again from the
+    /// intermediate volume once the evacuation's switch is done.
     pub evacuate: Option<Evacuation>,
     /// The new allocation bitmap (first new cluster, bytes).
     pub bitmap: (u32, u64),
