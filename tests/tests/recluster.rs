@@ -2,7 +2,9 @@
 //! byte-identical (exit 2), `--dry-run` writes nothing; and (tool tier) a
 //! volume made by mkfs.exfat and filled through exfat-fuse, reclustered to
 //! 4 KiB, is clean for fsck.exfat, has 4 KiB clusters for dump.exfat, and
-//! reads back byte for byte through exfat-fuse.
+//! reads back byte for byte through exfat-fuse; the same for volumes with
+//! mkfs.exfat's default layout, whose new FAT covers the heap's first
+//! clusters (evacuated first).
 
 use mkfs_alloc_tests::checks::{dump_exfat_cluster_size, fsck_exfat_clean};
 use mkfs_alloc_tests::tools::{require_fuse, require_root, require_tool};
@@ -11,6 +13,11 @@ use std::path::Path;
 
 /// An exFAT image of ours at 128 KiB clusters holding a small tree.
 fn our_image(tmp: &TempDir) -> std::path::PathBuf {
+    our_image_with(tmp, &["--cluster", "128K"])
+}
+
+/// [`our_image`] made with `opts` (cluster size, alignment).
+fn our_image_with(tmp: &TempDir, opts: &[&str]) -> std::path::PathBuf {
     let tree = tmp.subdir("tree");
     std::fs::create_dir_all(tree.join("sub")).expect("mkdir");
     for i in 0..5usize {
@@ -18,11 +25,9 @@ fn our_image(tmp: &TempDir) -> std::path::PathBuf {
     }
     std::fs::write(tree.join("sub/big.bin"), test_data(900_000, 9)).expect("w");
     let img = tmp.join("v.img");
-    mkfs_alloc(&[
-        "--fs",
-        "exfat",
-        "--cluster",
-        "128K",
+    let mut args = vec!["--fs", "exfat"];
+    args.extend_from_slice(opts);
+    args.extend_from_slice(&[
         "--size",
         "32M",
         "--rootdir",
@@ -30,8 +35,8 @@ fn our_image(tmp: &TempDir) -> std::path::PathBuf {
         "--yes",
         "-q",
         img.to_str().expect("utf-8"),
-    ])
-    .assert_success();
+    ]);
+    mkfs_alloc(&args).assert_success();
     img
 }
 
@@ -187,6 +192,83 @@ fn mkfs_exfat_filled_through_fuse_reclusters_to_4k() {
     m.unmount();
 }
 
+/// A volume of `size` made by plain `mkfs.exfat -c CLUSTER` (its default
+/// layout: the heap's start right after the FAT's 1 MiB boundary), filled
+/// through exfat-fuse with [`tool_tree`] and two interleaved files, then
+/// reclustered to `to`; checks fsck.exfat, dump.exfat and every file
+/// through exfat-fuse. Returns the JSON the re-cluster printed.
+fn mkfs_exfat_default_reclusters(size: &str, cluster: &str, to: &str, to_bytes: u64) -> String {
+    require_root();
+    require_fuse();
+    let tmp = TempDir::new("recluster-evacuate");
+    let img = tmp.join("v.img");
+    let p = img.to_str().expect("utf-8");
+    run("truncate", &["-s", size, p]).assert_success();
+    run(require_tool("mkfs.exfat"), &["-c", cluster, p]).assert_success();
+    let tree = tool_tree();
+    let (a, b) = (test_data(3 << 20, 21), test_data(2 << 20, 22));
+    {
+        let lo = LoopDevice::attach(&img);
+        let mnt = tmp.subdir("mnt");
+        let m = FuseMount::exfat(lo.path(), &mnt);
+        write_interleaved(&mnt, &a, &b, 256 << 10);
+        for (path, data) in &tree {
+            let f = mnt.join(path);
+            std::fs::create_dir_all(f.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&f, data).expect("write");
+        }
+        m.unmount();
+    }
+    fsck_exfat_clean(&img);
+    let dry = mkfs_alloc(&["recluster", "--cluster", to, "--dry-run", p]);
+    dry.assert_success();
+    assert!(dry.stdout.contains("evacuation"), "{dry}");
+    let started = std::time::Instant::now();
+    let out = mkfs_alloc(&["recluster", "--cluster", to, "--yes", "--json", p]);
+    out.assert_success();
+    eprintln!(
+        "recluster of a {size} mkfs.exfat volume, {cluster} to {to}: {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+    fsck_exfat_clean(&img);
+    assert_eq!(dump_exfat_cluster_size(&img), to_bytes);
+    let lo = LoopDevice::attach(&img);
+    let mnt = tmp.subdir("mnt");
+    let m = FuseMount::exfat(lo.path(), &mnt);
+    for (path, data) in &tree {
+        assert!(
+            std::fs::read(mnt.join(path)).expect("read") == *data,
+            "{path} differs"
+        );
+    }
+    assert!(std::fs::read(mnt.join("interleaved-a.bin")).expect("read") == a);
+    assert!(std::fs::read(mnt.join("interleaved-b.bin")).expect("read") == b);
+    m.unmount();
+    out.stdout
+}
+
+/// The evacuation the re-cluster's JSON reports: some of the heap's first
+/// clusters were in use and the heap's start moved.
+fn assert_evacuated(json: &str) {
+    let v: serde_json::Value = serde_json::from_str(json).expect("json");
+    let e = &v["plan"]["evacuation"];
+    eprintln!("{e:#}");
+    assert!(e["in_use"].as_u64().expect("in use") > 0, "{v:#}");
+    assert!(v["plan"]["heap_moved_bytes"].as_u64().expect("moved") > 0);
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (root, mkfs.exfat, exfat-fuse)"]
+fn mkfs_exfat_defaults_at_512k_recluster_to_4k_evacuating_the_heap_start() {
+    assert_evacuated(&mkfs_exfat_default_reclusters("4G", "512K", "4K", 4096));
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (root, mkfs.exfat, exfat-fuse)"]
+fn mkfs_exfat_defaults_at_128k_recluster_to_4k_evacuating_the_heap_start() {
+    assert_evacuated(&mkfs_exfat_default_reclusters("2G", "128K", "4K", 4096));
+}
+
 #[test]
 fn info_says_a_cut_recluster_is_unfinished_and_the_same_command_finishes_it() {
     use mkfs_alloc_blockio::{ImageFile, PowerCutIo};
@@ -227,14 +309,44 @@ fn fsck_findings_but_dirty(img: &Path) -> (Vec<String>, bool) {
 #[test]
 #[ignore = "tool tier: cargo xtask test (fsck.exfat)"]
 fn fsck_exfat_finds_every_cut_state_consistent() {
+    let tmp = TempDir::new("recluster-fsck-cuts");
+    fsck_every_cut_state(&our_image(&tmp), 4096);
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (fsck.exfat)"]
+fn fsck_exfat_finds_every_cut_state_of_an_evacuation_consistent() {
+    // Aligned to 16 KiB the FAT sits right before the heap: to 512 bytes,
+    // the new FAT covers the heap's first 8 clusters (bitmap, up-case
+    // table, root, files), evacuated first.
+    let tmp = TempDir::new("recluster-fsck-evac-cuts");
+    let img = our_image_with(&tmp, &["--cluster", "32K", "--align", "16K"]);
+    let p = img.to_str().expect("utf-8");
+    let out = mkfs_alloc(&["recluster", "--cluster", "512", "--dry-run", "--json", p]);
+    out.assert_success();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+    assert!(
+        v["plan"]["evacuation"]["clusters_moved"]
+            .as_u64()
+            .expect("moved")
+            > 0,
+        "{v:#}"
+    );
+    fsck_every_cut_state(&img, 512);
+}
+
+/// fsck.exfat on every state a re-cluster of `img` to `cluster` leaves when
+/// cut at each of its operations under 3 seeds: all consistent.
+fn fsck_every_cut_state(img: &Path, cluster: u64) {
     use mkfs_alloc_blockio::{BlockIo, ImageFile, PowerCutIo};
     require_tool("fsck.exfat");
-    let tmp = TempDir::new("recluster-fsck-cuts");
-    let img = our_image(&tmp);
+    let img = img.to_path_buf();
+    let restored = img.with_extension("restored");
+    let mut torn_states = 0;
     let pristine = std::fs::read(&img).expect("read");
     let ops = {
         let mut count = PowerCutIo::counting(ImageFile::open(&img, 512).expect("open"));
-        mkfs_alloc::recluster::recluster(&mut count, 4096).expect("uncut");
+        mkfs_alloc::recluster::recluster(&mut count, cluster).expect("uncut");
         let n = count.ops_seen();
         drop(count.into_all_written().expect("write"));
         n
@@ -244,17 +356,39 @@ fn fsck_exfat_finds_every_cut_state_consistent() {
         for seed in 0..3 {
             std::fs::write(&img, &pristine).expect("reset");
             let mut cut = PowerCutIo::new(ImageFile::open(&img, 512).expect("open"), k, seed);
-            assert!(mkfs_alloc::recluster::recluster(&mut cut, 4096).is_err());
+            assert!(mkfs_alloc::recluster::recluster(&mut cut, cluster).is_err());
             let mut dev = cut.into_surviving().expect("cut");
             dev.flush().expect("flush");
             drop(dev);
             let (findings, dirty) = fsck_findings_but_dirty(&img);
-            assert!(findings.is_empty(), "cut at {k}, seed {seed}: {findings:?}");
             states += 1;
             dirty_states += usize::from(dirty);
+            if findings.is_empty() {
+                continue;
+            }
+            // A main boot region torn in the switch: fsck.exfat offers to
+            // restore it from the backup, and the backup is the whole
+            // volume: with it restored, fsck.exfat finds it consistent.
+            assert!(
+                findings
+                    .iter()
+                    .any(|l| l.contains("restore the region from backup")),
+                "cut at {k}, seed {seed}: {findings:?}"
+            );
+            let mut bytes = std::fs::read(&img).expect("read");
+            let backup = bytes[12 * 512..24 * 512].to_vec();
+            bytes[..12 * 512].copy_from_slice(&backup);
+            std::fs::write(&restored, &bytes).expect("write");
+            let (findings, _) = fsck_findings_but_dirty(&restored);
+            assert!(
+                findings.is_empty(),
+                "cut at {k}, seed {seed}, main restored: {findings:?}"
+            );
+            torn_states += 1;
         }
     }
     eprintln!(
-        "fsck.exfat on {states} cut states of {ops} ops: all consistent ({dirty_states} reported only as dirty)"
+        "fsck.exfat on {states} cut states of {ops} ops: all consistent ({dirty_states} reported \
+         only as dirty, {torn_states} a main boot region torn whose backup is consistent)"
     );
 }

@@ -101,7 +101,10 @@ pub fn run(args: &ReclusterArgs) -> Result<(), Failure> {
     // Planned again on the opened target: the medium cannot have changed
     // between the read-only plan and the lock.
     let job = recluster::plan(opened.io(), cluster).map_err(refusal)?;
-    recluster::run(opened.io(), &job).map_err(|e| {
+    let bar = crate::report::Progress::new(!args.quiet && !args.json, "re-cluster");
+    let done = recluster::run_with_progress(opened.io(), &job, &mut |d, t| bar.update(d, t));
+    bar.finish();
+    done.map_err(|e| {
         Failure::Io(anyhow!(
             "{e}; the volume is intact (the old or the new one): run the same command again to finish"
         ))
@@ -171,20 +174,52 @@ fn print_text(args: &ReclusterArgs, job: &Job, p: &Plan) {
         sz(p.new.fat_bytes),
         sz(p.gap.1)
     );
-    outln!(
-        "  cluster heap   at byte {} (kept: no file data moves)",
-        p.new.heap_offset
-    );
+    match &p.evacuate {
+        None if p.new.heap_offset == p.old.heap_offset => outln!(
+            "  cluster heap   at byte {} (kept: no file data moves)",
+            p.new.heap_offset
+        ),
+        None => outln!(
+            "  cluster heap   at byte {} -> {} (its first {} old clusters are free)",
+            p.old.heap_offset,
+            p.new.heap_offset,
+            (p.new.heap_offset - p.old.heap_offset) / p.old.cluster_size
+        ),
+        Some(e) => {
+            outln!(
+                "  cluster heap   at byte {} -> {}: the new FAT covers its first {} old clusters",
+                p.old.heap_offset,
+                p.new.heap_offset,
+                e.clusters
+            );
+            outln!(
+                "  evacuation     first, at {}: {} of them in use, {} clusters of data copied ({}), reads {}, writes {}",
+                sz(p.old.cluster_size),
+                e.in_use,
+                e.moved,
+                sz(e.moved * p.old.cluster_size),
+                sz(e.bytes_read),
+                sz(e.bytes_written)
+            );
+        }
+    }
     outln!(
         "  bitmap         new, {} at cluster {}",
         sz(p.bitmap.1),
         p.bitmap.0
     );
-    outln!(
-        "  directories    {} copied (the root now at cluster {})",
-        p.dirs.len(),
-        p.new.root_cluster
-    );
+    if p.evacuate.is_some() {
+        outln!(
+            "  directories    {} copied twice (once at each cluster size)",
+            p.dirs.len()
+        );
+    } else {
+        outln!(
+            "  directories    {} copied (the root now at cluster {})",
+            p.dirs.len(),
+            p.new.root_cluster
+        );
+    }
     outln!("  clusters moved {}", p.clusters_moved);
     outln!(
         "  files          {} ({}), taking {} -> {}",
@@ -251,6 +286,15 @@ fn plan_json(job: &Job, would_refuse: Option<&str>) -> serde_json::Value {
             "unused_old_fat": { "offset": p.gap.0, "bytes": p.gap.1 },
             "intent_offset": p.intent_offset,
             "clusters_moved": p.clusters_moved,
+            "heap_moved_bytes": p.new.heap_offset - p.old.heap_offset,
+            "evacuation": p.evacuate.as_ref().map(|e| serde_json::json!({
+                "old_clusters_covered": e.clusters,
+                "in_use": e.in_use,
+                "clusters_moved": e.moved,
+                "bytes_moved": e.moved * p.old.cluster_size,
+                "bytes_read": e.bytes_read,
+                "bytes_written": e.bytes_written,
+            })),
             "bitmap": { "first_cluster": p.bitmap.0, "bytes": p.bitmap.1 },
             "directories_copied": p.dirs.len(),
             "files": p.files,

@@ -111,6 +111,18 @@ impl FatWriter {
         Ok(w)
     }
 
+    /// The FAT of `bytes` bytes at absolute byte `base`, as it is (entries
+    /// set one by one over what the medium holds).
+    pub(super) fn open(base: u64, bytes: u64) -> Self {
+        FatWriter {
+            base,
+            bytes,
+            at: None,
+            buf: Vec::new(),
+            dirty: false,
+        }
+    }
+
     /// Sets entry `n` to `value`.
     pub(super) fn set<D: BlockIo + ?Sized>(
         &mut self,
@@ -164,5 +176,57 @@ impl FatWriter {
             self.dirty = false;
         }
         Ok(())
+    }
+}
+
+/// A [`BlockIo`] that counts the bytes written through it and reports
+/// them, with the expected total, after each write.
+pub(super) struct Counting<'a, D: ?Sized> {
+    pub(super) inner: &'a mut D,
+    pub(super) done: u64,
+    pub(super) total: u64,
+    pub(super) progress: &'a mut dyn FnMut(u64, u64),
+}
+
+impl<D: BlockIo + ?Sized> Counting<'_, D> {
+    fn wrote(&mut self, bytes: u64) {
+        self.done += bytes;
+        // The second phase is planned only once the first is done: the
+        // total is an estimate, and the count never runs past it.
+        (self.progress)(self.done.min(self.total), self.total);
+    }
+}
+
+impl<D: BlockIo + ?Sized> BlockIo for Counting<'_, D> {
+    fn block_size(&self) -> u32 {
+        self.inner.block_size()
+    }
+
+    fn num_blocks(&self) -> u64 {
+        self.inner.num_blocks()
+    }
+
+    fn read_blocks(&mut self, lba: u64, dst: &mut [u8]) -> Result<(), IoError> {
+        self.inner.read_blocks(lba, dst)
+    }
+
+    fn write_blocks(&mut self, lba: u64, src: &[u8]) -> Result<(), IoError> {
+        self.inner.write_blocks(lba, src)?;
+        self.wrote(src.len() as u64);
+        Ok(())
+    }
+
+    fn write_zeroes(&mut self, lba: u64, count: u64) -> Result<(), IoError> {
+        self.inner.write_zeroes(lba, count)?;
+        self.wrote(count * u64::from(self.inner.block_size()));
+        Ok(())
+    }
+
+    fn reads_as_zero(&self) -> bool {
+        self.inner.reads_as_zero()
+    }
+
+    fn flush(&mut self) -> Result<(), IoError> {
+        self.inner.flush()
     }
 }

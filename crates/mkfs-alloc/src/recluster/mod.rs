@@ -15,7 +15,15 @@
 //! ```
 //!
 //! The case done: a smaller cluster size that divides the old one. The heap
-//! keeps its offset, so no file data moves (see [`plan_from`]).
+//! keeps its offset, so no file data moves (see [`plan_from`]); unless the
+//! new FAT does not fit the gap before the heap: then the heap's start
+//! moves forward by whole old clusters, and a first phase, the evacuation
+//! (`evac.rs`), empties those clusters at the old cluster size and switches
+//! to that intermediate volume (its own intent record, at sector 24);
+//! steps 1..=5 then run on it. Both phases write only space the volume
+//! they start from does not use and switch through the boot region, so the
+//! crash-safety argument below holds for each; the record's phase says
+//! which one a rerun continues.
 //!
 //! Crash safety, under "any subset of the writes since the last flush
 //! survives, block by block": until the main boot region changes, the old
@@ -35,7 +43,12 @@
 //! - main region torn, backup at the new size with our intent: the main
 //!   region is rebuilt from the backup, then step 5;
 //! - main at the new size with our intent: step 5;
-//! - main at the new size, no intent: nothing to do.
+//! - main at the new size, no intent: nothing to do;
+//! - main at the old size with an evacuation's record naming the old
+//!   volume: the evacuation is redone; naming the intermediate volume (the
+//!   evacuation's switch is done): the re-cluster is planned from it;
+//!   main torn, backup the intermediate volume: main rebuilt, then the
+//!   re-cluster.
 
 use std::fmt;
 
@@ -45,15 +58,17 @@ use mkfs_alloc_inspect::{read_volumes, InspectError, ModelOptions};
 use mkfs_alloc_ondisk::exfat::BootSector;
 
 mod disk;
+mod evac;
 mod plan;
 mod run;
 mod state;
 #[cfg(test)]
 mod tests;
 
-pub use plan::{plan_from, DirCopy, ExfatGeometry, Plan, Refusal};
+pub use plan::{plan_from, DirCopy, Evacuation, ExfatGeometry, Plan, Refusal};
 
 use state::{Intent, Region};
+use zerocopy::FromBytes;
 
 /// Why a re-cluster did not run or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -119,6 +134,10 @@ pub struct Job {
     backup: Option<Vec<u8>>,
     serial: u32,
     intent_offset: u64,
+    /// The cluster size asked.
+    target: u64,
+    /// A cut evacuation's switch: the re-cluster follows the restore.
+    continues: bool,
 }
 
 impl fmt::Display for Step {
@@ -155,10 +174,17 @@ pub fn plan<D: BlockIo + ?Sized>(dev: &mut D, cluster: u64) -> Result<Job, Reclu
     let mut backup = vec![0u8; region_len];
     disk::read_at(dev, g.start + 12 * u64::from(s), &mut backup)?;
     let (main, backup) = (Region::new(main, s), Region::new(backup, s));
-    let intent_offset = g.data_offset - u64::from(s);
+    // The record is before the heap, or (the heap's start moving) at
+    // sector 24 when the FAT starts later.
+    let mut intent_offset = g.data_offset - u64::from(s);
     let mut sector = vec![0u8; s as usize];
     disk::read_at(dev, intent_offset, &mut sector)?;
-    let intent = Intent::read(&sector);
+    let mut intent = Intent::read(&sector);
+    if intent.is_none() && g.fat_offset - g.start > 24 * u64::from(s) {
+        intent_offset = g.start + 24 * u64::from(s);
+        disk::read_at(dev, intent_offset, &mut sector)?;
+        intent = Intent::read(&sector);
+    }
     let shift = u8::try_from((cluster / u64::from(s).max(1)).trailing_zeros()).unwrap_or(0);
     let mut job = Job {
         step: Step::Nothing,
@@ -169,6 +195,8 @@ pub fn plan<D: BlockIo + ?Sized>(dev: &mut D, cluster: u64) -> Result<Job, Reclu
         backup: None,
         serial: 0,
         intent_offset,
+        target: cluster,
+        continues: false,
     };
     let boot = |r: &Region| r.boot().cloned();
     let main_boot: Option<BootSector> = if main.valid { boot(&main) } else { None };
@@ -191,28 +219,35 @@ pub fn plan<D: BlockIo + ?Sized>(dev: &mut D, cluster: u64) -> Result<Job, Reclu
             return Err(ReclusterError::Refused(Refusal::Damaged { finding }));
         }
         job.step = Step::RestoreMain;
+        job.continues = intent.as_ref().is_some_and(Intent::evacuating);
         job.backup = Some(backup.bytes);
         return Ok(job);
     };
     job.serial = mb.volume_serial_number.get();
     if u64::from(s) << mb.sectors_per_cluster_shift == cluster {
-        if intent.as_ref().is_some_and(|i| i.is_new(&mb)) {
+        if intent
+            .as_ref()
+            .is_some_and(|i| i.is_new(&mb) && !i.evacuating())
+        {
             job.step = Step::Finish;
         }
         return Ok(job);
     }
-    // A record is ours only if it was written for this old volume; a stale
+    // A record is ours only if it was written for this old volume (or, an
+    // evacuation's, for the intermediate volume it switched to); a stale
     // one (another volume once at this heap offset) is ignored and
     // overwritten.
-    let ours = intent.as_ref().filter(|i| i.is_old(&mb));
-    if let Some(i) = ours.filter(|i| i.new_shift() != shift) {
+    let ours = intent
+        .as_ref()
+        .filter(|i| i.is_old(&mb) || (i.evacuating() && i.is_new(&mb)));
+    if let Some(i) = ours.filter(|i| i.target_shift() != shift) {
         return Err(ReclusterError::OtherJob {
-            cluster: u64::from(s) << i.new_shift(),
+            cluster: u64::from(s) << i.target_shift(),
         });
     }
     let allow_dirty = ours.is_some();
     let root_clusters = root_chain_len(dev, &model)?;
-    let p = plan_from(
+    let mut p = plan_from(
         &model,
         &dirs,
         &file_sizes,
@@ -221,6 +256,9 @@ pub fn plan<D: BlockIo + ?Sized>(dev: &mut D, cluster: u64) -> Result<Job, Reclu
         allow_dirty,
     )
     .map_err(ReclusterError::Refused)?;
+    if p.evacuate.is_some() {
+        count_evacuation(dev, &mut p, &model, &dirs, root_clusters)?;
+    }
     run::Executor {
         plan: &p,
         old_region: Vec::new(),
@@ -252,12 +290,19 @@ pub fn run<D: BlockIo + ?Sized>(dev: &mut D, job: &Job) -> Result<(), ReclusterE
             };
             let region = Region::new(b.clone(), job.sector);
             run::restore_main(dev, job.volume_start, &region)?;
+            if job.continues {
+                return run_next(dev, job.target);
+            }
             run::finish(dev, job.volume_start, job.sector, job.intent_offset)
         }
         Step::Start | Step::Redo => {
             let Some(plan) = &job.plan else {
                 return Ok(());
             };
+            if plan.evacuate.is_some() {
+                evacuate(dev, job, plan)?;
+                return run_next(dev, job.target);
+            }
             run::Executor {
                 plan,
                 old_region: job.old_region.clone(),
@@ -271,6 +316,121 @@ pub fn run<D: BlockIo + ?Sized>(dev: &mut D, job: &Job) -> Result<(), ReclusterE
             .run(dev)
         }
     }
+}
+
+/// [`run`], calling `progress(done, total)` after each write with the
+/// bytes written so far and the plan's estimate of the whole (`done` never
+/// passes `total`; the last call has them equal).
+///
+/// # Errors
+///
+/// As [`run`].
+pub fn run_with_progress<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    job: &Job,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<(), ReclusterError> {
+    let total = job.plan.as_ref().map_or(0, |p| p.bytes_written);
+    let mut counting = disk::Counting {
+        inner: dev,
+        done: 0,
+        total,
+        progress,
+    };
+    run(&mut counting, job)?;
+    (counting.progress)(total, total);
+    Ok(())
+}
+
+/// After the evacuation's switch: the re-cluster of the intermediate
+/// volume, planned from the medium.
+fn run_next<D: BlockIo + ?Sized>(dev: &mut D, cluster: u64) -> Result<(), ReclusterError> {
+    let next = plan(dev, cluster)?;
+    if next.plan.as_ref().is_some_and(|p| p.evacuate.is_some()) {
+        return Err(ReclusterError::unsupported(
+            "the heap's first clusters are still in use after their evacuation".into(),
+        ));
+    }
+    run(dev, &next)
+}
+
+/// The evacuation's figures (a run that only reads), and the check that
+/// the free space holds it and the re-cluster after it.
+fn count_evacuation<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    p: &mut Plan,
+    model: &VolumeModel,
+    dirs: &[EntrySet],
+    root_clusters: u64,
+) -> Result<(), ReclusterError> {
+    let out = evac::Evac {
+        plan: p,
+        used: &model.used,
+        bitmap_bytes: model.bitmap.map_or(0, |b| b.1),
+        dirs,
+        root_clusters,
+        write: false,
+    }
+    .execute(dev)?;
+    let co = p.old.cluster_size;
+    let lim = 2 + out.figures.clusters;
+    let free = (lim..=p.old.cluster_count + 1)
+        .filter(|&c| !model.used.get(c))
+        .count() as u64
+        * co;
+    // The re-cluster then needs its bitmap and the directory copies.
+    let later = p.bitmap.1.div_ceil(co) * co + p.dirs.iter().map(|d| d.bytes).sum::<u64>();
+    let need = out.figures.allocated + later;
+    if need > free {
+        return Err(ReclusterError::Refused(Refusal::TooLittleSpace {
+            need,
+            free,
+        }));
+    }
+    p.clusters_moved = out.figures.moved;
+    p.bytes_read += out.figures.bytes_read;
+    p.bytes_written += out.figures.bytes_written + 26 * u64::from(p.sector_size);
+    p.evacuate = Some(out.figures);
+    Ok(())
+}
+
+/// The evacuation and its switch (module docs of `evac`).
+fn evacuate<D: BlockIo + ?Sized>(dev: &mut D, job: &Job, p: &Plan) -> Result<(), ReclusterError> {
+    let (model, dirs, _) = read_one(dev)?;
+    let root_clusters = root_chain_len(dev, &model)?;
+    let s = p.sector_size;
+    let e = evac::Evac {
+        plan: p,
+        used: &model.used,
+        bitmap_bytes: model.bitmap.map_or(0, |b| b.1),
+        dirs: &dirs,
+        root_clusters,
+        write: true,
+    };
+    // The intermediate root is known only once counted: the record names it.
+    let counted = evac::Evac { write: false, ..e }.execute(dev)?;
+    let inter = ExfatGeometry {
+        root_cluster: counted.root,
+        ..p.old
+    };
+    let intent = Intent::between(s, job.serial, &p.old, &inter, Some(job.target));
+    disk::write_at(dev, p.volume_start + p.intent_offset, &intent.sector(s))?;
+    dev.flush()?;
+    let mut sector0 = job.old_region[..s as usize].to_vec();
+    if let Ok((b, _)) = BootSector::mut_from_prefix(&mut sector0) {
+        state::set_dirty(b, true);
+    }
+    disk::write_at(dev, p.volume_start, &sector0)?;
+    dev.flush()?;
+    let out = e.execute(dev)?;
+    dev.flush()?;
+    let backup = state::root_region(&job.old_region, s, out.root, false, out.percent);
+    disk::write_at(dev, p.volume_start + 12 * u64::from(s), &backup)?;
+    dev.flush()?;
+    let main = state::root_region(&job.old_region, s, out.root, true, out.percent);
+    disk::write_at(dev, p.volume_start, &main)?;
+    dev.flush()?;
+    Ok(())
 }
 
 /// The cluster size an unfinished re-cluster of the exFAT volume whose
@@ -291,12 +451,36 @@ pub fn unfinished<D: BlockIo + ?Sized>(
     }
     let mut s = vec![0u8; sector as usize];
     disk::read_at(dev, heap - u64::from(sector), &mut s)?;
-    Ok(Intent::read(&s).map(|i| u64::from(sector) << i.new_shift()))
+    Ok(Intent::read(&s).map(|i| u64::from(sector) << i.target_shift()))
+}
+
+/// [`unfinished`], also finding the record of a job that moves the heap's
+/// start (at sector 24 of the volume starting at absolute byte `start`).
+///
+/// # Errors
+///
+/// The read error.
+pub fn unfinished_at<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    start: u64,
+    heap: u64,
+    sector: u32,
+) -> Result<Option<u64>, IoError> {
+    if let Some(c) = unfinished(dev, heap, sector)? {
+        return Ok(Some(c));
+    }
+    let at = start + 24 * u64::from(sector);
+    if sector < 512 || heap <= at + u64::from(sector) {
+        return Ok(None);
+    }
+    let mut s = vec![0u8; sector as usize];
+    disk::read_at(dev, at, &mut s)?;
+    Ok(Intent::read(&s).map(|i| u64::from(sector) << i.target_shift()))
 }
 
 /// The exFAT volumes of an inspector's report (their index, the new
-/// cluster size) with an unfinished re-cluster on them ([`unfinished`] on
-/// each); a volume that cannot be read is left out.
+/// cluster size) with an unfinished re-cluster on them ([`unfinished_at`]
+/// on each); a volume that cannot be read is left out.
 pub fn unfinished_in<D: BlockIo + ?Sized>(
     dev: &mut D,
     report: &mkfs_alloc_inspect::Report,
@@ -308,7 +492,10 @@ pub fn unfinished_in<D: BlockIo + ?Sized>(
         .filter(|(_, v)| v.ours() == Some(mkfs_alloc_ondisk::FsKind::Exfat))
         .filter_map(|(i, v)| {
             let (heap, sector) = (v.data_offset?, v.sector_size?);
-            unfinished(dev, heap, sector).ok().flatten().map(|c| (i, c))
+            unfinished_at(dev, v.start, heap, sector)
+                .ok()
+                .flatten()
+                .map(|c| (i, c))
         })
         .collect()
 }

@@ -16,8 +16,14 @@
 //! ```
 //!
 //! - the new FAT goes into the free gap between the old FAT and the heap
-//!   (the old FAT's sectors become an unused gap); a volume whose gap is too
-//!   small is refused (the heap's first clusters would have to move first);
+//!   (the old FAT's sectors become an unused gap);
+//! - when that gap is too small, the heap's start moves forward by whole old
+//!   clusters (`P` of them, [`Plan::evacuate`]), so the new heap offset stays
+//!   congruent to the old one modulo both cluster sizes and old cluster `c`
+//!   (`c >= P + 2`) is new clusters `(c - 2 - P) * r + 2 ..`; the new FAT
+//!   covers the gap and the old clusters `2 .. P + 2`, which the evacuation
+//!   ([`super::evac`]) empties first, and the intent record moves to sector
+//!   24 (after the backup boot region, before the FAT);
 //! - the new allocation bitmap and a copy of every directory (their entries
 //!   name new cluster numbers) go into clusters the old volume has free;
 //! - the old bitmap and the old directory clusters are free afterwards.
@@ -83,8 +89,16 @@ pub struct Plan {
     pub intent_offset: u64,
     /// New clusters per old cluster.
     pub ratio: u32,
-    /// Old clusters whose data moves (none in this case: the data stays).
+    /// Old clusters whose data moves (those the evacuation copies).
     pub clusters_moved: u64,
+    /// New clusters the heap's start moved forward by (0: it stays).
+    pub heap_shift: u32,
+    /// The evacuation of the heap's first old clusters the new FAT covers,
+    /// run first (`None`: nothing there is in use). With one, the cluster
+    /// numbers of [`Plan::bitmap`], [`Plan::dirs`] and the new root are
+    /// this plan's estimate: the re-cluster is planned again from the
+    /// intermediate volume once the evacuation's switch is done.
+    pub evacuate: Option<Evacuation>,
     /// The new allocation bitmap (first new cluster, bytes).
     pub bitmap: (u32, u64),
     /// The up-case table (first old cluster, bytes): its data stays.
@@ -123,12 +137,35 @@ impl Plan {
         r / read_rate.max(1.0) + w / write_rate.max(1.0) + 7.0 * flush_secs
     }
 
-    /// The first new cluster of old cluster `c`.
+    /// The first new cluster of old cluster `c` (`c` past the heap's
+    /// first [`Plan::heap_shift`] new clusters' worth).
     pub fn translate(&self, c: u32) -> u32 {
         c.saturating_sub(2)
             .saturating_mul(self.ratio)
+            .saturating_sub(self.heap_shift)
             .saturating_add(2)
     }
+}
+
+/// The first phase of a re-cluster whose new FAT covers the heap's first
+/// old clusters: those in use are copied to free clusters at the old
+/// cluster size, and the volume switched to that intermediate volume.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Evacuation {
+    /// Old clusters `2 .. 2 + clusters` the new FAT covers.
+    pub clusters: u32,
+    /// Of those, the ones in use.
+    pub in_use: u64,
+    /// Old clusters whose data is copied (file chains up to their last
+    /// cluster in the prefix, the up-case table when it is there).
+    pub moved: u64,
+    /// Bytes the evacuation reads.
+    pub bytes_read: u64,
+    /// Bytes the evacuation writes (data, directory copies, bitmap, FAT
+    /// entries' sectors, boot regions, intent record).
+    pub bytes_written: u64,
+    /// Bytes of old clusters it allocates (copies, bitmap, directories).
+    pub allocated: u64,
 }
 
 /// Why a volume is not re-clustered (nothing was written).
@@ -172,7 +209,9 @@ pub enum Refusal {
         clusters: u64,
     },
     /// The new FAT does not fit into the free space between the old FAT and
-    /// the heap: the heap's first clusters would have to move first.
+    /// the heap, and the heap's start cannot move (no free sector for the
+    /// intent record between the backup boot region and the FAT, or the
+    /// heap too small).
     FatDoesNotFit {
         /// Bytes the new FAT and the intent record need.
         need: u64,
@@ -226,11 +265,11 @@ impl fmt::Display for Refusal {
             ),
             Refusal::FatDoesNotFit { need, free, clusters, in_use } => write!(
                 f,
-                "the new FAT needs {need} bytes but only {free} are free between the old FAT and the cluster heap: it would cover the heap's first {clusters} clusters ({in_use} in use), and moving them is not supported yet"
+                "the new FAT needs {need} bytes but only {free} are free between the old FAT and the cluster heap: it would cover the heap's first {clusters} clusters ({in_use} in use), and moving them needs a free sector between the backup boot region and the FAT for the intent record"
             ),
             Refusal::TooLittleSpace { need, free } => write!(
                 f,
-                "too little free space: the new bitmap and the directory copies need {need} bytes, {free} are free; free at least {} bytes",
+                "too little free space: the new bitmap, the directory copies and the data that moves need {need} bytes, {free} are free; free at least {} bytes",
                 need.saturating_sub(*free)
             ),
             Refusal::Unsupported { what } => write!(f, "not supported yet: {what}"),
@@ -334,41 +373,59 @@ pub fn plan_from(
         root_cluster: root_first,
     };
     // The heap keeps its offset; every byte after it is heap at the new size.
-    let new_count = (g.fs_bytes - old.heap_offset) / cluster;
+    let mut new_count = (g.fs_bytes - old.heap_offset) / cluster;
     if new_count > MAX_CLUSTERS {
         return Err(Refusal::TooManyClusters {
             clusters: new_count,
         });
     }
-    let new_fat_bytes = ((new_count + 2) * 4).div_ceil(sector) * sector;
+    let fat_of = |count: u64| ((count + 2) * 4).div_ceil(sector) * sector;
     let old_fat_end = old.fat_offset + old.fat_bytes;
-    let new_fat_offset = {
-        let aligned = old_fat_end.div_ceil(4096) * 4096;
-        if aligned + new_fat_bytes + sector <= old.heap_offset {
-            aligned
-        } else {
-            old_fat_end
-        }
+    let aligned = old_fat_end.div_ceil(4096) * 4096;
+    let mut new_fat_bytes = fat_of(new_count);
+    let mut new_fat_offset = if aligned + new_fat_bytes + sector <= old.heap_offset {
+        aligned
+    } else {
+        old_fat_end
     };
-    let intent_offset = old.heap_offset - sector;
+    let mut intent_offset = old.heap_offset - sector;
     let gap_free = intent_offset.saturating_sub(old_fat_end);
+    let mut shift_old = 0u64;
     if new_fat_offset + new_fat_bytes > intent_offset {
-        let over = old_fat_end + new_fat_bytes + sector - old.heap_offset;
-        let clusters = over.div_ceil(old_c).min(u64::from(g.cluster_count));
-        let in_use = (0..clusters)
-            .filter(|&i| model.used.get(u32::try_from(i + 2).unwrap_or(u32::MAX)))
-            .count() as u64;
-        return Err(Refusal::FatDoesNotFit {
-            need: new_fat_bytes + sector,
-            free: gap_free + sector,
-            clusters,
-            in_use,
-        });
+        // The heap's start moves by whole old clusters until the new FAT
+        // (from the aligned end of the old one) fits before it; the intent
+        // record goes to sector 24, free in every volume of the job.
+        new_fat_offset = aligned;
+        for _ in 0..4 {
+            let over = (new_fat_offset + new_fat_bytes).saturating_sub(old.heap_offset);
+            shift_old = over.div_ceil(old_c);
+            new_count = (g.fs_bytes - old.heap_offset - shift_old * old_c) / cluster;
+            new_fat_bytes = fat_of(new_count);
+        }
+        let over = (new_fat_offset + new_fat_bytes).saturating_sub(old.heap_offset);
+        shift_old = shift_old.max(over.div_ceil(old_c));
+        new_count = (g.fs_bytes - old.heap_offset - shift_old * old_c) / cluster;
+        intent_offset = 24 * sector;
+        if old.fat_offset <= 24 * sector || shift_old * 2 >= u64::from(g.cluster_count) {
+            let clusters = shift_old.min(u64::from(g.cluster_count));
+            return Err(Refusal::FatDoesNotFit {
+                need: new_fat_bytes + sector,
+                free: gap_free + sector,
+                clusters,
+                in_use: prefix_in_use(model, clusters),
+            });
+        }
     }
+    let in_use = prefix_in_use(model, shift_old);
+    let heap_shift =
+        u32::try_from(shift_old * u64::from(ratio)).map_err(|_| Refusal::TooManyClusters {
+            clusters: new_count,
+        })?;
+    let new_heap = old.heap_offset + shift_old * old_c;
     let new_count = u32::try_from(new_count).map_err(|_| Refusal::TooManyClusters {
         clusters: new_count,
     })?;
-    let mut alloc = Allocator::new(model, ratio, new_count);
+    let mut alloc = Allocator::new(model, ratio, new_count, heap_shift);
     let bitmap_bytes = u64::from(new_count).div_ceil(8);
     let per = |bytes: u64| bytes.div_ceil(cluster);
     let too_little = |alloc: &Allocator<'_>, need: u64| Refusal::TooLittleSpace {
@@ -435,13 +492,19 @@ pub fn plan_from(
             cluster_count: new_count,
             fat_offset: new_fat_offset,
             fat_bytes: new_fat_bytes,
-            heap_offset: old.heap_offset,
+            heap_offset: new_heap,
             root_cluster: root_new,
         },
         gap: (old.fat_offset, old.fat_bytes),
         intent_offset,
         ratio,
         clusters_moved: 0,
+        heap_shift,
+        evacuate: (in_use > 0).then(|| Evacuation {
+            clusters: u32::try_from(shift_old).unwrap_or(u32::MAX),
+            in_use,
+            ..Evacuation::default()
+        }),
         bitmap: (bitmap_first, bitmap_bytes),
         upcase,
         dirs,
@@ -460,6 +523,13 @@ pub fn plan_from(
     })
 }
 
+/// Old clusters in use among the heap's first `clusters`.
+fn prefix_in_use(model: &VolumeModel, clusters: u64) -> u64 {
+    (0..clusters)
+        .filter(|&i| model.used.get(u32::try_from(i + 2).unwrap_or(u32::MAX)))
+        .count() as u64
+}
+
 /// Hands out contiguous runs of new clusters that lie in clusters the old
 /// volume does not use (or past its last cluster), first fit from a cursor
 /// that only moves forward.
@@ -467,23 +537,26 @@ struct Allocator<'m> {
     model: &'m VolumeModel,
     ratio: u32,
     new_count: u32,
+    /// New clusters the heap's start moved forward by.
+    shift: u32,
     /// The next new cluster to look at.
     cursor: u32,
 }
 
 impl<'m> Allocator<'m> {
-    fn new(model: &'m VolumeModel, ratio: u32, new_count: u32) -> Self {
+    fn new(model: &'m VolumeModel, ratio: u32, new_count: u32, shift: u32) -> Self {
         Allocator {
             model,
             ratio,
             new_count,
+            shift,
             cursor: 2,
         }
     }
 
     /// Whether new cluster `n` may be written before the switch.
     fn free(&self, n: u32) -> bool {
-        let old = (n - 2) / self.ratio + 2;
+        let old = (n - 2 + self.shift) / self.ratio + 2;
         let old_last = self.model.geometry.cluster_count + 1;
         old > old_last || !self.model.used.get(old)
     }

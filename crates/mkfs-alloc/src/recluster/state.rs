@@ -4,8 +4,11 @@
 //!
 //! The intent record is one sector at the heap's offset less one sector
 //! (inside the free gap before the heap: unused by the old volume, and
-//! after the new FAT, unused by the new one). It is written and flushed
-//! before the job's first other write and zeroed after its last:
+//! after the new FAT, unused by the new one); when the heap's start moves
+//! (the new FAT covers that sector) it is sector 24 instead, after the
+//! backup boot region and before the FAT, unused by every volume of the
+//! job. It is written and flushed before a phase's first other write and
+//! zeroed after the job's last:
 //!
 //! | off | size | field |
 //! |---|---|---|
@@ -13,7 +16,8 @@
 //! | 24 | 4 | volume serial number (boot sector) |
 //! | 28 | 1 | old SectorsPerClusterShift |
 //! | 29 | 1 | new SectorsPerClusterShift |
-//! | 30 | 2 | zero |
+//! | 30 | 1 | phase: 0 the re-cluster, 1 the evacuation of the heap's start |
+//! | 31 | 1 | the evacuation: the SectorsPerClusterShift the job goes to (0 otherwise) |
 //! | 32 | 4 | old FatOffset (sectors) |
 //! | 36 | 4 | old FatLength (sectors) |
 //! | 40 | 4 | old ClusterCount |
@@ -24,7 +28,8 @@
 //! | 60 | 4 | new FirstClusterOfRootDirectory |
 //! | 64 | 4 | CRC-32 (ISO-HDLC) of bytes 0..64 |
 //!
-//! The rest of the sector is zero.
+//! The rest of the sector is zero. For the evacuation, "new" is the
+//! intermediate volume: the old geometry with another root directory.
 
 use mkfs_alloc_ondisk::exfat::{
     boot_checksum, fill_checksum_sector, stored_checksum, volume_flags, BootSector,
@@ -54,7 +59,8 @@ struct IntentBody {
     serial: U32,
     old_shift: u8,
     new_shift: u8,
-    zero: U16,
+    phase: u8,
+    target_shift: u8,
     old_fat_offset: U32,
     old_fat_length: U32,
     old_cluster_count: U32,
@@ -80,24 +86,51 @@ fn sectors(bytes: u64, sector: u32) -> U32 {
 impl Intent {
     /// The record of `plan` on a volume of serial `serial`.
     pub(super) fn of(plan: &Plan, serial: u32) -> Self {
-        let s = plan.sector_size;
+        Self::between(plan.sector_size, serial, &plan.old, &plan.new, None)
+    }
+
+    /// The record of a job from `old` to `new` (sectors of `s` bytes);
+    /// `evacuating` names the cluster size of the re-cluster the
+    /// evacuation prepares.
+    pub(super) fn between(
+        s: u32,
+        serial: u32,
+        old: &ExfatGeometry,
+        new: &ExfatGeometry,
+        evacuating: Option<u64>,
+    ) -> Self {
         let body = IntentBody {
             magic: MAGIC,
             serial: U32::new(serial),
-            old_shift: shift_of(plan.old.cluster_size, s),
-            new_shift: shift_of(plan.new.cluster_size, s),
-            zero: U16::new(0),
-            old_fat_offset: sectors(plan.old.fat_offset, s),
-            old_fat_length: sectors(plan.old.fat_bytes, s),
-            old_cluster_count: U32::new(plan.old.cluster_count),
-            old_root: U32::new(plan.old.root_cluster),
-            new_fat_offset: sectors(plan.new.fat_offset, s),
-            new_fat_length: sectors(plan.new.fat_bytes, s),
-            new_cluster_count: U32::new(plan.new.cluster_count),
-            new_root: U32::new(plan.new.root_cluster),
+            old_shift: shift_of(old.cluster_size, s),
+            new_shift: shift_of(new.cluster_size, s),
+            phase: u8::from(evacuating.is_some()),
+            target_shift: evacuating.map_or(0, |c| shift_of(c, s)),
+            old_fat_offset: sectors(old.fat_offset, s),
+            old_fat_length: sectors(old.fat_bytes, s),
+            old_cluster_count: U32::new(old.cluster_count),
+            old_root: U32::new(old.root_cluster),
+            new_fat_offset: sectors(new.fat_offset, s),
+            new_fat_length: sectors(new.fat_bytes, s),
+            new_cluster_count: U32::new(new.cluster_count),
+            new_root: U32::new(new.root_cluster),
         };
         let crc = U32::new(CRC32.checksum(body.as_bytes()));
         Intent { body, crc }
+    }
+
+    /// True for the record of an evacuation.
+    pub(super) fn evacuating(&self) -> bool {
+        self.body.phase == 1
+    }
+
+    /// The cluster size's shift the whole job goes to.
+    pub(super) fn target_shift(&self) -> u8 {
+        if self.evacuating() {
+            self.body.target_shift
+        } else {
+            self.body.new_shift
+        }
     }
 
     /// The record in `sector`, if one is there and its CRC holds.
@@ -111,11 +144,6 @@ impl Intent {
         let mut s = vec![0u8; usize::try_from(size).unwrap_or(512)];
         let _ = self.write_to_prefix(&mut s);
         s
-    }
-
-    /// The new cluster size it names, in sectors' shift.
-    pub(super) fn new_shift(&self) -> u8 {
-        self.body.new_shift
     }
 
     /// True when `boot` is the old volume this record's job started from.
@@ -183,6 +211,23 @@ pub(super) fn new_region(old: &[u8], plan: &Plan, dirty: bool, percent: u8) -> V
         b.cluster_count = U32::new(n.cluster_count);
         b.first_cluster_of_root_directory = U32::new(n.root_cluster);
         b.sectors_per_cluster_shift = shift_of(n.cluster_size, plan.sector_size);
+        b.percent_in_use = percent;
+        set_dirty(b, dirty);
+    }
+    let sum = boot_checksum(&r[..11 * s]);
+    let at = usize::try_from(BOOT_CHECKSUM_SECTOR).unwrap_or(11) * s;
+    fill_checksum_sector(&mut r[at..at + s], sum);
+    r
+}
+
+/// `old` (12 sectors) with another root directory's first cluster,
+/// VolumeDirty as `dirty`, PercentInUse `percent`, its checksum sector
+/// recomputed: the evacuation's switch.
+pub(super) fn root_region(old: &[u8], sector: u32, root: u32, dirty: bool, percent: u8) -> Vec<u8> {
+    let s = usize::try_from(sector).unwrap_or(512);
+    let mut r = old.to_vec();
+    if let Ok((b, _)) = BootSector::mut_from_prefix(&mut r) {
+        b.first_cluster_of_root_directory = U32::new(root);
         b.percent_in_use = percent;
         set_dirty(b, dirty);
     }
