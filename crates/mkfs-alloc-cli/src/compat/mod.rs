@@ -22,8 +22,8 @@ mod getopt;
 use crate::target::Target;
 use crate::{usage, Failure};
 use anyhow::anyhow;
-use mkfs_alloc::layout::{ClusterChoice, FsChoice, FsKind};
-use mkfs_alloc::partition::{TableChoice, TableKind};
+use mkfs_alloc::layout::{ClusterChoice, FormatOptions, FsChoice, FsKind};
+use mkfs_alloc::partition::TableKind;
 use mkfs_alloc::MediumOptions;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -144,17 +144,23 @@ impl Medium {
         fats: Option<u8>,
     ) -> Option<(FsKind, u32)> {
         let small = matches!(fs, FsChoice::Fixed(FsKind::Fat12 | FsKind::Fat16));
-        // Assigned field by field: the options may grow (non-exhaustive).
-        let mut opts = MediumOptions::default();
-        opts.format.fs = fs;
-        opts.format.cluster = cluster;
-        opts.format.align = Some(p.align);
-        opts.format.root_entries = p.root_entries.filter(|_| small);
-        opts.format.fats = fats;
-        opts.format.serial = Some(0);
-        opts.table = TableChoice::Fixed(TableKind::None);
-        opts.whole_disk = false;
-        opts.sector_size = self.sector;
+        let mut format = FormatOptions::new()
+            .fs(fs)
+            .cluster(cluster)
+            .align(p.align)
+            .serial(0);
+        if let Some(n) = p.root_entries.filter(|_| small) {
+            format = format.root_entries(n).ok()?;
+        }
+        if let Some(n) = fats {
+            format = format.fats(n).ok()?;
+        }
+        let opts = MediumOptions::new()
+            .format(format)
+            .table(TableKind::None)
+            .whole_disk(false)
+            .sector_size(self.sector)
+            .ok()?;
         let plan = opts.plan(self.bytes, self.block).ok()?;
         Some((plan.layout().fs(), plan.layout().cluster_count()))
     }
