@@ -418,7 +418,7 @@ impl FormatArgs {
         // and the MBR disk signature are fresh random values.
         let timestamp = timestamp()?;
         let given = self.serial.as_deref().map(parse_serial).transpose()?;
-        let serial = given.unwrap_or_else(|| mkfs_alloc::layout::serial_from_time(timestamp));
+        let serial = given.unwrap_or_else(|| timestamp.serial());
         let mut o = FormatOptions::new()
             .fs(fs)
             .cluster(cluster)

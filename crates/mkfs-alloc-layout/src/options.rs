@@ -97,6 +97,15 @@ pub struct Timestamp {
     pub nanos: u32,
 }
 
+impl Timestamp {
+    /// The serial this time gives: its seconds and nanoseconds mixed, in
+    /// the spirit of DOS, which mixed date and time (the CLI's serial when
+    /// `--serial` is not given).
+    pub fn serial(self) -> u32 {
+        crate::plan::serial_from_time(self)
+    }
+}
+
 #[cfg(feature = "std")]
 impl Timestamp {
     /// The system clock now (the epoch if the clock is before it).
