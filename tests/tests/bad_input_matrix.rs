@@ -144,6 +144,14 @@ const ROWS: &[Row] = &[
     row("fat 4K in the FAT12/16 gap (new)", New, &["--fs", "fat", "--cluster", "4K", "--size", "18336K"], &["no FAT width fits", "(4,072 clusters", "FAT12 takes 1..4,068", "valid: 512 B, 1 KiB, 2 KiB, 8 KiB"]),
     row("esp with exfat", Sentinel, &["--esp", "--fs", "exfat"], &["EFI System Partition must be FAT", "--fs fat"]),
     row("root entries 0", Sentinel, &["--fs", "fat16", "--root-entries", "0"], &["root directory entries 0", "1..=32768"]),
+    row("root entries 32769", Sentinel, &["--fs", "fat16", "--root-entries", "32769"], &["root directory entries 32769", "1..=32768"]),
+    row("fats 3", Sentinel, &["--fs", "fat16", "--fats", "3"], &["3 FATs", "1 or 2"]),
+    // A refused count comes after what planning checks before it.
+    row("bad align before root entries 0", Sentinel, &["--fs", "fat16", "--root-entries", "0", "--align", "3"], &["--align 3", "a power of two"]),
+    row("bad align before fats 3", Sentinel, &["--fs", "fat16", "--fats", "3", "--align", "3"], &["--align 3", "a power of two"]),
+    row("root entries 0 before fats 3", Sentinel, &["--fs", "fat16", "--root-entries", "0", "--fats", "3"], &["root directory entries 0", "1..=32768"]),
+    row("sd layout before fats 3", Sentinel, &["--layout", "sd", "--fats", "3"], &["--layout sd decides the number of FATs"]),
+    row("missing target before root entries 0", Missing, &["--fs", "fat16", "--root-entries", "0"], &["does not exist", "--size"]),
     row("root entries on FAT32 (new)", New, &["--fs", "fat32", "--root-entries", "1024", "--size", "1G"], &["--root-entries applies to FAT12 and FAT16", "FAT32"]),
     row("fat32 on 4 TiB at 512-byte sectors (new)", New, &["--fs", "fat32", "--size", "4T"], &["too large for FAT32", "2.0 TiB", "exFAT|4096-byte sectors"]),
     // --data.

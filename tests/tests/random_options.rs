@@ -126,16 +126,21 @@ fn oracle(o: &Opts) -> Result<FsKind, String> {
         })
         .cluster(ClusterChoice::Bytes(o.cluster))
         .serial(o.serial);
-    format.label = o.label.map(mkfs_alloc::layout::LabelText::new);
-    format.align = o.align;
-    let mut opts = MediumOptions::new()
+    if let Some(l) = o.label {
+        format = format.label(l);
+    }
+    if let Some(a) = o.align {
+        format = format.align(a);
+    }
+    let opts = MediumOptions::new()
         .format(format)
         .table(TableChoice::Fixed(match o.table {
             "mbr" => TableKind::Mbr,
             "gpt" => TableKind::Gpt,
             _ => TableKind::None,
-        }));
-    opts.sector_size = o.sector;
+        }))
+        .sector_size(o.sector)
+        .map_err(|e| e.to_string())?;
     opts.plan(o.size, o.sector)
         .map(|p| p.layout().fs())
         .map_err(|e| e.to_string())

@@ -264,7 +264,9 @@ fn small_fat_contents(layout: &Layout, img: &[u8], file: &Path) {
 
 fn case(fs: FsKind, cluster: u64, sector: u32, size: u64, label: Option<&str>, guid: bool) {
     let mut opts = options(fs, cluster).volume_guid(guid);
-    opts.label = label.map(mkfs_alloc_layout::label::LabelText::new);
+    if let Some(l) = label {
+        opts = opts.label(l);
+    }
     let (layout, img) = format(&opts, sector, size);
     check_regions(&layout, &img);
     let tmp = TempDir::new("sentinel");

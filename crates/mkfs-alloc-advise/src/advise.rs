@@ -305,7 +305,7 @@ pub fn recommend_for_format(
         medium.sector_size,
         medium.partition_offset,
     );
-    let fs = match opts.fs {
+    let fs = match opts.fs_choice() {
         FsChoice::Fixed(fs) => fs,
         _ => {
             let auto = opts.clone().cluster(ClusterChoice::Auto);
@@ -377,7 +377,7 @@ fn fs_advice(
 ) -> Result<FsAdvice, AdviseError> {
     let volume = medium.volume_bytes;
     let align = base
-        .align
+        .given_align()
         .unwrap_or_else(|| default_align(volume, medium.sector_size));
     let valid = valid_cluster_sizes(fs, medium, align);
     let auto_layout = plan(&base.clone().cluster(ClusterChoice::Auto), medium);

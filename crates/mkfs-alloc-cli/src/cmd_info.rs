@@ -7,9 +7,9 @@
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::inspect::sd_layout_of;
-use mkfs_alloc::layout::sd::SD_SECTOR;
 use mkfs_alloc::layout::units::{format_count, format_size};
-use mkfs_alloc::layout::waste::{waste_percent, WASTE_DEFINITION};
+use mkfs_alloc::layout::SD_SECTOR;
+use mkfs_alloc::layout::{waste_percent, WASTE_DEFINITION};
 use mkfs_alloc_inspect::{
     inspect, read_volume, AnyFs, FileStats, Finding, InspectOptions, ModelOptions, ReadOnlyFile,
     Report, TableKind, Volume, ALIGN_BOUNDARY,

@@ -10,10 +10,10 @@
 use anyhow::anyhow;
 use mkfs_alloc::layout::error::{valid_sizes_text, Alternative};
 use mkfs_alloc::layout::fat::MAX_ROOT_ENTRIES;
-use mkfs_alloc::layout::rules::{ClusterRule, FsRule};
-use mkfs_alloc::layout::sd::{SdConflict, SdError, SD_SECTOR};
 use mkfs_alloc::layout::units::{format_count, format_size};
+use mkfs_alloc::layout::{ClusterRule, FsRule};
 use mkfs_alloc::layout::{FsChoice, FsKind, PlanError, WriteError};
+use mkfs_alloc::layout::{SdConflict, SdError, SD_SECTOR};
 use mkfs_alloc::populate::PopulateError;
 use mkfs_alloc::FormatError;
 use mkfs_alloc_advise::AdviseError;

@@ -4,9 +4,9 @@
 //! add fields, never rename them.
 
 use crate::target::{Action, Target};
-use mkfs_alloc::layout::sd::{SdLayout, SD_SECTOR};
 use mkfs_alloc::layout::units::{format_count, format_size};
 use mkfs_alloc::layout::{Layout, RegionKind, WriteReport};
+use mkfs_alloc::layout::{SdLayout, SD_SECTOR};
 use mkfs_alloc::partition::{Guid, Signature, TableSpec};
 use mkfs_alloc::MediumPlan;
 use mkfs_alloc_device::DeviceInfo;

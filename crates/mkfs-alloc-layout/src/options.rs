@@ -97,6 +97,15 @@ pub struct Timestamp {
     pub nanos: u32,
 }
 
+impl Timestamp {
+    /// The serial this time gives: its seconds and nanoseconds mixed, in
+    /// the spirit of DOS, which mixed date and time (the CLI's serial when
+    /// `--serial` is not given).
+    pub fn serial(self) -> u32 {
+        crate::plan::serial_from_time(self)
+    }
+}
+
 #[cfg(feature = "std")]
 impl Timestamp {
     /// The system clock now (the epoch if the clock is before it).
@@ -131,10 +140,12 @@ pub fn random_serial() -> u32 {
 /// Everything that decides the bytes a format writes, besides the medium.
 ///
 /// Build it with [`FormatOptions::new`] and the builder methods; the fields
-/// stay readable (and assignable). Setters never panic: what can be checked
-/// alone is checked by its setter ([`FormatOptions::root_entries`]), the
-/// rest, which depends on the medium, by [`plan`](crate::plan()), which
-/// returns the value, the limit and the valid range.
+/// are private, so every value goes through its setter, and read back
+/// through an accessor ([`FormatOptions::fs_choice`], ...). Setters never
+/// panic: what can be checked alone is checked by its setter
+/// ([`FormatOptions::root_entries`], [`FormatOptions::fats`]), the rest,
+/// which depends on the medium, by [`plan`](crate::plan()), which returns
+/// the value, the limit and the valid range.
 ///
 /// ```
 /// use mkfs_alloc_layout::{ClusterChoice, FormatOptions, FsKind};
@@ -142,68 +153,61 @@ pub fn random_serial() -> u32 {
 ///     .fs(FsKind::Exfat)
 ///     .cluster(ClusterChoice::Bytes(32 << 10))
 ///     .label("STICK");
-/// assert_eq!(opts.label.as_deref(), Some("STICK"));
+/// assert_eq!(opts.label_text().map(|l| &**l), Some("STICK"));
 /// assert!(FormatOptions::new().root_entries(0).is_err());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct FormatOptions {
     /// File system to create.
-    pub fs: FsChoice,
+    pub(crate) fs: FsChoice,
     /// Cluster size.
-    pub cluster: ClusterChoice,
+    pub(crate) cluster: ClusterChoice,
     /// Volume label (`None`: no label), kept without an allocator (see
     /// [`LabelText`]; it reads as a `str`).
-    pub label: Option<LabelText>,
+    pub(crate) label: Option<LabelText>,
     /// Volume serial number. `None`: a fresh random one ([`random_serial`]),
     /// so that two volumes never share an identity. The other identifiers
     /// (the exFAT volume GUID, the facade's MBR signature and GPT GUIDs)
     /// are fresh random values too, unless [`FormatOptions::pinned`] pins
     /// them: then they derive from the serial and the timestamp, and the
     /// output is byte-identical run after run.
-    pub serial: Option<u32>,
+    pub(crate) serial: Option<u32>,
     /// Alignment in bytes of the FAT and the cluster heap (exFAT) or of the data
     /// region (FAT32), measured from the start of the medium. `None`: 1 MiB,
     /// less for volumes under 16 MiB.
-    pub align: Option<u64>,
+    pub(crate) align: Option<u64>,
     /// Creation time recorded in the file system (FAT label entry). `None`:
     /// the current time ([`Timestamp::now`]).
-    pub timestamp: Option<Timestamp>,
+    pub(crate) timestamp: Option<Timestamp>,
     /// Write an exFAT volume GUID directory entry (a fresh random GUID, or
     /// derived from the serial and the timestamp when pinned).
-    pub volume_guid: bool,
+    pub(crate) volume_guid: bool,
     /// The exFAT volume GUID to write, in the entry's byte order (exFAT
     /// specification §7.5): an entry is written with exactly these bytes,
     /// whatever [`volume_guid`](Self::volume_guid) says. Set it with
     /// [`FormatOptions::given_volume_guid`], which refuses the null GUID.
     /// FAT volumes have no such entry.
-    pub volume_guid_bytes: Option<[u8; 16]>,
+    pub(crate) volume_guid_bytes: Option<[u8; 16]>,
     /// FAT12/16 root directory entries (`None`: 512). Rounded up to fill
     /// whole sectors; refused for FAT32 and exFAT.
-    pub root_entries: Option<u32>,
+    pub(crate) root_entries: Option<u32>,
     /// Number of FATs on FAT12/16/32 (`None`: 2): 1 or 2 (FatFs's `n_fat`,
     /// mkfs.fat's `-f`). exFAT has one; 2 is refused there.
-    pub fats: Option<u8>,
+    pub(crate) fats: Option<u8>,
     /// An EFI System Partition: FAT of the width the size allows (exFAT is
     /// refused: UEFI firmware reads FAT only), a warning below Microsoft's
     /// minimum. The partition table marks it (GPT type ESP, MBR 0xEF).
-    pub esp: bool,
-    /// The SD Association's layout for a card ([`crate::geometry::sd`]): file system,
-    /// cluster size, FAT placement, partition start, CHS geometry and the
-    /// exFAT Flash Parameters all follow from the card's capacity, which is
-    /// the medium's end (`partition_offset + volume_bytes`). The medium must
-    /// start the volume where [`crate::geometry::sd::sd_layout`] puts the partition.
-    /// `fs` may be `Auto`, the class's file system, or FAT32 (or `Fat`) on
-    /// an SDXC card; `cluster`, `align`, `root_entries` and `esp` must be
-    /// left at their defaults.
-    pub sd: bool,
+    pub(crate) esp: bool,
+    /// The SD Association's layout ([`FormatOptions::sd`]).
+    pub(crate) sd: bool,
     /// FAT labels stored with the case given (`cidata` stays `cidata`), as
     /// dosfstools' mkfs.fat stores them; `false`: upper-cased, as Windows does.
-    pub keep_label_case: bool,
+    pub(crate) keep_label_case: bool,
     /// The FAT boot sector's BIOS fields (media descriptor, CHS geometry,
     /// drive number). `None`: a fixed disk's (0xF8, 255 heads, 63 sectors
     /// per track, drive 0x80), or the SD layout's geometry.
-    pub bios: Option<BiosParams>,
+    pub(crate) bios: Option<BiosParams>,
     /// Set by [`FormatOptions::pinned`]: every identifier derives from the
     /// serial and the timestamp.
     pinned: bool,
@@ -289,6 +293,14 @@ impl FormatOptions {
         self
     }
 
+    /// A fresh random serial at planning (the default), instead of one
+    /// given.
+    #[must_use]
+    pub fn fresh_serial(mut self) -> Self {
+        self.serial = None;
+        self
+    }
+
     /// The time recorded in the file system, without pinning the identifiers.
     #[must_use]
     pub fn timestamp(mut self, timestamp: Timestamp) -> Self {
@@ -301,6 +313,14 @@ impl FormatOptions {
     #[must_use]
     pub fn align(mut self, bytes: u64) -> Self {
         self.align = Some(bytes);
+        self
+    }
+
+    /// The default alignment (1 MiB, less for volumes under 16 MiB),
+    /// instead of one given.
+    #[must_use]
+    pub fn default_align(mut self) -> Self {
+        self.align = None;
         self
     }
 
@@ -366,10 +386,102 @@ impl FormatOptions {
         self
     }
 
-    /// The SD Association's layout for a card (see the `sd` field).
+    /// The SD Association's layout for a card ([`crate::geometry::sd`]): file
+    /// system, cluster size, FAT placement, partition start, CHS geometry
+    /// and the exFAT Flash Parameters all follow from the card's capacity,
+    /// which is the medium's end (`partition_offset + volume_bytes`). The
+    /// medium must start the volume where [`crate::geometry::sd::sd_layout`]
+    /// puts the partition. The file system may be `Auto`, the class's file
+    /// system, or FAT32 (or `Fat`) on an SDXC card; the cluster size, the
+    /// alignment, the root entries and the ESP switch must be left at their
+    /// defaults.
     #[must_use]
     pub fn sd(mut self, yes: bool) -> Self {
         self.sd = yes;
         self
+    }
+
+    /// No volume label (the default).
+    #[must_use]
+    pub fn no_label(mut self) -> Self {
+        self.label = None;
+        self
+    }
+
+    /// FAT labels stored with the case given (`cidata` stays `cidata`), as
+    /// dosfstools' mkfs.fat stores them; `false` (the default): upper-cased,
+    /// as Windows does.
+    #[must_use]
+    pub fn keep_label_case(mut self, yes: bool) -> Self {
+        self.keep_label_case = yes;
+        self
+    }
+
+    /// The FAT boot sector's BIOS fields (media descriptor, CHS geometry,
+    /// drive number) instead of a fixed disk's or the SD layout's.
+    #[must_use]
+    pub fn bios(mut self, bios: BiosParams) -> Self {
+        self.bios = Some(bios);
+        self
+    }
+}
+
+/// Reading the options back: what was asked for (`None`: the default).
+impl FormatOptions {
+    /// The file system asked for.
+    pub fn fs_choice(&self) -> FsChoice {
+        self.fs
+    }
+
+    /// The cluster size asked for.
+    pub fn cluster_choice(&self) -> ClusterChoice {
+        self.cluster
+    }
+
+    /// The volume label (`None`: no label).
+    pub fn label_text(&self) -> Option<&LabelText> {
+        self.label.as_ref()
+    }
+
+    /// The serial given (`None`: a fresh random one at planning).
+    pub fn given_serial(&self) -> Option<u32> {
+        self.serial
+    }
+
+    /// The alignment given, in bytes from the start of the medium (`None`:
+    /// 1 MiB, less for volumes under 16 MiB).
+    pub fn given_align(&self) -> Option<u64> {
+        self.align
+    }
+
+    /// The time given (`None`: the current time at planning).
+    pub fn given_timestamp(&self) -> Option<Timestamp> {
+        self.timestamp
+    }
+
+    /// The FAT12/16 root directory entries given (`None`: 512), within the
+    /// setter's range.
+    pub fn given_root_entries(&self) -> Option<u32> {
+        self.root_entries
+    }
+
+    /// The number of FATs given (`None`: 2), 1 or 2.
+    pub fn given_fats(&self) -> Option<u8> {
+        self.fats
+    }
+
+    /// The BIOS fields set with [`FormatOptions::bios`], if any.
+    pub fn given_bios(&self) -> Option<BiosParams> {
+        self.bios
+    }
+
+    /// True after [`FormatOptions::esp`]`(true)`.
+    pub fn is_esp(&self) -> bool {
+        self.esp
+    }
+
+    /// True after [`FormatOptions::sd`]`(true)`.
+    pub fn is_sd(&self) -> bool {
+        self.sd
     }
 }

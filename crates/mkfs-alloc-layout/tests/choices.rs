@@ -142,8 +142,9 @@ fn a_serial_from_the_clock_is_splitmix64_folded() {
     ] {
         let x = splitmix64((secs as u64) ^ (u64::from(nanos) << 32));
         let want = (x ^ (x >> 32)) as u32;
-        let got =
-            mkfs_alloc_layout::plan::serial_from_time(mkfs_alloc_layout::Timestamp { secs, nanos });
+        let t = mkfs_alloc_layout::Timestamp { secs, nanos };
+        let got = mkfs_alloc_layout::plan::serial_from_time(t);
         assert_eq!(got, want, "{secs} s {nanos} ns");
+        assert_eq!(t.serial(), want, "Timestamp::serial, {secs} s {nanos} ns");
     }
 }

@@ -11,12 +11,14 @@ use proptest::prelude::*;
 const SECTORS: [u32; 4] = [512, 1024, 2048, 4096];
 
 fn opts(fs: FsKind, cluster: u64, align: Option<u64>) -> FormatOptions {
-    let mut o = FormatOptions::new()
+    let o = FormatOptions::new()
         .fs(FsChoice::Fixed(fs))
         .cluster(ClusterChoice::Bytes(cluster))
         .serial(1);
-    o.align = align;
-    o
+    match align {
+        Some(a) => o.align(a),
+        None => o,
+    }
 }
 
 /// Checks every invariant of a layout; returns a description of the first
@@ -482,4 +484,30 @@ proptest! {
             prop_assert_eq!(check(&l, &m), Ok(()));
         }
     }
+}
+
+/// The root directory size and the number of FATs are checked by their
+/// setters alone (mkfs.fat's `-r` limit, 1 or 2 FATs); the planner takes
+/// what they let through.
+#[test]
+fn the_count_setters_own_their_ranges() {
+    use mkfs_alloc_layout::fat::MAX_ROOT_ENTRIES;
+    let o = || FormatOptions::new();
+    assert_eq!(MAX_ROOT_ENTRIES, 32_768);
+    for bad in [0, MAX_ROOT_ENTRIES + 1, 65_535, u32::MAX] {
+        assert!(o().root_entries(bad).is_err(), "{bad}");
+    }
+    for n in [1, 512, MAX_ROOT_ENTRIES] {
+        let opts = o().fs(FsKind::Fat16).root_entries(n).expect("in range");
+        assert_eq!(opts.given_root_entries(), Some(n));
+        let layout = plan(&opts, &Medium::whole(64 * MIB, 512)).expect("plans");
+        let Geometry::Fat(g) = layout.geometry() else {
+            panic!("FAT16 has a FAT geometry");
+        };
+        assert!(u32::from(g.root_entries) >= n, "{n}");
+    }
+    for bad in [0, 3, u8::MAX] {
+        assert!(o().fats(bad).is_err(), "{bad}");
+    }
+    assert_eq!(o().fats(1).expect("one FAT").given_fats(), Some(1));
 }

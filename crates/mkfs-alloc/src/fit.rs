@@ -34,7 +34,7 @@ fn recommend(
 /// Whether a tree chooses the cluster size for `format` on `auto`: the
 /// options leave it to the rule, and the SD layout does not decide it.
 fn tree_chooses(format: &FormatOptions, auto: &Layout) -> bool {
-    format.cluster == ClusterChoice::Auto && auto.sd().is_none()
+    format.cluster_choice() == ClusterChoice::Auto && auto.sd().is_none()
 }
 
 /// The layout `medium` gets for `format`, `data` choosing the cluster size
@@ -75,7 +75,7 @@ impl MediumPlan {
     ///
     /// [`FormatError::Plan`] when the volume cannot have that cluster size.
     pub fn with_data_cluster(mut self, cluster: u64) -> Result<MediumPlan, FormatError> {
-        self.format.cluster = ClusterChoice::FromData(cluster);
+        self.format = self.format.cluster(ClusterChoice::FromData(cluster));
         let medium = Medium::partition(
             self.table.partition_len(),
             self.layout.sector_size(),
@@ -121,7 +121,7 @@ impl MediumOptions {
     ) -> Result<u64, FormatError> {
         let unit = self
             .format
-            .align
+            .given_align()
             .unwrap_or(1 << 20)
             .max(u64::from(block_size));
         let placement = self.placement(block_size)?;

@@ -116,7 +116,7 @@ pub use extents::ExtentMap;
 pub use fit::DEFAULT_SLACK_PERCENT;
 pub use options::MediumOptions;
 pub use plan::{MediumPlan, Placement};
-pub use write::{Found, Writing};
+pub use write::{wipe_backup_gpt_beyond, Found, Writing};
 
 /// Block targets: the trait and the portable backends (raw devices are in
 /// the `mkfs-alloc-device` crate).
@@ -139,16 +139,24 @@ pub mod layout {
     /// The valid cluster sizes of a plan error, and their text.
     pub use mkfs_alloc_layout::error;
     pub use mkfs_alloc_layout::label::{EncodedLabel, LabelText};
-    pub use mkfs_alloc_layout::plan::{serial_from_time, Geometry};
-    /// The `--cluster auto` and compatibility rules, and why a choice was made.
-    pub use mkfs_alloc_layout::rules;
+    pub use mkfs_alloc_layout::plan::Geometry;
+    /// The cluster size `--cluster auto` ([`ClusterChoice::Auto`]) gives a
+    /// volume of this file system and size in bytes.
+    pub use mkfs_alloc_layout::rules::auto_cluster;
     pub use mkfs_alloc_layout::rules::{ClusterRule, FsRule};
-    /// The SD Association's layout of a card.
-    pub use mkfs_alloc_layout::sd;
+    /// The SD Association's layout of a card of this many 512-byte sectors
+    /// ([`SD_SECTOR`]), FAT32 forced or not: what [`Layout::sd`] holds for
+    /// a card formatted with [`FormatOptions::sd`].
+    pub use mkfs_alloc_layout::sd::sd_layout;
+    /// The SD layout's sector: every figure of [`SdLayout`] counts these.
+    pub use mkfs_alloc_layout::sd::SD_SECTOR;
+    pub use mkfs_alloc_layout::sd::{SdConflict, SdError, SdLayout};
     /// Sizes in bytes as messages print them (parsing is [`crate::units`]).
     pub use mkfs_alloc_layout::units;
-    /// How much of a volume is not data: the one definition.
-    pub use mkfs_alloc_layout::waste;
+    /// Waste (the clusters files take beyond their bytes) in percent of
+    /// the files' bytes, and its definition in words: the one definition
+    /// that the advice, `--data` and `info --files` report.
+    pub use mkfs_alloc_layout::waste::{waste_percent, WASTE_DEFINITION};
     pub use mkfs_alloc_layout::{
         check_sector_size, random_serial, BiosParams, ClusterChoice, FormatOptions, FsChoice,
         FsKind, Layout, Medium, PlanError, Region, RegionKind, Timestamp, WriteError, WriteReport,
@@ -167,8 +175,8 @@ pub mod layout {
 /// Partition-table options and plans.
 pub mod partition {
     pub use mkfs_alloc_partition::{
-        probe_signatures, wipe_backup_gpt_beyond, FsKind, GptPlan, Guid, MbrPlan, PartitionError,
-        Signature, SignatureKind, TableChoice, TableKind, TablePlan, TableSpec,
+        probe_signatures, FsKind, GptPlan, Guid, MbrPlan, PartitionError, Signature, SignatureKind,
+        TableChoice, TableKind, TablePlan, TableSpec,
     };
 }
 

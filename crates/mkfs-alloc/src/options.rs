@@ -9,9 +9,10 @@ use crate::{FormatError, MediumPlan};
 /// What to do with a whole medium: the file system's options, the
 /// partition table and the sector size.
 ///
-/// Build it with [`MediumOptions::new`] and the builder methods (the fields
-/// stay readable and assignable). Setters never panic: the sector size and
-/// the root directory size are checked by their setters, everything that
+/// Build it with [`MediumOptions::new`] and the builder methods; the fields
+/// are private (read them back with [`MediumOptions::format_options`], ...).
+/// Setters never panic: the sector size and the root directory size are
+/// checked by their setters, everything that
 /// depends on the medium by planning ([`MediumOptions::plan`]), which
 /// returns the value, the limit and the valid range.
 ///
@@ -31,13 +32,13 @@ use crate::{FormatError, MediumPlan};
 #[non_exhaustive]
 pub struct MediumOptions {
     /// The file system options (the alignment applies to the partition too).
-    pub format: FormatOptions,
+    pub(crate) format: FormatOptions,
     /// Partition table: `auto` gives none unless `whole_disk`.
-    pub table: TableChoice,
+    pub(crate) table: TableChoice,
     /// The target is a whole disk (not an image file or an existing partition).
-    pub whole_disk: bool,
+    pub(crate) whole_disk: bool,
     /// The file system's logical sector size; at least the medium's block size.
-    pub sector_size: u32,
+    pub(crate) sector_size: u32,
 }
 
 impl Default for MediumOptions {
@@ -59,6 +60,26 @@ impl MediumOptions {
         Self::default()
     }
 
+    /// The file-system options.
+    pub fn format_options(&self) -> &FormatOptions {
+        &self.format
+    }
+
+    /// The partition table asked for.
+    pub fn table_choice(&self) -> TableChoice {
+        self.table
+    }
+
+    /// True after [`MediumOptions::whole_disk`]`(true)`.
+    pub fn is_whole_disk(&self) -> bool {
+        self.whole_disk
+    }
+
+    /// The file system's logical sector size in bytes (512 unless set).
+    pub fn sector_bytes(&self) -> u32 {
+        self.sector_size
+    }
+
     /// These file-system options.
     #[must_use]
     pub fn format(mut self, format: FormatOptions) -> Self {
@@ -69,14 +90,14 @@ impl MediumOptions {
     /// The file system (an `FsKind` means exactly that one).
     #[must_use]
     pub fn fs(mut self, fs: impl Into<FsChoice>) -> Self {
-        self.format.fs = fs.into();
+        self.format = self.format.fs(fs);
         self
     }
 
     /// The cluster size.
     #[must_use]
     pub fn cluster(mut self, cluster: ClusterChoice) -> Self {
-        self.format.cluster = cluster;
+        self.format = self.format.cluster(cluster);
         self
     }
 
@@ -105,7 +126,7 @@ impl MediumOptions {
     /// The partition start and the FAT and data region alignment, in bytes.
     #[must_use]
     pub fn align(mut self, bytes: u64) -> Self {
-        self.format.align = Some(bytes);
+        self.format = self.format.align(bytes);
         self
     }
 
@@ -126,14 +147,14 @@ impl MediumOptions {
     /// An EFI System Partition ([`FormatOptions::esp`]).
     #[must_use]
     pub fn esp(mut self, yes: bool) -> Self {
-        self.format.esp = yes;
+        self.format = self.format.esp(yes);
         self
     }
 
     /// The SD Association's layout for a card ([`FormatOptions::sd`]).
     #[must_use]
     pub fn sd(mut self, yes: bool) -> Self {
-        self.format.sd = yes;
+        self.format = self.format.sd(yes);
         self
     }
 

@@ -132,7 +132,7 @@ impl Placement {
     /// layout's ([`FormatError::Plan`]).
     pub fn volume(&self, medium_bytes: u64) -> Result<Medium, FormatError> {
         let o = &self.opts;
-        if o.format.sd {
+        if o.format.is_sd() {
             let (start, len) = sd_partition(&o.format, medium_bytes)?;
             return Ok(Medium::partition(len, o.sector_size, start));
         }
@@ -152,8 +152,12 @@ impl Placement {
 /// format agree. Pinned options stay pinned.
 fn resolve(format: &FormatOptions) -> FormatOptions {
     let mut format = format.clone();
-    format.serial.get_or_insert_with(random_serial);
-    format.timestamp.get_or_insert_with(Timestamp::now);
+    if format.given_serial().is_none() {
+        format = format.serial(random_serial());
+    }
+    if format.given_timestamp().is_none() {
+        format = format.timestamp(Timestamp::now());
+    }
     format
 }
 
@@ -161,7 +165,7 @@ fn resolve(format: &FormatOptions) -> FormatOptions {
 /// the serial (so that `--serial` pins them too); otherwise fresh random
 /// values, 128 bits per GUID.
 fn table_ids(format: &FormatOptions) -> TableIds {
-    match (format.is_pinned(), format.serial) {
+    match (format.is_pinned(), format.given_serial()) {
         (true, Some(serial)) => TableIds::Seeded(mkfs_alloc_layout::plan::table_seed(serial)),
         _ => TableIds::random(&mut random_u64),
     }
@@ -171,15 +175,15 @@ fn table_ids(format: &FormatOptions) -> TableIds {
 /// placeholder until the layout is planned ([`TablePlan::holding`]).
 fn table_options(kind: TableKind, format: &FormatOptions, block_size: u32) -> TableOptions {
     let mut topts = TableOptions::new(kind, FsKind::Exfat);
-    topts.align = match (kind, format.align) {
+    topts.align = match (kind, format.given_align()) {
         (TableKind::None, _) => u64::from(block_size),
         (TableKind::Gpt, a) => a.unwrap_or(MIN_GPT_ALIGN).max(MIN_GPT_ALIGN),
         (_, Some(a)) => a,
         (_, None) => mkfs_alloc_partition::DEFAULT_ALIGN,
     };
-    topts.name = format.label.as_deref().unwrap_or_default().to_string();
+    topts.name = format.label_text().map_or("", |l| l).to_string();
     topts.ids = table_ids(format);
-    topts.esp = format.esp;
+    topts.esp = format.is_esp();
     topts
 }
 
@@ -191,7 +195,7 @@ pub(crate) fn plan(
     block_size: u32,
 ) -> Result<MediumPlan, FormatError> {
     check_block_size(block_size, opts.sector_size)?;
-    if opts.format.sd {
+    if opts.format.is_sd() {
         return plan_sd(opts, medium_bytes, block_size);
     }
     let (kind, table_reason) = choose_table(opts.table, medium_bytes, opts.whole_disk);

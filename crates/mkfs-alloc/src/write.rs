@@ -205,3 +205,24 @@ fn write_medium<D: BlockIo>(
     }
     Ok(report)
 }
+
+/// Zeroes an old backup GPT header at the end of `dev` when it lies at or
+/// beyond byte `window`: for a medium formatted only up to `window` (the
+/// real capacity of a counterfeit stick), where the format's own wipe
+/// cannot see the end and partitioning tools would offer to restore the
+/// old table over the new volume. Only a genuine header is zeroed (its
+/// signature, its CRC and its own LBA naming where it was read), so on a
+/// stick that wraps writes beyond its capacity the write lands where the
+/// header came from; call it before anything else is written. Returns the
+/// byte offsets zeroed.
+///
+/// # Errors
+///
+/// [`FormatError::Partition`] if the zeroing fails (a failed read is taken
+/// as nothing to wipe).
+pub fn wipe_backup_gpt_beyond<D: BlockIo>(
+    dev: &mut D,
+    window: u64,
+) -> Result<Vec<u64>, FormatError> {
+    Ok(mkfs_alloc_partition::wipe_backup_gpt_beyond(dev, window)?)
+}

@@ -96,8 +96,7 @@ fn a_plan_for_another_target_is_refused_before_any_write() {
 /// default format of a 64 MiB image.
 fn identity(table: TableKind, opts: &FormatOptions) -> (u32, Vec<u8>, Vec<u8>, Vec<u8>) {
     let mut disk = MemDisk::new(512, 64 * MIB / 512).expect("disk");
-    let mut o = exfat(table, 512);
-    o.format = opts.clone().fs(FsChoice::Fixed(FsKind::Exfat));
+    let o = exfat(table, 512).format(opts.clone().fs(FsChoice::Fixed(FsKind::Exfat)));
     let plan = format(&o, &mut disk).expect("format");
     let b = disk.as_bytes();
     let (disk_id, part_id) = match table {
@@ -143,8 +142,7 @@ fn pinned_formats_are_byte_identical() {
 
 #[test]
 fn the_data_cluster_choice_is_an_option_not_a_patch() {
-    let mut opts = exfat(TableKind::None, 512);
-    opts.format.cluster = ClusterChoice::FromData(64 * 1024);
+    let opts = exfat(TableKind::None, 512).cluster(ClusterChoice::FromData(64 * 1024));
     let plan = opts.plan(64 * MIB, 512).expect("valid");
     assert_eq!(plan.layout().cluster_size(), 64 * 1024);
     assert_eq!(

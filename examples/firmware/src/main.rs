@@ -112,13 +112,19 @@ fn format_job(job: &Job, block: &mut Block) -> bool {
     let Some(card) = HostDisk::open(job.name) else {
         return false;
     };
-    let mut opts = FormatOptions::new()
-        .fs(job.fs)
-        .label("CARD")
-        .pinned(SERIAL, TIME);
-    // Checked by planning, before anything is written.
-    opts.fats = job.fats;
-    opts.root_entries = job.root_entries;
+    // The counts first: their setters check them, before anything is written.
+    let opts = match job.root_entries {
+        Some(n) => FormatOptions::new().root_entries(n),
+        None => Ok(FormatOptions::new()),
+    }
+    .and_then(|o| match job.fats {
+        Some(n) => o.fats(n),
+        None => Ok(o),
+    });
+    let Ok(opts) = opts else {
+        return false;
+    };
+    let opts = opts.fs(job.fs).label("CARD").pinned(SERIAL, TIME);
     format_sdmmc(&card, block, &opts, job.table).is_ok()
 }
 

@@ -88,6 +88,9 @@ fn unsupported_options_are_refused_by_name_and_write_nothing() {
         (&["-s", "08"], "-s"),
         (&["-S", "0x"], "-S"),
         (&["-r", "0x"], "-r"),
+        // mkfs.fat's limit, the planner's rule: above it, refused by name.
+        (&["-r", "32769"], "-r"),
+        (&["-r", "65535"], "-r"),
         (&["-b", "7"], "-b"),
         (&["-F", "24"], "-F"),
         (&["-s", "3"], "-s"),

@@ -106,16 +106,16 @@ struct Tally {
 }
 
 fn options(s: &Scenario) -> MediumOptions {
-    let mut o = MediumOptions::new()
+    MediumOptions::new()
         .format(
             FormatOptions::new()
                 .fs(FsChoice::Fixed(s.fs))
                 .cluster(ClusterChoice::Bytes(s.cluster))
                 .serial(NEW_SERIAL),
         )
-        .table(TableChoice::Fixed(s.table));
-    o.sector_size = BS;
-    o
+        .table(TableChoice::Fixed(s.table))
+        .sector_size(BS)
+        .expect("a valid sector size")
 }
 
 /// Makes the template image of a scenario with an old file system and

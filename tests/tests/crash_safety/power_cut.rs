@@ -38,16 +38,16 @@ struct Case {
 }
 
 fn case_options(c: &Case) -> MediumOptions {
-    let mut o = MediumOptions::new()
+    MediumOptions::new()
         .format(
             FormatOptions::new()
                 .fs(FsChoice::Fixed(c.fs))
                 .cluster(ClusterChoice::Bytes(c.cluster)),
         )
         .pinned(NEW_SERIAL, WHEN)
-        .table(TableChoice::Fixed(c.table));
-    o.sector_size = BS;
-    o
+        .table(TableChoice::Fixed(c.table))
+        .sector_size(BS)
+        .expect("a valid sector size")
 }
 
 /// The format of `c` on `dev`, plain or populated: the job of the sweep.

@@ -16,10 +16,10 @@ fn serials() {
 }
 
 /// The help's sentence on `--cluster auto` is prose; the one table is
-/// `mkfs_alloc::layout::rules::auto_cluster`. They must agree.
+/// `mkfs_alloc::layout::auto_cluster`. They must agree.
 #[test]
 fn help_states_the_auto_cluster_table() {
-    use mkfs_alloc::layout::rules::auto_cluster;
+    use mkfs_alloc::layout::auto_cluster;
     use mkfs_alloc::layout::units::{format_size, GIB, MIB};
     use mkfs_alloc::layout::FsKind::{Exfat, Fat12, Fat16, Fat32};
     let text = EXAMPLES.split_whitespace().collect::<Vec<_>>().join(" ");

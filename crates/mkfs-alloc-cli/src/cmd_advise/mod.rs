@@ -10,7 +10,7 @@ use crate::cmd_info::plural;
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use clap::ValueEnum;
-use mkfs_alloc::layout::waste::WASTE_DEFINITION;
+use mkfs_alloc::layout::WASTE_DEFINITION;
 use mkfs_alloc::units::{format_count, format_size, parse_size};
 use mkfs_alloc_advise::{
     advise_with, scan, Advice, FsAdvice, FsNote, FsSelection, Policy, Row, ScanError, ScanOptions,

@@ -220,7 +220,7 @@ fn check_sd_args(cli: &FormatArgs) -> Result<(), Failure> {
         TableArg::Auto | TableArg::Mbr => {}
     }
     if let Some(s) = cli.sector_size.filter(|&s| s != 512) {
-        let e = mkfs_alloc::layout::sd::SdError::SectorSize(s);
+        let e = mkfs_alloc::layout::SdError::SectorSize(s);
         return Err(usage(anyhow!(
             crate::hints::sd_text(&e).unwrap_or_else(|| e.to_string())
         )));

@@ -20,14 +20,61 @@ pub(super) fn image_size(
         )));
     }
     let block = cli.sector_size.unwrap_or(512);
-    let mut o = MediumOptions::new()
+    let o = MediumOptions::new()
         .format(cli.format_options()?)
-        .table(cli.table_choice());
-    o.sector_size = block;
+        .table(cli.table_choice())
+        .sector_size(block)
+        .map_err(|e| format_failure(e, None))?;
     let slack = cli.slack.unwrap_or(crate::args::DEFAULT_SLACK);
-    o.size_for(data, block, slack)
-        .map(Some)
-        .map_err(|e| format_failure(e, None))
+    with_counts(
+        cli,
+        &o,
+        |o| o.size_for(data, block, slack).map(Some),
+        |_, e| format_failure(e, None),
+    )
+}
+
+/// `run` on `opts` with `--root-entries` and `--fats` set through their
+/// setters ([`FormatArgs::counted`]). A count its setter refuses is
+/// reported where planning checks it: after the block and sector sizes,
+/// the table, the partition offset, the alignment and the SD layout's
+/// conflicts, so that an error among those (found by `run` with
+/// [`FormatArgs::stand_in`]) still comes first. `fail` reports `run`'s
+/// error, given the options `run` had, or `None` when a count was refused
+/// (then planning again with other options fails too).
+pub(super) fn with_counts<T>(
+    cli: &FormatArgs,
+    opts: &MediumOptions,
+    run: impl Fn(&MediumOptions) -> Result<T, mkfs_alloc::FormatError>,
+    fail: impl Fn(Option<&MediumOptions>, mkfs_alloc::FormatError) -> Failure,
+) -> Result<T, Failure> {
+    let format = opts.format_options().clone();
+    match cli.counted(format.clone()) {
+        Ok(counted) => {
+            let o = opts.clone().format(counted);
+            run(&o).map_err(|e| fail(Some(&o), e))
+        }
+        Err(refused) => {
+            let o = opts.clone().format(cli.stand_in(format));
+            match run(&o) {
+                Err(e) if checked_before_counts(&e) => Err(fail(None, e)),
+                _ => Err(format_failure(refused.into(), None)),
+            }
+        }
+    }
+}
+
+/// The errors planning finds before it checks the root entries and the
+/// number of FATs.
+fn checked_before_counts(e: &mkfs_alloc::FormatError) -> bool {
+    use mkfs_alloc::layout::PlanError as P;
+    use mkfs_alloc::FormatError as F;
+    matches!(
+        e,
+        F::Partition(_)
+            | F::Write(_)
+            | F::Plan(P::SectorSize(_) | P::PartitionOffset { .. } | P::Align { .. } | P::Sd(_))
+    )
 }
 
 /// The plan, and the notes on how its cluster size was chosen.
@@ -45,14 +92,19 @@ pub(super) fn plan(
 ) -> Result<Planned, Failure> {
     let mut format = cli.format_options()?;
     check_sd_target(&format, target)?;
-    if format.align.is_none() && !format.sd {
-        format.align = target.preferred_align();
+    if let (None, false, Some(a)) = (
+        format.given_align(),
+        format.is_sd(),
+        target.preferred_align(),
+    ) {
+        format = format.align(a);
     }
-    let mut opts = MediumOptions::new()
+    let opts = MediumOptions::new()
         .format(format)
         .table(cli.table_choice())
-        .whole_disk(target.device().is_some_and(|d| d.is_whole_disk));
-    opts.sector_size = cli.sector_size.unwrap_or(target.block_size());
+        .whole_disk(target.device().is_some_and(|d| d.is_whole_disk))
+        .sector_size(cli.sector_size.unwrap_or(target.block_size()))
+        .map_err(|e| format_failure(e, None))?;
     plan_options(cli, &opts, target.size_bytes(), target.block_size(), tree)
 }
 
@@ -61,7 +113,10 @@ pub(super) fn check_sd_target(
     format: &mkfs_alloc::layout::FormatOptions,
     target: &Target,
 ) -> Result<(), Failure> {
-    if let Some(d) = target.device().filter(|d| format.sd && !d.is_whole_disk) {
+    if let Some(d) = target
+        .device()
+        .filter(|d| format.is_sd() && !d.is_whole_disk)
+    {
         return Err(usage(anyhow!(
             "--layout sd lays out a whole card (an MBR and its partition); {} is a partition: give the whole device",
             d.path.display()
@@ -80,9 +135,12 @@ pub(super) fn plan_options(
     block: u32,
     tree: Option<&mkfs_alloc_advise::ScanResult>,
 ) -> Result<Planned, Failure> {
-    let plan = opts
-        .plan(size, block)
-        .map_err(|e| blame_align(cli, opts, size, block, e))?;
+    let plan = with_counts(
+        cli,
+        opts,
+        |o| o.plan(size, block),
+        |o, e| blame_align(cli, o, size, block, e),
+    )?;
     let unchosen = |plan| Planned {
         plan,
         notes: Vec::new(),
@@ -125,10 +183,12 @@ fn chosen(
     })
 }
 
-/// A plan error that only `--align` causes says so.
+/// A plan error that only `--align` causes says so (`opts`: the options
+/// planned, `None` when a count was refused, which no other alignment
+/// mends).
 fn blame_align(
     cli: &FormatArgs,
-    opts: &MediumOptions,
+    opts: Option<&MediumOptions>,
     size: u64,
     block: u32,
     e: mkfs_alloc::FormatError,
@@ -148,8 +208,12 @@ fn blame_align(
         return usage(crate::hints::format_error(e).context(format!("--align {align}")));
     }
     // The diagnosis plans once more, on this error path only.
-    let mut without = opts.clone();
-    without.format.align = None;
+    let Some(opts) = opts else {
+        return format_failure(e, None);
+    };
+    let without = opts
+        .clone()
+        .format(opts.format_options().clone().default_align());
     if without.plan(size, block).is_ok() {
         return usage(crate::hints::format_error(e).context(format!(
             "--align {align} leaves too little room on this volume (it pads the FAT and the data region to {align} boundaries); \

@@ -7,7 +7,7 @@ use crate::target::Target;
 use crate::Failure;
 use anyhow::Context;
 use mkfs_alloc::blockio::{BlockIo, IoError};
-use mkfs_alloc::partition::wipe_backup_gpt_beyond;
+use mkfs_alloc::wipe_backup_gpt_beyond;
 use mkfs_alloc_device::Device;
 use std::path::Path;
 

@@ -193,8 +193,12 @@ pub fn parse(name: &str, args: &[OsString]) -> Result<Request, Early> {
                 value(&opt, &v, "a DOS codepage number", |_: &u32| true)?;
             }
             "r" => {
-                req.root_entries = Some(value(&opt, &v, "1..65535", |&r: &u32| {
-                    (1..=65535).contains(&r)
+                // The planner's rule (mkfs.fat's upper limit too).
+                let valid = format!("1..{}", mkfs_alloc::layout::fat::MAX_ROOT_ENTRIES);
+                req.root_entries = Some(value(&opt, &v, &valid, |&r: &u32| {
+                    mkfs_alloc::layout::FormatOptions::new()
+                        .root_entries(r)
+                        .is_ok()
                 })?)
             }
             "s" => {

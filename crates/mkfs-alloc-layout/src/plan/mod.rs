@@ -89,8 +89,9 @@ pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> 
     let ctx = Ctx {
         medium: &medium,
         align,
-        root_entries: root_entries(opts.root_entries)?,
-        num_fats: opts.fats.map_or(Ok(fat::NUM_FATS), check_fats)?,
+        // In range: their setters checked them.
+        root_entries: opts.root_entries.unwrap_or(fat::DEFAULT_ROOT_ENTRIES),
+        num_fats: opts.fats.unwrap_or(fat::NUM_FATS),
     };
     let pick = pick_fs(&ctx, opts)?;
     let fs = pick.fs();
@@ -135,11 +136,6 @@ fn checked_medium(opts: &FormatOptions, medium: &Medium) -> Result<(Medium, u64)
         None => default_align(volume_bytes, medium.sector_size),
     };
     Ok((medium, align))
-}
-
-/// The FAT12/16 root directory entries asked for, checked.
-fn root_entries(asked: Option<u32>) -> Result<u32, PlanError> {
-    asked.map_or(Ok(fat::DEFAULT_ROOT_ENTRIES), check_root_entries)
 }
 
 /// A number of FATs: 1 or 2.

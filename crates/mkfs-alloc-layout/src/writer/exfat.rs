@@ -20,6 +20,11 @@ pub fn boot_region(layout: &crate::Layout, g: &ExfatGeometry) -> alloc::vec::Vec
     r
 }
 
+/// The base-2 logarithm of a power of two (a BootSector shift field).
+fn shift(power_of_two: u64) -> u8 {
+    u8::try_from(power_of_two.trailing_zeros()).unwrap_or(u8::MAX)
+}
+
 /// Sector `index` (0..12) of the boot region of a volume with `used`
 /// clusters in use (PercentInUse), into `sector` (one sector, zeroed by the
 /// caller). The checksum sector (11) is computed with `sector` itself as
@@ -48,11 +53,13 @@ pub fn boot_region_sector(
             bs.first_cluster_of_root_directory = g.root_cluster().into();
             bs.volume_serial_number = layout.serial.into();
             bs.file_system_revision = 0x0100.into();
-            bs.bytes_per_sector_shift = g.bps.trailing_zeros() as u8;
-            bs.sectors_per_cluster_shift = (g.cluster / u64::from(g.bps)).trailing_zeros() as u8;
+            // Shifts of at most 63: a u8.
+            bs.bytes_per_sector_shift = shift(u64::from(g.bps));
+            bs.sectors_per_cluster_shift = shift(g.cluster / u64::from(g.bps));
             bs.number_of_fats = 1;
             bs.drive_select = 0x80;
-            bs.percent_in_use = (used * 100 / u64::from(g.cluster_count)).min(100) as u8;
+            bs.percent_in_use =
+                u8::try_from((used * 100 / u64::from(g.cluster_count)).min(100)).unwrap_or(100);
             bs.boot_code = [0xF4; 390];
             bs.boot_signature = 0xAA55.into();
             sector[..core::mem::size_of_val(&bs)].copy_from_slice(bs.as_bytes());

@@ -55,7 +55,7 @@ fn common_bpb(layout: &crate::Layout, g: &FatGeometry, jmp_boot: [u8; 3]) -> ond
 
 /// HiddSec: the partition's start LBA (saturated; MBR partitions fit in 32 bits).
 fn hidden_sectors(layout: &crate::Layout, g: &FatGeometry) -> u32 {
-    (layout.partition_offset / u64::from(g.bps)).min(u64::from(u32::MAX)) as u32
+    u32::try_from(layout.partition_offset / u64::from(g.bps)).unwrap_or(u32::MAX)
 }
 
 /// The FAT12/FAT16 boot sector (extended BPB at 36) into `sector`.
@@ -99,7 +99,8 @@ pub fn fsinfo_sector(g: &FatGeometry, extra: u64, sector: &mut [u8]) {
     let mut f = ondisk::FsInfo::new_zeroed();
     f.lead_sig = ondisk::FSINFO_LEAD_SIG.into();
     f.struc_sig = ondisk::FSINFO_STRUC_SIG.into();
-    let extra = extra.min(u64::from(g.cluster_count) - 1) as u32;
+    // At most the cluster count less one, a u32.
+    let extra = u32::try_from(extra).map_or(g.cluster_count - 1, |e| e.min(g.cluster_count - 1));
     f.free_count = (g.cluster_count - 1 - extra).into();
     f.nxt_free = (3 + extra).into();
     f.trail_sig = ondisk::FSINFO_TRAIL_SIG.into();

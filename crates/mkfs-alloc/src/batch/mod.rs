@@ -41,7 +41,7 @@ mod template;
 pub use run::{BatchTarget, Event, Outcome, RunOptions, RunReport, Stage, TargetError, Verdict};
 pub use template::{LabelTemplate, TemplateError};
 
-use crate::layout::{LabelText, Timestamp};
+use crate::layout::Timestamp;
 use crate::{MediumOptions, MediumPlan};
 
 /// A batch: the options every target shares, and how targets are told
@@ -154,20 +154,20 @@ impl Batch {
         if let Some(t) = &self.label {
             // Saturating, never wrapping to 0: see `number_from`.
             let n = self.number_from.saturating_add(i as u64);
-            o.format.label = Some(LabelText::new(&t.render(n)));
+            o.format = o.format.label(t.render(n));
         }
         let ov = &spec.overrides;
         if let Some(w) = ov.whole_disk {
             o.whole_disk = w;
         }
-        if ov.align.is_some() && o.format.align.is_none() {
-            o.format.align = ov.align;
+        if let (Some(a), None) = (ov.align, o.format.given_align()) {
+            o.format = o.format.align(a);
         }
         if let Some(s) = ov.sector_size {
             o.sector_size = s;
         }
         if let Some(l) = &ov.label {
-            o.format.label = Some(LabelText::new(l));
+            o.format = o.format.label(l);
         }
         // A given serial pins the target's identifiers (they derive from
         // it); otherwise planning draws a fresh random serial.
@@ -176,10 +176,10 @@ impl Batch {
             .or(self.serial_from.map(|s| s.wrapping_add(i as u32)))
         {
             Some(serial) => {
-                let time = o.format.timestamp.unwrap_or_else(Timestamp::now);
+                let time = o.format.given_timestamp().unwrap_or_else(Timestamp::now);
                 o.format = o.format.pinned(serial, time);
             }
-            None => o.format.serial = None,
+            None => o.format = o.format.fresh_serial(),
         }
         o
     }
@@ -227,7 +227,7 @@ impl Batch {
             let mut plan = planner(i, &opts, spec);
             // Random identifiers: drawn again while one collides (2^-32 per pair).
             while let Some(dup) = plan.as_ref().ok().and_then(|p| duplicate(&plans, p, i)) {
-                if opts.format.serial.is_some() || opts.format.is_pinned() || redraws > 64 {
+                if opts.format.given_serial().is_some() || opts.format.is_pinned() || redraws > 64 {
                     return Err(dup);
                 }
                 redraws += 1;

@@ -29,8 +29,9 @@ fn random_identities_are_all_distinct() {
         nanos: 0,
     };
     for t in [template(), template().pinned(7, time)] {
-        let mut o = t;
-        o.format.volume_guid = true;
+        let o = t
+            .clone()
+            .format(t.format_options().clone().volume_guid(true));
         let plan = Batch::new(o).plan(&specs(&[64; 40])).expect("plan");
         assert!(plan.shared_identifiers().is_empty());
         let serials: std::collections::BTreeSet<u32> = plan
@@ -45,14 +46,16 @@ fn random_identities_are_all_distinct() {
 /// as an array of bytes, among the identifiers a duplicate error names.
 #[test]
 fn the_volume_guid_is_named_as_text() {
-    let mut o = template().pinned(
+    let o = template().pinned(
         7,
         Timestamp {
             secs: 1_700_000_000,
             nanos: 0,
         },
     );
-    o.format.volume_guid = true;
+    let o = o
+        .clone()
+        .format(o.format_options().clone().volume_guid(true));
     let plan = Batch::new(o).plan(&specs(&[64])).expect("plan");
     let p = plan.plans().next().expect("one").expect("planned");
     let ids = identifiers(p);
@@ -75,7 +78,12 @@ fn label_numbers_do_not_wrap() {
     b.label = Some("N{n}".parse().expect("template"));
     b.number_from = u64::MAX;
     let spec = &specs(&[64])[0];
-    let label = |i| b.options_for(i, spec).format.label.map(|l| l.to_string());
+    let label = |i| {
+        b.options_for(i, spec)
+            .format
+            .label_text()
+            .map(|l| l.to_string())
+    };
     assert_eq!(label(0), label(1));
 }
 

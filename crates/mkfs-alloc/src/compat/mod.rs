@@ -9,7 +9,7 @@
 //!                                       margins refuse it, the nearest size that plans
 //!  cluster?   + Medium ─► decide_exfat: mkfs.exfat's default cluster size
 //!                     ─► Decision { fs, cluster, root_entries, align, bios, notes }
-//!                     ─► Decision::apply_to(&mut MediumOptions) ─► MediumOptions::plan
+//!                     ─► Decision::apply_to(MediumOptions) ─► MediumOptions::plan
 //! ```
 //!
 //! Parsing those tools' command lines, and their wording, is the caller's:
@@ -34,9 +34,9 @@ mod fat;
 pub use exfat::{decide_exfat, exfat_default_cluster};
 pub use fat::{decide_fat, scaled_align, FatRequest};
 
-use crate::MediumOptions;
-use mkfs_alloc_layout::{BiosParams, ClusterChoice, FsChoice, FsKind};
-use mkfs_alloc_partition::{TableChoice, TableKind};
+use crate::{FormatError, MediumOptions};
+use mkfs_alloc_layout::{BiosParams, ClusterChoice, FormatOptions, FsChoice, FsKind};
+use mkfs_alloc_partition::TableKind;
 
 /// The medium a request lands on, as inspected (read-only) beforehand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,17 +85,23 @@ impl Decision {
     /// floppy's BIOS fields. The rest of the foreign options are the
     /// caller's to set (the label, the serial, the number of FATs, the
     /// sector size, and `keep_label_case`: mkfs.fat keeps a label's case).
-    pub fn apply_to(&self, opts: &mut MediumOptions) {
-        opts.table = TableChoice::Fixed(TableKind::None);
-        opts.whole_disk = false;
-        opts.format.fs = self.fs;
-        opts.format.cluster = self.cluster;
+    ///
+    /// # Errors
+    ///
+    /// A root directory entry count the options refuse.
+    pub fn apply_to(&self, opts: MediumOptions) -> Result<MediumOptions, FormatError> {
         let small = matches!(self.fs, FsChoice::Fixed(FsKind::Fat12 | FsKind::Fat16));
-        opts.format.root_entries = self.root_entries.filter(|_| small);
-        if self.align.is_some() {
-            opts.format.align = self.align;
+        let mut format = opts.format_options().clone().fs(self.fs).cluster(self.cluster);
+        if let Some(n) = self.root_entries.filter(|_| small) {
+            format = format.root_entries(n)?;
         }
-        opts.format.bios = self.bios;
+        if let Some(align) = self.align {
+            format = format.align(align);
+        }
+        if let Some(bios) = self.bios {
+            format = format.bios(bios);
+        }
+        Ok(opts.format(format).table(TableKind::None).whole_disk(false))
     }
 }
 
@@ -142,17 +148,23 @@ impl Medium {
         fats: Option<u8>,
     ) -> Option<(FsKind, u32)> {
         let small = matches!(fs, FsChoice::Fixed(FsKind::Fat12 | FsKind::Fat16));
-        // Assigned field by field: the options may grow (non-exhaustive).
-        let mut opts = MediumOptions::default();
-        opts.format.fs = fs;
-        opts.format.cluster = cluster;
-        opts.format.align = Some(p.align);
-        opts.format.root_entries = p.root_entries.filter(|_| small);
-        opts.format.fats = fats;
-        opts.format.serial = Some(0);
-        opts.table = TableChoice::Fixed(TableKind::None);
-        opts.whole_disk = false;
-        opts.sector_size = self.sector;
+        let mut format = FormatOptions::new()
+            .fs(fs)
+            .cluster(cluster)
+            .align(p.align)
+            .serial(0);
+        if let Some(n) = p.root_entries.filter(|_| small) {
+            format = format.root_entries(n).ok()?;
+        }
+        if let Some(n) = fats {
+            format = format.fats(n).ok()?;
+        }
+        let opts = MediumOptions::new()
+            .format(format)
+            .table(TableKind::None)
+            .whole_disk(false)
+            .sector_size(self.sector)
+            .ok()?;
         let plan = opts.plan(self.bytes, self.block).ok()?;
         Some((plan.layout().fs(), plan.layout().cluster_count()))
     }

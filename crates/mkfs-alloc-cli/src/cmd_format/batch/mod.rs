@@ -194,19 +194,19 @@ fn batch_options(cli: &FormatArgs) -> Result<(Batch, Vec<String>), Failure> {
     let label = match cli.label.as_deref().filter(|l| l.contains(['{', '}'])) {
         Some(l) => {
             let t: LabelTemplate = l.parse().map_err(|e| usage(anyhow!("--label: {e}")))?;
-            format.label = None;
+            format = format.no_label();
             Some(t)
         }
         None => None,
     };
     let serial_from = match (cli.serial_from.as_deref(), cli.serial.as_deref()) {
         (Some(s), _) => Some(crate::args::parse_serial_arg("serial-from", s)?),
-        (None, Some(_)) => format.serial,
+        (None, Some(_)) => format.given_serial(),
         // SOURCE_DATE_EPOCH pins the output: the serials count up from the
         // one the time gives, so that a batch is reproducible too.
         (None, None) if format.is_pinned() => {
             notes.push("SOURCE_DATE_EPOCH: serials count up from the one the time gives".into());
-            format.serial
+            format.given_serial()
         }
         (None, None) => None,
     };
@@ -263,7 +263,7 @@ fn plan_all(
             let mut spec = TargetSpec::new(name, t.size_bytes(), t.block_size());
             let mut o = Overrides::default();
             o.whole_disk = Some(t.device().is_some_and(|d| d.is_whole_disk));
-            o.align = (!batch.template.format.sd)
+            o.align = (!batch.template.format_options().is_sd())
                 .then(|| t.preferred_align())
                 .flatten();
             o.sector_size = Some(cli.sector_size.unwrap_or(t.block_size()));
@@ -284,7 +284,7 @@ fn plan_all(
         let Some(t) = e.target.as_ref() else {
             return Err(TargetError::new(Verdict::Refused, false, "not inspected"));
         };
-        let planned = check_sd_target(&opts.format, t)
+        let planned = check_sd_target(opts.format_options(), t)
             .and_then(|()| plan_options(cli, opts, spec.medium_bytes, spec.block_size, tree));
         match planned {
             Ok(p) => {

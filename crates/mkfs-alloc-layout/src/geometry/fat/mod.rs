@@ -51,8 +51,14 @@ pub const MIN_RESERVED: u64 = 32;
 pub const MIN_RESERVED_16: u64 = 1;
 /// Default number of FAT12/16 root directory entries.
 pub const DEFAULT_ROOT_ENTRIES: u32 = 512;
-/// Largest `--root-entries` accepted (RootEntCnt is 16 bits and may grow by
-/// one sector for alignment).
+/// Largest number of FAT12/16 root directory entries accepted
+/// ([`FormatOptions::root_entries`](crate::FormatOptions::root_entries)
+/// owns the rule; the CLI's `--root-entries` and the mkfs.fat front end's
+/// `-r` use it). BPB_RootEntCnt is 16 bits (65,535 at most), and the count
+/// written is rounded up to whole sectors, and to whole clusters where the
+/// data region is aligned: 32,768 leaves that rounding room, and it is
+/// where dosfstools' mkfs.fat stops too ("Bad number of root directory
+/// entries" above it).
 pub const MAX_ROOT_ENTRIES: u32 = 32_768;
 
 /// The cluster counts we accept for `fs`: `(min, max)`, the kind's own
