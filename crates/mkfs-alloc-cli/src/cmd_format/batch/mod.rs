@@ -19,7 +19,7 @@ mod checks;
 mod confirm;
 mod progress;
 mod report;
-mod target;
+pub(super) mod target;
 
 use super::plan::{check_sd_target, image_size, plan_options};
 use crate::args::FormatArgs;
@@ -325,6 +325,7 @@ fn execute(
         no_discard: cli.no_discard,
         full: cli.full,
         uncached: entries.len() > 1,
+        probe_quiet: true,
     };
     let targets: Vec<target::CliTarget<'_>> = entries
         .iter()
