@@ -241,16 +241,16 @@ struct Run<'a> {
     exports: &'a Exports,
 }
 
-impl Run<'_> {
-    /// `rootdir` for the JSON report, when a tree is written.
-    fn extras(&self) -> Vec<(&'static str, serde_json::Value)> {
-        self.medium
-            .content()
-            .map(|p| ("rootdir", rootdir::json(p)))
-            .into_iter()
-            .collect()
-    }
+/// `rootdir` for the JSON report, when `medium` writes a tree.
+fn extras(medium: &MediumPlan) -> Vec<(&'static str, serde_json::Value)> {
+    medium
+        .content()
+        .map(|p| ("rootdir", rootdir::json(p)))
+        .into_iter()
+        .collect()
+}
 
+impl Run<'_> {
     /// Prints the plan, what is on the target now and what the real run
     /// would refuse; opens nothing for writing.
     fn dry_run(&self) -> Result<(), Failure> {
@@ -268,7 +268,7 @@ impl Run<'_> {
         let contents = target.contents();
         let refusal = target.would_refuse();
         if cli.json {
-            let mut extras = self.extras();
+            let mut extras = extras(&self.medium);
             extras.push(("would_refuse", json!(refusal)));
             extras.push(("contents", json!(contents)));
             extras.push(("notes", json!(notes)));

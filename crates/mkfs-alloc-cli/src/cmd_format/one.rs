@@ -73,14 +73,13 @@ pub(super) fn write(run: Run<'_>, notes: Vec<String>) -> Result<(), Failure> {
         write,
         extents,
         found,
-        notes,
+        mut notes,
         ..
     } = outcome;
     let (Some(write), Some(map), Some(found)) = (write, extents, found) else {
         let e = error.unwrap_or_else(|| TargetError::new(outcome.verdict, false, "not formatted"));
         return Err(failure(e, single, path, target));
     };
-    let mut notes = notes;
     let exported = exports.write(path, &map);
     if exports.sparse.is_some() {
         // The raw image was only the sparse image's source.
@@ -101,11 +100,6 @@ pub(super) fn write(run: Run<'_>, notes: Vec<String>) -> Result<(), Failure> {
     }
     let found = found.signatures();
     if cli.json {
-        let extras: Vec<(&'static str, serde_json::Value)> = medium
-            .content()
-            .map(|p| ("rootdir", rootdir::json(p)))
-            .into_iter()
-            .collect();
         report::print_json_with(
             shown,
             medium,
@@ -113,7 +107,7 @@ pub(super) fn write(run: Run<'_>, notes: Vec<String>) -> Result<(), Failure> {
             target.device(),
             Some((&write, &notes)),
             false,
-            &extras,
+            &super::extras(medium),
         );
     } else if !cli.quiet {
         report::print_summary(
