@@ -38,14 +38,7 @@ pub(super) fn write(run: Run<'_>, notes: Vec<String>) -> Result<(), Failure> {
     // Opened and locked before the first write (the probe's, or the
     // format's): one held by another process is refused untouched.
     let held = preflight::open_checked(target, false)?;
-    let steps = Steps {
-        probe: cli.probe,
-        discard: cli.discard,
-        no_discard: cli.no_discard,
-        full: cli.full,
-        uncached: false,
-        probe_quiet: cli.quiet || cli.json,
-    };
+    let steps = Steps::of(cli, false, cli.quiet || cli.json);
     let mut one = CliTarget::new(Some(target), steps, medium.table().kind());
     one.held = Some(held);
     one.notes = notes;
@@ -62,12 +55,7 @@ pub(super) fn write(run: Run<'_>, notes: Vec<String>) -> Result<(), Failure> {
         .pop();
     bars.finish();
     let single = one.single.take().unwrap_or_default();
-    let Some(outcome) = outcome else {
-        return Err(Failure::Io(anyhow!(
-            "formatting {}: no outcome",
-            path.display()
-        )));
-    };
+    let outcome = outcome.ok_or_else(|| Failure::Io(anyhow!("{}: no outcome", path.display())))?;
     let Outcome {
         error,
         write,
@@ -90,10 +78,7 @@ pub(super) fn write(run: Run<'_>, notes: Vec<String>) -> Result<(), Failure> {
         return Ok(());
     }
     let Some(Ok(medium)) = plan.plans().next() else {
-        return Err(Failure::Io(anyhow!(
-            "formatting {}: no plan",
-            path.display()
-        )));
+        return Err(Failure::Io(anyhow!("{}: no plan", path.display())));
     };
     if let Some(p) = medium.content() {
         notes.extend(rootdir::summary(p));

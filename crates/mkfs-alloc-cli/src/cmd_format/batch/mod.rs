@@ -319,14 +319,7 @@ fn execute(
     held: &mut [Option<Opened>],
     show: bool,
 ) -> RunReport {
-    let steps = target::Steps {
-        probe: cli.probe,
-        discard: cli.discard,
-        no_discard: cli.no_discard,
-        full: cli.full,
-        uncached: entries.len() > 1,
-        probe_quiet: true,
-    };
+    let steps = target::Steps::of(cli, entries.len() > 1, true);
     let targets: Vec<target::CliTarget<'_>> = entries
         .iter()
         .zip(plan.plans())

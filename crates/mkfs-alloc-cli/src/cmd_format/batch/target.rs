@@ -28,6 +28,20 @@ pub(in crate::cmd_format) struct Steps {
     pub probe_quiet: bool,
 }
 
+impl Steps {
+    /// The steps `cli` asks of every target.
+    pub fn of(cli: &crate::args::FormatArgs, uncached: bool, probe_quiet: bool) -> Self {
+        Steps {
+            probe: cli.probe,
+            discard: cli.discard,
+            no_discard: cli.no_discard,
+            full: cli.full,
+            uncached,
+            probe_quiet,
+        }
+    }
+}
+
 /// What the single run's target keeps that a batch's does not.
 #[derive(Default)]
 pub(in crate::cmd_format) struct Single {
@@ -93,7 +107,10 @@ impl<'a> CliTarget<'a> {
     /// The single run's handle held since before the probe, closed and
     /// what opening did undone (the probe stopped the run).
     fn undo_held(&mut self) {
-        if let (Some(t), Some(_), Some(o)) = (self.target, &self.single, self.held.take()) {
+        if self.single.is_none() {
+            return;
+        }
+        if let (Some(t), Some(o)) = (self.target, self.held.take()) {
             super::super::preflight::undo_open(t, o);
         }
     }
