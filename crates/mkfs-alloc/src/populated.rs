@@ -42,11 +42,10 @@ impl MediumPlan {
     /// system cannot be asked for its block size.
     pub fn copy_into(&mut self, image: &ImageFile, mode: CopyMode) -> Result<(), FormatError> {
         let start = self.table.partition_start();
-        if let (Some(content), true) = (self.content.as_mut(), mode != CopyMode::Copy) {
-            let copier = image.copier(mode).map_err(WriteError::Io)?;
-            content.copy_through(copier, start);
+        match self.content.as_mut() {
+            Some(content) => copy_content(content, start, image, mode),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Before anything is written, with [`CopyMode::Reflink`]: whether
@@ -68,5 +67,67 @@ impl MediumPlan {
     /// through the copier; `None` without [`MediumPlan::copy_into`].
     pub fn copy_counts(&self) -> Option<CopyCounts> {
         self.content.as_ref().and_then(Populated::copy_counts)
+    }
+}
+
+/// `content`'s file data through `image`'s copier in `mode` (the volume
+/// starting `volume_offset` bytes into the image); [`CopyMode::Copy`]
+/// changes nothing.
+fn copy_content(
+    content: &mut Populated,
+    volume_offset: u64,
+    image: &ImageFile,
+    mode: CopyMode,
+) -> Result<(), FormatError> {
+    if mode != CopyMode::Copy {
+        let copier = image.copier(mode).map_err(WriteError::Io)?;
+        content.copy_through(copier, volume_offset);
+    }
+    Ok(())
+}
+
+/// A batch target's part of the tree, before anything is written
+/// ([`BatchTarget::before_content`](crate::batch::BatchTarget::before_content)):
+/// what [`MediumPlan::copy_into`] and [`MediumPlan::check_clones`] do for a
+/// plan holding its tree, for the part the batch writes.
+#[derive(Debug)]
+pub struct TargetContent<'a> {
+    populated: &'a mut Populated,
+    volume_offset: u64,
+}
+
+impl<'a> TargetContent<'a> {
+    /// The part `populated` of a volume starting `volume_offset` bytes
+    /// into its target.
+    pub(crate) fn new(populated: &'a mut Populated, volume_offset: u64) -> Self {
+        TargetContent {
+            populated,
+            volume_offset,
+        }
+    }
+
+    /// The tree as planned into this target's volume.
+    pub fn populated(&self) -> &Populated {
+        self.populated
+    }
+
+    /// File data goes into `image` (the opened target) through its copier
+    /// in `mode`, as [`MediumPlan::copy_into`].
+    ///
+    /// # Errors
+    ///
+    /// As [`MediumPlan::copy_into`].
+    pub fn copy_into(&mut self, image: &ImageFile, mode: CopyMode) -> Result<(), FormatError> {
+        copy_content(self.populated, self.volume_offset, image, mode)
+    }
+
+    /// Whether every file's data can be cloned into the image given to
+    /// [`TargetContent::copy_into`], as [`MediumPlan::check_clones`].
+    ///
+    /// # Errors
+    ///
+    /// The [`CloneRefusal`] that says why not.
+    pub fn check_clones(&mut self) -> Result<(), CloneRefusal> {
+        self.populated.check_clones()
     }
 }

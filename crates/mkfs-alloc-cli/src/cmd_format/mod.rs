@@ -12,18 +12,18 @@
 //! would refuse.
 
 use crate::args::{CopyArg, FormatArgs, LayoutArg, TableArg, SUBCOMMANDS};
-use crate::target::{Opened, Target};
+use crate::target::Target;
 use crate::{data, report, rootdir, usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::blockio::CopyMode;
-use mkfs_alloc::partition::{Signature, TableKind};
-use mkfs_alloc::{ExtentMap, Found, MediumOptions, MediumPlan, Writing};
+use mkfs_alloc::{MediumOptions, MediumPlan};
 use serde_json::json;
 use std::io::IsTerminal;
 use std::path::Path;
 
 mod batch;
 mod export;
+mod one;
 mod plan;
 pub(crate) mod preflight;
 mod steps;
@@ -84,7 +84,7 @@ pub fn run(cli: FormatArgs) -> Result<(), Failure> {
     if cli.dry_run {
         run.dry_run()
     } else {
-        run.write(planned.notes)
+        one::write(run, planned.notes)
     }
 }
 
@@ -241,16 +241,16 @@ struct Run<'a> {
     exports: &'a Exports,
 }
 
-impl Run<'_> {
-    /// `rootdir` for the JSON report, when a tree is written.
-    fn extras(&self) -> Vec<(&'static str, serde_json::Value)> {
-        self.medium
-            .content()
-            .map(|p| ("rootdir", rootdir::json(p)))
-            .into_iter()
-            .collect()
-    }
+/// `rootdir` for the JSON report, when `medium` writes a tree.
+fn extras(medium: &MediumPlan) -> Vec<(&'static str, serde_json::Value)> {
+    medium
+        .content()
+        .map(|p| ("rootdir", rootdir::json(p)))
+        .into_iter()
+        .collect()
+}
 
+impl Run<'_> {
     /// Prints the plan, what is on the target now and what the real run
     /// would refuse; opens nothing for writing.
     fn dry_run(&self) -> Result<(), Failure> {
@@ -268,7 +268,7 @@ impl Run<'_> {
         let contents = target.contents();
         let refusal = target.would_refuse();
         if cli.json {
-            let mut extras = self.extras();
+            let mut extras = extras(&self.medium);
             extras.push(("would_refuse", json!(refusal)));
             extras.push(("contents", json!(contents)));
             extras.push(("notes", json!(notes)));
@@ -306,170 +306,10 @@ impl Run<'_> {
         }
         Ok(())
     }
-
-    /// Confirms (devices), opens and locks, writes, and prints the summary.
-    fn write(mut self, mut notes: Vec<String>) -> Result<(), Failure> {
-        let (cli, path, target) = (self.cli, self.path, self.target);
-        if let Some(info) = target.device() {
-            let contents = target.contents();
-            crate::confirm::confirm(
-                info,
-                &self.medium,
-                &contents,
-                target.unmounts(),
-                cli.yes,
-                cli.quiet || cli.json,
-            )?;
-            target.unmount_volumes()?;
-        }
-        // Opened and locked before the first write (the probe's, or the
-        // format's): one held by another process is refused untouched.
-        let mut held = Some(preflight::open_checked(target, false)?);
-        if cli.probe {
-            // The probe opens a device itself, exclusively: closed for it,
-            // opened again after it. An image stays open (not locked by it).
-            if matches!(held, Some(Opened::Device(_))) {
-                held = None;
-            }
-            if let Err(f) = self.probe_first(&mut notes) {
-                if let Some(o) = held {
-                    preflight::undo_open(target, o);
-                }
-                return Err(f);
-            }
-        }
-        notes.extend(target.notes().iter().cloned());
-        let mut opened = match held {
-            Some(o) => o,
-            None => preflight::open_checked(target, false)?,
-        };
-        let mut wrote = false;
-        let result = self.write_opened(&mut opened, &mut notes, &mut wrote);
-        let created = opened.created();
-        drop(opened);
-        let (found, write, map) = match result {
-            Ok(r) => r,
-            Err(f) => {
-                if created {
-                    // Ours, and useless: never leave a half-made image behind.
-                    let _ = std::fs::remove_file(path);
-                }
-                return Err(crate::watch::settle(f, wrote, target));
-            }
-        };
-        let exported = self.exports.write(path, &map);
-        if self.exports.sparse.is_some() {
-            // The raw image was only the sparse image's source.
-            let _ = std::fs::remove_file(path);
-        }
-        notes.extend(exported?);
-        let path = self.shown;
-        if self.exports.to_stdout() {
-            return Ok(());
-        }
-        if let Some(p) = self.medium.content() {
-            notes.extend(rootdir::summary(p));
-        }
-        if cli.json {
-            let extras = self.extras();
-            report::print_json_with(
-                path,
-                &self.medium,
-                &found,
-                target.device(),
-                Some((&write, &notes)),
-                false,
-                &extras,
-            );
-        } else if !cli.quiet {
-            report::print_summary(
-                path,
-                &self.medium,
-                &found,
-                &write,
-                target,
-                &notes,
-                self.medium.content().is_some(),
-            );
-        }
-        Ok(())
-    }
-
-    /// `--probe`: the capacity probe before the format; a fake too small
-    /// for the planned size is refused.
-    fn probe_first(&self, notes: &mut Vec<String>) -> Result<(), Failure> {
-        let (cli, path) = (self.cli, self.path);
-        match steps::probe(self.target, cli.quiet || cli.json)? {
-            steps::Probed::Fake(line, real) => Err(Failure::Io(anyhow!(
-                "refusing to format {}: the probe found it {line}; pass --size {real} (or less) to use only its real capacity",
-                path.display(),
-            ))),
-            steps::Probed::Holds(line) => {
-                notes.push(format!("probed first: {line}"));
-                Ok(())
-            }
-        }
-    }
-
-    /// Probes, discards / zeroes, writes; the target is open and locked.
-    /// `wrote` becomes true when the first write is asked for.
-    fn write_opened(
-        &mut self,
-        opened: &mut Opened,
-        notes: &mut Vec<String>,
-        wrote: &mut bool,
-    ) -> Result<(Vec<Signature>, mkfs_alloc::layout::WriteReport, ExtentMap), Failure> {
-        let (cli, path) = (self.cli, self.path);
-        if let Opened::Device(d) = opened {
-            steps::limit_device(d, self.target.size_bytes(), path, notes, wrote)?;
-        }
-        // --copy (auto by default): file data into an image file through its
-        // copier; before any write, so that `reflink` can still refuse.
-        if let (Opened::Image(img, _), Some(mode)) = (&*opened, copy_mode(cli)) {
-            plan::copy_into(&mut self.medium, img, mode)?;
-        }
-        // Found before discarding or zeroing, through the handle that writes, and
-        // wiped by the same run (never probed twice).
-        let found = Found::probe(&mut opened.io())
-            .map_err(|e| format_failure(e, Some(format!("probing {}", path.display()))))?;
-        let map = self.medium.extents(&found);
-        if let Opened::Device(d) = opened {
-            let size = self.target.size_bytes();
-            if let Some(note) = steps::discard(d, size, cli.discard, cli.no_discard) {
-                *wrote = true;
-                notes.push(note);
-            }
-        }
-        let show_progress = !cli.quiet && !cli.json && std::io::stderr().is_terminal();
-        if cli.full {
-            *wrote = true;
-            let bar = report::Progress::new(show_progress, "zeroing");
-            let zeroed = steps::zero(opened.io(), &mut |done, total| bar.update(done, total));
-            bar.finish();
-            notes.push(zeroed.map_err(|e| {
-                Failure::Io(anyhow::Error::new(e).context(format!("zeroing {}", path.display())))
-            })?);
-        }
-        let bar = report::Progress::new(show_progress, "writing");
-        let mut progress = |done, total| bar.update(done, total);
-        let result = self.medium.format_with(
-            &mut crate::watch::WriteWatch::new(opened.io(), wrote),
-            Writing::new().found(&found).progress(&mut progress),
-        );
-        bar.finish();
-        let write = result
-            .map_err(|e| format_failure(e, Some(format!("formatting {}", path.display()))))?;
-        if let Opened::Device(d) = opened {
-            if self.medium.table().kind() != TableKind::None {
-                notes.push(steps::reread(d));
-            }
-        }
-        Ok((found.signatures().to_vec(), write, map))
-    }
 }
 
 /// The copy mode `--copy` asks for with `--rootdir` (`auto` unless given).
-fn copy_mode(cli: &FormatArgs) -> Option<CopyMode> {
+pub(super) fn copy_mode(cli: &FormatArgs) -> Option<CopyMode> {
     cli.rootdir.as_ref()?;
     Some(match cli.copy.unwrap_or(CopyArg::Auto) {
         CopyArg::Auto => CopyMode::Auto,

@@ -223,11 +223,10 @@ fn blame_align(
     format_failure(e, None)
 }
 
-/// `--copy`: file data into `image` through its copier (a plan holding a
-/// tree only); with `reflink`, whether every file can be cloned, before
-/// anything is written.
+/// `--copy`: the tree's file data into `image` through its copier; with
+/// `reflink`, whether every file can be cloned, before anything is written.
 pub(super) fn copy_into(
-    plan: &mut MediumPlan,
+    plan: &mut mkfs_alloc::batch::TargetContent<'_>,
     image: &mkfs_alloc::blockio::ImageFile,
     mode: mkfs_alloc::blockio::CopyMode,
 ) -> Result<(), crate::Failure> {

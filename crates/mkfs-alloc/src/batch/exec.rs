@@ -60,6 +60,9 @@ impl BatchPlan {
                 report.source_passes += 1;
             }
         } else {
+            // No shared reading: a target's part of the tree read its own
+            // files, and goes back to its plan.
+            let kept: Vec<Mutex<Content>> = (0..n).map(|_| Mutex::new(None)).collect();
             let next = AtomicUsize::new(0);
             let plans = &self.plans[..];
             std::thread::scope(|s| {
@@ -69,10 +72,15 @@ impl BatchPlan {
                         if i >= n {
                             break;
                         }
-                        work_on(plans, i, &work, &results, opts, events);
+                        work_on(plans, i, &work, &results, opts, events, Some(&kept[i]));
                     });
                 }
             });
+            for (plan, content) in self.plans.iter_mut().zip(kept) {
+                if let (Ok(p), Ok(Some(c))) = (plan.as_mut(), content.into_inner()) {
+                    p.content = Some(c);
+                }
+            }
         }
         report.outcomes = results
             .into_iter()
@@ -158,7 +166,7 @@ impl BatchPlan {
                 s.spawn(move || source.run(tree));
             }
             for &i in wave {
-                s.spawn(move || work_on(plans, i, work, results, opts, events));
+                s.spawn(move || work_on(plans, i, work, results, opts, events, None));
             }
         });
         self.source = tree;
@@ -178,7 +186,8 @@ impl BatchPlan {
     }
 }
 
-/// Runs target `i` and stores its outcome.
+/// Runs target `i` and stores its outcome (and its part of the tree in
+/// `keep`, if given).
 fn work_on<T: BatchTarget>(
     plans: &[Result<MediumPlan, TargetError>],
     i: usize,
@@ -186,6 +195,7 @@ fn work_on<T: BatchTarget>(
     results: &[Mutex<Option<Outcome>>],
     opts: &RunOptions,
     events: &(dyn Fn(Event) + Sync),
+    keep: Option<&Mutex<Content>>,
 ) {
     let Some((mut target, mut content)) = work[i].lock().ok().and_then(|mut w| w.take()) else {
         return;
@@ -200,9 +210,14 @@ fn work_on<T: BatchTarget>(
         events,
         &mut outcome,
     );
-    // The target's part of the tree (and its feed) is done with.
-    #[cfg(feature = "populate")]
-    drop(content);
+    // The target's part of the tree (and its feed) is done with: dropped
+    // here, unless kept for its plan.
+    {
+        let content = content;
+        if let Some(Ok(mut k)) = keep.map(Mutex::lock) {
+            *k = content;
+        }
+    }
     if let Err(e) = result {
         target.failed(&e);
         outcome.verdict = e.verdict;
@@ -244,6 +259,14 @@ fn steps<T: BatchTarget>(
     };
     progress(Stage::Opening, 0, 0);
     let mut io = target.open(&mut progress)?;
+    #[cfg(feature = "populate")]
+    if let (Some(c), Ok(p)) = (content.as_mut(), &plans[index]) {
+        let offset = p.table().partition_start();
+        target.before_content(
+            &mut io,
+            &mut crate::populated::TargetContent::new(c, offset),
+        )?;
+    }
     let found = Found::probe(&mut io).map_err(|e| TargetError::new(Verdict::Refused, false, e))?;
     target.before_format(&mut io, &mut progress)?;
     let started = Instant::now();
@@ -270,6 +293,8 @@ fn steps<T: BatchTarget>(
         TargetError::new(verdict, wrote, e)
     })?;
     outcome.write = Some(report);
+    outcome.extents = Some(map.clone());
+    outcome.found = Some(found);
     if opts.verify {
         target.before_verify(&mut io)?;
         let zeros: Vec<Range<u64>> = map.ranges().to_vec();

@@ -8,8 +8,13 @@
 //!    │         (an error is that target's alone); identities checked distinct
 //!    ▼
 //!  BatchPlan ─► run(targets, jobs, verify): `jobs` workers; per target
-//!               open ─► Found::probe ─► before_format ─► format (recorded) ─► verify ─► Outcome
+//!               open ─► before_content ─► Found::probe ─► before_format ─► format (recorded)
+//!               ─► verify ─► finish ─► Outcome (notes, the written extents)
 //! ```
+//!
+//! A plan made on its own is run as a batch of one ([`BatchPlan::one`]):
+//! the same steps, its tree (if it holds one) read by its own writer and
+//! given back to it after the run.
 //!
 //! Identity: unless pinned, every target gets a fresh random serial and
 //! fresh random GUIDs (and MBR disk signature); planning checks that no two
@@ -40,6 +45,9 @@ mod template;
 
 pub use run::{BatchTarget, Event, Outcome, RunOptions, RunReport, Stage, TargetError, Verdict};
 pub use template::{LabelTemplate, TemplateError};
+
+#[cfg(feature = "populate")]
+pub use crate::populated::TargetContent;
 
 use crate::layout::Timestamp;
 use crate::{MediumOptions, MediumPlan};
@@ -359,6 +367,28 @@ impl BatchPlan {
 }
 
 impl BatchPlan {
+    /// A batch of one target, `name`, of a plan made on its own
+    /// ([`MediumOptions::plan`], [`MediumPlan::populate`]): run, it takes
+    /// the same steps as every target of a batch. The plan's tree, if it
+    /// holds one, is read by its own writer, and the plan gets it back
+    /// after the run (with what the run did of it:
+    /// [`MediumPlan::copy_counts`]).
+    #[cfg_attr(not(feature = "populate"), allow(unused_mut))]
+    pub fn one(name: impl Into<String>, mut plan: MediumPlan) -> BatchPlan {
+        #[cfg(feature = "populate")]
+        let contents = vec![plan.content.take()];
+        BatchPlan {
+            names: vec![name.into()],
+            plans: vec![Ok(plan)],
+            #[cfg(feature = "populate")]
+            contents,
+            #[cfg(feature = "populate")]
+            source: None,
+            #[cfg(feature = "populate")]
+            window: mkfs_alloc_populate::feed::WINDOW,
+        }
+    }
+
     /// The targets' names.
     pub fn names(&self) -> &[String] {
         &self.names

@@ -7,8 +7,10 @@ use std::time::{Duration, SystemTime};
 use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_layout::WriteReport;
 
+#[cfg(feature = "populate")]
+use crate::populated::TargetContent;
 use crate::verify::VerifyReport;
-use crate::FormatError;
+use crate::{ExtentMap, FormatError, Found};
 
 /// What a target's caller does around the format: open it (and probe its
 /// capacity, say), prepare it once its old signatures are known (discard,
@@ -25,6 +27,22 @@ pub trait BatchTarget: Send {
     /// The target's failure, with its verdict ([`Verdict::Refused`] when
     /// nothing was written, [`Verdict::Fake`] for a counterfeit).
     fn open(&mut self, progress: &mut dyn FnMut(Stage, u64, u64)) -> Result<Self::Io, TargetError>;
+
+    /// After [`BatchTarget::open`], before the old signatures are looked
+    /// for, when the target writes a part of a tree: how its file data
+    /// reaches the target ([`TargetContent::copy_into`] an image file, say).
+    ///
+    /// # Errors
+    ///
+    /// The target's failure.
+    #[cfg(feature = "populate")]
+    fn before_content(
+        &mut self,
+        _io: &mut Self::Io,
+        _content: &mut TargetContent<'_>,
+    ) -> Result<(), TargetError> {
+        Ok(())
+    }
 
     /// After the old signatures were found, before the format writes.
     ///
@@ -63,6 +81,49 @@ pub trait BatchTarget: Send {
     /// [`Verdict::Removed`]).
     fn classify(&self, _e: &FormatError) -> Verdict {
         Verdict::Failed
+    }
+}
+
+/// A target lent to a run: the caller keeps it, and reads what its hooks
+/// kept once the run is over.
+impl<T: BatchTarget + ?Sized> BatchTarget for &mut T {
+    type Io = T::Io;
+
+    fn open(&mut self, progress: &mut dyn FnMut(Stage, u64, u64)) -> Result<Self::Io, TargetError> {
+        (**self).open(progress)
+    }
+
+    #[cfg(feature = "populate")]
+    fn before_content(
+        &mut self,
+        io: &mut Self::Io,
+        content: &mut TargetContent<'_>,
+    ) -> Result<(), TargetError> {
+        (**self).before_content(io, content)
+    }
+
+    fn before_format(
+        &mut self,
+        io: &mut Self::Io,
+        progress: &mut dyn FnMut(Stage, u64, u64),
+    ) -> Result<(), TargetError> {
+        (**self).before_format(io, progress)
+    }
+
+    fn before_verify(&mut self, io: &mut Self::Io) -> Result<(), TargetError> {
+        (**self).before_verify(io)
+    }
+
+    fn finish(&mut self, io: &mut Self::Io) -> Vec<String> {
+        (**self).finish(io)
+    }
+
+    fn failed(&mut self, error: &TargetError) {
+        (**self).failed(error);
+    }
+
+    fn classify(&self, e: &FormatError) -> Verdict {
+        (**self).classify(e)
     }
 }
 
@@ -220,6 +281,12 @@ pub struct Outcome {
     pub bytes_written: u64,
     /// Time the format took.
     pub write_time: Duration,
+    /// What was on the target before the format (its old signatures, as
+    /// the format found them), once the format finished.
+    pub found: Option<Found>,
+    /// What the format wrote or relies on being zero, once it finished
+    /// (a flashing format of an image is made from it).
+    pub extents: Option<ExtentMap>,
     /// The read-back, if asked for and reached.
     pub verify: Option<VerifyReport>,
     /// When the target's run started and finished.
@@ -239,6 +306,8 @@ impl Outcome {
             write: None,
             bytes_written: 0,
             write_time: Duration::ZERO,
+            found: None,
+            extents: None,
             verify: None,
             started: SystemTime::now(),
             finished: SystemTime::now(),

@@ -352,3 +352,66 @@ fn tempdir_tree() -> TempTree {
     }
     TempTree(dir)
 }
+
+/// A test target that notes whether it saw the tree before the format.
+struct Seeing {
+    mem: Mem,
+    saw_content: Option<u64>,
+}
+
+impl BatchTarget for Seeing {
+    type Io = FaultyIo<MemDisk>;
+    fn open(&mut self, p: &mut dyn FnMut(Stage, u64, u64)) -> Result<Self::Io, TargetError> {
+        self.mem.open(p)
+    }
+    fn before_content(
+        &mut self,
+        _io: &mut Self::Io,
+        content: &mut TargetContent<'_>,
+    ) -> Result<(), TargetError> {
+        self.saw_content = Some(content.populated().new_clusters());
+        Ok(())
+    }
+    fn finish(&mut self, io: &mut Self::Io) -> Vec<String> {
+        self.mem.finish(io)
+    }
+}
+
+/// A plan made on its own, run as a batch of one (a lent target), writes
+/// the bytes its own format writes, tree included; the target sees the
+/// tree before the format, the outcome holds what was found and the
+/// extents, and the plan gets its tree back.
+#[test]
+fn a_plan_of_one_writes_what_its_format_writes() {
+    let time = Timestamp {
+        secs: 1_700_000_000,
+        nanos: 0,
+    };
+    let planned = || {
+        let plan = template()
+            .pinned(7, time)
+            .plan(64 * MIB, 512)
+            .expect("plan");
+        plan.populate(tree(5, 300_000).0, Default::default())
+            .expect("populate")
+    };
+    let mut alone = MemDisk::filled(512, 64 * MIB / 512, 0xEE).expect("disk");
+    planned().format(&mut alone).expect("format");
+    let out = std::sync::Arc::new(StdMutex::new(Vec::new()));
+    let mut target = Seeing {
+        mem: mem_targets(&[64], &out).remove(0),
+        saw_content: None,
+    };
+    let mut plan = BatchPlan::one("alone", planned());
+    let report = plan.run(vec![&mut target], &RunOptions::new(), &|_| {});
+    let o = &report.outcomes[0];
+    assert_eq!(o.verdict, Verdict::Ok, "{:?}", o.error);
+    let p = plan.plans().next().expect("one").expect("planned");
+    let content = p.content().expect("the tree back in its plan");
+    assert_eq!(target.saw_content, Some(content.new_clusters()));
+    let found = o.found.as_ref().expect("found");
+    assert_eq!(o.extents.as_ref(), Some(&p.extents(found)));
+    let written = out.lock().expect("lock");
+    assert_eq!(written.len(), 1);
+    assert!(written[0].1.as_bytes() == alone.as_bytes(), "bytes differ");
+}

@@ -19,7 +19,7 @@ mod checks;
 mod confirm;
 mod progress;
 mod report;
-mod target;
+pub(super) mod target;
 
 use super::plan::{check_sd_target, image_size, plan_options};
 use crate::args::FormatArgs;
@@ -319,13 +319,7 @@ fn execute(
     held: &mut [Option<Opened>],
     show: bool,
 ) -> RunReport {
-    let steps = target::Steps {
-        probe: cli.probe,
-        discard: cli.discard,
-        no_discard: cli.no_discard,
-        full: cli.full,
-        uncached: entries.len() > 1,
-    };
+    let steps = target::Steps::of(cli, entries.len() > 1, true);
     let targets: Vec<target::CliTarget<'_>> = entries
         .iter()
         .zip(plan.plans())
