@@ -269,7 +269,9 @@ mod tests {
     fn a_decision_plans_through_the_facades_options() {
         let m = image(720 << 10);
         let d = decide_fat(&FatRequest::default(), &m);
-        let opts = d.apply_to(crate::MediumOptions::default()).expect("applies");
+        let opts = d
+            .apply_to(crate::MediumOptions::default())
+            .expect("applies");
         let serial = opts.format_options().clone().serial(0);
         let opts = opts.format(serial);
         let plan = opts.plan(m.bytes, m.block).expect("plans");
@@ -277,6 +279,9 @@ mod tests {
         assert_eq!((l.fs(), l.cluster_size()), (FsKind::Fat12, 1024));
         assert_eq!(plan.table().partition_start(), 0, "no partition table");
         assert_eq!(opts.format_options().given_root_entries(), Some(112));
-        assert_eq!(opts.format_options().given_bios().map(|b| b.media), Some(0xF9));
+        assert_eq!(
+            opts.format_options().given_bios().map(|b| b.media),
+            Some(0xF9)
+        );
     }
 }

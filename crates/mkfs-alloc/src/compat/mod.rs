@@ -91,7 +91,11 @@ impl Decision {
     /// A root directory entry count the options refuse.
     pub fn apply_to(&self, opts: MediumOptions) -> Result<MediumOptions, FormatError> {
         let small = matches!(self.fs, FsChoice::Fixed(FsKind::Fat12 | FsKind::Fat16));
-        let mut format = opts.format_options().clone().fs(self.fs).cluster(self.cluster);
+        let mut format = opts
+            .format_options()
+            .clone()
+            .fs(self.fs)
+            .cluster(self.cluster);
         if let Some(n) = self.root_entries.filter(|_| small) {
             format = format.root_entries(n)?;
         }
