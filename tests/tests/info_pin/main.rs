@@ -77,8 +77,7 @@ fn check(name: &str, img: &Path, serial: Option<&str>) {
             fs::write(&file, &text).expect("write expected");
             continue;
         }
-        let want = fs::read_to_string(&file)
-            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let want = fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         if want != text {
             failures.push(format!(
                 "{name} {mode}: differs from {}\n--- got\n{text}",
@@ -93,7 +92,15 @@ fn check(name: &str, img: &Path, serial: Option<&str>) {
 fn ours(tmp: &TempDir, name: &str, args: &[&str]) -> PathBuf {
     let img = tmp.join(&format!("{name}.img"));
     let t = tree(tmp);
-    let mut a = vec!["--rootdir", path_str(&t), "--serial", "1234ABCD", "-L", "PIN", "-y"];
+    let mut a = vec![
+        "--rootdir",
+        path_str(&t),
+        "--serial",
+        "1234ABCD",
+        "-L",
+        "PIN",
+        "-y",
+    ];
     a.extend_from_slice(args);
     a.push(path_str(&img));
     mkfs_alloc(&a).assert_success();
@@ -103,14 +110,22 @@ fn ours(tmp: &TempDir, name: &str, args: &[&str]) -> PathBuf {
 #[test]
 fn info_of_our_exfat_image() {
     let tmp = TempDir::new("info-pin-exfat");
-    let img = ours(&tmp, "exfat", &["--fs", "exfat", "--size", "64M", "-c", "32K"]);
+    let img = ours(
+        &tmp,
+        "exfat",
+        &["--fs", "exfat", "--size", "64M", "-c", "32K"],
+    );
     check("ours-exfat", &img, None);
 }
 
 #[test]
 fn info_of_our_fat32_image() {
     let tmp = TempDir::new("info-pin-fat32");
-    let img = ours(&tmp, "fat32", &["--fs", "fat32", "--size", "300M", "-c", "4K"]);
+    let img = ours(
+        &tmp,
+        "fat32",
+        &["--fs", "fat32", "--size", "300M", "-c", "4K"],
+    );
     check("ours-fat32", &img, None);
 }
 
@@ -160,7 +175,11 @@ fn set_checksum(set: &[u8]) -> u16 {
 #[test]
 fn info_of_an_exfat_image_with_a_cross_linked_file() {
     let tmp = TempDir::new("info-pin-crosslink");
-    let img = ours(&tmp, "cross", &["--fs", "exfat", "--size", "64M", "-c", "32K"]);
+    let img = ours(
+        &tmp,
+        "cross",
+        &["--fs", "exfat", "--size", "64M", "-c", "32K"],
+    );
     let mut bytes = fs::read(&img).expect("read image");
     // The first two root files with data: the second's FirstCluster becomes
     // the first's (the stream extension follows its file entry).
