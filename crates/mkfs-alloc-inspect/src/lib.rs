@@ -257,7 +257,7 @@ fn inspect_volume<D: BlockIo + ?Sized>(
     opts: &InspectOptions,
     want_model: bool,
 ) -> (Volume, Option<VolumeModel>) {
-    let sizes = fill_volume(r, &mut v, opts).unwrap_or_else(|e| {
+    let sizes = fill_volume(r, &mut v).unwrap_or_else(|e| {
         v.error = Some(e.to_string());
         None
     });
@@ -299,7 +299,6 @@ fn inspect_volume<D: BlockIo + ?Sized>(
 fn fill_volume<D: BlockIo + ?Sized>(
     r: &mut Reader<'_, D>,
     v: &mut Volume,
-    _opts: &InspectOptions,
 ) -> Result<Option<Vec<u64>>, InspectError> {
     let Some(p) = probe::probe(r, v.start, v.size)? else {
         return Ok(None);
