@@ -47,7 +47,8 @@ pub const ATTR_LONG_NAME: u8 = mkfs_alloc_ondisk::fat::attr::LONG_NAME;
 pub(crate) fn inspect<D: BlockIo + ?Sized>(
     r: &mut Reader<'_, D>,
     vol: &mut Volume,
-) -> Result<Vec<u64>, InspectError> {
+    defer_free: bool,
+) -> Result<(Vec<u64>, Option<FreeCount>), InspectError> {
     let start = vol.start;
     let s0 = r.read_vec("FAT boot sector", start, 512)?;
     let b = parse_boot_sector(&s0)
@@ -74,20 +75,19 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
     };
     read_root_label(&mut d, &root, vol, &b)?;
 
-    // Free space from the FAT.
-    let cs = geo.cluster_size;
-    let free = count_free(d.r, fat_abs, fat_bits, b.cluster_count)?;
-    let cc = u64::from(b.cluster_count);
-    vol.free_bytes = Some(free * cs);
-    vol.used_bytes = Some((cc - free.min(cc)) * cs);
-    if let Some(hint) = vol.free_bytes_fsinfo {
-        if hint != free * cs {
-            vol.warnings.push(format!(
-                "FSInfo free count ({} clusters) differs from the FAT ({free} clusters)",
-                hint / cs
-            ));
-        }
-    }
+    // Free space from the FAT, now or from the model's pass over it.
+    let count = FreeCount {
+        fat_abs,
+        bits: fat_bits,
+        cluster_count: b.cluster_count,
+    };
+    let deferred = if defer_free {
+        Some(count)
+    } else {
+        let free = count.count(d.r)?;
+        set_free(vol, free);
+        None
+    };
 
     let bps = u64::from(b.sector_size);
     let mut sizes = if fat32 {
@@ -98,7 +98,42 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
     if sizes.is_empty() {
         sizes = powers(bps, 128 * bps);
     }
-    Ok(sizes)
+    Ok((sizes, deferred))
+}
+
+/// Where to count a FAT's free entries.
+pub(crate) struct FreeCount {
+    fat_abs: u64,
+    bits: FsKind,
+    cluster_count: u32,
+}
+
+impl FreeCount {
+    /// The free entries of the FAT.
+    pub(crate) fn count<D: BlockIo + ?Sized>(
+        &self,
+        r: &mut Reader<'_, D>,
+    ) -> Result<u64, InspectError> {
+        count_free(r, self.fat_abs, self.bits, self.cluster_count)
+    }
+}
+
+/// Records `free` clusters of the FAT in `vol` (and a warning when FSInfo
+/// says otherwise).
+pub(crate) fn set_free(vol: &mut Volume, free: u64) {
+    let (Some(cs), Some(cc)) = (vol.cluster_size, vol.cluster_count) else {
+        return;
+    };
+    vol.free_bytes = Some(free * cs);
+    vol.used_bytes = Some((cc - free.min(cc)) * cs);
+    if let Some(hint) = vol.free_bytes_fsinfo {
+        if hint != free * cs {
+            vol.warnings.push(format!(
+                "FSInfo free count ({} clusters) differs from the FAT ({free} clusters)",
+                hint / cs
+            ));
+        }
+    }
 }
 
 /// Where the first FAT and the data region are on the medium, for a volume

@@ -257,10 +257,17 @@ fn inspect_volume<D: BlockIo + ?Sized>(
     opts: &InspectOptions,
     want_model: bool,
 ) -> (Volume, Option<VolumeModel>) {
-    let sizes = fill_volume(r, &mut v).unwrap_or_else(|e| {
-        v.error = Some(e.to_string());
-        None
-    });
+    // The model streams the FAT anyway: a FAT volume's free count waits
+    // for it.
+    let defer = want_model || opts.files;
+    let (sizes, mut free_count) = match fill_volume(r, &mut v, defer) {
+        Ok(Some((sizes, free))) => (Some(sizes), free),
+        Ok(None) => (None, None),
+        Err(e) => {
+            v.error = Some(e.to_string());
+            (None, None)
+        }
+    };
     v.misaligned = misaligned(&v);
     let mut stats = sizes
         .filter(|_| opts.files)
@@ -269,6 +276,7 @@ fn inspect_volume<D: BlockIo + ?Sized>(
             stats::Stats::new(geo, sizes, opts.list_files, opts.limits.max_listed_files)
         });
     if v.ours().is_none() || !(want_model || stats.is_some()) {
+        count_free_now(r, &mut v, free_count);
         return (v, None);
     }
     let model_opts = ModelOptions {
@@ -280,12 +288,16 @@ fn inspect_volume<D: BlockIo + ?Sized>(
     };
     match model::read_in(r, v.start, v.size, &model_opts, visit) {
         Ok(m) => {
+            if free_count.take().is_some() {
+                fat::set_free(&mut v, m.free_clusters);
+            }
             if let Some(s) = stats {
                 s.finish(&m, &mut v);
             }
             (v, Some(m))
         }
         Err(e) => {
+            count_free_now(r, &mut v, free_count);
             if stats.is_some() {
                 v.error.get_or_insert(e.to_string());
             }
@@ -294,19 +306,43 @@ fn inspect_volume<D: BlockIo + ?Sized>(
     }
 }
 
+/// Counts a FAT volume's free clusters that waited for a model that did
+/// not come.
+fn count_free_now<D: BlockIo + ?Sized>(
+    r: &mut Reader<'_, D>,
+    v: &mut Volume,
+    free: Option<fat::FreeCount>,
+) {
+    if let Some(f) = free {
+        match f.count(r) {
+            Ok(n) => fat::set_free(v, n),
+            Err(e) => {
+                v.error.get_or_insert(e.to_string());
+            }
+        }
+    }
+}
+
+/// What [`fill_volume`] leaves for the walk: the cluster sizes to compare
+/// the files at, and a FAT's free count when it waits for the model.
+type Header = (Vec<u64>, Option<fat::FreeCount>);
+
 /// The volume's file system and what its boot region and allocation say;
 /// for FAT and exFAT the cluster sizes to compare its files at.
 fn fill_volume<D: BlockIo + ?Sized>(
     r: &mut Reader<'_, D>,
     v: &mut Volume,
-) -> Result<Option<Vec<u64>>, InspectError> {
+    defer_free: bool,
+) -> Result<Option<Header>, InspectError> {
     let Some(p) = probe::probe(r, v.start, v.size)? else {
         return Ok(None);
     };
     v.fs = Some(p.kind);
     match p.kind.ours() {
-        Some(FsKind::Exfat) => exfat::inspect(r, v).map(Some),
-        Some(FsKind::Fat12 | FsKind::Fat16 | FsKind::Fat32) => fat::inspect(r, v).map(Some),
+        Some(FsKind::Exfat) => exfat::inspect(r, v).map(|s| Some((s, None))),
+        Some(FsKind::Fat12 | FsKind::Fat16 | FsKind::Fat32) => {
+            fat::inspect(r, v, defer_free).map(Some)
+        }
         None => {
             v.label = p.label;
             v.serial = p.serial;

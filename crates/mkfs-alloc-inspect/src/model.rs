@@ -163,6 +163,9 @@ pub struct VolumeModel {
     pub used: ClusterBits,
     /// Clusters the FAT (FAT12/16/32) or the bitmap (exFAT) marks in use.
     pub allocated_clusters: u64,
+    /// FAT12/16/32: the FAT's free entries (neither in use nor bad);
+    /// exFAT: the clusters the bitmap leaves clear.
+    pub free_clusters: u64,
     /// Files.
     pub files: u64,
     /// Directories (the root not counted).
