@@ -11,8 +11,8 @@ use mkfs_alloc::layout::units::{format_count, format_size};
 use mkfs_alloc::layout::SD_SECTOR;
 use mkfs_alloc::layout::{waste_percent, WASTE_DEFINITION};
 use mkfs_alloc_inspect::{
-    inspect, read_volume, AnyFs, FileStats, Finding, InspectOptions, ModelOptions, ReadOnlyFile,
-    Report, TableKind, Volume, ALIGN_BOUNDARY,
+    inspect_with_models, AnyFs, FileStats, Finding, InspectOptions, ReadOnlyFile, Report,
+    TableKind, Volume, VolumeModel, ALIGN_BOUNDARY,
 };
 use std::io::ErrorKind;
 use std::path::PathBuf;
@@ -58,9 +58,12 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
         files: args.files,
         ..InspectOptions::default()
     };
-    let report = inspect(&mut dev, &opts)
+    // One walk of each volume's tree: the report's statistics (--files)
+    // and the model's findings.
+    let inspection = inspect_with_models(&mut dev, &opts)
         .map_err(|e| Failure::Io(anyhow!(e).context(format!("reading {}", path.display()))))?;
-    let findings = model_findings(&mut dev, &report);
+    let findings = model_findings(inspection.models);
+    let report = inspection.report;
 
     let errors: Vec<String> = report
         .errors()
@@ -194,21 +197,14 @@ struct VolumeFindings {
     dropped: u64,
 }
 
-/// Reads every FAT and exFAT volume of the report into the volume model
-/// and keeps its findings; a volume the model cannot read has none (the
-/// report has its error).
-fn model_findings(dev: &mut ReadOnlyFile, report: &Report) -> Vec<VolumeFindings> {
-    report
-        .volumes
-        .iter()
-        .map(|v| {
-            let model = v.ours().and_then(|_| {
-                read_volume(dev, v.start, v.size, &ModelOptions::default(), &mut |_| {}).ok()
-            });
-            VolumeFindings {
-                dropped: model.as_ref().map_or(0, |m| m.findings_dropped),
-                findings: model.map(|m| m.findings).unwrap_or_default(),
-            }
+/// The findings of each volume's model (none for a volume the model could
+/// not read: the report has its error).
+fn model_findings(models: Vec<Option<VolumeModel>>) -> Vec<VolumeFindings> {
+    models
+        .into_iter()
+        .map(|model| VolumeFindings {
+            dropped: model.as_ref().map_or(0, |m| m.findings_dropped),
+            findings: model.map(|m| m.findings).unwrap_or_default(),
         })
         .collect()
 }

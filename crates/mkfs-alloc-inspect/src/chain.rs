@@ -385,68 +385,6 @@ impl ChainReader {
         self.in_cluster += n;
         Ok(Some(&self.buf))
     }
-
-    /// Follows the rest of the chain without reading data; returns the total
-    /// number of clusters in it (the ones already entered included).
-    pub(crate) fn count_rest<D: BlockIo + ?Sized>(
-        &mut self,
-        r: &mut Reader<'_, D>,
-        fat: &mut Fat,
-    ) -> Result<Result<u64, ChainProblem>, InspectError> {
-        if let (Source::Chain(_), Some(chain), false) = (self.src, self.chain.as_mut(), self.ended)
-        {
-            loop {
-                match chain.advance(fat, r)? {
-                    Step::Next(_) => self.clusters += 1,
-                    Step::End => break,
-                    Step::Broken(p) => return Ok(Err(p)),
-                }
-            }
-            self.ended = true;
-        }
-        Ok(Ok(self.clusters))
-    }
-}
-
-/// Walks the chain of a file of `clusters` clusters from `first`; returns
-/// the number of fragments (contiguous runs), or the problem. At most
-/// `clusters` steps are taken (plus one to see the end mark).
-pub(crate) fn file_fragments<D: BlockIo + ?Sized>(
-    r: &mut Reader<'_, D>,
-    fat: &mut Fat,
-    first: u32,
-    clusters: u64,
-) -> Result<Result<u64, ChainProblem>, InspectError> {
-    let mut chain = Chain::new(first, clusters);
-    let mut cur = first;
-    let mut fragments = 1u64;
-    let mut seen = 1u64;
-    loop {
-        match chain.advance(fat, r)? {
-            Step::Next(n) => {
-                seen += 1;
-                if seen > clusters {
-                    return Ok(Err(ChainProblem::TooLong { limit: clusters }));
-                }
-                if n != cur.wrapping_add(1) {
-                    fragments += 1;
-                }
-                cur = n;
-            }
-            Step::End => break,
-            Step::Broken(ChainProblem::TooLong { .. }) => {
-                return Ok(Err(ChainProblem::TooLong { limit: clusters }))
-            }
-            Step::Broken(p) => return Ok(Err(p)),
-        }
-    }
-    if seen < clusters {
-        return Ok(Err(ChainProblem::Short {
-            clusters: seen,
-            expected: clusters,
-        }));
-    }
-    Ok(Ok(fragments))
 }
 
 #[cfg(test)]
@@ -487,28 +425,6 @@ mod tests {
         ));
         let mut c = Chain::new(7, 1000);
         assert_eq!(c.advance(&mut fat, &mut r).unwrap(), Step::End);
-    }
-
-    #[test]
-    fn fragments_and_short_chains() {
-        // 2 -> 3 -> 7 -> 8 -> end: 2 fragments of 4 clusters.
-        let mut e = vec![0u32; 16];
-        e[2] = 3;
-        e[3] = 7;
-        e[7] = 8;
-        e[8] = 0x0FFF_FFFF;
-        let mut d = fat_disk(&e);
-        let mut r = Reader::new(&mut d);
-        let mut fat = Fat::new(FsKind::Fat32, 0, 4096, 1000);
-        assert_eq!(file_fragments(&mut r, &mut fat, 2, 4).unwrap(), Ok(2));
-        assert!(matches!(
-            file_fragments(&mut r, &mut fat, 2, 5).unwrap(),
-            Err(ChainProblem::Short { clusters: 4, .. })
-        ));
-        assert!(matches!(
-            file_fragments(&mut r, &mut fat, 2, 3).unwrap(),
-            Err(ChainProblem::TooLong { .. })
-        ));
     }
 
     #[test]

@@ -31,10 +31,9 @@ use crate::error::{InspectError, ParseError};
 use crate::io::Reader;
 use crate::report::Volume;
 use crate::walk::{
-    chain_error, check_fits, display_path, impl_dir_parser, planner_cluster_sizes, powers,
-    scan_dir, set_geometry, walk, Allocation, DirFormat, Disk, FatRegions, Found, Pending, Walker,
+    chain_error, check_fits, impl_dir_parser, planner_cluster_sizes, powers, scan_dir,
+    set_geometry, Disk, FatRegions,
 };
-use crate::InspectOptions;
 
 mod dir;
 pub use dir::{parse_directory, ExfatDirParser, ExfatFile, ExfatItem};
@@ -311,12 +310,12 @@ pub(crate) fn read_boot<D: BlockIo + ?Sized>(
     ))
 }
 
-/// Fills `vol` for an exFAT volume.
+/// Fills `vol` for an exFAT volume, all but its files; returns the cluster
+/// sizes to compare the files' footprint at.
 pub(crate) fn inspect<D: BlockIo + ?Sized>(
     r: &mut Reader<'_, D>,
     vol: &mut Volume,
-    opts: &InspectOptions,
-) -> Result<(), InspectError> {
+) -> Result<Vec<u64>, InspectError> {
     let start = vol.start;
     let b = read_boot(r, start, &mut vol.warnings)?;
     vol.warnings.extend(b.warnings.iter().cloned());
@@ -336,7 +335,7 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
         geo: &geo,
     };
     let root = Source::Chain(b.root_cluster);
-    let (bitmap, bad) = read_root_entries(&mut d, root, active, vol)?;
+    let bitmap = read_root_entries(&mut d, root, active, vol)?;
     let Some((bm_first, bm_len)) = bitmap else {
         return Err(InspectError::corrupt(
             "exFAT root directory",
@@ -351,22 +350,12 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
     vol.used_bytes = Some(used * b.cluster_size);
     vol.free_bytes = Some((cc - used.min(cc)) * b.cluster_size);
 
-    if opts.files {
-        let bps = u64::from(b.sector_size);
-        let mut sizes =
-            planner_cluster_sizes(FsKind::Exfat, regions.fs_bytes, b.sector_size, start);
-        if sizes.is_empty() {
-            sizes = powers(bps, mkfs_alloc_layout::exfat::MAX_CLUSTER);
-        }
-        let mut w = Walker::new(opts, &geo, sizes);
-        if bad > 0 {
-            w.damaged(format!("/: {bad} damaged directory entries skipped"));
-        }
-        let root = Pending::root(root, u64::MAX, Allocation::Chain);
-        walk(&mut d, &ExfatDirs, root, &mut w)?;
-        w.finish(vol);
+    let bps = u64::from(b.sector_size);
+    let mut sizes = planner_cluster_sizes(FsKind::Exfat, regions.fs_bytes, b.sector_size, start);
+    if sizes.is_empty() {
+        sizes = powers(bps, mkfs_alloc_layout::exfat::MAX_CLUSTER);
     }
-    Ok(())
+    Ok(sizes)
 }
 
 /// Where the active FAT and the cluster heap are on the medium, for a
@@ -411,40 +400,71 @@ fn note_header(vol: &mut Volume, b: &ExfatBoot) {
     }
 }
 
-/// Pass 1 over the root directory: its system entries. Sets the label and
-/// returns the active allocation bitmap (first cluster, length) and the
-/// number of damaged entries.
-fn read_root_entries<D: BlockIo + ?Sized>(
+/// What the root directory's system entries say: the one scan of them, for
+/// the report and for the model.
+pub(crate) struct RootEntries {
+    /// The active allocation bitmap (first cluster, length).
+    pub(crate) bitmap: Option<(u32, u64)>,
+    /// The up-case table (first cluster, length) and its TableChecksum.
+    pub(crate) upcase: Option<((u32, u64), u32)>,
+    /// The volume label entry's text.
+    pub(crate) label: Option<String>,
+    /// The directory has an end-of-directory entry.
+    pub(crate) ended: bool,
+}
+
+/// Reads the root directory's system entries: the allocation bitmap of the
+/// active FAT (`active`: 0 or 1), the up-case table and the label.
+pub(crate) fn root_entries<D: BlockIo + ?Sized>(
     d: &mut Disk<'_, '_, D>,
     root: Source,
     active: u64,
-    vol: &mut Volume,
-) -> Result<(Option<(u32, u64)>, u64), InspectError> {
+) -> Result<RootEntries, InspectError> {
     let mut parser = ExfatDirParser::new();
-    let mut bitmap = None;
-    let mut label = None;
-    let mut bad = 0u64;
+    let mut e = RootEntries {
+        bitmap: None,
+        upcase: None,
+        label: None,
+        ended: false,
+    };
     scan_dir(d, root, MAX_DIR_BYTES, &mut parser, |item| {
         match item {
             ExfatItem::Bitmap {
                 flags,
                 first_cluster,
                 data_length,
-            } if bitmap.is_none() && u64::from(flags & 1) == active => {
-                bitmap = Some((first_cluster, data_length));
+            } if e.bitmap.is_none() && u64::from(flags & 1) == active => {
+                e.bitmap = Some((first_cluster, data_length));
             }
-            ExfatItem::Label(l) if label.is_none() => label = Some(l),
-            ExfatItem::Bad(_) => bad += 1,
+            ExfatItem::Upcase {
+                first_cluster,
+                data_length,
+                checksum,
+            } if e.upcase.is_none() => e.upcase = Some(((first_cluster, data_length), checksum)),
+            ExfatItem::Label(l) if e.label.is_none() => e.label = Some(l),
             _ => {}
         }
         false
     })?;
-    vol.label = label.filter(|l| !l.is_empty());
-    if !parser.ended() {
+    e.ended = parser.ended();
+    Ok(e)
+}
+
+/// The root directory's system entries for the report: sets the label and
+/// returns the active allocation bitmap (first cluster, length).
+fn read_root_entries<D: BlockIo + ?Sized>(
+    d: &mut Disk<'_, '_, D>,
+    root: Source,
+    active: u64,
+    vol: &mut Volume,
+) -> Result<Option<(u32, u64)>, InspectError> {
+    let e = root_entries(d, root, active)?;
+    vol.label = e.label.filter(|l| !l.is_empty());
+    if !e.ended {
         vol.warnings
             .push("the root directory has no end-of-directory entry".into());
     }
-    Ok((bitmap, bad))
+    Ok(e.bitmap)
 }
 
 /// Counts the set bits of the first `cluster_count` bits of the bitmap.
@@ -507,46 +527,6 @@ fn count_bits<D: BlockIo + ?Sized>(
         ));
     }
     Ok(set)
-}
-
-/// exFAT's side of the directory walk.
-struct ExfatDirs;
-
-impl DirFormat for ExfatDirs {
-    type Parser = ExfatDirParser;
-
-    fn parser(&self) -> ExfatDirParser {
-        ExfatDirParser::new()
-    }
-
-    fn item(&self, _geo: &Geo, w: &mut Walker<'_>, dir: &Pending, item: ExfatItem) -> Found {
-        match item {
-            ExfatItem::File(f) if !f.is_dir() => Found::File {
-                size: f.data_length,
-                first: f.first_cluster,
-                contiguous: f.no_fat_chain,
-                name: f.name,
-            },
-            ExfatItem::File(f) => {
-                let src = if f.no_fat_chain {
-                    Source::Contiguous(f.first_cluster)
-                } else {
-                    Source::Chain(f.first_cluster)
-                };
-                let at = if f.data_length == 0 {
-                    Err("directory with DataLength 0".to_string())
-                } else {
-                    Ok((src, f.data_length, Allocation::Declared))
-                };
-                Found::Dir { name: f.name, at }
-            }
-            ExfatItem::Bad(msg) => {
-                w.damaged(format!("{}: {msg}", display_path(&dir.path.text())));
-                Found::Nothing
-            }
-            _ => Found::Nothing,
-        }
-    }
 }
 
 #[cfg(test)]

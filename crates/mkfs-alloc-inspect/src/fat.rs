@@ -24,10 +24,9 @@ use crate::io::{Reader, MAX_READ};
 use crate::probe::ascii_label;
 use crate::report::{FsKind, Volume};
 use crate::walk::{
-    check_fits, display_path, impl_dir_parser, planner_cluster_sizes, powers, scan_dir,
-    set_geometry, walk, Allocation, DirFormat, Disk, FatRegions, Found, Pending, Walker,
+    check_fits, impl_dir_parser, planner_cluster_sizes, powers, scan_dir, set_geometry, Disk,
+    FatRegions,
 };
-use crate::InspectOptions;
 
 mod boot;
 mod dir;
@@ -43,12 +42,13 @@ pub const ATTR_VOLUME_ID: u8 = mkfs_alloc_ondisk::fat::attr::VOLUME_ID;
 /// Long-name entry attribute (from `mkfs-alloc-ondisk`).
 pub const ATTR_LONG_NAME: u8 = mkfs_alloc_ondisk::fat::attr::LONG_NAME;
 
-/// Fills `vol` for a FAT volume.
+/// Fills `vol` for a FAT volume, all but its files; returns the cluster
+/// sizes to compare the files' footprint at.
 pub(crate) fn inspect<D: BlockIo + ?Sized>(
     r: &mut Reader<'_, D>,
     vol: &mut Volume,
-    opts: &InspectOptions,
-) -> Result<(), InspectError> {
+    defer_free: bool,
+) -> Result<(Vec<u64>, Option<FreeCount>), InspectError> {
     let start = vol.start;
     let s0 = r.read_vec("FAT boot sector", start, 512)?;
     let b = parse_boot_sector(&s0)
@@ -75,10 +75,55 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
     };
     read_root_label(&mut d, &root, vol, &b)?;
 
-    // Free space from the FAT.
-    let cs = geo.cluster_size;
-    let free = count_free(d.r, fat_abs, fat_bits, b.cluster_count)?;
-    let cc = u64::from(b.cluster_count);
+    // Free space from the FAT, now or from the model's pass over it.
+    let count = FreeCount {
+        fat_abs,
+        bits: fat_bits,
+        cluster_count: b.cluster_count,
+    };
+    let deferred = if defer_free {
+        Some(count)
+    } else {
+        let free = count.count(d.r)?;
+        set_free(vol, free);
+        None
+    };
+
+    let bps = u64::from(b.sector_size);
+    let mut sizes = if fat32 {
+        planner_cluster_sizes(FsKind::Fat32, regions.fs_bytes, b.sector_size, start)
+    } else {
+        powers(bps, (128 * bps).min(64 * 1024))
+    };
+    if sizes.is_empty() {
+        sizes = powers(bps, 128 * bps);
+    }
+    Ok((sizes, deferred))
+}
+
+/// Where to count a FAT's free entries.
+pub(crate) struct FreeCount {
+    fat_abs: u64,
+    bits: FsKind,
+    cluster_count: u32,
+}
+
+impl FreeCount {
+    /// The free entries of the FAT.
+    pub(crate) fn count<D: BlockIo + ?Sized>(
+        &self,
+        r: &mut Reader<'_, D>,
+    ) -> Result<u64, InspectError> {
+        count_free(r, self.fat_abs, self.bits, self.cluster_count)
+    }
+}
+
+/// Records `free` clusters of the FAT in `vol` (and a warning when FSInfo
+/// says otherwise).
+pub(crate) fn set_free(vol: &mut Volume, free: u64) {
+    let (Some(cs), Some(cc)) = (vol.cluster_size, vol.cluster_count) else {
+        return;
+    };
     vol.free_bytes = Some(free * cs);
     vol.used_bytes = Some((cc - free.min(cc)) * cs);
     if let Some(hint) = vol.free_bytes_fsinfo {
@@ -89,22 +134,6 @@ pub(crate) fn inspect<D: BlockIo + ?Sized>(
             ));
         }
     }
-
-    if opts.files {
-        let bps = u64::from(b.sector_size);
-        let mut sizes = if fat32 {
-            planner_cluster_sizes(FsKind::Fat32, regions.fs_bytes, b.sector_size, start)
-        } else {
-            powers(bps, (128 * bps).min(64 * 1024))
-        };
-        if sizes.is_empty() {
-            sizes = powers(bps, 128 * bps);
-        }
-        let mut w = Walker::new(opts, &geo, sizes);
-        walk(&mut d, &FatDirs { fat32 }, root, &mut w)?;
-        w.finish(vol);
-    }
-    Ok(())
 }
 
 /// Where the first FAT and the data region are on the medium, for a volume
@@ -159,19 +188,27 @@ pub(crate) fn active_fat(vol: &mut Volume, b: &FatBoot) -> u32 {
     }
 }
 
-/// The root directory: FAT32's cluster chain, or the fixed area after the
-/// FATs of FAT12/16.
-pub(crate) fn root_dir(b: &FatBoot, regions: &FatRegions) -> Pending {
+/// Where the root directory is and the most bytes it may hold.
+pub(crate) struct RootDir {
+    /// FAT32's cluster chain, or the fixed area after the FATs of FAT12/16.
+    pub(crate) src: Source,
+    /// FAT32: the format's limit; FAT12/16: the entries the BPB declares.
+    pub(crate) declared: u64,
+}
+
+/// The root directory of a FAT volume.
+pub(crate) fn root_dir(b: &FatBoot, regions: &FatRegions) -> RootDir {
     if b.kind == FsKind::Fat32 {
-        Pending::root(
-            Source::Chain(b.root_cluster),
-            MAX_DIR_BYTES,
-            Allocation::Chain,
-        )
+        RootDir {
+            src: Source::Chain(b.root_cluster),
+            declared: MAX_DIR_BYTES,
+        }
     } else {
         let off = regions.fat_offset + u64::from(b.fat_count) * regions.fat_bytes;
-        let len = u64::from(b.root_entries) * 32;
-        Pending::root(Source::Fixed(off), len, Allocation::Uncounted)
+        RootDir {
+            src: Source::Fixed(off),
+            declared: u64::from(b.root_entries) * 32,
+        }
     }
 }
 
@@ -179,7 +216,7 @@ pub(crate) fn root_dir(b: &FatBoot, regions: &FatRegions) -> Pending {
 /// (a warning when they differ).
 fn read_root_label<D: BlockIo + ?Sized>(
     d: &mut Disk<'_, '_, D>,
-    root: &Pending,
+    root: &RootDir,
     vol: &mut Volume,
     b: &FatBoot,
 ) -> Result<(), InspectError> {
@@ -288,65 +325,6 @@ fn count_free<D: BlockIo + ?Sized>(
         left -= n as u64;
     }
     Ok(free)
-}
-
-/// FAT's side of the directory walk.
-struct FatDirs {
-    fat32: bool,
-}
-
-impl DirFormat for FatDirs {
-    type Parser = FatDirParser;
-
-    fn parser(&self) -> FatDirParser {
-        FatDirParser::new(self.fat32)
-    }
-
-    fn item(&self, geo: &Geo, _w: &mut Walker<'_>, _dir: &Pending, item: FatItem) -> Found {
-        let FatItem::Entry(e) = item else {
-            return Found::Nothing;
-        };
-        if e.is_dot() {
-            return Found::Nothing;
-        }
-        if !e.is_dir() {
-            return Found::File {
-                name: e.name,
-                size: u64::from(e.size),
-                first: e.first_cluster,
-                contiguous: false,
-            };
-        }
-        let at = if geo.valid(e.first_cluster) {
-            Ok((
-                Source::Chain(e.first_cluster),
-                MAX_DIR_BYTES,
-                Allocation::Chain,
-            ))
-        } else {
-            Err(format!(
-                "directory starts at cluster {} (valid: 2..={}{})",
-                e.first_cluster,
-                geo.max_cluster(),
-                if e.first_cluster == 0 {
-                    ", 0 means the root: a directory cycle"
-                } else {
-                    ""
-                }
-            ))
-        };
-        Found::Dir { name: e.name, at }
-    }
-
-    fn read(&self, w: &mut Walker<'_>, dir: &Pending, parser: &FatDirParser) {
-        if parser.orphans > 0 {
-            w.warn(format!(
-                "{}: {} long names without a matching short entry",
-                display_path(&dir.path.text()),
-                parser.orphans
-            ));
-        }
-    }
 }
 
 #[cfg(test)]

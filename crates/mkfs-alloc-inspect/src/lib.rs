@@ -8,22 +8,25 @@
 //!                   ├─ partition: MBR / protective MBR + GPT (CRC-checked)
 //!                   │     └─ one Volume per partition, or the whole medium
 //!                   ├─ probe: exFAT, FAT, NTFS, ext2/3/4, ISO 9660, … by signature
-//!                   ├─ exfat: boot region (+ backup), bitmap count, directory walk
-//!                   └─ fat:   BPB, FSInfo, FAT free count, directory walk (VFAT names)
-//!                         └─ chain: FAT window cache, Brent loop detection,
-//!                                   streaming cluster reader
+//!                   ├─ exfat: boot region (+ backup), root system entries, bitmap count
+//!                   ├─ fat:   BPB, FSInfo, root label, FAT free count
+//!                   │     └─ chain: FAT window cache, Brent loop detection,
+//!                   │               streaming cluster reader
+//!                   └─ model: the one walk of the tree (every chain marked
+//!                             once) ─► findings; with `files`, the
+//!                             statistics (stats) from the same walk
 //! ```
 //!
 //! The input is untrusted. Architecture invariants:
 //! - nothing is ever written (the [`ReadOnlyFile`] backend cannot write);
 //! - no panics on any input: every offset is checked before it is read;
 //! - memory is bounded: reads go in pieces of at most 1 MiB, the FAT through
-//!   a 16 KiB window, directories one entry set at a time; what grows with
-//!   the volume (pending directories, visited directory clusters, listed
-//!   files, warnings) is capped by [`Limits`];
-//! - work is bounded: FAT chains are walked with cycle detection and length
-//!   limits, every directory cluster is read at most once (a second visit is
-//!   a cycle or a cross-link), and the walk stops at [`Limits`].
+//!   a 16 KiB window, directories one entry set at a time, one bit per
+//!   cluster for the walk; what else grows with the volume (pending
+//!   directories, listed files, warnings, findings) is capped by [`Limits`];
+//! - work is bounded: FAT chains are walked with cycle detection, every
+//!   cluster is marked at most once (a second visit is a cycle or a
+//!   cross-link), and the walk stops at [`Limits`].
 //!
 //! Damage found in a volume does not fail [`inspect`]: the volume gets an
 //! [`Volume::error`] (after the fields read before it) or
@@ -66,6 +69,7 @@ pub mod model;
 pub mod partition;
 mod probe;
 mod report;
+mod stats;
 mod walk;
 
 use mkfs_alloc_blockio::BlockIo;
@@ -73,7 +77,10 @@ use mkfs_alloc_ondisk::probe::table;
 
 pub use error::{ChainProblem, InspectError, ParseError};
 pub use io::ReadOnlyFile;
-pub use model::{read_volume, read_volumes, Finding, ModelOptions, VolumeModel};
+pub use model::{
+    read_volume, read_volume_visiting, read_volumes, DirRead, Finding, ModelOptions, Visit,
+    VolumeModel,
+};
 pub use partition::read_partition_table;
 pub use report::{
     alignment_of, Alignment, AnyFs, AtClusterSize, FileEntry, FileStats, FsKind, Partition,
@@ -97,15 +104,19 @@ pub struct Limits {
     /// recursion and a waiting directory costs its own name only).
     pub max_depth: u32,
     /// Bytes read from one directory (exFAT allows 256 MiB, FAT 2 MiB).
+    /// Not consulted: the walk reads a directory at most as far as its
+    /// chain and the format's limit go, every cluster once.
     pub max_dir_bytes: u64,
-    /// Bytes read from all directories together.
+    /// Bytes read from all directories together. Not consulted: every
+    /// cluster is read at most once, so the volume bounds the total.
     pub max_dir_bytes_total: u64,
     /// Files listed in [`FileStats::entries`].
     pub max_listed_files: usize,
     /// Warnings kept per volume.
     pub max_warnings: usize,
     /// Clusters walked along file FAT chains (fragment counting); `None`:
-    /// twice the cluster count plus 2^20.
+    /// twice the cluster count plus 2^20. Not consulted: every cluster is
+    /// marked at most once, so the chains walked are at most the volume.
     pub max_chain_steps: Option<u64>,
 }
 
@@ -145,14 +156,60 @@ pub fn inspect<D: BlockIo + ?Sized>(
     dev: &mut D,
     opts: &InspectOptions,
 ) -> Result<Report, InspectError> {
+    inspect_all(dev, opts, false).map(|i| i.report)
+}
+
+/// A [`Report`] and the [`VolumeModel`] of each of its volumes, from one
+/// walk of each volume's tree.
+#[derive(Debug)]
+pub struct Inspection {
+    /// What [`inspect`] reports.
+    pub report: Report,
+    /// One per [`Report::volumes`]: the model of a FAT or exFAT volume,
+    /// `None` for another file system or a volume the model cannot read
+    /// (the report has its error).
+    pub models: Vec<Option<VolumeModel>>,
+}
+
+/// [`inspect`], and every FAT and exFAT volume read whole into a
+/// [`VolumeModel`] in the same pass that fills [`Volume::files`] (one walk
+/// of each tree, with or without [`InspectOptions::files`]).
+///
+/// # Errors
+///
+/// As [`inspect`].
+pub fn inspect_with_models<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    opts: &InspectOptions,
+) -> Result<Inspection, InspectError> {
+    inspect_all(dev, opts, true)
+}
+
+/// [`inspect`]; the volumes' models too when `models` (the tree is walked
+/// only for them or for [`InspectOptions::files`]).
+fn inspect_all<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    opts: &InspectOptions,
+    models: bool,
+) -> Result<Inspection, InspectError> {
     let block_size = dev.block_size();
     let mut r = Reader::new(dev);
     let medium = r.size();
     let table = partition::read_table(&mut r)?;
     let mut volumes = Vec::new();
+    let mut found = Vec::new();
+    let mut push = |(v, m)| {
+        volumes.push(v);
+        found.push(m);
+    };
     if table.kind == TableKind::None {
         if medium > 0 {
-            volumes.push(inspect_volume(&mut r, Volume::new(None, 0, medium), opts));
+            push(inspect_volume(
+                &mut r,
+                Volume::new(None, 0, medium),
+                opts,
+                models,
+            ));
         }
     } else {
         for p in &table.partitions {
@@ -167,7 +224,7 @@ pub fn inspect<D: BlockIo + ?Sized>(
                     "partition {} starts at byte {}, beyond the end of the medium ({medium} bytes)",
                     p.index, p.start
                 ));
-                volumes.push(v);
+                push((v, None));
                 continue;
             }
             if p.start.saturating_add(p.size) > medium {
@@ -178,45 +235,118 @@ pub fn inspect<D: BlockIo + ?Sized>(
                     p.start.saturating_add(p.size)
                 ));
             }
-            volumes.push(inspect_volume(&mut r, v, opts));
+            push(inspect_volume(&mut r, v, opts, models));
         }
     }
-    Ok(Report {
-        medium_bytes: medium,
-        block_size,
-        partition_table: table,
-        volumes,
+    Ok(Inspection {
+        report: Report {
+            medium_bytes: medium,
+            block_size,
+            partition_table: table,
+            volumes,
+        },
+        models: found,
     })
 }
 
+/// One volume: its boot region and allocation counts, then (for its files'
+/// statistics or its model) one walk of its tree by the model.
 fn inspect_volume<D: BlockIo + ?Sized>(
     r: &mut Reader<'_, D>,
     mut v: Volume,
     opts: &InspectOptions,
-) -> Volume {
-    if let Err(e) = fill_volume(r, &mut v, opts) {
-        v.error = Some(e.to_string());
-    }
+    want_model: bool,
+) -> (Volume, Option<VolumeModel>) {
+    // The model streams the FAT anyway: a FAT volume's free count waits
+    // for it.
+    let defer = want_model || opts.files;
+    let (sizes, mut free_count) = match fill_volume(r, &mut v, defer) {
+        Ok(Some((sizes, free))) => (Some(sizes), free),
+        Ok(None) => (None, None),
+        Err(e) => {
+            v.error = Some(e.to_string());
+            (None, None)
+        }
+    };
     v.misaligned = misaligned(&v);
-    v
+    let mut stats = sizes
+        .filter(|_| opts.files)
+        .zip(v.cluster_size.zip(v.cluster_count))
+        .map(|(sizes, geo)| {
+            stats::Stats::new(geo, sizes, opts.list_files, opts.limits.max_listed_files)
+        });
+    if v.ours().is_none() || !(want_model || stats.is_some()) {
+        count_free_now(r, &mut v, free_count);
+        return (v, None);
+    }
+    let model_opts = ModelOptions {
+        limits: opts.limits.clone(),
+    };
+    let visit: &mut dyn Visit = match stats.as_mut() {
+        Some(s) => s,
+        None => &mut stats::Nothing,
+    };
+    match model::read_in(r, v.start, v.size, &model_opts, visit) {
+        Ok(m) => {
+            if free_count.take().is_some() {
+                fat::set_free(&mut v, m.free_clusters);
+            }
+            if let Some(s) = stats {
+                s.finish(&m, &mut v);
+            }
+            (v, Some(m))
+        }
+        Err(e) => {
+            count_free_now(r, &mut v, free_count);
+            if stats.is_some() {
+                v.error.get_or_insert(e.to_string());
+            }
+            (v, None)
+        }
+    }
 }
 
+/// Counts a FAT volume's free clusters that waited for a model that did
+/// not come.
+fn count_free_now<D: BlockIo + ?Sized>(
+    r: &mut Reader<'_, D>,
+    v: &mut Volume,
+    free: Option<fat::FreeCount>,
+) {
+    if let Some(f) = free {
+        match f.count(r) {
+            Ok(n) => fat::set_free(v, n),
+            Err(e) => {
+                v.error.get_or_insert(e.to_string());
+            }
+        }
+    }
+}
+
+/// What [`fill_volume`] leaves for the walk: the cluster sizes to compare
+/// the files at, and a FAT's free count when it waits for the model.
+type Header = (Vec<u64>, Option<fat::FreeCount>);
+
+/// The volume's file system and what its boot region and allocation say;
+/// for FAT and exFAT the cluster sizes to compare its files at.
 fn fill_volume<D: BlockIo + ?Sized>(
     r: &mut Reader<'_, D>,
     v: &mut Volume,
-    opts: &InspectOptions,
-) -> Result<(), InspectError> {
+    defer_free: bool,
+) -> Result<Option<Header>, InspectError> {
     let Some(p) = probe::probe(r, v.start, v.size)? else {
-        return Ok(());
+        return Ok(None);
     };
     v.fs = Some(p.kind);
     match p.kind.ours() {
-        Some(FsKind::Exfat) => exfat::inspect(r, v, opts),
-        Some(FsKind::Fat12 | FsKind::Fat16 | FsKind::Fat32) => fat::inspect(r, v, opts),
+        Some(FsKind::Exfat) => exfat::inspect(r, v).map(|s| Some((s, None))),
+        Some(FsKind::Fat12 | FsKind::Fat16 | FsKind::Fat32) => {
+            fat::inspect(r, v, defer_free).map(Some)
+        }
         None => {
             v.label = p.label;
             v.serial = p.serial;
-            Ok(())
+            Ok(None)
         }
     }
 }

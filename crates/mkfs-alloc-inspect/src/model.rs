@@ -123,6 +123,36 @@ pub struct EntrySet {
     pub at: EntryPos,
 }
 
+/// A directory read to its end (or its last cluster) without a broken
+/// chain: what the statistics of [`crate::FileStats`] count of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DirRead {
+    /// True for the root directory.
+    pub root: bool,
+    /// Its 32-byte entries before the end-of-directory entry.
+    pub entries: u64,
+    /// The bytes its clusters take (exFAT: what its DataLength needs; FAT:
+    /// its chain); `None` for the fixed FAT12/16 root directory.
+    pub allocated: Option<u64>,
+}
+
+/// What a pass of [`read_volume_visiting`] hands out as it reads.
+pub trait Visit {
+    /// Every file and directory, in directory order, depth first.
+    fn entry(&mut self, set: &EntrySet);
+    /// Every directory once it has been read.
+    fn dir(&mut self, _dir: &DirRead) {}
+}
+
+/// A closure of entry sets as a [`Visit`].
+struct Entries<'a>(&'a mut dyn FnMut(&EntrySet));
+
+impl Visit for Entries<'_> {
+    fn entry(&mut self, set: &EntrySet) {
+        (self.0)(set);
+    }
+}
+
 /// A volume read whole: geometry, allocation, counts and findings.
 #[derive(Debug, Clone)]
 pub struct VolumeModel {
@@ -133,6 +163,9 @@ pub struct VolumeModel {
     pub used: ClusterBits,
     /// Clusters the FAT (FAT12/16/32) or the bitmap (exFAT) marks in use.
     pub allocated_clusters: u64,
+    /// FAT12/16/32: the FAT's free entries (neither in use nor bad);
+    /// exFAT: the clusters the bitmap leaves clear.
+    pub free_clusters: u64,
     /// Files.
     pub files: u64,
     /// Directories (the root not counted).
@@ -191,12 +224,38 @@ pub fn read_volume<D: BlockIo + ?Sized>(
     opts: &ModelOptions,
     visit: &mut dyn FnMut(&EntrySet),
 ) -> Result<VolumeModel, InspectError> {
-    let mut r = Reader::new(dev);
-    let kind = probe::probe(&mut r, start, size)?.and_then(|p| p.kind.ours());
+    read_volume_visiting(dev, start, size, opts, &mut Entries(visit))
+}
+
+/// [`read_volume`] with a [`Visit`]: entry sets, and every directory once
+/// it has been read.
+///
+/// # Errors
+///
+/// As [`read_volume`].
+pub fn read_volume_visiting<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    start: u64,
+    size: u64,
+    opts: &ModelOptions,
+    visit: &mut dyn Visit,
+) -> Result<VolumeModel, InspectError> {
+    read_in(&mut Reader::new(dev), start, size, opts, visit)
+}
+
+/// [`read_volume_visiting`] through a reader.
+pub(crate) fn read_in<D: BlockIo + ?Sized>(
+    r: &mut Reader<'_, D>,
+    start: u64,
+    size: u64,
+    opts: &ModelOptions,
+    visit: &mut dyn Visit,
+) -> Result<VolumeModel, InspectError> {
+    let kind = probe::probe(r, start, size)?.and_then(|p| p.kind.ours());
     match kind {
-        Some(FsKind::Exfat) => read_exfat(&mut r, start, size, opts, visit),
+        Some(FsKind::Exfat) => read_exfat(r, start, size, opts, visit),
         Some(FsKind::Fat12 | FsKind::Fat16 | FsKind::Fat32) => {
-            read_fat(&mut r, start, size, opts, visit)
+            read_fat(r, start, size, opts, visit)
         }
         None => Err(InspectError::corrupt(
             "volume",
@@ -250,7 +309,7 @@ fn read_exfat<D: BlockIo + ?Sized>(
     start: u64,
     size: u64,
     opts: &ModelOptions,
-    visit: &mut dyn FnMut(&EntrySet),
+    visit: &mut dyn Visit,
 ) -> Result<VolumeModel, InspectError> {
     let mut notes = Vec::new();
     let b = exfat::read_boot(r, start, &mut notes)?;
@@ -291,7 +350,7 @@ fn read_fat<D: BlockIo + ?Sized>(
     start: u64,
     size: u64,
     opts: &ModelOptions,
-    visit: &mut dyn FnMut(&EntrySet),
+    visit: &mut dyn Visit,
 ) -> Result<VolumeModel, InspectError> {
     let s0 = r.read_vec("FAT boot sector", start, 512)?;
     let b = fat::parse_boot_sector(&s0)

@@ -137,10 +137,10 @@ impl<D: BlockIo + ?Sized> Model<'_, '_, D> {
     /// (lost), entries marked bad, and the clean-shutdown bit of entry 1.
     pub(super) fn fat_pass(&mut self) -> Result<(), InspectError> {
         let (mut lost, mut bad) = (Tally::default(), Tally::default());
-        let mut allocated = 0u64;
+        let (mut allocated, mut free) = (0u64, 0u64);
         let used = std::mem::replace(&mut self.used, ClusterBits::new(0));
         self.stream_fat(&mut |n, next| match next {
-            Next::Free => {}
+            Next::Free => free += 1,
             Next::Bad => bad.add(n),
             _ => {
                 allocated += 1;
@@ -151,6 +151,7 @@ impl<D: BlockIo + ?Sized> Model<'_, '_, D> {
         })?;
         self.used = used;
         self.allocated = allocated;
+        self.free = free;
         self.tallies(lost, bad, None);
         let clean_bit = match self.geometry.kind {
             crate::FsKind::Fat16 => Some(0x8000),
@@ -216,6 +217,7 @@ impl<D: BlockIo + ?Sized> Model<'_, '_, D> {
             }
         }
         self.allocated = allocated;
+        self.free = cc - allocated.min(cc);
         self.tallies(lost, bad, Some(clear));
         Ok(())
     }

@@ -52,6 +52,8 @@ pub(super) trait Entries {
     ) -> Vec<Finding>;
     /// True after the end-of-directory entry.
     fn ended(&self) -> bool;
+    /// Entries seen before the end-of-directory entry.
+    fn seen(&self) -> u64;
 }
 
 /// The first clusters a FAT subdirectory's `.` and `..` entries must name
@@ -146,6 +148,10 @@ impl Entries for FatEntries {
 
     fn ended(&self) -> bool {
         self.parser.ended()
+    }
+
+    fn seen(&self) -> u64 {
+        self.parser.entries()
     }
 }
 
@@ -262,6 +268,10 @@ impl Entries for ExfatEntries<'_> {
 
     fn ended(&self) -> bool {
         self.parser.ended()
+    }
+
+    fn seen(&self) -> u64 {
+        self.parser.entries()
     }
 }
 

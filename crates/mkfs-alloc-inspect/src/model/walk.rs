@@ -7,12 +7,12 @@ use mkfs_alloc_ondisk::exfat::upcase::checksum32;
 use mkfs_alloc_ondisk::exfat::UpcaseTable;
 
 use super::entries::{Dots, Entries, ExfatEntries, FatEntries, Found};
-use super::{ClusterBits, EntrySet, Finding, Geometry, ModelOptions, VolumeModel};
+use super::{ClusterBits, DirRead, EntrySet, Finding, Geometry, ModelOptions, Visit, VolumeModel};
 use crate::chain::{Chain, ChainReader, Fat, Geo, Source, Step};
 use crate::error::InspectError;
-use crate::exfat::{ExfatDirParser, ExfatItem, MAX_DIR_BYTES};
+use crate::exfat::MAX_DIR_BYTES;
 use crate::io::Reader;
-use crate::walk::{display_path, join, scan_dir, DirPath, Disk};
+use crate::walk::{display_path, join, DirPath, Disk};
 use crate::Limits;
 
 /// The state of one model pass.
@@ -23,6 +23,7 @@ pub(super) struct Model<'a, 'r, D: BlockIo + ?Sized> {
     pub(super) geometry: Geometry,
     pub(super) used: ClusterBits,
     pub(super) allocated: u64,
+    pub(super) free: u64,
     limits: Limits,
     findings: Vec<Finding>,
     dropped: u64,
@@ -55,6 +56,8 @@ struct Pending {
     /// What its FAT `..` entry must say: the parent's first cluster, 0 when
     /// the parent is the root.
     parent: u32,
+    /// The bytes its clusters take (`None`: the fixed FAT12/16 root).
+    allocated: Option<u64>,
 }
 
 impl Pending {
@@ -92,6 +95,7 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
             geo,
             geometry,
             allocated: 0,
+            free: 0,
             limits: opts.limits.clone(),
             findings: Vec::new(),
             dropped: 0,
@@ -116,6 +120,7 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
             geometry: self.geometry,
             used: self.used,
             allocated_clusters: self.allocated,
+            free_clusters: self.free,
             files: self.files,
             dirs: self.dirs,
             findings: self.findings,
@@ -130,16 +135,15 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
         &mut self,
         root: Source,
         declared: u64,
-        visit: &mut dyn FnMut(&EntrySet),
+        visit: &mut dyn Visit,
     ) -> Result<(), InspectError> {
         let fat32 = self.geometry.kind == crate::FsKind::Fat32;
-        let limit = match root {
-            Source::Fixed(_) => declared,
+        let (limit, allocated) = match root {
+            Source::Fixed(_) => (declared, None),
             Source::Chain(first) | Source::Contiguous(first) => {
                 let m = self.mark(&|| "/".into(), first, false, None)?;
-                m.clusters
-                    .saturating_mul(self.geo.cluster_size)
-                    .min(declared)
+                let bytes = m.clusters.saturating_mul(self.geo.cluster_size);
+                (bytes.min(declared), Some(bytes))
             }
         };
         let root = Pending {
@@ -148,6 +152,7 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
             limit,
             depth: 0,
             parent: 0,
+            allocated,
         };
         let root_cluster = match self.geometry.root {
             super::RootDir::Cluster(c) => c,
@@ -171,7 +176,7 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
         &mut self,
         root: Source,
         active: u64,
-        visit: &mut dyn FnMut(&EntrySet),
+        visit: &mut dyn Visit,
     ) -> Result<(), InspectError> {
         let (bitmap, upcase) = self.root_system_entries(root, active)?;
         self.system = (bitmap, upcase.map(|(extent, _)| extent));
@@ -191,15 +196,14 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
             return Ok(());
         };
         let m = self.mark(&|| "/".into(), first, false, None)?;
+        let bytes = m.clusters.saturating_mul(self.geo.cluster_size);
         let root = Pending {
             path: DirPath::default(),
             src: root,
-            limit: m
-                .clusters
-                .saturating_mul(self.geo.cluster_size)
-                .min(MAX_DIR_BYTES),
+            limit: bytes.min(MAX_DIR_BYTES),
             depth: 0,
             parent: 0,
+            allocated: Some(bytes),
         };
         self.walk(root, &mut |_: &Pending| ExfatEntries::new(&table), visit)?;
         match bitmap {
@@ -222,32 +226,13 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
         root: Source,
         active: u64,
     ) -> Result<(Option<Extent>, Option<Upcase>), InspectError> {
-        let (mut bitmap, mut upcase) = (None, None);
         let mut d = Disk {
             r: self.r,
             fat: &mut self.fat,
             geo: &self.geo,
         };
-        let mut parser = ExfatDirParser::new();
-        scan_dir(&mut d, root, MAX_DIR_BYTES, &mut parser, |item| {
-            match item {
-                ExfatItem::Bitmap {
-                    flags,
-                    first_cluster,
-                    data_length,
-                } if bitmap.is_none() && u64::from(flags & 1) == active => {
-                    bitmap = Some((first_cluster, data_length));
-                }
-                ExfatItem::Upcase {
-                    first_cluster,
-                    data_length,
-                    checksum,
-                } if upcase.is_none() => upcase = Some(((first_cluster, data_length), checksum)),
-                _ => {}
-            }
-            false
-        })?;
-        Ok((bitmap, upcase))
+        let e = crate::exfat::root_entries(&mut d, root, active)?;
+        Ok((e.bitmap, e.upcase))
     }
 
     /// Marks the up-case table's chain and reads it (at most 256 KiB: the
@@ -402,7 +387,7 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
         &mut self,
         root: Pending,
         entries: &mut dyn FnMut(&Pending) -> E,
-        visit: &mut dyn FnMut(&EntrySet),
+        visit: &mut dyn Visit,
     ) -> Result<(), InspectError> {
         let mut stack = vec![root];
         while let Some(dir) = stack.pop() {
@@ -415,6 +400,11 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
                         problem,
                     });
                 }
+                Ok(()) => visit.dir(&DirRead {
+                    root: dir.depth == 0,
+                    entries: e.seen(),
+                    allocated: dir.allocated,
+                }),
                 other => other?,
             }
             if self.stopped {
@@ -431,7 +421,7 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
         path: &str,
         e: &mut E,
         stack: &mut Vec<Pending>,
-        visit: &mut dyn FnMut(&EntrySet),
+        visit: &mut dyn Visit,
     ) -> Result<(), InspectError> {
         let mut reader = ChainReader::new(dir.src, dir.limit);
         let what = || format!("directory {}", display_path(path));
@@ -469,7 +459,7 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
         path: &str,
         f: Found,
         stack: &mut Vec<Pending>,
-        visit: &mut dyn FnMut(&EntrySet),
+        visit: &mut dyn Visit,
     ) -> Result<(), InspectError> {
         if self.files + self.dirs >= self.limits.max_entries {
             self.stop(format!(
@@ -479,6 +469,15 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
             return Ok(());
         }
         let child = join(path, &f.name);
+        if f.is_dir && f.first == 0 {
+            // Every directory but the fixed root has a cluster (a `..`
+            // entry's 0, the root, is not a directory of its own).
+            self.find(Finding::FirstCluster {
+                path: child.clone(),
+                size: f.size.unwrap_or(0),
+                first: 0,
+            });
+        }
         let m = self.mark(&|| child.clone(), f.first, f.contiguous, f.size)?;
         let set = EntrySet {
             size: f
@@ -492,7 +491,7 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
             fragments: m.fragments,
             at: f.at,
         };
-        visit(&set);
+        visit.entry(&set);
         if !f.is_dir {
             self.files += 1;
             return Ok(());
@@ -518,7 +517,17 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
                 crate::fat::MAX_DIR_BYTES
             };
             let bytes = m.clusters.saturating_mul(self.geo.cluster_size);
+            // An exFAT directory takes what its DataLength needs (at most
+            // what its chain holds); a FAT one its chain.
+            let allocated = match f.size {
+                Some(s) => s
+                    .div_ceil(self.geo.cluster_size)
+                    .saturating_mul(self.geo.cluster_size)
+                    .min(bytes),
+                None => bytes,
+            };
             stack.push(Pending {
+                allocated: Some(allocated),
                 path: dir.path.child(&f.name),
                 src: if f.contiguous {
                     Source::Contiguous(f.first)
