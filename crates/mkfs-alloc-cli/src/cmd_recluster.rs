@@ -180,17 +180,21 @@ fn print_text(args: &ReclusterArgs, job: &Job, p: &Plan) {
             p.new.heap_offset
         ),
         None => outln!(
-            "  cluster heap   at byte {} -> {} (its first {} old clusters are free)",
+            "  cluster heap   at byte {} -> {} (its first {} free)",
             p.old.heap_offset,
             p.new.heap_offset,
-            (p.new.heap_offset - p.old.heap_offset) / p.old.cluster_size
+            crate::cmd_info::plural(
+                (p.new.heap_offset - p.old.heap_offset) / p.old.cluster_size,
+                "old cluster is",
+                "old clusters are"
+            )
         ),
         Some(e) => {
             outln!(
-                "  cluster heap   at byte {} -> {}: the new FAT covers its first {} old clusters",
+                "  cluster heap   at byte {} -> {}: the new FAT covers its first {}",
                 p.old.heap_offset,
                 p.new.heap_offset,
-                e.clusters
+                crate::cmd_info::plural(u64::from(e.clusters), "old cluster", "old clusters")
             );
             outln!(
                 "  evacuation     first, at {}: {} of them in use, {} clusters of data copied ({}), reads {}, writes {}",
