@@ -4,8 +4,60 @@
 //! streamed, never held whole).
 
 use mkfs_alloc_blockio::{BlockIo, IoError};
+use mkfs_alloc_ondisk::exfat::{BitmapEntry, UpcaseEntry, TYPE_BITMAP, TYPE_FILE, TYPE_UPCASE};
 use zerocopy::little_endian::U32;
 use zerocopy::FromBytes;
+
+/// Bytes of a directory entry.
+const ENTRY: usize = 32;
+
+/// An entry of a directory being rewritten: what both rewrites change.
+pub(super) enum DirEntry<'a> {
+    /// The allocation bitmap's entry.
+    Bitmap(&'a mut BitmapEntry),
+    /// The up-case table's entry.
+    Upcase(&'a mut UpcaseEntry),
+    /// A file entry set, the file entry and its secondaries.
+    Set(&'a mut [u8]),
+}
+
+/// Walks a directory's entries up to its end marker, handing the bitmap,
+/// up-case and file set entries to `f` (other entries are kept as they
+/// are); a file set that runs past the directory's end is `past_end()`.
+pub(super) fn for_each_entry<E>(
+    buf: &mut [u8],
+    past_end: impl FnOnce() -> E,
+    mut f: impl FnMut(DirEntry<'_>) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut i = 0;
+    while i + ENTRY <= buf.len() {
+        match buf[i] {
+            0 => break,
+            TYPE_BITMAP => {
+                if let Ok((e, _)) = BitmapEntry::mut_from_prefix(&mut buf[i..]) {
+                    f(DirEntry::Bitmap(e))?;
+                }
+                i += ENTRY;
+            }
+            TYPE_UPCASE => {
+                if let Ok((e, _)) = UpcaseEntry::mut_from_prefix(&mut buf[i..]) {
+                    f(DirEntry::Upcase(e))?;
+                }
+                i += ENTRY;
+            }
+            TYPE_FILE => {
+                let len = (usize::from(buf[i + 1]) + 1) * ENTRY;
+                let Some(set) = buf.get_mut(i..i + len) else {
+                    return Err(past_end());
+                };
+                f(DirEntry::Set(set))?;
+                i += len;
+            }
+            _ => i += ENTRY,
+        }
+    }
+    Ok(())
+}
 
 /// Bytes of a FAT window.
 const WINDOW: u64 = 64 << 10;

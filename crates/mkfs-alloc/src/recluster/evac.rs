@@ -36,13 +36,13 @@ use std::collections::{BTreeSet, HashMap};
 use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_inspect::model::{ClusterBits, EntrySet};
 use mkfs_alloc_ondisk::exfat::{
-    file_attributes, secondary_flags, set_checksum, BitmapEntry, FileEntry, StreamExtensionEntry,
-    UpcaseEntry, TYPE_BITMAP, TYPE_FILE, TYPE_STREAM_EXTENSION, TYPE_UPCASE,
+    file_attributes, secondary_flags, set_checksum, FileEntry, StreamExtensionEntry,
+    TYPE_STREAM_EXTENSION,
 };
 use zerocopy::little_endian::{U16, U32};
 use zerocopy::FromBytes;
 
-use super::disk::{read_at, write_at, FatReader, FatWriter};
+use super::disk::{for_each_entry, read_at, write_at, DirEntry, FatReader, FatWriter};
 use super::plan::{Evacuation, Plan, Refusal};
 use super::ReclusterError;
 
@@ -328,36 +328,20 @@ impl Evac<'_> {
         buf: &mut [u8],
         ctx: &Ctx<'_>,
     ) -> Result<(), ReclusterError> {
-        let mut i = 0;
-        while i + ENTRY <= buf.len() {
-            match buf[i] {
-                0 => break,
-                TYPE_BITMAP => {
-                    if let Ok((e, _)) = BitmapEntry::mut_from_prefix(&mut buf[i..]) {
-                        e.first_cluster = U32::new(ctx.bitmap);
-                    }
-                    i += ENTRY;
-                }
-                TYPE_UPCASE => {
-                    if let Ok((e, _)) = UpcaseEntry::mut_from_prefix(&mut buf[i..]) {
-                        e.first_cluster = U32::new(ctx.upcase);
-                    }
-                    i += ENTRY;
-                }
-                TYPE_FILE => {
-                    let len = (usize::from(buf[i + 1]) + 1) * ENTRY;
-                    let Some(set) = buf.get_mut(i..i + len) else {
-                        return Err(ReclusterError::unsupported(
-                            "an entry set that runs past its directory's end".into(),
-                        ));
-                    };
-                    self.rewrite_set(dev, w, old_fat, fat, set, ctx)?;
-                    i += len;
-                }
-                _ => i += ENTRY,
+        let past_end = || {
+            ReclusterError::unsupported("an entry set that runs past its directory's end".into())
+        };
+        for_each_entry(buf, past_end, |e| match e {
+            DirEntry::Bitmap(e) => {
+                e.first_cluster = U32::new(ctx.bitmap);
+                Ok(())
             }
-        }
-        Ok(())
+            DirEntry::Upcase(e) => {
+                e.first_cluster = U32::new(ctx.upcase);
+                Ok(())
+            }
+            DirEntry::Set(set) => self.rewrite_set(dev, w, old_fat, fat, set, ctx),
+        })
     }
 
     /// One file entry set: a directory points at its copy, a file's chain

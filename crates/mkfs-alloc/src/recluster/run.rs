@@ -3,14 +3,14 @@
 
 use mkfs_alloc_blockio::{BlockIo, IoError};
 use mkfs_alloc_ondisk::exfat::{
-    file_attributes, secondary_flags, set_checksum, BitmapEntry, BootSector, FileEntry,
-    StreamExtensionEntry, UpcaseEntry, TYPE_BITMAP, TYPE_FILE, TYPE_FILE_NAME, TYPE_GUID,
-    TYPE_LABEL, TYPE_STREAM_EXTENSION, TYPE_UPCASE,
+    file_attributes, secondary_flags, set_checksum, BootSector, FileEntry, StreamExtensionEntry,
+    TYPE_BITMAP, TYPE_FILE, TYPE_FILE_NAME, TYPE_GUID, TYPE_LABEL, TYPE_STREAM_EXTENSION,
+    TYPE_UPCASE,
 };
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::FromBytes;
 
-use super::disk::{read_at, write_at, FatReader, FatWriter};
+use super::disk::{for_each_entry, read_at, write_at, DirEntry, FatReader, FatWriter};
 use super::plan::Plan;
 use super::state::{new_region, set_dirty, Intent, Region};
 use super::ReclusterError;
@@ -163,37 +163,23 @@ impl Executor<'_> {
         path: &str,
     ) -> Result<(), ReclusterError> {
         let p = self.plan;
-        let mut i = 0;
-        while i + ENTRY <= buf.len() {
-            match buf[i] {
-                0 => break,
-                TYPE_BITMAP => {
-                    if let Ok((e, _)) = BitmapEntry::mut_from_prefix(&mut buf[i..]) {
-                        e.first_cluster = U32::new(p.bitmap.0);
-                        e.data_length = U64::new(p.bitmap.1);
-                    }
-                    i += ENTRY;
-                }
-                TYPE_UPCASE => {
-                    if let Ok((e, _)) = UpcaseEntry::mut_from_prefix(&mut buf[i..]) {
-                        e.first_cluster = U32::new(p.translate(e.first_cluster.get()));
-                    }
-                    i += ENTRY;
-                }
-                TYPE_FILE => {
-                    let len = (usize::from(buf[i + 1]) + 1) * ENTRY;
-                    let Some(set) = buf.get_mut(i..i + len) else {
-                        return Err(ReclusterError::unsupported(format!(
-                            "{path}: an entry set that runs past the directory's end"
-                        )));
-                    };
-                    self.rewrite_set(dev, fat, old_fat, bits, set, path)?;
-                    i += len;
-                }
-                _ => i += ENTRY,
+        let past_end = || {
+            ReclusterError::unsupported(format!(
+                "{path}: an entry set that runs past the directory's end"
+            ))
+        };
+        for_each_entry(buf, past_end, |e| match e {
+            DirEntry::Bitmap(e) => {
+                e.first_cluster = U32::new(p.bitmap.0);
+                e.data_length = U64::new(p.bitmap.1);
+                Ok(())
             }
-        }
-        Ok(())
+            DirEntry::Upcase(e) => {
+                e.first_cluster = U32::new(p.translate(e.first_cluster.get()));
+                Ok(())
+            }
+            DirEntry::Set(set) => self.rewrite_set(dev, fat, old_fat, bits, set, path),
+        })
     }
 
     /// One file entry set.
