@@ -147,11 +147,7 @@ fn mkfs_exfat_filled_through_fuse_reclusters_to_4k() {
         let lo = LoopDevice::attach(&img);
         let mnt = tmp.subdir("mnt");
         let m = FuseMount::exfat(lo.path(), &mnt);
-        for (path, data) in &tree {
-            let p = mnt.join(path);
-            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
-            std::fs::write(&p, data).expect("write");
-        }
+        write_tree(&mnt, &tree);
         write_interleaved(&mnt, &a, &b, 256 << 10);
         // In use (attached to a loop device, mounted): refused, unchanged.
         let before = std::fs::read(&img).expect("read");
@@ -178,10 +174,31 @@ fn mkfs_exfat_filled_through_fuse_reclusters_to_4k() {
     );
     fsck_exfat_clean(&img);
     assert_eq!(dump_exfat_cluster_size(&img), 4096);
-    let lo = LoopDevice::attach(&img);
+    assert_files_through_fuse(&tmp, &img, &tree, &a, &b);
+}
+
+/// Writes `tree` (paths relative to `mnt`, their bytes) through a mount.
+fn write_tree(mnt: &std::path::Path, tree: &[(String, Vec<u8>)]) {
+    for (path, data) in tree {
+        let f = mnt.join(path);
+        std::fs::create_dir_all(f.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&f, data).expect("write");
+    }
+}
+
+/// Mounts `img` through exfat-fuse and compares every file of `tree` and
+/// the two interleaved files with the bytes written.
+fn assert_files_through_fuse(
+    tmp: &TempDir,
+    img: &std::path::Path,
+    tree: &[(String, Vec<u8>)],
+    a: &[u8],
+    b: &[u8],
+) {
+    let lo = LoopDevice::attach(img);
     let mnt = tmp.subdir("mnt");
     let m = FuseMount::exfat(lo.path(), &mnt);
-    for (path, data) in &tree {
+    for (path, data) in tree {
         assert!(
             std::fs::read(mnt.join(path)).expect("read") == *data,
             "{path} differs"
@@ -212,11 +229,7 @@ fn mkfs_exfat_default_reclusters(size: &str, cluster: &str, to: &str, to_bytes: 
         let mnt = tmp.subdir("mnt");
         let m = FuseMount::exfat(lo.path(), &mnt);
         write_interleaved(&mnt, &a, &b, 256 << 10);
-        for (path, data) in &tree {
-            let f = mnt.join(path);
-            std::fs::create_dir_all(f.parent().expect("parent")).expect("mkdir");
-            std::fs::write(&f, data).expect("write");
-        }
+        write_tree(&mnt, &tree);
         m.unmount();
     }
     fsck_exfat_clean(&img);
@@ -232,18 +245,7 @@ fn mkfs_exfat_default_reclusters(size: &str, cluster: &str, to: &str, to_bytes: 
     );
     fsck_exfat_clean(&img);
     assert_eq!(dump_exfat_cluster_size(&img), to_bytes);
-    let lo = LoopDevice::attach(&img);
-    let mnt = tmp.subdir("mnt");
-    let m = FuseMount::exfat(lo.path(), &mnt);
-    for (path, data) in &tree {
-        assert!(
-            std::fs::read(mnt.join(path)).expect("read") == *data,
-            "{path} differs"
-        );
-    }
-    assert!(std::fs::read(mnt.join("interleaved-a.bin")).expect("read") == a);
-    assert!(std::fs::read(mnt.join("interleaved-b.bin")).expect("read") == b);
-    m.unmount();
+    assert_files_through_fuse(&tmp, &img, &tree, &a, &b);
     out.stdout
 }
 
