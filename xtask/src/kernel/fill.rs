@@ -33,15 +33,7 @@ pub(super) fn fill_through_fuse(
     let mut state = 0x2545_F491_4F6C_DD1Du64;
     let mut data = Vec::new();
     for (rel, size) in FRAGMENTED {
-        let bytes: Vec<u8> = (0..size)
-            .map(|_| {
-                // xorshift64, as the source tree's.
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state.to_le_bytes()[0]
-            })
-            .collect();
+        let bytes = super::image::xorshift_bytes(&mut state, size);
         let path = src.join(rel);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;

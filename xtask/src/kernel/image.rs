@@ -60,15 +60,7 @@ pub(crate) fn write_source_tree(dir: &Path) -> Result<(), String> {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
         }
-        let data: Vec<u8> = (0..size)
-            .map(|_| {
-                // xorshift64: reproducible bytes without a dependency.
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state.to_le_bytes()[0]
-            })
-            .collect();
+        let data = xorshift_bytes(&mut state, size);
         std::fs::write(&path, data).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     Ok(())
@@ -326,4 +318,17 @@ fn inject(image: &Image, fault: Fault) -> std::io::Result<()> {
             })
         }
     }
+}
+
+/// `n` reproducible bytes from an xorshift64 generator at `state` (no
+/// dependency needed), the generator advanced past them.
+pub(super) fn xorshift_bytes(state: &mut u64, n: usize) -> Vec<u8> {
+    (0..n)
+        .map(|_| {
+            *state ^= *state << 13;
+            *state ^= *state >> 7;
+            *state ^= *state << 17;
+            state.to_le_bytes()[0]
+        })
+        .collect()
 }
