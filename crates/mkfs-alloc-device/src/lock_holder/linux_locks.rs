@@ -13,10 +13,14 @@
 //! the kernel's `fs/locks.c` (`lock_get_status`: `ID: [-> ]KIND ADVISORY
 //! TYPE PID MAJ:MIN:INODE START END`, major and minor in hex, the inode in
 //! decimal; a waiter's line carries `->`; a lock taken in another pid
-//! namespace shows pid 0).
+//! namespace shows pid 0), and `fs/seq_file.c` (`seq_read_iter`: each
+//! read(2) starts again at the record index the last one stopped at, and
+//! fills at most one buffer, a page at first).
 
 use std::fs;
+use std::io::Read;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use super::LockHolder;
 
@@ -154,12 +158,55 @@ pub(crate) fn foreign_holder(
     }
 }
 
+/// Readings of `/proc/locks` taken before "no entry on the inode" is
+/// believed.
+const READINGS: usize = 5;
+
+/// `/proc/locks` as far as it can be read (empty when it cannot), in reads
+/// of 64 KiB: a table that fits one kernel buffer comes whole in the first
+/// read(2), which the kernel serves under its lock-list lock.
+fn read_locks() -> String {
+    let mut text = Vec::new();
+    if let Ok(mut file) = fs::File::open("/proc/locks") {
+        let mut chunk = vec![0u8; 64 << 10];
+        while let Ok(n @ 1..) = file.read(&mut chunk) {
+            text.extend_from_slice(&chunk[..n]);
+        }
+    }
+    String::from_utf8_lossy(&text).into_owned()
+}
+
+/// The granted `FLOCK` entries on (`dev`, `ino`), each once, read again
+/// while there are none (up to [`READINGS`] times).
+///
+/// Between two reads the table can change, and the next read resumes at a
+/// record index, not at a record: a lock taken before the position shows
+/// an entry twice, one released before it hides the entry after it (a
+/// table longer than one kernel buffer always comes in several reads). The
+/// caller's `flock` has just failed, so a lock on the inode is held; an
+/// empty answer is taken again.
+fn entries_on(dev: (u32, u32), ino: u64) -> Vec<FlockEntry> {
+    let mut entries = Vec::new();
+    for reading in 0..READINGS {
+        if reading > 0 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        entries = parse_locks(&read_locks());
+        entries.retain(|e| e.dev == dev && e.ino == ino);
+        entries.sort_unstable_by_key(|e| e.pid);
+        entries.dedup();
+        if !entries.is_empty() {
+            break;
+        }
+    }
+    entries
+}
+
 /// After `flock` failed because the lock is held: `Ok(())` when every
 /// holder of a lock on (`dev`, `ino`) is this process or one of its
 /// ancestors, else the other holder (if it can be told).
 pub(crate) fn check(path: PathBuf, dev: (u32, u32), ino: u64) -> Result<(), crate::DeviceError> {
-    let text = fs::read_to_string("/proc/locks").unwrap_or_default();
-    let entries = parse_locks(&text);
+    let entries = entries_on(dev, ino);
     match foreign_holder(&entries, dev, ino, &lineage()) {
         Ok(()) => Ok(()),
         Err(pid) => Err(crate::DeviceError::Locked {
@@ -300,12 +347,8 @@ mod tests {
         assert_eq!(refused, Err(rustix::io::Errno::WOULDBLOCK));
         let meta = second.metadata().expect("fstat");
         let dev = (rustix::fs::major(meta.dev()), rustix::fs::minor(meta.dev()));
-        let text = fs::read_to_string("/proc/locks").expect("read /proc/locks");
-        let mine: Vec<_> = parse_locks(&text)
-            .into_iter()
-            .filter(|e| e.dev == dev && e.ino == meta.ino())
-            .collect();
-        assert_eq!(mine.len(), 1, "{text}");
+        let mine = entries_on(dev, meta.ino());
+        assert_eq!(mine.len(), 1, "{}", read_locks());
         assert_eq!(mine[0].pid, std::process::id());
         assert!(check(path.clone(), dev, meta.ino()).is_ok());
         drop(first);
@@ -314,6 +357,39 @@ mod tests {
         assert!(
             err.is_err_and(|e| e.ends_with("in use by another process (it holds a lock on it)"))
         );
+    }
+
+    /// Other locks taken and released while the table is read (as the
+    /// other tests of this binary do): the held one is found every time.
+    #[test]
+    fn a_held_lock_is_found_while_others_come_and_go() {
+        use rustix::fs::{flock, FlockOperation};
+        use std::os::unix::fs::MetadataExt;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let dir = mkfs_alloc_testsupport::TempDir::new("proc-locks-busy");
+        let held = fs::File::create(dir.join("held")).expect("create");
+        flock(&held, FlockOperation::NonBlockingLockExclusive).expect("lock");
+        let meta = held.metadata().expect("fstat");
+        let dev = (rustix::fs::major(meta.dev()), rustix::fs::minor(meta.dev()));
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let path = dir.join(&format!("churn-{t}"));
+                let stop = &stop;
+                s.spawn(move || {
+                    let f = fs::File::create(path).expect("create");
+                    while !stop.load(Ordering::Relaxed) {
+                        flock(&f, FlockOperation::NonBlockingLockExclusive).expect("lock");
+                        flock(&f, FlockOperation::Unlock).expect("unlock");
+                    }
+                });
+            }
+            let missed = (0..2000)
+                .filter(|_| entries_on(dev, meta.ino()).len() != 1)
+                .count();
+            stop.store(true, Ordering::Relaxed);
+            assert_eq!(missed, 0, "readings without the held lock, of 2000");
+        });
     }
 
     #[test]
