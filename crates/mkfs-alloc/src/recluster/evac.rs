@@ -251,6 +251,11 @@ impl Evac<'_> {
             fat_sectors: BTreeSet::new(),
         };
         w.fig.moved = 0;
+        // Bad clusters stay bad in the intermediate FAT (kept) and are set
+        // in its bitmap, so no copy goes there (bad.rs).
+        for &c in &p.bad_clusters {
+            Self::mark(&mut w, c);
+        }
         let mut old_fat = FatReader::new(self.abs(p.old.fat_offset), p.old.fat_bytes);
         let mut fat = FatWriter::open(self.abs(p.old.fat_offset), p.old.fat_bytes);
         let bm_k = self.bitmap_bytes.div_ceil(co).max(1);

@@ -23,7 +23,9 @@
 //! steps 1..=5 then run on it. Both phases write only space the volume
 //! they start from does not use and switch through the boot region, so the
 //! crash-safety argument below holds for each; the record's phase says
-//! which one a rerun continues.
+//! which one a rerun continues. Clusters the FAT marks bad are carried
+//! over (`bad.rs`): each bad old cluster is its new clusters, marked bad,
+//! and no copy of either phase is written to one.
 //!
 //! Crash safety, under "any subset of the writes since the last flush
 //! survives, block by block": until the main boot region changes, the old
@@ -57,6 +59,7 @@ use mkfs_alloc_inspect::model::{EntrySet, RootDir, VolumeModel};
 use mkfs_alloc_inspect::{read_volumes, InspectError, ModelOptions};
 use mkfs_alloc_ondisk::exfat::BootSector;
 
+mod bad;
 mod disk;
 mod evac;
 mod plan;
@@ -162,7 +165,7 @@ impl fmt::Display for Step {
 /// not supported, too little space), [`ReclusterError::OtherJob`],
 /// [`ReclusterError::NoVolume`], or the read error.
 pub fn plan<D: BlockIo + ?Sized>(dev: &mut D, cluster: u64) -> Result<Job, ReclusterError> {
-    let (model, dirs, file_sizes) = read_one(dev)?;
+    let (mut model, dirs, file_sizes) = read_one(dev)?;
     let g = &model.geometry;
     if g.kind != mkfs_alloc_inspect::FsKind::Exfat {
         return Err(ReclusterError::Refused(Refusal::NotExfat { kind: g.kind }));
@@ -246,6 +249,8 @@ pub fn plan<D: BlockIo + ?Sized>(dev: &mut D, cluster: u64) -> Result<Job, Reclu
         });
     }
     let allow_dirty = ours.is_some();
+    let bad = bad::find(dev, &model)?;
+    bad::reserve(&mut model, &bad);
     let root_clusters = root_chain_len(dev, &model)?;
     let mut p = plan_from(
         &model,
@@ -256,6 +261,7 @@ pub fn plan<D: BlockIo + ?Sized>(dev: &mut D, cluster: u64) -> Result<Job, Reclu
         allow_dirty,
     )
     .map_err(ReclusterError::Refused)?;
+    bad::carry(&mut p, bad).map_err(ReclusterError::Refused)?;
     if p.evacuate.is_some() {
         count_evacuation(dev, &mut p, &model, &dirs, root_clusters)?;
     }

@@ -120,6 +120,10 @@ pub struct Plan {
     pub free_after: u64,
     /// Bytes the files' data takes at the old and the new cluster size.
     pub files_allocated: (u64, u64),
+    /// The old clusters the FAT marks bad, in order: each becomes its
+    /// [`Plan::ratio`] new clusters, marked bad (none through
+    /// [`plan_from`], which refuses a volume with bad clusters).
+    pub bad_clusters: Vec<u32>,
 }
 
 impl Plan {
@@ -292,7 +296,9 @@ fn is_volume_dirty(f: &Finding) -> bool {
 /// clusters. `dirs` are the directories' entry sets its reading handed out
 /// and `file_sizes` the files' sizes (a file costs 8 bytes here), `root_clusters`
 /// the old clusters of the root directory's chain. `allow_dirty` accepts
-/// VolumeDirty (set by an unfinished run of this job).
+/// VolumeDirty (set by an unfinished run of this job). A volume with bad
+/// clusters is refused here: [`super::plan`] lists them, reserves them in
+/// the model and carries them over ([`Plan::bad_clusters`]).
 ///
 /// # Errors
 ///
@@ -520,6 +526,7 @@ pub fn plan_from(
         free_before,
         free_after,
         files_allocated: (alloc_old, alloc_new),
+        bad_clusters: Vec::new(),
     })
 }
 

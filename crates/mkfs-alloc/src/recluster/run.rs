@@ -10,6 +10,7 @@ use mkfs_alloc_ondisk::exfat::{
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::FromBytes;
 
+use super::bad::BAD;
 use super::disk::{for_each_entry, read_at, write_at, DirEntry, FatReader, FatWriter};
 use super::plan::Plan;
 use super::state::{new_region, set_dirty, Intent, Region};
@@ -98,6 +99,15 @@ impl Executor<'_> {
             write_at(dev, self.new_cluster_at(d.new_first), &buf)?;
             let k = u32::try_from(d.bytes / cn).unwrap_or(u32::MAX);
             run_chain(dev, &mut fat, &mut bits, d.new_first, k)?;
+        }
+        // Each bad old cluster is its new clusters, bad and not available
+        // for allocation (bad.rs).
+        for &c in &p.bad_clusters {
+            let first = p.translate(c);
+            for n in first..first + p.ratio {
+                fat.set(dev, n, BAD)?;
+                bits.set(n);
+            }
         }
         fat.write_back(dev)?;
         let mut bytes = bits.bytes;
