@@ -1,24 +1,41 @@
-//! `mkfs-alloc recluster --cluster SIZE TARGET`: change the cluster size of
-//! an exFAT volume that holds data, in place (the engine is
-//! `mkfs_alloc::recluster`). Planned read-only first; every refusal comes
+//! `mkfs-alloc recluster --cluster SIZE|auto TARGET`: change the cluster
+//! size of an exFAT volume that holds data, in place (the engine is
+//! `mkfs_alloc::recluster`; `auto` is `plan_auto`, the advice for the files
+//! on the volume). Planned read-only first; every refusal comes
 //! before the first write (exit 2, the target unchanged); mounted or busy
 //! targets are refused by the format path's own target checks.
 
 use crate::target::Target;
 use crate::{usage, Failure};
 use anyhow::anyhow;
-use mkfs_alloc::recluster::{self, Job, Plan, ReclusterError, Step};
+use mkfs_alloc::recluster::{self, AutoChoice, Job, Plan, ReclusterError, Step};
 use mkfs_alloc::units::{format_size, parse_size};
 use mkfs_alloc_inspect::ReadOnlyFile;
 use std::path::PathBuf;
 use std::time::Instant;
 
+const EXAMPLES: &str = "\
+Examples:
+  What going to 4 KiB clusters would do, writing nothing:
+    mkfs-alloc recluster --cluster 4K --dry-run stick.img
+  The size `advise` recommends for the files on the volume, and why:
+    mkfs-alloc recluster --cluster auto --dry-run /dev/sdb1
+    mkfs-alloc recluster --cluster auto --yes /dev/sdb1
+
+auto takes the advice's exFAT recommendation for the files on the volume
+(`mkfs-alloc advise --fs exfat` for the same files); the volume's size now
+is nothing to do, a larger one is refused with the size and the reason.
+Clusters marked bad are carried over (still bad at the new size).";
+
 /// Options of `mkfs-alloc recluster`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub struct ReclusterArgs {
-    /// The new cluster size (e.g. 4K). This version makes clusters smaller,
-    /// to a size that divides the current one; file data does not move.
-    #[arg(long, value_name = "SIZE")]
+    /// The new cluster size (e.g. 4K), or `auto`: the size the advice
+    /// recommends for the files on the volume. This version makes clusters
+    /// smaller, to a size that divides the current one; file data does not
+    /// move.
+    #[arg(long, value_name = "SIZE|auto")]
     pub cluster: String,
     /// Print the plan (new geometry, what moves, bytes read and written,
     /// space gained) and write nothing.
@@ -40,7 +57,12 @@ pub struct ReclusterArgs {
 
 /// Runs `recluster`.
 pub fn run(args: &ReclusterArgs) -> Result<(), Failure> {
-    let cluster = parse_size(&args.cluster).map_err(|e| usage(anyhow!("--cluster: {e}")))?;
+    let auto = args.cluster.eq_ignore_ascii_case("auto");
+    let asked = if auto {
+        None
+    } else {
+        Some(parse_size(&args.cluster).map_err(|e| usage(anyhow!("--cluster: {e}")))?)
+    };
     let path = &args.target;
     let meta = std::fs::metadata(path)
         .map_err(|e| usage(anyhow!(e).context(format!("cannot open {}", path.display()))))?;
@@ -60,33 +82,49 @@ pub fn run(args: &ReclusterArgs) -> Result<(), Failure> {
     };
     // Planned through a read-only handle: nothing can be written before
     // every check has passed.
-    let job = {
+    let (job, choice) = {
         let mut ro = ReadOnlyFile::open(path, block_size)
             .map_err(|e| usage(anyhow!("cannot open {}", e.source)))?;
-        recluster::plan(&mut ro, cluster).map_err(refusal)?
+        match asked {
+            Some(c) => (recluster::plan(&mut ro, c).map_err(refusal)?, None),
+            None => {
+                let (choice, job) = recluster::plan_auto(&mut ro).map_err(refusal)?;
+                (job, Some(choice))
+            }
+        }
+    };
+    // Planned again below on the opened target with the size chosen here.
+    let cluster = choice.as_ref().map_or(asked.unwrap_or(0), |c| c.cluster);
+    let shown = Shown {
+        job: &job,
+        choice: choice.as_ref(),
     };
     if args.dry_run {
         // The checks the real run makes (mounted, in use, locked), collected.
         let target = Target::inspect(path, None, None, true)?;
-        print_plan(args, &job, target.would_refuse());
+        print_plan(args, &shown, target.would_refuse());
         return Ok(());
     }
     let target = Target::inspect(path, None, None, false)?;
     if job.step == Step::Nothing {
         if !args.quiet && !args.json {
             eprintln!(
-                "mkfs-alloc: {} already has {} clusters; nothing to do",
+                "mkfs-alloc: {} already has {} clusters{}; nothing to do",
                 path.display(),
-                format_size(cluster)
+                format_size(cluster),
+                choice.as_ref().map_or(String::new(), |c| format!(
+                    ", the size auto chose ({})",
+                    c.reason
+                ))
             );
         }
         if args.json {
-            print_plan(args, &job, None);
+            print_plan(args, &shown, None);
         }
         return Ok(());
     }
     if !args.quiet && !args.json {
-        print_plan(args, &job, None);
+        print_plan(args, &shown, None);
     }
     if !args.yes {
         let p = path.display();
@@ -111,7 +149,11 @@ pub fn run(args: &ReclusterArgs) -> Result<(), Failure> {
     })?;
     let secs = started.elapsed().as_secs_f64();
     if args.json {
-        let mut v = plan_json(&job, None);
+        let shown = Shown {
+            job: &job,
+            choice: choice.as_ref(),
+        };
+        let mut v = plan_json(&shown, None);
         v["done"] = serde_json::json!(true);
         v["seconds"] = serde_json::json!(secs);
         outln!("{v:#}");
@@ -134,13 +176,29 @@ fn refusal(e: ReclusterError) -> Failure {
     }
 }
 
-fn print_plan(args: &ReclusterArgs, job: &Job, would_refuse: Option<&str>) {
+/// What the plan's print shows: the job, and what `auto` chose.
+struct Shown<'a> {
+    job: &'a Job,
+    choice: Option<&'a AutoChoice>,
+}
+
+fn print_plan(args: &ReclusterArgs, shown: &Shown<'_>, would_refuse: Option<&str>) {
     if args.json {
-        outln!("{:#}", plan_json(job, would_refuse));
+        outln!("{:#}", plan_json(shown, would_refuse));
         return;
     }
     if args.quiet {
         return;
+    }
+    let job = shown.job;
+    if let Some(c) = shown.choice {
+        outln!(
+            "{}: auto chose {} (now {}): {}",
+            args.target.display(),
+            format_size(c.cluster),
+            format_size(c.current),
+            c.reason
+        );
     }
     let Some(p) = &job.plan else {
         outln!("{}: {}", args.target.display(), job.step);
@@ -225,6 +283,14 @@ fn print_text(args: &ReclusterArgs, job: &Job, p: &Plan) {
         );
     }
     outln!("  clusters moved {}", p.clusters_moved);
+    if !p.bad_clusters.is_empty() {
+        let n = p.bad_clusters.len() as u64;
+        outln!(
+            "  bad clusters   {} -> {}, still marked bad (no copy goes there)",
+            n,
+            n * u64::from(p.ratio)
+        );
+    }
     outln!(
         "  files          {} ({}), taking {} -> {}",
         p.files,
@@ -264,7 +330,8 @@ fn signed(v: i128) -> String {
     }
 }
 
-fn plan_json(job: &Job, would_refuse: Option<&str>) -> serde_json::Value {
+fn plan_json(shown: &Shown<'_>, would_refuse: Option<&str>) -> serde_json::Value {
+    let job = shown.job;
     let geo = |g: &recluster::ExfatGeometry| {
         serde_json::json!({
             "cluster_size": g.cluster_size,
@@ -305,6 +372,8 @@ fn plan_json(job: &Job, would_refuse: Option<&str>) -> serde_json::Value {
             "file_bytes": p.file_bytes,
             "files_allocated_old": p.files_allocated.0,
             "files_allocated_new": p.files_allocated.1,
+            "bad_clusters_old": p.bad_clusters.len(),
+            "bad_clusters_new": p.bad_clusters.len() as u64 * u64::from(p.ratio),
             "bytes_read": p.bytes_read,
             "bytes_written": p.bytes_written,
             "free_before": p.free_before,
@@ -313,8 +382,17 @@ fn plan_json(job: &Job, would_refuse: Option<&str>) -> serde_json::Value {
             "estimated_seconds": estimate(p),
         })
     });
+    let auto = shown.choice.map(|c| {
+        serde_json::json!({
+            "cluster_size": c.cluster,
+            "current_cluster_size": c.current,
+            "rule": serde_json::to_value(c.rule).ok(),
+            "reason": c.reason,
+        })
+    });
     serde_json::json!({
         "step": step,
+        "auto": auto,
         "plan": plan,
         "would_refuse": would_refuse,
     })

@@ -59,6 +59,7 @@ use mkfs_alloc_inspect::model::{EntrySet, RootDir, VolumeModel};
 use mkfs_alloc_inspect::{read_volumes, InspectError, ModelOptions};
 use mkfs_alloc_ondisk::exfat::BootSector;
 
+mod auto;
 mod bad;
 mod disk;
 mod evac;
@@ -68,6 +69,7 @@ mod state;
 #[cfg(test)]
 mod tests;
 
+pub use auto::{plan_auto, recommend, AutoChoice};
 pub use plan::{plan_from, DirCopy, Evacuation, ExfatGeometry, Plan, Refusal};
 
 use state::{Intent, Region};
@@ -88,6 +90,21 @@ pub enum ReclusterError {
     OtherJob {
         /// The cluster size that job goes to.
         cluster: u64,
+    },
+    /// The advice recommends no cluster size for the files on the volume
+    /// ([`plan_auto`]).
+    #[error("no cluster size is recommended for the files on this volume: {why}")]
+    NoRecommendation {
+        /// The advice's reason.
+        why: String,
+    },
+    /// The size [`plan_auto`] chose is refused.
+    #[error("the recommended cluster size is {} bytes ({}); {refusal}", choice.cluster, choice.reason)]
+    AutoRefused {
+        /// What was chosen, and why.
+        choice: Box<AutoChoice>,
+        /// Why it cannot be done.
+        refusal: Refusal,
     },
     /// The volume cannot be read.
     #[error(transparent)]
@@ -165,7 +182,16 @@ impl fmt::Display for Step {
 /// not supported, too little space), [`ReclusterError::OtherJob`],
 /// [`ReclusterError::NoVolume`], or the read error.
 pub fn plan<D: BlockIo + ?Sized>(dev: &mut D, cluster: u64) -> Result<Job, ReclusterError> {
-    let (mut model, dirs, file_sizes) = read_one(dev)?;
+    let read = read_one(dev)?;
+    plan_read(dev, read, cluster)
+}
+
+/// [`plan`] from the volume's reading.
+fn plan_read<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    (mut model, dirs, file_sizes): Read,
+    cluster: u64,
+) -> Result<Job, ReclusterError> {
     let g = &model.geometry;
     if g.kind != mkfs_alloc_inspect::FsKind::Exfat {
         return Err(ReclusterError::Refused(Refusal::NotExfat { kind: g.kind }));
@@ -519,11 +545,21 @@ pub fn recluster<D: BlockIo + ?Sized>(dev: &mut D, cluster: u64) -> Result<Job, 
 
 /// The model of the medium's one volume, its directories' entry sets and
 /// its files' sizes.
-fn read_one<D: BlockIo + ?Sized>(
+type Read = (VolumeModel, Vec<EntrySet>, Vec<u64>);
+
+/// Reads the medium's one volume ([`Read`]).
+fn read_one<D: BlockIo + ?Sized>(dev: &mut D) -> Result<Read, ReclusterError> {
+    read_one_with(dev, &mut |_| {})
+}
+
+/// [`read_one`], handing every entry set to `also` too.
+fn read_one_with<D: BlockIo + ?Sized>(
     dev: &mut D,
-) -> Result<(VolumeModel, Vec<EntrySet>, Vec<u64>), ReclusterError> {
+    also: &mut dyn FnMut(&EntrySet),
+) -> Result<Read, ReclusterError> {
     let (mut dirs, mut sizes) = (Vec::new(), Vec::new());
     let mut vols = read_volumes(dev, &ModelOptions::default(), &mut |s| {
+        also(s);
         if s.is_dir {
             dirs.push(s.clone());
         } else {

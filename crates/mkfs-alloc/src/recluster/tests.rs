@@ -579,6 +579,8 @@ fn an_unknown_entry_is_refused_before_the_first_write() {
 }
 
 #[cfg(test)]
+mod auto;
+#[cfg(test)]
 mod bad;
 #[cfg(test)]
 mod evac;

@@ -1,0 +1,123 @@
+//! `auto`: the size the advice recommends for the files on the volume,
+//! the same as the advice for those files counted from their paths; a
+//! smaller one is planned and run, the current one is nothing to do, a
+//! larger one is refused naming it and its reason, nothing written.
+
+use super::*;
+use mkfs_alloc_advise::{advise_with, DirRecord, FsSelection, Policy, ScanResult};
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+
+/// The advice's exFAT recommendation for the test tree on a volume of
+/// `fs_bytes`, the scan counted here from the tree's paths.
+fn advised(tree: &[(String, usize)], fs_bytes: u64) -> u64 {
+    let mut dirs: BTreeMap<String, DirRecord> = BTreeMap::new();
+    let mut data = ScanResult::default();
+    for (path, len) in tree {
+        let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        for i in 0..parts.len() {
+            let parent = parts[..i].join("/");
+            let child = parts[..=i].join("/");
+            let new_dir = i + 1 < parts.len() && !dirs.contains_key(&child);
+            if i + 1 == parts.len() || new_dir {
+                dirs.entry(parent).or_default().add(OsStr::new(parts[i]));
+            }
+            if new_dir {
+                dirs.insert(child, DirRecord::default());
+            }
+        }
+        data.file_sizes.push(*len as u64);
+        data.apparent_bytes += *len as u64;
+    }
+    data.root = dirs.remove("").unwrap();
+    data.dirs = dirs.into_values().collect();
+    let advice = advise_with(
+        fs_bytes,
+        512,
+        FsSelection::Exfat,
+        Some(&data),
+        &Policy::default(),
+    )
+    .unwrap();
+    advice.per_fs[0]
+        .recommendation
+        .as_ref()
+        .unwrap()
+        .cluster_size
+}
+
+#[test]
+fn auto_takes_the_advice_for_the_files_on_the_volume_and_runs() {
+    let mut disk = image(SIZE, OLD);
+    let (m, _) = model_of(&disk).unwrap();
+    let want = advised(&files(32 << 10), m.geometry.fs_bytes);
+    let (choice, job) = plan_auto(&mut disk).unwrap();
+    eprintln!("{choice:?}");
+    assert_eq!(choice.cluster, want);
+    assert!(choice.cluster < OLD, "{choice:?}");
+    assert_eq!(choice.current, OLD);
+    assert!(!choice.reason.is_empty());
+    assert_eq!(job.step, Step::Start);
+    assert_eq!(job.plan.as_ref().unwrap().new.cluster_size, choice.cluster);
+    run(&mut disk, &job).unwrap();
+    let m = check_files(&disk, 32 << 10).unwrap();
+    assert_eq!(m.geometry.cluster_size, choice.cluster);
+    // At its size now: nothing to do, the same choice.
+    let (again, job) = plan_auto(&mut disk).unwrap();
+    assert_eq!(again.cluster, choice.cluster);
+    assert_eq!(job.step, Step::Nothing);
+}
+
+#[test]
+fn auto_refuses_a_larger_size_naming_it_and_writes_nothing() {
+    let mut disk = image(SIZE, 512);
+    let before = disk.as_bytes().to_vec();
+    match plan_auto(&mut disk) {
+        Err(e @ ReclusterError::AutoRefused { .. }) => {
+            let text = e.to_string();
+            let ReclusterError::AutoRefused { choice, refusal } = e else {
+                unreachable!()
+            };
+            assert!(choice.cluster > 512, "{choice:?}");
+            assert!(matches!(refusal, Refusal::LargerNotSupported { .. }));
+            assert!(
+                text.contains(&format!("{} bytes", choice.cluster)),
+                "{text}"
+            );
+            assert!(text.contains(&choice.reason), "{text}");
+        }
+        other => panic!("{:?}", other.map(|(c, j)| (c, j.step))),
+    }
+    assert!(disk.as_bytes() == &before[..]);
+}
+
+#[test]
+fn the_tally_counts_names_per_directory_as_a_scan_does() {
+    let mut t = super::super::auto::Tally::default();
+    let set = |path: &str, is_dir: bool, size: u64| EntrySet {
+        path: path.into(),
+        is_dir,
+        size,
+        first_cluster: 0,
+        contiguous: false,
+        clusters: 0,
+        fragments: 0,
+        at: mkfs_alloc_inspect::model::EntryPos {
+            cluster: None,
+            offset: 0,
+            entries: 3,
+        },
+    };
+    t.add(&set("/a.txt", false, 10));
+    t.add(&set("/d", true, 4096));
+    t.add(&set("/d/e", true, 4096));
+    t.add(&set("/d/b.bin", false, 5));
+    let data = t.finish();
+    assert_eq!(data.file_sizes.len(), 2);
+    assert_eq!(data.apparent_bytes, 15);
+    assert_eq!(data.root.entries, 2);
+    let mut entries: Vec<u32> = data.dirs.iter().map(|d| d.entries).collect();
+    entries.sort_unstable();
+    // /d holds e and b.bin; /d/e is empty.
+    assert_eq!(entries, vec![0, 2]);
+}
