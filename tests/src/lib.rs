@@ -12,6 +12,7 @@
 //!  powercut  a disk whose power can be cut (FUSE file with a volatile write
 //!            cache + direct-I/O loop device)
 //!  racetree  a --rootdir source whose entry becomes a link between walk and copy
+//!  recluster the re-cluster tests' images, tree through exfat-fuse, fsck of cut states
 //!  fatfs_io  the fatfs crate as an independent FAT reader/writer
 //!  boot      independent decoders of exFAT and FAT32 boot fields
 //!  image     sentinel files, hashes, reads at an offset
@@ -33,6 +34,7 @@ pub mod geometry;
 pub mod image;
 pub mod powercut;
 pub mod racetree;
+pub mod recluster;
 pub mod sizes;
 
 pub use mkfs_alloc_testsupport::{cmd, fuse, loopdev, tempdir, tools};

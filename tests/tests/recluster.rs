@@ -7,37 +7,16 @@
 //! clusters (evacuated first).
 
 use mkfs_alloc_tests::checks::{dump_exfat_cluster_size, fsck_exfat_clean};
+use mkfs_alloc_tests::recluster::{
+    assert_files_through_fuse, fsck_every_cut_state, our_image_with, tool_tree, write_interleaved,
+    write_tree,
+};
 use mkfs_alloc_tests::tools::{require_fuse, require_root, require_tool};
 use mkfs_alloc_tests::{mkfs_alloc, run, test_data, FuseMount, LoopDevice, TempDir};
-use std::path::Path;
 
 /// An exFAT image of ours at 128 KiB clusters holding a small tree.
 fn our_image(tmp: &TempDir) -> std::path::PathBuf {
     our_image_with(tmp, &["--cluster", "128K"])
-}
-
-/// [`our_image`] made with `opts` (cluster size, alignment).
-fn our_image_with(tmp: &TempDir, opts: &[&str]) -> std::path::PathBuf {
-    let tree = tmp.subdir("tree");
-    std::fs::create_dir_all(tree.join("sub")).expect("mkdir");
-    for i in 0..5usize {
-        std::fs::write(tree.join(format!("f{i}.bin")), test_data(i * 70_000 + 3, 7)).expect("w");
-    }
-    std::fs::write(tree.join("sub/big.bin"), test_data(900_000, 9)).expect("w");
-    let img = tmp.join("v.img");
-    let mut args = vec!["--fs", "exfat"];
-    args.extend_from_slice(opts);
-    args.extend_from_slice(&[
-        "--size",
-        "32M",
-        "--rootdir",
-        tree.to_str().expect("utf-8"),
-        "--yes",
-        "-q",
-        img.to_str().expect("utf-8"),
-    ]);
-    mkfs_alloc(&args).assert_success();
-    img
 }
 
 #[test]
@@ -82,49 +61,6 @@ fn root_file_entry(img: &[u8]) -> usize {
         .step_by(32)
         .find(|&o| img[o] == 0x85)
         .expect("a file entry in the root")
-}
-
-/// Writes two files through the driver in alternating pieces, so that both
-/// get fragmented chains.
-fn write_interleaved(dir: &Path, a: &[u8], b: &[u8], piece: usize) {
-    use std::io::Write;
-    let mut fa = std::fs::File::create(dir.join("interleaved-a.bin")).expect("create");
-    let mut fb = std::fs::File::create(dir.join("interleaved-b.bin")).expect("create");
-    for (ca, cb) in a.chunks(piece).zip(b.chunks(piece)) {
-        fa.write_all(ca).expect("write");
-        fa.sync_all().expect("sync");
-        fb.write_all(cb).expect("write");
-        fb.sync_all().expect("sync");
-    }
-    // The longer one's tail (zip stops at the shorter).
-    let both = a.len().min(b.len()).div_ceil(piece) * piece;
-    fa.write_all(a.get(both..).unwrap_or_default())
-        .expect("write");
-    fb.write_all(b.get(both..).unwrap_or_default())
-        .expect("write");
-}
-
-/// The tree written through exfat-fuse: (path, bytes).
-fn tool_tree() -> Vec<(String, Vec<u8>)> {
-    let mut v = Vec::new();
-    for i in 0..40usize {
-        v.push((
-            format!("photos/IMG_{i:04}.JPG"),
-            test_data(50_000 + i * 9_001, i as u64),
-        ));
-    }
-    for i in 0..30usize {
-        v.push((
-            format!("docs/notes/n{i}.txt"),
-            test_data(100 + i * 37, 100 + i as u64),
-        ));
-    }
-    v.push((
-        "a name with spaces and ünïcode.txt".into(),
-        test_data(5000, 3),
-    ));
-    v.push(("empty".into(), Vec::new()));
-    v
 }
 
 #[test]
@@ -175,38 +111,6 @@ fn mkfs_exfat_filled_through_fuse_reclusters_to_4k() {
     fsck_exfat_clean(&img);
     assert_eq!(dump_exfat_cluster_size(&img), 4096);
     assert_files_through_fuse(&tmp, &img, &tree, &a, &b);
-}
-
-/// Writes `tree` (paths relative to `mnt`, their bytes) through a mount.
-fn write_tree(mnt: &std::path::Path, tree: &[(String, Vec<u8>)]) {
-    for (path, data) in tree {
-        let f = mnt.join(path);
-        std::fs::create_dir_all(f.parent().expect("parent")).expect("mkdir");
-        std::fs::write(&f, data).expect("write");
-    }
-}
-
-/// Mounts `img` through exfat-fuse and compares every file of `tree` and
-/// the two interleaved files with the bytes written.
-fn assert_files_through_fuse(
-    tmp: &TempDir,
-    img: &std::path::Path,
-    tree: &[(String, Vec<u8>)],
-    a: &[u8],
-    b: &[u8],
-) {
-    let lo = LoopDevice::attach(img);
-    let mnt = tmp.subdir("mnt");
-    let m = FuseMount::exfat(lo.path(), &mnt);
-    for (path, data) in tree {
-        assert!(
-            std::fs::read(mnt.join(path)).expect("read") == *data,
-            "{path} differs"
-        );
-    }
-    assert!(std::fs::read(mnt.join("interleaved-a.bin")).expect("read") == a);
-    assert!(std::fs::read(mnt.join("interleaved-b.bin")).expect("read") == b);
-    m.unmount();
 }
 
 /// A volume of `size` made by plain `mkfs.exfat -c CLUSTER` (its default
@@ -296,18 +200,6 @@ fn info_says_a_cut_recluster_is_unfinished_and_the_same_command_finishes_it() {
     assert!(out.stdout.contains("4096"), "{out}");
 }
 
-/// fsck.exfat's findings on `img`, with the line a dirty volume gives
-/// (VolumeDirty is set while a re-cluster is unfinished, on purpose) left
-/// out and counted.
-fn fsck_findings_but_dirty(img: &Path) -> (Vec<String>, bool) {
-    use mkfs_alloc_testsupport::{fsck_findings, FsckKind};
-    let out = run(require_tool("fsck.exfat"), &[Path::new("-n"), img]);
-    let all = fsck_findings(FsckKind::Exfat, out.success(), &out.stdout, &out.stderr);
-    let dirty = |l: &String| l.to_lowercase().contains("dirty");
-    let was_dirty = all.iter().any(dirty);
-    (all.into_iter().filter(|l| !dirty(l)).collect(), was_dirty)
-}
-
 #[test]
 #[ignore = "tool tier: cargo xtask test (fsck.exfat)"]
 fn fsck_exfat_finds_every_cut_state_consistent() {
@@ -335,62 +227,4 @@ fn fsck_exfat_finds_every_cut_state_of_an_evacuation_consistent() {
         "{v:#}"
     );
     fsck_every_cut_state(&img, 512);
-}
-
-/// fsck.exfat on every state a re-cluster of `img` to `cluster` leaves when
-/// cut at each of its operations under 3 seeds: all consistent.
-fn fsck_every_cut_state(img: &Path, cluster: u64) {
-    use mkfs_alloc_blockio::{BlockIo, ImageFile, PowerCutIo};
-    require_tool("fsck.exfat");
-    let img = img.to_path_buf();
-    let restored = img.with_extension("restored");
-    let mut torn_states = 0;
-    let pristine = std::fs::read(&img).expect("read");
-    let ops = {
-        let mut count = PowerCutIo::counting(ImageFile::open(&img, 512).expect("open"));
-        mkfs_alloc::recluster::recluster(&mut count, cluster).expect("uncut");
-        let n = count.ops_seen();
-        drop(count.into_all_written().expect("write"));
-        n
-    };
-    let (mut states, mut dirty_states) = (0, 0);
-    for k in 0..ops {
-        for seed in 0..3 {
-            std::fs::write(&img, &pristine).expect("reset");
-            let mut cut = PowerCutIo::new(ImageFile::open(&img, 512).expect("open"), k, seed);
-            assert!(mkfs_alloc::recluster::recluster(&mut cut, cluster).is_err());
-            let mut dev = cut.into_surviving().expect("cut");
-            dev.flush().expect("flush");
-            drop(dev);
-            let (findings, dirty) = fsck_findings_but_dirty(&img);
-            states += 1;
-            dirty_states += usize::from(dirty);
-            if findings.is_empty() {
-                continue;
-            }
-            // A main boot region torn in the switch: fsck.exfat offers to
-            // restore it from the backup, and the backup is the whole
-            // volume: with it restored, fsck.exfat finds it consistent.
-            assert!(
-                findings
-                    .iter()
-                    .any(|l| l.contains("restore the region from backup")),
-                "cut at {k}, seed {seed}: {findings:?}"
-            );
-            let mut bytes = std::fs::read(&img).expect("read");
-            let backup = bytes[12 * 512..24 * 512].to_vec();
-            bytes[..12 * 512].copy_from_slice(&backup);
-            std::fs::write(&restored, &bytes).expect("write");
-            let (findings, _) = fsck_findings_but_dirty(&restored);
-            assert!(
-                findings.is_empty(),
-                "cut at {k}, seed {seed}, main restored: {findings:?}"
-            );
-            torn_states += 1;
-        }
-    }
-    eprintln!(
-        "fsck.exfat on {states} cut states of {ops} ops: all consistent ({dirty_states} reported \
-         only as dirty, {torn_states} a main boot region torn whose backup is consistent)"
-    );
 }
