@@ -5,9 +5,9 @@
 //! hands every entry set to a [`Tally`], which makes of them the
 //! [`ScanResult`] a scan of the same tree on the host would give: each
 //! file's size, and per directory its names' entries. The recommendation
-//! is then [`advise_with`]'s for exFAT on a volume of the file system's
-//! size and sector size, with the default policy: the one `mkfs-alloc
-//! advise --size BYTES --fs exfat PATH` prints for those files.
+//! is then [`advise_with`]'s for the volume's file system on a volume of
+//! its size and sector size, with the default policy: for exFAT the one
+//! `mkfs-alloc advise --size BYTES --fs exfat PATH` prints for those files.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -17,6 +17,7 @@ use mkfs_alloc_advise::{
 };
 use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_inspect::model::{EntrySet, VolumeModel};
+use mkfs_alloc_inspect::FsKind;
 
 use super::{plan_read, read_one_with, Job, ReclusterError};
 
@@ -65,8 +66,8 @@ impl Tally {
     }
 }
 
-/// The advice's exFAT recommendation for `data` on the volume `model`
-/// describes (pure).
+/// The advice's recommendation for `data` on the volume `model` describes,
+/// for its file system (pure).
 ///
 /// # Errors
 ///
@@ -75,16 +76,22 @@ impl Tally {
 pub fn recommend(model: &VolumeModel, data: &ScanResult) -> Result<AutoChoice, ReclusterError> {
     let g = &model.geometry;
     let no = |why: String| ReclusterError::NoRecommendation { why };
+    let fs = match g.kind {
+        FsKind::Exfat => FsSelection::Exfat,
+        FsKind::Fat32 => FsSelection::Fat32,
+        FsKind::Fat16 => FsSelection::Fat16,
+        FsKind::Fat12 => FsSelection::Fat12,
+    };
     let advice = advise_with(
         g.fs_bytes,
         g.sector_size,
-        FsSelection::Exfat,
+        fs,
         Some(data),
         &Policy::default(),
     )
     .map_err(|e: AdviseError| no(e.to_string()))?;
     let Some(fs) = advice.per_fs.first() else {
-        return Err(no("no exFAT advice for this volume".into()));
+        return Err(no(format!("no {:?} advice for this volume", g.kind)));
     };
     match &fs.recommendation {
         Some(r) => Ok(AutoChoice {
