@@ -1,6 +1,7 @@
 //! `mkfs-alloc recluster --cluster auto` and bad clusters, as a black box.
-//! auto: a larger size than the volume's is refused naming it and the
-//! advice's reason, its own size is nothing to do, the target unchanged;
+//! auto: the dry run (text and JSON) says the size and the reason; a larger
+//! size than the volume's is refused naming it and the advice's reason, its
+//! own size is nothing to do; each leaves the target unchanged;
 //! (tool tier) on a volume made by `mkfs.exfat -c 128K` and filled through
 //! exfat-fuse it takes the size `advise --fs exfat` gives the same files on
 //! the host, and the result is clean for fsck.exfat, has that size for
@@ -44,6 +45,30 @@ fn auto_refuses_a_larger_size_and_is_nothing_to_do_at_its_size_leaving_the_targe
     out.assert_success();
     assert!(out.stderr.contains("nothing to do"), "{out}");
     assert!(out.stderr.contains("the size auto chose"), "{out}");
+    assert!(std::fs::read(&img).expect("read") == before);
+}
+
+#[test]
+fn auto_in_a_dry_run_says_the_size_and_why_and_writes_nothing() {
+    let tmp = TempDir::new("recluster-auto-dry");
+    let img = our_image_with(&tmp, &["--cluster", "128K"]);
+    let p = img.to_str().expect("utf-8");
+    let before = std::fs::read(&img).expect("read");
+    let out = mkfs_alloc(&["recluster", "--cluster", "auto", "--dry-run", "--json", p]);
+    out.assert_success();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+    assert_eq!(v["auto"]["cluster_size"], 4096, "{v:#}");
+    assert_eq!(v["auto"]["current_cluster_size"], 128 << 10);
+    assert_eq!(v["auto"]["rule"], "least_waste");
+    assert_eq!(v["plan"]["new"]["cluster_size"], 4096);
+    let reason = v["auto"]["reason"].as_str().expect("reason");
+    let text = mkfs_alloc(&["recluster", "--cluster", "AUTO", "--dry-run", p]);
+    text.assert_success();
+    assert!(
+        text.stdout
+            .contains(&format!("auto chose 4 KiB (now 128 KiB): {reason}")),
+        "{text}"
+    );
     assert!(std::fs::read(&img).expect("read") == before);
 }
 
