@@ -59,12 +59,14 @@ use mkfs_alloc_ondisk::exfat::BootSector;
 
 mod disk;
 mod evac;
+mod fat;
 mod plan;
 mod run;
 mod state;
 #[cfg(test)]
 mod tests;
 
+pub use fat::{FatLayout, FatRefusal};
 pub use plan::{plan_from, DirCopy, Evacuation, ExfatGeometry, Plan, Refusal};
 
 use state::{Intent, Region};
@@ -138,6 +140,8 @@ pub struct Job {
     target: u64,
     /// A cut evacuation's switch: the re-cluster follows the restore.
     continues: bool,
+    /// A FAT32 volume's job (`None` for exFAT).
+    fat: Option<Box<fat::FatJob>>,
 }
 
 impl fmt::Display for Step {
@@ -165,7 +169,7 @@ pub fn plan<D: BlockIo + ?Sized>(dev: &mut D, cluster: u64) -> Result<Job, Reclu
     let (model, dirs, file_sizes) = read_one(dev)?;
     let g = &model.geometry;
     if g.kind != mkfs_alloc_inspect::FsKind::Exfat {
-        return Err(ReclusterError::Refused(Refusal::NotExfat { kind: g.kind }));
+        return fat::plan(dev, &model, &dirs, &file_sizes, cluster);
     }
     let s = g.sector_size;
     let region_len = usize::try_from(12 * u64::from(s)).unwrap_or(0);
@@ -197,6 +201,7 @@ pub fn plan<D: BlockIo + ?Sized>(dev: &mut D, cluster: u64) -> Result<Job, Reclu
         intent_offset,
         target: cluster,
         continues: false,
+        fat: None,
     };
     let boot = |r: &Region| r.boot().cloned();
     let main_boot: Option<BootSector> = if main.valid { boot(&main) } else { None };
@@ -281,6 +286,9 @@ pub fn plan<D: BlockIo + ?Sized>(dev: &mut D, cluster: u64) -> Result<Job, Reclu
 /// The first write or flush that fails; the medium is then in a state the
 /// same job, planned and run again, finishes.
 pub fn run<D: BlockIo + ?Sized>(dev: &mut D, job: &Job) -> Result<(), ReclusterError> {
+    if let Some(f) = &job.fat {
+        return fat::run(dev, job, f);
+    }
     match job.step {
         Step::Nothing => Ok(()),
         Step::Finish => run::finish(dev, job.volume_start, job.sector, job.intent_offset),

@@ -580,3 +580,6 @@ fn an_unknown_entry_is_refused_before_the_first_write() {
 
 #[cfg(test)]
 mod evac;
+
+#[cfg(test)]
+mod fat;
