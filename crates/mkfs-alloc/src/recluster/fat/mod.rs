@@ -59,8 +59,8 @@ use super::{Job, ReclusterError, Step};
 mod plan;
 mod run;
 
-pub use plan::{FatLayout, FatRefusal};
 pub(super) use plan::{plan_fat, Input, INTENT_SECTOR};
+pub use plan::{FatLayout, FatRefusal};
 
 /// FAT32 entry bits (the high four are reserved).
 const MASK: u32 = 0x0FFF_FFFF;
@@ -153,7 +153,10 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
         free: (0, 0),
     };
     if g.cluster_size == cluster {
-        if intent.as_ref().is_some_and(|i| i.names(s, serial, &now, true)) {
+        if intent
+            .as_ref()
+            .is_some_and(|i| i.names(s, serial, &now, true))
+        {
             let next = (2..=g.cluster_count + 1).find(|&c| !model.used.get(c));
             fat.free = (
                 u32::try_from(model.free_clusters).unwrap_or(u32::MAX),
@@ -165,9 +168,7 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
         return Ok(job);
     }
     let shift = u8::try_from((cluster / su.max(1)).trailing_zeros()).unwrap_or(0);
-    let ours = intent
-        .as_ref()
-        .filter(|i| i.names(s, serial, &now, false));
+    let ours = intent.as_ref().filter(|i| i.names(s, serial, &now, false));
     if let Some(i) = ours.filter(|i| i.target_shift() != shift) {
         return Err(ReclusterError::OtherJob {
             cluster: su << i.target_shift(),
@@ -202,7 +203,11 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
     };
     let (p, copies) = plan_fat(model, &input).map_err(ReclusterError::Refused)?;
     fat.copies = copies;
-    job.step = if ours.is_some() { Step::Redo } else { Step::Start };
+    job.step = if ours.is_some() {
+        Step::Redo
+    } else {
+        Step::Start
+    };
     job.plan = Some(p);
     job.fat = Some(Box::new(fat));
     Ok(job)

@@ -236,9 +236,12 @@ pub(in super::super) fn plan_fat(
         }));
     }
     if count > FsKind::Fat32.max_clusters() {
-        return Err(Refusal::Fat(FatRefusal::TooManyClusters { clusters: count }));
+        return Err(Refusal::Fat(FatRefusal::TooManyClusters {
+            clusters: count,
+        }));
     }
-    let new_count = u32::try_from(count).map_err(|_| Refusal::TooManyClusters { clusters: count })?;
+    let new_count =
+        u32::try_from(count).map_err(|_| Refusal::TooManyClusters { clusters: count })?;
     let shift = u32::try_from(covered * u64::from(ratio))
         .map_err(|_| Refusal::TooManyClusters { clusters: count })?;
     let mut alloc = Allocator::new(model, ratio, new_count, shift);
@@ -310,8 +313,22 @@ pub(in super::super) fn plan_fat(
         volume_start: g.start,
         sector_size: g.sector_size,
         volume_bytes: g.fs_bytes,
-        old: geometry(old_c, g.cluster_count, reserved_old, old_fat_sectors, data_old, root_first),
-        new: geometry(cluster, new_count, reserved_new, fat_sectors, data_new, new_root),
+        old: geometry(
+            old_c,
+            g.cluster_count,
+            reserved_old,
+            old_fat_sectors,
+            data_old,
+            root_first,
+        ),
+        new: geometry(
+            cluster,
+            new_count,
+            reserved_new,
+            fat_sectors,
+            data_new,
+            new_root,
+        ),
         gap: (reserved_old * s, fats * g.fat_bytes),
         intent_offset: INTENT_SECTOR * s,
         ratio,

@@ -39,12 +39,7 @@ impl Executor<'_> {
             set_clean(dev, at, s, false)?;
         }
         dev.flush()?;
-        let old_c = usize::try_from(p.old.cluster_size).unwrap_or(0);
-        let mut buf = vec![0u8; old_c];
-        for &(c, n) in &self.fat.copies {
-            disk::read_at(dev, self.old_at(c), &mut buf)?;
-            disk::write_at(dev, self.new_at(n), &buf)?;
-        }
+        self.copy_covered(dev)?;
         self.new_fats(dev)?;
         for &at in &self.fat.fs_info {
             set_fs_info(dev, at, s, (u32::MAX, u32::MAX))?;
@@ -57,6 +52,36 @@ impl Executor<'_> {
         }
         disk::write_at(dev, p.volume_start, &boot)?;
         dev.flush()?;
+        Ok(())
+    }
+
+    /// The copies of the covered file clusters, in runs of up to
+    /// [`PIECE`] bytes where both the old clusters and their copies follow
+    /// each other.
+    fn copy_covered<D: BlockIo + ?Sized>(&self, dev: &mut D) -> Result<(), ReclusterError> {
+        let p = self.plan;
+        let most = usize::try_from((PIECE / p.old.cluster_size).max(1)).unwrap_or(1);
+        let old_c = usize::try_from(p.old.cluster_size).unwrap_or(0);
+        let mut buf = Vec::new();
+        let copies = &self.fat.copies;
+        let mut i = 0;
+        while i < copies.len() {
+            let (c, n) = copies[i];
+            let mut len = 1;
+            while i + len < copies.len()
+                && len < most
+                && copies[i + len] == {
+                    let l = u32::try_from(len).unwrap_or(u32::MAX);
+                    (c + l, n + l * p.ratio)
+                }
+            {
+                len += 1;
+            }
+            buf.resize(len * old_c, 0);
+            disk::read_at(dev, self.old_at(c), &mut buf)?;
+            disk::write_at(dev, self.new_at(n), &buf)?;
+            i += len;
+        }
         Ok(())
     }
 

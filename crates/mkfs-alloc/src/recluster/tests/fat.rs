@@ -72,7 +72,11 @@ fn fragment_fat(disk: &mut MemDisk, path: &str) {
         let data = read(disk, at(*c), cs);
         patch(disk, at(dest), &data);
         for copy in 0..u64::from(g.fat_count) {
-            patch(disk, g.fat_offset + copy * g.fat_bytes + 4 * u64::from(*c), &[0; 4]);
+            patch(
+                disk,
+                g.fat_offset + copy * g.fat_bytes + 4 * u64::from(*c),
+                &[0; 4],
+            );
         }
         *c = dest;
     }
@@ -98,7 +102,11 @@ fn fat_contents(disk: &MemDisk) -> Result<(VolumeModel, BTreeMap<String, Vec<u8>
             if !(2..=g.cluster_count + 1).contains(&c) {
                 return Err(format!("{}: chain leaves the data region at {c}", s.path));
             }
-            data.extend(read(disk, g.data_offset + u64::from(c - 2) * g.cluster_size, cs));
+            data.extend(read(
+                disk,
+                g.data_offset + u64::from(c - 2) * g.cluster_size,
+                cs,
+            ));
             c = entry(disk, g, c);
         }
         data.truncate(usize::try_from(s.size).unwrap());
@@ -138,7 +146,8 @@ fn check_fatfs(disk: &MemDisk, want: &[(String, usize)]) -> Result<(), String> {
             .open_file(path.trim_start_matches('/'))
             .map_err(|e| format!("fatfs: {path}: {e}"))?;
         let mut data = Vec::new();
-        f.read_to_end(&mut data).map_err(|e| format!("fatfs: {path}: {e}"))?;
+        f.read_to_end(&mut data)
+            .map_err(|e| format!("fatfs: {path}: {e}"))?;
         if data != content(path, *len) {
             return Err(format!("fatfs: {path}: content differs"));
         }
@@ -191,7 +200,10 @@ fn a_fat32_recluster_keeps_every_file_and_runs_again_as_nothing() {
     assert_eq!(free * 512, p.free_after);
     // FSInfo says the free count; the boot sector and its backup agree.
     let fsinfo = read(&disk, 512 + 488, 4);
-    assert_eq!(u64::from(u32::from_le_bytes(fsinfo.try_into().unwrap())), free);
+    assert_eq!(
+        u64::from(u32::from_le_bytes(fsinfo.try_into().unwrap())),
+        free
+    );
     assert_eq!(read(&disk, 0, 512), read(&disk, 6 * 512, 512));
     assert!(read(&disk, 24 * 512, 512).iter().all(|&b| b == 0));
     assert_eq!(plan(&mut disk, 512).unwrap().step, Step::Nothing);
