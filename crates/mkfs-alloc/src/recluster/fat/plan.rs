@@ -341,7 +341,9 @@ pub(in super::super) fn plan_fat(
         files: input.file_sizes.len() as u64,
         file_bytes,
         bytes_read: s + g.fat_bytes + dir_bytes + copied,
-        bytes_written: fats * fat_sectors * s + dir_bytes + copied + small,
+        // The FATs are zeroed, then written (the first window by window,
+        // the others copied from it).
+        bytes_written: 2 * fats * fat_sectors * s + dir_bytes + copied + small,
         free_before: (u64::from(g.cluster_count) - used_old) * old_c,
         free_after: (count - used_new.min(count)) * cluster,
         files_allocated: (alloc_old, alloc_new),
