@@ -167,6 +167,15 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
         }
         return Ok(job);
     }
+    if intent
+        .as_ref()
+        .is_some_and(|i| i.names(s, serial, &now, true))
+    {
+        // Past the switch of a job to this cluster size, unfinished.
+        return Err(ReclusterError::OtherJob {
+            cluster: g.cluster_size,
+        });
+    }
     let shift = u8::try_from((cluster / su.max(1)).trailing_zeros()).unwrap_or(0);
     let ours = intent.as_ref().filter(|i| i.names(s, serial, &now, false));
     if let Some(i) = ours.filter(|i| i.target_shift() != shift) {
@@ -188,7 +197,8 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
     for first in std::iter::once(root).chain(dirs.iter().map(|d| d.first_cluster)) {
         let mut chain = Vec::new();
         let mut c = first;
-        while (2..=g.cluster_count + 1).contains(&c) && chain.len() <= g.cluster_count as usize {
+        let most = usize::try_from(g.cluster_count).unwrap_or(usize::MAX);
+        while (2..=g.cluster_count + 1).contains(&c) && chain.len() <= most {
             chain.push(c);
             c = reader.get(dev, c)? & MASK;
         }

@@ -7,10 +7,13 @@
 use super::*;
 use mkfs_alloc_blockio::powercut::sweep::SweepReport;
 
+/// The partition table of a test image (`None`: the whole medium).
+type Table = Option<mkfs_alloc_partition::TableKind>;
+
 /// A FAT32 volume of `size` bytes at `cluster`-byte clusters holding the
-/// test tree with `dirs` more directories, through the facade (with an MBR
-/// when asked); `/photos/frag-1.raw` fragmented.
-fn fat32(size: u64, cluster: u64, dirs: usize, mbr: bool) -> (MemDisk, Vec<(String, usize)>) {
+/// test tree with `dirs` more directories, through the facade (inside a
+/// partition of `table`); `/photos/frag-1.raw` fragmented.
+fn fat32(size: u64, cluster: u64, dirs: usize, table: Table) -> (MemDisk, Vec<(String, usize)>) {
     use crate::populate::{TimePolicy as Tp, Tree as T};
     let mut opts = crate::MediumOptions::new()
         .fs(FsKind::Fat32)
@@ -22,8 +25,8 @@ fn fat32(size: u64, cluster: u64, dirs: usize, mbr: bool) -> (MemDisk, Vec<(Stri
                 nanos: 0,
             },
         );
-    if mbr {
-        opts = opts.table(mkfs_alloc_partition::TableKind::Mbr);
+    if let Some(kind) = table {
+        opts = opts.table(kind);
     }
     let mut disk = MemDisk::new(512, size / 512).unwrap();
     let want = files_in(usize::try_from(cluster).unwrap(), dirs);
@@ -161,7 +164,7 @@ const SIZE: u64 = 72 << 20;
 
 #[test]
 fn the_plan_puts_the_new_fats_into_free_clusters_and_covers_the_old_ones() {
-    let (mut disk, want) = fat32(SIZE, 1024, 2, false);
+    let (mut disk, want) = fat32(SIZE, 1024, 2, None);
     let (m, _) = model_of(&disk).unwrap();
     assert!(!m.refused(), "{:?}", m.findings);
     assert_eq!(m.geometry.kind, FsKind::Fat32);
@@ -189,7 +192,7 @@ fn the_plan_puts_the_new_fats_into_free_clusters_and_covers_the_old_ones() {
 
 #[test]
 fn a_fat32_recluster_keeps_every_file_and_runs_again_as_nothing() {
-    let (mut disk, want) = fat32(SIZE, 1024, 2, false);
+    let (mut disk, want) = fat32(SIZE, 1024, 2, None);
     let job = recluster(&mut disk, 512).unwrap();
     let p = job.plan.unwrap();
     let m = check_fat(&disk, &want).unwrap();
@@ -231,7 +234,7 @@ fn refused(r: Result<Job, ReclusterError>) -> Refusal {
 
 #[test]
 fn fat32_refusals_say_why_and_write_nothing() {
-    let (mut disk, _) = fat32(SIZE, 1024, 0, false);
+    let (mut disk, _) = fat32(SIZE, 1024, 0, None);
     let before = disk.as_bytes().to_vec();
     assert!(matches!(
         refused(recluster(&mut disk, 4096)),
@@ -334,7 +337,7 @@ fn sweep_fat(disk: &MemDisk, want: &[(String, usize)], seeds: u64) -> SweepRepor
 
 #[test]
 fn fat32_power_cuts_at_every_write_leave_every_file_intact() {
-    let (disk, want) = fat32(SIZE, 1024, 3, false);
+    let (disk, want) = fat32(SIZE, 1024, 3, None);
     let report = sweep_fat(&disk, &want, 2);
     eprintln!("FAT32 recluster sweep: {report}");
     assert_eq!(report.intact_after_rerun, report.trials);
@@ -343,7 +346,7 @@ fn fat32_power_cuts_at_every_write_leave_every_file_intact() {
 
 #[test]
 fn fat32_power_cuts_inside_an_mbr_partition() {
-    let (disk, want) = fat32(SIZE + (1 << 20), 1024, 12, true);
+    let (disk, want) = fat32(SIZE + (1 << 20), 1024, 12, Some(mkfs_alloc_partition::TableKind::Mbr));
     let report = sweep_fat(&disk, &want, 1);
     eprintln!("FAT32 recluster sweep, MBR: {report}");
     assert_eq!(report.intact_after_rerun, report.trials);
@@ -351,4 +354,56 @@ fn fat32_power_cuts_inside_an_mbr_partition() {
     let mut d = disk.clone();
     recluster(&mut d, 512).unwrap();
     check_fatfs(&d, &want).unwrap();
+}
+
+#[test]
+fn a_cut_fat32_job_is_redone_before_its_switch_and_finished_after_it() {
+    use mkfs_alloc_blockio::PowerCutIo;
+    let (disk, want) = fat32(SIZE, 1024, 0, None);
+    let ops = {
+        let mut count = PowerCutIo::counting(disk.clone());
+        recluster(&mut count, 512).unwrap();
+        count.ops_seen()
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for k in 0..ops {
+        let mut cut = PowerCutIo::new(disk.clone(), k, 0);
+        assert!(recluster(&mut cut, 512).is_err());
+        let mut d = cut.into_surviving().unwrap();
+        let step = plan(&mut d, 512).unwrap().step;
+        // Another size is refused while a job is unfinished: the size it
+        // goes to is named.
+        if matches!(step, Step::Redo | Step::Finish) {
+            assert!(
+                matches!(
+                    plan(&mut d, 2048),
+                    Err(ReclusterError::OtherJob { cluster: 512 })
+                ),
+                "cut at {k}: {step:?}"
+            );
+        }
+        seen.insert(step.to_string());
+        recluster(&mut d, 512).unwrap();
+        let m = check_fat(&d, &want).unwrap();
+        assert!(m.findings.is_empty(), "cut at {k}: {:?}", m.findings);
+    }
+    for s in [Step::Start, Step::Redo, Step::Finish] {
+        assert!(seen.contains(&s.to_string()), "{seen:?}");
+    }
+}
+
+#[test]
+fn a_fat32_volume_in_a_gpt_partition_reclusters() {
+    let gpt = Some(mkfs_alloc_partition::TableKind::Gpt);
+    let (mut disk, want) = fat32(SIZE + (2 << 20), 1024, 2, gpt);
+    let (m, _) = model_of(&disk).unwrap();
+    assert!(m.geometry.start > 0);
+    let table = read(&disk, 0, 2 * 512);
+    recluster(&mut disk, 512).unwrap();
+    let m = check_fat(&disk, &want).unwrap();
+    assert_eq!(m.geometry.cluster_size, 512);
+    assert!(m.findings.is_empty(), "{:?}", m.findings);
+    check_fatfs(&disk, &want).unwrap();
+    // The protective MBR and the GPT header are not touched.
+    assert_eq!(read(&disk, 0, 2 * 512), table);
 }
