@@ -346,7 +346,12 @@ fn fat32_power_cuts_at_every_write_leave_every_file_intact() {
 
 #[test]
 fn fat32_power_cuts_inside_an_mbr_partition() {
-    let (disk, want) = fat32(SIZE + (1 << 20), 1024, 12, Some(mkfs_alloc_partition::TableKind::Mbr));
+    let (disk, want) = fat32(
+        SIZE + (1 << 20),
+        1024,
+        12,
+        Some(mkfs_alloc_partition::TableKind::Mbr),
+    );
     let report = sweep_fat(&disk, &want, 1);
     eprintln!("FAT32 recluster sweep, MBR: {report}");
     assert_eq!(report.intact_after_rerun, report.trials);
