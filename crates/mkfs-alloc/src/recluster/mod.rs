@@ -25,6 +25,10 @@
 //! crash-safety argument below holds for each; the record's phase says
 //! which one a rerun continues.
 //!
+//! FAT32 volumes take their own path (`fat/`, its module docs): the new
+//! FATs go into free clusters, the reserved sectors grow over the old
+//! FATs, and the switch is sector 0; FAT12/16 are refused.
+//!
 //! Crash safety, under "any subset of the writes since the last flush
 //! survives, block by block": until the main boot region changes, the old
 //! volume's own bytes are untouched except VolumeDirty (one sector, outside
