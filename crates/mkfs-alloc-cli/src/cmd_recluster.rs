@@ -1,7 +1,7 @@
 //! `mkfs-alloc recluster --cluster SIZE|auto TARGET`: change the cluster
-//! size of an exFAT volume that holds data, in place (the engine is
-//! `mkfs_alloc::recluster`; `auto` is `plan_auto`, the advice for the files
-//! on the volume). Planned read-only first; every refusal comes
+//! size of an exFAT or FAT32 volume that holds data, in place (the engine
+//! is `mkfs_alloc::recluster`; `auto` is `plan_auto`, the advice for the
+//! files on the volume). Planned read-only first; every refusal comes
 //! before the first write (exit 2, the target unchanged); mounted or busy
 //! targets are refused by the format path's own target checks.
 
@@ -212,7 +212,12 @@ fn print_plan(args: &ReclusterArgs, shown: &Shown<'_>, would_refuse: Option<&str
 
 fn print_text(args: &ReclusterArgs, job: &Job, p: &Plan) {
     let sz = format_size;
-    outln!("{}: re-cluster exFAT ({})", args.target.display(), job.step);
+    let kind = p.fat.as_ref().map_or("exFAT", |f| f.kind.display_name());
+    outln!(
+        "{}: re-cluster {kind} ({})",
+        args.target.display(),
+        job.step
+    );
     outln!(
         "  cluster size   {} -> {} ({} new clusters per old one)",
         sz(p.old.cluster_size),
@@ -233,6 +238,7 @@ fn print_text(args: &ReclusterArgs, job: &Job, p: &Plan) {
         sz(p.gap.1)
     );
     match &p.evacuate {
+        _ if p.fat.is_some() => print_fat(p),
         None if p.new.heap_offset == p.old.heap_offset => outln!(
             "  cluster heap   at byte {} (kept: no file data moves)",
             p.new.heap_offset
@@ -265,11 +271,13 @@ fn print_text(args: &ReclusterArgs, job: &Job, p: &Plan) {
             );
         }
     }
-    outln!(
-        "  bitmap         new, {} at cluster {}",
-        sz(p.bitmap.1),
-        p.bitmap.0
-    );
+    if p.fat.is_none() {
+        outln!(
+            "  bitmap         new, {} at cluster {}",
+            sz(p.bitmap.1),
+            p.bitmap.0
+        );
+    }
     if p.evacuate.is_some() {
         outln!(
             "  directories    {} copied twice (once at each cluster size)",
@@ -312,6 +320,27 @@ fn print_text(args: &ReclusterArgs, job: &Job, p: &Plan) {
     outln!(
         "  time           about {:.1} s on a stick that reads 20 MB/s and writes 5 MB/s",
         estimate(p)
+    );
+}
+
+/// A FAT volume's reserved sectors and data region.
+fn print_fat(p: &Plan) {
+    let Some(f) = &p.fat else {
+        return;
+    };
+    outln!(
+        "  reserved       {} -> {} sectors: they cover the old FATs and the data region's first {} ({} in use, {} of file data copied out)",
+        f.reserved.0,
+        f.reserved.1,
+        crate::cmd_info::plural(f.covered, "old cluster", "old clusters"),
+        f.in_use,
+        crate::cmd_info::plural(p.clusters_moved, "cluster", "clusters")
+    );
+    outln!(
+        "  data region    at byte {} -> {} (the {} FATs end there)",
+        p.old.heap_offset,
+        p.new.heap_offset,
+        f.fat_count
     );
 }
 
@@ -367,6 +396,14 @@ fn plan_json(shown: &Shown<'_>, would_refuse: Option<&str>) -> serde_json::Value
                 "bytes_written": e.bytes_written,
             })),
             "bitmap": { "first_cluster": p.bitmap.0, "bytes": p.bitmap.1 },
+            "fat": p.fat.as_ref().map(|f| serde_json::json!({
+                "kind": f.kind.id(),
+                "fat_count": f.fat_count,
+                "reserved_sectors_old": f.reserved.0,
+                "reserved_sectors_new": f.reserved.1,
+                "old_clusters_covered": f.covered,
+                "covered_in_use": f.in_use,
+            })),
             "directories_copied": p.dirs.len(),
             "files": p.files,
             "file_bytes": p.file_bytes,

@@ -27,6 +27,10 @@
 //! over (`bad.rs`): each bad old cluster is its new clusters, marked bad,
 //! and no copy of either phase is written to one.
 //!
+//! FAT32 volumes take their own path (`fat/`, its module docs): the new
+//! FATs go into free clusters, the reserved sectors grow over the old
+//! FATs, and the switch is sector 0; FAT12/16 are refused.
+//!
 //! Crash safety, under "any subset of the writes since the last flush
 //! survives, block by block": until the main boot region changes, the old
 //! volume's own bytes are untouched except VolumeDirty (one sector, outside
@@ -63,6 +67,7 @@ mod auto;
 mod bad;
 mod disk;
 mod evac;
+mod fat;
 mod plan;
 mod run;
 mod state;
@@ -70,6 +75,7 @@ mod state;
 mod tests;
 
 pub use auto::{plan_auto, recommend, AutoChoice};
+pub use fat::{FatLayout, FatRefusal};
 pub use plan::{plan_from, DirCopy, Evacuation, ExfatGeometry, Plan, Refusal};
 
 use state::{Intent, Region};
@@ -158,6 +164,8 @@ pub struct Job {
     target: u64,
     /// A cut evacuation's switch: the re-cluster follows the restore.
     continues: bool,
+    /// A FAT32 volume's job (`None` for exFAT).
+    fat: Option<Box<fat::FatJob>>,
 }
 
 impl fmt::Display for Step {
@@ -194,7 +202,7 @@ fn plan_read<D: BlockIo + ?Sized>(
 ) -> Result<Job, ReclusterError> {
     let g = &model.geometry;
     if g.kind != mkfs_alloc_inspect::FsKind::Exfat {
-        return Err(ReclusterError::Refused(Refusal::NotExfat { kind: g.kind }));
+        return fat::plan(dev, &model, &dirs, &file_sizes, cluster);
     }
     let s = g.sector_size;
     let region_len = usize::try_from(12 * u64::from(s)).unwrap_or(0);
@@ -226,6 +234,7 @@ fn plan_read<D: BlockIo + ?Sized>(
         intent_offset,
         target: cluster,
         continues: false,
+        fat: None,
     };
     let boot = |r: &Region| r.boot().cloned();
     let main_boot: Option<BootSector> = if main.valid { boot(&main) } else { None };
@@ -313,6 +322,9 @@ fn plan_read<D: BlockIo + ?Sized>(
 /// The first write or flush that fails; the medium is then in a state the
 /// same job, planned and run again, finishes.
 pub fn run<D: BlockIo + ?Sized>(dev: &mut D, job: &Job) -> Result<(), ReclusterError> {
+    if let Some(f) = &job.fat {
+        return fat::run(dev, job, f);
+    }
     match job.step {
         Step::Nothing => Ok(()),
         Step::Finish => run::finish(dev, job.volume_start, job.sector, job.intent_offset),

@@ -124,6 +124,9 @@ pub struct Plan {
     /// [`Plan::ratio`] new clusters, marked bad (none through
     /// [`plan_from`], which refuses a volume with bad clusters).
     pub bad_clusters: Vec<u32>,
+    /// FAT32: the reserved sectors and FATs (`None` for exFAT, whose
+    /// [`Plan::bitmap`] and [`Plan::upcase`] a FAT volume leaves zero).
+    pub fat: Option<super::fat::FatLayout>,
 }
 
 impl Plan {
@@ -176,7 +179,7 @@ pub struct Evacuation {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Refusal {
-    /// Not an exFAT volume (FAT12/16/32 are not supported yet).
+    /// A FAT12/16 volume (not supported yet; exFAT and FAT32 are).
     NotExfat {
         /// What it is.
         kind: FsKind,
@@ -234,6 +237,8 @@ pub enum Refusal {
         /// Bytes free.
         free: u64,
     },
+    /// FAT32: what only a FAT volume refuses.
+    Fat(super::fat::FatRefusal),
     /// A structure this version does not handle.
     Unsupported {
         /// What.
@@ -246,7 +251,7 @@ impl fmt::Display for Refusal {
         match self {
             Refusal::NotExfat { kind } => write!(
                 f,
-                "the volume is {kind:?}: re-clustering FAT volumes is not supported yet"
+                "the volume is {kind:?}: re-clustering FAT12/16 volumes is not supported yet (exFAT and FAT32 are)"
             ),
             Refusal::Damaged { finding } => {
                 write!(f, "the volume is damaged or inconsistent: {finding}")
@@ -276,6 +281,7 @@ impl fmt::Display for Refusal {
                 "too little free space: the new bitmap, the directory copies and the data that moves need {need} bytes, {free} are free; free at least {} bytes",
                 need.saturating_sub(*free)
             ),
+            Refusal::Fat(r) => r.fmt(f),
             Refusal::Unsupported { what } => write!(f, "not supported yet: {what}"),
         }
     }
@@ -527,6 +533,7 @@ pub fn plan_from(
         free_after,
         files_allocated: (alloc_old, alloc_new),
         bad_clusters: Vec::new(),
+        fat: None,
     })
 }
 
@@ -540,7 +547,7 @@ fn prefix_in_use(model: &VolumeModel, clusters: u64) -> u64 {
 /// Hands out contiguous runs of new clusters that lie in clusters the old
 /// volume does not use (or past its last cluster), first fit from a cursor
 /// that only moves forward.
-struct Allocator<'m> {
+pub(super) struct Allocator<'m> {
     model: &'m VolumeModel,
     ratio: u32,
     new_count: u32,
@@ -551,7 +558,7 @@ struct Allocator<'m> {
 }
 
 impl<'m> Allocator<'m> {
-    fn new(model: &'m VolumeModel, ratio: u32, new_count: u32, shift: u32) -> Self {
+    pub(super) fn new(model: &'m VolumeModel, ratio: u32, new_count: u32, shift: u32) -> Self {
         Allocator {
             model,
             ratio,
@@ -569,14 +576,14 @@ impl<'m> Allocator<'m> {
     }
 
     /// New clusters still free from the cursor on.
-    fn free_new(&self) -> u64 {
+    pub(super) fn free_new(&self) -> u64 {
         (self.cursor..=self.new_count + 1)
             .filter(|&n| self.free(n))
             .count() as u64
     }
 
     /// A run of `k` free new clusters (k > 0), or `None`.
-    fn run(&mut self, k: u64) -> Option<u32> {
+    pub(super) fn run(&mut self, k: u64) -> Option<u32> {
         let k = u32::try_from(k.max(1)).ok()?;
         let last = self.new_count + 1;
         let mut start = self.cursor;

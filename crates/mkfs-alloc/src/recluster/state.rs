@@ -146,6 +146,26 @@ impl Intent {
         s
     }
 
+    /// True when the record's old half (`new` false) or its new half names
+    /// `g` on a volume of serial `serial` (sectors of `s` bytes): how a FAT
+    /// volume, whose boot sector is not exFAT's, is matched.
+    pub(super) fn names(&self, s: u32, serial: u32, g: &ExfatGeometry, new: bool) -> bool {
+        let (b, o) = (&self.body, Intent::between(s, serial, g, g, None).body);
+        let half = if new {
+            (b.new_shift, b.new_fat_offset, b.new_fat_length)
+        } else {
+            (b.old_shift, b.old_fat_offset, b.old_fat_length)
+        };
+        let rest = if new {
+            (b.new_cluster_count, b.new_root)
+        } else {
+            (b.old_cluster_count, b.old_root)
+        };
+        b.serial == o.serial
+            && half == (o.old_shift, o.old_fat_offset, o.old_fat_length)
+            && rest == (o.old_cluster_count, o.old_root)
+    }
+
     /// True when `boot` is the old volume this record's job started from.
     pub(super) fn is_old(&self, boot: &BootSector) -> bool {
         let b = &self.body;

@@ -584,3 +584,6 @@ mod auto;
 mod bad;
 #[cfg(test)]
 mod evac;
+
+#[cfg(test)]
+mod fat;

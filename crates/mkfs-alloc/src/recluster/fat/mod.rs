@@ -1,0 +1,257 @@
+//! Re-cluster of a FAT32 volume to a smaller cluster size that divides the
+//! old one, in place, with every file intact whenever the power goes.
+//!
+//! ```text
+//!  medium ─► read_volume (VolumeModel + entry sets), sector 0, the record
+//!         ─► plan_fat (pure: the new FATs' place, copies, refusals)
+//!         ─► run: 1 intent record (reserved sector 24), flush
+//!                 2 the clean bit of FAT[1] cleared in every old FAT, flush
+//!                 3 copies of the file clusters the new FATs' reserved
+//!                   sectors cover, a rewritten copy of every directory,
+//!                   the new FATs (their clean bit clear), FSInfo's hints
+//!                   "unknown", flush     (clusters the old volume has free)
+//!                 4 backup boot sector (new), flush
+//!                 5 boot sector (new), flush             ◄─ the switch
+//!                 6 clean bit set in every new FAT, FSInfo's free count
+//!                   and next free, flush; intent record zeroed, flush
+//! ```
+//!
+//! The geometry is `plan.rs`'s: the new FATs go into the first run of old
+//! clusters the old volume has free that holds them, the data region
+//! starts right after it, and the reserved sectors grow to cover the old
+//! FATs and the old clusters before the run (FAT has no data-offset field).
+//!
+//! Crash safety, under "any subset of the writes since the last flush
+//! survives, block by block": before step 5 the old volume's own bytes are
+//! untouched but for FAT[1]'s clean bit (Microsoft's FAT specification,
+//! fatgen103 §4: a volume "not properly dismounted"), FSInfo's two hints
+//! set to 0xFFFFFFFF ("unknown", valid for any volume, §5) and the backup
+//! boot sector, which no reader takes while sector 0 is valid; so the old
+//! volume is valid and authoritative. Directory entries are never updated
+//! in place: each directory is copied, rewritten, to free clusters. The
+//! switch is one sector (sector 0), after the backup boot sector is the
+//! complete new volume; a cut between the two leaves the old volume with a
+//! backup that differs (fsck.fat offers to copy one over the other: either
+//! is a complete volume holding every file). After the switch the old FATs
+//! and the covered clusters are reserved sectors nobody reads.
+//!
+//! Running the same job again reads the state from the medium (the record
+//! names the serial, both geometries and the target size):
+//! - old cluster size, no record of ours: a fresh start;
+//! - old cluster size, our record naming this volume as its old one: the
+//!   job is redone from step 1 (the same plan, the same bytes; the dirty
+//!   marks of step 2 are accepted, including FAT copies that differ in
+//!   entry 1 only);
+//! - new cluster size with our record naming it as the new volume: step 6;
+//! - new cluster size, no record: nothing to do.
+
+use mkfs_alloc_blockio::BlockIo;
+use mkfs_alloc_inspect::model::{EntrySet, RootDir, VolumeModel};
+use mkfs_alloc_inspect::FsKind;
+use mkfs_alloc_ondisk::fat::Fat32BootSector;
+use zerocopy::FromBytes;
+
+use super::disk;
+use super::plan::{ExfatGeometry, Refusal};
+use super::state::Intent;
+use super::{Job, ReclusterError, Step};
+
+mod plan;
+mod run;
+
+pub(super) use plan::{plan_fat, Input, INTENT_SECTOR};
+pub use plan::{FatLayout, FatRefusal};
+
+/// FAT32 entry bits (the high four are reserved).
+const MASK: u32 = 0x0FFF_FFFF;
+
+/// What a FAT job needs besides the [`super::Plan`].
+#[derive(Debug, Clone)]
+pub(super) struct FatJob {
+    /// Used old clusters the new reserved sectors cover that hold file
+    /// data: (old cluster, first new cluster of its copy), sorted.
+    copies: Vec<(u32, u32)>,
+    /// The old clusters of every directory, in the plan's order.
+    chains: Vec<Vec<u32>>,
+    /// FSInfo and its backup, absolute byte offsets (only those there).
+    fs_info: Vec<u64>,
+    /// The backup boot sector, absolute byte offset.
+    backup_boot: Option<u64>,
+    /// The first sector of every FAT of the volume on the medium now.
+    fats: Vec<u64>,
+    /// After the switch: FSInfo's free count and next free cluster.
+    free: (u32, u32),
+}
+
+/// [`super::plan`] for a FAT volume, from its model and the entry sets its
+/// reading handed out.
+pub(super) fn plan<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    model: &VolumeModel,
+    dirs: &[EntrySet],
+    file_sizes: &[u64],
+    cluster: u64,
+) -> Result<Job, ReclusterError> {
+    let g = &model.geometry;
+    let (RootDir::Cluster(root), FsKind::Fat32) = (g.root, g.kind) else {
+        return Err(ReclusterError::Refused(small_fat(model, cluster)));
+    };
+    let s = g.sector_size;
+    let su = u64::from(s);
+    let mut sector0 = vec![0u8; s as usize];
+    disk::read_at(dev, g.start, &mut sector0)?;
+    let (serial, info, bk) = match Fat32BootSector::ref_from_prefix(&sector0) {
+        Ok((b, _)) => (
+            b.ebpb.vol_id.get(),
+            u64::from(b.ebpb.fs_info.get()),
+            u64::from(b.ebpb.bk_boot_sec.get()),
+        ),
+        Err(_) => (0, 0, 0),
+    };
+    let reserved = (g.fat_offset - g.start) / su;
+    let in_reserved = |n: u64| n > 0 && n < reserved && n != INTENT_SECTOR;
+    let fs_info = [info, bk + 1]
+        .into_iter()
+        .filter(|&n| in_reserved(n) && (n != bk + 1 || in_reserved(bk)))
+        .map(|n| g.start + n * su)
+        .collect();
+    let intent_offset = g.start + INTENT_SECTOR * su;
+    let mut rec = vec![0u8; s as usize];
+    if reserved > INTENT_SECTOR {
+        disk::read_at(dev, intent_offset, &mut rec)?;
+    }
+    let intent = Intent::read(&rec);
+    let now = ExfatGeometry {
+        cluster_size: g.cluster_size,
+        cluster_count: g.cluster_count,
+        fat_offset: g.fat_offset - g.start,
+        fat_bytes: g.fat_bytes,
+        heap_offset: g.data_offset - g.start,
+        root_cluster: root,
+    };
+    let mut job = Job {
+        step: Step::Nothing,
+        plan: None,
+        volume_start: g.start,
+        sector: s,
+        old_region: sector0,
+        backup: None,
+        serial,
+        intent_offset,
+        target: cluster,
+        continues: false,
+        fat: None,
+    };
+    let mut fat = FatJob {
+        copies: Vec::new(),
+        chains: Vec::new(),
+        fs_info,
+        backup_boot: in_reserved(bk).then(|| g.start + bk * su),
+        fats: (0..u64::from(g.fat_count))
+            .map(|i| g.fat_offset + i * g.fat_bytes)
+            .collect(),
+        free: (0, 0),
+    };
+    if g.cluster_size == cluster {
+        if intent
+            .as_ref()
+            .is_some_and(|i| i.names(s, serial, &now, true))
+        {
+            let next = (2..=g.cluster_count + 1).find(|&c| !model.used.get(c));
+            fat.free = (
+                u32::try_from(model.free_clusters).unwrap_or(u32::MAX),
+                next.unwrap_or(u32::MAX),
+            );
+            job.step = Step::Finish;
+            job.fat = Some(Box::new(fat));
+        }
+        return Ok(job);
+    }
+    if intent
+        .as_ref()
+        .is_some_and(|i| i.names(s, serial, &now, true))
+    {
+        // Past the switch of a job to this cluster size, unfinished.
+        return Err(ReclusterError::OtherJob {
+            cluster: g.cluster_size,
+        });
+    }
+    let shift = u8::try_from((cluster / su.max(1)).trailing_zeros()).unwrap_or(0);
+    let ours = intent.as_ref().filter(|i| i.names(s, serial, &now, false));
+    if let Some(i) = ours.filter(|i| i.target_shift() != shift) {
+        return Err(ReclusterError::OtherJob {
+            cluster: su << i.target_shift(),
+        });
+    }
+    if intent.is_none() && rec.iter().any(|&b| b != 0) {
+        return Err(ReclusterError::unsupported(format!(
+            "reserved sector {INTENT_SECTOR}, where the intent record goes, holds data (boot code?)"
+        )));
+    }
+    let dirs: Vec<EntrySet> = dirs
+        .iter()
+        .filter(|d| d.is_dir && d.first_cluster != 0)
+        .cloned()
+        .collect();
+    let mut reader = disk::FatReader::new(g.fat_offset, g.fat_bytes);
+    for first in std::iter::once(root).chain(dirs.iter().map(|d| d.first_cluster)) {
+        let mut chain = Vec::new();
+        let mut c = first;
+        let most = usize::try_from(g.cluster_count).unwrap_or(usize::MAX);
+        while (2..=g.cluster_count + 1).contains(&c) && chain.len() <= most {
+            chain.push(c);
+            c = reader.get(dev, c)? & MASK;
+        }
+        fat.chains.push(chain);
+    }
+    let input = Input {
+        dirs: &dirs,
+        chains: &fat.chains,
+        file_sizes,
+        cluster,
+        allow_dirty: ours.is_some(),
+    };
+    let (p, copies) = plan_fat(model, &input).map_err(ReclusterError::Refused)?;
+    fat.copies = copies;
+    job.step = if ours.is_some() {
+        Step::Redo
+    } else {
+        Step::Start
+    };
+    job.plan = Some(p);
+    job.fat = Some(Box::new(fat));
+    Ok(job)
+}
+
+/// Why a FAT12/16 volume is refused: the width its new cluster count
+/// needs when that is another one (`convert`'s job), else not supported.
+fn small_fat(model: &VolumeModel, cluster: u64) -> Refusal {
+    let g = &model.geometry;
+    let data = g.fs_bytes.saturating_sub(g.data_offset - g.start);
+    let clusters = data / cluster.max(1);
+    if cluster < g.cluster_size && FsKind::fat_width(clusters) != g.kind {
+        return Refusal::Fat(FatRefusal::TypeChange {
+            clusters,
+            kind: FsKind::fat_width(clusters),
+        });
+    }
+    Refusal::NotExfat { kind: g.kind }
+}
+
+/// [`super::run`] for a FAT job.
+pub(super) fn run<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    job: &Job,
+    fat: &FatJob,
+) -> Result<(), ReclusterError> {
+    match (&job.step, &job.plan) {
+        (Step::Finish, _) => run::finish(dev, job, fat),
+        (Step::Start | Step::Redo, Some(p)) => {
+            run::Executor { job, plan: p, fat }.run(dev)?;
+            // Past the switch: step 6, planned from the new volume.
+            let next = super::plan(dev, job.target)?;
+            super::run(dev, &next)
+        }
+        _ => Ok(()),
+    }
+}
