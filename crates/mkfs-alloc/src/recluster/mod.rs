@@ -57,6 +57,7 @@ use mkfs_alloc_inspect::model::{EntrySet, RootDir, VolumeModel};
 use mkfs_alloc_inspect::{read_volumes, InspectError, ModelOptions};
 use mkfs_alloc_ondisk::exfat::BootSector;
 
+mod coarse;
 mod disk;
 mod evac;
 mod plan;
@@ -65,6 +66,7 @@ mod state;
 #[cfg(test)]
 mod tests;
 
+pub use coarse::Coarse;
 pub use plan::{plan_from, DirCopy, Evacuation, ExfatGeometry, Plan, Refusal};
 
 use state::{Intent, Region};
@@ -247,15 +249,20 @@ pub fn plan<D: BlockIo + ?Sized>(dev: &mut D, cluster: u64) -> Result<Job, Reclu
     }
     let allow_dirty = ours.is_some();
     let root_clusters = root_chain_len(dev, &model)?;
-    let mut p = plan_from(
+    let mut p = match plan_from(
         &model,
         &dirs,
         &file_sizes,
         root_clusters,
         cluster,
         allow_dirty,
-    )
-    .map_err(ReclusterError::Refused)?;
+    ) {
+        // Every other check passed: a larger size, planned by `coarse`.
+        Err(Refusal::LargerNotSupported { .. }) => {
+            coarse::plan(dev, &model, &dirs, root_clusters, cluster)?
+        }
+        other => other.map_err(ReclusterError::Refused)?,
+    };
     if p.evacuate.is_some() {
         count_evacuation(dev, &mut p, &model, &dirs, root_clusters)?;
     }
@@ -299,6 +306,9 @@ pub fn run<D: BlockIo + ?Sized>(dev: &mut D, job: &Job) -> Result<(), ReclusterE
             let Some(plan) = &job.plan else {
                 return Ok(());
             };
+            if plan.coarse.is_some() {
+                return coarse::run(dev, job, plan);
+            }
             if plan.evacuate.is_some() {
                 evacuate(dev, job, plan)?;
                 return run_next(dev, job.target);
