@@ -4,7 +4,8 @@
 //! 4 KiB, is clean for fsck.exfat, has 4 KiB clusters for dump.exfat, and
 //! reads back byte for byte through exfat-fuse; the same for volumes with
 //! mkfs.exfat's default layout, whose new FAT covers the heap's first
-//! clusters (evacuated first).
+//! clusters (evacuated first); and one made at 4 KiB, filled the same way,
+//! reclustered to 128 KiB (its data copied into free clusters first).
 
 use mkfs_alloc_tests::checks::{dump_exfat_cluster_size, fsck_exfat_clean};
 use mkfs_alloc_tests::tools::{require_fuse, require_root, require_tool};
@@ -53,7 +54,7 @@ fn a_dry_run_and_refusals_leave_the_target_byte_identical() {
     assert_eq!(v["plan"]["clusters_moved"], 0);
     assert!(v["plan"]["space_gained"].as_i64().expect("gain") > 0);
     for args in [
-        &["recluster", "--cluster", "256K", "--yes", p][..],
+        &["recluster", "--cluster", "64M", "--yes", p][..],
         &["recluster", "--cluster", "3000", "--yes", p][..],
         &["recluster", "--cluster", "4K", p][..], // no --yes, no terminal
     ] {
@@ -174,6 +175,52 @@ fn mkfs_exfat_filled_through_fuse_reclusters_to_4k() {
     );
     fsck_exfat_clean(&img);
     assert_eq!(dump_exfat_cluster_size(&img), 4096);
+    assert_files_through_fuse(&tmp, &img, &tree, &a, &b);
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (root, mkfs.exfat, exfat-fuse)"]
+fn mkfs_exfat_at_4k_filled_through_fuse_reclusters_to_128k() {
+    require_root();
+    require_fuse();
+    let tmp = TempDir::new("recluster-larger");
+    let img = tmp.join("v.img");
+    let p = img.to_str().expect("utf-8");
+    run("truncate", &["-s", "256M", p]).assert_success();
+    run(require_tool("mkfs.exfat"), &["-c", "4K", p]).assert_success();
+    let tree = tool_tree();
+    let (a, b) = (test_data(3 << 20, 31), test_data(2 << 20, 32));
+    {
+        let lo = LoopDevice::attach(&img);
+        let mnt = tmp.subdir("mnt");
+        let m = FuseMount::exfat(lo.path(), &mnt);
+        write_tree(&mnt, &tree);
+        write_interleaved(&mnt, &a, &b, 48 << 10);
+        m.unmount();
+    }
+    fsck_exfat_clean(&img);
+    let dry = mkfs_alloc(&["recluster", "--cluster", "128K", "--dry-run", "--json", p]);
+    dry.assert_success();
+    let v: serde_json::Value = serde_json::from_str(&dry.stdout).expect("json");
+    let l = &v["plan"]["larger"];
+    eprintln!("{l:#}");
+    // The interleaved files are fragmented inside 128 KiB groups and the
+    // small files share them: both are copied.
+    assert!(l["files_moved"].as_u64().expect("moved") >= 2, "{v:#}");
+    assert!(
+        l["bytes_moved"].as_u64().expect("bytes") >= 5 << 20,
+        "{v:#}"
+    );
+    assert_eq!(l["old_clusters_per_new"], 32);
+    let started = std::time::Instant::now();
+    let out = mkfs_alloc(&["recluster", "--cluster", "128K", "--yes", "--json", p]);
+    out.assert_success();
+    eprintln!(
+        "recluster of a 256 MiB mkfs.exfat volume, 4 KiB to 128 KiB: {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+    fsck_exfat_clean(&img);
+    assert_eq!(dump_exfat_cluster_size(&img), 128 << 10);
     assert_files_through_fuse(&tmp, &img, &tree, &a, &b);
 }
 
