@@ -212,6 +212,10 @@ fn mkfs_exfat_at_4k_filled_through_fuse_reclusters_to_128k() {
         "{v:#}"
     );
     assert_eq!(l["old_clusters_per_new"], 32);
+    let text = mkfs_alloc(&["recluster", "--cluster", "128K", "--dry-run", p]);
+    text.assert_success();
+    assert!(text.stdout.contains(" copied first: "), "{text}");
+    eprintln!("{}", text.stdout);
     let started = std::time::Instant::now();
     let out = mkfs_alloc(&["recluster", "--cluster", "128K", "--yes", "--json", p]);
     out.assert_success();
@@ -382,6 +386,24 @@ fn fsck_exfat_finds_every_cut_state_of_an_evacuation_consistent() {
         "{v:#}"
     );
     fsck_every_cut_state(&img, 512);
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (fsck.exfat)"]
+fn fsck_exfat_finds_every_cut_state_of_a_larger_cluster_consistent() {
+    // Our 4 KiB image to 64 KiB: the files are copied into free groups
+    // before the switch.
+    let tmp = TempDir::new("recluster-fsck-larger-cuts");
+    let img = our_image_with(&tmp, &["--cluster", "4K"]);
+    let p = img.to_str().expect("utf-8");
+    let out = mkfs_alloc(&["recluster", "--cluster", "64K", "--dry-run", "--json", p]);
+    out.assert_success();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+    assert!(
+        v["plan"]["larger"]["files_moved"].as_u64().expect("moved") > 0,
+        "{v:#}"
+    );
+    fsck_every_cut_state(&img, 64 << 10);
 }
 
 /// fsck.exfat on every state a re-cluster of `img` to `cluster` leaves when

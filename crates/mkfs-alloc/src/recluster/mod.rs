@@ -25,6 +25,16 @@
 //! crash-safety argument below holds for each; the record's phase says
 //! which one a rerun continues.
 //!
+//! A larger size, `k` times the old one (`coarse.rs`): the heap keeps its
+//! offset (the plan says whether it is aligned to the new size), so new
+//! cluster `j` covers old clusters `2 + (j - 2) * k ..` (a group). A file
+//! whose data lies in order in whole groups keeps its place; every other
+//! file, the directories and the new bitmap are copied in step 3 into
+//! groups wholly free in the old volume (a small file takes a whole new
+//! cluster: counted, and refused with how much to free when it does not
+//! fit). The old volume's metadata is untouched, so steps 1..=5 and the
+//! argument below hold as they are.
+//!
 //! Crash safety, under "any subset of the writes since the last flush
 //! survives, block by block": until the main boot region changes, the old
 //! volume's own bytes are untouched except VolumeDirty (one sector, outside

@@ -226,6 +226,8 @@ fn small_files_that_do_not_fit_at_the_larger_size_are_refused_unchanged() {
 fn sweep(size: u64, cluster: u64, k: u32, dirs: usize, seeds: u64) -> SweepReport {
     let (disk, want) = coarse_image(size, cluster, dirs, k);
     let to = cluster * u64::from(k);
+    let c = plan(&mut disk.clone(), to).unwrap().plan.unwrap().coarse;
+    eprintln!("{} files: {c:?}", want.len());
     let job = |dev: &mut dyn BlockIo| recluster(dev, to).map(|_| ());
     Sweep::new()
         .seeds(seeds)
