@@ -181,12 +181,35 @@ fn mkfs_exfat_filled_through_fuse_reclusters_to_4k() {
 #[test]
 #[ignore = "tool tier: cargo xtask test (root, mkfs.exfat, exfat-fuse)"]
 fn mkfs_exfat_at_4k_filled_through_fuse_reclusters_to_128k() {
+    mkfs_exfat_at_4k_reclusters_to_128k("256M");
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (root, mkfs.exfat, exfat-fuse)"]
+fn mkfs_exfat_at_4k_without_a_gap_before_the_heap_reclusters_to_128k() {
+    // 1 GiB at 4 KiB: mkfs.exfat's 1 MiB FAT ends at the heap, so the new
+    // FAT goes over the old FAT's entries of free clusters.
+    let json = mkfs_exfat_at_4k_reclusters_to_128k("1G");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+    let (old, new) = (&v["plan"]["old"], &v["plan"]["new"]);
+    let old_end =
+        old["fat_offset"].as_u64().expect("fat") + old["fat_bytes"].as_u64().expect("fat");
+    assert_eq!(old_end, old["heap_offset"].as_u64().expect("heap"), "{v:#}");
+    assert!(new["fat_offset"].as_u64().expect("fat") < old_end, "{v:#}");
+}
+
+/// A volume of `size` by `mkfs.exfat -c 4K`, filled through exfat-fuse
+/// with [`tool_tree`] and two files written interleaved in 48 KiB pieces,
+/// reclustered to 128 KiB: the dry run says what is copied; fsck.exfat
+/// clean, dump.exfat 128 KiB, every file byte-identical through exfat-fuse.
+/// Returns the JSON the dry run printed.
+fn mkfs_exfat_at_4k_reclusters_to_128k(size: &str) -> String {
     require_root();
     require_fuse();
     let tmp = TempDir::new("recluster-larger");
     let img = tmp.join("v.img");
     let p = img.to_str().expect("utf-8");
-    run("truncate", &["-s", "256M", p]).assert_success();
+    run("truncate", &["-s", size, p]).assert_success();
     run(require_tool("mkfs.exfat"), &["-c", "4K", p]).assert_success();
     let tree = tool_tree();
     let (a, b) = (test_data(3 << 20, 31), test_data(2 << 20, 32));
@@ -220,12 +243,13 @@ fn mkfs_exfat_at_4k_filled_through_fuse_reclusters_to_128k() {
     let out = mkfs_alloc(&["recluster", "--cluster", "128K", "--yes", "--json", p]);
     out.assert_success();
     eprintln!(
-        "recluster of a 256 MiB mkfs.exfat volume, 4 KiB to 128 KiB: {:.2} s",
+        "recluster of a {size} mkfs.exfat volume, 4 KiB to 128 KiB: {:.2} s",
         started.elapsed().as_secs_f64()
     );
     fsck_exfat_clean(&img);
     assert_eq!(dump_exfat_cluster_size(&img), 128 << 10);
     assert_files_through_fuse(&tmp, &img, &tree, &a, &b);
+    dry.stdout
 }
 
 /// Writes `tree` (paths relative to `mnt`, their bytes) through a mount.
@@ -403,6 +427,25 @@ fn fsck_exfat_finds_every_cut_state_of_a_larger_cluster_consistent() {
         v["plan"]["larger"]["files_moved"].as_u64().expect("moved") > 0,
         "{v:#}"
     );
+    fsck_every_cut_state(&img, 64 << 10);
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (fsck.exfat)"]
+fn fsck_exfat_finds_every_cut_state_of_a_larger_cluster_without_a_gap_consistent() {
+    // Aligned to 16 KiB the FAT ends at the heap: the new FAT and the
+    // intent record go over the old FAT's entries of free clusters.
+    let tmp = TempDir::new("recluster-fsck-larger-nogap-cuts");
+    let img = our_image_with(&tmp, &["--cluster", "4K", "--align", "16K"]);
+    let p = img.to_str().expect("utf-8");
+    let out = mkfs_alloc(&["recluster", "--cluster", "64K", "--dry-run", "--json", p]);
+    out.assert_success();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+    let (old, new) = (&v["plan"]["old"], &v["plan"]["new"]);
+    let old_end =
+        old["fat_offset"].as_u64().expect("fat") + old["fat_bytes"].as_u64().expect("fat");
+    assert_eq!(old_end, old["heap_offset"].as_u64().expect("heap"), "{v:#}");
+    assert!(new["fat_offset"].as_u64().expect("fat") < old_end, "{v:#}");
     fsck_every_cut_state(&img, 64 << 10);
 }
 

@@ -14,9 +14,11 @@
 //! NoFatChain cleared where a chain is written, a directory's length
 //! rounded up to the new cluster, SetChecksums). The old volume's own
 //! metadata is never changed (the new FAT goes into the gap after the old
-//! one, as in the smaller case), so the crash-safety argument of
-//! [`super`] holds unchanged: before the switch only space the old volume
-//! does not use is written.
+//! one, as in the smaller case; when that gap is too small, over the old
+//! FAT's entries of the clusters past its last one in use, which the old
+//! volume does not read, as the evacuation's FAT entries), so the
+//! crash-safety argument of [`super`] holds unchanged: before the switch
+//! only space the old volume does not use is written.
 //!
 //! The plan is a pass of this module's walk that only reads and counts;
 //! the run is the same walk writing, from the same old volume: both take
@@ -109,17 +111,25 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
     let fat_bytes = ((count + 2) * 4).div_ceil(sector) * sector;
     let old_fat_end = old.fat_offset + old.fat_bytes;
     let intent_offset = old.heap_offset - sector;
-    let aligned = old_fat_end.div_ceil(4096) * 4096;
-    let fat_offset = if aligned + fat_bytes <= intent_offset {
-        aligned
-    } else if old_fat_end + fat_bytes <= intent_offset {
-        old_fat_end
-    } else {
-        return Err(ReclusterError::unsupported(format!(
-            "a larger cluster whose new FAT ({fat_bytes} bytes) does not fit the {} bytes free between the old FAT and the cluster heap",
-            intent_offset.saturating_sub(old_fat_end)
-        )));
-    };
+    // After the old FAT; or, when the gap is too small, over the old FAT's
+    // entries of clusters past the last one in use: the old volume does
+    // not read those (they are free in its bitmap), as the evacuation's
+    // FAT entries (`evac.rs`). The intent record's sector too.
+    let last_used = (2..=g.cluster_count + 1)
+        .rev()
+        .find(|&c| model.used.get(c))
+        .unwrap_or(1);
+    let unread = old.fat_offset + (u64::from(last_used) + 1) * 4;
+    let fat_offset = [old_fat_end, unread.min(old_fat_end)]
+        .into_iter()
+        .flat_map(|from| [from.div_ceil(4096) * 4096, from.div_ceil(sector) * sector])
+        .find(|&at| at + fat_bytes <= intent_offset)
+        .ok_or_else(|| {
+            ReclusterError::unsupported(format!(
+                "a larger cluster whose new FAT ({fat_bytes} bytes) fits neither the {} bytes between the old FAT and the cluster heap nor the old FAT's entries of free clusters at its end",
+                intent_offset.saturating_sub(old_fat_end)
+            ))
+        })?;
     let mut dirs = vec![DirCopy {
         path: "/".into(),
         old_first: root_first,
@@ -149,7 +159,11 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
             heap_offset: old.heap_offset,
             root_cluster: 0,
         },
-        gap: (old.fat_offset, old.fat_bytes),
+        // The old FAT's bytes the new one does not take.
+        gap: (
+            old.fat_offset,
+            old.fat_bytes - (old_fat_end.saturating_sub(fat_offset)).min(fat_bytes),
+        ),
         intent_offset,
         ratio: 0,
         clusters_moved: 0,

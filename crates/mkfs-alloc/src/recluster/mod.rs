@@ -32,8 +32,10 @@
 //! file, the directories and the new bitmap are copied in step 3 into
 //! groups wholly free in the old volume (a small file takes a whole new
 //! cluster: counted, and refused with how much to free when it does not
-//! fit). The old volume's metadata is untouched, so steps 1..=5 and the
-//! argument below hold as they are.
+//! fit). The new FAT (smaller) goes into the gap, or when the gap is too
+//! small over the old FAT's entries of clusters past the last one in use
+//! (free in the old bitmap: not read). The old volume's metadata is
+//! otherwise untouched, so steps 1..=5 and the argument below hold.
 //!
 //! Crash safety, under "any subset of the writes since the last flush
 //! survives, block by block": until the main boot region changes, the old

@@ -270,3 +270,71 @@ fn power_cuts_from_16k_to_128k_leave_every_file_intact() {
     assert!(report.cut_points >= report.ops as usize && report.ops > 30);
     assert_eq!(report.intact_before_rerun, report.trials, "{report}");
 }
+
+/// A volume whose FAT ends right at the heap (aligned to 16 KiB), at 4 KiB.
+fn no_gap(dirs: usize) -> (MemDisk, Vec<(String, usize)>) {
+    let shape = Shape {
+        size: 32 << 20,
+        cluster: K4,
+        sector: 512,
+        mbr: false,
+        dirs,
+        align: 16 << 10,
+    };
+    (shaped(shape), shape.files())
+}
+
+#[test]
+fn without_a_gap_the_new_fat_takes_the_old_fats_entries_of_free_clusters() {
+    let (mut disk, want) = no_gap(2);
+    let (m, _) = model_of(&disk).unwrap();
+    let g = &m.geometry;
+    assert!(g.data_offset - g.fat_offset - g.fat_bytes < 4096, "{g:?}");
+    let p = plan(&mut disk, K32).unwrap().plan.unwrap();
+    let last = (2..=g.cluster_count + 1).rev().find(|&c| m.used.get(c));
+    let unread = p.old.fat_offset + (u64::from(last.unwrap()) + 1) * 4;
+    assert!(p.new.fat_offset >= unread, "{p:?}");
+    assert!(p.new.fat_offset < p.old.fat_offset + p.old.fat_bytes);
+    assert!(p.new.fat_offset + p.new.fat_bytes <= p.intent_offset);
+    recluster(&mut disk, K32).unwrap();
+    let m = check_tree(&disk, &want).unwrap();
+    assert_eq!(m.geometry.cluster_size, K32);
+    assert!(m.findings.is_empty(), "{:?}", m.findings);
+}
+
+#[test]
+fn without_a_gap_and_the_last_cluster_in_use_it_is_refused_unchanged() {
+    let (mut disk, _) = no_gap(0);
+    let (m, _) = model_of(&disk).unwrap();
+    let last = m.geometry.cluster_count + 1;
+    relocate(&mut disk, "/one-cluster.bin", &[last], false);
+    let before = disk.as_bytes().to_vec();
+    match recluster(&mut disk, K32) {
+        Err(ReclusterError::Refused(Refusal::Unsupported { what })) => {
+            assert!(what.contains("new FAT"), "{what}");
+        }
+        other => panic!("{:?}", other.map(|j| j.step)),
+    }
+    assert!(disk.as_bytes() == &before[..]);
+}
+
+#[test]
+fn power_cuts_without_a_gap_leave_every_file_intact() {
+    let (disk, want) = no_gap(4);
+    let job = |dev: &mut dyn BlockIo| recluster(dev, K32).map(|_| ());
+    let report = Sweep::new()
+        .seeds(3)
+        .run(&disk, job, |t| {
+            let m = check_tree(t.medium, &want)?;
+            if t.stage == Stage::AfterRerun
+                && (m.geometry.cluster_size != K32 || !m.findings.is_empty())
+            {
+                return Err(format!("after the rerun: {:?}", m.findings));
+            }
+            Ok(true)
+        })
+        .unwrap();
+    eprintln!("recluster sweep, 4 KiB to 32 KiB, no gap: {report}");
+    assert_eq!(report.intact_after_rerun, report.trials);
+    assert_eq!(report.intact_before_rerun, report.trials, "{report}");
+}
