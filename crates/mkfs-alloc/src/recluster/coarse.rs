@@ -45,8 +45,8 @@ use walk::Pass;
 pub struct Coarse {
     /// Old clusters per new cluster (`k`).
     pub group: u32,
-    /// Whether the heap's offset (kept) is a multiple of the new cluster
-    /// size: the new clusters keep the medium's alignment.
+    /// Whether the heap (kept where it is) starts at a multiple of the new
+    /// cluster size from the medium's start: the new clusters are aligned.
     pub heap_aligned: bool,
     /// Files whose data keeps its place.
     pub files_kept: u64,
@@ -206,7 +206,7 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
     p.files_allocated = f.allocated;
     p.coarse = Some(Coarse {
         group,
-        heap_aligned: old.heap_offset % cluster == 0,
+        heap_aligned: g.data_offset % cluster == 0,
         files_kept: f.kept,
         files_moved: f.files_moved,
         bytes_moved: f.moved * old_c,

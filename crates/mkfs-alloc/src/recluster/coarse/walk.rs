@@ -231,7 +231,14 @@ impl<'a> Pass<'a> {
     ) -> Result<(), ReclusterError> {
         let co = self.p.old.cluster_size;
         let cs = usize::try_from(co).unwrap_or(0);
-        let new = self.dir_new.get(&d.old_first).cloned().unwrap_or_default();
+        let new = self
+            .dir_new
+            .get(&d.old_first)
+            .filter(|n| n.len() as u64 * self.p.new.cluster_size >= d.bytes)
+            .cloned()
+            .ok_or_else(|| {
+                ReclusterError::unsupported(format!("{}: two directories at one cluster", d.path))
+            })?;
         let cn = usize::try_from(self.p.new.cluster_size).unwrap_or(0);
         let mut buf = vec![0u8; new.len() * cn];
         let mut c = d.old_first;
@@ -309,7 +316,10 @@ impl<'a> Pass<'a> {
             self.fig.file_bytes += length;
             self.fig.allocated.0 += length.div_ceil(co) * co;
             self.fig.allocated.1 += length.div_ceil(cn) * cn;
-            if first != 0 && length > 0 {
+            if length == 0 {
+                // No data, no allocation (exFAT specification §6.4.4: 0).
+                stream.first_cluster = U32::new(0);
+            } else if first != 0 {
                 let contiguous = flags & secondary_flags::NO_FAT_CHAIN != 0;
                 let (new_first, chained) = self.place(dev, first, contiguous, length, true)?;
                 stream.first_cluster = U32::new(new_first);
@@ -339,6 +349,9 @@ impl<'a> Pass<'a> {
     ) -> Result<(u32, bool), ReclusterError> {
         let co = self.p.old.cluster_size;
         let n_old = length.div_ceil(co);
+        if n_old == 0 {
+            return Ok((0, false));
+        }
         let old_last = self.p.old.cluster_count + 1;
         let mut old = Vec::with_capacity(usize::try_from(n_old).unwrap_or(0));
         let mut c = first;

@@ -338,3 +338,27 @@ fn power_cuts_without_a_gap_leave_every_file_intact() {
     assert_eq!(report.intact_after_rerun, report.trials);
     assert_eq!(report.intact_before_rerun, report.trials, "{report}");
 }
+
+#[test]
+fn a_cut_larger_job_is_found_unfinished_until_it_is_run_again() {
+    use mkfs_alloc_blockio::PowerCutIo;
+    let (disk, want) = coarse_image(16 << 20, K4, 0, 8);
+    let (m, _) = model_of(&disk).unwrap();
+    let h = m.geometry.data_offset;
+    // Cut after the intent record and VolumeDirty are flushed, inside the
+    // copies.
+    let mut cut = PowerCutIo::new(disk, 8, 1);
+    assert!(recluster(&mut cut, K32).is_err());
+    let mut d = cut.into_surviving().unwrap();
+    check_tree(&d, &want).unwrap();
+    assert_eq!(unfinished(&mut d, h, 512).unwrap(), Some(K32));
+    assert!(matches!(
+        plan(&mut d, 64 << 10),
+        Err(ReclusterError::OtherJob { cluster: K32 })
+    ));
+    assert_eq!(plan(&mut d, K32).unwrap().step, Step::Redo);
+    recluster(&mut d, K32).unwrap();
+    assert_eq!(unfinished(&mut d, h, 512).unwrap(), None);
+    let m = check_tree(&d, &want).unwrap();
+    assert_eq!(m.geometry.cluster_size, K32);
+}
