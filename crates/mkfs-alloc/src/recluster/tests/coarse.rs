@@ -362,3 +362,36 @@ fn a_cut_larger_job_is_found_unfinished_until_it_is_run_again() {
     let m = check_tree(&d, &want).unwrap();
     assert_eq!(m.geometry.cluster_size, K32);
 }
+
+#[test]
+fn power_cuts_with_4096_byte_sectors_inside_an_mbr_partition() {
+    let shape = Shape {
+        size: 24 << 20,
+        cluster: 16 << 10,
+        sector: 4096,
+        mbr: true,
+        dirs: 3,
+        align: 0,
+    };
+    let (disk, want) = (shaped(shape), shape.files());
+    let to = 128 << 10;
+    let p = plan(&mut disk.clone(), to).unwrap().plan.unwrap();
+    let c = p.coarse.unwrap();
+    assert!(c.files_moved > 0 && p.volume_start > 0, "{c:?}");
+    let job = |dev: &mut dyn BlockIo| recluster(dev, to).map(|_| ());
+    let report = Sweep::new()
+        .seeds(2)
+        .run(&disk, job, |t| {
+            let m = check_tree(t.medium, &want)?;
+            if t.stage == Stage::AfterRerun
+                && (m.geometry.cluster_size != to || !m.findings.is_empty())
+            {
+                return Err(format!("after the rerun: {:?}", m.findings));
+            }
+            Ok(true)
+        })
+        .unwrap();
+    eprintln!("recluster sweep, 16 KiB to 128 KiB, 4 KiB sectors, MBR: {report}");
+    assert_eq!(report.intact_after_rerun, report.trials);
+    assert_eq!(report.intact_before_rerun, report.trials, "{report}");
+}
