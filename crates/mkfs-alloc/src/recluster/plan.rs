@@ -201,7 +201,7 @@ pub enum Refusal {
         cluster: u64,
     },
     /// A larger cluster: [`plan_from`] plans only the smaller sizes (the
-    /// larger ones read the files' chains: [`super::plan`]).
+    /// larger ones read the files' chains: [`super::plan()`]).
     LargerNotSupported {
         /// The cluster size now.
         old: u64,
