@@ -4,7 +4,8 @@
 //! 4 KiB, is clean for fsck.exfat, has 4 KiB clusters for dump.exfat, and
 //! reads back byte for byte through exfat-fuse; the same for volumes with
 //! mkfs.exfat's default layout, whose new FAT covers the heap's first
-//! clusters (evacuated first).
+//! clusters (evacuated first); and one made at 4 KiB, filled the same way,
+//! reclustered to 128 KiB (its data copied into free clusters first).
 
 use mkfs_alloc_tests::checks::{dump_exfat_cluster_size, fsck_exfat_clean};
 use mkfs_alloc_tests::recluster::{
@@ -32,7 +33,7 @@ fn a_dry_run_and_refusals_leave_the_target_byte_identical() {
     assert_eq!(v["plan"]["clusters_moved"], 0);
     assert!(v["plan"]["space_gained"].as_i64().expect("gain") > 0);
     for args in [
-        &["recluster", "--cluster", "256K", "--yes", p][..],
+        &["recluster", "--cluster", "64M", "--yes", p][..],
         &["recluster", "--cluster", "3000", "--yes", p][..],
         &["recluster", "--cluster", "4K", p][..], // no --yes, no terminal
     ] {
@@ -111,6 +112,80 @@ fn mkfs_exfat_filled_through_fuse_reclusters_to_4k() {
     fsck_exfat_clean(&img);
     assert_eq!(dump_exfat_cluster_size(&img), 4096);
     assert_files_through_fuse(&tmp, &img, &tree, &a, &b);
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (root, mkfs.exfat, exfat-fuse)"]
+fn mkfs_exfat_at_4k_filled_through_fuse_reclusters_to_128k() {
+    mkfs_exfat_at_4k_reclusters_to_128k("256M");
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (root, mkfs.exfat, exfat-fuse)"]
+fn mkfs_exfat_at_4k_without_a_gap_before_the_heap_reclusters_to_128k() {
+    // 1 GiB at 4 KiB: mkfs.exfat's 1 MiB FAT ends at the heap, so the new
+    // FAT goes over the old FAT's entries of free clusters.
+    let json = mkfs_exfat_at_4k_reclusters_to_128k("1G");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+    let (old, new) = (&v["plan"]["old"], &v["plan"]["new"]);
+    let old_end =
+        old["fat_offset"].as_u64().expect("fat") + old["fat_bytes"].as_u64().expect("fat");
+    assert_eq!(old_end, old["heap_offset"].as_u64().expect("heap"), "{v:#}");
+    assert!(new["fat_offset"].as_u64().expect("fat") < old_end, "{v:#}");
+}
+
+/// A volume of `size` by `mkfs.exfat -c 4K`, filled through exfat-fuse
+/// with [`tool_tree`] and two files written interleaved in 48 KiB pieces,
+/// reclustered to 128 KiB: the dry run says what is copied; fsck.exfat
+/// clean, dump.exfat 128 KiB, every file byte-identical through exfat-fuse.
+/// Returns the JSON the dry run printed.
+fn mkfs_exfat_at_4k_reclusters_to_128k(size: &str) -> String {
+    require_root();
+    require_fuse();
+    let tmp = TempDir::new("recluster-larger");
+    let img = tmp.join("v.img");
+    let p = img.to_str().expect("utf-8");
+    run("truncate", &["-s", size, p]).assert_success();
+    run(require_tool("mkfs.exfat"), &["-c", "4K", p]).assert_success();
+    let tree = tool_tree();
+    let (a, b) = (test_data(3 << 20, 31), test_data(2 << 20, 32));
+    {
+        let lo = LoopDevice::attach(&img);
+        let mnt = tmp.subdir("mnt");
+        let m = FuseMount::exfat(lo.path(), &mnt);
+        write_tree(&mnt, &tree);
+        write_interleaved(&mnt, &a, &b, 48 << 10);
+        m.unmount();
+    }
+    fsck_exfat_clean(&img);
+    let dry = mkfs_alloc(&["recluster", "--cluster", "128K", "--dry-run", "--json", p]);
+    dry.assert_success();
+    let v: serde_json::Value = serde_json::from_str(&dry.stdout).expect("json");
+    let l = &v["plan"]["larger"];
+    eprintln!("{l:#}");
+    // The interleaved files are fragmented inside 128 KiB groups and the
+    // small files share them: both are copied.
+    assert!(l["files_moved"].as_u64().expect("moved") >= 2, "{v:#}");
+    assert!(
+        l["bytes_moved"].as_u64().expect("bytes") >= 5 << 20,
+        "{v:#}"
+    );
+    assert_eq!(l["old_clusters_per_new"], 32);
+    let text = mkfs_alloc(&["recluster", "--cluster", "128K", "--dry-run", p]);
+    text.assert_success();
+    assert!(text.stdout.contains(" copied first: "), "{text}");
+    eprintln!("{}", text.stdout);
+    let started = std::time::Instant::now();
+    let out = mkfs_alloc(&["recluster", "--cluster", "128K", "--yes", "--json", p]);
+    out.assert_success();
+    eprintln!(
+        "recluster of a {size} mkfs.exfat volume, 4 KiB to 128 KiB: {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+    fsck_exfat_clean(&img);
+    assert_eq!(dump_exfat_cluster_size(&img), 128 << 10);
+    assert_files_through_fuse(&tmp, &img, &tree, &a, &b);
+    dry.stdout
 }
 
 /// A volume of `size` made by plain `mkfs.exfat -c CLUSTER` (its default
@@ -228,3 +303,41 @@ fn fsck_exfat_finds_every_cut_state_of_an_evacuation_consistent() {
     );
     fsck_every_cut_state(&img, 512);
 }
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (fsck.exfat)"]
+fn fsck_exfat_finds_every_cut_state_of_a_larger_cluster_consistent() {
+    // Our 4 KiB image to 64 KiB: the files are copied into free groups
+    // before the switch.
+    let tmp = TempDir::new("recluster-fsck-larger-cuts");
+    let img = our_image_with(&tmp, &["--cluster", "4K"]);
+    let p = img.to_str().expect("utf-8");
+    let out = mkfs_alloc(&["recluster", "--cluster", "64K", "--dry-run", "--json", p]);
+    out.assert_success();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+    assert!(
+        v["plan"]["larger"]["files_moved"].as_u64().expect("moved") > 0,
+        "{v:#}"
+    );
+    fsck_every_cut_state(&img, 64 << 10);
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (fsck.exfat)"]
+fn fsck_exfat_finds_every_cut_state_of_a_larger_cluster_without_a_gap_consistent() {
+    // Aligned to 16 KiB the FAT ends at the heap: the new FAT and the
+    // intent record go over the old FAT's entries of free clusters.
+    let tmp = TempDir::new("recluster-fsck-larger-nogap-cuts");
+    let img = our_image_with(&tmp, &["--cluster", "4K", "--align", "16K"]);
+    let p = img.to_str().expect("utf-8");
+    let out = mkfs_alloc(&["recluster", "--cluster", "64K", "--dry-run", "--json", p]);
+    out.assert_success();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+    let (old, new) = (&v["plan"]["old"], &v["plan"]["new"]);
+    let old_end =
+        old["fat_offset"].as_u64().expect("fat") + old["fat_bytes"].as_u64().expect("fat");
+    assert_eq!(old_end, old["heap_offset"].as_u64().expect("heap"), "{v:#}");
+    assert!(new["fat_offset"].as_u64().expect("fat") < old_end, "{v:#}");
+    fsck_every_cut_state(&img, 64 << 10);
+}
+

@@ -12,6 +12,8 @@
 //! and intact (fsck.exfat finds nothing but the dirty flag the unfinished
 //! run sets on purpose, and every file reads back right); a state that
 //! fsck.exfat calls consistent but whose files differ fails the test.
+//! The same the other way: made at 4 KiB, reclustered to 128 KiB (the
+//! files copied into free clusters before the switch).
 //!
 //! Tool tier: root, FUSE, fusepy, losetup, mkfs.exfat, exfat-fuse,
 //! fsck.exfat, dump.exfat.
@@ -59,9 +61,9 @@ fn tree() -> Vec<(String, Vec<u8>)> {
 }
 
 /// The command of every run (the same each time).
-fn recluster(dev: &Path) -> CmdOutput {
+fn recluster(dev: &Path, to: &str) -> CmdOutput {
     let dev = dev.to_string_lossy().into_owned();
-    mkfs_alloc(&["recluster", "--cluster", "4K", "--yes", "-q", &dev])
+    mkfs_alloc(&["recluster", "--cluster", to, "--yes", "-q", &dev])
 }
 
 /// fsck.exfat's findings by the project's judge, with the line about a
@@ -113,6 +115,19 @@ fn differing_files(
 #[test]
 #[ignore = "tool tier: cargo xtask test (root, fusepy, mkfs.exfat, exfat-fuse)"]
 fn cli_recluster_of_a_mkfs_exfat_volume_survives_power_cuts_on_a_device() {
+    power_cuts_on_a_device(("128K", 128 << 10), ("4K", 4096));
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (root, fusepy, mkfs.exfat, exfat-fuse)"]
+fn cli_recluster_to_a_larger_cluster_survives_power_cuts_on_a_device() {
+    // 4 KiB to 128 KiB: the files are copied into free clusters first.
+    power_cuts_on_a_device(("4K", 4096), ("128K", 128 << 10));
+}
+
+/// The sweep of the module docs: mkfs.exfat at `from`, the CLI to `to`
+/// (each as the option's text and bytes).
+fn power_cuts_on_a_device((from, from_bytes): (&str, u64), (to, to_bytes): (&str, u64)) {
     require_root();
     require_fuse();
     for tool in [
@@ -133,7 +148,7 @@ fn cli_recluster_of_a_mkfs_exfat_volume_survives_power_cuts_on_a_device() {
     let control = tmp.join("control.img");
     let tree = tree();
 
-    // The prepared volume: mkfs.exfat at 128 KiB, filled through exfat-fuse
+    // The prepared volume: mkfs.exfat at `from`, filled through exfat-fuse
     // on a plain loop device, then read back through it once more.
     run(
         "truncate",
@@ -142,13 +157,7 @@ fn cli_recluster_of_a_mkfs_exfat_volume_survives_power_cuts_on_a_device() {
     .assert_success();
     run(
         require_tool("mkfs.exfat"),
-        &[
-            "-c",
-            "128K",
-            "-L",
-            "CUTS",
-            pristine.to_str().expect("utf-8"),
-        ],
+        &["-c", from, "-L", "CUTS", pristine.to_str().expect("utf-8")],
     )
     .assert_success();
     {
@@ -162,7 +171,7 @@ fn cli_recluster_of_a_mkfs_exfat_volume_survives_power_cuts_on_a_device() {
         m.unmount();
     }
     fsck_exfat_clean(&pristine);
-    assert_eq!(dump_exfat_cluster_size(&pristine), 128 << 10);
+    assert_eq!(dump_exfat_cluster_size(&pristine), from_bytes);
     assert_eq!(
         differing_files(&pristine, &mnt, &tree).expect("mounts"),
         Vec::<String>::new(),
@@ -174,7 +183,7 @@ fn cli_recluster_of_a_mkfs_exfat_volume_survives_power_cuts_on_a_device() {
     // that the loop device's flushes reach the FUSE process.
     std::fs::write(&img, &prepared).expect("reset");
     let disk = PowerCutDisk::serve(&disk_mnt, &img, None, 0);
-    recluster(disk.path()).assert_success();
+    recluster(disk.path(), to).assert_success();
     let uncut: CutStats = disk.remove();
     assert!(
         uncut.fsyncs > 0,
@@ -182,7 +191,7 @@ fn cli_recluster_of_a_mkfs_exfat_volume_survives_power_cuts_on_a_device() {
     );
     assert!(uncut.writes > 0 && !uncut.cut, "{uncut:?}");
     fsck_exfat_clean(&img);
-    assert_eq!(dump_exfat_cluster_size(&img), 4096);
+    assert_eq!(dump_exfat_cluster_size(&img), to_bytes);
     assert_eq!(
         differing_files(&img, &mnt, &tree).expect("mounts"),
         Vec::<String>::new(),
@@ -191,7 +200,8 @@ fn cli_recluster_of_a_mkfs_exfat_volume_survives_power_cuts_on_a_device() {
 
     // The comparison is over real bytes: in the uncut run's result, one
     // flipped byte inside a file's data (found by its contents in the
-    // image) is caught.
+    // image: at every place they are, as a copied file's old clusters keep
+    // them too) is caught.
     {
         let (name, data) = tree
             .iter()
@@ -199,12 +209,17 @@ fn cli_recluster_of_a_mkfs_exfat_volume_survives_power_cuts_on_a_device() {
             .expect("in the tree");
         let probe = &data[4096..4096 + 64];
         let done = std::fs::read(&img).expect("read the result");
-        let at = done
+        let found: Vec<usize> = done
             .windows(probe.len())
-            .position(|w| w == probe)
-            .expect("the file's bytes are in the image");
+            .enumerate()
+            .filter(|(_, w)| *w == probe)
+            .map(|(at, _)| at)
+            .collect();
+        assert!(!found.is_empty(), "the file's bytes are in the image");
         let mut damaged = done;
-        damaged[at] ^= 0x5A;
+        for at in found {
+            damaged[at] ^= 0x5A;
+        }
         std::fs::write(&control, &damaged).expect("write");
         assert_eq!(
             differing_files(&control, &mnt, &tree).expect("mounts"),
@@ -224,7 +239,7 @@ fn cli_recluster_of_a_mkfs_exfat_volume_survives_power_cuts_on_a_device() {
         std::fs::write(&img, &prepared).expect("reset");
 
         let disk = PowerCutDisk::serve(&disk_mnt, &img, Some(k), k);
-        let out = recluster(disk.path());
+        let out = recluster(disk.path(), to);
         let at_exit = disk.stats();
         assert!(
             !(at_exit.cut && out.success()),
@@ -247,8 +262,8 @@ fn cli_recluster_of_a_mkfs_exfat_volume_survives_power_cuts_on_a_device() {
             );
             intact_before += 1;
             match dump_exfat_cluster_size(&img) {
-                131_072 => old_layout += 1,
-                4096 => new_layout += 1,
+                c if c == from_bytes => old_layout += 1,
+                c if c == to_bytes => new_layout += 1,
                 other => panic!("{ctx}: {other}-byte clusters before the rerun"),
             }
         } else {
@@ -257,12 +272,12 @@ fn cli_recluster_of_a_mkfs_exfat_volume_survives_power_cuts_on_a_device() {
         }
 
         let disk = PowerCutDisk::serve(&disk_mnt, &img, None, 0);
-        let out = recluster(disk.path());
+        let out = recluster(disk.path(), to);
         assert!(out.success(), "{ctx}: the rerun fails:\n{out}");
         let rerun = disk.remove();
         assert!(!rerun.cut, "{ctx}");
         fsck_exfat_clean(&img);
-        assert_eq!(dump_exfat_cluster_size(&img), 4096, "{ctx}");
+        assert_eq!(dump_exfat_cluster_size(&img), to_bytes, "{ctx}");
         let differ = differing_files(&img, &mnt, &tree)
             .unwrap_or_else(|e| panic!("{ctx}: after the rerun {e}"));
         assert!(
@@ -271,9 +286,9 @@ fn cli_recluster_of_a_mkfs_exfat_volume_survives_power_cuts_on_a_device() {
         );
     }
     eprintln!(
-        "recluster 128 KiB -> 4 KiB of a 40 MiB mkfs.exfat volume ({} files): {} ops ({} writes, \
+        "recluster {from} -> {to} of a 40 MiB mkfs.exfat volume ({} files): {} ops ({} writes, \
          {} fsyncs at {:?}); {} cut points (one seed each): the cut run failed in {}, {} already \
-         readable and intact before the rerun ({old_layout} at 128 KiB, {new_layout} at 4 KiB; {} \
+         readable and intact before the rerun ({old_layout} at {from}, {new_layout} at {to}; {} \
          not consistent), all {} intact after it; {kept} unflushed blocks kept, {dropped} lost; \
          {:.1} s",
         tree.len(),

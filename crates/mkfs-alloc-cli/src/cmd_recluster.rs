@@ -8,7 +8,7 @@
 use crate::target::Target;
 use crate::{usage, Failure};
 use anyhow::anyhow;
-use mkfs_alloc::recluster::{self, AutoChoice, Job, Plan, ReclusterError, Step};
+use mkfs_alloc::recluster::{self, AutoChoice, Coarse, Job, Plan, ReclusterError, Step};
 use mkfs_alloc::units::{format_size, parse_size};
 use mkfs_alloc_inspect::ReadOnlyFile;
 use std::path::PathBuf;
@@ -32,9 +32,10 @@ Clusters marked bad are carried over (still bad at the new size).";
 #[command(after_help = EXAMPLES)]
 pub struct ReclusterArgs {
     /// The new cluster size (e.g. 4K), or `auto`: the size the advice
-    /// recommends for the files on the volume. This version makes clusters
-    /// smaller, to a size that divides the current one; file data does not
-    /// move.
+    /// recommends for the files on the volume. Smaller (a size that divides
+    /// the current one): file data does not move. Larger (a multiple):
+    /// files in order in whole new clusters keep their place, the others
+    /// are copied into free space first.
     #[arg(long, value_name = "SIZE|auto")]
     pub cluster: String,
     /// Print the plan (new geometry, what moves, bytes read and written,
@@ -211,6 +212,10 @@ fn print_plan(args: &ReclusterArgs, shown: &Shown<'_>, would_refuse: Option<&str
 }
 
 fn print_text(args: &ReclusterArgs, job: &Job, p: &Plan) {
+    if let Some(c) = &p.coarse {
+        print_larger(args, job, p, c);
+        return;
+    }
     let sz = format_size;
     let kind = p.fat.as_ref().map_or("exFAT", |f| f.kind.display_name());
     outln!(
@@ -379,7 +384,7 @@ fn plan_json(shown: &Shown<'_>, would_refuse: Option<&str>) -> serde_json::Value
         _ => "nothing",
     };
     let plan = job.plan.as_ref().map(|p| {
-        serde_json::json!({
+        let mut v = serde_json::json!({
             "volume_start": p.volume_start,
             "old": geo(&p.old),
             "new": geo(&p.new),
@@ -417,7 +422,11 @@ fn plan_json(shown: &Shown<'_>, would_refuse: Option<&str>) -> serde_json::Value
             "free_after": p.free_after,
             "space_gained": i64::try_from(p.space_gained()).unwrap_or(0),
             "estimated_seconds": estimate(p),
-        })
+        });
+        if let Some(c) = &p.coarse {
+            v["larger"] = larger_json(p, c);
+        }
+        v
     });
     let auto = shown.choice.map(|c| {
         serde_json::json!({
@@ -432,5 +441,100 @@ fn plan_json(shown: &Shown<'_>, would_refuse: Option<&str>) -> serde_json::Value
         "auto": auto,
         "plan": plan,
         "would_refuse": would_refuse,
+    })
+}
+
+/// The plan of a larger cluster size, as text.
+fn print_larger(args: &ReclusterArgs, job: &Job, p: &Plan, c: &Coarse) {
+    let sz = format_size;
+    outln!("{}: re-cluster exFAT ({})", args.target.display(), job.step);
+    outln!(
+        "  cluster size   {} -> {} ({} old clusters per new one)",
+        sz(p.old.cluster_size),
+        sz(p.new.cluster_size),
+        c.group
+    );
+    outln!(
+        "  clusters       {} -> {}",
+        p.old.cluster_count,
+        p.new.cluster_count
+    );
+    outln!(
+        "  FAT            at byte {} ({}) -> at byte {} ({}); the old FAT's {} become unused",
+        p.old.fat_offset,
+        sz(p.old.fat_bytes),
+        p.new.fat_offset,
+        sz(p.new.fat_bytes),
+        sz(p.gap.1)
+    );
+    outln!(
+        "  cluster heap   at byte {} (kept; {} the new cluster size)",
+        p.new.heap_offset,
+        if c.heap_aligned {
+            "aligned to"
+        } else {
+            "not aligned to"
+        }
+    );
+    outln!(
+        "  bitmap         new, {} at cluster {}",
+        sz(p.bitmap.1),
+        p.bitmap.0
+    );
+    outln!(
+        "  directories    {} copied (the root now at cluster {})",
+        p.dirs.len(),
+        p.new.root_cluster
+    );
+    outln!(
+        "  data           {}, {} copied first: {} ({}, the up-case table's included)",
+        crate::cmd_info::plural(
+            c.files_kept,
+            "file keeps its place",
+            "files keep their place"
+        ),
+        c.files_moved,
+        sz(c.bytes_moved),
+        crate::cmd_info::plural(p.clusters_moved, "old cluster", "old clusters")
+    );
+    outln!(
+        "  files          {} ({}), taking {} -> {} (slack {} -> {})",
+        p.files,
+        sz(p.file_bytes),
+        sz(p.files_allocated.0),
+        sz(p.files_allocated.1),
+        sz(c.slack.0),
+        sz(c.slack.1)
+    );
+    outln!(
+        "  free           {} -> {} (gained {})",
+        sz(p.free_before),
+        sz(p.free_after),
+        signed(p.space_gained())
+    );
+    outln!(
+        "  I/O            reads {}, writes {}",
+        sz(p.bytes_read),
+        sz(p.bytes_written)
+    );
+    outln!(
+        "  time           about {:.1} s on a stick that reads 20 MB/s and writes 5 MB/s",
+        estimate(p)
+    );
+}
+
+/// The plan of a larger cluster size, the part of its JSON the smaller
+/// sizes do not have.
+fn larger_json(p: &Plan, c: &Coarse) -> serde_json::Value {
+    serde_json::json!({
+        "old_clusters_per_new": c.group,
+        "heap_aligned": c.heap_aligned,
+        "files_kept": c.files_kept,
+        "files_moved": c.files_moved,
+        "old_clusters_moved": p.clusters_moved,
+        "bytes_moved": c.bytes_moved,
+        "slack_old": c.slack.0,
+        "slack_new": c.slack.1,
+        "free_in_whole_new_clusters": c.free_groups,
     })
 }

@@ -31,6 +31,18 @@
 //! FATs go into free clusters, the reserved sectors grow over the old
 //! FATs, and the switch is sector 0; FAT12/16 are refused.
 //!
+//! A larger size, `k` times the old one (`coarse.rs`): the heap keeps its
+//! offset (the plan says whether it is aligned to the new size), so new
+//! cluster `j` covers old clusters `2 + (j - 2) * k ..` (a group). A file
+//! whose data lies in order in whole groups keeps its place; every other
+//! file, the directories and the new bitmap are copied in step 3 into
+//! groups wholly free in the old volume (a small file takes a whole new
+//! cluster: counted, and refused with how much to free when it does not
+//! fit). The new FAT (smaller) goes into the gap, or when the gap is too
+//! small over the old FAT's entries of clusters past the last one in use
+//! (free in the old bitmap: not read). The old volume's metadata is
+//! otherwise untouched, so steps 1..=5 and the argument below hold.
+//!
 //! Crash safety, under "any subset of the writes since the last flush
 //! survives, block by block": until the main boot region changes, the old
 //! volume's own bytes are untouched except VolumeDirty (one sector, outside
@@ -65,6 +77,7 @@ use mkfs_alloc_ondisk::exfat::BootSector;
 
 mod auto;
 mod bad;
+mod coarse;
 mod disk;
 mod evac;
 mod fat;
@@ -76,6 +89,7 @@ mod tests;
 
 pub use auto::{plan_auto, recommend, AutoChoice};
 pub use fat::{FatLayout, FatRefusal};
+pub use coarse::Coarse;
 pub use plan::{plan_from, DirCopy, Evacuation, ExfatGeometry, Plan, Refusal};
 
 use state::{Intent, Region};
@@ -287,15 +301,28 @@ fn plan_read<D: BlockIo + ?Sized>(
     let bad = bad::find(dev, &model)?;
     bad::reserve(&mut model, &bad);
     let root_clusters = root_chain_len(dev, &model)?;
-    let mut p = plan_from(
+    let mut p = match plan_from(
         &model,
         &dirs,
         &file_sizes,
         root_clusters,
         cluster,
         allow_dirty,
-    )
-    .map_err(ReclusterError::Refused)?;
+    ) {
+        // Every other check passed: a larger size, planned by `coarse`.
+        Err(Refusal::LargerNotSupported { .. }) if bad.is_empty() => {
+            coarse::plan(dev, &model, &dirs, root_clusters, cluster)?
+        }
+        Err(Refusal::LargerNotSupported { .. }) => {
+            return Err(ReclusterError::Refused(Refusal::Unsupported {
+                what: format!(
+                    "a larger cluster size on a volume with bad clusters ({})",
+                    bad.len()
+                ),
+            }))
+        }
+        other => other.map_err(ReclusterError::Refused)?,
+    };
     bad::carry(&mut p, bad).map_err(ReclusterError::Refused)?;
     if p.evacuate.is_some() {
         count_evacuation(dev, &mut p, &model, &dirs, root_clusters)?;
@@ -343,6 +370,9 @@ pub fn run<D: BlockIo + ?Sized>(dev: &mut D, job: &Job) -> Result<(), ReclusterE
             let Some(plan) = &job.plan else {
                 return Ok(());
             };
+            if plan.coarse.is_some() {
+                return coarse::run(dev, job, plan);
+            }
             if plan.evacuate.is_some() {
                 evacuate(dev, job, plan)?;
                 return run_next(dev, job.target);

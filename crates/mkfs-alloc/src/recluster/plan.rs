@@ -2,7 +2,8 @@
 //! entry sets its reading saw) and a new cluster size to a [`Plan`], or a
 //! [`Refusal`] with its reason. No I/O.
 //!
-//! The case planned: exFAT, the new cluster size dividing the old one
+//! A larger size is planned by `coarse.rs` (which reads the files' chains).
+//! The case planned here: exFAT, the new cluster size dividing the old one
 //! (`r = old / new` new clusters per old one). The cluster heap keeps its
 //! offset, so every byte of file data stays where it is: old cluster `c` is
 //! new clusters `(c - 2) * r + 2 ..` (in-place.md's congruence with a zero
@@ -87,9 +88,10 @@ pub struct Plan {
     pub gap: (u64, u64),
     /// Offset of the intent record (the heap's offset less one sector).
     pub intent_offset: u64,
-    /// New clusters per old cluster.
+    /// New clusters per old cluster (0 for a larger size: [`Plan::coarse`]).
     pub ratio: u32,
-    /// Old clusters whose data moves (those the evacuation copies).
+    /// Old clusters whose data moves (those the evacuation copies, or a
+    /// larger size's copies).
     pub clusters_moved: u64,
     /// New clusters the heap's start moved forward by (0: it stays).
     pub heap_shift: u32,
@@ -127,6 +129,8 @@ pub struct Plan {
     /// FAT32: the reserved sectors and FATs (`None` for exFAT, whose
     /// [`Plan::bitmap`] and [`Plan::upcase`] a FAT volume leaves zero).
     pub fat: Option<super::fat::FatLayout>,
+    /// A larger cluster size: what keeps its place, what is copied.
+    pub coarse: Option<super::coarse::Coarse>,
 }
 
 impl Plan {
@@ -203,7 +207,8 @@ pub enum Refusal {
         /// The cluster size.
         cluster: u64,
     },
-    /// A larger cluster (or one that does not divide the old one).
+    /// A larger cluster: [`plan_from`] plans only the smaller sizes (the
+    /// larger ones read the files' chains: [`super::plan()`]).
     LargerNotSupported {
         /// The cluster size now.
         old: u64,
@@ -534,6 +539,7 @@ pub fn plan_from(
         files_allocated: (alloc_old, alloc_new),
         bad_clusters: Vec::new(),
         fat: None,
+        coarse: None,
     })
 }
 

@@ -341,8 +341,8 @@ fn refusals_say_why() {
         other => panic!("{:?}", other.map(|j| j.step)),
     };
     assert!(matches!(
-        e(plan(&mut disk, 64 << 10)),
-        Refusal::LargerNotSupported { .. }
+        e(plan(&mut disk, 64 << 20)),
+        Refusal::InvalidSize { .. }
     ));
     assert!(matches!(
         e(plan(&mut disk, 3000)),
@@ -582,6 +582,8 @@ fn an_unknown_entry_is_refused_before_the_first_write() {
 mod auto;
 #[cfg(test)]
 mod bad;
+#[cfg(test)]
+mod coarse;
 #[cfg(test)]
 mod evac;
 

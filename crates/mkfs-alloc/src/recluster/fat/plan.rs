@@ -338,6 +338,7 @@ pub(in super::super) fn plan_fat(
         bitmap: (0, 0),
         upcase: (0, 0),
         bad_clusters: Vec::new(),
+        coarse: None,
         dirs,
         files: input.file_sizes.len() as u64,
         file_bytes,
