@@ -67,7 +67,7 @@ pub(super) fn check_outputs(
 /// size; nothing is written. The error is the refusal's text.
 pub(super) fn open_checked(target: &Target, uncached: bool) -> Result<Opened, Failure> {
     let opened = target.open_with(uncached)?;
-    if let Err(f) = crate::watch::check_opened(target, &opened) {
+    if let Err(f) = target.check_opened(&opened) {
         undo_open(target, opened);
         return Err(f);
     }

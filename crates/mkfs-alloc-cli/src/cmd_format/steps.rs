@@ -79,7 +79,7 @@ pub(super) fn limit_device(
     if size >= d.info().size_bytes {
         return Ok(());
     }
-    let zeroed = wipe_backup_gpt_beyond(&mut crate::watch::WriteWatch::new(d, wrote), size)
+    let zeroed = wipe_backup_gpt_beyond(&mut mkfs_alloc::blockio::WriteWatch::new(d, wrote), size)
         .with_context(|| format!("zeroing the old backup GPT of {}", path.display()))
         .map_err(Failure::Io)?;
     for offset in zeroed {
