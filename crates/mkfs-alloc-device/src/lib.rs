@@ -75,7 +75,10 @@ pub(crate) use device::XferResult;
 pub use lock_holder::{check_lock_holder, LockHolder};
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 mod probe;
+mod removed;
 pub mod target;
+
+pub use removed::device_removed;
 
 /// What is known about a block device, gathered without writing to it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
