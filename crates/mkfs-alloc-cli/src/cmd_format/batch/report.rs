@@ -7,6 +7,7 @@ use anyhow::Context;
 use mkfs_alloc::batch::Outcome;
 use mkfs_alloc::layout::units::format_size;
 use mkfs_alloc::partition::TableKind;
+use mkfs_alloc::units::utc_text;
 use mkfs_alloc::MediumPlan;
 use mkfs_alloc_device::DeviceInfo;
 use serde_json::{json, Value};
@@ -157,8 +158,8 @@ pub(super) fn target_json(r: &Row<'_>) -> Value {
         v["bytes_written"] = json!(o.bytes_written);
         v["write_seconds"] = json!(o.write_time.as_secs_f64());
         v["write_bytes_per_sec"] = json!(o.write_bytes_per_sec());
-        v["started"] = json!(utc(o.started));
-        v["finished"] = json!(utc(o.finished));
+        v["started"] = json!(utc_text(o.started));
+        v["finished"] = json!(utc_text(o.finished));
         v["verify"] = json!(o.verify.map(|x| json!({
             "bytes_read": x.bytes_read,
             "bytes_verified": x.bytes_verified,
@@ -187,7 +188,7 @@ pub(super) fn append_log(f: &mut std::fs::File, rows: &[Row<'_>]) -> anyhow::Res
     let args: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let now = utc(SystemTime::now());
+    let now = utc_text(SystemTime::now());
     let mut text = String::new();
     for r in rows {
         let line = json!({
@@ -202,32 +203,4 @@ pub(super) fn append_log(f: &mut std::fs::File, rows: &[Row<'_>]) -> anyhow::Res
     f.write_all(text.as_bytes())
         .and_then(|()| f.sync_data())
         .context("writing --log")
-}
-
-/// `2026-12-01T17:04:49Z`.
-pub(super) fn utc(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs()) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = mkfs_alloc::layout::civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn utc_is_civil_time() {
-        let at = |s| utc(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(s));
-        assert_eq!(at(0), "1970-01-01T00:00:00Z");
-        assert_eq!(at(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(at(1_700_000_000), "2023-11-14T22:13:20Z");
-    }
 }

@@ -3,7 +3,8 @@
 //! <https://github.com/dosfstools/dosfstools/blob/v4.2/src/mkfs.fat.c>).
 
 use super::getopt::{Spec, Takes};
-use super::{invalid, parse_serial, split_line, unsupported_option, Early, Request, UsageError};
+use super::{invalid, split_line, unsupported_option, Early, Request, UsageError};
+use crate::units::parse_serial;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -134,7 +135,7 @@ pub fn parse(args: &[OsString]) -> Result<Request, Early> {
                 })?)
             }
             "i" => {
-                let serial = parse_serial(v.trim());
+                let serial = parse_serial(&v);
                 let valid = "a 32-bit hex number, e.g. 2e24ec82";
                 req.serial = Some(serial.ok_or_else(|| invalid(&opt, &v, Some(valid)))?);
             }

@@ -323,22 +323,5 @@ fn strtol(s: &str) -> Option<i128> {
     Some(if neg { -n } else { n })
 }
 
-/// Parses a 32-bit volume serial in hex (`1234abcd`, `0x1234ABCD`, `1234-ABCD`).
-fn parse_serial(s: &str) -> Option<u32> {
-    let t = s
-        .strip_prefix("0x")
-        .or_else(|| s.strip_prefix("0X"))
-        .unwrap_or(s);
-    let t: String = match t.split_once('-') {
-        Some((a, b)) if a.len() == 4 && b.len() == 4 => format!("{a}{b}"),
-        Some(_) => return None,
-        None => t.to_string(),
-    };
-    if t.is_empty() || t.len() > 8 || !t.chars().all(|c| c.is_ascii_hexdigit()) {
-        return None;
-    }
-    u32::from_str_radix(&t, 16).ok()
-}
-
 #[cfg(test)]
 mod tests;
