@@ -66,7 +66,7 @@ pub use powercut::{power_lost, CutReport, PowerCutIo, PowerLost};
 pub use slice::Slice;
 pub use stats::IoStats;
 pub use watch::WriteWatch;
-pub use zeroed::{zero_blocks, Zeroed};
+pub use zeroed::{zero_all, zero_blocks, Zeroed};
 
 /// The kind of operation that failed, for error messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -121,6 +121,8 @@ pub use write::{wipe_backup_gpt_beyond, Found, Writing};
 /// Block targets: the trait and the portable backends (raw devices are in
 /// the `mkfs-alloc-device` crate).
 pub mod blockio {
+    /// Zeroing a whole target (a full format).
+    pub use mkfs_alloc_blockio::zero_all;
     /// Test doubles: fault injection and write-order logs (the `testing`
     /// feature).
     #[cfg(feature = "testing")]
@@ -129,7 +131,7 @@ pub mod blockio {
     };
     pub use mkfs_alloc_blockio::{
         BlockIo, CloneRefusal, CopyCounts, CopyMode, FileCopier, ImageFile, IoError, IoOp, MemDisk,
-        Slice,
+        Slice, WriteWatch,
     };
 }
 

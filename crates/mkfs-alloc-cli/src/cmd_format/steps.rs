@@ -50,7 +50,7 @@ pub(super) fn zero(
     dev: &mut dyn BlockIo,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<String, IoError> {
-    zero_all(dev, progress)?;
+    mkfs_alloc::blockio::zero_all(dev, progress)?;
     Ok("full format: zeroed the whole medium".to_string())
 }
 
@@ -103,19 +103,4 @@ fn discard_note(r: Result<bool, IoError>, whole: bool, size: u64) -> String {
         Ok(false) => "the device does not support discard; not discarded".to_string(),
         Err(e) => format!("discard failed, continuing without it: {e}: {}", e.source),
     }
-}
-
-/// Zeroes the whole target in 64 MiB steps (a full format).
-fn zero_all(dev: &mut dyn BlockIo, progress: &mut dyn FnMut(u64, u64)) -> Result<(), IoError> {
-    let bs = u64::from(dev.block_size());
-    let total = dev.num_blocks();
-    let step = (64 << 20) / bs;
-    let mut at = 0;
-    while at < total {
-        let n = step.min(total - at);
-        dev.write_zeroes(at, n)?;
-        at += n;
-        progress(at * bs, total * bs);
-    }
-    dev.flush()
 }
