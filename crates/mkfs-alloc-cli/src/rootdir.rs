@@ -3,10 +3,9 @@
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::layout::units::{format_count, format_size};
-use mkfs_alloc::populate::{HostId, Populated, SkipKind, TimePolicy, Tree};
+use mkfs_alloc::populate::{HostId, Populated, TimePolicy, Tree};
 use mkfs_alloc::{FormatError, MediumPlan};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Walks `dir` (nothing is written), with a spinner on a terminal when `show`.
@@ -73,23 +72,15 @@ pub fn refuse_target_inside(tree: &Tree, dir: &Path, target: &Path) -> Result<()
     )))
 }
 
-/// The mtime clamp: `SOURCE_DATE_EPOCH` when set.
-pub fn time_policy() -> TimePolicy {
-    TimePolicy {
-        clamp: std::env::var("SOURCE_DATE_EPOCH")
-            .ok()
-            .and_then(|v| v.trim().parse().ok()),
-    }
-}
-
 /// Checks the tree against the planned volume and allocates it (exit 2 on
 /// refusal); the plan then holds it.
 pub fn populate(tree: Tree, plan: MediumPlan) -> Result<MediumPlan, Failure> {
     let sd = plan.layout().sd().is_some();
-    plan.populate(tree, time_policy()).map_err(|e| match e {
-        FormatError::Populate(e) => usage(crate::hints::populate_error(e, sd)),
-        e => crate::cmd_format::format_failure(e, None),
-    })
+    plan.populate(tree, TimePolicy::from_env())
+        .map_err(|e| match e {
+            FormatError::Populate(e) => usage(crate::hints::populate_error(e, sd)),
+            e => crate::cmd_format::format_failure(e, None),
+        })
 }
 
 /// Paths longer than this many characters are shortened in messages.
@@ -117,14 +108,6 @@ pub fn shorten_path(path: &str) -> String {
     format!("{start}…{end}")
 }
 
-fn skipped_counts(tree: &Tree) -> BTreeMap<SkipKind, u64> {
-    let mut m = BTreeMap::new();
-    for s in tree.skipped() {
-        *m.entry(s.kind).or_insert(0) += 1;
-    }
-    m
-}
-
 /// The summary line(s).
 pub fn summary(p: &Populated) -> Vec<String> {
     let t = p.tree();
@@ -145,7 +128,7 @@ pub fn summary(p: &Populated) -> Vec<String> {
             format_size(written),
         ));
     }
-    let counts = skipped_counts(t);
+    let counts = t.skipped_counts();
     if !counts.is_empty() {
         let what: Vec<String> = counts
             .iter()
@@ -170,7 +153,7 @@ pub fn json(p: &Populated) -> Value {
         "clusters": p.new_clusters(),
         "bytes_on_disk": p.footprint().bytes_on_disk(),
         "skipped": t.skipped(),
-        "skipped_counts": skipped_counts(t),
+        "skipped_counts": t.skipped_counts(),
         "copy": copy_json(p),
     })
 }
