@@ -16,7 +16,7 @@ use std::path::Path;
 /// Everything that names the medium at `path` (`target`: the inspected
 /// target, when there is one): [`mkfs_alloc_device::target::medium_ids`].
 pub(super) fn medium_ids(path: &Path, target: Option<&Target>) -> Vec<MediumId> {
-    target::medium_ids(path, target.and_then(Target::device))
+    target::medium_ids(path, target.and_then(|t| t.device()))
 }
 
 /// A file the run writes besides its targets.
@@ -69,7 +69,7 @@ pub(super) fn open_checked(target: &Target, uncached: bool) -> Result<Opened, Fa
     let opened = target.open_with(uncached)?;
     if let Err(f) = target.check_opened(&opened) {
         undo_open(target, opened);
-        return Err(f);
+        return Err(f.into());
     }
     Ok(opened)
 }

@@ -405,8 +405,8 @@ fn rows<'a>(
             }
             Row {
                 path: &e.path,
-                size: e.target.as_ref().map(Target::size_bytes),
-                device: e.target.as_ref().and_then(Target::device),
+                size: e.target.as_ref().map(|t| t.size_bytes()),
+                device: e.target.as_ref().and_then(|t| t.device()),
                 plan: p.ok(),
                 verdict,
                 error,
