@@ -2,7 +2,7 @@
 //! tells): a failure before the first write is a refusal (exit 2, the
 //! target as it was), one after it an I/O failure (exit 1).
 
-use crate::target::{Action, Target};
+use crate::target::Target;
 use crate::{usage, Failure};
 use anyhow::anyhow;
 
@@ -13,17 +13,11 @@ pub fn settle(failure: Failure, wrote: bool, target: &Target) -> Failure {
     if wrote {
         return failure;
     }
-    if let (Action::Grow(_), Some(len)) = (target.action(), target.len_before()) {
-        let restored = std::fs::OpenOptions::new()
-            .write(true)
-            .open(target.path())
-            .and_then(|f| f.set_len(len));
-        if let Err(e) = restored {
-            return Failure::Io(anyhow!(
-                "{}; the image was grown but nothing was written, and shrinking it back to {len} bytes failed: {e}",
-                crate::text::error_text(failure.error())
-            ));
-        }
+    if let (Err(e), Some(len)) = (target.shrink_back(), target.len_before()) {
+        return Failure::Io(anyhow!(
+            "{}; the image was grown but nothing was written, and shrinking it back to {len} bytes failed: {e}",
+            crate::text::error_text(failure.error())
+        ));
     }
     match failure {
         Failure::Io(e) => usage(anyhow!(

@@ -76,6 +76,24 @@ fn an_existing_image_is_kept_or_grown_never_shrunk() {
 }
 
 #[test]
+fn a_grown_image_shrinks_back_to_its_old_length() {
+    let dir = TempDir::new("target-shrink-back");
+    let img = dir.join("old.img");
+    std::fs::write(&img, vec![0u8; 8192]).expect("image");
+    let len = || std::fs::metadata(&img).expect("meta").len();
+    let grown = inspect(&img, Some(16384)).expect("grown");
+    let opened = grown.open_with(false).expect("opened");
+    assert_eq!(len(), 16384);
+    grown.shrink_back().expect("shrunk back");
+    assert_eq!(len(), 8192);
+    grown.undo_open(opened);
+    assert_eq!(len(), 8192, "undoing the open shrinks it back too");
+    let kept = inspect(&img, None).expect("kept");
+    kept.shrink_back().expect("nothing to do");
+    assert_eq!(len(), 8192);
+}
+
+#[test]
 fn directories_dangling_links_and_fifos_are_refused() {
     let dir = TempDir::new("target-hostile");
     assert!(matches!(

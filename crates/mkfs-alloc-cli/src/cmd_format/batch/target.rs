@@ -6,7 +6,7 @@
 //! failures whole for its own messages and exit codes.
 
 use super::super::steps::{self, limit_device, Probed};
-use crate::target::{Action, Opened, Target};
+use crate::target::{Opened, Target};
 use crate::Failure;
 use anyhow::anyhow;
 use mkfs_alloc::batch::{BatchTarget, Stage, TargetContent, TargetError, Verdict};
@@ -295,14 +295,9 @@ impl BatchTarget for CliTarget<'_> {
         if self.created {
             // Ours, and useless: never leave a half-made image behind.
             let _ = std::fs::remove_file(t.path());
-        } else if let (Action::Grow(_), Some(len), false, true) =
-            (t.action(), t.len_before(), e.wrote, self.opened)
-        {
+        } else if !e.wrote && self.opened {
             // Grown, nothing written: the old length back.
-            let _ = std::fs::OpenOptions::new()
-                .write(true)
-                .open(t.path())
-                .and_then(|f| f.set_len(len));
+            let _ = t.shrink_back();
         }
     }
 }
