@@ -100,7 +100,7 @@ pub use fake::{FakeKind, FakeStick};
 pub use journal::{
     DeviceIdentity, Journal, JournalError, JournalHeader, JournalStatus, Record, JOURNAL_VERSION,
 };
-pub use journal_path::{check_journal_path, JournalPathError};
+pub use journal_path::{check_journal_path, default_journal_path, JournalPathError};
 pub use reopen::{Opener, Reopening};
 pub use restore::{restore_journal, Refusal};
 

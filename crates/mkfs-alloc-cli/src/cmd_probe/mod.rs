@@ -262,7 +262,7 @@ pub fn run(a: &ProbeArgs) -> Result<(), Failure> {
     let journal_path = a.keep_data.then(|| {
         a.journal
             .clone()
-            .unwrap_or_else(|| journal::default_path(path))
+            .unwrap_or_else(|| mkfs_alloc_capacity::default_journal_path(path))
     });
     if let Some(j) = &journal_path {
         journal::refuse_unsafe("--journal", j, path)?;
