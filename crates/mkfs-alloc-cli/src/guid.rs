@@ -1,19 +1,15 @@
-//! The exFAT volume GUID as mkfs-alloc shows and reads it: the GUID
-//! structure's mixed-endian text (its first three groups stored
+//! `--volume-guid`: the exFAT volume GUID read as mkfs-alloc shows it, the
+//! GUID structure's mixed-endian text (its first three groups stored
 //! little-endian, as GPT's), as Windows and our reports show GUIDs.
 
 use mkfs_alloc::partition::Guid;
-
-/// The entry's bytes as mkfs-alloc shows them.
-pub fn text(g: &[u8; 16]) -> String {
-    Guid::from_mixed_endian(*g).to_string()
-}
 
 /// What a GUID's text must look like, for error messages.
 pub const FORMS: &str =
     "32 hexadecimal digits, or 8-4-4-4-12 digits with dashes (e.g. 6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b)";
 
-/// mkfs-alloc's form (as [`text`] prints it) to the entry's bytes.
+/// mkfs-alloc's form (as `mkfs_alloc::report::guid_text` prints it) to
+/// the entry's bytes.
 pub fn parse(s: &str) -> Option<[u8; 16]> {
     Some(Guid::parse(s.trim())?.to_mixed_endian())
 }
@@ -33,7 +29,7 @@ mod tests {
                 0xEE, 0xFF
             ]
         );
-        assert_eq!(text(&g), s);
+        assert_eq!(mkfs_alloc::report::guid_text(&g), s);
         assert_eq!(parse(&format!(" {s}\n")), Some(g));
         assert_eq!(parse("0x1"), None);
     }

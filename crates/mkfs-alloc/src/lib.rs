@@ -90,7 +90,8 @@
 //! parallel scan's rayon); `testing` re-exports the block-I/O test doubles
 //! (`FaultyIo`, `Counting`) for embedders' own crash tests; `inspect` brings
 //! the `inspect` module (reading existing volumes: the report `info` prints
-//! and the whole-volume model).
+//! and the whole-volume model); `serde` serializes the plans and brings the
+//! `report` module (a plan's figures for a machine reader).
 
 #![warn(clippy::missing_errors_doc)]
 
@@ -106,6 +107,8 @@ mod plan;
 #[cfg(feature = "populate")]
 mod populated;
 pub mod recluster;
+#[cfg(feature = "serde")]
+pub mod report;
 pub mod units;
 pub mod verify;
 mod write;

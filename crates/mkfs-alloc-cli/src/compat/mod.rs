@@ -257,7 +257,7 @@ fn mkfs_alloc_args(req: &Request, d: &Decision, sector: u32) -> Vec<OsString> {
         root.filter(|_| small).map(|r| r.to_string()),
     );
     if let Some(g) = &req.volume_guid {
-        a.push(format!("--volume-guid={}", crate::guid::text(g)).into());
+        a.push(format!("--volume-guid={}", mkfs_alloc::report::guid_text(g)).into());
     }
     if req.full {
         a.push("--full".into());

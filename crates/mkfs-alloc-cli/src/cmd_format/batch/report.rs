@@ -2,11 +2,11 @@
 //! document, one object per target) and `--log` (one JSON line per target,
 //! appended).
 
-use crate::report::shown_label;
 use anyhow::Context;
 use mkfs_alloc::batch::Outcome;
 use mkfs_alloc::layout::units::format_size;
 use mkfs_alloc::partition::TableKind;
+use mkfs_alloc::report::{guid_text, stored_label};
 use mkfs_alloc::units::utc_text;
 use mkfs_alloc::MediumPlan;
 use mkfs_alloc_device::DeviceInfo;
@@ -50,7 +50,7 @@ fn layout_text(p: &MediumPlan) -> String {
 fn serial_text(p: &MediumPlan) -> String {
     let s = p.layout().serial();
     let serial = format!("{:04X}-{:04X}", s >> 16, s & 0xFFFF);
-    match shown_label(p.layout()) {
+    match stored_label(p.layout()) {
         Some(l) => format!("{serial} {l}"),
         None => serial,
     }
@@ -145,8 +145,8 @@ pub(super) fn target_json(r: &Row<'_>) -> Value {
         v["partition_start"] = json!(p.table().partition_start());
         v["volume_bytes"] = json!(l.volume_bytes());
         v["serial"] = json!(format!("{:08X}", l.serial()));
-        v["label"] = json!(shown_label(l));
-        v["volume_guid"] = json!(l.volume_guid().as_ref().map(crate::guid::text));
+        v["label"] = json!(stored_label(l));
+        v["volume_guid"] = json!(l.volume_guid().as_ref().map(guid_text));
         v["mbr_disk_signature"] = json!(p
             .table()
             .mbr()
