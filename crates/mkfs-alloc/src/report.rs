@@ -4,6 +4,9 @@
 //! table. Words for people (region names, why in sentences) are the
 //! front end's to add.
 
+use crate::batch::Outcome;
+use crate::units::utc_text;
+use crate::verify::VerifyReport;
 use crate::MediumPlan;
 use mkfs_alloc_layout::label::EncodedLabel;
 use mkfs_alloc_layout::rules::{ClusterRule, FsRule};
@@ -197,6 +200,185 @@ impl<'a> PlanReport<'a> {
     }
 }
 
+/// A batch target's plan, as a batch report gives it beside the target's
+/// own fields ([`crate::batch`]).
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct TargetPlanReport {
+    /// The file system's id.
+    pub fs: &'static str,
+    /// Bytes per cluster.
+    pub cluster_size: u64,
+    /// The partition table's id (`none`, `mbr`, `gpt`).
+    pub table: &'static str,
+    /// Where the volume starts on the medium.
+    pub partition_start: u64,
+    /// Bytes of the volume.
+    pub volume_bytes: u64,
+    /// The volume serial, eight hexadecimal digits.
+    pub serial: String,
+    /// The label as the file system stores it.
+    pub label: Option<String>,
+    /// The exFAT volume GUID ([`guid_text`]).
+    pub volume_guid: Option<String>,
+    /// The MBR's disk signature, eight hexadecimal digits.
+    pub mbr_disk_signature: Option<String>,
+    /// The GPT's disk GUID.
+    pub gpt_disk_guid: Option<String>,
+    /// The GPT partition's GUID.
+    pub gpt_partition_guid: Option<String>,
+}
+
+impl TargetPlanReport {
+    /// The identities and shape of `plan`.
+    pub fn of(plan: &MediumPlan) -> Self {
+        let (l, t) = (plan.layout(), plan.table());
+        TargetPlanReport {
+            fs: l.fs().id(),
+            cluster_size: l.cluster_size(),
+            table: t.kind().id(),
+            partition_start: t.partition_start(),
+            volume_bytes: l.volume_bytes(),
+            serial: format!("{:08X}", l.serial()),
+            label: stored_label(l),
+            volume_guid: l.volume_guid().as_ref().map(guid_text),
+            mbr_disk_signature: t.mbr().map(|m| format!("{:08X}", m.disk_signature())),
+            gpt_disk_guid: t.gpt().map(|g| g.disk_guid().to_string()),
+            gpt_partition_guid: t.gpt().map(|g| g.partition_guid().to_string()),
+        }
+    }
+}
+
+/// What a batch target's run did ([`Outcome`]), times as RFC 3339 UTC text
+/// ([`crate::units::utc_text`]).
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct OutcomeReport {
+    /// Bytes the format wrote.
+    pub bytes_written: u64,
+    /// Seconds the format took.
+    pub write_seconds: f64,
+    /// Bytes written per second.
+    pub write_bytes_per_sec: f64,
+    /// When the target's run started.
+    pub started: String,
+    /// When it finished.
+    pub finished: String,
+    /// The read-back, if asked for and reached.
+    pub verify: Option<VerifyFigures>,
+}
+
+/// The read-back's figures ([`VerifyReport`]).
+#[derive(Debug, Clone, Copy, Serialize)]
+#[non_exhaustive]
+pub struct VerifyFigures {
+    /// Bytes read from the target.
+    pub bytes_read: u64,
+    /// Bytes compared.
+    pub bytes_verified: u64,
+    /// Pieces that differ from what was written.
+    pub mismatches: u64,
+    /// Byte offset of the first piece that differs.
+    pub first_mismatch: Option<u64>,
+    /// Bytes that could not be checked.
+    pub unverifiable_bytes: u64,
+    /// Seconds spent reading and comparing.
+    pub seconds: f64,
+    /// Bytes read per second.
+    pub bytes_per_sec: f64,
+}
+
+impl OutcomeReport {
+    /// The figures of `o`.
+    pub fn of(o: &Outcome) -> Self {
+        OutcomeReport {
+            bytes_written: o.bytes_written,
+            write_seconds: o.write_time.as_secs_f64(),
+            write_bytes_per_sec: o.write_bytes_per_sec(),
+            started: utc_text(o.started),
+            finished: utc_text(o.finished),
+            verify: o.verify.as_ref().map(VerifyFigures::of),
+        }
+    }
+}
+
+impl VerifyFigures {
+    /// The figures of `v`.
+    pub fn of(v: &VerifyReport) -> Self {
+        VerifyFigures {
+            bytes_read: v.bytes_read,
+            bytes_verified: v.bytes_verified,
+            mismatches: v.mismatches,
+            first_mismatch: v.first_mismatch,
+            unverifiable_bytes: v.unverifiable_bytes,
+            seconds: v.elapsed.as_secs_f64(),
+            bytes_per_sec: v.bytes_per_sec(),
+        }
+    }
+}
+
+/// A tree written into the volume ([`crate::populate::Populated`]; the
+/// `populate` feature).
+#[cfg(feature = "populate")]
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct TreeReport<'a> {
+    /// Files copied.
+    pub files: u64,
+    /// Directories copied, the root not counted.
+    pub directories: u64,
+    /// Bytes of the files.
+    pub bytes: u64,
+    /// Clusters the tree takes.
+    pub clusters: u64,
+    /// Bytes the tree takes on the volume.
+    pub bytes_on_disk: u64,
+    /// Host entries not copied (links, devices, FIFOs, sockets).
+    pub skipped: &'a [mkfs_alloc_populate::Skipped],
+    /// How many of each kind.
+    pub skipped_counts: std::collections::BTreeMap<mkfs_alloc_populate::SkipKind, u64>,
+    /// How the file data reached the image.
+    pub copy: CopyReport,
+}
+
+/// How a tree's file data reached the image: bytes cloned (shared with
+/// the source files), copied by the kernel, and written (read and
+/// written; the rest).
+#[cfg(feature = "populate")]
+#[derive(Debug, Clone, Copy, Serialize)]
+#[non_exhaustive]
+pub struct CopyReport {
+    /// Bytes shared with the source files.
+    pub cloned: u64,
+    /// Bytes the kernel copied.
+    pub copied_in_kernel: u64,
+    /// Bytes read and written.
+    pub written: u64,
+}
+
+#[cfg(feature = "populate")]
+impl<'a> TreeReport<'a> {
+    /// The figures of `p`.
+    pub fn of(p: &'a mkfs_alloc_populate::Populated) -> Self {
+        let t = p.tree();
+        let c = p.copy_counts().unwrap_or_default();
+        TreeReport {
+            files: t.file_count(),
+            directories: t.dir_count(),
+            bytes: t.file_bytes(),
+            clusters: p.new_clusters(),
+            bytes_on_disk: p.footprint().bytes_on_disk(),
+            skipped: t.skipped(),
+            skipped_counts: t.skipped_counts(),
+            copy: CopyReport {
+                cloned: c.cloned,
+                copied_in_kernel: c.copied_in_kernel,
+                written: t.file_bytes().saturating_sub(c.cloned + c.copied_in_kernel),
+            },
+        }
+    }
+}
+
 /// The label as the file system stores it (FAT upper-cases it; the
 /// padding left out).
 pub fn stored_label(layout: &Layout) -> Option<String> {
@@ -281,6 +463,46 @@ mod tests {
                 0xEE, 0xFF
             ]),
             "00112233-4455-6677-8899-AABBCCDDEEFF"
+        );
+    }
+
+    #[test]
+    fn a_batch_target_reports_its_identities() {
+        let p = plan(FsKind::Exfat, "K001");
+        let r = TargetPlanReport::of(&p);
+        assert_eq!(
+            (r.fs, r.table, r.partition_start),
+            ("exfat", "mbr", 1 << 20)
+        );
+        let sig = p.table().mbr().expect("an MBR").disk_signature();
+        assert_eq!(r.mbr_disk_signature, Some(format!("{sig:08X}")));
+        assert_eq!((r.gpt_disk_guid, r.gpt_partition_guid), (None, None));
+        assert_eq!(r.serial, "1234ABCD");
+        let v = VerifyReport {
+            bytes_verified: 4096,
+            bytes_read: 8192,
+            elapsed: std::time::Duration::from_millis(500),
+            ..VerifyReport::default()
+        };
+        let f = VerifyFigures::of(&v);
+        assert_eq!(
+            (f.bytes_read, f.bytes_verified, f.mismatches),
+            (8192, 4096, 0)
+        );
+        assert_eq!((f.seconds, f.bytes_per_sec), (0.5, 16384.0));
+    }
+
+    #[test]
+    fn a_tree_report_counts_what_the_plan_holds() {
+        let p = plan(FsKind::Fat32, "T")
+            .populate(mkfs_alloc_populate::Tree::new(), Default::default())
+            .expect("an empty tree");
+        let r = TreeReport::of(p.content().expect("the tree"));
+        assert_eq!((r.files, r.directories, r.bytes), (0, 0, 0));
+        assert!(r.skipped.is_empty() && r.skipped_counts.is_empty());
+        assert_eq!(
+            (r.copy.cloned, r.copy.copied_in_kernel, r.copy.written),
+            (0, 0, 0)
         );
     }
 }

@@ -6,8 +6,7 @@ use anyhow::Context;
 use mkfs_alloc::batch::Outcome;
 use mkfs_alloc::layout::units::format_size;
 use mkfs_alloc::partition::TableKind;
-use mkfs_alloc::report::{guid_text, stored_label};
-use mkfs_alloc::units::utc_text;
+use mkfs_alloc::report::{stored_label, OutcomeReport, TargetPlanReport};
 use mkfs_alloc::MediumPlan;
 use mkfs_alloc_device::DeviceInfo;
 use serde_json::{json, Value};
@@ -137,38 +136,16 @@ pub(super) fn target_json(r: &Row<'_>) -> Value {
         "contents": r.contents,
         "notes": r.notes,
     });
-    if let Some(p) = r.plan {
-        let l = p.layout();
-        v["fs"] = json!(l.fs().id());
-        v["cluster_size"] = json!(l.cluster_size());
-        v["table"] = json!(p.table().kind().id());
-        v["partition_start"] = json!(p.table().partition_start());
-        v["volume_bytes"] = json!(l.volume_bytes());
-        v["serial"] = json!(format!("{:08X}", l.serial()));
-        v["label"] = json!(stored_label(l));
-        v["volume_guid"] = json!(l.volume_guid().as_ref().map(guid_text));
-        v["mbr_disk_signature"] = json!(p
-            .table()
-            .mbr()
-            .map(|m| format!("{:08X}", m.disk_signature())));
-        v["gpt_disk_guid"] = json!(p.table().gpt().map(|g| g.disk_guid().to_string()));
-        v["gpt_partition_guid"] = json!(p.table().gpt().map(|g| g.partition_guid().to_string()));
-    }
-    if let Some(o) = r.outcome {
-        v["bytes_written"] = json!(o.bytes_written);
-        v["write_seconds"] = json!(o.write_time.as_secs_f64());
-        v["write_bytes_per_sec"] = json!(o.write_bytes_per_sec());
-        v["started"] = json!(utc_text(o.started));
-        v["finished"] = json!(utc_text(o.finished));
-        v["verify"] = json!(o.verify.map(|x| json!({
-            "bytes_read": x.bytes_read,
-            "bytes_verified": x.bytes_verified,
-            "mismatches": x.mismatches,
-            "first_mismatch": x.first_mismatch,
-            "unverifiable_bytes": x.unverifiable_bytes,
-            "seconds": x.elapsed.as_secs_f64(),
-            "bytes_per_sec": x.bytes_per_sec(),
-        })));
+    let more = [
+        r.plan.map(|p| json!(TargetPlanReport::of(p))),
+        r.outcome.map(|o| json!(OutcomeReport::of(o))),
+    ];
+    if let Some(obj) = v.as_object_mut() {
+        for m in more.into_iter().flatten() {
+            if let Value::Object(m) = m {
+                obj.extend(m);
+            }
+        }
     }
     v
 }
@@ -188,7 +165,7 @@ pub(super) fn append_log(f: &mut std::fs::File, rows: &[Row<'_>]) -> anyhow::Res
     let args: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let now = utc_text(SystemTime::now());
+    let now = mkfs_alloc::units::utc_text(SystemTime::now());
     let mut text = String::new();
     for r in rows {
         let line = json!({
