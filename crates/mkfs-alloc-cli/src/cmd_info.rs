@@ -95,7 +95,7 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
             if let Some(vols) = obj.get_mut("volumes").and_then(|v| v.as_array_mut()) {
                 for (vol, f) in vols.iter_mut().zip(&findings) {
                     if let Some(vol) = vol.as_object_mut() {
-                        vol.insert("findings".into(), findings_json(f));
+                        vol.insert("findings".into(), serde_json::json!(f.findings));
                         vol.insert("findings_dropped".into(), serde_json::json!(f.dropped));
                     }
                 }
@@ -205,20 +205,6 @@ fn model_findings(models: Vec<Option<VolumeModel>>) -> Vec<VolumeFindings> {
         .map(|model| VolumeFindings {
             dropped: model.as_ref().map_or(0, |m| m.findings_dropped),
             findings: model.map(|m| m.findings).unwrap_or_default(),
-        })
-        .collect()
-}
-
-/// `[{"kind": "cross_linked", "message": "...", "refuses_change": true}]`.
-fn findings_json(f: &VolumeFindings) -> serde_json::Value {
-    f.findings
-        .iter()
-        .map(|x| {
-            serde_json::json!({
-                "kind": x.kind(),
-                "message": x.to_string(),
-                "refuses_change": x.refuses_change(),
-            })
         })
         .collect()
 }
