@@ -36,15 +36,7 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
     let path = &args.target;
     check_kind(path)?;
     // The error's source already names the path.
-    // A device is read in its logical block size (a 4Kn disk's MBR counts
-    // 4096-byte sectors); an image in 512-byte blocks.
-    let block_size = if mkfs_alloc_device::is_block_device(path) {
-        mkfs_alloc_device::inspect(path)
-            .map(|d| d.logical_block_size)
-            .unwrap_or(512)
-    } else {
-        512
-    };
+    let block_size = mkfs_alloc_device::read_block_size(path);
     let mut dev = ReadOnlyFile::open(path, block_size).map_err(|e| {
         let msg = anyhow!("cannot open {}", e.source);
         match e.source.kind() {

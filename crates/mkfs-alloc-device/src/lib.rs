@@ -353,6 +353,16 @@ pub fn is_block_device(path: &Path) -> bool {
     sys::is_block_device(path)
 }
 
+/// The block size a medium at `path` is read in: a device's logical block
+/// size (a 4Kn disk's MBR counts 4096-byte sectors), 512 bytes for an
+/// image or a device that cannot be inspected.
+pub fn read_block_size(path: &Path) -> u32 {
+    if !is_block_device(path) {
+        return 512;
+    }
+    inspect(path).map_or(512, |d| d.logical_block_size)
+}
+
 /// All block devices one could format, removable devices first, then by
 /// path.
 ///

@@ -238,3 +238,12 @@ fn an_output_is_a_regular_file_or_a_new_one_in_a_directory() {
         );
     }
 }
+
+#[test]
+fn an_image_is_read_in_512_byte_blocks() {
+    let dir = TempDir::new("target-read-block");
+    let img = dir.join("a.img");
+    std::fs::write(&img, vec![0u8; 4096]).expect("image");
+    assert_eq!(crate::read_block_size(&img), 512);
+    assert_eq!(crate::read_block_size(&dir.join("missing")), 512);
+}
