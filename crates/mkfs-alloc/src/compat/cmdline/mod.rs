@@ -224,7 +224,9 @@ impl Request {
             .is_some_and(|l| l.chars().any(|c| c.is_ascii_lowercase()))
     }
 
-    /// What the tool would make on `m`: [`decide_fat`] or [`decide_exfat`].
+    /// What the tool whose line this was parsed from would make on `m`:
+    /// [`decide_fat`] for mkfs.fat's, else [`decide_exfat`] (a
+    /// `Request::default()` is mkfs.exfat's).
     pub fn decide(&self, m: &Medium) -> Decision {
         if !self.is_fat {
             return decide_exfat(self.exfat_cluster, m);
