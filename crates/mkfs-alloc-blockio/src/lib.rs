@@ -51,6 +51,7 @@ pub mod powercut;
 pub mod range;
 mod slice;
 mod stats;
+mod watch;
 mod zeroed;
 
 #[cfg(any(test, feature = "testing"))]
@@ -64,7 +65,8 @@ pub use mem::MemDisk;
 pub use powercut::{power_lost, CutReport, PowerCutIo, PowerLost};
 pub use slice::Slice;
 pub use stats::IoStats;
-pub use zeroed::{zero_blocks, Zeroed};
+pub use watch::WriteWatch;
+pub use zeroed::{zero_all, zero_blocks, Zeroed};
 
 /// The kind of operation that failed, for error messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -70,6 +70,26 @@ pub fn zero_blocks<D: BlockIo + ?Sized>(
     })
 }
 
+/// Zeroes every block of `dev` in 64 MiB steps, telling `progress` the
+/// bytes done of the total after each, then flushes (a full format).
+///
+/// # Errors
+///
+/// The first [`IoError`] of zeroing or of the flush.
+pub fn zero_all(dev: &mut dyn BlockIo, progress: &mut dyn FnMut(u64, u64)) -> Result<(), IoError> {
+    let bs = u64::from(dev.block_size());
+    let total = dev.num_blocks();
+    let step = ((64 << 20) / bs).max(1);
+    let mut at = 0;
+    while at < total {
+        let n = step.min(total - at);
+        dev.write_zeroes(at, n)?;
+        at += n;
+        progress(at * bs, total * bs);
+    }
+    dev.flush()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,5 +105,20 @@ mod tests {
         assert_eq!(z.part(7, 2), None);
         assert_eq!(z.part(20, 5), None);
         assert_eq!(z.part(u64::MAX, 2), None);
+    }
+
+    #[test]
+    fn zero_all_zeroes_every_block_in_steps() {
+        // 64 MiB and one block: two steps.
+        let blocks = (64 << 20) / 4096 + 1;
+        let mut disk = MemDisk::new(4096, blocks).expect("disk");
+        disk.write_blocks(blocks - 1, &[0xAA; 4096]).expect("write");
+        let mut seen = Vec::new();
+        zero_all(&mut disk, &mut |d, t| seen.push((d, t))).expect("zero");
+        let total = blocks * 4096;
+        assert_eq!(seen, [(64 << 20, total), (total, total)]);
+        let mut b = [0xFF; 4096];
+        disk.read_blocks(blocks - 1, &mut b).expect("read");
+        assert_eq!(b, [0; 4096]);
     }
 }

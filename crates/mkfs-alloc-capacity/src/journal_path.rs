@@ -25,6 +25,17 @@ pub enum JournalPathError {
     NotAFile,
 }
 
+/// The journal of a probe of `target` when none is named:
+/// `mkfs-alloc-probe-NAME.journal` in the current directory (`NAME`: the
+/// target's file name, `device` without one).
+pub fn default_journal_path(target: &Path) -> PathBuf {
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "device".into());
+    PathBuf::from(format!("mkfs-alloc-probe-{name}.journal"))
+}
+
 /// Checks, before anything is written, that `journal` (if it exists) is a
 /// regular file and not the probed `target`.
 ///
@@ -85,6 +96,18 @@ fn is_device(m: &Metadata) -> bool {
 mod tests {
     use super::*;
     use mkfs_alloc_testsupport::TempDir;
+
+    #[test]
+    fn the_default_journal_is_named_after_the_target() {
+        assert_eq!(
+            default_journal_path(Path::new("/dev/sdb")),
+            PathBuf::from("mkfs-alloc-probe-sdb.journal")
+        );
+        assert_eq!(
+            default_journal_path(Path::new("/")),
+            PathBuf::from("mkfs-alloc-probe-device.journal")
+        );
+    }
 
     #[test]
     fn a_journal_is_a_regular_file_other_than_the_target() {

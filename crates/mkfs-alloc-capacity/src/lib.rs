@@ -64,7 +64,8 @@
 //! from ([`Refusal`]).
 //!
 //! The crate has no OS code: the caller supplies a [`ProbeTarget`] (a
-//! [`BlockIo`] that can drop the caches between it and the medium), for
+//! [`BlockIo`] that can drop the caches between it and the medium; a raw
+//! device through [`Reopening`] and the caller's opener), for
 //! `--keep-data` a [`Backup`], and for a restore the [`DeviceIdentity`] the
 //! operating system reports.
 //!
@@ -87,6 +88,7 @@ pub mod fake;
 mod journal;
 mod journal_path;
 mod pattern;
+mod reopen;
 mod restore;
 mod rng;
 
@@ -98,7 +100,8 @@ pub use fake::{FakeKind, FakeStick};
 pub use journal::{
     DeviceIdentity, Journal, JournalError, JournalHeader, JournalStatus, Record, JOURNAL_VERSION,
 };
-pub use journal_path::{check_journal_path, JournalPathError};
+pub use journal_path::{check_journal_path, default_journal_path, JournalPathError};
+pub use reopen::{Opener, Reopening};
 pub use restore::{restore_journal, Refusal};
 
 /// A [`BlockIo`] whose caches between the program and the medium can be

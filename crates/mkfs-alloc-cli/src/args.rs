@@ -417,7 +417,11 @@ impl FormatArgs {
         // pin every identifier (reproducible output); otherwise the GUIDs
         // and the MBR disk signature are fresh random values.
         let timestamp = timestamp()?;
-        let given = self.serial.as_deref().map(parse_serial).transpose()?;
+        let given = self
+            .serial
+            .as_deref()
+            .map(|s| parse_serial_arg("serial", s))
+            .transpose()?;
         let serial = given.unwrap_or_else(|| timestamp.serial());
         let mut o = FormatOptions::new()
             .fs(fs)
@@ -489,65 +493,26 @@ impl FormatArgs {
     }
 }
 
-/// `--NAME HEX`: a serial as [`parse_serial`] reads it.
+/// `--NAME HEX`: a serial as [`mkfs_alloc::units::parse_serial`] reads it.
 pub fn parse_serial_arg(name: &str, s: &str) -> Result<u32, Failure> {
-    parse_serial(s).map_err(|_| {
+    mkfs_alloc::units::parse_serial(s).ok_or_else(|| {
         usage(anyhow!(
             "--{name} {s:?}: expected 1 to 8 hex digits, e.g. 1234ABCD, 0x1234abcd or 1234-ABCD"
         ))
     })
 }
 
-/// Parses `1234ABCD`, `0x1234abcd` or `1234-ABCD` (one dash, between two
-/// groups of four digits, as the serial is shown).
-fn parse_serial(s: &str) -> Result<u32, Failure> {
-    let bad = || {
-        usage(anyhow!(
-            "--serial {s:?}: expected 1 to 8 hex digits, e.g. 1234ABCD, 0x1234abcd or 1234-ABCD"
-        ))
-    };
-    let t = s.trim();
-    let t = t
-        .strip_prefix("0x")
-        .or_else(|| t.strip_prefix("0X"))
-        .unwrap_or(t);
-    let hex = match t.split_once('-') {
-        None => t.to_string(),
-        Some((hi, lo)) if hi.len() == 4 && lo.len() == 4 => format!("{hi}{lo}"),
-        Some(_) => return Err(bad()),
-    };
-    if hex.is_empty() || hex.len() > 8 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
-        return Err(bad());
-    }
-    u32::from_str_radix(&hex, 16).map_err(|_| bad())
-}
-
 /// The clock, or `SOURCE_DATE_EPOCH` when set (reproducible builds convention).
 fn timestamp() -> Result<Timestamp, Failure> {
-    match std::env::var("SOURCE_DATE_EPOCH") {
-        Ok(v) => {
-            let secs: i64 = v
-                .trim()
-                .parse()
-                .ok()
-                .filter(|&s| s >= 0)
-                .ok_or_else(|| {
-                    usage(anyhow!(
-                        "SOURCE_DATE_EPOCH={v:?}: expected a whole number of seconds since 1970, 0 or more"
-                    ))
-                })?;
-            Ok(Timestamp { secs, nanos: 0 })
-        }
-        Err(_) => {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap_or_default();
-            Ok(Timestamp {
-                secs: now.as_secs() as i64,
-                nanos: now.subsec_nanos(),
-            })
-        }
-    }
+    let Ok(v) = std::env::var("SOURCE_DATE_EPOCH") else {
+        return Ok(Timestamp::now());
+    };
+    let secs: i64 = v.trim().parse().ok().filter(|&s| s >= 0).ok_or_else(|| {
+        usage(anyhow!(
+            "SOURCE_DATE_EPOCH={v:?}: expected a whole number of seconds since 1970, 0 or more"
+        ))
+    })?;
+    Ok(Timestamp { secs, nanos: 0 })
 }
 
 #[cfg(test)]

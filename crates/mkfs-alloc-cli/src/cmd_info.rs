@@ -36,15 +36,7 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
     let path = &args.target;
     check_kind(path)?;
     // The error's source already names the path.
-    // A device is read in its logical block size (a 4Kn disk's MBR counts
-    // 4096-byte sectors); an image in 512-byte blocks.
-    let block_size = if mkfs_alloc_device::is_block_device(path) {
-        mkfs_alloc_device::inspect(path)
-            .map(|d| d.logical_block_size)
-            .unwrap_or(512)
-    } else {
-        512
-    };
+    let block_size = mkfs_alloc_device::read_block_size(path);
     let mut dev = ReadOnlyFile::open(path, block_size).map_err(|e| {
         let msg = anyhow!("cannot open {}", e.source);
         match e.source.kind() {
@@ -95,7 +87,7 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
             if let Some(vols) = obj.get_mut("volumes").and_then(|v| v.as_array_mut()) {
                 for (vol, f) in vols.iter_mut().zip(&findings) {
                     if let Some(vol) = vol.as_object_mut() {
-                        vol.insert("findings".into(), findings_json(f));
+                        vol.insert("findings".into(), serde_json::json!(f.findings));
                         vol.insert("findings_dropped".into(), serde_json::json!(f.dropped));
                     }
                 }
@@ -205,20 +197,6 @@ fn model_findings(models: Vec<Option<VolumeModel>>) -> Vec<VolumeFindings> {
         .map(|model| VolumeFindings {
             dropped: model.as_ref().map_or(0, |m| m.findings_dropped),
             findings: model.map(|m| m.findings).unwrap_or_default(),
-        })
-        .collect()
-}
-
-/// `[{"kind": "cross_linked", "message": "...", "refuses_change": true}]`.
-fn findings_json(f: &VolumeFindings) -> serde_json::Value {
-    f.findings
-        .iter()
-        .map(|x| {
-            serde_json::json!({
-                "kind": x.kind(),
-                "message": x.to_string(),
-                "refuses_change": x.refuses_change(),
-            })
         })
         .collect()
 }

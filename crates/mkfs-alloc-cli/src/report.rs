@@ -8,6 +8,7 @@ use mkfs_alloc::layout::units::{format_count, format_size};
 use mkfs_alloc::layout::{Layout, RegionKind, WriteReport};
 use mkfs_alloc::layout::{SdLayout, SD_SECTOR};
 use mkfs_alloc::partition::{Guid, Signature, TableSpec};
+use mkfs_alloc::report::{stored_label, PlanReport, SdReport};
 use mkfs_alloc::MediumPlan;
 use mkfs_alloc_device::DeviceInfo;
 use serde_json::{json, Value};
@@ -180,7 +181,7 @@ fn print_common(plan: &MediumPlan, rootdir: bool) {
     outln!("  serial         {}", serial_text(layout.serial()));
     outln!(
         "  label          {}",
-        shown_label(layout).as_deref().unwrap_or("(none)")
+        stored_label(layout).as_deref().unwrap_or("(none)")
     );
 }
 
@@ -206,37 +207,7 @@ fn sd_text(sd: &SdLayout) -> String {
 
 /// The SD layout for JSON (`null` for the standard layout).
 pub fn sd_json(sd: Option<&SdLayout>) -> Value {
-    match sd {
-        None => Value::Null,
-        Some(sd) => json!({
-            "class": sd.class.name(),
-            "card_sectors": sd.total_sectors,
-            "boundary_unit_bytes": sd.class.bu * SD_SECTOR,
-            "partition_start_sector": sd.part_start,
-            "partition_sectors": sd.part_sectors,
-            "mbr_type": sd.mbr_type,
-            "heads": sd.heads,
-            "sectors_per_track": sd.sectors_per_track,
-            "reserved_sectors": sd.rsvd,
-            "fat_offset_sectors": sd.fat_offset,
-            "fat_sectors": sd.fat_sectors,
-            "data_offset_sectors": sd.data_offset,
-            "erase_block_bytes": sd.erase_block_bytes,
-        }),
-    }
-}
-
-/// The label as the file system stores it (FAT32 upper-cases it).
-pub fn shown_label(layout: &Layout) -> Option<String> {
-    use mkfs_alloc::layout::EncodedLabel;
-    match layout.label_encoded().as_ref()? {
-        EncodedLabel::Exfat(units) => Some(String::from_utf16_lossy(units)),
-        EncodedLabel::Fat32(bytes) => Some(
-            String::from_utf8_lossy(bytes)
-                .trim_end_matches(' ')
-                .to_string(),
-        ),
-    }
+    json!(sd.map(SdReport::of))
 }
 
 fn print_warnings(layout: &Layout) {
@@ -336,61 +307,20 @@ pub fn print_json_with(
     extras: &[(&str, Value)],
 ) {
     let layout = &plan.layout();
-    let regions: Vec<Value> = layout
-        .regions()
-        .iter()
-        .map(|r| {
-            json!({
-                "kind": r.kind,
-                "name": region_name(r.kind, r.index, layout),
-                "index": r.index,
-                "offset": r.offset,
-                "len": r.len,
-                "written": r.written,
-            })
-        })
-        .collect();
-    let mut v = json!({
-        "target": path.display().to_string(),
-        "dry_run": dry_run,
-        "fs": layout.fs().id(),
-        "fs_rule": layout.fs_rule(),
-        "cluster_size": layout.cluster_size(),
-        "cluster_rule": layout.cluster_rule(),
-        "cluster_rule_text": crate::hints::cluster_rule(
-            layout.cluster_rule(),
-            layout.fs(),
-            layout.volume_bytes(),
-            extras.iter().any(|(k, _)| *k == "rootdir"),
-        ),
-        "windows_default_cluster": layout.windows_default_cluster(),
-        "sector_size": layout.sector_size(),
-        "volume_bytes": layout.volume_bytes(),
-        "partition_offset": layout.partition_offset(),
-        "align": layout.align(),
-        "cluster_count": layout.cluster_count(),
-        "used_clusters": layout.used_clusters(),
-        "usable_bytes": layout.usable_bytes(),
-        "overhead_bytes": layout.overhead_bytes(),
-        "fat_offset": layout.fat_offset(),
-        "fat_bytes": layout.fat_bytes(),
-        "fat_count": layout.fat_count(),
-        "data_offset": layout.data_offset(),
-        "fat_offset_on_medium": layout.fat_offset_on_medium(),
-        "data_offset_on_medium": layout.data_offset_on_medium(),
-        "fat_alignment": Layout::alignment_of(layout.fat_offset_on_medium()),
-        "data_alignment": Layout::alignment_of(layout.data_offset_on_medium()),
-        "serial": format!("{:08X}", layout.serial()),
-        "label": shown_label(layout),
-        "volume_guid": layout.volume_guid().as_ref().map(crate::guid::text),
-        "warnings": layout.warnings().map(|w| w.to_string()).collect::<Vec<_>>(),
-        "regions": regions,
-        "layout": if layout.sd().is_some() { "sd" } else { "standard" },
-        "sd": sd_json(layout.sd()),
-        "table": plan.table(),
-        "table_reason": table_reason(plan),
-        "signatures_found": found,
-    });
+    let mut v = json!(PlanReport::of(plan));
+    let list = layout.regions();
+    let names = list.iter().map(|r| region_name(r.kind, r.index, layout));
+    let regions = v["regions"].as_array_mut().into_iter().flatten();
+    for (r, name) in regions.zip(names) {
+        r["name"] = json!(name);
+    }
+    let rootdir = extras.iter().any(|(k, _)| *k == "rootdir");
+    let (rule, fs, bytes) = (layout.cluster_rule(), layout.fs(), layout.volume_bytes());
+    v["cluster_rule_text"] = json!(crate::hints::cluster_rule(rule, fs, bytes, rootdir));
+    v["target"] = json!(path.display().to_string());
+    v["dry_run"] = json!(dry_run);
+    v["table_reason"] = json!(table_reason(plan));
+    v["signatures_found"] = json!(found);
     if let Some(obj) = v.as_object_mut() {
         if let Some((w, notes)) = write {
             obj.insert("write".into(), json!(w));

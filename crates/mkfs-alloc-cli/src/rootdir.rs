@@ -3,10 +3,10 @@
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::layout::units::{format_count, format_size};
-use mkfs_alloc::populate::{HostId, Populated, SkipKind, TimePolicy, Tree};
+use mkfs_alloc::populate::{HostId, Populated, TimePolicy, Tree};
+use mkfs_alloc::report::TreeReport;
 use mkfs_alloc::{FormatError, MediumPlan};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Walks `dir` (nothing is written), with a spinner on a terminal when `show`.
@@ -73,23 +73,15 @@ pub fn refuse_target_inside(tree: &Tree, dir: &Path, target: &Path) -> Result<()
     )))
 }
 
-/// The mtime clamp: `SOURCE_DATE_EPOCH` when set.
-pub fn time_policy() -> TimePolicy {
-    TimePolicy {
-        clamp: std::env::var("SOURCE_DATE_EPOCH")
-            .ok()
-            .and_then(|v| v.trim().parse().ok()),
-    }
-}
-
 /// Checks the tree against the planned volume and allocates it (exit 2 on
 /// refusal); the plan then holds it.
 pub fn populate(tree: Tree, plan: MediumPlan) -> Result<MediumPlan, Failure> {
     let sd = plan.layout().sd().is_some();
-    plan.populate(tree, time_policy()).map_err(|e| match e {
-        FormatError::Populate(e) => usage(crate::hints::populate_error(e, sd)),
-        e => crate::cmd_format::format_failure(e, None),
-    })
+    plan.populate(tree, TimePolicy::from_env())
+        .map_err(|e| match e {
+            FormatError::Populate(e) => usage(crate::hints::populate_error(e, sd)),
+            e => crate::cmd_format::format_failure(e, None),
+        })
 }
 
 /// Paths longer than this many characters are shortened in messages.
@@ -117,42 +109,33 @@ pub fn shorten_path(path: &str) -> String {
     format!("{start}…{end}")
 }
 
-fn skipped_counts(tree: &Tree) -> BTreeMap<SkipKind, u64> {
-    let mut m = BTreeMap::new();
-    for s in tree.skipped() {
-        *m.entry(s.kind).or_insert(0) += 1;
-    }
-    m
-}
-
 /// The summary line(s).
 pub fn summary(p: &Populated) -> Vec<String> {
-    let t = p.tree();
+    let r = TreeReport::of(p);
     let mut lines = vec![format!(
         "copied {} files ({}) and {} directories from --rootdir: {} clusters ({})",
-        format_count(t.file_count()),
-        format_size(t.file_bytes()),
-        format_count(t.dir_count()),
-        format_count(p.new_clusters()),
-        format_size(p.footprint().bytes_on_disk()),
+        format_count(r.files),
+        format_size(r.bytes),
+        format_count(r.directories),
+        format_count(r.clusters),
+        format_size(r.bytes_on_disk),
     )];
-    if let Some(c) = p.copy_counts() {
-        let written = t.file_bytes().saturating_sub(c.cloned + c.copied_in_kernel);
+    if p.copy_counts().is_some() {
         lines.push(format!(
             "file data: {} shared with the source files (cloned), {} copied by the kernel, {} written",
-            format_size(c.cloned),
-            format_size(c.copied_in_kernel),
-            format_size(written),
+            format_size(r.copy.cloned),
+            format_size(r.copy.copied_in_kernel),
+            format_size(r.copy.written),
         ));
     }
-    let counts = skipped_counts(t);
-    if !counts.is_empty() {
-        let what: Vec<String> = counts
+    if !r.skipped_counts.is_empty() {
+        let what: Vec<String> = r
+            .skipped_counts
             .iter()
             .map(|(k, n)| format!("{n} {}{}", k.name(), if *n == 1 { "" } else { "s" }))
             .collect();
         let mut line = format!("skipped {}:", what.join(", "));
-        for s in t.skipped() {
+        for s in r.skipped {
             line.push_str(&format!("\n    {} ({})", s.path.display(), s.kind.name()));
         }
         lines.push(line);
@@ -162,32 +145,7 @@ pub fn summary(p: &Populated) -> Vec<String> {
 
 /// The `rootdir` JSON object.
 pub fn json(p: &Populated) -> Value {
-    let t = p.tree();
-    json!({
-        "files": t.file_count(),
-        "directories": t.dir_count(),
-        "bytes": t.file_bytes(),
-        "clusters": p.new_clusters(),
-        "bytes_on_disk": p.footprint().bytes_on_disk(),
-        "skipped": t.skipped(),
-        "skipped_counts": skipped_counts(t),
-        "copy": copy_json(p),
-    })
-}
-
-/// How the file data reached the image: bytes cloned (shared with the
-/// sources), copied by the kernel, and written (read and written).
-fn copy_json(p: &Populated) -> Value {
-    let c = p.copy_counts().unwrap_or_default();
-    let written = p
-        .tree()
-        .file_bytes()
-        .saturating_sub(c.cloned + c.copied_in_kernel);
-    json!({
-        "cloned": c.cloned,
-        "copied_in_kernel": c.copied_in_kernel,
-        "written": written,
-    })
+    json!(TreeReport::of(p))
 }
 
 #[cfg(test)]

@@ -9,7 +9,6 @@ use mkfs_alloc::blockio::ImageFile;
 use mkfs_alloc::layout::units::format_size;
 use mkfs_alloc::partition::{probe_signatures, Signature};
 use mkfs_alloc_device::target::{self as lib, TargetError};
-use mkfs_alloc_device::DeviceInfo;
 use std::path::Path;
 
 pub use lib::{Action, Opened};
@@ -92,61 +91,14 @@ impl Target {
         })
     }
 
-    /// The size the medium will have.
-    pub fn size_bytes(&self) -> u64 {
-        self.inner.size_bytes()
-    }
-
-    /// The medium's logical block size.
-    pub fn block_size(&self) -> u32 {
-        self.inner.block_size()
-    }
-
-    /// What will be done.
-    pub fn action(&self) -> Action {
-        self.inner.action()
-    }
-
-    /// True when the device's mounted volumes will be unmounted before writing.
-    pub fn unmounts(&self) -> bool {
-        self.inner.unmounts()
-    }
-
-    /// Dry run: what the real run would refuse, if anything.
+    /// Dry run: what the real run would refuse, if anything, in words.
     pub fn would_refuse(&self) -> Option<&str> {
         self.refusal.as_deref()
     }
 
-    /// An existing image's length before this run (`None` for a new image
-    /// or a device).
-    pub fn len_before(&self) -> Option<u64> {
-        self.inner.len_before()
-    }
-
-    /// The path given.
-    pub fn path(&self) -> &Path {
-        self.inner.path()
-    }
-
-    /// Facts worth a note in the summary (an attached loop device).
+    /// Facts worth a note in the summary (an attached loop device), in words.
     pub fn notes(&self) -> &[String] {
         &self.notes
-    }
-
-    /// Unmounts the device's volumes where the platform needs a command for
-    /// it (macOS: `diskutil unmountDisk`).
-    pub fn unmount_volumes(&self) -> Result<(), Failure> {
-        Ok(self.inner.unmount_volumes()?)
-    }
-
-    /// The device, if the target is one.
-    pub fn device(&self) -> Option<&DeviceInfo> {
-        self.inner.device()
-    }
-
-    /// The alignment a device asks for ([`lib::Target::preferred_align`]).
-    pub fn preferred_align(&self) -> Option<u64> {
-        self.inner.preferred_align()
     }
 
     /// Signatures found on the existing target, read-only; none for a new
@@ -170,23 +122,15 @@ impl Target {
         }
         crate::contents::describe(self.path(), self.block_size())
     }
+}
 
-    /// Checks that an opened image took its size
-    /// ([`lib::Target::check_opened`]).
-    pub fn check_opened(&self, opened: &Opened) -> Result<(), Failure> {
-        Ok(self.inner.check_opened(opened)?)
-    }
+/// The rest is the library's target: its errors become [`Failure`]s (exit
+/// 2) through `?`.
+impl std::ops::Deref for Target {
+    type Target = lib::Target;
 
-    /// Closes a target opened by [`Target::open_with`] that will not be
-    /// written, and undoes what opening did ([`lib::Target::undo_open`]).
-    pub fn undo_open(&self, opened: Opened) {
-        self.inner.undo_open(opened);
-    }
-
-    /// Creates or opens the target for writing, and locks it
-    /// ([`lib::Target::open_with`]); every failure exits 2.
-    pub fn open_with(&self, uncached: bool) -> Result<Opened, Failure> {
-        Ok(self.inner.open_with(uncached)?)
+    fn deref(&self) -> &lib::Target {
+        &self.inner
     }
 }
 

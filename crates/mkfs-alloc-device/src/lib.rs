@@ -75,7 +75,10 @@ pub(crate) use device::XferResult;
 pub use lock_holder::{check_lock_holder, LockHolder};
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 mod probe;
+mod removed;
 pub mod target;
+
+pub use removed::device_removed;
 
 /// What is known about a block device, gathered without writing to it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -348,6 +351,16 @@ pub fn image_mounts(file: &Path) -> Vec<ImageMount> {
 /// paths that do not exist).
 pub fn is_block_device(path: &Path) -> bool {
     sys::is_block_device(path)
+}
+
+/// The block size a medium at `path` is read in: a device's logical block
+/// size (a 4Kn disk's MBR counts 4096-byte sectors), 512 bytes for an
+/// image or a device that cannot be inspected.
+pub fn read_block_size(path: &Path) -> u32 {
+    if !is_block_device(path) {
+        return 512;
+    }
+    inspect(path).map_or(512, |d| d.logical_block_size)
 }
 
 /// All block devices one could format, removable devices first, then by

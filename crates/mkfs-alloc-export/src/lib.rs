@@ -62,11 +62,13 @@
 mod bmap;
 mod crc32;
 mod read;
+mod replace;
 mod runs;
 mod sparse;
 
 pub use bmap::{write_bmap, BmapSummary};
 pub use read::{BlockReader, ReadAt};
+pub use replace::{replace_file, ReplaceError};
 pub use runs::block_runs;
 pub use sparse::{
     sparse_block_size, write_sparse, write_sparse_seekable, SparseOptions, SparseSummary,

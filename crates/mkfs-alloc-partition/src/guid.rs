@@ -36,6 +36,33 @@ impl Guid {
         self.0
     }
 
+    /// Reads the text form (either case): 32 hexadecimal digits, or 36
+    /// characters with dashes after the 8th, 12th, 16th and 20th digit
+    /// (RFC 4122's `8-4-4-4-12`); `None` for anything else.
+    pub fn parse(s: &str) -> Option<Guid> {
+        const DASHES: [usize; 4] = [8, 13, 18, 23];
+        let b = s.as_bytes();
+        let hex: Vec<u8> = match b.len() {
+            32 => b.to_vec(),
+            36 if DASHES.iter().all(|&i| b[i] == b'-') => b
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !DASHES.contains(i))
+                .map(|(_, &c)| c)
+                .collect(),
+            _ => return None,
+        };
+        if !hex.iter().all(u8::is_ascii_hexdigit) {
+            return None;
+        }
+        let mut out = [0u8; 16];
+        for (o, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
+            let pair = std::str::from_utf8(pair).ok()?;
+            *o = u8::from_str_radix(pair, 16).ok()?;
+        }
+        Some(Guid(out))
+    }
+
     /// The on-disk (GPT, UEFI) byte order: the first three fields little-endian.
     pub fn to_mixed_endian(self) -> [u8; 16] {
         let b = self.0;
@@ -123,6 +150,34 @@ mod tests {
         );
         let g = Guid::BASIC_DATA;
         assert_eq!(Guid::from_mixed_endian(g.to_mixed_endian()), g);
+    }
+
+    #[test]
+    fn text_parses_back_with_or_without_dashes() {
+        let s = "00112233-4455-6677-8899-AABBCCDDEEFF";
+        let g = Guid::parse(s).expect("a GUID");
+        assert_eq!(g.to_bytes()[0], 0x00);
+        assert_eq!(g.to_bytes()[15], 0xFF);
+        assert_eq!(g.to_string(), s);
+        assert_eq!(Guid::parse(&s.to_lowercase()), Some(g));
+        assert_eq!(Guid::parse(&s.replace('-', "")), Some(g));
+        assert_eq!(
+            Guid::parse(&Guid::BASIC_DATA.to_string()),
+            Some(Guid::BASIC_DATA)
+        );
+        for bad in [
+            "",
+            "0x1",
+            "00112233-4455-6677-8899-AABBCCDDEEF",
+            "00112233-4455-6677-8899-AABBCCDDEEFFF",
+            "0011223344-55-6677-8899-AABBCCDDEEFF",
+            "00112233-4455-6677-8899-AABBCCDDEEFG",
+            "+0112233-4455-6677-8899-AABBCCDDEEFF",
+            "001122334455667788-99AABBCCDDEEFF",
+            " 00112233-4455-6677-8899-AABBCCDDEEFF",
+        ] {
+            assert_eq!(Guid::parse(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

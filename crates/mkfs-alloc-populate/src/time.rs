@@ -30,6 +30,18 @@ pub struct TimePolicy {
 }
 
 impl TimePolicy {
+    /// The clamp the environment asks for: `SOURCE_DATE_EPOCH`, when it
+    /// holds a whole number of seconds (the reproducible-builds convention,
+    /// <https://reproducible-builds.org/specs/source-date-epoch/>); none
+    /// otherwise.
+    pub fn from_env() -> TimePolicy {
+        TimePolicy {
+            clamp: std::env::var("SOURCE_DATE_EPOCH")
+                .ok()
+                .and_then(|v| v.trim().parse().ok()),
+        }
+    }
+
     /// The timestamp stored for a source mtime.
     pub fn apply(&self, t: Timestamp) -> Timestamp {
         let mut t = t;

@@ -247,3 +247,24 @@ fn an_unchanged_tree_copies() {
     r.expect("copy");
     assert!(contains(&img, PUBLIC) && !contains(&img, SECRET));
 }
+
+/// What the walk skips is counted by kind: links and FIFOs are not copied.
+#[test]
+#[cfg(unix)]
+fn skipped_entries_are_counted_by_kind() {
+    use mkfs_alloc_populate::SkipKind;
+    use std::os::unix::fs::symlink;
+    let tmp = TempDir::new("skipped-kinds");
+    let src = tmp.join("src");
+    fs::create_dir_all(src.join("d")).expect("mkdir");
+    fs::write(src.join("f.txt"), b"kept").expect("write");
+    symlink("f.txt", src.join("l1")).expect("symlink");
+    symlink("../f.txt", src.join("d/l2")).expect("symlink");
+    rustix::fs::mkfifoat(rustix::fs::CWD, src.join("p"), rustix::fs::Mode::RUSR).expect("mkfifo");
+    let tree = Tree::from_dir(&src).expect("walk");
+    let counts = tree.skipped_counts();
+    assert_eq!(counts.get(&SkipKind::Symlink), Some(&2), "{counts:?}");
+    assert_eq!(counts.get(&SkipKind::Fifo), Some(&1), "{counts:?}");
+    assert_eq!(counts.len(), 2, "{counts:?}");
+    assert_eq!(tree.file_count(), 1);
+}

@@ -90,7 +90,8 @@
 //! parallel scan's rayon); `testing` re-exports the block-I/O test doubles
 //! (`FaultyIo`, `Counting`) for embedders' own crash tests; `inspect` brings
 //! the `inspect` module (reading existing volumes: the report `info` prints
-//! and the whole-volume model).
+//! and the whole-volume model); `serde` serializes the plans and brings the
+//! `report` module (a plan's figures for a machine reader).
 
 #![warn(clippy::missing_errors_doc)]
 
@@ -106,6 +107,8 @@ mod plan;
 #[cfg(feature = "populate")]
 mod populated;
 pub mod recluster;
+#[cfg(feature = "serde")]
+pub mod report;
 pub mod units;
 pub mod verify;
 mod write;
@@ -121,6 +124,8 @@ pub use write::{wipe_backup_gpt_beyond, Found, Writing};
 /// Block targets: the trait and the portable backends (raw devices are in
 /// the `mkfs-alloc-device` crate).
 pub mod blockio {
+    /// Zeroing a whole target (a full format).
+    pub use mkfs_alloc_blockio::zero_all;
     /// Test doubles: fault injection and write-order logs (the `testing`
     /// feature).
     #[cfg(feature = "testing")]
@@ -129,7 +134,7 @@ pub mod blockio {
     };
     pub use mkfs_alloc_blockio::{
         BlockIo, CloneRefusal, CopyCounts, CopyMode, FileCopier, ImageFile, IoError, IoOp, MemDisk,
-        Slice,
+        Slice, WriteWatch,
     };
 }
 

@@ -1,6 +1,7 @@
-//! Size strings (`4K`, `1MiB`, `8G`, `8GB`) parsed for the command line and
-//! other front ends, beside the formatting and the binary units of the
-//! layout crate (re-exported here, so one module holds both directions).
+//! Size strings (`4K`, `1MiB`, `8G`, `8GB`) and volume serials parsed for
+//! the command line and other front ends, beside the formatting and the
+//! binary units of the layout crate (re-exported here, so one module holds
+//! both directions), and the UTC text of a time for reports.
 
 pub use mkfs_alloc_layout::units::{format_count, format_size, Count, Size, GIB, KIB, MIB, TIB};
 
@@ -82,9 +83,69 @@ pub fn parse_size(input: &str) -> Result<u64, SizeError> {
         .ok_or_else(|| SizeError::Overflow(input.to_string()))
 }
 
+/// Parses a 32-bit volume serial in hexadecimal, as it is shown or given:
+/// 1 to 8 digits (`1234abcd`), with `0x`/`0X` before them (`0x1234ABCD`),
+/// or two groups of four around one dash (`1234-ABCD`, the way `vol` and
+/// `blkid` show it); white space around it is ignored. `None` for anything
+/// else.
+pub fn parse_serial(s: &str) -> Option<u32> {
+    let t = s.trim();
+    let t = t
+        .strip_prefix("0x")
+        .or_else(|| t.strip_prefix("0X"))
+        .unwrap_or(t);
+    let hex = match t.split_once('-') {
+        None => t.to_string(),
+        Some((hi, lo)) if hi.len() == 4 && lo.len() == 4 => format!("{hi}{lo}"),
+        Some(_) => return None,
+    };
+    if hex.is_empty() || hex.len() > 8 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    u32::from_str_radix(&hex, 16).ok()
+}
+
+/// A time as RFC 3339 text in UTC to the second (`2026-12-01T17:04:49Z`);
+/// a time before 1970 is shown as 1970's start.
+pub fn utc_text(t: std::time::SystemTime) -> String {
+    let secs = t
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = mkfs_alloc_ondisk::time::civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn serials_in_the_forms_shown() {
+        assert_eq!(parse_serial("1234ABCD"), Some(0x1234_ABCD));
+        assert_eq!(parse_serial("1234-abcd"), Some(0x1234_ABCD));
+        assert_eq!(parse_serial(" 0xff\n"), Some(0xFF));
+        assert_eq!(parse_serial("0X2e24ec82"), Some(0x2E24_EC82));
+        for bad in ["123456789", "ABCD-", "12-34-56-78", "-", "xyz", "", "0x"] {
+            assert_eq!(parse_serial(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn utc_is_civil_time() {
+        let at =
+            |s| utc_text(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(s));
+        assert_eq!(at(0), "1970-01-01T00:00:00Z");
+        assert_eq!(at(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(at(1_700_000_000), "2023-11-14T22:13:20Z");
+        let before = std::time::SystemTime::UNIX_EPOCH - std::time::Duration::from_secs(5);
+        assert_eq!(utc_text(before), "1970-01-01T00:00:00Z");
+    }
 
     #[test]
     fn parses_the_documented_forms() {

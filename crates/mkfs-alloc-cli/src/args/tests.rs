@@ -2,19 +2,6 @@
 
 use super::*;
 
-#[test]
-fn serials() {
-    assert_eq!(parse_serial("1234ABCD").ok(), Some(0x1234_ABCD));
-    assert_eq!(parse_serial("1234-abcd").ok(), Some(0x1234_ABCD));
-    assert_eq!(parse_serial("0xff").ok(), Some(0xFF));
-    assert!(parse_serial("123456789").is_err());
-    assert!(parse_serial("ABCD-").is_err());
-    assert!(parse_serial("12-34-56-78").is_err());
-    assert!(parse_serial("-").is_err());
-    assert!(parse_serial("xyz").is_err());
-    assert!(parse_serial("").is_err());
-}
-
 /// The help's sentence on `--cluster auto` is prose; the one table is
 /// `mkfs_alloc::layout::auto_cluster`. They must agree.
 #[test]

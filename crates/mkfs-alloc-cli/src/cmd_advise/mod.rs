@@ -127,10 +127,8 @@ pub fn run(args: &AdviseArgs) -> Result<(), Failure> {
     };
     let sector_size = match (args.sector_size, &args.target) {
         (Some(s), _) => s,
-        (None, Some(t)) if mkfs_alloc_device::is_block_device(t) => mkfs_alloc_device::inspect(t)
-            .map(|d| d.logical_block_size)
-            .unwrap_or(512),
-        (None, _) => 512,
+        (None, Some(t)) => mkfs_alloc_device::read_block_size(t),
+        (None, None) => 512,
     };
     let policy = Policy {
         max_waste_percent: args.max_waste,

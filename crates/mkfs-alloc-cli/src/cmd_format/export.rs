@@ -13,7 +13,8 @@ use anyhow::{anyhow, Context};
 use mkfs_alloc::blockio::ImageFile;
 use mkfs_alloc::ExtentMap;
 use mkfs_alloc_export::{
-    sparse_block_size, write_bmap, write_sparse, write_sparse_seekable, BlockReader, SparseOptions,
+    replace_file, sparse_block_size, write_bmap, write_sparse, write_sparse_seekable, BlockReader,
+    ExportError, SparseOptions,
 };
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -122,7 +123,7 @@ impl Exports {
         if let Some(bmap) = &self.bmap {
             let mut reader = BlockReader::new(open()?);
             let s = to_file(bmap, |out| {
-                write_bmap(size, BMAP_BLOCK, ranges, &mut reader, out).map_err(anyhow::Error::new)
+                write_bmap(size, BMAP_BLOCK, ranges, &mut reader, out)
             })?;
             notes.push(format!(
                 "block map {}: {} of {} blocks of {} bytes mapped (bmaptool copy --bmap)",
@@ -143,7 +144,6 @@ impl Exports {
             let s = match dest {
                 Some(path) => to_file(path, |out| {
                     write_sparse_seekable(size, opts, ranges, &mut reader, out)
-                        .map_err(anyhow::Error::new)
                 })?,
                 None => {
                     let stdout = std::io::stdout();
@@ -187,31 +187,12 @@ fn raw_path(target: Option<&Path>) -> PathBuf {
     }
 }
 
-/// Writes `path` through a temporary file beside it, renamed into place
-/// when `write` succeeded (removed when it failed).
+/// [`replace_file`], its failure an I/O failure naming `path`.
 fn to_file<T>(
     path: &Path,
-    write: impl FnOnce(&mut std::fs::File) -> anyhow::Result<T>,
+    write: impl FnOnce(&mut std::fs::File) -> Result<T, ExportError>,
 ) -> Result<T, Failure> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.mkfs-alloc-{}.tmp", std::process::id()));
-    let result = (|| -> anyhow::Result<T> {
-        let mut f =
-            std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-        let v = write(&mut f)?;
-        f.sync_all()
-            .with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, path)
-            .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
-        Ok(v)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    replace_file(path, write)
         .with_context(|| format!("writing {}", path.display()))
         .map_err(Failure::Io)
 }

@@ -16,7 +16,7 @@ use std::path::Path;
 /// Everything that names the medium at `path` (`target`: the inspected
 /// target, when there is one): [`mkfs_alloc_device::target::medium_ids`].
 pub(super) fn medium_ids(path: &Path, target: Option<&Target>) -> Vec<MediumId> {
-    target::medium_ids(path, target.and_then(Target::device))
+    target::medium_ids(path, target.and_then(|t| t.device()))
 }
 
 /// A file the run writes besides its targets.
@@ -67,9 +67,9 @@ pub(super) fn check_outputs(
 /// size; nothing is written. The error is the refusal's text.
 pub(super) fn open_checked(target: &Target, uncached: bool) -> Result<Opened, Failure> {
     let opened = target.open_with(uncached)?;
-    if let Err(f) = crate::watch::check_opened(target, &opened) {
+    if let Err(f) = target.check_opened(&opened) {
         undo_open(target, opened);
-        return Err(f);
+        return Err(f.into());
     }
     Ok(opened)
 }

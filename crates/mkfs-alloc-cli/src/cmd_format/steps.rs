@@ -50,7 +50,7 @@ pub(super) fn zero(
     dev: &mut dyn BlockIo,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<String, IoError> {
-    zero_all(dev, progress)?;
+    mkfs_alloc::blockio::zero_all(dev, progress)?;
     Ok("full format: zeroed the whole medium".to_string())
 }
 
@@ -79,7 +79,7 @@ pub(super) fn limit_device(
     if size >= d.info().size_bytes {
         return Ok(());
     }
-    let zeroed = wipe_backup_gpt_beyond(&mut crate::watch::WriteWatch::new(d, wrote), size)
+    let zeroed = wipe_backup_gpt_beyond(&mut mkfs_alloc::blockio::WriteWatch::new(d, wrote), size)
         .with_context(|| format!("zeroing the old backup GPT of {}", path.display()))
         .map_err(Failure::Io)?;
     for offset in zeroed {
@@ -103,19 +103,4 @@ fn discard_note(r: Result<bool, IoError>, whole: bool, size: u64) -> String {
         Ok(false) => "the device does not support discard; not discarded".to_string(),
         Err(e) => format!("discard failed, continuing without it: {e}: {}", e.source),
     }
-}
-
-/// Zeroes the whole target in 64 MiB steps (a full format).
-fn zero_all(dev: &mut dyn BlockIo, progress: &mut dyn FnMut(u64, u64)) -> Result<(), IoError> {
-    let bs = u64::from(dev.block_size());
-    let total = dev.num_blocks();
-    let step = (64 << 20) / bs;
-    let mut at = 0;
-    while at < total {
-        let n = step.min(total - at);
-        dev.write_zeroes(at, n)?;
-        at += n;
-        progress(at * bs, total * bs);
-    }
-    dev.flush()
 }

@@ -11,16 +11,7 @@ use mkfs_alloc_capacity::{
 };
 use mkfs_alloc_device as device;
 use serde_json::json;
-use std::path::{Path, PathBuf};
-
-/// `mkfs-alloc-probe-NAME.journal` in the current directory.
-pub fn default_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "device".into());
-    PathBuf::from(format!("mkfs-alloc-probe-{name}.journal"))
-}
+use std::path::Path;
 
 /// Refuses a journal path that is the target itself (by any name), any
 /// device node, or anything else but a regular file

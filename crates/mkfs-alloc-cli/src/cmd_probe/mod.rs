@@ -1,8 +1,8 @@
 //! `mkfs-alloc probe DEVICE`: find counterfeit capacity before formatting.
 //!
 //! The engine is `mkfs-alloc-capacity`; this module opens the device
-//! uncached (`Device::open_uncached`), reopens it between the probe's write
-//! and read phases, asks for confirmation, keeps the `--keep-data` journal
+//! uncached (`Device::open_uncached`, reopened between the probe's write
+//! and read phases by the capacity crate's `Reopening`), asks for confirmation, keeps the `--keep-data` journal
 //! (`journal.rs`: creating it, `--restore`, a journal in the way), runs the
 //! full pass with its progress bar (`full.rs`) and prints the report
 //! (`print.rs`). `mkfs-alloc --probe ...` calls [`probe_target`] before a
@@ -14,9 +14,9 @@ mod print;
 
 use crate::{usage, Failure};
 use anyhow::{anyhow, Context};
-use mkfs_alloc::blockio::{BlockIo, ImageFile, IoError, IoOp};
+use mkfs_alloc::blockio::{ImageFile, IoError, IoOp};
 use mkfs_alloc_capacity::{
-    probe, Backup, DeviceIdentity, Phase, ProbeOptions, ProbeReport, ProbeTarget,
+    probe, Backup, DeviceIdentity, Phase, ProbeOptions, ProbeReport, ProbeTarget, Reopening,
 };
 use mkfs_alloc_device::{self as device, Device, DeviceError};
 use std::path::{Path, PathBuf};
@@ -80,71 +80,9 @@ pub struct ProbeArgs {
     pub target: PathBuf,
 }
 
-/// A block device reopened uncached between the probe's write and read
-/// phases: closing it drops every handle-level cache, reopening with
-/// `O_DIRECT` / `F_NOCACHE` / no buffering reads from the device.
-struct Reopening {
-    path: PathBuf,
-    dev: Option<Box<Device>>,
-}
-
-fn closed() -> IoError {
-    IoError::new(
-        IoOp::Open,
-        0,
-        0,
-        std::io::Error::other("the device could not be reopened"),
-    )
-}
-
-impl Reopening {
-    fn dev(&mut self) -> Result<&mut Device, IoError> {
-        self.dev.as_deref_mut().ok_or_else(closed)
-    }
-}
-
-impl BlockIo for Reopening {
-    fn block_size(&self) -> u32 {
-        self.dev.as_ref().map_or(512, |d| d.block_size())
-    }
-    fn num_blocks(&self) -> u64 {
-        self.dev.as_ref().map_or(0, |d| d.num_blocks())
-    }
-    fn read_blocks(&mut self, lba: u64, dst: &mut [u8]) -> Result<(), IoError> {
-        self.dev()?.read_blocks(lba, dst)
-    }
-    fn write_blocks(&mut self, lba: u64, src: &[u8]) -> Result<(), IoError> {
-        self.dev()?.write_blocks(lba, src)
-    }
-    fn flush(&mut self) -> Result<(), IoError> {
-        self.dev()?.flush()
-    }
-}
-
-impl ProbeTarget for Reopening {
-    fn reset(&mut self) -> Result<(), IoError> {
-        let (bs, n) = (self.block_size(), self.num_blocks());
-        self.dev()?.flush()?;
-        // Exclusive opens: the old handle goes before the new one comes.
-        self.dev = None;
-        let dev = Device::open_uncached(&self.path)
-            .map_err(|e| IoError::new(IoOp::Open, 0, 0, std::io::Error::other(e.to_string())))?;
-        if dev.block_size() != bs || dev.num_blocks() != n {
-            return Err(IoError::new(
-                IoOp::Open,
-                0,
-                0,
-                std::io::Error::other("the device changed size while it was reopened"),
-            ));
-        }
-        self.dev = Some(Box::new(dev));
-        Ok(())
-    }
-}
-
 /// The probe target, opened.
 enum Opened {
-    Device(Reopening),
+    Device(Reopening<Device>),
     Image(ImageFile),
 }
 
@@ -193,10 +131,12 @@ fn check(path: &Path) -> Result<Option<device::DeviceInfo>, Failure> {
 fn open(path: &Path, is_device: bool) -> Result<Opened, Failure> {
     if is_device {
         let dev = Device::open_uncached(path).map_err(device_error)?;
-        return Ok(Opened::Device(Reopening {
-            path: path.to_path_buf(),
-            dev: Some(Box::new(dev)),
-        }));
+        let path = path.to_path_buf();
+        let reopen = move || {
+            Device::open_uncached(&path)
+                .map_err(|e| IoError::new(IoOp::Open, 0, 0, std::io::Error::other(e.to_string())))
+        };
+        return Ok(Opened::Device(Reopening::new(dev, Box::new(reopen))));
     }
     ImageFile::open(path, 512)
         .with_context(|| format!("opening {}", path.display()))
@@ -322,7 +262,7 @@ pub fn run(a: &ProbeArgs) -> Result<(), Failure> {
     let journal_path = a.keep_data.then(|| {
         a.journal
             .clone()
-            .unwrap_or_else(|| journal::default_path(path))
+            .unwrap_or_else(|| mkfs_alloc_capacity::default_journal_path(path))
     });
     if let Some(j) = &journal_path {
         journal::refuse_unsafe("--journal", j, path)?;

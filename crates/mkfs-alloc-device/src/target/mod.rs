@@ -447,12 +447,25 @@ impl Target {
         drop(opened);
         if created {
             let _ = std::fs::remove_file(&self.path);
-        } else if let (Action::Grow(_), Some(len)) = (self.action, self.len_before) {
-            let _ = std::fs::OpenOptions::new()
-                .write(true)
-                .open(&self.path)
-                .and_then(|f| f.set_len(len));
+        } else {
+            let _ = self.shrink_back();
         }
+    }
+
+    /// Gives an image this run grew its old length back (nothing for any
+    /// other target).
+    ///
+    /// # Errors
+    ///
+    /// The system's refusal to open or truncate the image.
+    pub fn shrink_back(&self) -> io::Result<()> {
+        if let (Action::Grow(_), Some(len)) = (self.action, self.len_before) {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&self.path)?
+                .set_len(len)?;
+        }
+        Ok(())
     }
 }
 

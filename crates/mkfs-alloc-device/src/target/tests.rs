@@ -76,6 +76,24 @@ fn an_existing_image_is_kept_or_grown_never_shrunk() {
 }
 
 #[test]
+fn a_grown_image_shrinks_back_to_its_old_length() {
+    let dir = TempDir::new("target-shrink-back");
+    let img = dir.join("old.img");
+    std::fs::write(&img, vec![0u8; 8192]).expect("image");
+    let len = || std::fs::metadata(&img).expect("meta").len();
+    let grown = inspect(&img, Some(16384)).expect("grown");
+    let opened = grown.open_with(false).expect("opened");
+    assert_eq!(len(), 16384);
+    grown.shrink_back().expect("shrunk back");
+    assert_eq!(len(), 8192);
+    grown.undo_open(opened);
+    assert_eq!(len(), 8192, "undoing the open shrinks it back too");
+    let kept = inspect(&img, None).expect("kept");
+    kept.shrink_back().expect("nothing to do");
+    assert_eq!(len(), 8192);
+}
+
+#[test]
 fn directories_dangling_links_and_fifos_are_refused() {
     let dir = TempDir::new("target-hostile");
     assert!(matches!(
@@ -219,4 +237,13 @@ fn an_output_is_a_regular_file_or_a_new_one_in_a_directory() {
             })
         );
     }
+}
+
+#[test]
+fn an_image_is_read_in_512_byte_blocks() {
+    let dir = TempDir::new("target-read-block");
+    let img = dir.join("a.img");
+    std::fs::write(&img, vec![0u8; 4096]).expect("image");
+    assert_eq!(crate::read_block_size(&img), 512);
+    assert_eq!(crate::read_block_size(&dir.join("missing")), 512);
 }

@@ -292,3 +292,17 @@ impl fmt::Display for Finding {
         }
     }
 }
+
+/// A finding for a machine reader: `{"kind": "cross_linked", "message":
+/// "...", "refuses_change": true}` ([`Finding::kind`], the words of its
+/// `Display`, [`Finding::refuses_change`]).
+impl serde::Serialize for Finding {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Finding", 3)?;
+        st.serialize_field("kind", self.kind())?;
+        st.serialize_field("message", &self.to_string())?;
+        st.serialize_field("refuses_change", &self.refuses_change())?;
+        st.end()
+    }
+}

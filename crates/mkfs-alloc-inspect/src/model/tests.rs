@@ -527,3 +527,23 @@ fn dot_entries_name_their_directories() {
         );
     }
 }
+
+/// A finding reads as JSON by its kind, its words and whether it refuses
+/// an in-place change.
+#[test]
+fn findings_serialize_as_kind_message_and_refusal() {
+    let f = Finding::BadClusters { count: 3, first: 7 };
+    let v = serde_json::to_value(&f).unwrap();
+    assert_eq!(v["kind"], "bad_clusters");
+    assert_eq!(v["message"], f.to_string());
+    assert_eq!(v["refuses_change"], false);
+    let d = serde_json::to_value(Finding::Dirty {
+        mark: DirtyMark::VolumeDirty,
+    })
+    .unwrap();
+    assert_eq!(
+        (d["kind"].as_str(), d["refuses_change"].as_bool()),
+        (Some("dirty"), Some(true))
+    );
+    assert_eq!(d.as_object().map(|o| o.len()), Some(3));
+}

@@ -277,6 +277,15 @@ impl Tree {
         &self.skipped
     }
 
+    /// How many entries of each kind were skipped (kinds with none left out).
+    pub fn skipped_counts(&self) -> std::collections::BTreeMap<SkipKind, u64> {
+        let mut m = std::collections::BTreeMap::new();
+        for s in &self.skipped {
+            *m.entry(s.kind).or_insert(0) += 1;
+        }
+        m
+    }
+
     /// Host entries that could not be read, sorted.
     pub fn unreadable(&self) -> &[Unreadable] {
         &self.unreadable

@@ -12,8 +12,10 @@
 //!                     ─► Decision::apply_to(MediumOptions) ─► MediumOptions::plan
 //! ```
 //!
-//! Parsing those tools' command lines, and their wording, is the caller's:
-//! a [`Decision`] holds values and [`Note`]s, not text.
+//! [`cmdline`] reads those tools' command lines into a [`cmdline::Request`]
+//! (GNU getopt's rules, each tool's options and refusals); their wording
+//! (usage, version, notes) is the caller's: a [`Decision`] holds values and
+//! [`Note`]s, not text.
 //!
 //! ```
 //! use mkfs_alloc::compat::{decide_fat, FatRequest, Medium};
@@ -27,6 +29,7 @@
 //! assert!(d.notes.is_empty());
 //! ```
 
+pub mod cmdline;
 pub mod dosfs;
 mod exfat;
 mod fat;

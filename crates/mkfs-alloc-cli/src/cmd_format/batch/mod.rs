@@ -93,7 +93,7 @@ pub(super) fn run(cli: FormatArgs) -> Result<(), Failure> {
     drop(tree_data); // the tree is measured again, exactly, by its planning
     let mut template_notes = template_notes;
     if let Some(t) = tree {
-        let times = plan.populate(t, rootdir::time_policy());
+        let times = plan.populate(t, mkfs_alloc::populate::TimePolicy::from_env());
         template_notes.push(format!(
             "--rootdir: the tree was planned {times} time{} for {} target{} (once per distinct volume layout)",
             if times == 1 { "" } else { "s" },
@@ -405,8 +405,8 @@ fn rows<'a>(
             }
             Row {
                 path: &e.path,
-                size: e.target.as_ref().map(Target::size_bytes),
-                device: e.target.as_ref().and_then(Target::device),
+                size: e.target.as_ref().map(|t| t.size_bytes()),
+                device: e.target.as_ref().and_then(|t| t.device()),
                 plan: p.ok(),
                 verdict,
                 error,

@@ -2,11 +2,11 @@
 //! document, one object per target) and `--log` (one JSON line per target,
 //! appended).
 
-use crate::report::shown_label;
 use anyhow::Context;
 use mkfs_alloc::batch::Outcome;
 use mkfs_alloc::layout::units::format_size;
 use mkfs_alloc::partition::TableKind;
+use mkfs_alloc::report::{stored_label, OutcomeReport, TargetPlanReport};
 use mkfs_alloc::MediumPlan;
 use mkfs_alloc_device::DeviceInfo;
 use serde_json::{json, Value};
@@ -49,7 +49,7 @@ fn layout_text(p: &MediumPlan) -> String {
 fn serial_text(p: &MediumPlan) -> String {
     let s = p.layout().serial();
     let serial = format!("{:04X}-{:04X}", s >> 16, s & 0xFFFF);
-    match shown_label(p.layout()) {
+    match stored_label(p.layout()) {
         Some(l) => format!("{serial} {l}"),
         None => serial,
     }
@@ -136,38 +136,16 @@ pub(super) fn target_json(r: &Row<'_>) -> Value {
         "contents": r.contents,
         "notes": r.notes,
     });
-    if let Some(p) = r.plan {
-        let l = p.layout();
-        v["fs"] = json!(l.fs().id());
-        v["cluster_size"] = json!(l.cluster_size());
-        v["table"] = json!(p.table().kind().id());
-        v["partition_start"] = json!(p.table().partition_start());
-        v["volume_bytes"] = json!(l.volume_bytes());
-        v["serial"] = json!(format!("{:08X}", l.serial()));
-        v["label"] = json!(shown_label(l));
-        v["volume_guid"] = json!(l.volume_guid().as_ref().map(crate::guid::text));
-        v["mbr_disk_signature"] = json!(p
-            .table()
-            .mbr()
-            .map(|m| format!("{:08X}", m.disk_signature())));
-        v["gpt_disk_guid"] = json!(p.table().gpt().map(|g| g.disk_guid().to_string()));
-        v["gpt_partition_guid"] = json!(p.table().gpt().map(|g| g.partition_guid().to_string()));
-    }
-    if let Some(o) = r.outcome {
-        v["bytes_written"] = json!(o.bytes_written);
-        v["write_seconds"] = json!(o.write_time.as_secs_f64());
-        v["write_bytes_per_sec"] = json!(o.write_bytes_per_sec());
-        v["started"] = json!(utc(o.started));
-        v["finished"] = json!(utc(o.finished));
-        v["verify"] = json!(o.verify.map(|x| json!({
-            "bytes_read": x.bytes_read,
-            "bytes_verified": x.bytes_verified,
-            "mismatches": x.mismatches,
-            "first_mismatch": x.first_mismatch,
-            "unverifiable_bytes": x.unverifiable_bytes,
-            "seconds": x.elapsed.as_secs_f64(),
-            "bytes_per_sec": x.bytes_per_sec(),
-        })));
+    let more = [
+        r.plan.map(|p| json!(TargetPlanReport::of(p))),
+        r.outcome.map(|o| json!(OutcomeReport::of(o))),
+    ];
+    if let Some(obj) = v.as_object_mut() {
+        for m in more.into_iter().flatten() {
+            if let Value::Object(m) = m {
+                obj.extend(m);
+            }
+        }
     }
     v
 }
@@ -187,7 +165,7 @@ pub(super) fn append_log(f: &mut std::fs::File, rows: &[Row<'_>]) -> anyhow::Res
     let args: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let now = utc(SystemTime::now());
+    let now = mkfs_alloc::units::utc_text(SystemTime::now());
     let mut text = String::new();
     for r in rows {
         let line = json!({
@@ -202,32 +180,4 @@ pub(super) fn append_log(f: &mut std::fs::File, rows: &[Row<'_>]) -> anyhow::Res
     f.write_all(text.as_bytes())
         .and_then(|()| f.sync_data())
         .context("writing --log")
-}
-
-/// `2026-12-01T17:04:49Z`.
-pub(super) fn utc(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs()) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = mkfs_alloc::layout::civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn utc_is_civil_time() {
-        let at = |s| utc(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(s));
-        assert_eq!(at(0), "1970-01-01T00:00:00Z");
-        assert_eq!(at(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(at(1_700_000_000), "2023-11-14T22:13:20Z");
-    }
 }

@@ -6,14 +6,13 @@
 //! failures whole for its own messages and exit codes.
 
 use super::super::steps::{self, limit_device, Probed};
-use crate::target::{Action, Opened, Target};
+use crate::target::{Opened, Target};
 use crate::Failure;
 use anyhow::anyhow;
 use mkfs_alloc::batch::{BatchTarget, Stage, TargetContent, TargetError, Verdict};
 use mkfs_alloc::blockio::CopyMode;
 use mkfs_alloc::partition::TableKind;
 use mkfs_alloc::FormatError;
-use std::path::Path;
 
 /// What a target needs of the arguments.
 #[derive(Debug, Clone, Copy)]
@@ -282,7 +281,7 @@ impl BatchTarget for CliTarget<'_> {
         let Some(t) = self.target else {
             return Verdict::Failed;
         };
-        if removed(e, t.device().is_some(), t.path()) {
+        if t.device().is_some() && mkfs_alloc_device::device_removed(e, t.path()) {
             Verdict::Removed
         } else {
             Verdict::Failed
@@ -296,80 +295,9 @@ impl BatchTarget for CliTarget<'_> {
         if self.created {
             // Ours, and useless: never leave a half-made image behind.
             let _ = std::fs::remove_file(t.path());
-        } else if let (Action::Grow(_), Some(len), false, true) =
-            (t.action(), t.len_before(), e.wrote, self.opened)
-        {
+        } else if !e.wrote && self.opened {
             // Grown, nothing written: the old length back.
-            let _ = std::fs::OpenOptions::new()
-                .write(true)
-                .open(t.path())
-                .and_then(|f| f.set_len(len));
+            let _ = t.shrink_back();
         }
-    }
-}
-
-/// A device that went away: the operating system says there is no device
-/// (ENODEV, ENXIO, ENOMEDIUM), or its node is gone.
-fn removed(e: &FormatError, device: bool, path: &Path) -> bool {
-    if !device {
-        return false;
-    }
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(s) = source {
-        if let Some(io) = s.downcast_ref::<std::io::Error>() {
-            #[cfg(unix)]
-            {
-                use rustix::io::Errno;
-                let gone = [Errno::NODEV, Errno::NXIO, no_medium()];
-                if gone
-                    .iter()
-                    .any(|e| io.raw_os_error() == Some(e.raw_os_error()))
-                {
-                    return true;
-                }
-            }
-            let _ = io;
-        }
-        source = s.source();
-    }
-    !path.exists()
-}
-
-/// ENOMEDIUM where it exists (Linux), else ENODEV again.
-#[cfg(unix)]
-fn no_medium() -> rustix::io::Errno {
-    #[cfg(target_os = "linux")]
-    return rustix::io::Errno::NOMEDIUM;
-    #[cfg(not(target_os = "linux"))]
-    return rustix::io::Errno::NODEV;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use mkfs_alloc::blockio::{IoError, IoOp};
-
-    fn io(errno: Option<i32>) -> FormatError {
-        let source = errno.map_or_else(
-            || std::io::Error::other("checksum"),
-            std::io::Error::from_raw_os_error,
-        );
-        FormatError::Io(IoError::new(IoOp::Write, 0, 512, source))
-    }
-
-    /// A device that says it is gone, or whose node is gone, was removed;
-    /// an image, or another error on a device still there, failed.
-    #[test]
-    #[cfg(target_os = "linux")]
-    fn removed_devices_are_told_apart() {
-        let here = Path::new("/");
-        let gone = Path::new("/dev/no-such-device-of-mkfs-alloc");
-        assert!(removed(&io(Some(19)), true, here)); // ENODEV
-        assert!(removed(&io(Some(6)), true, here)); // ENXIO
-        assert!(removed(&io(Some(123)), true, here)); // ENOMEDIUM
-        assert!(!removed(&io(Some(5)), true, here)); // EIO, still there
-        assert!(removed(&io(Some(5)), true, gone));
-        assert!(!removed(&io(None), true, here));
-        assert!(!removed(&io(Some(19)), false, here)); // an image
     }
 }

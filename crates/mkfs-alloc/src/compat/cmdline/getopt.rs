@@ -53,6 +53,7 @@ pub enum Item {
 
 /// Why a command line does not parse.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum GetoptError {
     /// An option no spec names.
     Unknown(String),
@@ -78,7 +79,13 @@ impl std::fmt::Display for GetoptError {
     }
 }
 
+impl std::error::Error for GetoptError {}
+
 /// Parses `args` (without the program name) against `specs`.
+///
+/// # Errors
+///
+/// The first word that does not parse ([`GetoptError`]).
 pub fn parse(args: &[OsString], specs: &[Spec]) -> Result<Vec<Item>, GetoptError> {
     let mut items = Vec::new();
     let mut words = args.iter();
