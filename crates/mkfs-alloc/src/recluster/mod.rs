@@ -86,11 +86,13 @@ mod run;
 mod state;
 #[cfg(test)]
 mod tests;
+mod unfinished;
 
 pub use auto::{plan_auto, recommend, AutoChoice};
-pub use fat::{FatLayout, FatRefusal};
 pub use coarse::Coarse;
+pub use fat::{FatLayout, FatRefusal};
 pub use plan::{plan_from, DirCopy, Evacuation, ExfatGeometry, Plan, Refusal};
+pub use unfinished::{unfinished, unfinished_at, unfinished_fat, unfinished_in};
 
 use state::{Intent, Region};
 use zerocopy::FromBytes;
@@ -505,73 +507,6 @@ fn evacuate<D: BlockIo + ?Sized>(dev: &mut D, job: &Job, p: &Plan) -> Result<(),
     disk::write_at(dev, p.volume_start, &main)?;
     dev.flush()?;
     Ok(())
-}
-
-/// The cluster size an unfinished re-cluster of the exFAT volume whose
-/// cluster heap starts at absolute byte `heap` (sectors of `sector` bytes)
-/// goes to, from its intent record; `None` when there is no such job.
-/// What `info` asks to say "a re-cluster is unfinished: run ...".
-///
-/// # Errors
-///
-/// The read error.
-pub fn unfinished<D: BlockIo + ?Sized>(
-    dev: &mut D,
-    heap: u64,
-    sector: u32,
-) -> Result<Option<u64>, IoError> {
-    if heap < u64::from(sector) || sector < 512 {
-        return Ok(None);
-    }
-    let mut s = vec![0u8; sector as usize];
-    disk::read_at(dev, heap - u64::from(sector), &mut s)?;
-    Ok(Intent::read(&s).map(|i| u64::from(sector) << i.target_shift()))
-}
-
-/// [`unfinished`], also finding the record of a job that moves the heap's
-/// start (at sector 24 of the volume starting at absolute byte `start`).
-///
-/// # Errors
-///
-/// The read error.
-pub fn unfinished_at<D: BlockIo + ?Sized>(
-    dev: &mut D,
-    start: u64,
-    heap: u64,
-    sector: u32,
-) -> Result<Option<u64>, IoError> {
-    if let Some(c) = unfinished(dev, heap, sector)? {
-        return Ok(Some(c));
-    }
-    let at = start + 24 * u64::from(sector);
-    if sector < 512 || heap <= at + u64::from(sector) {
-        return Ok(None);
-    }
-    let mut s = vec![0u8; sector as usize];
-    disk::read_at(dev, at, &mut s)?;
-    Ok(Intent::read(&s).map(|i| u64::from(sector) << i.target_shift()))
-}
-
-/// The exFAT volumes of an inspector's report (their index, the new
-/// cluster size) with an unfinished re-cluster on them ([`unfinished_at`]
-/// on each); a volume that cannot be read is left out.
-pub fn unfinished_in<D: BlockIo + ?Sized>(
-    dev: &mut D,
-    report: &mkfs_alloc_inspect::Report,
-) -> Vec<(usize, u64)> {
-    report
-        .volumes
-        .iter()
-        .enumerate()
-        .filter(|(_, v)| v.ours() == Some(mkfs_alloc_ondisk::FsKind::Exfat))
-        .filter_map(|(i, v)| {
-            let (heap, sector) = (v.data_offset?, v.sector_size?);
-            unfinished_at(dev, v.start, heap, sector)
-                .ok()
-                .flatten()
-                .map(|c| (i, c))
-        })
-        .collect()
 }
 
 /// [`plan`] then [`run`]: the whole job, or what is left of it.

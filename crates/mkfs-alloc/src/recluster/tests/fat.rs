@@ -361,6 +361,11 @@ fn fat32_power_cuts_inside_an_mbr_partition() {
     check_fatfs(&d, &want).unwrap();
 }
 
+/// [`super::super::unfinished_fat`] on the volume `g` describes.
+fn unfinished_fat_of(d: &mut MemDisk, g: &mkfs_alloc_inspect::model::Geometry) -> Option<u64> {
+    super::super::unfinished_fat(d, g.start, g.fat_offset, g.sector_size).unwrap()
+}
+
 #[test]
 fn a_cut_fat32_job_is_redone_before_its_switch_and_finished_after_it() {
     use mkfs_alloc_blockio::PowerCutIo;
@@ -376,6 +381,14 @@ fn a_cut_fat32_job_is_redone_before_its_switch_and_finished_after_it() {
         assert!(recluster(&mut cut, 512).is_err());
         let mut d = cut.into_surviving().unwrap();
         let step = plan(&mut d, 512).unwrap().step;
+        // What `info` reads: the record names the size the job goes to
+        // until the job is done.
+        let (m, _) = fat_contents(&d).unwrap();
+        let named = unfinished_fat_of(&mut d, &m.geometry);
+        assert_eq!(named.is_some(), step != Step::Start, "cut at {k}: {step:?}");
+        if let Some(c) = named {
+            assert_eq!(c, 512, "cut at {k}");
+        }
         // Another size is refused while a job is unfinished: the size it
         // goes to is named.
         if matches!(step, Step::Redo | Step::Finish) {
@@ -391,6 +404,8 @@ fn a_cut_fat32_job_is_redone_before_its_switch_and_finished_after_it() {
         recluster(&mut d, 512).unwrap();
         let m = check_fat(&d, &want).unwrap();
         assert!(m.findings.is_empty(), "cut at {k}: {:?}", m.findings);
+        let g = &m.geometry;
+        assert_eq!(unfinished_fat_of(&mut d, g), None, "cut at {k}: done");
     }
     for s in [Step::Start, Step::Redo, Step::Finish] {
         assert!(seen.contains(&s.to_string()), "{seen:?}");

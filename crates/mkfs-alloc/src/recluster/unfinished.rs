@@ -1,0 +1,99 @@
+//! Whether a re-cluster is unfinished on a volume, from its intent record
+//! alone (what `info` asks to name the command that finishes it).
+
+use mkfs_alloc_blockio::{BlockIo, IoError};
+use mkfs_alloc_ondisk::FsKind;
+
+use super::state::Intent;
+use super::{disk, fat};
+
+/// The cluster size an unfinished re-cluster of the exFAT volume whose
+/// cluster heap starts at absolute byte `heap` (sectors of `sector` bytes)
+/// goes to, from its intent record; `None` when there is no such job.
+/// What `info` asks to say "a re-cluster is unfinished: run ...".
+///
+/// # Errors
+///
+/// The read error.
+pub fn unfinished<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    heap: u64,
+    sector: u32,
+) -> Result<Option<u64>, IoError> {
+    if heap < u64::from(sector) || sector < 512 {
+        return Ok(None);
+    }
+    let mut s = vec![0u8; sector as usize];
+    disk::read_at(dev, heap - u64::from(sector), &mut s)?;
+    Ok(Intent::read(&s).map(|i| u64::from(sector) << i.target_shift()))
+}
+
+/// [`unfinished`], also finding the record of a job that moves the heap's
+/// start (at sector 24 of the volume starting at absolute byte `start`).
+///
+/// # Errors
+///
+/// The read error.
+pub fn unfinished_at<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    start: u64,
+    heap: u64,
+    sector: u32,
+) -> Result<Option<u64>, IoError> {
+    if let Some(c) = unfinished(dev, heap, sector)? {
+        return Ok(Some(c));
+    }
+    let at = start + 24 * u64::from(sector);
+    if sector < 512 || heap <= at + u64::from(sector) {
+        return Ok(None);
+    }
+    let mut s = vec![0u8; sector as usize];
+    disk::read_at(dev, at, &mut s)?;
+    Ok(Intent::read(&s).map(|i| u64::from(sector) << i.target_shift()))
+}
+
+/// [`unfinished`] for a FAT32 volume starting at absolute byte `start`:
+/// its job's record is reserved sector 24 (`fat/`), read when the FAT
+/// starts after it (`fat` the absolute byte of the first FAT).
+///
+/// # Errors
+///
+/// The read error.
+pub fn unfinished_fat<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    start: u64,
+    fat: u64,
+    sector: u32,
+) -> Result<Option<u64>, IoError> {
+    let at = start + fat::INTENT_SECTOR * u64::from(sector);
+    if sector < 512 || fat < at + u64::from(sector) {
+        return Ok(None);
+    }
+    let mut s = vec![0u8; sector as usize];
+    disk::read_at(dev, at, &mut s)?;
+    Ok(Intent::read(&s).map(|i| u64::from(sector) << i.target_shift()))
+}
+
+/// The exFAT and FAT32 volumes of an inspector's report (their index, the
+/// new cluster size) with an unfinished re-cluster on them
+/// ([`unfinished_at`], [`unfinished_fat`]); a volume that cannot be read is
+/// left out.
+pub fn unfinished_in<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    report: &mkfs_alloc_inspect::Report,
+) -> Vec<(usize, u64)> {
+    report
+        .volumes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| {
+            let sector = v.sector_size?;
+            let found = match v.ours()? {
+                FsKind::Exfat => unfinished_at(dev, v.start, v.data_offset?, sector),
+                FsKind::Fat32 => unfinished_fat(dev, v.start, v.fat_offset?, sector),
+                _ => return None,
+            };
+            found.ok().flatten().map(|c| (i, c))
+        })
+        .collect()
+}
