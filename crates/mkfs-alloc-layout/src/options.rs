@@ -392,7 +392,7 @@ impl FormatOptions {
     ///
     /// # Errors
     ///
-    /// [`PlanError::NullVolumeGuid`](crate::PlanError::NullVolumeGuid) for
+    /// [`PlanError::NullVolumeGuid`] for
     /// sixteen zero bytes, which the exFAT specification (§7.5.5) does not
     /// allow.
     pub fn given_volume_guid(mut self, bytes: [u8; 16]) -> Result<Self, crate::PlanError> {
@@ -407,7 +407,7 @@ impl FormatOptions {
     ///
     /// # Errors
     ///
-    /// [`PlanError::RootEntries`](crate::PlanError::RootEntries) outside
+    /// [`PlanError::RootEntries`] outside
     /// 1..=32,768.
     pub fn root_entries(mut self, entries: u32) -> Result<Self, crate::PlanError> {
         self.root_entries = Some(crate::plan::check_root_entries(entries)?);
@@ -418,7 +418,7 @@ impl FormatOptions {
     ///
     /// # Errors
     ///
-    /// [`PlanError::FatCount`](crate::PlanError::FatCount) outside 1..=2.
+    /// [`PlanError::FatCount`] outside 1..=2.
     pub fn fats(mut self, fats: u8) -> Result<Self, crate::PlanError> {
         self.fats = Some(crate::plan::check_fats(fats)?);
         Ok(self)
