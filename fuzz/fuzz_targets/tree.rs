@@ -56,12 +56,12 @@ fn volume(fs: FsKind, bytes: u64) -> Volume {
         .fs(FsChoice::Fixed(fs))
         .cluster(ClusterChoice::Bytes(512))
         .serial(1);
-    let layout = plan(&opts, &Medium::whole(bytes, 512)).expect("plan");
+    let layout = plan(&opts, &Medium::whole(bytes, 512).expect("medium")).expect("plan");
     let mut disk = MemDisk::new(512, bytes / 512).expect("disk");
     write_volume(&layout, &mut disk, &mut |_, _| {}).expect("write");
     let img = disk.into_inner();
     let heap = layout.cluster_offset(2) as usize;
-    let cluster = layout.cluster_size() as usize;
+    let cluster = layout.cluster_size().bytes() as usize;
     let (exfat, width, root) = match layout.geometry() {
         Geometry::Exfat(g) => {
             let at = layout.cluster_offset(g.root_cluster()) as usize;
@@ -84,7 +84,7 @@ fn volume(fs: FsKind, bytes: u64) -> Volume {
         width,
         heap,
         cluster,
-        cluster_count: layout.cluster_count(),
+        cluster_count: layout.cluster_count().get(),
         root,
     }
 }

@@ -12,7 +12,8 @@ pub fn options(fs: FsKind, cluster: u64) -> FormatOptions {
 
 /// Plans `fs` at `cluster` on a whole-medium volume of `bytes`.
 pub fn plan_for(fs: FsKind, cluster: u64, sector: u32, bytes: u64) -> Option<Layout> {
-    plan(&options(fs, cluster), &Medium::whole(bytes, sector)).ok()
+    let medium = Medium::whole(bytes, sector).ok()?;
+    plan(&options(fs, cluster), &medium).ok()
 }
 
 /// The smallest volume (a whole number of sectors) the planner accepts for

@@ -13,7 +13,7 @@ use std::path::Path;
 
 /// Formats a sentinel-filled in-memory disk; returns the layout and bytes.
 fn format(opts: &FormatOptions, sector: u32, size: u64) -> (Layout, Vec<u8>) {
-    let layout = plan(opts, &Medium::whole(size, sector)).expect("valid options");
+    let layout = plan(opts, &Medium::whole(size, sector).expect("medium")).expect("valid options");
     let mut disk =
         MemDisk::filled(sector, size / u64::from(sector), SENTINEL).expect("memory disk");
     write_volume(&layout, &mut disk, &mut |_, _| {}).expect("write");
@@ -37,7 +37,7 @@ fn check_regions(layout: &Layout, img: &[u8]) {
         at += r.len;
         let bytes = &img[range((r.offset, r.len))];
         if r.written {
-            let bps = layout.sector_size() as usize;
+            let bps = layout.sector_size().get() as usize;
             for (i, s) in bytes.chunks(bps).enumerate() {
                 assert!(!all(s, SENTINEL), "{:?} sector {i} was not written", r.kind);
             }
@@ -80,7 +80,7 @@ fn exfat_contents(layout: &Layout, img: &[u8], file: &Path) {
         u64::from(boot.cluster_heap_offset) * bps,
         layout.data_offset()
     );
-    assert_eq!(boot.cluster_count, layout.cluster_count());
+    assert_eq!(boot.cluster_count, layout.cluster_count().get());
     assert_eq!(boot.volume_length * bps, layout.volume_bytes());
     let sector0 = &img[..bps as usize];
     assert!(all(&sector0[120..510], 0xF4), "boot code is not F4 filled");

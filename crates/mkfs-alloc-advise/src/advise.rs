@@ -240,15 +240,15 @@ pub fn advise_with(
 ) -> Result<Advice, AdviseError> {
     let max_waste_percent = policy.max_waste_percent;
     check_inputs(sector_size, max_waste_percent)?;
-    let bps = u64::from(sector_size);
-    let medium = Medium::whole(volume_bytes / bps * bps, sector_size);
+    // Whole sectors: the medium rounds the volume down.
+    let medium = Medium::whole(volume_bytes, sector_size)?;
     let all = fs == FsSelection::Both;
     let per_fs = fs
         .file_systems()
         .iter()
         // With `Both`, FAT16 and FAT12 are listed only where they fit.
         .filter(|&&fs| {
-            let align = default_align(medium.volume_bytes, sector_size);
+            let align = default_align(medium.volume_bytes(), sector_size);
             !all || !fs.is_small_fat() || !valid_cluster_sizes(fs, &medium, align).is_empty()
         })
         .map(|&fs| {
@@ -259,7 +259,7 @@ pub fn advise_with(
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Advice {
-        volume_bytes: medium.volume_bytes,
+        volume_bytes: medium.volume_bytes(),
         sector_size,
         max_waste_percent,
         data: data.map(ScanResult::summary),
@@ -298,18 +298,12 @@ pub fn recommend_for_format(
     data: &ScanResult,
     max_waste_percent: f64,
 ) -> Result<Recommendation, AdviseError> {
-    check_inputs(medium.sector_size, max_waste_percent)?;
-    let bps = u64::from(medium.sector_size);
-    let medium = Medium::partition(
-        medium.volume_bytes / bps * bps,
-        medium.sector_size,
-        medium.partition_offset,
-    );
+    check_inputs(medium.sector_size().get(), max_waste_percent)?;
     let fs = match opts.fs_choice() {
         FsChoice::Fixed(fs) => fs,
         _ => {
             let auto = opts.clone().cluster(ClusterChoice::Auto);
-            plan(&auto, &medium)?.fs()
+            plan(&auto, medium)?.fs()
         }
     };
     let base = opts.clone().fs(FsChoice::Fixed(fs));
@@ -317,7 +311,7 @@ pub fn recommend_for_format(
         max_waste_percent,
         beyond_compat: false,
     };
-    let advice = fs_advice(fs, &base, &medium, Some(data), &policy)?;
+    let advice = fs_advice(fs, &base, medium, Some(data), &policy)?;
     if let Some(r) = advice.recommendation {
         return Ok(r);
     }
@@ -342,7 +336,7 @@ pub fn recommend_for_format(
         })
         .unwrap_or(AdviseError::NoValidCluster {
             fs,
-            volume_bytes: medium.volume_bytes,
+            volume_bytes: medium.volume_bytes(),
         }))
 }
 
@@ -375,16 +369,16 @@ fn fs_advice(
     data: Option<&ScanResult>,
     policy: &Policy,
 ) -> Result<FsAdvice, AdviseError> {
-    let volume = medium.volume_bytes;
+    let volume = medium.volume_bytes();
     let align = base
         .given_align()
-        .unwrap_or_else(|| default_align(volume, medium.sector_size));
+        .unwrap_or_else(|| default_align(volume, medium.sector_size().get()));
     let valid = valid_cluster_sizes(fs, medium, align);
     let auto_layout = plan(&base.clone().cluster(ClusterChoice::Auto), medium);
-    let auto_cluster = auto_layout.as_ref().ok().map(|l| l.cluster_size());
+    let auto_cluster = auto_layout.as_ref().ok().map(|l| l.cluster_size().bytes());
     let windows = windows_default(fs, volume);
     let sd = sd_recommended(volume);
-    let mkfs = mkfs_default(fs, volume, medium.sector_size);
+    let mkfs = mkfs_default(fs, volume, medium.sector_size().get());
 
     let mut cands = Vec::with_capacity(valid.len());
     for c in valid.iter() {
@@ -490,7 +484,7 @@ fn fs_notes(
 fn auto_recommendation(l: &Layout, fs: FsKind, volume: u64, with_data: bool) -> Recommendation {
     if with_data {
         Recommendation {
-            cluster_size: l.cluster_size(),
+            cluster_size: l.cluster_size().bytes(),
             rule: RecommendationRule::AutoEmptyData,
             reason: format!(
                 "the data holds no file bytes; {}",
@@ -499,7 +493,7 @@ fn auto_recommendation(l: &Layout, fs: FsKind, volume: u64, with_data: bool) -> 
         }
     } else {
         Recommendation {
-            cluster_size: l.cluster_size(),
+            cluster_size: l.cluster_size().bytes(),
             rule: RecommendationRule::AutoNoData,
             reason: l.cluster_rule().describe(fs, volume),
         }
@@ -514,7 +508,7 @@ fn candidate(
     mkfs: u64,
     auto: Option<u64>,
 ) -> Candidate {
-    let c = layout.cluster_size();
+    let c = layout.cluster_size().bytes();
     let fs = layout.fs();
     let usable = layout.usable_bytes();
     let overhead = layout.overhead_bytes();
@@ -539,7 +533,7 @@ fn candidate(
             _ => RowNote::AboveFat32Compat,
         });
     }
-    if fs == FsKind::Exfat && layout.cluster_count() > EXFAT_RECOMMENDED_MAX_CLUSTERS {
+    if fs == FsKind::Exfat && layout.cluster_count().get() > EXFAT_RECOMMENDED_MAX_CLUSTERS {
         notes.push(RowNote::ExfatManyClusters);
     }
     for (note, pick) in [
@@ -555,7 +549,7 @@ fn candidate(
     Candidate {
         row: Row {
             cluster_size: c,
-            cluster_count: layout.cluster_count(),
+            cluster_count: layout.cluster_count().get(),
             usable_bytes: usable,
             overhead_bytes: overhead,
             overhead_percent: pct(overhead, layout.volume_bytes()),

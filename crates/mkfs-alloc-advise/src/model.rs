@@ -165,7 +165,7 @@ pub fn footprint(fs: FsKind, cluster: u64, root: RootDir, data: &ScanResult) -> 
 pub fn footprint_for(layout: &Layout, data: &ScanResult) -> Footprint {
     let mut f = footprint(
         layout.fs(),
-        layout.cluster_size(),
+        layout.cluster_size().bytes(),
         RootDir::of(layout),
         data,
     );

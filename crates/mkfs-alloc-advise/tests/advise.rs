@@ -24,7 +24,7 @@ fn rows_are_the_planners_numbers() {
     let a = advise(128 * GIB, 512, FsSelection::Both, None, 1.0).expect("advice");
     assert_eq!(a.per_fs.len(), 2);
     for f in &a.per_fs {
-        let medium = Medium::whole(128 * GIB, 512);
+        let medium = Medium::whole(128 * GIB, 512).expect("medium");
         let valid = valid_cluster_sizes(f.fs, &medium, MIB);
         let sizes: Vec<u64> = f.rows.iter().map(|r| r.cluster_size).collect();
         assert_eq!(sizes, valid.to_vec(), "{}", f.fs);
@@ -37,7 +37,7 @@ fn rows_are_the_planners_numbers() {
                 &medium,
             )
             .expect("plan");
-            assert_eq!(r.cluster_count, l.cluster_count());
+            assert_eq!(r.cluster_count, l.cluster_count().get());
             assert_eq!(r.overhead_bytes, l.overhead_bytes());
             assert_eq!(r.usable_bytes, l.usable_bytes());
             assert_eq!(r.overhead.total(), r.overhead_bytes);
@@ -212,7 +212,7 @@ fn fat32_file_limit() {
         .describe(FsKind::Fat32)
         .contains("use exFAT"));
     // The formatter's `--data` is refused with the reason.
-    let medium = Medium::whole(64 * GIB, 512);
+    let medium = Medium::whole(64 * GIB, 512).expect("medium");
     let e = recommend_for_data(FsKind::Fat32, &medium, &data, 1.0);
     assert!(e.is_none());
     let fixed = FormatOptions::new().fs(FsChoice::Fixed(FsKind::Fat32));
@@ -246,7 +246,7 @@ fn never_beyond_the_compatibility_limit_and_say_when_nothing_fits() {
         })
         .expect("does-not-fit note");
     assert!(note <= 32 * KIB, "closest size {note} within the limit");
-    let medium = Medium::whole(16 * GIB, 512);
+    let medium = Medium::whole(16 * GIB, 512).expect("medium");
     let fixed = FormatOptions::new().fs(FsChoice::Fixed(FsKind::Fat32));
     let e = recommend_for_format(&fixed, &medium, &data, 1.0).expect_err("refused");
     assert!(matches!(e, AdviseError::DoesNotFit { .. }), "{e}");
@@ -313,7 +313,7 @@ fn bad_inputs() {
 #[test]
 fn the_formatter_gets_the_same_answer() {
     let data = files(vec![3 * MIB + 17; 500]);
-    let medium = Medium::whole(16 * GIB, 512);
+    let medium = Medium::whole(16 * GIB, 512).expect("medium");
     for fs in [FsKind::Exfat, FsKind::Fat32] {
         let sel = match fs {
             FsKind::Exfat => FsSelection::Exfat,

@@ -36,7 +36,7 @@ fn format(img: &Path, fs: FsKind, cluster: u64, size: u64) -> Layout {
             secs: 1_700_000_000,
             nanos: 0,
         });
-    let layout = plan(&opts, &Medium::whole(size, 512)).expect("plan");
+    let layout = plan(&opts, &Medium::whole(size, 512).expect("medium")).expect("plan");
     let mut dev = ImageFile::create(img, size, 512).expect("create image");
     write_volume(&layout, &mut dev, &mut |_, _| {}).expect("format");
     layout

@@ -95,7 +95,7 @@ fn describe(info: &DeviceInfo, plan: &MediumPlan, contents: &[String]) {
     eprintln!(
         "  will write {table}, {} with {} clusters",
         plan.layout().fs(),
-        format_size(plan.layout().cluster_size())
+        format_size(plan.layout().cluster_size().bytes())
     );
 }
 

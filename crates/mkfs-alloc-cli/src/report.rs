@@ -148,10 +148,10 @@ fn print_common(plan: &MediumPlan, rootdir: bool) {
     };
     outln!(
         "  cluster size   {} ({}; {windows})",
-        format_size(layout.cluster_size()),
+        format_size(layout.cluster_size().bytes()),
         crate::hints::cluster_rule(layout.cluster_rule(), fs, layout.volume_bytes(), rootdir)
     );
-    outln!("  sector size    {} B", layout.sector_size());
+    outln!("  sector size    {} B", layout.sector_size().get());
     outln!(
         "  clusters       {}",
         format_count(u64::from(layout.cluster_count()))

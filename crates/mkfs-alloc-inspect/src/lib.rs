@@ -43,7 +43,7 @@
 //!     .label("STICK")
 //!     .serial(0x1234_ABCD);
 //! let mut disk = MemDisk::new(512, 16 * 2048)?; // 16 MiB
-//! let layout = plan(&opts, &Medium::whole(16 << 20, 512))?;
+//! let layout = plan(&opts, &Medium::whole(16 << 20, 512)?)?;
 //! write_volume(&layout, &mut disk, &mut |_, _| {})?;
 //!
 //! let report = inspect(&mut disk, &InspectOptions { files: true, ..Default::default() })?;

@@ -67,7 +67,11 @@ pub(crate) fn planner_cluster_sizes(
     sector_size: u32,
     start: u64,
 ) -> Vec<u64> {
-    let medium = Medium::partition(fs_bytes, sector_size, start);
+    // A medium the planner refuses (its sector size, a start off its
+    // sectors) takes no cluster size.
+    let Ok(medium) = Medium::partition(fs_bytes, sector_size, start) else {
+        return Vec::new();
+    };
     mkfs_alloc_layout::valid_cluster_sizes(
         fs,
         &medium,

@@ -241,7 +241,7 @@ fn exfat_filled_through_fuse() {
                 .cluster(ClusterChoice::Bytes(4 * KIB))
                 .label("OURS")
                 .serial(0xABCD_0001);
-            let layout = plan(&opts, &Medium::whole(64 * MIB, 512)).unwrap();
+            let layout = plan(&opts, &Medium::whole(64 * MIB, 512).expect("medium")).unwrap();
             let mut dev = ImageFile::create(&img, 64 * MIB, 512).unwrap();
             write_volume(&layout, &mut dev, &mut |_, _| {}).unwrap();
         } else {

@@ -32,7 +32,7 @@ fn format(fs: FsKind, bytes: u64, cluster: u64) -> (Layout, Vec<u8>) {
         .fs(FsChoice::Fixed(fs))
         .cluster(ClusterChoice::Bytes(cluster))
         .serial(1);
-    let layout = plan(&opts, &Medium::whole(bytes, 512)).unwrap();
+    let layout = plan(&opts, &Medium::whole(bytes, 512).expect("medium")).unwrap();
     let mut disk = MemDisk::new(512, bytes / 512).unwrap();
     write_volume(&layout, &mut disk, &mut |_, _| {}).unwrap();
     (layout, disk.into_inner())
@@ -216,7 +216,7 @@ fn exfat_directory_running_past_the_last_cluster_is_damage() {
 /// The last cluster number of [`exfat_volume`]'s heap.
 fn cc_last() -> u32 {
     let (layout, _) = format(FsKind::Exfat, 4 << 20, 4096);
-    layout.cluster_count() + 1
+    layout.cluster_count().get() + 1
 }
 
 #[test]

@@ -271,7 +271,7 @@ fn our_formatter() {
             .cluster(ClusterChoice::Bytes(cluster))
             .label(format!("OURS{i}"))
             .serial(0xC0FF_EE00 + i as u32);
-        let medium = Medium::partition(psize, bps, start);
+        let medium = Medium::partition(psize, bps, start).expect("medium");
         let layout = plan(&opts, &medium).unwrap();
         {
             let dev = ImageFile::open(&img, bps).unwrap();
@@ -284,7 +284,11 @@ fn our_formatter() {
         let v = &r.volumes[0];
         check_clean(v);
         assert_eq!(v.ours(), Some(fs));
-        assert_eq!(v.cluster_size, Some(layout.cluster_size()), "{what}");
+        assert_eq!(
+            v.cluster_size,
+            Some(layout.cluster_size().bytes()),
+            "{what}"
+        );
         assert_eq!(v.sector_size, Some(bps), "{what}");
         assert_eq!(
             v.cluster_count,
@@ -302,7 +306,7 @@ fn our_formatter() {
         assert_eq!(v.serial, Some(format!("{:08X}", layout.serial())), "{what}");
         assert_eq!(
             v.used_bytes,
-            Some(u64::from(layout.used_clusters()) * layout.cluster_size()),
+            Some(u64::from(layout.used_clusters()) * layout.cluster_size().bytes()),
             "{what}"
         );
         assert_eq!(v.free_bytes, Some(layout.usable_bytes()), "{what}");

@@ -38,7 +38,8 @@ impl ClusterSizes {
 
     /// How many sizes.
     pub fn len(&self) -> usize {
-        self.0.count_ones() as usize
+        // At most 64.
+        usize::try_from(self.0.count_ones()).unwrap_or(64)
     }
 
     /// Whether `size` is one of them.

@@ -36,9 +36,12 @@ impl LabelText {
         bytes[..cut].copy_from_slice(&label.as_bytes()[..cut]);
         LabelText {
             bytes,
-            len: cut as u8,
-            utf16_len: label.encode_utf16().count() as u32,
-            trimmed_len: trimmed_len(label.as_bytes()) as u32,
+            // At most LABEL_TEXT_MAX, 36.
+            len: u8::try_from(cut).unwrap_or(u8::MAX),
+            // 32 bits (the plan's error stays small) saturate only past
+            // 4 GiB of label text.
+            utf16_len: u32::try_from(label.encode_utf16().count()).unwrap_or(u32::MAX),
+            trimmed_len: u32::try_from(trimmed_len(label.as_bytes())).unwrap_or(u32::MAX),
             truncated: cut < label.len(),
         }
     }
@@ -51,12 +54,12 @@ impl LabelText {
 
     /// UTF-16 code units of the whole label.
     pub fn utf16_len(&self) -> usize {
-        self.utf16_len as usize
+        crate::writer::usize_of(self.utf16_len)
     }
 
     /// Bytes of the whole label without its trailing spaces.
     pub fn trimmed_len(&self) -> usize {
-        self.trimmed_len as usize
+        crate::writer::usize_of(self.trimmed_len)
     }
 
     /// The kept bytes (whole characters of UTF-8).
@@ -246,12 +249,13 @@ pub(crate) fn exfat_units(text: &LabelText) -> Result<ExfatUnits, LabelError> {
         return Err(too_long(len));
     }
     for ch in text.chars() {
-        if (ch as u32) < 0x20 || matches!(ch, '"' | '*' | '/' | ':' | '<' | '>' | '?' | '\\' | '|')
+        if u32::from(ch) < 0x20
+            || matches!(ch, '"' | '*' | '/' | ':' | '<' | '>' | '?' | '\\' | '|')
         {
             return Err(LabelError::Forbidden {
                 label: *text,
                 ch,
-                code: ch as u32,
+                code: u32::from(ch),
                 fs: "exFAT",
                 forbidden: EXFAT_FORBIDDEN,
             });
@@ -262,7 +266,8 @@ pub(crate) fn exfat_units(text: &LabelText) -> Result<ExfatUnits, LabelError> {
     }
     let mut units = ExfatUnits {
         units: [0; 11],
-        len: len as u8,
+        // At most 11, checked above.
+        len: u8::try_from(len).unwrap_or(11),
     };
     let mut at = 0;
     for ch in text.chars() {
@@ -332,11 +337,11 @@ pub(crate) fn fat_bytes(
                 | ']'
                 | '|'
         );
-        if (ch as u32) < 0x20 || ch == '\x7f' || forbidden {
+        if u32::from(ch) < 0x20 || ch == '\x7f' || forbidden {
             return Err(LabelError::Forbidden {
                 label: *text,
                 ch,
-                code: ch as u32,
+                code: u32::from(ch),
                 fs,
                 forbidden: FAT_FORBIDDEN,
             });

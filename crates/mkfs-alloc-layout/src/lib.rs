@@ -29,7 +29,7 @@
 //!     .cluster(ClusterChoice::Bytes(32 * 1024))
 //!     .label("STICK");
 //! let mut disk = MemDisk::new(512, 64 * 2048)?; // 64 MiB
-//! let layout = plan(&opts, &Medium::whole(64 << 20, 512))?;
+//! let layout = plan(&opts, &Medium::whole(64 << 20, 512)?)?;
 //! write_volume(&layout, &mut disk, &mut |_, _| {})?;
 //! assert_eq!(&disk.as_bytes()[3..11], b"EXFAT   ");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -54,6 +54,7 @@ pub mod waste;
 pub mod writer;
 
 pub use geometry::{exfat, fat, sd};
+pub use geometry::{ClusterSize, Clusters, SectorSize, Sectors};
 pub use writer::embedded;
 
 pub use error::PlanError;

@@ -1,5 +1,7 @@
 //! What the caller asks for ([`FormatOptions`]) and what it formats ([`Medium`]).
 
+use crate::error::PlanError;
+use crate::geometry::{SectorSize, Sectors};
 pub use crate::label::LabelText;
 pub use mkfs_alloc_ondisk::FsKind;
 
@@ -55,36 +57,79 @@ impl ClusterChoice {
 }
 
 /// The volume to format: where it lies on its medium and its sector size.
+///
+/// The fields are private: [`Medium::whole`] and [`Medium::partition`]
+/// check them (the sector-size rule, a partition offset of whole sectors),
+/// so a `Medium` is always one the planner can measure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct Medium {
-    /// Length of the volume in bytes (rounded down to whole sectors by the planner).
-    pub volume_bytes: u64,
-    /// Logical sector size of the file system: 512, 1024, 2048 or 4096.
-    pub sector_size: u32,
-    /// Byte offset of the volume from the start of the medium (the partition
-    /// start; 0 for a whole-medium volume). Alignment is measured from the
-    /// start of the medium, so this offset is included.
-    pub partition_offset: u64,
+    volume_bytes: u64,
+    sector_size: SectorSize,
+    partition_offset: u64,
 }
 
 impl Medium {
     /// A whole-medium volume (no partition table).
-    pub fn whole(volume_bytes: u64, sector_size: u32) -> Self {
+    ///
+    /// # Errors
+    ///
+    /// As [`Medium::partition`].
+    pub fn whole(volume_bytes: u64, sector_size: u32) -> Result<Self, PlanError> {
+        Medium::partition(volume_bytes, sector_size, 0)
+    }
+
+    /// A volume of `volume_bytes` (rounded down to whole sectors) at byte
+    /// `partition_offset` of its medium, in sectors of `sector_size` bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`PlanError::SectorSize`] for a sector size other than 512, 1024,
+    /// 2048 or 4096 ([`check_sector_size`](crate::check_sector_size));
+    /// [`PlanError::PartitionOffset`] for an offset that is not a whole
+    /// number of sectors.
+    pub fn partition(
+        volume_bytes: u64,
+        sector_size: u32,
+        partition_offset: u64,
+    ) -> Result<Self, PlanError> {
+        crate::plan::check_sector_size(sector_size)?;
+        let sector = SectorSize::checked(sector_size);
+        if partition_offset % sector.bytes() != 0 {
+            return Err(PlanError::PartitionOffset {
+                offset: partition_offset,
+                sector: sector_size,
+            });
+        }
+        let first = sector.sectors_in(partition_offset);
+        Ok(Medium::at_sector(volume_bytes, sector, first))
+    }
+
+    /// A volume of `volume_bytes` (rounded down to whole sectors) from
+    /// sector `first` of its medium, for a sector size already held to the
+    /// rule: a whole number of sectors by construction.
+    pub(crate) fn at_sector(volume_bytes: u64, sector: SectorSize, first: Sectors) -> Self {
         Medium {
-            volume_bytes,
-            sector_size,
-            partition_offset: 0,
+            volume_bytes: sector.bytes_of(sector.sectors_in(volume_bytes)),
+            sector_size: sector,
+            partition_offset: sector.bytes_of(first),
         }
     }
 
-    /// A volume of `volume_bytes` at byte `partition_offset` of its medium.
-    pub fn partition(volume_bytes: u64, sector_size: u32, partition_offset: u64) -> Self {
-        Medium {
-            volume_bytes,
-            sector_size,
-            partition_offset,
-        }
+    /// Length of the volume in bytes, whole sectors.
+    pub fn volume_bytes(&self) -> u64 {
+        self.volume_bytes
+    }
+
+    /// Logical sector size of the file system: 512, 1024, 2048 or 4096.
+    pub fn sector_size(&self) -> SectorSize {
+        self.sector_size
+    }
+
+    /// Byte offset of the volume from the start of the medium (the partition
+    /// start; 0 for a whole-medium volume), whole sectors. Alignment is
+    /// measured from the start of the medium, so this offset is included.
+    pub fn partition_offset(&self) -> u64 {
+        self.partition_offset
     }
 }
 
@@ -338,16 +383,16 @@ impl FormatOptions {
     /// use mkfs_alloc_layout::{plan, FormatOptions, FsKind, Medium};
     /// let g = [0x42; 16];
     /// let opts = FormatOptions::new().fs(FsKind::Exfat).given_volume_guid(g)?;
-    /// assert_eq!(plan(&opts, &Medium::whole(64 << 20, 512))?.volume_guid(), Some(g));
+    /// assert_eq!(plan(&opts, &Medium::whole(64 << 20, 512)?)?.volume_guid(), Some(g));
     /// let fat = FormatOptions::new().fs(FsKind::Fat32).given_volume_guid(g)?;
-    /// assert_eq!(plan(&fat, &Medium::whole(64 << 20, 512))?.volume_guid(), None);
+    /// assert_eq!(plan(&fat, &Medium::whole(64 << 20, 512)?)?.volume_guid(), None);
     /// assert!(FormatOptions::new().given_volume_guid([0; 16]).is_err());
     /// # Ok::<(), mkfs_alloc_layout::PlanError>(())
     /// ```
     ///
     /// # Errors
     ///
-    /// [`PlanError::NullVolumeGuid`](crate::PlanError::NullVolumeGuid) for
+    /// [`PlanError::NullVolumeGuid`] for
     /// sixteen zero bytes, which the exFAT specification (§7.5.5) does not
     /// allow.
     pub fn given_volume_guid(mut self, bytes: [u8; 16]) -> Result<Self, crate::PlanError> {
@@ -362,7 +407,7 @@ impl FormatOptions {
     ///
     /// # Errors
     ///
-    /// [`PlanError::RootEntries`](crate::PlanError::RootEntries) outside
+    /// [`PlanError::RootEntries`] outside
     /// 1..=32,768.
     pub fn root_entries(mut self, entries: u32) -> Result<Self, crate::PlanError> {
         self.root_entries = Some(crate::plan::check_root_entries(entries)?);
@@ -373,7 +418,7 @@ impl FormatOptions {
     ///
     /// # Errors
     ///
-    /// [`PlanError::FatCount`](crate::PlanError::FatCount) outside 1..=2.
+    /// [`PlanError::FatCount`] outside 1..=2.
     pub fn fats(mut self, fats: u8) -> Result<Self, crate::PlanError> {
         self.fats = Some(crate::plan::check_fats(fats)?);
         Ok(self)

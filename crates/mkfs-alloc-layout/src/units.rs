@@ -1,6 +1,10 @@
 //! Byte sizes for people: the binary units and the formatting layout's own
 //! messages use (parsing a size string is the command line's job: the
-//! facade's `mkfs_alloc::units::parse_size`).
+//! facade's `mkfs_alloc::units::parse_size`), and the units of a volume
+//! as types ([`SectorSize`], [`Sectors`], [`ClusterSize`], [`Clusters`]:
+//! what `Layout` and `Medium` return).
+
+pub use crate::geometry::count::{ClusterSize, Clusters, SectorSize, Sectors};
 
 /// One kibibyte.
 pub const KIB: u64 = 1 << 10;
@@ -36,7 +40,9 @@ impl core::fmt::Display for Size {
                     return write!(f, "{} {name}", bytes >> shift);
                 }
                 let unit = u128::from(unit);
-                let tenths = ((u128::from(bytes) * 10 + unit / 2) / unit) as u64;
+                // At most 10 × 2^64 / 2^10: a u64.
+                let tenths =
+                    u64::try_from((u128::from(bytes) * 10 + unit / 2) / unit).unwrap_or(u64::MAX);
                 return write!(f, "{}.{} {name}", tenths / 10, tenths % 10);
             }
         }

@@ -72,7 +72,7 @@ fn plan_label(fs: FsKind, label: &str) -> Result<(), PlanError> {
         .fs(FsChoice::Fixed(fs))
         .cluster(ClusterChoice::Bytes(cluster))
         .label(label);
-    plan(&o, &Medium::whole(size, 512)).map(|_| ())
+    plan(&o, &Medium::whole(size, 512).expect("medium")).map(|_| ())
 }
 
 /// FAT's label is 11 bytes (the boot sector's BS_VolLab, the root's volume

@@ -89,9 +89,9 @@ fn options(c: &Case) -> FormatOptions {
 /// wipe) does.
 fn std_driver(c: &Case, wiped: bool) -> MemDisk {
     let medium = if c.offset == 0 {
-        Medium::whole(c.bytes, c.sector)
+        Medium::whole(c.bytes, c.sector).expect("medium")
     } else {
-        Medium::partition(c.bytes, c.sector, c.offset)
+        Medium::partition(c.bytes, c.sector, c.offset).expect("medium")
     };
     let layout = plan(&options(c), &medium).unwrap_or_else(|e| panic!("{}: {e}", c.name));
     let bs = u64::from(c.sector);

@@ -25,7 +25,7 @@ fn opts(fs: FsKind, cluster: u64, align: Option<u64>) -> FormatOptions {
 /// violation.
 fn check(l: &Layout, m: &Medium) -> Result<(), String> {
     let bps = u64::from(l.sector_size());
-    let po = m.partition_offset;
+    let po = m.partition_offset();
     // Regions tile the volume, in order, and stay inside it.
     let mut at = 0;
     for r in l.regions() {
@@ -34,11 +34,11 @@ fn check(l: &Layout, m: &Medium) -> Result<(), String> {
         }
         at += r.len;
     }
-    if at != l.volume_bytes() || l.volume_bytes() > m.volume_bytes {
+    if at != l.volume_bytes() || l.volume_bytes() > m.volume_bytes() {
         return Err(format!(
             "regions end at {at}, volume {} medium {}",
             l.volume_bytes(),
-            m.volume_bytes
+            m.volume_bytes()
         ));
     }
     if (po + l.fat_offset()) % l.align() != 0 || (po + l.data_offset()) % l.align() != 0 {
@@ -64,10 +64,13 @@ fn check(l: &Layout, m: &Medium) -> Result<(), String> {
             if u64::from(g.fat_length) * bps < (cc + 2) * 4 {
                 return Err("FAT too small".into());
             }
-            if cc > 0xFFFF_FFF5 || l.cluster_size() > 32 * MIB || l.cluster_size() < bps {
+            if cc > 0xFFFF_FFF5
+                || l.cluster_size().bytes() > 32 * MIB
+                || l.cluster_size().bytes() < bps
+            {
                 return Err("cluster count or size out of range".into());
             }
-            if u64::from(g.heap_offset) * bps + cc * l.cluster_size() > l.volume_bytes() {
+            if u64::from(g.heap_offset) * bps + cc * l.cluster_size().bytes() > l.volume_bytes() {
                 return Err("heap past the end".into());
             }
             if g.bitmap_bytes != cc.div_ceil(8) {
@@ -111,7 +114,7 @@ fn check(l: &Layout, m: &Medium) -> Result<(), String> {
                 if g.root_entries < 512 || u64::from(g.root_entries) * 32 % bps != 0 {
                     return Err(format!("root entries {}", g.root_entries));
                 }
-                if l.used_clusters() != 0 {
+                if l.used_clusters().get() != 0 {
                     return Err("FAT12/16 root takes no cluster".into());
                 }
             }
@@ -165,7 +168,7 @@ fn sweep_every_size_cluster_and_sector() {
                 _ => 128 * u64::from(bps),
             };
             for &size in &sweep_sizes() {
-                let m = Medium::whole(size, bps);
+                let m = Medium::whole(size, bps).expect("medium");
                 let mut c = u64::from(bps);
                 while c <= max {
                     match plan(&opts(fs, c, None), &m) {
@@ -198,7 +201,7 @@ fn sweep_fat_width_follows_the_cluster_count() {
         let mut size = 64 * 1024;
         while size <= 8 << 30 {
             for size in [size, size + size / 3 + 512] {
-                let m = Medium::whole(size, bps);
+                let m = Medium::whole(size, bps).expect("medium");
                 let mut c = u64::from(bps);
                 let mut any = Vec::new();
                 let mut failed = Vec::new();
@@ -250,14 +253,14 @@ fn sweep_fat_width_follows_the_cluster_count() {
 fn documented_fat32_size_limits_hold() {
     // Reference B.2 (512-byte sectors): 8 KiB clusters reach 2 TiB (TotSec32),
     // 512 B clusters stop at about 130 GiB (cluster count).
-    let m = Medium::whole(2 * TIB - 512, 512);
+    let m = Medium::whole(2 * TIB - 512, 512).expect("medium");
     assert!(plan(&opts(FsKind::Fat32, 8 * KIB, None), &m).is_ok());
     let e = plan(&opts(FsKind::Fat32, 512, None), &m).expect_err("too many clusters");
     assert!(matches!(e, PlanError::TooManyClusters { .. }), "{e}");
     // 4 TiB at 512-byte sectors overflows TotSec32; at 4096 it is fine.
     let e = plan(
         &opts(FsKind::Fat32, 32 * KIB, None),
-        &Medium::whole(4 * TIB, 512),
+        &Medium::whole(4 * TIB, 512).expect("medium"),
     )
     .expect_err("too large");
     assert!(
@@ -266,7 +269,7 @@ fn documented_fat32_size_limits_hold() {
     );
     assert!(plan(
         &opts(FsKind::Fat32, 32 * KIB, None),
-        &Medium::whole(4 * TIB, 4096)
+        &Medium::whole(4 * TIB, 4096).expect("medium")
     )
     .is_ok());
 }
@@ -280,7 +283,7 @@ fn fat12_advice_names_what_helps() {
     use mkfs_alloc_layout::error::Alternative;
     let e = plan(
         &opts(FsKind::Fat12, 4 * KIB, None),
-        &Medium::whole(MIB << 10, 512),
+        &Medium::whole(MIB << 10, 512).expect("medium"),
     )
     .expect_err("1 GiB is too large for FAT12");
     let text = e.to_string();
@@ -290,7 +293,7 @@ fn fat12_advice_names_what_helps() {
     assert!(text.contains("FsChoice::Fat"), "{text}");
     let e = plan(
         &opts(FsKind::Fat12, 4 * KIB, None),
-        &Medium::whole(17 * KIB, 512),
+        &Medium::whole(17 * KIB, 512).expect("medium"),
     )
     .expect_err("17 KiB is too small for FAT12 at every cluster size");
     let text = e.to_string();
@@ -355,9 +358,9 @@ fn refusal_justified(
     m: &Medium,
     align: Option<u64>,
 ) -> Result<(), String> {
-    let bps = m.sector_size;
+    let bps = m.sector_size().get();
     let b = u64::from(bps);
-    let v = m.volume_bytes;
+    let v = m.volume_bytes();
     let (lo, hi) = count_range(fs);
     let (lb, ub) = count_bounds(fs, cluster, bps, v, align.unwrap_or(MIB));
     let ok = match *e {
@@ -440,7 +443,8 @@ fn random_media_plan_or_explain() {
                 let size = (1u64 << e) | (low & ((1u64 << e) - 1));
                 let cluster = 1u64 << cluster_shift;
                 let align = align_shift.map(|s| 1u64 << s);
-                let m = Medium::partition(size, bps, offset_sectors * u64::from(bps));
+                let m =
+                    Medium::partition(size, bps, offset_sectors * u64::from(bps)).expect("medium");
                 match plan(&opts(fs, cluster, align), &m) {
                     Ok(l) => {
                         counts[fs_i].0.set(counts[fs_i].0.get() + 1);
@@ -477,7 +481,7 @@ fn random_media_plan_or_explain() {
 proptest! {
     #[test]
     fn auto_always_plans_something_from_2_mib(size in (2u64 << 20)..(1u64 << 45), bps_i in 0usize..4) {
-        let m = Medium::whole(size, SECTORS[bps_i]);
+        let m = Medium::whole(size, SECTORS[bps_i]).expect("medium");
         let l = plan(&FormatOptions::default(), &m);
         prop_assert!(l.is_ok(), "{:?}", l.err().map(|e| e.to_string()));
         if let Ok(l) = l {
@@ -500,7 +504,7 @@ fn the_count_setters_own_their_ranges() {
     for n in [1, 512, MAX_ROOT_ENTRIES] {
         let opts = o().fs(FsKind::Fat16).root_entries(n).expect("in range");
         assert_eq!(opts.given_root_entries(), Some(n));
-        let layout = plan(&opts, &Medium::whole(64 * MIB, 512)).expect("plans");
+        let layout = plan(&opts, &Medium::whole(64 * MIB, 512).expect("medium")).expect("plans");
         let Geometry::Fat(g) = layout.geometry() else {
             panic!("FAT16 has a FAT geometry");
         };

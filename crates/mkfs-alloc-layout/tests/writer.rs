@@ -14,7 +14,7 @@ fn layout(fs: FsKind, cluster: u64, size: u64, bps: u32) -> Layout {
         .cluster(ClusterChoice::Bytes(cluster))
         .serial(0xC0FF_EE00)
         .label("TEST");
-    plan(&o, &Medium::whole(size, bps)).expect("valid plan")
+    plan(&o, &Medium::whole(size, bps).expect("medium")).expect("valid plan")
 }
 
 fn no_progress() -> impl FnMut(u64, u64) {

@@ -26,7 +26,7 @@ impl Parts {
             layout: layout.clone(),
             tree,
             fs: layout.fs(),
-            cluster: layout.cluster_size(),
+            cluster: layout.cluster_size().bytes(),
             data_offset: layout.data_offset(),
             root_first: self.root_first,
             root_clusters: self.root_clusters,
@@ -52,7 +52,7 @@ impl Populated {
     /// [`Populated::read_from`]).
     pub fn for_layout(&self, layout: &Layout) -> Option<Populated> {
         let same = layout.fs() == self.fs
-            && layout.cluster_size() == self.cluster
+            && layout.cluster_size().bytes() == self.cluster
             && layout.data_offset() == self.data_offset
             && root_place(layout) == (self.root_first, self.root_region)
             && RootDir::of(layout) == RootDir::of(&self.layout);

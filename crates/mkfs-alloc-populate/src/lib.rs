@@ -34,7 +34,7 @@
 //!     .fs(FsKind::Exfat)
 //!     .cluster(ClusterChoice::Bytes(4096))
 //!     .serial(0x1234_5678);
-//! let layout = plan(&opts, &Medium::whole(16 << 20, 512))?;
+//! let layout = plan(&opts, &Medium::whole(16 << 20, 512)?)?;
 //! let mut populated = plan_tree(tree, &layout, TimePolicy::default())?;
 //! assert_eq!(populated.new_clusters(), 2); // the directory and the file
 //! let mut disk = MemDisk::new(512, (16 << 20) / 512)?;
@@ -52,8 +52,8 @@
 //! use mkfs_alloc_layout::{plan, write_volume_with, FormatOptions, Medium, Prior};
 //! use mkfs_alloc_populate::{plan_tree, TimePolicy, Tree};
 //!
-//! let layout = plan(&FormatOptions::new(), &Medium::whole(16 << 20, 512))?;
-//! let other = plan(&FormatOptions::new(), &Medium::whole(32 << 20, 512))?;
+//! let layout = plan(&FormatOptions::new(), &Medium::whole(16 << 20, 512)?)?;
+//! let other = plan(&FormatOptions::new(), &Medium::whole(32 << 20, 512)?)?;
 //! let mut populated = plan_tree(Tree::new(), &layout, TimePolicy::default())?;
 //! let mut disk = MemDisk::new(512, (32 << 20) / 512)?;
 //! write_volume_with(&other, Some(&mut populated), &mut disk, Prior::Unknown, &mut |_, _| {})?;

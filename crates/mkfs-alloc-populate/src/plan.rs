@@ -419,7 +419,7 @@ pub(crate) fn plan_parts(
 ) -> Result<crate::batch::Parts, PopulateError> {
     check(tree, layout.fs())?;
     let fs = layout.fs();
-    let cluster = layout.cluster_size();
+    let cluster = layout.cluster_size().bytes();
     let scan = scan_result(tree);
     let root = RootDir::of(layout);
     let fp = footprint_for(layout, &scan);
@@ -433,7 +433,7 @@ pub(crate) fn plan_parts(
     }
     let dirs = tree.dirs_preorder();
     check_dir_sizes(tree, &dirs, &scan, fs, root.system_entries)?;
-    let free = u64::from(layout.cluster_count() - layout.used_clusters());
+    let free = u64::from(layout.cluster_count().get() - layout.used_clusters().get());
     if fp.new_clusters() > free {
         return Err(PopulateError::DoesNotFit {
             cluster,

@@ -40,7 +40,7 @@ fn planned(root: &Path, fs: FsKind) -> Populated {
         .fs(FsChoice::Fixed(fs))
         .cluster(ClusterChoice::Bytes(4096))
         .serial(0x1234_5678);
-    let layout = plan(&opts, &Medium::whole(64 * MIB, 512)).expect("plan");
+    let layout = plan(&opts, &Medium::whole(64 * MIB, 512).expect("medium")).expect("plan");
     let tree = Tree::from_dir(root).expect("walk");
     plan_tree(tree, &layout, TimePolicy::default()).expect("plan tree")
 }

@@ -22,7 +22,7 @@ fn layout(fs: FsKind, cluster: u64, size: u64) -> Layout {
         .fs(FsChoice::Fixed(fs))
         .cluster(ClusterChoice::Bytes(cluster))
         .serial(0x1234_5678);
-    plan(&opts, &Medium::whole(size, 512)).expect("plan")
+    plan(&opts, &Medium::whole(size, 512).expect("medium")).expect("plan")
 }
 
 fn problems(tree: Tree, fs: FsKind) -> Vec<(String, Problem)> {

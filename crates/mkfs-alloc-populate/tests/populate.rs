@@ -100,7 +100,7 @@ fn layout(fs: FsKind, cluster: u64, size: u64) -> Layout {
         .cluster(ClusterChoice::Bytes(cluster))
         .serial(0x1234_ABCD)
         .label("POP");
-    plan(&opts, &Medium::whole(size, 512)).expect("plan")
+    plan(&opts, &Medium::whole(size, 512).expect("medium")).expect("plan")
 }
 
 fn format(l: &Layout, tree: Tree, time: TimePolicy) -> Result<Vec<u8>, WriteError> {
@@ -189,7 +189,7 @@ fn used_clusters(l: &Layout, img: &[u8]) -> u64 {
                     }
                 }
             };
-            (2..2 + l.cluster_count() as usize)
+            (2..2 + l.cluster_count().get() as usize)
                 .filter(|&n| entry(n) != 0)
                 .count() as u64
         }

@@ -24,9 +24,9 @@ fn recommend(
 ) -> Result<Recommendation, AdviseError> {
     let medium = Medium::partition(
         auto.volume_bytes(),
-        auto.sector_size(),
+        auto.sector_size().get(),
         auto.partition_offset(),
-    );
+    )?;
     let fixed = format.clone().fs(auto.fs());
     recommend_for_format(&fixed, &medium, data, DEFAULT_MAX_WASTE_PERCENT)
 }
@@ -78,9 +78,9 @@ impl MediumPlan {
         self.format = self.format.cluster(ClusterChoice::FromData(cluster));
         let medium = Medium::partition(
             self.table.partition_len(),
-            self.layout.sector_size(),
+            self.layout.sector_size().get(),
             self.table.partition_start(),
-        );
+        )?;
         self.layout = mkfs_alloc_layout::plan(&self.format, &medium)?;
         self.table = self.table.holding(self.layout.fs());
         Ok(self)
@@ -131,7 +131,7 @@ impl MediumOptions {
             };
             layout_for(&self.format, &medium, data).is_some_and(|l| {
                 let need = footprint_for(&l, data).new_clusters();
-                let free = u64::from(l.cluster_count() - l.used_clusters());
+                let free = u64::from(l.cluster_count().get() - l.used_clusters().get());
                 let with_slack = (need as f64 * (1.0 + slack_percent / 100.0)).ceil() as u64;
                 with_slack <= free
             })

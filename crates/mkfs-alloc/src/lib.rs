@@ -166,6 +166,8 @@ pub mod layout {
         check_sector_size, random_serial, BiosParams, ClusterChoice, FormatOptions, FsChoice,
         FsKind, Layout, Medium, PlanError, Region, RegionKind, Timestamp, WriteError, WriteReport,
     };
+    /// The units a [`Layout`] and a [`Medium`] return (also in [`units`]).
+    pub use mkfs_alloc_layout::{ClusterSize, Clusters, SectorSize, Sectors};
     /// The FAT12/16 fixed root directory's limit (the cluster counts that
     /// decide the FAT width are [`FsKind::min_clusters`] and
     /// [`FsKind::max_clusters`]).

@@ -24,7 +24,7 @@ use crate::{FormatError, MediumPlan};
 ///     .label("STICK")
 ///     .table(TableKind::Mbr);
 /// let plan = opts.plan(8 << 30, 512)?;
-/// assert_eq!(plan.layout().cluster_size(), 32 << 10);
+/// assert_eq!(plan.layout().cluster_size().bytes(), 32 << 10);
 /// assert!(MediumOptions::new().sector_size(1000).is_err());
 /// # Ok::<(), mkfs_alloc::FormatError>(())
 /// ```

@@ -62,7 +62,7 @@ impl MediumPlan {
     /// Refuses a target other than the one planned for (block size, size),
     /// before anything is written to it.
     pub(crate) fn check_target<D: BlockIo + ?Sized>(&self, dev: &D) -> Result<(), FormatError> {
-        check_block_size(dev.block_size(), self.layout.sector_size())?;
+        check_block_size(dev.block_size(), self.layout.sector_size().get())?;
         let bytes = dev.num_blocks().saturating_mul(u64::from(dev.block_size()));
         if dev.block_size() != self.block_size || bytes < self.medium_bytes {
             return Err(FormatError::NotPlannedTarget {
@@ -134,7 +134,7 @@ impl Placement {
         let o = &self.opts;
         if o.format.is_sd() {
             let (start, len) = sd_partition(&o.format, medium_bytes)?;
-            return Ok(Medium::partition(len, o.sector_size, start));
+            return Ok(Medium::partition(len, o.sector_size, start)?);
         }
         let (kind, _) = choose_table(o.table, medium_bytes, o.whole_disk);
         let fp = match self.footprints.iter().find(|(k, _)| *k == kind) {
@@ -143,7 +143,7 @@ impl Placement {
             None => TableFootprint::of(&table_options(kind, &o.format, self.block), self.block)?,
         };
         let len = fp.partition_len(medium_bytes)?;
-        Ok(Medium::partition(len, o.sector_size, fp.partition_start()))
+        Ok(Medium::partition(len, o.sector_size, fp.partition_start())?)
     }
 }
 
@@ -206,7 +206,7 @@ pub(crate) fn plan(
         table.partition_len(),
         opts.sector_size,
         table.partition_start(),
-    );
+    )?;
     let layout = mkfs_alloc_layout::plan(&format, &medium)?;
     Ok(MediumPlan {
         table: table.holding(layout.fs()),
@@ -268,7 +268,7 @@ fn plan_sd(
         table.partition_len(),
         opts.sector_size,
         table.partition_start(),
-    );
+    )?;
     let layout = mkfs_alloc_layout::plan(&format, &medium)?;
     Ok(MediumPlan {
         table,

@@ -144,7 +144,7 @@ fn pinned_formats_are_byte_identical() {
 fn the_data_cluster_choice_is_an_option_not_a_patch() {
     let opts = exfat(TableKind::None, 512).cluster(ClusterChoice::FromData(64 * 1024));
     let plan = opts.plan(64 * MIB, 512).expect("valid");
-    assert_eq!(plan.layout().cluster_size(), 64 * 1024);
+    assert_eq!(plan.layout().cluster_size().bytes(), 64 * 1024);
     assert_eq!(
         plan.layout().cluster_rule(),
         mkfs_alloc::layout::ClusterRule::FromData
@@ -262,7 +262,8 @@ fn a_tree_chooses_its_cluster_size_and_the_smallest_medium() {
             .fit_cluster(&data)
             .expect("kept")
             .layout()
-            .cluster_size(),
+            .cluster_size()
+            .bytes(),
         64 << 10
     );
 }

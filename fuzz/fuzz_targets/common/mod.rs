@@ -23,7 +23,7 @@ pub fn exfat_template() -> Template {
         .cluster(ClusterChoice::Bytes(512))
         .label("FUZZ")
         .serial(1);
-    let layout = plan(&opts, &Medium::whole(1 << 20, 512)).expect("plan");
+    let layout = plan(&opts, &Medium::whole(1 << 20, 512).expect("medium")).expect("plan");
     let mut disk = MemDisk::new(512, 2048).expect("disk");
     write_volume(&layout, &mut disk, &mut |_, _| {}).expect("write");
     let root = match layout.geometry() {

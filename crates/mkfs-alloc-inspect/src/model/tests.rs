@@ -28,7 +28,7 @@ fn image(fs: FsKind) -> MemDisk {
         .fs(fs)
         .cluster(ClusterChoice::Bytes(cluster))
         .serial(0x1234_5678);
-    let layout = plan(&opts, &Medium::whole(size, 512)).unwrap();
+    let layout = plan(&opts, &Medium::whole(size, 512).expect("medium")).unwrap();
     let mut tree = Tree::new();
     let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
     let mut add = |path: &str, len: usize| {

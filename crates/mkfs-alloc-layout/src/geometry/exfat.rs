@@ -141,7 +141,8 @@ pub fn geometry(
     }
     let bitmap_bytes = clusters.div_ceil(8);
     let bitmap_clusters = bitmap_bytes.div_ceil(cluster).max(1);
-    let upcase_clusters = (upcase::UPCASE_TABLE_LEN as u64).div_ceil(cluster);
+    let upcase_len = u64::try_from(upcase::UPCASE_TABLE_LEN).unwrap_or(u64::MAX);
+    let upcase_clusters = upcase_len.div_ceil(cluster);
     let used = bitmap_clusters + upcase_clusters + 1;
     // Room for the system clusters plus at least one free cluster.
     if clusters < used + 1 {

@@ -3,7 +3,8 @@
 //! Pure functions of numbers; the planner (`plan`) chooses the inputs and
 //! validates the whole, the writer (`writer`) turns the result into bytes.
 //!
-//! - `count`: the units of the arithmetic (`Sectors`, `SectorSize`);
+//! - `count`: the units of a volume (`Sectors`, `SectorSize`, `Clusters`,
+//!   `ClusterSize`), at the public API and in the arithmetic;
 //! - `exfat`: FAT, cluster heap and system clusters (exfatprogs' formulas);
 //! - `fat`: reserved sectors, FATs, fixed root directory and data region of
 //!   FAT12/16/32, the FAT size, the cluster counts we accept per width;
@@ -15,7 +16,7 @@ pub mod exfat;
 pub mod fat;
 pub mod sd;
 
-pub use count::{SectorSize, Sectors};
+pub use count::{ClusterSize, Clusters, SectorSize, Sectors};
 pub use exfat::ExfatGeometry;
 pub use fat::FatGeometry;
 

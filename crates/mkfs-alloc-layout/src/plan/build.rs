@@ -3,7 +3,7 @@
 
 use super::choices::Choices;
 use super::{Geometry, Layout, Region, RegionKind};
-use crate::geometry::{ExfatGeometry, FatGeometry};
+use crate::geometry::{ClusterSize, Clusters, ExfatGeometry, FatGeometry};
 use crate::options::{FsKind, Medium};
 
 /// Where the FATs and the data region lie, and how many clusters there are.
@@ -59,7 +59,7 @@ fn fat_placement(g: &FatGeometry, bps: u64) -> Placement {
 
 /// The exFAT regions of a planned volume.
 fn exfat_regions(l: &Layout, g: &ExfatGeometry, r: &mut Regions) {
-    let bps = u64::from(l.sector_size);
+    let bps = l.sector_size.bytes();
     let (fat_off, fat_len, heap) = (l.fat_offset, l.fat_bytes, l.data_offset);
     let br = mkfs_alloc_ondisk::exfat::BOOT_REGION_SECTORS * bps;
     r.push(RegionKind::BootRegion, 0, 0, br, true);
@@ -95,11 +95,12 @@ fn exfat_regions(l: &Layout, g: &ExfatGeometry, r: &mut Regions) {
 
 /// The FAT12/16/32 regions of a planned volume.
 fn fat_regions(l: &Layout, g: &FatGeometry, r: &mut Regions) {
-    let bps = u64::from(l.sector_size);
+    let bps = l.sector_size.bytes();
     let (rsvd, fat_len, data) = (l.fat_offset, l.fat_bytes, l.data_offset);
     r.push(RegionKind::BootRegion, 0, 0, rsvd, true);
-    for i in 0..u64::from(l.fat_count) {
-        r.push(RegionKind::Fat, i as u32, rsvd + i * fat_len, fat_len, true);
+    for i in 0..l.fat_count {
+        let at = rsvd + u64::from(i) * fat_len;
+        r.push(RegionKind::Fat, i, at, fat_len, true);
     }
     // FAT32: the root is cluster 2; FAT12/16: a fixed region.
     let (root, root_len) = if g.fs == FsKind::Fat32 {
@@ -134,8 +135,8 @@ pub(crate) fn regions(l: &Layout) -> super::layout::Regions {
 /// The layout of what the planner chose on `medium`.
 pub(super) fn build(c: Choices, medium: &Medium, geometry: Geometry) -> Layout {
     let bios = c.bios;
-    let bps = u64::from(medium.sector_size);
-    let volume_bytes = medium.volume_bytes;
+    let bps = medium.sector_size().bytes();
+    let volume_bytes = medium.volume_bytes();
     let p = match &geometry {
         Geometry::Exfat(g) => exfat_placement(g, bps),
         Geometry::Fat(g) => fat_placement(g, bps),
@@ -143,18 +144,18 @@ pub(super) fn build(c: Choices, medium: &Medium, geometry: Geometry) -> Layout {
     Layout {
         fs: c.fs,
         fs_rule: c.fs_rule,
-        sector_size: medium.sector_size,
-        cluster_size: c.cluster,
+        sector_size: medium.sector_size(),
+        cluster_size: ClusterSize::planned(c.cluster),
         cluster_rule: c.cluster_rule,
-        cluster_count: p.cluster_count,
+        cluster_count: Clusters(p.cluster_count),
         volume_bytes,
-        partition_offset: medium.partition_offset,
+        partition_offset: medium.partition_offset(),
         align: c.align,
         fat_offset: p.fat_offset,
         fat_bytes: p.fat_bytes,
         fat_count: p.fat_count,
         data_offset: p.data_offset,
-        used_clusters: p.used_clusters,
+        used_clusters: Clusters(p.used_clusters),
         serial: c.serial,
         label_encoded: c.label.as_ref().map(|(_, e)| e.clone()),
         label: c.label.map(|(l, _)| l),

@@ -203,9 +203,9 @@ impl Warnings {
 
 /// Compatibility warnings for a valid layout.
 pub(crate) fn warnings(l: &crate::Layout, asked: Asked) -> Warnings {
-    let (fs, cluster, align) = (l.fs(), l.cluster_size(), l.align());
+    let (fs, cluster, align) = (l.fs(), l.cluster_size().bytes(), l.align());
     let volume_bytes = l.volume_bytes();
-    let sector_size = l.sector_size();
+    let sector_size = l.sector_size().get();
     let mut warnings = Warnings::default();
     let limit = compat_max_cluster(fs);
     if cluster > limit {

@@ -9,7 +9,7 @@ use crate::options::{FsKind, Medium};
 /// What every geometry computation of one plan shares.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Ctx<'a> {
-    /// The medium, rounded down to whole sectors.
+    /// The medium (whole sectors).
     pub(super) medium: &'a Medium,
     /// Alignment of the FAT and data region, from the medium start.
     pub(super) align: u64,
@@ -22,7 +22,11 @@ pub(super) struct Ctx<'a> {
 impl Ctx<'_> {
     pub(super) fn geometry(&self, fs: FsKind, cluster: u64) -> Result<Geometry, PlanError> {
         let m = self.medium;
-        let (v, bps, start) = (m.volume_bytes, m.sector_size, m.partition_offset);
+        let (v, bps, start) = (
+            m.volume_bytes(),
+            m.sector_size().get(),
+            m.partition_offset(),
+        );
         Ok(match fs {
             FsKind::Exfat => Geometry::Exfat(exfat::geometry(v, bps, cluster, start, self.align)?),
             _ => Geometry::Fat(fat::geometry(
@@ -42,8 +46,8 @@ impl Ctx<'_> {
 
     /// Cluster sizes from the sector size up to `fs`'s maximum.
     pub(super) fn sizes(&self, fs: FsKind) -> impl Iterator<Item = u64> {
-        let bps = u64::from(self.medium.sector_size);
-        let max = crate::rules::max_cluster(fs, self.medium.sector_size);
+        let bps = self.medium.sector_size().bytes();
+        let max = crate::rules::max_cluster(fs, self.medium.sector_size().get());
         core::iter::successors(Some(bps), |c| Some(c * 2)).take_while(move |&c| c <= max)
     }
 
@@ -85,7 +89,7 @@ impl Ctx<'_> {
             .or(counts.clone().next())
             .map_or(0, |(_, c)| c);
         PlanError::NoFatWidth {
-            volume: self.medium.volume_bytes,
+            volume: self.medium.volume_bytes(),
             cluster,
             clusters,
             valid: self.any_fat_sizes(),

@@ -26,7 +26,7 @@ impl Layout {
                 r.offset
                     ..r.offset
                         + content_clusters
-                            .saturating_mul(self.cluster_size)
+                            .saturating_mul(self.cluster_size.bytes())
                             .min(r.len)
             })
             .filter(|r| !r.is_empty());
@@ -68,8 +68,8 @@ mod tests {
                 16 << 20
             };
             let opts = FormatOptions::new().fs(fs);
-            let l =
-                plan(&opts, &Medium::whole(size, 512)).unwrap_or_else(|e| panic!("{fs:?}: {e}"));
+            let l = plan(&opts, &Medium::whole(size, 512).expect("medium"))
+                .unwrap_or_else(|e| panic!("{fs:?}: {e}"));
             let plain: Vec<_> = l.extents(0).collect();
             // Everything from the first byte to the end of the root directory.
             let regions = l.regions();
@@ -92,7 +92,7 @@ mod tests {
                 .iter()
                 .find(|r| r.kind == super::RegionKind::FreeClusters);
             let free_start = free.map(|r| r.offset).unwrap_or(0);
-            assert_eq!(end, free_start + 10 * l.cluster_size(), "{fs:?}");
+            assert_eq!(end, free_start + 10 * l.cluster_size().bytes(), "{fs:?}");
         }
     }
 }

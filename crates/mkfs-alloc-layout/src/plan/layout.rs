@@ -3,7 +3,7 @@
 use super::choices::{Asked, Warning};
 use super::MAX_ALIGN;
 use crate::geometry::sd::SdLayout;
-use crate::geometry::Geometry;
+use crate::geometry::{ClusterSize, Clusters, Geometry, SectorSize};
 use crate::label::{EncodedLabel, LabelText};
 use crate::options::{FsKind, Timestamp};
 use crate::rules::{ClusterRule, FsRule};
@@ -118,15 +118,14 @@ pub struct Layout {
     pub(crate) fs: FsKind,
     /// Why this file system.
     pub(crate) fs_rule: FsRule,
-    /// Sector size in bytes.
-    pub(crate) sector_size: u32,
-    /// Cluster size in bytes.
-    pub(crate) cluster_size: u64,
+    /// Sector size.
+    pub(crate) sector_size: SectorSize,
+    /// Cluster size.
+    pub(crate) cluster_size: ClusterSize,
     /// Why this cluster size.
     pub(crate) cluster_rule: ClusterRule,
-    /// What Windows' format would have picked, if it formats this at all.
     /// Number of clusters in the data region / cluster heap.
-    pub(crate) cluster_count: u32,
+    pub(crate) cluster_count: Clusters,
     /// Bytes of the volume (whole sectors).
     pub(crate) volume_bytes: u64,
     /// Byte offset of the volume on its medium.
@@ -142,7 +141,7 @@ pub struct Layout {
     /// Byte offset of the cluster heap / data region from the volume start.
     pub(crate) data_offset: u64,
     /// Clusters in use after formatting (bitmap, up-case, root).
-    pub(crate) used_clusters: u32,
+    pub(crate) used_clusters: Clusters,
     /// Volume serial number.
     pub(crate) serial: u32,
     /// The label as given (validated), if any.
@@ -174,13 +173,13 @@ impl Layout {
         self.fs_rule
     }
 
-    /// Sector size in bytes.
-    pub fn sector_size(&self) -> u32 {
+    /// Sector size (`.get()` the bytes, as the BPB holds them).
+    pub fn sector_size(&self) -> SectorSize {
         self.sector_size
     }
 
-    /// Cluster size in bytes.
-    pub fn cluster_size(&self) -> u64 {
+    /// Cluster size (`.bytes()` the bytes).
+    pub fn cluster_size(&self) -> ClusterSize {
         self.cluster_size
     }
 
@@ -195,7 +194,7 @@ impl Layout {
     }
 
     /// Number of clusters in the data region / cluster heap.
-    pub fn cluster_count(&self) -> u32 {
+    pub fn cluster_count(&self) -> Clusters {
         self.cluster_count
     }
 
@@ -235,7 +234,7 @@ impl Layout {
     }
 
     /// Clusters in use after formatting (bitmap, up-case, root).
-    pub fn used_clusters(&self) -> u32 {
+    pub fn used_clusters(&self) -> Clusters {
         self.used_clusters
     }
 
@@ -282,7 +281,8 @@ impl Layout {
 
     /// Bytes available for files: free clusters × cluster size.
     pub fn usable_bytes(&self) -> u64 {
-        u64::from(self.cluster_count - self.used_clusters) * self.cluster_size
+        let free = Clusters(self.cluster_count.0 - self.used_clusters.0);
+        self.cluster_size.bytes_of(free)
     }
 
     /// Bytes not available for files: everything but the free clusters.
@@ -340,6 +340,6 @@ impl Layout {
 
     /// Byte offset of cluster `n` (>= 2) from the volume start.
     pub fn cluster_offset(&self, n: u32) -> u64 {
-        self.data_offset + u64::from(n - 2) * self.cluster_size
+        self.data_offset + self.cluster_size.bytes_of(Clusters(n - 2))
     }
 }

@@ -66,7 +66,7 @@ pub fn check_sector_size(sector_size: u32) -> Result<(), PlanError> {
 /// Plans a format. Returns a [`Layout`] in which every invariant holds, or the
 /// reason (naming the valid range) why the options cannot work on this medium.
 ///
-/// The steps: check the medium and the alignment; pick the file system (and,
+/// The steps: check the alignment (the medium checked itself); pick the file system (and,
 /// where the FAT width follows the cluster count, the cluster size with it);
 /// check what depends on the file system (root entries, label); pick the
 /// cluster size; record the remaining choices; lay out the regions. The SD
@@ -85,7 +85,10 @@ pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> 
         #[cfg(not(feature = "sd"))]
         return Err(PlanError::NotBuilt("the SD layout (feature \"sd\")"));
     }
-    let (medium, align) = checked_medium(opts, medium)?;
+    // A copy the planner's steps share (the firmware's code is smaller
+    // for it than for the caller's reference).
+    let medium = *medium;
+    let align = checked_align(opts, &medium)?;
     let ctx = Ctx {
         medium: &medium,
         align,
@@ -108,34 +111,21 @@ pub fn plan(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> 
     Ok(build(choices, &medium, chosen.geometry))
 }
 
-/// Checks the sector size, the partition offset and the alignment; returns
-/// the medium rounded down to whole sectors and the alignment to use.
-fn checked_medium(opts: &FormatOptions, medium: &Medium) -> Result<(Medium, u64), PlanError> {
-    check_sector_size(medium.sector_size)?;
-    let bps = u64::from(medium.sector_size);
-    if medium.partition_offset % bps != 0 {
-        return Err(PlanError::PartitionOffset {
-            offset: medium.partition_offset,
-            sector: medium.sector_size,
-        });
-    }
-    let volume_bytes = medium.volume_bytes / bps * bps;
-    let medium = Medium {
-        volume_bytes,
-        ..*medium
-    };
-    let align = match opts.align {
-        Some(a) if !a.is_power_of_two() || a < bps || a > MAX_ALIGN => {
-            return Err(PlanError::Align {
+/// The alignment to use on `medium` (whose sector size and partition
+/// offset its constructor checked).
+fn checked_align(opts: &FormatOptions, medium: &Medium) -> Result<u64, PlanError> {
+    let sector = medium.sector_size();
+    match opts.align {
+        Some(a) if !a.is_power_of_two() || a < sector.bytes() || a > MAX_ALIGN => {
+            Err(PlanError::Align {
                 align: a,
-                sector: medium.sector_size,
+                sector: sector.get(),
                 max: MAX_ALIGN,
             })
         }
-        Some(a) => a,
-        None => default_align(volume_bytes, medium.sector_size),
-    };
-    Ok((medium, align))
+        Some(a) => Ok(a),
+        None => Ok(default_align(medium.volume_bytes(), sector.get())),
+    }
 }
 
 /// A number of FATs: 1 or 2.

@@ -64,7 +64,7 @@ fn pick_fat(
     let auto = why == FatWhy::Auto;
     match cluster.explicit() {
         Some((c, cluster_rule)) => {
-            crate::error::check_cluster(FsKind::Fat32, c, ctx.medium.sector_size)?;
+            crate::error::check_cluster(FsKind::Fat32, c, ctx.medium.sector_size().get())?;
             match ctx.fat_width_at(c) {
                 Some((fs, g)) => {
                     let rule = if auto && fs == FsKind::Fat32 {
@@ -88,8 +88,8 @@ fn pick_fat(
             }
             // Too small for FAT32: the field-evidence size if some width
             // takes it, else the nearest size below, else above.
-            let bps = u64::from(ctx.medium.sector_size);
-            let want = rules::auto_cluster(FsKind::Fat16, ctx.medium.volume_bytes).max(bps);
+            let bps = ctx.medium.sector_size().bytes();
+            let want = rules::auto_cluster(FsKind::Fat16, ctx.medium.volume_bytes()).max(bps);
             let below = core::iter::successors(Some(want), |&c| (c > bps).then_some(c / 2));
             let above = ctx.sizes(FsKind::Fat16).filter(|&c| c > want);
             for c in below.chain(above) {
@@ -133,9 +133,9 @@ pub(super) fn pick_fs(ctx: &Ctx<'_>, opts: &FormatOptions) -> Result<FsPick, Pla
         FsChoice::Fixed(fs) => FsPick::Fs(fs, FsRule::Explicit),
         FsChoice::Fat => match pick_fat(ctx, opts.cluster, why)? {
             Some(p) => p,
-            None => return Err(ctx.no_fat_width(u64::from(ctx.medium.sector_size))),
+            None => return Err(ctx.no_fat_width(ctx.medium.sector_size().bytes())),
         },
-        FsChoice::Auto => match rules::auto_fs(ctx.medium.volume_bytes) {
+        FsChoice::Auto => match rules::auto_fs(ctx.medium.volume_bytes()) {
             FsKind::Exfat => FsPick::Fs(FsKind::Exfat, FsRule::AutoExfatAbove32GiB),
             _ => match pick_fat(ctx, opts.cluster, FatWhy::Auto)? {
                 Some(p) => p,
@@ -152,7 +152,7 @@ fn pick_cluster(
     fs: FsKind,
     cluster: ClusterChoice,
 ) -> Result<(u64, ClusterRule, Geometry), PlanError> {
-    let bps = u64::from(ctx.medium.sector_size);
+    let bps = ctx.medium.sector_size().bytes();
     match cluster.explicit() {
         Some((c, rule)) => {
             let g = ctx
@@ -161,7 +161,7 @@ fn pick_cluster(
             Ok((c, rule, g))
         }
         None => {
-            let want = rules::auto_cluster(fs, ctx.medium.volume_bytes).max(bps);
+            let want = rules::auto_cluster(fs, ctx.medium.volume_bytes()).max(bps);
             match ctx.geometry(fs, want) {
                 Ok(g) => Ok((want, ClusterRule::FieldEvidence, g)),
                 Err(first) => {

@@ -6,7 +6,7 @@ use super::build::build;
 use super::choices::{encode_label, Choices};
 use super::ctx::Ctx;
 use super::pick::Chosen;
-use super::{check_sector_size, Geometry, Layout};
+use super::{Geometry, Layout};
 use crate::error::PlanError;
 use crate::geometry::sd::{card_layout, SdError, SdLayout, SD_SECTOR};
 use crate::geometry::{fat, ExfatGeometry, FatGeometry};
@@ -19,17 +19,15 @@ use mkfs_alloc_ondisk::exfat::upcase::UPCASE_TABLE_LEN;
 /// medium starts the volume where it says; make the geometry; record the
 /// choices as [`plan`](super::plan()) does.
 pub(super) fn plan_sd(opts: &FormatOptions, medium: &Medium) -> Result<Layout, PlanError> {
-    check_sector_size(medium.sector_size)?;
-    if u64::from(medium.sector_size) != SD_SECTOR {
-        return Err(SdError::SectorSize(medium.sector_size).into());
+    if medium.sector_size().bytes() != SD_SECTOR {
+        return Err(SdError::SectorSize(medium.sector_size().get()).into());
     }
-    let start = medium.partition_offset.div_ceil(SD_SECTOR);
-    let sectors = medium.volume_bytes / SD_SECTOR;
+    // Whole sectors of SD_SECTOR bytes: the medium's constructor checked it.
+    let start = medium.partition_offset() / SD_SECTOR;
+    let sectors = medium.volume_bytes() / SD_SECTOR;
     let total = start + sectors;
     let (sd, fs_rule) = card_layout(opts, total)?;
-    if medium.partition_offset % SD_SECTOR != 0
-        || (start, sectors) != (sd.part_start, sd.part_sectors)
-    {
+    if (start, sectors) != (sd.part_start, sd.part_sectors) {
         return Err(SdError::Placement {
             total,
             start: sd.part_start,
@@ -39,40 +37,37 @@ pub(super) fn plan_sd(opts: &FormatOptions, medium: &Medium) -> Result<Layout, P
         }
         .into());
     }
-    let medium = Medium {
-        volume_bytes: sectors * SD_SECTOR,
-        ..*medium
-    };
     let label = encode_label(opts.label.as_ref(), sd.fs, opts.keep_label_case)?;
     let chosen = Chosen {
         fs: sd.fs,
         fs_rule,
         cluster: sd.sec_per_clus * SD_SECTOR,
         cluster_rule: ClusterRule::SdCapacityClass,
-        geometry: geometry(&sd)?,
+        geometry: geometry(&sd, medium.sector_size().get())?,
     };
     // The alignment both the first FAT and the data region have on the card
     // (the data region is on a boundary unit; the FAT12/16 FAT is not).
     let abs = |sector: u64| Layout::alignment_of((sd.part_start + sector) * SD_SECTOR);
     let ctx = Ctx {
-        medium: &medium,
+        medium,
         align: abs(sd.fat_offset).min(abs(sd.data_offset)),
         root_entries: fat::DEFAULT_ROOT_ENTRIES,
         num_fats: fat::NUM_FATS,
     };
     let choices = Choices::new(&ctx, opts, &chosen, label)?;
-    let mut layout = build(choices, &medium, chosen.geometry);
+    let mut layout = build(choices, medium, chosen.geometry);
     layout.sd = Some(sd);
     Ok(layout)
 }
 
-/// The file-system geometry the SD layout gives.
-fn geometry(sd: &SdLayout) -> Result<Geometry, PlanError> {
+/// The file-system geometry the SD layout gives, in sectors of `bps`
+/// (`SD_SECTOR`) bytes.
+fn geometry(sd: &SdLayout, bps: u32) -> Result<Geometry, PlanError> {
     let cluster = sd.sec_per_clus * SD_SECTOR;
     let too_large = |_| PlanError::VolumeTooLarge {
         fs: sd.fs,
         volume: sd.part_sectors * SD_SECTOR,
-        sector: SD_SECTOR as u32,
+        sector: bps,
         max: u64::from(u32::MAX) * SD_SECTOR,
     };
     let u32_of = |v: u64| u32::try_from(v).map_err(too_large);
@@ -80,7 +75,7 @@ fn geometry(sd: &SdLayout) -> Result<Geometry, PlanError> {
         FsKind::Exfat => {
             let bitmap_bytes = sd.cluster_count.div_ceil(8);
             Geometry::Exfat(ExfatGeometry {
-                bps: SD_SECTOR as u32,
+                bps,
                 cluster,
                 volume_sectors: sd.part_sectors,
                 fat_offset: u32_of(sd.fat_offset)?,
@@ -99,7 +94,7 @@ fn geometry(sd: &SdLayout) -> Result<Geometry, PlanError> {
         }
         fs => Geometry::Fat(FatGeometry {
             fs,
-            bps: SD_SECTOR as u32,
+            bps,
             cluster,
             sec_per_clus: u8::try_from(sd.sec_per_clus).map_err(too_large)?,
             tot_sec: u32_of(sd.part_sectors)?,

@@ -1,6 +1,7 @@
 //! Unit tests of the planner.
 
 use super::*;
+use crate::geometry::Clusters;
 use crate::options::{ClusterChoice, FsChoice, FsKind, Medium};
 use crate::rules::{ClusterRule, FsRule};
 use crate::units::{GIB, KIB, MIB};
@@ -23,7 +24,11 @@ fn opts(fs: FsKind, cluster: u64) -> FormatOptions {
 
 #[test]
 fn the_documented_fat32_error() {
-    let e = plan(&opts(FsKind::Fat32, 32 * KIB), &Medium::whole(GIB, 512)).expect_err("invalid");
+    let e = plan(
+        &opts(FsKind::Fat32, 32 * KIB),
+        &Medium::whole(GIB, 512).expect("medium"),
+    )
+    .expect_err("invalid");
     let msg = e.to_string();
     assert!(
         msg.starts_with("1 GiB is too small for FAT32 at 32 KiB clusters ("),
@@ -47,13 +52,17 @@ fn auto_picks_fat16_or_fat12_when_fat32_cannot_fit() {
     ] {
         for choice in [FsChoice::Auto, FsChoice::Fat] {
             let o = FormatOptions::new().fs(choice);
-            let l = plan(&o, &Medium::whole(size, 512)).expect("valid");
-            assert_eq!((l.fs, l.cluster_size), (fs, cluster), "{size}");
+            let l = plan(&o, &Medium::whole(size, 512).expect("medium")).expect("valid");
+            assert_eq!((l.fs, l.cluster_size.bytes()), (fs, cluster), "{size}");
             assert_eq!(l.fs_rule, FsRule::AutoSmallFat);
         }
     }
     // At 4096-byte sectors FAT32 needs 256.6 MiB: 200 MiB is FAT16.
-    let l = plan(&FormatOptions::default(), &Medium::whole(200 * MIB, 4096)).expect("valid");
+    let l = plan(
+        &FormatOptions::default(),
+        &Medium::whole(200 * MIB, 4096).expect("medium"),
+    )
+    .expect("valid");
     assert_eq!(l.fs, FsKind::Fat16);
 }
 
@@ -61,7 +70,7 @@ fn auto_picks_fat16_or_fat12_when_fat32_cannot_fit() {
 fn esp_is_fat_of_the_width_the_size_allows_and_warns_when_small() {
     let esp = |fs, size, bps| {
         let o = FormatOptions::new().fs(fs).esp(true);
-        plan(&o, &Medium::whole(size, bps))
+        plan(&o, &Medium::whole(size, bps).expect("medium"))
     };
     let l = esp(FsChoice::Auto, 64 * MIB, 512).expect("valid");
     assert_eq!(l.fs, FsKind::Fat32);
@@ -102,29 +111,39 @@ fn the_fat_width_follows_an_explicit_cluster_size() {
         let o = FormatOptions::new()
             .fs(FsChoice::Fat)
             .cluster(ClusterChoice::Bytes(cluster));
-        let l = plan(&o, &Medium::whole(GIB, 512)).expect("valid");
+        let l = plan(&o, &Medium::whole(GIB, 512).expect("medium")).expect("valid");
         assert_eq!(l.fs, fs);
     }
     // 16 MiB at 4 KiB: about 3,580 clusters, FAT12 only.
-    let e = plan(&opts(FsKind::Fat16, 4 * KIB), &Medium::whole(16 * MIB, 512))
-        .expect_err("too few for FAT16");
+    let e = plan(
+        &opts(FsKind::Fat16, 4 * KIB),
+        &Medium::whole(16 * MIB, 512).expect("medium"),
+    )
+    .expect_err("too few for FAT16");
     assert!(e.to_string().contains("valid: 512 B..2 KiB"), "{e}");
 }
 
 #[test]
 fn auto_reduces_fat32_cluster_on_small_volumes() {
-    let l = plan(&opts(FsKind::Fat32, 0), &Medium::whole(100 * MIB, 512));
+    let l = plan(
+        &opts(FsKind::Fat32, 0),
+        &Medium::whole(100 * MIB, 512).expect("medium"),
+    );
     assert!(l.is_err());
     let o = FormatOptions::new().fs(FsChoice::Fixed(FsKind::Fat32));
-    let l = plan(&o, &Medium::whole(100 * MIB, 512)).expect("valid");
+    let l = plan(&o, &Medium::whole(100 * MIB, 512).expect("medium")).expect("valid");
     assert_eq!(l.cluster_rule, ClusterRule::FieldEvidenceReduced);
-    assert_eq!(l.cluster_size, KIB);
+    assert_eq!(l.cluster_size.bytes(), KIB);
 }
 
 #[test]
 fn regions_tile_the_volume() {
     for fs in [FsKind::Exfat, FsKind::Fat32] {
-        let l = plan(&opts(fs, 4 * KIB), &Medium::whole(2 * GIB, 512)).expect("valid");
+        let l = plan(
+            &opts(fs, 4 * KIB),
+            &Medium::whole(2 * GIB, 512).expect("medium"),
+        )
+        .expect("valid");
         let mut at = 0;
         for r in &l.regions() {
             assert_eq!(r.offset, at, "{r:?}");
@@ -147,10 +166,11 @@ fn default_alignment() {
 fn the_sd_layout_checks_where_the_medium_puts_the_volume() {
     let sd = FormatOptions::new().sd(true);
     // The 64 GB card of exfatprogs PR #149: partition at sector 32,768.
-    let card = |offset: u64, len: u64| Medium::partition(len * 512, 512, offset * 512);
+    let card =
+        |offset: u64, len: u64| Medium::partition(len * 512, 512, offset * 512).expect("medium");
     let l = plan(&sd, &card(32_768, 125_040_640)).expect("the card's layout");
     assert_eq!(
-        (l.fs, l.cluster_size, l.cluster_count),
+        (l.fs, l.cluster_size.bytes(), l.cluster_count.0),
         (FsKind::Exfat, 128 * KIB, 488_312)
     );
     assert_eq!(l.chs_geometry(), (255, 63));
@@ -189,7 +209,7 @@ fn the_sd_layout_checks_where_the_medium_puts_the_volume() {
 
 #[test]
 fn label_case_and_bios_fields_only_where_asked() {
-    let m = Medium::whole(1440 * KIB, 512);
+    let m = Medium::whole(1440 * KIB, 512).expect("medium");
     let mut o = opts(FsKind::Fat12, 512).label("cidata");
     let boot = |l: &Layout| {
         let mut b = vec![0u8; 512];
@@ -220,4 +240,54 @@ fn label_case_and_bios_fields_only_where_asked() {
         crate::writer::fat::fat_entry(FsKind::Fat12, l.media(), 0),
         0xFF0
     );
+}
+
+#[test]
+fn a_medium_holds_the_sector_size_rule_and_whole_sectors() {
+    for bps in [0, 256, 3, 513, 8192] {
+        assert_eq!(
+            Medium::whole(MIB, bps),
+            Err(PlanError::SectorSize(u64::from(bps))),
+            "{bps}"
+        );
+    }
+    assert_eq!(
+        Medium::partition(MIB, 4096, 512),
+        Err(PlanError::PartitionOffset {
+            offset: 512,
+            sector: 4096
+        })
+    );
+    // The volume is rounded down to whole sectors; the offset is kept.
+    let m = Medium::partition(MIB + 4095, 4096, 8192).expect("valid");
+    assert_eq!(
+        (
+            m.volume_bytes(),
+            m.sector_size().get(),
+            m.partition_offset()
+        ),
+        (MIB, 4096, 8192)
+    );
+    // What the planner measures is what the medium says.
+    let l = plan(&FormatOptions::new(), &m).expect("plans");
+    assert_eq!(l.sector_size(), m.sector_size());
+    assert_eq!(l.volume_bytes(), m.volume_bytes());
+    assert_eq!(l.partition_offset(), m.partition_offset());
+}
+
+#[test]
+fn the_layout_units_agree_with_its_bytes() {
+    let l = plan(
+        &opts(FsKind::Exfat, 32 * KIB),
+        &Medium::whole(GIB, 512).expect("medium"),
+    )
+    .expect("plans");
+    let (c, n, used) = (l.cluster_size(), l.cluster_count(), l.used_clusters());
+    assert_eq!(c.bytes(), 32 * KIB);
+    assert_eq!(c.shift(), 15);
+    assert_eq!(l.usable_bytes(), c.bytes_of(Clusters(n.get() - used.get())));
+    assert_eq!(l.cluster_offset(2), l.data_offset());
+    assert_eq!(l.cluster_offset(3), l.data_offset() + c.bytes());
+    let heap_end = l.data_offset() + c.bytes_of(n);
+    assert!(heap_end <= l.volume_bytes(), "{heap_end}");
 }

@@ -178,8 +178,9 @@ impl<D: BlockIo + ?Sized> ContentSink for Sink<'_, D> {
 impl<D: BlockIo + ?Sized> Sink<'_, D> {
     fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), IoError> {
         self.dev.write_blocks(offset / self.bs, data)?;
-        self.report.bytes_written += data.len() as u64;
-        self.advance(data.len() as u64);
+        let len = super::u64_of(data.len());
+        self.report.bytes_written += len;
+        self.advance(len);
         Ok(())
     }
 
@@ -219,12 +220,12 @@ impl<D: BlockIo + ?Sized> Out for Sink<'_, D> {
         let mut at = 0;
         let result = (|| {
             while at < content {
-                let n = (content - at).min(CHUNK as u64) as usize;
+                let n = usize::try_from(content - at).map_or(CHUNK, |n| n.min(CHUNK));
                 let chunk = &mut buf[..n];
                 chunk.fill(0);
                 fill(at, chunk);
                 self.write(offset + at, chunk)?;
-                at += n as u64;
+                at += super::u64_of(n);
             }
             self.zero(offset + content, len - content)
         })();
@@ -330,7 +331,7 @@ pub fn write_volume_with<D: BlockIo + ?Sized>(
     progress: Progress<'_>,
 ) -> Result<WriteReport, WriteError> {
     let bs = dev.block_size();
-    check_block_size(bs, layout.sector_size)?;
+    check_block_size(bs, layout.sector_size.get())?;
     let device = dev.num_blocks().saturating_mul(u64::from(bs));
     if device < layout.volume_bytes {
         return Err(WriteError::TooSmall {
@@ -350,10 +351,10 @@ pub fn write_volume_with<D: BlockIo + ?Sized>(
         .filter(|r| r.written)
         .map(|r| r.len)
         .sum::<u64>()
-        + boot_sectors * u64::from(layout.sector_size)
+        + boot_sectors * layout.sector_size.bytes()
         + content
             .as_ref()
-            .map_or(0, |c| c.clusters() * layout.cluster_size);
+            .map_or(0, |c| c.clusters() * layout.cluster_size.bytes());
     let untouched = layout
         .regions()
         .iter()
@@ -363,7 +364,7 @@ pub fn write_volume_with<D: BlockIo + ?Sized>(
         .saturating_sub(
             content
                 .as_ref()
-                .map_or(0, |c| c.clusters() * layout.cluster_size),
+                .map_or(0, |c| c.clusters() * layout.cluster_size.bytes()),
         );
     let fresh = dev.reads_as_zero();
     let mut sink = Sink {

@@ -4,6 +4,7 @@
 
 use mkfs_alloc_ondisk::exfat::{self as ondisk, upcase};
 
+use super::{u64_of, usize_of};
 use crate::geometry::ExfatGeometry;
 
 /// The bytes of one boot region (12 sectors): boot sector, extended boot
@@ -11,11 +12,12 @@ use crate::geometry::ExfatGeometry;
 /// sector 0 and, as the backup, at sector 12.
 #[cfg(feature = "alloc")]
 pub fn boot_region(layout: &crate::Layout, g: &ExfatGeometry) -> alloc::vec::Vec<u8> {
-    let bps = g.bps as usize;
-    let mut r = alloc::vec![0u8; ondisk::BOOT_REGION_SECTORS as usize * bps];
+    let bps = usize_of(g.bps);
+    let sectors = usize::try_from(ondisk::BOOT_REGION_SECTORS).unwrap_or(0);
+    let mut r = alloc::vec![0u8; sectors * bps];
     let used = u64::from(g.used_clusters());
-    for (i, sector) in r.chunks_exact_mut(bps).enumerate() {
-        boot_region_sector(layout, g, used, i as u64, sector);
+    for (i, sector) in (0..).zip(r.chunks_exact_mut(bps)) {
+        boot_region_sector(layout, g, used, i, sector);
     }
     r
 }
@@ -37,7 +39,7 @@ pub fn boot_region_sector(
     sector: &mut [u8],
 ) {
     use zerocopy::{FromZeros, IntoBytes};
-    let bps = g.bps as usize;
+    let bps = usize_of(g.bps);
     debug_assert_eq!(sector.len(), bps);
     match index {
         0 => {
@@ -73,16 +75,21 @@ pub fn boot_region_sector(
                 // Parameters sector (before the checksum, which covers it).
                 let mut f = ondisk::FlashParameters::new_zeroed();
                 f.parameters_guid = ondisk::FLASH_PARAMETERS_GUID;
-                f.erase_block_size = (sd.erase_block_bytes as u32).into();
+                // At most the SD layout's largest unit, 16 MiB.
+                f.erase_block_size = u32::try_from(sd.erase_block_bytes)
+                    .unwrap_or(u32::MAX)
+                    .into();
                 sector[..core::mem::size_of_val(&f)].copy_from_slice(f.as_bytes());
             }
         }
         11 => {
             let mut sum = 0;
+            let mut at = 0;
             for i in 0..11 {
                 sector.fill(0);
                 boot_region_sector(layout, g, used, i, sector);
-                sum = ondisk::boot_checksum_continue(sum, i as usize * bps, sector);
+                sum = ondisk::boot_checksum_continue(sum, at, sector);
+                at += bps;
             }
             ondisk::fill_checksum_sector(sector, sum);
         }
@@ -100,8 +107,8 @@ pub fn boot_region_fill(
     buf: &mut [u8],
 ) {
     let bps = u64::from(g.bps);
-    for (i, sector) in buf.chunks_exact_mut(g.bps as usize).enumerate() {
-        boot_region_sector(layout, g, used, at / bps + i as u64, sector);
+    for (i, sector) in (at / bps..).zip(buf.chunks_exact_mut(usize_of(g.bps))) {
+        boot_region_sector(layout, g, used, i, sector);
     }
 }
 
@@ -137,7 +144,8 @@ pub fn root_entries(layout: &crate::Layout, g: &ExfatGeometry) -> RootEntries {
     label.entry_type = ondisk::TYPE_LABEL;
     if let Some(crate::label::EncodedLabel::Exfat(units)) = &layout.label_encoded {
         let units = units.units();
-        label.character_count = units.len() as u8;
+        // At most 11: the label's rule.
+        label.character_count = u8::try_from(units.len()).unwrap_or(u8::MAX);
         for (dst, &u) in label.volume_label.iter_mut().zip(units) {
             *dst = u.into();
         }
@@ -154,7 +162,7 @@ pub fn root_entries(layout: &crate::Layout, g: &ExfatGeometry) -> RootEntries {
     up.entry_type = ondisk::TYPE_UPCASE;
     up.table_checksum = upcase::UPCASE_TABLE_CHECKSUM.into();
     up.first_cluster = g.upcase_cluster().into();
-    up.data_length = (upcase::UPCASE_TABLE_LEN as u64).into();
+    up.data_length = u64_of(upcase::UPCASE_TABLE_LEN).into();
     out.push(up.as_bytes());
     if let Some(guid) = layout.volume_guid {
         let mut e = ondisk::GuidEntry::new_zeroed();
@@ -172,15 +180,19 @@ pub fn root_entries(layout: &crate::Layout, g: &ExfatGeometry) -> RootEntries {
 pub fn fat_entry(g: &ExfatGeometry, index: u64) -> u32 {
     const EOC: u32 = 0xFFFF_FFFF;
     let chain_ends = [
-        u64::from(g.upcase_cluster()) - 1,
-        u64::from(g.root_cluster()) - 1,
-        u64::from(g.root_cluster() + g.root_clusters) - 1,
+        g.upcase_cluster() - 1,
+        g.root_cluster() - 1,
+        g.root_cluster() + g.root_clusters - 1,
     ];
+    // An index beyond 32 bits is past every chain: free.
+    let Ok(index) = u32::try_from(index) else {
+        return 0;
+    };
     match index {
         0 => 0xFFFF_FFF8,
         1 => EOC,
         i if i > chain_ends[2] => 0,
         i if chain_ends.contains(&i) => EOC,
-        i => (i + 1) as u32,
+        i => i + 1,
     }
 }

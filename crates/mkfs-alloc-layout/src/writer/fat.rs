@@ -23,8 +23,11 @@ pub fn boot_sector(layout: &crate::Layout, g: &FatGeometry, sector: &mut [u8]) {
     b.bpb.tot_sec32 = g.tot_sec.into();
     b.ebpb.fat_sz32 = g.fat_sz.into();
     b.ebpb.root_clus = 2.into();
-    b.ebpb.fs_info = (ondisk::FSINFO_SECTOR as u16).into();
-    b.ebpb.bk_boot_sec = (ondisk::BACKUP_BOOT_SECTOR as u16).into();
+    // Sectors 1 and 6: constants that fit.
+    b.ebpb.fs_info = u16::try_from(ondisk::FSINFO_SECTOR).unwrap_or(0).into();
+    b.ebpb.bk_boot_sec = u16::try_from(ondisk::BACKUP_BOOT_SECTOR)
+        .unwrap_or(0)
+        .into();
     b.ebpb.drv_num = layout.drive_number();
     b.ebpb.boot_sig = 0x29;
     b.ebpb.vol_id = layout.serial.into();
@@ -41,7 +44,8 @@ fn common_bpb(layout: &crate::Layout, g: &FatGeometry, jmp_boot: [u8; 3]) -> ond
     let mut bpb = ondisk::Bpb::new_zeroed();
     bpb.jmp_boot = jmp_boot;
     bpb.oem_name = *b"MSWIN4.1";
-    bpb.byts_per_sec = (g.bps as u16).into();
+    // 512..=4096: the sector-size rule.
+    bpb.byts_per_sec = u16::try_from(g.bps).unwrap_or(u16::MAX).into();
     bpb.sec_per_clus = g.sec_per_clus;
     bpb.rsvd_sec_cnt = g.rsvd.into();
     bpb.num_fats = g.num_fats;
@@ -68,7 +72,9 @@ fn boot_sector16(layout: &crate::Layout, g: &FatGeometry, sector: &mut [u8]) {
         Ok(t) => b.bpb.tot_sec16 = t.into(),
         Err(_) => b.bpb.tot_sec32 = g.tot_sec.into(),
     }
-    b.bpb.fat_sz16 = (g.fat_sz as u16).into();
+    // FAT12/16: at most 2^16 entries of 2 bytes plus an alignment gap, far
+    // below 2^16 sectors.
+    b.bpb.fat_sz16 = u16::try_from(g.fat_sz).unwrap_or(u16::MAX).into();
     b.ebpb.drv_num = layout.drive_number();
     b.ebpb.boot_sig = 0x29;
     b.ebpb.vol_id = layout.serial.into();

@@ -35,3 +35,15 @@ pub(crate) mod sequence;
 mod blockio;
 #[cfg(feature = "std")]
 pub use blockio::*;
+
+/// `n` as a `usize` (a sector's length as a slice index): lossless on the
+/// 32- and 64-bit targets the crate is built for, saturating on any other.
+pub(crate) fn usize_of(n: u32) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
+
+/// `n` as a `u64` (a slice's length in byte arithmetic): lossless wherever
+/// `usize` is at most 64 bits wide, as on every target Rust supports.
+pub(crate) fn u64_of(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}

@@ -8,7 +8,7 @@
 //! here: every byte comes from a fill function writing into the driver's
 //! buffer, whatever its size (a whole number of sectors).
 
-use super::{exfat, fat};
+use super::{exfat, fat, u64_of};
 use crate::geometry::{ExfatGeometry, FatGeometry};
 use crate::options::FsKind;
 use crate::plan::Layout;
@@ -85,7 +85,7 @@ fn entries<O: Out>(
     e: &[u8],
     sector: u64,
 ) -> Result<(), O::Error> {
-    out.region(offset, len, e.len() as u64, sector, &mut |at, buf| {
+    out.region(offset, len, u64_of(e.len()), sector, &mut |at, buf| {
         if at == 0 {
             buf[..e.len()].copy_from_slice(e);
         }
@@ -134,8 +134,8 @@ pub(crate) fn exfat<O: Out, H: Hooks<O>>(
         used.div_ceil(8),
         bps,
         &mut |at, buf| {
-            for (i, b) in buf.iter_mut().enumerate() {
-                let bit0 = (at + i as u64) * 8;
+            for (i, b) in (at..).zip(buf.iter_mut()) {
+                let bit0 = i * 8;
                 *b = if bit0 + 8 <= used {
                     0xFF
                 } else if bit0 < used {
@@ -149,7 +149,7 @@ pub(crate) fn exfat<O: Out, H: Hooks<O>>(
     out.region(
         layout.cluster_offset(g.upcase_cluster()),
         u64::from(g.upcase_clusters) * g.cluster,
-        UPCASE_TABLE_LEN as u64,
+        u64_of(UPCASE_TABLE_LEN),
         bps,
         &mut |at, buf| fill_compressed_table(at, buf),
     )?;

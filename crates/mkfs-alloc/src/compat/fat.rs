@@ -276,7 +276,7 @@ mod tests {
         let opts = opts.format(serial);
         let plan = opts.plan(m.bytes, m.block).expect("plans");
         let l = plan.layout();
-        assert_eq!((l.fs(), l.cluster_size()), (FsKind::Fat12, 1024));
+        assert_eq!((l.fs(), l.cluster_size().bytes()), (FsKind::Fat12, 1024));
         assert_eq!(plan.table().partition_start(), 0, "no partition table");
         assert_eq!(opts.format_options().given_root_entries(), Some(112));
         assert_eq!(

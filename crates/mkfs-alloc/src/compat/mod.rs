@@ -173,6 +173,6 @@ impl Medium {
             .sector_size(self.sector)
             .ok()?;
         let plan = opts.plan(self.bytes, self.block).ok()?;
-        Some((plan.layout().fs(), plan.layout().cluster_count()))
+        Some((plan.layout().fs(), plan.layout().cluster_count().get()))
     }
 }

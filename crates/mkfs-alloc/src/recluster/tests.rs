@@ -131,7 +131,7 @@ fn image(size: u64, cluster: u64) -> MemDisk {
         .fs(FsKind::Exfat)
         .cluster(ClusterChoice::Bytes(cluster))
         .serial(0x1234_5678);
-    let layout = layout_plan(&opts, &Medium::whole(size, 512)).unwrap();
+    let layout = layout_plan(&opts, &Medium::whole(size, 512).expect("medium")).unwrap();
     let mut tree = Tree::new();
     let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
     for (path, len) in files(usize::try_from(cluster).unwrap()) {
@@ -371,7 +371,7 @@ fn too_little_space_says_how_much_to_free() {
         .fs(FsKind::Exfat)
         .cluster(ClusterChoice::Bytes(OLD))
         .serial(1);
-    let layout = layout_plan(&opts, &Medium::whole(size, 512)).unwrap();
+    let layout = layout_plan(&opts, &Medium::whole(size, 512).expect("medium")).unwrap();
     let mut tree = Tree::new();
     let t = SystemTime::UNIX_EPOCH;
     // 112 clusters: bitmap, up-case, root, /d and one free one are left.

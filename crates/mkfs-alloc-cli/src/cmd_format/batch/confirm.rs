@@ -85,7 +85,7 @@ fn describe(e: &Entry, p: &mkfs_alloc::MediumPlan) {
         e.path.display(),
         format_size(t.size_bytes()),
         p.layout().fs(),
-        format_size(p.layout().cluster_size())
+        format_size(p.layout().cluster_size().bytes())
     );
     let contents = t.contents();
     if contents.is_empty() {

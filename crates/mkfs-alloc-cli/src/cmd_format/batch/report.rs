@@ -41,7 +41,7 @@ fn layout_text(p: &MediumPlan) -> String {
     format!(
         "{} {}, {}",
         l.fs(),
-        format_size(l.cluster_size()),
+        format_size(l.cluster_size().bytes()),
         table_name(p.table().kind())
     )
 }

@@ -49,6 +49,7 @@ use mkfs_alloc_ondisk::MAX_ALIGN;
 use zerocopy::IntoBytes;
 
 use crate::error::PlanError;
+use crate::geometry::{ClusterSize, Clusters, SectorSize, Sectors};
 use crate::options::{FormatOptions, FsKind, Medium};
 use crate::plan::{plan, table_seed, Geometry, Layout};
 use crate::writer::sequence::{self, Out};
@@ -194,10 +195,10 @@ impl<E: fmt::Debug> core::error::Error for Error<E> {}
 pub struct Formatted {
     /// The file system.
     pub fs: FsKind,
-    /// Cluster size in bytes.
-    pub cluster_size: u64,
+    /// Cluster size.
+    pub cluster_size: ClusterSize,
     /// Clusters in the data region / cluster heap.
-    pub cluster_count: u32,
+    pub cluster_count: Clusters,
     /// Byte offset of the volume on the medium (0 without a table).
     pub volume_offset: u64,
     /// Bytes of the volume.
@@ -252,10 +253,12 @@ pub fn plan_medium<E>(
     sectors: u64,
 ) -> Result<MediumLayout, Error<E>> {
     crate::plan::check_sector_size(sector_size)?;
-    let bs = u64::from(sector_size);
+    let sector = SectorSize::checked(sector_size);
+    let bs = sector.bytes();
     let medium_bytes = sectors.saturating_mul(bs);
-    let (medium, placed) = match table {
-        Table::None => (Medium::whole(medium_bytes, sector_size), None),
+    // The volume's bytes, its first sector and the MBR's placement.
+    let (volume, first, placed) = match table {
+        Table::None => (medium_bytes, 0, None),
         #[cfg(not(feature = "sd"))]
         Table::Mbr if opts.sd => {
             return Err(PlanError::NotBuilt("the SD layout (feature \"sd\")").into())
@@ -268,9 +271,9 @@ pub fn plan_medium<E>(
             )
             .map_err(PlanError::from)?;
             let start = sd.part_start;
-            let medium = Medium::partition((sectors - start) * bs, sector_size, start * bs);
             (
-                medium,
+                (sectors - start) * bs,
+                start,
                 Some((start, sd.mbr_type, (sd.heads, sd.sectors_per_track))),
             )
         }
@@ -292,27 +295,32 @@ pub fn plan_medium<E>(
                     min: align + MIN_PARTITION,
                 }));
             }
-            let medium = Medium::partition((sectors - start) * bs, sector_size, start * bs);
-            (medium, Some((start, 0, (255, 63))))
+            ((sectors - start) * bs, start, Some((start, 0, (255, 63))))
         }
     };
+    let medium = Medium::at_sector(volume, sector, Sectors(first));
     let layout = plan(opts, &medium)?;
-    let mbr = placed.map(|(start, sd_type, geometry)| {
-        let len = layout.volume_bytes() / bs;
-        let os_type = match (sd_type, opts.esp) {
-            (_, true) => MBR_TYPE_ESP,
-            (0, false) => partition_type(layout.fs(), start, len),
-            (t, false) => t,
-        };
-        MbrPart {
-            // The planners keep MBR media under 2^32 sectors.
-            start: start as u32,
-            sectors: len as u32,
-            os_type,
-            geometry,
-            signature: SplitMix64::new(table_seed(layout.serial())).next_nonzero_u32(),
+    let mbr = match placed {
+        None => None,
+        Some((start, sd_type, geometry)) => {
+            let len = layout.volume_bytes() / bs;
+            let os_type = match (sd_type, opts.esp) {
+                (_, true) => MBR_TYPE_ESP,
+                (0, false) => partition_type(layout.fs(), start, len),
+                (t, false) => t,
+            };
+            // The checks above keep MBR media within 2^32 sectors, so
+            // neither saturates.
+            let lba = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+            Some(MbrPart {
+                start: lba(start),
+                sectors: lba(len),
+                os_type,
+                geometry,
+                signature: SplitMix64::new(table_seed(layout.serial())).next_nonzero_u32(),
+            })
         }
-    });
+    };
     Ok(MediumLayout {
         layout,
         mbr,
@@ -342,11 +350,9 @@ pub fn format<D: SectorDevice>(
     let sector = dev.sector_size();
     let sectors = dev.sector_count().map_err(Error::Device)?;
     let medium = plan_medium(opts, table, sector, sectors)?;
-    let Some(buf) = buf.get_mut(..sector as usize) else {
-        return Err(Error::Buffer {
-            len: buf.len(),
-            sector,
-        });
+    let len = buf.len();
+    let Some(buf) = usize::try_from(sector).ok().and_then(|n| buf.get_mut(..n)) else {
+        return Err(Error::Buffer { len, sector });
     };
     let mut io = SectorIo { dev, buf };
     write_medium(&medium, &mut io).map_err(Error::Device)
@@ -389,7 +395,7 @@ pub(crate) fn write_medium<T: SectorTarget>(
     t: &mut T,
 ) -> Result<Formatted, T::Error> {
     let l = &m.layout;
-    let bs = u64::from(l.sector_size());
+    let bs = l.sector_size().bytes();
     let start = l.partition_offset() / bs;
     let volume = l.volume_bytes() / bs;
     // The std path's wipe: what lies before the partition (the old table),

@@ -71,9 +71,10 @@ impl<D: BlockDevice> SectorTarget for Card<'_, D> {
         &mut self.block.contents
     }
     fn write(&mut self, lba: u64) -> Result<(), D::Error> {
-        // plan_medium keeps the medium within its 2^32 blocks.
-        self.dev
-            .write(core::slice::from_ref(self.block), BlockIdx(lba as u32))
+        // plan_medium keeps the medium within the card's blocks (a u32
+        // count); saturated, an index past any card's end, which it refuses.
+        let idx = BlockIdx(u32::try_from(lba).unwrap_or(u32::MAX));
+        self.dev.write(core::slice::from_ref(self.block), idx)
     }
     fn flush(&mut self) -> Result<(), D::Error> {
         // embedded-sdmmc writes through: a write returns when the card has it.

@@ -190,7 +190,7 @@ fn too_little_space_for_the_evacuation_says_how_much_to_free() {
         .align(16 << 10)
         .serial(1);
     let size = 32u64 << 20;
-    let layout = layout_plan(&opts, &Medium::whole(size, 512)).unwrap();
+    let layout = layout_plan(&opts, &Medium::whole(size, 512).expect("medium")).unwrap();
     let mut tree = Tree::new();
     let t = SystemTime::UNIX_EPOCH;
     for i in 0..4 {
