@@ -169,15 +169,15 @@ impl<'a> PlanReport<'a> {
         PlanReport {
             fs: l.fs().id(),
             fs_rule: l.fs_rule(),
-            cluster_size: l.cluster_size(),
+            cluster_size: l.cluster_size().bytes(),
             cluster_rule: l.cluster_rule(),
             windows_default_cluster: l.windows_default_cluster(),
-            sector_size: l.sector_size(),
+            sector_size: l.sector_size().get(),
             volume_bytes: l.volume_bytes(),
             partition_offset: l.partition_offset(),
             align: l.align(),
-            cluster_count: l.cluster_count(),
-            used_clusters: l.used_clusters(),
+            cluster_count: l.cluster_count().get(),
+            used_clusters: l.used_clusters().get(),
             usable_bytes: l.usable_bytes(),
             overhead_bytes: l.overhead_bytes(),
             fat_offset: l.fat_offset(),
@@ -235,7 +235,7 @@ impl TargetPlanReport {
         let (l, t) = (plan.layout(), plan.table());
         TargetPlanReport {
             fs: l.fs().id(),
-            cluster_size: l.cluster_size(),
+            cluster_size: l.cluster_size().bytes(),
             table: t.kind().id(),
             partition_start: t.partition_start(),
             volume_bytes: l.volume_bytes(),
@@ -428,7 +428,7 @@ mod tests {
         let (r, l) = (PlanReport::of(&p), p.layout());
         assert_eq!(
             (r.fs, r.cluster_size, r.cluster_count),
-            ("fat32", l.cluster_size(), l.cluster_count())
+            ("fat32", l.cluster_size().bytes(), l.cluster_count().get())
         );
         assert_eq!(
             (r.partition_offset, r.fat_offset_on_medium),

@@ -196,7 +196,7 @@ fn small_files_that_do_not_fit_at_the_larger_size_are_refused_unchanged() {
         .fs(FsKind::Exfat)
         .cluster(ClusterChoice::Bytes(K4))
         .serial(1);
-    let layout = layout_plan(&opts, &Medium::whole(size, 512)).unwrap();
+    let layout = layout_plan(&opts, &Medium::whole(size, 512).unwrap()).unwrap();
     let mut tree = Tree::new();
     for i in 0..2000 {
         let path = format!("/d{}/f{i}", i / 400);
