@@ -82,6 +82,7 @@ mod disk;
 mod evac;
 mod fat;
 mod plan;
+mod refusal;
 mod run;
 mod state;
 #[cfg(test)]

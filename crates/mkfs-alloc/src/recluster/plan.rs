@@ -29,13 +29,13 @@
 //!   name new cluster numbers) go into clusters the old volume has free;
 //! - the old bitmap and the old directory clusters are free afterwards.
 
-use std::fmt;
-
 use mkfs_alloc_inspect::model::{EntrySet, Finding, RootDir, VolumeModel};
 use mkfs_alloc_inspect::FsKind;
 
+pub use super::refusal::Refusal;
+
 /// The largest exFAT cluster count (exFAT specification §3.1.9).
-const MAX_CLUSTERS: u64 = 0xFFFF_FFF5;
+pub(super) const MAX_CLUSTERS: u64 = 0xFFFF_FFF5;
 /// The largest exFAT cluster (32 MiB, specification §3.1.16).
 const MAX_CLUSTER: u64 = 32 << 20;
 
@@ -177,119 +177,6 @@ pub struct Evacuation {
     pub bytes_written: u64,
     /// Bytes of old clusters it allocates (copies, bitmap, directories).
     pub allocated: u64,
-}
-
-/// Why a volume is not re-clustered (nothing was written).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Refusal {
-    /// A FAT12/16 volume (not supported yet; exFAT and FAT32 are).
-    NotExfat {
-        /// What it is.
-        kind: FsKind,
-    },
-    /// The volume is damaged or inconsistent: what the reader found.
-    Damaged {
-        /// The first finding that refuses the change.
-        finding: Finding,
-    },
-    /// More findings than the reader keeps.
-    TooManyFindings,
-    /// The size is not a power of two in the sector size..32 MiB range.
-    InvalidSize {
-        /// The size asked.
-        cluster: u64,
-        /// The sector size.
-        sector: u32,
-    },
-    /// The volume already has that cluster size.
-    SameSize {
-        /// The cluster size.
-        cluster: u64,
-    },
-    /// A larger cluster: [`plan_from`] plans only the smaller sizes (the
-    /// larger ones read the files' chains: [`super::plan()`]).
-    LargerNotSupported {
-        /// The cluster size now.
-        old: u64,
-        /// The cluster size asked.
-        new: u64,
-    },
-    /// More clusters than exFAT allows.
-    TooManyClusters {
-        /// The cluster count the new size gives.
-        clusters: u64,
-    },
-    /// The new FAT does not fit into the free space between the old FAT and
-    /// the heap, and the heap's start cannot move (no free sector for the
-    /// intent record between the backup boot region and the FAT, or the
-    /// heap too small).
-    FatDoesNotFit {
-        /// Bytes the new FAT and the intent record need.
-        need: u64,
-        /// Bytes free between the old FAT and the heap.
-        free: u64,
-        /// Old clusters at the heap's start the new FAT would cover (they
-        /// would have to move first).
-        clusters: u64,
-        /// Of those, the ones in use.
-        in_use: u64,
-    },
-    /// Too little free space for the new bitmap and the directory copies.
-    TooLittleSpace {
-        /// Bytes needed (in runs of whole old clusters).
-        need: u64,
-        /// Bytes free.
-        free: u64,
-    },
-    /// FAT32: what only a FAT volume refuses.
-    Fat(super::fat::FatRefusal),
-    /// A structure this version does not handle.
-    Unsupported {
-        /// What.
-        what: String,
-    },
-}
-
-impl fmt::Display for Refusal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Refusal::NotExfat { kind } => write!(
-                f,
-                "the volume is {kind:?}: re-clustering FAT12/16 volumes is not supported yet (exFAT and FAT32 are)"
-            ),
-            Refusal::Damaged { finding } => {
-                write!(f, "the volume is damaged or inconsistent: {finding}")
-            }
-            Refusal::TooManyFindings => f.write_str("the volume has more problems than were kept"),
-            Refusal::InvalidSize { cluster, sector } => write!(
-                f,
-                "{cluster} bytes is not a valid exFAT cluster size: a power of two from the sector size ({sector} bytes) to 32 MiB"
-            ),
-            Refusal::SameSize { cluster } => {
-                write!(f, "the volume already has {cluster}-byte clusters")
-            }
-            Refusal::LargerNotSupported { old, new } => write!(
-                f,
-                "larger clusters are not supported yet (now {old} bytes, asked {new}; only a size that divides the current one)"
-            ),
-            Refusal::TooManyClusters { clusters } => write!(
-                f,
-                "{clusters} clusters is more than exFAT's {MAX_CLUSTERS}"
-            ),
-            Refusal::FatDoesNotFit { need, free, clusters, in_use } => write!(
-                f,
-                "the new FAT needs {need} bytes but only {free} are free between the old FAT and the cluster heap: it would cover the heap's first {clusters} clusters ({in_use} in use), and moving them needs a free sector between the backup boot region and the FAT for the intent record"
-            ),
-            Refusal::TooLittleSpace { need, free } => write!(
-                f,
-                "too little free space: the new bitmap, the directory copies and the data that moves need {need} bytes, {free} are free; free at least {} bytes",
-                need.saturating_sub(*free)
-            ),
-            Refusal::Fat(r) => r.fmt(f),
-            Refusal::Unsupported { what } => write!(f, "not supported yet: {what}"),
-        }
-    }
 }
 
 /// Whether a finding is the dirty mark an unfinished re-cluster of ours
