@@ -1,7 +1,8 @@
 //! `mkfs-alloc recluster --cluster auto` and bad clusters, as a black box.
 //! auto: the dry run (text and JSON) says the size and the reason; a larger
-//! size than the volume's is refused naming it and the advice's reason, its
-//! own size is nothing to do; each leaves the target unchanged;
+//! size than the volume's is planned and run; a refusal names the size and
+//! the advice's reason, its own size is nothing to do, each leaving the
+//! target unchanged;
 //! (tool tier) on a volume made by `mkfs.exfat -c 128K` and filled through
 //! exfat-fuse it takes the size `advise --fs exfat` gives the same files on
 //! the host, and the result is clean for fsck.exfat, has that size for
@@ -20,12 +21,16 @@ use mkfs_alloc_tests::{mkfs_alloc, run, test_data, FuseMount, LoopDevice, TempDi
 use std::path::Path;
 
 #[test]
-fn auto_refuses_a_larger_size_and_is_nothing_to_do_at_its_size_leaving_the_target_unchanged() {
+fn auto_refused_on_a_dirty_volume_and_nothing_to_do_at_its_size_leave_the_target_unchanged() {
     let tmp = TempDir::new("recluster-auto-refusals");
     // The tree's files of 3 bytes to 900 KB: the advice recommends 4 KiB.
     let img = our_image_with(&tmp, &["--cluster", "512"]);
     let p = img.to_str().expect("utf-8");
-    let before = std::fs::read(&img).expect("read");
+    // VolumeDirty (VolumeFlags bit 1, boot sector byte 106) and no job of
+    // ours on the volume: refused as damaged, naming auto's size.
+    let mut bytes = std::fs::read(&img).expect("read");
+    bytes[106] |= 2;
+    std::fs::write(&img, &bytes).expect("write");
     let out = mkfs_alloc(&["recluster", "--cluster", "auto", "--yes", p]);
     out.assert_code(2);
     assert!(
@@ -33,11 +38,7 @@ fn auto_refuses_a_larger_size_and_is_nothing_to_do_at_its_size_leaving_the_targe
             .contains("the recommended cluster size is 4096 bytes ("),
         "{out}"
     );
-    assert!(
-        out.stderr.contains("larger clusters are not supported yet"),
-        "{out}"
-    );
-    assert!(std::fs::read(&img).expect("read") == before);
+    assert!(std::fs::read(&img).expect("read") == bytes);
     std::fs::remove_file(&img).expect("rm");
     let img = our_image_with(&tmp, &["--cluster", "4K"]);
     let before = std::fs::read(&img).expect("read");
@@ -46,6 +47,21 @@ fn auto_refuses_a_larger_size_and_is_nothing_to_do_at_its_size_leaving_the_targe
     assert!(out.stderr.contains("nothing to do"), "{out}");
     assert!(out.stderr.contains("the size auto chose"), "{out}");
     assert!(std::fs::read(&img).expect("read") == before);
+}
+
+#[test]
+fn auto_goes_to_a_larger_size_the_files_call_for() {
+    let tmp = TempDir::new("recluster-auto-larger");
+    let img = our_image_with(&tmp, &["--cluster", "512"]);
+    let p = img.to_str().expect("utf-8");
+    let out = mkfs_alloc(&["recluster", "--cluster", "auto", "--yes", p]);
+    out.assert_success();
+    // Run again: at the size auto chose now, so nothing to do.
+    let again = mkfs_alloc(&["recluster", "--cluster", "auto", "--dry-run", "--json", p]);
+    again.assert_success();
+    let v: serde_json::Value = serde_json::from_str(&again.stdout).expect("json");
+    assert_eq!(v["auto"]["current_cluster_size"], 4096, "{v:#}");
+    assert_eq!(v["auto"]["cluster_size"], 4096, "{v:#}");
 }
 
 #[test]

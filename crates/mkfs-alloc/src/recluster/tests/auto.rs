@@ -1,7 +1,7 @@
 //! `auto`: the size the advice recommends for the files on the volume,
 //! the same as the advice for those files counted from their paths; a
-//! smaller one is planned and run, the current one is nothing to do, a
-//! larger one is refused naming it and its reason, nothing written.
+//! smaller or a larger one is planned and run, the current one is nothing
+//! to do; a refusal names the size and its reason, nothing written.
 
 use super::*;
 use mkfs_alloc_advise::{advise_with, DirRecord, FsSelection, Policy, ScanResult};
@@ -69,17 +69,34 @@ fn auto_takes_the_advice_for_the_files_on_the_volume_and_runs() {
 }
 
 #[test]
-fn auto_refuses_a_larger_size_naming_it_and_writes_nothing() {
+fn auto_goes_to_a_larger_size_when_the_files_call_for_it() {
     let mut disk = image(SIZE, 512);
-    let before = disk.as_bytes().to_vec();
-    match plan_auto(&mut disk) {
+    let (choice, job) = plan_auto(&mut disk).unwrap();
+    assert!(choice.cluster > 512, "{choice:?}");
+    let (m, _) = model_of(&disk).unwrap();
+    assert_eq!(choice.cluster, advised(&files(512), m.geometry.fs_bytes));
+    assert!(job.plan.as_ref().unwrap().coarse.is_some());
+    run(&mut disk, &job).unwrap();
+    let m = check_files(&disk, 512).unwrap();
+    assert_eq!(m.geometry.cluster_size, choice.cluster);
+}
+
+#[test]
+fn a_refusal_of_autos_size_names_it_and_writes_nothing() {
+    let mut disk = image(SIZE, 512);
+    // VolumeDirty (VolumeFlags bit 1, boot sector byte 106) with no job
+    // of ours on the volume: refused as damaged, whatever the size.
+    let mut bytes = disk.as_bytes().to_vec();
+    bytes[106] |= 2;
+    let mut disk_dirty = MemDisk::from_vec(512, bytes).unwrap();
+    let before = disk_dirty.as_bytes().to_vec();
+    match plan_auto(&mut disk_dirty) {
         Err(e @ ReclusterError::AutoRefused { .. }) => {
             let text = e.to_string();
             let ReclusterError::AutoRefused { choice, refusal } = e else {
                 unreachable!()
             };
-            assert!(choice.cluster > 512, "{choice:?}");
-            assert!(matches!(refusal, Refusal::LargerNotSupported { .. }));
+            assert!(matches!(refusal, Refusal::Damaged { .. }), "{refusal:?}");
             assert!(
                 text.contains(&format!("{} bytes", choice.cluster)),
                 "{text}"
@@ -88,7 +105,8 @@ fn auto_refuses_a_larger_size_naming_it_and_writes_nothing() {
         }
         other => panic!("{:?}", other.map(|(c, j)| (c, j.step))),
     }
-    assert!(disk.as_bytes() == &before[..]);
+    assert!(disk_dirty.as_bytes() == &before[..]);
+    assert!(plan_auto(&mut disk).is_ok());
 }
 
 #[test]
