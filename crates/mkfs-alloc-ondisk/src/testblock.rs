@@ -102,4 +102,21 @@ mod tests {
         b[20] ^= 1;
         assert!(!TestBlockHeader::read(&b).expect("magic").intact());
     }
+
+    /// The bytes of a test block, from SplitMix64's published mixer
+    /// computed apart (a Python transcription of Steele, Lea and Flood's
+    /// `mix64`): the check `mix(salt ^ mix(unit ^ "PROBECHE"))`, the body
+    /// the generator seeded `mix(salt ^ rotl(unit, 17))`.
+    #[test]
+    fn block_bytes_are_the_recorded_ones() {
+        let mut b = vec![0u8; 32 + 8 + 8 + 5];
+        fill(&mut b, 7, 9);
+        assert_eq!(&b[..8], b"MKFSPRB1");
+        assert_eq!(b[8..16], 7u64.to_le_bytes());
+        assert_eq!(b[16..24], 9u64.to_le_bytes());
+        assert_eq!(b[24..32], 0x9884_b530_a875_1202u64.to_le_bytes());
+        assert_eq!(b[32..40], 0x69a1_2256_4a5a_7ec4u64.to_le_bytes());
+        assert_eq!(b[40..48], 0x11b0_0181_4b00_d9bdu64.to_le_bytes());
+        assert_eq!(b[48..], 0x2e0d_fa8d_23fc_3097u64.to_le_bytes()[..5]);
+    }
 }
