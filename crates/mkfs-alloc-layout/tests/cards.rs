@@ -9,6 +9,13 @@
 //!   ceil((2 + MAX) * 4 / 512): SF' > SF moves RSC on by a BU, SF' < SF
 //!   retries with SF - 1, SF' = SF is the layout. The numbers below were
 //!   computed by a separate transcription of these steps (Python);
+//! - FAT12/16 (SDSC, under 2 GiB; the golden images hold two whole
+//!   cards): RSC 1, 512 root entries (32 sectors); SF = ceil(TS / SC *
+//!   bits / 4096); the partition start NOM so that NOM + 1 + 2 * SF + 32
+//!   is a BU multiple (more than 1 BU); MAX = (TS - NOM - 1 - 2 * SF - 32)
+//!   / SC; SF' = ceil((2 + MAX) * bits / 4096): SF' > SF moves NOM on by a
+//!   BU, SF' < SF retries with SF = SF', SF' = SF is the layout (computed
+//!   by the same separate transcription);
 //! - exFAT (SDXC): the partition at 1 BU, the FAT at BU/2 for BU/2, the
 //!   heap at BU, (TS - 2 * BU) / SC clusters, EraseBlockSize BU/2.
 
@@ -88,13 +95,50 @@ fn sdhc_and_sdxc_cards_get_the_specified_layout() {
         assert_eq!(p.fat_bytes(), fat_sectors * SD_SECTOR, "{what}");
         assert_eq!(p.data_offset(), data * SD_SECTOR, "{what}");
         assert_eq!(u64::from(p.cluster_count()), clusters, "{what}");
+        let cluster = spc * SD_SECTOR;
         match p.geometry() {
-            Geometry::Fat(g) => assert_eq!(u64::from(g.rsvd), fat_offset, "{what}"),
+            Geometry::Fat(g) => {
+                assert_eq!((g.cluster, u64::from(g.rsvd)), (cluster, fat_offset), "{what}");
+            }
             Geometry::Exfat(g) => {
                 assert_eq!(u64::from(g.heap_offset), data, "{what}");
                 assert_eq!(g.volume_sectors, total - start, "{what}");
+                // exFAT §7.1: a bit per cluster, in whole clusters; the
+                // up-case table's 5,836 bytes (§7.2) in whole clusters.
+                let bitmap = clusters.div_ceil(8);
+                assert_eq!((g.cluster, g.bitmap_bytes), (cluster, bitmap), "{what}");
+                let system = (g.bitmap_clusters, g.upcase_clusters, g.root_clusters);
+                let want = (bitmap.div_ceil(cluster), 5836u64.div_ceil(cluster), 1);
+                assert_eq!(system, (want.0 as u32, want.1 as u32, want.2), "{what}");
             }
         }
+    }
+}
+
+/// (card sectors, file system, sectors per cluster, partition start,
+/// sectors per FAT, clusters, MBR type, CHS heads and sectors per track).
+type Sdsc = (u64, FsKind, u64, u64, u64, u64, u8, (u8, u8));
+
+/// SDSC cards where the FAT's first estimate is not its size: the steps
+/// above from another estimate end elsewhere (a smaller FAT, a later
+/// partition start).
+#[rustfmt::skip]
+const SDSC: &[Sdsc] = &[
+    (10_968, FsKind::Fat12, 16, 25, 3, 681, 0x01, (2, 32)),
+    (155_998, FsKind::Fat16, 32, 119, 20, 4868, 0x06, (8, 32)),
+    (2_092_570, FsKind::Fat16, 32, 223, 256, 65_368, 0x06, (64, 63)),
+    (4_181_880, FsKind::Fat16, 64, 223, 256, 65_329, 0x06, (128, 63)),
+];
+
+#[test]
+fn sdsc_cards_get_the_specified_layout() {
+    for &(total, fs, spc, start, fat, clusters, mbr_type, chs) in SDSC {
+        let (l, _) = card_layout(&sd_opts(FsChoice::Auto), total).expect("a card's layout");
+        let what = format!("{total} sectors: {l:?}");
+        assert_eq!((l.fs, l.sec_per_clus, l.part_start), (fs, spc, start), "{what}");
+        assert_eq!((l.rsvd, l.fat_sectors, l.root_sectors), (1, fat, 32), "{what}");
+        assert_eq!((l.data_offset, l.cluster_count), (1 + 2 * fat + 32, clusters), "{what}");
+        assert_eq!((l.mbr_type, (l.heads, l.sectors_per_track)), (mbr_type, chs), "{what}");
     }
 }
 
