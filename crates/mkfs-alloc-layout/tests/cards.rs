@@ -98,7 +98,11 @@ fn sdhc_and_sdxc_cards_get_the_specified_layout() {
         let cluster = spc * SD_SECTOR;
         match p.geometry() {
             Geometry::Fat(g) => {
-                assert_eq!((g.cluster, u64::from(g.rsvd)), (cluster, fat_offset), "{what}");
+                assert_eq!(
+                    (g.cluster, u64::from(g.rsvd)),
+                    (cluster, fat_offset),
+                    "{what}"
+                );
             }
             Geometry::Exfat(g) => {
                 assert_eq!(u64::from(g.heap_offset), data, "{what}");
@@ -135,10 +139,26 @@ fn sdsc_cards_get_the_specified_layout() {
     for &(total, fs, spc, start, fat, clusters, mbr_type, chs) in SDSC {
         let (l, _) = card_layout(&sd_opts(FsChoice::Auto), total).expect("a card's layout");
         let what = format!("{total} sectors: {l:?}");
-        assert_eq!((l.fs, l.sec_per_clus, l.part_start), (fs, spc, start), "{what}");
-        assert_eq!((l.rsvd, l.fat_sectors, l.root_sectors), (1, fat, 32), "{what}");
-        assert_eq!((l.data_offset, l.cluster_count), (1 + 2 * fat + 32, clusters), "{what}");
-        assert_eq!((l.mbr_type, (l.heads, l.sectors_per_track)), (mbr_type, chs), "{what}");
+        assert_eq!(
+            (l.fs, l.sec_per_clus, l.part_start),
+            (fs, spc, start),
+            "{what}"
+        );
+        assert_eq!(
+            (l.rsvd, l.fat_sectors, l.root_sectors),
+            (1, fat, 32),
+            "{what}"
+        );
+        assert_eq!(
+            (l.data_offset, l.cluster_count),
+            (1 + 2 * fat + 32, clusters),
+            "{what}"
+        );
+        assert_eq!(
+            (l.mbr_type, (l.heads, l.sectors_per_track)),
+            (mbr_type, chs),
+            "{what}"
+        );
     }
 }
 

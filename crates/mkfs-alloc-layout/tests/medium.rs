@@ -2,9 +2,11 @@
 //! of sectors is planned as the whole sectors it holds (the bytes after the
 //! last sector belong to no sector, so no file system can use them), for a
 //! whole medium, a partition and an SD card alike; the plan then writes on
-//! a target of exactly those sectors.
+//! a target of exactly those sectors. The firmware path's MBR takes any
+//! power-of-two partition alignment from the sector size up.
 
 use mkfs_alloc_blockio::MemDisk;
+use mkfs_alloc_layout::embedded::{plan_medium, Table};
 use mkfs_alloc_layout::sd::{card_layout, SD_SECTOR};
 use mkfs_alloc_layout::units::{GIB, KIB, MIB};
 use mkfs_alloc_layout::{
@@ -74,4 +76,16 @@ fn an_sd_card_volume_is_its_layouts_sectors() {
         assert_eq!(l.volume_bytes(), bytes, "{card}");
         assert_eq!(l, exact, "{card}");
     }
+}
+
+#[test]
+fn a_firmware_mbr_partition_may_start_at_any_aligned_sector() {
+    for align in [512, 4 * KIB, MIB] {
+        let o = opts(FsKind::Fat16, 2 * KIB).align(align);
+        let m = plan_medium::<()>(&o, Table::Mbr, 512, 32 * 2048)
+            .unwrap_or_else(|e| panic!("aligned to {align}: {e}"));
+        assert_eq!(m.layout().partition_offset(), align);
+    }
+    let o = opts(FsKind::Fat16, 2 * KIB).align(256);
+    assert!(plan_medium::<()>(&o, Table::Mbr, 512, 32 * 2048).is_err());
 }
