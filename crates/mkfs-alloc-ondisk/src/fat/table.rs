@@ -149,7 +149,7 @@ mod tests {
         // a buffer that starts inside an entry gets the same bytes.
         for fs in [FsKind::Fat32, FsKind::Exfat] {
             let value = |n: u64| 0x0A0B_0C00 + n as u32;
-            let mut want = vec![0u8; 64];
+            let mut want = [0u8; 64];
             for (n, w) in want.chunks_exact_mut(4).enumerate() {
                 w.copy_from_slice(&value(n as u64).to_le_bytes());
             }
