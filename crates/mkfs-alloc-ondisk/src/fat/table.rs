@@ -149,14 +149,15 @@ mod tests {
         // a buffer that starts inside an entry gets the same bytes.
         for fs in [FsKind::Fat32, FsKind::Exfat] {
             let value = |n: u64| 0x0A0B_0C00 + n as u32;
-            let mut want = [0u8; 64];
+            let mut want = [0u8; 72];
             for (n, w) in want.chunks_exact_mut(4).enumerate() {
                 w.copy_from_slice(&value(n as u64).to_le_bytes());
             }
-            for at in [1, 2, 3, 5, 8] {
-                let mut got = vec![0u8; 64 - at];
+            // Whole words' worth of bytes and not, from any byte.
+            for (at, len) in [(1, 60), (2, 62), (3, 64), (5, 59), (8, 56)] {
+                let mut got = vec![0u8; len];
                 fill(fs, at as u64, &mut got, value);
-                assert_eq!(got, want[at..], "{fs} from byte {at}");
+                assert_eq!(got, want[at..at + len], "{fs}: {len} from byte {at}");
             }
         }
     }
