@@ -142,4 +142,22 @@ mod tests {
         h.header_size = 91.into();
         assert_eq!(h.computed_crc32(&sector), None);
     }
+
+    #[cfg(feature = "alloc")]
+    #[test]
+    fn entry_name_stops_at_the_first_nul() {
+        use zerocopy::FromZeros;
+        let mut e = GptEntry::new_zeroed();
+        for (slot, unit) in e
+            .partition_name
+            .iter_mut()
+            .zip("EFI system é".encode_utf16())
+        {
+            *slot = unit.into();
+        }
+        assert_eq!(e.name(), "EFI system é");
+        e.partition_name[3] = 0.into();
+        assert_eq!(e.name(), "EFI");
+        assert_eq!(GptEntry::new_zeroed().name(), "");
+    }
 }

@@ -195,7 +195,12 @@ mod tests {
     fn names() {
         let ids: [&str; 4] = FsKind::ALL.map(FsKind::id);
         assert_eq!(ids, ["exfat", "fat12", "fat16", "fat32"]);
+        let names = FsKind::ALL.map(|fs| alloc::format!("{fs}"));
+        assert_eq!(names, ["exFAT", "FAT12", "FAT16", "FAT32"]);
+        let tables = [TableKind::None, TableKind::Mbr, TableKind::Gpt];
+        assert_eq!(tables.map(TableKind::id), ["none", "mbr", "gpt"]);
+        assert_eq!(tables.map(TableKind::display_name), ["none", "MBR", "GPT"]);
         assert_eq!(alloc::format!("{}", TableKind::None), "no partition table");
-        assert_eq!(TableKind::Gpt.display_name(), "GPT");
+        assert_eq!(alloc::format!("{}", TableKind::Mbr), "MBR");
     }
 }

@@ -162,4 +162,24 @@ mod chs_tests {
         // Beyond cylinder 1023: the largest address.
         assert_eq!(chs_address(u32::MAX, 255, 63), [254, 63 | (3 << 6), 0xFF]);
     }
+
+    #[test]
+    fn partition_types_by_file_system_size_and_end() {
+        // 1024 cylinders x 255 heads x 63 sectors (UEFI table 5.2's CHS).
+        let chs_end = 16_450_560;
+        assert_eq!(CHS_LIMIT_SECTORS, chs_end);
+        for (fs, start, sectors, want) in [
+            (FsKind::Exfat, 2048, 1 << 30, 0x07),
+            (FsKind::Fat32, 2048, 1 << 20, 0x0C),
+            (FsKind::Fat12, 1, 4000, 0x01),
+            (FsKind::Fat16, 2048, 65_535, 0x04),
+            (FsKind::Fat16, 2048, 65_536, 0x06),
+            (FsKind::Fat16, 2048, chs_end - 2048, 0x06),
+            (FsKind::Fat16, 2048, chs_end - 2047, 0x0E),
+            (FsKind::Fat16, chs_end, 4000, 0x0E),
+        ] {
+            let got = partition_type(fs, start, sectors);
+            assert_eq!(got, want, "{fs} from {start} for {sectors}");
+        }
+    }
 }

@@ -167,4 +167,48 @@ mod tests {
             Some(NameFault::Noncharacter('\u{10FFFF}'))
         );
     }
+
+    #[test]
+    fn short_names_as_fatgen103_allows_them() {
+        // fatgen103 §6.1: letters, digits and these, nothing else.
+        let mut want: alloc::vec::Vec<u8> = (b'0'..=b'9')
+            .chain(b'A'..=b'Z')
+            .chain(b'a'..=b'z')
+            .chain(*b"!#$%&'()-@^_`{}~")
+            .collect();
+        want.sort_unstable();
+        let got: alloc::vec::Vec<u8> = (0..=255u8).filter(|&c| short_char_ok(c)).collect();
+        assert_eq!(got, want);
+        let parts = |b: &'static [u8], e: &'static [u8]| Some((b, e));
+        assert_eq!(split_8_3(b"README.TXT"), parts(b"README", b"TXT"));
+        assert_eq!(split_8_3(b"KERNEL"), parts(b"KERNEL", b""));
+        assert_eq!(split_8_3(b"12345678.123"), parts(b"12345678", b"123"));
+        assert_eq!(split_8_3(b"a~1.c"), parts(b"a~1", b"c"));
+        for long in [
+            &b""[..],
+            b".",
+            b".profile",
+            b"NAME.",
+            b"123456789",
+            b"A.1234",
+            b"A.B.C",
+            b"A B",
+            b"A+B",
+            b"A.B+",
+        ] {
+            assert_eq!(split_8_3(long), None, "{long:?}");
+        }
+        // One case per part: what the NT case bits can record.
+        for (name, alone) in [
+            (&b"readme.txt"[..], true),
+            (b"README.txt", true),
+            (b"readme.TXT", true),
+            (b"1234.56", true),
+            (b"ReadMe.txt", false),
+            (b"readme.Txt", false),
+            (b"readme.text", false),
+        ] {
+            assert_eq!(is_8_3_with_case_bits(name), alone, "{name:?}");
+        }
+    }
 }

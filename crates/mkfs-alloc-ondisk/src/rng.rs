@@ -109,6 +109,13 @@ mod tests {
             }
         }
         assert_eq!(r.below(0), 0);
+        // The high half of output x n, from the reference outputs for seed
+        // 1234567 (6457827717110365317, ...): floor(x * n / 2^64).
+        let mut r = SplitMix64::new(1_234_567);
+        let got: [u64; 4] = core::array::from_fn(|_| r.below(1000));
+        assert_eq!(got, [350, 173, 532, 249]);
+        let mut r = SplitMix64::new(1_234_567);
+        assert_eq!(r.below(1 << 40), 384_916_527_099);
         let mut v: Vec<u32> = (0..100).collect();
         r.shuffle(&mut v);
         assert_ne!(v, (0..100).collect::<Vec<_>>());

@@ -102,4 +102,23 @@ mod tests {
         b[20] ^= 1;
         assert!(!TestBlockHeader::read(&b).expect("magic").intact());
     }
+
+    /// The bytes of a test block, from SplitMix64's published mixer
+    /// computed apart (a Python transcription of Steele, Lea and Flood's
+    /// `mix64`): the check `mix(salt ^ mix(unit ^ "PROBECHE"))`, the body
+    /// the generator seeded `mix(salt ^ rotl(unit, 17))`.
+    #[test]
+    fn block_bytes_are_the_recorded_ones() {
+        // A salt whose bits meet the unit's rotated ones (9 << 17).
+        let salt = 0x0012_0007;
+        let mut b = vec![0u8; 32 + 8 + 8 + 5];
+        fill(&mut b, salt, 9);
+        assert_eq!(&b[..8], b"MKFSPRB1");
+        assert_eq!(b[8..16], salt.to_le_bytes());
+        assert_eq!(b[16..24], 9u64.to_le_bytes());
+        assert_eq!(b[24..32], 0x09fc_ae5d_92b3_ed71u64.to_le_bytes());
+        assert_eq!(b[32..40], 0x863b_891f_4c0a_bd4fu64.to_le_bytes());
+        assert_eq!(b[40..48], 0x4d58_fbd2_82ea_f415u64.to_le_bytes());
+        assert_eq!(b[48..], 0xf0e5_2107_0cc0_3750u64.to_le_bytes()[..5]);
+    }
 }

@@ -266,6 +266,51 @@ mod tests {
     }
 
     #[test]
+    fn checksum_in_pieces_and_as_stored() {
+        let region: alloc::vec::Vec<u8> = (0..11 * 512u32).map(|i| (i * 13 + 1) as u8).collect();
+        let whole = boot_checksum(&region);
+        // A sector at a time, as the firmware writer takes it.
+        let pieces = region
+            .chunks(512)
+            .enumerate()
+            .fold(0, |sum, (i, s)| boot_checksum_continue(sum, i * 512, s));
+        assert_eq!(pieces, whole);
+        let mut sector = vec![0u8; 512];
+        fill_checksum_sector(&mut sector, 0x1234_5678);
+        assert_eq!(&sector[508..], &[0x78, 0x56, 0x34, 0x12]);
+        assert_eq!(stored_checksum(&sector), Some(0x1234_5678));
+        assert_eq!(stored_checksum(&sector[..3]), None);
+    }
+
+    #[test]
+    fn root_directory_offset_from_the_boot_fields() {
+        use zerocopy::FromZeros;
+        // §3.1: heap at sector 2048 of 512 bytes, 4 KiB clusters (shifts
+        // 9 and 3), root in cluster 5: 2048 * 512 + (5 - 2) * 4096.
+        let mut b = BootSector::new_zeroed();
+        b.bytes_per_sector_shift = 9;
+        b.sectors_per_cluster_shift = 3;
+        b.cluster_heap_offset = 2048.into();
+        b.first_cluster_of_root_directory = 5.into();
+        assert_eq!(b.root_directory_offset(), Some(2048 * 512 + 3 * 4096));
+        // The largest cluster the spec allows: 32 MiB (shifts adding to 25).
+        b.sectors_per_cluster_shift = 16;
+        assert_eq!(b.root_directory_offset(), Some(2048 * 512 + (3 << 25)));
+        b.sectors_per_cluster_shift = 17;
+        assert_eq!(b.root_directory_offset(), None, "clusters beyond 32 MiB");
+        b.sectors_per_cluster_shift = 0;
+        b.bytes_per_sector_shift = 12;
+        assert_eq!(b.root_directory_offset(), Some(2048 * 4096 + 3 * 4096));
+        b.bytes_per_sector_shift = 13;
+        assert_eq!(b.root_directory_offset(), None, "sectors beyond 4 KiB");
+        b.bytes_per_sector_shift = 9;
+        b.first_cluster_of_root_directory = 2.into();
+        assert_eq!(b.root_directory_offset(), Some(2048 * 512));
+        b.first_cluster_of_root_directory = 1.into();
+        assert_eq!(b.root_directory_offset(), None, "no cluster 1");
+    }
+
+    #[test]
     fn flash_parameters_guid_is_mixed_endian() {
         // 0A0C7E46-3399-4021-90C8-FA6D389C4BA2: the first three groups
         // little-endian, the last two as written.

@@ -253,6 +253,19 @@ mod tests {
         assert!(!e.is_long_name());
     }
 
+    #[test]
+    fn short_names_pack_and_split_as_stored() {
+        // fatgen103 §6.1: 8 bytes of base and 3 of extension, space padded,
+        // upper case.
+        let n = pack_short_name(b"readme", b"md");
+        assert_eq!(&n, b"README  MD ");
+        assert_eq!(split_short_name(&n), (&b"README  "[..], &b"MD "[..]));
+        assert_eq!(&pack_short_name(b"Kernel8_longer", b"imgx"), b"KERNEL8_IMG");
+        assert_eq!(&pack_short_name(b"A", b""), b"A          ");
+        let whole = *b"12345678ABC";
+        assert_eq!(split_short_name(&whole), (&b"12345678"[..], &b"ABC"[..]));
+    }
+
     use zerocopy::IntoBytes;
 
     const KNOWN_SHORT_NAME_SUMS: &[(&[u8; 11], u8)] = &[

@@ -142,4 +142,32 @@ mod tests {
         assert_eq!(read_entry(FsKind::Fat32, &[0xFF; 4], 0), Some(0x0FFF_FFFF));
         assert_eq!(read_entry(FsKind::Fat16, &[0], 0), None);
     }
+
+    #[test]
+    fn wide_entries_from_any_byte() {
+        // Entry n at byte 4n, little-endian (fatgen103 §4, exFAT §4.1):
+        // a buffer that starts inside an entry gets the same bytes.
+        for fs in [FsKind::Fat32, FsKind::Exfat] {
+            let value = |n: u64| 0x0A0B_0C00 + n as u32;
+            let mut want = [0u8; 72];
+            for (n, w) in want.chunks_exact_mut(4).enumerate() {
+                w.copy_from_slice(&value(n as u64).to_le_bytes());
+            }
+            // Whole words' worth of bytes and not, from any byte.
+            for (at, len) in [(1, 60), (2, 62), (3, 64), (5, 59), (8, 56)] {
+                let mut got = vec![0u8; len];
+                fill(fs, at as u64, &mut got, value);
+                assert_eq!(got, want[at..at + len], "{fs}: {len} from byte {at}");
+            }
+        }
+    }
+
+    #[test]
+    fn bad_cluster_and_end_of_chain_values() {
+        // fatgen103 §4 (BAD CLUSTER, EOC from ...8); exFAT §4.1.4.
+        assert_eq!(bad_and_end(FsKind::Fat12), (0xFF7, 0xFF8));
+        assert_eq!(bad_and_end(FsKind::Fat16), (0xFFF7, 0xFFF8));
+        assert_eq!(bad_and_end(FsKind::Fat32), (0x0FFF_FFF7, 0x0FFF_FFF8));
+        assert_eq!(bad_and_end(FsKind::Exfat), (0xFFFF_FFF7, 0xFFFF_FFF8));
+    }
 }

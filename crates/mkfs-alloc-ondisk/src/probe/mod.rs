@@ -410,6 +410,18 @@ mod tests {
     }
 
     #[test]
+    fn a_fat_boot_sector_starts_with_a_jump() {
+        // fatgen103 §3.1 BS_jmpBoot: EB xx 90 or E9 xx xx.
+        let mut s = fat32_sector(b"NO NAME    ");
+        s[..3].copy_from_slice(&[0xE9, 0x12, 0x34]);
+        assert_eq!(fat_kind(&s), Some(FsKind::Fat32));
+        s[..3].copy_from_slice(&[0xEB, 0x58, 0x00]);
+        assert_eq!(fat_kind(&s), None);
+        s[..3].copy_from_slice(&[0x00, 0x00, 0x00]);
+        assert_eq!(fat_kind(&s), None);
+    }
+
+    #[test]
     fn fat_width_by_cluster_count() {
         let mut s = fat32_sector(b"NO NAME    ");
         s[17..19].copy_from_slice(&512u16.to_le_bytes()); // root entries

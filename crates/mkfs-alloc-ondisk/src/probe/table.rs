@@ -111,6 +111,42 @@ mod tests {
     }
 
     #[test]
+    fn gpt_header_array_and_used_entries() {
+        use crate::gpt::GptHeader;
+        use zerocopy::{FromZeros, IntoBytes};
+        let mut h = GptHeader::new_zeroed();
+        h.size_of_partition_entry = 128.into();
+        h.number_of_partition_entries = 128.into();
+        let mut sector = vec![0u8; 512];
+        sector[..92].copy_from_slice(h.as_bytes());
+        assert!(gpt_header(&sector).is_none(), "no signature");
+        sector[..8].copy_from_slice(b"EFI PART");
+        let got = gpt_header(&sector).expect("a GPT header");
+        assert_eq!(got.number_of_partition_entries.get(), 128);
+        assert!(gpt_header(&sector[..91]).is_none(), "shorter than a header");
+        // UEFI §5.3.2: 128 entries of 128 bytes, the usual 16 KiB array.
+        assert_eq!(gpt_array(&h), Some((128, 128)));
+        h.size_of_partition_entry = 256.into();
+        h.number_of_partition_entries = 4096.into();
+        assert_eq!(gpt_array(&h), Some((256, 4096)), "exactly 1 MiB");
+        h.number_of_partition_entries = 4097.into();
+        assert_eq!(gpt_array(&h), None, "beyond the memory bound");
+        h.size_of_partition_entry = 192.into();
+        h.number_of_partition_entries = 1.into();
+        assert_eq!(gpt_array(&h), None, "not 128 x 2^n");
+        // Slots 2 and 4 of 256-byte slots used: 1-based slot numbers.
+        let mut array = vec![0u8; 4 * 256];
+        array[256] = 0x28;
+        array[256 + 32] = 7;
+        array[3 * 256 + 15] = 0xC1;
+        let used: alloc::vec::Vec<(u32, u64)> = gpt_used_entries(&array, 256)
+            .map(|(slot, e)| (slot, e.starting_lba.get()))
+            .collect();
+        assert_eq!(used, [(2, 7), (4, 0)]);
+        assert_eq!(gpt_used_entries(&array[..256], 256).count(), 0);
+    }
+
+    #[test]
     fn gpt_entry_sizes() {
         assert!(gpt_entry_size_ok(128) && gpt_entry_size_ok(512));
         assert!(!gpt_entry_size_ok(0) && !gpt_entry_size_ok(192));
