@@ -87,14 +87,15 @@ fn sdhc_and_sdxc_cards_get_the_specified_layout() {
             (total - start) * SD_SECTOR,
             SD_SECTOR as u32,
             start * SD_SECTOR,
-        );
+        )
+        .expect("medium");
         let p = plan(&sd_opts(FsChoice::Auto), &medium).expect("the card's plan");
         assert_eq!(p.fs(), fs, "{what}");
-        assert_eq!(p.cluster_size(), spc * SD_SECTOR, "{what}");
+        assert_eq!(p.cluster_size().bytes(), spc * SD_SECTOR, "{what}");
         assert_eq!(p.fat_offset(), fat_offset * SD_SECTOR, "{what}");
         assert_eq!(p.fat_bytes(), fat_sectors * SD_SECTOR, "{what}");
         assert_eq!(p.data_offset(), data * SD_SECTOR, "{what}");
-        assert_eq!(u64::from(p.cluster_count()), clusters, "{what}");
+        assert_eq!(u64::from(p.cluster_count().get()), clusters, "{what}");
         let cluster = spc * SD_SECTOR;
         match p.geometry() {
             Geometry::Fat(g) => {

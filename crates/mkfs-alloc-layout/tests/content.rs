@@ -73,7 +73,7 @@ impl Place {
             first,
             root_clusters,
             extra,
-            cluster: l.cluster_size(),
+            cluster: l.cluster_size().bytes(),
             data_offset: l.data_offset(),
             root,
         }
@@ -240,7 +240,7 @@ fn check(fs: FsKind, cluster: u64, bytes: u64, sector: u32, label: &str, extra: 
         .cluster(ClusterChoice::Bytes(cluster))
         .label(label)
         .serial(0x5EED_0001);
-    let l = plan(&o, &Medium::whole(bytes, sector)).expect("a valid plan");
+    let l = plan(&o, &Medium::whole(bytes, sector).expect("medium")).expect("a valid plan");
     let blocks = bytes / u64::from(sector);
     let mut plain = MemDisk::filled(sector, blocks, 0xD1).expect("a memory disk");
     write_volume(&l, &mut plain, &mut |_, _| {}).expect("the plain format");

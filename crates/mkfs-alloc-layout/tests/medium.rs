@@ -37,8 +37,8 @@ fn a_partial_sector_at_the_end_is_not_planned() {
     ] {
         let whole = sectors * u64::from(bps);
         for medium in [
-            |b, s| Medium::whole(b, s),
-            |b, s| Medium::partition(b, s, MIB),
+            |b, s| Medium::whole(b, s).expect("medium"),
+            |b, s| Medium::partition(b, s, MIB).expect("medium"),
         ] {
             let exact = plan(&opts(fs, cluster), &medium(whole, bps)).expect("a valid plan");
             for extra in [1, u64::from(bps) - 1] {
@@ -49,7 +49,11 @@ fn a_partial_sector_at_the_end_is_not_planned() {
             }
         }
         // The rounded plan fits a target of exactly its sectors.
-        let l = plan(&opts(fs, cluster), &Medium::whole(whole + 7, bps)).expect("a valid plan");
+        let l = plan(
+            &opts(fs, cluster),
+            &Medium::whole(whole + 7, bps).expect("medium"),
+        )
+        .expect("a valid plan");
         let mut disk = MemDisk::new(bps, sectors).expect("a memory disk");
         write_volume(&l, &mut disk, &mut |_, _| {}).expect("fits its sectors");
     }
@@ -71,8 +75,13 @@ fn an_sd_card_volume_is_its_layouts_sectors() {
         );
         let (sd, _) = card_layout(&o, total).expect("a card's layout");
         let (start, bytes) = (sd.part_start * SD_SECTOR, sd.part_sectors * SD_SECTOR);
-        let exact = plan(&o, &Medium::partition(bytes, 512, start)).expect("the card's plan");
-        let l = plan(&o, &Medium::partition(bytes + 100, 512, start)).expect("the card's plan");
+        let exact = plan(&o, &Medium::partition(bytes, 512, start).expect("medium"))
+            .expect("the card's plan");
+        let l = plan(
+            &o,
+            &Medium::partition(bytes + 100, 512, start).expect("medium"),
+        )
+        .expect("the card's plan");
         assert_eq!(l.volume_bytes(), bytes, "{card}");
         assert_eq!(l, exact, "{card}");
     }
