@@ -340,4 +340,3 @@ fn fsck_exfat_finds_every_cut_state_of_a_larger_cluster_without_a_gap_consistent
     assert!(new["fat_offset"].as_u64().expect("fat") < old_end, "{v:#}");
     fsck_every_cut_state(&img, 64 << 10);
 }
-

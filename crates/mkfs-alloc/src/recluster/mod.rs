@@ -82,14 +82,16 @@ mod disk;
 mod evac;
 mod fat;
 mod plan;
+#[cfg(feature = "serde")]
+pub mod report;
 mod run;
 mod state;
 #[cfg(test)]
 mod tests;
 
 pub use auto::{plan_auto, recommend, AutoChoice};
-pub use fat::{FatLayout, FatRefusal};
 pub use coarse::Coarse;
+pub use fat::{FatLayout, FatRefusal};
 pub use plan::{plan_from, DirCopy, Evacuation, ExfatGeometry, Plan, Refusal};
 
 use state::{Intent, Region};
