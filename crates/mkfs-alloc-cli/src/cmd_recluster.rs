@@ -24,7 +24,7 @@ Examples:
 
 auto takes the advice's exFAT recommendation for the files on the volume
 (`mkfs-alloc advise --fs exfat` for the same files); the volume's size now
-is nothing to do, a larger one is refused with the size and the reason.
+is nothing to do; a refusal names the size and the reason.
 Clusters marked bad are carried over (still bad at the new size).";
 
 /// Options of `mkfs-alloc recluster`.
@@ -324,7 +324,7 @@ fn print_text(args: &ReclusterArgs, job: &Job, p: &Plan) {
     );
     outln!(
         "  time           about {:.1} s on a stick that reads 20 MB/s and writes 5 MB/s",
-        estimate(p)
+        p.estimate_stick_seconds()
     );
 }
 
@@ -349,12 +349,6 @@ fn print_fat(p: &Plan) {
     );
 }
 
-/// The estimate for a slow USB stick: 20 MB/s reads, 5 MB/s writes (small
-/// scattered writes), 50 ms a flush.
-fn estimate(p: &Plan) -> f64 {
-    p.estimate_seconds(20e6, 5e6, 0.05)
-}
-
 fn signed(v: i128) -> String {
     let mag = u64::try_from(v.unsigned_abs()).unwrap_or(u64::MAX);
     if v < 0 {
@@ -364,84 +358,11 @@ fn signed(v: i128) -> String {
     }
 }
 
+/// The plan's JSON ([`recluster::report::JobReport`]; keys sorted, as every
+/// `--json` object of the CLI).
 fn plan_json(shown: &Shown<'_>, would_refuse: Option<&str>) -> serde_json::Value {
-    let job = shown.job;
-    let geo = |g: &recluster::ExfatGeometry| {
-        serde_json::json!({
-            "cluster_size": g.cluster_size,
-            "cluster_count": g.cluster_count,
-            "fat_offset": g.fat_offset,
-            "fat_bytes": g.fat_bytes,
-            "heap_offset": g.heap_offset,
-            "root_cluster": g.root_cluster,
-        })
-    };
-    let step = match job.step {
-        Step::Start => "start",
-        Step::Redo => "redo",
-        Step::RestoreMain => "restore_main",
-        Step::Finish => "finish",
-        _ => "nothing",
-    };
-    let plan = job.plan.as_ref().map(|p| {
-        let mut v = serde_json::json!({
-            "volume_start": p.volume_start,
-            "old": geo(&p.old),
-            "new": geo(&p.new),
-            "unused_old_fat": { "offset": p.gap.0, "bytes": p.gap.1 },
-            "intent_offset": p.intent_offset,
-            "clusters_moved": p.clusters_moved,
-            "heap_moved_bytes": p.new.heap_offset - p.old.heap_offset,
-            "evacuation": p.evacuate.as_ref().map(|e| serde_json::json!({
-                "old_clusters_covered": e.clusters,
-                "in_use": e.in_use,
-                "clusters_moved": e.moved,
-                "bytes_moved": e.moved * p.old.cluster_size,
-                "bytes_read": e.bytes_read,
-                "bytes_written": e.bytes_written,
-            })),
-            "bitmap": { "first_cluster": p.bitmap.0, "bytes": p.bitmap.1 },
-            "fat": p.fat.as_ref().map(|f| serde_json::json!({
-                "kind": f.kind.id(),
-                "fat_count": f.fat_count,
-                "reserved_sectors_old": f.reserved.0,
-                "reserved_sectors_new": f.reserved.1,
-                "old_clusters_covered": f.covered,
-                "covered_in_use": f.in_use,
-            })),
-            "directories_copied": p.dirs.len(),
-            "files": p.files,
-            "file_bytes": p.file_bytes,
-            "files_allocated_old": p.files_allocated.0,
-            "files_allocated_new": p.files_allocated.1,
-            "bad_clusters_old": p.bad_clusters.len(),
-            "bad_clusters_new": p.bad_clusters.len() as u64 * u64::from(p.ratio),
-            "bytes_read": p.bytes_read,
-            "bytes_written": p.bytes_written,
-            "free_before": p.free_before,
-            "free_after": p.free_after,
-            "space_gained": i64::try_from(p.space_gained()).unwrap_or(0),
-            "estimated_seconds": estimate(p),
-        });
-        if let Some(c) = &p.coarse {
-            v["larger"] = larger_json(p, c);
-        }
-        v
-    });
-    let auto = shown.choice.map(|c| {
-        serde_json::json!({
-            "cluster_size": c.cluster,
-            "current_cluster_size": c.current,
-            "rule": serde_json::to_value(c.rule).ok(),
-            "reason": c.reason,
-        })
-    });
-    serde_json::json!({
-        "step": step,
-        "auto": auto,
-        "plan": plan,
-        "would_refuse": would_refuse,
-    })
+    let report = recluster::report::JobReport::new(shown.job, shown.choice, would_refuse);
+    serde_json::to_value(report).unwrap_or_default()
 }
 
 /// The plan of a larger cluster size, as text.
@@ -519,22 +440,6 @@ fn print_larger(args: &ReclusterArgs, job: &Job, p: &Plan, c: &Coarse) {
     );
     outln!(
         "  time           about {:.1} s on a stick that reads 20 MB/s and writes 5 MB/s",
-        estimate(p)
+        p.estimate_stick_seconds()
     );
-}
-
-/// The plan of a larger cluster size, the part of its JSON the smaller
-/// sizes do not have.
-fn larger_json(p: &Plan, c: &Coarse) -> serde_json::Value {
-    serde_json::json!({
-        "old_clusters_per_new": c.group,
-        "heap_aligned": c.heap_aligned,
-        "files_kept": c.files_kept,
-        "files_moved": c.files_moved,
-        "old_clusters_moved": p.clusters_moved,
-        "bytes_moved": c.bytes_moved,
-        "slack_old": c.slack.0,
-        "slack_new": c.slack.1,
-        "free_in_whole_new_clusters": c.free_groups,
-    })
 }

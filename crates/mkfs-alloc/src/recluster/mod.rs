@@ -83,6 +83,8 @@ mod evac;
 mod fat;
 mod plan;
 mod refusal;
+#[cfg(feature = "serde")]
+pub mod report;
 mod run;
 mod state;
 #[cfg(test)]

@@ -148,6 +148,12 @@ impl Plan {
         r / read_rate.max(1.0) + w / write_rate.max(1.0) + 7.0 * flush_secs
     }
 
+    /// [`Plan::estimate_seconds`] on a slow USB stick: 20 MB/s reads,
+    /// 5 MB/s writes (small scattered writes), 50 ms a flush.
+    pub fn estimate_stick_seconds(&self) -> f64 {
+        self.estimate_seconds(20e6, 5e6, 0.05)
+    }
+
     /// The first new cluster of old cluster `c` (`c` past the heap's
     /// first [`Plan::heap_shift`] new clusters' worth).
     pub fn translate(&self, c: u32) -> u32 {

@@ -589,3 +589,5 @@ mod evac;
 
 #[cfg(test)]
 mod fat;
+#[cfg(test)]
+mod report;
