@@ -35,7 +35,7 @@ pub enum Refusal {
         /// The cluster size.
         cluster: u64,
     },
-    /// A larger cluster: [`plan_from`] plans only the smaller sizes (the
+    /// A larger cluster: [`super::plan_from`] plans only the smaller sizes (the
     /// larger ones read the files' chains: [`super::plan()`]).
     LargerNotSupported {
         /// The cluster size now.
