@@ -229,19 +229,7 @@ fn print_text(args: &ReclusterArgs, job: &Job, p: &Plan) {
         sz(p.new.cluster_size),
         p.ratio
     );
-    outln!(
-        "  clusters       {} -> {}",
-        p.old.cluster_count,
-        p.new.cluster_count
-    );
-    outln!(
-        "  FAT            at byte {} ({}) -> at byte {} ({}); the old FAT's {} become unused",
-        p.old.fat_offset,
-        sz(p.old.fat_bytes),
-        p.new.fat_offset,
-        sz(p.new.fat_bytes),
-        sz(p.gap.1)
-    );
+    print_counts_and_fat(p);
     match &p.evacuate {
         _ if p.fat.is_some() => print_fat(p),
         None if p.new.heap_offset == p.old.heap_offset => outln!(
@@ -365,16 +353,9 @@ fn plan_json(shown: &Shown<'_>, would_refuse: Option<&str>) -> serde_json::Value
     serde_json::to_value(report).unwrap_or_default()
 }
 
-/// The plan of a larger cluster size, as text.
-fn print_larger(args: &ReclusterArgs, job: &Job, p: &Plan, c: &Coarse) {
+/// The plan's cluster counts and FATs, as text.
+fn print_counts_and_fat(p: &Plan) {
     let sz = format_size;
-    outln!("{}: re-cluster exFAT ({})", args.target.display(), job.step);
-    outln!(
-        "  cluster size   {} -> {} ({} old clusters per new one)",
-        sz(p.old.cluster_size),
-        sz(p.new.cluster_size),
-        c.group
-    );
     outln!(
         "  clusters       {} -> {}",
         p.old.cluster_count,
@@ -388,6 +369,19 @@ fn print_larger(args: &ReclusterArgs, job: &Job, p: &Plan, c: &Coarse) {
         sz(p.new.fat_bytes),
         sz(p.gap.1)
     );
+}
+
+/// The plan of a larger cluster size, as text.
+fn print_larger(args: &ReclusterArgs, job: &Job, p: &Plan, c: &Coarse) {
+    let sz = format_size;
+    outln!("{}: re-cluster exFAT ({})", args.target.display(), job.step);
+    outln!(
+        "  cluster size   {} -> {} ({} old clusters per new one)",
+        sz(p.old.cluster_size),
+        sz(p.new.cluster_size),
+        c.group
+    );
+    print_counts_and_fat(p);
     outln!(
         "  cluster heap   at byte {} (kept; {} the new cluster size)",
         p.new.heap_offset,

@@ -96,14 +96,7 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
             sector: g.sector_size,
         })
     })?;
-    let old = ExfatGeometry {
-        cluster_size: old_c,
-        cluster_count: g.cluster_count,
-        fat_offset: g.fat_offset - g.start,
-        fat_bytes: g.fat_bytes,
-        heap_offset: g.data_offset - g.start,
-        root_cluster: root_first,
-    };
+    let old = ExfatGeometry::of(g, root_first);
     // Fewer clusters than before: the count cannot pass exFAT's limit.
     let count = (g.fs_bytes - old.heap_offset) / cluster;
     let new_count =

@@ -4,7 +4,10 @@
 //! streamed, never held whole).
 
 use mkfs_alloc_blockio::{BlockIo, IoError};
-use mkfs_alloc_ondisk::exfat::{BitmapEntry, UpcaseEntry, TYPE_BITMAP, TYPE_FILE, TYPE_UPCASE};
+use mkfs_alloc_ondisk::exfat::{
+    file_attributes, BitmapEntry, FileEntry, StreamExtensionEntry, UpcaseEntry, TYPE_BITMAP,
+    TYPE_FILE, TYPE_STREAM_EXTENSION, TYPE_UPCASE,
+};
 use zerocopy::little_endian::U32;
 use zerocopy::FromBytes;
 
@@ -280,5 +283,30 @@ impl<D: BlockIo + ?Sized> BlockIo for Counting<'_, D> {
 
     fn flush(&mut self) -> Result<(), IoError> {
         self.inner.flush()
+    }
+}
+
+/// Of a file entry set `set` (of the file or directory at `path`): whether
+/// it is a directory, and its stream extension, to rewrite in place in the
+/// copy; `None` when the first entry is not a file entry.
+///
+/// # Errors
+///
+/// [`super::ReclusterError::unsupported`] for a file entry without its
+/// stream extension second.
+pub(super) fn file_stream<'s>(
+    set: &'s mut [u8],
+    path: &str,
+) -> Result<Option<(bool, &'s mut StreamExtensionEntry)>, super::ReclusterError> {
+    let (file, rest) = set.split_at_mut(ENTRY.min(set.len()));
+    let Ok((file, _)) = FileEntry::ref_from_prefix(file) else {
+        return Ok(None);
+    };
+    let is_dir = file.file_attributes.get() & file_attributes::DIRECTORY != 0;
+    match StreamExtensionEntry::mut_from_prefix(rest) {
+        Ok((st, _)) if st.entry_type == TYPE_STREAM_EXTENSION => Ok(Some((is_dir, st))),
+        _ => Err(super::ReclusterError::unsupported(format!(
+            "{path}: a file entry without its stream extension"
+        ))),
     }
 }

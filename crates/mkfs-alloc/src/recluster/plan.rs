@@ -32,6 +32,7 @@
 use mkfs_alloc_inspect::model::{EntrySet, Finding, RootDir, VolumeModel};
 use mkfs_alloc_inspect::FsKind;
 
+use super::refusal::refuse_findings;
 pub use super::refusal::Refusal;
 
 /// The largest exFAT cluster count (exFAT specification §3.1.9).
@@ -54,6 +55,21 @@ pub struct ExfatGeometry {
     pub heap_offset: u64,
     /// The root directory's first cluster.
     pub root_cluster: u32,
+}
+
+impl ExfatGeometry {
+    /// The geometry the reader found, offsets made relative to the volume
+    /// (`root_cluster`: the root directory's first cluster).
+    pub(super) fn of(g: &mkfs_alloc_inspect::model::Geometry, root_cluster: u32) -> Self {
+        ExfatGeometry {
+            cluster_size: g.cluster_size,
+            cluster_count: g.cluster_count,
+            fat_offset: g.fat_offset - g.start,
+            fat_bytes: g.fat_bytes,
+            heap_offset: g.data_offset - g.start,
+            root_cluster,
+        }
+    }
 }
 
 /// A directory and where its copy goes.
@@ -219,25 +235,7 @@ pub fn plan_from(
     if g.kind != FsKind::Exfat {
         return Err(Refusal::NotExfat { kind: g.kind });
     }
-    if let Some(f) = model
-        .findings
-        .iter()
-        .find(|f| f.refuses_change() && !(allow_dirty && is_volume_dirty(f)))
-    {
-        return Err(Refusal::Damaged { finding: f.clone() });
-    }
-    if model.findings_dropped > 0 {
-        return Err(Refusal::TooManyFindings);
-    }
-    if let Some(f) = model
-        .findings
-        .iter()
-        .find(|f| matches!(f, Finding::BadClusters { .. }))
-    {
-        return Err(Refusal::Unsupported {
-            what: format!("a volume with bad clusters ({f})"),
-        });
-    }
+    refuse_findings(model, |f| allow_dirty && is_volume_dirty(f))?;
     let sector = u64::from(g.sector_size);
     if !cluster.is_power_of_two() || cluster < sector || cluster > MAX_CLUSTER {
         return Err(Refusal::InvalidSize {
@@ -274,14 +272,7 @@ pub fn plan_from(
         old: old_c,
         new: cluster,
     })?;
-    let old = ExfatGeometry {
-        cluster_size: old_c,
-        cluster_count: g.cluster_count,
-        fat_offset: g.fat_offset - g.start,
-        fat_bytes: g.fat_bytes,
-        heap_offset: g.data_offset - g.start,
-        root_cluster: root_first,
-    };
+    let old = ExfatGeometry::of(g, root_first);
     // The heap keeps its offset; every byte after it is heap at the new size.
     let mut new_count = (g.fs_bytes - old.heap_offset) / cluster;
     if new_count > MAX_CLUSTERS {

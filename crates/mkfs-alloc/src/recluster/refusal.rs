@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use mkfs_alloc_inspect::model::Finding;
+use mkfs_alloc_inspect::model::{Finding, VolumeModel};
 use mkfs_alloc_inspect::FsKind;
 
 use super::plan::MAX_CLUSTERS;
@@ -118,4 +118,40 @@ impl fmt::Display for Refusal {
             Refusal::Unsupported { what } => write!(f, "not supported yet: {what}"),
         }
     }
+}
+
+/// The findings that refuse a change of the volume `model` describes,
+/// first one first: a damaged or inconsistent volume (unless `allowed`:
+/// the marks an unfinished run of this job leaves), more findings than the
+/// reader keeps, and bad clusters (which only [`super::plan()`] carries
+/// over, after listing them).
+///
+/// # Errors
+///
+/// [`Refusal::Damaged`], [`Refusal::TooManyFindings`] or
+/// [`Refusal::Unsupported`].
+pub(super) fn refuse_findings(
+    model: &VolumeModel,
+    allowed: impl Fn(&Finding) -> bool,
+) -> Result<(), Refusal> {
+    if let Some(f) = model
+        .findings
+        .iter()
+        .find(|f| f.refuses_change() && !allowed(f))
+    {
+        return Err(Refusal::Damaged { finding: f.clone() });
+    }
+    if model.findings_dropped > 0 {
+        return Err(Refusal::TooManyFindings);
+    }
+    if let Some(f) = model
+        .findings
+        .iter()
+        .find(|f| matches!(f, Finding::BadClusters { .. }))
+    {
+        return Err(Refusal::Unsupported {
+            what: format!("a volume with bad clusters ({f})"),
+        });
+    }
+    Ok(())
 }

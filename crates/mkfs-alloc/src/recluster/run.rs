@@ -3,15 +3,14 @@
 
 use mkfs_alloc_blockio::{BlockIo, IoError};
 use mkfs_alloc_ondisk::exfat::{
-    file_attributes, secondary_flags, set_checksum, BootSector, FileEntry, StreamExtensionEntry,
-    TYPE_BITMAP, TYPE_FILE, TYPE_FILE_NAME, TYPE_GUID, TYPE_LABEL, TYPE_STREAM_EXTENSION,
-    TYPE_UPCASE,
+    secondary_flags, set_checksum, BootSector, FileEntry, TYPE_BITMAP, TYPE_FILE, TYPE_FILE_NAME,
+    TYPE_GUID, TYPE_LABEL, TYPE_STREAM_EXTENSION, TYPE_UPCASE,
 };
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::FromBytes;
 
 use super::bad::BAD;
-use super::disk::{for_each_entry, read_at, write_at, DirEntry, FatReader, FatWriter};
+use super::disk::{file_stream, for_each_entry, read_at, write_at, DirEntry, FatReader, FatWriter};
 use super::plan::Plan;
 use super::state::{new_region, set_dirty, Intent, Region};
 use super::ReclusterError;
@@ -212,18 +211,8 @@ impl Executor<'_> {
                 "{path}: a secondary entry of type {t:#04x}"
             )));
         }
-        let (file, rest) = set.split_at_mut(ENTRY);
-        let Ok((file, _)) = FileEntry::ref_from_prefix(file) else {
+        let Some((is_dir, stream)) = file_stream(set, path)? else {
             return Ok(());
-        };
-        let is_dir = file.file_attributes.get() & file_attributes::DIRECTORY != 0;
-        let stream = match StreamExtensionEntry::mut_from_prefix(rest) {
-            Ok((st, _)) if st.entry_type == TYPE_STREAM_EXTENSION => st,
-            _ => {
-                return Err(ReclusterError::unsupported(format!(
-                    "{path}: a file entry without its stream extension"
-                )))
-            }
         };
         let first = stream.first_cluster.get();
         if first != 0 {

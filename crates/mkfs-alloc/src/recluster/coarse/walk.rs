@@ -7,19 +7,16 @@ use std::collections::HashMap;
 
 use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_inspect::model::ClusterBits;
-use mkfs_alloc_ondisk::exfat::{
-    file_attributes, secondary_flags, set_checksum, FileEntry, StreamExtensionEntry,
-    TYPE_STREAM_EXTENSION,
-};
+use mkfs_alloc_ondisk::exfat::{secondary_flags, set_checksum, FileEntry};
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::FromBytes;
 
-use super::super::disk::{for_each_entry, read_at, write_at, DirEntry, FatReader, FatWriter};
+use super::super::disk::{
+    file_stream, for_each_entry, read_at, write_at, DirEntry, FatReader, FatWriter,
+};
 use super::super::plan::{DirCopy, Plan};
 use super::super::ReclusterError;
 
-/// Bytes of a directory entry.
-const ENTRY: usize = 32;
 /// End of a FAT chain.
 const EOC: u32 = 0xFFFF_FFFF;
 
@@ -285,18 +282,8 @@ impl<'a> Pass<'a> {
         set: &mut [u8],
         path: &str,
     ) -> Result<(), ReclusterError> {
-        let (file, rest) = set.split_at_mut(ENTRY);
-        let Ok((file, _)) = FileEntry::ref_from_prefix(file) else {
+        let Some((is_dir, stream)) = file_stream(set, path)? else {
             return Ok(());
-        };
-        let is_dir = file.file_attributes.get() & file_attributes::DIRECTORY != 0;
-        let stream = match StreamExtensionEntry::mut_from_prefix(rest) {
-            Ok((st, _)) if st.entry_type == TYPE_STREAM_EXTENSION => st,
-            _ => {
-                return Err(ReclusterError::unsupported(format!(
-                    "{path}: a file entry without its stream extension"
-                )))
-            }
         };
         let first = stream.first_cluster.get();
         let flags = stream.general_secondary_flags;

@@ -121,14 +121,7 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
         disk::read_at(dev, intent_offset, &mut rec)?;
     }
     let intent = Intent::read(&rec);
-    let now = ExfatGeometry {
-        cluster_size: g.cluster_size,
-        cluster_count: g.cluster_count,
-        fat_offset: g.fat_offset - g.start,
-        fat_bytes: g.fat_bytes,
-        heap_offset: g.data_offset - g.start,
-        root_cluster: root,
-    };
+    let now = ExfatGeometry::of(g, root);
     let mut job = Job {
         step: Step::Nothing,
         plan: None,

@@ -29,6 +29,7 @@ use mkfs_alloc_inspect::model::{DirtyMark, EntrySet, Finding, RootDir, VolumeMod
 use mkfs_alloc_inspect::FsKind;
 
 use super::super::plan::{Allocator, DirCopy, ExfatGeometry, Plan, Refusal};
+use super::super::refusal::refuse_findings;
 
 /// The sector of the intent record: after FSInfo (1) and the backup boot
 /// sector and FSInfo (6, 7), in the reserved sectors of both volumes.
@@ -142,25 +143,7 @@ pub(in super::super) fn plan_fat(
     if g.kind != FsKind::Fat32 {
         return Err(Refusal::NotExfat { kind: g.kind });
     }
-    if let Some(f) = model
-        .findings
-        .iter()
-        .find(|f| f.refuses_change() && !(input.allow_dirty && ours(f)))
-    {
-        return Err(Refusal::Damaged { finding: f.clone() });
-    }
-    if model.findings_dropped > 0 {
-        return Err(Refusal::TooManyFindings);
-    }
-    if let Some(f) = model
-        .findings
-        .iter()
-        .find(|f| matches!(f, Finding::BadClusters { .. }))
-    {
-        return Err(Refusal::Unsupported {
-            what: format!("a volume with bad clusters ({f})"),
-        });
-    }
+    refuse_findings(model, |f| input.allow_dirty && ours(f))?;
     let (s, cluster, old_c) = (u64::from(g.sector_size), input.cluster, g.cluster_size);
     if !cluster.is_power_of_two() || cluster < s {
         return Err(Refusal::InvalidSize {
