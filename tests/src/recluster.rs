@@ -5,7 +5,7 @@
 
 use crate::tools::require_tool;
 use crate::{mkfs_alloc, run, test_data, FuseMount, LoopDevice, TempDir};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// An exFAT image of ours of 32 MiB made with `opts` (cluster size,
 /// alignment) holding a small tree (five files of 3 bytes to 280 KB, one of
@@ -176,4 +176,37 @@ pub fn fsck_every_cut_state(img: &Path, cluster: u64) {
         "fsck.exfat on {states} cut states of {ops} ops: all consistent ({dirty_states} reported \
          only as dirty, {torn_states} a main boot region torn whose backup is consistent)"
     );
+}
+
+/// Files by path and bytes, as [`tool_tree`] gives them.
+pub type Tree = Vec<(String, Vec<u8>)>;
+
+/// An image of `size` made by `mkfs.exfat ARGS` in `tmp` (as `v.img`),
+/// filled through exfat-fuse with [`tool_tree`] and then two files (of 3
+/// and 2 MiB, from `seeds`) written interleaved in `piece`-byte pieces
+/// ([`write_interleaved`]). Returns the image, the tree and the two files.
+pub fn mkfs_exfat_filled(
+    tmp: &TempDir,
+    size: &str,
+    args: &[&str],
+    seeds: (u64, u64),
+    piece: usize,
+) -> (PathBuf, Tree, Vec<u8>, Vec<u8>) {
+    let img = tmp.join("v.img");
+    let p = img.to_str().expect("utf-8");
+    run("truncate", &["-s", size, p]).assert_success();
+    let mut mkfs_args = args.to_vec();
+    mkfs_args.push(p);
+    run(require_tool("mkfs.exfat"), &mkfs_args).assert_success();
+    let tree = tool_tree();
+    let (a, b) = (test_data(3 << 20, seeds.0), test_data(2 << 20, seeds.1));
+    {
+        let lo = LoopDevice::attach(&img);
+        let mnt = tmp.subdir("mnt");
+        let m = FuseMount::exfat(lo.path(), &mnt);
+        write_tree(&mnt, &tree);
+        write_interleaved(&mnt, &a, &b, piece);
+        m.unmount();
+    }
+    (img, tree, a, b)
 }

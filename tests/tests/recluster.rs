@@ -9,8 +9,8 @@
 
 use mkfs_alloc_tests::checks::{dump_exfat_cluster_size, fsck_exfat_clean};
 use mkfs_alloc_tests::recluster::{
-    assert_files_through_fuse, fsck_every_cut_state, our_image_with, tool_tree, write_interleaved,
-    write_tree,
+    assert_files_through_fuse, fsck_every_cut_state, mkfs_exfat_filled, our_image_with, tool_tree,
+    write_interleaved, write_tree,
 };
 use mkfs_alloc_tests::tools::{require_fuse, require_root, require_tool};
 use mkfs_alloc_tests::{mkfs_alloc, run, test_data, FuseMount, LoopDevice, TempDir};
@@ -143,20 +143,8 @@ fn mkfs_exfat_at_4k_reclusters_to_128k(size: &str) -> String {
     require_root();
     require_fuse();
     let tmp = TempDir::new("recluster-larger");
-    let img = tmp.join("v.img");
+    let (img, tree, a, b) = mkfs_exfat_filled(&tmp, size, &["-c", "4K"], (31, 32), 48 << 10);
     let p = img.to_str().expect("utf-8");
-    run("truncate", &["-s", size, p]).assert_success();
-    run(require_tool("mkfs.exfat"), &["-c", "4K", p]).assert_success();
-    let tree = tool_tree();
-    let (a, b) = (test_data(3 << 20, 31), test_data(2 << 20, 32));
-    {
-        let lo = LoopDevice::attach(&img);
-        let mnt = tmp.subdir("mnt");
-        let m = FuseMount::exfat(lo.path(), &mnt);
-        write_tree(&mnt, &tree);
-        write_interleaved(&mnt, &a, &b, 48 << 10);
-        m.unmount();
-    }
     fsck_exfat_clean(&img);
     let dry = mkfs_alloc(&["recluster", "--cluster", "128K", "--dry-run", "--json", p]);
     dry.assert_success();

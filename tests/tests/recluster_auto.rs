@@ -13,11 +13,10 @@
 
 use mkfs_alloc_tests::checks::{dump_exfat_cluster_size, fsck_exfat_clean};
 use mkfs_alloc_tests::recluster::{
-    assert_files_through_fuse, fsck_every_cut_state, our_image_with, tool_tree, write_interleaved,
-    write_tree,
+    assert_files_through_fuse, fsck_every_cut_state, mkfs_exfat_filled, our_image_with, write_tree,
 };
-use mkfs_alloc_tests::tools::{require_fuse, require_root, require_tool};
-use mkfs_alloc_tests::{mkfs_alloc, run, test_data, FuseMount, LoopDevice, TempDir};
+use mkfs_alloc_tests::tools::{require_fuse, require_root};
+use mkfs_alloc_tests::{mkfs_alloc, TempDir};
 use std::path::Path;
 
 #[test]
@@ -127,24 +126,9 @@ fn auto_on_a_mkfs_exfat_128k_volume_takes_the_advice_for_its_files() {
     require_root();
     require_fuse();
     let tmp = TempDir::new("recluster-auto");
-    let img = tmp.join("v.img");
+    let args = ["-c", "128K", "-L", "STICK"];
+    let (img, tree, a, b) = mkfs_exfat_filled(&tmp, "256M", &args, (31, 32), 256 << 10);
     let p = img.to_str().expect("utf-8");
-    run("truncate", &["-s", "256M", p]).assert_success();
-    run(
-        require_tool("mkfs.exfat"),
-        &["-c", "128K", "-L", "STICK", p],
-    )
-    .assert_success();
-    let tree = tool_tree();
-    let (a, b) = (test_data(3 << 20, 31), test_data(2 << 20, 32));
-    {
-        let lo = LoopDevice::attach(&img);
-        let mnt = tmp.subdir("mnt");
-        let m = FuseMount::exfat(lo.path(), &mnt);
-        write_tree(&mnt, &tree);
-        write_interleaved(&mnt, &a, &b, 256 << 10);
-        m.unmount();
-    }
     fsck_exfat_clean(&img);
     let (want, reason) = advised(&tmp, "256M", &tree, &a, &b);
     let dry = mkfs_alloc(&["recluster", "--cluster", "auto", "--dry-run", p]);
@@ -210,24 +194,9 @@ fn bad_clusters_of_a_mkfs_exfat_volume_are_carried_over_to_4k() {
     require_root();
     require_fuse();
     let tmp = TempDir::new("recluster-bad");
-    let img = tmp.join("v.img");
+    let args = ["-c", "128K", "-L", "STICK"];
+    let (img, tree, a, b) = mkfs_exfat_filled(&tmp, "256M", &args, (41, 42), 256 << 10);
     let p = img.to_str().expect("utf-8");
-    run("truncate", &["-s", "256M", p]).assert_success();
-    run(
-        require_tool("mkfs.exfat"),
-        &["-c", "128K", "-L", "STICK", p],
-    )
-    .assert_success();
-    let tree = tool_tree();
-    let (a, b) = (test_data(3 << 20, 41), test_data(2 << 20, 42));
-    {
-        let lo = LoopDevice::attach(&img);
-        let mnt = tmp.subdir("mnt");
-        let m = FuseMount::exfat(lo.path(), &mnt);
-        write_tree(&mnt, &tree);
-        write_interleaved(&mnt, &a, &b, 256 << 10);
-        m.unmount();
-    }
     let bad = mark_bad(&img, 3);
     fsck_exfat_clean(&img);
     let dry = mkfs_alloc(&["recluster", "--cluster", "4K", "--dry-run", p]);
