@@ -299,21 +299,7 @@ fn print_text(args: &ReclusterArgs, job: &Job, p: &Plan) {
         sz(p.files_allocated.0),
         sz(p.files_allocated.1)
     );
-    outln!(
-        "  free           {} -> {} (gained {})",
-        sz(p.free_before),
-        sz(p.free_after),
-        signed(p.space_gained())
-    );
-    outln!(
-        "  I/O            reads {}, writes {}",
-        sz(p.bytes_read),
-        sz(p.bytes_written)
-    );
-    outln!(
-        "  time           about {:.1} s on a stick that reads 20 MB/s and writes 5 MB/s",
-        p.estimate_stick_seconds()
-    );
+    print_totals(p);
 }
 
 /// A FAT volume's reserved sectors and data region.
@@ -351,6 +337,26 @@ fn signed(v: i128) -> String {
 fn plan_json(shown: &Shown<'_>, would_refuse: Option<&str>) -> serde_json::Value {
     let report = recluster::report::JobReport::new(shown.job, shown.choice, would_refuse);
     serde_json::to_value(report).unwrap_or_default()
+}
+
+/// The plan's free space, I/O and time estimate, as text.
+fn print_totals(p: &Plan) {
+    let sz = format_size;
+    outln!(
+        "  free           {} -> {} (gained {})",
+        sz(p.free_before),
+        sz(p.free_after),
+        signed(p.space_gained())
+    );
+    outln!(
+        "  I/O            reads {}, writes {}",
+        sz(p.bytes_read),
+        sz(p.bytes_written)
+    );
+    outln!(
+        "  time           about {:.1} s on a stick that reads 20 MB/s and writes 5 MB/s",
+        p.estimate_stick_seconds()
+    );
 }
 
 /// The plan's cluster counts and FATs, as text.
@@ -421,19 +427,5 @@ fn print_larger(args: &ReclusterArgs, job: &Job, p: &Plan, c: &Coarse) {
         sz(c.slack.0),
         sz(c.slack.1)
     );
-    outln!(
-        "  free           {} -> {} (gained {})",
-        sz(p.free_before),
-        sz(p.free_after),
-        signed(p.space_gained())
-    );
-    outln!(
-        "  I/O            reads {}, writes {}",
-        sz(p.bytes_read),
-        sz(p.bytes_written)
-    );
-    outln!(
-        "  time           about {:.1} s on a stick that reads 20 MB/s and writes 5 MB/s",
-        p.estimate_stick_seconds()
-    );
+    print_totals(p);
 }
