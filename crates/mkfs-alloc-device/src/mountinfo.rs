@@ -11,8 +11,17 @@
 //! file system type and (10) the mount source. Fields (7) are optional and
 //! end with `-`. Spaces, tabs, newlines and backslashes are escaped as octal
 //! (`\040`).
+//!
+//! Reading: the file is a seq_file (`fs/proc_namespace.c`); each read(2)
+//! fills at most one kernel buffer and the next resumes where the last
+//! stopped. Since Linux 5.8 that place is a cursor in the mount list
+//! (`fs/namespace.c`, "proc/mounts: add cursor"); before, it was a record
+//! index, so a mount or unmount between two reads could hide a line or
+//! show one twice. [`read_table`] reads until two readings agree.
 
-use std::path::PathBuf;
+use std::fs;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
 
 /// One mount.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +37,40 @@ pub(crate) struct Mount {
     pub fs_type: String,
     /// Mount source (`/dev/sdb1`, `/dev/loop3` for exfat-fuse, `tmpfs`).
     pub source: String,
+}
+
+/// Readings taken while the table keeps changing between two of them.
+const READINGS: usize = 5;
+
+/// A seq_file table of `/proc` (`/proc/self/mountinfo`, `/proc/locks`):
+/// the whole text, read in reads of 64 KiB.
+pub(crate) fn read_whole(path: &Path) -> io::Result<String> {
+    let mut file = fs::File::open(path)?;
+    let mut text = Vec::new();
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        match file.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => text.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(String::from_utf8_lossy(&text).into_owned())
+}
+
+/// `path` (a mount table) read again until two readings agree, up to
+/// [`READINGS`] times; the last reading when the table never settles.
+pub(crate) fn read_table(path: &Path) -> io::Result<String> {
+    let mut last = read_whole(path)?;
+    for _ in 1..READINGS {
+        let next = read_whole(path)?;
+        if next == last {
+            break;
+        }
+        last = next;
+    }
+    Ok(last)
 }
 
 /// Parses the whole file; malformed lines are skipped.
@@ -115,5 +158,26 @@ bad line
         assert_eq!(unescape("trailing\\04"), "trailing\\04");
         assert_eq!(unescape("\\xyz"), "\\xyz");
         assert_eq!(unescape("\\é12"), "\\é12");
+    }
+
+    #[test]
+    fn a_table_longer_than_one_read_comes_whole() {
+        let dir = std::env::temp_dir().join(format!("mkfs-alloc-mountinfo-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("table");
+        let line = "27 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n";
+        let text = line.repeat(3_000); // 168,000 bytes: three reads of 64 KiB
+        fs::write(&file, &text).unwrap();
+        assert_eq!(read_whole(&file).unwrap(), text);
+        assert_eq!(read_table(&file).unwrap(), text);
+        assert_eq!(parse(&read_table(&file).unwrap()).len(), 3_000);
+        assert!(read_table(&dir.join("absent")).is_err());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn this_process_mount_table_holds_the_root() {
+        let text = read_table(Path::new("/proc/self/mountinfo")).unwrap();
+        assert!(parse(&text).iter().any(|m| m.mountpoint == Path::new("/")));
     }
 }

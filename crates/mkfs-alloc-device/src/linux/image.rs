@@ -86,7 +86,7 @@ pub(crate) fn image_mounts(file: &Path) -> Vec<ImageMount> {
     let Some(id) = file_id(file) else {
         return Vec::new();
     };
-    let text = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let text = mountinfo::read_table(Path::new("/proc/self/mountinfo")).unwrap_or_default();
     let mounts = mountinfo::parse(&text);
     // Mounts whose source is the file. Only FUSE mounts name a regular
     // file as their source (kernel file systems on a file go through a

@@ -175,7 +175,7 @@ struct Env {
 impl Env {
     fn load() -> Result<Env, DeviceError> {
         let mi = Path::new("/proc/self/mountinfo");
-        let text = fs::read_to_string(mi).map_err(|e| DeviceError::io(mi, "read", e))?;
+        let text = mountinfo::read_table(mi).map_err(|e| DeviceError::io(mi, "read", e))?;
         let mounts = mountinfo::parse(&text);
         let mount_src: Vec<Option<DevNum>> = mounts.iter().map(|m| source_dev(&m.source)).collect();
         let mut root_chain = HashSet::new();

@@ -18,8 +18,7 @@
 //! fills at most one buffer, a page at first).
 
 use std::fs;
-use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::LockHolder;
@@ -166,14 +165,7 @@ const READINGS: usize = 5;
 /// of 64 KiB: a table that fits one kernel buffer comes whole in the first
 /// read(2), which the kernel serves under its lock-list lock.
 fn read_locks() -> String {
-    let mut text = Vec::new();
-    if let Ok(mut file) = fs::File::open("/proc/locks") {
-        let mut chunk = vec![0u8; 64 << 10];
-        while let Ok(n @ 1..) = file.read(&mut chunk) {
-            text.extend_from_slice(&chunk[..n]);
-        }
-    }
-    String::from_utf8_lossy(&text).into_owned()
+    crate::mountinfo::read_whole(Path::new("/proc/locks")).unwrap_or_default()
 }
 
 /// The granted `FLOCK` entries on (`dev`, `ino`), each once, read again
