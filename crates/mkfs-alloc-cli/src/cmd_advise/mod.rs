@@ -22,6 +22,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 mod render;
+mod volume;
 pub use render::render;
 
 const EXAMPLES: &str = "\
@@ -120,6 +121,27 @@ pub fn run(args: &AdviseArgs) -> Result<(), Failure> {
         AdviseFs::Fat12 => FsSelection::Fat12,
         AdviseFs::Both => FsSelection::Both,
     };
+    let policy = Policy {
+        max_waste_percent: args.max_waste,
+        beyond_compat: args.allow_large_clusters,
+    };
+    // A target holding a volume with files, and no PATHs: the files on it.
+    if let (Some(t), true) = (&args.target, args.paths.is_empty()) {
+        let fs = (args.fs != AdviseFs::Both).then_some(selection);
+        if let Some(v) = volume::read(t, fs, args.sector_size, &policy) {
+            if args.json {
+                outln!("{}", volume::json(&v, t)?);
+            } else {
+                let unicode = std::io::stdout().is_terminal();
+                print!(
+                    "{}",
+                    render(&v.advice, Some(&v.data), std::slice::from_ref(t), unicode)
+                );
+                print!("{}", volume::text(&v.on_volume, t));
+            }
+            return Ok(());
+        }
+    }
     let data = if args.paths.is_empty() {
         None
     } else {
@@ -129,10 +151,6 @@ pub fn run(args: &AdviseArgs) -> Result<(), Failure> {
         (Some(s), _) => s,
         (None, Some(t)) => mkfs_alloc_device::read_block_size(t),
         (None, None) => 512,
-    };
-    let policy = Policy {
-        max_waste_percent: args.max_waste,
-        beyond_compat: args.allow_large_clusters,
     };
     let advice = advise_with(volume, sector_size, selection, data.as_ref(), &policy)
         .map_err(|e| usage(crate::hints::advise_error(e)))?;
