@@ -111,7 +111,7 @@ fn a_refusal_of_autos_size_names_it_and_writes_nothing() {
 
 #[test]
 fn the_tally_counts_names_per_directory_as_a_scan_does() {
-    let mut t = super::super::auto::Tally::default();
+    let mut t = crate::existing::Tally::default();
     let set = |path: &str, is_dir: bool, size: u64| EntrySet {
         path: path.into(),
         is_dir,
