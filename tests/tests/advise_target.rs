@@ -17,7 +17,7 @@ use mkfs_alloc_tests::recluster::{
     fat_tool_tree, mkfs_exfat_filled, mkfs_fat_filled, our_image_with, write_tree,
 };
 use mkfs_alloc_tests::tools::{require_fuse, require_root};
-use mkfs_alloc_tests::{mkfs_alloc, TempDir};
+use mkfs_alloc_tests::{mkfs_alloc, LoopDevice, TempDir};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -82,8 +82,10 @@ fn check_against_host(img: &Path, host: &Path, fs: &str) -> Value {
     assert_eq!(on["recommended_cluster_size"], rec, "{on:#}");
     assert_eq!(on["files"], v["data"]["files"]);
     assert_eq!(on["file_bytes"], v["data"]["apparent_bytes"]);
+    eprintln!("{p}: on_volume {on:#}");
     // What recluster --cluster auto picks: its plan, or its refusal of it.
     let dry = mkfs_alloc(&["recluster", "--cluster", "auto", "--dry-run", "--json", p]);
+    eprintln!("recluster --cluster auto --dry-run: exit {:?}", dry.code);
     if dry.code == Some(0) {
         let d: Value = serde_json::from_str(&dry.stdout).expect("json");
         assert_eq!(d["auto"]["cluster_size"], rec, "{d:#}");
@@ -244,6 +246,27 @@ fn a_mkfs_exfat_volume_filled_through_exfat_fuse_is_advised_from_its_files() {
     let holds = format!(
         "holds exFAT volume (whole medium, 256 MiB, 128 KiB clusters): {files} files in {dirs} directories, "
     );
+    // A device: the probe's confirmation says it too (a copy, through a
+    // loop device), and the probe runs as it would without.
+    let copy = tmp.join("copy.img");
+    std::fs::copy(&img, &copy).expect("copy");
+    {
+        let lo = LoopDevice::attach_direct(&copy);
+        let dev = lo.path().to_str().expect("utf-8");
+        let out = mkfs_alloc(&["probe", "--no-speed", "--yes", dev]);
+        out.assert_success();
+        let line = format!(
+            "  holds      exFAT volume (whole medium, 256 MiB, 128 KiB clusters): {files} files"
+        );
+        assert!(out.stderr.contains(&line), "want {line:?}\n{out}");
+        assert!(
+            out.stderr.contains(&format!("({} bytes)", grouped(bytes))),
+            "{out}"
+        );
+        let quiet = mkfs_alloc(&["probe", "--no-speed", "--yes", "-q", dev]);
+        quiet.assert_success();
+        assert!(!quiet.stderr.contains("holds"), "{quiet}");
+    }
     check_text_and_probe(&img, &v, &holds);
 }
 
