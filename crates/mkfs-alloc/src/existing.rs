@@ -192,16 +192,6 @@ pub struct OnVolume {
     pub refusal: Option<String>,
 }
 
-impl OnVolume {
-    /// The command that re-clusters the volume on `target` to the
-    /// recommendation, e.g. `mkfs-alloc recluster --cluster 4K card.img`.
-    pub fn recluster_command(&self, target: &str) -> Option<String> {
-        self.recluster_cluster
-            .as_ref()
-            .map(|c| format!("mkfs-alloc recluster --cluster {c} {target}"))
-    }
-}
-
 /// The advice for the files on the medium's one volume.
 #[derive(Debug, Clone)]
 #[non_exhaustive]

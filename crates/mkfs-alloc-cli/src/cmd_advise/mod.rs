@@ -31,8 +31,9 @@ Examples:
     mkfs-alloc advise --size 128G ~/Pictures
   Only exFAT, allowing 2% waste, as JSON:
     mkfs-alloc advise --size 64G --fs exfat --max-waste 2 --json ~/Music
-  The volume size of an existing image:
-    mkfs-alloc advise --target card.img
+  A stick that holds files: the advice for them, and the re-cluster to run:
+    mkfs-alloc advise --target /dev/sdb1
+  The size of an image or device, for these photos:
     mkfs-alloc advise --target /dev/sdb ~/Photos
 
 Waste = the clusters the files and directories take (not the root
@@ -42,8 +43,10 @@ The recommendation is the largest cluster size whose waste stays within
 --max-waste and that every common system handles (FAT32 up to 32 KiB,
 exFAT up to 1 MiB; beyond only with --allow-large-clusters), never below
 4 KiB unless the volume requires it; none when the data fits at no such
-size. Without PATHs, the --cluster auto rule. Each hard link counts as a
-file (a copy onto FAT or exFAT stores it so) unless --hard-links-once.";
+size. Without PATHs, the --cluster auto rule; with --target, the files
+on its FAT/exFAT volume if it holds any (the size recluster --cluster
+auto takes). Each hard link counts as a file (a copy onto FAT or exFAT
+stores it so) unless --hard-links-once.";
 
 /// File systems to advise on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -68,7 +71,9 @@ pub struct AdviseArgs {
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
     /// An image file or block device whose size (and, for a device, sector
-    /// size) is the volume's.
+    /// size) is the volume's. Without PATHs, a FAT/exFAT volume on it that
+    /// holds files is advised from its files (its file system, size and
+    /// sector size; `--fs` another file system).
     #[arg(long, value_name = "IMAGE|DEVICE", conflicts_with = "size")]
     pub target: Option<PathBuf>,
     /// Also recommend cluster sizes beyond the compatibility limit (FAT32

@@ -71,10 +71,18 @@ pub fn json(v: &VolumeAdvice, target: &Path) -> Result<String, Failure> {
         advice: &v.advice,
         on_volume: OnVolumeDoc {
             v: &v.on_volume,
-            recluster_command: v.on_volume.recluster_command(&target.display().to_string()),
+            recluster_command: recluster_command(&v.on_volume, target),
         },
     };
     serde_json::to_string_pretty(&doc).map_err(|e| Failure::Io(anyhow!(e).context("writing JSON")))
+}
+
+/// The command that re-clusters the volume on `target` to the
+/// recommendation, e.g. `mkfs-alloc recluster --cluster 4K card.img`.
+fn recluster_command(on: &OnVolume, target: &Path) -> Option<String> {
+    on.recluster_cluster
+        .as_ref()
+        .map(|c| format!("mkfs-alloc recluster --cluster {c} {}", target.display()))
 }
 
 fn waste(bytes: Option<u64>, percent: Option<f64>) -> String {
@@ -131,7 +139,7 @@ pub fn text(on: &OnVolume, target: &Path) -> String {
             let _ = writeln!(o, "  no cluster size is recommended for {}", on.fs);
         }
     }
-    if let Some(cmd) = on.recluster_command(&target.display().to_string()) {
+    if let Some(cmd) = recluster_command(on, target) {
         let _ = writeln!(o, "  to change it in place: {cmd}");
     }
     if let Some(r) = &on.refusal {
