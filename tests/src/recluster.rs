@@ -1,7 +1,7 @@
 //! What the re-cluster's black-box tests share: an image of ours holding
 //! a small tree, the tree written through exfat-fuse and its comparison
 //! read back through exfat-fuse, and fsck.exfat on every state a cut
-//! re-cluster leaves.
+//! re-cluster leaves; a FAT volume made by mkfs.fat and filled by mtools.
 
 use crate::tools::require_tool;
 use crate::{mkfs_alloc, run, test_data, FuseMount, LoopDevice, TempDir};
@@ -209,4 +209,66 @@ pub fn mkfs_exfat_filled(
         m.unmount();
     }
     (img, tree, a, b)
+}
+
+/// The tree mtools writes: long names, subdirectories, sizes from empty
+/// to several clusters.
+pub fn fat_tool_tree() -> Vec<(String, Vec<u8>)> {
+    let mut v = vec![
+        ("readme.txt".to_string(), test_data(100, 1)),
+        ("empty".to_string(), Vec::new()),
+        (
+            "A long photo name 0001.jpeg".to_string(),
+            test_data(70_003, 2),
+        ),
+        ("photos/b.jpg".to_string(), test_data(9_000, 3)),
+        (
+            "photos/Holiday in the mountains.raw".to_string(),
+            test_data(900_000, 4),
+        ),
+        ("docs/deep/er/note.md".to_string(), test_data(4097, 5)),
+    ];
+    for i in 0..30usize {
+        v.push((
+            format!("many/file number {i:02}.txt"),
+            test_data(700 * i + 1, 6),
+        ));
+    }
+    v
+}
+
+/// `mkfs.fat ARGS` on a sparse image of `size`, filled with [`fat_tool_tree`] by
+/// mmd and mcopy.
+pub fn mkfs_fat_filled(tmp: &TempDir, size: u64, args: &[&str]) -> PathBuf {
+    let img = tmp.join("v.img");
+    std::fs::File::create(&img)
+        .and_then(|f| f.set_len(size))
+        .expect("image");
+    let mut all: Vec<&str> = args.to_vec();
+    all.push(img.to_str().expect("utf-8"));
+    run(require_tool("mkfs.fat"), &all).assert_success();
+    let host = tmp.subdir("in");
+    let mut made = std::collections::BTreeSet::new();
+    for (i, (path, data)) in fat_tool_tree().iter().enumerate() {
+        let mut dir = String::new();
+        for part in path
+            .split('/')
+            .rev()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+        {
+            dir = format!("{dir}/{part}");
+            if made.insert(dir.clone()) {
+                crate::checks::mtools("mmd", &img, &[&format!("::{dir}")]).assert_success();
+            }
+        }
+        let file = host.join(format!("f{i}"));
+        std::fs::write(&file, data).expect("write");
+        let to = format!("::/{path}");
+        crate::checks::mtools("mcopy", &img, &[file.to_str().expect("utf-8"), &to])
+            .assert_success();
+    }
+    img
 }

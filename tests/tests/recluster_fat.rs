@@ -7,69 +7,9 @@
 //! on every state a cut leaves finds every file's chain intact.
 
 use mkfs_alloc_tests::checks::{fsck_fat_clean, fsck_fat_geometry, mtools};
-use mkfs_alloc_tests::{mkfs_alloc, require_tool, run, test_data, TempDir};
-use std::path::{Path, PathBuf};
-
-/// The tree mtools writes: long names, subdirectories, sizes from empty
-/// to several clusters.
-fn tree() -> Vec<(String, Vec<u8>)> {
-    let mut v = vec![
-        ("readme.txt".to_string(), test_data(100, 1)),
-        ("empty".to_string(), Vec::new()),
-        (
-            "A long photo name 0001.jpeg".to_string(),
-            test_data(70_003, 2),
-        ),
-        ("photos/b.jpg".to_string(), test_data(9_000, 3)),
-        (
-            "photos/Holiday in the mountains.raw".to_string(),
-            test_data(900_000, 4),
-        ),
-        ("docs/deep/er/note.md".to_string(), test_data(4097, 5)),
-    ];
-    for i in 0..30usize {
-        v.push((
-            format!("many/file number {i:02}.txt"),
-            test_data(700 * i + 1, 6),
-        ));
-    }
-    v
-}
-
-/// `mkfs.fat ARGS` on a sparse image of `size`, filled with [`tree`] by
-/// mmd and mcopy.
-fn mkfs_fat_filled(tmp: &TempDir, size: u64, args: &[&str]) -> PathBuf {
-    let img = tmp.join("v.img");
-    std::fs::File::create(&img)
-        .and_then(|f| f.set_len(size))
-        .expect("image");
-    let mut all: Vec<&str> = args.to_vec();
-    all.push(img.to_str().expect("utf-8"));
-    run(require_tool("mkfs.fat"), &all).assert_success();
-    let host = tmp.subdir("in");
-    let mut made = std::collections::BTreeSet::new();
-    for (i, (path, data)) in tree().iter().enumerate() {
-        let mut dir = String::new();
-        for part in path
-            .split('/')
-            .rev()
-            .skip(1)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-        {
-            dir = format!("{dir}/{part}");
-            if made.insert(dir.clone()) {
-                mtools("mmd", &img, &[&format!("::{dir}")]).assert_success();
-            }
-        }
-        let file = host.join(format!("f{i}"));
-        std::fs::write(&file, data).expect("write");
-        let to = format!("::/{path}");
-        mtools("mcopy", &img, &[file.to_str().expect("utf-8"), &to]).assert_success();
-    }
-    img
-}
+use mkfs_alloc_tests::recluster::{fat_tool_tree as tree, mkfs_fat_filled};
+use mkfs_alloc_tests::{mkfs_alloc, require_tool, run, TempDir};
+use std::path::Path;
 
 /// Every file of [`tree`], read back by one recursive mcopy, equals what
 /// went in.

@@ -33,10 +33,12 @@ pub fn confirm(
     ask(info, "erase", "format it", yes)
 }
 
-/// Like [`confirm`] for another destructive action: describes the device,
-/// says `what` will be done, asks for "yes" unless `yes`.
+/// Like [`confirm`] for another destructive action: describes the device
+/// and what its volumes hold (`holds`, one line each), says `what` will be
+/// done, asks for "yes" unless `yes`.
 pub fn confirm_action(
     info: &DeviceInfo,
+    holds: &[String],
     what: &str,
     yes: bool,
     quiet: bool,
@@ -44,6 +46,9 @@ pub fn confirm_action(
     if !quiet || !yes {
         eprintln!("mkfs-alloc: about to write to {}:", info.path.display());
         describe_device(info, &[]);
+        for h in holds {
+            eprintln!("  holds      {h}");
+        }
         eprintln!("  will       {what}");
     }
     ask(info, "write to", "go on", yes)

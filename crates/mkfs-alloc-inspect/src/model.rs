@@ -168,6 +168,8 @@ pub struct VolumeModel {
     pub free_clusters: u64,
     /// Files.
     pub files: u64,
+    /// The files' sizes added up (their DataLength or FileSize).
+    pub file_bytes: u64,
     /// Directories (the root not counted).
     pub dirs: u64,
     /// What is wrong, in the order found (at most [`Limits::max_warnings`]).

@@ -98,6 +98,7 @@
 pub mod batch;
 pub mod compat;
 mod error;
+pub mod existing;
 mod extents;
 #[cfg(feature = "populate")]
 mod fit;

@@ -22,6 +22,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 mod render;
+mod volume;
 pub use render::render;
 
 const EXAMPLES: &str = "\
@@ -30,8 +31,9 @@ Examples:
     mkfs-alloc advise --size 128G ~/Pictures
   Only exFAT, allowing 2% waste, as JSON:
     mkfs-alloc advise --size 64G --fs exfat --max-waste 2 --json ~/Music
-  The volume size of an existing image:
-    mkfs-alloc advise --target card.img
+  A stick that holds files: the advice for them, and the re-cluster to run:
+    mkfs-alloc advise --target /dev/sdb1
+  The size of an image or device, for these photos:
     mkfs-alloc advise --target /dev/sdb ~/Photos
 
 Waste = the clusters the files and directories take (not the root
@@ -41,8 +43,10 @@ The recommendation is the largest cluster size whose waste stays within
 --max-waste and that every common system handles (FAT32 up to 32 KiB,
 exFAT up to 1 MiB; beyond only with --allow-large-clusters), never below
 4 KiB unless the volume requires it; none when the data fits at no such
-size. Without PATHs, the --cluster auto rule. Each hard link counts as a
-file (a copy onto FAT or exFAT stores it so) unless --hard-links-once.";
+size. Without PATHs, the --cluster auto rule; with --target, the files
+on its FAT/exFAT volume if it holds any (the size recluster --cluster
+auto takes). Each hard link counts as a file (a copy onto FAT or exFAT
+stores it so) unless --hard-links-once.";
 
 /// File systems to advise on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -67,7 +71,9 @@ pub struct AdviseArgs {
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
     /// An image file or block device whose size (and, for a device, sector
-    /// size) is the volume's.
+    /// size) is the volume's. Without PATHs, a FAT/exFAT volume on it that
+    /// holds files is advised from its files (its file system, size and
+    /// sector size; `--fs` another file system).
     #[arg(long, value_name = "IMAGE|DEVICE", conflicts_with = "size")]
     pub target: Option<PathBuf>,
     /// Also recommend cluster sizes beyond the compatibility limit (FAT32
@@ -120,6 +126,27 @@ pub fn run(args: &AdviseArgs) -> Result<(), Failure> {
         AdviseFs::Fat12 => FsSelection::Fat12,
         AdviseFs::Both => FsSelection::Both,
     };
+    let policy = Policy {
+        max_waste_percent: args.max_waste,
+        beyond_compat: args.allow_large_clusters,
+    };
+    // A target holding a volume with files, and no PATHs: the files on it.
+    if let (Some(t), true) = (&args.target, args.paths.is_empty()) {
+        let fs = (args.fs != AdviseFs::Both).then_some(selection);
+        if let Some(v) = volume::read(t, fs, args.sector_size, &policy) {
+            if args.json {
+                outln!("{}", volume::json(&v, t)?);
+            } else {
+                let unicode = std::io::stdout().is_terminal();
+                print!(
+                    "{}",
+                    render(&v.advice, Some(&v.data), std::slice::from_ref(t), unicode)
+                );
+                print!("{}", volume::text(&v.on_volume, t));
+            }
+            return Ok(());
+        }
+    }
     let data = if args.paths.is_empty() {
         None
     } else {
@@ -129,10 +156,6 @@ pub fn run(args: &AdviseArgs) -> Result<(), Failure> {
         (Some(s), _) => s,
         (None, Some(t)) => mkfs_alloc_device::read_block_size(t),
         (None, None) => 512,
-    };
-    let policy = Policy {
-        max_waste_percent: args.max_waste,
-        beyond_compat: args.allow_large_clusters,
     };
     let advice = advise_with(volume, sector_size, selection, data.as_ref(), &policy)
         .map_err(|e| usage(crate::hints::advise_error(e)))?;

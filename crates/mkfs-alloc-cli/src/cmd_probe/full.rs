@@ -65,8 +65,10 @@ pub fn run(
             info.path.display(),
             format_size(info.size_bytes)
         );
-        crate::confirm::confirm_action(info, &what, a.yes, a.quiet || a.json)?;
+        let holds = super::shown_holds(info, a);
+        crate::confirm::confirm_action(info, &holds, &what, a.yes, a.quiet || a.json)?;
     }
+    super::say_holds(a, info);
     let mut opened = open(path, info.is_some())?;
     let mut bar = Bar {
         show: !(a.quiet || a.json),

@@ -215,7 +215,65 @@ fn ask(info: &device::DeviceInfo, a: &ProbeArgs, journal: Option<&Path>) -> Resu
             info.path.display()
         ),
     };
-    crate::confirm::confirm_action(info, &what, a.yes, a.quiet || a.json)
+    let quiet = a.quiet || a.json;
+    crate::confirm::confirm_action(info, &shown_holds(info, a), &what, a.yes, quiet)
+}
+
+/// [`holds`] of the device when the confirmation shows it (it reads the
+/// whole volume: not for `--yes --quiet`).
+fn shown_holds(info: &device::DeviceInfo, a: &ProbeArgs) -> Vec<String> {
+    if (a.quiet || a.json) && a.yes {
+        return Vec::new();
+    }
+    holds(&info.path, Some(info))
+}
+
+/// What the FAT and exFAT volumes of the target hold, one line each (read
+/// through the library's reader of existing volumes,
+/// `mkfs_alloc::existing::holdings`), e.g. `exFAT volume (whole medium,
+/// 64 MiB, 128 KiB clusters): 12 files in 2 directories, 3.4 MiB`. Empty
+/// when the target cannot be read or holds none: the probe goes on as it
+/// would without.
+fn holds(path: &Path, info: Option<&device::DeviceInfo>) -> Vec<String> {
+    use mkfs_alloc::units::{format_count, format_size};
+    let block_size = info.map_or(512, |i| i.logical_block_size);
+    let Ok(mut dev) = mkfs_alloc::inspect::ReadOnlyFile::open(path, block_size) else {
+        return Vec::new();
+    };
+    let Ok(vols) = mkfs_alloc::existing::holdings(&mut dev) else {
+        return Vec::new();
+    };
+    vols.into_iter()
+        .map(|v| match v {
+            Ok(h) => format!(
+                "{} volume ({}, {}, {} clusters): {} in {}, {} ({} bytes)",
+                h.fs,
+                if h.start == 0 {
+                    "whole medium".to_string()
+                } else {
+                    format!("at {}", format_size(h.start))
+                },
+                format_size(h.volume_bytes),
+                format_size(h.cluster_size),
+                crate::cmd_info::plural(h.files, "file", "files"),
+                crate::cmd_info::plural(h.directories, "directory", "directories"),
+                format_size(h.file_bytes),
+                format_count(h.file_bytes)
+            ),
+            Err(e) => format!("a FAT/exFAT volume that cannot be read: {e}"),
+        })
+        .collect()
+}
+
+/// On an image file (no confirmation asked): what its volumes hold, on
+/// stderr, before the probe writes to it.
+fn say_holds(a: &ProbeArgs, info: Option<&device::DeviceInfo>) {
+    if info.is_some() || a.quiet || a.json {
+        return;
+    }
+    for h in holds(&a.target, None) {
+        eprintln!("mkfs-alloc: probe: {} holds {h}", a.target.display());
+    }
 }
 
 /// Asks before `--restore` writes to a device.
@@ -232,7 +290,7 @@ fn confirm_restore(
         j.display(),
         info.path.display()
     );
-    crate::confirm::confirm_action(info, &what, a.yes, a.quiet || a.json)
+    crate::confirm::confirm_action(info, &[], &what, a.yes, a.quiet || a.json)
 }
 
 /// `mkfs-alloc probe`.
@@ -271,6 +329,7 @@ pub fn run(a: &ProbeArgs) -> Result<(), Failure> {
     if let Some(info) = &info {
         ask(info, a, journal_path.as_deref())?;
     }
+    say_holds(a, info.as_ref());
     let mut opened = open(path, info.is_some())?;
     let report = match &journal_path {
         None => run_probe(&mut opened, &opts, None, a.quiet || a.json)

@@ -28,6 +28,7 @@ pub(super) struct Model<'a, 'r, D: BlockIo + ?Sized> {
     findings: Vec<Finding>,
     dropped: u64,
     files: u64,
+    file_bytes: u64,
     dirs: u64,
     stopped: bool,
     system: (Option<Extent>, Option<Extent>),
@@ -100,6 +101,7 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
             findings: Vec::new(),
             dropped: 0,
             files: 0,
+            file_bytes: 0,
             dirs: 0,
             stopped: false,
             system: (None, None),
@@ -122,6 +124,7 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
             allocated_clusters: self.allocated,
             free_clusters: self.free,
             files: self.files,
+            file_bytes: self.file_bytes,
             dirs: self.dirs,
             findings: self.findings,
             findings_dropped: self.dropped,
@@ -494,6 +497,7 @@ impl<'a, 'r, D: BlockIo + ?Sized> Model<'a, 'r, D> {
         visit.entry(&set);
         if !f.is_dir {
             self.files += 1;
+            self.file_bytes = self.file_bytes.saturating_add(set.size);
             return Ok(());
         }
         self.dirs += 1;

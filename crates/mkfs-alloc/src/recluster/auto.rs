@@ -2,24 +2,21 @@
 //! volume: what `recluster --cluster auto` goes to.
 //!
 //! The volume's one reading (the model's walk, [`super::plan`]'s own) also
-//! hands every entry set to a [`Tally`], which makes of them the
-//! [`ScanResult`] a scan of the same tree on the host would give: each
-//! file's size, and per directory its names' entries. The recommendation
-//! is then [`advise_with`]'s for the volume's file system on a volume of
-//! its size and sector size, with the default policy: for exFAT the one
-//! `mkfs-alloc advise --size BYTES --fs exfat PATH` prints for those files.
+//! hands every entry set to the tally of [`crate::existing`], which makes
+//! of them the [`ScanResult`] a scan of the same tree on the host would
+//! give: each file's size, and per directory its names' entries. The
+//! recommendation is then `advise_with`'s for the volume's file system on
+//! a volume of its size and sector size, with the default policy: for
+//! exFAT the one `mkfs-alloc advise --size BYTES --fs exfat PATH` prints
+//! for those files, and the one `advise --target` prints
+//! ([`crate::existing::advise_volume`], the same tally and call).
 
-use std::collections::HashMap;
-use std::ffi::OsStr;
-
-use mkfs_alloc_advise::{
-    advise_with, AdviseError, DirRecord, FsSelection, Policy, RecommendationRule, ScanResult,
-};
+use mkfs_alloc_advise::{AdviseError, Policy, RecommendationRule, ScanResult};
 use mkfs_alloc_blockio::BlockIo;
-use mkfs_alloc_inspect::model::{EntrySet, VolumeModel};
-use mkfs_alloc_inspect::FsKind;
+use mkfs_alloc_inspect::model::VolumeModel;
 
 use super::{plan_read, read_one_with, Job, ReclusterError};
+use crate::existing::{advise_for, Tally};
 
 /// What `auto` chose, and why.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,38 +31,6 @@ pub struct AutoChoice {
     pub reason: String,
 }
 
-/// The files of one reading, as a scan of the same tree would count them.
-#[derive(Default)]
-pub(super) struct Tally {
-    data: ScanResult,
-    /// Each directory's names, by its path (`""` the root).
-    dirs: HashMap<String, DirRecord>,
-}
-
-impl Tally {
-    /// Counts one entry set.
-    pub(super) fn add(&mut self, s: &EntrySet) {
-        let (parent, name) = s.path.rsplit_once('/').unwrap_or(("", &s.path));
-        self.dirs
-            .entry(parent.to_string())
-            .or_default()
-            .add(OsStr::new(name));
-        if s.is_dir {
-            self.dirs.entry(s.path.clone()).or_default();
-        } else {
-            self.data.file_sizes.push(s.size);
-            self.data.apparent_bytes += s.size;
-        }
-    }
-
-    /// The scan's result: the root's record apart, every other directory's.
-    pub(super) fn finish(mut self) -> ScanResult {
-        self.data.root = self.dirs.remove("").unwrap_or_default();
-        self.data.dirs = self.dirs.into_values().collect();
-        self.data
-    }
-}
-
 /// The advice's recommendation for `data` on the volume `model` describes,
 /// for its file system (pure).
 ///
@@ -76,20 +41,8 @@ impl Tally {
 pub fn recommend(model: &VolumeModel, data: &ScanResult) -> Result<AutoChoice, ReclusterError> {
     let g = &model.geometry;
     let no = |why: String| ReclusterError::NoRecommendation { why };
-    let fs = match g.kind {
-        FsKind::Exfat => FsSelection::Exfat,
-        FsKind::Fat32 => FsSelection::Fat32,
-        FsKind::Fat16 => FsSelection::Fat16,
-        FsKind::Fat12 => FsSelection::Fat12,
-    };
-    let advice = advise_with(
-        g.fs_bytes,
-        g.sector_size,
-        fs,
-        Some(data),
-        &Policy::default(),
-    )
-    .map_err(|e: AdviseError| no(e.to_string()))?;
+    let advice = advise_for(model, data, None, None, &Policy::default())
+        .map_err(|e: AdviseError| no(e.to_string()))?;
     let Some(fs) = advice.per_fs.first() else {
         return Err(no(format!("no {:?} advice for this volume", g.kind)));
     };

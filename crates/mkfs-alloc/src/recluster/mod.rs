@@ -533,7 +533,7 @@ fn read_one<D: BlockIo + ?Sized>(dev: &mut D) -> Result<Read, ReclusterError> {
 }
 
 /// [`read_one`], handing every entry set to `also` too.
-fn read_one_with<D: BlockIo + ?Sized>(
+pub(crate) fn read_one_with<D: BlockIo + ?Sized>(
     dev: &mut D,
     also: &mut dyn FnMut(&EntrySet),
 ) -> Result<Read, ReclusterError> {

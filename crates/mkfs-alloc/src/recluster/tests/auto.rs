@@ -111,7 +111,7 @@ fn a_refusal_of_autos_size_names_it_and_writes_nothing() {
 
 #[test]
 fn the_tally_counts_names_per_directory_as_a_scan_does() {
-    let mut t = super::super::auto::Tally::default();
+    let mut t = crate::existing::Tally::default();
     let set = |path: &str, is_dir: bool, size: u64| EntrySet {
         path: path.into(),
         is_dir,
@@ -138,4 +138,48 @@ fn the_tally_counts_names_per_directory_as_a_scan_does() {
     entries.sort_unstable();
     // /d holds e and b.bin; /d/e is empty.
     assert_eq!(entries, vec![0, 2]);
+}
+
+#[test]
+fn advise_volume_recommends_what_auto_chooses_and_says_the_volumes_figures() {
+    use crate::existing::advise_volume;
+    for old in [512, OLD] {
+        let mut disk = image(SIZE, old);
+        let before = disk.as_bytes().to_vec();
+        let tree = files(old as usize);
+        let v = advise_volume(&mut disk, None, None, &Policy::default())
+            .unwrap()
+            .expect("files on the volume");
+        let (choice, _) = plan_auto(&mut disk).unwrap();
+        let on = &v.on_volume;
+        assert_eq!(on.recommended_cluster_size, Some(choice.cluster), "{on:?}");
+        assert_eq!(on.cluster_size, old);
+        assert_eq!(on.files, tree.len() as u64);
+        assert_eq!(
+            on.file_bytes,
+            tree.iter().map(|(_, n)| *n as u64).sum::<u64>()
+        );
+        assert_eq!(v.data.file_sizes.len(), tree.len());
+        let want = (choice.cluster != old).then(|| format!("{}K", choice.cluster >> 10));
+        assert_eq!(on.recluster_cluster, want);
+        assert!(on.waste_bytes.is_some() && on.recommended_waste_bytes.is_some());
+        assert!(on.refusal.is_none());
+        // The advice for the volume's own file system only, at its size.
+        assert_eq!(v.advice.per_fs.len(), 1);
+        assert_eq!(v.advice.volume_bytes, on.volume_bytes);
+        assert!(disk.as_bytes() == &before[..]);
+    }
+    // A dirty volume: still advised, with the re-cluster's refusal.
+    let mut bytes = image(SIZE, OLD).as_bytes().to_vec();
+    bytes[106] |= 2;
+    let mut dirty = MemDisk::from_vec(512, bytes).unwrap();
+    let v = advise_volume(&mut dirty, None, None, &Policy::default())
+        .unwrap()
+        .unwrap();
+    assert!(v.on_volume.refusal.is_some(), "{:?}", v.on_volume);
+    // No volume, or one without files: nothing to advise from.
+    let mut zeros = MemDisk::new(512, SIZE / 512).unwrap();
+    assert!(advise_volume(&mut zeros, None, None, &Policy::default())
+        .unwrap()
+        .is_none());
 }

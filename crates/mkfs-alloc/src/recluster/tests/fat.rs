@@ -294,6 +294,7 @@ fn more_clusters_than_fat32_holds_is_refused() {
         allocated_clusters: 1,
         free_clusters: u64::from(count) - 1,
         files: 0,
+        file_bytes: 0,
         dirs: 0,
         findings: Vec::new(),
         findings_dropped: 0,
