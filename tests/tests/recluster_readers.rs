@@ -183,7 +183,7 @@ fn reclustered(name: &str, recipe: Recipe, sector: u32) -> Reclustered {
     mkfs_alloc(&["recluster", "--cluster", recipe.to.0, "--yes", "-q", &p]).assert_success();
     fsck(&img);
     if recipe.exfat {
-        assert_eq!(u64::from(dump_exfat_cluster_size(&img)), recipe.to.1);
+        assert_eq!(dump_exfat_cluster_size(&img), recipe.to.1);
         assert_eq!(
             u32::from(std::fs::read(&img).expect("read")[108]),
             sector.trailing_zeros(),
