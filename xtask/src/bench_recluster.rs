@@ -307,22 +307,24 @@ pub(crate) fn timed(f: impl FnOnce() -> Result<(), String>) -> Result<f64, Strin
 }
 
 /// The figures of one case.
-struct Figures {
-    files: u64,
-    tree_bytes: u64,
-    used_pct: f64,
+pub(crate) struct Figures {
+    pub(crate) files: u64,
+    pub(crate) tree_bytes: u64,
+    pub(crate) used_pct: f64,
     /// Directories the recluster copies (the root included).
-    dirs: u64,
-    recluster: f64,
-    written: u64,
-    planned_written: u64,
-    planned_read: u64,
-    rss_kib: u64,
-    off: f64,
-    mkfs: f64,
-    back: f64,
-    floor: f64,
-    floor_rw: f64,
+    pub(crate) dirs: u64,
+    pub(crate) recluster: f64,
+    pub(crate) written: u64,
+    pub(crate) planned_written: u64,
+    pub(crate) planned_read: u64,
+    pub(crate) rss_kib: u64,
+    pub(crate) off: f64,
+    pub(crate) mkfs: f64,
+    pub(crate) back: f64,
+    pub(crate) floor: f64,
+    pub(crate) floor_rw: f64,
+    /// The recluster refused the volume (exit 2, unchanged): its message.
+    pub(crate) refused: Option<String>,
 }
 
 /// The image at `c.from`, filled with `tree` through exfat-fuse.
@@ -420,10 +422,17 @@ fn run_case(bin: &Path, c: &Case, dir: &Path, tree: &Path, want: &str) -> Result
     sh(&format!("{fsck} -n \"$1\" 2>&1"), &[&img]).map_err(|e| format!("{fsck} before: {e}"))?;
     sh("cp --sparse=always \"$1\" \"$2\" && sync", &[&img, &peer])?;
     let to = format!("{}K", c.to / KIB);
-    let plan = sh(
+    let plan = match sh(
         "\"$1\" recluster --cluster \"$2\" --dry-run --json \"$3\"",
         &[&bin, &to, &img],
-    )?;
+    ) {
+        Ok(plan) => plan,
+        Err(why) => {
+            let peers = || peers(c, &peer, &off, &mnt);
+            let checked = || check(c, bin, &peer, &mnt, want);
+            return crate::bench_recluster_fat::refused(bin, &to, &img, why, peers, checked);
+        }
+    };
     let v: serde_json::Value = serde_json::from_str(&plan).map_err(|e| e.to_string())?;
     let p = &v["plan"];
     let num = |k: &str| {
@@ -460,6 +469,7 @@ fn run_case(bin: &Path, c: &Case, dir: &Path, tree: &Path, want: &str) -> Result
         back: t_back,
         floor: t_floor,
         floor_rw: t_floor_rw,
+        refused: None,
     })
 }
 
@@ -543,6 +553,15 @@ fn table(rows: &[(&Case, Figures)], before: &str, after: &str) -> String {
                 c.mkfs.join(" ")
             )
         };
+        if let Some(why) = &f.refused {
+            let pct = 100.0 * f.tree_bytes as f64 / c.size as f64;
+            let (from, to) = (size_name(c.from), size_name(c.to));
+            t.push_str(&format!(
+                "| {made}, {from} → {to} | {} ({}, {pct:.0} %) | | | refused: {why} | {:.1} s ({:.1} + {:.2} + {:.1}) | | | | | | |\n",
+                f.files, fmt_bytes(f.tree_bytes as f64), peer, f.off, f.mkfs, f.back
+            ));
+            continue;
+        }
         t.push_str(&format!(
             "| {made}, {} → {} | {} ({}, {:.0} %) | {} | {:.0} % | {:.3} s | {:.1} s ({:.1} + {:.2} + {:.1}) | {:.4}x | {:.3} s ({:.3} s) | {:.2}x ({:.2}x) | {} / {} | {} | {:.1} MiB |\n",
             size_name(c.from),

@@ -5,7 +5,7 @@
 //! mtools rather than a FUSE driver: this machine has no vfat module, and
 //! mtools is what fills and reads FAT images without one.
 
-use crate::bench_recluster::{sh, sums, timed, Case, Loop};
+use crate::bench_recluster::{sh, sums, timed, Case, Figures, Loop};
 use std::path::Path;
 
 /// mtools' own checks of the medium off: the images are mkfs.fat's.
@@ -73,4 +73,55 @@ pub(crate) fn sums_through_mtools(img: &Path, near: &Path) -> Result<String, Str
     .and_then(|_| sums(&out));
     let _ = std::fs::remove_dir_all(&out);
     r
+}
+
+/// A case whose dry run refused the volume (`why`): the real run must
+/// refuse it too and leave `img` byte-identical (SHA-256 before and
+/// after); the peers' way is still timed (`peers`) and its result checked
+/// (`checked`), since it is then the only way.
+pub(crate) fn refused(
+    bin: &Path,
+    to: &str,
+    img: &Path,
+    why: String,
+    peers: impl FnOnce() -> Result<(f64, f64, f64), String>,
+    checked: impl FnOnce() -> Result<(), String>,
+) -> Result<Figures, String> {
+    let digest = || sh("sha256sum <\"$1\"", &[&img]);
+    let before = digest()?;
+    if sh(
+        "\"$1\" recluster --cluster \"$2\" --yes -q \"$3\" 2>&1",
+        &[&bin, &to, &img],
+    )
+    .is_ok()
+    {
+        return Err(format!("the dry run refused ({why}), the run did not"));
+    }
+    if digest()? != before {
+        return Err(format!("{}: changed by a refused run", img.display()));
+    }
+    let (off, mkfs, back) = peers()?;
+    checked().map_err(|e| format!("peer result: {e}"))?;
+    let why = why
+        .rsplit("mkfs-alloc: error: ")
+        .next()
+        .unwrap_or(&why)
+        .trim();
+    Ok(Figures {
+        files: 0,
+        tree_bytes: 0,
+        used_pct: 0.0,
+        dirs: 0,
+        recluster: 0.0,
+        written: 0,
+        planned_written: 0,
+        planned_read: 0,
+        rss_kib: 0,
+        off,
+        mkfs,
+        back,
+        floor: 0.0,
+        floor_rw: 0.0,
+        refused: Some(why.to_string()),
+    })
 }
