@@ -5,8 +5,10 @@
 //! Per case an exFAT image is made by `mkfs.exfat` at the old cluster size
 //! and filled to about 40 % through exfat-fuse with a generated
 //! photo-and-document tree (many small files, photos of a few MiB, a few
-//! large videos). The image is then copied, so both ways start from the
-//! same bytes:
+//! large videos), or a FAT32 image by `mkfs.fat` filled through mtools
+//! (`bench_recluster_fat.rs`: there the peers copy off and back through
+//! mtools, and the checks are fsck.fat's and mtools'). The image is then
+//! copied, so both ways start from the same bytes:
 //! - recluster: the release CLI on a direct-I/O loop device over the image
 //!   (as on a stick: no host page cache between the tool and the medium);
 //! - the peers: every file copied off through exfat-fuse, `mkfs.exfat` at
@@ -34,18 +36,22 @@ const GIB: u64 = 1 << 30;
 pub const BEGIN: &str = "<!-- bench-recluster:begin -->";
 pub const END: &str = "<!-- bench-recluster:end -->";
 
-/// One case: an image made by `mkfs.exfat` at `from`, reclustered to `to`.
-struct Case {
-    size: u64,
-    from: u64,
-    to: u64,
+/// One case: an image made by `mkfs.exfat` (or `mkfs.fat -F 32`) at
+/// `from`, reclustered to `to`.
+pub(crate) struct Case {
+    /// FAT32 by mkfs.fat and mtools instead of exFAT.
+    pub(crate) fat: bool,
+    pub(crate) size: u64,
+    pub(crate) from: u64,
+    pub(crate) to: u64,
     /// Extra `mkfs.exfat` options (a boundary alignment that leaves room
     /// between the FAT and the heap for the larger FAT).
-    mkfs: &'static [&'static str],
+    pub(crate) mkfs: &'static [&'static str],
 }
 
 const CASES: &[Case] = &[
     Case {
+        fat: false,
         size: 2 * GIB,
         from: 512 * KIB,
         to: 32 * KIB,
@@ -54,15 +60,34 @@ const CASES: &[Case] = &[
     // At the default 1 MiB boundary the gap holds 896 KiB, and a 4 KiB FAT
     // of 2 GiB needs 2 MiB: the heap's first clusters are evacuated first.
     Case {
+        fat: false,
         size: 2 * GIB,
         from: 128 * KIB,
         to: 4 * KIB,
         mkfs: &[],
     },
+    // Larger: every file's data moves to clusters of the new size.
+    Case {
+        fat: false,
+        size: 2 * GIB,
+        from: 4 * KIB,
+        to: 128 * KIB,
+        mkfs: &[],
+    },
+    // FAT32 needs 65,525 clusters: 3 GiB at 32 KiB has 98,000; at 4 KiB
+    // the FATs grow from 383 KiB to 3 MiB each, displacing the first
+    // clusters.
+    Case {
+        fat: true,
+        size: 3 * GIB,
+        from: 32 * KIB,
+        to: 4 * KIB,
+        mkfs: &["-F", "32", "-S", "512"],
+    },
 ];
 
 /// Runs `script` under `sh` with `args` as `$1`...; its stdout on success.
-fn sh(script: &str, args: &[&dyn AsRef<std::ffi::OsStr>]) -> Result<String, String> {
+pub(crate) fn sh(script: &str, args: &[&dyn AsRef<std::ffi::OsStr>]) -> Result<String, String> {
     let mut c = Command::new("sh");
     c.arg("-c").arg(script).arg("sh");
     for a in args {
@@ -79,12 +104,12 @@ fn sh(script: &str, args: &[&dyn AsRef<std::ffi::OsStr>]) -> Result<String, Stri
 }
 
 /// A loop device over an image; detached on drop.
-struct Loop(String);
+pub(crate) struct Loop(pub(crate) String);
 
 impl Loop {
     /// `losetup -f --show`; `direct` for `--direct-io=on` (no host page
     /// cache between the device and the image).
-    fn new(img: &Path, direct: bool) -> Result<Self, String> {
+    pub(crate) fn new(img: &Path, direct: bool) -> Result<Self, String> {
         let io = if direct { "on" } else { "off" };
         let dev = sh("losetup -f --show --direct-io=\"$1\" \"$2\"", &[&io, &img])?;
         Ok(Loop(dev.trim().to_string()))
@@ -231,7 +256,7 @@ fn make_tree(dir: &Path, target: u64) -> Result<(u64, u64), String> {
 }
 
 /// SHA-256 of every file under `dir`, one sorted line per file.
-fn sums(dir: &Path) -> Result<String, String> {
+pub(crate) fn sums(dir: &Path) -> Result<String, String> {
     sh(
         "cd \"$1\" && find . -type f -print0 | sort -z | xargs -0 sha256sum",
         &[&dir],
@@ -240,8 +265,13 @@ fn sums(dir: &Path) -> Result<String, String> {
 
 /// Checks a result: `fsck.exfat -n` clean, the cluster size `cluster`
 /// (recluster's dry run has nothing to do) and every file equal to `want`.
-fn check(bin: &Path, img: &Path, cluster: u64, mnt: &Path, want: &str) -> Result<(), String> {
-    sh("fsck.exfat -n \"$1\" 2>&1", &[&img]).map_err(|e| format!("fsck.exfat: {e}"))?;
+fn check(c: &Case, bin: &Path, img: &Path, mnt: &Path, want: &str) -> Result<(), String> {
+    let cluster = c.to;
+    if c.fat {
+        sh("fsck.fat -n \"$1\" 2>&1", &[&img]).map_err(|e| format!("fsck.fat: {e}"))?;
+    } else {
+        sh("fsck.exfat -n \"$1\" 2>&1", &[&img]).map_err(|e| format!("fsck.exfat: {e}"))?;
+    }
     let size = format!("{}K", cluster / KIB);
     let plan = sh(
         "\"$1\" recluster --cluster \"$2\" --dry-run --json \"$3\"",
@@ -254,44 +284,54 @@ fn check(bin: &Path, img: &Path, cluster: u64, mnt: &Path, want: &str) -> Result
             img.display()
         ));
     }
-    let dev = Loop::new(img, false)?;
-    let fuse = Fuse::new(&dev, mnt)?;
-    let got = sums(mnt);
-    fuse.finish()?;
-    if got? != want {
+    let got = if c.fat {
+        crate::bench_recluster_fat::sums_through_mtools(img, mnt)?
+    } else {
+        let dev = Loop::new(img, false)?;
+        let fuse = Fuse::new(&dev, mnt)?;
+        let got = sums(mnt);
+        fuse.finish()?;
+        got?
+    };
+    if got != want {
         return Err(format!("{}: files differ from the tree", img.display()));
     }
     Ok(())
 }
 
 /// Runs `f` and returns its seconds.
-fn timed(f: impl FnOnce() -> Result<(), String>) -> Result<f64, String> {
+pub(crate) fn timed(f: impl FnOnce() -> Result<(), String>) -> Result<f64, String> {
     let t = Instant::now();
     f()?;
     Ok(t.elapsed().as_secs_f64())
 }
 
 /// The figures of one case.
-struct Figures {
-    files: u64,
-    tree_bytes: u64,
-    used_pct: f64,
+pub(crate) struct Figures {
+    pub(crate) files: u64,
+    pub(crate) tree_bytes: u64,
+    pub(crate) used_pct: f64,
     /// Directories the recluster copies (the root included).
-    dirs: u64,
-    recluster: f64,
-    written: u64,
-    planned_written: u64,
-    planned_read: u64,
-    rss_kib: u64,
-    off: f64,
-    mkfs: f64,
-    back: f64,
-    floor: f64,
-    floor_rw: f64,
+    pub(crate) dirs: u64,
+    pub(crate) recluster: f64,
+    pub(crate) written: u64,
+    pub(crate) planned_written: u64,
+    pub(crate) planned_read: u64,
+    pub(crate) rss_kib: u64,
+    pub(crate) off: f64,
+    pub(crate) mkfs: f64,
+    pub(crate) back: f64,
+    pub(crate) floor: f64,
+    pub(crate) floor_rw: f64,
+    /// The recluster refused the volume (exit 2, unchanged): its message.
+    pub(crate) refused: Option<String>,
 }
 
 /// The image at `c.from`, filled with `tree` through exfat-fuse.
 fn make_image(c: &Case, img: &Path, tree: &Path, mnt: &Path) -> Result<(), String> {
+    if c.fat {
+        return crate::bench_recluster_fat::make_image(c, img, tree);
+    }
     let from = format!("{}K", c.from / KIB);
     let mut mkfs = Command::new("mkfs.exfat");
     mkfs.args(["-c", &from]).args(c.mkfs).arg(img);
@@ -314,6 +354,9 @@ fn make_image(c: &Case, img: &Path, tree: &Path, mnt: &Path) -> Result<(), Strin
 
 /// The peers' way on `img`: copy off, `mkfs.exfat` at `c.to`, copy back.
 fn peers(c: &Case, img: &Path, off: &Path, mnt: &Path) -> Result<(f64, f64, f64), String> {
+    if c.fat {
+        return crate::bench_recluster_fat::peers(c, img, off);
+    }
     let dev = Loop::new(img, true)?;
     let t_off = timed(|| {
         let fuse = Fuse::new(&dev, mnt)?;
@@ -375,13 +418,21 @@ fn run_case(bin: &Path, c: &Case, dir: &Path, tree: &Path, want: &str) -> Result
         dir.join("mnt"),
     );
     make_image(c, &img, tree, &mnt)?;
-    sh("fsck.exfat -n \"$1\" 2>&1", &[&img]).map_err(|e| format!("fsck.exfat before: {e}"))?;
+    let fsck = if c.fat { "fsck.fat" } else { "fsck.exfat" };
+    sh(&format!("{fsck} -n \"$1\" 2>&1"), &[&img]).map_err(|e| format!("{fsck} before: {e}"))?;
     sh("cp --sparse=always \"$1\" \"$2\" && sync", &[&img, &peer])?;
     let to = format!("{}K", c.to / KIB);
-    let plan = sh(
+    let plan = match sh(
         "\"$1\" recluster --cluster \"$2\" --dry-run --json \"$3\"",
         &[&bin, &to, &img],
-    )?;
+    ) {
+        Ok(plan) => plan,
+        Err(why) => {
+            let peers = || peers(c, &peer, &off, &mnt);
+            let checked = || check(c, bin, &peer, &mnt, want);
+            return crate::bench_recluster_fat::refused(bin, &to, &img, why, peers, checked);
+        }
+    };
     let v: serde_json::Value = serde_json::from_str(&plan).map_err(|e| e.to_string())?;
     let p = &v["plan"];
     let num = |k: &str| {
@@ -400,8 +451,8 @@ fn run_case(bin: &Path, c: &Case, dir: &Path, tree: &Path, want: &str) -> Result
         measure(&cmd)?
     };
     let (t_off, t_mkfs, t_back) = peers(c, &peer, &off, &mnt)?;
-    check(bin, &img, c.to, &mnt, want).map_err(|e| format!("recluster result: {e}"))?;
-    check(bin, &peer, c.to, &mnt, want).map_err(|e| format!("peer result: {e}"))?;
+    check(c, bin, &img, &mnt, want).map_err(|e| format!("recluster result: {e}"))?;
+    check(c, bin, &peer, &mnt, want).map_err(|e| format!("peer result: {e}"))?;
     let (t_floor, t_floor_rw) = floor(dir, planned_written, planned_read)?;
     Ok(Figures {
         files: 0,
@@ -418,6 +469,7 @@ fn run_case(bin: &Path, c: &Case, dir: &Path, tree: &Path, want: &str) -> Result
         back: t_back,
         floor: t_floor,
         floor_rw: t_floor_rw,
+        refused: None,
     })
 }
 
@@ -480,15 +532,38 @@ fn table(rows: &[(&Case, Figures)], before: &str, after: &str) -> String {
     );
     for (c, f) in rows {
         let peer = f.off + f.mkfs + f.back;
-        let opts = if c.mkfs.is_empty() {
-            String::new()
+        let made = if c.fat {
+            format!(
+                "FAT32 {} by `mkfs.fat {} -s {}`, filled by mtools",
+                size_name(c.size),
+                c.mkfs.join(" "),
+                c.from / 512
+            )
+        } else if c.mkfs.is_empty() {
+            format!(
+                "exFAT {} by `mkfs.exfat -c {}K`",
+                size_name(c.size),
+                c.from / KIB
+            )
         } else {
-            format!(" `{}`", c.mkfs.join(" "))
+            format!(
+                "exFAT {} by `mkfs.exfat -c {}K` `{}`",
+                size_name(c.size),
+                c.from / KIB,
+                c.mkfs.join(" ")
+            )
         };
+        if let Some(why) = &f.refused {
+            let pct = 100.0 * f.tree_bytes as f64 / c.size as f64;
+            let (from, to) = (size_name(c.from), size_name(c.to));
+            t.push_str(&format!(
+                "| {made}, {from} → {to} | {} ({}, {pct:.0} %) | | | refused: {why} | {:.1} s ({:.1} + {:.2} + {:.1}) | | | | | | |\n",
+                f.files, fmt_bytes(f.tree_bytes as f64), peer, f.off, f.mkfs, f.back
+            ));
+            continue;
+        }
         t.push_str(&format!(
-            "| exFAT {} by `mkfs.exfat -c {}K`{opts}, {} → {} | {} ({}, {:.0} %) | {} | {:.0} % | {:.3} s | {:.1} s ({:.1} + {:.2} + {:.1}) | {:.4}x | {:.3} s ({:.3} s) | {:.2}x ({:.2}x) | {} / {} | {} | {:.1} MiB |\n",
-            size_name(c.size),
-            c.from / KIB,
+            "| {made}, {} → {} | {} ({}, {:.0} %) | {} | {:.0} % | {:.3} s | {:.1} s ({:.1} + {:.2} + {:.1}) | {:.4}x | {:.3} s ({:.3} s) | {:.2}x ({:.2}x) | {} / {} | {} | {:.1} MiB |\n",
             size_name(c.from),
             size_name(c.to),
             f.files,
@@ -513,7 +588,7 @@ fn table(rows: &[(&Case, Figures)], before: &str, after: &str) -> String {
         ));
     }
     t.push_str(&format!(
-        "\nBoth results checked: `fsck.exfat -n` clean, the new cluster size in place, the SHA-256 of every file equal to the tree's. Load average after: {after}.\n"
+        "\nBoth results checked: `fsck.exfat -n` (`fsck.fat -n`) clean, the new cluster size in place, the SHA-256 of every file (read through exfat-fuse, or mtools) equal to the tree's. Load average after: {after}.\n"
     ));
     t
 }

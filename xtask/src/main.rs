@@ -154,6 +154,7 @@ mod bench_batch;
 mod bench_hosts;
 mod bench_populate;
 mod bench_recluster;
+mod bench_recluster_fat;
 mod dist;
 mod embedded;
 mod features;

@@ -266,6 +266,15 @@ pub(super) const CASES: &[Case] = &[
     // must list the tree, and takes writes.
     peer("rc-mkfs.exfat-128k-fuse-4k", Exfat, 512, 512 << 20, "mkfs.exfat", "-c 128K -b 4M")
         .populated().reclustered(4096).ci(),
+    // The other directions and FAT32: mkfs.exfat's at 4 KiB filled through
+    // exfat-fuse, to 128 KiB (larger: every file moves to new clusters);
+    // mkfs.fat's FAT32 at 32 KiB filled through mtools around holes (a
+    // fragmented file), to 4 KiB (the larger FATs displace the first
+    // clusters).
+    peer("rc-mkfs.exfat-4k-fuse-128k", Exfat, 512, 512 << 20, "mkfs.exfat", "-c 4K")
+        .populated().reclustered(128 << 10),
+    peer("rc-mkfs.fat-32k-mtools-4k", Vfat, 512, 4 * GIB, "mkfs.fat", "-F 32 -s 64 -S 512")
+        .populated().reclustered(4096),
     ours("rc-ex-512-128k-rootdir-4k", Exfat, 512, "--fs exfat --cluster 128K --size 512M")
         .populated().reclustered(4096),
     ours("rc-ex-4k-gpt-128k-rootdir-4k", Exfat, 4096, "--fs exfat --sector-size 4096 --table gpt --cluster 128K --size 512M")

@@ -1,7 +1,9 @@
 //! A populated peer's image filled through exfat-fuse (a driver that is
 //! neither ours nor the kernel's): the source tree copied in, and two files
 //! written in alternating pieces so that both get fragmented chains (the
-//! tree a re-cluster has to carry over, `.reclustered()` cases).
+//! tree a re-cluster has to carry over, `.reclustered()` cases); a FAT
+//! peer's image filled through mtools, around holes so that a file's chain
+//! is split too.
 
 use super::*;
 use mkfs_alloc_testsupport::{FuseMount, LoopDevice};
@@ -142,4 +144,110 @@ fn write_interleaved(mnt: &Path, files: &[(&str, Vec<u8>)]) -> Result<(), String
         }
     }
     Ok(())
+}
+
+/// Files of the pad written before the tree and deleted around it (two
+/// 32 KiB clusters each): every second one is gone before the tree goes
+/// in, so that its files take the holes.
+const PADS: usize = 64;
+
+/// Copies the source tree `src` into the FAT `image` with mtools (`mcopy
+/// -s`): first a pad directory whose every second file is then deleted
+/// (`mdel`), the FSInfo next-free hint set to "unknown" so that mtools
+/// allocates from the volume's start (into the holes), the tree, then the
+/// rest of the pad (`mdeltree`). `info --files` must then count a
+/// fragmented file. mtools writes no name outside Unicode's basic plane
+/// (it drops the emoji), so such names leave the source tree first: the
+/// tree's listing is what the volume must hold.
+pub(crate) fn fill_through_mtools(
+    name: &str,
+    bin: &Path,
+    image: &Path,
+    src: &Path,
+    work: &Path,
+) -> Result<(), String> {
+    let err = |e: std::io::Error| format!("{name}: {e}");
+    let mut entries = Vec::new();
+    for entry in std::fs::read_dir(src).map_err(err)? {
+        let path = entry.map_err(err)?.path();
+        if path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.chars().any(|c| u32::from(c) > 0xFFFF))
+        {
+            std::fs::remove_file(&path).map_err(err)?;
+        } else {
+            entries.push(path);
+        }
+    }
+    let pad = work.join(format!("{name}.pad"));
+    let _ = std::fs::remove_dir_all(&pad);
+    std::fs::create_dir_all(&pad).map_err(err)?;
+    let mut state = 0x1234_5678_9ABC_DEF1u64;
+    for i in 0..PADS {
+        let bytes = super::image::xorshift_bytes(&mut state, 64 << 10);
+        std::fs::write(pad.join(format!("p{i:02}")), bytes).map_err(err)?;
+    }
+    let pad_arg = pad.as_os_str().to_owned();
+    mtools(name, "mcopy", image, &[pad_arg, "::/pad".into()], &["-s"])?;
+    let odd: Vec<std::ffi::OsString> = (1..PADS)
+        .step_by(2)
+        .map(|i| format!("::/pad/p{i:02}").into())
+        .collect();
+    mtools(name, "mdel", image, &odd, &[])?;
+    forget_next_free(image).map_err(err)?;
+    let mut args: Vec<std::ffi::OsString> = entries.into_iter().map(Into::into).collect();
+    args.push("::/".into());
+    mtools(name, "mcopy", image, &args, &["-s"])?;
+    mtools(name, "mdeltree", image, &["::/pad".into()], &[])?;
+    let vol = read_files(name, bin, image)?;
+    let fragmented = vol
+        .get("files")
+        .map_or(Ok(0), |f| json_u64(f, "fragmented"))?;
+    if fragmented == 0 {
+        return Err(format!(
+            "{name}: info --files says no file is fragmented after the fill through mtools"
+        ));
+    }
+    Ok(())
+}
+
+/// `TOOL [FLAGS] -i IMAGE ARGS...` of mtools, its checks of the medium off.
+fn mtools(
+    name: &str,
+    tool: &str,
+    image: &Path,
+    args: &[std::ffi::OsString],
+    flags: &[&str],
+) -> Result<(), String> {
+    let out = Command::new(tool)
+        .args(flags)
+        .arg("-i")
+        .arg(image)
+        .args(args)
+        .env("MTOOLS_SKIP_CHECK", "1")
+        .env("LC_ALL", "C.UTF-8")
+        .output()
+        .map_err(|e| format!("cannot run {tool}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{name}: {tool} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(())
+}
+
+/// Sets the FSInfo next-free hint of the FAT32 volume at the start of
+/// `image` to 0xFFFFFFFF ("unknown", Microsoft's FAT specification,
+/// FSI_Nxt_Free): the next allocation searches from cluster 2.
+fn forget_next_free(image: &Path) -> std::io::Result<()> {
+    let mut f = File::options().read(true).write(true).open(image)?;
+    let mut bpb = [0u8; 64];
+    f.read_exact(&mut bpb)?;
+    let sector = u64::from(u16::from_le_bytes([bpb[11], bpb[12]]));
+    let fsinfo = u64::from(u16::from_le_bytes([bpb[48], bpb[49]]));
+    f.seek(SeekFrom::Start(fsinfo * sector + 492))?;
+    f.write_all(&[0xFF; 4])
 }

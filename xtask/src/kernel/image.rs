@@ -116,7 +116,10 @@ pub(super) fn prepare<'a>(
     }
     let mut format = format_image(case.name, case.make, bin, &path, &rootdir)?;
     if case.populated && matches!(case.make, Make::Peer { .. }) {
-        super::fill::fill_through_fuse(case.name, bin, &path, &src, work)?;
+        match case.driver {
+            Driver::Exfat => super::fill::fill_through_fuse(case.name, bin, &path, &src, work)?,
+            Driver::Vfat => super::fill::fill_through_mtools(case.name, bin, &path, &src, work)?,
+        }
     }
     if let Some(to) = case.recluster {
         recluster(case.name, bin, &path, to)?;
@@ -229,8 +232,8 @@ pub(crate) fn format_image(
 }
 
 /// `mkfs-alloc recluster --cluster TO --yes -q IMAGE` on the image of case
-/// `name`.
-fn recluster(name: &str, bin: &Path, path: &Path, to: u64) -> Result<(), String> {
+/// `name`. Shared with `test-uboot`.
+pub(crate) fn recluster(name: &str, bin: &Path, path: &Path, to: u64) -> Result<(), String> {
     let out = Command::new(bin)
         .args(["recluster", "--cluster", &to.to_string(), "--yes", "-q"])
         .arg(path)

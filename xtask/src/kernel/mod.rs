@@ -47,7 +47,8 @@ mod judge;
 
 // Shared with `test-uboot` (`crate::uboot`).
 pub(crate) use cases::Make;
-pub(crate) use image::{format_image, json_u64, read_volume, write_source_tree};
+pub(crate) use fill::fill_through_mtools;
+pub(crate) use image::{format_image, json_u64, read_volume, recluster, write_source_tree};
 pub(crate) use judge::fsck_volume;
 
 use boot::*;
@@ -72,6 +73,8 @@ pub const TOOLS: &[(&str, &str)] = &[
     // Populated peer images are filled through exfat-fuse (`fill.rs`).
     ("mount.exfat-fuse", "exfat-fuse"),
     ("fusermount", "fuse"),
+    // Populated FAT peer images are filled through mtools (`fill.rs`).
+    ("mcopy", "mtools"),
 ];
 
 /// Modules loaded in the guest (their dependencies come along).

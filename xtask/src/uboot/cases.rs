@@ -101,6 +101,10 @@ pub(super) struct Case {
     /// In the CI subset (the default run); `--all` runs every case.
     pub(super) ci: bool,
     pub(super) expect: Expect,
+    /// Re-clustered in place to this cluster size in bytes (`mkfs-alloc
+    /// recluster`) after it is made and populated; a populated peer's case
+    /// is filled through mtools first (the kernel suite's `fill.rs`).
+    pub(super) recluster: Option<u64>,
 }
 
 /// A case formatted by mkfs-alloc with `args` (split at spaces), on the
@@ -119,6 +123,7 @@ const fn ours(name: &'static str, sector: u32, args: &'static str) -> Case {
         populated: false,
         ci: false,
         expect: Expect::Pass,
+        recluster: None,
     }
 }
 
@@ -156,6 +161,14 @@ impl Case {
     }
 
     /// On another bus than the sector size picks.
+    /// Re-clustered to `size` bytes after it is made (and populated).
+    const fn reclustered(self, size: u64) -> Case {
+        Case {
+            recluster: Some(size),
+            ..self
+        }
+    }
+
     const fn on(self, bus: Bus) -> Case {
         Case { bus, ..self }
     }
@@ -231,6 +244,13 @@ pub(super) const CASES: &[Case] = &[
     // (and below, that U-Boot's limits hit the peers' images alike).
     peer("ctl-mkfs.fat", 512, 1 << 30, "mkfs.fat", "-F 32 -n CTRL").ci(),
     peer("ctl-mkfs.fat-4kn", 4096, 8 << 30, "mkfs.fat", "-F 32 -S 4096"),
+    // Re-clustered in place: mkfs.fat's FAT32 at 32 KiB filled through
+    // mtools around holes (a fragmented file), to 4 KiB; ours at 32 KiB
+    // with the tree in an MBR partition, to 4 KiB.
+    peer("rc-mkfs.fat-32k-mtools-4k", 512, 4 << 30, "mkfs.fat", "-F 32 -s 64 -S 512")
+        .populated().reclustered(4096).ci(),
+    ours("rc-f32-512-mbr-32k-rootdir-4k", 512, "--fs fat32 --table mbr --cluster 32K --size 4G")
+        .populated().reclustered(4096),
     // U-Boot 2023.01's limits (TESTING.md): must fail with this text.
     // exFAT: `fstypes` names no exFAT driver (if a U-Boot lists one and
     // fails on our image, that is no longer the limit).
