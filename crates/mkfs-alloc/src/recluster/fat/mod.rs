@@ -134,6 +134,7 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
         target: cluster,
         continues: false,
         fat: None,
+        grow: None,
     };
     let mut fat = FatJob {
         copies: Vec::new(),
