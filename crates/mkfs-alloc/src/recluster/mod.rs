@@ -99,7 +99,10 @@ pub use coarse::Coarse;
 pub use fat::{FatLayout, FatRefusal};
 pub use grow::{plan_resize, resize, Extended, Grow, NewSize, ResizeRefusal};
 pub use plan::{plan_from, DirCopy, Evacuation, ExfatGeometry, Plan, Refusal};
-pub use unfinished::{unfinished, unfinished_at, unfinished_fat, unfinished_in};
+pub use unfinished::{
+    unfinished, unfinished_at, unfinished_fat, unfinished_in, unfinished_resize,
+    unfinished_resize_in,
+};
 
 use state::{Intent, Region};
 use zerocopy::FromBytes;

@@ -93,6 +93,10 @@ fn a_recluster_waits_for_an_unfinished_resize() {
     let mut cut = PowerCutIo::new(d, 4, 1);
     assert!(resize(&mut cut, NewSize::Max).is_err());
     let mut d = cut.into_surviving().unwrap();
+    let heap = model_of(&d).unwrap().0.geometry.data_offset;
+    // info names the resize, not a re-cluster.
+    assert!(unfinished_resize(&mut d, 0, heap, 512).unwrap());
+    assert_eq!(unfinished_at(&mut d, 0, heap, 512).unwrap(), None);
     assert!(matches!(
         plan(&mut d, 4096),
         Err(ReclusterError::UnfinishedResize)
@@ -100,6 +104,7 @@ fn a_recluster_waits_for_an_unfinished_resize() {
     assert_eq!(plan_resize(&mut d, NewSize::Max).unwrap().step, Step::Redo);
     resize(&mut d, NewSize::Max).unwrap();
     grown_model(&d);
+    assert!(!unfinished_resize(&mut d, 0, heap, 512).unwrap());
 }
 
 /// A sweep of the grow of `disk` to its medium's end; returns its report.
@@ -144,5 +149,65 @@ fn power_cuts_in_a_grow_by_one_cluster_whose_bitmap_goes_to_old_free_space() {
     assert!(g.bitmap.0 <= g.old.cluster_count + 1, "{g:?}");
     let report = sweep(&disk, 12);
     eprintln!("grow sweep, one cluster: {report}");
+    assert_eq!(report.intact_after_rerun, report.trials);
+}
+
+#[test]
+fn power_cuts_in_a_grow_whose_fat_grows_into_the_gap() {
+    // 4 KiB clusters: the FAT's new entries pass the old FatLength.
+    let disk = extended(&image(SIZE, 4096), 3 * SIZE);
+    let mut d = disk.clone();
+    let g = plan_resize(&mut d, NewSize::Max).unwrap().grow.unwrap();
+    assert!(g.new.fat_bytes > g.old.fat_bytes, "{g:?}");
+    let want = files(4096);
+    let job = |dev: &mut dyn BlockIo| resize(dev, NewSize::Max).map(|_| ());
+    let report = Sweep::new()
+        .seeds(12)
+        .run(&disk, job, |t| {
+            let m = check_tree(t.medium, &want)?;
+            if t.stage == Stage::AfterRerun
+                && (m.geometry.fs_bytes != 4 * SIZE || !m.findings.is_empty())
+            {
+                return Err(format!("after the rerun: {:?}", m.findings));
+            }
+            Ok(true)
+        })
+        .unwrap();
+    eprintln!("grow sweep, FAT grown: {report}");
+    assert_eq!(report.intact_after_rerun, report.trials);
+}
+
+#[test]
+fn power_cuts_in_a_grow_with_4096_byte_sectors_inside_many_directories() {
+    let shape = Shape {
+        size: 16 << 20,
+        cluster: 64 << 10,
+        sector: 4096,
+        mbr: false,
+        dirs: 20,
+        align: 0,
+    };
+    let disk = shaped(shape);
+    let mut v = disk.as_bytes().to_vec();
+    v.resize(v.len() + (16 << 20), 0);
+    let disk = MemDisk::from_vec(4096, v).unwrap();
+    let want = shape.files();
+    let job = |dev: &mut dyn BlockIo| resize(dev, NewSize::Max).map(|_| ());
+    let report = Sweep::new()
+        .seeds(12)
+        .run(&disk, job, |t| {
+            let m = check_tree(t.medium, &want)?;
+            if t.stage == Stage::AfterRerun
+                && (m.geometry.fs_bytes != 32 << 20 || !m.findings.is_empty())
+            {
+                return Err(format!("after the rerun: {:?}", m.findings));
+            }
+            if t.stage == Stage::AfterRerun && t.medium.as_bytes() != t.reference.as_bytes() {
+                return Err("the rerun's bytes differ from an uncut run's".into());
+            }
+            Ok(true)
+        })
+        .unwrap();
+    eprintln!("grow sweep, 4 KiB sectors: {report}");
     assert_eq!(report.intact_after_rerun, report.trials);
 }
