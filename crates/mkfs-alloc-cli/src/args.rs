@@ -146,7 +146,7 @@ pub enum Command {
     Probe(crate::cmd_probe::ProbeArgs),
     /// Change the cluster size of an exFAT volume that holds data, in place (safe against power loss).
     Recluster(crate::cmd_recluster::ReclusterArgs),
-    /// Grow an exFAT volume that holds data into the space after it, in place (safe against power loss).
+    /// Grow an exFAT or FAT32 volume that holds data into the space after it, in place (safe against power loss).
     Resize(crate::cmd_resize::ResizeArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell).
     Completions(crate::completions::CompletionsArgs),

@@ -1,5 +1,5 @@
-//! `mkfs-alloc resize --size SIZE|max TARGET`: grow an exFAT volume that
-//! holds data into the space after it, in place (the engine is
+//! `mkfs-alloc resize --size SIZE|max TARGET`: grow an exFAT or FAT32
+//! volume that holds data into the space after it, in place (the engine is
 //! `mkfs_alloc::recluster`, the re-cluster's). Planned read-only first;
 //! every refusal comes before the first write (exit 2, the target
 //! unchanged); an image file shorter than SIZE is extended only after
@@ -23,9 +23,10 @@ Examples:
   An image grown to 16 GiB (the file is extended first):
     mkfs-alloc resize --size 16G --yes stick.img
 
-Grows exFAT volumes that fill the medium (no partition table yet); the
-heap stays where it is, so no file data moves. If the power goes, the
-same command finishes the job.";
+Grows exFAT and FAT32 volumes that fill the medium (no partition table
+yet); the data stays where it is. FAT32 grows within its FATs' slack (the
+refusal names the largest size). If the power goes, the same command
+finishes the job.";
 
 /// Options of `mkfs-alloc resize`.
 #[derive(Debug, clap::Args)]
@@ -185,9 +186,11 @@ fn step_text(step: &Step) -> String {
 
 fn print_grow(args: &ResizeArgs, job: &Job, g: &Grow) {
     let sz = format_size;
+    let exfat = g.fs == mkfs_alloc::layout::FsKind::Exfat;
     outln!(
-        "{}: grow exFAT ({})",
+        "{}: grow {} ({})",
         args.target.display(),
+        if exfat { "exFAT" } else { "FAT32" },
         step_text(&job.step)
     );
     outln!(
@@ -198,7 +201,7 @@ fn print_grow(args: &ResizeArgs, job: &Job, g: &Grow) {
         g.new_bytes / u64::from(g.sector_size)
     );
     outln!(
-        "  clusters       {} -> {} of {} (the heap stays at byte {}: no file data moves)",
+        "  clusters       {} -> {} of {} (the data region stays at byte {}: no file data moves)",
         g.old.cluster_count,
         g.new.cluster_count,
         sz(g.new.cluster_size),
@@ -210,6 +213,11 @@ fn print_grow(args: &ResizeArgs, job: &Job, g: &Grow) {
         sz(g.old.fat_bytes),
         sz(g.new.fat_bytes)
     );
+    if !exfat {
+        outln!("  switch         the boot sector (after its backup); FSInfo's hints recounted");
+        print_totals(g);
+        return;
+    }
     outln!(
         "  bitmap         new, {} at cluster {}",
         sz(g.bitmap.1),
@@ -220,6 +228,12 @@ fn print_grow(args: &ResizeArgs, job: &Job, g: &Grow) {
         g.new.root_cluster,
         crate::cmd_info::plural(u64::from(g.root_clusters), "cluster", "clusters")
     );
+    print_totals(g);
+}
+
+/// The plan's free space, I/O and time estimate.
+fn print_totals(g: &Grow) {
+    let sz = format_size;
     outln!(
         "  free           {} -> {} (gained {})",
         sz(g.free_before),
@@ -246,7 +260,7 @@ fn plan_json(job: &Job, would_refuse: Option<&str>) -> serde_json::Value {
     });
     if let Some(g) = &job.grow {
         v["grow"] = serde_json::json!({
-            "fs": "exfat",
+            "fs": if g.fs == mkfs_alloc::layout::FsKind::Exfat { "exfat" } else { "fat32" },
             "volume_bytes": [g.old_bytes, g.new_bytes],
             "cluster_size": g.new.cluster_size,
             "cluster_count": [g.old.cluster_count, g.new.cluster_count],

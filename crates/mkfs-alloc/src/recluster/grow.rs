@@ -33,7 +33,7 @@
 
 use std::fmt;
 
-use mkfs_alloc_blockio::{BlockIo, IoError, IoOp};
+use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_inspect::model::VolumeModel;
 use mkfs_alloc_inspect::FsKind;
 use mkfs_alloc_ondisk::exfat::BootSector;
@@ -97,7 +97,7 @@ impl fmt::Display for ResizeRefusal {
             ),
             ResizeRefusal::FatFull { need, room, most } => write!(
                 f,
-                "the FAT would need {need} bytes but only {room} lie between its start and the cluster heap; growing further would move the heap's start (renumbering every cluster), which is not supported yet: the volume can grow to at most {most} bytes"
+                "the FAT would need {need} bytes but has room for {room} (up to the cluster heap or data region); growing further would move the heap's start (renumbering every cluster), which is not supported yet: the volume can grow to at most {most} bytes"
             ),
         }
     }
@@ -107,6 +107,8 @@ impl fmt::Display for ResizeRefusal {
 /// bitmap and the root's copy go, the figures).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grow {
+    /// The file system (exFAT or FAT32).
+    pub fs: FsKind,
     /// Absolute byte offset of the volume on the medium.
     pub volume_start: u64,
     /// Bytes per sector.
@@ -133,8 +135,11 @@ pub struct Grow {
     pub free_before: u64,
     /// Free bytes after the switch.
     pub free_after: u64,
-    /// The old bitmap's clusters, then the old root's (free afterwards).
-    old_chains: (Vec<u32>, Vec<u32>),
+    /// exFAT: the old bitmap's clusters, then the old root's (free
+    /// afterwards).
+    pub(super) old_chains: (Vec<u32>, Vec<u32>),
+    /// FAT32: what its run needs (`None` for exFAT).
+    pub(super) fat: Option<super::grow_fat::FatGrow>,
 }
 
 impl Grow {
@@ -163,11 +168,14 @@ impl Grow {
 /// damaged volume, too little free space), [`ReclusterError::NoVolume`],
 /// or the read error.
 pub fn plan_resize<D: BlockIo + ?Sized>(dev: &mut D, size: NewSize) -> Result<Job, ReclusterError> {
-    let (model, _, _) = read_one(dev)?;
+    let (model, dirs, sizes) = read_one(dev)?;
     let g = model.geometry.clone();
+    if g.kind == FsKind::Fat32 {
+        return super::grow_fat::plan(dev, &model, &dirs, &sizes, size);
+    }
     if g.kind != FsKind::Exfat {
         return Err(ReclusterError::unsupported(format!(
-            "resizing a {:?} volume (exFAT is)",
+            "resizing a {:?} volume (exFAT and FAT32 are)",
             g.kind
         )));
     }
@@ -207,20 +215,8 @@ pub fn plan_resize<D: BlockIo + ?Sized>(dev: &mut D, size: NewSize) -> Result<Jo
             "a volume with two FATs (TexFAT)".into(),
         ));
     }
-    let room = dev.num_blocks() * u64::from(dev.block_size()) - g.start;
-    let asked = match size {
-        NewSize::Bytes(b) => b,
-        NewSize::Max => room,
-    } / u64::from(s)
-        * u64::from(s);
     let now = mb.volume_length.get() * u64::from(s);
-    let refuse = |r| Err(ReclusterError::Refused(Refusal::Resize(r)));
-    if asked > room {
-        return refuse(ResizeRefusal::PastMedium { asked, room });
-    }
-    if asked < now {
-        return refuse(ResizeRefusal::Shrink { now, asked });
-    }
+    let asked = asked_bytes(dev, g.start, s, size, now)?;
     let old = ExfatGeometry::of(&g, mb.first_cluster_of_root_directory.get());
     let count = ((asked - old.heap_offset) / old.cluster_size).min(MAX_CLUSTERS);
     if count <= u64::from(old.cluster_count) {
@@ -232,6 +228,35 @@ pub fn plan_resize<D: BlockIo + ?Sized>(dev: &mut D, size: NewSize) -> Result<Jo
     job.step = if allow_dirty { Step::Redo } else { Step::Start };
     job.grow = Some(Box::new(p));
     Ok(job)
+}
+
+/// The volume's new size in bytes (whole sectors of `s` bytes) for `size`
+/// on `dev`, the volume at absolute byte `start` having `now` bytes.
+///
+/// # Errors
+///
+/// [`ResizeRefusal::PastMedium`] or [`ResizeRefusal::Shrink`].
+pub(super) fn asked_bytes<D: BlockIo + ?Sized>(
+    dev: &D,
+    start: u64,
+    s: u32,
+    size: NewSize,
+    now: u64,
+) -> Result<u64, ReclusterError> {
+    let room = (dev.num_blocks() * u64::from(dev.block_size())).saturating_sub(start);
+    let asked = match size {
+        NewSize::Bytes(b) => b,
+        NewSize::Max => room,
+    } / u64::from(s)
+        * u64::from(s);
+    let refuse = |r| Err(ReclusterError::Refused(Refusal::Resize(r)));
+    if asked > room {
+        return refuse(ResizeRefusal::PastMedium { asked, room });
+    }
+    if asked < now {
+        return refuse(ResizeRefusal::Shrink { now, asked });
+    }
+    Ok(asked)
 }
 
 /// The boot regions, the intent record (`None`: none of ours) and where it
@@ -293,6 +318,7 @@ fn plan_geometry(
     };
     let count32 = u32::try_from(count).unwrap_or(u32::MAX);
     Ok(Grow {
+        fs: FsKind::Exfat,
         volume_start: start,
         sector_size: s,
         old_bytes: now,
@@ -311,6 +337,7 @@ fn plan_geometry(
         free_before: 0,
         free_after: 0,
         old_chains: (Vec::new(), Vec::new()),
+        fat: None,
     })
 }
 
@@ -414,6 +441,9 @@ pub(super) fn run<D: BlockIo + ?Sized>(
     job: &Job,
     p: &Grow,
 ) -> Result<(), ReclusterError> {
+    if let Some(f) = &p.fat {
+        return super::grow_fat::run(dev, job, p, f);
+    }
     let s = p.sector_size;
     let intent = Intent::resize(s, job.serial, &p.old, &p.new);
     write_at(dev, p.volume_start + p.intent_offset, &intent.sector(s))?;
@@ -533,57 +563,4 @@ pub fn resize<D: BlockIo + ?Sized>(dev: &mut D, size: NewSize) -> Result<Job, Re
     let job = plan_resize(dev, size)?;
     super::run(dev, &job)?;
     Ok(job)
-}
-
-/// A medium read as if it were `blocks` long, zeros past its end: a grow
-/// of an image file planned before the file is extended (writes fail).
-#[derive(Debug)]
-pub struct Extended<D> {
-    inner: D,
-    blocks: u64,
-}
-
-impl<D: BlockIo> Extended<D> {
-    /// `inner`, read as `blocks` blocks (at least its own length).
-    pub fn new(inner: D, blocks: u64) -> Self {
-        let blocks = blocks.max(inner.num_blocks());
-        Extended { inner, blocks }
-    }
-}
-
-impl<D: BlockIo> BlockIo for Extended<D> {
-    fn block_size(&self) -> u32 {
-        self.inner.block_size()
-    }
-
-    fn num_blocks(&self) -> u64 {
-        self.blocks
-    }
-
-    fn read_blocks(&mut self, lba: u64, dst: &mut [u8]) -> Result<(), IoError> {
-        let bs = u64::from(self.block_size());
-        let have = self.inner.num_blocks();
-        let n = dst.len() as u64 / bs;
-        let inside = have.saturating_sub(lba).min(n);
-        let split = usize::try_from(inside * bs).unwrap_or(0);
-        let (a, b) = dst.split_at_mut(split);
-        if inside > 0 {
-            self.inner.read_blocks(lba, a)?;
-        }
-        b.fill(0);
-        Ok(())
-    }
-
-    fn write_blocks(&mut self, lba: u64, src: &[u8]) -> Result<(), IoError> {
-        Err(IoError::new(
-            IoOp::Write,
-            lba * u64::from(self.block_size()),
-            src.len() as u64,
-            std::io::Error::other("an extended view is read-only"),
-        ))
-    }
-
-    fn flush(&mut self) -> Result<(), IoError> {
-        Ok(())
-    }
 }

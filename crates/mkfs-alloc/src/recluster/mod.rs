@@ -80,8 +80,10 @@ mod bad;
 mod coarse;
 mod disk;
 mod evac;
+mod extended;
 mod fat;
 mod grow;
+mod grow_fat;
 mod plan;
 mod refusal;
 #[cfg(feature = "serde")]
@@ -96,8 +98,9 @@ use disk::root_chain_len;
 
 pub use auto::{plan_auto, recommend, AutoChoice};
 pub use coarse::Coarse;
+pub use extended::Extended;
 pub use fat::{FatLayout, FatRefusal};
-pub use grow::{plan_resize, resize, Extended, Grow, NewSize, ResizeRefusal};
+pub use grow::{plan_resize, resize, Grow, NewSize, ResizeRefusal};
 pub use plan::{plan_from, DirCopy, Evacuation, ExfatGeometry, Plan, Refusal};
 pub use unfinished::{
     unfinished, unfinished_at, unfinished_fat, unfinished_in, unfinished_resize,

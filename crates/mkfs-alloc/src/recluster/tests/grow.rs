@@ -211,3 +211,70 @@ fn power_cuts_in_a_grow_with_4096_byte_sectors_inside_many_directories() {
     eprintln!("grow sweep, 4 KiB sectors: {report}");
     assert_eq!(report.intact_after_rerun, report.trials);
 }
+
+/// A FAT32 image of ours (80 MiB at 1 KiB clusters) on a medium `extra`
+/// bytes longer; its tree.
+fn fat32_extended(extra: u64) -> (MemDisk, Vec<(String, usize)>) {
+    let (disk, want) = super::fat::fat32(80 << 20, 1024, 2, None);
+    (extended(&disk, extra), want)
+}
+
+#[test]
+fn a_fat32_grow_uses_the_fats_slack_and_names_the_largest_size_beyond_it() {
+    let (mut d, want) = fat32_extended(64 << 20);
+    let before = d.as_bytes().to_vec();
+    let most = match plan_resize(&mut d, NewSize::Max) {
+        Err(ReclusterError::Refused(Refusal::Resize(ResizeRefusal::FatFull { most, .. }))) => most,
+        Ok(j) => {
+            let g = j.grow.unwrap();
+            panic!("the FAT holds {} clusters", g.new.cluster_count)
+        }
+        other => panic!("{:?}", other.map(|j| j.step)),
+    };
+    assert!(d.as_bytes() == &before[..]);
+    assert!(most > 80 << 20, "no slack: {most}");
+    let job = resize(&mut d, NewSize::Bytes(most)).unwrap();
+    let g = job.grow.unwrap();
+    assert_eq!(g.fs, mkfs_alloc_inspect::FsKind::Fat32);
+    let m = super::fat::check_fat(&d, &want).unwrap();
+    assert!(m.findings.is_empty(), "{:?}", m.findings);
+    assert_eq!(m.geometry.cluster_count, g.new.cluster_count);
+    assert_eq!(m.geometry.fs_bytes, most);
+    assert_eq!(m.free_clusters * 1024, g.free_after);
+    super::fat::check_fatfs(&d, &want).unwrap();
+    // Boot sector and its backup agree; the record is gone.
+    assert_eq!(read(&d, 0, 512), read(&d, 6 * 512, 512));
+    assert!(read(&d, 24 * 512, 512).iter().all(|&b| b == 0));
+    assert_eq!(
+        plan_resize(&mut d, NewSize::Bytes(most)).unwrap().step,
+        Step::Nothing
+    );
+}
+
+#[test]
+fn power_cuts_in_a_fat32_grow_leave_every_file_intact() {
+    let (disk, want) = fat32_extended(64 << 20);
+    let most = match plan_resize(&mut disk.clone(), NewSize::Max) {
+        Err(ReclusterError::Refused(Refusal::Resize(ResizeRefusal::FatFull { most, .. }))) => most,
+        other => panic!("{:?}", other.map(|j| j.step)),
+    };
+    let job = |dev: &mut dyn BlockIo| resize(dev, NewSize::Bytes(most)).map(|_| ());
+    let report = Sweep::new()
+        .seeds(4)
+        .run(&disk, job, |t| {
+            let m = super::fat::check_fat(t.medium, &want)?;
+            if t.stage == Stage::AfterRerun {
+                if m.geometry.fs_bytes != most || !m.findings.is_empty() {
+                    return Err(format!("{} bytes, {:?}", m.geometry.fs_bytes, m.findings));
+                }
+                super::fat::check_fatfs(t.medium, &want)?;
+                if t.medium.as_bytes() != t.reference.as_bytes() {
+                    return Err("the rerun's bytes differ from an uncut run's".into());
+                }
+            }
+            Ok(true)
+        })
+        .unwrap();
+    eprintln!("grow sweep, FAT32: {report}");
+    assert_eq!(report.intact_after_rerun, report.trials);
+}
