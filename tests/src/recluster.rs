@@ -123,6 +123,19 @@ fn fsck_findings_but_dirty(img: &Path) -> (Vec<String>, bool) {
 /// fsck.exfat on every state a re-cluster of `img` to `cluster` leaves when
 /// cut at each of its operations under 3 seeds: all consistent.
 pub fn fsck_every_cut_state(img: &Path, cluster: u64) {
+    fsck_every_cut_state_of(img, &|dev| {
+        mkfs_alloc::recluster::recluster(dev, cluster).map(|_| ())
+    });
+}
+
+/// A job of the in-place engine, run on a medium.
+pub type EngineJob<'a> = dyn Fn(&mut dyn mkfs_alloc_blockio::BlockIo) -> Result<(), mkfs_alloc::recluster::ReclusterError>
+    + 'a;
+
+/// fsck.exfat on every state `job` (a re-cluster, a resize) leaves on
+/// `img` when cut at each of its operations under 3 seeds: all
+/// consistent.
+pub fn fsck_every_cut_state_of(img: &Path, job: &EngineJob<'_>) {
     use mkfs_alloc_blockio::{BlockIo, ImageFile, PowerCutIo};
     require_tool("fsck.exfat");
     let img = img.to_path_buf();
@@ -131,7 +144,7 @@ pub fn fsck_every_cut_state(img: &Path, cluster: u64) {
     let pristine = std::fs::read(&img).expect("read");
     let ops = {
         let mut count = PowerCutIo::counting(ImageFile::open(&img, 512).expect("open"));
-        mkfs_alloc::recluster::recluster(&mut count, cluster).expect("uncut");
+        job(&mut count).expect("uncut");
         let n = count.ops_seen();
         drop(count.into_all_written().expect("write"));
         n
@@ -141,7 +154,7 @@ pub fn fsck_every_cut_state(img: &Path, cluster: u64) {
         for seed in 0..3 {
             std::fs::write(&img, &pristine).expect("reset");
             let mut cut = PowerCutIo::new(ImageFile::open(&img, 512).expect("open"), k, seed);
-            assert!(mkfs_alloc::recluster::recluster(&mut cut, cluster).is_err());
+            assert!(job(&mut cut).is_err());
             let mut dev = cut.into_surviving().expect("cut");
             dev.flush().expect("flush");
             drop(dev);

@@ -40,7 +40,7 @@ Defaults (--cluster auto): FAT32 4 KiB up to 8 GiB, 8 KiB up to 16 GiB,
 16 KiB up to 32 GiB, 32 KiB above; exFAT 4 KiB up to 256 MiB, 32 KiB above;
 FAT16/FAT12 4 KiB. The FAT width follows the cluster count: FAT12 below
 4,085 clusters, FAT16 below 65,525, FAT32 above (16 clusters of margin).
-A target named like a command (list, advise, info, probe, recluster,
+A target named like a command (list, advise, info, probe, recluster, resize,
 completions, help) is written as a path: ./list.
 Exit codes: 0 success; 1 I/O failure after writing began; 2 nothing was
 written: invalid input, a refusal (read-only, permission denied, busy,
@@ -146,6 +146,8 @@ pub enum Command {
     Probe(crate::cmd_probe::ProbeArgs),
     /// Change the cluster size of an exFAT volume that holds data, in place (safe against power loss).
     Recluster(crate::cmd_recluster::ReclusterArgs),
+    /// Grow an exFAT or FAT32 volume that holds data into the space after it, in place (safe against power loss).
+    Resize(crate::cmd_resize::ResizeArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell).
     Completions(crate::completions::CompletionsArgs),
     /// Write the man pages into a directory (used by `cargo xtask man`).
@@ -161,13 +163,14 @@ pub const SUBCOMMANDS: &[&str] = &[
     "info",
     "probe",
     "recluster",
+    "resize",
     "completions",
     "man",
     "help",
 ];
 
 /// The commands with a `--json` of their own.
-const JSON_COMMANDS: &[&str] = &["list", "advise", "info", "probe", "recluster"];
+const JSON_COMMANDS: &[&str] = &["list", "advise", "info", "probe", "recluster", "resize"];
 
 /// `--json` anywhere on the line: whether it was given (before a `--`), and
 /// the arguments with every `--json` put where the command takes it. Given

@@ -22,6 +22,7 @@ mod cmd_info;
 mod cmd_list;
 mod cmd_probe;
 mod cmd_recluster;
+mod cmd_resize;
 mod compat;
 mod completions;
 mod confirm;
@@ -100,6 +101,7 @@ fn main() -> ExitCode {
         Some(args::Command::Info(a)) => cmd_info::run(&a),
         Some(args::Command::Probe(a)) => cmd_probe::run(&a),
         Some(args::Command::Recluster(a)) => cmd_recluster::run(&a),
+        Some(args::Command::Resize(a)) => cmd_resize::run(&a),
         Some(args::Command::Completions(a)) => completions::run(&a),
         Some(args::Command::Man(a)) => completions::man(&a),
     };

@@ -112,12 +112,12 @@ fn check_target_name(path: &Path) -> Result<(), Failure> {
 }
 
 /// Commands that are planned but not in this version.
-const PLANNED: &[&str] = &["resize", "convert"];
+const PLANNED: &[&str] = &["convert"];
 
 /// The first TARGET of `mkfs-alloc TARGET...` stands where a command's name
 /// goes: a bare word (no path separator, no extension) that names no
 /// existing file is taken for a mistyped or future command, not for a new
-/// image (`mkfs-alloc resize --size 32M /dev/sdb` would create `resize`
+/// image (`mkfs-alloc convert --fs exfat /dev/sdb` would create `convert`
 /// and format the device). The mkfs.fat front ends do not call this: their
 /// TARGET never follows a command position.
 pub fn check_command_word(targets: &[std::path::PathBuf]) -> Result<(), Failure> {

@@ -11,6 +11,8 @@ use mkfs_alloc_ondisk::exfat::{
 use zerocopy::little_endian::U32;
 use zerocopy::FromBytes;
 
+use mkfs_alloc_inspect::model::{RootDir, VolumeModel};
+
 /// Bytes of a directory entry.
 const ENTRY: usize = 32;
 
@@ -309,4 +311,22 @@ pub(super) fn file_stream<'s>(
             "{path}: a file entry without its stream extension"
         ))),
     }
+}
+
+/// Old clusters of the root directory's chain.
+pub(super) fn root_chain_len<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    model: &VolumeModel,
+) -> Result<u64, IoError> {
+    let g = &model.geometry;
+    let RootDir::Cluster(mut c) = g.root else {
+        return Ok(0);
+    };
+    let mut fat = FatReader::new(g.fat_offset, g.fat_bytes);
+    let mut n = 0u64;
+    while (2..=g.cluster_count + 1).contains(&c) && n <= u64::from(g.cluster_count) {
+        n += 1;
+        c = fat.get(dev, c)?;
+    }
+    Ok(n)
 }

@@ -71,7 +71,7 @@
 use std::fmt;
 
 use mkfs_alloc_blockio::{BlockIo, IoError};
-use mkfs_alloc_inspect::model::{EntrySet, RootDir, VolumeModel};
+use mkfs_alloc_inspect::model::{EntrySet, VolumeModel};
 use mkfs_alloc_inspect::{read_volumes, InspectError, ModelOptions};
 use mkfs_alloc_ondisk::exfat::BootSector;
 
@@ -80,7 +80,10 @@ mod bad;
 mod coarse;
 mod disk;
 mod evac;
+mod extended;
 mod fat;
+mod grow;
+mod grow_fat;
 mod plan;
 mod refusal;
 #[cfg(feature = "serde")]
@@ -91,11 +94,18 @@ mod state;
 mod tests;
 mod unfinished;
 
+use disk::root_chain_len;
+
 pub use auto::{plan_auto, recommend, AutoChoice};
 pub use coarse::Coarse;
+pub use extended::Extended;
 pub use fat::{FatLayout, FatRefusal};
+pub use grow::{plan_resize, resize, Grow, NewSize, ResizeRefusal};
 pub use plan::{plan_from, DirCopy, Evacuation, ExfatGeometry, Plan, Refusal};
-pub use unfinished::{unfinished, unfinished_at, unfinished_fat, unfinished_in};
+pub use unfinished::{
+    unfinished, unfinished_at, unfinished_fat, unfinished_in, unfinished_resize,
+    unfinished_resize_in,
+};
 
 use state::{Intent, Region};
 use zerocopy::FromBytes;
@@ -110,6 +120,9 @@ pub enum ReclusterError {
     /// The medium holds no single exFAT or FAT volume.
     #[error("{0}")]
     NoVolume(String),
+    /// An unfinished resize is on the medium (a re-cluster waits for it).
+    #[error("an unfinished resize is on this volume: run `mkfs-alloc resize` again with the same size to finish it")]
+    UnfinishedResize,
     /// An unfinished re-cluster to another size is on the medium.
     #[error("an unfinished re-cluster to {cluster}-byte clusters is on this volume: run it again with that size to finish it")]
     OtherJob {
@@ -185,6 +198,35 @@ pub struct Job {
     continues: bool,
     /// A FAT32 volume's job (`None` for exFAT).
     fat: Option<Box<fat::FatJob>>,
+    /// A grow's plan ([`plan_resize`]; `None` for a re-cluster and once
+    /// past the switch).
+    pub grow: Option<Box<Grow>>,
+}
+
+impl Job {
+    /// A job with nothing to do yet, on the volume at `volume_start`.
+    fn empty(
+        volume_start: u64,
+        sector: u32,
+        old_region: Vec<u8>,
+        target: u64,
+        intent: u64,
+    ) -> Self {
+        Job {
+            step: Step::Nothing,
+            plan: None,
+            volume_start,
+            sector,
+            old_region,
+            backup: None,
+            serial: 0,
+            intent_offset: intent,
+            target,
+            continues: false,
+            fat: None,
+            grow: None,
+        }
+    }
 }
 
 impl fmt::Display for Step {
@@ -242,19 +284,10 @@ fn plan_read<D: BlockIo + ?Sized>(
         intent = Intent::read(&sector);
     }
     let shift = u8::try_from((cluster / u64::from(s).max(1)).trailing_zeros()).unwrap_or(0);
-    let mut job = Job {
-        step: Step::Nothing,
-        plan: None,
-        volume_start: g.start,
-        sector: s,
-        old_region: main.bytes.clone(),
-        backup: None,
-        serial: 0,
-        intent_offset,
-        target: cluster,
-        continues: false,
-        fat: None,
-    };
+    if intent.as_ref().is_some_and(state::Intent::resizing) {
+        return Err(ReclusterError::UnfinishedResize);
+    }
+    let mut job = Job::empty(g.start, s, main.bytes.clone(), cluster, intent_offset);
     let boot = |r: &Region| r.boot().cloned();
     let main_boot: Option<BootSector> = if main.valid { boot(&main) } else { None };
     let Some(mb) = main_boot else {
@@ -372,6 +405,9 @@ pub fn run<D: BlockIo + ?Sized>(dev: &mut D, job: &Job) -> Result<(), ReclusterE
             run::finish(dev, job.volume_start, job.sector, job.intent_offset)
         }
         Step::Start | Step::Redo => {
+            if let Some(g) = &job.grow {
+                return grow::run(dev, job, g);
+            }
             let Some(plan) = &job.plan else {
                 return Ok(());
             };
@@ -555,22 +591,4 @@ pub(crate) fn read_one_with<D: BlockIo + ?Sized>(
             "{n} FAT/exFAT volumes on the medium: re-cluster one partition at a time"
         ))),
     }
-}
-
-/// Old clusters of the root directory's chain.
-fn root_chain_len<D: BlockIo + ?Sized>(
-    dev: &mut D,
-    model: &VolumeModel,
-) -> Result<u64, ReclusterError> {
-    let g = &model.geometry;
-    let RootDir::Cluster(mut c) = g.root else {
-        return Ok(0);
-    };
-    let mut fat = disk::FatReader::new(g.fat_offset, g.fat_bytes);
-    let mut n = 0u64;
-    while (2..=g.cluster_count + 1).contains(&c) && n <= u64::from(g.cluster_count) {
-        n += 1;
-        c = fat.get(dev, c)?;
-    }
-    Ok(n)
 }

@@ -203,7 +203,7 @@ pub struct Evacuation {
 
 /// Whether a finding is the dirty mark an unfinished re-cluster of ours
 /// leaves (then the caller passes `allow_dirty`).
-fn is_volume_dirty(f: &Finding) -> bool {
+pub(super) fn is_volume_dirty(f: &Finding) -> bool {
     matches!(
         f,
         Finding::Dirty {

@@ -72,6 +72,8 @@ pub enum Refusal {
     },
     /// FAT32: what only a FAT volume refuses.
     Fat(super::fat::FatRefusal),
+    /// A resize: what only a change of the volume's size refuses.
+    Resize(super::grow::ResizeRefusal),
     /// A structure this version does not handle.
     Unsupported {
         /// What.
@@ -115,6 +117,7 @@ impl fmt::Display for Refusal {
                 need.saturating_sub(*free)
             ),
             Refusal::Fat(r) => r.fmt(f),
+            Refusal::Resize(r) => r.fmt(f),
             Refusal::Unsupported { what } => write!(f, "not supported yet: {what}"),
         }
     }

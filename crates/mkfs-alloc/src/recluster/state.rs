@@ -16,7 +16,7 @@
 //! | 24 | 4 | volume serial number (boot sector) |
 //! | 28 | 1 | old SectorsPerClusterShift |
 //! | 29 | 1 | new SectorsPerClusterShift |
-//! | 30 | 1 | phase: 0 the re-cluster, 1 the evacuation of the heap's start |
+//! | 30 | 1 | phase: 0 the re-cluster, 1 the evacuation of the heap's start, 2 a resize |
 //! | 31 | 1 | the evacuation: the SectorsPerClusterShift the job goes to (0 otherwise) |
 //! | 32 | 4 | old FatOffset (sectors) |
 //! | 36 | 4 | old FatLength (sectors) |
@@ -35,7 +35,7 @@ use mkfs_alloc_ondisk::exfat::{
     boot_checksum, fill_checksum_sector, stored_checksum, volume_flags, BootSector,
     BOOT_CHECKSUM_SECTOR, FILE_SYSTEM_NAME,
 };
-use zerocopy::little_endian::{U16, U32};
+use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use super::plan::{ExfatGeometry, Plan};
@@ -119,9 +119,22 @@ impl Intent {
         Intent { body, crc }
     }
 
+    /// The record of a resize from `old` to `new` (phase 2).
+    pub(super) fn resize(s: u32, serial: u32, old: &ExfatGeometry, new: &ExfatGeometry) -> Self {
+        let mut body = Self::between(s, serial, old, new, None).body;
+        body.phase = 2;
+        let crc = U32::new(CRC32.checksum(body.as_bytes()));
+        Intent { body, crc }
+    }
+
     /// True for the record of an evacuation.
     pub(super) fn evacuating(&self) -> bool {
         self.body.phase == 1
+    }
+
+    /// True for the record of a resize.
+    pub(super) fn resizing(&self) -> bool {
+        self.body.phase == 2
     }
 
     /// The cluster size's shift the whole job goes to.
@@ -221,16 +234,33 @@ impl Region {
 /// `plan`, VolumeDirty as `dirty`, PercentInUse `percent`, and its checksum
 /// sector recomputed. Sectors 1..=10 stay as they were.
 pub(super) fn new_region(old: &[u8], plan: &Plan, dirty: bool, percent: u8) -> Vec<u8> {
-    let s = usize::try_from(plan.sector_size).unwrap_or(512);
+    region_with(old, plan.sector_size, &plan.new, None, dirty, percent)
+}
+
+/// `old` (12 sectors of `sector` bytes) with the geometry `n`, the
+/// VolumeLength `volume_sectors` (`None`: kept), VolumeDirty as `dirty`,
+/// PercentInUse `percent`, its checksum sector recomputed: the switch of
+/// every job of the engine (re-cluster and resize). Sectors 1..=10 stay.
+pub(super) fn region_with(
+    old: &[u8],
+    sector: u32,
+    n: &ExfatGeometry,
+    volume_sectors: Option<u64>,
+    dirty: bool,
+    percent: u8,
+) -> Vec<u8> {
+    let s = usize::try_from(sector).unwrap_or(512);
     let mut r = old.to_vec();
     if let Ok((b, _)) = BootSector::mut_from_prefix(&mut r) {
-        let n: &ExfatGeometry = &plan.new;
-        b.fat_offset = sectors(n.fat_offset, plan.sector_size);
-        b.fat_length = sectors(n.fat_bytes, plan.sector_size);
-        b.cluster_heap_offset = sectors(n.heap_offset, plan.sector_size);
+        b.fat_offset = sectors(n.fat_offset, sector);
+        b.fat_length = sectors(n.fat_bytes, sector);
+        b.cluster_heap_offset = sectors(n.heap_offset, sector);
         b.cluster_count = U32::new(n.cluster_count);
         b.first_cluster_of_root_directory = U32::new(n.root_cluster);
-        b.sectors_per_cluster_shift = shift_of(n.cluster_size, plan.sector_size);
+        b.sectors_per_cluster_shift = shift_of(n.cluster_size, sector);
+        if let Some(v) = volume_sectors {
+            b.volume_length = U64::new(v);
+        }
         b.percent_in_use = percent;
         set_dirty(b, dirty);
     }

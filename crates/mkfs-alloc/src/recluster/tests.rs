@@ -9,6 +9,7 @@
 use super::*;
 use mkfs_alloc_blockio::powercut::sweep::{Stage, Sweep};
 use mkfs_alloc_blockio::MemDisk;
+use mkfs_alloc_inspect::model::RootDir;
 use mkfs_alloc_layout::{plan as layout_plan, ClusterChoice, FormatOptions, FsKind, Medium, Prior};
 use mkfs_alloc_populate::{plan_tree, TimePolicy, Tree};
 use std::collections::BTreeMap;
@@ -589,5 +590,7 @@ mod evac;
 
 #[cfg(test)]
 mod fat;
+#[cfg(test)]
+mod grow;
 #[cfg(test)]
 mod report;

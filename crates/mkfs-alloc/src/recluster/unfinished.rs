@@ -25,7 +25,12 @@ pub fn unfinished<D: BlockIo + ?Sized>(
     }
     let mut s = vec![0u8; sector as usize];
     disk::read_at(dev, heap - u64::from(sector), &mut s)?;
-    Ok(Intent::read(&s).map(|i| u64::from(sector) << i.target_shift()))
+    Ok(reclustering(&s).map(|i| u64::from(sector) << i.target_shift()))
+}
+
+/// The re-cluster's record in `sector` (a resize's is not one).
+fn reclustering(sector: &[u8]) -> Option<Intent> {
+    Intent::read(sector).filter(|i| !i.resizing())
 }
 
 /// [`unfinished`], also finding the record of a job that moves the heap's
@@ -49,7 +54,7 @@ pub fn unfinished_at<D: BlockIo + ?Sized>(
     }
     let mut s = vec![0u8; sector as usize];
     disk::read_at(dev, at, &mut s)?;
-    Ok(Intent::read(&s).map(|i| u64::from(sector) << i.target_shift()))
+    Ok(reclustering(&s).map(|i| u64::from(sector) << i.target_shift()))
 }
 
 /// [`unfinished`] for a FAT32 volume starting at absolute byte `start`:
@@ -71,7 +76,54 @@ pub fn unfinished_fat<D: BlockIo + ?Sized>(
     }
     let mut s = vec![0u8; sector as usize];
     disk::read_at(dev, at, &mut s)?;
-    Ok(Intent::read(&s).map(|i| u64::from(sector) << i.target_shift()))
+    Ok(reclustering(&s).map(|i| u64::from(sector) << i.target_shift()))
+}
+
+/// Whether a resize is unfinished on the exFAT volume starting at absolute
+/// byte `start` whose heap starts at absolute byte `heap`: its record is
+/// before the heap or at sector 24 (`grow.rs`).
+///
+/// # Errors
+///
+/// The read error.
+pub fn unfinished_resize<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    start: u64,
+    heap: u64,
+    sector: u32,
+) -> Result<bool, IoError> {
+    if sector < 512 || heap < start + 25 * u64::from(sector) {
+        return Ok(false);
+    }
+    let mut s = vec![0u8; sector as usize];
+    for at in [heap - u64::from(sector), start + 24 * u64::from(sector)] {
+        disk::read_at(dev, at, &mut s)?;
+        if Intent::read(&s).is_some_and(|i| i.resizing()) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// The exFAT volumes of an inspector's report (their index) with an
+/// unfinished resize on them ([`unfinished_resize`]).
+pub fn unfinished_resize_in<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    report: &mkfs_alloc_inspect::Report,
+) -> Vec<usize> {
+    report
+        .volumes
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| {
+            let (Some(sector), Some(heap)) = (v.sector_size, v.data_offset) else {
+                return false;
+            };
+            v.ours() == Some(FsKind::Exfat)
+                && unfinished_resize(dev, v.start, heap, sector).unwrap_or(false)
+        })
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// The exFAT and FAT32 volumes of an inspector's report (their index, the

@@ -59,8 +59,9 @@ use super::{Job, ReclusterError, Step};
 mod plan;
 mod run;
 
-pub(super) use plan::{plan_fat, Input, INTENT_SECTOR};
+pub(super) use plan::{ours, plan_fat, Input, INTENT_SECTOR};
 pub use plan::{FatLayout, FatRefusal};
+pub(super) use run::{set_clean, set_fs_info};
 
 /// FAT32 entry bits (the high four are reserved).
 const MASK: u32 = 0x0FFF_FFFF;
@@ -134,6 +135,7 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
         target: cluster,
         continues: false,
         fat: None,
+        grow: None,
     };
     let mut fat = FatJob {
         copies: Vec::new(),

@@ -116,7 +116,7 @@ pub(in super::super) struct Input<'a> {
 /// Whether `f` is a mark an unfinished run of ours leaves: the clean bit
 /// cleared, and FAT copies that differ in entry 1 only (a cut between the
 /// two FATs' first sectors).
-fn ours(f: &Finding) -> bool {
+pub(in crate::recluster) fn ours(f: &Finding) -> bool {
     match f {
         Finding::Dirty { mark } => *mark == DirtyMark::FatCleanBit,
         Finding::FatCopiesDiffer {

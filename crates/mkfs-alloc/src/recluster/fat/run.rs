@@ -265,7 +265,7 @@ fn chain_of<D: BlockIo + ?Sized>(
 
 /// Sets (or clears) the clean bit of entry 1 of the FAT whose first
 /// sector is at absolute byte `at`.
-fn set_clean<D: BlockIo + ?Sized>(
+pub(in crate::recluster) fn set_clean<D: BlockIo + ?Sized>(
     dev: &mut D,
     at: u64,
     sector: u32,
@@ -282,7 +282,7 @@ fn set_clean<D: BlockIo + ?Sized>(
 
 /// Sets FSInfo's free count and next free cluster, if the sector at
 /// absolute byte `at` is an FSInfo sector (fatgen103 §5).
-fn set_fs_info<D: BlockIo + ?Sized>(
+pub(in crate::recluster) fn set_fs_info<D: BlockIo + ?Sized>(
     dev: &mut D,
     at: u64,
     sector: u32,

@@ -13,7 +13,12 @@ type Table = Option<mkfs_alloc_partition::TableKind>;
 /// A FAT32 volume of `size` bytes at `cluster`-byte clusters holding the
 /// test tree with `dirs` more directories, through the facade (inside a
 /// partition of `table`); `/photos/frag-1.raw` fragmented.
-fn fat32(size: u64, cluster: u64, dirs: usize, table: Table) -> (MemDisk, Vec<(String, usize)>) {
+pub(super) fn fat32(
+    size: u64,
+    cluster: u64,
+    dirs: usize,
+    table: Table,
+) -> (MemDisk, Vec<(String, usize)>) {
     use crate::populate::{TimePolicy as Tp, Tree as T};
     let mut opts = crate::MediumOptions::new()
         .fs(FsKind::Fat32)
@@ -119,7 +124,7 @@ fn fat_contents(disk: &MemDisk) -> Result<(VolumeModel, BTreeMap<String, Vec<u8>
 }
 
 /// Checks that `disk` holds exactly `want`; returns the model.
-fn check_fat(disk: &MemDisk, want: &[(String, usize)]) -> Result<VolumeModel, String> {
+pub(super) fn check_fat(disk: &MemDisk, want: &[(String, usize)]) -> Result<VolumeModel, String> {
     let (m, got) = fat_contents(disk)?;
     for (path, len) in want {
         match got.get(path) {
@@ -135,7 +140,7 @@ fn check_fat(disk: &MemDisk, want: &[(String, usize)]) -> Result<VolumeModel, St
 }
 
 /// The same check through the `fatfs` crate (an independent reader).
-fn check_fatfs(disk: &MemDisk, want: &[(String, usize)]) -> Result<(), String> {
+pub(super) fn check_fatfs(disk: &MemDisk, want: &[(String, usize)]) -> Result<(), String> {
     use std::io::Read;
     let (m, _) = model_of(disk).map_err(|e| e.to_string())?;
     let start = usize::try_from(m.geometry.start).unwrap();
