@@ -78,6 +78,7 @@ use mkfs_alloc_ondisk::exfat::BootSector;
 mod auto;
 mod bad;
 mod coarse;
+pub mod convert;
 mod disk;
 mod evac;
 mod fat;

@@ -16,7 +16,7 @@
 //! | 24 | 4 | volume serial number (boot sector) |
 //! | 28 | 1 | old SectorsPerClusterShift |
 //! | 29 | 1 | new SectorsPerClusterShift |
-//! | 30 | 1 | phase: 0 the re-cluster, 1 the evacuation of the heap's start |
+//! | 30 | 1 | phase: 0 the re-cluster, 1 the evacuation of the heap's start, 2 a conversion (`convert/`) |
 //! | 31 | 1 | the evacuation: the SectorsPerClusterShift the job goes to (0 otherwise) |
 //! | 32 | 4 | old FatOffset (sectors) |
 //! | 36 | 4 | old FatLength (sectors) |
@@ -117,6 +117,25 @@ impl Intent {
         };
         let crc = U32::new(CRC32.checksum(body.as_bytes()));
         Intent { body, crc }
+    }
+
+    /// The record of a conversion from the FAT32 volume `old` to the exFAT
+    /// volume `new` (phase 2).
+    pub(super) fn converting(
+        s: u32,
+        serial: u32,
+        old: &ExfatGeometry,
+        new: &ExfatGeometry,
+    ) -> Self {
+        let mut i = Self::between(s, serial, old, new, None);
+        i.body.phase = 2;
+        i.crc = U32::new(CRC32.checksum(i.body.as_bytes()));
+        i
+    }
+
+    /// True for the record of a conversion.
+    pub(super) fn conversion(&self) -> bool {
+        self.body.phase == 2
     }
 
     /// True for the record of an evacuation.

@@ -25,7 +25,9 @@ pub fn unfinished<D: BlockIo + ?Sized>(
     }
     let mut s = vec![0u8; sector as usize];
     disk::read_at(dev, heap - u64::from(sector), &mut s)?;
-    Ok(Intent::read(&s).map(|i| u64::from(sector) << i.target_shift()))
+    Ok(Intent::read(&s)
+        .filter(|i| !i.conversion())
+        .map(|i| u64::from(sector) << i.target_shift()))
 }
 
 /// [`unfinished`], also finding the record of a job that moves the heap's
@@ -49,7 +51,9 @@ pub fn unfinished_at<D: BlockIo + ?Sized>(
     }
     let mut s = vec![0u8; sector as usize];
     disk::read_at(dev, at, &mut s)?;
-    Ok(Intent::read(&s).map(|i| u64::from(sector) << i.target_shift()))
+    Ok(Intent::read(&s)
+        .filter(|i| !i.conversion())
+        .map(|i| u64::from(sector) << i.target_shift()))
 }
 
 /// [`unfinished`] for a FAT32 volume starting at absolute byte `start`:
@@ -71,7 +75,9 @@ pub fn unfinished_fat<D: BlockIo + ?Sized>(
     }
     let mut s = vec![0u8; sector as usize];
     disk::read_at(dev, at, &mut s)?;
-    Ok(Intent::read(&s).map(|i| u64::from(sector) << i.target_shift()))
+    Ok(Intent::read(&s)
+        .filter(|i| !i.conversion())
+        .map(|i| u64::from(sector) << i.target_shift()))
 }
 
 /// The exFAT and FAT32 volumes of an inspector's report (their index, the

@@ -8,12 +8,17 @@ use super::*;
 use mkfs_alloc_blockio::powercut::sweep::SweepReport;
 
 /// The partition table of a test image (`None`: the whole medium).
-type Table = Option<mkfs_alloc_partition::TableKind>;
+pub(super) type Table = Option<mkfs_alloc_partition::TableKind>;
 
 /// A FAT32 volume of `size` bytes at `cluster`-byte clusters holding the
 /// test tree with `dirs` more directories, through the facade (inside a
 /// partition of `table`); `/photos/frag-1.raw` fragmented.
-fn fat32(size: u64, cluster: u64, dirs: usize, table: Table) -> (MemDisk, Vec<(String, usize)>) {
+pub(super) fn fat32(
+    size: u64,
+    cluster: u64,
+    dirs: usize,
+    table: Table,
+) -> (MemDisk, Vec<(String, usize)>) {
     use crate::populate::{TimePolicy as Tp, Tree as T};
     let mut opts = crate::MediumOptions::new()
         .fs(FsKind::Fat32)
