@@ -146,6 +146,8 @@ pub enum Command {
     Probe(crate::cmd_probe::ProbeArgs),
     /// Change the cluster size of an exFAT volume that holds data, in place (safe against power loss).
     Recluster(crate::cmd_recluster::ReclusterArgs),
+    /// Convert a FAT32 volume that holds data to exFAT, in place, keeping every file (safe against power loss).
+    Convert(crate::cmd_convert::ConvertArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell).
     Completions(crate::completions::CompletionsArgs),
     /// Write the man pages into a directory (used by `cargo xtask man`).
@@ -161,13 +163,14 @@ pub const SUBCOMMANDS: &[&str] = &[
     "info",
     "probe",
     "recluster",
+    "convert",
     "completions",
     "man",
     "help",
 ];
 
 /// The commands with a `--json` of their own.
-const JSON_COMMANDS: &[&str] = &["list", "advise", "info", "probe", "recluster"];
+const JSON_COMMANDS: &[&str] = &["list", "advise", "info", "probe", "recluster", "convert"];
 
 /// `--json` anywhere on the line: whether it was given (before a `--`), and
 /// the arguments with every `--json` put where the command takes it. Given

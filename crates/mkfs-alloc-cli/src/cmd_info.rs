@@ -65,6 +65,7 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
         (!errors.is_empty()).then(|| anyhow!("{}: {}", path.display(), errors.join("; ")));
     let sd = sd_layout_of(&report);
     let unfinished = mkfs_alloc::recluster::unfinished_in(&mut dev, &report);
+    let converting = mkfs_alloc::recluster::convert::unfinished_in(&mut dev, &report);
     if args.json {
         // One document: the report, with the error and exit code if any.
         let mut v = serde_json::to_value(&report)
@@ -80,6 +81,8 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
                 .map(|(i, c)| serde_json::json!({ "volume": i + 1, "cluster_size": c }))
                 .collect();
             obj.insert("recluster_unfinished".into(), serde_json::json!(list));
+            let list: Vec<_> = converting.iter().map(|i| i + 1).collect();
+            obj.insert("convert_unfinished".into(), serde_json::json!(list));
             obj.insert(
                 "target".into(),
                 serde_json::Value::String(path.display().to_string()),
@@ -111,6 +114,14 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
             i + 1,
             format_size(*c),
             c,
+            path.display()
+        );
+    }
+    for i in &converting {
+        outln!();
+        outln!(
+            "volume {}: a conversion to exFAT is unfinished (the volume is intact); finish it with: mkfs-alloc convert --fs exfat {}",
+            i + 1,
             path.display()
         );
     }
