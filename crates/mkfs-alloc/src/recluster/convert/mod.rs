@@ -298,7 +298,7 @@ fn work(
     let exfat = ExfatGeometry {
         fat_offset: old.fat_offset + g.fat_bytes,
         root_cluster,
-        ..old.clone()
+        ..old
     };
     let intent = Intent::converting(g.sector_size, serial, &old, &exfat);
     Ok(Work {
@@ -335,7 +335,7 @@ fn figures(w: &Work, mbr: bool) -> ConvertPlan {
         .map(|b| u64::from(b.count_ones()))
         .sum();
     ConvertPlan {
-        exfat: w.exfat.clone(),
+        exfat: w.exfat,
         directories: w.tree.dirs.len() as u64,
         files: w.tree.files,
         label: w.tree.label.as_ref().map(|l| String::from_utf16_lossy(l)),
@@ -357,26 +357,31 @@ fn mbr_entry<D: BlockIo + ?Sized>(
     dev: &mut D,
     start: u64,
 ) -> Result<Option<(u64, usize)>, IoError> {
-    use mkfs_alloc_ondisk::mbr::{MBR_TYPE_EXFAT, MBR_TYPE_FAT32_CHS, MBR_TYPE_FAT32_LBA};
+    use mkfs_alloc_ondisk::mbr::{
+        Mbr, MbrEntry, MBR_TYPE_EXFAT, MBR_TYPE_FAT32_CHS, MBR_TYPE_FAT32_LBA,
+    };
     let bs = u64::from(dev.block_size());
     if start == 0 || bs < 512 {
         return Ok(None);
     }
     let mut b = vec![0u8; usize::try_from(bs).unwrap_or(512)];
     dev.read_blocks(0, &mut b)?;
-    if b[510..512] != [0x55, 0xAA] {
+    let Ok((mbr, _)) = Mbr::ref_from_prefix(&b) else {
+        return Ok(None);
+    };
+    if mbr.signature != [0x55, 0xAA] {
         return Ok(None);
     }
-    Ok((0..4).map(|i| 446 + 16 * i).find_map(|e| {
-        let lba = u64::from(u32::from_le_bytes([
-            b[e + 8],
-            b[e + 9],
-            b[e + 10],
-            b[e + 11],
-        ]));
-        let t = b[e + 4];
-        ([MBR_TYPE_FAT32_CHS, MBR_TYPE_FAT32_LBA, MBR_TYPE_EXFAT].contains(&t) && lba * bs == start)
-            .then_some((0, e + 4))
+    let types = [MBR_TYPE_FAT32_CHS, MBR_TYPE_FAT32_LBA, MBR_TYPE_EXFAT];
+    Ok(mbr.partitions.iter().enumerate().find_map(|(i, p)| {
+        (types.contains(&p.os_type) && u64::from(p.starting_lba.get()) * bs == start).then(|| {
+            (
+                0,
+                core::mem::offset_of!(Mbr, partitions)
+                    + i * 16
+                    + core::mem::offset_of!(MbrEntry, os_type),
+            )
+        })
     }))
 }
 

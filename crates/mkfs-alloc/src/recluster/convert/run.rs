@@ -55,10 +55,11 @@ fn write_fat<D: BlockIo + ?Sized>(dev: &mut D, w: &Work) -> Result<(), IoError> 
         let n = WINDOW.min(len - pos);
         let mut buf = vec![0u8; usize::try_from(n).unwrap_or(0)];
         disk::read_at(dev, src + pos, &mut buf)?;
-        for (i, e) in buf.chunks_exact_mut(4).enumerate() {
-            let idx = u32::try_from(pos / 4 + i as u64).unwrap_or(u32::MAX);
-            let old = u32::from_le_bytes([e[0], e[1], e[2], e[3]]);
-            e.copy_from_slice(&translate(w, idx, old).to_le_bytes());
+        if let Ok(entries) = <[U32]>::mut_from_bytes(&mut buf) {
+            for (i, e) in entries.iter_mut().enumerate() {
+                let idx = u32::try_from(pos / 4 + i as u64).unwrap_or(u32::MAX);
+                *e = U32::new(translate(w, idx, e.get()));
+            }
         }
         disk::write_at(dev, dst + pos, &buf)?;
         pos += n;
