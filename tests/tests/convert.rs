@@ -164,6 +164,103 @@ fn mkfs_fat_filled_by_mtools_converts_to_exfat_with_every_file() {
     out.assert_success();
 }
 
+/// fsck's findings on `img`: fsck.exfat's for an exFAT volume (VolumeDirty
+/// left out: it is set until the job is done, on purpose), fsck.fat's for
+/// the FAT32 volume before the switch (FATs that differ left out: the
+/// second one is no longer mirrored and holds the exFAT FAT; and a backup
+/// boot sector that differs only in ExtFlags or in the last bytes of the
+/// boot code, which fsck.fat calls "mostly harmless": a cut between the
+/// two single-sector writes of step 2).
+fn findings_of_cut_state(img: &Path) -> (Vec<String>, &'static str) {
+    use mkfs_alloc_testsupport::{fsck_findings, FsckKind};
+    let bytes = std::fs::read(img).expect("read");
+    let (tool, kind, name, skip) = if &bytes[3..11] == b"EXFAT   " {
+        ("fsck.exfat", FsckKind::Exfat, "exFAT", "dirty")
+    } else {
+        ("fsck.fat", FsckKind::Fat, "FAT32", "fats differ")
+    };
+    let out = run(require_tool(tool), &[Path::new("-n"), img]);
+    let all = fsck_findings(kind, out.success(), &out.stdout, &out.stderr);
+    let harmless = |l: &String| {
+        let l = l.trim();
+        l.starts_with("There are differences between boot sector and its backup")
+            || l.starts_with("This is mostly harmless")
+            || l.starts_with("Not automatically fixing")
+            || ["40:", "41:", "508:", "509:"]
+                .iter()
+                .any(|o| l.starts_with(o))
+    };
+    // What fsck.fat says besides, when the FATs differ: it would copy the
+    // first over the second (it does not read ExtFlags), hence its exit code.
+    let differ = all.iter().any(|l| l.to_lowercase().contains(skip));
+    let follows = |l: &String| {
+        let l = l.trim();
+        l == "Leaving filesystem unchanged."
+            || (differ && (l == "Using first FAT." || l == "fsck.fat did not exit 0"))
+    };
+    let kept = all
+        .into_iter()
+        .filter(|l| !l.to_lowercase().contains(skip) && !harmless(l) && !follows(l))
+        .collect();
+    (kept, name)
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (mkfs.fat, mtools, fsck.fat, fsck.exfat)"]
+fn fsck_finds_every_cut_state_of_a_conversion_consistent() {
+    use mkfs_alloc_blockio::{BlockIo, ImageFile, PowerCutIo};
+    let tmp = TempDir::new("convert-cuts");
+    let img = tmp.join("v.img");
+    let p = img.to_str().expect("utf-8");
+    run("truncate", &["-s", "300M", p]).assert_success();
+    run(require_tool("mkfs.fat"), &["-F", "32", "-n", "CUTS", p]).assert_success();
+    let host = tmp.subdir("in");
+    for (path, data, _) in tree() {
+        let f = host.join(&path);
+        std::fs::create_dir_all(f.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&f, data).expect("write");
+    }
+    let mut args = vec!["-s".to_string(), "-i".into(), p.into()];
+    for e in std::fs::read_dir(&host).expect("dir") {
+        args.push(e.expect("entry").path().to_str().expect("utf-8").into());
+    }
+    args.push("::/".into());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run(require_tool("mcopy"), &args).assert_success();
+    let pristine = std::fs::read(&img).expect("read");
+    let ops = {
+        let mut count = PowerCutIo::counting(ImageFile::open(&img, 512).expect("open"));
+        mkfs_alloc::recluster::convert::convert(&mut count).expect("uncut");
+        count.ops_seen()
+    };
+    let (mut states, mut fat32) = (0, 0);
+    for k in 0..ops {
+        for seed in 0..2 {
+            std::fs::write(&img, &pristine).expect("reset");
+            let mut cut = PowerCutIo::new(ImageFile::open(&img, 512).expect("open"), k, seed);
+            assert!(mkfs_alloc::recluster::convert::convert(&mut cut).is_err());
+            let mut dev = cut.into_surviving().expect("cut");
+            dev.flush().expect("flush");
+            drop(dev);
+            let (findings, kind) = findings_of_cut_state(&img);
+            assert!(
+                findings.is_empty(),
+                "cut at {k}, seed {seed} ({kind}): {findings:?}"
+            );
+            states += 1;
+            fat32 += usize::from(kind == "FAT32");
+            // The same command finishes it: a clean exFAT volume.
+            mkfs_alloc(&["convert", "--fs", "exfat", "--yes", "-q", p]).assert_success();
+            fsck_exfat_clean(&img);
+        }
+    }
+    eprintln!(
+        "fsck on {states} cut states of {ops} ops of a conversion: all consistent \
+         ({fat32} FAT32 for fsck.fat, {} exFAT for fsck.exfat); each finished by the same command",
+        states - fat32
+    );
+}
+
 /// Files (not directories) under `dir`.
 fn count_files(dir: &Path) -> usize {
     std::fs::read_dir(dir)
