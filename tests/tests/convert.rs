@@ -208,6 +208,7 @@ fn findings_of_cut_state(img: &Path) -> (Vec<String>, &'static str) {
 #[test]
 #[ignore = "tool tier: cargo xtask test (mkfs.fat, mtools, fsck.fat, fsck.exfat)"]
 fn fsck_finds_every_cut_state_of_a_conversion_consistent() {
+    use mkfs_alloc::recluster::Step;
     use mkfs_alloc_blockio::{BlockIo, ImageFile, PowerCutIo};
     let tmp = TempDir::new("convert-cuts");
     let img = tmp.join("v.img");
@@ -233,7 +234,7 @@ fn fsck_finds_every_cut_state_of_a_conversion_consistent() {
         mkfs_alloc::recluster::convert::convert(&mut count).expect("uncut");
         count.ops_seen()
     };
-    let (mut states, mut fat32) = (0, 0);
+    let (mut states, mut fat32, mut named_states) = (0, 0, 0);
     for k in 0..ops {
         for seed in 0..2 {
             std::fs::write(&img, &pristine).expect("reset");
@@ -243,6 +244,19 @@ fn fsck_finds_every_cut_state_of_a_conversion_consistent() {
             dev.flush().expect("flush");
             drop(dev);
             let (findings, kind) = findings_of_cut_state(&img);
+            // `info` names an unfinished conversion exactly while one is.
+            let step = {
+                let mut dev = ImageFile::open(&img, 512).expect("open");
+                mkfs_alloc::recluster::convert::plan(&mut dev)
+                    .expect("plan")
+                    .step
+            };
+            let info = mkfs_alloc(&["info", "--json", p]);
+            let v: serde_json::Value = serde_json::from_str(&info.stdout).expect("json");
+            let named = v["convert_unfinished"] == serde_json::json!([1]);
+            let unfinished = matches!(step, Step::Redo | Step::Finish);
+            assert_eq!(named, unfinished, "cut at {k}, seed {seed}: {step:?}");
+            named_states += usize::from(named);
             assert!(
                 findings.is_empty(),
                 "cut at {k}, seed {seed} ({kind}): {findings:?}"
@@ -256,7 +270,8 @@ fn fsck_finds_every_cut_state_of_a_conversion_consistent() {
     }
     eprintln!(
         "fsck on {states} cut states of {ops} ops of a conversion: all consistent \
-         ({fat32} FAT32 for fsck.fat, {} exFAT for fsck.exfat); each finished by the same command",
+         ({fat32} FAT32 for fsck.fat, {} exFAT for fsck.exfat; info named {named_states} \
+         unfinished); each finished by the same command",
         states - fat32
     );
 }
