@@ -40,7 +40,7 @@ Defaults (--cluster auto): FAT32 4 KiB up to 8 GiB, 8 KiB up to 16 GiB,
 16 KiB up to 32 GiB, 32 KiB above; exFAT 4 KiB up to 256 MiB, 32 KiB above;
 FAT16/FAT12 4 KiB. The FAT width follows the cluster count: FAT12 below
 4,085 clusters, FAT16 below 65,525, FAT32 above (16 clusters of margin).
-A target named like a command (list, advise, info, probe, recluster,
+A target named like a command (list, advise, info, probe, recluster, convert,
 completions, help) is written as a path: ./list.
 Exit codes: 0 success; 1 I/O failure after writing began; 2 nothing was
 written: invalid input, a refusal (read-only, permission denied, busy,
