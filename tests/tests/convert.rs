@@ -290,3 +290,26 @@ fn count_files(dir: &Path) -> usize {
         })
         .sum()
 }
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (mkfs.fat)"]
+fn one_fat_or_few_reserved_sectors_are_refused_unchanged() {
+    let tmp = TempDir::new("convert-refused-layouts");
+    let img = tmp.join("v.img");
+    let p = img.to_str().expect("utf-8");
+    for (args, said) in [
+        (&["-F", "32", "-f", "1"][..], "one FAT"),
+        (&["-F", "32", "-R", "16"][..], "reserved sectors"),
+    ] {
+        let _ = std::fs::remove_file(&img);
+        run("truncate", &["-s", "300M", p]).assert_success();
+        let mut all = args.to_vec();
+        all.push(p);
+        run(require_tool("mkfs.fat"), &all).assert_success();
+        let before = std::fs::read(&img).expect("read");
+        let out = mkfs_alloc(&["convert", "--fs", "exfat", "--yes", p]);
+        out.assert_code(2);
+        assert!(out.stderr.contains(said), "{args:?}: {out}");
+        assert!(std::fs::read(&img).expect("read") == before, "{args:?}");
+    }
+}

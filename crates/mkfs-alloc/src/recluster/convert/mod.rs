@@ -60,8 +60,9 @@
 //!
 //! Refused (nothing written): FAT12/16, a damaged volume, bad clusters,
 //! one FAT, an active FAT other than the first, too little free space,
-//! 24 reserved sectors or fewer (the record's sector), names exFAT does not
-//! take.
+//! 24 reserved sectors or fewer (the record's sector), a backup boot
+//! sector past sector 8 or FSInfo in sectors 9..=24 (they would be
+//! overwritten before the switch), names exFAT does not take.
 
 use mkfs_alloc_blockio::{BlockIo, IoError};
 use mkfs_alloc_inspect::model::{Finding, Geometry, RootDir, VolumeModel};
@@ -294,6 +295,19 @@ fn work(
     sign_extended_boot_sector(&mut fat32_sector0);
     let bk =
         Fat32BootSector::ref_from_prefix(&reserved).map_or(0, |(b, _)| b.ebpb.bk_boot_sec.get());
+    let info = Fat32BootSector::ref_from_prefix(&reserved).map_or(1, |(b, _)| b.ebpb.fs_info.get());
+    if (9..=INTENT_SECTOR as u16).contains(&info) {
+        return Err(ReclusterError::unsupported(format!(
+            "FSInfo at sector {info} (sectors 9..=24 become exFAT's boot regions and the record)"
+        )));
+    }
+    if bk == 1 || bk > 8 {
+        // Sectors 9..=23 become exFAT's OEM, reserved, checksum and backup
+        // boot sectors; sector 1 is FSInfo.
+        return Err(ReclusterError::unsupported(format!(
+            "a FAT32 backup boot sector at sector {bk} (2..=8 are kept as exFAT extended boot sectors)"
+        )));
+    }
     let root_cluster = tree.dirs[0].new.first().copied().unwrap_or(2);
     let exfat = ExfatGeometry {
         fat_offset: old.fat_offset + g.fat_bytes,
@@ -310,7 +324,7 @@ fn work(
         tree,
         reserved,
         fat32_sector0,
-        backup_boot: (bk > 0 && bk < 12 && bk != 1).then_some(u64::from(bk)),
+        backup_boot: (bk > 0).then_some(u64::from(bk)),
         bitmap: a.bitmap,
         upcase: a.upcase,
         bitmap_bytes: a.bitmap_bytes,

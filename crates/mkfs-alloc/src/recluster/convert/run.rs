@@ -99,7 +99,7 @@ fn root_entries(w: &Work) -> Vec<u8> {
 
 /// The exFAT boot region (12 sectors): sector 0 the exFAT boot sector
 /// (VolumeDirty as `dirty`), sectors 1..=8 FAT32's reserved sectors as
-/// they are (FSInfo, the backup boot sector as `fat32` is) signed as
+/// they are (FSInfo; the backup boot sector as step 2 wrote it) signed as
 /// extended boot sectors, 9 and 10 zero, 11 the checksum.
 pub(super) fn region(w: &Work, dirty: bool) -> Vec<u8> {
     let s = usize::try_from(w.g.sector_size).unwrap_or(512);
@@ -108,7 +108,14 @@ pub(super) fn region(w: &Work, dirty: bool) -> Vec<u8> {
     for k in 1..9 {
         sign_extended_boot_sector(&mut r[k * s..(k + 1) * s]);
     }
-    r[6 * s..7 * s].copy_from_slice(&w.fat32_sector0);
+    // The backup boot sector stays FAT32's sector 0 as step 2 wrote it.
+    if let Some(bk) = w
+        .backup_boot
+        .and_then(|b| usize::try_from(b).ok())
+        .filter(|&b| b < 9)
+    {
+        r[bk * s..(bk + 1) * s].copy_from_slice(&w.fat32_sector0);
+    }
     if let Ok((b, _)) = BootSector::mut_from_prefix(&mut r) {
         fill_boot(b, w, dirty);
     }
