@@ -41,7 +41,7 @@ Defaults (--cluster auto): FAT32 4 KiB up to 8 GiB, 8 KiB up to 16 GiB,
 FAT16/FAT12 4 KiB. The FAT width follows the cluster count: FAT12 below
 4,085 clusters, FAT16 below 65,525, FAT32 above (16 clusters of margin).
 A target named like a command (list, advise, info, probe, recluster, resize,
-completions, help) is written as a path: ./list.
+convert, completions, help) is written as a path: ./list.
 Exit codes: 0 success; 1 I/O failure after writing began; 2 nothing was
 written: invalid input, a refusal (read-only, permission denied, busy,
 locked, mounted) or an error before the first write. With several targets:
@@ -148,6 +148,8 @@ pub enum Command {
     Recluster(crate::cmd_recluster::ReclusterArgs),
     /// Grow an exFAT or FAT32 volume that holds data into the space after it, in place (safe against power loss).
     Resize(crate::cmd_resize::ResizeArgs),
+    /// Convert a FAT32 volume that holds data to exFAT, in place, keeping every file (safe against power loss).
+    Convert(crate::cmd_convert::ConvertArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell).
     Completions(crate::completions::CompletionsArgs),
     /// Write the man pages into a directory (used by `cargo xtask man`).
@@ -164,13 +166,22 @@ pub const SUBCOMMANDS: &[&str] = &[
     "probe",
     "recluster",
     "resize",
+    "convert",
     "completions",
     "man",
     "help",
 ];
 
 /// The commands with a `--json` of their own.
-const JSON_COMMANDS: &[&str] = &["list", "advise", "info", "probe", "recluster", "resize"];
+const JSON_COMMANDS: &[&str] = &[
+    "list",
+    "advise",
+    "info",
+    "probe",
+    "recluster",
+    "resize",
+    "convert",
+];
 
 /// `--json` anywhere on the line: whether it was given (before a `--`), and
 /// the arguments with every `--json` put where the command takes it. Given

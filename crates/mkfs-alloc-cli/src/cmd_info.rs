@@ -66,6 +66,7 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
     let sd = sd_layout_of(&report);
     let unfinished = mkfs_alloc::recluster::unfinished_in(&mut dev, &report);
     let resizing = mkfs_alloc::recluster::unfinished_resize_in(&mut dev, &report);
+    let converting = mkfs_alloc::recluster::convert::unfinished_in(&mut dev, &report);
     if args.json {
         // One document: the report, with the error and exit code if any.
         let mut v = serde_json::to_value(&report)
@@ -83,6 +84,8 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
             obj.insert("recluster_unfinished".into(), serde_json::json!(list));
             let list: Vec<_> = resizing.iter().map(|i| i + 1).collect();
             obj.insert("resize_unfinished".into(), serde_json::json!(list));
+            let list: Vec<_> = converting.iter().map(|i| i + 1).collect();
+            obj.insert("convert_unfinished".into(), serde_json::json!(list));
             obj.insert(
                 "target".into(),
                 serde_json::Value::String(path.display().to_string()),
@@ -121,6 +124,14 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
         outln!();
         outln!(
             "volume {}: a resize is unfinished (the volume is intact, old or new); finish it with the same command: mkfs-alloc resize --size SIZE|max {}",
+            i + 1,
+            path.display()
+        );
+    }
+    for i in &converting {
+        outln!();
+        outln!(
+            "volume {}: a conversion to exFAT is unfinished (the volume is intact); finish it with: mkfs-alloc convert --fs exfat {}",
             i + 1,
             path.display()
         );

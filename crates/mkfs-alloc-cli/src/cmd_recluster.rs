@@ -65,22 +65,7 @@ pub fn run(args: &ReclusterArgs) -> Result<(), Failure> {
         Some(parse_size(&args.cluster).map_err(|e| usage(anyhow!("--cluster: {e}")))?)
     };
     let path = &args.target;
-    let meta = std::fs::metadata(path)
-        .map_err(|e| usage(anyhow!(e).context(format!("cannot open {}", path.display()))))?;
-    let is_dev = mkfs_alloc_device::is_block_device(path);
-    if !meta.is_file() && !is_dev {
-        return Err(usage(anyhow!(
-            "{} is neither a regular file nor a block device",
-            path.display()
-        )));
-    }
-    let block_size = if is_dev {
-        mkfs_alloc_device::inspect(path)
-            .map(|d| d.logical_block_size)
-            .unwrap_or(512)
-    } else {
-        512
-    };
+    let block_size = target_block_size(path)?;
     // Planned through a read-only handle: nothing can be written before
     // every check has passed.
     let (job, choice) = {
@@ -170,11 +155,32 @@ pub fn run(args: &ReclusterArgs) -> Result<(), Failure> {
 }
 
 /// A refusal or a read error before any write: exit 2.
-fn refusal(e: ReclusterError) -> Failure {
+pub(crate) fn refusal(e: ReclusterError) -> Failure {
     match e {
         ReclusterError::Io(e) => Failure::Io(anyhow!(e)),
         other => usage(anyhow!(other)),
     }
+}
+
+/// The logical block size of `path`, an image file (512) or a block
+/// device; anything else is a usage error.
+pub(crate) fn target_block_size(path: &std::path::Path) -> Result<u32, Failure> {
+    let meta = std::fs::metadata(path)
+        .map_err(|e| usage(anyhow!(e).context(format!("cannot open {}", path.display()))))?;
+    let is_dev = mkfs_alloc_device::is_block_device(path);
+    if !meta.is_file() && !is_dev {
+        return Err(usage(anyhow!(
+            "{} is neither a regular file nor a block device",
+            path.display()
+        )));
+    }
+    Ok(if is_dev {
+        mkfs_alloc_device::inspect(path)
+            .map(|d| d.logical_block_size)
+            .unwrap_or(512)
+    } else {
+        512
+    })
 }
 
 /// What the plan's print shows: the job, and what `auto` chose.

@@ -17,6 +17,7 @@ macro_rules! outln {
 
 mod args;
 mod cmd_advise;
+mod cmd_convert;
 mod cmd_format;
 mod cmd_info;
 mod cmd_list;
@@ -102,6 +103,7 @@ fn main() -> ExitCode {
         Some(args::Command::Probe(a)) => cmd_probe::run(&a),
         Some(args::Command::Recluster(a)) => cmd_recluster::run(&a),
         Some(args::Command::Resize(a)) => cmd_resize::run(&a),
+        Some(args::Command::Convert(a)) => cmd_convert::run(&a),
         Some(args::Command::Completions(a)) => completions::run(&a),
         Some(args::Command::Man(a)) => completions::man(&a),
     };

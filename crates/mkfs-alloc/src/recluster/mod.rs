@@ -78,6 +78,7 @@ use mkfs_alloc_ondisk::exfat::BootSector;
 mod auto;
 mod bad;
 mod coarse;
+pub mod convert;
 mod disk;
 mod evac;
 mod extended;
@@ -123,6 +124,10 @@ pub enum ReclusterError {
     /// An unfinished resize is on the medium (a re-cluster waits for it).
     #[error("an unfinished resize is on this volume: run `mkfs-alloc resize` again with the same size to finish it")]
     UnfinishedResize,
+    /// An unfinished conversion is on the medium (a re-cluster waits for
+    /// it).
+    #[error("an unfinished conversion is on this volume: run `mkfs-alloc convert` again with the same file system to finish it")]
+    UnfinishedConversion,
     /// An unfinished re-cluster to another size is on the medium.
     #[error("an unfinished re-cluster to {cluster}-byte clusters is on this volume: run it again with that size to finish it")]
     OtherJob {
@@ -155,6 +160,16 @@ pub enum ReclusterError {
 impl ReclusterError {
     fn unsupported(what: String) -> Self {
         ReclusterError::Refused(Refusal::Unsupported { what })
+    }
+
+    /// The error for a record of another kind of job (a resize's, a
+    /// conversion's): the re-cluster waits until that job is finished.
+    fn other_kind(intent: Option<&Intent>) -> Result<(), Self> {
+        match intent {
+            Some(i) if i.resizing() => Err(ReclusterError::UnfinishedResize),
+            Some(i) if i.conversion() => Err(ReclusterError::UnfinishedConversion),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -284,9 +299,7 @@ fn plan_read<D: BlockIo + ?Sized>(
         intent = Intent::read(&sector);
     }
     let shift = u8::try_from((cluster / u64::from(s).max(1)).trailing_zeros()).unwrap_or(0);
-    if intent.as_ref().is_some_and(state::Intent::resizing) {
-        return Err(ReclusterError::UnfinishedResize);
-    }
+    ReclusterError::other_kind(intent.as_ref())?;
     let mut job = Job::empty(g.start, s, main.bytes.clone(), cluster, intent_offset);
     let boot = |r: &Region| r.boot().cloned();
     let main_boot: Option<BootSector> = if main.valid { boot(&main) } else { None };

@@ -16,7 +16,7 @@
 //! | 24 | 4 | volume serial number (boot sector) |
 //! | 28 | 1 | old SectorsPerClusterShift |
 //! | 29 | 1 | new SectorsPerClusterShift |
-//! | 30 | 1 | phase: 0 the re-cluster, 1 the evacuation of the heap's start, 2 a resize |
+//! | 30 | 1 | phase: 0 the re-cluster, 1 the evacuation of the heap's start, 2 a resize, 3 a conversion (`convert/`) |
 //! | 31 | 1 | the evacuation: the SectorsPerClusterShift the job goes to (0 otherwise) |
 //! | 32 | 4 | old FatOffset (sectors) |
 //! | 36 | 4 | old FatLength (sectors) |
@@ -121,10 +121,35 @@ impl Intent {
 
     /// The record of a resize from `old` to `new` (phase 2).
     pub(super) fn resize(s: u32, serial: u32, old: &ExfatGeometry, new: &ExfatGeometry) -> Self {
-        let mut body = Self::between(s, serial, old, new, None).body;
-        body.phase = 2;
-        let crc = U32::new(CRC32.checksum(body.as_bytes()));
-        Intent { body, crc }
+        Self::between(s, serial, old, new, None).in_phase(2)
+    }
+
+    /// The record of a conversion from the FAT32 volume `old` to the exFAT
+    /// volume `new` (phase 3).
+    pub(super) fn converting(
+        s: u32,
+        serial: u32,
+        old: &ExfatGeometry,
+        new: &ExfatGeometry,
+    ) -> Self {
+        Self::between(s, serial, old, new, None).in_phase(3)
+    }
+
+    /// This record with another phase (and its CRC).
+    fn in_phase(mut self, phase: u8) -> Self {
+        self.body.phase = phase;
+        self.crc = U32::new(CRC32.checksum(self.body.as_bytes()));
+        self
+    }
+
+    /// True for the record of a conversion.
+    pub(super) fn conversion(&self) -> bool {
+        self.body.phase == 3
+    }
+
+    /// True for the record of a re-cluster (either of its phases).
+    pub(super) fn reclustering(&self) -> bool {
+        self.body.phase <= 1
     }
 
     /// True for the record of an evacuation.

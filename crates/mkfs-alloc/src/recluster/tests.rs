@@ -586,6 +586,8 @@ mod bad;
 #[cfg(test)]
 mod coarse;
 #[cfg(test)]
+mod convert;
+#[cfg(test)]
 mod evac;
 
 #[cfg(test)]

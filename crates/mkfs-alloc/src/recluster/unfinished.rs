@@ -28,9 +28,10 @@ pub fn unfinished<D: BlockIo + ?Sized>(
     Ok(reclustering(&s).map(|i| u64::from(sector) << i.target_shift()))
 }
 
-/// The re-cluster's record in `sector` (a resize's is not one).
+/// The re-cluster's record in `sector` (a resize's or a conversion's is
+/// not one).
 fn reclustering(sector: &[u8]) -> Option<Intent> {
-    Intent::read(sector).filter(|i| !i.resizing())
+    Intent::read(sector).filter(Intent::reclustering)
 }
 
 /// [`unfinished`], also finding the record of a job that moves the heap's

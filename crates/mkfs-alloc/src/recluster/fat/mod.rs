@@ -122,6 +122,7 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
         disk::read_at(dev, intent_offset, &mut rec)?;
     }
     let intent = Intent::read(&rec);
+    ReclusterError::other_kind(intent.as_ref())?;
     let now = ExfatGeometry::of(g, root);
     let mut job = Job {
         step: Step::Nothing,

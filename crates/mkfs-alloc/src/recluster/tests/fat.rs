@@ -8,7 +8,7 @@ use super::*;
 use mkfs_alloc_blockio::powercut::sweep::SweepReport;
 
 /// The partition table of a test image (`None`: the whole medium).
-type Table = Option<mkfs_alloc_partition::TableKind>;
+pub(super) type Table = Option<mkfs_alloc_partition::TableKind>;
 
 /// A FAT32 volume of `size` bytes at `cluster`-byte clusters holding the
 /// test tree with `dirs` more directories, through the facade (inside a
