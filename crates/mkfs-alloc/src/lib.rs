@@ -97,6 +97,7 @@
 
 pub mod batch;
 pub mod compat;
+mod counts;
 mod error;
 mod extents;
 #[cfg(feature = "populate")]
@@ -113,6 +114,7 @@ pub mod units;
 pub mod verify;
 mod write;
 
+pub use counts::{AlignBlame, CountedError, Counts};
 pub use error::FormatError;
 pub use extents::ExtentMap;
 #[cfg(feature = "populate")]
