@@ -65,22 +65,8 @@ pub fn run(args: &ReclusterArgs) -> Result<(), Failure> {
         Some(parse_size(&args.cluster).map_err(|e| usage(anyhow!("--cluster: {e}")))?)
     };
     let path = &args.target;
-    let meta = std::fs::metadata(path)
-        .map_err(|e| usage(anyhow!(e).context(format!("cannot open {}", path.display()))))?;
-    let is_dev = mkfs_alloc_device::is_block_device(path);
-    if !meta.is_file() && !is_dev {
-        return Err(usage(anyhow!(
-            "{} is neither a regular file nor a block device",
-            path.display()
-        )));
-    }
-    let block_size = if is_dev {
-        mkfs_alloc_device::inspect(path)
-            .map(|d| d.logical_block_size)
-            .unwrap_or(512)
-    } else {
-        512
-    };
+    crate::cmd_info::check_file_or_device(path)?;
+    let block_size = mkfs_alloc_device::read_block_size(path);
     // Planned through a read-only handle: nothing can be written before
     // every check has passed.
     let (job, choice) = {
@@ -264,25 +250,7 @@ fn print_text(args: &ReclusterArgs, job: &Job, p: &Plan) {
             );
         }
     }
-    if p.fat.is_none() {
-        outln!(
-            "  bitmap         new, {} at cluster {}",
-            sz(p.bitmap.1),
-            p.bitmap.0
-        );
-    }
-    if p.evacuate.is_some() {
-        outln!(
-            "  directories    {} copied twice (once at each cluster size)",
-            p.dirs.len()
-        );
-    } else {
-        outln!(
-            "  directories    {} copied (the root now at cluster {})",
-            p.dirs.len(),
-            p.new.root_cluster
-        );
-    }
+    print_bitmap_and_dirs(p, p.evacuate.is_some());
     outln!("  clusters moved {}", p.clusters_moved);
     if !p.bad_clusters.is_empty() {
         let n = p.bad_clusters.len() as u64;
@@ -377,6 +345,30 @@ fn print_counts_and_fat(p: &Plan) {
     );
 }
 
+/// The new bitmap (exFAT) and the directories copied (`twice`: once at
+/// each cluster size, for an evacuation), as text.
+fn print_bitmap_and_dirs(p: &Plan, twice: bool) {
+    if p.fat.is_none() {
+        outln!(
+            "  bitmap         new, {} at cluster {}",
+            format_size(p.bitmap.1),
+            p.bitmap.0
+        );
+    }
+    if twice {
+        outln!(
+            "  directories    {} copied twice (once at each cluster size)",
+            p.dirs.len()
+        );
+    } else {
+        outln!(
+            "  directories    {} copied (the root now at cluster {})",
+            p.dirs.len(),
+            p.new.root_cluster
+        );
+    }
+}
+
 /// The plan of a larger cluster size, as text.
 fn print_larger(args: &ReclusterArgs, job: &Job, p: &Plan, c: &Coarse) {
     let sz = format_size;
@@ -397,16 +389,7 @@ fn print_larger(args: &ReclusterArgs, job: &Job, p: &Plan, c: &Coarse) {
             "not aligned to"
         }
     );
-    outln!(
-        "  bitmap         new, {} at cluster {}",
-        sz(p.bitmap.1),
-        p.bitmap.0
-    );
-    outln!(
-        "  directories    {} copied (the root now at cluster {})",
-        p.dirs.len(),
-        p.new.root_cluster
-    );
+    print_bitmap_and_dirs(p, false);
     outln!(
         "  data           {}, {} copied first: {} ({}, the up-case table's included)",
         crate::cmd_info::plural(
