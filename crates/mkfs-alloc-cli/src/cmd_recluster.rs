@@ -9,7 +9,7 @@ use crate::target::Target;
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::recluster::{self, AutoChoice, Coarse, Job, Plan, ReclusterError, Step};
-use mkfs_alloc::units::{format_size, parse_size};
+use mkfs_alloc::units::{format_signed_size, format_size, parse_size};
 use mkfs_alloc_inspect::ReadOnlyFile;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -291,15 +291,6 @@ fn print_fat(p: &Plan) {
     );
 }
 
-fn signed(v: i128) -> String {
-    let mag = u64::try_from(v.unsigned_abs()).unwrap_or(u64::MAX);
-    if v < 0 {
-        format!("-{}", format_size(mag))
-    } else {
-        format_size(mag)
-    }
-}
-
 /// The plan's JSON ([`recluster::report::JobReport`]; keys sorted, as every
 /// `--json` object of the CLI).
 fn plan_json(shown: &Shown<'_>, would_refuse: Option<&str>) -> serde_json::Value {
@@ -314,7 +305,7 @@ fn print_totals(p: &Plan) {
         "  free           {} -> {} (gained {})",
         sz(p.free_before),
         sz(p.free_after),
-        signed(p.space_gained())
+        format_signed_size(p.space_gained())
     );
     outln!(
         "  I/O            reads {}, writes {}",
