@@ -139,8 +139,14 @@ mod tests {
     #[test]
     fn a_loss_is_signed_a_gain_is_not() {
         assert_eq!(format_signed_size(416 << 10), format_size(416 << 10));
-        assert_eq!(format_signed_size(-(2 << 20)), format!("-{}", format_size(2 << 20)));
-        assert_eq!(format_signed_size(i128::MIN), format!("-{}", format_size(u64::MAX)));
+        assert_eq!(
+            format_signed_size(-(2 << 20)),
+            format!("-{}", format_size(2 << 20))
+        );
+        assert_eq!(
+            format_signed_size(i128::MIN),
+            format!("-{}", format_size(u64::MAX))
+        );
     }
 
     #[test]
