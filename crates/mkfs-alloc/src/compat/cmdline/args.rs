@@ -109,7 +109,7 @@ mod tests {
     fn a_decision_becomes_mkfs_alloc_arguments() {
         let req = super::super::parse(
             super::super::FrontEnd::Exfat,
-            &["mkfs.exfat", "-c", "32K", "card.img"].map(OsString::from),
+            &["-c", "32K", "card.img"].map(OsString::from),
         )
         .expect("a valid line");
         let d = Decision {
