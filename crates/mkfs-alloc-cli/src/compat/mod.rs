@@ -24,6 +24,7 @@ use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::compat::cmdline::{parse, Early, Refusal, Request, UsageError};
 use mkfs_alloc::compat::{Decision, Medium};
+use mkfs_alloc::layout::{ClusterChoice, FsChoice};
 use std::ffi::OsString;
 use std::path::Path;
 use std::process::ExitCode;
@@ -140,7 +141,7 @@ fn format(front: FrontEnd, req: Request) -> Result<(), Failure> {
     for n in &decision.notes {
         eprintln!("{}: note: {}", front.name(), fat::note_text(n));
     }
-    let argv = req.mkfs_alloc_args(&decision, medium.sector);
+    let argv = mkfs_alloc_args(&req, &decision, medium.sector);
     if !req.quiet {
         eprintln!(
             "{}: as: {}{}",
@@ -217,4 +218,95 @@ fn shell_words(argv: &[OsString]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// The arguments of `mkfs-alloc` for the request.
+fn mkfs_alloc_args(req: &Request, d: &Decision, sector: u32) -> Vec<OsString> {
+    let mut a: Vec<OsString> = [
+        "mkfs-alloc",
+        "--table",
+        "none",
+        "--yes",
+        "--fs",
+        fs_arg(d.fs),
+        "--cluster",
+    ]
+    .iter()
+    .map(OsString::from)
+    .collect();
+    a.push(cluster_arg(d.cluster).into());
+    let mut opt = |name: &str, value: Option<String>| {
+        if let Some(v) = value {
+            a.push(name.into());
+            a.push(v.into());
+        }
+    };
+    opt("--sector-size", req.sector.map(|s| s.to_string()));
+    opt("--label", req.label.clone().filter(|l| !l.is_empty()));
+    opt("--serial", req.serial.map(|s| format!("{s:08X}")));
+    opt("--size", req.size.map(|s| s.to_string()));
+    opt(
+        "--align",
+        req.align_for(sector).or(d.align).map(|s| s.to_string()),
+    );
+    opt("--fats", req.fats.map(|f| f.to_string()));
+    let small = matches!(fs_arg(d.fs), "fat12" | "fat16");
+    let root = d.root_entries.or(req.root_entries);
+    opt(
+        "--root-entries",
+        root.filter(|_| small).map(|r| r.to_string()),
+    );
+    if let Some(g) = &req.volume_guid {
+        a.push(format!("--volume-guid={}", mkfs_alloc::report::guid_text(g)).into());
+    }
+    if req.full {
+        a.push("--full".into());
+    }
+    if req.quiet {
+        a.push("-q".into());
+    }
+    a.push("--".into());
+    a.push(plain_target(&req.target));
+    a
+}
+
+/// `--fs`'s value for a decision's file system.
+fn fs_arg(fs: FsChoice) -> &'static str {
+    match fs {
+        FsChoice::Fixed(k) => k.id(),
+        FsChoice::Fat => "fat",
+        _ => "auto",
+    }
+}
+
+/// `--cluster`'s value for a decision's cluster size.
+fn cluster_arg(c: ClusterChoice) -> String {
+    match c {
+        ClusterChoice::Bytes(b) | ClusterChoice::FromData(b) => b.to_string(),
+        _ => "auto".to_string(),
+    }
+}
+
+/// A bare relative name (`list`) as a path (`./list`): mkfs-alloc takes a
+/// subcommand's name for a mistake, mkfs.fat for a file.
+fn plain_target(p: &Path) -> OsString {
+    if p.is_relative() && p.components().count() == 1 {
+        Path::new(".").join(p).into_os_string()
+    } else {
+        p.as_os_str().to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_targets() {
+        assert_eq!(plain_target(Path::new("list")), OsString::from("./list"));
+        assert_eq!(
+            plain_target(Path::new("/dev/sdb1")),
+            OsString::from("/dev/sdb1")
+        );
+    }
 }

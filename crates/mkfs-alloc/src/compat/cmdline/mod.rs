@@ -25,7 +25,6 @@
 //! assert_eq!((req.fat_bits, req.label.as_deref()), (Some(32), Some("STICK")));
 //! ```
 
-mod args;
 mod exfat;
 mod fat;
 mod getopt;
