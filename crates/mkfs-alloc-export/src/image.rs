@@ -160,17 +160,19 @@ mod tests {
         assert!(raw.starts_with(&dir));
         let mut bytes = vec![0u8; 1 << 20];
         bytes[..4096].fill(0xA5);
+        bytes[8192..12288].fill(0x5A);
         std::fs::write(&raw, &bytes).expect("raw image");
         let outputs = Outputs {
             bmap: Some(dir.join("out.bmap")),
             sparse: Some(Some(dir.join("out.simg"))),
         };
-        let done = export_image(&raw, 1 << 20, &[0..4096], &outputs).expect("exported");
+        let written: Vec<Range<u64>> = vec![0..4096, 8192..12288];
+        let done = export_image(&raw, 1 << 20, &written, &outputs).expect("exported");
         let bmap = done.bmap.expect("a block map");
-        assert_eq!((bmap.mapped_blocks, bmap.blocks), (1, 256));
+        assert_eq!((bmap.mapped_blocks, bmap.blocks), (2, 256));
         let sparse = done.sparse.expect("a sparse image");
-        let written = std::fs::metadata(dir.join("out.simg")).expect("sparse image");
-        assert!(sparse.chunks >= 1 && written.len() == sparse.bytes);
+        let file = std::fs::metadata(dir.join("out.simg")).expect("sparse image");
+        assert!(sparse.chunks >= 2 && file.len() == sparse.bytes);
         assert!(dir.join("out.bmap").is_file());
         // A size no sparse block divides is refused before anything is written.
         let odd = Outputs {
