@@ -91,6 +91,7 @@ mod pattern;
 mod reopen;
 mod restore;
 mod rng;
+pub mod target;
 
 use mkfs_alloc_blockio::{BlockIo, ImageFile, IoError, MemDisk};
 

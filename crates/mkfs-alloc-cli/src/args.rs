@@ -3,7 +3,7 @@
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use clap::{Parser, ValueEnum};
-use mkfs_alloc::layout::{ClusterChoice, FormatOptions, FsChoice, FsKind, PlanError, Timestamp};
+use mkfs_alloc::layout::{ClusterChoice, FormatOptions, FsChoice, FsKind, Timestamp};
 use mkfs_alloc::partition::{TableChoice, TableKind};
 use mkfs_alloc::units::parse_size;
 use std::path::PathBuf;
@@ -465,45 +465,13 @@ impl FormatArgs {
                 .given_volume_guid(bytes)
                 .map_err(|e| usage(anyhow!("--volume-guid {text:?}: {e}")))?;
         }
-        // --root-entries and --fats are set at planning (`counted`), where
+        // --root-entries and --fats are set at planning (`Counts`), where
         // their refusals come in the order planning checks them.
         o = o.keep_label_case(self.keep_label_case);
         if let Some(bios) = self.bios {
             o = o.bios(bios);
         }
         Ok(o)
-    }
-
-    /// `o` with `--root-entries` and `--fats`, through their setters.
-    ///
-    /// # Errors
-    ///
-    /// The first setter's refusal (the root entries', as planning checks
-    /// them first).
-    pub fn counted(&self, mut o: FormatOptions) -> Result<FormatOptions, PlanError> {
-        if let Some(n) = self.root_entries {
-            o = o.root_entries(n)?;
-        }
-        if let Some(n) = self.fats {
-            o = o.fats(n)?;
-        }
-        Ok(o)
-    }
-
-    /// `o` with the counts [`FormatArgs::counted`] accepts, and valid
-    /// stand-ins for those it refuses: no root entries, one FAT (which the
-    /// SD layout refuses, as it refuses any count but two).
-    pub fn stand_in(&self, mut o: FormatOptions) -> FormatOptions {
-        if let Some(Ok(with)) = self.root_entries.map(|n| o.clone().root_entries(n)) {
-            o = with;
-        }
-        if let Some(n) = self.fats {
-            let n = if o.clone().fats(n).is_ok() { n } else { 1 };
-            if let Ok(with) = o.clone().fats(n) {
-                o = with;
-            }
-        }
-        o
     }
 }
 

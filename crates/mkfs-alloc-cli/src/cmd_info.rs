@@ -4,6 +4,7 @@
 //! 1 I/O failure, or a volume that could not be read to the end (the report
 //! is printed first, with the volume's error).
 
+use crate::report::pct;
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::inspect::sd_layout_of;
@@ -147,17 +148,23 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
     failure.map_or(Ok(()), |e| Err(Failure::Io(e)))
 }
 
-/// Refuses at once what is neither a regular file nor a block device (a
-/// FIFO would block the open; a directory cannot be read).
+/// Refuses at once a directory, which cannot be read, and what
+/// [`check_file_or_device`] refuses.
 fn check_kind(path: &std::path::Path) -> Result<(), Failure> {
-    let m = std::fs::metadata(path)
-        .map_err(|e| usage(anyhow!(e).context(format!("cannot open {}", path.display()))))?;
-    if m.is_dir() {
+    if path.is_dir() {
         return Err(usage(anyhow!(
             "{} is a directory; expected an image file or a block device",
             path.display()
         )));
     }
+    check_file_or_device(path)
+}
+
+/// Refuses at once what is neither a regular file nor a block device (a
+/// FIFO would block the open).
+pub fn check_file_or_device(path: &std::path::Path) -> Result<(), Failure> {
+    let m = std::fs::metadata(path)
+        .map_err(|e| usage(anyhow!(e).context(format!("cannot open {}", path.display()))))?;
     if !m.is_file() && !mkfs_alloc_device::is_block_device(path) {
         return Err(usage(anyhow!(
             "{} is neither a regular file nor a block device",
@@ -179,14 +186,6 @@ fn serial_text(s: &str) -> String {
 /// `1 file`, `2 files`.
 pub fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{} {}", format_count(n), if n == 1 { one } else { many })
-}
-
-fn pct(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        part as f64 * 100.0 / whole as f64
-    }
 }
 
 fn place(offset: u64) -> String {

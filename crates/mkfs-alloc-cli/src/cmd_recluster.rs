@@ -9,7 +9,7 @@ use crate::target::Target;
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::recluster::{self, AutoChoice, Coarse, Job, Plan, ReclusterError, Step};
-use mkfs_alloc::units::{format_size, parse_size};
+use mkfs_alloc::units::{format_signed_size, format_size, parse_size};
 use mkfs_alloc_inspect::ReadOnlyFile;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -165,22 +165,8 @@ pub(crate) fn refusal(e: ReclusterError) -> Failure {
 /// The logical block size of `path`, an image file (512) or a block
 /// device; anything else is a usage error.
 pub(crate) fn target_block_size(path: &std::path::Path) -> Result<u32, Failure> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| usage(anyhow!(e).context(format!("cannot open {}", path.display()))))?;
-    let is_dev = mkfs_alloc_device::is_block_device(path);
-    if !meta.is_file() && !is_dev {
-        return Err(usage(anyhow!(
-            "{} is neither a regular file nor a block device",
-            path.display()
-        )));
-    }
-    Ok(if is_dev {
-        mkfs_alloc_device::inspect(path)
-            .map(|d| d.logical_block_size)
-            .unwrap_or(512)
-    } else {
-        512
-    })
+    crate::cmd_info::check_file_or_device(path)?;
+    Ok(mkfs_alloc_device::read_block_size(path))
 }
 
 /// What the plan's print shows: the job, and what `auto` chose.
@@ -270,25 +256,7 @@ fn print_text(args: &ReclusterArgs, job: &Job, p: &Plan) {
             );
         }
     }
-    if p.fat.is_none() {
-        outln!(
-            "  bitmap         new, {} at cluster {}",
-            sz(p.bitmap.1),
-            p.bitmap.0
-        );
-    }
-    if p.evacuate.is_some() {
-        outln!(
-            "  directories    {} copied twice (once at each cluster size)",
-            p.dirs.len()
-        );
-    } else {
-        outln!(
-            "  directories    {} copied (the root now at cluster {})",
-            p.dirs.len(),
-            p.new.root_cluster
-        );
-    }
+    print_bitmap_and_dirs(p, p.evacuate.is_some());
     outln!("  clusters moved {}", p.clusters_moved);
     if !p.bad_clusters.is_empty() {
         let n = p.bad_clusters.len() as u64;
@@ -329,15 +297,6 @@ fn print_fat(p: &Plan) {
     );
 }
 
-fn signed(v: i128) -> String {
-    let mag = u64::try_from(v.unsigned_abs()).unwrap_or(u64::MAX);
-    if v < 0 {
-        format!("-{}", format_size(mag))
-    } else {
-        format_size(mag)
-    }
-}
-
 /// The plan's JSON ([`recluster::report::JobReport`]; keys sorted, as every
 /// `--json` object of the CLI).
 fn plan_json(shown: &Shown<'_>, would_refuse: Option<&str>) -> serde_json::Value {
@@ -352,7 +311,7 @@ fn print_totals(p: &Plan) {
         "  free           {} -> {} (gained {})",
         sz(p.free_before),
         sz(p.free_after),
-        signed(p.space_gained())
+        format_signed_size(p.space_gained())
     );
     outln!(
         "  I/O            reads {}, writes {}",
@@ -383,6 +342,30 @@ fn print_counts_and_fat(p: &Plan) {
     );
 }
 
+/// The new bitmap (exFAT) and the directories copied (`twice`: once at
+/// each cluster size, for an evacuation), as text.
+fn print_bitmap_and_dirs(p: &Plan, twice: bool) {
+    if p.fat.is_none() {
+        outln!(
+            "  bitmap         new, {} at cluster {}",
+            format_size(p.bitmap.1),
+            p.bitmap.0
+        );
+    }
+    if twice {
+        outln!(
+            "  directories    {} copied twice (once at each cluster size)",
+            p.dirs.len()
+        );
+    } else {
+        outln!(
+            "  directories    {} copied (the root now at cluster {})",
+            p.dirs.len(),
+            p.new.root_cluster
+        );
+    }
+}
+
 /// The plan of a larger cluster size, as text.
 fn print_larger(args: &ReclusterArgs, job: &Job, p: &Plan, c: &Coarse) {
     let sz = format_size;
@@ -403,16 +386,7 @@ fn print_larger(args: &ReclusterArgs, job: &Job, p: &Plan, c: &Coarse) {
             "not aligned to"
         }
     );
-    outln!(
-        "  bitmap         new, {} at cluster {}",
-        sz(p.bitmap.1),
-        p.bitmap.0
-    );
-    outln!(
-        "  directories    {} copied (the root now at cluster {})",
-        p.dirs.len(),
-        p.new.root_cluster
-    );
+    print_bitmap_and_dirs(p, false);
     outln!(
         "  data           {}, {} copied first: {} ({}, the up-case table's included)",
         crate::cmd_info::plural(

@@ -61,26 +61,13 @@ pub fn run(args: &ResizeArgs) -> Result<(), Failure> {
         NewSize::Bytes(parse_size(&args.size).map_err(|e| usage(anyhow!("--size: {e}")))?)
     };
     let path = &args.target;
-    let meta = std::fs::metadata(path)
-        .map_err(|e| usage(anyhow!(e).context(format!("cannot open {}", path.display()))))?;
+    let block_size = crate::cmd_recluster::target_block_size(path)?;
     let is_dev = mkfs_alloc_device::is_block_device(path);
-    if !meta.is_file() && !is_dev {
-        return Err(usage(anyhow!(
-            "{} is neither a regular file nor a block device",
-            path.display()
-        )));
-    }
-    let block_size = if is_dev {
-        mkfs_alloc_device::inspect(path)
-            .map(|d| d.logical_block_size)
-            .unwrap_or(512)
-    } else {
-        512
-    };
+    let len = image_len(path);
     // An image shorter than SIZE is planned as if extended (read as zeros
     // past its end) and extended only once every check has passed.
     let extend = match size {
-        NewSize::Bytes(b) if !is_dev && b > meta.len() => Some(b),
+        NewSize::Bytes(b) if !is_dev && b > len => Some(b),
         _ => None,
     };
     let job = {
@@ -121,7 +108,7 @@ pub fn run(args: &ResizeArgs) -> Result<(), Failure> {
     let started = Instant::now();
     // Planned again on the opened (and extended) target.
     let job = recluster::plan_resize(opened.io(), size).map_err(|e| {
-        if let Some(old) = extend.map(|_| meta.len()) {
+        if let Some(old) = extend.map(|_| len) {
             let _ = std::fs::OpenOptions::new()
                 .write(true)
                 .open(path)
@@ -276,4 +263,10 @@ fn plan_json(job: &Job, would_refuse: Option<&str>) -> serde_json::Value {
         });
     }
     v
+}
+
+/// The length of the image file `path` (0 when it cannot be read: the
+/// plan's read then fails with the reason).
+fn image_len(path: &std::path::Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
 }

@@ -69,7 +69,8 @@ fn region_name(kind: RegionKind, index: u32, layout: &Layout) -> String {
     }
 }
 
-fn pct(part: u64, whole: u64) -> f64 {
+/// `part` in percent of `whole` (0 for nothing).
+pub fn pct(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         0.0
     } else {
@@ -77,7 +78,8 @@ fn pct(part: u64, whole: u64) -> f64 {
     }
 }
 
-fn serial_text(s: u32) -> String {
+/// A volume serial as `1234-ABCD`.
+pub fn serial_text(s: u32) -> String {
     format!("{:04X}-{:04X}", s >> 16, s & 0xFFFF)
 }
 

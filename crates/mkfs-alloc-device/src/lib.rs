@@ -76,9 +76,11 @@ pub use lock_holder::{check_lock_holder, LockHolder};
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 mod probe;
 mod removed;
+mod size;
 pub mod target;
 
 pub use removed::device_removed;
+pub use size::{size_of, SizeError};
 
 /// What is known about a block device, gathered without writing to it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -61,12 +61,14 @@
 #![warn(clippy::missing_errors_doc)]
 mod bmap;
 mod crc32;
+mod image;
 mod read;
 mod replace;
 mod runs;
 mod sparse;
 
 pub use bmap::{write_bmap, BmapSummary};
+pub use image::{export_image, raw_path, Exported, ImageExportError, Outputs, BMAP_BLOCK};
 pub use read::{BlockReader, ReadAt};
 pub use replace::{replace_file, ReplaceError};
 pub use runs::block_runs;

@@ -97,6 +97,7 @@
 
 pub mod batch;
 pub mod compat;
+mod counts;
 mod error;
 pub mod existing;
 mod extents;
@@ -114,6 +115,7 @@ pub mod units;
 pub mod verify;
 mod write;
 
+pub use counts::{AlignBlame, CountedError, Counts};
 pub use error::FormatError;
 pub use extents::ExtentMap;
 #[cfg(feature = "populate")]

@@ -121,9 +121,33 @@ pub fn utc_text(t: std::time::SystemTime) -> String {
     )
 }
 
+/// A signed byte difference as [`format_size`] writes a size, `-` before a
+/// loss (`-2.2 MiB`).
+pub fn format_signed_size(v: i128) -> String {
+    let mag = u64::try_from(v.unsigned_abs()).unwrap_or(u64::MAX);
+    if v < 0 {
+        format!("-{}", format_size(mag))
+    } else {
+        format_size(mag)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_loss_is_signed_a_gain_is_not() {
+        assert_eq!(format_signed_size(416 << 10), format_size(416 << 10));
+        assert_eq!(
+            format_signed_size(-(2 << 20)),
+            format!("-{}", format_size(2 << 20))
+        );
+        assert_eq!(
+            format_signed_size(i128::MIN),
+            format!("-{}", format_size(u64::MAX))
+        );
+    }
 
     #[test]
     fn serials_in_the_forms_shown() {

@@ -16,6 +16,7 @@ use mkfs_alloc_advise::{
     advise_with, scan, Advice, FsAdvice, FsNote, FsSelection, Policy, Row, ScanError, ScanOptions,
     ScanProgress, ScanResult, DEFAULT_MAX_WASTE_PERCENT,
 };
+use mkfs_alloc_device::SizeError;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -173,23 +174,13 @@ pub fn run(args: &AdviseArgs) -> Result<(), Failure> {
 fn volume_bytes(args: &AdviseArgs) -> Result<u64, Failure> {
     let v = match (&args.size, &args.target) {
         (Some(s), _) => parse_size(s).map_err(|e| usage(anyhow!("--size: {e}")))?,
-        (None, Some(t)) if mkfs_alloc_device::is_block_device(t) => {
-            mkfs_alloc_device::inspect(t)
-                .map_err(|e| usage(anyhow!(e).context(format!("cannot inspect {}", t.display()))))?
-                .size_bytes
-        }
-        (None, Some(t)) => {
-            let m = std::fs::metadata(t).map_err(|e| {
-                usage(anyhow!(e).context(format!("cannot inspect {}", t.display())))
-            })?;
-            if !m.is_file() {
-                return Err(usage(anyhow!(
-                    "{} is neither an image file nor a block device; give --size instead",
-                    t.display()
-                )));
-            }
-            m.len()
-        }
+        (None, Some(t)) => mkfs_alloc_device::size_of(t).map_err(|e| match e {
+            SizeError::Kind => usage(anyhow!(
+                "{} is neither an image file nor a block device; give --size instead",
+                t.display()
+            )),
+            e => usage(anyhow!(e).context(format!("cannot inspect {}", t.display()))),
+        })?,
         (None, None) => {
             return Err(usage(anyhow!(
                 "no volume size: give --size SIZE, or --target IMAGE|DEVICE to take its size"

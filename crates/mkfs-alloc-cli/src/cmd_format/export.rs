@@ -1,6 +1,6 @@
 //! `--output-format sparse` and `--bmap FILE`: the flashing formats,
-//! written from the plan's extent map after the format (the image is read
-//! for the mapped ranges only, never scanned for holes).
+//! written from the plan's extent map after the format
+//! ([`mkfs_alloc_export::export_image`]).
 //!
 //! A sparse image needs a raw image to read from: the format goes into a
 //! new sparse file beside TARGET (in the temporary directory for `-`),
@@ -9,18 +9,10 @@
 use super::preflight::{self, MediumId, Output, Write};
 use crate::args::{FormatArgs, OutputFormat};
 use crate::{usage, Failure};
-use anyhow::{anyhow, Context};
-use mkfs_alloc::blockio::ImageFile;
+use anyhow::anyhow;
 use mkfs_alloc::ExtentMap;
-use mkfs_alloc_export::{
-    replace_file, sparse_block_size, write_bmap, write_sparse, write_sparse_seekable, BlockReader,
-    ExportError, SparseOptions,
-};
-use std::io::Write as _;
+use mkfs_alloc_export::{export_image, raw_path, ImageExportError, Outputs};
 use std::path::{Path, PathBuf};
-
-/// The bmap's block size: bmaptool's own default.
-const BMAP_BLOCK: u64 = 4096;
 
 /// Where the flashing formats go.
 #[derive(Debug)]
@@ -110,21 +102,21 @@ impl Exports {
     }
 
     /// Writes what was asked for from the formatted image at `raw`, along
-    /// `map`; returns notes for the summary.
+    /// `map` ([`export_image`]); returns notes for the summary.
     pub(super) fn write(&self, raw: &Path, map: &ExtentMap) -> Result<Vec<String>, Failure> {
-        let mut notes = Vec::new();
-        let ranges = map.ranges();
-        let size = map.medium_bytes();
-        let open = || {
-            ImageFile::open_read_only(raw, 512)
-                .with_context(|| format!("reopening {} to read it", raw.display()))
-                .map_err(Failure::Io)
+        let outputs = Outputs {
+            bmap: self.bmap.clone(),
+            sparse: self.sparse.clone(),
         };
-        if let Some(bmap) = &self.bmap {
-            let mut reader = BlockReader::new(open()?);
-            let s = to_file(bmap, |out| {
-                write_bmap(size, BMAP_BLOCK, ranges, &mut reader, out)
+        let done =
+            export_image(raw, map.medium_bytes(), map.ranges(), &outputs).map_err(|e| match e {
+                ImageExportError::SparseSize { .. } => {
+                    usage(anyhow!(e).context("--output-format sparse"))
+                }
+                e => Failure::Io(e.into()),
             })?;
+        let mut notes = Vec::new();
+        if let (Some(bmap), Some(s)) = (&self.bmap, done.bmap) {
             notes.push(format!(
                 "block map {}: {} of {} blocks of {} bytes mapped (bmaptool copy --bmap)",
                 bmap.display(),
@@ -133,30 +125,7 @@ impl Exports {
                 s.block_size
             ));
         }
-        if let Some(dest) = &self.sparse {
-            let bs = sparse_block_size(size).ok_or_else(|| {
-                usage(anyhow!(
-                    "--output-format sparse: the size {size} is not a multiple of 512 bytes"
-                ))
-            })?;
-            let opts = SparseOptions::new(bs).with_crc(true);
-            let mut reader = BlockReader::new(open()?);
-            let s = match dest {
-                Some(path) => to_file(path, |out| {
-                    write_sparse_seekable(size, opts, ranges, &mut reader, out)
-                })?,
-                None => {
-                    let stdout = std::io::stdout();
-                    let mut lock = stdout.lock();
-                    let s = write_sparse(size, opts, ranges, &mut reader, &mut lock)
-                        .context("writing the sparse image to standard output")
-                        .map_err(Failure::Io)?;
-                    lock.flush()
-                        .context("writing the sparse image to standard output")
-                        .map_err(Failure::Io)?;
-                    s
-                }
-            };
+        if let Some(s) = done.sparse {
             notes.push(format!(
                 "sparse image: {} chunks, {} data blocks, {} filled, {} left out, {} bytes (block {} bytes, CRC32 {:08x})",
                 s.chunks,
@@ -170,29 +139,4 @@ impl Exports {
         }
         Ok(notes)
     }
-}
-
-/// A new raw image's path: beside `target`, or in the temporary directory.
-fn raw_path(target: Option<&Path>) -> PathBuf {
-    let tag = format!("mkfs-alloc-{}.raw", std::process::id());
-    match target {
-        Some(t) => {
-            let name = t
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            t.with_file_name(format!(".{name}.{tag}"))
-        }
-        None => std::env::temp_dir().join(tag),
-    }
-}
-
-/// [`replace_file`], its failure an I/O failure naming `path`.
-fn to_file<T>(
-    path: &Path,
-    write: impl FnOnce(&mut std::fs::File) -> Result<T, ExportError>,
-) -> Result<T, Failure> {
-    replace_file(path, write)
-        .with_context(|| format!("writing {}", path.display()))
-        .map_err(Failure::Io)
 }

@@ -3,6 +3,7 @@
 //! cluster size, and the `--align` diagnosis.
 
 use super::*;
+use mkfs_alloc::{AlignBlame, CountedError};
 
 /// `--size`, or with `--size auto` the smallest image that holds the tree.
 pub(super) fn image_size(
@@ -34,47 +35,25 @@ pub(super) fn image_size(
     )
 }
 
-/// `run` on `opts` with `--root-entries` and `--fats` set through their
-/// setters ([`FormatArgs::counted`]). A count its setter refuses is
-/// reported where planning checks it: after the block and sector sizes,
-/// the table, the partition offset, the alignment and the SD layout's
-/// conflicts, so that an error among those (found by `run` with
-/// [`FormatArgs::stand_in`]) still comes first. `fail` reports `run`'s
-/// error, given the options `run` had, or `None` when a count was refused
-/// (then planning again with other options fails too).
+/// `run` on `opts` with `--root-entries` and `--fats`
+/// ([`MediumOptions::plan_counted`]). `fail` reports `run`'s error, given
+/// the options `run` had, or `None` when a count was refused (then planning
+/// again with other options fails too).
 pub(super) fn with_counts<T>(
     cli: &FormatArgs,
     opts: &MediumOptions,
     run: impl Fn(&MediumOptions) -> Result<T, mkfs_alloc::FormatError>,
     fail: impl Fn(Option<&MediumOptions>, mkfs_alloc::FormatError) -> Failure,
 ) -> Result<T, Failure> {
-    let format = opts.format_options().clone();
-    match cli.counted(format.clone()) {
-        Ok(counted) => {
-            let o = opts.clone().format(counted);
-            run(&o).map_err(|e| fail(Some(&o), e))
-        }
-        Err(refused) => {
-            let o = opts.clone().format(cli.stand_in(format));
-            match run(&o) {
-                Err(e) if checked_before_counts(&e) => Err(fail(None, e)),
-                _ => Err(format_failure(refused.into(), None)),
-            }
-        }
-    }
-}
-
-/// The errors planning finds before it checks the root entries and the
-/// number of FATs.
-fn checked_before_counts(e: &mkfs_alloc::FormatError) -> bool {
-    use mkfs_alloc::layout::PlanError as P;
-    use mkfs_alloc::FormatError as F;
-    matches!(
-        e,
-        F::Partition(_)
-            | F::Write(_)
-            | F::Plan(P::SectorSize(_) | P::PartitionOffset { .. } | P::Align { .. } | P::Sd(_))
-    )
+    let counts = mkfs_alloc::Counts {
+        root_entries: cli.root_entries,
+        fats: cli.fats,
+    };
+    opts.plan_counted(counts, run).map_err(|e| match e {
+        CountedError::Planned(e, o) => fail(Some(&o), e),
+        CountedError::Before(e) => fail(None, e),
+        CountedError::Count(e) => format_failure(e, None),
+    })
 }
 
 /// The plan, and the notes on how its cluster size was chosen.
@@ -193,34 +172,18 @@ fn blame_align(
     block: u32,
     e: mkfs_alloc::FormatError,
 ) -> Failure {
-    let (Some(align), true) = (&cli.align, e.is_invalid_input()) else {
+    let Some(align) = &cli.align else {
         return format_failure(e, None);
     };
-    // A value no planner accepts (not a power of two, out of range): its
-    // error names the valid range; "too little room" would mislead.
-    if matches!(
-        e,
-        mkfs_alloc::FormatError::Plan(mkfs_alloc::layout::PlanError::Align { .. })
-            | mkfs_alloc::FormatError::Partition(
-                mkfs_alloc::partition::PartitionError::InvalidAlignment { .. }
-            )
-    ) {
-        return usage(crate::hints::format_error(e).context(format!("--align {align}")));
-    }
-    // The diagnosis plans once more, on this error path only.
-    let Some(opts) = opts else {
-        return format_failure(e, None);
-    };
-    let without = opts
-        .clone()
-        .format(opts.format_options().clone().default_align());
-    if without.plan(size, block).is_ok() {
-        return usage(crate::hints::format_error(e).context(format!(
+    let context = match AlignBlame::of(&e, opts, size, block) {
+        AlignBlame::Invalid => format!("--align {align}"),
+        AlignBlame::TooLittleRoom => format!(
             "--align {align} leaves too little room on this volume (it pads the FAT and the data region to {align} boundaries); \
              use a smaller --align, or none (default 1 MiB, less on small volumes)"
-        )));
-    }
-    format_failure(e, None)
+        ),
+        AlignBlame::No => return format_failure(e, None),
+    };
+    usage(crate::hints::format_error(e).context(context))
 }
 
 /// `--copy`: the tree's file data into `image` through its copier; with

@@ -1,10 +1,11 @@
 //! The `--keep-data` journal on the CLI side: a journal in the way of a new
 //! probe, the probe that keeps one, and `--restore`.
 
-use super::{confirm_restore, identity, open, run_probe, Opened, ProbeArgs};
+use super::{confirm_restore, open, run_probe, ProbeArgs};
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::layout::units::format_size;
+use mkfs_alloc_capacity::target::{identity, Opened};
 use mkfs_alloc_capacity::{
     check_journal_path, restore_journal, Backup, DeviceIdentity, Journal, JournalError,
     JournalStatus, ProbeError, ProbeOptions, ProbeReport, RestoreReport,

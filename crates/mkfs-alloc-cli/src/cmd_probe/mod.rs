@@ -1,8 +1,8 @@
 //! `mkfs-alloc probe DEVICE`: find counterfeit capacity before formatting.
 //!
-//! The engine is `mkfs-alloc-capacity`; this module opens the device
-//! uncached (`Device::open_uncached`, reopened between the probe's write
-//! and read phases by the capacity crate's `Reopening`), asks for confirmation, keeps the `--keep-data` journal
+//! The engine is `mkfs-alloc-capacity`, which also checks and opens the
+//! target (`target::Opened`: a device uncached, reopened between the
+//! probe's write and read phases); this module asks for confirmation, keeps the `--keep-data` journal
 //! (`journal.rs`: creating it, `--restore`, a journal in the way), runs the
 //! full pass with its progress bar (`full.rs`) and prints the report
 //! (`print.rs`). `mkfs-alloc --probe ...` calls [`probe_target`] before a
@@ -13,12 +13,10 @@ mod journal;
 mod print;
 
 use crate::{usage, Failure};
-use anyhow::{anyhow, Context};
-use mkfs_alloc::blockio::{ImageFile, IoError, IoOp};
-use mkfs_alloc_capacity::{
-    probe, Backup, DeviceIdentity, Phase, ProbeOptions, ProbeReport, ProbeTarget, Reopening,
-};
-use mkfs_alloc_device::{self as device, Device, DeviceError};
+use anyhow::anyhow;
+use mkfs_alloc_capacity::target::{identity, Opened, TargetError};
+use mkfs_alloc_capacity::{probe, Backup, Phase, ProbeOptions, ProbeReport};
+use mkfs_alloc_device as device;
 use std::path::{Path, PathBuf};
 
 pub use print::summary_line;
@@ -80,68 +78,23 @@ pub struct ProbeArgs {
     pub target: PathBuf,
 }
 
-/// The probe target, opened.
-enum Opened {
-    Device(Reopening<Device>),
-    Image(ImageFile),
-}
-
-impl Opened {
-    fn target(&mut self) -> &mut dyn ProbeTarget {
-        match self {
-            Opened::Device(d) => d,
-            Opened::Image(i) => i,
-        }
+/// A target refused (exit 2) or an I/O failure opening it (exit 1).
+fn target_failure(e: TargetError) -> Failure {
+    if e.is_io() {
+        Failure::Io(e.into())
+    } else {
+        usage(e)
     }
 }
 
-fn device_error(e: DeviceError) -> Failure {
-    match e {
-        DeviceError::Io { .. } => Failure::Io(e.into()),
-        other => usage(other),
-    }
-}
-
-/// Inspects `path` and refuses what must not be probed (mounted, system
-/// disk, ...). Returns the device info for block devices.
+/// [`Opened::check`], its refusal a [`Failure`].
 fn check(path: &Path) -> Result<Option<device::DeviceInfo>, Failure> {
-    if device::is_block_device(path) {
-        let info = device::inspect(path).map_err(device_error)?;
-        if let Some(r) = device::refusal(&info) {
-            return Err(usage(anyhow!(
-                "refusing to probe {}: {}",
-                path.display(),
-                r.reason
-            )));
-        }
-        return Ok(Some(info));
-    }
-    let meta = std::fs::metadata(path)
-        .with_context(|| format!("cannot inspect {}", path.display()))
-        .map_err(usage)?;
-    if !meta.is_file() {
-        return Err(usage(anyhow!(
-            "{} is neither a block device nor an image file",
-            path.display()
-        )));
-    }
-    Ok(None)
+    Opened::check(path).map_err(target_failure)
 }
 
+/// [`Opened::open`], its failure a [`Failure`].
 fn open(path: &Path, is_device: bool) -> Result<Opened, Failure> {
-    if is_device {
-        let dev = Device::open_uncached(path).map_err(device_error)?;
-        let path = path.to_path_buf();
-        let reopen = move || {
-            Device::open_uncached(&path)
-                .map_err(|e| IoError::new(IoOp::Open, 0, 0, std::io::Error::other(e.to_string())))
-        };
-        return Ok(Opened::Device(Reopening::new(dev, Box::new(reopen))));
-    }
-    ImageFile::open(path, 512)
-        .with_context(|| format!("opening {}", path.display()))
-        .map(Opened::Image)
-        .map_err(Failure::Io)
+    Opened::open(path, is_device).map_err(target_failure)
 }
 
 fn phase_text(p: Phase) -> &'static str {
@@ -184,23 +137,6 @@ pub fn probe_target(path: &Path, quiet: bool) -> Result<ProbeReport, Failure> {
     let mut opened = open(path, info.is_some())?;
     let opts = ProbeOptions::default();
     run_probe(&mut opened, &opts, None, quiet).map_err(|e| probe_failed(e, path))
-}
-
-/// What identifies the target: the device's serial and model where the
-/// operating system reports them, and the path.
-fn identity(path: &Path, info: Option<&device::DeviceInfo>) -> DeviceIdentity {
-    DeviceIdentity {
-        serial: info.and_then(|i| i.serial.clone()),
-        model: info.and_then(|i| i.model.clone()),
-        path: Some(
-            info.map_or_else(
-                || std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
-                |i| i.path.clone(),
-            )
-            .display()
-            .to_string(),
-        ),
-    }
 }
 
 fn ask(info: &device::DeviceInfo, a: &ProbeArgs, journal: Option<&Path>) -> Result<(), Failure> {

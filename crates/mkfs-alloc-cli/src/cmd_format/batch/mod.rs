@@ -272,13 +272,9 @@ fn plan_all(
         })
         .collect();
     let notes = Mutex::new(vec![Vec::new(); entries.len()]);
-    let refused = |i: usize, e: &Entry| -> Option<String> {
-        let _ = i;
-        e.refusal.clone()
-    };
     let plan = batch.plan_with(&specs, |i, opts, spec| {
         let e = &entries[i];
-        if let Some(r) = refused(i, e) {
+        if let Some(r) = e.refusal.clone() {
             return Err(TargetError::new(Verdict::Refused, false, r));
         }
         let Some(t) = e.target.as_ref() else {

@@ -47,8 +47,7 @@ fn layout_text(p: &MediumPlan) -> String {
 }
 
 fn serial_text(p: &MediumPlan) -> String {
-    let s = p.layout().serial();
-    let serial = format!("{:04X}-{:04X}", s >> 16, s & 0xFFFF);
+    let serial = crate::report::serial_text(p.layout().serial());
     match stored_label(p.layout()) {
         Some(l) => format!("{serial} {l}"),
         None => serial,
