@@ -81,6 +81,7 @@ mod coarse;
 mod disk;
 mod evac;
 mod fat;
+mod groups;
 mod plan;
 mod refusal;
 #[cfg(feature = "serde")]

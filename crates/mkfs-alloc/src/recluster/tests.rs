@@ -590,4 +590,6 @@ mod evac;
 #[cfg(test)]
 mod fat;
 #[cfg(test)]
+mod fat_coarse;
+#[cfg(test)]
 mod report;

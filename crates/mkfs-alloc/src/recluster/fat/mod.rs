@@ -56,6 +56,7 @@ use super::plan::{ExfatGeometry, Refusal};
 use super::state::Intent;
 use super::{Job, ReclusterError, Step};
 
+mod coarse;
 mod plan;
 mod run;
 
@@ -204,8 +205,13 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
         cluster,
         allow_dirty: ours.is_some(),
     };
-    let (p, copies) = plan_fat(model, &input).map_err(ReclusterError::Refused)?;
-    fat.copies = copies;
+    let p = if cluster > g.cluster_size && cluster.is_power_of_two() {
+        coarse::plan(dev, model, &input)?
+    } else {
+        let (p, copies) = plan_fat(model, &input).map_err(ReclusterError::Refused)?;
+        fat.copies = copies;
+        p
+    };
     job.step = if ours.is_some() {
         Step::Redo
     } else {
@@ -240,7 +246,12 @@ pub(super) fn run<D: BlockIo + ?Sized>(
     match (&job.step, &job.plan) {
         (Step::Finish, _) => run::finish(dev, job, fat),
         (Step::Start | Step::Redo, Some(p)) => {
-            run::Executor { job, plan: p, fat }.run(dev)?;
+            let e = run::Executor { job, plan: p, fat };
+            if p.coarse.is_some() {
+                coarse::run(dev, &e)?;
+            } else {
+                e.run(dev)?;
+            }
             // Past the switch: step 6, planned from the new volume.
             let next = super::plan(dev, job.target)?;
             super::run(dev, &next)

@@ -13,7 +13,13 @@ type Table = Option<mkfs_alloc_partition::TableKind>;
 /// A FAT32 volume of `size` bytes at `cluster`-byte clusters holding the
 /// test tree with `dirs` more directories, through the facade (inside a
 /// partition of `table`); `/photos/frag-1.raw` fragmented.
-fn fat32(size: u64, cluster: u64, dirs: usize, table: Table) -> (MemDisk, Vec<(String, usize)>) {
+pub(super) fn fat32(size: u64, cluster: u64, dirs: usize, table: Table) -> (MemDisk, Vec<(String, usize)>) {
+    let want = files_in(usize::try_from(cluster).unwrap(), dirs);
+    (fat32_with(size, cluster, &want, table), want)
+}
+
+/// [`fat32`] holding the files `want`.
+pub(super) fn fat32_with(size: u64, cluster: u64, want: &[(String, usize)], table: Table) -> MemDisk {
     use crate::populate::{TimePolicy as Tp, Tree as T};
     let mut opts = crate::MediumOptions::new()
         .fs(FsKind::Fat32)
@@ -29,10 +35,9 @@ fn fat32(size: u64, cluster: u64, dirs: usize, table: Table) -> (MemDisk, Vec<(S
         opts = opts.table(kind);
     }
     let mut disk = MemDisk::new(512, size / 512).unwrap();
-    let want = files_in(usize::try_from(cluster).unwrap(), dirs);
     let mut tree = T::new();
     let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-    for (path, len) in &want {
+    for (path, len) in want {
         let data = content(path, *len);
         tree.add_file(path, std::io::Cursor::new(data), *len as u64, t)
             .unwrap();
@@ -44,7 +49,7 @@ fn fat32(size: u64, cluster: u64, dirs: usize, table: Table) -> (MemDisk, Vec<(S
         .unwrap();
     plan.format(&mut disk).unwrap();
     fragment_fat(&mut disk, "/photos/frag-1.raw");
-    (disk, want)
+    disk
 }
 
 /// FAT entry `n` (FAT32) of the first FAT.
@@ -94,7 +99,7 @@ fn fragment_fat(disk: &mut MemDisk, path: &str) {
 }
 
 /// Every file's bytes through the model's entry sets and the FAT's chains.
-fn fat_contents(disk: &MemDisk) -> Result<(VolumeModel, BTreeMap<String, Vec<u8>>), String> {
+pub(super) fn fat_contents(disk: &MemDisk) -> Result<(VolumeModel, BTreeMap<String, Vec<u8>>), String> {
     let (m, sets) = model_of(disk).map_err(|e| e.to_string())?;
     let g = &m.geometry;
     let cs = usize::try_from(g.cluster_size).unwrap();
@@ -119,7 +124,7 @@ fn fat_contents(disk: &MemDisk) -> Result<(VolumeModel, BTreeMap<String, Vec<u8>
 }
 
 /// Checks that `disk` holds exactly `want`; returns the model.
-fn check_fat(disk: &MemDisk, want: &[(String, usize)]) -> Result<VolumeModel, String> {
+pub(super) fn check_fat(disk: &MemDisk, want: &[(String, usize)]) -> Result<VolumeModel, String> {
     let (m, got) = fat_contents(disk)?;
     for (path, len) in want {
         match got.get(path) {
@@ -135,7 +140,7 @@ fn check_fat(disk: &MemDisk, want: &[(String, usize)]) -> Result<VolumeModel, St
 }
 
 /// The same check through the `fatfs` crate (an independent reader).
-fn check_fatfs(disk: &MemDisk, want: &[(String, usize)]) -> Result<(), String> {
+pub(super) fn check_fatfs(disk: &MemDisk, want: &[(String, usize)]) -> Result<(), String> {
     use std::io::Read;
     let (m, _) = model_of(disk).map_err(|e| e.to_string())?;
     let start = usize::try_from(m.geometry.start).unwrap();
@@ -225,7 +230,7 @@ fn fat_of(kind: FsKind, size: u64, cluster: u64) -> MemDisk {
     disk
 }
 
-fn refused(r: Result<Job, ReclusterError>) -> Refusal {
+pub(super) fn refused(r: Result<Job, ReclusterError>) -> Refusal {
     match r {
         Err(ReclusterError::Refused(r)) => r,
         other => panic!("{:?}", other.map(|j| j.step)),
@@ -362,7 +367,7 @@ fn fat32_power_cuts_inside_an_mbr_partition() {
 }
 
 /// [`super::super::unfinished_fat`] on the volume `g` describes.
-fn unfinished_fat_of(d: &mut MemDisk, g: &mkfs_alloc_inspect::model::Geometry) -> Option<u64> {
+pub(super) fn unfinished_fat_of(d: &mut MemDisk, g: &mkfs_alloc_inspect::model::Geometry) -> Option<u64> {
     super::super::unfinished_fat(d, g.start, g.fat_offset, g.sector_size).unwrap()
 }
 
