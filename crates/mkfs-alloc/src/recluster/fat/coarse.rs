@@ -73,13 +73,16 @@ pub(in super::super) fn plan<D: BlockIo + ?Sized>(
     let new_reserved = data.saturating_sub(fats * new_fat);
     let ours = |f: &Finding| match f {
         Finding::Dirty { mark } => *mark == DirtyMark::FatCleanBit,
-        // Where the new FATs go over an old copy (entry 0, the media byte,
-        // stays).
+        // In entry 1 only (a cut between the FATs' clean bits), or where
+        // the new FATs go over an old copy (entry 0, the media byte, stays).
         Finding::FatCopiesDiffer {
-            copy, first_offset, ..
+            copy,
+            first_offset,
+            bytes,
         } => {
             let at = reserved + u64::from(*copy) * fat_sectors;
-            *first_offset >= (new_reserved.saturating_sub(at) * s).max(4)
+            (*first_offset >= 4 && first_offset + bytes <= 8)
+                || *first_offset >= (new_reserved.saturating_sub(at) * s).max(4)
         }
         _ => false,
     };

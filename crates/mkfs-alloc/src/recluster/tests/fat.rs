@@ -241,9 +241,10 @@ pub(super) fn refused(r: Result<Job, ReclusterError>) -> Refusal {
 fn fat32_refusals_say_why_and_write_nothing() {
     let (mut disk, _) = fat32(SIZE, 1024, 0, None);
     let before = disk.as_bytes().to_vec();
+    // 72 MiB at 4 KiB is 18,000 clusters: FAT16's count.
     assert!(matches!(
         refused(recluster(&mut disk, 4096)),
-        Refusal::LargerNotSupported { .. }
+        Refusal::Fat(FatRefusal::TypeChange { .. })
     ));
     assert!(matches!(
         refused(recluster(&mut disk, 1000)),

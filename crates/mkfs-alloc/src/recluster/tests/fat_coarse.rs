@@ -170,7 +170,7 @@ fn larger_fat32_power_cuts_at_every_write_leave_every_file_intact() {
     eprintln!("FAT32 recluster sweep, 512 B to 1 KiB: {report}");
     assert_eq!(report.intact_after_rerun, report.trials);
     assert_eq!(report.intact_before_rerun, report.trials);
-    assert!(report.cut_points > 100, "{report}");
+    assert!(report.cut_points > 90, "{report}");
 }
 
 #[test]
@@ -180,7 +180,7 @@ fn larger_fat32_power_cuts_inside_an_mbr_partition() {
     let report = sweep_larger(&disk, &want, 1024, 1);
     eprintln!("FAT32 recluster sweep, 512 B to 1 KiB, MBR: {report}");
     assert_eq!(report.intact_after_rerun, report.trials);
-    assert!(report.cut_points > 100, "{report}");
+    assert!(report.cut_points > 90, "{report}");
 }
 
 #[test]
