@@ -380,7 +380,12 @@ fn print_counts_and_fat(p: &Plan) {
 /// The plan of a larger cluster size, as text.
 fn print_larger(args: &ReclusterArgs, job: &Job, p: &Plan, c: &Coarse) {
     let sz = format_size;
-    outln!("{}: re-cluster exFAT ({})", args.target.display(), job.step);
+    let kind = if p.fat.is_some() { "FAT32" } else { "exFAT" };
+    outln!(
+        "{}: re-cluster {kind} ({})",
+        args.target.display(),
+        job.step
+    );
     outln!(
         "  cluster size   {} -> {} ({} old clusters per new one)",
         sz(p.old.cluster_size),
@@ -397,18 +402,27 @@ fn print_larger(args: &ReclusterArgs, job: &Job, p: &Plan, c: &Coarse) {
             "not aligned to"
         }
     );
-    outln!(
-        "  bitmap         new, {} at cluster {}",
-        sz(p.bitmap.1),
-        p.bitmap.0
-    );
+    if let Some(f) = &p.fat {
+        outln!(
+            "  reserved       {} -> {} sectors: the {} new FATs take the old FATs' end",
+            f.reserved.0,
+            f.reserved.1,
+            f.fat_count
+        );
+    } else {
+        outln!(
+            "  bitmap         new, {} at cluster {}",
+            sz(p.bitmap.1),
+            p.bitmap.0
+        );
+    }
     outln!(
         "  directories    {} copied (the root now at cluster {})",
         p.dirs.len(),
         p.new.root_cluster
     );
     outln!(
-        "  data           {}, {} copied first: {} ({}, the up-case table's included)",
+        "  data           {}, {} copied first: {} ({}{})",
         crate::cmd_info::plural(
             c.files_kept,
             "file keeps its place",
@@ -416,7 +430,12 @@ fn print_larger(args: &ReclusterArgs, job: &Job, p: &Plan, c: &Coarse) {
         ),
         c.files_moved,
         sz(c.bytes_moved),
-        crate::cmd_info::plural(p.clusters_moved, "old cluster", "old clusters")
+        crate::cmd_info::plural(p.clusters_moved, "old cluster", "old clusters"),
+        if p.fat.is_some() {
+            ""
+        } else {
+            ", the up-case table's included"
+        }
     );
     outln!(
         "  files          {} ({}), taking {} -> {} (slack {} -> {})",

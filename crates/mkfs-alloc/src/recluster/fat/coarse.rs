@@ -112,9 +112,21 @@ pub(in super::super) fn plan<D: BlockIo + ?Sized>(
             kind: FsKind::fat_width(count),
         })));
     }
-    if new_reserved < reserved + fat_sectors || new_reserved > u64::from(u16::MAX) {
+    if fats < 2 {
+        return Err(unsupported(
+            "a larger cluster size on a FAT32 volume with one FAT (the new FAT goes over the second while the first is read)".into(),
+        ));
+    }
+    let room = data - reserved - fat_sectors;
+    if fats * new_fat > room {
         return Err(unsupported(format!(
-            "a larger cluster whose {fats} new FATs ({new_fat} sectors each) do not fit after the old first FAT ({fat_sectors} sectors) with at most 65,535 reserved sectors: the data region would have to move"
+            "a larger cluster whose {fats} new FATs ({new_fat} sectors each) need {} sectors more than the old FATs past the first hold ({room}), and the data region cannot move (a larger new size needs smaller FATs)",
+            fats * new_fat - room
+        )));
+    }
+    if new_reserved > u64::from(u16::MAX) {
+        return Err(unsupported(format!(
+            "a larger cluster whose new FATs would start {new_reserved} sectors into the volume, past FAT32's 65,535 reserved sectors (the data region cannot move): a smaller new size, or a smaller old FAT"
         )));
     }
     let new_count = u32::try_from(count).map_err(|_| unsupported("too many clusters".into()))?;
@@ -311,7 +323,12 @@ impl<'a> Walk<'a> {
             fat.write_back(dev)?;
             let fats = u64::from(p.fat.as_ref().map_or(1, |f| f.fat_count));
             if self.writing() {
-                mirror(dev, p.volume_start + p.new.fat_offset, p.new.fat_bytes, fats)?;
+                mirror(
+                    dev,
+                    p.volume_start + p.new.fat_offset,
+                    p.new.fat_bytes,
+                    fats,
+                )?;
             }
         }
         Ok(Outcome {

@@ -13,13 +13,23 @@ type Table = Option<mkfs_alloc_partition::TableKind>;
 /// A FAT32 volume of `size` bytes at `cluster`-byte clusters holding the
 /// test tree with `dirs` more directories, through the facade (inside a
 /// partition of `table`); `/photos/frag-1.raw` fragmented.
-pub(super) fn fat32(size: u64, cluster: u64, dirs: usize, table: Table) -> (MemDisk, Vec<(String, usize)>) {
+pub(super) fn fat32(
+    size: u64,
+    cluster: u64,
+    dirs: usize,
+    table: Table,
+) -> (MemDisk, Vec<(String, usize)>) {
     let want = files_in(usize::try_from(cluster).unwrap(), dirs);
     (fat32_with(size, cluster, &want, table), want)
 }
 
 /// [`fat32`] holding the files `want`.
-pub(super) fn fat32_with(size: u64, cluster: u64, want: &[(String, usize)], table: Table) -> MemDisk {
+pub(super) fn fat32_with(
+    size: u64,
+    cluster: u64,
+    want: &[(String, usize)],
+    table: Table,
+) -> MemDisk {
     use crate::populate::{TimePolicy as Tp, Tree as T};
     let mut opts = crate::MediumOptions::new()
         .fs(FsKind::Fat32)
@@ -99,7 +109,9 @@ fn fragment_fat(disk: &mut MemDisk, path: &str) {
 }
 
 /// Every file's bytes through the model's entry sets and the FAT's chains.
-pub(super) fn fat_contents(disk: &MemDisk) -> Result<(VolumeModel, BTreeMap<String, Vec<u8>>), String> {
+pub(super) fn fat_contents(
+    disk: &MemDisk,
+) -> Result<(VolumeModel, BTreeMap<String, Vec<u8>>), String> {
     let (m, sets) = model_of(disk).map_err(|e| e.to_string())?;
     let g = &m.geometry;
     let cs = usize::try_from(g.cluster_size).unwrap();
@@ -368,7 +380,10 @@ fn fat32_power_cuts_inside_an_mbr_partition() {
 }
 
 /// [`super::super::unfinished_fat`] on the volume `g` describes.
-pub(super) fn unfinished_fat_of(d: &mut MemDisk, g: &mkfs_alloc_inspect::model::Geometry) -> Option<u64> {
+pub(super) fn unfinished_fat_of(
+    d: &mut MemDisk,
+    g: &mkfs_alloc_inspect::model::Geometry,
+) -> Option<u64> {
     super::super::unfinished_fat(d, g.start, g.fat_offset, g.sector_size).unwrap()
 }
 

@@ -128,7 +128,11 @@ fn interleave(disk: &mut MemDisk, path: &str) {
     }
     // The entry's first cluster, in the root directory's first clusters.
     let dir = g.data_offset..g.data_offset + 64 * g.cluster_size;
-    let bytes = read(disk, dir.start, usize::try_from(dir.end - dir.start).unwrap());
+    let bytes = read(
+        disk,
+        dir.start,
+        usize::try_from(dir.end - dir.start).unwrap(),
+    );
     let size = u32::try_from(s.size).unwrap();
     let at = bytes
         .chunks_exact(32)
@@ -136,8 +140,16 @@ fn interleave(disk: &mut MemDisk, path: &str) {
         .unwrap();
     let e = dir.start + 32 * at as u64;
     let new = chain[0];
-    patch(disk, e + 26, &u16::try_from(new & 0xFFFF).unwrap().to_le_bytes());
-    patch(disk, e + 20, &u16::try_from(new >> 16).unwrap().to_le_bytes());
+    patch(
+        disk,
+        e + 26,
+        &u16::try_from(new & 0xFFFF).unwrap().to_le_bytes(),
+    );
+    patch(
+        disk,
+        e + 20,
+        &u16::try_from(new >> 16).unwrap().to_le_bytes(),
+    );
     // FSInfo's free count stays right: as many clusters freed as taken.
 }
 
