@@ -1,5 +1,6 @@
 //! Re-cluster of a FAT32 volume to a smaller cluster size that divides the
-//! old one, in place, with every file intact whenever the power goes.
+//! old one, in place, with every file intact whenever the power goes (a
+//! larger size: `coarse.rs`, the same steps but step 3).
 //!
 //! ```text
 //!  medium ─► read_volume (VolumeModel + entry sets), sector 0, the record
