@@ -131,10 +131,12 @@ fn interleave_with_mtools(tmp: &TempDir, img: &Path) -> Vec<(String, Vec<u8>)> {
 #[ignore = "tool tier: cargo xtask test (mkfs.fat, mtools, fsck.fat)"]
 fn mkfs_fat_filled_by_mtools_reclusters_to_a_larger_size() {
     // 2,200 MiB at 4 KiB: 562,094 clusters, 70,261 at 32 KiB; 300 MiB at
-    // 512 bytes: 613,000, 76,700 at 4 KiB (FAT32 all).
+    // 512 bytes: 613,000, 76,700 at 4 KiB; 80 MiB at 512 bytes: 161,286,
+    // 80,638 at 1 KiB, the volume shortened (FAT32 all).
     for (size, spc, to, bytes) in [
         (2200u64 << 20, "8", "32K", 32_768u64),
         (300 << 20, "1", "4K", 4096),
+        (80 << 20, "1", "1K", 1024),
     ] {
         let tmp = TempDir::new("recluster-fat32-larger");
         let img = mkfs_fat_filled(&tmp, size, &["-F", "32", "-s", spc, "-S", "512"]);
@@ -155,6 +157,10 @@ fn mkfs_fat_filled_by_mtools_reclusters_to_a_larger_size() {
             v["plan"]["larger"]["files_moved"].as_u64() > Some(0),
             "{v:#}"
         );
+        // mkfs.fat sizes its FATs tightly: the two new ones at twice the
+        // size index a few clusters less than the volume holds.
+        let shortened = v["plan"]["larger"]["shortened_bytes"].as_u64();
+        assert_eq!(shortened > Some(0), bytes == 1024, "{v:#}");
         let reserved = v["plan"]["fat"]["reserved_sectors_new"]
             .as_u64()
             .expect("rsvd");

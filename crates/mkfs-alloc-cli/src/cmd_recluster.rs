@@ -409,6 +409,12 @@ fn print_larger(args: &ReclusterArgs, job: &Job, p: &Plan, c: &Coarse) {
             f.reserved.1,
             f.fat_count
         );
+        if c.shortened > 0 {
+            outln!(
+                "  volume         ends {} earlier (the new FATs, in the old ones' room, index no more clusters)",
+                sz(c.shortened)
+            );
+        }
     } else {
         outln!(
             "  bitmap         new, {} at cluster {}",

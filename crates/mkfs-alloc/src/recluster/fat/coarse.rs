@@ -36,6 +36,9 @@ use std::collections::HashMap;
 use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_inspect::model::{ClusterBits, DirtyMark, Finding, RootDir, VolumeModel};
 use mkfs_alloc_inspect::FsKind;
+use mkfs_alloc_ondisk::fat::Fat32BootSector;
+use zerocopy::little_endian::U32;
+use zerocopy::FromBytes;
 
 use super::super::coarse::Coarse;
 use super::super::disk::{read_at, write_at, FatReader, FatWriter};
@@ -67,9 +70,15 @@ pub(in super::super) fn plan<D: BlockIo + ?Sized>(
     let data = (g.data_offset - g.start) / s;
     let total = g.fs_bytes / s;
     let spc = cluster / s;
-    let count = (total - data) / spc.max(1);
+    let full = (total - data) / spc.max(1);
+    // The new FATs end where the data region starts, in the old FATs past
+    // the first: where they cannot index every cluster (mkfs.fat sizes its
+    // FATs tightly, and twice the size needs a sector or two more), the
+    // volume ends earlier (`BPB_TotSec32`).
+    let room = (data - reserved).saturating_sub(fat_sectors);
+    let fits = (room / fats.max(1) * s / 4).saturating_sub(2);
+    let count = full.min(fits);
     let new_fat = ((count + 2) * 4).div_ceil(s);
-    // The new FATs end where the data region starts.
     let new_reserved = data.saturating_sub(fats * new_fat);
     let ours = |f: &Finding| match f {
         Finding::Dirty { mark } => *mark == DirtyMark::FatCleanBit,
@@ -106,23 +115,21 @@ pub(in super::super) fn plan<D: BlockIo + ?Sized>(
             "a FAT32 volume with {reserved} reserved sectors (the intent record needs sector {INTENT_SECTOR})"
         )));
     }
-    if count < FsKind::Fat32.min_clusters() {
+    if full < FsKind::Fat32.min_clusters() {
         return Err(refused(Refusal::Fat(FatRefusal::TypeChange {
-            clusters: count,
-            kind: FsKind::fat_width(count),
+            clusters: full,
+            kind: FsKind::fat_width(full),
         })));
+    }
+    if count < FsKind::Fat32.min_clusters() {
+        return Err(unsupported(format!(
+            "a larger cluster whose {fats} new FATs, in the {room} sectors of the old FATs past the first, index only {count} clusters, fewer than FAT32's 65,525 (the data region cannot move)"
+        )));
     }
     if fats < 2 {
         return Err(unsupported(
             "a larger cluster size on a FAT32 volume with one FAT (the new FAT goes over the second while the first is read)".into(),
         ));
-    }
-    let room = data - reserved - fat_sectors;
-    if fats * new_fat > room {
-        return Err(unsupported(format!(
-            "a larger cluster whose {fats} new FATs ({new_fat} sectors each) need {} sectors more than the old FATs past the first hold ({room}), and the data region cannot move (a larger new size needs smaller FATs)",
-            fats * new_fat - room
-        )));
     }
     if new_reserved > u64::from(u16::MAX) {
         return Err(unsupported(format!(
@@ -221,6 +228,7 @@ pub(in super::super) fn plan<D: BlockIo + ?Sized>(
             f.allocated.1 - f.file_bytes.min(f.allocated.1),
         ),
         free_groups: out.free_groups * cluster,
+        shortened: (full - count) * cluster,
     });
     Ok(p)
 }
@@ -242,6 +250,21 @@ pub(super) fn run<D: BlockIo + ?Sized>(
         ));
     }
     e.switch(dev)
+}
+
+/// The new boot sector: [`Executor::new_boot`]'s, ending the volume after
+/// its last new cluster when the new FATs index fewer than it holds.
+pub(super) fn new_boot(e: &Executor<'_>) -> Vec<u8> {
+    let mut b = e.new_boot();
+    let p = e.plan;
+    if p.coarse.as_ref().is_some_and(|c| c.shortened > 0) {
+        let s = u64::from(p.sector_size);
+        let end = (p.new.heap_offset + u64::from(p.new.cluster_count) * p.new.cluster_size) / s;
+        if let Ok((bs, _)) = Fat32BootSector::mut_from_prefix(&mut b) {
+            bs.bpb.tot_sec32 = U32::new(u32::try_from(end).unwrap_or(u32::MAX));
+        }
+    }
+    b
 }
 
 /// What the walk gives: every directory copy's first new cluster (the root

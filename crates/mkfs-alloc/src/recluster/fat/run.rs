@@ -57,7 +57,7 @@ impl Executor<'_> {
             set_fs_info(dev, at, s, (u32::MAX, u32::MAX))?;
         }
         dev.flush()?;
-        let boot = self.new_boot();
+        let boot = super::coarse::new_boot(self);
         if let Some(at) = self.fat.backup_boot {
             disk::write_at(dev, at, &boot)?;
             dev.flush()?;
