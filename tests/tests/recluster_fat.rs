@@ -281,10 +281,14 @@ fn a_fat16_volume_whose_new_count_needs_fat32_is_refused_unchanged() {
 }
 
 /// A line of fsck.fat's list of bytes where the boot sector and its
-/// backup differ (`  13:02/01, 14:20/a0`).
+/// backup differ (`  13:02/01, 14:20/a0`; a line it wraps goes on with
+/// `  , 44:02/82`).
 fn byte_differences(line: &str) -> bool {
-    line.split(',').all(|d| {
-        let d = d.trim();
+    let mut pieces = line.split(',').map(str::trim).peekable();
+    if pieces.peek() == Some(&"") {
+        pieces.next();
+    }
+    pieces.all(|d| {
         d.split_once(':').is_some_and(|(off, v)| {
             off.parse::<u32>().is_ok()
                 && v.split_once('/').is_some_and(|(a, b)| {
