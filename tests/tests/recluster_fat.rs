@@ -1,10 +1,13 @@
 //! `mkfs-alloc recluster` on FAT volumes as a black box: a FAT16 volume
-//! whose new cluster count needs FAT32 is refused (exit 2, the target
-//! byte-identical, `convert` named); and (tool tier) a FAT32 volume made by
-//! mkfs.fat and filled by mtools (long names, subdirectories), reclustered
-//! to a smaller size, is clean for fsck.fat, has the new cluster size for
-//! minfo and fsck.fat, and reads back byte for byte through mcopy; fsck.fat
-//! on every state a cut leaves finds every file's chain intact.
+//! whose new cluster count needs FAT32, and a FAT32 one whose larger size
+//! would make it FAT16, are refused (exit 2, the target byte-identical,
+//! `convert` named); and (tool tier) a FAT32 volume made by mkfs.fat and
+//! filled by mtools (long names, subdirectories; for a larger size with
+//! files deleted and one more written into the holes), reclustered to a
+//! smaller or a larger size, is clean for fsck.fat, has the new cluster
+//! size for minfo and fsck.fat, and reads back byte for byte through
+//! mcopy (and 7z, to a larger size); fsck.fat on every state a cut leaves finds every file's chain
+//! intact.
 
 use mkfs_alloc_tests::checks::{fsck_fat_clean, fsck_fat_geometry, mtools};
 use mkfs_alloc_tests::recluster::{fat_tool_tree as tree, mkfs_fat_filled};
@@ -14,15 +17,141 @@ use std::path::Path;
 /// Every file of [`tree`], read back by one recursive mcopy, equals what
 /// went in.
 fn assert_tree_through_mcopy(tmp: &TempDir, img: &Path) {
+    assert_files_through_mcopy(tmp, img, &tree());
+}
+
+/// Every one of `files`, read back by one recursive mcopy, equals what
+/// went in.
+fn assert_files_through_mcopy(tmp: &TempDir, img: &Path, files: &[(String, Vec<u8>)]) {
     let out = tmp.join("out");
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out).expect("mkdir");
     let to = out.to_str().expect("utf-8");
     mtools("mcopy", img, &["-s", "-n", "::/", to]).assert_success();
-    for (path, data) in tree() {
-        let got = std::fs::read(out.join(&path)).unwrap_or_else(|e| panic!("{path}: {e}"));
-        assert!(got == data, "{path} differs");
+    for (path, data) in files {
+        let got = std::fs::read(out.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert!(got == *data, "{path} differs");
     }
+}
+
+/// [`tree`] interleaved: every other file of `many/` deleted by mdel, then
+/// FSInfo's next-free hint (fatgen103 §5: offset 492 of sector 1) set to
+/// the first cluster, so that mcopy writes one more file into the holes
+/// (fragmented). Returns the files on the volume.
+fn interleave_with_mtools(tmp: &TempDir, img: &Path) -> Vec<(String, Vec<u8>)> {
+    use std::io::{Seek, SeekFrom, Write};
+    let mut files = tree();
+    let odd = |p: &str| {
+        p.strip_prefix("many/file number ")
+            .and_then(|n| n.strip_suffix(".txt"))
+            .and_then(|n| n.parse::<u32>().ok())
+            .is_some_and(|n| n % 2 == 1)
+    };
+    for (path, _) in files.iter().filter(|(p, _)| odd(p)) {
+        mtools("mdel", img, &[&format!("::/{path}")]).assert_success();
+    }
+    files.retain(|(p, _)| !odd(p));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(img)
+        .expect("open");
+    f.seek(SeekFrom::Start(512 + 492)).expect("seek");
+    f.write_all(&2u32.to_le_bytes()).expect("write");
+    drop(f);
+    let data = test_data(300_000, 7);
+    let host = tmp.join("filler");
+    std::fs::write(&host, &data).expect("write");
+    let to = "::/photos/filler.bin";
+    mtools("mcopy", img, &[host.to_str().expect("utf-8"), to]).assert_success();
+    files.push(("photos/filler.bin".into(), data));
+    files
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (mkfs.fat, mtools, fsck.fat)"]
+fn mkfs_fat_filled_by_mtools_reclusters_to_a_larger_size() {
+    // 2,200 MiB at 4 KiB: 562,094 clusters, 70,261 at 32 KiB; 300 MiB at
+    // 512 bytes: 613,000, 76,700 at 4 KiB; 80 MiB at 512 bytes: 161,286,
+    // 80,638 at 1 KiB, the volume shortened (FAT32 all).
+    for (size, spc, to, bytes) in [
+        (2200u64 << 20, "8", "32K", 32_768u64),
+        (300 << 20, "1", "4K", 4096),
+        (80 << 20, "1", "1K", 1024),
+    ] {
+        let tmp = TempDir::new("recluster-fat32-larger");
+        let img = mkfs_fat_filled(&tmp, size, &["-F", "32", "-s", spc, "-S", "512"]);
+        let files = interleave_with_mtools(&tmp, &img);
+        fsck_fat_clean(&img);
+        let p = img.to_str().expect("utf-8");
+        let out = mkfs_alloc(&["recluster", "--cluster", to, "--dry-run", "--json", p]);
+        out.assert_success();
+        let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+        assert_eq!(v["plan"]["new"]["cluster_size"], bytes);
+        assert_eq!(v["plan"]["fat"]["kind"], "fat32");
+        // The data region stays; the holes mcopy filled make files move.
+        assert_eq!(
+            v["plan"]["new"]["heap_offset"],
+            v["plan"]["old"]["heap_offset"]
+        );
+        assert!(
+            v["plan"]["larger"]["files_moved"].as_u64() > Some(0),
+            "{v:#}"
+        );
+        // mkfs.fat sizes its FATs tightly: the two new ones at twice the
+        // size index a few clusters less than the volume holds.
+        let shortened = v["plan"]["larger"]["shortened_bytes"].as_u64();
+        assert_eq!(shortened > Some(0), bytes == 1024, "{v:#}");
+        let reserved = v["plan"]["fat"]["reserved_sectors_new"]
+            .as_u64()
+            .expect("rsvd");
+        let out = mkfs_alloc(&["recluster", "--cluster", to, "--yes", "-q", p]);
+        out.assert_success();
+        fsck_fat_clean(&img);
+        assert_eq!(fsck_fat_geometry(&img), (bytes, 512));
+        let info = mtools("minfo", &img, &[]);
+        info.assert_success();
+        let sectors = format!("cluster size: {} sectors", bytes / 512);
+        assert!(info.stdout.contains(&sectors), "{info}");
+        let rsvd = format!("reserved (boot) sectors: {reserved}");
+        assert!(info.stdout.contains(&rsvd), "{info}");
+        assert_files_through_mcopy(&tmp, &img, &files);
+        // 7-Zip's FAT handler extracts every file too.
+        let seven = require_tool("7z");
+        for (path, data) in &files {
+            let x = run(&seven, &["x", "-so", p, path.as_str()]);
+            x.assert_success();
+            assert!(x.stdout_bytes == *data, "7z: {path} differs");
+        }
+        let again = mkfs_alloc(&["recluster", "--cluster", to, "--yes", p]);
+        again.assert_success();
+        assert!(again.stderr.contains("nothing to do"), "{again}");
+    }
+}
+
+#[test]
+fn a_fat32_volume_whose_larger_count_is_fat16_is_refused_unchanged() {
+    let tmp = TempDir::new("recluster-fat32-larger-width");
+    let img = tmp.join("v.img");
+    let p = img.to_str().expect("utf-8");
+    let args = [
+        "--fs",
+        "fat32",
+        "--cluster",
+        "512",
+        "--size",
+        "80M",
+        "--yes",
+        "-q",
+        p,
+    ];
+    mkfs_alloc(&args).assert_success();
+    let before = std::fs::read(&img).expect("read");
+    // 160,000 clusters at 512 bytes; about 40,000 at 2 KiB: FAT16's range.
+    let out = mkfs_alloc(&["recluster", "--cluster", "2K", "--yes", p]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("convert"), "{out}");
+    assert!(out.stderr.contains("FAT16"), "{out}");
+    assert!(std::fs::read(&img).expect("read") == before);
 }
 
 #[test]
@@ -92,10 +221,14 @@ fn a_fat16_volume_whose_new_count_needs_fat32_is_refused_unchanged() {
 }
 
 /// A line of fsck.fat's list of bytes where the boot sector and its
-/// backup differ (`  13:02/01, 14:20/a0`).
+/// backup differ (`  13:02/01, 14:20/a0`; a line it wraps goes on with
+/// `  , 44:02/82`).
 fn byte_differences(line: &str) -> bool {
-    line.split(',').all(|d| {
-        let d = d.trim();
+    let mut pieces = line.split(',').map(str::trim).peekable();
+    if pieces.peek() == Some(&"") {
+        pieces.next();
+    }
+    pieces.all(|d| {
         d.split_once(':').is_some_and(|(off, v)| {
             off.parse::<u32>().is_ok()
                 && v.split_once('/').is_some_and(|(a, b)| {
@@ -108,15 +241,39 @@ fn byte_differences(line: &str) -> bool {
 #[test]
 #[ignore = "tool tier: cargo xtask test (mkfs.fat, mtools, fsck.fat)"]
 fn fsck_fat_finds_every_file_intact_in_every_cut_state() {
-    use mkfs_alloc_blockio::{BlockIo, ImageFile, PowerCutIo};
-    use mkfs_alloc_testsupport::{fsck_findings, FsckKind};
     let tmp = TempDir::new("recluster-fat32-cuts");
     // 72 MiB at 1 KiB: 73,000 clusters; 146,000 at 512 bytes.
     let img = mkfs_fat_filled(&tmp, 72 << 20, &["-F", "32", "-s", "2", "-S", "512"]);
-    let pristine = std::fs::read(&img).expect("read");
+    fsck_every_cut_state(&tmp, &img, 512, 2, &tree());
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (mkfs.fat, mtools, fsck.fat)"]
+fn fsck_fat_finds_every_file_intact_in_every_cut_state_of_a_larger_size() {
+    let tmp = TempDir::new("recluster-fat32-larger-cuts");
+    // 80 MiB at 512 bytes: 161,286 clusters; 80,638 at 1 KiB, the volume
+    // shortened (mkfs.fat's FATs are tight: the new ones index fewer).
+    let img = mkfs_fat_filled(&tmp, 80 << 20, &["-F", "32", "-s", "1", "-S", "512"]);
+    let files = interleave_with_mtools(&tmp, &img);
+    fsck_every_cut_state(&tmp, &img, 1024, 1, &files);
+}
+
+/// fsck.fat -n and mcopy on every state a re-cluster of `img` to `to`
+/// cut at each write leaves (`seeds` each): only the marks of an
+/// unfinished job, every one of `files` intact.
+fn fsck_every_cut_state(
+    tmp: &TempDir,
+    img: &Path,
+    to: u64,
+    seeds: u64,
+    files: &[(String, Vec<u8>)],
+) {
+    use mkfs_alloc_blockio::{BlockIo, ImageFile, PowerCutIo};
+    use mkfs_alloc_testsupport::{fsck_findings, FsckKind};
+    let pristine = std::fs::read(img).expect("read");
     let ops = {
-        let mut count = PowerCutIo::counting(ImageFile::open(&img, 512).expect("open"));
-        mkfs_alloc::recluster::recluster(&mut count, 512).expect("uncut");
+        let mut count = PowerCutIo::counting(ImageFile::open(img, 512).expect("open"));
+        mkfs_alloc::recluster::recluster(&mut count, to).expect("uncut");
         let n = count.ops_seen();
         drop(count.into_all_written().expect("write"));
         n
@@ -124,23 +281,25 @@ fn fsck_fat_finds_every_file_intact_in_every_cut_state() {
     let mut kinds = std::collections::BTreeMap::<String, usize>::new();
     let mut states = 0;
     for k in 0..ops {
-        for seed in 0..2 {
-            std::fs::write(&img, &pristine).expect("reset");
-            let mut cut = PowerCutIo::new(ImageFile::open(&img, 512).expect("open"), k, seed);
-            assert!(mkfs_alloc::recluster::recluster(&mut cut, 512).is_err());
+        for seed in 0..seeds {
+            std::fs::write(img, &pristine).expect("reset");
+            let mut cut = PowerCutIo::new(ImageFile::open(img, 512).expect("open"), k, seed);
+            assert!(mkfs_alloc::recluster::recluster(&mut cut, to).is_err());
             let mut dev = cut.into_surviving().expect("cut");
             dev.flush().expect("flush");
             drop(dev);
-            let out = run(require_tool("fsck.fat"), &[Path::new("-n"), &img]);
+            let out = run(require_tool("fsck.fat"), &[Path::new("-n"), img]);
             let found = fsck_findings(FsckKind::Fat, out.success(), &out.stdout, &out.stderr);
             states += 1;
             for f in &found {
                 *kinds.entry(f.clone()).or_default() += 1;
             }
             // What a cut may leave: the clean bit clear ("dirty bit"),
-            // FATs that differ in it (one FAT's first sector written), the
-            // backup boot sector ahead of the main one, FSInfo's hints.
-            // Never a chain or a directory fsck.fat would change.
+            // FATs that differ in it (one FAT's first sector written) or,
+            // to a larger size, where the new FATs go over the second (the
+            // first intact), the backup boot sector ahead of the main one,
+            // FSInfo's hints. Never a chain or a directory fsck.fat would
+            // change.
             for f in &found {
                 let l = f.to_lowercase();
                 assert!(
@@ -161,10 +320,10 @@ fn fsck_fat_finds_every_file_intact_in_every_cut_state() {
                     "cut at {k}, seed {seed}: {found:?}\n{out}"
                 );
             }
-            assert_tree_through_mcopy(&tmp, &img);
+            assert_files_through_mcopy(tmp, img, files);
         }
     }
     eprintln!(
-        "fsck.fat on {states} cut states of {ops} ops: every file intact; findings {kinds:?}"
+        "fsck.fat on {states} cut states of {ops} ops to {to}: every file intact; findings {kinds:?}"
     );
 }

@@ -369,7 +369,12 @@ fn print_bitmap_and_dirs(p: &Plan, twice: bool) {
 /// The plan of a larger cluster size, as text.
 fn print_larger(args: &ReclusterArgs, job: &Job, p: &Plan, c: &Coarse) {
     let sz = format_size;
-    outln!("{}: re-cluster exFAT ({})", args.target.display(), job.step);
+    let kind = if p.fat.is_some() { "FAT32" } else { "exFAT" };
+    outln!(
+        "{}: re-cluster {kind} ({})",
+        args.target.display(),
+        job.step
+    );
     outln!(
         "  cluster size   {} -> {} ({} old clusters per new one)",
         sz(p.old.cluster_size),
@@ -386,9 +391,23 @@ fn print_larger(args: &ReclusterArgs, job: &Job, p: &Plan, c: &Coarse) {
             "not aligned to"
         }
     );
+    if let Some(f) = &p.fat {
+        outln!(
+            "  reserved       {} -> {} sectors: the {} new FATs take the old FATs' end",
+            f.reserved.0,
+            f.reserved.1,
+            f.fat_count
+        );
+        if c.shortened > 0 {
+            outln!(
+                "  volume         ends {} earlier (the new FATs, in the old ones' room, index no more clusters)",
+                sz(c.shortened)
+            );
+        }
+    }
     print_bitmap_and_dirs(p, false);
     outln!(
-        "  data           {}, {} copied first: {} ({}, the up-case table's included)",
+        "  data           {}, {} copied first: {} ({}{})",
         crate::cmd_info::plural(
             c.files_kept,
             "file keeps its place",
@@ -396,7 +415,12 @@ fn print_larger(args: &ReclusterArgs, job: &Job, p: &Plan, c: &Coarse) {
         ),
         c.files_moved,
         sz(c.bytes_moved),
-        crate::cmd_info::plural(p.clusters_moved, "old cluster", "old clusters")
+        crate::cmd_info::plural(p.clusters_moved, "old cluster", "old clusters"),
+        if p.fat.is_some() {
+            ""
+        } else {
+            ", the up-case table's included"
+        }
     );
     outln!(
         "  files          {} ({}), taking {} -> {} (slack {} -> {})",

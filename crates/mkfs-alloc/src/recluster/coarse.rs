@@ -61,6 +61,10 @@ pub struct Coarse {
     /// Bytes of new clusters wholly free in the old volume before the job
     /// (where copies can go).
     pub free_groups: u64,
+    /// FAT32: bytes at the volume's end the new FATs, in the room the old
+    /// ones leave, cannot index; the new volume ends that much earlier
+    /// (`BPB_TotSec32`; 0: it keeps its size).
+    pub shortened: u64,
 }
 
 /// Plans the re-cluster of `model` to `cluster`-byte clusters, a multiple
@@ -210,6 +214,7 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
             f.allocated.1 - f.file_bytes.min(f.allocated.1),
         ),
         free_groups: out.free_groups * cluster,
+        shortened: 0,
     });
     Ok(p)
 }

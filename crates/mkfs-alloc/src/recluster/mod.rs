@@ -28,8 +28,9 @@
 //! and no copy of either phase is written to one.
 //!
 //! FAT32 volumes take their own path (`fat/`, its module docs): the new
-//! FATs go into free clusters, the reserved sectors grow over the old
-//! FATs, and the switch is sector 0; FAT12/16 are refused.
+//! FATs go into free clusters (a larger size: over the old FATs past the
+//! first, `fat/coarse.rs`), the reserved sectors grow over the old FATs,
+//! and the switch is sector 0; FAT12/16 are refused.
 //!
 //! A larger size, `k` times the old one (`coarse.rs`): the heap keeps its
 //! offset (the plan says whether it is aligned to the new size), so new
@@ -83,6 +84,7 @@ mod disk;
 mod evac;
 mod extended;
 mod fat;
+mod groups;
 mod grow;
 mod grow_fat;
 mod plan;

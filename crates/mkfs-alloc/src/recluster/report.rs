@@ -296,6 +296,8 @@ pub struct LargerReport {
     pub slack_new: u64,
     /// Free new clusters, whole ([`Coarse::free_groups`]).
     pub free_in_whole_new_clusters: u64,
+    /// Bytes the volume ends earlier ([`Coarse::shortened`]).
+    pub shortened_bytes: u64,
 }
 
 impl LargerReport {
@@ -310,6 +312,7 @@ impl LargerReport {
             slack_old: c.slack.0,
             slack_new: c.slack.1,
             free_in_whole_new_clusters: c.free_groups,
+            shortened_bytes: c.shortened,
         }
     }
 }

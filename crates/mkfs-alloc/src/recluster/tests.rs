@@ -592,6 +592,7 @@ mod evac;
 
 #[cfg(test)]
 mod fat;
+mod fat_coarse;
 #[cfg(test)]
 mod grow;
 #[cfg(test)]

@@ -14,26 +14,12 @@ use zerocopy::FromBytes;
 use super::super::disk::{
     file_stream, for_each_entry, read_at, write_at, DirEntry, FatReader, FatWriter,
 };
+use super::super::groups::{old_clusters, Figures, Groups, Heaps};
 use super::super::plan::{DirCopy, Plan};
 use super::super::ReclusterError;
 
 /// End of a FAT chain.
 const EOC: u32 = 0xFFFF_FFFF;
-
-/// The walk's counts.
-#[derive(Default)]
-pub(super) struct Figures {
-    pub(super) files: u64,
-    pub(super) file_bytes: u64,
-    pub(super) kept: u64,
-    pub(super) files_moved: u64,
-    /// Old clusters copied.
-    pub(super) moved: u64,
-    /// Bytes the files take at the old and the new size.
-    pub(super) allocated: (u64, u64),
-    pub(super) bytes_read: u64,
-    pub(super) bytes_written: u64,
-}
 
 /// What the walk gives: the new bitmap's and the directory copies' first
 /// clusters (the root first), the new clusters in use, the figures.
@@ -52,15 +38,9 @@ pub(super) struct Outcome {
 /// One walk over the old volume, writing or only counting.
 pub(super) struct Pass<'a> {
     p: &'a Plan,
-    used: &'a ClusterBits,
     write: bool,
-    k: u32,
-    /// The new bitmap: a bit per new cluster (also which are taken).
-    bits: Vec<u8>,
-    set: u64,
-    cursor: u32,
-    taken: u64,
-    short: u64,
+    /// The new clusters taken (the new bitmap).
+    g: Groups<'a>,
     fig: Figures,
     fat: Option<FatWriter>,
     old_fat: FatReader,
@@ -70,17 +50,11 @@ pub(super) struct Pass<'a> {
 
 impl<'a> Pass<'a> {
     pub(super) fn new(p: &'a Plan, used: &'a ClusterBits, write: bool) -> Self {
-        let bytes = usize::try_from(u64::from(p.new.cluster_count).div_ceil(8)).unwrap_or(0);
+        let k = u32::try_from(p.new.cluster_size / p.old.cluster_size).unwrap_or(1);
         Pass {
             p,
-            used,
             write,
-            k: u32::try_from(p.new.cluster_size / p.old.cluster_size).unwrap_or(1),
-            bits: vec![0; bytes],
-            set: 0,
-            cursor: 2,
-            taken: 0,
-            short: 0,
+            g: Groups::new(used, k, p.new.cluster_count),
             fig: Figures::default(),
             fat: None,
             old_fat: FatReader::new(p.volume_start + p.old.fat_offset, p.old.fat_bytes),
@@ -98,53 +72,8 @@ impl<'a> Pass<'a> {
         self.p.volume_start + g.heap_offset + u64::from(n - 2) * g.cluster_size
     }
 
-    fn last(&self) -> u32 {
-        self.p.new.cluster_count + 1
-    }
-
-    fn get(&self, n: u32) -> bool {
-        let i = (n - 2) as usize;
-        self.bits
-            .get(i / 8)
-            .is_some_and(|b| b & (1 << (i % 8)) != 0)
-    }
-
-    fn mark(&mut self, n: u32) {
-        let i = (n - 2) as usize;
-        if let Some(b) = self.bits.get_mut(i / 8) {
-            if *b & (1 << (i % 8)) == 0 {
-                *b |= 1 << (i % 8);
-                self.set += 1;
-            }
-        }
-    }
-
-    /// Whether every old cluster new cluster `n` covers is free in the old
-    /// volume (those past its last cluster are).
-    fn group_free(&self, n: u32) -> bool {
-        let first = (n - 2) * self.k + 2;
-        (first..first + self.k).all(|c| !self.used.get(c))
-    }
-
-    /// The next new cluster wholly free in the old volume and not taken;
-    /// none left: counted short (cluster 2 stands in, never written).
-    fn take(&mut self) -> u32 {
-        self.taken += 1;
-        while self.cursor <= self.last() {
-            let n = self.cursor;
-            self.cursor += 1;
-            if self.group_free(n) && !self.get(n) {
-                self.mark(n);
-                return n;
-            }
-        }
-        self.short += 1;
-        2
-    }
-
     fn take_n(&mut self, bytes: u64) -> Vec<u32> {
-        let n = bytes.div_ceil(self.p.new.cluster_size).max(1);
-        (0..n).map(|_| self.take()).collect()
+        self.g.take_n(bytes, self.p.new.cluster_size)
     }
 
     fn put<D: BlockIo + ?Sized>(
@@ -154,7 +83,7 @@ impl<'a> Pass<'a> {
         data: &[u8],
     ) -> Result<(), ReclusterError> {
         self.fig.bytes_written += data.len() as u64;
-        if self.write && self.short == 0 {
+        if self.write && self.g.short == 0 {
             write_at(dev, at, data)?;
         }
         Ok(())
@@ -178,7 +107,7 @@ impl<'a> Pass<'a> {
         dev: &mut D,
     ) -> Result<Outcome, ReclusterError> {
         let p = self.p;
-        let free_groups = (2..=self.last()).filter(|&n| self.group_free(n)).count() as u64;
+        let free_groups = self.g.free_groups();
         if self.write {
             let base = p.volume_start + p.new.fat_offset;
             self.fat = Some(FatWriter::create(dev, base, p.new.fat_bytes)?);
@@ -200,7 +129,7 @@ impl<'a> Pass<'a> {
             fat.write_back(dev)?;
         }
         let cn = usize::try_from(p.new.cluster_size).unwrap_or(0);
-        let mut bytes = std::mem::take(&mut self.bits);
+        let mut bytes = std::mem::take(&mut self.g.bits);
         bytes.resize(bitmap.len() * cn, 0);
         for (i, &n) in bitmap.iter().enumerate() {
             let at = self.new_at(n);
@@ -209,9 +138,9 @@ impl<'a> Pass<'a> {
         Ok(Outcome {
             bitmap: bitmap[0],
             dirs: firsts,
-            set: self.set,
-            taken: self.taken,
-            short: self.short,
+            set: self.g.set,
+            taken: self.g.taken,
+            short: self.g.short,
             free_groups,
             fig: self.fig,
         })
@@ -340,37 +269,15 @@ impl<'a> Pass<'a> {
             return Ok((0, false));
         }
         let old_last = self.p.old.cluster_count + 1;
-        let mut old = Vec::with_capacity(usize::try_from(n_old).unwrap_or(0));
-        let mut c = first;
-        for i in 0..n_old {
-            if !(2..=old_last).contains(&c) {
-                return Err(ReclusterError::unsupported(format!(
-                    "a chain that leaves the heap at cluster {c}"
-                )));
-            }
-            old.push(c);
-            if i + 1 < n_old {
-                c = if contiguous {
-                    c + 1
-                } else {
-                    self.old_fat.get(dev, c)?
-                };
-            }
-        }
-        let k = self.k as usize;
-        let group = |c: u32| (c - 2) / self.k + 2;
-        let in_order = old.iter().enumerate().all(|(i, &c)| {
-            if i % k == 0 {
-                (c - 2) % self.k == 0 && group(c) <= self.last() && !self.get(group(c))
-            } else {
-                c == old[i - 1] + 1
-            }
-        });
-        if in_order {
-            let groups: Vec<u32> = old.iter().step_by(k).map(|&c| group(c)).collect();
-            for &n in &groups {
-                self.mark(n);
-            }
+        let old = old_clusters(
+            dev,
+            &mut self.old_fat,
+            (first, contiguous),
+            n_old,
+            old_last,
+            u32::MAX,
+        )?;
+        if let Some(groups) = self.g.keep(&old) {
             if file {
                 self.fig.kept += 1;
             }
@@ -381,18 +288,10 @@ impl<'a> Pass<'a> {
             return Ok((groups[0], true));
         }
         let new = self.take_n(length);
-        let cs = usize::try_from(co).unwrap_or(0);
-        let mut buf = vec![0u8; k * cs];
-        for (j, piece) in old.chunks(k).enumerate() {
-            for (i, &c) in piece.iter().enumerate() {
-                if self.write {
-                    read_at(dev, self.old_at(c), &mut buf[i * cs..(i + 1) * cs])?;
-                }
-            }
-            self.fig.bytes_read += piece.len() as u64 * co;
-            let at = self.new_at(new[j]);
-            self.put(dev, at, &buf[..piece.len() * cs])?;
-        }
+        let write = self.write && self.g.short == 0;
+        let bytes = Heaps::of(self.p).copy(dev, (&old, &new), self.g.k, write)?;
+        self.fig.bytes_read += bytes;
+        self.fig.bytes_written += bytes;
         self.chain(dev, &new)?;
         self.fig.moved += n_old;
         if file {

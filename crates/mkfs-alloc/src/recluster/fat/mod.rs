@@ -1,5 +1,6 @@
 //! Re-cluster of a FAT32 volume to a smaller cluster size that divides the
-//! old one, in place, with every file intact whenever the power goes.
+//! old one, in place, with every file intact whenever the power goes (a
+//! larger size: `coarse.rs`, the same steps but step 3).
 //!
 //! ```text
 //!  medium ─► read_volume (VolumeModel + entry sets), sector 0, the record
@@ -56,6 +57,7 @@ use super::plan::{ExfatGeometry, Refusal};
 use super::state::Intent;
 use super::{Job, ReclusterError, Step};
 
+mod coarse;
 mod plan;
 mod run;
 
@@ -207,8 +209,13 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
         cluster,
         allow_dirty: ours.is_some(),
     };
-    let (p, copies) = plan_fat(model, &input).map_err(ReclusterError::Refused)?;
-    fat.copies = copies;
+    let p = if cluster > g.cluster_size && cluster.is_power_of_two() {
+        coarse::plan(dev, model, &input)?
+    } else {
+        let (p, copies) = plan_fat(model, &input).map_err(ReclusterError::Refused)?;
+        fat.copies = copies;
+        p
+    };
     job.step = if ours.is_some() {
         Step::Redo
     } else {
@@ -243,7 +250,12 @@ pub(super) fn run<D: BlockIo + ?Sized>(
     match (&job.step, &job.plan) {
         (Step::Finish, _) => run::finish(dev, job, fat),
         (Step::Start | Step::Redo, Some(p)) => {
-            run::Executor { job, plan: p, fat }.run(dev)?;
+            let e = run::Executor { job, plan: p, fat };
+            if p.coarse.is_some() {
+                coarse::run(dev, &e)?;
+            } else {
+                e.run(dev)?;
+            }
             // Past the switch: step 6, planned from the new volume.
             let next = super::plan(dev, job.target)?;
             super::run(dev, &next)

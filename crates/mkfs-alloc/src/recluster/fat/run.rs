@@ -14,9 +14,9 @@ use super::super::{Job, ReclusterError};
 use super::{FatJob, MASK};
 
 /// FAT[1]'s clean-shutdown bit (fatgen103 §4: `ClnShutBitMask`).
-const CLEAN: u32 = 0x0800_0000;
+pub(super) const CLEAN: u32 = 0x0800_0000;
 /// End of a chain as mkfs.fat writes it.
-const EOC: u32 = 0x0FFF_FFFF;
+pub(super) const EOC: u32 = 0x0FFF_FFFF;
 /// Bytes of a FAT piece copied at a time.
 const PIECE: u64 = 64 << 10;
 
@@ -30,6 +30,14 @@ pub(super) struct Executor<'a> {
 impl Executor<'_> {
     /// Steps 1..=5.
     pub(super) fn run<D: BlockIo + ?Sized>(&self, dev: &mut D) -> Result<(), ReclusterError> {
+        self.begin(dev)?;
+        self.copy_covered(dev)?;
+        self.new_fats(dev)?;
+        self.switch(dev)
+    }
+
+    /// Steps 1 and 2: the intent record, the clean bits cleared.
+    pub(super) fn begin<D: BlockIo + ?Sized>(&self, dev: &mut D) -> Result<(), ReclusterError> {
         let (p, job) = (self.plan, self.job);
         let s = p.sector_size;
         let intent = Intent::between(s, job.serial, &p.old, &p.new, None);
@@ -39,13 +47,17 @@ impl Executor<'_> {
             set_clean(dev, at, s, false)?;
         }
         dev.flush()?;
-        self.copy_covered(dev)?;
-        self.new_fats(dev)?;
+        Ok(())
+    }
+
+    /// The end of step 3 (FSInfo's hints "unknown", flush), steps 4 and 5.
+    pub(super) fn switch<D: BlockIo + ?Sized>(&self, dev: &mut D) -> Result<(), ReclusterError> {
+        let (p, s) = (self.plan, self.plan.sector_size);
         for &at in &self.fat.fs_info {
             set_fs_info(dev, at, s, (u32::MAX, u32::MAX))?;
         }
         dev.flush()?;
-        let boot = self.new_boot();
+        let boot = super::coarse::new_boot(self);
         if let Some(at) = self.fat.backup_boot {
             disk::write_at(dev, at, &boot)?;
             dev.flush()?;
@@ -110,7 +122,7 @@ impl Executor<'_> {
 
     /// The new boot sector: the old one with the new cluster size, reserved
     /// sectors, FAT size and root cluster.
-    fn new_boot(&self) -> Vec<u8> {
+    pub(super) fn new_boot(&self) -> Vec<u8> {
         let (p, s) = (self.plan, u64::from(self.plan.sector_size));
         let mut b = self.job.old_region.clone();
         if let Ok((bs, _)) = Fat32BootSector::mut_from_prefix(&mut b) {
@@ -126,16 +138,10 @@ impl Executor<'_> {
     /// the directory copies whose entries name the new clusters.
     fn new_fats<D: BlockIo + ?Sized>(&self, dev: &mut D) -> Result<(), ReclusterError> {
         let p = self.plan;
-        let bs = u64::from(dev.block_size());
         let fats = u64::from(p.fat.as_ref().map_or(1, |f| f.fat_count));
         let base = p.volume_start + p.new.fat_offset;
-        dev.write_zeroes(base / bs, fats * p.new.fat_bytes / bs)?;
         let mut old = FatReader::new(p.volume_start + p.old.fat_offset, p.old.fat_bytes);
-        let mut w = FatWriter::open(base, p.new.fat_bytes);
-        let media = old.get(dev, 0)?;
-        let one = old.get(dev, 1)?;
-        w.set(dev, 0, media)?;
-        w.set(dev, 1, one & MASK & !CLEAN)?;
+        let mut w = new_fat(dev, p, &mut old)?;
         let dirs: HashMap<u32, u32> = p.dirs.iter().map(|d| (d.old_first, d.new_first)).collect();
         let per = p.old.cluster_size / p.new.cluster_size;
         for (d, chain) in p.dirs.iter().zip(&self.fat.chains) {
@@ -153,22 +159,11 @@ impl Executor<'_> {
             }
         }
         w.write_back(dev)?;
-        let mut piece = vec![0u8; usize::try_from(PIECE).unwrap_or(0)];
-        let mut pos = 0u64;
-        while pos < p.new.fat_bytes {
-            let n = usize::try_from(PIECE.min(p.new.fat_bytes - pos)).unwrap_or(0);
-            disk::read_at(dev, base + pos, &mut piece[..n])?;
-            for copy in 1..fats {
-                disk::write_at(dev, base + copy * p.new.fat_bytes + pos, &piece[..n])?;
-            }
-            pos += n as u64;
-        }
-        Ok(())
+        mirror(dev, base, p.new.fat_bytes, fats)
     }
 
-    /// Rewrites the first clusters of a directory's entries (FAT32's
-    /// `DIR_FstClusHI:LO`, fatgen103 §6) to the new clusters; returns its
-    /// files' old first clusters and sizes.
+    /// Rewrites the first clusters of a directory's entries to the new
+    /// clusters; returns its files' old first clusters and sizes.
     fn rewrite(
         &self,
         buf: &mut [u8],
@@ -176,32 +171,13 @@ impl Executor<'_> {
         path: &str,
     ) -> Result<Vec<(u32, u64)>, ReclusterError> {
         let mut files = Vec::new();
-        for e in buf.chunks_exact_mut(32) {
-            let Ok((entry, _)) = mkfs_alloc_ondisk::fat::DirEntry::mut_from_prefix(e) else {
-                break;
-            };
-            match entry.name[0] {
-                0 => break,
-                0xE5 => continue,
-                _ => {}
+        rewrite_entries(buf, path, |first, is_dir, size| {
+            if is_dir {
+                return Ok(dirs.get(&first).copied());
             }
-            let first = entry.first_cluster();
-            if entry.is_long_name() || first == 0 {
-                continue;
-            }
-            let new = if entry.attr & attr::DIRECTORY != 0 {
-                dirs.get(&first).copied()
-            } else {
-                files.push((first, u64::from(entry.file_size.get())));
-                self.map(first)
-            };
-            let Some(new) = new else {
-                return Err(ReclusterError::unsupported(format!(
-                    "an entry of {path} names cluster {first}, which no chain the reading walked holds"
-                )));
-            };
-            entry.set_first_cluster(new);
-        }
+            files.push((first, size));
+            Ok(self.map(first))
+        })?;
         Ok(files)
     }
 
@@ -248,6 +224,79 @@ impl Executor<'_> {
         }
         Ok(())
     }
+}
+
+/// Rewrites the first clusters (FAT32's `DIR_FstClusHI:LO`, fatgen103
+/// §6) of a directory's entries that name one to what `to(first, is_dir,
+/// size)` says (`None`: refused, the entry names no chain the reading
+/// walked).
+pub(super) fn rewrite_entries(
+    buf: &mut [u8],
+    path: &str,
+    mut to: impl FnMut(u32, bool, u64) -> Result<Option<u32>, ReclusterError>,
+) -> Result<(), ReclusterError> {
+    for e in buf.chunks_exact_mut(32) {
+        let Ok((entry, _)) = mkfs_alloc_ondisk::fat::DirEntry::mut_from_prefix(e) else {
+            break;
+        };
+        match entry.name[0] {
+            0 => break,
+            0xE5 => continue,
+            _ => {}
+        }
+        let first = entry.first_cluster();
+        if entry.is_long_name() || first == 0 {
+            continue;
+        }
+        let is_dir = entry.attr & attr::DIRECTORY != 0;
+        let Some(new) = to(first, is_dir, u64::from(entry.file_size.get()))? else {
+            return Err(ReclusterError::unsupported(format!(
+                "an entry of {path} names cluster {first}, which no chain the reading walked holds"
+            )));
+        };
+        entry.set_first_cluster(new);
+    }
+    Ok(())
+}
+
+/// The new FATs zeroed, the first opened with entries 0 and 1 the old
+/// FAT's (the clean bit clear).
+pub(super) fn new_fat<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    p: &Plan,
+    old: &mut FatReader,
+) -> Result<FatWriter, IoError> {
+    let bs = u64::from(dev.block_size());
+    let fats = u64::from(p.fat.as_ref().map_or(1, |f| f.fat_count));
+    let base = p.volume_start + p.new.fat_offset;
+    dev.write_zeroes(base / bs, fats * p.new.fat_bytes / bs)?;
+    let mut w = FatWriter::open(base, p.new.fat_bytes);
+    let media = old.get(dev, 0)?;
+    let one = old.get(dev, 1)?;
+    w.set(dev, 0, media)?;
+    w.set(dev, 1, one & MASK & !CLEAN)?;
+    Ok(w)
+}
+
+/// Copies the first of `fats` FATs of `bytes` bytes at absolute byte
+/// `base` over the others, a piece at a time.
+pub(super) fn mirror<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    base: u64,
+    bytes: u64,
+    fats: u64,
+) -> Result<(), ReclusterError> {
+    let mut piece = vec![0u8; usize::try_from(PIECE).unwrap_or(0)];
+    let mut pos = 0u64;
+    while pos < bytes {
+        let n = usize::try_from(PIECE.min(bytes - pos)).unwrap_or(0);
+        disk::read_at(dev, base + pos, &mut piece[..n])?;
+        for copy in 1..fats {
+            disk::write_at(dev, base + copy * bytes + pos, &piece[..n])?;
+        }
+        pos += n as u64;
+    }
+    Ok(())
 }
 
 /// A chain over `clusters`, in order.

@@ -19,6 +19,17 @@ pub(super) fn fat32(
     dirs: usize,
     table: Table,
 ) -> (MemDisk, Vec<(String, usize)>) {
+    let want = files_in(usize::try_from(cluster).unwrap(), dirs);
+    (fat32_with(size, cluster, &want, table), want)
+}
+
+/// [`fat32`] holding the files `want`.
+pub(super) fn fat32_with(
+    size: u64,
+    cluster: u64,
+    want: &[(String, usize)],
+    table: Table,
+) -> MemDisk {
     use crate::populate::{TimePolicy as Tp, Tree as T};
     let mut opts = crate::MediumOptions::new()
         .fs(FsKind::Fat32)
@@ -34,10 +45,9 @@ pub(super) fn fat32(
         opts = opts.table(kind);
     }
     let mut disk = MemDisk::new(512, size / 512).unwrap();
-    let want = files_in(usize::try_from(cluster).unwrap(), dirs);
     let mut tree = T::new();
     let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-    for (path, len) in &want {
+    for (path, len) in want {
         let data = content(path, *len);
         tree.add_file(path, std::io::Cursor::new(data), *len as u64, t)
             .unwrap();
@@ -49,7 +59,7 @@ pub(super) fn fat32(
         .unwrap();
     plan.format(&mut disk).unwrap();
     fragment_fat(&mut disk, "/photos/frag-1.raw");
-    (disk, want)
+    disk
 }
 
 /// FAT entry `n` (FAT32) of the first FAT.
@@ -99,7 +109,9 @@ fn fragment_fat(disk: &mut MemDisk, path: &str) {
 }
 
 /// Every file's bytes through the model's entry sets and the FAT's chains.
-fn fat_contents(disk: &MemDisk) -> Result<(VolumeModel, BTreeMap<String, Vec<u8>>), String> {
+pub(super) fn fat_contents(
+    disk: &MemDisk,
+) -> Result<(VolumeModel, BTreeMap<String, Vec<u8>>), String> {
     let (m, sets) = model_of(disk).map_err(|e| e.to_string())?;
     let g = &m.geometry;
     let cs = usize::try_from(g.cluster_size).unwrap();
@@ -230,7 +242,7 @@ fn fat_of(kind: FsKind, size: u64, cluster: u64) -> MemDisk {
     disk
 }
 
-fn refused(r: Result<Job, ReclusterError>) -> Refusal {
+pub(super) fn refused(r: Result<Job, ReclusterError>) -> Refusal {
     match r {
         Err(ReclusterError::Refused(r)) => r,
         other => panic!("{:?}", other.map(|j| j.step)),
@@ -241,9 +253,10 @@ fn refused(r: Result<Job, ReclusterError>) -> Refusal {
 fn fat32_refusals_say_why_and_write_nothing() {
     let (mut disk, _) = fat32(SIZE, 1024, 0, None);
     let before = disk.as_bytes().to_vec();
+    // 72 MiB at 4 KiB is 18,000 clusters: FAT16's count.
     assert!(matches!(
         refused(recluster(&mut disk, 4096)),
-        Refusal::LargerNotSupported { .. }
+        Refusal::Fat(FatRefusal::TypeChange { .. })
     ));
     assert!(matches!(
         refused(recluster(&mut disk, 1000)),
@@ -368,7 +381,10 @@ fn fat32_power_cuts_inside_an_mbr_partition() {
 }
 
 /// [`super::super::unfinished_fat`] on the volume `g` describes.
-fn unfinished_fat_of(d: &mut MemDisk, g: &mkfs_alloc_inspect::model::Geometry) -> Option<u64> {
+pub(super) fn unfinished_fat_of(
+    d: &mut MemDisk,
+    g: &mkfs_alloc_inspect::model::Geometry,
+) -> Option<u64> {
     super::super::unfinished_fat(d, g.start, g.fat_offset, g.sector_size).unwrap()
 }
 
