@@ -95,7 +95,9 @@ pub use auto::{plan_auto, recommend, AutoChoice};
 pub use coarse::Coarse;
 pub use fat::{FatLayout, FatRefusal};
 pub use plan::{plan_from, DirCopy, Evacuation, ExfatGeometry, Plan, Refusal};
-pub use unfinished::{unfinished, unfinished_at, unfinished_fat, unfinished_in};
+pub use unfinished::{
+    unfinished, unfinished_at, unfinished_fat, unfinished_in, unfinished_small_fat,
+};
 
 use state::{Intent, Region};
 use zerocopy::FromBytes;

@@ -591,3 +591,5 @@ mod evac;
 mod fat;
 #[cfg(test)]
 mod report;
+#[cfg(test)]
+mod small;
