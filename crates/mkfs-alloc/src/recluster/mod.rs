@@ -27,9 +27,11 @@
 //! over (`bad.rs`): each bad old cluster is its new clusters, marked bad,
 //! and no copy of either phase is written to one.
 //!
-//! FAT32 volumes take their own path (`fat/`, its module docs): the new
+//! FAT volumes take their own path (`fat/`, its module docs): the new
 //! FATs go into free clusters, the reserved sectors grow over the old
-//! FATs, and the switch is sector 0; FAT12/16 are refused.
+//! FATs, and the switch is sector 0; FAT12/16's fixed root region moves
+//! with the FATs and their intent record is in old free space
+//! (`fat/small.rs`).
 //!
 //! A larger size, `k` times the old one (`coarse.rs`): the heap keeps its
 //! offset (the plan says whether it is aligned to the new size), so new

@@ -55,6 +55,9 @@ pub(in super::super) struct Spots {
     pub root_sectors: u64,
 }
 
+/// Used covered old clusters and the first new cluster of each's copy.
+type Copies = Vec<(u32, u32)>;
+
 /// Bytes of a FAT of `entries` entries of `kind`'s width.
 fn entry_bytes(kind: FsKind, entries: u64) -> u64 {
     if kind == FsKind::Fat12 {
@@ -132,7 +135,7 @@ fn width(kind: FsKind, count: u64) -> Result<(), Refusal> {
 pub(in super::super) fn plan_small(
     model: &VolumeModel,
     input: &Input<'_>,
-) -> Result<(Plan, Vec<(u32, u32)>, Spots), Refusal> {
+) -> Result<(Plan, Copies, Spots), Refusal> {
     let ratio = check(model, input)?;
     let g = &model.geometry;
     let RootDir::Fixed { offset, entries } = g.root else {
@@ -211,13 +214,12 @@ struct Shape {
 
 /// The copies of the used covered file clusters and of every directory
 /// (the root first, which goes to the new root region: no clusters).
-#[allow(clippy::type_complexity)]
 fn allocate(
     model: &VolumeModel,
     input: &Input<'_>,
     alloc: &mut Allocator<'_>,
     covered: u64,
-) -> Result<(Vec<(u32, u32)>, u64, Vec<DirCopy>), Refusal> {
+) -> Result<(Copies, u64, Vec<DirCopy>), Refusal> {
     let g = &model.geometry;
     let (old_c, cluster) = (g.cluster_size, input.cluster);
     let per_old = old_c / cluster;

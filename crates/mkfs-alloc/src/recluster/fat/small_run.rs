@@ -24,8 +24,8 @@ use mkfs_alloc_blockio::{BlockIo, IoError};
 use mkfs_alloc_inspect::model::{EntrySet, VolumeModel};
 use mkfs_alloc_inspect::FsKind;
 use mkfs_alloc_ondisk::fat::{Bpb, Fat16BootSector};
-use zerocopy::little_endian::U16;
-use zerocopy::FromBytes;
+use zerocopy::little_endian::{U16, U64};
+use zerocopy::{FromBytes, IntoBytes};
 
 use super::super::disk;
 use super::super::plan::{ExfatGeometry, Plan};
@@ -66,9 +66,9 @@ fn record<D: BlockIo + ?Sized>(
     let mut b = vec![0u8; job.sector as usize];
     disk::read_at(dev, at(job, n), &mut b)?;
     let old = b
-        .get(OLD_RECORD_AT..OLD_RECORD_AT + 8)
-        .and_then(|x| <[u8; 8]>::try_from(x).ok())
-        .map_or(0, u64::from_le_bytes);
+        .get(OLD_RECORD_AT..)
+        .and_then(|x| U64::read_from_prefix(x).ok())
+        .map_or(0, |(v, _)| v.get());
     Ok(Intent::read(&b).map(|i| (i, old)))
 }
 
@@ -245,8 +245,8 @@ pub(super) fn run<D: BlockIo + ?Sized>(
     let (p, job, sp) = (ex.plan, ex.job, &small.spots);
     let s = p.sector_size;
     let mut rec = Intent::between(s, job.serial, &p.old, &p.new, None).sector(s);
-    if let Some(x) = rec.get_mut(OLD_RECORD_AT..OLD_RECORD_AT + 8) {
-        x.copy_from_slice(&sp.old_record.to_le_bytes());
+    if let Some(x) = rec.get_mut(OLD_RECORD_AT..) {
+        let _ = U64::new(sp.old_record).write_to_prefix(x);
     }
     disk::write_at(dev, at(job, sp.old_record), &rec)?;
     disk::write_at(dev, at(job, sp.new_record), &rec)?;

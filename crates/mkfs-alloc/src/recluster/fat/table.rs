@@ -5,6 +5,9 @@
 
 use mkfs_alloc_blockio::{BlockIo, IoError};
 
+use mkfs_alloc_ondisk::fat::table as fat_table;
+use mkfs_alloc_ondisk::FsKind;
+
 use super::super::disk;
 
 /// Bytes of the window.
@@ -45,11 +48,7 @@ impl Table {
 
     /// The window holding entry `n` loaded; the entry's first byte in it.
     fn load<D: BlockIo + ?Sized>(&mut self, dev: &mut D, n: u32) -> Result<usize, IoError> {
-        let pos = if self.bits == 12 {
-            u64::from(n) * 3 / 2
-        } else {
-            u64::from(n) * 2
-        };
+        let pos = fat_table::entry_offset(self.kind(), u64::from(n));
         let win = pos / WINDOW * WINDOW;
         if self.at != Some(win) {
             self.write_back(dev)?;
@@ -64,15 +63,12 @@ impl Table {
     /// Entry `n` (past the FAT's end: end of chain).
     pub(super) fn get<D: BlockIo + ?Sized>(&mut self, dev: &mut D, n: u32) -> Result<u32, IoError> {
         let i = self.load(dev, n)?;
-        let (Some(&lo), Some(&hi)) = (self.buf.get(i), self.buf.get(i.saturating_add(1))) else {
-            return Ok(self.eoc());
-        };
-        let v = u32::from(u16::from_le_bytes([lo, hi]));
-        Ok(match (self.bits, n & 1) {
-            (12, 1) => v >> 4,
-            (12, _) => v & 0xFFF,
-            _ => v,
-        })
+        let kind = self.kind();
+        Ok(self
+            .buf
+            .get(i..)
+            .and_then(|b| fat_table::read_entry(kind, b, u64::from(n)))
+            .unwrap_or(self.eoc()))
     }
 
     /// Sets entry `n` to `value` (kept in the window until another one is
@@ -84,24 +80,20 @@ impl Table {
         value: u32,
     ) -> Result<(), IoError> {
         let i = self.load(dev, n)?;
-        let bits = self.bits;
-        let Some(pair) = self.buf.get_mut(i..i.saturating_add(2)) else {
-            return Ok(());
-        };
-        let v = value.to_le_bytes();
-        match (bits, n & 1) {
-            (12, 1) => {
-                pair[0] = (pair[0] & 0x0F) | (v[0] << 4);
-                pair[1] = u8::try_from((value >> 4) & 0xFF).unwrap_or(0);
-            }
-            (12, _) => {
-                pair[0] = v[0];
-                pair[1] = (pair[1] & 0xF0) | (v[1] & 0x0F);
-            }
-            _ => pair.copy_from_slice(&v[..2]),
+        let kind = self.kind();
+        if let Some(b) = self.buf.get_mut(i..) {
+            self.dirty |= fat_table::write_entry(kind, b, u64::from(n), value);
         }
-        self.dirty = true;
         Ok(())
+    }
+
+    /// The width as its kind.
+    fn kind(&self) -> FsKind {
+        if self.bits == 12 {
+            FsKind::Fat12
+        } else {
+            FsKind::Fat16
+        }
     }
 
     /// Writes the window held, if changed.
