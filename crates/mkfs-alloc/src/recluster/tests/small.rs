@@ -11,11 +11,28 @@ use mkfs_alloc_blockio::powercut::sweep::SweepReport;
 /// the test tree with `dirs` more directories; `/photos/frag-1.raw`
 /// fragmented.
 fn small(kind: FsKind, size: u64, cluster: u64, dirs: usize) -> (MemDisk, Vec<(String, usize)>) {
+    small_in(
+        kind,
+        size,
+        cluster,
+        dirs,
+        mkfs_alloc_partition::TableKind::None,
+    )
+}
+
+/// [`small`] inside a partition table of `table`.
+fn small_in(
+    kind: FsKind,
+    size: u64,
+    cluster: u64,
+    dirs: usize,
+    table: mkfs_alloc_partition::TableKind,
+) -> (MemDisk, Vec<(String, usize)>) {
     use crate::populate::{TimePolicy as Tp, Tree as T};
     let opts = crate::MediumOptions::new()
         .fs(kind)
         .cluster_size(cluster)
-        .table(mkfs_alloc_partition::TableKind::None)
+        .table(table)
         .pinned(
             7,
             mkfs_alloc_layout::Timestamp {
@@ -240,6 +257,24 @@ fn a_fat16_recluster_keeps_every_file_and_runs_again_as_nothing() {
 #[test]
 fn a_fat12_recluster_keeps_every_file_and_runs_again_as_nothing() {
     whole_job(FsKind::Fat12, F12, 1024);
+}
+
+#[test]
+fn a_fat16_in_an_mbr_partition_reclusters_and_its_table_stays() {
+    let mbr = mkfs_alloc_partition::TableKind::Mbr;
+    let (mut disk, want) = small_in(FsKind::Fat16, F16 + (1 << 20), 2048, 2, mbr);
+    let (m, _) = model_of(&disk).unwrap();
+    assert!(m.geometry.start > 0);
+    let table = read(&disk, 0, 512);
+    recluster(&mut disk, 1024).unwrap();
+    let m = check_small(&disk, &want).unwrap();
+    assert_eq!(m.geometry.cluster_size, 1024);
+    assert!(m.findings.is_empty(), "{:?}", m.findings);
+    assert_eq!(read(&disk, 0, 512), table);
+    let g = &m.geometry;
+    let part = disk.as_bytes()[usize::try_from(g.start).unwrap()..].to_vec();
+    let inner = MemDisk::from_vec(512, part).unwrap();
+    check_fatfs(&inner, &want).unwrap();
 }
 
 #[test]
