@@ -1,5 +1,5 @@
 //! `mkfs-alloc recluster --cluster SIZE|auto TARGET`: change the cluster
-//! size of an exFAT or FAT32 volume that holds data, in place (the engine
+//! size of an exFAT or FAT volume that holds data, in place (the engine
 //! is `mkfs_alloc::recluster`; `auto` is `plan_auto`, the advice for the
 //! files on the volume). Planned read-only first; every refusal comes
 //! before the first write (exit 2, the target unchanged); mounted or busy

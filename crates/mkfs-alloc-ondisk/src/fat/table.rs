@@ -42,6 +42,37 @@ pub fn read_entry(fs: FsKind, bytes: &[u8], n: u64) -> Option<u32> {
     })
 }
 
+/// Sets entry `n` to `value` in `bytes` that start at its
+/// [`entry_offset`] (at least [`entry_span`] long; `false`, nothing
+/// written, if shorter), keeping the bits a FAT12 neighbour shares and
+/// FAT32's reserved high four.
+pub fn write_entry(fs: FsKind, bytes: &mut [u8], n: u64, value: u32) -> bool {
+    match fs {
+        FsKind::Fat12 | FsKind::Fat16 => {
+            let Some(b) = bytes.first_chunk_mut::<2>() else {
+                return false;
+            };
+            let old = u16::from_le_bytes(*b);
+            let v = (value & 0xFFFF) as u16;
+            let new = match (fs, n % 2) {
+                (FsKind::Fat12, 0) => (old & 0xF000) | (v & 0x0FFF),
+                (FsKind::Fat12, _) => (old & 0x000F) | ((v & 0x0FFF) << 4),
+                _ => v,
+            };
+            *b = new.to_le_bytes();
+        }
+        FsKind::Fat32 | FsKind::Exfat => {
+            let Some(b) = bytes.first_chunk_mut::<4>() else {
+                return false;
+            };
+            let keep = if fs == FsKind::Fat32 { 0xF000_0000 } else { 0 };
+            let old = u32::from_le_bytes(*b);
+            *b = ((old & keep) | (value & !keep)).to_le_bytes();
+        }
+    }
+    true
+}
+
 /// The `(bad cluster, first end-of-chain)` values of a `fs` FAT: larger
 /// values also end a chain.
 pub fn bad_and_end(fs: FsKind) -> (u32, u32) {
@@ -89,6 +120,31 @@ mod tests {
     fn entry(n: u64) -> u32 {
         // Distinct 12-bit values, so any nibble mix-up shows.
         (0x100 + n as u32 * 0x0AB) & 0xFFF
+    }
+
+    #[test]
+    fn write_entry_is_read_entry_s_inverse_and_keeps_the_neighbours() {
+        for fs in [FsKind::Fat12, FsKind::Fat16, FsKind::Fat32] {
+            let mut buf = [0xAAu8; 128];
+            for n in 0..20u64 {
+                let at = entry_offset(fs, n) as usize;
+                assert!(write_entry(fs, &mut buf[at..], n, entry(n)));
+            }
+            for n in 0..20u64 {
+                let at = entry_offset(fs, n) as usize;
+                let mask = if fs == FsKind::Fat16 {
+                    0xFFFF
+                } else {
+                    0x0FFF_FFFF
+                };
+                assert_eq!(
+                    read_entry(fs, &buf[at..], n),
+                    Some(entry(n) & mask),
+                    "{fs:?} {n}"
+                );
+            }
+        }
+        assert!(!write_entry(FsKind::Fat16, &mut [0u8; 1], 0, 1));
     }
 
     #[test]

@@ -27,10 +27,12 @@
 //! over (`bad.rs`): each bad old cluster is its new clusters, marked bad,
 //! and no copy of either phase is written to one.
 //!
-//! FAT32 volumes take their own path (`fat/`, its module docs): the new
-//! FATs go into free clusters (a larger size: over the old FATs past the
-//! first, `fat/coarse.rs`), the reserved sectors grow over the old FATs,
-//! and the switch is sector 0; FAT12/16 are refused.
+//! FAT volumes take their own path (`fat/`, its module docs): the new
+//! FATs go into free clusters (a larger size, FAT32: over the old FATs
+//! past the first, `fat/coarse.rs`), the reserved sectors grow over the
+//! old FATs, and the switch is sector 0; FAT12/16's fixed root region
+//! moves with the FATs and their intent record is in old free space
+//! (`fat/small.rs`).
 //!
 //! A larger size, `k` times the old one (`coarse.rs`): the heap keeps its
 //! offset (the plan says whether it is aligned to the new size), so new
@@ -107,7 +109,7 @@ pub use grow::{plan_resize, resize, Grow, NewSize, ResizeRefusal};
 pub use plan::{plan_from, DirCopy, Evacuation, ExfatGeometry, Plan, Refusal};
 pub use unfinished::{
     unfinished, unfinished_at, unfinished_fat, unfinished_in, unfinished_resize,
-    unfinished_resize_in,
+    unfinished_resize_in, unfinished_small_fat,
 };
 
 use state::{Intent, Region};

@@ -11,7 +11,8 @@ use super::plan::MAX_CLUSTERS;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Refusal {
-    /// A FAT12/16 volume (not supported yet; exFAT and FAT32 are).
+    /// A FAT volume given to the exFAT planner [`super::plan_from`]
+    /// ([`super::plan()`] takes every kind).
     NotExfat {
         /// What it is.
         kind: FsKind,
@@ -86,7 +87,7 @@ impl fmt::Display for Refusal {
         match self {
             Refusal::NotExfat { kind } => write!(
                 f,
-                "the volume is {kind:?}: re-clustering FAT12/16 volumes is not supported yet (exFAT and FAT32 are)"
+                "the volume is {kind:?}: plan_from plans exFAT volumes only (recluster::plan takes FAT12, FAT16 and FAT32 too)"
             ),
             Refusal::Damaged { finding } => {
                 write!(f, "the volume is damaged or inconsistent: {finding}")

@@ -597,3 +597,5 @@ mod fat_coarse;
 mod grow;
 #[cfg(test)]
 mod report;
+#[cfg(test)]
+mod small;

@@ -127,7 +127,21 @@ pub fn unfinished_resize_in<D: BlockIo + ?Sized>(
         .collect()
 }
 
-/// The exFAT and FAT32 volumes of an inspector's report (their index, the
+/// [`unfinished`] for a FAT12/16 volume `g` describes: its job's record
+/// is in the old volume's first free cluster or the new volume's last
+/// reserved sector (the module docs of `fat/small.rs`).
+///
+/// # Errors
+///
+/// The read error.
+pub fn unfinished_small_fat<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    g: &mkfs_alloc_inspect::model::Geometry,
+) -> Result<Option<u64>, IoError> {
+    fat::unfinished_small(dev, g)
+}
+
+/// The exFAT and FAT volumes of an inspector's report (their index, the
 /// new cluster size) with an unfinished re-cluster on them
 /// ([`unfinished_at`], [`unfinished_fat`]); a volume that cannot be read is
 /// left out.
@@ -144,7 +158,23 @@ pub fn unfinished_in<D: BlockIo + ?Sized>(
             let found = match v.ours()? {
                 FsKind::Exfat => unfinished_at(dev, v.start, v.data_offset?, sector),
                 FsKind::Fat32 => unfinished_fat(dev, v.start, v.fat_offset?, sector),
-                _ => return None,
+                kind @ (FsKind::Fat12 | FsKind::Fat16) => {
+                    let g = mkfs_alloc_inspect::model::Geometry {
+                        kind,
+                        start: v.start,
+                        fs_bytes: v.fs_bytes?,
+                        sector_size: sector,
+                        cluster_size: v.cluster_size?,
+                        cluster_count: u32::try_from(v.cluster_count?).ok()?,
+                        fat_offset: v.fat_offset?,
+                        fat_bytes: v.fat_bytes?,
+                        fat_count: v.fat_count?,
+                        active_fat: 0,
+                        data_offset: v.data_offset?,
+                        root: mkfs_alloc_inspect::model::RootDir::Cluster(0),
+                    };
+                    unfinished_small_fat(dev, &g)
+                }
             };
             found.ok().flatten().map(|c| (i, c))
         })

@@ -53,17 +53,21 @@ use mkfs_alloc_ondisk::fat::Fat32BootSector;
 use zerocopy::FromBytes;
 
 use super::disk;
-use super::plan::{ExfatGeometry, Refusal};
+use super::plan::ExfatGeometry;
 use super::state::Intent;
 use super::{Job, ReclusterError, Step};
 
 mod coarse;
 mod plan;
 mod run;
+mod small;
+mod small_run;
+mod table;
 
 pub(super) use plan::{ours, plan_fat, Input, INTENT_SECTOR};
 pub use plan::{FatLayout, FatRefusal};
 pub(super) use run::{set_clean, set_fs_info};
+pub(super) use small_run::unfinished as unfinished_small;
 
 /// FAT32 entry bits (the high four are reserved).
 const MASK: u32 = 0x0FFF_FFFF;
@@ -84,6 +88,8 @@ pub(super) struct FatJob {
     fats: Vec<u64>,
     /// After the switch: FSInfo's free count and next free cluster.
     free: (u32, u32),
+    /// FAT12/16: the job's own sectors and entry width (`small_run.rs`).
+    small: Option<small_run::Small>,
 }
 
 /// [`super::plan`] for a FAT volume, from its model and the entry sets its
@@ -96,13 +102,27 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
     cluster: u64,
 ) -> Result<Job, ReclusterError> {
     let g = &model.geometry;
-    let (RootDir::Cluster(root), FsKind::Fat32) = (g.root, g.kind) else {
-        return Err(ReclusterError::Refused(small_fat(model, cluster)));
-    };
     let s = g.sector_size;
     let su = u64::from(s);
     let mut sector0 = vec![0u8; s as usize];
     disk::read_at(dev, g.start, &mut sector0)?;
+    let (RootDir::Cluster(root), FsKind::Fat32) = (g.root, g.kind) else {
+        let job = Job {
+            step: Step::Nothing,
+            plan: None,
+            volume_start: g.start,
+            sector: s,
+            old_region: sector0,
+            backup: None,
+            serial: 0,
+            intent_offset: 0,
+            target: cluster,
+            continues: false,
+            fat: None,
+            grow: None,
+        };
+        return small_run::plan(dev, job, model, dirs, file_sizes);
+    };
     let (serial, info, bk) = match Fat32BootSector::ref_from_prefix(&sector0) {
         Ok((b, _)) => (
             b.ebpb.vol_id.get(),
@@ -149,6 +169,7 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
             .map(|i| g.fat_offset + i * g.fat_bytes)
             .collect(),
         free: (0, 0),
+        small: None,
     };
     if g.cluster_size == cluster {
         if intent
@@ -226,35 +247,21 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
     Ok(job)
 }
 
-/// Why a FAT12/16 volume is refused: the width its new cluster count
-/// needs when that is another one (`convert`'s job), else not supported.
-fn small_fat(model: &VolumeModel, cluster: u64) -> Refusal {
-    let g = &model.geometry;
-    let data = g.fs_bytes.saturating_sub(g.data_offset - g.start);
-    let clusters = data / cluster.max(1);
-    if cluster < g.cluster_size && FsKind::fat_width(clusters) != g.kind {
-        return Refusal::Fat(FatRefusal::TypeChange {
-            clusters,
-            kind: FsKind::fat_width(clusters),
-        });
-    }
-    Refusal::NotExfat { kind: g.kind }
-}
-
 /// [`super::run`] for a FAT job.
 pub(super) fn run<D: BlockIo + ?Sized>(
     dev: &mut D,
     job: &Job,
     fat: &FatJob,
 ) -> Result<(), ReclusterError> {
-    match (&job.step, &job.plan) {
-        (Step::Finish, _) => run::finish(dev, job, fat),
-        (Step::Start | Step::Redo, Some(p)) => {
-            let e = run::Executor { job, plan: p, fat };
-            if p.coarse.is_some() {
-                coarse::run(dev, &e)?;
-            } else {
-                e.run(dev)?;
+    match (&job.step, &job.plan, &fat.small) {
+        (Step::Finish, _, Some(small)) => small_run::finish(dev, job, fat, small),
+        (Step::Finish, _, None) => run::finish(dev, job, fat),
+        (Step::Start | Step::Redo, Some(p), small) => {
+            let ex = run::Executor { job, plan: p, fat };
+            match small {
+                Some(small) => small_run::run(dev, &ex, small)?,
+                None if p.coarse.is_some() => coarse::run(dev, &ex)?,
+                None => ex.run(dev)?,
             }
             // Past the switch: step 6, planned from the new volume.
             let next = super::plan(dev, job.target)?;

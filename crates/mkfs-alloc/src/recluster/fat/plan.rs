@@ -64,6 +64,16 @@ pub enum FatRefusal {
         /// The FAT type that count is.
         kind: FsKind,
     },
+    /// FAT12/16: the new cluster count is another FAT width's (FAT12
+    /// below 4,085 clusters, FAT16 below 65,525, fatgen103 §3.5).
+    WidthChange {
+        /// The cluster count the new size gives.
+        clusters: u64,
+        /// The FAT type the volume is.
+        from: FsKind,
+        /// The FAT type that count is.
+        kind: FsKind,
+    },
     /// More clusters than FAT32's 268,435,445 (no FAT is wider).
     TooManyClusters {
         /// The cluster count the new size gives.
@@ -86,6 +96,18 @@ impl fmt::Display for FatRefusal {
                 f,
                 "{clusters} clusters at that size is {}, not FAT32 (65,525 to 268,435,445 clusters): changing the FAT type is convert's job, not recluster's",
                 kind.display_name()
+            ),
+            FatRefusal::WidthChange {
+                clusters,
+                from,
+                kind,
+            } => write!(
+                f,
+                "{clusters} clusters at that size is {}, not {} ({} to {} clusters): changing the FAT type is convert's job, not recluster's",
+                kind.display_name(),
+                from.display_name(),
+                from.min_clusters(),
+                from.max_clusters()
             ),
             FatRefusal::TooManyClusters { clusters } => write!(
                 f,
@@ -348,7 +370,7 @@ pub(in super::super) fn plan_fat(
 
 /// The first old cluster of the first run of `len` free old clusters
 /// (none past `last`).
-fn first_free_run(model: &VolumeModel, len: u64, last: u64) -> Option<u64> {
+pub(super) fn first_free_run(model: &VolumeModel, len: u64, last: u64) -> Option<u64> {
     let mut start = 2u64;
     let mut c = 2u64;
     while c <= last {
@@ -372,7 +394,7 @@ fn covered_most(g: &mkfs_alloc_inspect::model::Geometry, old_c: u64) -> u64 {
 }
 
 /// Old clusters in use among the data region's first `clusters`.
-fn prefix_in_use(model: &VolumeModel, clusters: u64) -> u64 {
+pub(super) fn prefix_in_use(model: &VolumeModel, clusters: u64) -> u64 {
     (2..clusters + 2)
         .filter(|&c| model.used.get(u32::try_from(c).unwrap_or(u32::MAX)))
         .count() as u64

@@ -70,7 +70,10 @@ impl Executor<'_> {
     /// The copies of the covered file clusters, in runs of up to
     /// [`PIECE`] bytes where both the old clusters and their copies follow
     /// each other.
-    fn copy_covered<D: BlockIo + ?Sized>(&self, dev: &mut D) -> Result<(), ReclusterError> {
+    pub(super) fn copy_covered<D: BlockIo + ?Sized>(
+        &self,
+        dev: &mut D,
+    ) -> Result<(), ReclusterError> {
         let p = self.plan;
         let most = usize::try_from((PIECE / p.old.cluster_size).max(1)).unwrap_or(1);
         let old_c = usize::try_from(p.old.cluster_size).unwrap_or(0);
@@ -98,20 +101,20 @@ impl Executor<'_> {
     }
 
     /// Absolute byte offset of old cluster `c`.
-    fn old_at(&self, c: u32) -> u64 {
+    pub(super) fn old_at(&self, c: u32) -> u64 {
         let p = self.plan;
         p.volume_start + p.old.heap_offset + u64::from(c - 2) * p.old.cluster_size
     }
 
     /// Absolute byte offset of new cluster `n`.
-    fn new_at(&self, n: u32) -> u64 {
+    pub(super) fn new_at(&self, n: u32) -> u64 {
         let p = self.plan;
         p.volume_start + p.new.heap_offset + u64::from(n - 2) * p.new.cluster_size
     }
 
     /// The first new cluster of old cluster `c`: its copy's when the new
     /// reserved sectors cover it.
-    fn map(&self, c: u32) -> Option<u32> {
+    pub(super) fn map(&self, c: u32) -> Option<u32> {
         let covered = self.plan.heap_shift / self.plan.ratio;
         if c < covered + 2 {
             let i = self.fat.copies.binary_search_by_key(&c, |x| x.0).ok()?;
@@ -162,9 +165,10 @@ impl Executor<'_> {
         mirror(dev, base, p.new.fat_bytes, fats)
     }
 
-    /// Rewrites the first clusters of a directory's entries to the new
-    /// clusters; returns its files' old first clusters and sizes.
-    fn rewrite(
+    /// Rewrites the first clusters of a directory's entries (FAT32's
+    /// `DIR_FstClusHI:LO`, fatgen103 §6) to the new clusters; returns its
+    /// files' old first clusters and sizes.
+    pub(super) fn rewrite(
         &self,
         buf: &mut [u8],
         dirs: &HashMap<u32, u32>,
