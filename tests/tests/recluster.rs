@@ -86,7 +86,11 @@ fn mkfs_exfat_filled_through_fuse_reclusters_to_4k() {
         let m = FuseMount::exfat(lo.path(), &mnt);
         write_tree(&mnt, &tree);
         write_interleaved(&mnt, &a, &b, 256 << 10);
-        // In use (attached to a loop device, mounted): refused, unchanged.
+        // In use (attached to a loop device, mounted): refused, unchanged
+        // (exfat-fuse's own write-back flushed first: the daemon writes
+        // the image after the files are closed).
+        run("sync", &[] as &[&str]).assert_success();
+        std::thread::sleep(std::time::Duration::from_secs(1));
         let before = std::fs::read(&img).expect("read");
         let p = img.to_str().expect("utf-8");
         mkfs_alloc(&["recluster", "--cluster", "4K", "--yes", p]).assert_code(2);
@@ -353,7 +357,11 @@ fn a_directory_with_many_deleted_entries_is_copied_only_to_its_last_entry_in_use
         std::fs::create_dir(mnt.join("big")).expect("mkdir");
         // (Empty but for the 20 kept: a file of data takes a cluster.)
         for i in 0..2000 {
-            let data = if i < 20 { format!("{i}") } else { String::new() };
+            let data = if i < 20 {
+                format!("{i}")
+            } else {
+                String::new()
+            };
             std::fs::write(mnt.join(name(i)), data).expect("write");
         }
         for i in 20..2000 {
