@@ -86,7 +86,11 @@ fn mkfs_exfat_filled_through_fuse_reclusters_to_4k() {
         let m = FuseMount::exfat(lo.path(), &mnt);
         write_tree(&mnt, &tree);
         write_interleaved(&mnt, &a, &b, 256 << 10);
-        // In use (attached to a loop device, mounted): refused, unchanged.
+        // In use (attached to a loop device, mounted): refused, unchanged
+        // (exfat-fuse's own write-back flushed first: the daemon writes
+        // the image after the files are closed).
+        run("sync", &[] as &[&str]).assert_success();
+        std::thread::sleep(std::time::Duration::from_secs(1));
         let before = std::fs::read(&img).expect("read");
         let p = img.to_str().expect("utf-8");
         mkfs_alloc(&["recluster", "--cluster", "4K", "--yes", p]).assert_code(2);
@@ -327,4 +331,67 @@ fn fsck_exfat_finds_every_cut_state_of_a_larger_cluster_without_a_gap_consistent
     assert_eq!(old_end, old["heap_offset"].as_u64().expect("heap"), "{v:#}");
     assert!(new["fat_offset"].as_u64().expect("fat") < old_end, "{v:#}");
     fsck_every_cut_state(&img, 64 << 10);
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (root, mkfs.exfat, exfat-fuse)"]
+fn a_directory_with_many_deleted_entries_is_copied_only_to_its_last_entry_in_use() {
+    require_root();
+    require_fuse();
+    let tmp = TempDir::new("recluster-deleted-entries");
+    let img = tmp.join("v.img");
+    let p = img.to_str().expect("utf-8");
+    run("truncate", &["-s", "256M", p]).assert_success();
+    run(require_tool("mkfs.exfat"), &["-c", "128K", p]).assert_success();
+    let mut tree = tool_tree();
+    let (a, b) = (test_data(3 << 20, 31), test_data(2 << 20, 32));
+    let name = |i: usize| format!("big/a-file-with-a-rather-long-name-{i:05}.txt");
+    {
+        let lo = LoopDevice::attach(&img);
+        let mnt = tmp.subdir("mnt");
+        let m = FuseMount::exfat(lo.path(), &mnt);
+        write_interleaved(&mnt, &a, &b, 256 << 10);
+        write_tree(&mnt, &tree);
+        // 2,000 sets of 5 entries (320,000 bytes: three 128 KiB clusters),
+        // all but the first 20 deleted: their entries stay, marked unused.
+        std::fs::create_dir(mnt.join("big")).expect("mkdir");
+        // (Empty but for the 20 kept: a file of data takes a cluster.)
+        for i in 0..2000 {
+            let data = if i < 20 {
+                format!("{i}")
+            } else {
+                String::new()
+            };
+            std::fs::write(mnt.join(name(i)), data).expect("write");
+        }
+        for i in 20..2000 {
+            std::fs::remove_file(mnt.join(name(i))).expect("rm");
+        }
+        m.unmount();
+    }
+    fsck_exfat_clean(&img);
+    tree.extend((0..20).map(|i| (name(i), format!("{i}").into_bytes())));
+    let dry = mkfs_alloc(&["recluster", "--cluster", "32K", "--dry-run", "--json", p]);
+    dry.assert_success();
+    let v: serde_json::Value = serde_json::from_str(&dry.stdout).expect("json");
+    let written = v["plan"]["bytes_written"].as_u64().expect("bytes_written");
+    // Copied whole, the big directory alone would be 384 KiB and every
+    // other directory 128 KiB: each copy is now its entries in use, rounded
+    // up to 32 KiB.
+    assert!(written < 384 << 10, "{v:#}");
+    assert!(v["plan"]["evacuation"].is_null(), "{v:#}");
+    mkfs_alloc(&["recluster", "--cluster", "32K", "--yes", p]).assert_success();
+    fsck_exfat_clean(&img);
+    assert_eq!(dump_exfat_cluster_size(&img), 32 << 10);
+    assert_files_through_fuse(&tmp, &img, &tree, &a, &b);
+    let lo = LoopDevice::attach(&img);
+    let mnt = tmp.subdir("mnt");
+    let m = FuseMount::exfat(lo.path(), &mnt);
+    let listed = std::fs::read_dir(mnt.join("big")).expect("ls").count();
+    m.unmount();
+    assert_eq!(listed, 20);
+    let again = mkfs_alloc(&["recluster", "--cluster", "32K", "--dry-run", "--json", p]);
+    again.assert_success();
+    let v: serde_json::Value = serde_json::from_str(&again.stdout).expect("json");
+    assert_eq!(v["step"], "nothing", "{v:#}");
 }

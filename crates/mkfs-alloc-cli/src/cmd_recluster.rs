@@ -66,32 +66,30 @@ pub fn run(args: &ReclusterArgs) -> Result<(), Failure> {
     };
     let path = &args.target;
     let block_size = target_block_size(path)?;
-    // Planned through a read-only handle: nothing can be written before
-    // every check has passed.
-    let (job, choice) = {
+    if args.dry_run {
+        // Planned through a read-only handle: nothing can be written.
         let mut ro = ReadOnlyFile::open(path, block_size)
             .map_err(|e| usage(anyhow!("cannot open {}", e.source)))?;
-        match asked {
-            Some(c) => (recluster::plan(&mut ro, c).map_err(refusal)?, None),
-            None => {
-                let (choice, job) = recluster::plan_auto(&mut ro).map_err(refusal)?;
-                (job, Some(choice))
-            }
-        }
-    };
-    // Planned again below on the opened target with the size chosen here.
+        let (job, choice) = plan_on(&mut ro, asked)?;
+        // The checks the real run makes (mounted, in use, locked), collected.
+        let target = Target::inspect(path, None, None, true)?;
+        let shown = Shown {
+            job: &job,
+            choice: choice.as_ref(),
+        };
+        print_plan(args, &shown, target.would_refuse());
+        return Ok(());
+    }
+    // A run is planned once, on the opened and locked target (the plan
+    // only reads): the medium cannot change between the plan and the run.
+    let target = Target::inspect(path, None, None, false)?;
+    let mut opened = target.open_with(false)?;
+    let (job, choice) = plan_on(opened.io(), asked)?;
     let cluster = choice.as_ref().map_or(asked.unwrap_or(0), |c| c.cluster);
     let shown = Shown {
         job: &job,
         choice: choice.as_ref(),
     };
-    if args.dry_run {
-        // The checks the real run makes (mounted, in use, locked), collected.
-        let target = Target::inspect(path, None, None, true)?;
-        print_plan(args, &shown, target.would_refuse());
-        return Ok(());
-    }
-    let target = Target::inspect(path, None, None, false)?;
     if job.step == Step::Nothing {
         if !args.quiet && !args.json {
             eprintln!(
@@ -120,11 +118,7 @@ pub fn run(args: &ReclusterArgs) -> Result<(), Failure> {
             &format!("not confirmed; nothing was written to {p}"),
         )?;
     }
-    let mut opened = target.open_with(false)?;
     let started = Instant::now();
-    // Planned again on the opened target: the medium cannot have changed
-    // between the read-only plan and the lock.
-    let job = recluster::plan(opened.io(), cluster).map_err(refusal)?;
     let bar = crate::report::Progress::new(!args.quiet && !args.json, "re-cluster");
     let done = recluster::run_with_progress(opened.io(), &job, &mut |d, t| bar.update(d, t));
     bar.finish();
@@ -152,6 +146,20 @@ pub fn run(args: &ReclusterArgs) -> Result<(), Failure> {
         );
     }
     Ok(())
+}
+
+/// The job for `asked` (`None`: `auto`) on `dev`, and what auto chose.
+fn plan_on(
+    dev: &mut dyn mkfs_alloc::blockio::BlockIo,
+    asked: Option<u64>,
+) -> Result<(Job, Option<AutoChoice>), Failure> {
+    match asked {
+        Some(c) => Ok((recluster::plan(dev, c).map_err(refusal)?, None)),
+        None => {
+            let (choice, job) = recluster::plan_auto(dev).map_err(refusal)?;
+            Ok((job, Some(choice)))
+        }
+    }
 }
 
 /// A refusal or a read error before any write: exit 2.

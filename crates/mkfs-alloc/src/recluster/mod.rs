@@ -7,7 +7,8 @@
 //!         ─► plan_from (pure: new geometry, copies, bytes, space, refusals)
 //!         ─► run: 1 intent record, flush          (space neither volume uses)
 //!                 2 VolumeDirty on the old boot sector, flush
-//!                 3 new FAT, new bitmap, a copy of every directory, flush
+//!                 3 new FAT, new bitmap, a copy of every directory (its
+//!                   entries up to the last in use), flush
 //!                                                 (space the old volume does not use)
 //!                 4 backup boot region (new), flush     ◄─ the switch
 //!                   main boot region (new, dirty), flush
@@ -98,6 +99,7 @@ mod state;
 #[cfg(test)]
 mod tests;
 mod unfinished;
+mod used;
 
 use disk::root_chain_len;
 
@@ -356,11 +358,15 @@ fn plan_read<D: BlockIo + ?Sized>(
     let bad = bad::find(dev, &model)?;
     bad::reserve(&mut model, &bad);
     let root_clusters = root_chain_len(dev, &model)?;
+    // Every directory read once more, to its end marker: the entries this
+    // job does not know are refused here, before the first write.
+    let in_use = used::measure(dev, &model, &dirs, root_clusters)?;
     let mut p = match plan_from(
         &model,
         &dirs,
         &file_sizes,
         root_clusters,
+        &in_use,
         cluster,
         allow_dirty,
     ) {
@@ -382,13 +388,6 @@ fn plan_read<D: BlockIo + ?Sized>(
     if p.evacuate.is_some() {
         count_evacuation(dev, &mut p, &model, &dirs, root_clusters)?;
     }
-    run::Executor {
-        plan: &p,
-        old_region: Vec::new(),
-        serial: job.serial,
-        dirs: std::collections::HashMap::new(),
-    }
-    .check(dev)?;
     // Before the switch the old volume is authoritative: a record whose new
     // geometry differs from this plan (the volume was written to between
     // the cut and this run) is simply written again with this plan.
@@ -442,7 +441,7 @@ pub fn run<D: BlockIo + ?Sized>(dev: &mut D, job: &Job) -> Result<(), ReclusterE
                 dirs: plan
                     .dirs
                     .iter()
-                    .map(|d| (d.old_first, d.new_first))
+                    .map(|d| (d.old_first, (d.new_first, d.bytes)))
                     .collect(),
             }
             .run(dev)

@@ -26,7 +26,11 @@
 //!   ([`super::evac`]) empties first, and the intent record moves to sector
 //!   24 (after the backup boot region, before the FAT);
 //! - the new allocation bitmap and a copy of every directory (their entries
-//!   name new cluster numbers) go into clusters the old volume has free;
+//!   name new cluster numbers) go into clusters the old volume has free; a
+//!   copy holds the directory's entries up to its last one in use, rounded
+//!   up to the new cluster size, and its DataLength and ValidDataLength in
+//!   its parent's copy say so (a directory's are equal and whole clusters:
+//!   exFAT specification §7.6.4 and §7.6.5); the root's chain likewise;
 //! - the old bitmap and the old directory clusters are free afterwards.
 
 use mkfs_alloc_inspect::model::{EntrySet, Finding, RootDir, VolumeModel};
@@ -81,7 +85,9 @@ pub struct DirCopy {
     pub old_first: u32,
     /// True when the old directory is contiguous without a FAT chain.
     pub old_contiguous: bool,
-    /// Its bytes (a multiple of the old cluster size; kept).
+    /// The bytes of its copy: its entries up to the last one in use,
+    /// rounded up to the new cluster size (at least one new cluster; a
+    /// larger size: its old bytes, kept).
     pub bytes: u64,
     /// The first new cluster of its copy (a contiguous run with a FAT chain).
     pub new_first: u32,
@@ -215,7 +221,9 @@ pub(super) fn is_volume_dirty(f: &Finding) -> bool {
 /// Plans the re-cluster of the volume `model` describes to `cluster`-byte
 /// clusters. `dirs` are the directories' entry sets its reading handed out
 /// and `file_sizes` the files' sizes (a file costs 8 bytes here), `root_clusters`
-/// the old clusters of the root directory's chain. `allow_dirty` accepts
+/// the old clusters of the root directory's chain, and `dirs_in_use` the bytes
+/// each directory has in use by its first cluster (a directory not in it is
+/// copied whole). `allow_dirty` accepts
 /// VolumeDirty (set by an unfinished run of this job). A volume with bad
 /// clusters is refused here: [`super::plan`] lists them, reserves them in
 /// the model and carries them over ([`Plan::bad_clusters`]).
@@ -228,6 +236,7 @@ pub fn plan_from(
     dirs_in: &[EntrySet],
     file_sizes: &[u64],
     root_clusters: u64,
+    dirs_in_use: &std::collections::HashMap<u32, u64>,
     cluster: u64,
     allow_dirty: bool,
 ) -> Result<Plan, Refusal> {
@@ -333,18 +342,26 @@ pub fn plan_from(
         need,
         free: alloc.free_new() * cluster,
     };
-    let need_total = per(bitmap_bytes) * cluster
-        + root_clusters * old_c
-        + dirs_in
+    // A copy: the bytes in use rounded up to the new size, one cluster at
+    // least, never more than the directory's old bytes.
+    let copy = |first: u32, old: u64| {
+        dirs_in_use
+            .get(&first)
+            .map_or(old, |&u| (per(u).max(1) * cluster).min(old))
+    };
+    let dir_copies = || {
+        dirs_in
             .iter()
             .filter(|s| s.is_dir && s.first_cluster != 0)
-            .map(|s| s.size.div_ceil(old_c) * old_c)
-            .sum::<u64>();
+            .map(|s| (s, copy(s.first_cluster, s.size.div_ceil(old_c) * old_c)))
+    };
+    let root_bytes = copy(root_first, root_clusters * old_c);
+    let need_total =
+        per(bitmap_bytes) * cluster + root_bytes + dir_copies().map(|(_, b)| b).sum::<u64>();
     let bitmap_first = alloc
         .run(per(bitmap_bytes))
         .ok_or_else(|| too_little(&alloc, need_total))?;
     let mut dirs = Vec::new();
-    let root_bytes = root_clusters * old_c;
     let root_new = alloc
         .run(per(root_bytes))
         .ok_or_else(|| too_little(&alloc, need_total))?;
@@ -357,8 +374,7 @@ pub fn plan_from(
     });
     let (mut files, mut file_bytes, mut alloc_old, mut alloc_new) = (0u64, 0u64, 0u64, 0u64);
     let mut dir_bytes = root_bytes;
-    for s in dirs_in.iter().filter(|s| s.is_dir && s.first_cluster != 0) {
-        let bytes = s.size.div_ceil(old_c) * old_c;
+    for (s, bytes) in dir_copies() {
         let first = alloc
             .run(per(bytes))
             .ok_or_else(|| too_little(&alloc, need_total))?;

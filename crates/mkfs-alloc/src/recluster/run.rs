@@ -3,8 +3,7 @@
 
 use mkfs_alloc_blockio::{BlockIo, IoError};
 use mkfs_alloc_ondisk::exfat::{
-    secondary_flags, set_checksum, BootSector, FileEntry, TYPE_BITMAP, TYPE_FILE, TYPE_FILE_NAME,
-    TYPE_GUID, TYPE_LABEL, TYPE_STREAM_EXTENSION, TYPE_UPCASE,
+    secondary_flags, set_checksum, BootSector, FileEntry, TYPE_FILE_NAME,
 };
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::FromBytes;
@@ -25,8 +24,9 @@ pub(super) struct Executor<'p> {
     pub(super) old_region: Vec<u8>,
     /// The volume serial number.
     pub(super) serial: u32,
-    /// Each directory's first old cluster and its copy's first new one.
-    pub(super) dirs: std::collections::HashMap<u32, u32>,
+    /// Each directory's first old cluster, its copy's first new one and
+    /// the copy's bytes.
+    pub(super) dirs: std::collections::HashMap<u32, (u32, u64)>,
 }
 
 impl Executor<'_> {
@@ -117,22 +117,8 @@ impl Executor<'_> {
         Ok(u8::try_from(percent).unwrap_or(100))
     }
 
-    /// Reads every directory and checks that each entry is one this job
-    /// rewrites or may copy as it is (no unknown entry that could hold an
-    /// allocation). Reads only: called when planning, so that such a volume
-    /// is refused before the first write.
-    pub(super) fn check<D: BlockIo + ?Sized>(&self, dev: &mut D) -> Result<(), ReclusterError> {
-        let p = self.plan;
-        let mut old_fat = FatReader::new(self.abs(p.old.fat_offset), p.old.fat_bytes);
-        for d in &p.dirs {
-            let buf = self.read_old(dev, &mut old_fat, d.old_first, d.old_contiguous, d.bytes)?;
-            check_entries(&buf, &d.path)?;
-        }
-        Ok(())
-    }
-
-    /// The old bytes of a directory (`bytes`, from `first`, chained or
-    /// contiguous).
+    /// The first `bytes` of a directory's old bytes (from `first`, chained
+    /// or contiguous; a multiple of the new cluster size).
     fn read_old<D: BlockIo + ?Sized>(
         &self,
         dev: &mut D,
@@ -142,13 +128,17 @@ impl Executor<'_> {
         bytes: u64,
     ) -> Result<Vec<u8>, ReclusterError> {
         let co = self.plan.old.cluster_size;
-        let n = bytes / co;
+        let n = bytes.div_ceil(co);
         let cs = usize::try_from(co).unwrap_or(0);
         let mut buf = vec![0u8; usize::try_from(bytes).unwrap_or(0)];
         let mut c = first;
         for i in 0..n {
             let at = usize::try_from(i).unwrap_or(0) * cs;
-            read_at(dev, self.old_cluster_at(c), &mut buf[at..at + cs])?;
+            let end = (at + cs).min(buf.len());
+            read_at(dev, self.old_cluster_at(c), &mut buf[at..end])?;
+            if i + 1 == n {
+                break;
+            }
             c = if contiguous {
                 c + 1
             } else {
@@ -219,11 +209,16 @@ impl Executor<'_> {
             let flags = stream.general_secondary_flags;
             let new_first = if is_dir {
                 stream.general_secondary_flags = flags & !secondary_flags::NO_FAT_CHAIN;
-                self.dirs.get(&first).copied().ok_or_else(|| {
+                let (new_first, bytes) = self.dirs.get(&first).copied().ok_or_else(|| {
                     ReclusterError::unsupported(format!(
                         "{path}: a directory not seen when planning"
                     ))
-                })?
+                })?;
+                // A directory's allocation is its copy: both lengths equal,
+                // whole new clusters.
+                stream.data_length = U64::new(bytes);
+                stream.valid_data_length = U64::new(bytes);
+                new_first
             } else {
                 let contiguous = flags & secondary_flags::NO_FAT_CHAIN != 0;
                 let length = stream.data_length.get();
@@ -284,47 +279,6 @@ impl Executor<'_> {
         }
         Ok(new_first)
     }
-}
-
-/// Checks one directory's entries: in-use primaries are the bitmap, the
-/// up-case table, the label, the volume GUID or file sets; a file set's
-/// secondaries are its stream extension and names, within the directory.
-fn check_entries(buf: &[u8], path: &str) -> Result<(), ReclusterError> {
-    let mut i = 0;
-    while i + ENTRY <= buf.len() {
-        let t = buf[i];
-        match t {
-            0 => break,
-            TYPE_FILE => {
-                let len = (usize::from(buf[i + 1]) + 1) * ENTRY;
-                let Some(set) = buf.get(i..i + len) else {
-                    return Err(ReclusterError::unsupported(format!(
-                        "{path}: an entry set that runs past the directory's end"
-                    )));
-                };
-                let mut types = set.chunks_exact(ENTRY).map(|e| e[0]).skip(1);
-                if types.next() != Some(TYPE_STREAM_EXTENSION) {
-                    return Err(ReclusterError::unsupported(format!(
-                        "{path}: a file entry without its stream extension"
-                    )));
-                }
-                if let Some(t) = types.find(|&t| t != TYPE_FILE_NAME) {
-                    return Err(ReclusterError::unsupported(format!(
-                        "{path}: a secondary entry of type {t:#04x}"
-                    )));
-                }
-                i += len;
-            }
-            TYPE_BITMAP | TYPE_UPCASE | TYPE_LABEL | TYPE_GUID => i += ENTRY,
-            t if t & 0x80 == 0 => i += ENTRY,
-            t => {
-                return Err(ReclusterError::unsupported(format!(
-                    "{path}: a directory entry of type {t:#04x}"
-                )))
-            }
-        }
-    }
-    Ok(())
 }
 
 /// A chain of `k` consecutive new clusters from `first`, marked in `bits`.

@@ -327,6 +327,11 @@ fn the_plan_of_a_smaller_cluster_moves_no_data() {
     // The root and the four directories (photos, docs, docs/deep,
     // docs/deep/er, many) are copied.
     assert_eq!(p.dirs.len(), 6);
+    // Each copy is its entries in use rounded up to whole new clusters:
+    // the root's few entries take one new cluster, not its old 32 KiB.
+    assert!(p.dirs.iter().all(|d| d.bytes % 4096 == 0 && d.bytes > 0));
+    assert_eq!(p.dirs[0].bytes, 4096);
+    assert!(p.dirs.iter().map(|d| d.bytes).sum::<u64>() < 6 * OLD);
     assert_eq!(p.files, files(32 << 10).len() as u64);
     assert!(p.space_gained() > 0);
     let (a_old, a_new) = p.files_allocated;
@@ -375,8 +380,9 @@ fn too_little_space_says_how_much_to_free() {
     let layout = layout_plan(&opts, &Medium::whole(size, 512).expect("medium")).unwrap();
     let mut tree = Tree::new();
     let t = SystemTime::UNIX_EPOCH;
-    // 112 clusters: bitmap, up-case, root, /d and one free one are left.
-    let big = usize::try_from(107 * OLD).unwrap();
+    // 112 clusters: bitmap, up-case, root and /d are left, none free (the
+    // copies, of the entries in use, would fit one free cluster).
+    let big = usize::try_from(108 * OLD).unwrap();
     tree.add_file(
         "/d/big",
         std::io::Cursor::new(vec![7u8; big]),
