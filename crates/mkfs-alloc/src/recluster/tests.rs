@@ -590,4 +590,6 @@ mod evac;
 #[cfg(test)]
 mod fat;
 #[cfg(test)]
+mod fatevac;
+#[cfg(test)]
 mod report;

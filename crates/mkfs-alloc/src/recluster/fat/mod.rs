@@ -56,6 +56,7 @@ use super::plan::{ExfatGeometry, Refusal};
 use super::state::Intent;
 use super::{Job, ReclusterError, Step};
 
+mod evac;
 mod plan;
 mod run;
 
@@ -81,6 +82,8 @@ pub(super) struct FatJob {
     fats: Vec<u64>,
     /// After the switch: FSInfo's free count and next free cluster.
     free: (u32, u32),
+    /// The clusters moved first out of where the new FATs go.
+    evac: Option<evac::Evacuation>,
 }
 
 /// [`super::plan`] for a FAT volume, from its model and the entry sets its
@@ -144,6 +147,7 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
             .map(|i| g.fat_offset + i * g.fat_bytes)
             .collect(),
         free: (0, 0),
+        evac: None,
     };
     if g.cluster_size == cluster {
         if intent
@@ -204,8 +208,10 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
         cluster,
         allow_dirty: ours.is_some(),
     };
-    let (p, copies) = plan_fat(model, &input).map_err(ReclusterError::Refused)?;
+    let planned = plan_fat(model, &input);
+    let (p, copies, ev) = evac::plan(dev, model, &input, planned)?;
     fat.copies = copies;
+    fat.evac = ev;
     job.step = if ours.is_some() {
         Step::Redo
     } else {
@@ -239,6 +245,20 @@ pub(super) fn run<D: BlockIo + ?Sized>(
 ) -> Result<(), ReclusterError> {
     match (&job.step, &job.plan) {
         (Step::Finish, _) => run::finish(dev, job, fat),
+        (Step::Start | Step::Redo, Some(p)) if fat.evac.is_some() => {
+            if let Some(ev) = &fat.evac {
+                evac::execute(dev, job, p, fat, ev, job.step == Step::Redo)?;
+            }
+            // The window is free now: the re-cluster, planned from the
+            // volume the evacuation left.
+            let next = super::plan(dev, job.target)?;
+            if next.fat.as_ref().is_some_and(|f| f.evac.is_some()) {
+                return Err(ReclusterError::unsupported(
+                    "clusters still in use where the new FATs go after the evacuation".into(),
+                ));
+            }
+            super::run(dev, &next)
+        }
         (Step::Start | Step::Redo, Some(p)) => {
             run::Executor { job, plan: p, fat }.run(dev)?;
             // Past the switch: step 6, planned from the new volume.

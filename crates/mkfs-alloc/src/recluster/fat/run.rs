@@ -265,7 +265,7 @@ fn chain_of<D: BlockIo + ?Sized>(
 
 /// Sets (or clears) the clean bit of entry 1 of the FAT whose first
 /// sector is at absolute byte `at`.
-fn set_clean<D: BlockIo + ?Sized>(
+pub(super) fn set_clean<D: BlockIo + ?Sized>(
     dev: &mut D,
     at: u64,
     sector: u32,
@@ -282,7 +282,7 @@ fn set_clean<D: BlockIo + ?Sized>(
 
 /// Sets FSInfo's free count and next free cluster, if the sector at
 /// absolute byte `at` is an FSInfo sector (fatgen103 §5).
-fn set_fs_info<D: BlockIo + ?Sized>(
+pub(super) fn set_fs_info<D: BlockIo + ?Sized>(
     dev: &mut D,
     at: u64,
     sector: u32,
@@ -299,6 +299,29 @@ fn set_fs_info<D: BlockIo + ?Sized>(
     fi.free_count = U32::new(free);
     fi.nxt_free = U32::new(next);
     disk::write_at(dev, at, &b)
+}
+
+/// Copies the first FAT over the others (`fats`: their absolute byte
+/// offsets), a piece at a time.
+pub(super) fn copy_first_fat<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    fats: &[u64],
+    bytes: u64,
+) -> Result<(), IoError> {
+    let Some((&first, others)) = fats.split_first() else {
+        return Ok(());
+    };
+    let mut piece = vec![0u8; usize::try_from(PIECE).unwrap_or(0)];
+    let mut pos = 0u64;
+    while pos < bytes {
+        let n = usize::try_from(PIECE.min(bytes - pos)).unwrap_or(0);
+        disk::read_at(dev, first + pos, &mut piece[..n])?;
+        for &at in others {
+            disk::write_at(dev, at + pos, &piece[..n])?;
+        }
+        pos += n as u64;
+    }
+    Ok(())
 }
 
 /// Step 6: the clean bit set in every FAT, FSInfo's figures, flush; the

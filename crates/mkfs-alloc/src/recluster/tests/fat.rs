@@ -14,6 +14,17 @@ type Table = Option<mkfs_alloc_partition::TableKind>;
 /// test tree with `dirs` more directories, through the facade (inside a
 /// partition of `table`); `/photos/frag-1.raw` fragmented.
 fn fat32(size: u64, cluster: u64, dirs: usize, table: Table) -> (MemDisk, Vec<(String, usize)>) {
+    fat32_with(size, cluster, dirs, table, &[])
+}
+
+/// [`fat32`] with the files of `more` too, after the test tree's.
+pub(super) fn fat32_with(
+    size: u64,
+    cluster: u64,
+    dirs: usize,
+    table: Table,
+    more: &[(String, usize)],
+) -> (MemDisk, Vec<(String, usize)>) {
     use crate::populate::{TimePolicy as Tp, Tree as T};
     let mut opts = crate::MediumOptions::new()
         .fs(FsKind::Fat32)
@@ -29,7 +40,8 @@ fn fat32(size: u64, cluster: u64, dirs: usize, table: Table) -> (MemDisk, Vec<(S
         opts = opts.table(kind);
     }
     let mut disk = MemDisk::new(512, size / 512).unwrap();
-    let want = files_in(usize::try_from(cluster).unwrap(), dirs);
+    let mut want = files_in(usize::try_from(cluster).unwrap(), dirs);
+    want.extend_from_slice(more);
     let mut tree = T::new();
     let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
     for (path, len) in &want {
@@ -94,7 +106,7 @@ fn fragment_fat(disk: &mut MemDisk, path: &str) {
 }
 
 /// Every file's bytes through the model's entry sets and the FAT's chains.
-fn fat_contents(disk: &MemDisk) -> Result<(VolumeModel, BTreeMap<String, Vec<u8>>), String> {
+pub(super) fn fat_contents(disk: &MemDisk) -> Result<(VolumeModel, BTreeMap<String, Vec<u8>>), String> {
     let (m, sets) = model_of(disk).map_err(|e| e.to_string())?;
     let g = &m.geometry;
     let cs = usize::try_from(g.cluster_size).unwrap();
@@ -135,7 +147,7 @@ fn check_fat(disk: &MemDisk, want: &[(String, usize)]) -> Result<VolumeModel, St
 }
 
 /// The same check through the `fatfs` crate (an independent reader).
-fn check_fatfs(disk: &MemDisk, want: &[(String, usize)]) -> Result<(), String> {
+pub(super) fn check_fatfs(disk: &MemDisk, want: &[(String, usize)]) -> Result<(), String> {
     use std::io::Read;
     let (m, _) = model_of(disk).map_err(|e| e.to_string())?;
     let start = usize::try_from(m.geometry.start).unwrap();
