@@ -135,7 +135,11 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
 ) -> Result<(Plan, Vec<(u32, u32)>, Option<Evacuation>), ReclusterError> {
     let g = &model.geometry;
     let (run, most_covered) = reach(g, input.cluster);
-    let firsts: HashSet<u32> = input.chains.iter().filter_map(|c| c.first().copied()).collect();
+    let firsts: HashSet<u32> = input
+        .chains
+        .iter()
+        .filter_map(|c| c.first().copied())
+        .collect();
     let used_before = |end: u64| {
         (2..end)
             .filter(|&c| model.used.get(u32::try_from(c).unwrap_or(u32::MAX)))
@@ -149,8 +153,7 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
                 _ => return Ok((p, copies, None)),
             }
         }
-        Err(Refusal::Fat(FatRefusal::ReservedSectors { .. }) | Refusal::TooLittleSpace { .. }) => {
-        }
+        Err(Refusal::Fat(FatRefusal::ReservedSectors { .. }) | Refusal::TooLittleSpace { .. }) => {}
         Err(r) => return Err(ReclusterError::Refused(r)),
     }
     let Some(a) = window(dev, g, &firsts, (run, most_covered))? else {

@@ -106,7 +106,9 @@ fn fragment_fat(disk: &mut MemDisk, path: &str) {
 }
 
 /// Every file's bytes through the model's entry sets and the FAT's chains.
-pub(super) fn fat_contents(disk: &MemDisk) -> Result<(VolumeModel, BTreeMap<String, Vec<u8>>), String> {
+pub(super) fn fat_contents(
+    disk: &MemDisk,
+) -> Result<(VolumeModel, BTreeMap<String, Vec<u8>>), String> {
     let (m, sets) = model_of(disk).map_err(|e| e.to_string())?;
     let g = &m.geometry;
     let cs = usize::try_from(g.cluster_size).unwrap();
