@@ -111,18 +111,25 @@ fn window<D: BlockIo + ?Sized>(
     let mut fat = FatReader::new(g.fat_offset, g.fat_bytes);
     let last = u64::from(g.cluster_count) + 1;
     let mut a = 2u64;
-    'next: while run > 0 && a + run - 2 <= most_covered && a + run - 1 <= last {
+    while run > 0 && a + run - 2 <= most_covered && a + run - 1 <= last {
+        let mut blocked = None;
         for c in a..a + run {
             let c32 = u32::try_from(c).unwrap_or(u32::MAX);
             if firsts.contains(&c32) || fat.get(dev, c32)? & MASK == BAD {
-                a = c + 1;
-                continue 'next;
+                blocked = Some(c);
+                break;
             }
         }
-        return Ok(u32::try_from(a).ok());
+        match blocked {
+            Some(c) => a = c + 1,
+            None => return Ok(u32::try_from(a).ok()),
+        }
     }
     Ok(None)
 }
+
+/// A FAT32 job's plan, the copies it makes and its evacuation, if any.
+type Planned = (Plan, Vec<(u32, u32)>, Option<Evacuation>);
 
 /// The plan of a FAT32 job: `planned` (plan.rs's) when it moves no more
 /// than an evacuation would, else the plan of the volume after the
@@ -132,7 +139,7 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
     model: &VolumeModel,
     input: &Input<'_>,
     planned: Result<(Plan, Vec<(u32, u32)>), Refusal>,
-) -> Result<(Plan, Vec<(u32, u32)>, Option<Evacuation>), ReclusterError> {
+) -> Result<Planned, ReclusterError> {
     let g = &model.geometry;
     let (run, most_covered) = reach(g, input.cluster);
     let firsts: HashSet<u32> = input
