@@ -295,8 +295,15 @@ fn print_fat(p: &Plan) {
         f.reserved.1,
         crate::cmd_info::plural(f.covered, "old cluster", "old clusters"),
         f.in_use,
-        crate::cmd_info::plural(p.clusters_moved, "cluster", "clusters")
+        crate::cmd_info::plural(p.clusters_moved - f.evacuated, "cluster", "clusters")
     );
+    if f.evacuated > 0 {
+        outln!(
+            "  evacuation     first, at {}: the {} in use where the new FATs go moved to free space in the old volume",
+            format_size(p.old.cluster_size),
+            crate::cmd_info::plural(f.evacuated, "old cluster", "old clusters")
+        );
+    }
     outln!(
         "  data region    at byte {} -> {} (the {} FATs end there)",
         p.old.heap_offset,

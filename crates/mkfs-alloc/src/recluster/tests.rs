@@ -600,6 +600,8 @@ mod evac;
 mod fat;
 mod fat_coarse;
 #[cfg(test)]
+mod fatevac;
+#[cfg(test)]
 mod grow;
 #[cfg(test)]
 mod report;

@@ -190,6 +190,7 @@ pub(in super::super) fn plan<D: BlockIo + ?Sized>(
             ),
             covered: 0,
             in_use: 0,
+            evacuated: 0,
         }),
     };
     let out = Walk::new(&p, &model.used, input.chains, false).execute(dev)?;

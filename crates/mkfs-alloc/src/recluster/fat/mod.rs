@@ -58,6 +58,7 @@ use super::state::Intent;
 use super::{Job, ReclusterError, Step};
 
 mod coarse;
+mod evac;
 mod plan;
 mod run;
 mod small;
@@ -90,6 +91,8 @@ pub(super) struct FatJob {
     free: (u32, u32),
     /// FAT12/16: the job's own sectors and entry width (`small_run.rs`).
     small: Option<small_run::Small>,
+    /// The clusters moved first out of where the new FATs go.
+    evac: Option<evac::Evacuation>,
 }
 
 /// [`super::plan`] for a FAT volume, from its model and the entry sets its
@@ -170,6 +173,7 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
             .collect(),
         free: (0, 0),
         small: None,
+        evac: None,
     };
     if g.cluster_size == cluster {
         if intent
@@ -233,8 +237,10 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
     let p = if cluster > g.cluster_size && cluster.is_power_of_two() {
         coarse::plan(dev, model, &input)?
     } else {
-        let (p, copies) = plan_fat(model, &input).map_err(ReclusterError::Refused)?;
+        let planned = plan_fat(model, &input);
+        let (p, copies, ev) = evac::plan(dev, model, &input, planned)?;
         fat.copies = copies;
+        fat.evac = ev;
         p
     };
     job.step = if ours.is_some() {
@@ -256,6 +262,20 @@ pub(super) fn run<D: BlockIo + ?Sized>(
     match (&job.step, &job.plan, &fat.small) {
         (Step::Finish, _, Some(small)) => small_run::finish(dev, job, fat, small),
         (Step::Finish, _, None) => run::finish(dev, job, fat),
+        (Step::Start | Step::Redo, Some(p), None) if fat.evac.is_some() => {
+            if let Some(ev) = &fat.evac {
+                evac::execute(dev, job, p, fat, ev, job.step == Step::Redo)?;
+            }
+            // The window is free now: the re-cluster, planned from the
+            // volume the evacuation left.
+            let next = super::plan(dev, job.target)?;
+            if next.fat.as_ref().is_some_and(|f| f.evac.is_some()) {
+                return Err(ReclusterError::unsupported(
+                    "clusters still in use where the new FATs go after the evacuation".into(),
+                ));
+            }
+            super::run(dev, &next)
+        }
         (Step::Start | Step::Redo, Some(p), small) => {
             let ex = run::Executor { job, plan: p, fat };
             match small {

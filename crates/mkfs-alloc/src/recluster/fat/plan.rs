@@ -50,6 +50,9 @@ pub struct FatLayout {
     /// Of those, the ones in use (file data copied, directories copied
     /// with the others).
     pub in_use: u64,
+    /// Old clusters moved first, in the old volume, out of where the new
+    /// FATs go (`evac.rs`).
+    pub evacuated: u64,
 }
 
 /// Why a FAT volume is not re-clustered (nothing was written).
@@ -136,16 +139,13 @@ pub(in super::super) struct Input<'a> {
 }
 
 /// Whether `f` is a mark an unfinished run of ours leaves: the clean bit
-/// cleared, and FAT copies that differ in entry 1 only (a cut between the
-/// two FATs' first sectors).
+/// cleared, FAT copies that differ (a cut between the FATs' writes) and
+/// the lost clusters of a cut evacuation (`evac.rs`: copies not yet named,
+/// old clusters not yet freed).
 pub(in crate::recluster) fn ours(f: &Finding) -> bool {
     match f {
         Finding::Dirty { mark } => *mark == DirtyMark::FatCleanBit,
-        Finding::FatCopiesDiffer {
-            bytes,
-            first_offset,
-            ..
-        } => *first_offset >= 4 && first_offset + bytes <= 8,
+        Finding::FatCopiesDiffer { .. } | Finding::LostClusters { .. } => true,
         _ => false,
     }
 }
@@ -363,6 +363,7 @@ pub(in super::super) fn plan_fat(
             ),
             covered,
             in_use,
+            evacuated: 0,
         }),
     };
     Ok((plan, copies))

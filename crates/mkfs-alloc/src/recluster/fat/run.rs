@@ -354,6 +354,29 @@ pub(in crate::recluster) fn set_fs_info<D: BlockIo + ?Sized>(
     disk::write_at(dev, at, &b)
 }
 
+/// Copies the first FAT over the others (`fats`: their absolute byte
+/// offsets), a piece at a time.
+pub(super) fn copy_first_fat<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    fats: &[u64],
+    bytes: u64,
+) -> Result<(), IoError> {
+    let Some((&first, others)) = fats.split_first() else {
+        return Ok(());
+    };
+    let mut piece = vec![0u8; usize::try_from(PIECE).unwrap_or(0)];
+    let mut pos = 0u64;
+    while pos < bytes {
+        let n = usize::try_from(PIECE.min(bytes - pos)).unwrap_or(0);
+        disk::read_at(dev, first + pos, &mut piece[..n])?;
+        for &at in others {
+            disk::write_at(dev, at + pos, &piece[..n])?;
+        }
+        pos += n as u64;
+    }
+    Ok(())
+}
+
 /// Step 6: the clean bit set in every FAT, FSInfo's figures, flush; the
 /// intent record zeroed, flush.
 pub(super) fn finish<D: BlockIo + ?Sized>(

@@ -349,6 +349,7 @@ fn assemble(
             ),
             covered: shape.covered,
             in_use: shape.in_use,
+            evacuated: 0,
         }),
     }
 }

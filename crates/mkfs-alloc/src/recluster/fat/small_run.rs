@@ -146,6 +146,7 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
         fats,
         free: (0, 0),
         small: None,
+        evac: None,
     };
     let as_new = match reserved {
         0 | 1 => None,
