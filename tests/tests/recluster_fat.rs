@@ -11,7 +11,7 @@
 
 use mkfs_alloc_tests::checks::{fsck_fat_clean, fsck_fat_geometry, mtools};
 use mkfs_alloc_tests::recluster::{fat_tool_tree as tree, mkfs_fat_filled};
-use mkfs_alloc_tests::{mkfs_alloc, require_tool, run, TempDir};
+use mkfs_alloc_tests::{mkfs_alloc, require_tool, run, test_data, TempDir};
 use std::path::Path;
 
 /// Every file of [`tree`], read back by one recursive mcopy, equals what
