@@ -29,13 +29,13 @@ pub enum ReclusterError {
         cluster: u64,
     },
     /// The advice recommends no cluster size for the files on the volume
-    /// ([`plan_auto`]).
+    /// ([`plan_auto`](super::plan_auto)).
     #[error("no cluster size is recommended for the files on this volume: {why}")]
     NoRecommendation {
         /// The advice's reason.
         why: String,
     },
-    /// The size [`plan_auto`] chose is refused.
+    /// The size [`plan_auto`](super::plan_auto) chose is refused.
     #[error("the recommended cluster size is {} bytes ({}); {refusal}", choice.cluster, choice.reason)]
     AutoRefused {
         /// What was chosen, and why.
