@@ -86,14 +86,11 @@ pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
     if !args.quiet && !args.json {
         print_plan(args, &job, None);
     }
-    if !args.yes {
-        let p = path.display();
-        crate::confirm::ask_yes(
-            &format!("mkfs-alloc: convert {p} to exFAT in place? type yes: "),
-            &format!("refusing to write to {p} without confirmation: no terminal to ask on; pass --yes to confirm"),
-            &format!("not confirmed; nothing was written to {p}"),
-        )?;
-    }
+    crate::confirm::ask_in_place(
+        args.yes,
+        &format!("convert {} to exFAT in place", path.display()),
+        path,
+    )?;
     let mut opened = target.open_with(false)?;
     let started = Instant::now();
     // Planned again on the opened target.
@@ -105,10 +102,7 @@ pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
     })?;
     let secs = started.elapsed().as_secs_f64();
     if args.json {
-        let mut v = plan_json(&job, None);
-        v["done"] = serde_json::json!(true);
-        v["seconds"] = serde_json::json!(secs);
-        outln!("{v:#}");
+        crate::report::print_done(plan_json(&job, None), secs);
     } else if !args.quiet {
         eprintln!("mkfs-alloc: {}: now exFAT ({secs:.2} s)", path.display());
     }

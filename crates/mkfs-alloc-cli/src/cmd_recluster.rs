@@ -110,14 +110,11 @@ pub fn run(args: &ReclusterArgs) -> Result<(), Failure> {
     if !args.quiet && !args.json {
         print_plan(args, &shown, None);
     }
-    if !args.yes {
-        let p = path.display();
-        crate::confirm::ask_yes(
-            &format!("mkfs-alloc: re-cluster {p} in place? type yes: "),
-            &format!("refusing to write to {p} without confirmation: no terminal to ask on; pass --yes to confirm"),
-            &format!("not confirmed; nothing was written to {p}"),
-        )?;
-    }
+    crate::confirm::ask_in_place(
+        args.yes,
+        &format!("re-cluster {} in place", path.display()),
+        path,
+    )?;
     let started = Instant::now();
     let bar = crate::report::Progress::new(!args.quiet && !args.json, "re-cluster");
     let done = recluster::run_with_progress(opened.io(), &job, &mut |d, t| bar.update(d, t));
@@ -133,10 +130,7 @@ pub fn run(args: &ReclusterArgs) -> Result<(), Failure> {
             job: &job,
             choice: choice.as_ref(),
         };
-        let mut v = plan_json(&shown, None);
-        v["done"] = serde_json::json!(true);
-        v["seconds"] = serde_json::json!(secs);
-        outln!("{v:#}");
+        crate::report::print_done(plan_json(&shown, None), secs);
     } else if !args.quiet {
         eprintln!(
             "mkfs-alloc: {}: now {} clusters ({:.2} s)",

@@ -89,6 +89,20 @@ pub fn ask_yes(prompt: &str, no_terminal: &str, declined: &str) -> Result<(), Fa
     }
 }
 
+/// Asks `mkfs-alloc: QUESTION? type yes: ` before a change in place of
+/// `path` (recluster, resize, convert), unless `yes`.
+pub fn ask_in_place(yes: bool, question: &str, path: &std::path::Path) -> Result<(), Failure> {
+    if yes {
+        return Ok(());
+    }
+    let p = path.display();
+    ask_yes(
+        &format!("mkfs-alloc: {question}? type yes: "),
+        &format!("refusing to write to {p} without confirmation: no terminal to ask on; pass --yes to confirm"),
+        &format!("not confirmed; nothing was written to {p}"),
+    )
+}
+
 fn describe(info: &DeviceInfo, plan: &MediumPlan, contents: &[String]) {
     eprintln!("mkfs-alloc: about to ERASE {}:", info.path.display());
     describe_device(info, contents);

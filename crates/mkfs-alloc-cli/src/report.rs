@@ -345,3 +345,11 @@ pub fn print_json_error(e: &anyhow::Error, code: u8) {
         json!({ "error": crate::text::error_text(e), "exit_code": code })
     );
 }
+
+/// A finished in-place job's plan `v` (JSON) with `"done": true` and the
+/// run's `seconds`, printed.
+pub fn print_done(mut v: serde_json::Value, secs: f64) {
+    v["done"] = serde_json::json!(true);
+    v["seconds"] = serde_json::json!(secs);
+    outln!("{v:#}");
+}

@@ -147,7 +147,6 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
         disk::read_at(dev, intent_offset, &mut rec)?;
     }
     let intent = Intent::read(&rec);
-    ReclusterError::other_kind(intent.as_ref())?;
     let now = ExfatGeometry::of(g, root);
     let mut job = Job {
         step: Step::Nothing,
@@ -178,7 +177,7 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
     if g.cluster_size == cluster {
         if intent
             .as_ref()
-            .is_some_and(|i| i.names(s, serial, &now, true))
+            .is_some_and(|i| !i.conversion() && i.names(s, serial, &now, true))
         {
             let next = (2..=g.cluster_count + 1).find(|&c| !model.used.get(c));
             fat.free = (
@@ -187,9 +186,14 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
             );
             job.step = Step::Finish;
             job.fat = Some(Box::new(fat));
+            return Ok(job);
         }
+        ReclusterError::other_kind(intent.as_ref())?;
         return Ok(job);
     }
+    // Past its switch a resize is finished as a re-cluster to its own size
+    // (above); before it, and any conversion, is the other job's to finish.
+    ReclusterError::other_kind(intent.as_ref())?;
     if intent
         .as_ref()
         .is_some_and(|i| i.names(s, serial, &now, true))
