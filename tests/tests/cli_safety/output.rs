@@ -140,7 +140,7 @@ fn a_subcommand_name_is_never_formatted() {
     assert!(tmp.join("list").exists());
 }
 
-/// A mistyped or future command word (`mkfs-alloc convert --size 32M --yes
+/// A mistyped command word (`mkfs-alloc recluser --size 32M --yes
 /// DEV`) is not taken for a new image beside the real target: the first
 /// TARGET, a bare word (no `/`, no `.`) that names no file, is refused
 /// (exit 2, nothing created or written) with the commands and `./NAME`;
@@ -152,7 +152,7 @@ fn a_command_word_that_names_no_file_is_refused() {
     fill_file(&img, 64 * MIB, 0xD1);
     let before = file_hash(&img);
     let img_s = img.to_string_lossy().into_owned();
-    for (word, says) in [("convert", "planned"), ("lst", "list")] {
+    for (word, says) in [("recluser", "recluster"), ("lst", "list")] {
         let out = run_in(tmp.path(), &[word, "--size", "64M", "--yes", &img_s]);
         out.assert_code(2);
         assert!(

@@ -111,14 +111,11 @@ fn check_target_name(path: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Commands that are planned but not in this version.
-const PLANNED: &[&str] = &["convert"];
-
 /// The first TARGET of `mkfs-alloc TARGET...` stands where a command's name
 /// goes: a bare word (no path separator, no extension) that names no
 /// existing file is taken for a mistyped or future command, not for a new
-/// image (`mkfs-alloc convert --fs exfat /dev/sdb` would create `convert`
-/// and format the device). The mkfs.fat front ends do not call this: their
+/// image (`mkfs-alloc recluser --cluster 4K /dev/sdb` would create
+/// `recluser` and format the device). The mkfs.fat front ends do not call this: their
 /// TARGET never follows a command position.
 pub fn check_command_word(targets: &[std::path::PathBuf]) -> Result<(), Failure> {
     let Some(word) = targets.first().and_then(|t| t.to_str()) else {
@@ -131,13 +128,8 @@ pub fn check_command_word(targets: &[std::path::PathBuf]) -> Result<(), Failure>
     if !bare || std::fs::symlink_metadata(word).is_ok() {
         return Ok(());
     }
-    let planned = if PLANNED.contains(&word) {
-        format!(" ({word} is planned, not in this version)")
-    } else {
-        String::new()
-    };
     Err(usage(anyhow!(
-        "unknown command `{word}`{planned}; commands are: {}; formatting needs none (mkfs-alloc [OPTIONS] TARGET...); to create an image named {word}, write it as a path: ./{word}",
+        "unknown command `{word}`; commands are: {}; formatting needs none (mkfs-alloc [OPTIONS] TARGET...); to create an image named {word}, write it as a path: ./{word}",
         SUBCOMMANDS.join(", ")
     )))
 }
