@@ -88,10 +88,11 @@
 //! Features: `populate` (off by default) brings the `populate` module and
 //! `MediumPlan::populate` (the `mkfs-alloc-populate` crate, without the
 //! parallel scan's rayon); `testing` re-exports the block-I/O test doubles
-//! (`FaultyIo`, `Counting`) for embedders' own crash tests; `inspect` brings
-//! the `inspect` module (reading existing volumes: the report `info` prints
-//! and the whole-volume model); `serde` serializes the plans and brings the
-//! `report` module (a plan's figures for a machine reader).
+//! (`FaultyIo`, `Counting`) for embedders' own crash tests; `serde`
+//! serializes the plans and brings the `report` module (a plan's figures for
+//! a machine reader). The `inspect` module (reading existing volumes: the
+//! report `info` prints and the whole-volume model) and the in-place jobs
+//! (`recluster`) need no feature.
 
 #![warn(clippy::missing_errors_doc)]
 
