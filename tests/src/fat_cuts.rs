@@ -116,10 +116,10 @@ pub const ALLOWED_FINDINGS: &[&str] = &[
 
 /// fsck.fat -n's findings on `img` (by the project's judge), those of
 /// them that no cut may leave (not in [`ALLOWED_FINDINGS`], not a list of
-/// bytes, not lost clusters unless `lost_clusters`), and its output.
+/// bytes, not lost clusters unless `allow_lost`), and its output.
 pub fn fsck_fat_cut_findings(
     img: &Path,
-    lost_clusters: bool,
+    allow_lost: bool,
 ) -> (Vec<String>, Vec<String>, CmdOutput) {
     use mkfs_alloc_testsupport::{fsck_findings, FsckKind};
     let out = run(require_tool("fsck.fat"), &[Path::new("-n"), img]);
@@ -128,14 +128,54 @@ pub fn fsck_fat_cut_findings(
         .iter()
         .filter(|f| {
             let l = f.to_lowercase();
-            let lost = l.starts_with("reclaimed ") && l.contains(" unused cluster");
             !(ALLOWED_FINDINGS.iter().any(|w| l.contains(w))
                 || byte_differences(&l)
-                || (lost_clusters && lost))
+                || (allow_lost && lost_clusters(f)))
         })
         .cloned()
         .collect();
     (found, wrong, out)
+}
+
+/// Whether fsck.fat's line `f` reports lost clusters.
+fn lost_clusters(f: &str) -> bool {
+    let l = f.to_lowercase();
+    l.starts_with("reclaimed ") && l.contains(" unused cluster")
+}
+
+/// A copy of the cut state `img` repaired by `fsck.fat -a` (what a boot's
+/// automatic check does: frees the lost clusters, clears the dirty bit,
+/// makes the FATs equal) still holds every file, and the same command
+/// finishes the job on it: clean, at `to`, every file intact.
+fn repaired_then_finished(
+    tmp: &TempDir,
+    img: &Path,
+    to: u64,
+    files: &[(String, Vec<u8>)],
+) -> Result<(), String> {
+    let copy = img.with_extension("repaired");
+    std::fs::copy(img, &copy).expect("copy");
+    let fix = run(require_tool("fsck.fat"), &[Path::new("-a"), &copy]);
+    // Exit 1: errors found and corrected.
+    if !matches!(fix.code, Some(0 | 1)) {
+        return Err(format!("fsck.fat -a fails:\n{fix}"));
+    }
+    files_through_mcopy(tmp, &copy, files, false).map_err(|e| format!("repaired: {e}"))?;
+    let p = copy.to_str().expect("utf-8");
+    let again = mkfs_alloc(&["recluster", "--cluster", &to.to_string(), "--yes", "-q", p]);
+    if !again.success() {
+        return Err(format!("repaired, the rerun fails:\n{again}"));
+    }
+    fsck_fat_clean(&copy);
+    if cluster_size(&copy) != to {
+        return Err(format!(
+            "repaired, the rerun leaves {} bytes",
+            cluster_size(&copy)
+        ));
+    }
+    files_through_mcopy(tmp, &copy, files, false).map_err(|e| format!("repaired, rerun: {e}"))?;
+    std::fs::remove_file(&copy).expect("remove");
+    Ok(())
 }
 
 /// One sweep of cut states.
@@ -156,7 +196,9 @@ pub struct FatCuts {
     /// Whether lost clusters (allocated, named by no chain: "Reclaimed N
     /// unused clusters") may be found: an evacuation's copies before the
     /// entry that names them is flushed, and the old clusters after it
-    /// until their release is. fsck.fat would free them; no file changes.
+    /// until their release is. fsck.fat would free them; no file changes:
+    /// each such state is also repaired by `fsck.fat -a` on a copy and
+    /// finished by the same command there.
     pub lost_clusters: bool,
 }
 
@@ -169,6 +211,9 @@ pub struct FatCutCounts {
     pub states: usize,
     /// States in which every file read back intact before any rerun.
     pub intact_before: usize,
+    /// States with lost clusters whose copy, repaired by `fsck.fat -a`,
+    /// the same command then finished (clean, every file intact).
+    pub repaired_then_finished: usize,
     /// States of a FAT16 volume whose clean bit was clear, read by mcopy
     /// with `MTOOLS_SKIP_CHECK=1` (mtools refuses them otherwise).
     pub clean_bit_clear: usize,
@@ -224,6 +269,11 @@ pub fn fsck_fat_every_cut_state(
             for f in &found {
                 *c.findings.entry(f.clone()).or_default() += 1;
             }
+            if found.iter().any(|f| lost_clusters(f)) {
+                repaired_then_finished(tmp, img, sweep.to, files)
+                    .unwrap_or_else(|e| panic!("cut at {k}, seed {seed}: {e}"));
+                c.repaired_then_finished += 1;
+            }
             let skip = fat16_clean_bit_clear(img);
             c.clean_bit_clear += usize::from(skip);
             if let Err(e) = files_through_mcopy(tmp, img, files, skip) {
@@ -247,8 +297,15 @@ pub fn fsck_fat_every_cut_state(
     }
     eprintln!(
         "fsck.fat on {} cut states of {ops} ops to {}: {} intact before the rerun ({} of them a \
-         FAT16 with its clean bit clear), {} finished by it; findings {:?}",
-        c.states, sweep.to, c.intact_before, c.clean_bit_clear, c.finished_by_rerun, c.findings
+         FAT16 with its clean bit clear), {} finished by it, {} with lost clusters repaired by \
+         fsck.fat -a and finished; findings {:?}",
+        c.states,
+        sweep.to,
+        c.intact_before,
+        c.clean_bit_clear,
+        c.finished_by_rerun,
+        c.repaired_then_finished,
+        c.findings
     );
     c
 }
