@@ -510,6 +510,7 @@ mod fat;
 mod fat_coarse;
 mod fatevac;
 mod grow;
+mod grow_table;
 mod report;
 mod small;
 mod sweeps;
