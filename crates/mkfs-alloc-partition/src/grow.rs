@@ -354,12 +354,15 @@ impl PartitionGrow {
     }
 }
 
+/// A valid GPT header, its block and its entry array.
+type Found = (GptHeader, Vec<u8>, Vec<u8>);
+
 /// The GPT header at `lba` if it is valid (signature, MyLBA, both CRCs),
 /// its block and its entry array (whole blocks).
 fn read_header<D: BlockIo + ?Sized>(
     dev: &mut D,
     lba: u64,
-) -> Result<Option<(GptHeader, Vec<u8>, Vec<u8>)>, PartitionError> {
+) -> Result<Option<Found>, PartitionError> {
     let bs = u64::from(dev.block_size());
     let mut block = vec![0u8; usize::try_from(bs).unwrap_or(512)];
     dev.read_blocks(lba, &mut block)?;

@@ -199,3 +199,23 @@ fn power_cuts_in_a_grow_inside_a_gpt_partition_leave_every_file_intact() {
     eprintln!("grow sweep, GPT: {report}");
     assert_eq!(report.intact_after_rerun, report.trials);
 }
+
+#[test]
+fn a_grow_cut_after_its_table_is_named_unfinished_and_finished_by_a_rerun() {
+    use mkfs_alloc_blockio::PowerCutIo;
+    let (disk, want) = partitioned(TableKind::Gpt);
+    // Past the table's writes and the volume's intent record.
+    let mut cut = PowerCutIo::new(disk, 12, 1);
+    assert!(resize(&mut cut, NewSize::Max).is_err());
+    let mut d = cut.into_surviving().unwrap();
+    let (_, part) = table_of(&d).unwrap();
+    let m = check_tree(&d, &want).unwrap();
+    assert!(part > m.geometry.fs_bytes, "the table is grown first");
+    let heap = m.geometry.data_offset;
+    assert!(unfinished_resize(&mut d, 1 << 20, heap, 512).unwrap());
+    assert_eq!(plan_resize(&mut d, NewSize::Max).unwrap().step, Step::Redo);
+    resize(&mut d, NewSize::Max).unwrap();
+    check_clean_table(&d).unwrap();
+    assert_eq!(check_tree(&d, &want).unwrap().geometry.fs_bytes, part);
+    assert!(!unfinished_resize(&mut d, 1 << 20, heap, 512).unwrap());
+}
