@@ -354,3 +354,37 @@ fn of_two_exfat_partitions_only_the_one_chosen_grows_up_to_the_next() {
     let lo = window(&img, 2);
     fsck_exfat_clean(lo.path());
 }
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (root, sfdisk, mkfs.exfat, exfat-fuse)"]
+fn recluster_takes_the_same_partition_choice_and_leaves_the_other_volume_alone() {
+    require_root();
+    require_fuse();
+    let tmp = TempDir::new("recluster-two");
+    let script = "label: dos\nstart=2048, size=24M, type=7\nstart=40M, size=16M, type=7\n";
+    let (img, ..) = sfdisk_exfat(&tmp, 64 << 20, script, &[1, 2]);
+    let p = img.to_str().expect("utf-8");
+    let before = std::fs::read(&img).expect("read");
+    let out = mkfs_alloc(&["recluster", "--cluster", "2K", "--yes", p]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("--partition"), "{out}");
+    assert!(std::fs::read(&img).expect("read") == before);
+    mkfs_alloc(&[
+        "recluster",
+        "--cluster",
+        "2K",
+        "--yes",
+        "-q",
+        "--partition",
+        "2",
+        p,
+    ])
+    .assert_success();
+    let after = std::fs::read(&img).expect("read");
+    // Partition 1 (the filled one) and the table: byte-identical.
+    assert!(after[..25 << 20] == before[..25 << 20]);
+    let lo = window(&img, 2);
+    fsck_exfat_clean(lo.path());
+    let dump = run(require_tool("dump.exfat"), &[lo.path_str()]);
+    assert_eq!(field_after(&dump, "Cluster size:"), 2048, "{dump}");
+}

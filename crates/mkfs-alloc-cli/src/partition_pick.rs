@@ -54,3 +54,19 @@ pub fn choose<D: BlockIo + ?Sized>(
         None => Ok(ours.first().and_then(|v| v.partition)),
     }
 }
+
+/// The blocks `(first, count)` of partition `n` of `dev`, for a job that
+/// leaves the table alone and runs on the partition alone (a re-cluster):
+/// through a [`Slice`](mkfs_alloc::blockio::Slice) the medium's other
+/// volumes are out of its sight.
+pub fn blocks_of<D: BlockIo + ?Sized>(dev: &mut D, n: u32) -> Result<(u64, u64), Failure> {
+    let t = mkfs_alloc_inspect::read_partition_table(dev)
+        .map_err(|e| usage(anyhow!("cannot read the partition table: {e}")))?;
+    let bs = u64::from(dev.block_size());
+    t.partitions
+        .iter()
+        .find(|p| p.index == n)
+        .filter(|p| p.start % bs == 0 && p.size % bs == 0)
+        .map(|p| (p.start / bs, p.size / bs))
+        .ok_or_else(|| usage(anyhow!("--partition {n}: no such partition")))
+}
