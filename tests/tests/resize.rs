@@ -11,7 +11,8 @@
 //! grown with their partition into the disk's extended tail: sfdisk
 //! --verify and sgdisk -v clean, the new size in sfdisk -J, fsck.exfat
 //! clean, every file byte-identical; of two partitions, none grown without
-//! --partition (the image unchanged), the one chosen up to the next.
+//! --partition (the image unchanged), the one chosen up to the next; and
+//! the same choice of partition for `recluster` and `convert`.
 
 use mkfs_alloc_tests::checks::{field_after, fsck_exfat_clean, fsck_fat_clean, mtools};
 use mkfs_alloc_tests::cmd::{tool_ok, tool_stdin};
@@ -387,4 +388,62 @@ fn recluster_takes_the_same_partition_choice_and_leaves_the_other_volume_alone()
     fsck_exfat_clean(lo.path());
     let dump = run(require_tool("dump.exfat"), &[lo.path_str()]);
     assert_eq!(field_after(&dump, "Cluster size:"), 2048, "{dump}");
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (root, sfdisk, mkfs.fat, mtools, fsck.exfat)"]
+fn convert_takes_the_same_partition_choice_and_changes_that_entry_alone() {
+    require_root();
+    require_fuse();
+    let tmp = TempDir::new("convert-two");
+    let img = tmp.join("disk.img");
+    set_len_new(&img, 128 << 20);
+    let p = img.to_str().expect("utf-8");
+    let script = "label: dos\nstart=2048, size=48M, type=c\nstart=64M, size=48M, type=c\n";
+    tool_stdin("sfdisk", &["-q", p], script);
+    for n in [1, 2] {
+        let lo = window(&img, n);
+        run(require_tool("mkfs.fat"), &["-F", "32", lo.path_str()]).assert_success();
+    }
+    let host = tmp.join("note.txt");
+    let data = test_data(70_001, 9);
+    std::fs::write(&host, &data).expect("write");
+    let at = format!("{p}@@{}", 64u64 << 20);
+    run(
+        require_tool("mcopy"),
+        &[
+            "-i",
+            &at,
+            host.to_str().expect("utf-8"),
+            "::/A long note.txt",
+        ],
+    )
+    .assert_success();
+    let before = std::fs::read(&img).expect("read");
+    let out = mkfs_alloc(&["convert", "--fs", "exfat", "--yes", p]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("--partition"), "{out}");
+    assert!(std::fs::read(&img).expect("read") == before);
+    mkfs_alloc(&[
+        "convert",
+        "--fs",
+        "exfat",
+        "--yes",
+        "-q",
+        "--partition",
+        "2",
+        p,
+    ])
+    .assert_success();
+    let after = std::fs::read(&img).expect("read");
+    // Partition 1 and the first entry byte-identical, the second's type 07h.
+    assert!(after[0x1BE..0x1CE] == before[0x1BE..0x1CE]);
+    assert_eq!(after[0x1CE + 4], 0x07);
+    assert!(after[512..49 << 20] == before[512..49 << 20]);
+    let lo = window(&img, 2);
+    fsck_exfat_clean(lo.path());
+    let mnt = tmp.subdir("mnt");
+    let m = FuseMount::exfat(lo.path(), &mnt);
+    assert!(std::fs::read(mnt.join("A long note.txt")).expect("read") == data);
+    m.unmount();
 }
