@@ -168,6 +168,9 @@ fn sweep_in(table: TableKind, seeds: u64) -> mkfs_alloc_blockio::powercut::sweep
         .seeds(seeds)
         .run(&disk, job, |t| {
             let (_, part) = table_of(t.medium)?;
+            // The partition crate reads it too (a GPT's backup when the
+            // primary fails its CRC).
+            PartitionGrow::read(&mut t.medium.clone(), 1).map_err(|e| e.to_string())?;
             let m = check_tree(t.medium, &want)?;
             if m.geometry.fs_bytes > part {
                 return Err(format!("a volume of {} in {part}", m.geometry.fs_bytes));
@@ -218,4 +221,31 @@ fn a_grow_cut_after_its_table_is_named_unfinished_and_finished_by_a_rerun() {
     check_clean_table(&d).unwrap();
     assert_eq!(check_tree(&d, &want).unwrap().geometry.fs_bytes, part);
     assert!(!unfinished_resize(&mut d, 1 << 20, heap, 512).unwrap());
+}
+
+#[test]
+fn a_fat32_volume_inside_a_gpt_partition_grows_with_it_within_its_fats_slack() {
+    let (disk, want) = super::fat::fat32(80 << 20, 1024, 2, Some(TableKind::Gpt));
+    let mut v = disk.as_bytes().to_vec();
+    v.resize(v.len() + (64 << 20), 0);
+    let mut d = MemDisk::from_vec(512, v).unwrap();
+    let before = d.as_bytes().to_vec();
+    let most = match plan_resize(&mut d, NewSize::Max) {
+        Err(ReclusterError::Refused(Refusal::Resize(ResizeRefusal::FatFull { most, .. }))) => most,
+        other => panic!("{:?}", other.map(|j| j.step)),
+    };
+    assert!(d.as_bytes() == &before[..]);
+    let job = resize(&mut d, NewSize::Bytes(most)).unwrap();
+    let g = job.grow.unwrap();
+    let t = g.table.unwrap();
+    assert!(t.moves_backup());
+    assert!(
+        t.new_bytes() >= most && t.new_bytes() - most < 1 << 20,
+        "{t:?}"
+    );
+    let m = super::fat::check_fat(&d, &want).unwrap();
+    assert!(m.findings.is_empty(), "{:?}", m.findings);
+    assert_eq!(m.geometry.fs_bytes, most);
+    assert_eq!(table_of(&d).unwrap().1, t.new_bytes());
+    check_clean_table(&d).unwrap();
 }
