@@ -45,6 +45,10 @@ pub struct ConvertArgs {
     /// Print nothing but errors.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// The partition holding the volume (1-based, as fdisk counts), when
+    /// the medium has more than one FAT/exFAT partition.
+    #[arg(long, value_name = "N")]
+    pub partition: Option<u32>,
     /// The image file or block device holding the volume (whole medium, or
     /// one partition of an MBR or GPT).
     pub target: PathBuf,
@@ -60,10 +64,11 @@ pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
     }
     let path = &args.target;
     let block_size = target_block_size(path)?;
-    let job = {
+    let (job, part) = {
         let mut ro = ReadOnlyFile::open(path, block_size)
             .map_err(|e| usage(anyhow!("cannot open {}", e.source)))?;
-        convert::plan(&mut ro).map_err(refusal)?
+        let part = crate::partition_pick::choose(&mut ro, args.partition)?;
+        (convert::plan_in(&mut ro, part).map_err(refusal)?, part)
     };
     if args.dry_run {
         let target = Target::inspect(path, None, None, true)?;
@@ -94,7 +99,7 @@ pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
     let mut opened = target.open_with(false)?;
     let started = Instant::now();
     // Planned again on the opened target.
-    let job = convert::plan(opened.io()).map_err(refusal)?;
+    let job = convert::plan_in(opened.io(), part).map_err(refusal)?;
     convert::run(opened.io(), &job).map_err(|e| {
         Failure::Io(anyhow!(
             "{e}; the volume is intact (FAT32 or exFAT): run the same command again to finish"

@@ -8,6 +8,7 @@
 use crate::target::Target;
 use crate::{usage, Failure};
 use anyhow::anyhow;
+use mkfs_alloc::blockio::{BlockIo, Slice};
 use mkfs_alloc::recluster::{self, AutoChoice, Coarse, Job, Plan, ReclusterError, Step};
 use mkfs_alloc::units::{format_signed_size, format_size, parse_size};
 use mkfs_alloc_inspect::ReadOnlyFile;
@@ -51,6 +52,10 @@ pub struct ReclusterArgs {
     /// Print nothing but errors.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// The partition holding the volume (1-based, as fdisk counts), when
+    /// the medium has more than one FAT/exFAT partition.
+    #[arg(long, value_name = "N")]
+    pub partition: Option<u32>,
     /// The image file or block device holding the volume (whole medium, or
     /// one FAT/exFAT partition of an MBR or GPT).
     pub target: PathBuf,
@@ -70,7 +75,8 @@ pub fn run(args: &ReclusterArgs) -> Result<(), Failure> {
         // Planned through a read-only handle: nothing can be written.
         let mut ro = ReadOnlyFile::open(path, block_size)
             .map_err(|e| usage(anyhow!("cannot open {}", e.source)))?;
-        let (job, choice) = plan_on(&mut ro, asked)?;
+        let part = chosen(&mut ro, args.partition)?;
+        let (job, choice) = plan_on(&mut ro, asked, part)?;
         // The checks the real run makes (mounted, in use, locked), collected.
         let target = Target::inspect(path, None, None, true)?;
         let shown = Shown {
@@ -84,7 +90,8 @@ pub fn run(args: &ReclusterArgs) -> Result<(), Failure> {
     // only reads): the medium cannot change between the plan and the run.
     let target = Target::inspect(path, None, None, false)?;
     let mut opened = target.open_with(false)?;
-    let (job, choice) = plan_on(opened.io(), asked)?;
+    let part = chosen(opened.io(), args.partition)?;
+    let (job, choice) = plan_on(opened.io(), asked, part)?;
     let cluster = choice.as_ref().map_or(asked.unwrap_or(0), |c| c.cluster);
     let shown = Shown {
         job: &job,
@@ -117,7 +124,13 @@ pub fn run(args: &ReclusterArgs) -> Result<(), Failure> {
     )?;
     let started = Instant::now();
     let bar = crate::report::Progress::new(!args.quiet && !args.json, "re-cluster");
-    let done = recluster::run_with_progress(opened.io(), &job, &mut |d, t| bar.update(d, t));
+    let mut progress = |d, t| bar.update(d, t);
+    let done = match part {
+        Some((first, count)) => Slice::new(opened.io(), first, count)
+            .map_err(recluster::ReclusterError::Io)
+            .and_then(|mut s| recluster::run_with_progress(&mut s, &job, &mut progress)),
+        None => recluster::run_with_progress(opened.io(), &job, &mut progress),
+    };
     bar.finish();
     done.map_err(|e| {
         Failure::Io(anyhow!(
@@ -142,11 +155,27 @@ pub fn run(args: &ReclusterArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The job for `asked` (`None`: `auto`) on `dev`, and what auto chose.
+/// The blocks of the partition `--partition` names when the medium holds
+/// several FAT/exFAT volumes (`None`: the job runs on the whole medium,
+/// whose one volume it finds).
+fn chosen(dev: &mut dyn BlockIo, asked: Option<u32>) -> Result<Option<(u64, u64)>, Failure> {
+    match crate::partition_pick::choose(dev, asked)? {
+        Some(n) if asked.is_some() => crate::partition_pick::blocks_of(dev, n).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// The job for `asked` (`None`: `auto`) on `dev` (on its blocks `part`
+/// alone, when given), and what auto chose.
 fn plan_on(
-    dev: &mut dyn mkfs_alloc::blockio::BlockIo,
+    dev: &mut dyn BlockIo,
     asked: Option<u64>,
+    part: Option<(u64, u64)>,
 ) -> Result<(Job, Option<AutoChoice>), Failure> {
+    if let Some((first, count)) = part {
+        let mut s = Slice::new(dev, first, count).map_err(|e| Failure::Io(anyhow!(e)))?;
+        return plan_on(&mut s, asked, None);
+    }
     match asked {
         Some(c) => Ok((recluster::plan(dev, c).map_err(refusal)?, None)),
         None => {

@@ -8,6 +8,7 @@
 use crate::target::Target;
 use crate::{usage, Failure};
 use anyhow::anyhow;
+use mkfs_alloc::partition::PartitionGrow;
 use mkfs_alloc::recluster::{self, Extended, Grow, Job, NewSize, ReclusterError, Step};
 use mkfs_alloc::units::{format_size, parse_size};
 use mkfs_alloc_inspect::ReadOnlyFile;
@@ -20,11 +21,15 @@ Examples:
     truncate -s +1G stick.img
     mkfs-alloc resize --size max --dry-run stick.img
     mkfs-alloc resize --size max --yes stick.img
+  The second partition of a disk image, grown up to the third:
+    mkfs-alloc resize --size max --partition 2 --yes disk.img
   An image grown to 16 GiB (the file is extended first):
     mkfs-alloc resize --size 16G --yes stick.img
 
-Grows exFAT and FAT32 volumes that fill the medium (no partition table
-yet); the data stays where it is. FAT32 grows within its FATs' slack (the
+Grows exFAT and FAT32 volumes that fill the medium, or one MBR/GPT
+partition of a disk: the partition grows first, into the free space after
+it (up to the next partition or the disk's end; a GPT's backup moves to
+the disk's new end); the data stays where it is. FAT32 grows within its FATs' slack (the
 refusal names the largest size). If the power goes, the same command
 finishes the job.";
 
@@ -49,7 +54,12 @@ pub struct ResizeArgs {
     /// Print nothing but errors.
     #[arg(long, short = 'q')]
     pub quiet: bool,
-    /// The image file or block device holding the volume.
+    /// The partition holding the volume (1-based, as fdisk counts), when
+    /// the medium has more than one FAT/exFAT partition.
+    #[arg(long, value_name = "N")]
+    pub partition: Option<u32>,
+    /// The image file or block device holding the volume (whole medium, or
+    /// a disk whose MBR/GPT partition holding it grows with it).
     pub target: PathBuf,
 }
 
@@ -64,17 +74,24 @@ pub fn run(args: &ResizeArgs) -> Result<(), Failure> {
     let block_size = crate::cmd_recluster::target_block_size(path)?;
     let is_dev = mkfs_alloc_device::is_block_device(path);
     let len = image_len(path);
-    // An image shorter than SIZE is planned as if extended (read as zeros
-    // past its end) and extended only once every check has passed.
+    let mut ro = ReadOnlyFile::open(path, block_size)
+        .map_err(|e| usage(anyhow!("cannot open {}", e.source)))?;
+    let part = crate::partition_pick::choose(&mut ro, args.partition)?;
+    // An image shorter than SIZE (and a partition's table after it) is
+    // planned as if extended (read as zeros past its end) and extended
+    // only once every check has passed.
     let extend = match size {
-        NewSize::Bytes(b) if !is_dev && b > len => Some(b),
+        NewSize::Bytes(b) if !is_dev => {
+            let need = part
+                .and_then(|n| PartitionGrow::read(&mut ro, n).ok())
+                .map_or(b, |t| t.medium_bytes_for(b));
+            (need > len).then_some(need)
+        }
         _ => None,
     };
     let job = {
-        let ro = ReadOnlyFile::open(path, block_size)
-            .map_err(|e| usage(anyhow!("cannot open {}", e.source)))?;
         let blocks = extend.map_or(0, |b| b.div_ceil(u64::from(block_size)));
-        recluster::plan_resize(&mut Extended::new(ro, blocks), size).map_err(refusal)?
+        recluster::plan_resize_in(&mut Extended::new(ro, blocks), size, part).map_err(refusal)?
     };
     if args.dry_run {
         let target = Target::inspect(path, extend, None, true)?;
@@ -104,7 +121,7 @@ pub fn run(args: &ResizeArgs) -> Result<(), Failure> {
     let mut opened = target.open_with(false)?;
     let started = Instant::now();
     // Planned again on the opened (and extended) target.
-    let job = recluster::plan_resize(opened.io(), size).map_err(|e| {
+    let job = recluster::plan_resize_in(opened.io(), size, part).map_err(|e| {
         if let Some(old) = extend.map(|_| len) {
             let _ = std::fs::OpenOptions::new()
                 .write(true)
@@ -188,6 +205,7 @@ fn print_grow(args: &ResizeArgs, job: &Job, g: &Grow) {
         sz(g.new.cluster_size),
         g.new.heap_offset
     );
+    print_table(g);
     outln!(
         "  FAT            at byte {}, {} -> {}",
         g.new.fat_offset,
@@ -210,6 +228,33 @@ fn print_grow(args: &ResizeArgs, job: &Job, g: &Grow) {
         crate::cmd_info::plural(u64::from(g.root_clusters), "cluster", "clusters")
     );
     print_totals(g);
+}
+
+/// The partition's entry, grown first.
+fn print_table(g: &Grow) {
+    let Some(t) = &g.table else {
+        return;
+    };
+    outln!(
+        "  partition      {} {} at byte {}: {} -> {} (written first){}",
+        table_name(t),
+        t.number(),
+        t.start_bytes(),
+        format_size(t.old_bytes()),
+        format_size(t.new_bytes()),
+        if t.moves_backup() {
+            "; the backup GPT moves to the medium's end"
+        } else {
+            ""
+        }
+    );
+}
+
+fn table_name(t: &PartitionGrow) -> &'static str {
+    match t.kind() {
+        mkfs_alloc::partition::TableKind::Gpt => "GPT",
+        _ => "MBR",
+    }
 }
 
 /// The plan's free space, I/O and time estimate.
@@ -255,6 +300,15 @@ fn plan_json(job: &Job, would_refuse: Option<&str>) -> serde_json::Value {
             "bytes_written": g.bytes_written,
             "estimate_stick_seconds": g.estimate_stick_seconds(),
         });
+        if let Some(t) = &g.table {
+            v["grow"]["partition"] = serde_json::json!({
+                "table": table_name(t).to_ascii_lowercase(),
+                "number": t.number(),
+                "start": t.start_bytes(),
+                "bytes": [t.old_bytes(), t.new_bytes()],
+                "backup_moved": t.moves_backup(),
+            });
+        }
     }
     v
 }

@@ -31,6 +31,7 @@ mod contents;
 mod data;
 mod guid;
 mod hints;
+mod partition_pick;
 mod report;
 mod rootdir;
 mod target;

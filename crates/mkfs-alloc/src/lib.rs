@@ -186,8 +186,8 @@ pub mod layout {
 /// Partition-table options and plans.
 pub mod partition {
     pub use mkfs_alloc_partition::{
-        probe_signatures, FsKind, GptPlan, Guid, MbrPlan, PartitionError, Signature, SignatureKind,
-        TableChoice, TableKind, TablePlan, TableSpec,
+        probe_signatures, FsKind, GptPlan, Guid, MbrPlan, PartitionError, PartitionGrow, Signature,
+        SignatureKind, TableChoice, TableKind, TablePlan, TableSpec,
     };
 }
 

@@ -44,7 +44,9 @@ use super::disk::{for_each_entry, read_at, write_at, DirEntry, FatReader, FatWri
 use super::plan::{is_volume_dirty, ExfatGeometry, MAX_CLUSTERS};
 use super::refusal::refuse_findings;
 use super::state::{region_with, set_dirty, Intent, Region};
-use super::{read_one, Job, ReclusterError, Refusal, Step};
+use super::table::asked_bytes;
+use super::{Job, ReclusterError, Refusal, Step};
+use mkfs_alloc_partition::PartitionGrow;
 
 /// The size a resize goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,6 +84,12 @@ pub enum ResizeRefusal {
         /// The largest volume, in bytes, whose FAT fits.
         most: u64,
     },
+    /// The partition the volume is in cannot be grown (its table, or no
+    /// room after it).
+    Table {
+        /// Why.
+        why: String,
+    },
 }
 
 impl fmt::Display for ResizeRefusal {
@@ -95,6 +103,7 @@ impl fmt::Display for ResizeRefusal {
                 f,
                 "shrinking is not supported yet (the volume has {now} bytes, asked {asked})"
             ),
+            ResizeRefusal::Table { why } => write!(f, "{why}"),
             ResizeRefusal::FatFull { need, room, most } => write!(
                 f,
                 "the FAT would need {need} bytes but has room for {room} (up to the cluster heap or data region); growing further would move the heap's start (renumbering every cluster), which is not supported yet: the volume can grow to at most {most} bytes"
@@ -140,6 +149,8 @@ pub struct Grow {
     pub(super) old_chains: (Vec<u32>, Vec<u32>),
     /// FAT32: what its run needs (`None` for exFAT).
     pub(super) fat: Option<super::grow_fat::FatGrow>,
+    /// The partition the volume is in, grown first (`None`: no table).
+    pub table: Option<PartitionGrow>,
 }
 
 impl Grow {
@@ -168,10 +179,47 @@ impl Grow {
 /// damaged volume, too little free space), [`ReclusterError::NoVolume`],
 /// or the read error.
 pub fn plan_resize<D: BlockIo + ?Sized>(dev: &mut D, size: NewSize) -> Result<Job, ReclusterError> {
-    let (model, dirs, sizes) = read_one(dev)?;
+    plan_resize_in(dev, size, None)
+}
+
+/// [`plan_resize`] of the volume in partition `partition` (1-based, as
+/// `fdisk` counts; `None`: the medium's one FAT/exFAT volume, in a
+/// partition or not). A volume in a partition grows with it: up to the
+/// next partition or the medium's end, the table written first
+/// ([`Grow::table`]). Reads only.
+///
+/// # Errors
+///
+/// As [`plan_resize`]; [`ResizeRefusal::Table`] for a table that is not
+/// grown (damaged, another sector size, no room).
+pub fn plan_resize_in<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    size: NewSize,
+    partition: Option<u32>,
+) -> Result<Job, ReclusterError> {
+    let (model, dirs, sizes) = super::table::read_chosen(dev, partition)?;
+    let table = super::table::partition_of(dev, model.geometry.start)?;
+    let room = table.as_ref().map(PartitionGrow::max_bytes);
+    let mut job = plan_volume(dev, (model, dirs, sizes), size, room)?;
+    if let (Some(g), Some(mut t)) = (job.grow.as_mut(), table) {
+        t.set_new_bytes(g.new_bytes)
+            .map_err(super::table::partition_error)?;
+        g.table = Some(t);
+    }
+    Ok(job)
+}
+
+/// [`plan_resize_in`] of the volume read, in `room` bytes (`None`: to the
+/// medium's end).
+fn plan_volume<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    (model, dirs, sizes): super::Read,
+    size: NewSize,
+    room: Option<u64>,
+) -> Result<Job, ReclusterError> {
     let g = model.geometry.clone();
     if g.kind == FsKind::Fat32 {
-        return super::grow_fat::plan(dev, &model, &dirs, &sizes, size);
+        return super::grow_fat::plan(dev, &model, &dirs, &sizes, size, room);
     }
     if g.kind != FsKind::Exfat {
         return Err(ReclusterError::unsupported(format!(
@@ -216,7 +264,7 @@ pub fn plan_resize<D: BlockIo + ?Sized>(dev: &mut D, size: NewSize) -> Result<Jo
         ));
     }
     let now = mb.volume_length.get() * u64::from(s);
-    let asked = asked_bytes(dev, g.start, s, size, now)?;
+    let asked = asked_bytes(dev, g.start, s, size, now, room)?;
     let old = ExfatGeometry::of(&g, mb.first_cluster_of_root_directory.get());
     let count = ((asked - old.heap_offset) / old.cluster_size).min(MAX_CLUSTERS);
     if count <= u64::from(old.cluster_count) {
@@ -228,35 +276,6 @@ pub fn plan_resize<D: BlockIo + ?Sized>(dev: &mut D, size: NewSize) -> Result<Jo
     job.step = if allow_dirty { Step::Redo } else { Step::Start };
     job.grow = Some(Box::new(p));
     Ok(job)
-}
-
-/// The volume's new size in bytes (whole sectors of `s` bytes) for `size`
-/// on `dev`, the volume at absolute byte `start` having `now` bytes.
-///
-/// # Errors
-///
-/// [`ResizeRefusal::PastMedium`] or [`ResizeRefusal::Shrink`].
-pub(super) fn asked_bytes<D: BlockIo + ?Sized>(
-    dev: &D,
-    start: u64,
-    s: u32,
-    size: NewSize,
-    now: u64,
-) -> Result<u64, ReclusterError> {
-    let room = (dev.num_blocks() * u64::from(dev.block_size())).saturating_sub(start);
-    let asked = match size {
-        NewSize::Bytes(b) => b,
-        NewSize::Max => room,
-    } / u64::from(s)
-        * u64::from(s);
-    let refuse = |r| Err(ReclusterError::Refused(Refusal::Resize(r)));
-    if asked > room {
-        return refuse(ResizeRefusal::PastMedium { asked, room });
-    }
-    if asked < now {
-        return refuse(ResizeRefusal::Shrink { now, asked });
-    }
-    Ok(asked)
 }
 
 /// The boot regions, the intent record (`None`: none of ours) and where it
@@ -338,6 +357,7 @@ fn plan_geometry(
         free_after: 0,
         old_chains: (Vec::new(), Vec::new()),
         fat: None,
+        table: None,
     })
 }
 
@@ -441,6 +461,9 @@ pub(super) fn run<D: BlockIo + ?Sized>(
     job: &Job,
     p: &Grow,
 ) -> Result<(), ReclusterError> {
+    if let Some(t) = &p.table {
+        t.write(dev).map_err(super::table::partition_error)?;
+    }
     if let Some(f) = &p.fat {
         return super::grow_fat::run(dev, job, p, f);
     }

@@ -97,6 +97,7 @@ mod refusal;
 pub mod report;
 mod run;
 mod state;
+mod table;
 #[cfg(test)]
 mod tests;
 mod unfinished;
@@ -109,7 +110,7 @@ pub use coarse::Coarse;
 pub use error::ReclusterError;
 pub use extended::Extended;
 pub use fat::{FatLayout, FatRefusal};
-pub use grow::{plan_resize, resize, Grow, NewSize, ResizeRefusal};
+pub use grow::{plan_resize, plan_resize_in, resize, Grow, NewSize, ResizeRefusal};
 pub use plan::{plan_from, DirCopy, Evacuation, ExfatGeometry, Plan, Refusal};
 pub use unfinished::{
     unfinished, unfinished_at, unfinished_fat, unfinished_in, unfinished_resize,
@@ -517,7 +518,7 @@ pub fn recluster<D: BlockIo + ?Sized>(dev: &mut D, cluster: u64) -> Result<Job, 
 
 /// The model of the medium's one volume, its directories' entry sets and
 /// its files' sizes.
-type Read = (VolumeModel, Vec<EntrySet>, Vec<u64>);
+pub(super) type Read = (VolumeModel, Vec<EntrySet>, Vec<u64>);
 
 /// Reads the medium's one volume ([`Read`]).
 fn read_one<D: BlockIo + ?Sized>(dev: &mut D) -> Result<Read, ReclusterError> {

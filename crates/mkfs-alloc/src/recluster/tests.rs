@@ -516,6 +516,7 @@ mod fat4k;
 mod fat_coarse;
 mod fatevac;
 mod grow;
+mod grow_table;
 mod report;
 mod small;
 mod sweeps;

@@ -75,7 +75,7 @@ use zerocopy::FromBytes;
 use super::plan::ExfatGeometry;
 use super::refusal::refuse_findings;
 use super::state::{Intent, Region};
-use super::{disk, read_one, ReclusterError, Step};
+use super::{disk, ReclusterError, Step};
 
 mod alloc;
 mod run;
@@ -159,7 +159,21 @@ struct Work {
 /// [`ReclusterError::Refused`] with the reason, [`ReclusterError::NoVolume`],
 /// or the read error.
 pub fn plan<D: BlockIo + ?Sized>(dev: &mut D) -> Result<Conversion, ReclusterError> {
-    let (model, _, _) = read_one(dev)?;
+    plan_in(dev, None)
+}
+
+/// [`plan`] of the volume in partition `partition` (1-based, as `fdisk`
+/// counts; `None`: the medium's one FAT/exFAT volume). Reads only.
+///
+/// # Errors
+///
+/// As [`plan`]; [`ReclusterError::NoVolume`] when that partition holds no
+/// FAT/exFAT volume.
+pub fn plan_in<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    partition: Option<u32>,
+) -> Result<Conversion, ReclusterError> {
+    let (model, _, _) = super::table::read_chosen(dev, partition)?;
     let g = model.geometry.clone();
     let s = g.sector_size;
     let su = u64::from(s);
