@@ -66,12 +66,29 @@ pub enum ResizeRefusal {
         /// Bytes from the volume's start to the medium's end.
         room: u64,
     },
-    /// A smaller size: shrinking is not supported yet.
+    /// A smaller size: shrinking this file system is not supported yet.
     Shrink {
         /// Bytes of the volume now.
         now: u64,
         /// Bytes asked.
         asked: u64,
+    },
+    /// A smaller size than the data needs: the clusters in use past the
+    /// new end do not fit the free space below it.
+    BelowData {
+        /// Bytes asked.
+        asked: u64,
+        /// The smallest size the volume shrinks to.
+        least: u64,
+        /// Free bytes below the new end.
+        free: u64,
+    },
+    /// A cluster past the new end is marked bad (it cannot move).
+    BadPastEnd {
+        /// The bad cluster.
+        cluster: u32,
+        /// The smallest size that keeps it.
+        least: u64,
     },
     /// The FAT's new entries do not fit before the cluster heap.
     FatFull {
@@ -93,7 +110,15 @@ impl fmt::Display for ResizeRefusal {
             ),
             ResizeRefusal::Shrink { now, asked } => write!(
                 f,
-                "shrinking is not supported yet (the volume has {now} bytes, asked {asked})"
+                "shrinking this file system is not supported yet (the volume has {now} bytes, asked {asked})"
+            ),
+            ResizeRefusal::BelowData { asked, least, free } => write!(
+                f,
+                "{asked} bytes is below what the data needs: the clusters in use past the new end, the new bitmap and the directories' copies do not fit the {free} free bytes below it; the smallest size this volume shrinks to is {least} bytes"
+            ),
+            ResizeRefusal::BadPastEnd { cluster, least } => write!(
+                f,
+                "cluster {cluster} lies past the new end and is marked bad (it cannot move): the volume shrinks to no less than {least} bytes"
             ),
             ResizeRefusal::FatFull { need, room, most } => write!(
                 f,
@@ -135,11 +160,16 @@ pub struct Grow {
     pub free_before: u64,
     /// Free bytes after the switch.
     pub free_after: u64,
+    /// Clusters whose data is copied (a shrink's, from past its new end;
+    /// 0 for a grow).
+    pub moved_clusters: u64,
     /// exFAT: the old bitmap's clusters, then the old root's (free
     /// afterwards).
     pub(super) old_chains: (Vec<u32>, Vec<u32>),
     /// FAT32: what its run needs (`None` for exFAT).
     pub(super) fat: Option<super::grow_fat::FatGrow>,
+    /// A shrink's evacuation (`None` for a grow).
+    pub(super) shrink: Option<Box<super::shrink::Shrink>>,
 }
 
 impl Grow {
@@ -168,7 +198,7 @@ impl Grow {
 /// damaged volume, too little free space), [`ReclusterError::NoVolume`],
 /// or the read error.
 pub fn plan_resize<D: BlockIo + ?Sized>(dev: &mut D, size: NewSize) -> Result<Job, ReclusterError> {
-    let (model, dirs, sizes) = read_one(dev)?;
+    let (mut model, dirs, sizes) = read_one(dev)?;
     let g = model.geometry.clone();
     if g.kind == FsKind::Fat32 {
         return super::grow_fat::plan(dev, &model, &dirs, &sizes, size);
@@ -216,8 +246,15 @@ pub fn plan_resize<D: BlockIo + ?Sized>(dev: &mut D, size: NewSize) -> Result<Jo
         ));
     }
     let now = mb.volume_length.get() * u64::from(s);
-    let asked = asked_bytes(dev, g.start, s, size, now)?;
+    let asked = asked_bytes(dev, g.start, s, size, now, true)?;
     let old = ExfatGeometry::of(&g, mb.first_cluster_of_root_directory.get());
+    if asked < now {
+        let p = super::shrink::plan(dev, &mut model, &dirs, old, now, asked)?;
+        job.intent_offset = g.start + p.intent_offset;
+        job.step = if allow_dirty { Step::Redo } else { Step::Start };
+        job.grow = Some(Box::new(p));
+        return Ok(job);
+    }
     let count = ((asked - old.heap_offset) / old.cluster_size).min(MAX_CLUSTERS);
     if count <= u64::from(old.cluster_count) {
         return Ok(job);
@@ -235,13 +272,15 @@ pub fn plan_resize<D: BlockIo + ?Sized>(dev: &mut D, size: NewSize) -> Result<Jo
 ///
 /// # Errors
 ///
-/// [`ResizeRefusal::PastMedium`] or [`ResizeRefusal::Shrink`].
+/// [`ResizeRefusal::PastMedium`], or [`ResizeRefusal::Shrink`] for a
+/// smaller size unless `shrinks`.
 pub(super) fn asked_bytes<D: BlockIo + ?Sized>(
     dev: &D,
     start: u64,
     s: u32,
     size: NewSize,
     now: u64,
+    shrinks: bool,
 ) -> Result<u64, ReclusterError> {
     let room = (dev.num_blocks() * u64::from(dev.block_size())).saturating_sub(start);
     let asked = match size {
@@ -253,7 +292,7 @@ pub(super) fn asked_bytes<D: BlockIo + ?Sized>(
     if asked > room {
         return refuse(ResizeRefusal::PastMedium { asked, room });
     }
-    if asked < now {
+    if asked < now && !shrinks {
         return refuse(ResizeRefusal::Shrink { now, asked });
     }
     Ok(asked)
@@ -336,8 +375,10 @@ fn plan_geometry(
         bytes_written: 0,
         free_before: 0,
         free_after: 0,
+        moved_clusters: 0,
         old_chains: (Vec::new(), Vec::new()),
         fat: None,
+        shrink: None,
     })
 }
 
@@ -443,6 +484,9 @@ pub(super) fn run<D: BlockIo + ?Sized>(
 ) -> Result<(), ReclusterError> {
     if let Some(f) = &p.fat {
         return super::grow_fat::run(dev, job, p, f);
+    }
+    if let Some(sh) = &p.shrink {
+        return super::shrink::run(dev, job, p, sh);
     }
     let s = p.sector_size;
     let intent = Intent::resize(s, job.serial, &p.old, &p.new);

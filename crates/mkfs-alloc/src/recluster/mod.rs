@@ -96,6 +96,7 @@ mod refusal;
 #[cfg(feature = "serde")]
 pub mod report;
 mod run;
+mod shrink;
 mod state;
 #[cfg(test)]
 mod tests;
@@ -441,6 +442,7 @@ fn count_evacuation<D: BlockIo + ?Sized>(
         dirs,
         root_clusters,
         write: false,
+        shrink_to: None,
     }
     .execute(dev)?;
     let co = p.old.cluster_size;
@@ -477,6 +479,7 @@ fn evacuate<D: BlockIo + ?Sized>(dev: &mut D, job: &Job, p: &Plan) -> Result<(),
         dirs: &dirs,
         root_clusters,
         write: true,
+        shrink_to: None,
     };
     // The intermediate root is known only once counted: the record names it.
     let counted = evac::Evac { write: false, ..e }.execute(dev)?;

@@ -511,5 +511,6 @@ mod fat_coarse;
 mod fatevac;
 mod grow;
 mod report;
+mod shrink;
 mod small;
 mod sweeps;
