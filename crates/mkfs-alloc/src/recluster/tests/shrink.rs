@@ -66,7 +66,6 @@ fn move_tail(disk: &mut MemDisk, path: &str, from: usize) {
             u32::from_le_bytes(read(disk, fat_at(c), 4).try_into().unwrap())
         });
     }
-    assert!(s.contiguous || from > 0 || chain.len() > 0);
     let k = u32::try_from(chain.len() - from).unwrap();
     // The highest free run of k clusters.
     let mut end = g.cluster_count + 1;
@@ -78,7 +77,7 @@ fn move_tail(disk: &mut MemDisk, path: &str, from: usize) {
         end -= 1;
     };
     let (bm_first, _) = m.bitmap.unwrap();
-    let mut bit = |disk: &mut MemDisk, cl: u32, on: bool| {
+    let bit = |disk: &mut MemDisk, cl: u32, on: bool| {
         let i = u64::from(cl - 2);
         let byte_at = at(bm_first) + i / 8;
         let mut b = read(disk, byte_at, 1)[0];
