@@ -34,7 +34,7 @@
 use std::fmt;
 
 use mkfs_alloc_blockio::BlockIo;
-use mkfs_alloc_inspect::model::VolumeModel;
+use mkfs_alloc_inspect::model::{Finding, VolumeModel};
 use mkfs_alloc_inspect::FsKind;
 use mkfs_alloc_ondisk::exfat::BootSector;
 use zerocopy::little_endian::{U32, U64};
@@ -238,15 +238,19 @@ pub fn plan_resize<D: BlockIo + ?Sized>(dev: &mut D, size: NewSize) -> Result<Jo
         return Ok(job);
     }
     let allow_dirty = ours.is_some_and(|i| i.is_old(&mb));
-    refuse_findings(&model, |f| allow_dirty && is_volume_dirty(f))
-        .map_err(ReclusterError::Refused)?;
+    let now = mb.volume_length.get() * u64::from(s);
+    let asked = asked_bytes(dev, g.start, s, size, now, true)?;
+    // A shrink finds the bad clusters itself (refused past the new end).
+    let known = |f: &Finding| {
+        (allow_dirty && is_volume_dirty(f))
+            || (asked < now && matches!(f, Finding::BadClusters { .. }))
+    };
+    refuse_findings(&model, known).map_err(ReclusterError::Refused)?;
     if g.fat_count != 1 {
         return Err(ReclusterError::unsupported(
             "a volume with two FATs (TexFAT)".into(),
         ));
     }
-    let now = mb.volume_length.get() * u64::from(s);
-    let asked = asked_bytes(dev, g.start, s, size, now, true)?;
     let old = ExfatGeometry::of(&g, mb.first_cluster_of_root_directory.get());
     if asked < now {
         let p = super::shrink::plan(dev, &mut model, &dirs, old, now, asked)?;

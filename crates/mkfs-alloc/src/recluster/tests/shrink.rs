@@ -258,3 +258,26 @@ fn power_cuts_in_a_shrink_leave_every_file_intact() {
     assert_eq!(report.intact_before_rerun, report.trials);
     assert!(report.cut_points >= report.ops as usize);
 }
+
+#[test]
+fn a_bad_cluster_below_the_new_end_stays_bad_and_unused() {
+    let (mut disk, want) = spread_volume(20);
+    let (m, _) = model_of(&disk).unwrap();
+    let g = m.geometry.clone();
+    let c = (2..=g.cluster_count + 1).find(|&c| !m.used.get(c)).unwrap();
+    let entry = g.fat_offset + 4 * u64::from(c);
+    patch(&mut disk, entry, &0xFFFF_FFF7u32.to_le_bytes());
+    resize(&mut disk, NewSize::Bytes(VOLUME / 2)).unwrap();
+    let (m, _) = model_of(&disk).unwrap();
+    // Set in the new bitmap, so nothing is ever written there.
+    let (first, _) = m.bitmap.unwrap();
+    let i = u64::from(c - 2);
+    let bm = m.geometry.data_offset + u64::from(first - 2) * CLUSTER;
+    assert!(
+        read(&disk, bm + i / 8, 1)[0] >> (i % 8) & 1 != 0,
+        "cluster {c}"
+    );
+    assert_eq!(read(&disk, entry, 4), 0xFFFF_FFF7u32.to_le_bytes());
+    check_tree(&disk, &want).unwrap();
+    assert_eq!(m.geometry.fs_bytes, VOLUME / 2);
+}
