@@ -95,6 +95,7 @@ mod plan;
 mod refusal;
 #[cfg(feature = "serde")]
 pub mod report;
+mod resize_refusal;
 mod run;
 mod shrink;
 mod state;
