@@ -1,9 +1,11 @@
 //! `mkfs-alloc resize --size SIZE|max TARGET`: grow an exFAT or FAT32
-//! volume that holds data into the space after it, in place (the engine is
-//! `mkfs_alloc::recluster`, the re-cluster's). Planned read-only first;
-//! every refusal comes before the first write (exit 2, the target
-//! unchanged); an image file shorter than SIZE is extended only after
-//! that.
+//! volume that holds data into the space after it, or shrink an exFAT
+//! volume (its data past the new end moved below it), in place (the
+//! engine is `mkfs_alloc::recluster`, the re-cluster's). Planned
+//! read-only first; every refusal comes before the first write (exit 2,
+//! the target unchanged); an image file shorter than SIZE is extended only
+//! after that, and one a shrink leaves longer than its volume is cut to
+//! it.
 
 use crate::target::Target;
 use crate::{usage, Failure};
@@ -25,13 +27,19 @@ Examples:
     mkfs-alloc resize --size max --partition 2 --yes disk.img
   An image grown to 16 GiB (the file is extended first):
     mkfs-alloc resize --size 16G --yes stick.img
+  An exFAT image shrunk to 4 GiB (the file is cut to it afterwards):
+    mkfs-alloc resize --size 4G --dry-run stick.img
+    mkfs-alloc resize --size 4G --yes stick.img
 
 Grows exFAT and FAT32 volumes that fill the medium, or one MBR/GPT
 partition of a disk: the partition grows first, into the free space after
 it (up to the next partition or the disk's end; a GPT's backup moves to
 the disk's new end); the data stays where it is. FAT32 grows within its FATs' slack (the
-refusal names the largest size). If the power goes, the same command
-finishes the job.";
+refusal names the largest size). exFAT shrinks: the clusters in use past
+the new end are copied below it first (a size below what the data needs is
+refused, naming the smallest size; SIZE is rounded down to whole sectors;
+a partition keeps its size). If the power goes, the same command finishes
+the job.";
 
 /// Options of `mkfs-alloc resize`.
 #[derive(Debug, clap::Args)]
@@ -138,6 +146,10 @@ pub fn run(args: &ResizeArgs) -> Result<(), Failure> {
             "{e}; the volume is intact (the old or the new one): run the same command again to finish"
         ))
     })?;
+    drop(opened);
+    if shrinks(&job, extend, len) {
+        cut_image(path, &job)?;
+    }
     let secs = started.elapsed().as_secs_f64();
     if args.json {
         crate::report::print_done(plan_json(&job, None), secs);
@@ -149,6 +161,35 @@ pub fn run(args: &ResizeArgs) -> Result<(), Failure> {
         eprintln!("mkfs-alloc: {}: now {now} ({secs:.2} s)", path.display());
     }
     Ok(())
+}
+
+/// Whether `job` shrank a volume that held the whole image file of `len`
+/// bytes from its start (no partition table, nothing after it).
+fn shrinks(job: &Job, extend: Option<u64>, len: u64) -> bool {
+    job.grow.as_ref().is_some_and(|g| {
+        extend.is_none() && g.volume_start == 0 && g.new_bytes < g.old_bytes && len <= g.old_bytes
+    })
+}
+
+/// Cuts the image file `path` to the shrunk volume's size (the job is
+/// done: nothing past it belongs to the volume any more).
+fn cut_image(path: &std::path::Path, job: &Job) -> Result<(), Failure> {
+    let Some(g) = &job.grow else {
+        return Ok(());
+    };
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .and_then(|f| {
+            f.set_len(g.new_bytes)?;
+            f.sync_all()
+        })
+        .map_err(|e| {
+            Failure::Io(anyhow!(
+                "the volume is shrunk, but cutting the image to {} bytes failed: {e}",
+                g.new_bytes
+            ))
+        })
 }
 
 /// A refusal or a read error before any write: exit 2.
@@ -185,9 +226,11 @@ fn step_text(step: &Step) -> String {
 fn print_grow(args: &ResizeArgs, job: &Job, g: &Grow) {
     let sz = format_size;
     let exfat = g.fs == mkfs_alloc::layout::FsKind::Exfat;
+    let shrink = g.new_bytes < g.old_bytes;
     outln!(
-        "{}: grow {} ({})",
+        "{}: {} {} ({})",
         args.target.display(),
+        if shrink { "shrink" } else { "grow" },
         if exfat { "exFAT" } else { "FAT32" },
         step_text(&job.step)
     );
@@ -198,8 +241,16 @@ fn print_grow(args: &ResizeArgs, job: &Job, g: &Grow) {
         g.old_bytes / u64::from(g.sector_size),
         g.new_bytes / u64::from(g.sector_size)
     );
+    let moves = if shrink {
+        format!(
+            "{} of data past the new end copied below it",
+            crate::cmd_info::plural(g.moved_clusters, "cluster", "clusters")
+        )
+    } else {
+        "no file data moves".to_string()
+    };
     outln!(
-        "  clusters       {} -> {} of {} (the data region stays at byte {}: no file data moves)",
+        "  clusters       {} -> {} of {} (the data region stays at byte {}; {moves})",
         g.old.cluster_count,
         g.new.cluster_count,
         sz(g.new.cluster_size),
@@ -223,9 +274,10 @@ fn print_grow(args: &ResizeArgs, job: &Job, g: &Grow) {
         g.bitmap.0
     );
     outln!(
-        "  root           copied to cluster {} ({})",
+        "  root           copied to cluster {} ({}){}",
         g.new.root_cluster,
-        crate::cmd_info::plural(u64::from(g.root_clusters), "cluster", "clusters")
+        crate::cmd_info::plural(u64::from(g.root_clusters), "cluster", "clusters"),
+        if shrink { ", and every directory" } else { "" }
     );
     print_totals(g);
 }
@@ -260,11 +312,16 @@ fn table_name(t: &PartitionGrow) -> &'static str {
 /// The plan's free space, I/O and time estimate.
 fn print_totals(g: &Grow) {
     let sz = format_size;
+    let (gained, by) = if g.free_after >= g.free_before {
+        ("gained", g.free_after - g.free_before)
+    } else {
+        ("lost", g.free_before - g.free_after)
+    };
     outln!(
-        "  free           {} -> {} (gained {})",
+        "  free           {} -> {} ({gained} {})",
         sz(g.free_before),
         sz(g.free_after),
-        sz(g.free_after.saturating_sub(g.free_before))
+        sz(by)
     );
     outln!(
         "  I/O            reads {}, writes {}",
@@ -296,6 +353,8 @@ fn plan_json(job: &Job, would_refuse: Option<&str>) -> serde_json::Value {
             "bitmap": {"cluster": g.bitmap.0, "bytes": g.bitmap.1},
             "root": {"cluster": g.new.root_cluster, "clusters": g.root_clusters},
             "free_bytes": [g.free_before, g.free_after],
+            "moved_clusters": g.moved_clusters,
+            "moved_bytes": g.moved_clusters * g.old.cluster_size,
             "bytes_read": g.bytes_read,
             "bytes_written": g.bytes_written,
             "estimate_stick_seconds": g.estimate_stick_seconds(),

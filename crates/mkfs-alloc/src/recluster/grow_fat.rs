@@ -104,7 +104,7 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
         )));
     }
     refuse_findings(model, |f| allow && ours(f)).map_err(ReclusterError::Refused)?;
-    let asked = asked_bytes(dev, g.start, s, size, now, room)?;
+    let asked = asked_bytes(dev, g.start, s, size, now, (room, false))?;
     let data_start = g.data_offset - g.start;
     let by_size = (asked - data_start) / g.cluster_size;
     let fat_holds = (g.fat_bytes / 4).saturating_sub(2).min(MAX_FAT32);
@@ -159,9 +159,11 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
         bytes_written: (8 + 2 * u64::from(g.fat_count)) * su + u64::from(g.fat_count) * tail,
         free_before: model.free_clusters * cs,
         free_after: (model.free_clusters + added) * cs,
+        moved_clusters: 0,
         old_chains: (Vec::new(), Vec::new()),
         fat: Some(fat),
         table: None,
+        shrink: None,
     }));
     Ok(job)
 }

@@ -95,7 +95,9 @@ mod plan;
 mod refusal;
 #[cfg(feature = "serde")]
 pub mod report;
+mod resize_refusal;
 mod run;
+mod shrink;
 mod state;
 mod table;
 #[cfg(test)]
@@ -442,6 +444,7 @@ fn count_evacuation<D: BlockIo + ?Sized>(
         dirs,
         root_clusters,
         write: false,
+        shrink_to: None,
     }
     .execute(dev)?;
     let co = p.old.cluster_size;
@@ -478,6 +481,7 @@ fn evacuate<D: BlockIo + ?Sized>(dev: &mut D, job: &Job, p: &Plan) -> Result<(),
         dirs: &dirs,
         root_clusters,
         write: true,
+        shrink_to: None,
     };
     // The intermediate root is known only once counted: the record names it.
     let counted = evac::Evac { write: false, ..e }.execute(dev)?;

@@ -128,7 +128,8 @@ impl fmt::Display for Refusal {
 /// first one first: a damaged or inconsistent volume (unless `allowed`:
 /// the marks an unfinished run of this job leaves), more findings than the
 /// reader keeps, and bad clusters (which only [`super::plan()`] carries
-/// over, after listing them).
+/// over, after listing them, and a shrink checks against its new end:
+/// those callers allow them).
 ///
 /// # Errors
 ///
@@ -151,7 +152,7 @@ pub(super) fn refuse_findings(
     if let Some(f) = model
         .findings
         .iter()
-        .find(|f| matches!(f, Finding::BadClusters { .. }))
+        .find(|f| matches!(f, Finding::BadClusters { .. }) && !allowed(f))
     {
         return Err(Refusal::Unsupported {
             what: format!("a volume with bad clusters ({f})"),

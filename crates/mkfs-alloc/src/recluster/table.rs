@@ -112,14 +112,15 @@ pub(super) fn partition_error(e: PartitionError) -> ReclusterError {
 ///
 /// # Errors
 ///
-/// [`ResizeRefusal::PastMedium`] or [`ResizeRefusal::Shrink`].
+/// [`ResizeRefusal::PastMedium`], or [`ResizeRefusal::Shrink`] for a
+/// smaller size unless `shrinks`.
 pub(super) fn asked_bytes<D: BlockIo + ?Sized>(
     dev: &D,
     start: u64,
     s: u32,
     size: NewSize,
     now: u64,
-    room: Option<u64>,
+    (room, shrinks): (Option<u64>, bool),
 ) -> Result<u64, ReclusterError> {
     let room = room
         .unwrap_or_else(|| (dev.num_blocks() * u64::from(dev.block_size())).saturating_sub(start));
@@ -132,7 +133,7 @@ pub(super) fn asked_bytes<D: BlockIo + ?Sized>(
     if asked > room {
         return refuse(ResizeRefusal::PastMedium { asked, room });
     }
-    if asked < now {
+    if asked < now && !shrinks {
         return refuse(ResizeRefusal::Shrink { now, asked });
     }
     Ok(asked)

@@ -518,5 +518,6 @@ mod fatevac;
 mod grow;
 mod grow_table;
 mod report;
+mod shrink;
 mod small;
 mod sweeps;
