@@ -505,6 +505,7 @@ mod auto;
 mod bad;
 mod coarse;
 mod convert;
+mod convert_cluster;
 mod evac;
 mod fat;
 mod fat_coarse;

@@ -78,8 +78,12 @@ use super::state::{Intent, Region};
 use super::{disk, read_one, ReclusterError, Step};
 
 mod alloc;
+mod cluster;
+mod overlay;
 mod run;
 mod tree;
+
+pub use cluster::{convert_with, plan_with, run_with, ConvertJob, NewCluster};
 
 /// The reserved sector of the intent record (as the FAT32 re-cluster's).
 const INTENT_SECTOR: u64 = super::fat::INTENT_SECTOR;
