@@ -34,7 +34,10 @@ fn a_conversion_to_a_larger_cluster_keeps_every_file() {
     // An exFAT volume at another size: the re-cluster alone.
     let job = convert::convert_with(&mut disk, NewCluster::Size(8192)).unwrap();
     assert_eq!(job.conversion.step, Step::Nothing);
-    assert_eq!(check_tree(&disk, &want).unwrap().geometry.cluster_size, 8192);
+    assert_eq!(
+        check_tree(&disk, &want).unwrap().geometry.cluster_size,
+        8192
+    );
 }
 
 #[test]
@@ -42,7 +45,10 @@ fn a_conversion_to_a_smaller_cluster_keeps_every_file() {
     let (mut disk, want) = fat32(72 << 20, 1024, 3, None);
     convert::convert_with(&mut disk, NewCluster::Size(512)).unwrap();
     let m = check_tree(&disk, &want).unwrap();
-    assert_eq!((m.geometry.kind, m.geometry.cluster_size), (FsKind::Exfat, 512));
+    assert_eq!(
+        (m.geometry.kind, m.geometry.cluster_size),
+        (FsKind::Exfat, 512)
+    );
     assert!(m.findings.is_empty(), "{:?}", m.findings);
 }
 
