@@ -181,12 +181,22 @@ fn print_plan(args: &ConvertArgs, job: &ConvertJob, would_refuse: Option<&str>) 
     if args.quiet {
         return;
     }
-    print_conversion(args, &job.conversion, would_refuse);
-    if let Some(r) = &job.recluster {
-        if job.conversion.step != Step::Nothing {
-            outln!("  then, on the exFAT volume it makes:");
-        }
-        print_job(&args.target, r, job.auto.as_ref());
+    let Some(r) = &job.recluster else {
+        print_conversion(args, &job.conversion, would_refuse);
+        return;
+    };
+    if job.conversion.step == Step::Nothing {
+        outln!(
+            "mkfs-alloc: {}: exFAT already (no conversion); the re-cluster:",
+            args.target.display()
+        );
+    } else {
+        print_conversion(args, &job.conversion, None);
+        outln!("  then, on the exFAT volume it makes:");
+    }
+    print_job(&args.target, r, job.auto.as_ref());
+    if let Some(w) = would_refuse {
+        outln!("  the run would be refused: {w}");
     }
 }
 
