@@ -37,7 +37,8 @@ same command finishes both.";
 #[derive(Debug, clap::Args)]
 #[command(after_help = EXAMPLES)]
 pub struct ConvertArgs {
-    /// The file system to convert to: `exfat` (from FAT32).
+    /// The file system to convert to: `exfat` (from FAT32), or `fat32`
+    /// (from exFAT: checked and planned; the write is not supported yet).
     #[arg(long, value_name = "FS")]
     pub fs: String,
     /// The new cluster size (e.g. 32K), or `auto` (the size the advice
@@ -64,9 +65,12 @@ pub struct ConvertArgs {
 
 /// Runs `convert`.
 pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
+    if args.fs.eq_ignore_ascii_case("fat32") {
+        return crate::cmd_convert_fat32::run(args);
+    }
     if !args.fs.eq_ignore_ascii_case("exfat") {
         return Err(usage(anyhow!(
-            "--fs {}: only exfat (from FAT32) is supported yet",
+            "--fs {}: exfat (from FAT32) or fat32 (from exFAT)",
             args.fs
         )));
     }

@@ -514,3 +514,4 @@ mod grow;
 mod report;
 mod small;
 mod sweeps;
+mod to_fat32;

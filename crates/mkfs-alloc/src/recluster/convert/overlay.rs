@@ -72,6 +72,7 @@ impl<D: BlockIo + ?Sized> BlockIo for Overlay<'_, D> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use mkfs_alloc_blockio::MemDisk;
 
