@@ -411,3 +411,93 @@ fn one_fat_or_few_reserved_sectors_are_refused_unchanged() {
         assert!(std::fs::read(&img).expect("read") == before, "{args:?}");
     }
 }
+
+/// What shows a large sparse image unchanged without reading it all: its
+/// first 32 MiB (exFAT's boot regions, FAT, bitmap, up-case table and
+/// directories as mkfs.exfat places them), its length and its mtime.
+fn digest(img: &Path) -> (Vec<u8>, u64, SystemTime) {
+    use std::io::Read;
+    let mut head = vec![0u8; 32 << 20];
+    let mut f = std::fs::File::open(img).expect("open");
+    f.read_exact(&mut head).expect("read");
+    let m = f.metadata().expect("metadata");
+    (head, m.len(), m.modified().expect("mtime"))
+}
+
+/// A `size` image made by mkfs.exfat at 4 KiB clusters, mounted through
+/// exfat-fuse for `fill`, unmounted.
+fn exfat_filled(tmp: &TempDir, size: &str, fill: &dyn Fn(&Path)) -> std::path::PathBuf {
+    let img = tmp.join("x.img");
+    let p = img.to_str().expect("utf-8");
+    run("truncate", &["-s", size, p]).assert_success();
+    run(require_tool("mkfs.exfat"), &["-c", "4K", p]).assert_success();
+    let lo = LoopDevice::attach(&img);
+    let mnt = tmp.subdir("xmnt");
+    let m = FuseMount::exfat(lo.path(), &mnt);
+    fill(&mnt);
+    m.unmount();
+    drop(lo);
+    img
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (root, mkfs.exfat, exfat-fuse)"]
+fn exfat_to_fat32_is_planned_and_refuses_what_fat32_cannot_hold_unchanged() {
+    require_root();
+    require_fuse();
+    let tmp = TempDir::new("convert-fat32");
+    let files = tree();
+    let img = exfat_filled(&tmp, "300M", &|mnt| {
+        for (path, data, t) in &files {
+            let f = mnt.join(path);
+            std::fs::create_dir_all(f.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&f, data).expect("write");
+            std::fs::File::options()
+                .write(true)
+                .open(&f)
+                .and_then(|h| h.set_modified(*t))
+                .expect("mtime");
+        }
+    });
+    let p = img.to_str().expect("utf-8");
+    let before = std::fs::read(&img).expect("read");
+    let out = mkfs_alloc(&["convert", "--fs", "fat32", "--dry-run", "--json", p]);
+    out.assert_success();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+    assert_eq!(v["files"], files.len(), "{v:#}");
+    assert_eq!(v["cluster_size"], 4096);
+    assert_eq!(v["write_supported"], false);
+    let out = mkfs_alloc(&["convert", "--fs", "fat32", "--yes", p]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("not supported yet"), "{out}");
+    assert!(std::fs::read(&img).expect("read") == before);
+    std::fs::remove_file(&img).expect("rm");
+    // A 4 GiB file exFAT holds (exfat-fuse's truncate: DataLength 4 GiB):
+    // named, exit 2, unchanged.
+    let started = std::time::Instant::now();
+    let img = exfat_filled(&tmp, "4200M", &|mnt| {
+        std::fs::create_dir_all(mnt.join("dir")).expect("mkdir");
+        std::fs::write(mnt.join("dir/a.txt"), b"first").expect("write");
+        std::fs::File::create(mnt.join("dir/big.bin"))
+            .and_then(|f| f.set_len(4 << 30))
+            .expect("truncate");
+    });
+    let p = img.to_str().expect("utf-8");
+    let sum = digest(&img);
+    for args in [
+        &["convert", "--fs", "fat32", "--dry-run", p][..],
+        &["convert", "--fs", "fat32", "--yes", p][..],
+    ] {
+        let out = mkfs_alloc(args);
+        out.assert_code(2);
+        assert!(
+            out.stderr.contains("/dir/big.bin") && out.stderr.contains("4 GiB"),
+            "{out}"
+        );
+    }
+    assert!(digest(&img) == sum);
+    eprintln!(
+        "the 4 GiB file's volume made and refused in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
