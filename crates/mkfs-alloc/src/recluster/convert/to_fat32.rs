@@ -289,7 +289,7 @@ fn check_entry(s: &EntrySet) -> Result<(), ReclusterError> {
 pub fn run_fat32<D: BlockIo + ?Sized>(dev: &mut D) -> Result<Fat32Plan, ReclusterError> {
     plan_fat32(dev)?;
     Err(ReclusterError::unsupported(
-        "writing the FAT32 volume (the checks and the plan are done: `--dry-run` prints it)".into(),
+        "writing the FAT32 volume (the checks and the plan are done; the plan is printed by a dry run)".into(),
     ))
 }
 
