@@ -200,6 +200,27 @@ pub(crate) fn target_block_size(path: &std::path::Path) -> Result<u32, Failure> 
     Ok(mkfs_alloc_device::read_block_size(path))
 }
 
+/// The re-cluster's plan of `job` on `target` as `recluster --dry-run`
+/// prints it (text, or JSON for [`plan_json_of`]): what `convert
+/// --cluster` shows of its second part.
+pub(crate) fn print_job(target: &std::path::Path, job: &Job, choice: Option<&AutoChoice>) {
+    let args = ReclusterArgs {
+        cluster: String::new(),
+        dry_run: true,
+        yes: false,
+        json: false,
+        quiet: false,
+        partition: None,
+        target: target.to_path_buf(),
+    };
+    print_plan(&args, &Shown { job, choice }, None);
+}
+
+/// The re-cluster's plan of `job` as JSON (the `recluster --json` object).
+pub(crate) fn plan_json_of(job: &Job, choice: Option<&AutoChoice>) -> serde_json::Value {
+    plan_json(&Shown { job, choice }, None)
+}
+
 /// What the plan's print shows: the job, and what `auto` chose.
 struct Shown<'a> {
     job: &'a Job,

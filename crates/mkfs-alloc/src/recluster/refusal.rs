@@ -80,6 +80,14 @@ pub enum Refusal {
         /// What.
         what: String,
     },
+    /// A file or directory the file system converted to cannot hold (the
+    /// first one found, by its path).
+    DoesNotFit {
+        /// `/dir/name`.
+        path: String,
+        /// Why.
+        why: String,
+    },
 }
 
 impl fmt::Display for Refusal {
@@ -120,6 +128,7 @@ impl fmt::Display for Refusal {
             Refusal::Fat(r) => r.fmt(f),
             Refusal::Resize(r) => r.fmt(f),
             Refusal::Unsupported { what } => write!(f, "not supported yet: {what}"),
+            Refusal::DoesNotFit { path, why } => write!(f, "{path}: {why}"),
         }
     }
 }

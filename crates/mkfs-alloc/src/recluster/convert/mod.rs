@@ -78,8 +78,14 @@ use super::state::{Intent, Region};
 use super::{disk, ReclusterError, Step};
 
 mod alloc;
+mod cluster;
+mod overlay;
 mod run;
+mod to_fat32;
 mod tree;
+
+pub use cluster::{convert_with, plan_with, plan_with_in, run_with, ConvertJob, NewCluster};
+pub use to_fat32::{plan_fat32, run_fat32, Fat32Plan};
 
 /// The reserved sector of the intent record (as the FAT32 re-cluster's).
 const INTENT_SECTOR: u64 = super::fat::INTENT_SECTOR;
