@@ -10,7 +10,7 @@ use crate::target::{Opened, Target};
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc_device::target::{self, check_output};
-pub(crate) use mkfs_alloc_device::target::{canonical, MediumId, OutputWrite as Write};
+pub(crate) use mkfs_alloc_device::target::{MediumId, OutputWrite as Write};
 use std::path::Path;
 
 /// Everything that names the medium at `path` (`target`: the inspected
