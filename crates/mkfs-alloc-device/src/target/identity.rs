@@ -92,9 +92,9 @@ mod tests {
     #[test]
     fn a_medium_named_twice_is_found_at_its_first_name() {
         let dir = std::env::temp_dir().join(format!("mkfs-alloc-ids-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(&dir).expect("temp dir");
         let a = dir.join("a.img");
-        std::fs::write(&a, b"x").unwrap();
+        std::fs::write(&a, b"x").expect("temp dir");
         let names = [a.clone(), dir.join("b.img"), dir.join(".").join("a.img")];
         let ids: Vec<Vec<MediumId>> = names.iter().map(|p| medium_ids(p, None)).collect();
         assert_eq!(repeated(&ids), [None, None, Some(0)]);
@@ -103,6 +103,6 @@ mod tests {
             same_medium(&medium_ids(&dir.join("c.img"), None), &ids),
             None
         );
-        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).expect("temp dir");
     }
 }

@@ -288,7 +288,7 @@ fn the_layout_units_agree_with_its_bytes() {
     assert_eq!(l.usable_bytes(), c.bytes_of(Clusters(n.get() - used.get())));
     let first = crate::ClusterIndex::FIRST;
     assert_eq!(l.cluster_offset(first), l.data_offset());
-    let next = first.after(Clusters(1)).unwrap();
+    let next = first.after(Clusters(1)).expect("cluster 3");
     assert_eq!(l.cluster_offset(next), l.data_offset() + c.bytes());
     assert_eq!(crate::ClusterIndex::new(1), None);
     assert_eq!(first.after(Clusters(u32::MAX)), None);

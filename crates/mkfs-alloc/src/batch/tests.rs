@@ -419,7 +419,7 @@ fn a_plan_of_one_writes_what_its_format_writes() {
 #[test]
 fn a_medium_gives_the_same_options_alone_and_in_a_batch() {
     let ov = Overrides::of_medium(true, Some(4 << 20), 4096);
-    let alone = ov.applied(template()).unwrap();
+    let alone = ov.applied(template()).expect("valid options");
     let mut spec = TargetSpec::new("disk", 8 << 30, 512);
     spec.overrides = ov.clone();
     let batch = Batch::new(template()).options_for(0, &spec);
@@ -430,9 +430,13 @@ fn a_medium_gives_the_same_options_alone_and_in_a_batch() {
     }
     // An alignment the options give, and the SD layout's, win over the
     // medium's preferred one.
-    let given = ov.applied(template().align(1 << 20)).unwrap();
+    let given = ov
+        .applied(template().align(1 << 20))
+        .expect("valid options");
     assert_eq!(given.format_options().given_align(), Some(1 << 20));
-    let sd = ov.applied(MediumOptions::new().sd(true)).unwrap();
+    let sd = ov
+        .applied(MediumOptions::new().sd(true))
+        .expect("valid options");
     assert_eq!(sd.format_options().given_align(), None);
     // A sector size no file system has is refused.
     assert!(Overrides::of_medium(false, None, 520)
