@@ -512,4 +512,5 @@ mod fatevac;
 mod grow;
 mod report;
 mod small;
+mod small_large;
 mod sweeps;

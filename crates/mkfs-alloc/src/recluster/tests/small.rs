@@ -10,7 +10,12 @@ use mkfs_alloc_blockio::powercut::sweep::SweepReport;
 /// A volume of `kind` of `size` bytes at `cluster`-byte clusters holding
 /// the test tree with `dirs` more directories; `/photos/frag-1.raw`
 /// fragmented.
-fn small(kind: FsKind, size: u64, cluster: u64, dirs: usize) -> (MemDisk, Vec<(String, usize)>) {
+pub(super) fn small(
+    kind: FsKind,
+    size: u64,
+    cluster: u64,
+    dirs: usize,
+) -> (MemDisk, Vec<(String, usize)>) {
     small_in(
         kind,
         size,
@@ -21,7 +26,7 @@ fn small(kind: FsKind, size: u64, cluster: u64, dirs: usize) -> (MemDisk, Vec<(S
 }
 
 /// [`small`] inside a partition table of `table`.
-fn small_in(
+pub(super) fn small_in(
     kind: FsKind,
     size: u64,
     cluster: u64,
@@ -69,7 +74,12 @@ fn bits(g: &mkfs_alloc_inspect::model::Geometry) -> u64 {
 }
 
 /// FAT entry `n` of FAT `copy`.
-fn entry(disk: &MemDisk, g: &mkfs_alloc_inspect::model::Geometry, copy: u64, n: u32) -> u32 {
+pub(super) fn entry(
+    disk: &MemDisk,
+    g: &mkfs_alloc_inspect::model::Geometry,
+    copy: u64,
+    n: u32,
+) -> u32 {
     let base = g.fat_offset + copy * g.fat_bytes;
     let pos = u64::from(n) * bits(g) / 8;
     let b = read(disk, base + pos, 2);
@@ -82,7 +92,12 @@ fn entry(disk: &MemDisk, g: &mkfs_alloc_inspect::model::Geometry, copy: u64, n: 
 }
 
 /// Sets FAT entry `n` in every FAT.
-fn set_entry(disk: &mut MemDisk, g: &mkfs_alloc_inspect::model::Geometry, n: u32, v: u32) {
+pub(super) fn set_entry(
+    disk: &mut MemDisk,
+    g: &mkfs_alloc_inspect::model::Geometry,
+    n: u32,
+    v: u32,
+) {
     for copy in 0..u64::from(g.fat_count) {
         let base = g.fat_offset + copy * g.fat_bytes;
         let pos = u64::from(n) * bits(g) / 8;
@@ -134,7 +149,7 @@ fn fragment_small(disk: &mut MemDisk, path: &str) {
 
 /// Checks that `disk` holds exactly `want` through the model's entry sets
 /// and the FAT's chains; returns the model.
-fn check_small(disk: &MemDisk, want: &[(String, usize)]) -> Result<VolumeModel, String> {
+pub(super) fn check_small(disk: &MemDisk, want: &[(String, usize)]) -> Result<VolumeModel, String> {
     let (m, sets) = model_of(disk).map_err(|e| e.to_string())?;
     let g = &m.geometry;
     let cs = usize::try_from(g.cluster_size).unwrap();
@@ -166,7 +181,7 @@ fn check_small(disk: &MemDisk, want: &[(String, usize)]) -> Result<VolumeModel, 
 }
 
 /// The same check through the `fatfs` crate (an independent reader).
-fn check_fatfs(disk: &MemDisk, want: &[(String, usize)]) -> Result<(), String> {
+pub(super) fn check_fatfs(disk: &MemDisk, want: &[(String, usize)]) -> Result<(), String> {
     use std::io::Read;
     let fs = fatfs::FileSystem::new(
         std::io::Cursor::new(disk.as_bytes().to_vec()),
@@ -188,7 +203,7 @@ fn check_fatfs(disk: &MemDisk, want: &[(String, usize)]) -> Result<(), String> {
     Ok(())
 }
 
-fn refused(r: Result<Job, ReclusterError>) -> Refusal {
+pub(super) fn refused(r: Result<Job, ReclusterError>) -> Refusal {
     match r {
         Err(ReclusterError::Refused(r)) => r,
         other => panic!("{:?}", other.map(|j| j.step)),
@@ -310,7 +325,12 @@ fn a_count_of_another_width_is_refused_naming_convert_and_writes_nothing() {
 }
 
 /// A sweep over a volume to `to`-byte clusters.
-fn sweep_small(disk: &MemDisk, want: &[(String, usize)], to: u64, seeds: u64) -> SweepReport {
+pub(super) fn sweep_small(
+    disk: &MemDisk,
+    want: &[(String, usize)],
+    to: u64,
+    seeds: u64,
+) -> SweepReport {
     let job = |dev: &mut dyn BlockIo| recluster(dev, to).map(|_| ());
     Sweep::new()
         .seeds(seeds)
