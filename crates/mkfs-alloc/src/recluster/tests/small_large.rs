@@ -5,6 +5,7 @@
 
 use super::small::{check_fatfs, check_small, refused, small, sweep_small};
 use super::*;
+use mkfs_alloc_blockio::BlockIo;
 
 /// 16 MiB at 512 bytes: about 32,600 clusters; 8,100 at 2 KiB (FAT16).
 const F16: u64 = 16 << 20;
@@ -66,4 +67,97 @@ fn a_larger_fat16_recluster_keeps_every_file_and_runs_again_as_nothing() {
 fn a_larger_fat12_recluster_keeps_every_file_and_runs_again_as_nothing() {
     whole_job(FsKind::Fat12, F12, 512, 2048);
     whole_job(FsKind::Fat12, 3 << 20, 1024, 4096);
+}
+
+#[test]
+fn larger_small_fat_refusals_say_why_and_write_nothing() {
+    // 8 MiB at 512 bytes is FAT16 (16,000 clusters); at 4 KiB 2,000: FAT12.
+    let (mut disk, _) = small(FsKind::Fat16, 8 << 20, 512, 0);
+    let before = disk.as_bytes().to_vec();
+    match refused(recluster(&mut disk, 4096)) {
+        Refusal::Fat(r @ FatRefusal::WidthChange { kind, from, .. }) => {
+            assert_eq!((from, kind), (FsKind::Fat16, FsKind::Fat12));
+            assert!(r.to_string().contains("convert"), "{r}");
+        }
+        other => panic!("{other:?}"),
+    }
+    for c in [3072, 128 << 10] {
+        assert!(
+            matches!(
+                refused(recluster(&mut disk, c)),
+                Refusal::InvalidSize { .. }
+            ),
+            "{c}"
+        );
+    }
+    assert!(disk.as_bytes() == &before[..]);
+    // A FAT12 filled to the brim: too little space, saying how much.
+    let (mut disk, _) = small(FsKind::Fat12, 1 << 20, 512, 0);
+    fill(&mut disk);
+    let before = disk.as_bytes().to_vec();
+    match refused(recluster(&mut disk, 2048)) {
+        r @ Refusal::TooLittleSpace { need, free } => {
+            assert!(
+                need > free && r.to_string().contains("free at least"),
+                "{r}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(disk.as_bytes() == &before[..]);
+}
+
+/// One file over every free cluster but one in 64 (in the root region).
+fn fill(disk: &mut MemDisk) {
+    let (m, _) = model_of(disk).unwrap();
+    let g = m.geometry.clone();
+    let chain: Vec<u32> = (2..=g.cluster_count + 1)
+        .filter(|&c| !m.used.get(c) && c % 64 != 0)
+        .collect();
+    let RootDir::Fixed { offset, entries } = g.root else {
+        panic!("not FAT12/16");
+    };
+    let at = (0..u64::from(entries))
+        .map(|i| offset + i * 32)
+        .find(|&at| read(disk, at, 1)[0] == 0)
+        .unwrap();
+    let mut e = [0u8; 32];
+    e[..11].copy_from_slice(b"FILL    BIN");
+    e[26..28].copy_from_slice(&u16::try_from(chain[0]).unwrap().to_le_bytes());
+    let size = u32::try_from(chain.len() as u64 * g.cluster_size).unwrap();
+    e[28..32].copy_from_slice(&size.to_le_bytes());
+    patch(disk, at, &e);
+    for (i, &c) in chain.iter().enumerate() {
+        super::small::set_entry(disk, &g, c, chain.get(i + 1).copied().unwrap_or(0xFFF));
+    }
+    assert!(!model_of(disk).unwrap().0.refused());
+}
+
+#[test]
+fn larger_fat16_power_cuts_at_every_write_leave_every_file_intact() {
+    // 180 files in 100 directories (CI time: one seed).
+    let (disk, want) = small(FsKind::Fat16, F16, 512, 80);
+    let t = std::time::Instant::now();
+    let report = sweep_small(&disk, &want, 2048, 1);
+    eprintln!(
+        "larger FAT16 recluster sweep: {report} in {:?}",
+        t.elapsed()
+    );
+    assert_eq!(report.intact_after_rerun, report.trials);
+    assert_eq!(report.intact_before_rerun, report.trials);
+    assert!(report.cut_points > 100, "{report}");
+}
+
+#[test]
+fn larger_fat12_power_cuts_at_every_write_leave_every_file_intact() {
+    let (disk, want) = small(FsKind::Fat12, F12, 512, 60);
+    let t = std::time::Instant::now();
+    let report = sweep_small(&disk, &want, 2048, 2);
+    eprintln!(
+        "larger FAT12 recluster sweep: {report} in {:?}",
+        t.elapsed()
+    );
+    assert_eq!(report.intact_after_rerun, report.trials);
+    assert_eq!(report.intact_before_rerun, report.trials);
+    assert!(report.cut_points > 100, "{report}");
 }
