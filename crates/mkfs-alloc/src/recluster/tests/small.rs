@@ -370,9 +370,18 @@ fn fat12_power_cuts_at_every_write_leave_every_file_intact() {
 
 #[test]
 fn a_cut_small_fat_job_is_redone_before_its_switch_and_finished_after_it() {
+    for (kind, size) in [(FsKind::Fat16, F16), (FsKind::Fat12, F12)] {
+        cut_everywhere(kind, size, (2048, 1024), 512);
+    }
+}
+
+/// Cuts the job on a volume of `kind` from `from` to `to` at every write:
+/// the cut medium names the job (`info`'s reader) until the rerun finishes
+/// it, refuses a job to `other`, and holds every file after the rerun.
+pub(super) fn cut_everywhere(kind: FsKind, size: u64, (from, to): (u64, u64), other: u64) {
     use mkfs_alloc_blockio::PowerCutIo;
-    for (kind, size, to) in [(FsKind::Fat16, F16, 1024), (FsKind::Fat12, F12, 1024)] {
-        let (disk, want) = small(kind, size, 2048, 0);
+    {
+        let (disk, want) = small(kind, size, from, 0);
         let ops = {
             let mut count = PowerCutIo::counting(disk.clone());
             recluster(&mut count, to).unwrap();
@@ -395,7 +404,7 @@ fn a_cut_small_fat_job_is_redone_before_its_switch_and_finished_after_it() {
             if matches!(step, Step::Redo | Step::Finish) {
                 assert!(
                     matches!(
-                        plan(&mut d, 512),
+                        plan(&mut d, other),
                         Err(ReclusterError::OtherJob { cluster }) if cluster == to
                     ),
                     "cut at {k}: {step:?}"

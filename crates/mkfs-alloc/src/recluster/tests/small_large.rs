@@ -3,7 +3,7 @@
 //! the plan's geometry, the whole job read by the model and the `fatfs`
 //! crate, the refusals with the target unchanged, and power-cut sweeps.
 
-use super::small::{check_fatfs, check_small, refused, small, sweep_small};
+use super::small::{check_fatfs, check_small, cut_everywhere, refused, small, sweep_small};
 use super::*;
 use mkfs_alloc_blockio::BlockIo;
 
@@ -160,4 +160,9 @@ fn larger_fat12_power_cuts_at_every_write_leave_every_file_intact() {
     assert_eq!(report.intact_after_rerun, report.trials);
     assert_eq!(report.intact_before_rerun, report.trials);
     assert!(report.cut_points > 100, "{report}");
+}
+
+#[test]
+fn a_cut_larger_fat12_job_is_named_redone_and_finished() {
+    cut_everywhere(FsKind::Fat12, F12, (512, 2048), 1024);
 }
