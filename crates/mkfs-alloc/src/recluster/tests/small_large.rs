@@ -5,7 +5,6 @@
 
 use super::small::{check_fatfs, check_small, cut_everywhere, refused, small, sweep_small};
 use super::*;
-use mkfs_alloc_blockio::BlockIo;
 
 /// 16 MiB at 512 bytes: about 32,600 clusters; 8,100 at 2 KiB (FAT16).
 const F16: u64 = 16 << 20;
