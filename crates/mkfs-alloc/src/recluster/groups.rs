@@ -29,6 +29,34 @@ pub(super) struct Figures {
     pub(in super::super) bytes_written: u64,
 }
 
+impl Figures {
+    /// A larger size's figures ([`super::Coarse`]): `group` old clusters
+    /// of `old_c` bytes per new one of `new_c`, `free_groups` new clusters
+    /// wholly free, `shortened` bytes cut from the volume's end.
+    pub(super) fn coarse(
+        &self,
+        (group, old_c, new_c): (u32, u64, u64),
+        heap_aligned: bool,
+        free_groups: u64,
+        shortened: u64,
+    ) -> super::Coarse {
+        let a = self.allocated;
+        super::Coarse {
+            group,
+            heap_aligned,
+            files_kept: self.kept,
+            files_moved: self.files_moved,
+            bytes_moved: self.moved * old_c,
+            slack: (
+                a.0 - self.file_bytes.min(a.0),
+                a.1 - self.file_bytes.min(a.1),
+            ),
+            free_groups: free_groups * new_c,
+            shortened,
+        }
+    }
+}
+
 /// The new clusters `2..=last` over the old volume's `used` clusters.
 pub(super) struct Groups<'a> {
     used: &'a ClusterBits,
@@ -177,25 +205,36 @@ pub(super) trait WriteEntry {
     fn write_held<D: BlockIo + ?Sized>(&mut self, dev: &mut D) -> Result<(), IoError>;
 }
 
-impl ReadEntry for FatReader {
-    fn entry<D: BlockIo + ?Sized>(&mut self, dev: &mut D, n: u32) -> Result<u32, IoError> {
-        self.get(dev, n)
-    }
+/// [`ReadEntry`] (and, with `write`, [`WriteEntry`]) for a type whose
+/// own `get`, `set` and `write_back` do it.
+macro_rules! entries_by_own_methods {
+    ($t:ty) => {
+        impl $crate::recluster::groups::ReadEntry for $t {
+            fn entry<D: BlockIo + ?Sized>(&mut self, dev: &mut D, n: u32) -> Result<u32, IoError> {
+                self.get(dev, n)
+            }
+        }
+    };
+    ($t:ty, write) => {
+        impl $crate::recluster::groups::WriteEntry for $t {
+            fn set_entry<D: BlockIo + ?Sized>(
+                &mut self,
+                dev: &mut D,
+                n: u32,
+                value: u32,
+            ) -> Result<(), IoError> {
+                self.set(dev, n, value)
+            }
+            fn write_held<D: BlockIo + ?Sized>(&mut self, dev: &mut D) -> Result<(), IoError> {
+                self.write_back(dev)
+            }
+        }
+    };
 }
+pub(super) use entries_by_own_methods;
 
-impl WriteEntry for FatWriter {
-    fn set_entry<D: BlockIo + ?Sized>(
-        &mut self,
-        dev: &mut D,
-        n: u32,
-        value: u32,
-    ) -> Result<(), IoError> {
-        self.set(dev, n, value)
-    }
-    fn write_held<D: BlockIo + ?Sized>(&mut self, dev: &mut D) -> Result<(), IoError> {
-        self.write_back(dev)
-    }
-}
+entries_by_own_methods!(FatReader);
+entries_by_own_methods!(FatWriter, write);
 
 /// The `n` old clusters of data from old cluster `first`, following the
 /// FAT (or each other, `contiguous`); refused where they leave the heap

@@ -34,13 +34,12 @@
 use std::collections::HashMap;
 
 use mkfs_alloc_blockio::BlockIo;
-use mkfs_alloc_inspect::model::{DirtyMark, Finding, RootDir, VolumeModel};
+use mkfs_alloc_inspect::model::{DirtyMark, Finding, Geometry, RootDir, VolumeModel};
 use mkfs_alloc_inspect::FsKind;
 use mkfs_alloc_ondisk::fat::Fat32BootSector;
 use zerocopy::little_endian::U32;
 use zerocopy::FromBytes;
 
-use super::super::coarse::Coarse;
 use super::super::disk::{read_at, write_at, FatReader, FatWriter};
 use super::super::groups::{old_clusters, Figures, Groups, Heaps, ReadEntry, WriteEntry};
 use super::super::plan::{DirCopy, ExfatGeometry, Plan, Refusal};
@@ -156,43 +155,29 @@ pub(in super::super) fn plan<D: BlockIo + ?Sized>(
             new_first: 0,
         })
         .collect();
-    let mut p = Plan {
-        volume_start: g.start,
-        sector_size: g.sector_size,
-        volume_bytes: g.fs_bytes,
-        old: geometry(old_c, g.cluster_count, reserved, fat_sectors),
-        new: geometry(cluster, new_count, new_reserved, new_fat),
-        // The old FATs' sectors before the new ones.
-        gap: (reserved * s, (new_reserved - reserved) * s),
-        intent_offset: INTENT_SECTOR * s,
-        ratio: 0,
-        clusters_moved: 0,
-        heap_shift: 0,
-        evacuate: None,
-        bitmap: (0, 0),
-        upcase: (0, 0),
-        bad_clusters: Vec::new(),
-        coarse: None,
-        dirs,
-        files: 0,
-        file_bytes: 0,
-        bytes_read: 0,
-        bytes_written: 0,
-        free_before: 0,
-        free_after: 0,
-        files_allocated: (0, 0),
-        fat: Some(FatLayout {
-            kind: FsKind::Fat32,
-            fat_count: g.fat_count,
-            reserved: (
-                u32::try_from(reserved).unwrap_or(u32::MAX),
-                u32::try_from(new_reserved).unwrap_or(u32::MAX),
-            ),
-            covered: 0,
-            in_use: 0,
-            evacuated: 0,
-        }),
+    let layout = FatLayout {
+        kind: FsKind::Fat32,
+        fat_count: g.fat_count,
+        reserved: (
+            u32::try_from(reserved).unwrap_or(u32::MAX),
+            u32::try_from(new_reserved).unwrap_or(u32::MAX),
+        ),
+        covered: 0,
+        in_use: 0,
+        evacuated: 0,
     };
+    let mut p = bare_plan(
+        g,
+        (
+            geometry(old_c, g.cluster_count, reserved, fat_sectors),
+            geometry(cluster, new_count, new_reserved, new_fat),
+        ),
+        dirs,
+        layout,
+    );
+    // The old FATs' sectors before the new ones.
+    p.gap = (reserved * s, (new_reserved - reserved) * s);
+    p.intent_offset = INTENT_SECTOR * s;
     let old = FatReader::new(g.fat_offset, g.fat_bytes);
     let groups = Groups::new(&model.used, k_of(&p), p.new.cluster_count);
     let out = Walk::<_, FatWriter>::new(&p, groups, input.chains, old).execute(dev)?;
@@ -220,19 +205,12 @@ pub(in super::super) fn plan<D: BlockIo + ?Sized>(
     p.free_before = (u64::from(g.cluster_count) - used_old) * old_c;
     p.free_after = (count - out.set.min(count)) * cluster;
     p.files_allocated = f.allocated;
-    p.coarse = Some(Coarse {
-        group: u32::try_from(cluster / old_c).unwrap_or(0),
-        heap_aligned: g.data_offset % cluster == 0,
-        files_kept: f.kept,
-        files_moved: f.files_moved,
-        bytes_moved: f.moved * old_c,
-        slack: (
-            f.allocated.0 - f.file_bytes.min(f.allocated.0),
-            f.allocated.1 - f.file_bytes.min(f.allocated.1),
-        ),
-        free_groups: out.free_groups * cluster,
-        shortened: (full - count) * cluster,
-    });
+    p.coarse = Some(f.coarse(
+        (k_of(&p), old_c, cluster),
+        g.data_offset % cluster == 0,
+        out.free_groups,
+        (full - count) * cluster,
+    ));
     Ok(p)
 }
 
@@ -253,6 +231,43 @@ pub(super) fn run<D: BlockIo + ?Sized>(
         .execute(dev)?;
     out.as_planned(p)?;
     e.switch(dev)
+}
+
+/// A larger size's plan of the volume `g` describes before its walk: the
+/// old and new geometries, the directories, the FAT layout (no gap, no
+/// record, every figure zero).
+pub(super) fn bare_plan(
+    g: &Geometry,
+    (old, new): (ExfatGeometry, ExfatGeometry),
+    dirs: Vec<DirCopy>,
+    fat: FatLayout,
+) -> Plan {
+    Plan {
+        volume_start: g.start,
+        sector_size: g.sector_size,
+        volume_bytes: g.fs_bytes,
+        old,
+        new,
+        gap: (0, 0),
+        intent_offset: 0,
+        ratio: 0,
+        clusters_moved: 0,
+        heap_shift: 0,
+        evacuate: None,
+        bitmap: (0, 0),
+        upcase: (0, 0),
+        bad_clusters: Vec::new(),
+        coarse: None,
+        dirs,
+        files: 0,
+        file_bytes: 0,
+        bytes_read: 0,
+        bytes_written: 0,
+        free_before: 0,
+        free_after: 0,
+        files_allocated: (0, 0),
+        fat: Some(fat),
+    }
 }
 
 /// Old clusters per new cluster of `p`.

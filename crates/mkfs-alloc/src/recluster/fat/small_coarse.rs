@@ -30,11 +30,10 @@ use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_inspect::model::{RootDir, VolumeModel};
 use mkfs_alloc_inspect::FsKind;
 
-use super::super::coarse::Coarse;
 use super::super::groups::Groups;
 use super::super::plan::{DirCopy, ExfatGeometry, Plan, Refusal};
 use super::super::ReclusterError;
-use super::coarse::{k_of, FixedRoot, Outcome, Walk};
+use super::coarse::{bare_plan, k_of, FixedRoot, Outcome, Walk};
 use super::run::Executor;
 use super::small::{check, entry_bytes, width, Spots};
 use super::small_run::{open_new, Small};
@@ -156,48 +155,30 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
     let in_use = (2..(2 + sh.covered).min(last + 1))
         .filter(|&c| model.used.get(u32::try_from(c).unwrap_or(u32::MAX)))
         .count() as u64;
-    let mut p = Plan {
-        volume_start: g.start,
-        sector_size: g.sector_size,
-        volume_bytes: g.fs_bytes,
-        old: geometry(old_c, g.cluster_count, reserved_old, g.fat_bytes, data_old),
-        new: geometry(
-            cluster,
-            new_count,
-            sh.reserved_new,
-            sh.fat_sectors * s,
-            sh.data_new,
+    let layout = FatLayout {
+        kind: g.kind,
+        fat_count: g.fat_count,
+        reserved: (
+            u32::try_from(reserved_old).unwrap_or(u32::MAX),
+            u32::try_from(sh.reserved_new).unwrap_or(u32::MAX),
         ),
-        gap: (reserved_old * s, fats * g.fat_bytes),
-        intent_offset: 0,
-        ratio: 0,
-        clusters_moved: 0,
-        heap_shift: 0,
-        evacuate: None,
-        bitmap: (0, 0),
-        upcase: (0, 0),
-        bad_clusters: Vec::new(),
-        coarse: None,
-        dirs: std::iter::once(root).chain(subdirs).collect(),
-        files: input.file_sizes.len() as u64,
-        file_bytes: input.file_sizes.iter().sum(),
-        bytes_read: 0,
-        bytes_written: 0,
-        free_before: 0,
-        free_after: 0,
-        files_allocated: (0, 0),
-        fat: Some(FatLayout {
-            kind: g.kind,
-            fat_count: g.fat_count,
-            reserved: (
-                u32::try_from(reserved_old).unwrap_or(u32::MAX),
-                u32::try_from(sh.reserved_new).unwrap_or(u32::MAX),
-            ),
-            covered: sh.covered,
-            in_use,
-            evacuated: 0,
-        }),
+        covered: sh.covered,
+        in_use,
+        evacuated: 0,
     };
+    let new = geometry(
+        cluster,
+        new_count,
+        sh.reserved_new,
+        sh.fat_sectors * s,
+        sh.data_new,
+    );
+    let old = geometry(old_c, g.cluster_count, reserved_old, g.fat_bytes, data_old);
+    let dirs = std::iter::once(root).chain(subdirs).collect();
+    let mut p = bare_plan(g, (old, new), dirs, layout);
+    p.gap = (reserved_old * s, fats * g.fat_bytes);
+    p.files = input.file_sizes.len() as u64;
+    p.file_bytes = input.file_sizes.iter().sum();
     let spots = Spots {
         old_record: super::small_run::old_record_sector(model).unwrap_or(sh.reserved_new - 1),
         new_record: sh.reserved_new - 1,
@@ -257,19 +238,12 @@ fn figures(model: &VolumeModel, p: &mut Plan, out: &Outcome) {
     let count = u64::from(p.new.cluster_count);
     p.free_after = (count - out.set.min(count)) * cluster;
     p.files_allocated = f.allocated;
-    p.coarse = Some(Coarse {
-        group: k_of(p),
-        heap_aligned: (g.start + p.new.heap_offset) % cluster == 0,
-        files_kept: f.kept,
-        files_moved: f.files_moved,
-        bytes_moved: f.moved * old_c,
-        slack: (
-            f.allocated.0 - f.file_bytes.min(f.allocated.0),
-            f.allocated.1 - f.file_bytes.min(f.allocated.1),
-        ),
-        free_groups: out.free_groups * cluster,
-        shortened: 0,
-    });
+    p.coarse = Some(f.coarse(
+        (k_of(p), old_c, cluster),
+        (g.start + p.new.heap_offset) % cluster == 0,
+        out.free_groups,
+        0,
+    ));
 }
 
 /// Step 3 of a planned job to a larger size: the walk writing, from the

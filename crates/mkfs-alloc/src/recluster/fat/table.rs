@@ -9,7 +9,7 @@ use mkfs_alloc_ondisk::fat::table as fat_table;
 use mkfs_alloc_ondisk::FsKind;
 
 use super::super::disk;
-use super::super::groups::{ReadEntry, WriteEntry};
+use super::super::groups::entries_by_own_methods;
 
 /// Bytes of the window.
 const WINDOW: u64 = 48 << 10;
@@ -107,25 +107,8 @@ impl Table {
     }
 }
 
-impl ReadEntry for Table {
-    fn entry<D: BlockIo + ?Sized>(&mut self, dev: &mut D, n: u32) -> Result<u32, IoError> {
-        self.get(dev, n)
-    }
-}
-
-impl WriteEntry for Table {
-    fn set_entry<D: BlockIo + ?Sized>(
-        &mut self,
-        dev: &mut D,
-        n: u32,
-        value: u32,
-    ) -> Result<(), IoError> {
-        self.set(dev, n, value)
-    }
-    fn write_held<D: BlockIo + ?Sized>(&mut self, dev: &mut D) -> Result<(), IoError> {
-        self.write_back(dev)
-    }
-}
+entries_by_own_methods!(Table);
+entries_by_own_methods!(Table, write);
 
 #[cfg(test)]
 mod tests {

@@ -245,9 +245,10 @@ fn the_plan_puts_the_new_fats_and_root_into_free_clusters() {
     }
 }
 
-/// Runs the whole job on a FAT volume of `kind` and checks its result.
-fn whole_job(kind: FsKind, size: u64, to: u64) {
-    let (mut disk, want) = small(kind, size, 2048, 3);
+/// Runs the whole job on a FAT volume of `kind` at `from`-byte clusters to
+/// `to` and checks its result.
+pub(super) fn whole_job(kind: FsKind, size: u64, (from, to): (u64, u64)) {
+    let (mut disk, want) = small(kind, size, from, 3);
     let job = recluster(&mut disk, to).unwrap();
     let p = job.plan.unwrap();
     let m = check_small(&disk, &want).unwrap();
@@ -265,13 +266,13 @@ fn whole_job(kind: FsKind, size: u64, to: u64) {
 
 #[test]
 fn a_fat16_recluster_keeps_every_file_and_runs_again_as_nothing() {
-    whole_job(FsKind::Fat16, F16, 512);
-    whole_job(FsKind::Fat16, F16, 1024);
+    whole_job(FsKind::Fat16, F16, (2048, 512));
+    whole_job(FsKind::Fat16, F16, (2048, 1024));
 }
 
 #[test]
 fn a_fat12_recluster_keeps_every_file_and_runs_again_as_nothing() {
-    whole_job(FsKind::Fat12, F12, 1024);
+    whole_job(FsKind::Fat12, F12, (2048, 1024));
 }
 
 #[test]

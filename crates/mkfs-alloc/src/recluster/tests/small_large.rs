@@ -3,7 +3,7 @@
 //! the plan's geometry, the whole job read by the model and the `fatfs`
 //! crate, the refusals with the target unchanged, and power-cut sweeps.
 
-use super::small::{check_fatfs, check_small, cut_everywhere, refused, small, sweep_small};
+use super::small::{cut_everywhere, refused, small, sweep_small, whole_job};
 use super::*;
 
 /// 16 MiB at 512 bytes: about 32,600 clusters; 8,100 at 2 KiB (FAT16).
@@ -38,34 +38,16 @@ fn the_larger_plan_starts_the_data_region_whole_groups_in_past_free_clusters() {
     }
 }
 
-/// Runs the whole job on a FAT volume of `kind` and checks its result.
-fn whole_job(kind: FsKind, size: u64, from: u64, to: u64) {
-    let (mut disk, want) = small(kind, size, from, 3);
-    let job = recluster(&mut disk, to).unwrap();
-    let p = job.plan.unwrap();
-    let m = check_small(&disk, &want).unwrap();
-    assert_eq!(m.geometry.cluster_size, to);
-    assert_eq!(m.geometry.kind, kind);
-    assert!(m.findings.is_empty(), "{:?}", m.findings);
-    check_fatfs(&disk, &want).unwrap();
-    let free = u64::from(m.geometry.cluster_count) - m.used.count_set();
-    assert_eq!(free * to, p.free_after);
-    // Both records are zeroed; running again is nothing to do.
-    let rsvd = (m.geometry.fat_offset - m.geometry.start) / 512;
-    assert!(read(&disk, (rsvd - 1) * 512, 512).iter().all(|&b| b == 0));
-    assert_eq!(plan(&mut disk, to).unwrap().step, Step::Nothing);
-}
-
 #[test]
 fn a_larger_fat16_recluster_keeps_every_file_and_runs_again_as_nothing() {
-    whole_job(FsKind::Fat16, F16, 512, 2048);
-    whole_job(FsKind::Fat16, F16, 512, 1024);
+    whole_job(FsKind::Fat16, F16, (512, 2048));
+    whole_job(FsKind::Fat16, F16, (512, 1024));
 }
 
 #[test]
 fn a_larger_fat12_recluster_keeps_every_file_and_runs_again_as_nothing() {
-    whole_job(FsKind::Fat12, F12, 512, 2048);
-    whole_job(FsKind::Fat12, 3 << 20, 1024, 4096);
+    whole_job(FsKind::Fat12, F12, (512, 2048));
+    whole_job(FsKind::Fat12, 3 << 20, (1024, 4096));
 }
 
 #[test]
