@@ -12,6 +12,9 @@
 //!    flush
 //! ```
 //!
+//! To a larger size, step 3 is `small_coarse.rs`'s walk instead of the
+//! covered copies and the new FATs below; the other steps are the same.
+//!
 //! Running the same job again: a record of ours naming the old volume at
 //! its first free cluster redoes the job from step 1 (the same plan: the
 //! old volume's allocation has not changed); one naming the new volume at

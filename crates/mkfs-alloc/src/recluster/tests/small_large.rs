@@ -116,7 +116,7 @@ fn fill(disk: &mut MemDisk) {
 
 #[test]
 fn larger_fat16_power_cuts_at_every_write_leave_every_file_intact() {
-    // 180 files in 100 directories (CI time: one seed).
+    // 180 files in 94 directories (CI time: one seed).
     let (disk, want) = small(FsKind::Fat16, F16, 512, 80);
     let t = std::time::Instant::now();
     let report = sweep_small(&disk, &want, 2048, 1);
