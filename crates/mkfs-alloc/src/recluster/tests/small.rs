@@ -33,6 +33,21 @@ pub(super) fn small_in(
     dirs: usize,
     table: mkfs_alloc_partition::TableKind,
 ) -> (MemDisk, Vec<(String, usize)>) {
+    let want = files_in(usize::try_from(cluster).unwrap(), dirs);
+    let mut disk = small_with(kind, size, cluster, &want, table);
+    fragment_small(&mut disk, "/photos/frag-1.raw");
+    (disk, want)
+}
+
+/// A volume of `kind` of `size` bytes at `cluster`-byte clusters holding
+/// the files `want`.
+pub(super) fn small_with(
+    kind: FsKind,
+    size: u64,
+    cluster: u64,
+    want: &[(String, usize)],
+    table: mkfs_alloc_partition::TableKind,
+) -> MemDisk {
     use crate::populate::{TimePolicy as Tp, Tree as T};
     let opts = crate::MediumOptions::new()
         .fs(kind)
@@ -46,10 +61,9 @@ pub(super) fn small_in(
             },
         );
     let mut disk = MemDisk::new(512, size / 512).unwrap();
-    let want = files_in(usize::try_from(cluster).unwrap(), dirs);
     let mut tree = T::new();
     let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-    for (path, len) in &want {
+    for (path, len) in want {
         let data = content(path, *len);
         tree.add_file(path, std::io::Cursor::new(data), *len as u64, t)
             .unwrap();
@@ -60,8 +74,7 @@ pub(super) fn small_in(
         .populate(tree, Tp::default())
         .unwrap();
     plan.format(&mut disk).unwrap();
-    fragment_small(&mut disk, "/photos/frag-1.raw");
-    (disk, want)
+    disk
 }
 
 /// Entry bits of the volume `g` describes.

@@ -3,7 +3,7 @@
 //! the plan's geometry, the whole job read by the model and the `fatfs`
 //! crate, the refusals with the target unchanged, and power-cut sweeps.
 
-use super::small::{cut_everywhere, refused, small, sweep_small, whole_job};
+use super::small::{cut_everywhere, refused, set_entry, small, small_with, sweep_small, whole_job};
 use super::*;
 
 /// 16 MiB at 512 bytes: about 32,600 clusters; 8,100 at 2 KiB (FAT16).
@@ -109,7 +109,7 @@ fn fill(disk: &mut MemDisk) {
     e[28..32].copy_from_slice(&size.to_le_bytes());
     patch(disk, at, &e);
     for (i, &c) in chain.iter().enumerate() {
-        super::small::set_entry(disk, &g, c, chain.get(i + 1).copied().unwrap_or(0xFFF));
+        set_entry(disk, &g, c, chain.get(i + 1).copied().unwrap_or(0xFFF));
     }
     assert!(!model_of(disk).unwrap().0.refused());
 }
@@ -146,4 +146,51 @@ fn larger_fat12_power_cuts_at_every_write_leave_every_file_intact() {
 #[test]
 fn a_cut_larger_fat12_job_is_named_redone_and_finished() {
     cut_everywhere(FsKind::Fat12, F12, (512, 2048), 1024);
+}
+
+/// A FAT12 of 2 MiB at 512 bytes holding `/big.bin` (96 KiB) and the test
+/// tree, `/big.bin` then deleted (entries marked, chain freed): free
+/// clusters early in the data region.
+fn with_hole() -> (MemDisk, Vec<(String, usize)>) {
+    let mut want = vec![("/big.bin".to_string(), 96 << 10)];
+    want.extend(files_in(512, 20));
+    let mut disk = small_with(
+        FsKind::Fat12,
+        F12,
+        512,
+        &want,
+        mkfs_alloc_partition::TableKind::None,
+    );
+    let (m, sets) = model_of(&disk).unwrap();
+    let g = m.geometry.clone();
+    let big = sets.iter().find(|s| s.path == "/big.bin").unwrap();
+    for i in 0..u64::from(big.at.entries) {
+        patch(&mut disk, big.at.offset + 32 * i, &[0xE5]);
+    }
+    let mut c = big.first_cluster;
+    for _ in 0..big.clusters {
+        let next = super::small::entry(&disk, &g, 0, c);
+        set_entry(&mut disk, &g, c, 0);
+        c = next;
+    }
+    want.remove(0);
+    (disk, want)
+}
+
+#[test]
+fn files_past_a_free_start_keep_their_place_through_every_cut() {
+    let (disk, want) = with_hole();
+    let p = plan(&mut disk.clone(), 2048).unwrap().plan.unwrap();
+    let c = p.coarse.clone().unwrap();
+    eprintln!("{:?}\n{c:?}", p.fat);
+    assert!(c.files_kept > 0, "{c:?}");
+    let t = std::time::Instant::now();
+    let report = sweep_small(&disk, &want, 2048, 3);
+    eprintln!(
+        "larger FAT12 with kept files: {report} in {:?}",
+        t.elapsed()
+    );
+    assert_eq!(report.intact_after_rerun, report.trials);
+    assert_eq!(report.intact_before_rerun, report.trials);
+    assert!(report.cut_points > 50, "{report}");
 }
