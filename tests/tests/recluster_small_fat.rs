@@ -44,6 +44,12 @@ fn tree() -> Vec<(String, Vec<u8>)> {
 /// of `size`, filled with [`tree`] by mmd and `mcopy -m`; two files get
 /// attributes.
 fn filled(tmp: &TempDir, size: u64, args: &[&str]) -> PathBuf {
+    filled_after(tmp, size, args, 0)
+}
+
+/// [`filled`], a file of `hole` bytes copied first and deleted last (free
+/// clusters at the data region's start, as on a volume in use).
+fn filled_after(tmp: &TempDir, size: u64, args: &[&str], hole: usize) -> PathBuf {
     let img = tmp.join("v.img");
     std::fs::File::create(&img)
         .and_then(|f| f.set_len(size))
@@ -53,6 +59,11 @@ fn filled(tmp: &TempDir, size: u64, args: &[&str]) -> PathBuf {
     all.push(img.to_str().expect("utf-8"));
     run(require_tool("mkfs.fat"), &all).assert_success();
     let host = tmp.subdir("in");
+    let big = host.join("big");
+    if hole > 0 {
+        std::fs::write(&big, test_data(hole, 9)).expect("write");
+        mtools("mcopy", &img, &[big.to_str().expect("utf-8"), "::/big.bin"]).assert_success();
+    }
     let mut made = std::collections::BTreeSet::new();
     for (i, (path, data)) in tree().iter().enumerate() {
         let parts: Vec<&str> = path.split('/').collect();
@@ -77,6 +88,9 @@ fn filled(tmp: &TempDir, size: u64, args: &[&str]) -> PathBuf {
     }
     mtools("mattrib", &img, &["+r", "::/readme.txt"]).assert_success();
     mtools("mattrib", &img, &["+h", "+s", "::/photos/b.jpg"]).assert_success();
+    if hole > 0 {
+        mtools("mdel", &img, &["::/big.bin"]).assert_success();
+    }
     img
 }
 
@@ -141,8 +155,8 @@ fn recluster_checked(tmp: &TempDir, img: &Path, cluster: u64, kind: &str) {
         .as_u64()
         .expect("rsvd");
     eprintln!(
-        "{kind} to {cluster}: reserved sectors {reserved}, clusters moved {}, bytes written {}",
-        v["plan"]["clusters_moved"], v["plan"]["bytes_written"]
+        "{kind} to {cluster}: reserved sectors {reserved}, clusters moved {}, bytes written {}, larger: {}",
+        v["plan"]["clusters_moved"], v["plan"]["bytes_written"], v["plan"]["larger"]
     );
     let out = mkfs_alloc(&["recluster", "--cluster", &c, "--yes", "-q", p]);
     out.assert_success();
@@ -243,4 +257,76 @@ fn fsck_fat_finds_every_file_intact_in_every_cut_state_of_a_fat12_job() {
     // 3 MiB at 2 KiB, one reserved sector: 1,500 clusters; 3,050 at 1 KiB.
     let img = filled(&tmp, 3 << 20, &["-F", "12", "-s", "4", "-S", "512", "-a"]);
     every_cut_state(&tmp, &img, 1024);
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (mkfs.fat, mtools, fsck.fat)"]
+fn fsck_fat_finds_every_file_intact_in_every_cut_state_of_a_fat12_job_to_a_larger_size() {
+    let tmp = TempDir::new("recluster-fat12-larger-cuts");
+    // 2 MiB at 512 bytes, 100 KiB free at the data region's start: some
+    // files keep their place, the rest and every directory are copied.
+    let img = filled_after(
+        &tmp,
+        2 << 20,
+        &["-F", "12", "-s", "1", "-S", "512", "-a"],
+        100 << 10,
+    );
+    let sweep = FatCuts {
+        to: 2048,
+        sector: 512,
+        seeds: 1,
+        max_points: 80,
+        rerun: true,
+        lost_clusters: false,
+    };
+    let c = fsck_fat_every_cut_state(&tmp, &img, sweep, &tree());
+    assert!(c.ops > 20 && c.states > 40, "{c:?}");
+    assert_eq!((c.intact_before, c.finished_by_rerun), (c.states, c.states));
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (mkfs.fat, mtools, fsck.fat)"]
+fn a_mkfs_fat_fat16_filled_by_mtools_reclusters_to_2k() {
+    let tmp = TempDir::new("recluster-fat16-larger");
+    // 16 MiB at 512 bytes: 32,600 clusters; 8,150 at 2 KiB (FAT16 both).
+    let img = filled(&tmp, 16 << 20, &["-F", "16", "-s", "1", "-S", "512"]);
+    recluster_checked(&tmp, &img, 2048, "fat16");
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (mkfs.fat, mtools, fsck.fat)"]
+fn a_mkfs_fat_fat12_with_a_free_start_reclusters_to_2k_keeping_files() {
+    let tmp = TempDir::new("recluster-fat12-larger");
+    // 2 MiB at 512 bytes: 4,000 clusters; 1,000 at 2 KiB (FAT12 both); one
+    // reserved sector; 100 KiB free at the data region's start.
+    let img = filled_after(
+        &tmp,
+        2 << 20,
+        &["-F", "12", "-s", "1", "-S", "512", "-a"],
+        100 << 10,
+    );
+    let p = img.to_str().expect("utf-8");
+    let out = mkfs_alloc(&["recluster", "--cluster", "2048", "--dry-run", "--json", p]);
+    out.assert_success();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+    assert!(
+        v["plan"]["larger"]["files_kept"].as_u64() > Some(0),
+        "{v:#}"
+    );
+    recluster_checked(&tmp, &img, 2048, "fat12");
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (mkfs.fat, mtools)"]
+fn a_fat16_whose_larger_count_is_fat12_is_refused_unchanged() {
+    let tmp = TempDir::new("recluster-fat16-width");
+    let img = filled(&tmp, 8 << 20, &["-F", "16", "-s", "1", "-S", "512"]);
+    let before = std::fs::read(&img).expect("read");
+    // About 2,000 clusters at 4 KiB: FAT12's range.
+    let p = img.to_str().expect("utf-8");
+    let out = mkfs_alloc(&["recluster", "--cluster", "4096", "--yes", p]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("convert"), "{out}");
+    assert!(out.stderr.contains("FAT12"), "{out}");
+    assert!(std::fs::read(&img).expect("read") == before);
 }

@@ -417,18 +417,18 @@ fn print_bitmap_and_dirs(p: &Plan, twice: bool) {
             p.dirs.len()
         );
     } else {
-        outln!(
-            "  directories    {} copied (the root now at cluster {})",
-            p.dirs.len(),
-            p.new.root_cluster
-        );
+        let root = match p.new.root_cluster {
+            0 => "the root region into the new one".to_string(),
+            n => format!("the root now at cluster {n}"),
+        };
+        outln!("  directories    {} copied ({root})", p.dirs.len());
     }
 }
 
 /// The plan of a larger cluster size, as text.
 fn print_larger(args: &ReclusterArgs, job: &Job, p: &Plan, c: &Coarse) {
     let sz = format_size;
-    let kind = if p.fat.is_some() { "FAT32" } else { "exFAT" };
+    let kind = p.fat.as_ref().map_or("exFAT", |f| f.kind.display_name());
     outln!(
         "{}: re-cluster {kind} ({})",
         args.target.display(),
@@ -441,16 +441,34 @@ fn print_larger(args: &ReclusterArgs, job: &Job, p: &Plan, c: &Coarse) {
         c.group
     );
     print_counts_and_fat(p);
-    outln!(
-        "  cluster heap   at byte {} (kept; {} the new cluster size)",
-        p.new.heap_offset,
-        if c.heap_aligned {
-            "aligned to"
-        } else {
-            "not aligned to"
-        }
-    );
-    if let Some(f) = &p.fat {
+    let aligned = if c.heap_aligned {
+        "aligned to"
+    } else {
+        "not aligned to"
+    };
+    let moved = p.new.heap_offset != p.old.heap_offset;
+    if let Some(f) = p.fat.as_ref().filter(|_| moved) {
+        // FAT12/16: the data region starts whole new clusters later.
+        outln!(
+            "  data region    at byte {} -> {} ({} the new cluster size)",
+            p.old.heap_offset,
+            p.new.heap_offset,
+            aligned
+        );
+        outln!(
+            "  reserved       {} -> {} sectors: they cover the old FATs, the old root region and the data region's first {} ({} in use, copied out)",
+            f.reserved.0,
+            f.reserved.1,
+            crate::cmd_info::plural(f.covered, "old cluster", "old clusters"),
+            f.in_use
+        );
+    } else {
+        outln!(
+            "  cluster heap   at byte {} (kept; {aligned} the new cluster size)",
+            p.new.heap_offset
+        );
+    }
+    if let Some(f) = p.fat.as_ref().filter(|_| !moved) {
         outln!(
             "  reserved       {} -> {} sectors: the {} new FATs take the old FATs' end",
             f.reserved.0,

@@ -203,19 +203,12 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
     p.free_before = (u64::from(g.cluster_count) - used_old) * old_c;
     p.free_after = (u64::from(new_count) - out.set.min(u64::from(new_count))) * cluster;
     p.files_allocated = f.allocated;
-    p.coarse = Some(Coarse {
-        group,
-        heap_aligned: g.data_offset % cluster == 0,
-        files_kept: f.kept,
-        files_moved: f.files_moved,
-        bytes_moved: f.moved * old_c,
-        slack: (
-            f.allocated.0 - f.file_bytes.min(f.allocated.0),
-            f.allocated.1 - f.file_bytes.min(f.allocated.1),
-        ),
-        free_groups: out.free_groups * cluster,
-        shortened: 0,
-    });
+    p.coarse = Some(f.coarse(
+        (group, old_c, cluster),
+        g.data_offset % cluster == 0,
+        out.free_groups,
+        0,
+    ));
     Ok(p)
 }
 

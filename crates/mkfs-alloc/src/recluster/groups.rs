@@ -1,13 +1,16 @@
 //! The new clusters of a re-cluster to a larger size, `k` old clusters
-//! each (a group), shared by the exFAT (`coarse/walk.rs`) and the FAT32
+//! each (a group), shared by the exFAT (`coarse/walk.rs`) and the FAT
 //! (`fat/coarse.rs`) walks: which are taken (a bit per new cluster), which
 //! are wholly free in the old volume (where copies can go, first fit from
 //! the heap's start), and whether a run of old clusters can keep its place.
+//! New cluster 2 starts at old cluster 2 (the heap keeps its offset) or,
+//! for a FAT12/16 whose new data region starts later, at a later one
+//! ([`Groups::based`]).
 
-use mkfs_alloc_blockio::BlockIo;
+use mkfs_alloc_blockio::{BlockIo, IoError};
 use mkfs_alloc_inspect::model::ClusterBits;
 
-use super::disk::{read_at, write_at, FatReader};
+use super::disk::{read_at, write_at, FatReader, FatWriter};
 use super::plan::Plan;
 use super::ReclusterError;
 
@@ -26,12 +29,42 @@ pub(super) struct Figures {
     pub(in super::super) bytes_written: u64,
 }
 
+impl Figures {
+    /// A larger size's figures ([`super::Coarse`]): `group` old clusters
+    /// of `old_c` bytes per new one of `new_c`, `free_groups` new clusters
+    /// wholly free, `shortened` bytes cut from the volume's end.
+    pub(super) fn coarse(
+        &self,
+        (group, old_c, new_c): (u32, u64, u64),
+        heap_aligned: bool,
+        free_groups: u64,
+        shortened: u64,
+    ) -> super::Coarse {
+        let a = self.allocated;
+        super::Coarse {
+            group,
+            heap_aligned,
+            files_kept: self.kept,
+            files_moved: self.files_moved,
+            bytes_moved: self.moved * old_c,
+            slack: (
+                a.0 - self.file_bytes.min(a.0),
+                a.1 - self.file_bytes.min(a.1),
+            ),
+            free_groups: free_groups * new_c,
+            shortened,
+        }
+    }
+}
+
 /// The new clusters `2..=last` over the old volume's `used` clusters.
 pub(super) struct Groups<'a> {
     used: &'a ClusterBits,
     /// Old clusters per new cluster.
     pub(super) k: u32,
     last: u32,
+    /// The old cluster new cluster 2 starts at.
+    base: u32,
     /// A bit per new cluster: taken (the new bitmap in exFAT).
     pub(super) bits: Vec<u8>,
     /// New clusters taken.
@@ -51,12 +84,20 @@ impl<'a> Groups<'a> {
             used,
             k,
             last: count + 1,
+            base: 2,
             bits: vec![0; bytes],
             set: 0,
             cursor: 2,
             taken: 0,
             short: 0,
         }
+    }
+
+    /// The same groups with new cluster 2 starting at old cluster `base`
+    /// (the old clusters before it are not in the new data region).
+    pub(super) fn based(mut self, base: u32) -> Self {
+        self.base = base.max(2);
+        self
     }
 
     /// Whether new cluster `n` is taken.
@@ -81,7 +122,7 @@ impl<'a> Groups<'a> {
     /// Whether every old cluster new cluster `n` covers is free in the old
     /// volume (those past its last cluster are).
     pub(super) fn group_free(&self, n: u32) -> bool {
-        let first = (n - 2) * self.k + 2;
+        let first = (n - 2) * self.k + self.base;
         (first..first + self.k).all(|c| !self.used.get(c))
     }
 
@@ -113,9 +154,9 @@ impl<'a> Groups<'a> {
         (0..n).map(|_| self.take()).collect()
     }
 
-    /// The new cluster old cluster `c` is part of.
+    /// The new cluster old cluster `c` (at or past the base) is part of.
     pub(super) fn group(&self, c: u32) -> u32 {
-        (c - 2) / self.k + 2
+        (c - self.base) / self.k + 2
     }
 
     /// Whether the data in old clusters `old` (in file order) can keep its
@@ -126,7 +167,10 @@ impl<'a> Groups<'a> {
         let k = self.k as usize;
         let in_order = old.iter().enumerate().all(|(i, &c)| {
             if i % k == 0 {
-                (c - 2) % self.k == 0 && self.group(c) <= self.last && !self.get(self.group(c))
+                c >= self.base
+                    && (c - self.base) % self.k == 0
+                    && self.group(c) <= self.last
+                    && !self.get(self.group(c))
             } else {
                 c == old[i - 1] + 1
             }
@@ -142,12 +186,62 @@ impl<'a> Groups<'a> {
     }
 }
 
+/// A FAT read entry by entry (FAT32's window or a FAT12/16 table).
+pub(super) trait ReadEntry {
+    /// Entry `n`.
+    fn entry<D: BlockIo + ?Sized>(&mut self, dev: &mut D, n: u32) -> Result<u32, IoError>;
+}
+
+/// A FAT written entry by entry.
+pub(super) trait WriteEntry {
+    /// Sets entry `n` to `value` (the width's bits of it).
+    fn set_entry<D: BlockIo + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        n: u32,
+        value: u32,
+    ) -> Result<(), IoError>;
+    /// Writes what is held back.
+    fn write_held<D: BlockIo + ?Sized>(&mut self, dev: &mut D) -> Result<(), IoError>;
+}
+
+/// [`ReadEntry`] (and, with `write`, [`WriteEntry`]) for a type whose
+/// own `get`, `set` and `write_back` do it.
+macro_rules! entries_by_own_methods {
+    ($t:ty) => {
+        impl $crate::recluster::groups::ReadEntry for $t {
+            fn entry<D: BlockIo + ?Sized>(&mut self, dev: &mut D, n: u32) -> Result<u32, IoError> {
+                self.get(dev, n)
+            }
+        }
+    };
+    ($t:ty, write) => {
+        impl $crate::recluster::groups::WriteEntry for $t {
+            fn set_entry<D: BlockIo + ?Sized>(
+                &mut self,
+                dev: &mut D,
+                n: u32,
+                value: u32,
+            ) -> Result<(), IoError> {
+                self.set(dev, n, value)
+            }
+            fn write_held<D: BlockIo + ?Sized>(&mut self, dev: &mut D) -> Result<(), IoError> {
+                self.write_back(dev)
+            }
+        }
+    };
+}
+pub(super) use entries_by_own_methods;
+
+entries_by_own_methods!(FatReader);
+entries_by_own_methods!(FatWriter, write);
+
 /// The `n` old clusters of data from old cluster `first`, following the
 /// FAT (or each other, `contiguous`); refused where they leave the heap
 /// (`2..=last`).
-pub(super) fn old_clusters<D: BlockIo + ?Sized>(
+pub(super) fn old_clusters<D: BlockIo + ?Sized, R: ReadEntry>(
     dev: &mut D,
-    fat: &mut FatReader,
+    fat: &mut R,
     (first, contiguous): (u32, bool),
     n: u64,
     last: u32,
@@ -166,7 +260,7 @@ pub(super) fn old_clusters<D: BlockIo + ?Sized>(
             c = if contiguous {
                 c + 1
             } else {
-                fat.get(dev, c)? & mask
+                fat.entry(dev, c)? & mask
             };
         }
     }

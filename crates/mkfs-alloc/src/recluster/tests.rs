@@ -521,5 +521,6 @@ mod grow_table;
 mod report;
 mod shrink;
 mod small;
+mod small_large;
 mod sweeps;
 mod to_fat32;

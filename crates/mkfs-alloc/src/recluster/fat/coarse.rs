@@ -34,15 +34,14 @@
 use std::collections::HashMap;
 
 use mkfs_alloc_blockio::BlockIo;
-use mkfs_alloc_inspect::model::{ClusterBits, DirtyMark, Finding, RootDir, VolumeModel};
+use mkfs_alloc_inspect::model::{DirtyMark, Finding, Geometry, RootDir, VolumeModel};
 use mkfs_alloc_inspect::FsKind;
 use mkfs_alloc_ondisk::fat::Fat32BootSector;
 use zerocopy::little_endian::U32;
 use zerocopy::FromBytes;
 
-use super::super::coarse::Coarse;
 use super::super::disk::{read_at, write_at, FatReader, FatWriter};
-use super::super::groups::{old_clusters, Figures, Groups, Heaps};
+use super::super::groups::{old_clusters, Figures, Groups, Heaps, ReadEntry, WriteEntry};
 use super::super::plan::{DirCopy, ExfatGeometry, Plan, Refusal};
 use super::super::refusal::refuse_findings;
 use super::super::ReclusterError;
@@ -156,44 +155,32 @@ pub(in super::super) fn plan<D: BlockIo + ?Sized>(
             new_first: 0,
         })
         .collect();
-    let mut p = Plan {
-        volume_start: g.start,
-        sector_size: g.sector_size,
-        volume_bytes: g.fs_bytes,
-        old: geometry(old_c, g.cluster_count, reserved, fat_sectors),
-        new: geometry(cluster, new_count, new_reserved, new_fat),
-        // The old FATs' sectors before the new ones.
-        gap: (reserved * s, (new_reserved - reserved) * s),
-        intent_offset: INTENT_SECTOR * s,
-        ratio: 0,
-        clusters_moved: 0,
-        heap_shift: 0,
-        evacuate: None,
-        bitmap: (0, 0),
-        upcase: (0, 0),
-        bad_clusters: Vec::new(),
-        coarse: None,
-        dirs,
-        files: 0,
-        file_bytes: 0,
-        bytes_read: 0,
-        bytes_written: 0,
-        free_before: 0,
-        free_after: 0,
-        files_allocated: (0, 0),
-        fat: Some(FatLayout {
-            kind: FsKind::Fat32,
-            fat_count: g.fat_count,
-            reserved: (
-                u32::try_from(reserved).unwrap_or(u32::MAX),
-                u32::try_from(new_reserved).unwrap_or(u32::MAX),
-            ),
-            covered: 0,
-            in_use: 0,
-            evacuated: 0,
-        }),
+    let layout = FatLayout {
+        kind: FsKind::Fat32,
+        fat_count: g.fat_count,
+        reserved: (
+            u32::try_from(reserved).unwrap_or(u32::MAX),
+            u32::try_from(new_reserved).unwrap_or(u32::MAX),
+        ),
+        covered: 0,
+        in_use: 0,
+        evacuated: 0,
     };
-    let out = Walk::new(&p, &model.used, input.chains, false).execute(dev)?;
+    let mut p = bare_plan(
+        g,
+        (
+            geometry(old_c, g.cluster_count, reserved, fat_sectors),
+            geometry(cluster, new_count, new_reserved, new_fat),
+        ),
+        dirs,
+        layout,
+    );
+    // The old FATs' sectors before the new ones.
+    p.gap = (reserved * s, (new_reserved - reserved) * s);
+    p.intent_offset = INTENT_SECTOR * s;
+    let old = FatReader::new(g.fat_offset, g.fat_bytes);
+    let groups = Groups::new(&model.used, k_of(&p), p.new.cluster_count);
+    let out = Walk::<_, FatWriter>::new(&p, groups, input.chains, old).execute(dev)?;
     if out.short > 0 {
         return Err(refused(Refusal::TooLittleSpace {
             need: out.taken * cluster,
@@ -218,19 +205,12 @@ pub(in super::super) fn plan<D: BlockIo + ?Sized>(
     p.free_before = (u64::from(g.cluster_count) - used_old) * old_c;
     p.free_after = (count - out.set.min(count)) * cluster;
     p.files_allocated = f.allocated;
-    p.coarse = Some(Coarse {
-        group: u32::try_from(cluster / old_c).unwrap_or(0),
-        heap_aligned: g.data_offset % cluster == 0,
-        files_kept: f.kept,
-        files_moved: f.files_moved,
-        bytes_moved: f.moved * old_c,
-        slack: (
-            f.allocated.0 - f.file_bytes.min(f.allocated.0),
-            f.allocated.1 - f.file_bytes.min(f.allocated.1),
-        ),
-        free_groups: out.free_groups * cluster,
-        shortened: (full - count) * cluster,
-    });
+    p.coarse = Some(f.coarse(
+        (k_of(&p), old_c, cluster),
+        g.data_offset % cluster == 0,
+        out.free_groups,
+        (full - count) * cluster,
+    ));
     Ok(p)
 }
 
@@ -242,15 +222,57 @@ pub(super) fn run<D: BlockIo + ?Sized>(
 ) -> Result<(), ReclusterError> {
     let (model, _, _) = super::super::read_one(dev)?;
     e.begin(dev)?;
-    let out = Walk::new(e.plan, &model.used, &e.fat.chains, true).execute(dev)?;
-    let firsts: Vec<u32> = e.plan.dirs.iter().map(|d| d.new_first).collect();
-    if out.short > 0 || out.dirs != firsts {
-        // Only space the old volume does not read was written.
-        return Err(ReclusterError::unsupported(
-            "the volume changed between the plan and the run".into(),
-        ));
-    }
+    let p = e.plan;
+    let mut old = FatReader::new(p.volume_start + p.old.fat_offset, p.old.fat_bytes);
+    let w = new_fat(dev, p, &mut old)?;
+    let groups = Groups::new(&model.used, k_of(p), p.new.cluster_count);
+    let out = Walk::new(p, groups, &e.fat.chains, old)
+        .with_writer(w)
+        .execute(dev)?;
+    out.as_planned(p)?;
     e.switch(dev)
+}
+
+/// A larger size's plan of the volume `g` describes before its walk: the
+/// old and new geometries, the directories, the FAT layout (no gap, no
+/// record, every figure zero).
+pub(super) fn bare_plan(
+    g: &Geometry,
+    (old, new): (ExfatGeometry, ExfatGeometry),
+    dirs: Vec<DirCopy>,
+    fat: FatLayout,
+) -> Plan {
+    Plan {
+        volume_start: g.start,
+        sector_size: g.sector_size,
+        volume_bytes: g.fs_bytes,
+        old,
+        new,
+        gap: (0, 0),
+        intent_offset: 0,
+        ratio: 0,
+        clusters_moved: 0,
+        heap_shift: 0,
+        evacuate: None,
+        bitmap: (0, 0),
+        upcase: (0, 0),
+        bad_clusters: Vec::new(),
+        coarse: None,
+        dirs,
+        files: 0,
+        file_bytes: 0,
+        bytes_read: 0,
+        bytes_written: 0,
+        free_before: 0,
+        free_after: 0,
+        files_allocated: (0, 0),
+        fat: Some(fat),
+    }
+}
+
+/// Old clusters per new cluster of `p`.
+pub(super) fn k_of(p: &Plan) -> u32 {
+    u32::try_from(p.new.cluster_size / p.old.cluster_size).unwrap_or(1)
 }
 
 /// The new boot sector: [`Executor::new_boot`]'s, ending the volume after
@@ -269,49 +291,95 @@ pub(super) fn new_boot(e: &Executor<'_>) -> Vec<u8> {
 }
 
 /// What the walk gives: every directory copy's first new cluster (the root
-/// first), the new clusters in use, the figures.
-struct Outcome {
-    dirs: Vec<u32>,
-    set: u64,
-    taken: u64,
-    short: u64,
-    free_groups: u64,
-    fig: Figures,
+/// first; 0 for a fixed root region), the new clusters in use, the figures.
+pub(super) struct Outcome {
+    pub(super) dirs: Vec<u32>,
+    pub(super) set: u64,
+    pub(super) taken: u64,
+    pub(super) short: u64,
+    pub(super) free_groups: u64,
+    pub(super) fig: Figures,
 }
 
-/// One walk over the old volume's directories, writing or only counting.
-struct Walk<'a> {
+impl Outcome {
+    /// Refuses a writing walk that took other groups than the plan's.
+    pub(super) fn as_planned(&self, p: &Plan) -> Result<(), ReclusterError> {
+        let firsts: Vec<u32> = p.dirs.iter().map(|d| d.new_first).collect();
+        if self.short > 0 || self.dirs != firsts {
+            // Only space the old volume does not read was written.
+            return Err(ReclusterError::unsupported(
+                "the volume changed between the plan and the run".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A fixed root region (FAT12/16): the old one's and the new one's
+/// absolute byte offsets and their bytes.
+#[derive(Clone, Copy)]
+pub(super) struct FixedRoot {
+    pub(super) old: u64,
+    pub(super) new: u64,
+    pub(super) bytes: u64,
+}
+
+/// One walk over the old volume's directories, writing or only counting;
+/// the old chains read through `R`, the new FAT written through `W`.
+pub(super) struct Walk<'a, R, W> {
     p: &'a Plan,
     chains: &'a [Vec<u32>],
     write: bool,
     g: Groups<'a>,
     heaps: Heaps,
     fig: Figures,
-    fat: Option<FatWriter>,
-    old_fat: FatReader,
+    fat: Option<W>,
+    old_fat: R,
+    /// The root as a fixed region, not a chain (the plan's first directory).
+    root: Option<FixedRoot>,
     /// Each directory's first old cluster and its copy's new clusters.
     dir_new: HashMap<u32, Vec<u32>>,
 }
 
-impl<'a> Walk<'a> {
-    fn new(p: &'a Plan, used: &'a ClusterBits, chains: &'a [Vec<u32>], write: bool) -> Self {
-        let k = u32::try_from(p.new.cluster_size / p.old.cluster_size).unwrap_or(1);
+impl<'a, R: ReadEntry, W: WriteEntry> Walk<'a, R, W> {
+    /// A counting walk of `p` over `groups`, the old directories' `chains`
+    /// (the plan's order), the old chains read through `old_fat`.
+    pub(super) fn new(p: &'a Plan, groups: Groups<'a>, chains: &'a [Vec<u32>], old_fat: R) -> Self {
         Walk {
             p,
             chains,
-            write,
-            g: Groups::new(used, k, p.new.cluster_count),
+            write: false,
+            g: groups,
             heaps: Heaps::of(p),
             fig: Figures::default(),
             fat: None,
-            old_fat: FatReader::new(p.volume_start + p.old.fat_offset, p.old.fat_bytes),
+            old_fat,
+            root: None,
             dir_new: HashMap::new(),
         }
+    }
+
+    /// The walk writing, its new FAT through `fat` (opened, zeroed).
+    pub(super) fn with_writer(mut self, fat: W) -> Self {
+        self.write = true;
+        self.fat = Some(fat);
+        self
+    }
+
+    /// The walk with the root as the fixed region `root`.
+    pub(super) fn with_root(mut self, root: FixedRoot) -> Self {
+        self.root = Some(root);
+        self
     }
 
     /// Whether writes go to the medium (none once a group was short).
     fn writing(&self) -> bool {
         self.write && self.g.short == 0
+    }
+
+    /// Whether `d` is the fixed root region.
+    fn fixed(&self, d: &DirCopy) -> Option<FixedRoot> {
+        self.root.filter(|_| d.old_first == 0)
     }
 
     fn chain<D: BlockIo + ?Sized>(
@@ -321,20 +389,25 @@ impl<'a> Walk<'a> {
     ) -> Result<(), ReclusterError> {
         if let Some(fat) = self.fat.as_mut() {
             for (i, &n) in clusters.iter().enumerate() {
-                fat.set(dev, n, clusters.get(i + 1).copied().unwrap_or(EOC))?;
+                fat.set_entry(dev, n, clusters.get(i + 1).copied().unwrap_or(EOC))?;
             }
         }
         Ok(())
     }
 
-    fn execute<D: BlockIo + ?Sized>(mut self, dev: &mut D) -> Result<Outcome, ReclusterError> {
+    /// The walk: every directory's copy, every file placed.
+    pub(super) fn execute<D: BlockIo + ?Sized>(
+        mut self,
+        dev: &mut D,
+    ) -> Result<Outcome, ReclusterError> {
         let p = self.p;
         let free_groups = self.g.free_groups();
-        if self.write {
-            self.fat = Some(new_fat(dev, p, &mut self.old_fat)?);
-        }
         let mut firsts = Vec::new();
         for d in &p.dirs {
+            if self.fixed(d).is_some() {
+                firsts.push(0);
+                continue;
+            }
             let new = self.g.take_n(d.bytes, p.new.cluster_size);
             self.chain(dev, &new)?;
             firsts.push(new[0]);
@@ -344,7 +417,7 @@ impl<'a> Walk<'a> {
             self.copy_dir(dev, d, chain)?;
         }
         if let Some(mut fat) = self.fat.take() {
-            fat.write_back(dev)?;
+            fat.write_held(dev)?;
             let fats = u64::from(p.fat.as_ref().map_or(1, |f| f.fat_count));
             if self.writing() {
                 mirror(
@@ -367,7 +440,8 @@ impl<'a> Walk<'a> {
 
     /// Reads a directory, rewrites its entries (placing every file's data)
     /// and writes its copy, its length rounded up to whole new clusters
-    /// (the bytes past its end zero: no more entries).
+    /// (the bytes past its end zero: no more entries); a fixed root region
+    /// goes to the new one.
     fn copy_dir<D: BlockIo + ?Sized>(
         &mut self,
         dev: &mut D,
@@ -376,16 +450,26 @@ impl<'a> Walk<'a> {
     ) -> Result<(), ReclusterError> {
         let co = usize::try_from(self.p.old.cluster_size).unwrap_or(0);
         let cn = usize::try_from(self.p.new.cluster_size).unwrap_or(0);
+        let fixed = self.fixed(d);
         let new = self.dir_new.get(&d.old_first).cloned().unwrap_or_default();
-        if new.len() * cn < chain.len() * co {
-            return Err(ReclusterError::unsupported(format!(
-                "{}: two directories at one cluster",
-                d.path
-            )));
-        }
-        let mut buf = vec![0u8; new.len() * cn];
-        for (piece, &c) in buf.chunks_exact_mut(co.max(1)).zip(chain) {
-            read_at(dev, self.heaps.old_at(c), piece)?;
+        let len = match fixed {
+            Some(r) => usize::try_from(r.bytes).unwrap_or(0),
+            None if new.len() * cn < chain.len() * co => {
+                return Err(ReclusterError::unsupported(format!(
+                    "{}: two directories at one cluster",
+                    d.path
+                )))
+            }
+            None => new.len() * cn,
+        };
+        let mut buf = vec![0u8; len];
+        match fixed {
+            Some(r) => read_at(dev, r.old, &mut buf)?,
+            None => {
+                for (piece, &c) in buf.chunks_exact_mut(co.max(1)).zip(chain) {
+                    read_at(dev, self.heaps.old_at(c), piece)?;
+                }
+            }
         }
         self.fig.bytes_read += d.bytes;
         rewrite_entries(&mut buf, &d.path, |first, is_dir, size| {
@@ -396,8 +480,13 @@ impl<'a> Walk<'a> {
         })?;
         self.fig.bytes_written += buf.len() as u64;
         if self.writing() {
-            for (piece, &n) in buf.chunks_exact(cn.max(1)).zip(&new) {
-                write_at(dev, self.heaps.new_at(n), piece)?;
+            match fixed {
+                Some(r) => write_at(dev, r.new, &buf)?,
+                None => {
+                    for (piece, &n) in buf.chunks_exact(cn.max(1)).zip(&new) {
+                        write_at(dev, self.heaps.new_at(n), piece)?;
+                    }
+                }
             }
         }
         Ok(())

@@ -62,6 +62,7 @@ mod evac;
 mod plan;
 mod run;
 mod small;
+mod small_coarse;
 mod small_run;
 mod table;
 

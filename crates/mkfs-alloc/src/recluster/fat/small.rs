@@ -59,7 +59,7 @@ pub(in super::super) struct Spots {
 type Copies = Vec<(u32, u32)>;
 
 /// Bytes of a FAT of `entries` entries of `kind`'s width.
-fn entry_bytes(kind: FsKind, entries: u64) -> u64 {
+pub(super) fn entry_bytes(kind: FsKind, entries: u64) -> u64 {
     if kind == FsKind::Fat12 {
         (entries * 3).div_ceil(2)
     } else {
@@ -81,8 +81,9 @@ fn ours(f: &Finding) -> bool {
     }
 }
 
-/// The checks before any arithmetic: kind, findings, the size asked.
-fn check(model: &VolumeModel, input: &Input<'_>) -> Result<u32, Refusal> {
+/// The checks before any arithmetic: kind, findings, the size asked;
+/// returns old clusters per new one (0: a larger size).
+pub(super) fn check(model: &VolumeModel, input: &Input<'_>) -> Result<u32, Refusal> {
     let g = &model.geometry;
     if !matches!(g.kind, FsKind::Fat12 | FsKind::Fat16) {
         return Err(Refusal::NotExfat { kind: g.kind });
@@ -98,12 +99,6 @@ fn check(model: &VolumeModel, input: &Input<'_>) -> Result<u32, Refusal> {
     if cluster == old_c {
         return Err(Refusal::SameSize { cluster });
     }
-    if cluster > old_c {
-        return Err(Refusal::LargerNotSupported {
-            old: old_c,
-            new: cluster,
-        });
-    }
     if g.active_fat != 0 {
         return Err(Refusal::Unsupported {
             what: "a FAT volume whose active FAT is not the first".into(),
@@ -113,7 +108,7 @@ fn check(model: &VolumeModel, input: &Input<'_>) -> Result<u32, Refusal> {
 }
 
 /// A refusal when `count` clusters are not `kind`'s width.
-fn width(kind: FsKind, count: u64) -> Result<(), Refusal> {
+pub(super) fn width(kind: FsKind, count: u64) -> Result<(), Refusal> {
     let to = FsKind::fat_width(count);
     if to == kind {
         return Ok(());
@@ -138,6 +133,12 @@ pub(in super::super) fn plan_small(
 ) -> Result<(Plan, Copies, Spots), Refusal> {
     let ratio = check(model, input)?;
     let g = &model.geometry;
+    if ratio == 0 {
+        return Err(Refusal::LargerNotSupported {
+            old: g.cluster_size,
+            new: input.cluster,
+        });
+    }
     let RootDir::Fixed { offset, entries } = g.root else {
         return Err(Refusal::NotExfat { kind: g.kind });
     };

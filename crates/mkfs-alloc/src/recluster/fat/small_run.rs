@@ -12,6 +12,9 @@
 //!    flush
 //! ```
 //!
+//! To a larger size, step 3 is `small_coarse.rs`'s walk instead of the
+//! covered copies and the new FATs below; the other steps are the same.
+//!
 //! Running the same job again: a record of ours naming the old volume at
 //! its first free cluster redoes the job from step 1 (the same plan: the
 //! old volume's allocation has not changed); one naming the new volume at
@@ -46,10 +49,10 @@ const OLD_RECORD_AT: usize = 68;
 #[derive(Debug, Clone)]
 pub(super) struct Small {
     /// Entry bits: 12 or 16.
-    bits: u8,
+    pub(super) bits: u8,
     /// The job's own sectors (from the plan; after the switch only the
     /// two records are known).
-    spots: Spots,
+    pub(super) spots: Spots,
 }
 
 /// Absolute byte of sector `n` of the volume `job` is on.
@@ -209,7 +212,12 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
         cluster,
         allow_dirty: ours.is_some(),
     };
-    let (p, copies, spots) = plan_small(model, &input).map_err(ReclusterError::Refused)?;
+    let (p, copies, spots) = if cluster > g.cluster_size {
+        let (p, spots) = super::small_coarse::plan(dev, model, &input)?;
+        (p, Vec::new(), spots)
+    } else {
+        plan_small(model, &input).map_err(ReclusterError::Refused)?
+    };
     fat.copies = copies;
     fat.small = Some(Small { bits, spots });
     job.intent_offset = spots.old_record * s;
@@ -258,8 +266,12 @@ pub(super) fn run<D: BlockIo + ?Sized>(
         }
         dev.flush()?;
     }
-    ex.copy_covered(dev)?;
-    new_fats(dev, ex, small)?;
+    if p.coarse.is_some() {
+        super::small_coarse::write(dev, ex, small)?;
+    } else {
+        ex.copy_covered(dev)?;
+        new_fats(dev, ex, small)?;
+    }
     dev.flush()?;
     let mut boot = job.old_region.clone();
     if let Ok((b, _)) = Bpb::mut_from_prefix(&mut boot) {
@@ -281,28 +293,10 @@ fn new_fats<D: BlockIo + ?Sized>(
     small: &Small,
 ) -> Result<(), ReclusterError> {
     let (p, sp) = (ex.plan, &small.spots);
-    let (s, bs) = (u64::from(p.sector_size), u64::from(dev.block_size()));
+    let s = u64::from(p.sector_size);
     let fats = u64::from(p.fat.as_ref().map_or(1, |f| f.fat_count));
     let base = p.volume_start + p.new.fat_offset;
-    dev.write_zeroes(base / bs, fats * p.new.fat_bytes / bs)?;
-    let mut old = Table::new(
-        p.volume_start + p.old.fat_offset,
-        p.old.fat_bytes,
-        small.bits,
-    );
-    let mut w = Table::new(base, p.new.fat_bytes, small.bits);
-    let media = old.get(dev, 0)?;
-    let one = old.get(dev, 1)?;
-    w.set(dev, 0, media)?;
-    w.set(
-        dev,
-        1,
-        if small.bits == 16 {
-            one & !CLEAN16
-        } else {
-            one
-        },
-    )?;
+    let (mut old, mut w) = open_new(dev, p, small.bits)?;
     let dirs: HashMap<u32, u32> = p.dirs.iter().map(|d| (d.old_first, d.new_first)).collect();
     let mut root = vec![0u8; usize::try_from(sp.root_sectors * s).unwrap_or(0)];
     disk::read_at(dev, p.volume_start + sp.old_root * s, &mut root)?;
@@ -336,6 +330,26 @@ fn new_fats<D: BlockIo + ?Sized>(
         disk::write_at(dev, base + copy * p.new.fat_bytes, &fat)?;
     }
     Ok(())
+}
+
+/// The old FAT and the new FATs zeroed, the first opened with entries 0
+/// and 1 the old FAT's (FAT16: the clean bit clear).
+pub(super) fn open_new<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    p: &Plan,
+    bits: u8,
+) -> Result<(Table, Table), IoError> {
+    let bs = u64::from(dev.block_size());
+    let fats = u64::from(p.fat.as_ref().map_or(1, |f| f.fat_count));
+    let base = p.volume_start + p.new.fat_offset;
+    dev.write_zeroes(base / bs, fats * p.new.fat_bytes / bs)?;
+    let mut old = Table::new(p.volume_start + p.old.fat_offset, p.old.fat_bytes, bits);
+    let mut w = Table::new(base, p.new.fat_bytes, bits);
+    let media = old.get(dev, 0)?;
+    let one = old.get(dev, 1)?;
+    w.set(dev, 0, media)?;
+    w.set(dev, 1, if bits == 16 { one & !CLEAN16 } else { one })?;
+    Ok((old, w))
 }
 
 /// A file's new chain: its old chain's clusters, each as the new clusters

@@ -9,6 +9,7 @@ use mkfs_alloc_ondisk::fat::table as fat_table;
 use mkfs_alloc_ondisk::FsKind;
 
 use super::super::disk;
+use super::super::groups::entries_by_own_methods;
 
 /// Bytes of the window.
 const WINDOW: u64 = 48 << 10;
@@ -105,6 +106,9 @@ impl Table {
         Ok(())
     }
 }
+
+entries_by_own_methods!(Table);
+entries_by_own_methods!(Table, write);
 
 #[cfg(test)]
 mod tests {
