@@ -96,6 +96,7 @@ mod refusal;
 #[cfg(feature = "serde")]
 pub mod report;
 mod run;
+mod stages;
 mod state;
 #[cfg(test)]
 mod tests;
@@ -111,6 +112,7 @@ pub use extended::Extended;
 pub use fat::{FatLayout, FatRefusal};
 pub use grow::{plan_resize, resize, Grow, NewSize, ResizeRefusal};
 pub use plan::{plan_from, DirCopy, Evacuation, ExfatGeometry, Plan, Refusal};
+pub use stages::{flush_stages, MAX_SIMULATED_BYTES};
 pub use unfinished::{
     unfinished, unfinished_at, unfinished_fat, unfinished_in, unfinished_resize,
     unfinished_resize_in, unfinished_small_fat,
