@@ -16,13 +16,17 @@
 //!   and ended by `sync`, on the same kind of loop device;
 //! - the floor: the bytes the recluster's `--json` dry run says it writes,
 //!   written by `dd oflag=direct conv=fsync` over an existing file of the
-//!   image's file system (the median of a few runs).
+//!   image's file system (the median of a few runs); and the staged floor:
+//!   the dry run's `flush_stages`, each stage's bytes written by its own
+//!   `dd oflag=direct conv=fsync`, one after the other (the power-loss
+//!   ordering needs a flush between stages; one sequential write has none).
 //!
 //! Both results are checked before any figure is reported: `fsck.exfat -n`
 //! clean, the new cluster size in place, and the SHA-256 of every file
 //! equal to the generated tree's.
 
-use crate::bench::{fmt_bytes, measure, median};
+use crate::bench::{fmt_bytes, measure};
+use crate::bench_recluster_floor as floor;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -323,6 +327,11 @@ pub(crate) struct Figures {
     pub(crate) back: f64,
     pub(crate) floor: f64,
     pub(crate) floor_rw: f64,
+    /// The dry run's bytes written before each flush (`None`: not
+    /// simulated).
+    pub(crate) stages: Option<Vec<u64>>,
+    /// Those stages written by `dd`, each ended by its `fsync`.
+    pub(crate) floor_staged: Option<f64>,
     /// The recluster refused the volume (exit 2, unchanged): its message.
     pub(crate) refused: Option<String>,
 }
@@ -383,32 +392,6 @@ fn peers(c: &Case, img: &Path, off: &Path, mnt: &Path) -> Result<(f64, f64, f64)
     Ok((t_off, t_mkfs, t_back))
 }
 
-/// The floor: `write` bytes (rounded up to 4 KiB) written by `dd bs=1M
-/// oflag=direct conv=fsync` over an existing file in `dir`, the sequential
-/// write of the same bytes with nothing to read or plan; and that plus
-/// `read` bytes read back by `dd iflag=direct` first, the reads the
-/// recluster makes too. Medians of five runs.
-fn floor(dir: &Path, write: u64, read: u64) -> Result<(f64, f64), String> {
-    let round = |b: u64| (b.div_ceil(4 * KIB) * 4 * KIB).to_string();
-    let (w, r) = (round(write), round(read));
-    let file = dir.join("floor.bin");
-    let most = round(write.max(read));
-    sh(
-        "head -c \"$2\" /dev/urandom >\"$1\" && sync",
-        &[&file, &most],
-    )?;
-    let dd_write = "dd if=/dev/zero of=\"$1\" bs=1M count=\"$2\" iflag=count_bytes oflag=direct conv=notrunc,fsync status=none";
-    let dd_read =
-        "dd if=\"$1\" of=/dev/null bs=1M count=\"$3\" iflag=direct,count_bytes status=none";
-    let (mut tw, mut trw) = (Vec::new(), Vec::new());
-    for _ in 0..5 {
-        tw.push(timed(|| sh(dd_write, &[&file, &w]).map(drop))?);
-        let both = format!("{dd_read} && {dd_write}");
-        trw.push(timed(|| sh(&both, &[&file, &w, &r]).map(drop))?);
-    }
-    Ok((median(tw), median(trw)))
-}
-
 /// One case, both ways, checked.
 fn run_case(bin: &Path, c: &Case, dir: &Path, tree: &Path, want: &str) -> Result<Figures, String> {
     let (img, peer, off, mnt) = (
@@ -442,6 +425,10 @@ fn run_case(bin: &Path, c: &Case, dir: &Path, tree: &Path, want: &str) -> Result
     let (planned_written, planned_read) = (num("bytes_written")?, num("bytes_read")?);
     let free = num("free_before")?;
     let dirs = num("directories_copied")?;
+    // Absent for a job too large to simulate (a larger size moves data).
+    let stages: Option<Vec<u64>> = v["flush_stages"]
+        .as_array()
+        .map(|a| a.iter().filter_map(serde_json::Value::as_u64).collect());
     // Allocated, of the volume: at large clusters far more than the data.
     let used_pct = 100.0 * (1.0 - free as f64 / c.size as f64);
     let run = {
@@ -453,7 +440,11 @@ fn run_case(bin: &Path, c: &Case, dir: &Path, tree: &Path, want: &str) -> Result
     let (t_off, t_mkfs, t_back) = peers(c, &peer, &off, &mnt)?;
     check(c, bin, &img, &mnt, want).map_err(|e| format!("recluster result: {e}"))?;
     check(c, bin, &peer, &mnt, want).map_err(|e| format!("peer result: {e}"))?;
-    let (t_floor, t_floor_rw) = floor(dir, planned_written, planned_read)?;
+    let (t_floor, t_floor_rw) = floor::floor(dir, planned_written, planned_read)?;
+    let t_staged = match &stages {
+        Some(s) => Some(floor::floor_staged(dir, s)?),
+        None => None,
+    };
     Ok(Figures {
         files: 0,
         tree_bytes: 0,
@@ -469,6 +460,8 @@ fn run_case(bin: &Path, c: &Case, dir: &Path, tree: &Path, want: &str) -> Result
         back: t_back,
         floor: t_floor,
         floor_rw: t_floor_rw,
+        stages,
+        floor_staged: t_staged,
         refused: None,
     })
 }
@@ -527,8 +520,8 @@ fn run_in(bin: &Path, dir: &Path) -> Result<String, String> {
 fn table(rows: &[(&Case, Figures)], before: &str, after: &str) -> String {
     let mut t = format!(
         "One run per case, the two ways one after the other. Load average before: {before}.\n\n\
-         | case | files (data, % of the volume) | directories | allocated | recluster | copy off + mkfs + copy back | ratio | floor: write (read + write) | ratio to the floor: write (read + write) | bytes written (planned / `write_bytes`) | bytes read (planned) | peak RSS |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|---|\n"
+         | case | files (data, % of the volume) | directories | allocated | recluster | copy off + mkfs + copy back | ratio | floor: write (read + write) | ratio to the floor: write (read + write) | staged floor: the same bytes in the job's flush stages | ratio to the staged floor | bytes written (planned / `write_bytes`) | bytes read (planned) | peak RSS |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
     );
     for (c, f) in rows {
         let peer = f.off + f.mkfs + f.back;
@@ -557,13 +550,23 @@ fn table(rows: &[(&Case, Figures)], before: &str, after: &str) -> String {
             let pct = 100.0 * f.tree_bytes as f64 / c.size as f64;
             let (from, to) = (size_name(c.from), size_name(c.to));
             t.push_str(&format!(
-                "| {made}, {from} → {to} | {} ({}, {pct:.0} %) | | | refused: {why} | {:.1} s ({:.1} + {:.2} + {:.1}) | | | | | | |\n",
+                "| {made}, {from} → {to} | {} ({}, {pct:.0} %) | | | refused: {why} | {:.1} s ({:.1} + {:.2} + {:.1}) | | | | | | | | |\n",
                 f.files, fmt_bytes(f.tree_bytes as f64), peer, f.off, f.mkfs, f.back
             ));
             continue;
         }
+        let (staged, staged_ratio) = match (&f.stages, f.floor_staged) {
+            (Some(st), Some(t)) => (
+                format!(
+                    "{t:.3} s ({} stages)",
+                    st.iter().filter(|&&b| b > 0).count()
+                ),
+                format!("{:.2}x", f.recluster / t),
+            ),
+            _ => ("not simulated".to_string(), String::new()),
+        };
         t.push_str(&format!(
-            "| {made}, {} → {} | {} ({}, {:.0} %) | {} | {:.0} % | {:.3} s | {:.1} s ({:.1} + {:.2} + {:.1}) | {:.4}x | {:.3} s ({:.3} s) | {:.2}x ({:.2}x) | {} / {} | {} | {:.1} MiB |\n",
+            "| {made}, {} → {} | {} ({}, {:.0} %) | {} | {:.0} % | {:.3} s | {:.1} s ({:.1} + {:.2} + {:.1}) | {:.4}x | {:.3} s ({:.3} s) | {:.2}x ({:.2}x) | {} | {} | {} / {} | {} | {:.1} MiB |\n",
             size_name(c.from),
             size_name(c.to),
             f.files,
@@ -581,6 +584,8 @@ fn table(rows: &[(&Case, Figures)], before: &str, after: &str) -> String {
             f.floor_rw,
             f.recluster / f.floor,
             f.recluster / f.floor_rw,
+            staged,
+            staged_ratio,
             fmt_bytes(f.planned_written as f64),
             fmt_bytes(f.written as f64),
             fmt_bytes(f.planned_read as f64),

@@ -122,6 +122,8 @@ pub(crate) fn refused(
         back,
         floor: 0.0,
         floor_rw: 0.0,
+        stages: None,
+        floor_staged: None,
         refused: Some(why.to_string()),
     })
 }

@@ -155,6 +155,7 @@ mod bench_hosts;
 mod bench_populate;
 mod bench_recluster;
 mod bench_recluster_fat;
+mod bench_recluster_floor;
 mod dist;
 mod embedded;
 mod features;

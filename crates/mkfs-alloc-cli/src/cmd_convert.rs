@@ -89,7 +89,10 @@ pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
         let mut ro = ReadOnlyFile::open(path, block_size)
             .map_err(|e| usage(anyhow!("cannot open {}", e.source)))?;
         let part = crate::partition_pick::choose(&mut ro, args.partition)?;
-        (convert::plan_with_in(&mut ro, ask, part).map_err(refusal)?, part)
+        (
+            convert::plan_with_in(&mut ro, ask, part).map_err(refusal)?,
+            part,
+        )
     };
     if args.dry_run {
         let target = Target::inspect(path, None, None, true)?;

@@ -70,24 +70,35 @@ pub fn run(args: &ReclusterArgs) -> Result<(), Failure> {
         Some(parse_size(&args.cluster).map_err(|e| usage(anyhow!("--cluster: {e}")))?)
     };
     let path = &args.target;
-    let block_size = target_block_size(path)?;
     if args.dry_run {
+        let block_size = target_block_size(path)?;
         // Planned through a read-only handle: nothing can be written.
         let mut ro = ReadOnlyFile::open(path, block_size)
             .map_err(|e| usage(anyhow!("cannot open {}", e.source)))?;
         let part = chosen(&mut ro, args.partition)?;
         let (job, choice) = plan_on(&mut ro, asked, part)?;
+        // The bytes of each flush-separated stage, for a machine reader: the
+        // job run on an overlay of the read-only handle (a job planned on a
+        // partition's slice, or one it cannot simulate, has no such key).
+        let stages = if args.json && part.is_none() {
+            recluster::flush_stages(&mut ro, &job).ok().flatten()
+        } else {
+            None
+        };
         // The checks the real run makes (mounted, in use, locked), collected.
         let target = Target::inspect(path, None, None, true)?;
         let shown = Shown {
             job: &job,
             choice: choice.as_ref(),
+            stages,
         };
         print_plan(args, &shown, target.would_refuse());
         return Ok(());
     }
     // A run is planned once, on the opened and locked target (the plan
     // only reads): the medium cannot change between the plan and the run.
+    // Its block size is the target's own: no inspection for it first.
+    crate::cmd_info::check_file_or_device(path)?;
     let target = Target::inspect(path, None, None, false)?;
     let mut opened = target.open_with(false)?;
     let part = chosen(opened.io(), args.partition)?;
@@ -96,6 +107,7 @@ pub fn run(args: &ReclusterArgs) -> Result<(), Failure> {
     let shown = Shown {
         job: &job,
         choice: choice.as_ref(),
+        stages: None,
     };
     if job.step == Step::Nothing {
         if !args.quiet && !args.json {
@@ -142,6 +154,7 @@ pub fn run(args: &ReclusterArgs) -> Result<(), Failure> {
         let shown = Shown {
             job: &job,
             choice: choice.as_ref(),
+            stages: None,
         };
         crate::report::print_done(plan_json(&shown, None), secs);
     } else if !args.quiet {
@@ -213,18 +226,35 @@ pub(crate) fn print_job(target: &std::path::Path, job: &Job, choice: Option<&Aut
         partition: None,
         target: target.to_path_buf(),
     };
-    print_plan(&args, &Shown { job, choice }, None);
+    print_plan(
+        &args,
+        &Shown {
+            job,
+            choice,
+            stages: None,
+        },
+        None,
+    );
 }
 
 /// The re-cluster's plan of `job` as JSON (the `recluster --json` object).
 pub(crate) fn plan_json_of(job: &Job, choice: Option<&AutoChoice>) -> serde_json::Value {
-    plan_json(&Shown { job, choice }, None)
+    plan_json(
+        &Shown {
+            job,
+            choice,
+            stages: None,
+        },
+        None,
+    )
 }
 
 /// What the plan's print shows: the job, and what `auto` chose.
 struct Shown<'a> {
     job: &'a Job,
     choice: Option<&'a AutoChoice>,
+    /// A dry run's [`recluster::flush_stages`].
+    stages: Option<Vec<u64>>,
 }
 
 fn print_plan(args: &ReclusterArgs, shown: &Shown<'_>, would_refuse: Option<&str>) {
@@ -359,7 +389,8 @@ fn print_fat(p: &Plan) {
 /// The plan's JSON ([`recluster::report::JobReport`]; keys sorted, as every
 /// `--json` object of the CLI).
 fn plan_json(shown: &Shown<'_>, would_refuse: Option<&str>) -> serde_json::Value {
-    let report = recluster::report::JobReport::new(shown.job, shown.choice, would_refuse);
+    let report = recluster::report::JobReport::new(shown.job, shown.choice, would_refuse)
+        .with_flush_stages(shown.stages.clone());
     serde_json::to_value(report).unwrap_or_default()
 }
 

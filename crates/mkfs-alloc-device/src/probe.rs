@@ -55,9 +55,17 @@ pub(crate) fn probe(
 }
 
 /// The whole [`PROBE_UNIT`]s of `base + offset .. base + offset + len`
-/// that read, up to the first that does not.
+/// that read, up to the first that does not: one read of them all (each
+/// read of the probe goes to the device, past its page cache, so a unit a
+/// call costs a device round trip each), and unit by unit only when that
+/// read fails.
 fn read_units(r: &mut dyn ProbeRead, base: u64, offset: u64, len: u64) -> Vec<u8> {
-    let mut out = Vec::new();
+    let whole = len / PROBE_UNIT * PROBE_UNIT;
+    let mut out = vec![0u8; usize::try_from(whole).unwrap_or(0)];
+    if !out.is_empty() && r.read_exact_at(base + offset, &mut out).is_ok() {
+        return out;
+    }
+    out.clear();
     let mut at = offset;
     while at + PROBE_UNIT <= offset + len {
         let mut unit = vec![0u8; PROBE_UNIT as usize];
@@ -143,6 +151,36 @@ mod tests {
         // Nothing at 0: no signature.
         img.truncate(8192);
         assert_eq!(probe_buf(&img, 0), (None, None));
+    }
+
+    #[test]
+    fn one_read_per_range_and_unit_by_unit_past_a_failure() {
+        let mut img = vec![0u8; 64 * 1024];
+        img[3..11].copy_from_slice(b"EXFAT   ");
+        img[88..92].copy_from_slice(&16u32.to_le_bytes());
+        img[96..100].copy_from_slice(&4u32.to_le_bytes());
+        img[108] = 9;
+        img[109] = 3;
+        let mut calls = 0;
+        let mut r = |off: u64, buf: &mut [u8]| {
+            calls += 1;
+            let off = off as usize;
+            buf.copy_from_slice(&img[off..off + buf.len()]);
+            Ok(())
+        };
+        assert_eq!(probe(&mut r, 0, 64 * 1024).0, Some("exfat".into()));
+        // The start, then the root directory's first units.
+        assert_eq!(calls, 2);
+        // A unit that does not read: the units before it still do.
+        let mut r = |off: u64, buf: &mut [u8]| {
+            if off + buf.len() as u64 > 2 * PROBE_UNIT {
+                return Err(io::Error::other("unreadable"));
+            }
+            buf.fill(7);
+            Ok(())
+        };
+        let got = read_units(&mut r, 0, 0, 4 * PROBE_UNIT);
+        assert_eq!(got, vec![7u8; 2 * PROBE_UNIT as usize]);
     }
 
     #[test]

@@ -98,6 +98,7 @@ pub mod report;
 mod resize_refusal;
 mod run;
 mod shrink;
+mod stages;
 mod state;
 mod table;
 #[cfg(test)]
@@ -114,6 +115,7 @@ pub use extended::Extended;
 pub use fat::{FatLayout, FatRefusal};
 pub use grow::{plan_resize, plan_resize_in, resize, Grow, NewSize, ResizeRefusal};
 pub use plan::{plan_from, DirCopy, Evacuation, ExfatGeometry, Plan, Refusal};
+pub use stages::{flush_stages, MAX_SIMULATED_BYTES};
 pub use unfinished::{
     unfinished, unfinished_at, unfinished_fat, unfinished_in, unfinished_resize,
     unfinished_resize_in, unfinished_small_fat,

@@ -35,6 +35,10 @@ pub struct JobReport<'a> {
     pub plan: Option<PlanReport>,
     /// Why the real run would refuse, in words, if it would.
     pub would_refuse: Option<&'a str>,
+    /// The bytes written before each flush, in order
+    /// ([`super::flush_stages`]: a dry run's); absent when not simulated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flush_stages: Option<Vec<u64>>,
 }
 
 impl<'a> JobReport<'a> {
@@ -50,7 +54,14 @@ impl<'a> JobReport<'a> {
             }),
             plan: job.plan.as_ref().map(PlanReport::new),
             would_refuse,
+            flush_stages: None,
         }
+    }
+
+    /// The report with the job's [`super::flush_stages`].
+    pub fn with_flush_stages(mut self, stages: Option<Vec<u64>>) -> Self {
+        self.flush_stages = stages;
+        self
     }
 }
 

@@ -50,3 +50,72 @@ fn a_larger_size_reports_its_groups_and_nothing_reports_no_plan() {
     assert_eq!(v["step"], "nothing");
     assert_eq!(v["plan"], Value::Null);
 }
+
+/// Bytes written per flush by a real run.
+struct PerFlush<'a> {
+    inner: &'a mut MemDisk,
+    stages: Vec<u64>,
+    stage: u64,
+}
+
+impl BlockIo for PerFlush<'_> {
+    fn block_size(&self) -> u32 {
+        self.inner.block_size()
+    }
+    fn num_blocks(&self) -> u64 {
+        self.inner.num_blocks()
+    }
+    fn read_blocks(&mut self, lba: u64, dst: &mut [u8]) -> Result<(), mkfs_alloc_blockio::IoError> {
+        self.inner.read_blocks(lba, dst)
+    }
+    fn write_blocks(&mut self, lba: u64, src: &[u8]) -> Result<(), mkfs_alloc_blockio::IoError> {
+        self.stage += src.len() as u64;
+        self.inner.write_blocks(lba, src)
+    }
+    fn write_zeroes(&mut self, lba: u64, n: u64) -> Result<(), mkfs_alloc_blockio::IoError> {
+        self.stage += n * u64::from(self.inner.block_size());
+        self.inner.write_zeroes(lba, n)
+    }
+    fn flush(&mut self) -> Result<(), mkfs_alloc_blockio::IoError> {
+        self.stages.push(std::mem::take(&mut self.stage));
+        self.inner.flush()
+    }
+}
+
+#[test]
+fn the_flush_stages_are_the_runs_and_leave_the_medium_unchanged() {
+    for (from, cluster) in [(OLD, 4096), (4096, 32 << 10)] {
+        let mut disk = image(SIZE, from);
+        let job = plan(&mut disk, cluster).unwrap();
+        let before = read(&disk, 0, SIZE as usize);
+        let stages = flush_stages(&mut disk, &job).unwrap().unwrap();
+        assert_eq!(
+            read(&disk, 0, SIZE as usize),
+            before,
+            "the overlay wrote through"
+        );
+        let mut counted = PerFlush {
+            inner: &mut disk,
+            stages: Vec::new(),
+            stage: 0,
+        };
+        run(&mut counted, &job).unwrap();
+        assert_eq!(counted.stage, 0, "a write after the last flush");
+        assert_eq!(stages, counted.stages);
+        // The smaller size's seven: record, dirty flag, metadata, backup
+        // region, main region, flag cleared, record cleared.
+        if cluster == 4096 {
+            assert_eq!(stages.len(), 7, "{stages:?}");
+        }
+        assert!(
+            stages.iter().all(|&b| b > 0),
+            "a flush with nothing written: {stages:?}"
+        );
+        let v = serde_json::to_value(
+            JobReport::new(&job, None, None).with_flush_stages(Some(stages.clone())),
+        )
+        .unwrap();
+        assert_eq!(v["flush_stages"], serde_json::json!(stages));
+        check_files(&disk, from as usize).unwrap();
+    }
+}
