@@ -91,6 +91,7 @@ mod fat;
 mod groups;
 mod grow;
 mod grow_fat;
+mod overlay;
 mod plan;
 mod refusal;
 #[cfg(feature = "serde")]

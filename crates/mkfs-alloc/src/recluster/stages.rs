@@ -5,10 +5,9 @@
 //! measurement of the floor can write the same bytes in the same number of
 //! flush-separated stages.
 
-use std::collections::BTreeMap;
+use mkfs_alloc_blockio::BlockIo;
 
-use mkfs_alloc_blockio::{BlockIo, IoError};
-
+use super::overlay::Overlay;
 use super::{run, Job, ReclusterError};
 
 /// The most bytes the overlay holds: a job that writes more (a larger
@@ -33,76 +32,8 @@ pub fn flush_stages<D: BlockIo + ?Sized>(
     if planned > MAX_SIMULATED_BYTES {
         return Ok(None);
     }
-    let mut overlay = Overlay {
-        inner: dev,
-        blocks: BTreeMap::new(),
-        stages: Vec::new(),
-        stage: 0,
-    };
+    let mut overlay = Overlay::new(dev);
     run(&mut overlay, job)?;
-    let mut stages = overlay.stages;
-    if overlay.stage > 0 {
-        stages.push(overlay.stage);
-    }
+    let stages = overlay.into_stages();
     Ok(Some(stages))
-}
-
-/// A copy-on-write view of a medium: written blocks are kept here.
-struct Overlay<'a, D: ?Sized> {
-    inner: &'a mut D,
-    blocks: BTreeMap<u64, Vec<u8>>,
-    /// Bytes written per flush so far.
-    stages: Vec<u64>,
-    /// Bytes written since the last flush.
-    stage: u64,
-}
-
-impl<D: BlockIo + ?Sized> Overlay<'_, D> {
-    fn bs(&self) -> usize {
-        usize::try_from(self.inner.block_size()).unwrap_or(512)
-    }
-}
-
-impl<D: BlockIo + ?Sized> BlockIo for Overlay<'_, D> {
-    fn block_size(&self) -> u32 {
-        self.inner.block_size()
-    }
-
-    fn num_blocks(&self) -> u64 {
-        self.inner.num_blocks()
-    }
-
-    fn read_blocks(&mut self, lba: u64, dst: &mut [u8]) -> Result<(), IoError> {
-        self.inner.read_blocks(lba, dst)?;
-        let bs = self.bs();
-        let n = (dst.len() / bs) as u64;
-        for (&b, data) in self.blocks.range(lba..lba + n) {
-            let at = usize::try_from(b - lba).unwrap_or(0) * bs;
-            dst[at..at + bs].copy_from_slice(data);
-        }
-        Ok(())
-    }
-
-    fn write_blocks(&mut self, lba: u64, src: &[u8]) -> Result<(), IoError> {
-        let bs = self.bs();
-        for (i, chunk) in src.chunks_exact(bs).enumerate() {
-            self.blocks.insert(lba + i as u64, chunk.to_vec());
-        }
-        self.stage += src.len() as u64;
-        Ok(())
-    }
-
-    fn write_zeroes(&mut self, lba: u64, count: u64) -> Result<(), IoError> {
-        let bs = self.bs();
-        for b in lba..lba + count {
-            self.blocks.insert(b, vec![0; bs]);
-        }
-        self.stage += count * bs as u64;
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<(), IoError> {
-        self.stages.push(std::mem::take(&mut self.stage));
-        Ok(())
-    }
 }

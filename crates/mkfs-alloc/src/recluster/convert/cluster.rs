@@ -21,8 +21,8 @@
 
 use mkfs_alloc_blockio::BlockIo;
 
-use super::overlay::Overlay;
 use super::{run, Conversion};
+use crate::recluster::overlay::Overlay;
 use crate::recluster::{self, AutoChoice, Job, ReclusterError, Step};
 
 /// The cluster size a conversion goes to.

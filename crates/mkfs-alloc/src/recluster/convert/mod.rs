@@ -79,7 +79,6 @@ use super::{disk, ReclusterError, Step};
 
 mod alloc;
 mod cluster;
-mod overlay;
 mod run;
 mod to_fat32;
 mod tree;
