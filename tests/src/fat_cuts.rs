@@ -21,7 +21,7 @@ pub fn assert_files_through_mcopy(tmp: &TempDir, img: &Path, files: &[(String, V
     }
 }
 
-/// Whether the first FAT of the FAT16 volume `img` has FAT[1]'s
+/// Whether the first FAT of the FAT16 volume `img` has FAT\[1\]'s
 /// clean-shutdown bit (0x8000, fatgen103 §4) clear: mtools then refuses
 /// the volume ("Error reading FAT": it wants the FAT's fourth byte 0xFF)
 /// unless `MTOOLS_SKIP_CHECK` is set. A re-cluster clears the bit on

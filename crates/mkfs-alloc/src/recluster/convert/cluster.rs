@@ -83,7 +83,7 @@ impl ConvertJob {
 ///
 /// # Errors
 ///
-/// As [`plan`] and [`recluster::plan`] (or [`recluster::plan_auto`]).
+/// As [`plan`](super::plan) and [`recluster::plan`] (or [`recluster::plan_auto`]).
 pub fn plan_with<D: BlockIo + ?Sized>(
     dev: &mut D,
     cluster: NewCluster,
