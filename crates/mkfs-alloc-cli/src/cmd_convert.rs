@@ -4,16 +4,13 @@
 //! refusal comes before the first write (exit 2, the target unchanged);
 //! mounted or busy targets are refused by the format path's own checks.
 
-use crate::cmd_recluster::{refusal, target_block_size};
-use crate::target::Target;
+use crate::in_place::{self, InPlaceArgs, Words};
 use crate::{usage, Failure};
 use anyhow::anyhow;
-use mkfs_alloc::recluster::convert::{self, Conversion};
-use mkfs_alloc::recluster::Step;
+use mkfs_alloc::recluster::convert::Conversion;
+use mkfs_alloc::recluster::{Planned, Request};
 use mkfs_alloc::units::format_size;
-use mkfs_alloc_inspect::ReadOnlyFile;
-use std::path::PathBuf;
-use std::time::Instant;
+use std::path::Path;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -33,21 +30,9 @@ pub struct ConvertArgs {
     /// The file system to convert to: `exfat` (from FAT32).
     #[arg(long, value_name = "FS")]
     pub fs: String,
-    /// Print the plan and write nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Do not ask for confirmation.
-    #[arg(long, short = 'y')]
-    pub yes: bool,
-    /// Print the plan and the outcome as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
-    /// Print nothing but errors.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
-    /// The image file or block device holding the volume (whole medium, or
-    /// one partition of an MBR or GPT).
-    pub target: PathBuf,
+    /// The flags of every in-place command.
+    #[command(flatten)]
+    pub common: InPlaceArgs,
 }
 
 /// Runs `convert`.
@@ -58,93 +43,46 @@ pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
             args.fs
         )));
     }
-    let path = &args.target;
-    let block_size = target_block_size(path)?;
-    let job = {
-        let mut ro = ReadOnlyFile::open(path, block_size)
-            .map_err(|e| usage(anyhow!("cannot open {}", e.source)))?;
-        convert::plan(&mut ro).map_err(refusal)?
-    };
-    if args.dry_run {
-        let target = Target::inspect(path, None, None, true)?;
-        print_plan(args, &job, target.would_refuse());
-        return Ok(());
-    }
-    let target = Target::inspect(path, None, None, false)?;
-    if job.step == Step::Nothing {
-        if !args.quiet && !args.json {
-            eprintln!(
-                "mkfs-alloc: {} is exFAT already; nothing to do",
-                path.display()
-            );
-        }
-        if args.json {
-            print_plan(args, &job, None);
-        }
-        return Ok(());
-    }
-    if !args.quiet && !args.json {
-        print_plan(args, &job, None);
-    }
-    crate::confirm::ask_in_place(
-        args.yes,
-        &format!("convert {} to exFAT in place", path.display()),
-        path,
-    )?;
-    let mut opened = target.open_with(false)?;
-    let started = Instant::now();
-    // Planned again on the opened target.
-    let job = convert::plan(opened.io()).map_err(refusal)?;
-    convert::run(opened.io(), &job).map_err(|e| {
-        Failure::Io(anyhow!(
-            "{e}; the volume is intact (FAT32 or exFAT): run the same command again to finish"
-        ))
-    })?;
-    let secs = started.elapsed().as_secs_f64();
-    if args.json {
-        crate::report::print_done(plan_json(&job, None), secs);
-    } else if !args.quiet {
-        eprintln!("mkfs-alloc: {}: now exFAT ({secs:.2} s)", path.display());
-    }
-    Ok(())
+    in_place::run(Request::ConvertToExfat, &args.common, args)
 }
 
-/// The plan as JSON.
-fn plan_json(job: &Conversion, would_refuse: Option<&str>) -> serde_json::Value {
-    let p = job.plan.as_ref();
-    serde_json::json!({
-        "step": job.step.to_string(),
-        "would_refuse": would_refuse,
-        "cluster_size": p.map(|p| p.exfat.cluster_size),
-        "cluster_count": p.map(|p| p.exfat.cluster_count),
-        "fat_offset": p.map(|p| p.exfat.fat_offset),
-        "heap_offset": p.map(|p| p.exfat.heap_offset),
-        "directories": p.map(|p| p.directories),
-        "files": p.map(|p| p.files),
-        "label": p.and_then(|p| p.label.clone()),
-        "serial": p.map(|p| format!("{:08X}", p.serial)),
-        "bytes_written": p.map(|p| p.bytes_written),
-        "free_after": p.map(|p| p.free_after),
-        "partition_type": p.and_then(|p| p.partition_type),
-    })
+impl Words for ConvertArgs {
+    fn question(&self, path: &Path) -> String {
+        format!("convert {} to exFAT in place", path.display())
+    }
+
+    fn nothing(&self, path: &Path, _: &Planned) -> String {
+        format!("{} is exFAT already; nothing to do", path.display())
+    }
+
+    fn now(&self, _: &Planned) -> String {
+        "exFAT".into()
+    }
+
+    fn intact(&self) -> &'static str {
+        "FAT32 or exFAT"
+    }
+
+    fn bar(&self) -> &'static str {
+        "convert"
+    }
+
+    fn print_plan(&self, path: &Path, planned: &Planned, would_refuse: Option<&str>) {
+        if let Planned::Convert(job) = planned {
+            print_plan(path, job, would_refuse);
+        }
+    }
 }
 
-/// The plan, as text on stderr or JSON on stdout.
-fn print_plan(args: &ConvertArgs, job: &Conversion, would_refuse: Option<&str>) {
-    if args.json {
-        outln!("{:#}", plan_json(job, would_refuse));
-        return;
-    }
-    if args.quiet {
-        return;
-    }
+/// The plan, as text on stderr.
+fn print_plan(path: &Path, job: &Conversion, would_refuse: Option<&str>) {
     let Some(p) = &job.plan else {
-        eprintln!("mkfs-alloc: {}: {}", args.target.display(), job.step);
+        eprintln!("mkfs-alloc: {}: {}", path.display(), job.step);
         return;
     };
     eprintln!(
         "mkfs-alloc: {}: FAT32 to exFAT in place ({})",
-        args.target.display(),
+        path.display(),
         job.step
     );
     eprintln!(

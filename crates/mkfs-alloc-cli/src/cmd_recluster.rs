@@ -5,14 +5,12 @@
 //! before the first write (exit 2, the target unchanged); mounted or busy
 //! targets are refused by the format path's own target checks.
 
-use crate::target::Target;
+use crate::in_place::{self, InPlaceArgs, Words};
 use crate::{usage, Failure};
 use anyhow::anyhow;
-use mkfs_alloc::recluster::{self, AutoChoice, Coarse, Job, Plan, ReclusterError, Step};
+use mkfs_alloc::recluster::{Coarse, Job, Plan, Planned, Request};
 use mkfs_alloc::units::{format_signed_size, format_size, parse_size};
-use mkfs_alloc_inspect::ReadOnlyFile;
-use std::path::PathBuf;
-use std::time::Instant;
+use std::path::Path;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -29,7 +27,11 @@ Clusters marked bad are carried over (still bad at the new size).";
 
 /// Options of `mkfs-alloc recluster`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = EXAMPLES)]
+#[command(
+    after_help = EXAMPLES,
+    mut_arg("dry_run", |a| a.help("Print the plan (new geometry, what moves, bytes read and written, space gained) and write nothing")),
+    mut_arg("target", |a| a.help("The image file or block device holding the volume (whole medium, or one FAT/exFAT partition of an MBR or GPT)")),
+)]
 pub struct ReclusterArgs {
     /// The new cluster size (e.g. 4K), or `auto`: the size the advice
     /// recommends for the files on the volume. Smaller (a size that divides
@@ -38,185 +40,89 @@ pub struct ReclusterArgs {
     /// are copied into free space first.
     #[arg(long, value_name = "SIZE|auto")]
     pub cluster: String,
-    /// Print the plan (new geometry, what moves, bytes read and written,
-    /// space gained) and write nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Do not ask for confirmation.
-    #[arg(long, short = 'y')]
-    pub yes: bool,
-    /// Print the plan and the outcome as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
-    /// Print nothing but errors.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
-    /// The image file or block device holding the volume (whole medium, or
-    /// one FAT/exFAT partition of an MBR or GPT).
-    pub target: PathBuf,
+    /// The flags of every in-place command.
+    #[command(flatten)]
+    pub common: InPlaceArgs,
 }
 
 /// Runs `recluster`.
 pub fn run(args: &ReclusterArgs) -> Result<(), Failure> {
-    let auto = args.cluster.eq_ignore_ascii_case("auto");
-    let asked = if auto {
-        None
+    let request = if args.cluster.eq_ignore_ascii_case("auto") {
+        Request::ReclusterAuto
     } else {
-        Some(parse_size(&args.cluster).map_err(|e| usage(anyhow!("--cluster: {e}")))?)
+        let c = parse_size(&args.cluster).map_err(|e| usage(anyhow!("--cluster: {e}")))?;
+        Request::Recluster(c)
     };
-    let path = &args.target;
-    let block_size = target_block_size(path)?;
-    if args.dry_run {
-        // Planned through a read-only handle: nothing can be written.
-        let mut ro = ReadOnlyFile::open(path, block_size)
-            .map_err(|e| usage(anyhow!("cannot open {}", e.source)))?;
-        let (job, choice) = plan_on(&mut ro, asked)?;
-        // The checks the real run makes (mounted, in use, locked), collected.
-        let target = Target::inspect(path, None, None, true)?;
-        let shown = Shown {
-            job: &job,
-            choice: choice.as_ref(),
-        };
-        print_plan(args, &shown, target.would_refuse());
-        return Ok(());
+    in_place::run(request, &args.common, args)
+}
+
+impl Words for ReclusterArgs {
+    fn question(&self, path: &Path) -> String {
+        format!("re-cluster {} in place", path.display())
     }
-    // A run is planned once, on the opened and locked target (the plan
-    // only reads): the medium cannot change between the plan and the run.
-    let target = Target::inspect(path, None, None, false)?;
-    let mut opened = target.open_with(false)?;
-    let (job, choice) = plan_on(opened.io(), asked)?;
-    let cluster = choice.as_ref().map_or(asked.unwrap_or(0), |c| c.cluster);
-    let shown = Shown {
-        job: &job,
-        choice: choice.as_ref(),
-    };
-    if job.step == Step::Nothing {
-        if !args.quiet && !args.json {
-            eprintln!(
-                "mkfs-alloc: {} already has {} clusters{}; nothing to do",
+
+    fn nothing(&self, path: &Path, planned: &Planned) -> String {
+        let Planned::Recluster { auto, cluster, .. } = planned else {
+            return String::new();
+        };
+        format!(
+            "{} already has {} clusters{}; nothing to do",
+            path.display(),
+            format_size(*cluster),
+            auto.as_ref().map_or(String::new(), |c| format!(
+                ", the size auto chose ({})",
+                c.reason
+            ))
+        )
+    }
+
+    fn now(&self, planned: &Planned) -> String {
+        match planned {
+            Planned::Recluster { cluster, .. } => format!("{} clusters", format_size(*cluster)),
+            _ => String::new(),
+        }
+    }
+
+    fn intact(&self) -> &'static str {
+        "the old or the new one"
+    }
+
+    fn bar(&self) -> &'static str {
+        "re-cluster"
+    }
+
+    fn print_plan(&self, path: &Path, planned: &Planned, would_refuse: Option<&str>) {
+        let Planned::Recluster { job, auto, .. } = planned else {
+            return;
+        };
+        if let Some(c) = auto {
+            outln!(
+                "{}: auto chose {} (now {}): {}",
                 path.display(),
-                format_size(cluster),
-                choice.as_ref().map_or(String::new(), |c| format!(
-                    ", the size auto chose ({})",
-                    c.reason
-                ))
+                format_size(c.cluster),
+                format_size(c.current),
+                c.reason
             );
         }
-        if args.json {
-            print_plan(args, &shown, None);
-        }
-        return Ok(());
-    }
-    if !args.quiet && !args.json {
-        print_plan(args, &shown, None);
-    }
-    crate::confirm::ask_in_place(
-        args.yes,
-        &format!("re-cluster {} in place", path.display()),
-        path,
-    )?;
-    let started = Instant::now();
-    let bar = crate::report::Progress::new(!args.quiet && !args.json, "re-cluster");
-    let done = recluster::run_with_progress(opened.io(), &job, &mut |d, t| bar.update(d, t));
-    bar.finish();
-    done.map_err(|e| {
-        Failure::Io(anyhow!(
-            "{e}; the volume is intact (the old or the new one): run the same command again to finish"
-        ))
-    })?;
-    let secs = started.elapsed().as_secs_f64();
-    if args.json {
-        let shown = Shown {
-            job: &job,
-            choice: choice.as_ref(),
+        let Some(p) = &job.plan else {
+            outln!("{}: {}", path.display(), job.step);
+            return;
         };
-        crate::report::print_done(plan_json(&shown, None), secs);
-    } else if !args.quiet {
-        eprintln!(
-            "mkfs-alloc: {}: now {} clusters ({:.2} s)",
-            path.display(),
-            format_size(cluster),
-            secs
-        );
-    }
-    Ok(())
-}
-
-/// The job for `asked` (`None`: `auto`) on `dev`, and what auto chose.
-fn plan_on(
-    dev: &mut dyn mkfs_alloc::blockio::BlockIo,
-    asked: Option<u64>,
-) -> Result<(Job, Option<AutoChoice>), Failure> {
-    match asked {
-        Some(c) => Ok((recluster::plan(dev, c).map_err(refusal)?, None)),
-        None => {
-            let (choice, job) = recluster::plan_auto(dev).map_err(refusal)?;
-            Ok((job, Some(choice)))
+        print_text(path, job, p);
+        if let Some(r) = would_refuse {
+            outln!("the real run would refuse: {r}");
         }
     }
 }
 
-/// A refusal or a read error before any write: exit 2.
-pub(crate) fn refusal(e: ReclusterError) -> Failure {
-    match e {
-        ReclusterError::Io(e) => Failure::Io(anyhow!(e)),
-        other => usage(anyhow!(other)),
-    }
-}
-
-/// The logical block size of `path`, an image file (512) or a block
-/// device; anything else is a usage error.
-pub(crate) fn target_block_size(path: &std::path::Path) -> Result<u32, Failure> {
-    crate::cmd_info::check_file_or_device(path)?;
-    Ok(mkfs_alloc_device::read_block_size(path))
-}
-
-/// What the plan's print shows: the job, and what `auto` chose.
-struct Shown<'a> {
-    job: &'a Job,
-    choice: Option<&'a AutoChoice>,
-}
-
-fn print_plan(args: &ReclusterArgs, shown: &Shown<'_>, would_refuse: Option<&str>) {
-    if args.json {
-        outln!("{:#}", plan_json(shown, would_refuse));
-        return;
-    }
-    if args.quiet {
-        return;
-    }
-    let job = shown.job;
-    if let Some(c) = shown.choice {
-        outln!(
-            "{}: auto chose {} (now {}): {}",
-            args.target.display(),
-            format_size(c.cluster),
-            format_size(c.current),
-            c.reason
-        );
-    }
-    let Some(p) = &job.plan else {
-        outln!("{}: {}", args.target.display(), job.step);
-        return;
-    };
-    print_text(args, job, p);
-    if let Some(r) = would_refuse {
-        outln!("the real run would refuse: {r}");
-    }
-}
-
-fn print_text(args: &ReclusterArgs, job: &Job, p: &Plan) {
+fn print_text(path: &Path, job: &Job, p: &Plan) {
     if let Some(c) = &p.coarse {
-        print_larger(args, job, p, c);
+        print_larger(path, job, p, c);
         return;
     }
     let sz = format_size;
     let kind = p.fat.as_ref().map_or("exFAT", |f| f.kind.display_name());
-    outln!(
-        "{}: re-cluster {kind} ({})",
-        args.target.display(),
-        job.step
-    );
+    outln!("{}: re-cluster {kind} ({})", path.display(), job.step);
     outln!(
         "  cluster size   {} -> {} ({} new clusters per old one)",
         sz(p.old.cluster_size),
@@ -306,13 +212,6 @@ fn print_fat(p: &Plan) {
     );
 }
 
-/// The plan's JSON ([`recluster::report::JobReport`]; keys sorted, as every
-/// `--json` object of the CLI).
-fn plan_json(shown: &Shown<'_>, would_refuse: Option<&str>) -> serde_json::Value {
-    let report = recluster::report::JobReport::new(shown.job, shown.choice, would_refuse);
-    serde_json::to_value(report).unwrap_or_default()
-}
-
 /// The plan's free space, I/O and time estimate, as text.
 fn print_totals(p: &Plan) {
     let sz = format_size;
@@ -376,14 +275,10 @@ fn print_bitmap_and_dirs(p: &Plan, twice: bool) {
 }
 
 /// The plan of a larger cluster size, as text.
-fn print_larger(args: &ReclusterArgs, job: &Job, p: &Plan, c: &Coarse) {
+fn print_larger(path: &Path, job: &Job, p: &Plan, c: &Coarse) {
     let sz = format_size;
     let kind = if p.fat.is_some() { "FAT32" } else { "exFAT" };
-    outln!(
-        "{}: re-cluster {kind} ({})",
-        args.target.display(),
-        job.step
-    );
+    outln!("{}: re-cluster {kind} ({})", path.display(), job.step);
     outln!(
         "  cluster size   {} -> {} ({} old clusters per new one)",
         sz(p.old.cluster_size),

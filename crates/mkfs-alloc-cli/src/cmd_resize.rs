@@ -5,14 +5,12 @@
 //! unchanged); an image file shorter than SIZE is extended only after
 //! that.
 
-use crate::target::Target;
+use crate::in_place::{self, InPlaceArgs, Words};
 use crate::{usage, Failure};
 use anyhow::anyhow;
-use mkfs_alloc::recluster::{self, Extended, Grow, Job, NewSize, ReclusterError, Step};
+use mkfs_alloc::recluster::{Grow, Job, NewSize, Planned, Request};
 use mkfs_alloc::units::{format_size, parse_size};
-use mkfs_alloc_inspect::ReadOnlyFile;
-use std::path::PathBuf;
-use std::time::Instant;
+use std::path::Path;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -30,27 +28,19 @@ finishes the job.";
 
 /// Options of `mkfs-alloc resize`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = EXAMPLES)]
+#[command(
+    after_help = EXAMPLES,
+    mut_arg("dry_run", |a| a.help("Print the plan (new geometry, bytes read and written, time) and write nothing")),
+    mut_arg("target", |a| a.help("The image file or block device holding the volume")),
+)]
 pub struct ResizeArgs {
     /// The new size of the volume (e.g. 16G), or `max`: to the end of the
     /// medium. An image file shorter than SIZE is extended to it.
     #[arg(long, value_name = "SIZE|max")]
     pub size: String,
-    /// Print the plan (new geometry, bytes read and written, time) and
-    /// write nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Do not ask for confirmation.
-    #[arg(long, short = 'y')]
-    pub yes: bool,
-    /// Print the plan and the outcome as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
-    /// Print nothing but errors.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
-    /// The image file or block device holding the volume.
-    pub target: PathBuf,
+    /// The flags of every in-place command.
+    #[command(flatten)]
+    pub common: InPlaceArgs,
 }
 
 /// Runs `resize`.
@@ -60,119 +50,59 @@ pub fn run(args: &ResizeArgs) -> Result<(), Failure> {
     } else {
         NewSize::Bytes(parse_size(&args.size).map_err(|e| usage(anyhow!("--size: {e}")))?)
     };
-    let path = &args.target;
-    let block_size = crate::cmd_recluster::target_block_size(path)?;
-    let is_dev = mkfs_alloc_device::is_block_device(path);
-    let len = image_len(path);
-    // An image shorter than SIZE is planned as if extended (read as zeros
-    // past its end) and extended only once every check has passed.
-    let extend = match size {
-        NewSize::Bytes(b) if !is_dev && b > len => Some(b),
-        _ => None,
-    };
-    let job = {
-        let ro = ReadOnlyFile::open(path, block_size)
-            .map_err(|e| usage(anyhow!("cannot open {}", e.source)))?;
-        let blocks = extend.map_or(0, |b| b.div_ceil(u64::from(block_size)));
-        recluster::plan_resize(&mut Extended::new(ro, blocks), size).map_err(refusal)?
-    };
-    if args.dry_run {
-        let target = Target::inspect(path, extend, None, true)?;
-        print_plan(args, &job, target.would_refuse());
-        return Ok(());
+    in_place::run(Request::Resize(size), &args.common, args)
+}
+
+impl Words for ResizeArgs {
+    fn question(&self, path: &Path) -> String {
+        format!("resize the volume on {} in place", path.display())
     }
-    let target = Target::inspect(path, extend, None, false)?;
-    if job.step == Step::Nothing {
-        if args.json {
-            print_plan(args, &job, None);
-        } else if !args.quiet {
-            eprintln!(
-                "mkfs-alloc: {} already has that size; nothing to do",
-                path.display()
-            );
+
+    fn nothing(&self, path: &Path, _: &Planned) -> String {
+        format!("{} already has that size; nothing to do", path.display())
+    }
+
+    fn now(&self, planned: &Planned) -> String {
+        match planned {
+            Planned::Resize(job) => job
+                .grow
+                .as_ref()
+                .map_or(String::new(), |g| format_size(g.new_bytes)),
+            _ => String::new(),
         }
-        return Ok(());
     }
-    if !args.quiet && !args.json {
-        print_plan(args, &job, None);
+
+    fn intact(&self) -> &'static str {
+        "the old or the new one"
     }
-    crate::confirm::ask_in_place(
-        args.yes,
-        &format!("resize the volume on {} in place", path.display()),
-        path,
-    )?;
-    let mut opened = target.open_with(false)?;
-    let started = Instant::now();
-    // Planned again on the opened (and extended) target.
-    let job = recluster::plan_resize(opened.io(), size).map_err(|e| {
-        if let Some(old) = extend.map(|_| len) {
-            let _ = std::fs::OpenOptions::new()
-                .write(true)
-                .open(path)
-                .and_then(|f| f.set_len(old));
+
+    fn bar(&self) -> &'static str {
+        "resize"
+    }
+
+    fn print_plan(&self, path: &Path, planned: &Planned, would_refuse: Option<&str>) {
+        let Planned::Resize(job) = planned else {
+            return;
+        };
+        let Some(g) = &job.grow else {
+            outln!("{}: {}", path.display(), job.step.resize_text());
+            return;
+        };
+        print_grow(path, job, g);
+        if let Some(r) = would_refuse {
+            outln!("the real run would refuse: {r}");
         }
-        refusal(e)
-    })?;
-    let bar = crate::report::Progress::new(!args.quiet && !args.json, "resize");
-    let done = recluster::run_with_progress(opened.io(), &job, &mut |d, t| bar.update(d, t));
-    bar.finish();
-    done.map_err(|e| {
-        Failure::Io(anyhow!(
-            "{e}; the volume is intact (the old or the new one): run the same command again to finish"
-        ))
-    })?;
-    let secs = started.elapsed().as_secs_f64();
-    if args.json {
-        crate::report::print_done(plan_json(&job, None), secs);
-    } else if !args.quiet {
-        let now = job
-            .grow
-            .as_ref()
-            .map_or(String::new(), |g| format_size(g.new_bytes));
-        eprintln!("mkfs-alloc: {}: now {now} ({secs:.2} s)", path.display());
-    }
-    Ok(())
-}
-
-/// A refusal or a read error before any write: exit 2.
-fn refusal(e: ReclusterError) -> Failure {
-    match e {
-        ReclusterError::Io(e) => Failure::Io(anyhow!(e)),
-        other => usage(anyhow!(other)),
     }
 }
 
-fn print_plan(args: &ResizeArgs, job: &Job, would_refuse: Option<&str>) {
-    if args.json {
-        outln!("{:#}", plan_json(job, would_refuse));
-        return;
-    }
-    if args.quiet {
-        return;
-    }
-    let Some(g) = &job.grow else {
-        outln!("{}: {}", args.target.display(), step_text(&job.step));
-        return;
-    };
-    print_grow(args, job, g);
-    if let Some(r) = would_refuse {
-        outln!("the real run would refuse: {r}");
-    }
-}
-
-/// The step in a resize's words.
-fn step_text(step: &Step) -> String {
-    step.to_string().replace("re-cluster", "resize")
-}
-
-fn print_grow(args: &ResizeArgs, job: &Job, g: &Grow) {
+fn print_grow(path: &Path, job: &Job, g: &Grow) {
     let sz = format_size;
     let exfat = g.fs == mkfs_alloc::layout::FsKind::Exfat;
     outln!(
         "{}: grow {} ({})",
-        args.target.display(),
+        path.display(),
         if exfat { "exFAT" } else { "FAT32" },
-        step_text(&job.step)
+        job.step.resize_text()
     );
     outln!(
         "  volume         {} -> {} ({} -> {} sectors)",
@@ -230,37 +160,4 @@ fn print_totals(g: &Grow) {
         "  time           about {:.1} s on a stick that reads 20 MB/s and writes 5 MB/s",
         g.estimate_stick_seconds()
     );
-}
-
-/// The plan's JSON (keys sorted, as every `--json` object of the CLI).
-fn plan_json(job: &Job, would_refuse: Option<&str>) -> serde_json::Value {
-    let mut v = serde_json::json!({
-        "command": "resize",
-        "step": step_text(&job.step),
-        "would_refuse": would_refuse,
-    });
-    if let Some(g) = &job.grow {
-        v["grow"] = serde_json::json!({
-            "fs": if g.fs == mkfs_alloc::layout::FsKind::Exfat { "exfat" } else { "fat32" },
-            "volume_bytes": [g.old_bytes, g.new_bytes],
-            "cluster_size": g.new.cluster_size,
-            "cluster_count": [g.old.cluster_count, g.new.cluster_count],
-            "heap_offset": g.new.heap_offset,
-            "fat_offset": g.new.fat_offset,
-            "fat_bytes": [g.old.fat_bytes, g.new.fat_bytes],
-            "bitmap": {"cluster": g.bitmap.0, "bytes": g.bitmap.1},
-            "root": {"cluster": g.new.root_cluster, "clusters": g.root_clusters},
-            "free_bytes": [g.free_before, g.free_after],
-            "bytes_read": g.bytes_read,
-            "bytes_written": g.bytes_written,
-            "estimate_stick_seconds": g.estimate_stick_seconds(),
-        });
-    }
-    v
-}
-
-/// The length of the image file `path` (0 when it cannot be read: the
-/// plan's read then fails with the reason).
-fn image_len(path: &std::path::Path) -> u64 {
-    std::fs::metadata(path).map_or(0, |m| m.len())
 }

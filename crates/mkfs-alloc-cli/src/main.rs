@@ -31,6 +31,7 @@ mod contents;
 mod data;
 mod guid;
 mod hints;
+mod in_place;
 mod report;
 mod rootdir;
 mod target;

@@ -91,6 +91,7 @@ mod fat;
 mod groups;
 mod grow;
 mod grow_fat;
+mod in_place;
 mod plan;
 mod refusal;
 #[cfg(feature = "serde")]
@@ -110,6 +111,7 @@ pub use error::ReclusterError;
 pub use extended::Extended;
 pub use fat::{FatLayout, FatRefusal};
 pub use grow::{plan_resize, resize, Grow, NewSize, ResizeRefusal};
+pub use in_place::{Planned, Request};
 pub use plan::{plan_from, DirCopy, Evacuation, ExfatGeometry, Plan, Refusal};
 pub use unfinished::{
     unfinished, unfinished_at, unfinished_fat, unfinished_in, unfinished_resize,
@@ -199,6 +201,13 @@ impl fmt::Display for Step {
             Step::Finish => "finish an unfinished re-cluster (cut after the switch)",
             Step::Nothing => "nothing to do",
         })
+    }
+}
+
+impl Step {
+    /// The step in a resize's words (its `Display` says re-cluster).
+    pub fn resize_text(&self) -> String {
+        self.to_string().replace("re-cluster", "resize")
     }
 }
 

@@ -50,3 +50,67 @@ fn a_larger_size_reports_its_groups_and_nothing_reports_no_plan() {
     assert_eq!(v["step"], "nothing");
     assert_eq!(v["plan"], Value::Null);
 }
+
+/// `disk` with `extra` zero bytes after it.
+fn extended(disk: &MemDisk, extra: u64) -> MemDisk {
+    let mut v = disk.as_bytes().to_vec();
+    v.resize(v.len() + usize::try_from(extra).unwrap(), 0);
+    MemDisk::from_vec(disk.block_size(), v).unwrap()
+}
+
+#[test]
+fn a_resize_reports_its_grow_and_nothing_reports_no_grow() {
+    let mut disk = extended(&image(SIZE, OLD), SIZE);
+    let request = Request::Resize(NewSize::Max);
+    assert_eq!(request.image_extended_to(SIZE), None);
+    assert_eq!(
+        Request::Resize(NewSize::Bytes(SIZE + 1)).image_extended_to(SIZE),
+        Some(SIZE + 1)
+    );
+    let planned = request.plan(&mut disk).unwrap();
+    let v = serde_json::to_value(planned.report(None)).unwrap();
+    let Planned::Resize(job) = &planned else {
+        panic!("not a resize")
+    };
+    let g = job.grow.as_ref().unwrap();
+    assert_eq!(v["command"], "resize");
+    assert_eq!(v["step"], "start");
+    assert_eq!(v["would_refuse"], Value::Null);
+    let r = &v["grow"];
+    assert_eq!(r["fs"], "exfat");
+    assert_eq!(r["volume_bytes"], serde_json::json!([SIZE, 2 * SIZE]));
+    assert_eq!(r["cluster_count"][1], g.new.cluster_count);
+    assert_eq!(r["bitmap"]["cluster"], g.bitmap.0);
+    assert_eq!(r["root"]["clusters"], g.root_clusters);
+    assert_eq!(r["free_bytes"][1], g.free_after);
+    assert_eq!(r["bytes_written"], g.bytes_written);
+    planned.run(&mut disk, &mut |_, _| {}).unwrap();
+    let v = serde_json::to_value(request.plan(&mut disk).unwrap().report(Some("busy"))).unwrap();
+    assert_eq!(v["step"], "nothing to do");
+    assert_eq!(v["would_refuse"], "busy");
+    assert!(v.get("grow").is_none());
+}
+
+#[test]
+fn a_conversion_reports_its_figures_then_nulls_once_exfat() {
+    let (mut disk, _) = super::fat::fat32((40 << 20) + (2 << 20), 512, 2, super::fat::Table::None);
+    let planned = Request::ConvertToExfat.plan(&mut disk).unwrap();
+    let v = serde_json::to_value(planned.report(None)).unwrap();
+    let Planned::Convert(c) = &planned else {
+        panic!("not a conversion")
+    };
+    let p = c.plan.as_ref().unwrap();
+    assert_eq!(v["step"], "start");
+    assert_eq!(v["cluster_size"], 512);
+    assert_eq!(v["heap_offset"], p.exfat.heap_offset);
+    assert_eq!(v["serial"], format!("{:08X}", p.serial));
+    assert_eq!(v["partition_type"], Value::Null);
+    assert!(!planned.reports_progress());
+    planned.run(&mut disk, &mut |_, _| {}).unwrap();
+    let again = Request::ConvertToExfat.plan(&mut disk).unwrap();
+    assert_eq!(*again.step(), Step::Nothing);
+    let v = serde_json::to_value(again.report(None)).unwrap();
+    assert_eq!(v["step"], "nothing to do");
+    assert_eq!(v["files"], Value::Null);
+    assert_eq!(v["serial"], Value::Null);
+}

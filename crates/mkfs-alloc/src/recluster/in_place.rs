@@ -1,0 +1,124 @@
+//! The three in-place jobs (re-cluster, resize, convert) behind one shape,
+//! for a front end that runs any of them the same way: a [`Request`] is
+//! planned on the medium (reads only) into a [`Planned`] job, which says
+//! what is left ([`Planned::step`]) and runs ([`Planned::run`]).
+
+use super::convert::{self, Conversion};
+use super::{AutoChoice, Job, NewSize, ReclusterError, Step};
+use mkfs_alloc_blockio::BlockIo;
+
+/// An in-place change of the volume on a medium.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Request {
+    /// A re-cluster to this cluster size in bytes ([`super::plan`]).
+    Recluster(u64),
+    /// A re-cluster to the size the advice recommends for the files on the
+    /// volume ([`super::plan_auto`]).
+    ReclusterAuto,
+    /// A resize ([`super::plan_resize`]).
+    Resize(NewSize),
+    /// FAT32 to exFAT ([`convert::plan`]).
+    ConvertToExfat,
+}
+
+/// A [`Request`] planned, ready to run.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Planned {
+    /// A re-cluster.
+    Recluster {
+        /// The job.
+        job: Job,
+        /// What `auto` chose, if it chose.
+        auto: Option<AutoChoice>,
+        /// The cluster size asked, or the one `auto` chose.
+        cluster: u64,
+    },
+    /// A resize (its [`Job::grow`] is the plan).
+    Resize(Job),
+    /// A conversion to exFAT.
+    Convert(Conversion),
+}
+
+impl Request {
+    /// Plans the request on the one FAT/exFAT volume of `dev`, from the
+    /// state the medium is in. Reads only.
+    ///
+    /// # Errors
+    ///
+    /// The planner's ([`super::plan`], [`super::plan_auto`],
+    /// [`super::plan_resize`], [`convert::plan`]).
+    pub fn plan<D: BlockIo + ?Sized>(&self, dev: &mut D) -> Result<Planned, ReclusterError> {
+        Ok(match *self {
+            Request::Recluster(cluster) => Planned::Recluster {
+                job: super::plan(dev, cluster)?,
+                auto: None,
+                cluster,
+            },
+            Request::ReclusterAuto => {
+                let (choice, job) = super::plan_auto(dev)?;
+                Planned::Recluster {
+                    cluster: choice.cluster,
+                    auto: Some(choice),
+                    job,
+                }
+            }
+            Request::Resize(size) => Planned::Resize(super::plan_resize(dev, size)?),
+            Request::ConvertToExfat => Planned::Convert(convert::plan(dev)?),
+        })
+    }
+
+    /// The length an image file of `len` bytes is extended to before the
+    /// run (a resize to more bytes than the file has), if any; the plan
+    /// reads it as that long first ([`super::Extended`]).
+    pub fn image_extended_to(&self, len: u64) -> Option<u64> {
+        match *self {
+            Request::Resize(NewSize::Bytes(b)) if b > len => Some(b),
+            _ => None,
+        }
+    }
+
+    /// Whether the job is planned once, on the medium opened for the run
+    /// (a re-cluster: its plan reads the whole tree), rather than first
+    /// read-only and again on the opened medium (a resize extends an image
+    /// file only after its read-only plan).
+    pub fn plans_once(&self) -> bool {
+        matches!(self, Request::Recluster(_) | Request::ReclusterAuto)
+    }
+}
+
+impl Planned {
+    /// What is left to do.
+    pub fn step(&self) -> &Step {
+        match self {
+            Planned::Recluster { job, .. } | Planned::Resize(job) => &job.step,
+            Planned::Convert(c) => &c.step,
+        }
+    }
+
+    /// Whether [`Planned::run`] reports its progress (a conversion does not).
+    pub fn reports_progress(&self) -> bool {
+        !matches!(self, Planned::Convert(_))
+    }
+
+    /// Runs the job on `dev` (the medium it was planned on), `progress`
+    /// called with the bytes written so far and in all.
+    ///
+    /// # Errors
+    ///
+    /// The first write or flush that fails; the medium is then in a state
+    /// the same request, planned and run again, finishes.
+    pub fn run<D: BlockIo + ?Sized>(
+        &self,
+        dev: &mut D,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<(), ReclusterError> {
+        match self {
+            Planned::Recluster { job, .. } | Planned::Resize(job) => {
+                super::run_with_progress(dev, job, progress)
+            }
+            Planned::Convert(c) => convert::run(dev, c),
+        }
+    }
+}
