@@ -181,7 +181,7 @@ fn print_text(path: &Path, job: &Job, p: &Plan) {
         sz(p.files_allocated.0),
         sz(p.files_allocated.1)
     );
-    print_totals(p);
+    in_place::print_totals(&p.totals(), &format_signed_size(p.space_gained()));
 }
 
 /// A FAT volume's reserved sectors and data region.
@@ -209,26 +209,6 @@ fn print_fat(p: &Plan) {
         p.old.heap_offset,
         p.new.heap_offset,
         f.fat_count
-    );
-}
-
-/// The plan's free space, I/O and time estimate, as text.
-fn print_totals(p: &Plan) {
-    let sz = format_size;
-    outln!(
-        "  free           {} -> {} (gained {})",
-        sz(p.free_before),
-        sz(p.free_after),
-        format_signed_size(p.space_gained())
-    );
-    outln!(
-        "  I/O            reads {}, writes {}",
-        sz(p.bytes_read),
-        sz(p.bytes_written)
-    );
-    outln!(
-        "  time           about {:.1} s on a stick that reads 20 MB/s and writes 5 MB/s",
-        p.estimate_stick_seconds()
     );
 }
 
@@ -335,5 +315,5 @@ fn print_larger(path: &Path, job: &Job, p: &Plan, c: &Coarse) {
         sz(c.slack.0),
         sz(c.slack.1)
     );
-    print_totals(p);
+    in_place::print_totals(&p.totals(), &format_signed_size(p.space_gained()));
 }

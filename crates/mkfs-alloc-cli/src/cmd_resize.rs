@@ -126,7 +126,7 @@ fn print_grow(path: &Path, job: &Job, g: &Grow) {
     );
     if !exfat {
         outln!("  switch         the boot sector (after its backup); FSInfo's hints recounted");
-        print_totals(g);
+        in_place::print_totals(&g.totals(), &sz(g.free_after.saturating_sub(g.free_before)));
         return;
     }
     outln!(
@@ -139,25 +139,5 @@ fn print_grow(path: &Path, job: &Job, g: &Grow) {
         g.new.root_cluster,
         crate::cmd_info::plural(u64::from(g.root_clusters), "cluster", "clusters")
     );
-    print_totals(g);
-}
-
-/// The plan's free space, I/O and time estimate.
-fn print_totals(g: &Grow) {
-    let sz = format_size;
-    outln!(
-        "  free           {} -> {} (gained {})",
-        sz(g.free_before),
-        sz(g.free_after),
-        sz(g.free_after.saturating_sub(g.free_before))
-    );
-    outln!(
-        "  I/O            reads {}, writes {}",
-        sz(g.bytes_read),
-        sz(g.bytes_written)
-    );
-    outln!(
-        "  time           about {:.1} s on a stick that reads 20 MB/s and writes 5 MB/s",
-        g.estimate_stick_seconds()
-    );
+    in_place::print_totals(&g.totals(), &sz(g.free_after.saturating_sub(g.free_before)));
 }

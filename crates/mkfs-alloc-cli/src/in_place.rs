@@ -9,7 +9,8 @@ use crate::target::Target;
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::inspect::ReadOnlyFile;
-use mkfs_alloc::recluster::{Extended, Planned, ReclusterError, Request, Step};
+use mkfs_alloc::recluster::{Extended, Planned, ReclusterError, Request, Step, Totals};
+use mkfs_alloc::units::format_size;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -139,6 +140,23 @@ pub fn run(request: Request, a: &InPlaceArgs, words: &dyn Words) -> Result<(), F
         eprintln!("mkfs-alloc: {}: now {now} ({secs:.2} s)", path.display());
     }
     Ok(())
+}
+
+/// A plan's free space (`gained`: what it gains, in words), I/O and time
+/// estimate, as text.
+pub fn print_totals(t: &Totals, gained: &str) {
+    let sz = format_size;
+    outln!(
+        "  free           {} -> {} (gained {gained})",
+        sz(t.free.0),
+        sz(t.free.1)
+    );
+    let (r, w) = (sz(t.bytes_read), sz(t.bytes_written));
+    outln!("  I/O            reads {r}, writes {w}");
+    outln!(
+        "  time           about {:.1} s on a stick that reads 20 MB/s and writes 5 MB/s",
+        t.estimate_stick_seconds
+    );
 }
 
 /// The plan, as JSON or in the command's words.

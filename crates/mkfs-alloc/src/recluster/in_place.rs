@@ -4,7 +4,7 @@
 //! what is left ([`Planned::step`]) and runs ([`Planned::run`]).
 
 use super::convert::{self, Conversion};
-use super::{AutoChoice, Job, NewSize, ReclusterError, Step};
+use super::{AutoChoice, Grow, Job, NewSize, Plan, ReclusterError, Step};
 use mkfs_alloc_blockio::BlockIo;
 
 /// An in-place change of the volume on a medium.
@@ -119,6 +119,44 @@ impl Planned {
                 super::run_with_progress(dev, job, progress)
             }
             Planned::Convert(c) => convert::run(dev, c),
+        }
+    }
+}
+
+/// A plan's totals, as a summary shows them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct Totals {
+    /// Free bytes now and after.
+    pub free: (u64, u64),
+    /// Bytes the job reads.
+    pub bytes_read: u64,
+    /// Bytes the job writes.
+    pub bytes_written: u64,
+    /// The time estimate on a slow USB stick, in seconds.
+    pub estimate_stick_seconds: f64,
+}
+
+impl Plan {
+    /// The re-cluster's totals ([`Plan::estimate_stick_seconds`]).
+    pub fn totals(&self) -> Totals {
+        Totals {
+            free: (self.free_before, self.free_after),
+            bytes_read: self.bytes_read,
+            bytes_written: self.bytes_written,
+            estimate_stick_seconds: self.estimate_stick_seconds(),
+        }
+    }
+}
+
+impl Grow {
+    /// The grow's totals ([`Grow::estimate_stick_seconds`]).
+    pub fn totals(&self) -> Totals {
+        Totals {
+            free: (self.free_before, self.free_after),
+            bytes_read: self.bytes_read,
+            bytes_written: self.bytes_written,
+            estimate_stick_seconds: self.estimate_stick_seconds(),
         }
     }
 }

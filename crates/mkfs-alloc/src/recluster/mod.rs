@@ -111,11 +111,11 @@ pub use error::ReclusterError;
 pub use extended::Extended;
 pub use fat::{FatLayout, FatRefusal};
 pub use grow::{plan_resize, resize, Grow, NewSize, ResizeRefusal};
-pub use in_place::{Planned, Request};
+pub use in_place::{Planned, Request, Totals};
 pub use plan::{plan_from, DirCopy, Evacuation, ExfatGeometry, Plan, Refusal};
 pub use unfinished::{
     unfinished, unfinished_at, unfinished_fat, unfinished_in, unfinished_resize,
-    unfinished_resize_in, unfinished_small_fat,
+    unfinished_resize_in, unfinished_small_fat, Unfinished, UnfinishedRecluster,
 };
 
 use state::{Intent, Region};
