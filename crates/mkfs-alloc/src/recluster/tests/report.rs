@@ -114,3 +114,37 @@ fn a_conversion_reports_its_figures_then_nulls_once_exfat() {
     assert_eq!(v["files"], Value::Null);
     assert_eq!(v["serial"], Value::Null);
 }
+
+#[test]
+fn medium_info_names_a_cut_recluster_until_it_is_run_again() {
+    use crate::inspect::{medium_info, InspectOptions};
+    use mkfs_alloc_blockio::PowerCutIo;
+    let disk = image(SIZE, OLD);
+    let opts = InspectOptions::default();
+    let mut d = disk.clone();
+    let info = medium_info(&mut d, &opts).unwrap();
+    assert_eq!(info.unfinished, Unfinished::default());
+    assert_eq!(info.findings.len(), info.report.volumes.len());
+    assert!(info
+        .findings
+        .iter()
+        .all(|f| f.findings.is_empty() && f.dropped == 0));
+    assert!(info.sd.is_none());
+    // Cut after the intent record and VolumeDirty are flushed.
+    let mut cut = PowerCutIo::new(disk, 8, 1);
+    assert!(recluster(&mut cut, 4096).is_err());
+    let mut d = cut.into_surviving().unwrap();
+    let info = medium_info(&mut d, &opts).unwrap();
+    let v = serde_json::to_value(&info.unfinished).unwrap();
+    assert_eq!(
+        v["recluster_unfinished"],
+        serde_json::json!([{"volume": 1, "cluster_size": 4096}])
+    );
+    assert_eq!(v["resize_unfinished"], serde_json::json!([]));
+    assert_eq!(v["convert_unfinished"], serde_json::json!([]));
+    recluster(&mut d, 4096).unwrap();
+    assert_eq!(
+        medium_info(&mut d, &opts).unwrap().unfinished,
+        Unfinished::default()
+    );
+}
