@@ -29,8 +29,10 @@ Clusters marked bad are carried over (still bad at the new size).";
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = EXAMPLES,
-    mut_arg("dry_run", |a| a.help("Print the plan (new geometry, what moves, bytes read and written, space gained) and write nothing")),
-    mut_arg("target", |a| a.help("The image file or block device holding the volume (whole medium, or one FAT/exFAT partition of an MBR or GPT)")),
+    mut_args(in_place::help_of(
+        "Print the plan (new geometry, what moves, bytes read and written, space gained) and write nothing",
+        "The image file or block device holding the volume (whole medium, or one FAT/exFAT partition of an MBR or GPT)",
+    )),
 )]
 pub struct ReclusterArgs {
     /// The new cluster size (e.g. 4K), or `auto`: the size the advice

@@ -30,8 +30,10 @@ finishes the job.";
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = EXAMPLES,
-    mut_arg("dry_run", |a| a.help("Print the plan (new geometry, bytes read and written, time) and write nothing")),
-    mut_arg("target", |a| a.help("The image file or block device holding the volume")),
+    mut_args(in_place::help_of(
+        "Print the plan (new geometry, bytes read and written, time) and write nothing",
+        "The image file or block device holding the volume",
+    )),
 )]
 pub struct ResizeArgs {
     /// The new size of the volume (e.g. 16G), or `max`: to the end of the

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// The flags every in-place command takes (a command words `--dry-run`
-/// and `TARGET` its own way with `mut_arg`).
+/// and `TARGET` its own way with [`help_of`]).
 #[derive(Debug, clap::Args)]
 pub struct InPlaceArgs {
     /// Print the plan and write nothing.
@@ -33,6 +33,16 @@ pub struct InPlaceArgs {
     /// The image file or block device holding the volume (whole medium, or
     /// one partition of an MBR or GPT).
     pub target: PathBuf,
+}
+
+/// Words `--dry-run` and `TARGET` the command's way (`mut_args`, which
+/// keeps the flags' order for the completions).
+pub fn help_of(dry_run: &'static str, target: &'static str) -> impl FnMut(clap::Arg) -> clap::Arg {
+    move |a| match a.get_id().as_str() {
+        "dry_run" => a.help(dry_run),
+        "target" => a.help(target),
+        _ => a,
+    }
 }
 
 /// What an in-place command says, in its words.
