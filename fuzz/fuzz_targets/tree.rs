@@ -60,7 +60,7 @@ fn volume(fs: FsKind, bytes: u64) -> Volume {
     let mut disk = MemDisk::new(512, bytes / 512).expect("disk");
     write_volume(&layout, &mut disk, &mut |_, _| {}).expect("write");
     let img = disk.into_inner();
-    let heap = layout.cluster_offset(2) as usize;
+    let heap = layout.cluster_offset(mkfs_alloc_layout::ClusterIndex::FIRST) as usize;
     let cluster = layout.cluster_size().bytes() as usize;
     let (exfat, width, root) = match layout.geometry() {
         Geometry::Exfat(g) => {

@@ -13,6 +13,7 @@
 //!            cache + direct-I/O loop device)
 //!  racetree  a --rootdir source whose entry becomes a link between walk and copy
 //!  recluster the re-cluster tests' images, tree through exfat-fuse, fsck of cut states
+//!  fat_cuts  fsck.fat and mcopy on every state a cut FAT re-cluster leaves
 //!  fatfs_io  the fatfs crate as an independent FAT reader/writer
 //!  boot      independent decoders of exFAT and FAT32 boot fields
 //!  image     sentinel files, hashes, reads at an offset
@@ -29,6 +30,7 @@ pub mod check;
 pub mod checks;
 pub mod cli;
 pub mod fakestick;
+pub mod fat_cuts;
 pub mod fatfs_io;
 pub mod geometry;
 pub mod image;

@@ -5,7 +5,9 @@
 //! stamps, a label) converts to an exFAT volume that fsck.exfat finds
 //! clean, dump.exfat reads with the label, serial and cluster size kept,
 //! and exfat-fuse reads back with every file identical, its name and its
-//! modification time (to FAT's 2 seconds) as mtools stored them.
+//! modification time (to FAT's 2 seconds) as mtools stored them; with
+//! `--cluster 32K`, the same at 32 KiB clusters (the conversion and the
+//! re-cluster in one run).
 
 use mkfs_alloc_tests::checks::{dump_exfat_cluster_size, fsck_exfat_clean};
 use mkfs_alloc_tests::tools::{require_fuse, require_root, require_tool};
@@ -164,6 +166,102 @@ fn mkfs_fat_filled_by_mtools_converts_to_exfat_with_every_file() {
     out.assert_success();
 }
 
+/// A FAT32 image of `size` made by mkfs.fat (`mkfs` its options besides
+/// `-F 32`), filled by mtools with [`tree`] (times kept).
+fn mtools_filled(tmp: &TempDir, size: &str, mkfs: &[&str]) -> std::path::PathBuf {
+    let img = tmp.join("v.img");
+    let p = img.to_str().expect("utf-8");
+    run("truncate", &["-s", size, p]).assert_success();
+    let mut all = vec!["-F", "32"];
+    all.extend_from_slice(mkfs);
+    all.push(p);
+    run(require_tool("mkfs.fat"), &all).assert_success();
+    let host = tmp.subdir("in");
+    for (path, data, t) in &tree() {
+        let f = host.join(path);
+        std::fs::create_dir_all(f.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&f, data).expect("write");
+        std::fs::File::options()
+            .write(true)
+            .open(&f)
+            .and_then(|h| h.set_modified(*t))
+            .expect("mtime");
+    }
+    let mut args = vec!["-s".to_string(), "-m".into(), "-i".into(), p.into()];
+    for e in std::fs::read_dir(&host).expect("dir") {
+        args.push(e.expect("entry").path().to_str().expect("utf-8").into());
+    }
+    args.push("::/".into());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run(require_tool("mcopy"), &args).assert_success();
+    img
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (root, mkfs.fat, mtools, fsck.exfat, dump.exfat, exfat-fuse)"]
+fn convert_with_a_cluster_size_makes_exfat_at_that_size_with_every_file() {
+    require_root();
+    require_fuse();
+    let tmp = TempDir::new("convert-cluster");
+    // 512-byte clusters, so that 32 KiB is a re-cluster of 64 to one.
+    let img = mtools_filled(&tmp, "64M", &["-s", "1", "-n", "CLUSTERS"]);
+    let p = img.to_str().expect("utf-8");
+    let before = std::fs::read(&img).expect("read");
+    // Refused in its re-cluster part (not a power of two), and a dry run:
+    // nothing written.
+    let out = mkfs_alloc(&["convert", "--fs", "exfat", "--cluster", "3000", "--yes", p]);
+    out.assert_code(2);
+    assert!(std::fs::read(&img).expect("read") == before);
+    let out = mkfs_alloc(&[
+        "convert",
+        "--fs",
+        "exfat",
+        "--cluster",
+        "32K",
+        "--dry-run",
+        "--json",
+        p,
+    ]);
+    out.assert_success();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+    assert_eq!(v["step"], "start");
+    assert_eq!(v["new_cluster_size"], 32768);
+    assert_eq!(
+        v["recluster"]["plan"]["new"]["cluster_size"], 32768,
+        "{v:#}"
+    );
+    assert!(std::fs::read(&img).expect("read") == before);
+    let started = std::time::Instant::now();
+    let out = mkfs_alloc(&["convert", "--fs", "exfat", "--cluster", "32K", "--yes", p]);
+    out.assert_success();
+    eprintln!(
+        "convert --cluster 32K of a 64 MiB mkfs.fat volume: {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+    fsck_exfat_clean(&img);
+    assert_eq!(dump_exfat_cluster_size(&img), 32768);
+    let lo = LoopDevice::attach(&img);
+    let mnt = tmp.subdir("mnt");
+    let m = FuseMount::exfat(lo.path(), &mnt);
+    let files = tree();
+    for (path, data, t) in &files {
+        let f = mnt.join(path);
+        assert!(std::fs::read(&f).expect("read") == *data, "{path} differs");
+        let got = std::fs::metadata(&f)
+            .and_then(|m| m.modified())
+            .expect("mtime");
+        let d = got.duration_since(*t).unwrap_or_else(|e| e.duration());
+        assert!(d <= Duration::from_secs(2), "{path}: {got:?} vs {t:?}");
+    }
+    assert_eq!(count_files(&mnt), files.len());
+    m.unmount();
+    drop(lo);
+    // Again: nothing to do, nothing written.
+    let done = std::fs::read(&img).expect("read");
+    mkfs_alloc(&["convert", "--fs", "exfat", "--cluster", "32K", "--yes", p]).assert_success();
+    assert!(std::fs::read(&img).expect("read") == done);
+}
+
 /// fsck's findings on `img`: fsck.exfat's for an exFAT volume (VolumeDirty
 /// left out: it is set until the job is done, on purpose), fsck.fat's for
 /// the FAT32 volume before the switch (FATs that differ left out: the
@@ -312,4 +410,94 @@ fn one_fat_or_few_reserved_sectors_are_refused_unchanged() {
         assert!(out.stderr.contains(said), "{args:?}: {out}");
         assert!(std::fs::read(&img).expect("read") == before, "{args:?}");
     }
+}
+
+/// What shows a large sparse image unchanged without reading it all: its
+/// first 32 MiB (exFAT's boot regions, FAT, bitmap, up-case table and
+/// directories as mkfs.exfat places them), its length and its mtime.
+fn digest(img: &Path) -> (Vec<u8>, u64, SystemTime) {
+    use std::io::Read;
+    let mut head = vec![0u8; 32 << 20];
+    let mut f = std::fs::File::open(img).expect("open");
+    f.read_exact(&mut head).expect("read");
+    let m = f.metadata().expect("metadata");
+    (head, m.len(), m.modified().expect("mtime"))
+}
+
+/// A `size` image made by mkfs.exfat at 4 KiB clusters, mounted through
+/// exfat-fuse for `fill`, unmounted.
+fn exfat_filled(tmp: &TempDir, size: &str, fill: &dyn Fn(&Path)) -> std::path::PathBuf {
+    let img = tmp.join("x.img");
+    let p = img.to_str().expect("utf-8");
+    run("truncate", &["-s", size, p]).assert_success();
+    run(require_tool("mkfs.exfat"), &["-c", "4K", p]).assert_success();
+    let lo = LoopDevice::attach(&img);
+    let mnt = tmp.subdir("xmnt");
+    let m = FuseMount::exfat(lo.path(), &mnt);
+    fill(&mnt);
+    m.unmount();
+    drop(lo);
+    img
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (root, mkfs.exfat, exfat-fuse)"]
+fn exfat_to_fat32_is_planned_and_refuses_what_fat32_cannot_hold_unchanged() {
+    require_root();
+    require_fuse();
+    let tmp = TempDir::new("convert-fat32");
+    let files = tree();
+    let img = exfat_filled(&tmp, "300M", &|mnt| {
+        for (path, data, t) in &files {
+            let f = mnt.join(path);
+            std::fs::create_dir_all(f.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&f, data).expect("write");
+            std::fs::File::options()
+                .write(true)
+                .open(&f)
+                .and_then(|h| h.set_modified(*t))
+                .expect("mtime");
+        }
+    });
+    let p = img.to_str().expect("utf-8");
+    let before = std::fs::read(&img).expect("read");
+    let out = mkfs_alloc(&["convert", "--fs", "fat32", "--dry-run", "--json", p]);
+    out.assert_success();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+    assert_eq!(v["files"], files.len(), "{v:#}");
+    assert_eq!(v["cluster_size"], 4096);
+    assert_eq!(v["write_supported"], false);
+    let out = mkfs_alloc(&["convert", "--fs", "fat32", "--yes", p]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("not supported yet"), "{out}");
+    assert!(std::fs::read(&img).expect("read") == before);
+    std::fs::remove_file(&img).expect("rm");
+    // A 4 GiB file exFAT holds (exfat-fuse's truncate: DataLength 4 GiB):
+    // named, exit 2, unchanged.
+    let started = std::time::Instant::now();
+    let img = exfat_filled(&tmp, "4200M", &|mnt| {
+        std::fs::create_dir_all(mnt.join("dir")).expect("mkdir");
+        std::fs::write(mnt.join("dir/a.txt"), b"first").expect("write");
+        std::fs::File::create(mnt.join("dir/big.bin"))
+            .and_then(|f| f.set_len(4 << 30))
+            .expect("truncate");
+    });
+    let p = img.to_str().expect("utf-8");
+    let sum = digest(&img);
+    for args in [
+        &["convert", "--fs", "fat32", "--dry-run", p][..],
+        &["convert", "--fs", "fat32", "--yes", p][..],
+    ] {
+        let out = mkfs_alloc(args);
+        out.assert_code(2);
+        assert!(
+            out.stderr.contains("/dir/big.bin") && out.stderr.contains("4 GiB"),
+            "{out}"
+        );
+    }
+    assert!(digest(&img) == sum);
+    eprintln!(
+        "the 4 GiB file's volume made and refused in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
 }

@@ -14,9 +14,13 @@
 //! fsck.exfat calls consistent but whose files differ fails the test.
 //! The same the other way: made at 4 KiB, reclustered to 128 KiB (the
 //! files copied into free clusters before the switch).
+//! And FAT32: a volume made by mkfs.fat at 1 KiB clusters and filled by
+//! mtools, reclustered to 512 bytes on the same device, each cut state
+//! judged by fsck.fat (only the marks of an unfinished job) and mcopy
+//! (every file as written), then finished by the same command.
 //!
 //! Tool tier: root, FUSE, fusepy, losetup, mkfs.exfat, exfat-fuse,
-//! fsck.exfat, dump.exfat.
+//! fsck.exfat, dump.exfat, mkfs.fat, mtools, fsck.fat.
 
 use mkfs_alloc_blockio::powercut::sweep::cut_points;
 use mkfs_alloc_tests::checks::{dump_exfat_cluster_size, fsck_exfat_clean};
@@ -303,4 +307,122 @@ fn power_cuts_on_a_device((from, from_bytes): (&str, u64), (to, to_bytes): (&str
         points.len(),
         started.elapsed().as_secs_f64()
     );
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (root, fusepy, mkfs.fat, mtools, fsck.fat)"]
+fn cli_recluster_of_a_mkfs_fat_volume_survives_power_cuts_on_a_device() {
+    use mkfs_alloc_tests::checks::{fsck_fat_clean, fsck_fat_geometry};
+    use mkfs_alloc_tests::fat_cuts::{cluster_size, files_through_mcopy, fsck_fat_cut_findings};
+    use mkfs_alloc_tests::recluster::{fat_tool_tree, mkfs_fat_filled};
+    require_root();
+    require_fuse();
+    for tool in ["losetup", "mkfs.fat", "mcopy", "fsck.fat"] {
+        require_tool(tool);
+    }
+    let started = Instant::now();
+    let tmp = TempDir::new("recluster-fat-powercut");
+    let disk_mnt = tmp.subdir("disk");
+    // 72 MiB at 1 KiB: 73,140 clusters; 142,232 at 512 bytes (FAT32 both).
+    let img = mkfs_fat_filled(&tmp, 72 << 20, &["-F", "32", "-s", "2", "-S", "512"]);
+    let tree = fat_tool_tree();
+    fsck_fat_clean(&img);
+    assert_eq!(files_through_mcopy(&tmp, &img, &tree, false), Ok(()));
+    let prepared = std::fs::read(&img).expect("read the prepared image");
+
+    // The uncut run: the operation count and where the fsyncs come.
+    let disk = PowerCutDisk::serve(&disk_mnt, &img, None, 0);
+    recluster(disk.path(), "512").assert_success();
+    let uncut: CutStats = disk.remove();
+    assert!(
+        uncut.fsyncs > 0 && uncut.writes > 0 && !uncut.cut,
+        "{uncut:?}"
+    );
+    fsck_fat_clean(&img);
+    assert_eq!(fsck_fat_geometry(&img), (512, 512));
+    assert_eq!(files_through_mcopy(&tmp, &img, &tree, false), Ok(()));
+    // The comparison is over real bytes: a flipped byte of a file's data
+    // (at every place its bytes are: copied clusters keep them too) is
+    // that file's difference.
+    {
+        let (name, data) = &tree[4];
+        let probe = &data[4096..4096 + 64];
+        let mut damaged = std::fs::read(&img).expect("read the result");
+        let at: Vec<usize> = damaged
+            .windows(probe.len())
+            .enumerate()
+            .filter(|(_, w)| *w == probe)
+            .map(|(at, _)| at)
+            .collect();
+        assert!(!at.is_empty(), "the file's bytes are in the image");
+        for a in at {
+            damaged[a] ^= 0x5A;
+        }
+        let control = tmp.join("control.img");
+        std::fs::write(&control, &damaged).expect("write");
+        let got = files_through_mcopy(&tmp, &control, &tree, false);
+        assert_eq!(got, Err(format!("{name} differs")));
+    }
+
+    let points = cut_points(uncut.ops, &uncut.fsync_ops, SPREAD);
+    let (mut failed_runs, mut intact_before, mut not_consistent) = (0, 0, 0);
+    let (mut old_layout, mut new_layout, mut kept, mut dropped) = (0, 0, 0, 0);
+    for &k in &points {
+        let ctx = format!("cut at op {k} of {}", uncut.ops);
+        std::fs::write(&img, &prepared).expect("reset");
+        let disk = PowerCutDisk::serve(&disk_mnt, &img, Some(k), k);
+        let out = recluster(disk.path(), "512");
+        let at_exit = disk.stats();
+        assert!(
+            !(at_exit.cut && out.success()),
+            "{ctx}: the CLI reports success although the power went during its run:\n{out}"
+        );
+        failed_runs += usize::from(!out.success());
+        let cut = disk.remove();
+        (kept, dropped) = (kept + cut.kept, dropped + cut.dropped);
+
+        // Before the rerun: fsck.fat finding only the marks of an
+        // unfinished job means every file must read back as written.
+        let (found, wrong, _) = fsck_fat_cut_findings(&img, false);
+        if wrong.is_empty() {
+            if let Err(e) = files_through_mcopy(&tmp, &img, &tree, false) {
+                panic!("{ctx}: CONSISTENT BUT DAMAGED before the rerun: {e}\n{found:?}");
+            }
+            intact_before += 1;
+            match cluster_size(&img) {
+                1024 => old_layout += 1,
+                512 => new_layout += 1,
+                other => panic!("{ctx}: {other}-byte clusters before the rerun"),
+            }
+        } else {
+            not_consistent += 1;
+            eprintln!("{ctx}: before the rerun fsck.fat says {found:?}");
+        }
+
+        let disk = PowerCutDisk::serve(&disk_mnt, &img, None, 0);
+        let out = recluster(disk.path(), "512");
+        assert!(out.success(), "{ctx}: the rerun fails:\n{out}");
+        assert!(!disk.remove().cut, "{ctx}");
+        fsck_fat_clean(&img);
+        assert_eq!(fsck_fat_geometry(&img), (512, 512), "{ctx}");
+        if let Err(e) = files_through_mcopy(&tmp, &img, &tree, false) {
+            panic!("{ctx}: after the rerun {e}");
+        }
+    }
+    eprintln!(
+        "recluster 1K -> 512 of a 72 MiB mkfs.fat volume ({} files): {} ops ({} writes, {} fsyncs \
+         at {:?}); {} cut points (one seed each): the cut run failed in {failed_runs}, \
+         {intact_before} already consistent and intact before the rerun ({old_layout} at 1 KiB, \
+         {new_layout} at 512 B; {not_consistent} not consistent), all {} intact after it; {kept} \
+         unflushed blocks kept, {dropped} lost; {:.1} s",
+        tree.len(),
+        uncut.ops,
+        uncut.writes,
+        uncut.fsyncs,
+        uncut.fsync_ops,
+        points.len(),
+        points.len(),
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(intact_before + not_consistent, points.len());
 }

@@ -5,9 +5,12 @@
 //! cluster size, every file reads back byte for byte through mcopy, and a
 //! second run is nothing to do. A FAT12 volume whose new count would make
 //! it FAT16 is refused (exit 2, `convert` named, the image unchanged byte
-//! for byte).
+//! for byte). On every state a cut of either job leaves, fsck.fat finds only
+//! the marks of an unfinished job, every file reads back intact through
+//! mcopy, and the same command run again finishes it clean.
 
 use mkfs_alloc_tests::checks::{fsck_fat_clean, fsck_fat_geometry, mtools};
+use mkfs_alloc_tests::fat_cuts::{fsck_fat_every_cut_state, FatCuts};
 use mkfs_alloc_tests::{mkfs_alloc, require_tool, run, test_data, TempDir};
 use std::path::{Path, PathBuf};
 
@@ -204,4 +207,40 @@ fn a_fat12_whose_new_count_is_fat16_is_refused_unchanged() {
     assert!(out.stderr.contains("convert"), "{out}");
     assert!(out.stderr.contains("FAT16"), "{out}");
     assert!(std::fs::read(&img).expect("read") == before);
+}
+
+/// fsck.fat and mcopy on the states a cut of the re-cluster of `img` to
+/// `to` at each of its operations leaves (two seeds each), each then
+/// finished by the same command.
+fn every_cut_state(tmp: &TempDir, img: &Path, to: u64) {
+    let files = tree();
+    let sweep = FatCuts {
+        to,
+        sector: 512,
+        seeds: 2,
+        max_points: usize::MAX,
+        rerun: true,
+        lost_clusters: false,
+    };
+    let c = fsck_fat_every_cut_state(tmp, img, sweep, &files);
+    assert!(c.ops > 20 && c.states > 40, "{c:?}");
+    assert_eq!((c.intact_before, c.finished_by_rerun), (c.states, c.states));
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (mkfs.fat, mtools, fsck.fat)"]
+fn fsck_fat_finds_every_file_intact_in_every_cut_state_of_a_fat16_job() {
+    let tmp = TempDir::new("recluster-fat16-cuts");
+    // 16 MiB at 2 KiB: 8,150 clusters; 32,600 at 512 bytes (FAT16 both).
+    let img = filled(&tmp, 16 << 20, &["-F", "16", "-s", "4", "-S", "512"]);
+    every_cut_state(&tmp, &img, 512);
+}
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (mkfs.fat, mtools, fsck.fat)"]
+fn fsck_fat_finds_every_file_intact_in_every_cut_state_of_a_fat12_job() {
+    let tmp = TempDir::new("recluster-fat12-cuts");
+    // 3 MiB at 2 KiB, one reserved sector: 1,500 clusters; 3,050 at 1 KiB.
+    let img = filled(&tmp, 3 << 20, &["-F", "12", "-s", "4", "-S", "512", "-a"]);
+    every_cut_state(&tmp, &img, 1024);
 }

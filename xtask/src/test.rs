@@ -103,10 +103,14 @@ fn check_fuse() {
 
 /// `cargo xtask test`: every test, the tool/root tier included. The tool
 /// tier's tests are `#[ignore = "tool tier: cargo xtask test"]` so that a
-/// plain `cargo test` passes on a bare machine; here they run
-/// (`--include-ignored`), and a missing tool or missing root FAILS them
-/// (the guards of `crates/mkfs-alloc-testsupport` panic naming the tool and
-/// its package). Nothing is skipped.
+/// plain `cargo test` passes on a bare machine; here they run, and a missing
+/// tool or missing root FAILS them (the guards of
+/// `crates/mkfs-alloc-testsupport` panic naming the tool and its package).
+/// Nothing is skipped, and nothing runs twice: without arguments the pure
+/// tier runs as `test-pure` runs it (user 65534, an empty `PATH`, which is
+/// stricter than root with every tool), then the doctests, then the tool
+/// tier alone (`--ignored`) as root. With arguments (a package, a filter)
+/// both tiers run as root (`--include-ignored`), for a developer's narrow run.
 pub(crate) fn test_cmd(args: &[String]) -> Result<(), String> {
     let start = Instant::now();
     if !is_root() {
@@ -131,16 +135,32 @@ pub(crate) fn test_cmd(args: &[String]) -> Result<(), String> {
     // ARGS go to cargo, TEST-ARGS (after `--`) to the test harness.
     let split = args.iter().position(|a| a == "--").unwrap_or(args.len());
     let (cargo_args, test_args) = (&args[..split], args.get(split + 1..).unwrap_or(&[]));
-    run(Command::new(cargo())
-        .current_dir(&root)
-        .args(["test", "--workspace"])
-        .args(cargo_args)
-        .args(["--", "--include-ignored"])
-        .args(test_args)
-        .env("MKFS_ALLOC_BIN", &bin)
-        .env("PATH", path_with_sbin()))?;
-    if cargo_args.is_empty() {
+    let cargo_test = |targets: &[&str], harness: &[&str]| {
+        run(Command::new(cargo())
+            .current_dir(&root)
+            .args(["test", "--workspace"])
+            .args(targets)
+            .args(cargo_args)
+            .arg("--")
+            .args(harness)
+            .args(test_args)
+            .env("MKFS_ALLOC_BIN", &bin)
+            .env("PATH", path_with_sbin()))
+    };
+    if args.is_empty() {
+        let pure = Instant::now();
+        test_pure_cmd(&[])?;
+        eprintln!("xtask: pure tier finished in {:.0?}", pure.elapsed());
+        cargo_test(&["--doc"], &[])?;
+        // The doctests ran above; `--ignored` would run their `ignore`
+        // blocks, which are not meant to compile.
+        cargo_test(&["--lib", "--bins", "--tests"], &["--ignored"])?;
         sdmmc_doctest(&root)?;
+    } else {
+        cargo_test(&[], &["--include-ignored"])?;
+        if cargo_args.is_empty() {
+            sdmmc_doctest(&root)?;
+        }
     }
     eprintln!("xtask: test finished in {:.0?}", start.elapsed());
     Ok(())

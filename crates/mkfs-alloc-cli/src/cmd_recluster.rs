@@ -8,7 +8,7 @@
 use crate::in_place::{self, InPlaceArgs, Words};
 use crate::{usage, Failure};
 use anyhow::anyhow;
-use mkfs_alloc::recluster::{Coarse, Job, Plan, Planned, Request};
+use mkfs_alloc::recluster::{AutoChoice, Coarse, Job, Plan, Planned, Request};
 use mkfs_alloc::units::{format_signed_size, format_size, parse_size};
 use std::path::Path;
 
@@ -94,26 +94,36 @@ impl Words for ReclusterArgs {
     }
 
     fn print_plan(&self, path: &Path, planned: &Planned, would_refuse: Option<&str>) {
-        let Planned::Recluster { job, auto, .. } = planned else {
-            return;
-        };
-        if let Some(c) = auto {
-            outln!(
-                "{}: auto chose {} (now {}): {}",
-                path.display(),
-                format_size(c.cluster),
-                format_size(c.current),
-                c.reason
-            );
+        if let Planned::Recluster { job, auto, .. } = planned {
+            print_job(path, job, auto.as_ref(), would_refuse);
         }
-        let Some(p) = &job.plan else {
-            outln!("{}: {}", path.display(), job.step);
-            return;
-        };
-        print_text(path, job, p);
-        if let Some(r) = would_refuse {
-            outln!("the real run would refuse: {r}");
-        }
+    }
+}
+
+/// The re-cluster's plan of `job` on `path` as text, `auto` what `auto`
+/// chose: also what `convert --cluster` shows of its second part.
+pub(crate) fn print_job(
+    path: &Path,
+    job: &Job,
+    auto: Option<&AutoChoice>,
+    would_refuse: Option<&str>,
+) {
+    if let Some(c) = auto {
+        outln!(
+            "{}: auto chose {} (now {}): {}",
+            path.display(),
+            format_size(c.cluster),
+            format_size(c.current),
+            c.reason
+        );
+    }
+    let Some(p) = &job.plan else {
+        outln!("{}: {}", path.display(), job.step);
+        return;
+    };
+    print_text(path, job, p);
+    if let Some(r) = would_refuse {
+        outln!("the real run would refuse: {r}");
     }
 }
 
@@ -183,7 +193,10 @@ fn print_text(path: &Path, job: &Job, p: &Plan) {
         sz(p.files_allocated.0),
         sz(p.files_allocated.1)
     );
-    in_place::print_totals(&p.totals(), &format_signed_size(p.space_gained()));
+    in_place::print_totals(
+        &p.totals(),
+        &format!("gained {}", format_signed_size(p.space_gained())),
+    );
 }
 
 /// A FAT volume's reserved sectors and data region.
@@ -317,5 +330,8 @@ fn print_larger(path: &Path, job: &Job, p: &Plan, c: &Coarse) {
         sz(c.slack.0),
         sz(c.slack.1)
     );
-    in_place::print_totals(&p.totals(), &format_signed_size(p.space_gained()));
+    in_place::print_totals(
+        &p.totals(),
+        &format!("gained {}", format_signed_size(p.space_gained())),
+    );
 }

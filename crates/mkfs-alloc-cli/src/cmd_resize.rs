@@ -1,13 +1,16 @@
 //! `mkfs-alloc resize --size SIZE|max TARGET`: grow an exFAT or FAT32
-//! volume that holds data into the space after it, in place (the engine is
-//! `mkfs_alloc::recluster`, the re-cluster's). Planned read-only first;
-//! every refusal comes before the first write (exit 2, the target
-//! unchanged); an image file shorter than SIZE is extended only after
-//! that.
+//! volume that holds data into the space after it, or shrink an exFAT
+//! volume (its data past the new end moved below it), in place (the
+//! engine is `mkfs_alloc::recluster`, the re-cluster's). Planned
+//! read-only first; every refusal comes before the first write (exit 2,
+//! the target unchanged); an image file shorter than SIZE is extended only
+//! after that, and one a shrink leaves longer than its volume is cut to
+//! it.
 
 use crate::in_place::{self, InPlaceArgs, Words};
 use crate::{usage, Failure};
 use anyhow::anyhow;
+use mkfs_alloc::partition::PartitionGrow;
 use mkfs_alloc::recluster::{Grow, Job, NewSize, Planned, Request};
 use mkfs_alloc::units::{format_size, parse_size};
 use std::path::Path;
@@ -18,13 +21,23 @@ Examples:
     truncate -s +1G stick.img
     mkfs-alloc resize --size max --dry-run stick.img
     mkfs-alloc resize --size max --yes stick.img
+  The second partition of a disk image, grown up to the third:
+    mkfs-alloc resize --size max --partition 2 --yes disk.img
   An image grown to 16 GiB (the file is extended first):
     mkfs-alloc resize --size 16G --yes stick.img
+  An exFAT image shrunk to 4 GiB (the file is cut to it afterwards):
+    mkfs-alloc resize --size 4G --dry-run stick.img
+    mkfs-alloc resize --size 4G --yes stick.img
 
-Grows exFAT and FAT32 volumes that fill the medium (no partition table
-yet); the data stays where it is. FAT32 grows within its FATs' slack (the
-refusal names the largest size). If the power goes, the same command
-finishes the job.";
+Grows exFAT and FAT32 volumes that fill the medium, or one MBR/GPT
+partition of a disk: the partition grows first, into the free space after
+it (up to the next partition or the disk's end; a GPT's backup moves to
+the disk's new end); the data stays where it is. FAT32 grows within its FATs' slack (the
+refusal names the largest size). exFAT shrinks: the clusters in use past
+the new end are copied below it first (a size below what the data needs is
+refused, naming the smallest size; SIZE is rounded down to whole sectors;
+a partition keeps its size). If the power goes, the same command finishes
+the job.";
 
 /// Options of `mkfs-alloc resize`.
 #[derive(Debug, clap::Args)]
@@ -32,7 +45,7 @@ finishes the job.";
     after_help = EXAMPLES,
     mut_args(in_place::help_of(
         "Print the plan (new geometry, bytes read and written, time) and write nothing",
-        "The image file or block device holding the volume",
+        "The image file or block device holding the volume (whole medium, or a disk whose MBR/GPT partition holding it grows with it)",
     )),
 )]
 pub struct ResizeArgs {
@@ -100,9 +113,11 @@ impl Words for ResizeArgs {
 fn print_grow(path: &Path, job: &Job, g: &Grow) {
     let sz = format_size;
     let exfat = g.fs == mkfs_alloc::layout::FsKind::Exfat;
+    let shrink = g.new_bytes < g.old_bytes;
     outln!(
-        "{}: grow {} ({})",
+        "{}: {} {} ({})",
         path.display(),
+        if shrink { "shrink" } else { "grow" },
         if exfat { "exFAT" } else { "FAT32" },
         job.step.resize_text()
     );
@@ -113,13 +128,22 @@ fn print_grow(path: &Path, job: &Job, g: &Grow) {
         g.old_bytes / u64::from(g.sector_size),
         g.new_bytes / u64::from(g.sector_size)
     );
+    let moves = if shrink {
+        format!(
+            "{} of data past the new end copied below it",
+            crate::cmd_info::plural(g.moved_clusters, "cluster", "clusters")
+        )
+    } else {
+        "no file data moves".to_string()
+    };
     outln!(
-        "  clusters       {} -> {} of {} (the data region stays at byte {}: no file data moves)",
+        "  clusters       {} -> {} of {} (the data region stays at byte {}; {moves})",
         g.old.cluster_count,
         g.new.cluster_count,
         sz(g.new.cluster_size),
         g.new.heap_offset
     );
+    print_table(g);
     outln!(
         "  FAT            at byte {}, {} -> {}",
         g.new.fat_offset,
@@ -128,7 +152,7 @@ fn print_grow(path: &Path, job: &Job, g: &Grow) {
     );
     if !exfat {
         outln!("  switch         the boot sector (after its backup); FSInfo's hints recounted");
-        in_place::print_totals(&g.totals(), &sz(g.free_after.saturating_sub(g.free_before)));
+        print_totals(g);
         return;
     }
     outln!(
@@ -137,9 +161,48 @@ fn print_grow(path: &Path, job: &Job, g: &Grow) {
         g.bitmap.0
     );
     outln!(
-        "  root           copied to cluster {} ({})",
+        "  root           copied to cluster {} ({}){}",
         g.new.root_cluster,
-        crate::cmd_info::plural(u64::from(g.root_clusters), "cluster", "clusters")
+        crate::cmd_info::plural(u64::from(g.root_clusters), "cluster", "clusters"),
+        if shrink { ", and every directory" } else { "" }
     );
-    in_place::print_totals(&g.totals(), &sz(g.free_after.saturating_sub(g.free_before)));
+    print_totals(g);
+}
+
+/// The partition's entry, grown first.
+fn print_table(g: &Grow) {
+    let Some(t) = &g.table else {
+        return;
+    };
+    outln!(
+        "  partition      {} {} at byte {}: {} -> {} (written first){}",
+        table_name(t),
+        t.number(),
+        t.start_bytes(),
+        format_size(t.old_bytes()),
+        format_size(t.new_bytes()),
+        if t.moves_backup() {
+            "; the backup GPT moves to the medium's end"
+        } else {
+            ""
+        }
+    );
+}
+
+fn table_name(t: &PartitionGrow) -> &'static str {
+    match t.kind() {
+        mkfs_alloc::partition::TableKind::Gpt => "GPT",
+        _ => "MBR",
+    }
+}
+
+/// The plan's free space (gained, or lost by a shrink), I/O and time
+/// estimate.
+fn print_totals(g: &Grow) {
+    let change = if g.free_after >= g.free_before {
+        format!("gained {}", format_size(g.free_after - g.free_before))
+    } else {
+        format!("lost {}", format_size(g.free_before - g.free_after))
+    };
+    in_place::print_totals(&g.totals(), &change);
 }

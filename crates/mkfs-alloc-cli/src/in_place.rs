@@ -8,8 +8,9 @@
 use crate::target::Target;
 use crate::{usage, Failure};
 use anyhow::anyhow;
+use mkfs_alloc::blockio::{BlockIo, Slice};
 use mkfs_alloc::inspect::ReadOnlyFile;
-use mkfs_alloc::recluster::{Extended, Planned, ReclusterError, Request, Step, Totals};
+use mkfs_alloc::recluster::{Extended, Planned, ReclusterError, Request, Totals};
 use mkfs_alloc::units::format_size;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -30,6 +31,10 @@ pub struct InPlaceArgs {
     /// Print nothing but errors.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// The partition holding the volume (1-based, as fdisk counts), when
+    /// the medium has more than one FAT/exFAT partition.
+    #[arg(long, value_name = "N")]
+    pub partition: Option<u32>,
     /// The image file or block device holding the volume (whole medium, or
     /// one partition of an MBR or GPT).
     pub target: PathBuf,
@@ -66,27 +71,24 @@ pub trait Words {
 pub fn run(request: Request, a: &InPlaceArgs, words: &dyn Words) -> Result<(), Failure> {
     let path = &a.target;
     let block_size = target_block_size(path)?;
-    // An image shorter than a resize's SIZE is planned as if extended (read
-    // as zeros past its end) and extended only once every check has passed.
     let len = std::fs::metadata(path).map_or(0, |m| m.len());
-    let extend = if mkfs_alloc_device::is_block_device(path) {
-        None
-    } else {
-        request.image_extended_to(len)
-    };
+    // An image shorter than a resize's SIZE (and a partition's table after
+    // it) is planned as if extended (read as zeros past its end) and
+    // extended only once every check has passed.
+    let mut extend = None;
     let early = if a.dry_run || !request.plans_once() {
-        let ro = ReadOnlyFile::open(path, block_size)
+        let mut ro = ReadOnlyFile::open(path, block_size)
             .map_err(|e| usage(anyhow!("cannot open {}", e.source)))?;
+        let at = Where::pick(&mut ro, &request, a.partition)?;
+        if !mkfs_alloc_device::is_block_device(path) {
+            extend = request.image_extended_to(&mut ro, len, at.part);
+        }
         let blocks = extend.map_or(0, |b| b.div_ceil(u64::from(block_size)));
-        Some(
-            request
-                .plan(&mut Extended::new(ro, blocks))
-                .map_err(refusal)?,
-        )
+        Some((at.plan(&request, &mut Extended::new(ro, blocks))?, at))
     } else {
         None
     };
-    if let (true, Some(planned)) = (a.dry_run, &early) {
+    if let (true, Some((planned, _))) = (a.dry_run, &early) {
         let target = Target::inspect(path, extend, None, true)?;
         print_plan(a, words, planned, target.would_refuse());
         return Ok(());
@@ -95,14 +97,15 @@ pub fn run(request: Request, a: &InPlaceArgs, words: &dyn Words) -> Result<(), F
     // A job planned once is planned on the opened and locked target: the
     // medium cannot change between the plan and the run.
     let mut opened = None;
-    let planned = match early {
+    let (planned, at) = match early {
         Some(p) => p,
         None => {
             let o = opened.insert(target.open_with(false)?);
-            request.plan(o.io()).map_err(refusal)?
+            let at = Where::pick(o.io(), &request, a.partition)?;
+            (at.plan(&request, o.io())?, at)
         }
     };
-    if *planned.step() == Step::Nothing {
+    if planned.is_done() {
         if a.json {
             print_plan(a, words, &planned, None);
         } else if !a.quiet {
@@ -120,21 +123,20 @@ pub fn run(request: Request, a: &InPlaceArgs, words: &dyn Words) -> Result<(), F
         None => {
             let mut o = target.open_with(false)?;
             // Planned again on the opened (and extended) target.
-            let p = request.plan(o.io()).map_err(|e| {
+            let p = at.plan(&request.again(&planned), o.io()).inspect_err(|_| {
                 if extend.is_some() {
                     let _ = std::fs::OpenOptions::new()
                         .write(true)
                         .open(path)
                         .and_then(|f| f.set_len(len));
                 }
-                refusal(e)
             })?;
             (o, p)
         }
     };
     let show = planned.reports_progress() && !a.quiet && !a.json;
     let bar = crate::report::Progress::new(show, words.bar());
-    let done = planned.run(opened.io(), &mut |d, t| bar.update(d, t));
+    let done = at.run(&planned, opened.io(), &mut |d, t| bar.update(d, t));
     bar.finish();
     done.map_err(|e| {
         Failure::Io(anyhow!(
@@ -142,6 +144,10 @@ pub fn run(request: Request, a: &InPlaceArgs, words: &dyn Words) -> Result<(), F
             words.intact()
         ))
     })?;
+    drop(opened);
+    if let Some(cut) = planned.image_cut_to(len).filter(|_| extend.is_none()) {
+        cut_image(path, cut)?;
+    }
     let secs = started.elapsed().as_secs_f64();
     if a.json {
         crate::report::print_done(plan_json(&planned, None), secs);
@@ -152,12 +158,83 @@ pub fn run(request: Request, a: &InPlaceArgs, words: &dyn Words) -> Result<(), F
     Ok(())
 }
 
-/// A plan's free space (`gained`: what it gains, in words), I/O and time
-/// estimate, as text.
-pub fn print_totals(t: &Totals, gained: &str) {
+/// Where on the medium the job runs: `--partition`'s choice.
+#[derive(Debug, Clone, Copy)]
+struct Where {
+    /// The partition a resize or a conversion is planned in (`None`: the
+    /// medium's one volume).
+    part: Option<u32>,
+    /// The blocks `(first, count)` a re-cluster runs on alone (it leaves
+    /// the table alone; `None`: the whole medium, whose one volume it
+    /// finds).
+    slice: Option<(u64, u64)>,
+}
+
+impl Where {
+    /// The volume `asked` (`--partition`) names on `dev` for `request`.
+    /// Reads only.
+    fn pick(dev: &mut dyn BlockIo, request: &Request, asked: Option<u32>) -> Result<Self, Failure> {
+        let part = crate::partition_pick::choose(dev, asked)?;
+        if !matches!(request, Request::Recluster(_) | Request::ReclusterAuto) {
+            return Ok(Self { part, slice: None });
+        }
+        let slice = match part {
+            Some(n) if asked.is_some() => Some(crate::partition_pick::blocks_of(dev, n)?),
+            _ => None,
+        };
+        Ok(Self { part: None, slice })
+    }
+
+    /// `request` planned on `dev` there.
+    fn plan(&self, request: &Request, dev: &mut dyn BlockIo) -> Result<Planned, Failure> {
+        match self.slice {
+            Some((first, count)) => {
+                let mut s = Slice::new(dev, first, count).map_err(|e| Failure::Io(anyhow!(e)))?;
+                request.plan_in(&mut s, None).map_err(refusal)
+            }
+            None => request.plan_in(dev, self.part).map_err(refusal),
+        }
+    }
+
+    /// `planned` run on `dev` there.
+    fn run(
+        &self,
+        planned: &Planned,
+        dev: &mut dyn BlockIo,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<(), ReclusterError> {
+        match self.slice {
+            Some((first, count)) => Slice::new(dev, first, count)
+                .map_err(ReclusterError::Io)
+                .and_then(|mut s| planned.run(&mut s, progress)),
+            None => planned.run(dev, progress),
+        }
+    }
+}
+
+/// Cuts the image file `path` to the shrunk volume's `len` bytes (the job
+/// is done: nothing past it belongs to the volume any more).
+fn cut_image(path: &Path, len: u64) -> Result<(), Failure> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .and_then(|f| {
+            f.set_len(len)?;
+            f.sync_all()
+        })
+        .map_err(|e| {
+            Failure::Io(anyhow!(
+                "the volume is shrunk, but cutting the image to {len} bytes failed: {e}"
+            ))
+        })
+}
+
+/// A plan's free space (`change`: what it gains or loses, in words), I/O
+/// and time estimate, as text.
+pub fn print_totals(t: &Totals, change: &str) {
     let sz = format_size;
     outln!(
-        "  free           {} -> {} (gained {gained})",
+        "  free           {} -> {} ({change})",
         sz(t.free.0),
         sz(t.free.1)
     );
@@ -185,7 +262,7 @@ fn plan_json(planned: &Planned, would_refuse: Option<&str>) -> serde_json::Value
 }
 
 /// A refusal or a read error before any write: exit 2.
-fn refusal(e: ReclusterError) -> Failure {
+pub(crate) fn refusal(e: ReclusterError) -> Failure {
     match e {
         ReclusterError::Io(e) => Failure::Io(anyhow!(e)),
         other => usage(anyhow!(other)),
@@ -194,7 +271,7 @@ fn refusal(e: ReclusterError) -> Failure {
 
 /// The logical block size of `path`, an image file (512) or a block
 /// device; anything else is a usage error.
-fn target_block_size(path: &Path) -> Result<u32, Failure> {
+pub(crate) fn target_block_size(path: &Path) -> Result<u32, Failure> {
     crate::cmd_info::check_file_or_device(path)?;
     Ok(mkfs_alloc_device::read_block_size(path))
 }

@@ -18,6 +18,7 @@ macro_rules! outln {
 mod args;
 mod cmd_advise;
 mod cmd_convert;
+mod cmd_convert_fat32;
 mod cmd_format;
 mod cmd_info;
 mod cmd_list;
@@ -32,6 +33,7 @@ mod data;
 mod guid;
 mod hints;
 mod in_place;
+mod partition_pick;
 mod report;
 mod rootdir;
 mod target;

@@ -3,7 +3,7 @@
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::layout::units::{format_count, format_size};
-use mkfs_alloc::populate::{HostId, Populated, TimePolicy, Tree};
+use mkfs_alloc::populate::{Populated, TimePolicy, Tree};
 use mkfs_alloc::report::TreeReport;
 use mkfs_alloc::{FormatError, MediumPlan};
 use serde_json::{json, Value};
@@ -31,36 +31,21 @@ pub fn walk(dir: &Path, show: bool) -> Result<Tree, Failure> {
     Ok(tree)
 }
 
-/// The identities of what `path` names (if it exists) and of every
-/// directory that holds it (its real location: links resolved).
-fn identities(path: &Path) -> Vec<HostId> {
-    let mut ids: Vec<HostId> = HostId::of_path(path).into_iter().collect();
-    if let Some(real) = crate::cmd_format::preflight::canonical(path) {
-        ids.extend(
-            real.ancestors()
-                .skip(1)
-                .filter_map(|a| HostId::of_path(a).ok()),
-        );
-    }
-    ids
-}
-
 /// Refuses a target inside the tree (exit 2, before anything is written):
 /// an image (existing, a hard link of a tree file, or to be created in a
 /// directory of the tree) or, for a loop device, its backing file, found in
 /// the tree by device and inode (not by name).
 /// The copy would otherwise read the volume while writing it.
 pub fn refuse_target_inside(tree: &Tree, dir: &Path, target: &Path) -> Result<(), Failure> {
-    let inside = |what: &Path| tree.find_host(&identities(what));
     // A device node is never read by the copy (the walk skips devices):
     // only a loop device's backing file can be in the tree.
     let device = mkfs_alloc_device::is_block_device(target);
-    let (what, hit) = if let Some(hit) = (!device).then(|| inside(target)).flatten() {
-        ("it".to_string(), hit.1)
-    } else if let Some((b, hit)) =
-        mkfs_alloc_device::loop_backing_file(target).and_then(|b| inside(&b).map(|hit| (b, hit)))
+    let (what, hit) = if let Some(hit) = (!device).then(|| tree.find_path(target)).flatten() {
+        ("it".to_string(), hit)
+    } else if let Some((b, hit)) = mkfs_alloc_device::loop_backing_file(target)
+        .and_then(|b| tree.find_path(&b).map(|hit| (b, hit)))
     {
-        (format!("its backing file {}", b.display()), hit.1)
+        (format!("its backing file {}", b.display()), hit)
     } else {
         return Ok(());
     };

@@ -122,6 +122,16 @@ impl Target {
         }
         crate::contents::describe(self.path(), self.block_size())
     }
+
+    /// What this medium brings to the options, the same for the single run
+    /// and a batch (`sector_size`: `--sector-size`, else the block size).
+    pub fn overrides(&self, sector_size: Option<u32>) -> mkfs_alloc::batch::Overrides {
+        mkfs_alloc::batch::Overrides::of_medium(
+            self.device().is_some_and(|d| d.is_whole_disk),
+            self.preferred_align(),
+            sector_size.unwrap_or(self.block_size()),
+        )
+    }
 }
 
 /// The rest is the library's target: its errors become [`Failure`]s (exit

@@ -100,15 +100,18 @@ fn exfat_volume(sub: impl FnOnce(&mut Fields), a: impl FnOnce(&mut Fields)) -> (
         unreachable!()
     };
     let fat = usize::try_from(layout.fat_offset()).unwrap();
-    let heap = |n: u32| usize::try_from(layout.cluster_offset(n)).unwrap();
-    let free = g.root_cluster() + g.root_clusters;
+    let heap = |n: u32| {
+        let c = mkfs_alloc_layout::ClusterIndex::new(n).unwrap();
+        usize::try_from(layout.cluster_offset(c)).unwrap()
+    };
+    let free = g.root_cluster().get() + g.root_clusters;
     let (sub_at, a_at, inner_at) = (free, free + 1, free + 2);
     for c in [sub_at, a_at, inner_at] {
         let e = fat + 4 * c as usize;
         assert_eq!(img[e..e + 4], [0; 4], "cluster {c} is free");
         img[e..e + 4].copy_from_slice(&u32::MAX.to_le_bytes());
     }
-    let root = heap(g.root_cluster());
+    let root = heap(g.root_cluster().get());
     let end = (root..root + 4096)
         .step_by(32)
         .find(|&o| img[o] == 0)

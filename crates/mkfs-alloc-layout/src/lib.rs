@@ -54,7 +54,7 @@ pub mod waste;
 pub mod writer;
 
 pub use geometry::{exfat, fat, sd};
-pub use geometry::{ClusterSize, Clusters, SectorSize, Sectors};
+pub use geometry::{ClusterIndex, ClusterSize, Clusters, SectorSize, Sectors};
 pub use writer::embedded;
 
 pub use error::PlanError;

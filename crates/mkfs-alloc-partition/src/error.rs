@@ -109,6 +109,16 @@ pub enum PartitionError {
         reason: String,
     },
 
+    /// A partition that [`PartitionGrow`](crate::PartitionGrow) does not
+    /// grow, and why.
+    #[error("partition {number} cannot be grown: {reason}")]
+    CannotGrow {
+        /// The partition's number (1-based).
+        number: u32,
+        /// Why.
+        reason: String,
+    },
+
     /// Block I/O failed.
     #[error(transparent)]
     Io(#[from] IoError),

@@ -66,6 +66,7 @@
 #![forbid(unsafe_code)]
 
 mod error;
+mod grow;
 mod guid;
 mod plan;
 mod probe;
@@ -74,6 +75,7 @@ mod wipe;
 mod write;
 
 pub use error::PartitionError;
+pub use grow::PartitionGrow;
 pub use guid::Guid;
 pub use plan::{
     choose_table, mbr_partition_type, plan_mbr_at, plan_table, FsKind, GptPlan, MbrPlacement,

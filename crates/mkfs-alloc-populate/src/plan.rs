@@ -384,7 +384,7 @@ impl Populated {
 /// fixed root region (byte offset and length).
 pub(crate) fn root_place(layout: &Layout) -> (u32, Option<(u64, u64)>) {
     match &layout.geometry() {
-        Geometry::Exfat(g) => (g.root_cluster(), None),
+        Geometry::Exfat(g) => (g.root_cluster().get(), None),
         Geometry::Fat(g) if layout.fs().is_small_fat() => {
             let bps = u64::from(g.bps);
             (2, Some((g.root_sector() * bps, g.root_sectors() * bps)))

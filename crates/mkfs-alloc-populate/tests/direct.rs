@@ -134,3 +134,25 @@ fn a_source_rewritten_after_the_walk_is_refused() {
         make_tree(&root);
     }
 }
+
+#[test]
+fn a_path_inside_the_tree_is_found_by_identity_not_by_name() {
+    let dir = TempDir::new("find-path");
+    let root = dir.path().join("root");
+    fs::create_dir_all(root.join("sub")).expect("test tree");
+    fs::write(root.join("sub/file"), b"data").expect("test tree");
+    fs::write(dir.path().join("outside"), b"x").expect("test tree");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(root.join("sub"), dir.path().join("link")).expect("test tree");
+    let mut tree = Tree::new();
+    tree.add_dir(&root, "/").expect("test tree");
+    // An existing file, a new one in a directory of the tree, and one
+    // reached through a link are inside; files beside the tree are not.
+    let found = tree.find_path(&root.join("sub/file")).expect("inside");
+    assert!(found.ends_with("sub/file"), "{}", found.display());
+    assert!(tree.find_path(&root.join("sub/new.img")).is_some());
+    #[cfg(unix)]
+    assert!(tree.find_path(&dir.path().join("link/new.img")).is_some());
+    assert_eq!(tree.find_path(&dir.path().join("outside")), None);
+    assert_eq!(tree.find_path(&dir.path().join("new.img")), None);
+}

@@ -88,10 +88,11 @@
 //! Features: `populate` (off by default) brings the `populate` module and
 //! `MediumPlan::populate` (the `mkfs-alloc-populate` crate, without the
 //! parallel scan's rayon); `testing` re-exports the block-I/O test doubles
-//! (`FaultyIo`, `Counting`) for embedders' own crash tests; `inspect` brings
-//! the `inspect` module (reading existing volumes: the report `info` prints
-//! and the whole-volume model); `serde` serializes the plans and brings the
-//! `report` module (a plan's figures for a machine reader).
+//! (`FaultyIo`, `Counting`) for embedders' own crash tests; `serde`
+//! serializes the plans and brings the `report` module (a plan's figures for
+//! a machine reader). The `inspect` module (reading existing volumes: the
+//! report `info` prints and the whole-volume model) and the in-place jobs
+//! (`recluster`) need no feature.
 
 #![warn(clippy::missing_errors_doc)]
 
@@ -185,8 +186,8 @@ pub mod layout {
 /// Partition-table options and plans.
 pub mod partition {
     pub use mkfs_alloc_partition::{
-        probe_signatures, FsKind, GptPlan, Guid, MbrPlan, PartitionError, Signature, SignatureKind,
-        TableChoice, TableKind, TablePlan, TableSpec,
+        probe_signatures, FsKind, GptPlan, Guid, MbrPlan, PartitionError, PartitionGrow, Signature,
+        SignatureKind, TableChoice, TableKind, TablePlan, TableSpec,
     };
 }
 

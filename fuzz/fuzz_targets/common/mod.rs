@@ -34,7 +34,7 @@ pub fn exfat_template() -> Template {
     // Keep the root's first 96 bytes (label, bitmap, up-case entries).
     Template {
         img: disk.into_inner(),
-        fat_patch: layout.fat_offset() as usize + 4 * (root as usize + 1),
+        fat_patch: layout.fat_offset() as usize + 4 * (u32::from(root) as usize + 1),
         heap_patch: heap + 96,
     }
 }

@@ -69,20 +69,15 @@ pub(super) fn plan(
     target: &Target,
     tree: Option<&mkfs_alloc_advise::ScanResult>,
 ) -> Result<Planned, Failure> {
-    let mut format = cli.format_options()?;
+    let format = cli.format_options()?;
     check_sd_target(&format, target)?;
-    if let (None, false, Some(a)) = (
-        format.given_align(),
-        format.is_sd(),
-        target.preferred_align(),
-    ) {
-        format = format.align(a);
-    }
-    let opts = MediumOptions::new()
-        .format(format)
-        .table(cli.table_choice())
-        .whole_disk(target.device().is_some_and(|d| d.is_whole_disk))
-        .sector_size(cli.sector_size.unwrap_or(target.block_size()))
+    let opts = target
+        .overrides(cli.sector_size)
+        .applied(
+            MediumOptions::new()
+                .format(format)
+                .table(cli.table_choice()),
+        )
         .map_err(|e| format_failure(e, None))?;
     plan_options(cli, &opts, target.size_bytes(), target.block_size(), tree)
 }

@@ -10,7 +10,7 @@ use crate::target::{Opened, Target};
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc_device::target::{self, check_output};
-pub(crate) use mkfs_alloc_device::target::{canonical, MediumId, OutputWrite as Write};
+pub(crate) use mkfs_alloc_device::target::{MediumId, OutputWrite as Write};
 use std::path::Path;
 
 /// Everything that names the medium at `path` (`target`: the inspected
@@ -37,19 +37,19 @@ pub(super) fn check_outputs(
     outputs: &[Output<'_>],
     targets: &[Vec<MediumId>],
 ) -> Result<(), Failure> {
-    let mut seen: Vec<(Vec<MediumId>, &Output<'_>)> = Vec::new();
+    let mut seen: Vec<Vec<MediumId>> = Vec::new();
     for out in outputs {
         check_output(out.path, out.write)
             .map_err(|e| usage(anyhow!("{} {}: {e}", out.option, out.path.display())))?;
         let ids = medium_ids(out.path, None);
-        if targets.iter().any(|t| t.iter().any(|x| ids.contains(x))) {
+        if target::same_medium(&ids, targets).is_some() {
             return Err(usage(anyhow!(
                 "{} {}: is a target of this run (or the same file under another name); give a file of its own",
                 out.option,
                 out.path.display()
             )));
         }
-        if let Some((_, other)) = seen.iter().find(|(s, _)| s.iter().any(|x| ids.contains(x))) {
+        if let Some(other) = target::same_medium(&ids, &seen).map(|i| &outputs[i]) {
             return Err(usage(anyhow!(
                 "{} {}: is the same file as {} {}; give each its own file",
                 out.option,
@@ -58,7 +58,7 @@ pub(super) fn check_outputs(
                 other.path.display()
             )));
         }
-        seen.push((ids, out));
+        seen.push(ids);
     }
     Ok(())
 }

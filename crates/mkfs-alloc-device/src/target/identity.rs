@@ -66,3 +66,43 @@ pub fn medium_ids(path: &Path, device: Option<&DeviceInfo>) -> Vec<MediumId> {
     let _ = device;
     ids
 }
+
+/// The first of `earlier` that names the same medium as `ids` (the same
+/// file under another name, one device under two names, a loop device and
+/// its backing file, a disk and one of its partitions): lists from
+/// [`medium_ids`].
+pub fn same_medium(ids: &[MediumId], earlier: &[Vec<MediumId>]) -> Option<usize> {
+    earlier
+        .iter()
+        .position(|e| e.iter().any(|x| ids.contains(x)))
+}
+
+/// For each of `media` (lists from [`medium_ids`]), the earlier one of
+/// them it names again, if any: the targets of one run given twice.
+pub fn repeated(media: &[Vec<MediumId>]) -> Vec<Option<usize>> {
+    (0..media.len())
+        .map(|b| same_medium(&media[b], &media[..b]))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_medium_named_twice_is_found_at_its_first_name() {
+        let dir = std::env::temp_dir().join(format!("mkfs-alloc-ids-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let a = dir.join("a.img");
+        std::fs::write(&a, b"x").expect("temp dir");
+        let names = [a.clone(), dir.join("b.img"), dir.join(".").join("a.img")];
+        let ids: Vec<Vec<MediumId>> = names.iter().map(|p| medium_ids(p, None)).collect();
+        assert_eq!(repeated(&ids), [None, None, Some(0)]);
+        assert_eq!(same_medium(&ids[1], &ids), Some(1));
+        assert_eq!(
+            same_medium(&medium_ids(&dir.join("c.img"), None), &ids),
+            None
+        );
+        std::fs::remove_dir_all(&dir).expect("temp dir");
+    }
+}

@@ -31,7 +31,7 @@ mod tests;
 mod users;
 
 pub use error::{TargetError, TargetNote};
-pub use identity::{canonical, medium_ids, MediumId};
+pub use identity::{canonical, medium_ids, repeated, same_medium, MediumId};
 use lock::{lock_held_elsewhere, lock_is_callers};
 pub use opened::Opened;
 pub use output::{check_output, OutputError, OutputWrite};

@@ -91,6 +91,58 @@ impl From<Clusters> for u64 {
     }
 }
 
+/// The number of one cluster of the data region, as the FAT and the
+/// directory entries name it: 2 for the first (0 and 1 name none), so an
+/// offset computed from it cannot run before the data region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize), serde(transparent))]
+pub struct ClusterIndex(u32);
+
+impl ClusterIndex {
+    /// The first cluster of the data region.
+    pub const FIRST: ClusterIndex = ClusterIndex(2);
+
+    /// Cluster `n`; `None` for 0 and 1, which name no cluster.
+    pub const fn new(n: u32) -> Option<ClusterIndex> {
+        if n >= Self::FIRST.0 {
+            Some(ClusterIndex(n))
+        } else {
+            None
+        }
+    }
+
+    /// The cluster `count` clusters after this one; `None` past the 32-bit
+    /// range.
+    pub const fn after(self, count: Clusters) -> Option<ClusterIndex> {
+        match self.0.checked_add(count.0) {
+            Some(n) => Some(ClusterIndex(n)),
+            None => None,
+        }
+    }
+
+    /// The number, as the FAT and the directory entries hold it.
+    pub const fn get(self) -> u32 {
+        self.0
+    }
+
+    /// How many clusters of the data region come before this one.
+    pub const fn in_heap(self) -> Clusters {
+        Clusters(self.0 - Self::FIRST.0)
+    }
+}
+
+impl From<ClusterIndex> for u32 {
+    fn from(c: ClusterIndex) -> u32 {
+        c.0
+    }
+}
+
+impl From<ClusterIndex> for u64 {
+    fn from(c: ClusterIndex) -> u64 {
+        u64::from(c.0)
+    }
+}
+
 /// A cluster size in bytes: a power of two (the planner holds it to the
 /// file system's range, from the sector size up to 32 MiB on exFAT).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

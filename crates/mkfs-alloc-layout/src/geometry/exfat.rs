@@ -21,6 +21,7 @@
 use mkfs_alloc_ondisk::exfat::upcase;
 
 use crate::error::{ClusterSizes, PlanError};
+use crate::geometry::{ClusterIndex, Clusters};
 use crate::options::FsKind;
 use crate::units::MIB;
 
@@ -60,16 +61,21 @@ pub struct ExfatGeometry {
 
 impl ExfatGeometry {
     /// First cluster of the allocation bitmap.
-    pub fn bitmap_cluster(&self) -> u32 {
-        FIRST_CLUSTER
+    pub fn bitmap_cluster(&self) -> ClusterIndex {
+        ClusterIndex::FIRST
     }
     /// First cluster of the up-case table.
-    pub fn upcase_cluster(&self) -> u32 {
-        FIRST_CLUSTER + self.bitmap_clusters
+    pub fn upcase_cluster(&self) -> ClusterIndex {
+        self.after(self.bitmap_cluster(), self.bitmap_clusters)
     }
     /// First cluster of the root directory.
-    pub fn root_cluster(&self) -> u32 {
-        self.upcase_cluster() + self.upcase_clusters
+    pub fn root_cluster(&self) -> ClusterIndex {
+        self.after(self.upcase_cluster(), self.upcase_clusters)
+    }
+    /// The cluster `count` after `c`: inside the heap, whose cluster count
+    /// the planner holds far below the 32-bit range.
+    fn after(&self, c: ClusterIndex, count: u32) -> ClusterIndex {
+        c.after(Clusters(count)).unwrap_or(c)
     }
     /// Clusters in use after formatting.
     pub fn used_clusters(&self) -> u32 {
@@ -196,7 +202,11 @@ mod tests {
         assert_eq!(g.cluster_count, 32704);
         assert_eq!(g.bitmap_bytes, 4088);
         assert_eq!(
-            (g.bitmap_cluster(), g.upcase_cluster(), g.root_cluster()),
+            (
+                g.bitmap_cluster().get(),
+                g.upcase_cluster().get(),
+                g.root_cluster().get()
+            ),
             (2, 3, 4)
         );
     }

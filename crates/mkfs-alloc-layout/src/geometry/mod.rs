@@ -16,7 +16,7 @@ pub mod exfat;
 pub mod fat;
 pub mod sd;
 
-pub use count::{ClusterSize, Clusters, SectorSize, Sectors};
+pub use count::{ClusterIndex, ClusterSize, Clusters, SectorSize, Sectors};
 pub use exfat::ExfatGeometry;
 pub use fat::FatGeometry;
 

@@ -3,7 +3,7 @@
 use super::choices::{Asked, Warning};
 use super::MAX_ALIGN;
 use crate::geometry::sd::SdLayout;
-use crate::geometry::{ClusterSize, Clusters, Geometry, SectorSize};
+use crate::geometry::{ClusterIndex, ClusterSize, Clusters, Geometry, SectorSize};
 use crate::label::{EncodedLabel, LabelText};
 use crate::options::{FsKind, Timestamp};
 use crate::rules::{ClusterRule, FsRule};
@@ -338,8 +338,8 @@ impl Layout {
         }
     }
 
-    /// Byte offset of cluster `n` (>= 2) from the volume start.
-    pub fn cluster_offset(&self, n: u32) -> u64 {
-        self.data_offset + self.cluster_size.bytes_of(Clusters(n - 2))
+    /// Byte offset of cluster `c` from the volume start.
+    pub fn cluster_offset(&self, c: ClusterIndex) -> u64 {
+        self.data_offset + self.cluster_size.bytes_of(c.in_heap())
     }
 }

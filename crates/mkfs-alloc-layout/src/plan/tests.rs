@@ -286,8 +286,12 @@ fn the_layout_units_agree_with_its_bytes() {
     assert_eq!(c.bytes(), 32 * KIB);
     assert_eq!(c.shift(), 15);
     assert_eq!(l.usable_bytes(), c.bytes_of(Clusters(n.get() - used.get())));
-    assert_eq!(l.cluster_offset(2), l.data_offset());
-    assert_eq!(l.cluster_offset(3), l.data_offset() + c.bytes());
+    let first = crate::ClusterIndex::FIRST;
+    assert_eq!(l.cluster_offset(first), l.data_offset());
+    let next = first.after(Clusters(1)).expect("cluster 3");
+    assert_eq!(l.cluster_offset(next), l.data_offset() + c.bytes());
+    assert_eq!(crate::ClusterIndex::new(1), None);
+    assert_eq!(first.after(Clusters(u32::MAX)), None);
     let heap_end = l.data_offset() + c.bytes_of(n);
     assert!(heap_end <= l.volume_bytes(), "{heap_end}");
 }

@@ -52,7 +52,7 @@ pub fn boot_region_sector(
             bs.fat_length = g.fat_length.into();
             bs.cluster_heap_offset = g.heap_offset.into();
             bs.cluster_count = g.cluster_count.into();
-            bs.first_cluster_of_root_directory = g.root_cluster().into();
+            bs.first_cluster_of_root_directory = g.root_cluster().get().into();
             bs.volume_serial_number = layout.serial.into();
             bs.file_system_revision = 0x0100.into();
             // Shifts of at most 63: a u8.
@@ -153,7 +153,7 @@ pub fn root_entries(layout: &crate::Layout, g: &ExfatGeometry) -> RootEntries {
     out.push(label.as_bytes());
     let mut bitmap = ondisk::BitmapEntry::new_zeroed();
     bitmap.entry_type = ondisk::TYPE_BITMAP;
-    bitmap.first_cluster = g.bitmap_cluster().into();
+    bitmap.first_cluster = g.bitmap_cluster().get().into();
     bitmap.data_length = g.bitmap_bytes.into();
     out.push(bitmap.as_bytes());
     // The writer streams `upcase::COMPRESSED_TABLE` (fill_compressed_table), whose length and
@@ -161,7 +161,7 @@ pub fn root_entries(layout: &crate::Layout, g: &ExfatGeometry) -> RootEntries {
     let mut up = ondisk::UpcaseEntry::new_zeroed();
     up.entry_type = ondisk::TYPE_UPCASE;
     up.table_checksum = upcase::UPCASE_TABLE_CHECKSUM.into();
-    up.first_cluster = g.upcase_cluster().into();
+    up.first_cluster = g.upcase_cluster().get().into();
     up.data_length = u64_of(upcase::UPCASE_TABLE_LEN).into();
     out.push(up.as_bytes());
     if let Some(guid) = layout.volume_guid {
@@ -180,9 +180,9 @@ pub fn root_entries(layout: &crate::Layout, g: &ExfatGeometry) -> RootEntries {
 pub fn fat_entry(g: &ExfatGeometry, index: u64) -> u32 {
     const EOC: u32 = 0xFFFF_FFFF;
     let chain_ends = [
-        g.upcase_cluster() - 1,
-        g.root_cluster() - 1,
-        g.root_cluster() + g.root_clusters - 1,
+        g.upcase_cluster().get() - 1,
+        g.root_cluster().get() - 1,
+        g.root_cluster().get() + g.root_clusters - 1,
     ];
     // An index beyond 32 bits is past every chain: free.
     let Ok(index) = u32::try_from(index) else {

@@ -347,6 +347,26 @@ impl Tree {
         Some((ids[r], path))
     }
 
+    /// Where the tree holds `path`, or a directory `path` is in (an
+    /// existing file or one to be created there, whatever names or links
+    /// lead to it): the host path it was read at. An image written inside
+    /// the tree would be read by its own copy.
+    pub fn find_path(&self, path: &Path) -> Option<PathBuf> {
+        let mut ids: Vec<HostId> = HostId::of_path(path).into_iter().collect();
+        // The directories that hold it, at their real location.
+        let dir = match fs::canonicalize(path) {
+            Ok(real) => real.parent().map(Path::to_path_buf),
+            Err(_) => path.file_name().and_then(|_| {
+                let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+                fs::canonicalize(parent.unwrap_or(Path::new("."))).ok()
+            }),
+        };
+        if let Some(d) = &dir {
+            ids.extend(d.ancestors().filter_map(|a| HostId::of_path(a).ok()));
+        }
+        self.find_host(&ids).map(|(_, at)| at)
+    }
+
     /// The host path a node's bytes come from, if any.
     pub(crate) fn source_path(&self, node: u32) -> Option<PathBuf> {
         let n = &self.nodes[node as usize];

@@ -115,6 +115,55 @@ pub struct Overrides {
     pub serial: Option<u32>,
 }
 
+impl Overrides {
+    /// What a medium brings of its own: whether it is a whole disk, the
+    /// alignment it prefers (a device's optimal I/O size) and the file
+    /// system's sector size (the one asked for, else the medium's block
+    /// size). The single target and every target of a batch take their
+    /// options from the same call.
+    pub fn of_medium(whole_disk: bool, preferred_align: Option<u64>, sector_size: u32) -> Self {
+        Overrides {
+            whole_disk: Some(whole_disk),
+            align: preferred_align,
+            sector_size: Some(sector_size),
+            ..Overrides::default()
+        }
+    }
+
+    /// `opts` with these overrides, the sector size checked (the batch's
+    /// targets are checked when planned).
+    ///
+    /// # Errors
+    ///
+    /// [`PlanError::SectorSize`](crate::layout::PlanError::SectorSize) for
+    /// a sector size other than 512, 1024, 2048 or 4096.
+    pub fn applied(&self, mut opts: MediumOptions) -> Result<MediumOptions, crate::FormatError> {
+        if let Some(s) = self.sector_size {
+            opts = opts.sector_size(s)?;
+        }
+        self.apply(&mut opts);
+        Ok(opts)
+    }
+
+    /// Sets what is overridden in `o`. The preferred alignment gives way
+    /// to one the options give and to the SD layout's (the card's boundary
+    /// unit).
+    fn apply(&self, o: &mut MediumOptions) {
+        if let Some(w) = self.whole_disk {
+            o.whole_disk = w;
+        }
+        if let (Some(a), None, false) = (self.align, o.format.given_align(), o.format.is_sd()) {
+            o.format = std::mem::take(&mut o.format).align(a);
+        }
+        if let Some(s) = self.sector_size {
+            o.sector_size = s;
+        }
+        if let Some(l) = &self.label {
+            o.format = std::mem::take(&mut o.format).label(l);
+        }
+    }
+}
+
 /// Why a batch cannot be planned at all.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -165,18 +214,7 @@ impl Batch {
             o.format = o.format.label(t.render(n));
         }
         let ov = &spec.overrides;
-        if let Some(w) = ov.whole_disk {
-            o.whole_disk = w;
-        }
-        if let (Some(a), None) = (ov.align, o.format.given_align()) {
-            o.format = o.format.align(a);
-        }
-        if let Some(s) = ov.sector_size {
-            o.sector_size = s;
-        }
-        if let Some(l) = &ov.label {
-            o.format = o.format.label(l);
-        }
+        ov.apply(&mut o);
         // A given serial pins the target's identifiers (they derive from
         // it); otherwise planning draws a fresh random serial.
         match ov

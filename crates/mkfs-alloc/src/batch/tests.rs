@@ -415,3 +415,31 @@ fn a_plan_of_one_writes_what_its_format_writes() {
     assert_eq!(written.len(), 1);
     assert!(written[0].1.as_bytes() == alone.as_bytes(), "bytes differ");
 }
+
+#[test]
+fn a_medium_gives_the_same_options_alone_and_in_a_batch() {
+    let ov = Overrides::of_medium(true, Some(4 << 20), 4096);
+    let alone = ov.applied(template()).expect("valid options");
+    let mut spec = TargetSpec::new("disk", 8 << 30, 512);
+    spec.overrides = ov.clone();
+    let batch = Batch::new(template()).options_for(0, &spec);
+    for o in [&alone, &batch] {
+        assert!(o.is_whole_disk());
+        assert_eq!(o.sector_bytes(), 4096);
+        assert_eq!(o.format_options().given_align(), Some(4 << 20));
+    }
+    // An alignment the options give, and the SD layout's, win over the
+    // medium's preferred one.
+    let given = ov
+        .applied(template().align(1 << 20))
+        .expect("valid options");
+    assert_eq!(given.format_options().given_align(), Some(1 << 20));
+    let sd = ov
+        .applied(MediumOptions::new().sd(true))
+        .expect("valid options");
+    assert_eq!(sd.format_options().given_align(), None);
+    // A sector size no file system has is refused.
+    assert!(Overrides::of_medium(false, None, 520)
+        .applied(template())
+        .is_err());
+}

@@ -39,7 +39,7 @@ use mkfs_alloc_ondisk::exfat::{
     file_attributes, secondary_flags, set_checksum, FileEntry, StreamExtensionEntry,
     TYPE_STREAM_EXTENSION,
 };
-use zerocopy::little_endian::{U16, U32};
+use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::FromBytes;
 
 use super::disk::{for_each_entry, read_at, write_at, DirEntry, FatReader, FatWriter};
@@ -56,6 +56,10 @@ const EOC: u32 = 0xFFFF_FFFF;
 pub(super) struct Outcome {
     pub(super) root: u32,
     pub(super) percent: u8,
+    /// The new bitmap's first cluster.
+    pub(super) bitmap: u32,
+    /// Clusters its bitmap marks in use.
+    pub(super) used: u64,
     pub(super) figures: Evacuation,
 }
 
@@ -73,6 +77,10 @@ pub(super) struct Evac<'a> {
     pub(super) root_clusters: u64,
     /// Whether to write.
     pub(super) write: bool,
+    /// A shrink to this many clusters: the window is the clusters past
+    /// them and the copies go below their end (`None`: the heap's first
+    /// clusters, [`Plan::evacuate`], copied past them).
+    pub(super) shrink_to: Option<u32>,
 }
 
 /// The running state: the intermediate bitmap (which also says which old
@@ -144,14 +152,30 @@ impl Evac<'_> {
         w.bits.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0)
     }
 
-    fn free(&self, w: &Work, c: u32) -> bool {
-        c >= self.limit() && !self.used.get(c) && !Self::taken(w, c)
+    /// Whether cluster `c` lies in the window whose data moves.
+    fn moving(&self, c: u32) -> bool {
+        match self.shrink_to {
+            Some(n) => c > n + 1,
+            None => c < self.limit(),
+        }
     }
 
-    /// `k` contiguous old clusters free in the old volume past the prefix,
-    /// first fit from the cursor; marked taken.
+    /// The clusters copies may go to (first, last).
+    fn target(&self) -> (u32, u32) {
+        match self.shrink_to {
+            Some(n) => (2, n + 1),
+            None => (self.limit(), self.plan.old.cluster_count + 1),
+        }
+    }
+
+    fn free(&self, w: &Work, c: u32) -> bool {
+        !self.moving(c) && !self.used.get(c) && !Self::taken(w, c)
+    }
+
+    /// `k` contiguous old clusters free in the old volume outside the
+    /// window, first fit from the cursor; marked taken.
     fn run(&self, w: &mut Work, k: u64) -> Result<u32, ReclusterError> {
-        let last = self.plan.old.cluster_count + 1;
+        let (first, last) = self.target();
         let k = u32::try_from(k.max(1)).unwrap_or(u32::MAX);
         let (mut start, mut n) = (w.cursor, w.cursor);
         while n <= last {
@@ -170,7 +194,7 @@ impl Evac<'_> {
             }
             n += 1;
         }
-        let free = (self.limit()..=last).filter(|&c| !self.used.get(c)).count() as u64;
+        let free = (first..=last).filter(|&c| !self.used.get(c)).count() as u64;
         Err(ReclusterError::Refused(Refusal::TooLittleSpace {
             need: w.fig.allocated + u64::from(k) * self.plan.old.cluster_size,
             free: free * self.plan.old.cluster_size,
@@ -242,11 +266,11 @@ impl Evac<'_> {
     ) -> Result<Outcome, ReclusterError> {
         let p = self.plan;
         let co = p.old.cluster_size;
-        let count = p.old.cluster_count;
+        let count = self.shrink_to.unwrap_or(p.old.cluster_count);
         let mut w = Work {
             bits: vec![0; usize::try_from(u64::from(count).div_ceil(8)).unwrap_or(0)],
             set: 0,
-            cursor: self.limit(),
+            cursor: self.target().0,
             fig: p.evacuate.clone().unwrap_or_default(),
             fat_sectors: BTreeSet::new(),
         };
@@ -263,7 +287,7 @@ impl Evac<'_> {
         let (up_first, up_bytes) = p.upcase;
         let up_k = up_bytes.div_ceil(co).max(1);
         let up_chain = Self::walk(dev, &mut old_fat, up_first, false, up_k)?;
-        let upcase = if up_chain.iter().any(|&c| c < self.limit()) {
+        let upcase = if up_chain.iter().any(|&c| self.moving(c)) {
             let to = self.run(&mut w, up_k)?;
             let run: Vec<u32> = (to..to + u32::try_from(up_k).unwrap_or(0)).collect();
             self.copy(dev, &mut w, &up_chain, &run)?;
@@ -319,6 +343,8 @@ impl Evac<'_> {
         Ok(Outcome {
             root: map.get(&p.old.root_cluster).copied().unwrap_or(0),
             percent,
+            bitmap,
+            used: w.set,
             figures: w.fig,
         })
     }
@@ -339,6 +365,7 @@ impl Evac<'_> {
         for_each_entry(buf, past_end, |e| match e {
             DirEntry::Bitmap(e) => {
                 e.first_cluster = U32::new(ctx.bitmap);
+                e.data_length = U64::new(self.bitmap_bytes);
                 Ok(())
             }
             DirEntry::Upcase(e) => {
@@ -391,7 +418,7 @@ impl Evac<'_> {
                 .get()
                 .div_ceil(self.plan.old.cluster_size);
             let chain = Self::walk(dev, old_fat, first, contiguous, need)?;
-            match chain.iter().rposition(|&c| c < self.limit()) {
+            match chain.iter().rposition(|&c| self.moving(c)) {
                 None => chain.iter().for_each(|&c| Self::mark(w, c)),
                 Some(j) => {
                     let mut to = Vec::with_capacity(j + 1);

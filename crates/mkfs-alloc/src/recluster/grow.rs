@@ -31,10 +31,8 @@
 //! changed before the switch except VolumeDirty: its FAT sectors that the
 //! new entries share are rewritten with their old entries unchanged.
 
-use std::fmt;
-
 use mkfs_alloc_blockio::BlockIo;
-use mkfs_alloc_inspect::model::VolumeModel;
+use mkfs_alloc_inspect::model::{Finding, VolumeModel};
 use mkfs_alloc_inspect::FsKind;
 use mkfs_alloc_ondisk::exfat::BootSector;
 use zerocopy::little_endian::{U32, U64};
@@ -44,7 +42,9 @@ use super::disk::{for_each_entry, read_at, write_at, DirEntry, FatReader, FatWri
 use super::plan::{is_volume_dirty, ExfatGeometry, MAX_CLUSTERS};
 use super::refusal::refuse_findings;
 use super::state::{region_with, set_dirty, Intent, Region};
-use super::{read_one, Job, ReclusterError, Refusal, Step};
+use super::table::asked_bytes;
+use super::{Job, ReclusterError, Refusal, Step};
+use mkfs_alloc_partition::PartitionGrow;
 
 /// The size a resize goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,53 +55,7 @@ pub enum NewSize {
     Max,
 }
 
-/// Why a resize is refused (nothing was written).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ResizeRefusal {
-    /// The size asked is beyond the medium's end.
-    PastMedium {
-        /// Bytes of volume asked.
-        asked: u64,
-        /// Bytes from the volume's start to the medium's end.
-        room: u64,
-    },
-    /// A smaller size: shrinking is not supported yet.
-    Shrink {
-        /// Bytes of the volume now.
-        now: u64,
-        /// Bytes asked.
-        asked: u64,
-    },
-    /// The FAT's new entries do not fit before the cluster heap.
-    FatFull {
-        /// Bytes the FAT (and the intent record) need.
-        need: u64,
-        /// Bytes from the FAT's start to the heap.
-        room: u64,
-        /// The largest volume, in bytes, whose FAT fits.
-        most: u64,
-    },
-}
-
-impl fmt::Display for ResizeRefusal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ResizeRefusal::PastMedium { asked, room } => write!(
-                f,
-                "{asked} bytes is beyond the end of the medium: {room} bytes from the volume's start to its end (extend the image, or use max)"
-            ),
-            ResizeRefusal::Shrink { now, asked } => write!(
-                f,
-                "shrinking is not supported yet (the volume has {now} bytes, asked {asked})"
-            ),
-            ResizeRefusal::FatFull { need, room, most } => write!(
-                f,
-                "the FAT would need {need} bytes but has room for {room} (up to the cluster heap or data region); growing further would move the heap's start (renumbering every cluster), which is not supported yet: the volume can grow to at most {most} bytes"
-            ),
-        }
-    }
-}
+pub use super::resize_refusal::ResizeRefusal;
 
 /// A grow, planned (the volume's old and new geometry, where the new
 /// bitmap and the root's copy go, the figures).
@@ -135,11 +89,18 @@ pub struct Grow {
     pub free_before: u64,
     /// Free bytes after the switch.
     pub free_after: u64,
+    /// Clusters whose data is copied (a shrink's, from past its new end;
+    /// 0 for a grow).
+    pub moved_clusters: u64,
     /// exFAT: the old bitmap's clusters, then the old root's (free
     /// afterwards).
     pub(super) old_chains: (Vec<u32>, Vec<u32>),
     /// FAT32: what its run needs (`None` for exFAT).
     pub(super) fat: Option<super::grow_fat::FatGrow>,
+    /// The partition the volume is in, grown first (`None`: no table).
+    pub table: Option<PartitionGrow>,
+    /// A shrink's evacuation (`None` for a grow).
+    pub(super) shrink: Option<Box<super::shrink::Shrink>>,
 }
 
 impl Grow {
@@ -168,10 +129,51 @@ impl Grow {
 /// damaged volume, too little free space), [`ReclusterError::NoVolume`],
 /// or the read error.
 pub fn plan_resize<D: BlockIo + ?Sized>(dev: &mut D, size: NewSize) -> Result<Job, ReclusterError> {
-    let (model, dirs, sizes) = read_one(dev)?;
+    plan_resize_in(dev, size, None)
+}
+
+/// [`plan_resize`] of the volume in partition `partition` (1-based, as
+/// `fdisk` counts; `None`: the medium's one FAT/exFAT volume, in a
+/// partition or not). A volume in a partition grows with it: up to the
+/// next partition or the medium's end, the table written first
+/// ([`Grow::table`]). Reads only.
+///
+/// # Errors
+///
+/// As [`plan_resize`]; [`ResizeRefusal::Table`] for a table that is not
+/// grown (damaged, another sector size, no room).
+pub fn plan_resize_in<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    size: NewSize,
+    partition: Option<u32>,
+) -> Result<Job, ReclusterError> {
+    let (model, dirs, sizes) = super::table::read_chosen(dev, partition)?;
+    let table = super::table::partition_of(dev, model.geometry.start)?;
+    let room = table.as_ref().map(PartitionGrow::max_bytes);
+    let mut job = plan_volume(dev, (model, dirs, sizes), size, room)?;
+    // A shrink leaves its partition as it is (a partition longer than its
+    // volume is valid).
+    if let (Some(g), Some(mut t)) = (job.grow.as_mut(), table) {
+        if g.new_bytes > g.old_bytes {
+            t.set_new_bytes(g.new_bytes)
+                .map_err(super::table::partition_error)?;
+            g.table = Some(t);
+        }
+    }
+    Ok(job)
+}
+
+/// [`plan_resize_in`] of the volume read, in `room` bytes (`None`: to the
+/// medium's end).
+fn plan_volume<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    (mut model, dirs, sizes): super::Read,
+    size: NewSize,
+    room: Option<u64>,
+) -> Result<Job, ReclusterError> {
     let g = model.geometry.clone();
     if g.kind == FsKind::Fat32 {
-        return super::grow_fat::plan(dev, &model, &dirs, &sizes, size);
+        return super::grow_fat::plan(dev, &model, &dirs, &sizes, size, room);
     }
     if g.kind != FsKind::Exfat {
         return Err(ReclusterError::unsupported(format!(
@@ -208,16 +210,27 @@ pub fn plan_resize<D: BlockIo + ?Sized>(dev: &mut D, size: NewSize) -> Result<Jo
         return Ok(job);
     }
     let allow_dirty = ours.is_some_and(|i| i.is_old(&mb));
-    refuse_findings(&model, |f| allow_dirty && is_volume_dirty(f))
-        .map_err(ReclusterError::Refused)?;
+    let now = mb.volume_length.get() * u64::from(s);
+    let asked = asked_bytes(dev, g.start, s, size, now, (room, true))?;
+    // A shrink finds the bad clusters itself (refused past the new end).
+    let known = |f: &Finding| {
+        (allow_dirty && is_volume_dirty(f))
+            || (asked < now && matches!(f, Finding::BadClusters { .. }))
+    };
+    refuse_findings(&model, known).map_err(ReclusterError::Refused)?;
     if g.fat_count != 1 {
         return Err(ReclusterError::unsupported(
             "a volume with two FATs (TexFAT)".into(),
         ));
     }
-    let now = mb.volume_length.get() * u64::from(s);
-    let asked = asked_bytes(dev, g.start, s, size, now)?;
     let old = ExfatGeometry::of(&g, mb.first_cluster_of_root_directory.get());
+    if asked < now {
+        let p = super::shrink::plan(dev, &mut model, &dirs, old, now, asked)?;
+        job.intent_offset = g.start + p.intent_offset;
+        job.step = if allow_dirty { Step::Redo } else { Step::Start };
+        job.grow = Some(Box::new(p));
+        return Ok(job);
+    }
     let count = ((asked - old.heap_offset) / old.cluster_size).min(MAX_CLUSTERS);
     if count <= u64::from(old.cluster_count) {
         return Ok(job);
@@ -228,35 +241,6 @@ pub fn plan_resize<D: BlockIo + ?Sized>(dev: &mut D, size: NewSize) -> Result<Jo
     job.step = if allow_dirty { Step::Redo } else { Step::Start };
     job.grow = Some(Box::new(p));
     Ok(job)
-}
-
-/// The volume's new size in bytes (whole sectors of `s` bytes) for `size`
-/// on `dev`, the volume at absolute byte `start` having `now` bytes.
-///
-/// # Errors
-///
-/// [`ResizeRefusal::PastMedium`] or [`ResizeRefusal::Shrink`].
-pub(super) fn asked_bytes<D: BlockIo + ?Sized>(
-    dev: &D,
-    start: u64,
-    s: u32,
-    size: NewSize,
-    now: u64,
-) -> Result<u64, ReclusterError> {
-    let room = (dev.num_blocks() * u64::from(dev.block_size())).saturating_sub(start);
-    let asked = match size {
-        NewSize::Bytes(b) => b,
-        NewSize::Max => room,
-    } / u64::from(s)
-        * u64::from(s);
-    let refuse = |r| Err(ReclusterError::Refused(Refusal::Resize(r)));
-    if asked > room {
-        return refuse(ResizeRefusal::PastMedium { asked, room });
-    }
-    if asked < now {
-        return refuse(ResizeRefusal::Shrink { now, asked });
-    }
-    Ok(asked)
 }
 
 /// The boot regions, the intent record (`None`: none of ours) and where it
@@ -336,8 +320,11 @@ fn plan_geometry(
         bytes_written: 0,
         free_before: 0,
         free_after: 0,
+        moved_clusters: 0,
         old_chains: (Vec::new(), Vec::new()),
         fat: None,
+        table: None,
+        shrink: None,
     })
 }
 
@@ -441,8 +428,14 @@ pub(super) fn run<D: BlockIo + ?Sized>(
     job: &Job,
     p: &Grow,
 ) -> Result<(), ReclusterError> {
+    if let Some(t) = &p.table {
+        t.write(dev).map_err(super::table::partition_error)?;
+    }
     if let Some(f) = &p.fat {
         return super::grow_fat::run(dev, job, p, f);
+    }
+    if let Some(sh) = &p.shrink {
+        return super::shrink::run(dev, job, p, sh);
     }
     let s = p.sector_size;
     let intent = Intent::resize(s, job.serial, &p.old, &p.new);

@@ -27,10 +27,11 @@ use zerocopy::FromBytes;
 
 use super::disk::{read_at, write_at, FatWriter};
 use super::fat::{ours, set_clean, set_fs_info, INTENT_SECTOR};
-use super::grow::{asked_bytes, Grow, NewSize, ResizeRefusal};
+use super::grow::{Grow, NewSize, ResizeRefusal};
 use super::plan::ExfatGeometry;
 use super::refusal::refuse_findings;
 use super::state::Intent;
+use super::table::asked_bytes;
 use super::{Job, ReclusterError, Refusal, Step};
 
 /// The most clusters of FAT32 (the project's limit, README).
@@ -58,6 +59,7 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
     dirs: &[EntrySet],
     sizes: &[u64],
     size: NewSize,
+    room: Option<u64>,
 ) -> Result<Job, ReclusterError> {
     let g = &model.geometry;
     let RootDir::Cluster(root) = g.root else {
@@ -102,7 +104,7 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
         )));
     }
     refuse_findings(model, |f| allow && ours(f)).map_err(ReclusterError::Refused)?;
-    let asked = asked_bytes(dev, g.start, s, size, now)?;
+    let asked = asked_bytes(dev, g.start, s, size, now, (room, false))?;
     let data_start = g.data_offset - g.start;
     let by_size = (asked - data_start) / g.cluster_size;
     let fat_holds = (g.fat_bytes / 4).saturating_sub(2).min(MAX_FAT32);
@@ -157,8 +159,11 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
         bytes_written: (8 + 2 * u64::from(g.fat_count)) * su + u64::from(g.fat_count) * tail,
         free_before: model.free_clusters * cs,
         free_after: (model.free_clusters + added) * cs,
+        moved_clusters: 0,
         old_chains: (Vec::new(), Vec::new()),
         fat: Some(fat),
+        table: None,
+        shrink: None,
     }));
     Ok(job)
 }
@@ -208,6 +213,8 @@ pub(super) fn run<D: BlockIo + ?Sized>(
     write_at(dev, p.volume_start, &boot)?;
     dev.flush()?;
     // Past the switch: the finish, planned from the new volume.
-    let next = super::plan(dev, p.new.cluster_size)?;
+    // (The volume read where it is: the medium may hold others.)
+    let read = super::table::read_at_start(dev, p.volume_start, p.new_bytes)?;
+    let next = super::plan_read(dev, read, p.new.cluster_size)?;
     super::run(dev, &next)
 }

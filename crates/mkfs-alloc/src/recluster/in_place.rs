@@ -3,9 +3,10 @@
 //! planned on the medium (reads only) into a [`Planned`] job, which says
 //! what is left ([`Planned::step`]) and runs ([`Planned::run`]).
 
-use super::convert::{self, Conversion};
+use super::convert::{self, ConvertJob, NewCluster};
 use super::{AutoChoice, Grow, Job, NewSize, Plan, ReclusterError, Step};
 use mkfs_alloc_blockio::BlockIo;
+use mkfs_alloc_partition::PartitionGrow;
 
 /// An in-place change of the volume on a medium.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,8 +19,9 @@ pub enum Request {
     ReclusterAuto,
     /// A resize ([`super::plan_resize`]).
     Resize(NewSize),
-    /// FAT32 to exFAT ([`convert::plan`]).
-    ConvertToExfat,
+    /// FAT32 to exFAT, then (unless [`NewCluster::Keep`]) a re-cluster of
+    /// the exFAT volume in the same job ([`convert::plan_with`]).
+    ConvertToExfat(NewCluster),
 }
 
 /// A [`Request`] planned, ready to run.
@@ -37,8 +39,8 @@ pub enum Planned {
     },
     /// A resize (its [`Job::grow`] is the plan).
     Resize(Job),
-    /// A conversion to exFAT.
-    Convert(Conversion),
+    /// A conversion to exFAT (and the re-cluster after it).
+    Convert(ConvertJob),
 }
 
 impl Request {
@@ -48,8 +50,26 @@ impl Request {
     /// # Errors
     ///
     /// The planner's ([`super::plan`], [`super::plan_auto`],
-    /// [`super::plan_resize`], [`convert::plan`]).
+    /// [`super::plan_resize`], [`convert::plan_with`]).
     pub fn plan<D: BlockIo + ?Sized>(&self, dev: &mut D) -> Result<Planned, ReclusterError> {
+        self.plan_in(dev, None)
+    }
+
+    /// [`Request::plan`] of the volume in partition `partition` (1-based,
+    /// as `fdisk` counts) for a resize ([`super::plan_resize_in`]: the
+    /// partition grows with it) or a conversion ([`convert::plan_with_in`]).
+    /// A re-cluster reads the one volume of `dev` whatever `partition`
+    /// says: to choose one of several, plan it on a
+    /// [`Slice`](mkfs_alloc_blockio::Slice) of that partition.
+    ///
+    /// # Errors
+    ///
+    /// As [`Request::plan`].
+    pub fn plan_in<D: BlockIo + ?Sized>(
+        &self,
+        dev: &mut D,
+        partition: Option<u32>,
+    ) -> Result<Planned, ReclusterError> {
         Ok(match *self {
             Request::Recluster(cluster) => Planned::Recluster {
                 job: super::plan(dev, cluster)?,
@@ -64,18 +84,40 @@ impl Request {
                     job,
                 }
             }
-            Request::Resize(size) => Planned::Resize(super::plan_resize(dev, size)?),
-            Request::ConvertToExfat => Planned::Convert(convert::plan(dev)?),
+            Request::Resize(size) => Planned::Resize(super::plan_resize_in(dev, size, partition)?),
+            Request::ConvertToExfat(cluster) => {
+                Planned::Convert(convert::plan_with_in(dev, cluster, partition)?)
+            }
         })
     }
 
-    /// The length an image file of `len` bytes is extended to before the
-    /// run (a resize to more bytes than the file has), if any; the plan
-    /// reads it as that long first ([`super::Extended`]).
-    pub fn image_extended_to(&self, len: u64) -> Option<u64> {
-        match *self {
-            Request::Resize(NewSize::Bytes(b)) if b > len => Some(b),
-            _ => None,
+    /// The length an image file of `len` bytes holding `dev` is extended to
+    /// before the run (a resize to more bytes than the file has, the
+    /// table's backup after partition `partition` counted), if any; the
+    /// plan reads it as that long first ([`super::Extended`]).
+    pub fn image_extended_to<D: BlockIo + ?Sized>(
+        &self,
+        dev: &mut D,
+        len: u64,
+        partition: Option<u32>,
+    ) -> Option<u64> {
+        let Request::Resize(NewSize::Bytes(b)) = *self else {
+            return None;
+        };
+        let need = partition
+            .and_then(|n| PartitionGrow::read(dev, n).ok())
+            .map_or(b, |t| t.medium_bytes_for(b));
+        (need > len).then_some(need)
+    }
+
+    /// The request that plans `planned` again on the medium opened for the
+    /// run: the same, but a conversion's `auto` keeps the size it chose.
+    pub fn again(&self, planned: &Planned) -> Request {
+        match (self, planned) {
+            (Request::ConvertToExfat(ask), Planned::Convert(job)) => {
+                Request::ConvertToExfat(job.cluster.map_or(*ask, NewCluster::Size))
+            }
+            _ => *self,
         }
     }
 
@@ -89,12 +131,25 @@ impl Request {
 }
 
 impl Planned {
-    /// What is left to do.
-    pub fn step(&self) -> &Step {
+    /// Whether nothing is left to do.
+    pub fn is_done(&self) -> bool {
         match self {
-            Planned::Recluster { job, .. } | Planned::Resize(job) => &job.step,
-            Planned::Convert(c) => &c.step,
+            Planned::Recluster { job, .. } | Planned::Resize(job) => job.step == Step::Nothing,
+            Planned::Convert(c) => c.is_done(),
         }
+    }
+
+    /// The length an image file of `len` bytes is cut to after the run: a
+    /// shrink of a volume that held the whole file from its start (no
+    /// partition table, nothing after it) leaves nothing past its new end.
+    pub fn image_cut_to(&self, len: u64) -> Option<u64> {
+        let Planned::Resize(job) = self else {
+            return None;
+        };
+        job.grow
+            .as_ref()
+            .filter(|g| g.volume_start == 0 && g.new_bytes < g.old_bytes && len <= g.old_bytes)
+            .map(|g| g.new_bytes)
     }
 
     /// Whether [`Planned::run`] reports its progress (a conversion does not).
@@ -118,7 +173,7 @@ impl Planned {
             Planned::Recluster { job, .. } | Planned::Resize(job) => {
                 super::run_with_progress(dev, job, progress)
             }
-            Planned::Convert(c) => convert::run(dev, c),
+            Planned::Convert(c) => convert::run_with(dev, c),
         }
     }
 }

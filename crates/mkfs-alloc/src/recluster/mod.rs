@@ -96,8 +96,11 @@ mod plan;
 mod refusal;
 #[cfg(feature = "serde")]
 pub mod report;
+mod resize_refusal;
 mod run;
+mod shrink;
 mod state;
+mod table;
 #[cfg(test)]
 mod tests;
 mod unfinished;
@@ -110,7 +113,7 @@ pub use coarse::Coarse;
 pub use error::ReclusterError;
 pub use extended::Extended;
 pub use fat::{FatLayout, FatRefusal};
-pub use grow::{plan_resize, resize, Grow, NewSize, ResizeRefusal};
+pub use grow::{plan_resize, plan_resize_in, resize, Grow, NewSize, ResizeRefusal};
 pub use in_place::{Planned, Request, Totals};
 pub use plan::{plan_from, DirCopy, Evacuation, ExfatGeometry, Plan, Refusal};
 pub use unfinished::{
@@ -450,6 +453,7 @@ fn count_evacuation<D: BlockIo + ?Sized>(
         dirs,
         root_clusters,
         write: false,
+        shrink_to: None,
     }
     .execute(dev)?;
     let co = p.old.cluster_size;
@@ -486,6 +490,7 @@ fn evacuate<D: BlockIo + ?Sized>(dev: &mut D, job: &Job, p: &Plan) -> Result<(),
         dirs: &dirs,
         root_clusters,
         write: true,
+        shrink_to: None,
     };
     // The intermediate root is known only once counted: the record names it.
     let counted = evac::Evac { write: false, ..e }.execute(dev)?;
@@ -526,7 +531,7 @@ pub fn recluster<D: BlockIo + ?Sized>(dev: &mut D, cluster: u64) -> Result<Job, 
 
 /// The model of the medium's one volume, its directories' entry sets and
 /// its files' sizes.
-type Read = (VolumeModel, Vec<EntrySet>, Vec<u64>);
+pub(super) type Read = (VolumeModel, Vec<EntrySet>, Vec<u64>);
 
 /// Reads the medium's one volume ([`Read`]).
 fn read_one<D: BlockIo + ?Sized>(dev: &mut D) -> Result<Read, ReclusterError> {

@@ -80,6 +80,14 @@ pub enum Refusal {
         /// What.
         what: String,
     },
+    /// A file or directory the file system converted to cannot hold (the
+    /// first one found, by its path).
+    DoesNotFit {
+        /// `/dir/name`.
+        path: String,
+        /// Why.
+        why: String,
+    },
 }
 
 impl fmt::Display for Refusal {
@@ -120,6 +128,7 @@ impl fmt::Display for Refusal {
             Refusal::Fat(r) => r.fmt(f),
             Refusal::Resize(r) => r.fmt(f),
             Refusal::Unsupported { what } => write!(f, "not supported yet: {what}"),
+            Refusal::DoesNotFit { path, why } => write!(f, "{path}: {why}"),
         }
     }
 }
@@ -128,7 +137,8 @@ impl fmt::Display for Refusal {
 /// first one first: a damaged or inconsistent volume (unless `allowed`:
 /// the marks an unfinished run of this job leaves), more findings than the
 /// reader keeps, and bad clusters (which only [`super::plan()`] carries
-/// over, after listing them).
+/// over, after listing them, and a shrink checks against its new end:
+/// those callers allow them).
 ///
 /// # Errors
 ///
@@ -151,7 +161,7 @@ pub(super) fn refuse_findings(
     if let Some(f) = model
         .findings
         .iter()
-        .find(|f| matches!(f, Finding::BadClusters { .. }))
+        .find(|f| matches!(f, Finding::BadClusters { .. }) && !allowed(f))
     {
         return Err(Refusal::Unsupported {
             what: format!("a volume with bad clusters ({f})"),

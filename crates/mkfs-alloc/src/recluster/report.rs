@@ -4,12 +4,13 @@
 //! the [`Plan`] field of the same name unless said otherwise; the words
 //! for people are the front end's.
 
-use super::convert::Conversion;
+use super::convert::ConvertJob;
 use super::{
     AutoChoice, Coarse, Evacuation, ExfatGeometry, FatLayout, Grow, Job, Plan, Planned, Step,
 };
 use mkfs_alloc_advise::RecommendationRule;
 use mkfs_alloc_inspect::FsKind;
+use mkfs_alloc_partition::{PartitionGrow, TableKind};
 use serde::Serialize;
 
 impl Step {
@@ -393,12 +394,50 @@ pub struct GrowReport {
     pub root: ClusterRun,
     /// Free bytes.
     pub free_bytes: (u64, u64),
+    /// Clusters in use past a shrink's new end, copied below it.
+    pub moved_clusters: u64,
+    /// Their bytes.
+    pub moved_bytes: u64,
     /// Bytes read.
     pub bytes_read: u64,
     /// Bytes written.
     pub bytes_written: u64,
     /// [`Grow::estimate_stick_seconds`].
     pub estimate_stick_seconds: f64,
+    /// The partition's entry, grown first ([`Grow::table`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partition: Option<PartitionReport>,
+}
+
+/// A partition's entry grown with its volume: pairs are (now, after).
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct PartitionReport {
+    /// `mbr` or `gpt`.
+    pub table: &'static str,
+    /// The partition's number (1-based, as `fdisk` counts).
+    pub number: u32,
+    /// Its first byte on the medium.
+    pub start: u64,
+    /// Its bytes.
+    pub bytes: (u64, u64),
+    /// Whether a GPT's backup moves to the medium's end.
+    pub backup_moved: bool,
+}
+
+impl PartitionReport {
+    fn new(t: &PartitionGrow) -> Self {
+        Self {
+            table: match t.kind() {
+                TableKind::Gpt => "gpt",
+                _ => "mbr",
+            },
+            number: t.number(),
+            start: t.start_bytes(),
+            bytes: (t.old_bytes(), t.new_bytes()),
+            backup_moved: t.moves_backup(),
+        }
+    }
 }
 
 impl GrowReport {
@@ -424,9 +463,12 @@ impl GrowReport {
                 clusters: g.root_clusters,
             },
             free_bytes: (g.free_before, g.free_after),
+            moved_clusters: g.moved_clusters,
+            moved_bytes: g.moved_clusters * g.old.cluster_size,
             bytes_read: g.bytes_read,
             bytes_written: g.bytes_written,
             estimate_stick_seconds: g.estimate_stick_seconds(),
+            partition: g.table.as_ref().map(PartitionReport::new),
         }
     }
 }
@@ -451,8 +493,9 @@ pub struct ClusterRun {
     pub clusters: u32,
 }
 
-/// A conversion's report ([`Planned::Convert`]): each figure `None` when
-/// there is no plan (past the switch, or nothing to do).
+/// A conversion's report ([`Planned::Convert`]): each figure of the
+/// conversion `None` when there is no plan (past the switch, or nothing to
+/// do), then the re-cluster after it.
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct ConvertReport<'a> {
@@ -482,10 +525,18 @@ pub struct ConvertReport<'a> {
     pub free_after: Option<u64>,
     /// The MBR partition type byte changed to 07h, if in an MBR partition.
     pub partition_type: Option<u8>,
+    /// The re-cluster of the exFAT volume after the conversion, if asked
+    /// (its [`JobReport`], as a re-cluster alone reports it).
+    pub recluster: Option<Box<JobReport<'a>>>,
+    /// The cluster size the re-cluster goes to ([`ConvertJob::cluster`]).
+    pub new_cluster_size: Option<u64>,
+    /// Bytes the whole job writes ([`ConvertJob::bytes_written`]).
+    pub job_bytes_written: u64,
 }
 
 impl<'a> ConvertReport<'a> {
-    fn new(c: &'a Conversion, would_refuse: Option<&'a str>) -> Self {
+    fn new(job: &'a ConvertJob, would_refuse: Option<&'a str>) -> Self {
+        let c = &job.conversion;
         let p = c.plan.as_ref();
         Self {
             step: c.step.to_string(),
@@ -501,6 +552,12 @@ impl<'a> ConvertReport<'a> {
             bytes_written: p.map(|p| p.bytes_written),
             free_after: p.map(|p| p.free_after),
             partition_type: p.and_then(|p| p.partition_type),
+            recluster: job
+                .recluster
+                .as_ref()
+                .map(|r| Box::new(JobReport::new(r, job.auto.as_ref(), None))),
+            new_cluster_size: job.cluster,
+            job_bytes_written: job.bytes_written(),
         }
     }
 }

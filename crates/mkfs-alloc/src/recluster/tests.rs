@@ -155,6 +155,11 @@ fn image(size: u64, cluster: u64) -> MemDisk {
 }
 
 fn model_of(disk: &MemDisk) -> Result<(VolumeModel, Vec<EntrySet>), InspectError> {
+    model_of_io(disk)
+}
+
+/// [`model_of`] on any medium a sweep can clone.
+fn model_of_io<D: BlockIo + Clone>(disk: &D) -> Result<(VolumeModel, Vec<EntrySet>), InspectError> {
     let mut d = disk.clone();
     let mut sets = Vec::new();
     let mut vols = read_volumes(&mut d, &ModelOptions::default(), &mut |s| {
@@ -505,11 +510,16 @@ mod auto;
 mod bad;
 mod coarse;
 mod convert;
+mod convert_cluster;
 mod evac;
 mod fat;
+mod fat4k;
 mod fat_coarse;
 mod fatevac;
 mod grow;
+mod grow_table;
 mod report;
+mod shrink;
 mod small;
 mod sweeps;
+mod to_fat32;

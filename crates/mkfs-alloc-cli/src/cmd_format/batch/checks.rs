@@ -112,12 +112,11 @@ pub(super) fn refuse_duplicates(entries: &mut [Entry]) {
         .iter()
         .map(|e| medium_ids(&e.path, e.target.as_ref()))
         .collect();
-    for b in 1..entries.len() {
-        if entries[b].refusal.is_some() {
-            continue;
-        }
-        let same = (0..b).find(|&a| ids[a].iter().any(|x| ids[b].contains(x)));
-        if let Some(a) = same {
+    for (b, a) in mkfs_alloc_device::target::repeated(&ids)
+        .into_iter()
+        .enumerate()
+    {
+        if let (Some(a), None) = (a, &entries[b].refusal) {
             entries[b].refusal = Some(format!(
                 "{} is the same medium as {} (or part of it), given earlier",
                 entries[b].path.display(),

@@ -28,8 +28,8 @@ use crate::{rootdir, usage, Failure};
 use anyhow::anyhow;
 use checks::{check_log, open_log, open_targets, refuse_duplicates, undo_all, Refusal};
 use mkfs_alloc::batch::{
-    Batch, BatchPlan, LabelTemplate, Outcome, Overrides, RunOptions, RunReport, TargetError,
-    TargetSpec, Verdict,
+    Batch, BatchPlan, LabelTemplate, Outcome, RunOptions, RunReport, TargetError, TargetSpec,
+    Verdict,
 };
 use mkfs_alloc::MediumOptions;
 use report::Row;
@@ -261,13 +261,7 @@ fn plan_all(
                 return TargetSpec::new(name, 0, 512);
             };
             let mut spec = TargetSpec::new(name, t.size_bytes(), t.block_size());
-            let mut o = Overrides::default();
-            o.whole_disk = Some(t.device().is_some_and(|d| d.is_whole_disk));
-            o.align = (!batch.template.format_options().is_sd())
-                .then(|| t.preferred_align())
-                .flatten();
-            o.sector_size = Some(cli.sector_size.unwrap_or(t.block_size()));
-            spec.overrides = o;
+            spec.overrides = t.overrides(cli.sector_size);
             spec
         })
         .collect();

@@ -75,11 +75,17 @@ use zerocopy::FromBytes;
 use super::plan::ExfatGeometry;
 use super::refusal::refuse_findings;
 use super::state::{Intent, Region};
-use super::{disk, read_one, ReclusterError, Step};
+use super::{disk, ReclusterError, Step};
 
 mod alloc;
+mod cluster;
+mod overlay;
 mod run;
+mod to_fat32;
 mod tree;
+
+pub use cluster::{convert_with, plan_with, plan_with_in, run_with, ConvertJob, NewCluster};
+pub use to_fat32::{plan_fat32, run_fat32, Fat32Plan};
 
 /// The reserved sector of the intent record (as the FAT32 re-cluster's).
 const INTENT_SECTOR: u64 = super::fat::INTENT_SECTOR;
@@ -159,7 +165,21 @@ struct Work {
 /// [`ReclusterError::Refused`] with the reason, [`ReclusterError::NoVolume`],
 /// or the read error.
 pub fn plan<D: BlockIo + ?Sized>(dev: &mut D) -> Result<Conversion, ReclusterError> {
-    let (model, _, _) = read_one(dev)?;
+    plan_in(dev, None)
+}
+
+/// [`plan`] of the volume in partition `partition` (1-based, as `fdisk`
+/// counts; `None`: the medium's one FAT/exFAT volume). Reads only.
+///
+/// # Errors
+///
+/// As [`plan`]; [`ReclusterError::NoVolume`] when that partition holds no
+/// FAT/exFAT volume.
+pub fn plan_in<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    partition: Option<u32>,
+) -> Result<Conversion, ReclusterError> {
+    let (model, _, _) = super::table::read_chosen(dev, partition)?;
     let g = model.geometry.clone();
     let s = g.sector_size;
     let su = u64::from(s);

@@ -30,10 +30,23 @@ pub(super) fn fat32_with(
     want: &[(String, usize)],
     table: Table,
 ) -> MemDisk {
+    fat32_on(512, size, cluster, want, table)
+}
+
+/// [`fat32_with`] on a medium of `sector`-byte sectors.
+pub(super) fn fat32_on(
+    sector: u32,
+    size: u64,
+    cluster: u64,
+    want: &[(String, usize)],
+    table: Table,
+) -> MemDisk {
     use crate::populate::{TimePolicy as Tp, Tree as T};
     let mut opts = crate::MediumOptions::new()
         .fs(FsKind::Fat32)
         .cluster_size(cluster)
+        .sector_size(sector)
+        .unwrap()
         .pinned(
             7,
             mkfs_alloc_layout::Timestamp {
@@ -44,7 +57,7 @@ pub(super) fn fat32_with(
     if let Some(kind) = table {
         opts = opts.table(kind);
     }
-    let mut disk = MemDisk::new(512, size / 512).unwrap();
+    let mut disk = MemDisk::new(sector, size / u64::from(sector)).unwrap();
     let mut tree = T::new();
     let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
     for (path, len) in want {
@@ -62,9 +75,21 @@ pub(super) fn fat32_with(
     disk
 }
 
+/// The bytes of a test medium at an offset.
+pub(super) trait Bytes {
+    /// `len` bytes from byte `offset`.
+    fn bytes(&self, offset: u64, len: usize) -> Vec<u8>;
+}
+
+impl Bytes for MemDisk {
+    fn bytes(&self, offset: u64, len: usize) -> Vec<u8> {
+        read(self, offset, len)
+    }
+}
+
 /// FAT entry `n` (FAT32) of the first FAT.
-fn entry(disk: &MemDisk, g: &mkfs_alloc_inspect::model::Geometry, n: u32) -> u32 {
-    let b = read(disk, g.fat_offset + 4 * u64::from(n), 4);
+fn entry(disk: &impl Bytes, g: &mkfs_alloc_inspect::model::Geometry, n: u32) -> u32 {
+    let b = disk.bytes(g.fat_offset + 4 * u64::from(n), 4);
     u32::from_le_bytes(b.try_into().unwrap()) & 0x0FFF_FFFF
 }
 
@@ -109,10 +134,10 @@ fn fragment_fat(disk: &mut MemDisk, path: &str) {
 }
 
 /// Every file's bytes through the model's entry sets and the FAT's chains.
-pub(super) fn fat_contents(
-    disk: &MemDisk,
+pub(super) fn fat_contents<D: BlockIo + Clone + Bytes>(
+    disk: &D,
 ) -> Result<(VolumeModel, BTreeMap<String, Vec<u8>>), String> {
-    let (m, sets) = model_of(disk).map_err(|e| e.to_string())?;
+    let (m, sets) = model_of_io(disk).map_err(|e| e.to_string())?;
     let g = &m.geometry;
     let cs = usize::try_from(g.cluster_size).unwrap();
     let mut out = BTreeMap::new();
@@ -122,11 +147,7 @@ pub(super) fn fat_contents(
             if !(2..=g.cluster_count + 1).contains(&c) {
                 return Err(format!("{}: chain leaves the data region at {c}", s.path));
             }
-            data.extend(read(
-                disk,
-                g.data_offset + u64::from(c - 2) * g.cluster_size,
-                cs,
-            ));
+            data.extend(disk.bytes(g.data_offset + u64::from(c - 2) * g.cluster_size, cs));
             c = entry(disk, g, c);
         }
         data.truncate(usize::try_from(s.size).unwrap());
@@ -136,7 +157,10 @@ pub(super) fn fat_contents(
 }
 
 /// Checks that `disk` holds exactly `want`; returns the model.
-pub(super) fn check_fat(disk: &MemDisk, want: &[(String, usize)]) -> Result<VolumeModel, String> {
+pub(super) fn check_fat<D: BlockIo + Clone + Bytes>(
+    disk: &D,
+    want: &[(String, usize)],
+) -> Result<VolumeModel, String> {
     let (m, got) = fat_contents(disk)?;
     for (path, len) in want {
         match got.get(path) {

@@ -57,8 +57,8 @@ fn refusals_leave_the_medium_unchanged() {
     };
     let r = refused(resize(&mut d, NewSize::Bytes(3 * SIZE)));
     assert!(matches!(r, ResizeRefusal::PastMedium { .. }), "{r}");
-    let r = refused(resize(&mut d, NewSize::Bytes(SIZE / 2)));
-    assert!(matches!(r, ResizeRefusal::Shrink { .. }), "{r}");
+    let r = refused(resize(&mut d, NewSize::Bytes(SIZE / 64)));
+    assert!(matches!(r, ResizeRefusal::BelowData { .. }), "{r}");
     assert!(d.as_bytes() == &before[..]);
     // The same size: nothing to do, nothing written.
     let mut same = disk.clone();

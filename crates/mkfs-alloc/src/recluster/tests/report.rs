@@ -3,6 +3,7 @@
 //! size.
 
 use super::*;
+use crate::recluster::convert::NewCluster;
 use crate::recluster::report::JobReport;
 use serde_json::Value;
 
@@ -62,9 +63,9 @@ fn extended(disk: &MemDisk, extra: u64) -> MemDisk {
 fn a_resize_reports_its_grow_and_nothing_reports_no_grow() {
     let mut disk = extended(&image(SIZE, OLD), SIZE);
     let request = Request::Resize(NewSize::Max);
-    assert_eq!(request.image_extended_to(SIZE), None);
+    assert_eq!(request.image_extended_to(&mut disk, SIZE, None), None);
     assert_eq!(
-        Request::Resize(NewSize::Bytes(SIZE + 1)).image_extended_to(SIZE),
+        Request::Resize(NewSize::Bytes(SIZE + 1)).image_extended_to(&mut disk, SIZE, None),
         Some(SIZE + 1)
     );
     let planned = request.plan(&mut disk).unwrap();
@@ -94,21 +95,28 @@ fn a_resize_reports_its_grow_and_nothing_reports_no_grow() {
 #[test]
 fn a_conversion_reports_its_figures_then_nulls_once_exfat() {
     let (mut disk, _) = super::fat::fat32((40 << 20) + (2 << 20), 512, 2, super::fat::Table::None);
-    let planned = Request::ConvertToExfat.plan(&mut disk).unwrap();
+    let planned = Request::ConvertToExfat(NewCluster::Keep)
+        .plan(&mut disk)
+        .unwrap();
     let v = serde_json::to_value(planned.report(None)).unwrap();
     let Planned::Convert(c) = &planned else {
         panic!("not a conversion")
     };
-    let p = c.plan.as_ref().unwrap();
+    let p = c.conversion.plan.as_ref().unwrap();
     assert_eq!(v["step"], "start");
     assert_eq!(v["cluster_size"], 512);
     assert_eq!(v["heap_offset"], p.exfat.heap_offset);
     assert_eq!(v["serial"], format!("{:08X}", p.serial));
     assert_eq!(v["partition_type"], Value::Null);
+    assert_eq!(v["recluster"], Value::Null);
+    assert_eq!(v["new_cluster_size"], Value::Null);
+    assert_eq!(v["job_bytes_written"], p.bytes_written);
     assert!(!planned.reports_progress());
     planned.run(&mut disk, &mut |_, _| {}).unwrap();
-    let again = Request::ConvertToExfat.plan(&mut disk).unwrap();
-    assert_eq!(*again.step(), Step::Nothing);
+    let again = Request::ConvertToExfat(NewCluster::Keep)
+        .plan(&mut disk)
+        .unwrap();
+    assert!(again.is_done());
     let v = serde_json::to_value(again.report(None)).unwrap();
     assert_eq!(v["step"], "nothing to do");
     assert_eq!(v["files"], Value::Null);
@@ -147,4 +155,27 @@ fn medium_info_names_a_cut_recluster_until_it_is_run_again() {
         medium_info(&mut d, &opts).unwrap().unfinished,
         Unfinished::default()
     );
+}
+
+#[test]
+fn a_shrink_reports_what_moves_and_the_image_length_it_leaves() {
+    let mut disk = image(SIZE, OLD);
+    let planned = Request::Resize(NewSize::Bytes(SIZE / 2))
+        .plan(&mut disk)
+        .expect("a shrink of a fresh image is planned");
+    let v = serde_json::to_value(planned.report(None)).expect("json");
+    assert_eq!(
+        v["grow"]["volume_bytes"],
+        serde_json::json!([SIZE, SIZE / 2])
+    );
+    assert!(v["grow"]["moved_clusters"].is_u64(), "{v:#}");
+    assert!(v["grow"]["moved_bytes"].is_u64(), "{v:#}");
+    assert!(v["grow"].get("partition").is_none(), "{v:#}");
+    // The image held only the volume: cut to it; a longer file is not.
+    assert_eq!(planned.image_cut_to(SIZE), Some(SIZE / 2));
+    assert_eq!(planned.image_cut_to(SIZE + 512), None);
+    let grow = Request::Resize(NewSize::Max)
+        .plan(&mut extended(&disk, SIZE))
+        .expect("a grow is planned");
+    assert_eq!(grow.image_cut_to(2 * SIZE), None);
 }

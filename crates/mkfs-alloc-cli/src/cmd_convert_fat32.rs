@@ -1,0 +1,96 @@
+//! `mkfs-alloc convert --fs fat32 TARGET`: an exFAT volume checked against
+//! what FAT32 holds (the first file that does not fit named) and its
+//! in-place conversion planned, read-only (`--dry-run` prints the plan).
+//! The write path is not supported yet: a run is refused with that reason
+//! after the same checks (exit 2, the target unchanged).
+
+use crate::cmd_convert::ConvertArgs;
+use crate::in_place::{refusal, target_block_size};
+use crate::{usage, Failure};
+use anyhow::anyhow;
+use mkfs_alloc::recluster::convert::{self, Fat32Plan};
+use mkfs_alloc::units::format_size;
+use mkfs_alloc_inspect::ReadOnlyFile;
+
+/// Runs `convert --fs fat32`.
+pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
+    if args.cluster.is_some() {
+        return Err(usage(anyhow!(
+            "--cluster with --fs fat32 is not supported yet (the conversion keeps the cluster size)"
+        )));
+    }
+    let path = &args.common.target;
+    let block_size = target_block_size(path)?;
+    let mut ro = ReadOnlyFile::open(path, block_size)
+        .map_err(|e| usage(anyhow!("cannot open {}", e.source)))?;
+    if !args.common.dry_run {
+        // Every check first, then the refusal of the write path.
+        return match convert::run_fat32(&mut ro) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(refusal(e)),
+        };
+    }
+    let p = convert::plan_fat32(&mut ro).map_err(refusal)?;
+    print_plan(args, &p);
+    Ok(())
+}
+
+/// The plan as JSON.
+fn plan_json(p: &Fat32Plan) -> serde_json::Value {
+    serde_json::json!({
+        "step": "start",
+        "fs": "fat32",
+        "write_supported": false,
+        "cluster_size": p.cluster_size,
+        "cluster_count": p.cluster_count,
+        "reserved_sectors": p.reserved_sectors,
+        "fat_bytes": p.fat_bytes,
+        "data_offset": p.data_offset,
+        "shift": p.shift,
+        "metadata_covered": p.metadata_covered,
+        "evacuate": p.evacuate,
+        "directories": p.directories,
+        "files": p.files,
+        "directory_bytes": p.directory_bytes,
+    })
+}
+
+/// The plan, as text or JSON on stdout.
+fn print_plan(args: &ConvertArgs, p: &Fat32Plan) {
+    if args.common.json {
+        outln!("{:#}", plan_json(p));
+        return;
+    }
+    if args.common.quiet {
+        return;
+    }
+    outln!(
+        "mkfs-alloc: {}: exFAT to FAT32 in place (every file fits FAT32)",
+        args.common.target.display()
+    );
+    outln!(
+        "  clusters: {} of {} (the size kept; file data stays in place)",
+        p.cluster_count,
+        format_size(p.cluster_size)
+    );
+    outln!(
+        "  {} reserved sectors, two FATs of {}, data region at byte {}",
+        p.reserved_sectors,
+        format_size(p.fat_bytes),
+        p.data_offset
+    );
+    outln!(
+        "  the FATs take exFAT's first {} clusters ({} exFAT metadata, {} to evacuate first); cluster n becomes n - {}",
+        p.shift,
+        p.metadata_covered,
+        p.evacuate,
+        p.shift
+    );
+    outln!(
+        "  {} directories rewritten with long and short names ({}), {} files kept",
+        p.directories,
+        format_size(p.directory_bytes),
+        p.files
+    );
+    outln!("  the run would be refused: writing the FAT32 volume is not supported yet");
+}

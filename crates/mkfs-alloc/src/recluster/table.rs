@@ -1,0 +1,140 @@
+//! A resize inside an MBR or GPT partition: which partition (the medium's
+//! one FAT/exFAT volume, or the one asked by number), its room, and its
+//! entry grown before the volume (the partition crate's
+//! [`PartitionGrow`], whose module docs give the table's write order).
+//!
+//! The table is written and flushed first, before the volume's intent
+//! record: a partition longer than its volume is valid, so whatever part of
+//! the table's writes survives a cut, the old volume inside it is intact,
+//! and the rerun (the same command) reads the table it left, plans the same
+//! entry again (writing nothing when it is already there) and grows the
+//! volume.
+
+use mkfs_alloc_blockio::BlockIo;
+use mkfs_alloc_inspect::{read_partition_table, read_volume, ModelOptions, TableKind};
+use mkfs_alloc_partition::{PartitionError, PartitionGrow};
+
+use super::grow::{NewSize, ResizeRefusal};
+use super::{read_one, Read, ReclusterError, Refusal};
+
+/// Reads the volume to resize: the medium's one volume, or (`partition`
+/// given) the one in partition `partition` (1-based, as `fdisk` counts).
+pub(super) fn read_chosen<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    partition: Option<u32>,
+) -> Result<Read, ReclusterError> {
+    let Some(n) = partition else {
+        return read_one(dev);
+    };
+    let t = read_partition_table(dev)?;
+    let Some(p) = t.partitions.iter().find(|p| p.index == n) else {
+        let have: Vec<String> = t.partitions.iter().map(|p| p.index.to_string()).collect();
+        return Err(ReclusterError::NoVolume(format!(
+            "the medium has no partition {n} (its partitions: {})",
+            if have.is_empty() {
+                "none".into()
+            } else {
+                have.join(", ")
+            }
+        )));
+    };
+    read_at_start(dev, p.start, p.size).map_err(|e| {
+        ReclusterError::NoVolume(format!(
+            "partition {n} holds no FAT or exFAT volume that can be read: {e}"
+        ))
+    })
+}
+
+/// Reads the volume at absolute byte `start`, of at most `size` bytes.
+pub(super) fn read_at_start<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    start: u64,
+    size: u64,
+) -> Result<Read, ReclusterError> {
+    let (mut dirs, mut sizes) = (Vec::new(), Vec::new());
+    let model = read_volume(dev, start, size, &ModelOptions::default(), &mut |s| {
+        if s.is_dir {
+            dirs.push(s.clone());
+        } else {
+            sizes.push(s.size);
+        }
+    })?;
+    Ok((model, dirs, sizes))
+}
+
+/// The partition the volume at absolute byte `start` is in, read for a
+/// grow (`None`: the volume fills the medium, no table).
+pub(super) fn partition_of<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    start: u64,
+) -> Result<Option<PartitionGrow>, ReclusterError> {
+    if start == 0 {
+        return Ok(None);
+    }
+    let t = read_partition_table(dev)?;
+    if t.kind == TableKind::None {
+        return Ok(None);
+    }
+    let Some(p) = t.partitions.iter().find(|p| p.start == start) else {
+        return Err(refused(format!(
+            "the volume at byte {start} is not at the start of a partition"
+        )));
+    };
+    if t.sector_size != Some(dev.block_size()) {
+        return Err(refused(format!(
+            "the table counts {}-byte sectors, the medium has {}-byte blocks",
+            t.sector_size.unwrap_or(0),
+            dev.block_size()
+        )));
+    }
+    PartitionGrow::read(dev, p.index)
+        .map(Some)
+        .map_err(partition_error)
+}
+
+/// A refusal naming the table.
+fn refused(why: String) -> ReclusterError {
+    ReclusterError::Refused(Refusal::Resize(ResizeRefusal::Table { why }))
+}
+
+/// The partition crate's error as a refusal (a read or write error as
+/// itself).
+pub(super) fn partition_error(e: PartitionError) -> ReclusterError {
+    match e {
+        PartitionError::Io(e) => ReclusterError::Io(e),
+        other => refused(other.to_string()),
+    }
+}
+
+/// The volume's new size in bytes (whole sectors of `s` bytes) for `size`
+/// on `dev`, the volume at absolute byte `start` having `now` bytes, in
+/// `room` bytes (its partition's most; `None`: to the medium's end).
+///
+/// # Errors
+///
+/// [`ResizeRefusal::PastMedium`], or [`ResizeRefusal::Shrink`] for a
+/// smaller size unless `shrinks`.
+pub(super) fn asked_bytes<D: BlockIo + ?Sized>(
+    dev: &D,
+    start: u64,
+    s: u32,
+    size: NewSize,
+    now: u64,
+    (room, shrinks): (Option<u64>, bool),
+) -> Result<u64, ReclusterError> {
+    let room = room
+        .unwrap_or_else(|| (dev.num_blocks() * u64::from(dev.block_size())).saturating_sub(start));
+    let asked = match size {
+        NewSize::Bytes(b) => b,
+        NewSize::Max => room,
+    } / u64::from(s)
+        * u64::from(s);
+    let refuse = |r| Err(ReclusterError::Refused(Refusal::Resize(r)));
+    if asked > room {
+        return refuse(ResizeRefusal::PastMedium { asked, room });
+    }
+    if asked < now && !shrinks {
+        return refuse(ResizeRefusal::Shrink { now, asked });
+    }
+    Ok(asked)
+}
