@@ -7,16 +7,14 @@
 //! before the first write (exit 2, the target unchanged); mounted or busy
 //! targets are refused by the format path's own checks.
 
-use crate::cmd_recluster::{plan_json_of, print_job, refusal, target_block_size};
-use crate::target::Target;
+use crate::cmd_recluster::print_job;
+use crate::in_place::{self, InPlaceArgs, Words};
 use crate::{usage, Failure};
 use anyhow::anyhow;
-use mkfs_alloc::recluster::convert::{self, Conversion, ConvertJob, NewCluster};
-use mkfs_alloc::recluster::Step;
+use mkfs_alloc::recluster::convert::{Conversion, ConvertJob, NewCluster};
+use mkfs_alloc::recluster::{Planned, Request, Step};
 use mkfs_alloc::units::{format_size, parse_size};
-use mkfs_alloc_inspect::ReadOnlyFile;
-use std::path::PathBuf;
-use std::time::Instant;
+use std::path::Path;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -46,25 +44,9 @@ pub struct ConvertArgs {
     /// the same run. Without it the cluster size is kept.
     #[arg(long, value_name = "SIZE|auto")]
     pub cluster: Option<String>,
-    /// Print the plan and write nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Do not ask for confirmation.
-    #[arg(long, short = 'y')]
-    pub yes: bool,
-    /// Print the plan and the outcome as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
-    /// Print nothing but errors.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
-    /// The partition holding the volume (1-based, as fdisk counts), when
-    /// the medium has more than one FAT/exFAT partition.
-    #[arg(long, value_name = "N")]
-    pub partition: Option<u32>,
-    /// The image file or block device holding the volume (whole medium, or
-    /// one partition of an MBR or GPT).
-    pub target: PathBuf,
+    /// The flags of every in-place command.
+    #[command(flatten)]
+    pub common: InPlaceArgs,
 }
 
 /// Runs `convert`.
@@ -83,144 +65,82 @@ pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
         Some(a) if a.eq_ignore_ascii_case("auto") => NewCluster::Auto,
         Some(s) => NewCluster::Size(parse_size(s).map_err(|e| usage(anyhow!("--cluster: {e}")))?),
     };
-    let path = &args.target;
-    let block_size = target_block_size(path)?;
-    let (job, part) = {
-        let mut ro = ReadOnlyFile::open(path, block_size)
-            .map_err(|e| usage(anyhow!("cannot open {}", e.source)))?;
-        let part = crate::partition_pick::choose(&mut ro, args.partition)?;
-        (
-            convert::plan_with_in(&mut ro, ask, part).map_err(refusal)?,
-            part,
-        )
-    };
-    if args.dry_run {
-        let target = Target::inspect(path, None, None, true)?;
-        print_plan(args, &job, target.would_refuse());
-        return Ok(());
+    in_place::run(Request::ConvertToExfat(ask), &args.common, args)
+}
+
+/// The cluster size the job goes to, as words after `exFAT`.
+fn at_cluster(planned: &Planned) -> String {
+    match planned {
+        Planned::Convert(job) => job
+            .cluster
+            .map_or(String::new(), |c| format!(" at {}", format_size(c))),
+        _ => String::new(),
     }
-    let target = Target::inspect(path, None, None, false)?;
-    if job.is_done() {
-        if !args.quiet && !args.json {
-            eprintln!(
-                "mkfs-alloc: {} is exFAT{} already; nothing to do",
-                path.display(),
-                job.cluster
-                    .map_or(String::new(), |c| format!(" at {}", format_size(c)))
-            );
-        }
-        if args.json {
-            print_plan(args, &job, None);
-        }
-        return Ok(());
+}
+
+impl Words for ConvertArgs {
+    fn question(&self, path: &Path) -> String {
+        format!("convert {} to exFAT in place", path.display())
     }
-    if !args.quiet && !args.json {
-        print_plan(args, &job, None);
-    }
-    crate::confirm::ask_in_place(
-        args.yes,
-        &format!("convert {} to exFAT in place", path.display()),
-        path,
-    )?;
-    let mut opened = target.open_with(false)?;
-    let started = Instant::now();
-    // Planned again on the opened target; `auto`'s choice is kept.
-    let again = job.cluster.map_or(ask, NewCluster::Size);
-    let job = convert::plan_with_in(opened.io(), again, part).map_err(refusal)?;
-    convert::run_with(opened.io(), &job).map_err(|e| {
-        Failure::Io(anyhow!(
-            "{e}; the volume is intact (FAT32 or exFAT): run the same command again to finish"
-        ))
-    })?;
-    let secs = started.elapsed().as_secs_f64();
-    if args.json {
-        crate::report::print_done(job_json(&job, None), secs);
-    } else if !args.quiet {
-        eprintln!(
-            "mkfs-alloc: {}: now exFAT{} ({secs:.2} s)",
+
+    fn nothing(&self, path: &Path, planned: &Planned) -> String {
+        format!(
+            "{} is exFAT{} already; nothing to do",
             path.display(),
-            job.cluster
-                .map_or(String::new(), |c| format!(" at {}", format_size(c)))
-        );
+            at_cluster(planned)
+        )
     }
-    Ok(())
-}
 
-/// The whole job as JSON: the conversion's keys, and the re-cluster's plan
-/// (the `recluster --json` object) under `recluster`.
-fn job_json(job: &ConvertJob, would_refuse: Option<&str>) -> serde_json::Value {
-    let mut v = plan_json(&job.conversion, would_refuse);
-    if let Some(o) = v.as_object_mut() {
-        o.insert(
-            "recluster".into(),
-            job.recluster.as_ref().map_or(serde_json::Value::Null, |r| {
-                plan_json_of(r, job.auto.as_ref())
-            }),
-        );
-        o.insert("new_cluster_size".into(), job.cluster.into());
-        o.insert("job_bytes_written".into(), job.bytes_written().into());
+    fn now(&self, planned: &Planned) -> String {
+        format!("exFAT{}", at_cluster(planned))
     }
-    v
-}
 
-/// The plan as JSON.
-fn plan_json(job: &Conversion, would_refuse: Option<&str>) -> serde_json::Value {
-    let p = job.plan.as_ref();
-    serde_json::json!({
-        "step": job.step.to_string(),
-        "would_refuse": would_refuse,
-        "cluster_size": p.map(|p| p.exfat.cluster_size),
-        "cluster_count": p.map(|p| p.exfat.cluster_count),
-        "fat_offset": p.map(|p| p.exfat.fat_offset),
-        "heap_offset": p.map(|p| p.exfat.heap_offset),
-        "directories": p.map(|p| p.directories),
-        "files": p.map(|p| p.files),
-        "label": p.and_then(|p| p.label.clone()),
-        "serial": p.map(|p| format!("{:08X}", p.serial)),
-        "bytes_written": p.map(|p| p.bytes_written),
-        "free_after": p.map(|p| p.free_after),
-        "partition_type": p.and_then(|p| p.partition_type),
-    })
+    fn intact(&self) -> &'static str {
+        "FAT32 or exFAT"
+    }
+
+    fn bar(&self) -> &'static str {
+        "convert"
+    }
+
+    fn print_plan(&self, path: &Path, planned: &Planned, would_refuse: Option<&str>) {
+        if let Planned::Convert(job) = planned {
+            print_plan(path, job, would_refuse);
+        }
+    }
 }
 
 /// The plans on stdout, as text (the re-cluster's as `recluster` prints
-/// it) or JSON.
-fn print_plan(args: &ConvertArgs, job: &ConvertJob, would_refuse: Option<&str>) {
-    if args.json {
-        outln!("{:#}", job_json(job, would_refuse));
-        return;
-    }
-    if args.quiet {
-        return;
-    }
+/// it).
+fn print_plan(path: &Path, job: &ConvertJob, would_refuse: Option<&str>) {
     let Some(r) = &job.recluster else {
-        print_conversion(args, &job.conversion, would_refuse);
+        print_conversion(path, &job.conversion, would_refuse);
         return;
     };
     if job.conversion.step == Step::Nothing {
         outln!(
             "mkfs-alloc: {}: exFAT already (no conversion); the re-cluster:",
-            args.target.display()
+            path.display()
         );
     } else {
-        print_conversion(args, &job.conversion, None);
+        print_conversion(path, &job.conversion, None);
         outln!("  then, on the exFAT volume it makes:");
     }
-    print_job(&args.target, r, job.auto.as_ref());
+    print_job(path, r, job.auto.as_ref(), None);
     if let Some(w) = would_refuse {
         outln!("  the run would be refused: {w}");
     }
 }
 
 /// The conversion's plan, as text.
-fn print_conversion(args: &ConvertArgs, job: &Conversion, would_refuse: Option<&str>) {
+fn print_conversion(path: &Path, job: &Conversion, would_refuse: Option<&str>) {
     let Some(p) = &job.plan else {
-        outln!("mkfs-alloc: {}: {}", args.target.display(), job.step);
+        outln!("mkfs-alloc: {}: {}", path.display(), job.step);
         return;
     };
     outln!(
         "mkfs-alloc: {}: FAT32 to exFAT in place ({})",
-        args.target.display(),
+        path.display(),
         job.step
     );
     outln!(

@@ -5,7 +5,7 @@
 //! after the same checks (exit 2, the target unchanged).
 
 use crate::cmd_convert::ConvertArgs;
-use crate::cmd_recluster::{refusal, target_block_size};
+use crate::in_place::{refusal, target_block_size};
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::recluster::convert::{self, Fat32Plan};
@@ -19,11 +19,11 @@ pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
             "--cluster with --fs fat32 is not supported yet (the conversion keeps the cluster size)"
         )));
     }
-    let path = &args.target;
+    let path = &args.common.target;
     let block_size = target_block_size(path)?;
     let mut ro = ReadOnlyFile::open(path, block_size)
         .map_err(|e| usage(anyhow!("cannot open {}", e.source)))?;
-    if !args.dry_run {
+    if !args.common.dry_run {
         // Every check first, then the refusal of the write path.
         return match convert::run_fat32(&mut ro) {
             Ok(_) => Ok(()),
@@ -57,16 +57,16 @@ fn plan_json(p: &Fat32Plan) -> serde_json::Value {
 
 /// The plan, as text or JSON on stdout.
 fn print_plan(args: &ConvertArgs, p: &Fat32Plan) {
-    if args.json {
+    if args.common.json {
         outln!("{:#}", plan_json(p));
         return;
     }
-    if args.quiet {
+    if args.common.quiet {
         return;
     }
     outln!(
         "mkfs-alloc: {}: exFAT to FAT32 in place (every file fits FAT32)",
-        args.target.display()
+        args.common.target.display()
     );
     outln!(
         "  clusters: {} of {} (the size kept; file data stays in place)",

@@ -7,13 +7,12 @@
 use crate::report::pct;
 use crate::{usage, Failure};
 use anyhow::anyhow;
-use mkfs_alloc::inspect::sd_layout_of;
+use mkfs_alloc::inspect::{medium_info, VolumeFindings};
 use mkfs_alloc::layout::units::{format_count, format_size};
 use mkfs_alloc::layout::SD_SECTOR;
 use mkfs_alloc::layout::{waste_percent, WASTE_DEFINITION};
 use mkfs_alloc_inspect::{
-    inspect_with_models, AnyFs, FileStats, Finding, InspectOptions, ReadOnlyFile, Report,
-    TableKind, Volume, VolumeModel, ALIGN_BOUNDARY,
+    AnyFs, FileStats, InspectOptions, ReadOnlyFile, Report, TableKind, Volume, ALIGN_BOUNDARY,
 };
 use std::io::ErrorKind;
 use std::path::PathBuf;
@@ -51,26 +50,18 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
         files: args.files,
         ..InspectOptions::default()
     };
-    // One walk of each volume's tree: the report's statistics (--files)
-    // and the model's findings.
-    let inspection = inspect_with_models(&mut dev, &opts)
+    let info = medium_info(&mut dev, &opts)
         .map_err(|e| Failure::Io(anyhow!(e).context(format!("reading {}", path.display()))))?;
-    let findings = model_findings(inspection.models);
-    let report = inspection.report;
-
+    let (report, sd, unfinished) = (&info.report, &info.sd, &info.unfinished);
     let errors: Vec<String> = report
         .errors()
         .map(|(i, e)| format!("volume {}: {e}", i + 1))
         .collect();
     let failure =
         (!errors.is_empty()).then(|| anyhow!("{}: {}", path.display(), errors.join("; ")));
-    let sd = sd_layout_of(&report);
-    let unfinished = mkfs_alloc::recluster::unfinished_in(&mut dev, &report);
-    let resizing = mkfs_alloc::recluster::unfinished_resize_in(&mut dev, &report);
-    let converting = mkfs_alloc::recluster::convert::unfinished_in(&mut dev, &report);
     if args.json {
         // One document: the report, with the error and exit code if any.
-        let mut v = serde_json::to_value(&report)
+        let mut v = serde_json::to_value(report)
             .map_err(|e| Failure::Io(anyhow!(e).context("serialising the report")))?;
         if let Some(obj) = v.as_object_mut() {
             obj.insert(
@@ -78,21 +69,15 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
                 serde_json::json!(if sd.is_some() { "sd" } else { "other" }),
             );
             obj.insert("sd".into(), crate::report::sd_json(sd.as_ref()));
-            let list: Vec<_> = unfinished
-                .iter()
-                .map(|(i, c)| serde_json::json!({ "volume": i + 1, "cluster_size": c }))
-                .collect();
-            obj.insert("recluster_unfinished".into(), serde_json::json!(list));
-            let list: Vec<_> = resizing.iter().map(|i| i + 1).collect();
-            obj.insert("resize_unfinished".into(), serde_json::json!(list));
-            let list: Vec<_> = converting.iter().map(|i| i + 1).collect();
-            obj.insert("convert_unfinished".into(), serde_json::json!(list));
+            if let Ok(serde_json::Value::Object(jobs)) = serde_json::to_value(unfinished) {
+                obj.extend(jobs);
+            }
             obj.insert(
                 "target".into(),
                 serde_json::Value::String(path.display().to_string()),
             );
             if let Some(vols) = obj.get_mut("volumes").and_then(|v| v.as_array_mut()) {
-                for (vol, f) in vols.iter_mut().zip(&findings) {
+                for (vol, f) in vols.iter_mut().zip(&info.findings) {
                     if let Some(vol) = vol.as_object_mut() {
                         vol.insert("findings".into(), serde_json::json!(f.findings));
                         vol.insert("findings_dropped".into(), serde_json::json!(f.dropped));
@@ -110,30 +95,28 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
         outln!("{v:#}");
         return failure.map_or(Ok(()), |e| Err(Failure::IoInReport(e)));
     }
-    print_text(&path.display().to_string(), &report, &findings);
-    for (i, c) in &unfinished {
+    print_text(&path.display().to_string(), report, &info.findings);
+    for u in &unfinished.recluster {
         outln!();
         outln!(
             "volume {}: a re-cluster to {} clusters is unfinished (the volume is intact); finish it with: mkfs-alloc recluster --cluster {} {}",
-            i + 1,
-            format_size(*c),
-            c,
+            u.volume,
+            format_size(u.cluster_size),
+            u.cluster_size,
             path.display()
         );
     }
-    for i in &resizing {
+    for i in &unfinished.resize {
         outln!();
         outln!(
-            "volume {}: a resize is unfinished (the volume is intact, old or new); finish it with the same command: mkfs-alloc resize --size SIZE|max {}",
-            i + 1,
+            "volume {i}: a resize is unfinished (the volume is intact, old or new); finish it with the same command: mkfs-alloc resize --size SIZE|max {}",
             path.display()
         );
     }
-    for i in &converting {
+    for i in &unfinished.convert {
         outln!();
         outln!(
-            "volume {}: a conversion to exFAT is unfinished (the volume is intact); finish it with: mkfs-alloc convert --fs exfat {}",
-            i + 1,
+            "volume {i}: a conversion to exFAT is unfinished (the volume is intact); finish it with: mkfs-alloc convert --fs exfat {}",
             path.display()
         );
     }
@@ -200,26 +183,6 @@ fn place(offset: u64) -> String {
         format_size(offset),
         format_size(a)
     )
-}
-
-/// What the volume model found in each volume of the report (none for a
-/// volume that is not FAT or exFAT, or whose boot region the report already
-/// calls unusable).
-struct VolumeFindings {
-    findings: Vec<Finding>,
-    dropped: u64,
-}
-
-/// The findings of each volume's model (none for a volume the model could
-/// not read: the report has its error).
-fn model_findings(models: Vec<Option<VolumeModel>>) -> Vec<VolumeFindings> {
-    models
-        .into_iter()
-        .map(|model| VolumeFindings {
-            dropped: model.as_ref().map_or(0, |m| m.findings_dropped),
-            findings: model.map(|m| m.findings).unwrap_or_default(),
-        })
-        .collect()
 }
 
 fn print_text(target: &str, r: &Report, findings: &[VolumeFindings]) {

@@ -5,15 +5,12 @@
 //! before the first write (exit 2, the target unchanged); mounted or busy
 //! targets are refused by the format path's own target checks.
 
-use crate::target::Target;
+use crate::in_place::{self, InPlaceArgs, Words};
 use crate::{usage, Failure};
 use anyhow::anyhow;
-use mkfs_alloc::blockio::{BlockIo, Slice};
-use mkfs_alloc::recluster::{self, AutoChoice, Coarse, Job, Plan, ReclusterError, Step};
+use mkfs_alloc::recluster::{AutoChoice, Coarse, Job, Plan, Planned, Request};
 use mkfs_alloc::units::{format_signed_size, format_size, parse_size};
-use mkfs_alloc_inspect::ReadOnlyFile;
-use std::path::PathBuf;
-use std::time::Instant;
+use std::path::Path;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -30,7 +27,13 @@ Clusters marked bad are carried over (still bad at the new size).";
 
 /// Options of `mkfs-alloc recluster`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = EXAMPLES)]
+#[command(
+    after_help = EXAMPLES,
+    mut_args(in_place::help_of(
+        "Print the plan (new geometry, what moves, bytes read and written, space gained) and write nothing",
+        "The image file or block device holding the volume (whole medium, or one FAT/exFAT partition of an MBR or GPT)",
+    )),
+)]
 pub struct ReclusterArgs {
     /// The new cluster size (e.g. 4K), or `auto`: the size the advice
     /// recommends for the files on the volume. Smaller (a size that divides
@@ -39,264 +42,99 @@ pub struct ReclusterArgs {
     /// are copied into free space first.
     #[arg(long, value_name = "SIZE|auto")]
     pub cluster: String,
-    /// Print the plan (new geometry, what moves, bytes read and written,
-    /// space gained) and write nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Do not ask for confirmation.
-    #[arg(long, short = 'y')]
-    pub yes: bool,
-    /// Print the plan and the outcome as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
-    /// Print nothing but errors.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
-    /// The partition holding the volume (1-based, as fdisk counts), when
-    /// the medium has more than one FAT/exFAT partition.
-    #[arg(long, value_name = "N")]
-    pub partition: Option<u32>,
-    /// The image file or block device holding the volume (whole medium, or
-    /// one FAT/exFAT partition of an MBR or GPT).
-    pub target: PathBuf,
+    /// The flags of every in-place command.
+    #[command(flatten)]
+    pub common: InPlaceArgs,
 }
 
 /// Runs `recluster`.
 pub fn run(args: &ReclusterArgs) -> Result<(), Failure> {
-    let auto = args.cluster.eq_ignore_ascii_case("auto");
-    let asked = if auto {
-        None
+    let request = if args.cluster.eq_ignore_ascii_case("auto") {
+        Request::ReclusterAuto
     } else {
-        Some(parse_size(&args.cluster).map_err(|e| usage(anyhow!("--cluster: {e}")))?)
+        let c = parse_size(&args.cluster).map_err(|e| usage(anyhow!("--cluster: {e}")))?;
+        Request::Recluster(c)
     };
-    let path = &args.target;
-    if args.dry_run {
-        let block_size = target_block_size(path)?;
-        // Planned through a read-only handle: nothing can be written.
-        let mut ro = ReadOnlyFile::open(path, block_size)
-            .map_err(|e| usage(anyhow!("cannot open {}", e.source)))?;
-        let part = chosen(&mut ro, args.partition)?;
-        let (job, choice) = plan_on(&mut ro, asked, part)?;
-        // The bytes of each flush-separated stage, for a machine reader: the
-        // job run on an overlay of the read-only handle (a job planned on a
-        // partition's slice, or one it cannot simulate, has no such key).
-        let stages = if args.json && part.is_none() {
-            recluster::flush_stages(&mut ro, &job).ok().flatten()
-        } else {
-            None
-        };
-        // The checks the real run makes (mounted, in use, locked), collected.
-        let target = Target::inspect(path, None, None, true)?;
-        let shown = Shown {
-            job: &job,
-            choice: choice.as_ref(),
-            stages,
-        };
-        print_plan(args, &shown, target.would_refuse());
-        return Ok(());
+    in_place::run(request, &args.common, args)
+}
+
+impl Words for ReclusterArgs {
+    fn question(&self, path: &Path) -> String {
+        format!("re-cluster {} in place", path.display())
     }
-    // A run is planned once, on the opened and locked target (the plan
-    // only reads): the medium cannot change between the plan and the run.
-    // Its block size is the target's own: no inspection for it first.
-    crate::cmd_info::check_file_or_device(path)?;
-    let target = Target::inspect(path, None, None, false)?;
-    let mut opened = target.open_with(false)?;
-    let part = chosen(opened.io(), args.partition)?;
-    let (job, choice) = plan_on(opened.io(), asked, part)?;
-    let cluster = choice.as_ref().map_or(asked.unwrap_or(0), |c| c.cluster);
-    let shown = Shown {
-        job: &job,
-        choice: choice.as_ref(),
-        stages: None,
-    };
-    if job.step == Step::Nothing {
-        if !args.quiet && !args.json {
-            eprintln!(
-                "mkfs-alloc: {} already has {} clusters{}; nothing to do",
-                path.display(),
-                format_size(cluster),
-                choice.as_ref().map_or(String::new(), |c| format!(
-                    ", the size auto chose ({})",
-                    c.reason
-                ))
-            );
-        }
-        if args.json {
-            print_plan(args, &shown, None);
-        }
-        return Ok(());
-    }
-    if !args.quiet && !args.json {
-        print_plan(args, &shown, None);
-    }
-    crate::confirm::ask_in_place(
-        args.yes,
-        &format!("re-cluster {} in place", path.display()),
-        path,
-    )?;
-    let started = Instant::now();
-    let bar = crate::report::Progress::new(!args.quiet && !args.json, "re-cluster");
-    let mut progress = |d, t| bar.update(d, t);
-    let done = match part {
-        Some((first, count)) => Slice::new(opened.io(), first, count)
-            .map_err(recluster::ReclusterError::Io)
-            .and_then(|mut s| recluster::run_with_progress(&mut s, &job, &mut progress)),
-        None => recluster::run_with_progress(opened.io(), &job, &mut progress),
-    };
-    bar.finish();
-    done.map_err(|e| {
-        Failure::Io(anyhow!(
-            "{e}; the volume is intact (the old or the new one): run the same command again to finish"
-        ))
-    })?;
-    let secs = started.elapsed().as_secs_f64();
-    if args.json {
-        let shown = Shown {
-            job: &job,
-            choice: choice.as_ref(),
-            stages: None,
+
+    fn nothing(&self, path: &Path, planned: &Planned) -> String {
+        let Planned::Recluster { auto, cluster, .. } = planned else {
+            return String::new();
         };
-        crate::report::print_done(plan_json(&shown, None), secs);
-    } else if !args.quiet {
-        eprintln!(
-            "mkfs-alloc: {}: now {} clusters ({:.2} s)",
+        format!(
+            "{} already has {} clusters{}; nothing to do",
             path.display(),
-            format_size(cluster),
-            secs
-        );
+            format_size(*cluster),
+            auto.as_ref().map_or(String::new(), |c| format!(
+                ", the size auto chose ({})",
+                c.reason
+            ))
+        )
     }
-    Ok(())
-}
 
-/// The blocks of the partition `--partition` names when the medium holds
-/// several FAT/exFAT volumes (`None`: the job runs on the whole medium,
-/// whose one volume it finds).
-fn chosen(dev: &mut dyn BlockIo, asked: Option<u32>) -> Result<Option<(u64, u64)>, Failure> {
-    match crate::partition_pick::choose(dev, asked)? {
-        Some(n) if asked.is_some() => crate::partition_pick::blocks_of(dev, n).map(Some),
-        _ => Ok(None),
+    fn now(&self, planned: &Planned) -> String {
+        match planned {
+            Planned::Recluster { cluster, .. } => format!("{} clusters", format_size(*cluster)),
+            _ => String::new(),
+        }
     }
-}
 
-/// The job for `asked` (`None`: `auto`) on `dev` (on its blocks `part`
-/// alone, when given), and what auto chose.
-fn plan_on(
-    dev: &mut dyn BlockIo,
-    asked: Option<u64>,
-    part: Option<(u64, u64)>,
-) -> Result<(Job, Option<AutoChoice>), Failure> {
-    if let Some((first, count)) = part {
-        let mut s = Slice::new(dev, first, count).map_err(|e| Failure::Io(anyhow!(e)))?;
-        return plan_on(&mut s, asked, None);
+    fn intact(&self) -> &'static str {
+        "the old or the new one"
     }
-    match asked {
-        Some(c) => Ok((recluster::plan(dev, c).map_err(refusal)?, None)),
-        None => {
-            let (choice, job) = recluster::plan_auto(dev).map_err(refusal)?;
-            Ok((job, Some(choice)))
+
+    fn bar(&self) -> &'static str {
+        "re-cluster"
+    }
+
+    fn print_plan(&self, path: &Path, planned: &Planned, would_refuse: Option<&str>) {
+        if let Planned::Recluster { job, auto, .. } = planned {
+            print_job(path, job, auto.as_ref(), would_refuse);
         }
     }
 }
 
-/// A refusal or a read error before any write: exit 2.
-pub(crate) fn refusal(e: ReclusterError) -> Failure {
-    match e {
-        ReclusterError::Io(e) => Failure::Io(anyhow!(e)),
-        other => usage(anyhow!(other)),
-    }
-}
-
-/// The logical block size of `path`, an image file (512) or a block
-/// device; anything else is a usage error.
-pub(crate) fn target_block_size(path: &std::path::Path) -> Result<u32, Failure> {
-    crate::cmd_info::check_file_or_device(path)?;
-    Ok(mkfs_alloc_device::read_block_size(path))
-}
-
-/// The re-cluster's plan of `job` on `target` as `recluster --dry-run`
-/// prints it (text, or JSON for [`plan_json_of`]): what `convert
-/// --cluster` shows of its second part.
-pub(crate) fn print_job(target: &std::path::Path, job: &Job, choice: Option<&AutoChoice>) {
-    let args = ReclusterArgs {
-        cluster: String::new(),
-        dry_run: true,
-        yes: false,
-        json: false,
-        quiet: false,
-        partition: None,
-        target: target.to_path_buf(),
-    };
-    print_plan(
-        &args,
-        &Shown {
-            job,
-            choice,
-            stages: None,
-        },
-        None,
-    );
-}
-
-/// The re-cluster's plan of `job` as JSON (the `recluster --json` object).
-pub(crate) fn plan_json_of(job: &Job, choice: Option<&AutoChoice>) -> serde_json::Value {
-    plan_json(
-        &Shown {
-            job,
-            choice,
-            stages: None,
-        },
-        None,
-    )
-}
-
-/// What the plan's print shows: the job, and what `auto` chose.
-struct Shown<'a> {
-    job: &'a Job,
-    choice: Option<&'a AutoChoice>,
-    /// A dry run's [`recluster::flush_stages`].
-    stages: Option<Vec<u64>>,
-}
-
-fn print_plan(args: &ReclusterArgs, shown: &Shown<'_>, would_refuse: Option<&str>) {
-    if args.json {
-        outln!("{:#}", plan_json(shown, would_refuse));
-        return;
-    }
-    if args.quiet {
-        return;
-    }
-    let job = shown.job;
-    if let Some(c) = shown.choice {
+/// The re-cluster's plan of `job` on `path` as text, `auto` what `auto`
+/// chose: also what `convert --cluster` shows of its second part.
+pub(crate) fn print_job(
+    path: &Path,
+    job: &Job,
+    auto: Option<&AutoChoice>,
+    would_refuse: Option<&str>,
+) {
+    if let Some(c) = auto {
         outln!(
             "{}: auto chose {} (now {}): {}",
-            args.target.display(),
+            path.display(),
             format_size(c.cluster),
             format_size(c.current),
             c.reason
         );
     }
     let Some(p) = &job.plan else {
-        outln!("{}: {}", args.target.display(), job.step);
+        outln!("{}: {}", path.display(), job.step);
         return;
     };
-    print_text(args, job, p);
+    print_text(path, job, p);
     if let Some(r) = would_refuse {
         outln!("the real run would refuse: {r}");
     }
 }
 
-fn print_text(args: &ReclusterArgs, job: &Job, p: &Plan) {
+fn print_text(path: &Path, job: &Job, p: &Plan) {
     if let Some(c) = &p.coarse {
-        print_larger(args, job, p, c);
+        print_larger(path, job, p, c);
         return;
     }
     let sz = format_size;
     let kind = p.fat.as_ref().map_or("exFAT", |f| f.kind.display_name());
-    outln!(
-        "{}: re-cluster {kind} ({})",
-        args.target.display(),
-        job.step
-    );
+    outln!("{}: re-cluster {kind} ({})", path.display(), job.step);
     outln!(
         "  cluster size   {} -> {} ({} new clusters per old one)",
         sz(p.old.cluster_size),
@@ -355,7 +193,10 @@ fn print_text(args: &ReclusterArgs, job: &Job, p: &Plan) {
         sz(p.files_allocated.0),
         sz(p.files_allocated.1)
     );
-    print_totals(p);
+    in_place::print_totals(
+        &p.totals(),
+        &format!("gained {}", format_signed_size(p.space_gained())),
+    );
 }
 
 /// A FAT volume's reserved sectors and data region.
@@ -383,34 +224,6 @@ fn print_fat(p: &Plan) {
         p.old.heap_offset,
         p.new.heap_offset,
         f.fat_count
-    );
-}
-
-/// The plan's JSON ([`recluster::report::JobReport`]; keys sorted, as every
-/// `--json` object of the CLI).
-fn plan_json(shown: &Shown<'_>, would_refuse: Option<&str>) -> serde_json::Value {
-    let report = recluster::report::JobReport::new(shown.job, shown.choice, would_refuse)
-        .with_flush_stages(shown.stages.clone());
-    serde_json::to_value(report).unwrap_or_default()
-}
-
-/// The plan's free space, I/O and time estimate, as text.
-fn print_totals(p: &Plan) {
-    let sz = format_size;
-    outln!(
-        "  free           {} -> {} (gained {})",
-        sz(p.free_before),
-        sz(p.free_after),
-        format_signed_size(p.space_gained())
-    );
-    outln!(
-        "  I/O            reads {}, writes {}",
-        sz(p.bytes_read),
-        sz(p.bytes_written)
-    );
-    outln!(
-        "  time           about {:.1} s on a stick that reads 20 MB/s and writes 5 MB/s",
-        p.estimate_stick_seconds()
     );
 }
 
@@ -457,14 +270,10 @@ fn print_bitmap_and_dirs(p: &Plan, twice: bool) {
 }
 
 /// The plan of a larger cluster size, as text.
-fn print_larger(args: &ReclusterArgs, job: &Job, p: &Plan, c: &Coarse) {
+fn print_larger(path: &Path, job: &Job, p: &Plan, c: &Coarse) {
     let sz = format_size;
     let kind = p.fat.as_ref().map_or("exFAT", |f| f.kind.display_name());
-    outln!(
-        "{}: re-cluster {kind} ({})",
-        args.target.display(),
-        job.step
-    );
+    outln!("{}: re-cluster {kind} ({})", path.display(), job.step);
     outln!(
         "  cluster size   {} -> {} ({} old clusters per new one)",
         sz(p.old.cluster_size),
@@ -539,5 +348,8 @@ fn print_larger(args: &ReclusterArgs, job: &Job, p: &Plan, c: &Coarse) {
         sz(c.slack.0),
         sz(c.slack.1)
     );
-    print_totals(p);
+    in_place::print_totals(
+        &p.totals(),
+        &format!("gained {}", format_signed_size(p.space_gained())),
+    );
 }

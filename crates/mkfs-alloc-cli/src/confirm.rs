@@ -56,15 +56,9 @@ pub fn confirm_action(
 
 /// Asks for "yes" on the terminal: "Type "yes" to VERB DEVICE and THEN".
 fn ask(info: &DeviceInfo, verb: &str, then: &str, yes: bool) -> Result<(), Failure> {
-    if yes {
-        return Ok(());
-    }
     let path = info.path.display();
-    ask_yes(
-        &format!("Type \"yes\" to {verb} {path} and {then}: "),
-        &format!("refusing to write to {path} without confirmation: no terminal to ask on; pass --yes to confirm"),
-        &format!("not confirmed; nothing was written to {path}"),
-    )
+    let prompt = format!("Type \"yes\" to {verb} {path} and {then}: ");
+    ask_before_writing(yes, &prompt, &info.path)
 }
 
 /// Prints `prompt` and reads the answer from the terminal: "yes" goes on;
@@ -92,12 +86,17 @@ pub fn ask_yes(prompt: &str, no_terminal: &str, declined: &str) -> Result<(), Fa
 /// Asks `mkfs-alloc: QUESTION? type yes: ` before a change in place of
 /// `path` (recluster, resize, convert), unless `yes`.
 pub fn ask_in_place(yes: bool, question: &str, path: &std::path::Path) -> Result<(), Failure> {
+    ask_before_writing(yes, &format!("mkfs-alloc: {question}? type yes: "), path)
+}
+
+/// [`ask_yes`] with `prompt` before writing to `path`, unless `yes`.
+fn ask_before_writing(yes: bool, prompt: &str, path: &std::path::Path) -> Result<(), Failure> {
     if yes {
         return Ok(());
     }
     let p = path.display();
     ask_yes(
-        &format!("mkfs-alloc: {question}? type yes: "),
+        prompt,
         &format!("refusing to write to {p} without confirmation: no terminal to ask on; pass --yes to confirm"),
         &format!("not confirmed; nothing was written to {p}"),
     )

@@ -32,6 +32,7 @@ mod contents;
 mod data;
 mod guid;
 mod hints;
+mod in_place;
 mod partition_pick;
 mod report;
 mod rootdir;

@@ -45,6 +45,8 @@ pub use mkfs_alloc_inspect::{
     Limits, ModelOptions, ReadOnlyFile, Report, Volume, VolumeModel,
 };
 
+use crate::recluster::Unfinished;
+use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_layout::sd::{sd_layout, SdLayout, SD_SECTOR};
 use mkfs_alloc_ondisk::{FsKind, TableKind};
 
@@ -92,4 +94,60 @@ pub fn sd_layout_of(r: &Report) -> Option<SdLayout> {
         && v.fat_offset == at(sd.fat_offset)
         && v.data_offset == at(sd.data_offset);
     matches.then_some(sd)
+}
+
+/// What `mkfs-alloc info` reports of a medium ([`medium_info`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct MediumInfo {
+    /// The inspector's report.
+    pub report: Report,
+    /// One per [`Report::volumes`]: what the volume model found (nothing
+    /// for a volume that is not FAT or exFAT, or that the model could not
+    /// read: the report has its error).
+    pub findings: Vec<VolumeFindings>,
+    /// The SD Association layout, if the medium holds exactly it
+    /// ([`sd_layout_of`]).
+    pub sd: Option<SdLayout>,
+    /// The in-place jobs left unfinished on its volumes.
+    pub unfinished: Unfinished,
+}
+
+/// What the volume model found in one volume.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct VolumeFindings {
+    /// The findings kept.
+    pub findings: Vec<Finding>,
+    /// How many more the model found but did not keep.
+    pub dropped: u64,
+}
+
+/// Inspects `dev` read-only with one walk of each volume's tree (the
+/// report's statistics with [`InspectOptions::files`], and the model's
+/// findings), then looks for the SD layout and unfinished in-place jobs.
+///
+/// # Errors
+///
+/// The inspector's ([`inspect()`](fn@inspect)).
+pub fn medium_info<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    opts: &InspectOptions,
+) -> Result<MediumInfo, InspectError> {
+    let inspection = mkfs_alloc_inspect::inspect_with_models(dev, opts)?;
+    let findings = inspection
+        .models
+        .into_iter()
+        .map(|model| VolumeFindings {
+            dropped: model.as_ref().map_or(0, |m| m.findings_dropped),
+            findings: model.map(|m| m.findings).unwrap_or_default(),
+        })
+        .collect();
+    let report = inspection.report;
+    Ok(MediumInfo {
+        sd: sd_layout_of(&report),
+        unfinished: Unfinished::in_report(dev, &report),
+        findings,
+        report,
+    })
 }

@@ -91,6 +91,7 @@ mod fat;
 mod groups;
 mod grow;
 mod grow_fat;
+mod in_place;
 mod overlay;
 mod plan;
 mod refusal;
@@ -115,11 +116,12 @@ pub use error::ReclusterError;
 pub use extended::Extended;
 pub use fat::{FatLayout, FatRefusal};
 pub use grow::{plan_resize, plan_resize_in, resize, Grow, NewSize, ResizeRefusal};
+pub use in_place::{Planned, Request, Totals};
 pub use plan::{plan_from, DirCopy, Evacuation, ExfatGeometry, Plan, Refusal};
 pub use stages::{flush_stages, MAX_SIMULATED_BYTES};
 pub use unfinished::{
     unfinished, unfinished_at, unfinished_fat, unfinished_in, unfinished_resize,
-    unfinished_resize_in, unfinished_small_fat,
+    unfinished_resize_in, unfinished_small_fat, Unfinished, UnfinishedRecluster,
 };
 
 use state::{Intent, Region};
@@ -205,6 +207,13 @@ impl fmt::Display for Step {
             Step::Finish => "finish an unfinished re-cluster (cut after the switch)",
             Step::Nothing => "nothing to do",
         })
+    }
+}
+
+impl Step {
+    /// The step in a resize's words (its `Display` says re-cluster).
+    pub fn resize_text(&self) -> String {
+        self.to_string().replace("re-cluster", "resize")
     }
 }
 

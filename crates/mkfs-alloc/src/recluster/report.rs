@@ -4,8 +4,13 @@
 //! the [`Plan`] field of the same name unless said otherwise; the words
 //! for people are the front end's.
 
-use super::{AutoChoice, Coarse, Evacuation, ExfatGeometry, FatLayout, Job, Plan, Step};
+use super::convert::ConvertJob;
+use super::{
+    AutoChoice, Coarse, Evacuation, ExfatGeometry, FatLayout, Grow, Job, Plan, Planned, Step,
+};
 use mkfs_alloc_advise::RecommendationRule;
+use mkfs_alloc_inspect::FsKind;
+use mkfs_alloc_partition::{PartitionGrow, TableKind};
 use serde::Serialize;
 
 impl Step {
@@ -324,6 +329,259 @@ impl LargerReport {
             slack_new: c.slack.1,
             free_in_whole_new_clusters: c.free_groups,
             shortened_bytes: c.shortened,
+        }
+    }
+}
+
+/// A [`Planned`] job's report: the re-cluster's [`JobReport`], a resize's
+/// [`ResizeReport`] or a conversion's [`ConvertReport`] (each serialized
+/// as its own object).
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+#[non_exhaustive]
+pub enum InPlaceReport<'a> {
+    /// A re-cluster's.
+    Recluster(Box<JobReport<'a>>),
+    /// A resize's.
+    Resize(ResizeReport<'a>),
+    /// A conversion's.
+    Convert(ConvertReport<'a>),
+}
+
+impl InPlaceReport<'_> {
+    /// The report with a dry run's [`super::flush_stages`] (a re-cluster's;
+    /// the other jobs' reports have no such key).
+    pub fn with_flush_stages(self, stages: Option<Vec<u64>>) -> Self {
+        match self {
+            InPlaceReport::Recluster(r) => {
+                InPlaceReport::Recluster(Box::new(r.with_flush_stages(stages)))
+            }
+            other => other,
+        }
+    }
+}
+
+impl Planned {
+    /// The job's report, `would_refuse` why the real run would refuse.
+    pub fn report<'a>(&'a self, would_refuse: Option<&'a str>) -> InPlaceReport<'a> {
+        match self {
+            Planned::Recluster { job, auto, .. } => {
+                InPlaceReport::Recluster(Box::new(JobReport::new(job, auto.as_ref(), would_refuse)))
+            }
+            Planned::Resize(job) => InPlaceReport::Resize(ResizeReport {
+                command: "resize",
+                step: job.step.resize_text(),
+                would_refuse,
+                grow: job.grow.as_deref().map(GrowReport::new),
+            }),
+            Planned::Convert(c) => InPlaceReport::Convert(ConvertReport::new(c, would_refuse)),
+        }
+    }
+}
+
+/// A resize's report ([`Planned::Resize`]).
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct ResizeReport<'a> {
+    /// Always `resize`.
+    pub command: &'static str,
+    /// [`Step::resize_text`].
+    pub step: String,
+    /// Why the real run would refuse, in words, if it would.
+    pub would_refuse: Option<&'a str>,
+    /// The grow's figures (none past the switch, or with nothing to do).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grow: Option<GrowReport>,
+}
+
+/// A [`Grow`]'s figures: pairs are (now, after).
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct GrowReport {
+    /// `exfat` or `fat32`.
+    pub fs: &'static str,
+    /// Bytes of the volume.
+    pub volume_bytes: (u64, u64),
+    /// Bytes per cluster (unchanged).
+    pub cluster_size: u64,
+    /// Clusters.
+    pub cluster_count: (u32, u32),
+    /// The heap's offset in the volume (unchanged).
+    pub heap_offset: u64,
+    /// The FAT's offset in the volume.
+    pub fat_offset: u64,
+    /// Bytes of the FAT.
+    pub fat_bytes: (u64, u64),
+    /// The new allocation bitmap.
+    pub bitmap: ClusterExtent,
+    /// The root directory's copy.
+    pub root: ClusterRun,
+    /// Free bytes.
+    pub free_bytes: (u64, u64),
+    /// Clusters in use past a shrink's new end, copied below it.
+    pub moved_clusters: u64,
+    /// Their bytes.
+    pub moved_bytes: u64,
+    /// Bytes read.
+    pub bytes_read: u64,
+    /// Bytes written.
+    pub bytes_written: u64,
+    /// [`Grow::estimate_stick_seconds`].
+    pub estimate_stick_seconds: f64,
+    /// The partition's entry, grown first ([`Grow::table`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partition: Option<PartitionReport>,
+}
+
+/// A partition's entry grown with its volume: pairs are (now, after).
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct PartitionReport {
+    /// `mbr` or `gpt`.
+    pub table: &'static str,
+    /// The partition's number (1-based, as `fdisk` counts).
+    pub number: u32,
+    /// Its first byte on the medium.
+    pub start: u64,
+    /// Its bytes.
+    pub bytes: (u64, u64),
+    /// Whether a GPT's backup moves to the medium's end.
+    pub backup_moved: bool,
+}
+
+impl PartitionReport {
+    fn new(t: &PartitionGrow) -> Self {
+        Self {
+            table: match t.kind() {
+                TableKind::Gpt => "gpt",
+                _ => "mbr",
+            },
+            number: t.number(),
+            start: t.start_bytes(),
+            bytes: (t.old_bytes(), t.new_bytes()),
+            backup_moved: t.moves_backup(),
+        }
+    }
+}
+
+impl GrowReport {
+    fn new(g: &Grow) -> Self {
+        Self {
+            fs: if g.fs == FsKind::Exfat {
+                "exfat"
+            } else {
+                "fat32"
+            },
+            volume_bytes: (g.old_bytes, g.new_bytes),
+            cluster_size: g.new.cluster_size,
+            cluster_count: (g.old.cluster_count, g.new.cluster_count),
+            heap_offset: g.new.heap_offset,
+            fat_offset: g.new.fat_offset,
+            fat_bytes: (g.old.fat_bytes, g.new.fat_bytes),
+            bitmap: ClusterExtent {
+                cluster: g.bitmap.0,
+                bytes: g.bitmap.1,
+            },
+            root: ClusterRun {
+                cluster: g.new.root_cluster,
+                clusters: g.root_clusters,
+            },
+            free_bytes: (g.free_before, g.free_after),
+            moved_clusters: g.moved_clusters,
+            moved_bytes: g.moved_clusters * g.old.cluster_size,
+            bytes_read: g.bytes_read,
+            bytes_written: g.bytes_written,
+            estimate_stick_seconds: g.estimate_stick_seconds(),
+            partition: g.table.as_ref().map(PartitionReport::new),
+        }
+    }
+}
+
+/// Bytes from a first cluster.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[non_exhaustive]
+pub struct ClusterExtent {
+    /// The first cluster.
+    pub cluster: u32,
+    /// The length in bytes.
+    pub bytes: u64,
+}
+
+/// Clusters from a first cluster.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[non_exhaustive]
+pub struct ClusterRun {
+    /// The first cluster.
+    pub cluster: u32,
+    /// How many clusters.
+    pub clusters: u32,
+}
+
+/// A conversion's report ([`Planned::Convert`]): each figure of the
+/// conversion `None` when there is no plan (past the switch, or nothing to
+/// do), then the re-cluster after it.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct ConvertReport<'a> {
+    /// The step, in words ([`Step`]'s `Display`).
+    pub step: String,
+    /// Why the real run would refuse, in words, if it would.
+    pub would_refuse: Option<&'a str>,
+    /// Bytes per cluster (unchanged).
+    pub cluster_size: Option<u64>,
+    /// Clusters (unchanged).
+    pub cluster_count: Option<u32>,
+    /// The exFAT FAT's offset in the volume.
+    pub fat_offset: Option<u64>,
+    /// The heap's offset in the volume.
+    pub heap_offset: Option<u64>,
+    /// Directories rewritten, the root included.
+    pub directories: Option<u64>,
+    /// Files kept.
+    pub files: Option<u64>,
+    /// The label carried over.
+    pub label: Option<&'a str>,
+    /// The serial number carried over, as 8 hex digits.
+    pub serial: Option<String>,
+    /// Bytes written.
+    pub bytes_written: Option<u64>,
+    /// Free bytes in the exFAT volume.
+    pub free_after: Option<u64>,
+    /// The MBR partition type byte changed to 07h, if in an MBR partition.
+    pub partition_type: Option<u8>,
+    /// The re-cluster of the exFAT volume after the conversion, if asked
+    /// (its [`JobReport`], as a re-cluster alone reports it).
+    pub recluster: Option<Box<JobReport<'a>>>,
+    /// The cluster size the re-cluster goes to ([`ConvertJob::cluster`]).
+    pub new_cluster_size: Option<u64>,
+    /// Bytes the whole job writes ([`ConvertJob::bytes_written`]).
+    pub job_bytes_written: u64,
+}
+
+impl<'a> ConvertReport<'a> {
+    fn new(job: &'a ConvertJob, would_refuse: Option<&'a str>) -> Self {
+        let c = &job.conversion;
+        let p = c.plan.as_ref();
+        Self {
+            step: c.step.to_string(),
+            would_refuse,
+            cluster_size: p.map(|p| p.exfat.cluster_size),
+            cluster_count: p.map(|p| p.exfat.cluster_count),
+            fat_offset: p.map(|p| p.exfat.fat_offset),
+            heap_offset: p.map(|p| p.exfat.heap_offset),
+            directories: p.map(|p| p.directories),
+            files: p.map(|p| p.files),
+            label: p.and_then(|p| p.label.as_deref()),
+            serial: p.map(|p| format!("{:08X}", p.serial)),
+            bytes_written: p.map(|p| p.bytes_written),
+            free_after: p.map(|p| p.free_after),
+            partition_type: p.and_then(|p| p.partition_type),
+            recluster: job
+                .recluster
+                .as_ref()
+                .map(|r| Box::new(JobReport::new(r, job.auto.as_ref(), None))),
+            new_cluster_size: job.cluster,
+            job_bytes_written: job.bytes_written(),
         }
     }
 }

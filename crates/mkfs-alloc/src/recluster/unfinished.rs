@@ -180,3 +180,60 @@ pub fn unfinished_in<D: BlockIo + ?Sized>(
         })
         .collect()
 }
+
+/// The in-place jobs left unfinished on the volumes of an inspector's
+/// report, each kind in the volumes' order (volumes numbered from 1, as
+/// `info` names them): what a rerun of the same command finishes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct Unfinished {
+    /// Re-clusters ([`unfinished_in`]).
+    #[cfg_attr(feature = "serde", serde(rename = "recluster_unfinished"))]
+    pub recluster: Vec<UnfinishedRecluster>,
+    /// Resizes ([`unfinished_resize_in`]): the volumes' numbers.
+    #[cfg_attr(feature = "serde", serde(rename = "resize_unfinished"))]
+    pub resize: Vec<usize>,
+    /// Conversions ([`super::convert::unfinished_in`]): the volumes' numbers.
+    #[cfg_attr(feature = "serde", serde(rename = "convert_unfinished"))]
+    pub convert: Vec<usize>,
+}
+
+/// An unfinished re-cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct UnfinishedRecluster {
+    /// The volume's number, from 1.
+    pub volume: usize,
+    /// The cluster size the job goes to.
+    pub cluster_size: u64,
+}
+
+impl Unfinished {
+    /// The unfinished jobs on the volumes of `report` (read from `dev`,
+    /// the medium it describes; a volume that cannot be read is left out).
+    pub fn in_report<D: BlockIo + ?Sized>(
+        dev: &mut D,
+        report: &mkfs_alloc_inspect::Report,
+    ) -> Self {
+        let number = |i: usize| i + 1;
+        Unfinished {
+            recluster: unfinished_in(dev, report)
+                .into_iter()
+                .map(|(i, cluster_size)| UnfinishedRecluster {
+                    volume: number(i),
+                    cluster_size,
+                })
+                .collect(),
+            resize: unfinished_resize_in(dev, report)
+                .into_iter()
+                .map(number)
+                .collect(),
+            convert: super::convert::unfinished_in(dev, report)
+                .into_iter()
+                .map(number)
+                .collect(),
+        }
+    }
+}

@@ -3,6 +3,7 @@
 //! size.
 
 use super::*;
+use crate::recluster::convert::NewCluster;
 use crate::recluster::report::JobReport;
 use serde_json::Value;
 
@@ -118,4 +119,132 @@ fn the_flush_stages_are_the_runs_and_leave_the_medium_unchanged() {
         assert_eq!(v["flush_stages"], serde_json::json!(stages));
         check_files(&disk, from as usize).unwrap();
     }
+}
+
+/// `disk` with `extra` zero bytes after it.
+fn extended(disk: &MemDisk, extra: u64) -> MemDisk {
+    let mut v = disk.as_bytes().to_vec();
+    v.resize(v.len() + usize::try_from(extra).unwrap(), 0);
+    MemDisk::from_vec(disk.block_size(), v).unwrap()
+}
+
+#[test]
+fn a_resize_reports_its_grow_and_nothing_reports_no_grow() {
+    let mut disk = extended(&image(SIZE, OLD), SIZE);
+    let request = Request::Resize(NewSize::Max);
+    assert_eq!(request.image_extended_to(&mut disk, SIZE, None), None);
+    assert_eq!(
+        Request::Resize(NewSize::Bytes(SIZE + 1)).image_extended_to(&mut disk, SIZE, None),
+        Some(SIZE + 1)
+    );
+    let planned = request.plan(&mut disk).unwrap();
+    let v = serde_json::to_value(planned.report(None)).unwrap();
+    let Planned::Resize(job) = &planned else {
+        panic!("not a resize")
+    };
+    let g = job.grow.as_ref().unwrap();
+    assert_eq!(v["command"], "resize");
+    assert_eq!(v["step"], "start");
+    assert_eq!(v["would_refuse"], Value::Null);
+    let r = &v["grow"];
+    assert_eq!(r["fs"], "exfat");
+    assert_eq!(r["volume_bytes"], serde_json::json!([SIZE, 2 * SIZE]));
+    assert_eq!(r["cluster_count"][1], g.new.cluster_count);
+    assert_eq!(r["bitmap"]["cluster"], g.bitmap.0);
+    assert_eq!(r["root"]["clusters"], g.root_clusters);
+    assert_eq!(r["free_bytes"][1], g.free_after);
+    assert_eq!(r["bytes_written"], g.bytes_written);
+    planned.run(&mut disk, &mut |_, _| {}).unwrap();
+    let v = serde_json::to_value(request.plan(&mut disk).unwrap().report(Some("busy"))).unwrap();
+    assert_eq!(v["step"], "nothing to do");
+    assert_eq!(v["would_refuse"], "busy");
+    assert!(v.get("grow").is_none());
+}
+
+#[test]
+fn a_conversion_reports_its_figures_then_nulls_once_exfat() {
+    let (mut disk, _) = super::fat::fat32((40 << 20) + (2 << 20), 512, 2, super::fat::Table::None);
+    let planned = Request::ConvertToExfat(NewCluster::Keep)
+        .plan(&mut disk)
+        .unwrap();
+    let v = serde_json::to_value(planned.report(None)).unwrap();
+    let Planned::Convert(c) = &planned else {
+        panic!("not a conversion")
+    };
+    let p = c.conversion.plan.as_ref().unwrap();
+    assert_eq!(v["step"], "start");
+    assert_eq!(v["cluster_size"], 512);
+    assert_eq!(v["heap_offset"], p.exfat.heap_offset);
+    assert_eq!(v["serial"], format!("{:08X}", p.serial));
+    assert_eq!(v["partition_type"], Value::Null);
+    assert_eq!(v["recluster"], Value::Null);
+    assert_eq!(v["new_cluster_size"], Value::Null);
+    assert_eq!(v["job_bytes_written"], p.bytes_written);
+    assert!(!planned.reports_progress());
+    planned.run(&mut disk, &mut |_, _| {}).unwrap();
+    let again = Request::ConvertToExfat(NewCluster::Keep)
+        .plan(&mut disk)
+        .unwrap();
+    assert!(again.is_done());
+    let v = serde_json::to_value(again.report(None)).unwrap();
+    assert_eq!(v["step"], "nothing to do");
+    assert_eq!(v["files"], Value::Null);
+    assert_eq!(v["serial"], Value::Null);
+}
+
+#[test]
+fn medium_info_names_a_cut_recluster_until_it_is_run_again() {
+    use crate::inspect::{medium_info, InspectOptions};
+    use mkfs_alloc_blockio::PowerCutIo;
+    let disk = image(SIZE, OLD);
+    let opts = InspectOptions::default();
+    let mut d = disk.clone();
+    let info = medium_info(&mut d, &opts).unwrap();
+    assert_eq!(info.unfinished, Unfinished::default());
+    assert_eq!(info.findings.len(), info.report.volumes.len());
+    assert!(info
+        .findings
+        .iter()
+        .all(|f| f.findings.is_empty() && f.dropped == 0));
+    assert!(info.sd.is_none());
+    // Cut after the intent record and VolumeDirty are flushed.
+    let mut cut = PowerCutIo::new(disk, 8, 1);
+    assert!(recluster(&mut cut, 4096).is_err());
+    let mut d = cut.into_surviving().unwrap();
+    let info = medium_info(&mut d, &opts).unwrap();
+    let v = serde_json::to_value(&info.unfinished).unwrap();
+    assert_eq!(
+        v["recluster_unfinished"],
+        serde_json::json!([{"volume": 1, "cluster_size": 4096}])
+    );
+    assert_eq!(v["resize_unfinished"], serde_json::json!([]));
+    assert_eq!(v["convert_unfinished"], serde_json::json!([]));
+    recluster(&mut d, 4096).unwrap();
+    assert_eq!(
+        medium_info(&mut d, &opts).unwrap().unfinished,
+        Unfinished::default()
+    );
+}
+
+#[test]
+fn a_shrink_reports_what_moves_and_the_image_length_it_leaves() {
+    let mut disk = image(SIZE, OLD);
+    let planned = Request::Resize(NewSize::Bytes(SIZE / 2))
+        .plan(&mut disk)
+        .expect("a shrink of a fresh image is planned");
+    let v = serde_json::to_value(planned.report(None)).expect("json");
+    assert_eq!(
+        v["grow"]["volume_bytes"],
+        serde_json::json!([SIZE, SIZE / 2])
+    );
+    assert!(v["grow"]["moved_clusters"].is_u64(), "{v:#}");
+    assert!(v["grow"]["moved_bytes"].is_u64(), "{v:#}");
+    assert!(v["grow"].get("partition").is_none(), "{v:#}");
+    // The image held only the volume: cut to it; a longer file is not.
+    assert_eq!(planned.image_cut_to(SIZE), Some(SIZE / 2));
+    assert_eq!(planned.image_cut_to(SIZE + 512), None);
+    let grow = Request::Resize(NewSize::Max)
+        .plan(&mut extended(&disk, SIZE))
+        .expect("a grow is planned");
+    assert_eq!(grow.image_cut_to(2 * SIZE), None);
 }
