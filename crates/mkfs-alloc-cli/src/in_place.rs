@@ -161,7 +161,13 @@ pub fn run(request: Request, a: &InPlaceArgs, words: &dyn Words) -> Result<(), F
         ))
     })?;
     drop(opened);
-    if let Some(cut) = planned.image_cut_to(len).filter(|_| extend.is_none()) {
+    // Only an image file is cut to a shrunk volume; a device keeps its size
+    // (its length as a file is 0).
+    let image = !mkfs_alloc_device::is_block_device(path);
+    if let Some(cut) = planned
+        .image_cut_to(len)
+        .filter(|_| extend.is_none() && image)
+    {
         cut_image(path, cut)?;
     }
     let secs = started.elapsed().as_secs_f64();
