@@ -103,21 +103,21 @@ pub fn run(args: &InfoArgs) -> Result<(), Failure> {
             u.volume,
             format_size(u.cluster_size),
             u.cluster_size,
-            path.display()
+            crate::text::shell_word(path)
         );
     }
     for i in &unfinished.resize {
         outln!();
         outln!(
             "volume {i}: a resize is unfinished (the volume is intact, old or new); finish it with the same command: mkfs-alloc resize --size SIZE|max {}",
-            path.display()
+            crate::text::shell_word(path)
         );
     }
     for i in &unfinished.convert {
         outln!();
         outln!(
             "volume {i}: a conversion to exFAT is unfinished (the volume is intact); finish it with: mkfs-alloc convert --fs exfat {}",
-            path.display()
+            crate::text::shell_word(path)
         );
     }
     if let Some(sd) = &sd {

@@ -56,6 +56,21 @@ pub fn shorten_long_paths(s: &str) -> String {
     out
 }
 
+/// `path` as one word of a POSIX shell command line the user can paste:
+/// as it is when it holds only characters no shell treats specially, else
+/// in single quotes (a `'` in it written as `'\''`).
+pub fn shell_word(path: &std::path::Path) -> String {
+    let s = path.to_string_lossy();
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+    {
+        s.into_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,5 +97,26 @@ mod tests {
         let name = "n".repeat(300);
         assert_eq!(shorten_long_paths(&name), name);
         assert_eq!(shorten_long_paths("a /b/c d"), "a /b/c d");
+    }
+
+    #[test]
+    fn a_shell_word_reads_back_as_the_path() {
+        for name in [
+            "card.img",
+            "my card.img",
+            "it's here",
+            "a$b`c`\\d",
+            "-",
+            "x\ny",
+        ] {
+            let word = shell_word(std::path::Path::new(name));
+            let out = std::process::Command::new("/bin/sh")
+                .arg("-c")
+                .arg(format!("printf %s {word}"))
+                .output()
+                .expect("run /bin/sh");
+            assert_eq!(String::from_utf8_lossy(&out.stdout), name, "{word}");
+        }
+        assert_eq!(shell_word(std::path::Path::new("/dev/sdb")), "/dev/sdb");
     }
 }

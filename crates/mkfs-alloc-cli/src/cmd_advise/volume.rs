@@ -80,9 +80,12 @@ pub fn json(v: &VolumeAdvice, target: &Path) -> Result<String, Failure> {
 /// The command that re-clusters the volume on `target` to the
 /// recommendation, e.g. `mkfs-alloc recluster --cluster 4K card.img`.
 fn recluster_command(on: &OnVolume, target: &Path) -> Option<String> {
-    on.recluster_cluster
-        .as_ref()
-        .map(|c| format!("mkfs-alloc recluster --cluster {c} {}", target.display()))
+    on.recluster_cluster.as_ref().map(|c| {
+        format!(
+            "mkfs-alloc recluster --cluster {c} {}",
+            crate::text::shell_word(target)
+        )
+    })
 }
 
 fn waste(bytes: Option<u64>, percent: Option<f64>) -> String {

@@ -2,6 +2,7 @@
 //! probe, the probe that keeps one, and `--restore`.
 
 use super::{confirm_restore, open, run_probe, ProbeArgs};
+use crate::text::shell_word;
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::layout::units::format_size;
@@ -33,7 +34,7 @@ pub fn refuse_existing(j: &Path, dev: &Path) -> Result<(), Failure> {
     if !j.exists() {
         return Ok(());
     }
-    let (jd, dd) = (j.display(), dev.display());
+    let (jd, dd) = (shell_word(j), shell_word(dev));
     let why = match Journal::status(j) {
         JournalStatus::Pending { records } => format!(
             "a --keep-data probe was interrupted and {records} saved blocks wait in it to be written back; run `mkfs-alloc probe --restore {jd} {dd}` first"
@@ -100,7 +101,7 @@ pub fn probe_keeping(
     j: &Path,
     id: DeviceIdentity,
 ) -> Result<ProbeReport, Failure> {
-    let (jd, dd) = (j.display(), a.target.display());
+    let (jd, dd) = (shell_word(j), shell_word(&a.target));
     let mut journal = Journal::create(j, id)
         .map_err(|e| usage(anyhow!(e).context(format!("creating the journal {jd}"))))?;
     let kept = format!(

@@ -115,7 +115,7 @@ fn text(path: &Path, r: &ProbeReport) {
         });
         outln!(
             "  certainty   sampling cannot prove that every block stores data (see `mkfs-alloc probe --help`); where that matters, `mkfs-alloc probe --full {}` writes and reads back all of it (destroys its data{estimate})",
-            path.display()
+            crate::text::shell_word(path)
         );
     }
 }
