@@ -9,7 +9,7 @@ use crate::in_place::{self, InPlaceArgs, Words};
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::recluster::{AutoChoice, Coarse, Job, Plan, Planned, Request};
-use mkfs_alloc::units::{format_signed_size, format_size, parse_size};
+use mkfs_alloc::units::{format_size, parse_size};
 use std::path::Path;
 
 const EXAMPLES: &str = "\
@@ -193,10 +193,7 @@ fn print_text(path: &Path, job: &Job, p: &Plan) {
         sz(p.files_allocated.0),
         sz(p.files_allocated.1)
     );
-    in_place::print_totals(
-        &p.totals(),
-        &format!("gained {}", format_signed_size(p.space_gained())),
-    );
+    in_place::print_totals(&p.totals());
 }
 
 /// A FAT volume's reserved sectors and data region.
@@ -348,8 +345,5 @@ fn print_larger(path: &Path, job: &Job, p: &Plan, c: &Coarse) {
         sz(c.slack.0),
         sz(c.slack.1)
     );
-    in_place::print_totals(
-        &p.totals(),
-        &format!("gained {}", format_signed_size(p.space_gained())),
-    );
+    in_place::print_totals(&p.totals());
 }

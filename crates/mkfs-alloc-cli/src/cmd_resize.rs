@@ -196,13 +196,7 @@ fn table_name(t: &PartitionGrow) -> &'static str {
     }
 }
 
-/// The plan's free space (gained, or lost by a shrink), I/O and time
-/// estimate.
+/// The plan's free space before and after, I/O and time estimate.
 fn print_totals(g: &Grow) {
-    let change = if g.free_after >= g.free_before {
-        format!("gained {}", format_size(g.free_after - g.free_before))
-    } else {
-        format!("lost {}", format_size(g.free_before - g.free_after))
-    };
-    in_place::print_totals(&g.totals(), &change);
+    in_place::print_totals(&g.totals());
 }

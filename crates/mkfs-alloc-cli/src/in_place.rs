@@ -251,14 +251,20 @@ fn cut_image(path: &Path, len: u64) -> Result<(), Failure> {
         })
 }
 
-/// A plan's free space (`change`: what it gains or loses, in words), I/O
-/// and time estimate, as text.
-pub fn print_totals(t: &Totals, change: &str) {
+/// A plan's free space before and after (and what it gains, or how much
+/// less there is), I/O and time estimate, as text.
+pub fn print_totals(t: &Totals) {
     let sz = format_size;
+    let (before, after) = t.free;
+    let change = if after >= before {
+        format!("gained {}", sz(after - before))
+    } else {
+        format!("{} less", sz(before - after))
+    };
     outln!(
         "  free           {} -> {} ({change})",
-        sz(t.free.0),
-        sz(t.free.1)
+        sz(before),
+        sz(after)
     );
     let (r, w) = (sz(t.bytes_read), sz(t.bytes_written));
     outln!("  I/O            reads {r}, writes {w}");
