@@ -78,7 +78,7 @@ fn cli_recluster_of_a_mkfs_fat_fat16_to_a_smaller_cluster_survives_power_cuts_on
         &["-F", "16", "-s", "4", "-S", "512"],
         512,
         "FAT16   ",
-        20,
+        14,
     );
 }
 
