@@ -12,6 +12,7 @@
 //!  powercut  a disk whose power can be cut (FUSE file with a volatile write
 //!            cache + direct-I/O loop device)
 //!  racetree  a --rootdir source whose entry becomes a link between walk and copy
+//!  device_cuts the in-place jobs' power-cut sweep on the FUSE device, its readers
 //!  recluster the re-cluster tests' images, tree through exfat-fuse, fsck of cut states
 //!  fat_cuts  fsck.fat and mcopy on every state a cut FAT re-cluster leaves
 //!  fatfs_io  the fatfs crate as an independent FAT reader/writer
@@ -29,6 +30,7 @@ pub mod boot;
 pub mod check;
 pub mod checks;
 pub mod cli;
+pub mod device_cuts;
 pub mod fakestick;
 pub mod fat_cuts;
 pub mod fatfs_io;

@@ -111,7 +111,7 @@ pub fn assert_files_through_fuse(
 /// fsck.exfat's findings on `img`, with the line a dirty volume gives
 /// (VolumeDirty is set while a re-cluster is unfinished, on purpose) left
 /// out and counted.
-fn fsck_findings_but_dirty(img: &Path) -> (Vec<String>, bool) {
+pub fn fsck_findings_but_dirty(img: &Path) -> (Vec<String>, bool) {
     use mkfs_alloc_testsupport::{fsck_findings, FsckKind};
     let out = run(require_tool("fsck.exfat"), &[Path::new("-n"), img]);
     let all = fsck_findings(FsckKind::Exfat, out.success(), &out.stdout, &out.stderr);

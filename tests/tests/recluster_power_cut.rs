@@ -24,13 +24,14 @@
 
 use mkfs_alloc_blockio::powercut::sweep::cut_points;
 use mkfs_alloc_tests::checks::{dump_exfat_cluster_size, fsck_exfat_clean};
+use mkfs_alloc_tests::device_cuts::exfat_files_differing;
 use mkfs_alloc_tests::powercut::{CutStats, PowerCutDisk};
+use mkfs_alloc_tests::recluster::fsck_findings_but_dirty;
 use mkfs_alloc_tests::tools::require_fuse;
 use mkfs_alloc_tests::{
     mkfs_alloc, require_root, require_tool, run, test_data, CmdOutput, FuseMount, LoopDevice,
-    LoopOptions, TempDir,
+    TempDir,
 };
-use mkfs_alloc_testsupport::{fsck_findings, FsckKind};
 use std::path::Path;
 use std::time::Instant;
 
@@ -68,52 +69,6 @@ fn tree() -> Vec<(String, Vec<u8>)> {
 fn recluster(dev: &Path, to: &str) -> CmdOutput {
     let dev = dev.to_string_lossy().into_owned();
     mkfs_alloc(&["recluster", "--cluster", to, "--yes", "-q", &dev])
-}
-
-/// fsck.exfat's findings by the project's judge, with the line about a
-/// dirty volume left out (VolumeDirty is set on purpose while a re-cluster
-/// is unfinished, so drivers mounting it meanwhile check it).
-fn findings_but_dirty(img: &Path) -> Vec<String> {
-    let out = run(require_tool("fsck.exfat"), &[Path::new("-n"), img]);
-    fsck_findings(FsckKind::Exfat, out.success(), &out.stdout, &out.stderr)
-        .into_iter()
-        .filter(|l| !l.to_lowercase().contains("dirty"))
-        .collect()
-}
-
-/// Mounts `img` read-only through exfat-fuse (on a read-only plain loop
-/// device) and returns the paths of `tree` whose bytes differ or cannot be
-/// read, or `Err` with the driver's log if it does not mount.
-fn differing_files(
-    img: &Path,
-    mnt: &Path,
-    tree: &[(String, Vec<u8>)],
-) -> Result<Vec<String>, String> {
-    let lo = LoopDevice::attach_with(
-        img,
-        LoopOptions {
-            read_only: true,
-            ..LoopOptions::default()
-        },
-    );
-    let prog = require_tool("mount.exfat-fuse");
-    let args = vec![
-        "-d".into(),
-        "-o".into(),
-        "ro".into(),
-        lo.path().to_string_lossy().into_owned(),
-        mnt.to_string_lossy().into_owned(),
-    ];
-    let m = std::panic::catch_unwind(|| FuseMount::spawn(&prog, &args, mnt))
-        .map_err(|_| "exfat-fuse does not mount it".to_string())?;
-    let differ = tree
-        .iter()
-        .filter(|(path, data)| std::fs::read(mnt.join(path)).ok().as_ref() != Some(data))
-        .map(|(path, _)| path.clone())
-        .collect();
-    m.unmount();
-    drop(lo);
-    Ok(differ)
 }
 
 #[test]
@@ -177,7 +132,7 @@ fn power_cuts_on_a_device((from, from_bytes): (&str, u64), (to, to_bytes): (&str
     fsck_exfat_clean(&pristine);
     assert_eq!(dump_exfat_cluster_size(&pristine), from_bytes);
     assert_eq!(
-        differing_files(&pristine, &mnt, &tree).expect("mounts"),
+        exfat_files_differing(&pristine, &mnt, &tree).expect("mounts"),
         Vec::<String>::new(),
         "the prepared volume does not read back"
     );
@@ -197,7 +152,7 @@ fn power_cuts_on_a_device((from, from_bytes): (&str, u64), (to, to_bytes): (&str
     fsck_exfat_clean(&img);
     assert_eq!(dump_exfat_cluster_size(&img), to_bytes);
     assert_eq!(
-        differing_files(&img, &mnt, &tree).expect("mounts"),
+        exfat_files_differing(&img, &mnt, &tree).expect("mounts"),
         Vec::<String>::new(),
         "the uncut run loses data"
     );
@@ -226,7 +181,7 @@ fn power_cuts_on_a_device((from, from_bytes): (&str, u64), (to, to_bytes): (&str
         }
         std::fs::write(&control, &damaged).expect("write");
         assert_eq!(
-            differing_files(&control, &mnt, &tree).expect("mounts"),
+            exfat_files_differing(&control, &mnt, &tree).expect("mounts"),
             std::slice::from_ref(name),
             "a flipped data byte goes unnoticed"
         );
@@ -256,9 +211,9 @@ fn power_cuts_on_a_device((from, from_bytes): (&str, u64), (to, to_bytes): (&str
 
         // Before the rerun: consistent for fsck.exfat (but for the dirty
         // flag) means every file must read back as written.
-        let findings = findings_but_dirty(&img);
+        let findings = fsck_findings_but_dirty(&img).0;
         if findings.is_empty() {
-            let differ = differing_files(&img, &mnt, &tree)
+            let differ = exfat_files_differing(&img, &mnt, &tree)
                 .unwrap_or_else(|e| panic!("{ctx}: fsck-consistent but {e}"));
             assert!(
                 differ.is_empty(),
@@ -282,7 +237,7 @@ fn power_cuts_on_a_device((from, from_bytes): (&str, u64), (to, to_bytes): (&str
         assert!(!rerun.cut, "{ctx}");
         fsck_exfat_clean(&img);
         assert_eq!(dump_exfat_cluster_size(&img), to_bytes, "{ctx}");
-        let differ = differing_files(&img, &mnt, &tree)
+        let differ = exfat_files_differing(&img, &mnt, &tree)
             .unwrap_or_else(|e| panic!("{ctx}: after the rerun {e}"));
         assert!(
             differ.is_empty(),
