@@ -2,12 +2,15 @@
 //! what FAT32 holds (the first file that does not fit named) and its
 //! in-place conversion planned, read-only (`--dry-run` prints the plan).
 //! The write path is not supported yet: a run is refused with that reason
-//! after the same checks (exit 2, the target unchanged).
+//! after the same checks (exit 2, the target unchanged). On a medium with
+//! a partition table the volume is the one `--partition` chooses (as for
+//! `--fs exfat`), read through a window over that partition alone.
 
 use crate::cmd_convert::ConvertArgs;
 use crate::in_place::{refusal, target_block_size};
 use crate::{usage, Failure};
 use anyhow::anyhow;
+use mkfs_alloc::blockio::Slice;
 use mkfs_alloc::recluster::convert::{self, Fat32Plan};
 use mkfs_alloc::units::format_size;
 use mkfs_alloc_inspect::ReadOnlyFile;
@@ -23,6 +26,11 @@ pub fn run(args: &ConvertArgs) -> Result<(), Failure> {
     let block_size = target_block_size(path)?;
     let mut ro = ReadOnlyFile::open(path, block_size)
         .map_err(|e| usage(anyhow!("cannot open {}", e.source)))?;
+    let (first, count) = match crate::partition_pick::choose(&mut ro, args.common.partition)? {
+        Some(n) => crate::partition_pick::blocks_of(&mut ro, n)?,
+        None => (0, mkfs_alloc::blockio::BlockIo::num_blocks(&ro)),
+    };
+    let mut ro = Slice::new(&mut ro, first, count).map_err(|e| crate::Failure::Io(anyhow!(e)))?;
     if !args.common.dry_run {
         // Every check first, then the refusal of the write path.
         return match convert::run_fat32(&mut ro) {

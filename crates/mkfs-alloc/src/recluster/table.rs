@@ -45,6 +45,32 @@ pub(super) fn read_chosen<D: BlockIo + ?Sized>(
     })
 }
 
+/// The blocks `(first, count)` of partition `n` of `dev` (1-based), for
+/// a job that runs on that partition alone through a
+/// [`Slice`](mkfs_alloc_blockio::Slice).
+///
+/// # Errors
+///
+/// [`ReclusterError::NoVolume`] when there is no such partition or it is
+/// not on whole blocks of `dev`; the read error.
+pub(crate) fn partition_blocks<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    n: u32,
+) -> Result<(u64, u64), ReclusterError> {
+    let t = read_partition_table(dev)?;
+    let bs = u64::from(dev.block_size());
+    t.partitions
+        .iter()
+        .find(|p| p.index == n)
+        .filter(|p| p.start % bs == 0 && p.size % bs == 0)
+        .map(|p| (p.start / bs, p.size / bs))
+        .ok_or_else(|| {
+            ReclusterError::NoVolume(format!(
+                "the medium has no partition {n} on whole {bs}-byte blocks"
+            ))
+        })
+}
+
 /// Reads the volume at absolute byte `start`, of at most `size` bytes.
 pub(super) fn read_at_start<D: BlockIo + ?Sized>(
     dev: &mut D,

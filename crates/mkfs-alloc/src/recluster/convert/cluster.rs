@@ -1,7 +1,11 @@
 //! A conversion to a new cluster size in the same run (`convert
 //! --cluster`): the conversion, which moves no file data and keeps the
 //! cluster size, and then the re-cluster of the exFAT volume it made by
-//! the re-cluster engine ([`crate::recluster`]), as one job.
+//! the re-cluster engine ([`crate::recluster`]), as one job. In a
+//! partition (`--partition N`) the conversion reads the table (it changes
+//! the MBR type byte) and the re-cluster runs on that partition's blocks
+//! alone (a [`Slice`]), as `recluster --partition N` does: the medium's
+//! other volumes are out of its sight and untouched.
 //!
 //! Each part keeps its own promise (the old volume valid until its one
 //! switch, its intent record on the medium), and the two are in sequence:
@@ -19,7 +23,7 @@
 //! medium), so its refusals (space, sizes, `auto`'s choice) come before
 //! the conversion's first write too.
 
-use mkfs_alloc_blockio::BlockIo;
+use mkfs_alloc_blockio::{BlockIo, Slice};
 
 use super::{run, Conversion};
 use crate::recluster::overlay::Overlay;
@@ -51,6 +55,9 @@ pub struct ConvertJob {
     pub auto: Option<AutoChoice>,
     /// The cluster size the re-cluster goes to (`None`: kept).
     pub cluster: Option<u64>,
+    /// The partition (1-based, as `fdisk` counts) the re-cluster runs in,
+    /// on its blocks alone (`None`: the medium's one volume).
+    pub partition: Option<u32>,
 }
 
 impl ConvertJob {
@@ -109,12 +116,15 @@ pub fn plan_with_in<D: BlockIo + ?Sized>(
         recluster: None,
         auto: None,
         cluster: None,
+        partition: None,
     };
     if cluster == NewCluster::Keep {
         return Ok(job);
     }
+    job.partition = partition;
     let mut o = Overlay::new(dev);
     run(&mut o, &job.conversion)?;
+    let mut o = in_partition(&mut o, partition)?;
     let r = match cluster {
         NewCluster::Size(c) => recluster::plan(&mut o, c)?,
         _ => {
@@ -145,12 +155,26 @@ pub fn run_with<D: BlockIo + ?Sized>(dev: &mut D, job: &ConvertJob) -> Result<()
     let Some(cluster) = job.cluster else {
         return Ok(());
     };
+    let mut dev = in_partition(dev, job.partition)?;
     if job.conversion.step == Step::Nothing {
         if let Some(r) = &job.recluster {
-            return recluster::run(dev, r);
+            return recluster::run(&mut dev, r);
         }
     }
-    recluster::recluster(dev, cluster).map(|_| ())
+    recluster::recluster(&mut dev, cluster).map(|_| ())
+}
+
+/// `dev`, or the blocks of its partition `partition`: where the re-cluster
+/// runs.
+fn in_partition<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    partition: Option<u32>,
+) -> Result<Slice<&mut D>, ReclusterError> {
+    let (first, count) = match partition {
+        Some(n) => crate::recluster::table::partition_blocks(dev, n)?,
+        None => (0, dev.num_blocks()),
+    };
+    Slice::new(dev, first, count).map_err(ReclusterError::Io)
 }
 
 /// [`plan_with`] then [`run_with`]: the whole job, or what is left of it.
