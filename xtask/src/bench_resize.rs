@@ -412,9 +412,12 @@ fn run_case(bin: &Path, c: &Case, dir: &Path, tree: &Path, want: &str) -> Result
     })
 }
 
-/// Runs every case in a scratch directory under `scratch`; returns the
-/// Markdown text.
+/// Runs every case in a scratch directory under `scratch` (root: loop
+/// devices and FUSE mounts); returns the Markdown text.
 pub fn run(bin: &Path, scratch: &Path, quick: bool) -> Result<String, String> {
+    if !crate::is_root() {
+        return Err("bench --resize needs root (loop devices, exfat-fuse mounts)".into());
+    }
     let dir = scratch.join(format!("bench-resize-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let result = run_in(bin, &dir, quick);
@@ -506,8 +509,8 @@ mod tests {
         );
         let refuse = grow.replace("null", "\"busy\"");
         assert!(planned(Kind::Grow, &refuse).is_err());
-        let done = r#"{"step":"nothing to do","would_refuse":null}"#;
-        assert!(planned(Kind::Grow, done).is_err());
+        let done = grow.replace("\"start\"", "\"nothing to do\"");
+        assert!(planned(Kind::Grow, &done).is_err());
         let conv = r#"{"step":"start","would_refuse":null,"job_bytes_written":9}"#;
         assert_eq!(
             planned(Kind::Convert, conv).expect("a conversion plan"),

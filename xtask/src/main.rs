@@ -16,8 +16,7 @@
 //!   as root, with `MKFS_ALLOC_BIN` set and the sbin directories on `PATH`;
 //! - `test-pure`: the pure tier's test executables run as user 65534 with
 //!   an empty `PATH` (see `test.rs`);
-//! - `bench`: see `bench.rs` (`--recluster`: `bench_recluster.rs`;
-//!   `--resize [--quick]`: `bench_resize.rs`);
+//! - `bench`: see `bench.rs` (`--resize`: `bench_resize.rs`);
 //! - `bench-probe [--write]`: `mkfs-alloc probe` vs f3probe on FUSE fake
 //!   sticks (see `probe_bench.rs`); `bench-probe --full [--reps N]
 //!   [--write]`: `probe --full`'s write pass against `dd oflag=direct`
@@ -353,14 +352,8 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
     .join("mkfs-alloc");
     let mut tables = Vec::new();
     if resize {
-        if !is_root() {
-            return Err("bench --resize needs root (loop devices, exfat-fuse mounts)".into());
-        }
-        tables.push((
-            bench_resize::run(&bin, &target_dir(), quick)?,
-            bench_resize::BEGIN,
-            bench_resize::END,
-        ));
+        let table = bench_resize::run(&bin, &target_dir(), quick)?;
+        tables.push((table, bench_resize::BEGIN, bench_resize::END));
     } else if recluster {
         if !is_root() {
             return Err("bench --recluster needs root (loop devices, exfat-fuse mounts)".into());
