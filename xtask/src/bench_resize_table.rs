@@ -36,9 +36,10 @@ fn size_name(b: u64) -> String {
 fn name(c: &Case) -> String {
     match c.kind {
         Kind::Grow => format!(
-            "exFAT grow {} → {} (`mkfs.exfat`, exfat-fuse; the image extended first)",
+            "exFAT grow {} → {} (`mkfs.exfat {}`, exfat-fuse; the image extended first)",
             size_name(c.from),
-            size_name(c.to)
+            size_name(c.to),
+            c.mkfs.join(" ")
         ),
         Kind::Shrink => format!(
             "exFAT shrink {} → {} (`mkfs.exfat`, exfat-fuse; data over the whole volume)",
