@@ -127,13 +127,13 @@ impl Drop for Loop {
 }
 
 /// An exfat-fuse mount of a loop device.
-struct Fuse<'a> {
+pub(crate) struct Fuse<'a> {
     dir: &'a Path,
     pid: Option<u32>,
 }
 
 impl<'a> Fuse<'a> {
-    fn new(dev: &Loop, dir: &'a Path) -> Result<Self, String> {
+    pub(crate) fn new(dev: &Loop, dir: &'a Path) -> Result<Self, String> {
         std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
         sh("mount.exfat-fuse \"$1\" \"$2\" 2>&1", &[&dev.0, &dir])?;
         Ok(Fuse {
@@ -144,7 +144,7 @@ impl<'a> Fuse<'a> {
 
     /// `fusermount -u`, then waits for the daemon to exit: it still writes
     /// to the device after the unmount returns.
-    fn finish(mut self) -> Result<(), String> {
+    pub(crate) fn finish(mut self) -> Result<(), String> {
         let r = sh("fusermount -u \"$1\"", &[&self.dir]);
         if let Some(pid) = self.pid.take() {
             let proc = PathBuf::from(format!("/proc/{pid}"));
@@ -181,7 +181,7 @@ fn daemon_of(dev: &str) -> Option<u32> {
 /// to 16 KiB in nested folders. Contents: one 8 MiB pseudo-random pool,
 /// each file a different slice of it behind its own name. Returns the file
 /// count and bytes.
-fn make_tree(dir: &Path, target: u64) -> Result<(u64, u64), String> {
+pub(crate) fn make_tree(dir: &Path, target: u64) -> Result<(u64, u64), String> {
     let mut seed = 0x9E37_79B9_7F4A_7C15u64;
     let mut next = move || {
         seed = seed
@@ -466,13 +466,13 @@ fn run_case(bin: &Path, c: &Case, dir: &Path, tree: &Path, want: &str) -> Result
     })
 }
 
-fn load() -> String {
+pub(crate) fn load() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_else(|_| "?".into())
 }
 
-fn size_name(b: u64) -> String {
+pub(crate) fn size_name(b: u64) -> String {
     if b >= GIB {
         format!("{} GiB", b / GIB)
     } else {

@@ -16,7 +16,7 @@
 //!   as root, with `MKFS_ALLOC_BIN` set and the sbin directories on `PATH`;
 //! - `test-pure`: the pure tier's test executables run as user 65534 with
 //!   an empty `PATH` (see `test.rs`);
-//! - `bench`: see `bench.rs`;
+//! - `bench`: see `bench.rs` (`--resize`: `bench_resize.rs`);
 //! - `bench-probe [--write]`: `mkfs-alloc probe` vs f3probe on FUSE fake
 //!   sticks (see `probe_bench.rs`); `bench-probe --full [--reps N]
 //!   [--write]`: `probe --full`'s write pass against `dd oflag=direct`
@@ -78,7 +78,7 @@ const COMMANDS: &[Cmd] = &[
     ),
     (
         "bench",
-        "mkfs-alloc vs mkfs.exfat / mkfs.fat side by side [--reps N] [--quick] [--write]; --populate: --rootdir vs mkfs + copy; --batch (root): 8 targets in one run vs 8 runs, --verify vs dd; --recluster (root): recluster vs copy off, mkfs, copy back",
+        "mkfs-alloc vs mkfs.exfat / mkfs.fat side by side [--reps N] [--quick] [--write]; --populate: --rootdir vs mkfs + copy; --batch (root): 8 targets in one run vs 8 runs, --verify vs dd; --recluster (root): recluster vs copy off, mkfs, copy back; --resize [--quick] (root): resize 8G->16G and 16G->8G, convert FAT32->exFAT of 4G vs copy off, mkfs, copy back and the floor",
         bench_cmd,
     ),
     (
@@ -156,6 +156,9 @@ mod bench_populate;
 mod bench_recluster;
 mod bench_recluster_fat;
 mod bench_recluster_floor;
+mod bench_resize;
+mod bench_resize_fat;
+mod bench_resize_table;
 mod dist;
 mod embedded;
 mod features;
@@ -300,6 +303,7 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
     let mut populate = false;
     let mut batch = false;
     let mut recluster = false;
+    let mut resize = false;
     let mut hosts_only = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -309,6 +313,7 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
             "--populate" => populate = true,
             "--batch" => batch = true,
             "--recluster" => recluster = true,
+            "--resize" => resize = true,
             "--hosts-only" => {
                 populate = true;
                 hosts_only = true;
@@ -322,7 +327,7 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
             }
             other => {
                 return Err(format!(
-                    "unknown option {other:?}; valid: --reps N, --quick, --write, --populate, --hosts-only, --batch, --recluster"
+                    "unknown option {other:?}; valid: --reps N, --quick, --write, --populate, --hosts-only, --batch, --recluster, --resize"
                 ))
             }
         }
@@ -346,7 +351,10 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
     .join("release")
     .join("mkfs-alloc");
     let mut tables = Vec::new();
-    if recluster {
+    if resize {
+        let table = bench_resize::run(&bin, &target_dir(), quick)?;
+        tables.push((table, bench_resize::BEGIN, bench_resize::END));
+    } else if recluster {
         if !is_root() {
             return Err("bench --recluster needs root (loop devices, exfat-fuse mounts)".into());
         }
@@ -360,10 +368,10 @@ fn bench_cmd(args: &[String]) -> Result<(), String> {
     } else if !populate {
         tables.push((bench::run(&bin, reps, quick)?, BENCH_BEGIN, BENCH_END));
     }
-    if populate && !hosts_only && !batch && !recluster {
+    if populate && !hosts_only && !batch && !recluster && !resize {
         tables.push((bench_populate::run(&bin, reps, quick)?, POP_BEGIN, POP_END));
     }
-    if populate && !batch && !recluster {
+    if populate && !batch && !recluster && !resize {
         // XFS (reflink=1) and ext4 on loop devices: root, as the peers' mounts.
         tables.push((bench_hosts::run(&bin, reps, quick)?, HOSTS_BEGIN, HOSTS_END));
     }
