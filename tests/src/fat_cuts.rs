@@ -1,5 +1,6 @@
-//! The FAT re-cluster's cut states judged by the independent tools: the
-//! library's job on an image file is cut at chosen operations
+//! The FAT re-cluster's (or another in-place job's: [`CutJob`]) cut states
+//! judged by the independent tools: the library's job on an image file is
+//! cut at chosen operations
 //! (`PowerCutIo`: a seeded subset of the unflushed writes survives), and
 //! each surviving image is checked by `fsck.fat -n` (only the marks an
 //! unfinished job may leave) and by one recursive mcopy (every file as
@@ -143,14 +144,33 @@ fn lost_clusters(f: &str) -> bool {
     l.starts_with("reclaimed ") && l.contains(" unused cluster")
 }
 
+/// An in-place job a sweep cuts: the library's run, the same command of
+/// the CLI (its arguments before `--yes -q IMAGE`) and the check of the
+/// volume it leaves (besides fsck.fat and the files).
+pub struct CutJob<'a> {
+    /// The library's job.
+    pub run: &'a crate::recluster::EngineJob<'a>,
+    /// The CLI's command, e.g. `["recluster", "--cluster", "512"]`.
+    pub args: &'a [&'a str],
+    /// What the finished image must be.
+    pub done: &'a dyn Fn(&Path) -> Result<(), String>,
+}
+
+/// Runs the CLI's command of `job` on `img`.
+fn cli_rerun(job: &CutJob<'_>, img: &Path) -> CmdOutput {
+    let mut args = job.args.to_vec();
+    args.extend(["--yes", "-q", img.to_str().expect("utf-8")]);
+    mkfs_alloc(&args)
+}
+
 /// A copy of the cut state `img` repaired by `fsck.fat -a` (what a boot's
 /// automatic check does: frees the lost clusters, clears the dirty bit,
 /// makes the FATs equal) still holds every file, and the same command
-/// finishes the job on it: clean, at `to`, every file intact.
+/// finishes the job on it: clean, as `job` wants it, every file intact.
 fn repaired_then_finished(
     tmp: &TempDir,
     img: &Path,
-    to: u64,
+    job: &CutJob<'_>,
     files: &[(String, Vec<u8>)],
 ) -> Result<(), String> {
     let copy = img.with_extension("repaired");
@@ -161,18 +181,12 @@ fn repaired_then_finished(
         return Err(format!("fsck.fat -a fails:\n{fix}"));
     }
     files_through_mcopy(tmp, &copy, files, false).map_err(|e| format!("repaired: {e}"))?;
-    let p = copy.to_str().expect("utf-8");
-    let again = mkfs_alloc(&["recluster", "--cluster", &to.to_string(), "--yes", "-q", p]);
+    let again = cli_rerun(job, &copy);
     if !again.success() {
         return Err(format!("repaired, the rerun fails:\n{again}"));
     }
     fsck_fat_clean(&copy);
-    if cluster_size(&copy) != to {
-        return Err(format!(
-            "repaired, the rerun leaves {} bytes",
-            cluster_size(&copy)
-        ));
-    }
+    (job.done)(&copy).map_err(|e| format!("repaired, the rerun: {e}"))?;
     files_through_mcopy(tmp, &copy, files, false).map_err(|e| format!("repaired, rerun: {e}"))?;
     std::fs::remove_file(&copy).expect("remove");
     Ok(())
@@ -225,7 +239,8 @@ pub struct FatCutCounts {
 }
 
 /// The sweep of the module docs on `img` (restored from its bytes before
-/// each trial), every one of `files` checked in every state.
+/// each trial), every one of `files` checked in every state: the
+/// re-cluster to `sweep.to`.
 #[track_caller]
 pub fn fsck_fat_every_cut_state(
     tmp: &TempDir,
@@ -233,13 +248,35 @@ pub fn fsck_fat_every_cut_state(
     sweep: FatCuts,
     files: &[(String, Vec<u8>)],
 ) -> FatCutCounts {
+    let to = sweep.to.to_string();
+    let job = CutJob {
+        run: &|dev| mkfs_alloc::recluster::recluster(dev, sweep.to).map(|_| ()),
+        args: &["recluster", "--cluster", &to],
+        done: &|img| match cluster_size(img) {
+            c if c == sweep.to => Ok(()),
+            c => Err(format!("{c}-byte clusters")),
+        },
+    };
+    fsck_fat_every_cut_state_of(tmp, img, sweep, files, &job)
+}
+
+/// [`fsck_fat_every_cut_state`] of `job` (`sweep.to` only named in the
+/// summary).
+#[track_caller]
+pub fn fsck_fat_every_cut_state_of(
+    tmp: &TempDir,
+    img: &Path,
+    sweep: FatCuts,
+    files: &[(String, Vec<u8>)],
+    job: &CutJob<'_>,
+) -> FatCutCounts {
     use mkfs_alloc_blockio::powercut::sweep::cut_points;
     use mkfs_alloc_blockio::{BlockIo, ImageFile, PowerCutIo};
     let pristine = std::fs::read(img).expect("read");
     let open = || ImageFile::open(img, sweep.sector).expect("open");
     let (ops, flushes) = {
         let mut count = PowerCutIo::counting(open());
-        mkfs_alloc::recluster::recluster(&mut count, sweep.to).expect("uncut");
+        (job.run)(&mut count).expect("uncut");
         let seen = (count.ops_seen(), count.flushes().to_vec());
         drop(count.into_all_written().expect("write"));
         seen
@@ -248,13 +285,11 @@ pub fn fsck_fat_every_cut_state(
         ops,
         ..FatCutCounts::default()
     };
-    let to = sweep.to.to_string();
-    let p = img.to_str().expect("utf-8");
     for k in cut_points(ops, &flushes, sweep.max_points) {
         for seed in 0..sweep.seeds {
             std::fs::write(img, &pristine).expect("reset");
             let mut cut = PowerCutIo::new(open(), k, seed);
-            let cut_run = mkfs_alloc::recluster::recluster(&mut cut, sweep.to);
+            let cut_run = (job.run)(&mut cut);
             // A cut after the last operation lets the job succeed.
             assert!(cut_run.is_err() || k == ops, "cut at {k}: succeeded");
             let mut dev = cut.into_surviving().expect("cut");
@@ -270,7 +305,7 @@ pub fn fsck_fat_every_cut_state(
                 *c.findings.entry(f.clone()).or_default() += 1;
             }
             if found.iter().any(|f| lost_clusters(f)) {
-                repaired_then_finished(tmp, img, sweep.to, files)
+                repaired_then_finished(tmp, img, job, files)
                     .unwrap_or_else(|e| panic!("cut at {k}, seed {seed}: {e}"));
                 c.repaired_then_finished += 1;
             }
@@ -281,13 +316,15 @@ pub fn fsck_fat_every_cut_state(
             }
             c.intact_before += 1;
             if sweep.rerun {
-                let again = mkfs_alloc(&["recluster", "--cluster", &to, "--yes", "-q", p]);
+                let again = cli_rerun(job, img);
                 assert!(
                     again.success(),
                     "cut at {k}, seed {seed}: the rerun:\n{again}"
                 );
                 fsck_fat_clean(img);
-                assert_eq!(cluster_size(img), sweep.to, "cut at {k}");
+                if let Err(e) = (job.done)(img) {
+                    panic!("cut at {k}, seed {seed}, after the rerun: {e}");
+                }
                 if let Err(e) = files_through_mcopy(tmp, img, files, false) {
                     panic!("cut at {k} of {ops}, seed {seed}, after the rerun: {e}");
                 }

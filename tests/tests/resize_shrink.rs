@@ -179,3 +179,121 @@ fn mkfs_exfat_with_data_over_the_whole_volume_shrinks_and_every_file_stays() {
     }
     m.unmount();
 }
+
+#[test]
+#[ignore = "tool tier: cargo xtask test (mkfs.fat, mtools, fsck.fat)"]
+fn mkfs_fat32_filled_by_mtools_past_the_new_end_shrinks_and_every_file_stays() {
+    use mkfs_alloc_tests::checks::{fsck_fat_clean, mtools};
+    use mkfs_alloc_tests::fat_cuts::{
+        assert_files_through_mcopy, fsck_fat_every_cut_state_of, CutJob, FatCuts,
+    };
+    use mkfs_alloc_tests::recluster::{fat_tool_tree, mkfs_fat_filled};
+    use mkfs_alloc_tests::{read_at, Fat32Boot};
+    let tmp = TempDir::new("resize-shrink-fat32");
+    // 48 MiB at 512-byte clusters: about 97,000 clusters.
+    let img = mkfs_fat_filled(&tmp, 48 << 20, &["-F", "32", "-s", "1", "-S", "512"]);
+    let p = img.to_str().expect("utf-8");
+    // A directory, a filler, then files in the directory, then the filler
+    // deleted: the later files (and the directory's later clusters) lie
+    // past the new end, with the space below it free.
+    mtools("mmd", &img, &["::/late"]).assert_success();
+    let host = tmp.subdir("spread");
+    let filler = host.join("filler");
+    std::fs::write(&filler, test_data(36 << 20, 9)).expect("write");
+    mtools(
+        "mcopy",
+        &img,
+        &[filler.to_str().expect("utf-8"), "::/FILLER.BIN"],
+    )
+    .assert_success();
+    let mut files = fat_tool_tree();
+    for i in 0..12usize {
+        let path = format!("late/late file {i:02}.bin");
+        let data = test_data(150_000 + i * 4099, 20 + i as u64);
+        let f = host.join(format!("l{i}"));
+        std::fs::write(&f, &data).expect("write");
+        mtools(
+            "mcopy",
+            &img,
+            &[f.to_str().expect("utf-8"), &format!("::/{path}")],
+        )
+        .assert_success();
+        files.push((path, data));
+    }
+    mtools("mdel", &img, &["::/FILLER.BIN"]).assert_success();
+    fsck_fat_clean(&img);
+    let before = std::fs::read(&img).expect("read");
+    // Fewer clusters than FAT32 has: refused, naming the least size.
+    let out = mkfs_alloc(&["resize", "--size", "20M", "--yes", p]);
+    out.assert_code(2);
+    let least = out
+        .stderr
+        .split("no less than ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no size in {out}"));
+    assert!(std::fs::read(&img).expect("read") == before);
+    let new: u64 = 34 << 20;
+    assert!(least < new, "{out}");
+    let size = new.to_string();
+    let dry = mkfs_alloc(&["resize", "--size", &size, "--dry-run", p]);
+    dry.assert_success();
+    assert!(dry.stdout.contains("shrink FAT32"), "{dry}");
+    let json = mkfs_alloc(&["resize", "--size", &size, "--dry-run", "--json", p]);
+    json.assert_success();
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).expect("json");
+    assert_eq!(v["grow"]["volume_bytes"][1], new, "{v:#}");
+    let moved = v["grow"]["moved_clusters"].as_u64().unwrap_or(0);
+    assert!(moved > 3000, "{v:#}");
+    assert!(std::fs::read(&img).expect("read") == before);
+    // fsck.fat and mcopy on cut states of the shrink, each finished by the
+    // same command, on a copy.
+    let copy = tmp.join("cut.img");
+    std::fs::copy(&img, &copy).expect("copy");
+    let job = CutJob {
+        run: &|dev| {
+            mkfs_alloc::recluster::resize(dev, mkfs_alloc::recluster::NewSize::Bytes(new))
+                .map(|_| ())
+        },
+        args: &["resize", "--size", &size],
+        // The volume at the new size; the image cut to it, unless the cut
+        // came after the switch: a rerun that only finishes the job leaves
+        // the image as long as it was.
+        done: &|img| {
+            let boot = Fat32Boot::from_bytes(&read_at(img, 0, 512));
+            let tot = u64::from(boot.tot_sec32) * 512;
+            match std::fs::metadata(img).map(|m| m.len()) {
+                Ok(len) if tot == new && (len == new || len == 48 << 20) => Ok(()),
+                other => Err(format!("{tot} bytes of volume, the image {other:?}")),
+            }
+        },
+    };
+    let sweep = FatCuts {
+        to: 512,
+        sector: 512,
+        seeds: 1,
+        max_points: 24,
+        rerun: true,
+        lost_clusters: true,
+    };
+    let c = fsck_fat_every_cut_state_of(&tmp, &copy, sweep, &files, &job);
+    assert_eq!(c.intact_before, c.states);
+    assert_eq!(c.finished_by_rerun, c.states);
+    assert!(c.states > 20, "{c:?}");
+    let started = std::time::Instant::now();
+    mkfs_alloc(&["resize", "--size", &size, "--yes", "-q", p]).assert_success();
+    eprintln!(
+        "shrink of a 48 MiB mkfs.fat -F 32 volume to {new} bytes, {moved} clusters moved: {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(std::fs::metadata(&img).expect("meta").len(), new);
+    let fsck = fsck_fat_clean(&img);
+    eprintln!("{fsck}");
+    assert_files_through_mcopy(&tmp, &img, &files);
+    let dir = mtools("mdir", &img, &["-a", "::/"]);
+    assert!(!dir.stdout.contains("FILLER"), "{dir}");
+    let again = mkfs_alloc(&["resize", "--size", &size, "--yes", p]);
+    again.assert_success();
+    assert!(again.stderr.contains("nothing to do"), "{again}");
+}

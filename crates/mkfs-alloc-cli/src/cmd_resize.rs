@@ -1,6 +1,6 @@
 //! `mkfs-alloc resize --size SIZE|max TARGET`: grow an exFAT or FAT32
-//! volume that holds data into the space after it, or shrink an exFAT
-//! volume (its data past the new end moved below it), in place (the
+//! volume that holds data into the space after it, or shrink one (its
+//! data past the new end moved below it), in place (the
 //! engine is `mkfs_alloc::recluster`, the re-cluster's). Planned
 //! read-only first; every refusal comes before the first write (exit 2,
 //! the target unchanged); an image file shorter than SIZE is extended only
@@ -25,7 +25,7 @@ Examples:
     mkfs-alloc resize --size max --partition 2 --yes disk.img
   An image grown to 16 GiB (the file is extended first):
     mkfs-alloc resize --size 16G --yes stick.img
-  An exFAT image shrunk to 4 GiB (the file is cut to it afterwards):
+  An exFAT or FAT32 image shrunk to 4 GiB (the file is cut to it afterwards):
     mkfs-alloc resize --size 4G --dry-run stick.img
     mkfs-alloc resize --size 4G --yes stick.img
 
@@ -33,10 +33,11 @@ Grows exFAT and FAT32 volumes that fill the medium, or one MBR/GPT
 partition of a disk: the partition grows first, into the free space after
 it (up to the next partition or the disk's end; a GPT's backup moves to
 the disk's new end); the data stays where it is. FAT32 grows within its FATs' slack (the
-refusal names the largest size). exFAT shrinks: the clusters in use past
-the new end are copied below it first (a size below what the data needs is
-refused, naming the smallest size; SIZE is rounded down to whole sectors;
-a partition keeps its size). If the power goes, the same command finishes
+refusal names the largest size). exFAT and FAT32 shrink: the clusters in
+use past the new end are copied below it first (a size below what the data
+needs, or one that leaves FAT32 fewer than 65,525 clusters, is refused,
+naming the smallest size; SIZE is rounded down to whole sectors; a
+partition keeps its size). If the power goes, the same command finishes
 the job.";
 
 /// Options of `mkfs-alloc resize`.

@@ -17,16 +17,19 @@
 //! Before the switch the old volume's bytes change only in FAT[1]'s clean
 //! bit, FSInfo's hints, the entries past its last cluster (which no reader
 //! of the old volume takes) and the backup boot sector.
+//!
+//! A smaller size is a shrink (`shrink_fat.rs`): the same record, switch
+//! and finish, the evacuation's moves in place of the zeroed entries.
 
 use mkfs_alloc_blockio::BlockIo;
-use mkfs_alloc_inspect::model::{EntrySet, RootDir, VolumeModel};
+use mkfs_alloc_inspect::model::{EntrySet, Finding, RootDir, VolumeModel};
 use mkfs_alloc_inspect::FsKind;
 use mkfs_alloc_ondisk::fat::Fat32BootSector;
 use zerocopy::little_endian::U32;
 use zerocopy::FromBytes;
 
 use super::disk::{read_at, write_at, FatWriter};
-use super::fat::{ours, set_clean, set_fs_info, INTENT_SECTOR};
+use super::fat::{moves, ours, set_clean, set_fs_info, Evacuation, Place, INTENT_SECTOR};
 use super::grow::{Grow, NewSize, ResizeRefusal};
 use super::plan::ExfatGeometry;
 use super::refusal::refuse_findings;
@@ -50,6 +53,10 @@ pub(super) struct FatGrow {
     fats: Vec<u64>,
     /// The volume serial.
     serial: u32,
+    /// A shrink's moves (`None`: a grow).
+    evac: Option<Evacuation>,
+    /// Whether the job is redone after a cut (the FATs made one again).
+    rerun: bool,
 }
 
 /// [`super::plan_resize`] for a FAT32 volume.
@@ -103,10 +110,14 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
             "reserved sector {INTENT_SECTOR}, where the intent record goes, holds data (boot code?)"
         )));
     }
-    refuse_findings(model, |f| allow && ours(f)).map_err(ReclusterError::Refused)?;
-    let asked = asked_bytes(dev, g.start, s, size, now, (room, false))?;
+    let asked = asked_bytes(dev, g.start, s, size, now, (room, true))?;
+    // A shrink finds the bad clusters itself (refused past the new end).
+    let known = |f: &Finding| {
+        (allow && ours(f)) || (asked < now && matches!(f, Finding::BadClusters { .. }))
+    };
+    refuse_findings(model, known).map_err(ReclusterError::Refused)?;
     let data_start = g.data_offset - g.start;
-    let by_size = (asked - data_start) / g.cluster_size;
+    let by_size = asked.saturating_sub(data_start) / g.cluster_size;
     let fat_holds = (g.fat_bytes / 4).saturating_sub(2).min(MAX_FAT32);
     let mut job = Job::empty(g.start, s, sector0.clone(), 0, intent_at);
     job.serial = serial;
@@ -119,10 +130,14 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
             },
         )));
     }
-    if by_size <= u64::from(g.cluster_count) {
+    let (count, evac) = if asked < now {
+        let (n, ev) = super::shrink_fat::plan(dev, model, dirs, root, asked)?;
+        (n, Some(ev))
+    } else if by_size <= u64::from(g.cluster_count) {
         return Ok(job);
-    }
-    let count = u32::try_from(by_size).unwrap_or(u32::MAX);
+    } else {
+        (u32::try_from(by_size).unwrap_or(u32::MAX), None)
+    };
     let in_reserved = |n: u64| n > 0 && n < reserved && n != INTENT_SECTOR;
     let fat = FatGrow {
         sector0,
@@ -136,10 +151,28 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
             .map(|i| g.fat_offset + i * g.fat_bytes)
             .collect(),
         serial,
+        evac,
+        rerun: allow,
     };
     let cs = g.cluster_size;
-    let added = u64::from(count - g.cluster_count);
     let tail = g.fat_bytes - (u64::from(g.cluster_count) + 2) * 4 / su * su;
+    let fats = u64::from(g.fat_count);
+    let moved = fat.evac.as_ref().map_or(0, Evacuation::moved);
+    let (bytes_read, bytes_written, free_after) = match &fat.evac {
+        // Each move: its cluster read and written, three FAT entries
+        // (copy, link, freed) a sector each in every FAT.
+        Some(_) => (
+            2 * su * (1 + fats) + moved * cs + g.fat_bytes,
+            (4 + 2 * fats) * su + moved * (cs + 3 * su * fats),
+            (u64::from(count) + model.free_clusters).saturating_sub(u64::from(g.cluster_count))
+                * cs,
+        ),
+        None => (
+            2 * su * (1 + fats),
+            (8 + 2 * fats) * su + fats * tail,
+            (model.free_clusters + u64::from(count - g.cluster_count)) * cs,
+        ),
+    };
     job.step = if allow { Step::Redo } else { Step::Start };
     job.grow = Some(Box::new(Grow {
         fs: FsKind::Fat32,
@@ -155,11 +188,11 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
         bitmap: (0, 0),
         root_clusters: 0,
         intent_offset: INTENT_SECTOR * su,
-        bytes_read: 2 * su * (1 + u64::from(g.fat_count)),
-        bytes_written: (8 + 2 * u64::from(g.fat_count)) * su + u64::from(g.fat_count) * tail,
+        bytes_read,
+        bytes_written,
         free_before: model.free_clusters * cs,
-        free_after: (model.free_clusters + added) * cs,
-        moved_clusters: 0,
+        free_after,
+        moved_clusters: moved,
         old_chains: (Vec::new(), Vec::new()),
         fat: Some(fat),
         table: None,
@@ -168,18 +201,41 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
     Ok(job)
 }
 
-/// Runs a planned FAT32 grow (module docs), then the finish planned from
-/// the new volume.
+/// Runs a planned FAT32 grow or shrink (module docs), then the finish
+/// planned from the new volume.
 pub(super) fn run<D: BlockIo + ?Sized>(
     dev: &mut D,
     job: &Job,
     p: &Grow,
     f: &FatGrow,
 ) -> Result<(), ReclusterError> {
-    let (s, su) = (p.sector_size, u64::from(p.sector_size));
+    let s = p.sector_size;
     let intent = Intent::resize(s, f.serial, &p.old, &p.new);
     write_at(dev, job.intent_offset, &intent.sector(s))?;
     dev.flush()?;
+    if let Some(ev) = &f.evac {
+        let place = Place {
+            start: p.volume_start,
+            sector: s,
+            old: &p.old,
+            fats: &f.fats,
+            fs_info: &f.fs_info,
+        };
+        moves(dev, &place, ev, f.rerun)?;
+    } else {
+        grow_entries(dev, p, f)?;
+    }
+    switch(dev, p, f)
+}
+
+/// A grow's writes before the switch: the clean bits cleared, the new
+/// clusters' entries zeroed, FSInfo's hints "unknown".
+fn grow_entries<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    p: &Grow,
+    f: &FatGrow,
+) -> Result<(), ReclusterError> {
+    let (s, su) = (p.sector_size, u64::from(p.sector_size));
     for &at in &f.fats {
         set_clean(dev, at, s, false)?;
     }
@@ -202,6 +258,13 @@ pub(super) fn run<D: BlockIo + ?Sized>(
         set_fs_info(dev, at, s, (u32::MAX, u32::MAX))?;
     }
     dev.flush()?;
+    Ok(())
+}
+
+/// The switch (the backup boot sector, then sector 0, TotSec32 the new
+/// size), then the finish planned from the new volume.
+fn switch<D: BlockIo + ?Sized>(dev: &mut D, p: &Grow, f: &FatGrow) -> Result<(), ReclusterError> {
+    let su = u64::from(p.sector_size);
     let mut boot = f.sector0.clone();
     if let Ok((b, _)) = Fat32BootSector::mut_from_prefix(&mut boot) {
         b.bpb.tot_sec32 = U32::new(u32::try_from(p.new_bytes / su).unwrap_or(u32::MAX));

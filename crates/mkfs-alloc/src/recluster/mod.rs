@@ -100,6 +100,7 @@ pub mod report;
 mod resize_refusal;
 mod run;
 mod shrink;
+mod shrink_fat;
 mod stages;
 mod state;
 mod table;

@@ -38,6 +38,24 @@ pub enum ResizeRefusal {
         /// The smallest size that keeps it.
         least: u64,
     },
+    /// FAT32: the new size leaves fewer clusters than FAT32 has at least
+    /// (65,525; fewer would make it read as FAT16).
+    FatTooFew {
+        /// Bytes asked.
+        asked: u64,
+        /// Clusters the size asked leaves.
+        clusters: u64,
+        /// The smallest size the volume shrinks to.
+        least: u64,
+    },
+    /// FAT32: a directory's first cluster lies past the new end (moving a
+    /// directory's start is not supported).
+    DirectoryPastEnd {
+        /// The directory's first cluster.
+        cluster: u32,
+        /// The smallest size the volume shrinks to.
+        least: u64,
+    },
     /// The FAT's new entries do not fit before the cluster heap.
     FatFull {
         /// Bytes the FAT (and the intent record) need.
@@ -68,7 +86,15 @@ impl fmt::Display for ResizeRefusal {
             ),
             ResizeRefusal::BelowData { asked, least, free } => write!(
                 f,
-                "{asked} bytes is below what the data needs: the clusters in use past the new end, the new bitmap and the directories' copies do not fit the {free} free bytes below it; the smallest size this volume shrinks to is {least} bytes"
+                "{asked} bytes is below what the data needs: the clusters in use past the new end (and on exFAT the new bitmap and the directories' copies) do not fit the {free} free bytes below it; the smallest size this volume shrinks to is {least} bytes"
+            ),
+            ResizeRefusal::FatTooFew { asked, clusters, least } => write!(
+                f,
+                "{asked} bytes leaves {clusters} clusters, fewer than FAT32's least of 65525 (it would read as FAT16): the volume shrinks to no less than {least} bytes"
+            ),
+            ResizeRefusal::DirectoryPastEnd { cluster, least } => write!(
+                f,
+                "a directory starts at cluster {cluster}, past the new end (moving a directory's first cluster is not supported yet): the volume shrinks to no less than {least} bytes"
             ),
             ResizeRefusal::BadPastEnd { cluster, least } => write!(
                 f,

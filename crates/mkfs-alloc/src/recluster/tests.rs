@@ -520,6 +520,7 @@ mod grow;
 mod grow_table;
 mod report;
 mod shrink;
+mod shrink_fat;
 mod small;
 mod small_large;
 mod sweeps;

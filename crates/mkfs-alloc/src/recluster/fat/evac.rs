@@ -20,6 +20,10 @@
 //!                 the window's lost clusters freed
 //! ```
 //!
+//! A FAT32 shrink (`super::super::shrink_fat`) runs the same moves with
+//! the window the clusters past the new end and the copies below it
+//! ([`past_end`], [`moves`]); its record is a resize's.
+//!
 //! Crash safety, under "any subset of the writes since the last flush
 //! survives": every FAT's entries change in the same epochs, and any subset
 //! of one epoch's writes over the complete earlier ones is a valid volume:
@@ -43,7 +47,7 @@ use mkfs_alloc_ondisk::fat::DirEntry;
 use zerocopy::FromBytes;
 
 use super::super::disk::{read_at, write_at, FatReader, FatWriter};
-use super::super::plan::{Plan, Refusal};
+use super::super::plan::{ExfatGeometry, Plan, Refusal};
 use super::super::state::Intent;
 use super::super::{Job, ReclusterError};
 use super::plan::{plan_fat, FatRefusal, Input};
@@ -63,7 +67,7 @@ enum Link {
 }
 
 /// One old cluster moved to a free one.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Move {
     from: u32,
     to: u32,
@@ -73,8 +77,8 @@ struct Move {
 }
 
 /// The moves that free a window of old clusters.
-#[derive(Debug, Clone, Default)]
-pub(super) struct Evacuation {
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(in crate::recluster) struct Evacuation {
     files: Vec<Move>,
     dirs: Vec<Move>,
     lost: Vec<u32>,
@@ -82,7 +86,7 @@ pub(super) struct Evacuation {
 
 impl Evacuation {
     /// Old clusters whose data is copied.
-    fn moved(&self) -> u64 {
+    pub(in crate::recluster) fn moved(&self) -> u64 {
         (self.files.len() + self.dirs.len()) as u64
     }
 }
@@ -172,7 +176,13 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
         )));
     };
     let len = u32::try_from(run).unwrap_or(u32::MAX);
-    let ev = collect(dev, g, input.chains, a, len)?;
+    let ev = collect(
+        dev,
+        g,
+        input.chains,
+        (a, len),
+        (a + len, g.cluster_count + 1),
+    )?;
     // The volume as the evacuation leaves it: the window free, the copies
     // taken.
     let mut used = ClusterBits::new(g.cluster_count + 2);
@@ -200,16 +210,44 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
     Ok((p, copies, Some(ev)))
 }
 
-/// The moves that free old clusters `first .. first + len` (reads only):
-/// the directories' clusters there from their chains, the files' from
-/// where their chains enter the window (a FAT entry outside it, or a first
-/// cluster, whose entry a second reading of the tree finds).
+/// The moves of a shrink to `count` clusters (reads only): the clusters
+/// in use past the new end to free clusters below it, and every lost
+/// cluster (a cut run's copies that nothing names yet) freed.
+///
+/// # Errors
+///
+/// [`Refusal::TooLittleSpace`] when the free clusters below the new end
+/// are too few, unsupported for a directory's first cluster past it.
+pub(in crate::recluster) fn past_end<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    model: &VolumeModel,
+    chains: &[Vec<u32>],
+    count: u32,
+) -> Result<Evacuation, ReclusterError> {
+    let g = &model.geometry;
+    let len = g.cluster_count.saturating_sub(count);
+    let mut ev = collect(dev, g, chains, (count + 2, len), (2, count + 1))?;
+    let mut fat = FatReader::new(g.fat_offset, g.fat_bytes);
+    for c in 2..count + 2 {
+        let v = fat.get(dev, c)? & MASK;
+        if v != 0 && v != BAD && !model.used.get(c) {
+            ev.lost.push(c);
+        }
+    }
+    Ok(ev)
+}
+
+/// The moves that free old clusters `first .. first + len` (reads only)
+/// into the free ones of `lo ..= hi`: the directories' clusters there from
+/// their chains, the files' from where their chains enter the window (a
+/// FAT entry outside it, or a first cluster, whose entry a second reading
+/// of the tree finds).
 fn collect<D: BlockIo + ?Sized>(
     dev: &mut D,
     g: &Geometry,
     chains: &[Vec<u32>],
-    first: u32,
-    len: u32,
+    (first, len): (u32, u32),
+    (lo, hi): (u32, u32),
 ) -> Result<Evacuation, ReclusterError> {
     let inside = |c: u32| (first..first + len).contains(&c);
     let idx = |c: u32| (c - first) as usize;
@@ -218,8 +256,8 @@ fn collect<D: BlockIo + ?Sized>(
     let mut owned = vec![false; len as usize];
     let mut alloc = Alloc {
         fat: FatReader::new(g.fat_offset, g.fat_bytes),
-        cursor: first + len,
-        last,
+        cursor: lo,
+        last: hi,
         taken: 0,
         cluster: g.cluster_size,
     };
@@ -231,9 +269,9 @@ fn collect<D: BlockIo + ?Sized>(
             }
             let link = match i {
                 0 => {
-                    return Err(ReclusterError::unsupported(
-                        "a directory's first cluster where the new FATs go".into(),
-                    ))
+                    return Err(ReclusterError::unsupported(format!(
+                        "moving a directory's first cluster (cluster {c})"
+                    )))
                 }
                 _ if inside(chain[i - 1]) => Link::Moved,
                 _ => Link::Fat(chain[i - 1]),
@@ -370,6 +408,20 @@ fn short_entry<D: BlockIo + ?Sized>(
     Ok(heap(c) + pos)
 }
 
+/// Where the moves write: the old volume's places.
+pub(in crate::recluster) struct Place<'a> {
+    /// Absolute byte offset of the volume.
+    pub(in crate::recluster) start: u64,
+    /// Bytes per sector.
+    pub(in crate::recluster) sector: u32,
+    /// The old volume's geometry.
+    pub(in crate::recluster) old: &'a ExfatGeometry,
+    /// The first byte of every FAT, absolute.
+    pub(in crate::recluster) fats: &'a [u64],
+    /// FSInfo and its backup, absolute byte offsets.
+    pub(in crate::recluster) fs_info: &'a [u64],
+}
+
 /// Runs the evacuation (steps 1 to 4 of the module docs).
 pub(super) fn execute<D: BlockIo + ?Sized>(
     dev: &mut D,
@@ -383,46 +435,64 @@ pub(super) fn execute<D: BlockIo + ?Sized>(
     let intent = Intent::between(s, job.serial, &p.old, &p.new, None);
     write_at(dev, job.intent_offset, &intent.sector(s))?;
     dev.flush()?;
-    for &at in &fat.fats {
+    let place = Place {
+        start: p.volume_start,
+        sector: s,
+        old: &p.old,
+        fats: &fat.fats,
+        fs_info: &fat.fs_info,
+    };
+    moves(dev, &place, ev, rerun)
+}
+
+/// Steps 2 to 4 of the module docs (the record is the caller's, written
+/// and flushed).
+pub(in crate::recluster) fn moves<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    place: &Place<'_>,
+    ev: &Evacuation,
+    rerun: bool,
+) -> Result<(), ReclusterError> {
+    let s = place.sector;
+    for &at in place.fats {
         run::set_clean(dev, at, s, false)?;
     }
-    for &at in &fat.fs_info {
+    for &at in place.fs_info {
         run::set_fs_info(dev, at, s, (u32::MAX, u32::MAX))?;
     }
     dev.flush()?;
     if rerun {
-        run::copy_first_fat(dev, &fat.fats, p.old.fat_bytes)?;
+        run::copy_first_fat(dev, place.fats, place.old.fat_bytes)?;
         dev.flush()?;
     }
-    stage(dev, p, fat, &ev.files, &[])?;
-    stage(dev, p, fat, &ev.dirs, &ev.lost)
+    stage(dev, place, &ev.files, &[])?;
+    stage(dev, place, &ev.dirs, &ev.lost)
 }
 
 /// One stage: the copies, flush; the links, flush; the old clusters (and
 /// `lost`) freed, flush.
 fn stage<D: BlockIo + ?Sized>(
     dev: &mut D,
-    p: &Plan,
-    fat: &FatJob,
+    p: &Place<'_>,
     moves: &[Move],
     lost: &[u32],
 ) -> Result<(), ReclusterError> {
     let cs = p.old.cluster_size;
-    let at = |c: u32| p.volume_start + p.old.heap_offset + u64::from(c - 2) * cs;
+    let at = |c: u32| p.start + p.old.heap_offset + u64::from(c - 2) * cs;
     let mut buf = vec![0u8; usize::try_from(cs).unwrap_or(0)];
     for m in moves {
         read_at(dev, at(m.from), &mut buf)?;
         write_at(dev, at(m.to), &buf)?;
     }
-    set_all(dev, fat, p, moves.iter().map(|m| (m.to, m.next)).collect())?;
+    set_all(dev, p, moves.iter().map(|m| (m.to, m.next)).collect())?;
     dev.flush()?;
     let links = moves.iter().filter_map(|m| match m.link {
         Link::Fat(q) => Some((q, m.to)),
         _ => None,
     });
-    set_all(dev, fat, p, links.collect())?;
-    let su = u64::from(p.sector_size);
-    let mut sector = vec![0u8; p.sector_size as usize];
+    set_all(dev, p, links.collect())?;
+    let su = u64::from(p.sector);
+    let mut sector = vec![0u8; p.sector as usize];
     for m in moves {
         let Link::Entry(off) = m.link else { continue };
         read_at(dev, off / su * su, &mut sector)?;
@@ -434,7 +504,7 @@ fn stage<D: BlockIo + ?Sized>(
     }
     dev.flush()?;
     let freed = moves.iter().map(|m| m.from).chain(lost.iter().copied());
-    set_all(dev, fat, p, freed.map(|c| (c, 0)).collect())?;
+    set_all(dev, p, freed.map(|c| (c, 0)).collect())?;
     dev.flush()?;
     Ok(())
 }
@@ -442,12 +512,11 @@ fn stage<D: BlockIo + ?Sized>(
 /// Sets `entries` in every FAT of the old volume.
 fn set_all<D: BlockIo + ?Sized>(
     dev: &mut D,
-    fat: &FatJob,
-    p: &Plan,
+    p: &Place<'_>,
     mut entries: Vec<(u32, u32)>,
 ) -> Result<(), ReclusterError> {
     entries.sort_unstable();
-    for &base in &fat.fats {
+    for &base in p.fats {
         let mut w = FatWriter::open(base, p.old.fat_bytes);
         for &(n, v) in &entries {
             w.set(dev, n, v)?;

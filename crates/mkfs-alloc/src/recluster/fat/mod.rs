@@ -47,7 +47,7 @@
 //! - new cluster size, no record: nothing to do.
 
 use mkfs_alloc_blockio::BlockIo;
-use mkfs_alloc_inspect::model::{EntrySet, RootDir, VolumeModel};
+use mkfs_alloc_inspect::model::{EntrySet, Geometry, RootDir, VolumeModel};
 use mkfs_alloc_inspect::FsKind;
 use mkfs_alloc_ondisk::fat::Fat32BootSector;
 use zerocopy::FromBytes;
@@ -66,6 +66,7 @@ mod small_coarse;
 mod small_run;
 mod table;
 
+pub(super) use evac::{moves, past_end, Evacuation, Place};
 pub(super) use plan::{ours, plan_fat, Input, INTENT_SECTOR};
 pub use plan::{FatLayout, FatRefusal};
 pub(super) use run::{set_clean, set_fs_info};
@@ -221,17 +222,7 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
         .filter(|d| d.is_dir && d.first_cluster != 0)
         .cloned()
         .collect();
-    let mut reader = disk::FatReader::new(g.fat_offset, g.fat_bytes);
-    for first in std::iter::once(root).chain(dirs.iter().map(|d| d.first_cluster)) {
-        let mut chain = Vec::new();
-        let mut c = first;
-        let most = usize::try_from(g.cluster_count).unwrap_or(usize::MAX);
-        while (2..=g.cluster_count + 1).contains(&c) && chain.len() <= most {
-            chain.push(c);
-            c = reader.get(dev, c)? & MASK;
-        }
-        fat.chains.push(chain);
-    }
+    fat.chains = dir_chains(dev, g, root, &dirs)?;
     let input = Input {
         dirs: &dirs,
         chains: &fat.chains,
@@ -256,6 +247,30 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
     job.plan = Some(p);
     job.fat = Some(Box::new(fat));
     Ok(job)
+}
+
+/// The chains of the root directory (first cluster `root`) and of every
+/// directory of `dirs`, in that order (each cut where it leaves the data
+/// region or grows longer than the volume).
+pub(super) fn dir_chains<D: BlockIo + ?Sized>(
+    dev: &mut D,
+    g: &Geometry,
+    root: u32,
+    dirs: &[EntrySet],
+) -> Result<Vec<Vec<u32>>, ReclusterError> {
+    let mut reader = disk::FatReader::new(g.fat_offset, g.fat_bytes);
+    let mut chains = Vec::new();
+    for first in std::iter::once(root).chain(dirs.iter().map(|d| d.first_cluster)) {
+        let mut chain = Vec::new();
+        let mut c = first;
+        let most = usize::try_from(g.cluster_count).unwrap_or(usize::MAX);
+        while (2..=g.cluster_count + 1).contains(&c) && chain.len() <= most {
+            chain.push(c);
+            c = reader.get(dev, c)? & MASK;
+        }
+        chains.push(chain);
+    }
+    Ok(chains)
 }
 
 /// [`super::run`] for a FAT job.
