@@ -144,7 +144,7 @@ fn command(job: &DeviceJob<'_>, dev: &Path) -> crate::CmdOutput {
 /// A copy of `img` at `control` with one byte flipped at every place the
 /// 64 bytes at 4,096 of `data` are (a copied file's old clusters keep them
 /// too).
-fn flipped_copy(img: &Path, data: &[u8], control: &Path) {
+pub fn flipped_copy(img: &Path, data: &[u8], control: &Path) {
     let probe = &data[4096..4096 + 64];
     let mut bytes = std::fs::read(img).expect("read the result");
     let found: Vec<usize> = bytes

@@ -24,7 +24,7 @@
 
 use mkfs_alloc_blockio::powercut::sweep::cut_points;
 use mkfs_alloc_tests::checks::{dump_exfat_cluster_size, fsck_exfat_clean};
-use mkfs_alloc_tests::device_cuts::exfat_files_differing;
+use mkfs_alloc_tests::device_cuts::{exfat_files_differing, flipped_copy};
 use mkfs_alloc_tests::powercut::{CutStats, PowerCutDisk};
 use mkfs_alloc_tests::recluster::fsck_findings_but_dirty;
 use mkfs_alloc_tests::tools::require_fuse;
@@ -166,20 +166,7 @@ fn power_cuts_on_a_device((from, from_bytes): (&str, u64), (to, to_bytes): (&str
             .iter()
             .find(|(p, _)| p == "docs/report.pdf")
             .expect("in the tree");
-        let probe = &data[4096..4096 + 64];
-        let done = std::fs::read(&img).expect("read the result");
-        let found: Vec<usize> = done
-            .windows(probe.len())
-            .enumerate()
-            .filter(|(_, w)| *w == probe)
-            .map(|(at, _)| at)
-            .collect();
-        assert!(!found.is_empty(), "the file's bytes are in the image");
-        let mut damaged = done;
-        for at in found {
-            damaged[at] ^= 0x5A;
-        }
-        std::fs::write(&control, &damaged).expect("write");
+        flipped_copy(&img, data, &control);
         assert_eq!(
             exfat_files_differing(&control, &mnt, &tree).expect("mounts"),
             std::slice::from_ref(name),
@@ -301,20 +288,8 @@ fn cli_recluster_of_a_mkfs_fat_volume_survives_power_cuts_on_a_device() {
     // that file's difference.
     {
         let (name, data) = &tree[4];
-        let probe = &data[4096..4096 + 64];
-        let mut damaged = std::fs::read(&img).expect("read the result");
-        let at: Vec<usize> = damaged
-            .windows(probe.len())
-            .enumerate()
-            .filter(|(_, w)| *w == probe)
-            .map(|(at, _)| at)
-            .collect();
-        assert!(!at.is_empty(), "the file's bytes are in the image");
-        for a in at {
-            damaged[a] ^= 0x5A;
-        }
         let control = tmp.join("control.img");
-        std::fs::write(&control, &damaged).expect("write");
+        flipped_copy(&img, data, &control);
         let got = files_through_mcopy(&tmp, &control, &tree, false);
         assert_eq!(got, Err(format!("{name} differs")));
     }
