@@ -153,7 +153,7 @@ fn print_grow(path: &Path, job: &Job, g: &Grow) {
     );
     if !exfat {
         outln!("  switch         the boot sector (after its backup); FSInfo's hints recounted");
-        print_totals(g);
+        in_place::print_totals(&g.totals());
         return;
     }
     outln!(
@@ -167,7 +167,7 @@ fn print_grow(path: &Path, job: &Job, g: &Grow) {
         crate::cmd_info::plural(u64::from(g.root_clusters), "cluster", "clusters"),
         if shrink { ", and every directory" } else { "" }
     );
-    print_totals(g);
+    in_place::print_totals(&g.totals());
 }
 
 /// The partition's entry, grown first.
@@ -195,9 +195,4 @@ fn table_name(t: &PartitionGrow) -> &'static str {
         mkfs_alloc::partition::TableKind::Gpt => "GPT",
         _ => "MBR",
     }
-}
-
-/// The plan's free space before and after, I/O and time estimate.
-fn print_totals(g: &Grow) {
-    in_place::print_totals(&g.totals());
 }
