@@ -303,6 +303,17 @@ fn check(c: &Case, bin: &Path, img: &Path, mnt: &Path, want: &str) -> Result<(),
     Ok(())
 }
 
+/// The files below `from` copied to `to` (`cp -r`), one of them the mount
+/// point `mnt` of the exFAT volume on `dev` through exfat-fuse, then
+/// `sync`: a leg of the peers' way, or an image's fill.
+pub(crate) fn fuse_copy(dev: &Loop, mnt: &Path, from: &Path, to: &Path) -> Result<(), String> {
+    let fuse = Fuse::new(dev, mnt)?;
+    let r = sh("cp -r \"$1\"/. \"$2\"/", &[&from, &to]);
+    fuse.finish()?;
+    r?;
+    sh("sync", &[]).map(drop)
+}
+
 /// Runs `f` and returns its seconds.
 pub(crate) fn timed(f: impl FnOnce() -> Result<(), String>) -> Result<f64, String> {
     let t = Instant::now();
@@ -353,12 +364,7 @@ fn make_image(c: &Case, img: &Path, tree: &Path, mnt: &Path) -> Result<(), Strin
         ));
     }
     let dev = Loop::new(img, false)?;
-    let fuse = Fuse::new(&dev, mnt)?;
-    let r = sh("cp -r \"$1\"/. \"$2\"/", &[&tree, &mnt]);
-    fuse.finish()?;
-    drop(dev);
-    r?;
-    sh("sync", &[]).map(drop)
+    fuse_copy(&dev, mnt, tree, mnt)
 }
 
 /// The peers' way on `img`: copy off, `mkfs.exfat` at `c.to`, copy back.
@@ -367,13 +373,7 @@ fn peers(c: &Case, img: &Path, off: &Path, mnt: &Path) -> Result<(f64, f64, f64)
         return crate::bench_recluster_fat::peers(c, img, off);
     }
     let dev = Loop::new(img, true)?;
-    let t_off = timed(|| {
-        let fuse = Fuse::new(&dev, mnt)?;
-        let r = sh("cp -r \"$1\"/. \"$2\"/", &[&mnt, &off]);
-        fuse.finish()?;
-        r?;
-        sh("sync", &[]).map(drop)
-    })?;
+    let t_off = timed(|| fuse_copy(&dev, mnt, mnt, off))?;
     let to = format!("{}K", c.to / KIB);
     let t_mkfs = timed(|| {
         sh(
@@ -382,13 +382,7 @@ fn peers(c: &Case, img: &Path, off: &Path, mnt: &Path) -> Result<(f64, f64, f64)
         )
         .map(drop)
     })?;
-    let t_back = timed(|| {
-        let fuse = Fuse::new(&dev, mnt)?;
-        let r = sh("cp -r \"$1\"/. \"$2\"/", &[&off, &mnt]);
-        fuse.finish()?;
-        r?;
-        sh("sync", &[]).map(drop)
-    })?;
+    let t_back = timed(|| fuse_copy(&dev, mnt, off, mnt))?;
     Ok((t_off, t_mkfs, t_back))
 }
 

@@ -29,7 +29,7 @@
 //! table says so for these cases.
 
 use crate::bench::measure;
-use crate::bench_recluster::{load, make_tree, sh, sums, timed, Fuse, Loop};
+use crate::bench_recluster::{fuse_copy, load, make_tree, sh, sums, timed, Fuse, Loop};
 use crate::bench_recluster_floor as floor;
 use crate::bench_resize_fat as fat;
 use std::path::Path;
@@ -277,11 +277,7 @@ fn peers(c: &Case, img: &Path, off: &Path, mnt: &Path) -> Result<(f64, f64, f64)
         if c.kind == Kind::Convert {
             return fat::copy_off(&dev, off);
         }
-        let fuse = Fuse::new(&dev, mnt)?;
-        let r = sh("cp -r \"$1\"/. \"$2\"/", &[&mnt, &off]);
-        fuse.finish()?;
-        r?;
-        sh("sync", &[]).map(drop)
+        fuse_copy(&dev, mnt, mnt, off)
     })?;
     let t = Instant::now();
     let dev = if c.kind == Kind::Shrink {
@@ -293,13 +289,7 @@ fn peers(c: &Case, img: &Path, off: &Path, mnt: &Path) -> Result<(f64, f64, f64)
     };
     sh("mkfs.exfat \"$1\" >/dev/null && sync", &[&dev.0])?;
     let t_mkfs = t.elapsed().as_secs_f64();
-    let t_back = timed(|| {
-        let fuse = Fuse::new(&dev, mnt)?;
-        let r = sh("cp -r \"$1\"/. \"$2\"/", &[&off, &mnt]);
-        fuse.finish()?;
-        r?;
-        sh("sync", &[]).map(drop)
-    })?;
+    let t_back = timed(|| fuse_copy(&dev, mnt, off, mnt))?;
     Ok((t_off, t_mkfs, t_back))
 }
 
