@@ -143,42 +143,25 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
             new_first: 0,
         });
     }
+    let new = ExfatGeometry {
+        cluster_size: cluster,
+        cluster_count: new_count,
+        fat_offset,
+        fat_bytes,
+        heap_offset: old.heap_offset,
+        root_cluster: 0,
+    };
     let mut p = Plan {
-        volume_start: g.start,
-        sector_size: g.sector_size,
-        volume_bytes: g.fs_bytes,
-        old,
-        new: ExfatGeometry {
-            cluster_size: cluster,
-            cluster_count: new_count,
-            fat_offset,
-            fat_bytes,
-            heap_offset: old.heap_offset,
-            root_cluster: 0,
-        },
         // The old FAT's bytes the new one does not take.
         gap: (
             old.fat_offset,
             old.fat_bytes - (old_fat_end.saturating_sub(fat_offset)).min(fat_bytes),
         ),
         intent_offset,
-        ratio: 0,
-        clusters_moved: 0,
-        heap_shift: 0,
-        evacuate: None,
         bitmap: (0, u64::from(new_count).div_ceil(8)),
         upcase,
         dirs,
-        files: 0,
-        file_bytes: 0,
-        bytes_read: 0,
-        bytes_written: 0,
-        free_before: 0,
-        free_after: 0,
-        files_allocated: (0, 0),
-        bad_clusters: Vec::new(),
-        fat: None,
-        coarse: None,
+        ..Plan::bare(g.start, g.sector_size, g.fs_bytes, old, new)
     };
     let out = Pass::new(&p, &model.used, false).execute(dev)?;
     if out.short > 0 {

@@ -156,6 +156,46 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The plan of a volume of `volume_bytes` at absolute byte `start`
+    /// (sectors of `sector_size` bytes) going from `old` to `new` before
+    /// anything is counted: no gap, no intent record, no evacuation, no
+    /// directories, every figure zero. The planners fill in what their job
+    /// has.
+    pub(crate) fn bare(
+        start: u64,
+        sector_size: u32,
+        volume_bytes: u64,
+        old: ExfatGeometry,
+        new: ExfatGeometry,
+    ) -> Plan {
+        Plan {
+            volume_start: start,
+            sector_size,
+            volume_bytes,
+            old,
+            new,
+            gap: (0, 0),
+            intent_offset: 0,
+            ratio: 0,
+            clusters_moved: 0,
+            heap_shift: 0,
+            evacuate: None,
+            bitmap: (0, 0),
+            upcase: (0, 0),
+            dirs: Vec::new(),
+            files: 0,
+            file_bytes: 0,
+            bytes_read: 0,
+            bytes_written: 0,
+            free_before: 0,
+            free_after: 0,
+            files_allocated: (0, 0),
+            bad_clusters: Vec::new(),
+            fat: None,
+            coarse: None,
+        }
+    }
+
     /// Free space gained (negative: lost), in bytes.
     pub fn space_gained(&self) -> i128 {
         i128::from(self.free_after) - i128::from(self.free_before)

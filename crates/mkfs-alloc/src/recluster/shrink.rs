@@ -65,30 +65,10 @@ struct Old<'a> {
 /// byte `start`, sectors of `s` bytes) whose bad clusters are `bad`.
 fn evac_plan(start: u64, s: u32, now: u64, old: ExfatGeometry, upcase: (u32, u64)) -> Plan {
     Plan {
-        volume_start: start,
-        sector_size: s,
-        volume_bytes: now,
-        old,
-        new: old,
-        gap: (0, 0),
-        intent_offset: 0,
         ratio: 1,
-        clusters_moved: 0,
-        heap_shift: 0,
         evacuate: Some(Evacuation::default()),
-        bitmap: (0, 0),
         upcase,
-        dirs: Vec::new(),
-        files: 0,
-        file_bytes: 0,
-        bytes_read: 0,
-        bytes_written: 0,
-        free_before: 0,
-        free_after: 0,
-        files_allocated: (0, 0),
-        bad_clusters: Vec::new(),
-        fat: None,
-        coarse: None,
+        ..Plan::bare(start, s, now, old, old)
     }
 }
 

@@ -243,30 +243,9 @@ pub(super) fn bare_plan(
     fat: FatLayout,
 ) -> Plan {
     Plan {
-        volume_start: g.start,
-        sector_size: g.sector_size,
-        volume_bytes: g.fs_bytes,
-        old,
-        new,
-        gap: (0, 0),
-        intent_offset: 0,
-        ratio: 0,
-        clusters_moved: 0,
-        heap_shift: 0,
-        evacuate: None,
-        bitmap: (0, 0),
-        upcase: (0, 0),
-        bad_clusters: Vec::new(),
-        coarse: None,
         dirs,
-        files: 0,
-        file_bytes: 0,
-        bytes_read: 0,
-        bytes_written: 0,
-        free_before: 0,
-        free_after: 0,
-        files_allocated: (0, 0),
         fat: Some(fat),
+        ..Plan::bare(g.start, g.sector_size, g.fs_bytes, old, new)
     }
 }
 
