@@ -157,13 +157,15 @@ impl Planned {
         !matches!(self, Planned::Convert(_))
     }
 
-    /// A re-cluster's [`super::flush_stages`] on `dev`, the medium it was
-    /// planned on (`None` for the other jobs, and for a job the overlay
-    /// does not simulate or cannot run).
+    /// The job's [`super::flush_stages`] on `dev`, the medium it was
+    /// planned on (`None` for a job the overlay does not simulate or
+    /// cannot run).
     pub fn flush_stages<D: BlockIo + ?Sized>(&self, dev: &mut D) -> Option<Vec<u64>> {
         match self {
-            Planned::Recluster { job, .. } => super::flush_stages(dev, job).ok().flatten(),
-            _ => None,
+            Planned::Recluster { job, .. } | Planned::Resize(job) => {
+                super::flush_stages(dev, job).ok().flatten()
+            }
+            Planned::Convert(c) => super::convert_flush_stages(dev, c).ok().flatten(),
         }
     }
 

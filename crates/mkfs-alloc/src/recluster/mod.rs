@@ -119,7 +119,7 @@ pub use fat::{FatLayout, FatRefusal};
 pub use grow::{plan_resize, plan_resize_in, resize, Grow, NewSize, ResizeRefusal};
 pub use in_place::{Planned, Request, Totals};
 pub use plan::{plan_from, DirCopy, Evacuation, ExfatGeometry, Plan, Refusal};
-pub use stages::{flush_stages, MAX_SIMULATED_BYTES};
+pub use stages::{convert_flush_stages, flush_stages, MAX_SIMULATED_BYTES};
 pub use unfinished::{
     unfinished, unfinished_at, unfinished_fat, unfinished_in, unfinished_resize,
     unfinished_resize_in, unfinished_small_fat, Unfinished, UnfinishedRecluster,

@@ -349,14 +349,20 @@ pub enum InPlaceReport<'a> {
 }
 
 impl InPlaceReport<'_> {
-    /// The report with a dry run's [`super::flush_stages`] (a re-cluster's;
-    /// the other jobs' reports have no such key).
+    /// The report with a dry run's [`Planned::flush_stages`].
     pub fn with_flush_stages(self, stages: Option<Vec<u64>>) -> Self {
         match self {
             InPlaceReport::Recluster(r) => {
                 InPlaceReport::Recluster(Box::new(r.with_flush_stages(stages)))
             }
-            other => other,
+            InPlaceReport::Resize(r) => InPlaceReport::Resize(ResizeReport {
+                flush_stages: stages,
+                ..r
+            }),
+            InPlaceReport::Convert(r) => InPlaceReport::Convert(ConvertReport {
+                flush_stages: stages,
+                ..r
+            }),
         }
     }
 }
@@ -373,6 +379,7 @@ impl Planned {
                 step: job.step.resize_text(),
                 would_refuse,
                 grow: job.grow.as_deref().map(GrowReport::new),
+                flush_stages: None,
             }),
             Planned::Convert(c) => InPlaceReport::Convert(ConvertReport::new(c, would_refuse)),
         }
@@ -392,6 +399,10 @@ pub struct ResizeReport<'a> {
     /// The grow's figures (none past the switch, or with nothing to do).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grow: Option<GrowReport>,
+    /// The bytes written before each flush ([`Planned::flush_stages`]: a
+    /// dry run's); absent when not simulated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flush_stages: Option<Vec<u64>>,
 }
 
 /// A [`Grow`]'s figures: pairs are (now, after).
@@ -556,6 +567,10 @@ pub struct ConvertReport<'a> {
     pub new_cluster_size: Option<u64>,
     /// Bytes the whole job writes ([`ConvertJob::bytes_written`]).
     pub job_bytes_written: u64,
+    /// The bytes written before each flush ([`Planned::flush_stages`]: a
+    /// dry run's); absent when not simulated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flush_stages: Option<Vec<u64>>,
 }
 
 impl<'a> ConvertReport<'a> {
@@ -582,6 +597,7 @@ impl<'a> ConvertReport<'a> {
                 .map(|r| Box::new(JobReport::new(r, job.auto.as_ref(), None))),
             new_cluster_size: job.cluster,
             job_bytes_written: job.bytes_written(),
+            flush_stages: None,
         }
     }
 }

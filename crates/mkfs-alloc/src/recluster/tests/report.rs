@@ -248,3 +248,44 @@ fn a_shrink_reports_what_moves_and_the_image_length_it_leaves() {
         .expect("a grow is planned");
     assert_eq!(grow.image_cut_to(2 * SIZE), None);
 }
+
+/// `planned`'s dry-run stages on `disk`, checked against the bytes its
+/// real run writes between flushes (the medium untouched by the dry run)
+/// and found under `flush_stages` in its report.
+fn stages_match_the_run(disk: &mut MemDisk, planned: &Planned) -> Vec<u64> {
+    let before = disk.as_bytes().to_vec();
+    let stages = planned.flush_stages(disk).expect("simulated");
+    assert_eq!(disk.as_bytes(), &before[..], "the overlay wrote through");
+    let v = serde_json::to_value(planned.report(None).with_flush_stages(Some(stages.clone())))
+        .unwrap();
+    assert_eq!(v["flush_stages"], serde_json::json!(stages));
+    let mut counted = PerFlush {
+        inner: disk,
+        stages: Vec::new(),
+        stage: 0,
+    };
+    planned.run(&mut counted, &mut |_, _| {}).unwrap();
+    assert_eq!(counted.stage, 0, "a write after the last flush");
+    assert_eq!(stages, counted.stages);
+    assert!(stages.iter().all(|&b| b > 0), "an empty stage: {stages:?}");
+    stages
+}
+
+#[test]
+fn a_resize_and_a_conversion_have_the_flush_stages_of_their_runs() {
+    let mut disk = extended(&image(SIZE, OLD), SIZE);
+    let planned = Request::Resize(NewSize::Max).plan(&mut disk).unwrap();
+    let grow = stages_match_the_run(&mut disk, &planned);
+    assert!(grow.len() >= 2, "{grow:?}");
+    check_files(&disk, OLD as usize).unwrap();
+
+    let (mut disk, _) = super::fat::fat32((40 << 20) + (2 << 20), 512, 2, super::fat::Table::None);
+    let planned = Request::ConvertToExfat(NewCluster::Keep)
+        .plan(&mut disk)
+        .unwrap();
+    let convert = stages_match_the_run(&mut disk, &planned);
+    assert!(convert.len() >= 2, "{convert:?}");
+    // Without a dry run the report has no such key.
+    let v = serde_json::to_value(planned.report(None)).unwrap();
+    assert!(v.get("flush_stages").is_none());
+}
