@@ -40,6 +40,7 @@ use crate::{cargo, find_tool, install_packages, is_root, run, target_dir, worksp
 
 mod boot;
 mod cases;
+mod change;
 mod fill;
 mod guest;
 mod image;
