@@ -78,7 +78,7 @@ pub(super) struct Case {
 
 /// An in-place change of a case's volume by mkfs-alloc.
 #[derive(Clone, Copy, Debug)]
-pub(super) enum Change {
+pub(crate) enum Change {
     /// `recluster --cluster BYTES`.
     Recluster(u64),
     /// The image extended to `medium` bytes, then `resize --size max`:

@@ -52,7 +52,7 @@ fn number_after(text: &str, key: &str) -> Option<u64> {
 
 /// Applies `change` to the volume of case `name` on `image`, then checks
 /// through `info --json` that the volume is what the change asked for.
-pub(super) fn apply(name: &str, change: Change, bin: &Path, image: &Path) -> Result<(), String> {
+pub(crate) fn apply(name: &str, change: Change, bin: &Path, image: &Path) -> Result<(), String> {
     let before = read_volume(name, bin, image)?;
     let old_size = json_u64(&before, "size")?;
     let start = json_u64(&before, "start")?;

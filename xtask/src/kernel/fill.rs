@@ -173,23 +173,12 @@ const PADS: usize = 64;
 /// rest of the pad (`mdeltree`). `info --files` must then count a
 /// fragmented file. mtools writes no name outside Unicode's basic plane
 /// (it drops the emoji), so such names leave the source tree first: the
-/// tree's listing is what the volume must hold.
-pub(crate) fn fill_through_mtools(
-    name: &str,
-    bin: &Path,
-    image: &Path,
-    src: &Path,
-    work: &Path,
-) -> Result<(), String> {
-    fill_mtools(name, bin, image, src, work, 0)
-}
-
-/// [`fill_through_mtools`], and with `past` > 0 the tree's directories are
-/// made first (`mmd`), then a filler of `past` bytes is copied in before
-/// the pad (`mcopy -s` then fills the existing directories), and the
-/// filler is deleted last: the files lie past the filler, every
-/// directory's first cluster before it.
-pub(super) fn fill_mtools(
+/// tree's listing is what the volume must hold. With `past` > 0 the
+/// tree's directories are made first (`mmd`), then a filler of `past`
+/// bytes is copied in before the pad (`mcopy -s` then fills the existing
+/// directories), and the filler is deleted last: the files lie past the
+/// filler, every directory's first cluster before it.
+pub(crate) fn fill_mtools(
     name: &str,
     bin: &Path,
     image: &Path,
