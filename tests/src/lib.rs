@@ -16,6 +16,8 @@
 //!  recluster the re-cluster tests' images, tree through exfat-fuse, fsck of cut states
 //!  fat_cuts  fsck.fat and mcopy on every state a cut FAT re-cluster leaves
 //!  fatfs_io  the fatfs crate as an independent FAT reader/writer
+//!  readers   volumes by mkfs.exfat/mkfs.fat filled by exfat-fuse/mtools, and
+//!            the independent readers of them after an in-place change
 //!  boot      independent decoders of exFAT and FAT32 boot fields
 //!  image     sentinel files, hashes, reads at an offset
 //!  cli       locating and running the mkfs-alloc binary
@@ -38,6 +40,7 @@ pub mod geometry;
 pub mod image;
 pub mod powercut;
 pub mod racetree;
+pub mod readers;
 pub mod recluster;
 pub mod sizes;
 

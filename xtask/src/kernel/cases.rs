@@ -65,11 +65,32 @@ pub(super) struct Case {
     /// Fill the volume with one file instead of writing the file set: every
     /// cluster we reported free must take data.
     pub(super) fill: bool,
-    /// Re-clustered in place to this cluster size in bytes (`mkfs-alloc
-    /// recluster --cluster BYTES`) after it is made and populated; the
-    /// kernel then reads and writes the re-clustered volume. A populated
-    /// peer's case is filled through exfat-fuse (see `fill.rs`).
-    pub(super) recluster: Option<u64>,
+    /// Changed in place by mkfs-alloc after it is made and populated
+    /// (re-clustered, resized or converted); the kernel then reads and
+    /// writes the changed volume. A populated peer's case is filled
+    /// through exfat-fuse or mtools first (see `fill.rs`).
+    pub(super) change: Option<Change>,
+    /// The peer's fill writes a filler of this many bytes first and
+    /// deletes it last (0: none), so that the tree's data lies past it
+    /// (a shrink below it has to move the data).
+    pub(super) past: u64,
+}
+
+/// An in-place change of a case's volume by mkfs-alloc.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Change {
+    /// `recluster --cluster BYTES`.
+    Recluster(u64),
+    /// The image extended to `medium` bytes, then `resize --size max`:
+    /// the volume (and its partition) grows into the new space. `slack`:
+    /// FAT32, whose grow stops at its FATs' slack: `max` is refused naming
+    /// the largest size, and the grow goes to that size.
+    Grow { medium: u64, slack: bool },
+    /// `resize --size BYTES` to a smaller size: the data past the new end
+    /// must move (the resize must report moved clusters).
+    Shrink(u64),
+    /// `convert --fs exfat` from FAT32, with `--cluster BYTES` if given.
+    ToExfat(Option<u64>),
 }
 
 /// A case formatted by mkfs-alloc with `args`.
@@ -83,7 +104,8 @@ const fn ours(name: &'static str, driver: Driver, sector: u32, args: &'static st
         fault: None,
         populated: false,
         fill: false,
-        recluster: None,
+        change: None,
+        past: 0,
     }
 }
 
@@ -98,7 +120,8 @@ const fn firmware(name: &'static str, driver: Driver, job: &'static str) -> Case
         fault: None,
         populated: false,
         fill: false,
-        recluster: None,
+        change: None,
+        past: 0,
     }
 }
 
@@ -124,7 +147,8 @@ pub(super) const fn peer(
         fault: None,
         populated: false,
         fill: false,
-        recluster: None,
+        change: None,
+        past: 0,
     }
 }
 
@@ -144,9 +168,30 @@ impl Case {
 
     /// Re-clustered to `size` bytes after it is made (and populated).
     pub(super) const fn reclustered(self, size: u64) -> Case {
+        self.changed(Change::Recluster(size))
+    }
+
+    /// Changed in place by `change` after it is made (and populated).
+    pub(super) const fn changed(self, change: Change) -> Case {
         Case {
-            recluster: Some(size),
+            change: Some(change),
             ..self
+        }
+    }
+
+    /// The peer's fill puts the tree past a filler of `bytes` (deleted).
+    pub(super) const fn past(self, bytes: u64) -> Case {
+        Case {
+            past: bytes,
+            ..self
+        }
+    }
+
+    /// The driver of the volume as it was made (a conversion changes it).
+    pub(super) fn made_as(&self) -> Driver {
+        match self.change {
+            Some(Change::ToExfat(_)) => Driver::Vfat,
+            _ => self.driver,
         }
     }
 
@@ -173,7 +218,9 @@ use Driver::{Exfat, Vfat};
 /// (exFAT, FAT32, FAT16, FAT12) x table (none, MBR, GPT) x sector size
 /// (512, 4096) once, small and large clusters, populated and filled
 /// volumes, the SD layout, the firmware's images, both peers' controls
-/// (one on 4096-byte sectors) and every negative control.
+/// (one on 4096-byte sectors), one volume of each in-place job (a
+/// re-cluster, a shrink that moves data, a conversion) and every negative
+/// control.
 #[rustfmt::skip]
 pub(super) const CASES: &[Case] = &[
     // exFAT, the CI subset.
@@ -279,6 +326,33 @@ pub(super) const CASES: &[Case] = &[
         .populated().reclustered(4096),
     ours("rc-ex-4k-gpt-128k-rootdir-4k", Exfat, 4096, "--fs exfat --sector-size 4096 --table gpt --cluster 128K --size 512M")
         .populated().reclustered(4096),
+    // Resized in place (`mkfs-alloc resize`): mkfs.exfat's filled through
+    // exfat-fuse, grown from 256 MiB to the 1 GiB its image was extended
+    // to, and shrunk from 256 MiB to 96 MiB with the tree written past a
+    // 128 MiB filler (deleted): its data moves below the new end.
+    // mkfs.fat's FAT32 filled through mtools, grown within its FATs'
+    // slack (the image extended to 400 MiB), and shrunk from 160 MiB to 80
+    // MiB at 1 KiB clusters with the tree's files past a 96 MiB filler (its
+    // directories made before it: a FAT32 shrink moves no directory's
+    // first cluster; at 512-byte clusters mtools cannot add a 255-character
+    // name to a directory whose last cluster is nearly full, "No directory
+    // slots").
+    peer("rs-mkfs.exfat-fuse-grow-1g", Exfat, 512, 256 << 20, "mkfs.exfat", "-L GROW")
+        .populated().changed(Change::Grow { medium: GIB, slack: false }),
+    peer("rs-mkfs.exfat-shrink-96m", Exfat, 512, 256 << 20, "mkfs.exfat", "-c 4K")
+        .populated().past(128 << 20).changed(Change::Shrink(96 << 20)).ci(),
+    peer("rs-mkfs.fat-4k-mtools-grow", Vfat, 512, 300 << 20, "mkfs.fat", "-F 32 -s 8 -S 512")
+        .populated().changed(Change::Grow { medium: 400 << 20, slack: true }),
+    peer("rs-mkfs.fat-shrink-80m", Vfat, 512, 160 << 20, "mkfs.fat", "-F 32 -s 2 -S 512")
+        .populated().past(96 << 20).changed(Change::Shrink(80 << 20)),
+    // Converted in place (`mkfs-alloc convert --fs exfat`): mkfs.fat's
+    // FAT32 filled through mtools (the cluster size kept), and ours, FAT32
+    // in an MBR partition with the tree by `--rootdir`, to exFAT at 32 KiB
+    // in the same run.
+    peer("cv-mkfs.fat-mtools-exfat", Exfat, 512, 512 << 20, "mkfs.fat", "-F 32 -s 8 -S 512 -n HOLIDAYS")
+        .populated().changed(Change::ToExfat(None)).ci(),
+    ours("cv-f32-mbr-rootdir-ex-32k", Exfat, 512, "--fs fat32 --table mbr --cluster 4K --size 1G")
+        .populated().changed(Change::ToExfat(Some(32 << 10))),
     // Negative controls: must fail, with this finding.
     ours("neg-exfat-dirty", Exfat, 512, "--fs exfat --cluster 32K --size 256M")
         .broken(Fault::ExfatDirty, "not properly unmounted").ci(),

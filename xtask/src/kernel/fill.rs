@@ -16,6 +16,9 @@ const FRAGMENTED: [(&str, usize); 2] = [
     ("frag/interleaved-b.bin", (2 << 20) + 5),
 ];
 
+/// The filler a fill with a `past` size writes first and deletes last.
+const FILLER: &str = "FILLER.BIN";
+
 /// The pieces the fragmented files are written in (twice 128 KiB, the
 /// peer's cluster size in these cases).
 const PIECE: usize = 256 << 10;
@@ -23,14 +26,17 @@ const PIECE: usize = 256 << 10;
 /// Adds the fragmented files to the source tree `src` (so that its listing
 /// covers them), then mounts `image` through exfat-fuse on a loop device
 /// and copies the tree in; `info --files` must then count both files as
-/// fragmented. The guards of the test-support crate panic with the tool or
-/// the driver's output; that becomes the case's error.
+/// fragmented. With `past` > 0 a filler of that many bytes is allocated
+/// first (a truncate through exfat-fuse) and deleted last, so that the
+/// tree lies past it. The guards of the test-support crate panic with the
+/// tool or the driver's output; that becomes the case's error.
 pub(super) fn fill_through_fuse(
     name: &str,
     bin: &Path,
     image: &Path,
     src: &Path,
     work: &Path,
+    past: u64,
 ) -> Result<(), String> {
     let mut state = 0x2545_F491_4F6C_DD1Du64;
     let mut data = Vec::new();
@@ -48,8 +54,17 @@ pub(super) fn fill_through_fuse(
     let filled = catch_unwind(AssertUnwindSafe(|| -> Result<(), String> {
         let lo = LoopDevice::attach(image);
         let m = FuseMount::exfat(lo.path(), &mnt);
+        let filler = mnt.join(FILLER);
+        if past > 0 {
+            File::create(&filler)
+                .and_then(|f| f.set_len(past).and_then(|()| f.sync_all()))
+                .map_err(|e| format!("{}: {e}", filler.display()))?;
+        }
         copy_tree(src, &mnt, Path::new("frag"))?;
         write_interleaved(&mnt, &data)?;
+        if past > 0 {
+            std::fs::remove_file(&filler).map_err(|e| format!("{}: {e}", filler.display()))?;
+        }
         m.unmount();
         Ok(())
     }));
@@ -158,13 +173,18 @@ const PADS: usize = 64;
 /// rest of the pad (`mdeltree`). `info --files` must then count a
 /// fragmented file. mtools writes no name outside Unicode's basic plane
 /// (it drops the emoji), so such names leave the source tree first: the
-/// tree's listing is what the volume must hold.
-pub(crate) fn fill_through_mtools(
+/// tree's listing is what the volume must hold. With `past` > 0 the
+/// tree's directories are made first (`mmd`), then a filler of `past`
+/// bytes is copied in before the pad (`mcopy -s` then fills the existing
+/// directories), and the filler is deleted last: the files lie past the
+/// filler, every directory's first cluster before it.
+pub(crate) fn fill_mtools(
     name: &str,
     bin: &Path,
     image: &Path,
     src: &Path,
     work: &Path,
+    past: u64,
 ) -> Result<(), String> {
     let err = |e: std::io::Error| format!("{name}: {e}");
     let mut entries = Vec::new();
@@ -183,6 +203,20 @@ pub(crate) fn fill_through_mtools(
     let pad = work.join(format!("{name}.pad"));
     let _ = std::fs::remove_dir_all(&pad);
     std::fs::create_dir_all(&pad).map_err(err)?;
+    if past > 0 {
+        let made: Vec<std::ffi::OsString> = directories(src)
+            .map_err(err)?
+            .iter()
+            .map(|d| format!("::/{}", d.display()).into())
+            .collect();
+        mtools(name, "mmd", image, &made, &[])?;
+        let filler = pad.with_extension("filler");
+        File::create(&filler)
+            .and_then(|f| f.set_len(past))
+            .map_err(err)?;
+        let to = format!("::/{FILLER}").into();
+        mtools(name, "mcopy", image, &[filler.into_os_string(), to], &[])?;
+    }
     let mut state = 0x1234_5678_9ABC_DEF1u64;
     for i in 0..PADS {
         let bytes = super::image::xorshift_bytes(&mut state, 64 << 10);
@@ -196,10 +230,14 @@ pub(crate) fn fill_through_mtools(
         .collect();
     mtools(name, "mdel", image, &odd, &[])?;
     forget_next_free(image).map_err(err)?;
+    // Into the directories made before the filler, where they exist.
     let mut args: Vec<std::ffi::OsString> = entries.into_iter().map(Into::into).collect();
     args.push("::/".into());
     mtools(name, "mcopy", image, &args, &["-s"])?;
     mtools(name, "mdeltree", image, &["::/pad".into()], &[])?;
+    if past > 0 {
+        mtools(name, "mdel", image, &[format!("::/{FILLER}").into()], &[])?;
+    }
     let vol = read_files(name, bin, image)?;
     let fragmented = vol
         .get("files")
@@ -210,6 +248,24 @@ pub(crate) fn fill_through_mtools(
         ));
     }
     Ok(())
+}
+
+/// The directories below `root` (relative), each after its parent.
+fn directories(root: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut dirs = Vec::new();
+    let mut todo = vec![PathBuf::new()];
+    while let Some(rel) = todo.pop() {
+        let mut subs = Vec::new();
+        for entry in std::fs::read_dir(root.join(&rel))? {
+            let entry = entry?;
+            if entry.file_type()?.is_dir() {
+                subs.push(rel.join(entry.file_name()));
+            }
+        }
+        dirs.extend(subs.iter().cloned());
+        todo.extend(subs);
+    }
+    Ok(dirs)
 }
 
 /// `TOOL [FLAGS] -i IMAGE ARGS...` of mtools, its checks of the medium off.

@@ -116,27 +116,19 @@ pub(super) fn prepare<'a>(
     }
     let mut format = format_image(case.name, case.make, bin, &path, &rootdir)?;
     if case.populated && matches!(case.make, Make::Peer { .. }) {
-        match case.driver {
-            Driver::Exfat => super::fill::fill_through_fuse(case.name, bin, &path, &src, work)?,
-            Driver::Vfat => super::fill::fill_through_mtools(case.name, bin, &path, &src, work)?,
+        match case.made_as() {
+            Driver::Exfat => {
+                super::fill::fill_through_fuse(case.name, bin, &path, &src, work, case.past)?
+            }
+            Driver::Vfat => super::fill::fill_mtools(case.name, bin, &path, &src, work, case.past)?,
         }
     }
-    if let Some(to) = case.recluster {
-        recluster(case.name, bin, &path, to)?;
-        // The format's figures are the old geometry's: info's are judged.
+    if let Some(change) = case.change {
+        super::change::apply(case.name, change, bin, &path)?;
+        // The format's figures are the old volume's: info's are judged.
         format = None;
     }
     let vol = read_info(case, bin, &path)?;
-    if let Some(to) = case
-        .recluster
-        .filter(|&to| json_u64(&vol, "cluster_size").ok() != Some(to))
-    {
-        return Err(format!(
-            "{}: info says {:?} B clusters after the re-cluster to {to}",
-            case.name,
-            vol.get("cluster_size")
-        ));
-    }
     if let Some((Fault::SourceChanged, _)) = case.fault {
         let readme = src.join("README");
         File::options()

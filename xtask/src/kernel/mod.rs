@@ -40,14 +40,16 @@ use crate::{cargo, find_tool, install_packages, is_root, run, target_dir, worksp
 
 mod boot;
 mod cases;
+mod change;
 mod fill;
 mod guest;
 mod image;
 mod judge;
 
 // Shared with `test-uboot` (`crate::uboot`).
-pub(crate) use cases::Make;
-pub(crate) use fill::fill_through_mtools;
+pub(crate) use cases::{Change, Make};
+pub(crate) use change::apply as apply_change;
+pub(crate) use fill::fill_mtools;
 pub(crate) use image::{format_image, json_u64, read_volume, recluster, write_source_tree};
 pub(crate) use judge::fsck_volume;
 

@@ -1,7 +1,7 @@
 //! The cases: which images go through U-Boot, on which bus and CPU, and
 //! what must come of them.
 
-use crate::kernel::Make;
+use crate::kernel::{Change, Make};
 
 /// How U-Boot sees the disk.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -101,10 +101,13 @@ pub(super) struct Case {
     /// In the CI subset (the default run); `--all` runs every case.
     pub(super) ci: bool,
     pub(super) expect: Expect,
-    /// Re-clustered in place to this cluster size in bytes (`mkfs-alloc
-    /// recluster`) after it is made and populated; a populated peer's case
-    /// is filled through mtools first (the kernel suite's `fill.rs`).
-    pub(super) recluster: Option<u64>,
+    /// Changed in place by mkfs-alloc (re-clustered, grown, shrunk) after
+    /// it is made and populated; a populated peer's case is filled through
+    /// mtools first (the kernel suite's `fill.rs`).
+    pub(super) change: Option<Change>,
+    /// The peer's fill puts the tree's files past a filler of this many
+    /// bytes, deleted after (0: none): a shrink has to move them.
+    pub(super) past: u64,
 }
 
 /// A case formatted by mkfs-alloc with `args` (split at spaces), on the
@@ -123,7 +126,8 @@ const fn ours(name: &'static str, sector: u32, args: &'static str) -> Case {
         populated: false,
         ci: false,
         expect: Expect::Pass,
-        recluster: None,
+        change: None,
+        past: 0,
     }
 }
 
@@ -160,15 +164,28 @@ impl Case {
         }
     }
 
-    /// On another bus than the sector size picks.
     /// Re-clustered to `size` bytes after it is made (and populated).
     const fn reclustered(self, size: u64) -> Case {
+        self.changed(Change::Recluster(size))
+    }
+
+    /// Changed in place by `change` after it is made (and populated).
+    const fn changed(self, change: Change) -> Case {
         Case {
-            recluster: Some(size),
+            change: Some(change),
             ..self
         }
     }
 
+    /// The peer's fill puts the tree past a filler of `bytes` (deleted).
+    const fn past(self, bytes: u64) -> Case {
+        Case {
+            past: bytes,
+            ..self
+        }
+    }
+
+    /// On another bus than the sector size picks.
     const fn on(self, bus: Bus) -> Case {
         Case { bus, ..self }
     }
@@ -251,6 +268,14 @@ pub(super) const CASES: &[Case] = &[
         .populated().reclustered(4096).ci(),
     ours("rc-f32-512-mbr-32k-rootdir-4k", 512, "--fs fat32 --table mbr --cluster 32K --size 4G")
         .populated().reclustered(4096),
+    // Resized in place: mkfs.fat's FAT32 filled through mtools, grown
+    // within its FATs' slack (the image extended to 400 MiB) and shrunk
+    // from 160 MiB to 80 MiB with the files past a 96 MiB filler (the
+    // kernel suite's `rs-mkfs.fat-*` cases).
+    peer("rs-mkfs.fat-4k-mtools-grow", 512, 300 << 20, "mkfs.fat", "-F 32 -s 8 -S 512")
+        .populated().changed(Change::Grow { medium: 400 << 20, slack: true }),
+    peer("rs-mkfs.fat-shrink-80m", 512, 160 << 20, "mkfs.fat", "-F 32 -s 2 -S 512")
+        .populated().past(96 << 20).changed(Change::Shrink(80 << 20)),
     // U-Boot 2023.01's limits (TESTING.md): must fail with this text.
     // exFAT: `fstypes` names no exFAT driver (if a U-Boot lists one and
     // fails on our image, that is no longer the limit).
