@@ -10,8 +10,8 @@ use mkfs_alloc::device::{DeviceTarget, Discard, Plain, Steps, Target};
 use mkfs_alloc::layout::{FsKind, Timestamp};
 use mkfs_alloc::partition::TableKind;
 use mkfs_alloc::MediumOptions;
-use mkfs_alloc_testsupport::loopdev::LoopDevice;
 use mkfs_alloc_testsupport::TempDir;
+use mkfs_alloc_testsupport::{LoopDevice, LoopOptions};
 
 const MIB: u64 = 1 << 20;
 
@@ -48,7 +48,13 @@ fn device_steps_discard_limit_and_reread_only_with_a_table() {
     std::fs::File::create(&image)
         .and_then(|f| f.set_len(64 * MIB))
         .expect("image");
-    let dev = LoopDevice::attach(&image);
+    // Partition scanning on: the kernel re-reads a loop device's table
+    // only then.
+    let scan = LoopOptions {
+        partscan: true,
+        ..LoopOptions::default()
+    };
+    let dev = LoopDevice::attach_with(&image, scan);
 
     // The whole device with a GPT: discarded before the zeroing, which
     // comes before the write; the kernel re-reads the table last.
