@@ -99,6 +99,8 @@
 pub mod batch;
 pub mod compat;
 mod counts;
+#[cfg(feature = "device")]
+pub mod device;
 mod error;
 pub mod existing;
 mod extents;

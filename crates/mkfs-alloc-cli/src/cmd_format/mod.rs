@@ -26,7 +26,6 @@ mod export;
 mod one;
 mod plan;
 pub(crate) mod preflight;
-mod steps;
 use export::Exports;
 use plan::{image_size, plan};
 

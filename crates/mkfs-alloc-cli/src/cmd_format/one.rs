@@ -3,7 +3,7 @@
 //! every target of a batch), then what only a single run does: the
 //! flashing formats, and its own summary, messages and exit codes.
 
-use super::batch::target::{CliTarget, Single, Steps};
+use super::batch::target::{steps, CliFront, CliTarget, Single};
 use super::{copy_mode, format_failure, preflight, Run};
 use crate::{report, rootdir, Failure};
 use anyhow::anyhow;
@@ -38,15 +38,18 @@ pub(super) fn write(run: Run<'_>, notes: Vec<String>) -> Result<(), Failure> {
     // Opened and locked before the first write (the probe's, or the
     // format's): one held by another process is refused untouched.
     let held = preflight::open_checked(target, false)?;
-    let steps = Steps::of(cli, false, cli.quiet || cli.json);
-    let mut one = CliTarget::new(Some(target), steps, medium.table().kind());
-    one.held = Some(held);
-    one.notes = notes;
-    one.single = Some(Single {
-        copy: copy_mode(cli),
-        later_notes: target.notes().to_vec(),
-        ..Single::default()
-    });
+    let front = CliFront {
+        probe_quiet: cli.quiet || cli.json,
+        single: Some(Single {
+            copy: copy_mode(cli),
+            failure: None,
+        }),
+    };
+    let table = medium.table().kind() != mkfs_alloc::partition::TableKind::None;
+    let mut one = CliTarget::new(Some(&**target), steps(cli, false), table, front)
+        .held(Some(held))
+        .notes(notes, target.notes().to_vec())
+        .single();
     let mut plan = BatchPlan::one(path.display().to_string(), medium);
     let bars = Bars::new(!cli.quiet && !cli.json && std::io::stderr().is_terminal());
     let outcome = plan
@@ -54,7 +57,8 @@ pub(super) fn write(run: Run<'_>, notes: Vec<String>) -> Result<(), Failure> {
         .outcomes
         .pop();
     bars.finish();
-    let single = one.single.take().unwrap_or_default();
+    let single = one.front_mut().single.take().unwrap_or_default();
+    let steps_wrote = (one.wrote(), one.formatting());
     let outcome = outcome.ok_or_else(|| Failure::Io(anyhow!("{}: no outcome", path.display())))?;
     let Outcome {
         error,
@@ -66,7 +70,7 @@ pub(super) fn write(run: Run<'_>, notes: Vec<String>) -> Result<(), Failure> {
     } = outcome;
     let (Some(write), Some(map), Some(found)) = (write, extents, found) else {
         let e = error.unwrap_or_else(|| TargetError::new(outcome.verdict, false, "not formatted"));
-        return Err(failure(e, single, path, target));
+        return Err(failure(e, single, steps_wrote, path, target));
     };
     let exported = exports.write(path, &map);
     if exports.sparse.is_some() {
@@ -115,18 +119,15 @@ pub(super) fn write(run: Run<'_>, notes: Vec<String>) -> Result<(), Failure> {
 fn failure(
     e: TargetError,
     single: Single,
+    (steps_wrote, formatting): (bool, bool),
     path: &std::path::Path,
     target: &crate::target::Target,
 ) -> Failure {
-    let wrote = e.wrote || single.wrote;
+    let wrote = e.wrote || steps_wrote;
     let (f, settles) = match single.failure {
         Some(kept) => kept,
         None => {
-            let what = if single.formatting {
-                "formatting"
-            } else {
-                "probing"
-            };
+            let what = if formatting { "formatting" } else { "probing" };
             let context = Some(format!("{what} {}", path.display()));
             let f = match e.error.downcast::<FormatError>() {
                 Ok(e) => format_failure(*e, context),

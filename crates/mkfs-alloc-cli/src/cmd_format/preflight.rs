@@ -64,14 +64,10 @@ pub(super) fn check_outputs(
 }
 
 /// Opens (and locks) a target for writing and checks that it took its
-/// size; nothing is written. The error is the refusal's text.
+/// size ([`mkfs_alloc::device::open_checked`]); nothing is written. The
+/// error is the refusal's text.
 pub(super) fn open_checked(target: &Target, uncached: bool) -> Result<Opened, Failure> {
-    let opened = target.open_with(uncached)?;
-    if let Err(f) = target.check_opened(&opened) {
-        undo_open(target, opened);
-        return Err(f.into());
-    }
-    Ok(opened)
+    Ok(mkfs_alloc::device::open_checked(target, uncached)?)
 }
 
 /// Opens every target of `targets` (`None`: not to be written) before any
@@ -86,11 +82,4 @@ pub(super) fn open_all(
             t.map(|t| open_checked(t, uncached).map_err(|f| crate::text::error_text(f.error())))
         })
         .collect()
-}
-
-/// Closes a target opened by [`open_all`] that will not be written, and
-/// undoes what opening did: a created image is removed, a grown one gets
-/// its old length back.
-pub(super) fn undo_open(target: &Target, opened: Opened) {
-    target.undo_open(opened);
 }

@@ -19,8 +19,6 @@ use mkfs_alloc_capacity::{probe, Backup, Phase, ProbeOptions, ProbeReport};
 use mkfs_alloc_device as device;
 use std::path::{Path, PathBuf};
 
-pub use print::summary_line;
-
 /// What sampling cannot prove, for `probe --help`.
 const PROBE_HELP: &str = "\
 By default the probe samples: it writes test blocks at unit 0, every power of two, random \

@@ -132,7 +132,7 @@ pub(super) fn refuse_duplicates(entries: &mut [Entry]) {
 pub(super) fn undo_all(entries: &[Entry], held: Vec<Option<Opened>>) {
     for (e, h) in entries.iter().zip(held) {
         if let (Some(t), Some(o)) = (&e.target, h) {
-            preflight::undo_open(t, o);
+            t.undo_open(o);
         }
     }
 }

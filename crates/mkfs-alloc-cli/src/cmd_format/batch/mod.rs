@@ -309,18 +309,21 @@ fn execute(
     held: &mut [Option<Opened>],
     show: bool,
 ) -> RunReport {
-    let steps = target::Steps::of(cli, entries.len() > 1, true);
+    let steps = target::steps(cli, entries.len() > 1);
     let targets: Vec<target::CliTarget<'_>> = entries
         .iter()
         .zip(plan.plans())
         .zip(held.iter_mut())
         .map(|((e, p), h)| {
-            let kind = p.map_or(mkfs_alloc::partition::TableKind::None, |p| p.table().kind());
-            let mut t = target::CliTarget::new(e.target.as_ref(), steps, kind);
-            t.held = h.take();
-            // Refused when opened (--skip-refused): passed over.
-            t.refusal = e.refusal.clone().filter(|_| p.is_ok());
-            t
+            let table = p.is_ok_and(|p| p.table().kind() != mkfs_alloc::partition::TableKind::None);
+            let front = target::CliFront {
+                probe_quiet: true,
+                single: None,
+            };
+            target::CliTarget::new(e.target.as_deref(), steps, table, front)
+                .held(h.take())
+                // Refused when opened (--skip-refused): passed over.
+                .refused(e.refusal.clone().filter(|_| p.is_ok()))
         })
         .collect();
     let lines = progress::Lines::new(show, plan.names());
