@@ -15,9 +15,10 @@ use serde::Serialize;
 
 impl Step {
     /// The step's id in a report: `start`, `redo`, `restore_main`,
-    /// `finish` or `nothing`.
+    /// `finish`, `nothing` or `table`.
     pub fn id(&self) -> &'static str {
         match self {
+            Step::Table => "table",
             Step::Start => "start",
             Step::Redo => "redo",
             Step::RestoreMain => "restore_main",
@@ -373,6 +374,10 @@ impl Planned {
                 step: job.step.resize_text(),
                 would_refuse,
                 grow: job.grow.as_deref().map(GrowReport::new),
+                partition: job
+                    .table_after
+                    .as_ref()
+                    .map(|t| PartitionReport::new(t, "last")),
             }),
             Planned::Convert(c) => InPlaceReport::Convert(ConvertReport::new(c, would_refuse)),
         }
@@ -392,6 +397,10 @@ pub struct ResizeReport<'a> {
     /// The grow's figures (none past the switch, or with nothing to do).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grow: Option<GrowReport>,
+    /// The partition's entry, shrunk after the volume's switch
+    /// ([`Job::table_after`]; a grow's is [`GrowReport::partition`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partition: Option<PartitionReport>,
 }
 
 /// A [`Grow`]'s figures: pairs are (now, after).
@@ -433,7 +442,7 @@ pub struct GrowReport {
     pub partition: Option<PartitionReport>,
 }
 
-/// A partition's entry grown with its volume: pairs are (now, after).
+/// A partition's entry grown or shrunk with its volume: pairs are (now, after).
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct PartitionReport {
@@ -445,12 +454,16 @@ pub struct PartitionReport {
     pub start: u64,
     /// Its bytes.
     pub bytes: (u64, u64),
+    /// Its sectors (blocks of the medium).
+    pub sectors: (u64, u64),
+    /// `first` (a grow: before the volume) or `last` (a shrink: after its switch).
+    pub written: &'static str,
     /// Whether a GPT's backup moves to the medium's end.
     pub backup_moved: bool,
 }
 
 impl PartitionReport {
-    fn new(t: &PartitionGrow) -> Self {
+    fn new(t: &PartitionGrow, written: &'static str) -> Self {
         Self {
             table: match t.kind() {
                 TableKind::Gpt => "gpt",
@@ -459,6 +472,8 @@ impl PartitionReport {
             number: t.number(),
             start: t.start_bytes(),
             bytes: (t.old_bytes(), t.new_bytes()),
+            sectors: t.sectors(),
+            written,
             backup_moved: t.moves_backup(),
         }
     }
@@ -492,7 +507,7 @@ impl GrowReport {
             bytes_read: g.bytes_read,
             bytes_written: g.bytes_written,
             estimate_stick_seconds: g.estimate_stick_seconds(),
-            partition: g.table.as_ref().map(PartitionReport::new),
+            partition: g.table.as_ref().map(|t| PartitionReport::new(t, "first")),
         }
     }
 }
