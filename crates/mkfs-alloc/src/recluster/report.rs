@@ -374,10 +374,7 @@ impl Planned {
                 step: job.step.resize_text(),
                 would_refuse,
                 grow: job.grow.as_deref().map(GrowReport::new),
-                partition: job
-                    .table_after
-                    .as_ref()
-                    .map(|t| PartitionReport::new(t, "last")),
+                partition: PartitionReport::of(job.table_after.as_ref(), "last"),
             }),
             Planned::Convert(c) => InPlaceReport::Convert(ConvertReport::new(c, would_refuse)),
         }
@@ -397,8 +394,7 @@ pub struct ResizeReport<'a> {
     /// The grow's figures (none past the switch, or with nothing to do).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grow: Option<GrowReport>,
-    /// The partition's entry, shrunk after the volume's switch
-    /// ([`Job::table_after`]; a grow's is [`GrowReport::partition`]).
+    /// The entry shrunk after the volume's switch ([`Job::table_after`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub partition: Option<PartitionReport>,
 }
@@ -463,8 +459,9 @@ pub struct PartitionReport {
 }
 
 impl PartitionReport {
-    fn new(t: &PartitionGrow, written: &'static str) -> Self {
-        Self {
+    fn of(t: Option<&PartitionGrow>, written: &'static str) -> Option<Self> {
+        let t = t?;
+        Some(Self {
             table: match t.kind() {
                 TableKind::Gpt => "gpt",
                 _ => "mbr",
@@ -475,7 +472,7 @@ impl PartitionReport {
             sectors: t.sectors(),
             written,
             backup_moved: t.moves_backup(),
-        }
+        })
     }
 }
 
@@ -507,7 +504,7 @@ impl GrowReport {
             bytes_read: g.bytes_read,
             bytes_written: g.bytes_written,
             estimate_stick_seconds: g.estimate_stick_seconds(),
-            partition: g.table.as_ref().map(|t| PartitionReport::new(t, "first")),
+            partition: PartitionReport::of(g.table.as_ref(), "first"),
         }
     }
 }

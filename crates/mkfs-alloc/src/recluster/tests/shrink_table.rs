@@ -79,14 +79,13 @@ fn check_done(d: &MemDisk, old: &MemDisk, new: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// A volume's check in a sweep: every file (and at `Some(size)` that size
+/// and no finding); its size in bytes.
+type VolumeCheck<'a> = dyn Fn(&MemDisk, Option<u64>) -> Result<u64, String> + 'a;
+
 /// A sweep of the shrink of `disk` to `new` bytes, `check` the volume's
 /// own check (every file; at `Some(new)`, also its size and no finding).
-fn sweep(
-    disk: &MemDisk,
-    new: u64,
-    seeds: u64,
-    check: &dyn Fn(&MemDisk, Option<u64>) -> Result<u64, String>,
-) -> SweepReport {
+fn sweep(disk: &MemDisk, new: u64, seeds: u64, check: &VolumeCheck<'_>) -> SweepReport {
     let job = |dev: &mut dyn BlockIo| resize(dev, NewSize::Bytes(new)).map(|_| ());
     Sweep::new()
         .seeds(seeds)
