@@ -36,9 +36,11 @@ the disk's new end); the data stays where it is. FAT32 grows within its FATs' sl
 refusal names the largest size). exFAT and FAT32 shrink: the clusters in
 use past the new end are copied below it first (a size below what the data
 needs, or one that leaves FAT32 fewer than 65,525 clusters, is refused,
-naming the smallest size; SIZE is rounded down to whole sectors; a
-partition keeps its size). If the power goes, the same command finishes
-the job.";
+naming the smallest size; SIZE is rounded down to whole sectors). A
+partition shrinks with its volume, after it: its entry ends at the 1 MiB
+boundary after the volume's new end (a GPT's backup stays at the disk's
+end; an image file holding a table keeps its length). If the power goes,
+the same command finishes the job.";
 
 /// Options of `mkfs-alloc resize`.
 #[derive(Debug, clap::Args)]
@@ -46,7 +48,7 @@ the job.";
     after_help = EXAMPLES,
     mut_args(in_place::help_of(
         "Print the plan (new geometry, bytes read and written, time) and write nothing",
-        "The image file or block device holding the volume (whole medium, or a disk whose MBR/GPT partition holding it grows with it)",
+        "The image file or block device holding the volume (whole medium, or a disk whose MBR/GPT partition holding it grows or shrinks with it)",
     )),
 )]
 pub struct ResizeArgs {
@@ -80,10 +82,11 @@ impl Words for ResizeArgs {
 
     fn now(&self, planned: &Planned) -> String {
         match planned {
-            Planned::Resize(job) => job
-                .grow
-                .as_ref()
-                .map_or(String::new(), |g| format_size(g.new_bytes)),
+            Planned::Resize(job) => match (&job.grow, &job.table_after) {
+                (Some(g), _) => format_size(g.new_bytes),
+                (None, Some(t)) => format!("in a partition of {}", format_size(t.new_bytes())),
+                (None, None) => String::new(),
+            },
             _ => String::new(),
         }
     }
@@ -102,6 +105,7 @@ impl Words for ResizeArgs {
         };
         let Some(g) = &job.grow else {
             outln!("{}: {}", path.display(), job.step.resize_text());
+            print_table_after(job);
             return;
         };
         print_grow(path, job, g);
@@ -145,6 +149,7 @@ fn print_grow(path: &Path, job: &Job, g: &Grow) {
         g.new.heap_offset
     );
     print_table(g);
+    print_table_after(job);
     outln!(
         "  FAT            at byte {}, {} -> {}",
         g.new.fat_offset,
@@ -187,6 +192,22 @@ fn print_table(g: &Grow) {
         } else {
             ""
         }
+    );
+}
+
+/// The partition's entry, shrunk after the volume's switch.
+fn print_table_after(job: &Job) {
+    let Some(t) = &job.table_after else {
+        return;
+    };
+    let (old, new) = t.sectors();
+    outln!(
+        "  partition      {} {} at byte {}: {} -> {} ({old} -> {new} sectors; written after the volume's switch)",
+        table_name(t),
+        t.number(),
+        t.start_bytes(),
+        format_size(t.old_bytes()),
+        format_size(t.new_bytes()),
     );
 }
 

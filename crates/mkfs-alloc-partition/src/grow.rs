@@ -1,5 +1,6 @@
 //! [`PartitionGrow`]: one MBR or GPT entry made longer, into the free space
-//! after it, with every write ordered so that a cut leaves a valid table.
+//! after it, or shorter, down to its volume's new end, with every write
+//! ordered so that a cut leaves a valid table.
 //!
 //! ```text
 //!  MBR  LBA 0: the entry's sector count and ending CHS (255/63, as
@@ -16,9 +17,13 @@
 //!          volume has free.)
 //! ```
 //!
-//! The partition only grows, so a volume inside it stays valid whatever
-//! subset of the writes survives. Writing the same plan again writes the
-//! same bytes: a rerun of a cut job reads the table it left and finishes.
+//! A grow is written before its volume grows, a shrink after its volume
+//! has shrunk ([`PartitionGrow::shrink_to`]): either way the volume fits
+//! both the old and the new entry, so it stays valid whatever subset of the
+//! writes survives (a shrink's GPT: the backup, written first, is already
+//! the smaller table; the backup stays at the medium's end, which does not
+//! move). Writing the same plan again writes the same bytes: a rerun of a
+//! cut job reads the table it left and finishes.
 //!
 //! Sources: UEFI Specification 2.10, 5.2.1 (legacy MBR), 5.3.2 (GPT header:
 //! the backup header is at the last LBA, its array just before it), 5.3.3.
@@ -198,6 +203,35 @@ impl PartitionGrow {
         Ok(())
     }
 
+    /// Asks for a partition that ends at the 1 MiB boundary at or after
+    /// its first `bytes` bytes (the end of a volume shrunk to `bytes`),
+    /// when that is shorter than it is; it is never made longer here, so
+    /// a volume of at most `bytes` bytes fits the entry before and after
+    /// [`PartitionGrow::write`].
+    pub fn shrink_to(&mut self, bytes: u64) {
+        let bs = u64::from(self.block_size);
+        let align = (DEFAULT_ALIGN / bs).max(1);
+        let end = (self.start_lba + bytes.div_ceil(bs)).next_multiple_of(align);
+        self.new_blocks = (end - self.start_lba).min(self.old_blocks);
+    }
+
+    /// True when [`PartitionGrow::write`] makes the entry shorter.
+    pub fn shrinks(&self) -> bool {
+        self.new_blocks < self.old_blocks
+    }
+
+    /// GPT: the primary is damaged (a cut between its array and its
+    /// header) and [`PartitionGrow::write`] rebuilds it from the backup.
+    pub fn repairs(&self) -> bool {
+        self.repair
+    }
+
+    /// The partition's sectors (blocks of the medium) now and after
+    /// [`PartitionGrow::write`].
+    pub fn sectors(&self) -> (u64, u64) {
+        (self.old_blocks, self.new_blocks)
+    }
+
     /// The table's kind.
     pub fn kind(&self) -> TableKind {
         self.kind
@@ -278,7 +312,7 @@ impl PartitionGrow {
         GptHeader::read_from_prefix(&self.header).map_or(0, |(h, _)| h.alternate_lba.get())
     }
 
-    /// Writes the grown entry (module docs: the order), and flushes; writes
+    /// Writes the entry grown or shrunk (module docs: the order), and flushes; writes
     /// nothing when [`PartitionGrow::changes`] is false.
     ///
     /// # Errors

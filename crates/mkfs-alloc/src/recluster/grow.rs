@@ -136,7 +136,9 @@ pub fn plan_resize<D: BlockIo + ?Sized>(dev: &mut D, size: NewSize) -> Result<Jo
 /// `fdisk` counts; `None`: the medium's one FAT/exFAT volume, in a
 /// partition or not). A volume in a partition grows with it: up to the
 /// next partition or the medium's end, the table written first
-/// ([`Grow::table`]). Reads only.
+/// ([`Grow::table`]); and shrinks with it: the entry ends at the 1 MiB
+/// boundary after the volume's new end, written once the volume's switch
+/// is done ([`Job::table_after`]). Reads only.
 ///
 /// # Errors
 ///
@@ -148,16 +150,31 @@ pub fn plan_resize_in<D: BlockIo + ?Sized>(
     partition: Option<u32>,
 ) -> Result<Job, ReclusterError> {
     let (model, dirs, sizes) = super::table::read_chosen(dev, partition)?;
+    let fs_bytes = model.geometry.fs_bytes;
     let table = super::table::partition_of(dev, model.geometry.start)?;
     let room = table.as_ref().map(PartitionGrow::max_bytes);
     let mut job = plan_volume(dev, (model, dirs, sizes), size, room)?;
-    // A shrink leaves its partition as it is (a partition longer than its
-    // volume is valid).
-    if let (Some(g), Some(mut t)) = (job.grow.as_mut(), table) {
-        if g.new_bytes > g.old_bytes {
+    let Some(mut t) = table else {
+        return Ok(job);
+    };
+    match job.grow.as_mut() {
+        // A grow: the entry first.
+        Some(g) if g.new_bytes > g.old_bytes => {
             t.set_new_bytes(g.new_bytes)
                 .map_err(super::table::partition_error)?;
             g.table = Some(t);
+        }
+        // A shrink, or a volume already at its size (a rerun cut after
+        // the switch): the entry after the volume, to its new end (or a
+        // GPT's primary, cut in that write, rebuilt from the backup).
+        _ => {
+            t.shrink_to(super::table::bytes_after(&job, fs_bytes));
+            if t.shrinks() || t.repairs() {
+                if job.step == Step::Nothing {
+                    job.step = Step::Table;
+                }
+                job.table_after = Some(t);
+            }
         }
     }
     Ok(job)

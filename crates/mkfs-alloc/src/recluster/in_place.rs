@@ -57,7 +57,7 @@ impl Request {
 
     /// [`Request::plan`] of the volume in partition `partition` (1-based,
     /// as `fdisk` counts) for a resize ([`super::plan_resize_in`]: the
-    /// partition grows with it) or a conversion ([`convert::plan_with_in`]).
+    /// partition grows or shrinks with it) or a conversion ([`convert::plan_with_in`]).
     /// A re-cluster reads the one volume of `dev` whatever `partition`
     /// says: to choose one of several, plan it on a
     /// [`Slice`](mkfs_alloc_blockio::Slice) of that partition.

@@ -144,6 +144,10 @@ pub enum Step {
     Finish,
     /// The volume already has that cluster size.
     Nothing,
+    /// A resize's volume already has its new size and only the partition's
+    /// entry is left to shrink to it ([`Job::table_after`]: a run cut
+    /// after the volume's switch, before or inside the table's write).
+    Table,
 }
 
 /// A re-cluster ready to run: the plan (none once past the switch) and
@@ -171,6 +175,10 @@ pub struct Job {
     /// A grow's plan ([`plan_resize`]; `None` for a re-cluster and once
     /// past the switch).
     pub grow: Option<Box<Grow>>,
+    /// A shrink's partition entry, shrunk to the volume once the volume's
+    /// own job (its switch and finish) is done (`None`: no table, or it
+    /// does not shrink).
+    pub table_after: Option<mkfs_alloc_partition::PartitionGrow>,
 }
 
 impl Job {
@@ -195,6 +203,7 @@ impl Job {
             continues: false,
             fat: None,
             grow: None,
+            table_after: None,
         }
     }
 }
@@ -207,6 +216,9 @@ impl fmt::Display for Step {
             Step::RestoreMain => "finish an unfinished re-cluster (cut inside the switch)",
             Step::Finish => "finish an unfinished re-cluster (cut after the switch)",
             Step::Nothing => "nothing to do",
+            Step::Table => {
+                "shrink the partition's entry to its volume (cut after the volume's switch)"
+            }
         })
     }
 }
@@ -359,11 +371,22 @@ fn plan_read<D: BlockIo + ?Sized>(
 /// The first write or flush that fails; the medium is then in a state the
 /// same job, planned and run again, finishes.
 pub fn run<D: BlockIo + ?Sized>(dev: &mut D, job: &Job) -> Result<(), ReclusterError> {
+    run_volume(dev, job)?;
+    // Past the volume's switch: a smaller entry holds the smaller volume,
+    // and a cut before it leaves that volume in its larger partition.
+    if let Some(t) = &job.table_after {
+        t.write(dev).map_err(table::partition_error)?;
+    }
+    Ok(())
+}
+
+/// [`run`] without the table's write after it.
+fn run_volume<D: BlockIo + ?Sized>(dev: &mut D, job: &Job) -> Result<(), ReclusterError> {
     if let Some(f) = &job.fat {
         return fat::run(dev, job, f);
     }
     match job.step {
-        Step::Nothing => Ok(()),
+        Step::Nothing | Step::Table => Ok(()),
         Step::Finish => run::finish(dev, job.volume_start, job.sector, job.intent_offset),
         Step::RestoreMain => {
             let Some(b) = &job.backup else {

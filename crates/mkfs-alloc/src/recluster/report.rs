@@ -15,9 +15,10 @@ use serde::Serialize;
 
 impl Step {
     /// The step's id in a report: `start`, `redo`, `restore_main`,
-    /// `finish` or `nothing`.
+    /// `finish`, `nothing` or `table`.
     pub fn id(&self) -> &'static str {
         match self {
+            Step::Table => "table",
             Step::Start => "start",
             Step::Redo => "redo",
             Step::RestoreMain => "restore_main",
@@ -379,6 +380,7 @@ impl Planned {
                 step: job.step.resize_text(),
                 would_refuse,
                 grow: job.grow.as_deref().map(GrowReport::new),
+                partition: PartitionReport::of(job.table_after.as_ref(), "last"),
                 flush_stages: None,
             }),
             Planned::Convert(c) => InPlaceReport::Convert(ConvertReport::new(c, would_refuse)),
@@ -399,6 +401,9 @@ pub struct ResizeReport<'a> {
     /// The grow's figures (none past the switch, or with nothing to do).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grow: Option<GrowReport>,
+    /// The entry shrunk after the volume's switch ([`Job::table_after`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partition: Option<PartitionReport>,
     /// The bytes written before each flush ([`Planned::flush_stages`]: a
     /// dry run's); absent when not simulated.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -444,7 +449,7 @@ pub struct GrowReport {
     pub partition: Option<PartitionReport>,
 }
 
-/// A partition's entry grown with its volume: pairs are (now, after).
+/// A partition's entry grown or shrunk with its volume: pairs are (now, after).
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct PartitionReport {
@@ -456,13 +461,18 @@ pub struct PartitionReport {
     pub start: u64,
     /// Its bytes.
     pub bytes: (u64, u64),
+    /// Its sectors (blocks of the medium).
+    pub sectors: (u64, u64),
+    /// `first` (a grow: before the volume) or `last` (a shrink: after its switch).
+    pub written: &'static str,
     /// Whether a GPT's backup moves to the medium's end.
     pub backup_moved: bool,
 }
 
 impl PartitionReport {
-    fn new(t: &PartitionGrow) -> Self {
-        Self {
+    fn of(t: Option<&PartitionGrow>, written: &'static str) -> Option<Self> {
+        let t = t?;
+        Some(Self {
             table: match t.kind() {
                 TableKind::Gpt => "gpt",
                 _ => "mbr",
@@ -470,8 +480,10 @@ impl PartitionReport {
             number: t.number(),
             start: t.start_bytes(),
             bytes: (t.old_bytes(), t.new_bytes()),
+            sectors: t.sectors(),
+            written,
             backup_moved: t.moves_backup(),
-        }
+        })
     }
 }
 
@@ -503,7 +515,7 @@ impl GrowReport {
             bytes_read: g.bytes_read,
             bytes_written: g.bytes_written,
             estimate_stick_seconds: g.estimate_stick_seconds(),
-            partition: g.table.as_ref().map(PartitionReport::new),
+            partition: PartitionReport::of(g.table.as_ref(), "first"),
         }
     }
 }

@@ -1,21 +1,31 @@
 //! A resize inside an MBR or GPT partition: which partition (the medium's
 //! one FAT/exFAT volume, or the one asked by number), its room, and its
-//! entry grown before the volume (the partition crate's
+//! entry grown before the volume or shrunk after it (the partition crate's
 //! [`PartitionGrow`], whose module docs give the table's write order).
 //!
-//! The table is written and flushed first, before the volume's intent
+//! A grow's table is written and flushed first, before the volume's intent
 //! record: a partition longer than its volume is valid, so whatever part of
 //! the table's writes survives a cut, the old volume inside it is intact,
 //! and the rerun (the same command) reads the table it left, plans the same
 //! entry again (writing nothing when it is already there) and grows the
 //! volume.
+//!
+//! A shrink's is the reverse: the volume's own job first, to its switch
+//! and finish (the old volume valid and authoritative until the switch,
+//! and the smaller one inside the old partition after it), then the entry.
+//! A cut before the entry is written leaves the smaller volume in the
+//! larger partition; the rerun reads the volume at its new size and the
+//! entry longer ([`super::Step::Table`], or the volume's own unfinished
+//! step first) and shrinks the entry.
 
 use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_inspect::{read_partition_table, read_volume, ModelOptions, TableKind};
 use mkfs_alloc_partition::{PartitionError, PartitionGrow};
 
 use super::grow::{NewSize, ResizeRefusal};
-use super::{read_one, Read, ReclusterError, Refusal};
+use super::{read_one, Job, Read, ReclusterError, Refusal, Step};
+use mkfs_alloc_ondisk::exfat::BootSector;
+use zerocopy::FromBytes;
 
 /// Reads the volume to resize: the medium's one volume, or (`partition`
 /// given) the one in partition `partition` (1-based, as `fdisk` counts).
@@ -163,4 +173,23 @@ pub(super) fn asked_bytes<D: BlockIo + ?Sized>(
         return refuse(ResizeRefusal::Shrink { now, asked });
     }
     Ok(asked)
+}
+
+/// The bytes of the volume once `job` has run, the volume read having
+/// `fs_bytes`: a resize's new size, the backup boot region's when the main
+/// one is rebuilt from it, else the volume as it is (nothing to do, or a
+/// finish past the switch).
+pub(super) fn bytes_after(job: &Job, fs_bytes: u64) -> u64 {
+    if let Some(g) = &job.grow {
+        return g.new_bytes;
+    }
+    let backup = job
+        .backup
+        .as_deref()
+        .filter(|_| job.step == Step::RestoreMain)
+        .and_then(|b| BootSector::ref_from_prefix(b).ok());
+    match backup {
+        Some((b, _)) => b.volume_length.get() * u64::from(job.sector),
+        None => fs_bytes,
+    }
 }

@@ -521,6 +521,7 @@ mod grow_table;
 mod report;
 mod shrink;
 mod shrink_fat;
+mod shrink_table;
 mod small;
 mod small_large;
 mod sweeps;

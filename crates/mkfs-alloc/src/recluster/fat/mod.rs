@@ -125,6 +125,7 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
             continues: false,
             fat: None,
             grow: None,
+            table_after: None,
         };
         return small_run::plan(dev, job, model, dirs, file_sizes);
     };
@@ -163,6 +164,7 @@ pub(super) fn plan<D: BlockIo + ?Sized>(
         continues: false,
         fat: None,
         grow: None,
+        table_after: None,
     };
     let mut fat = FatJob {
         copies: Vec::new(),

@@ -28,7 +28,7 @@ fn partitioned(table: TableKind) -> (MemDisk, Vec<(String, usize)>) {
 }
 
 /// [`shaped`] with a table of `table`.
-fn tabled(shape: Shape, table: TableKind) -> MemDisk {
+pub(super) fn tabled(shape: Shape, table: TableKind) -> MemDisk {
     use crate::populate::{TimePolicy as Tp, Tree as T};
     use crate::MediumOptions;
     let opts = MediumOptions::new()
@@ -59,17 +59,17 @@ fn tabled(shape: Shape, table: TableKind) -> MemDisk {
 
 /// The table of `d`, checked: one valid GPT header with its array (both
 /// CRCs) or an MBR, listing the partition; its size in bytes.
-fn table_of(d: &MemDisk) -> Result<(PartitionTable, u64), String> {
+pub(super) fn table_of(d: &MemDisk) -> Result<(PartitionTable, u64), String> {
     let t = read_partition_table(&mut d.clone()).map_err(|e| e.to_string())?;
     let p = t.partitions.first().ok_or("no partition listed")?;
     let size = p.size;
     Ok((t, size))
 }
 
-/// After a finished grow: no warning, and for a GPT both headers valid at
+/// After a finished grow or shrink: no warning, and for a GPT both headers valid at
 /// LBA 1 and the last LBA, naming each other, the usable space ending
 /// before the backup's array.
-fn check_clean_table(d: &MemDisk) -> Result<(), String> {
+pub(super) fn check_clean_table(d: &MemDisk) -> Result<(), String> {
     let (t, _) = table_of(d)?;
     if !t.warnings.is_empty() {
         return Err(format!("table warnings: {:?}", t.warnings));

@@ -31,7 +31,7 @@ fn spread_volume(dirs: usize) -> (MemDisk, Vec<(String, usize)>) {
 
 /// Moves every third file, two directories and the tail of a fragmented
 /// file to the heap's last free clusters.
-fn spread(disk: &mut MemDisk, want: &[(String, usize)]) {
+pub(super) fn spread(disk: &mut MemDisk, want: &[(String, usize)]) {
     let mut paths: Vec<(String, usize)> = want
         .iter()
         .enumerate()
@@ -118,7 +118,11 @@ fn move_tail(disk: &mut MemDisk, path: &str, from: usize) {
 }
 
 /// Checks `disk` holds `want` at `bytes` bytes of volume, clean.
-fn shrunk(disk: &MemDisk, want: &[(String, usize)], bytes: u64) -> Result<VolumeModel, String> {
+pub(super) fn shrunk(
+    disk: &MemDisk,
+    want: &[(String, usize)],
+    bytes: u64,
+) -> Result<VolumeModel, String> {
     let m = check_tree(disk, want)?;
     if m.geometry.fs_bytes != bytes || !m.findings.is_empty() {
         return Err(format!("{} bytes, {:?}", m.geometry.fs_bytes, m.findings));

@@ -16,9 +16,18 @@ const SMALLER: u64 = 36 << 20;
 /// The test tree (with `extra` more files) on [`VOLUME`], spread: every
 /// third file and the tail of a fragmented one moved to the top.
 fn spread_volume(extra: &[(String, usize)]) -> (MemDisk, Vec<(String, usize)>) {
+    spread_volume_in(extra, None)
+}
+
+/// [`spread_volume`] on a medium of [`VOLUME`] bytes with a table of
+/// `table`.
+pub(super) fn spread_volume_in(
+    extra: &[(String, usize)],
+    table: super::fat::Table,
+) -> (MemDisk, Vec<(String, usize)>) {
     let mut want = files_in(512, 6);
     want.extend_from_slice(extra);
-    let mut disk = fat32_with(VOLUME, 512, &want, None);
+    let mut disk = fat32_with(VOLUME, 512, &want, table);
     for (i, (path, len)) in want.iter().enumerate() {
         if i % 3 == 0 && *len > 0 && !path.contains("frag-") {
             move_to_top(&mut disk, path, 0);
@@ -92,7 +101,11 @@ fn move_to_top(disk: &mut MemDisk, path: &str, from: usize) {
 }
 
 /// Checks `disk` holds `want` at `bytes` bytes of volume, clean.
-fn check_shrunk(disk: &MemDisk, want: &[(String, usize)], bytes: u64) -> Result<(), String> {
+pub(super) fn check_shrunk(
+    disk: &MemDisk,
+    want: &[(String, usize)],
+    bytes: u64,
+) -> Result<(), String> {
     let m = check_fat(disk, want)?;
     if m.geometry.fs_bytes != bytes || !m.findings.is_empty() {
         return Err(format!("{} bytes, {:?}", m.geometry.fs_bytes, m.findings));
