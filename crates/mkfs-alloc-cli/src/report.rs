@@ -8,7 +8,8 @@ use mkfs_alloc::layout::units::{format_count, format_size};
 use mkfs_alloc::layout::{Layout, RegionKind, WriteReport};
 use mkfs_alloc::layout::{SdLayout, SD_SECTOR};
 use mkfs_alloc::partition::{Guid, Signature, TableSpec};
-use mkfs_alloc::report::{stored_label, PlanReport, SdReport};
+use mkfs_alloc::report::{stored_label, PlanReport};
+use mkfs_alloc::units::percent;
 use mkfs_alloc::MediumPlan;
 use mkfs_alloc_device::DeviceInfo;
 use serde_json::{json, Value};
@@ -66,15 +67,6 @@ fn region_name(kind: RegionKind, index: u32, layout: &Layout) -> String {
         RegionKind::RootDirectory => "root directory".into(),
         RegionKind::FreeClusters => "free clusters".into(),
         RegionKind::Tail => "unused tail".into(),
-    }
-}
-
-/// `part` in percent of `whole` (0 for nothing).
-pub fn pct(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        part as f64 * 100.0 / whole as f64
     }
 }
 
@@ -163,7 +155,7 @@ fn print_common(plan: &MediumPlan, rootdir: bool) {
         format_size(layout.usable_bytes()),
         format_size(layout.volume_bytes()),
         format_size(layout.overhead_bytes()),
-        pct(layout.overhead_bytes(), layout.volume_bytes())
+        percent(layout.overhead_bytes(), layout.volume_bytes())
     );
     outln!(
         "  FAT            at {} on the medium, {} x {} ({})",
@@ -205,11 +197,6 @@ fn sd_text(sd: &SdLayout) -> String {
         );
     }
     t
-}
-
-/// The SD layout for JSON (`null` for the standard layout).
-pub fn sd_json(sd: Option<&SdLayout>) -> Value {
-    json!(sd.map(SdReport::of))
 }
 
 fn print_warnings(layout: &Layout) {

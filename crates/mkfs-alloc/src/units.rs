@@ -132,9 +132,36 @@ pub fn format_signed_size(v: i128) -> String {
     }
 }
 
+/// `n` and the word for it: `1 file`, `2,048 files` (`one`, `many`: the
+/// singular and the plural).
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", format_count(n), if n == 1 { one } else { many })
+}
+
+/// `part` in percent of `whole` (0 for nothing).
+pub fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plural_counts_and_picks_the_word() {
+        assert_eq!(plural(1, "file", "files"), "1 file");
+        assert_eq!(plural(0, "file", "files"), "0 files");
+        assert_eq!(
+            plural(2048, "old cluster", "old clusters"),
+            "2,048 old clusters"
+        );
+        assert_eq!(percent(1, 4), 25.0);
+        assert_eq!(percent(5, 0), 0.0);
+    }
 
     #[test]
     fn a_loss_is_signed_a_gain_is_not() {
