@@ -3,7 +3,9 @@
 //! binary units of the layout crate (re-exported here, so one module holds
 //! both directions), and the UTC text of a time for reports.
 
-pub use mkfs_alloc_layout::units::{format_count, format_size, Count, Size, GIB, KIB, MIB, TIB};
+pub use mkfs_alloc_layout::units::{
+    format_count, format_size, plural, Count, Size, GIB, KIB, MIB, TIB,
+};
 
 /// What [`parse_size`] accepts, in words (the text of every size error).
 pub const ACCEPTED_SIZES: &str = "a whole number of bytes, optionally followed without a space by \
@@ -130,12 +132,6 @@ pub fn format_signed_size(v: i128) -> String {
     } else {
         format_size(mag)
     }
-}
-
-/// `n` and the word for it: `1 file`, `2,048 files` (`one`, `many`: the
-/// singular and the plural).
-pub fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{} {}", format_count(n), if n == 1 { one } else { many })
 }
 
 /// `part` in percent of `whole` (0 for nothing).

@@ -13,7 +13,7 @@ use mkfs_alloc::layout::WASTE_DEFINITION;
 use mkfs_alloc::units::plural;
 use mkfs_alloc::units::{format_count, format_size, parse_size};
 use mkfs_alloc_advise::{
-    advise_with, scan, Advice, FsAdvice, FsNote, FsSelection, Policy, Row, ScanError, ScanOptions,
+    advise_with, scan, Advice, FsAdvice, FsNote, FsSelection, Policy, ScanError, ScanOptions,
     ScanProgress, ScanResult, DEFAULT_MAX_WASTE_PERCENT,
 };
 use mkfs_alloc_device::SizeError;
