@@ -44,6 +44,7 @@ mod recommend;
 mod rows;
 pub mod scan;
 pub mod testtree;
+pub mod text;
 
 pub use advise::{
     advise, advise_with, compat_max_cluster, recommend_for_data, recommend_for_format, Advice,

@@ -134,41 +134,8 @@ fn print_plan(path: &Path, job: &ConvertJob, would_refuse: Option<&str>) {
 
 /// The conversion's plan, as text.
 fn print_conversion(path: &Path, job: &Conversion, would_refuse: Option<&str>) {
-    let Some(p) = &job.plan else {
-        outln!("mkfs-alloc: {}: {}", path.display(), job.step);
-        return;
-    };
-    outln!(
-        "mkfs-alloc: {}: FAT32 to exFAT in place ({})",
-        path.display(),
-        job.step
-    );
-    outln!(
-        "  clusters: {} of {} (unchanged; no file data moves)",
-        p.exfat.cluster_count,
-        format_size(p.exfat.cluster_size)
-    );
-    outln!(
-        "  exFAT FAT at byte {} (FAT32's second FAT), heap at byte {}",
-        p.exfat.fat_offset,
-        p.exfat.heap_offset
-    );
-    outln!(
-        "  {} directories rewritten, {} files kept, label {}, serial {:08X}",
-        p.directories,
-        p.files,
-        p.label.as_deref().unwrap_or("(none)"),
-        p.serial
-    );
-    outln!(
-        "  writes {}; free afterwards {}",
-        format_size(p.bytes_written),
-        format_size(p.free_after)
-    );
-    if p.partition_type.is_some() {
-        outln!("  MBR partition type: 07h (exFAT)");
-    }
-    if let Some(r) = would_refuse {
+    out!("{}", job.plan_text(&path.display().to_string()));
+    if let Some(r) = would_refuse.filter(|_| job.plan.is_some()) {
         outln!("  the run would be refused: {r}");
     }
 }

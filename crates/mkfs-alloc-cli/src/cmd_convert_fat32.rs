@@ -12,7 +12,6 @@ use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::blockio::Slice;
 use mkfs_alloc::recluster::convert::{self, Fat32Plan};
-use mkfs_alloc::units::format_size;
 use mkfs_alloc_inspect::ReadOnlyFile;
 
 /// Runs `convert --fs fat32`.
@@ -72,33 +71,5 @@ fn print_plan(args: &ConvertArgs, p: &Fat32Plan) {
     if args.common.quiet {
         return;
     }
-    outln!(
-        "mkfs-alloc: {}: exFAT to FAT32 in place (every file fits FAT32)",
-        args.common.target.display()
-    );
-    outln!(
-        "  clusters: {} of {} (the size kept; file data stays in place)",
-        p.cluster_count,
-        format_size(p.cluster_size)
-    );
-    outln!(
-        "  {} reserved sectors, two FATs of {}, data region at byte {}",
-        p.reserved_sectors,
-        format_size(p.fat_bytes),
-        p.data_offset
-    );
-    outln!(
-        "  the FATs take exFAT's first {} clusters ({} exFAT metadata, {} to evacuate first); cluster n becomes n - {}",
-        p.shift,
-        p.metadata_covered,
-        p.evacuate,
-        p.shift
-    );
-    outln!(
-        "  {} directories rewritten with long and short names ({}), {} files kept",
-        p.directories,
-        format_size(p.directory_bytes),
-        p.files
-    );
-    outln!("  the run would be refused: writing the FAT32 volume is not supported yet");
+    out!("{}", p.plan_text(&args.common.target.display().to_string()));
 }

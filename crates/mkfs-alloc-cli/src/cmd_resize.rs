@@ -10,8 +10,7 @@
 use crate::in_place::{self, InPlaceArgs, Words};
 use crate::{usage, Failure};
 use anyhow::anyhow;
-use mkfs_alloc::partition::PartitionGrow;
-use mkfs_alloc::recluster::{Grow, Job, NewSize, Planned, Request};
+use mkfs_alloc::recluster::{NewSize, Planned, Request};
 use mkfs_alloc::units::{format_size, parse_size};
 use std::path::Path;
 
@@ -103,117 +102,9 @@ impl Words for ResizeArgs {
         let Planned::Resize(job) = planned else {
             return;
         };
-        let Some(g) = &job.grow else {
-            outln!("{}: {}", path.display(), job.step.resize_text());
-            print_table_after(job);
-            return;
-        };
-        print_grow(path, job, g);
-        if let Some(r) = would_refuse {
+        out!("{}", job.resize_plan_text(&path.display().to_string()));
+        if let Some(r) = would_refuse.filter(|_| job.grow.is_some()) {
             outln!("the real run would refuse: {r}");
         }
-    }
-}
-
-fn print_grow(path: &Path, job: &Job, g: &Grow) {
-    let sz = format_size;
-    let exfat = g.fs == mkfs_alloc::layout::FsKind::Exfat;
-    let shrink = g.new_bytes < g.old_bytes;
-    outln!(
-        "{}: {} {} ({})",
-        path.display(),
-        if shrink { "shrink" } else { "grow" },
-        if exfat { "exFAT" } else { "FAT32" },
-        job.step.resize_text()
-    );
-    outln!(
-        "  volume         {} -> {} ({} -> {} sectors)",
-        sz(g.old_bytes),
-        sz(g.new_bytes),
-        g.old_bytes / u64::from(g.sector_size),
-        g.new_bytes / u64::from(g.sector_size)
-    );
-    let moves = if shrink {
-        format!(
-            "{} of data past the new end copied below it",
-            crate::cmd_info::plural(g.moved_clusters, "cluster", "clusters")
-        )
-    } else {
-        "no file data moves".to_string()
-    };
-    outln!(
-        "  clusters       {} -> {} of {} (the data region stays at byte {}; {moves})",
-        g.old.cluster_count,
-        g.new.cluster_count,
-        sz(g.new.cluster_size),
-        g.new.heap_offset
-    );
-    print_table(g);
-    print_table_after(job);
-    outln!(
-        "  FAT            at byte {}, {} -> {}",
-        g.new.fat_offset,
-        sz(g.old.fat_bytes),
-        sz(g.new.fat_bytes)
-    );
-    if !exfat {
-        outln!("  switch         the boot sector (after its backup); FSInfo's hints recounted");
-        in_place::print_totals(&g.totals());
-        return;
-    }
-    outln!(
-        "  bitmap         new, {} at cluster {}",
-        sz(g.bitmap.1),
-        g.bitmap.0
-    );
-    outln!(
-        "  root           copied to cluster {} ({}){}",
-        g.new.root_cluster,
-        crate::cmd_info::plural(u64::from(g.root_clusters), "cluster", "clusters"),
-        if shrink { ", and every directory" } else { "" }
-    );
-    in_place::print_totals(&g.totals());
-}
-
-/// The partition's entry, grown first.
-fn print_table(g: &Grow) {
-    let Some(t) = &g.table else {
-        return;
-    };
-    outln!(
-        "  partition      {} {} at byte {}: {} -> {} (written first){}",
-        table_name(t),
-        t.number(),
-        t.start_bytes(),
-        format_size(t.old_bytes()),
-        format_size(t.new_bytes()),
-        if t.moves_backup() {
-            "; the backup GPT moves to the medium's end"
-        } else {
-            ""
-        }
-    );
-}
-
-/// The partition's entry, shrunk after the volume's switch.
-fn print_table_after(job: &Job) {
-    let Some(t) = &job.table_after else {
-        return;
-    };
-    let (old, new) = t.sectors();
-    outln!(
-        "  partition      {} {} at byte {}: {} -> {} ({old} -> {new} sectors; written after the volume's switch)",
-        table_name(t),
-        t.number(),
-        t.start_bytes(),
-        format_size(t.old_bytes()),
-        format_size(t.new_bytes()),
-    );
-}
-
-fn table_name(t: &PartitionGrow) -> &'static str {
-    match t.kind() {
-        mkfs_alloc::partition::TableKind::Gpt => "GPT",
-        _ => "MBR",
     }
 }

@@ -10,8 +10,7 @@ use crate::{usage, Failure};
 use anyhow::anyhow;
 use mkfs_alloc::blockio::{BlockIo, Slice};
 use mkfs_alloc::inspect::ReadOnlyFile;
-use mkfs_alloc::recluster::{Extended, Planned, ReclusterError, Request, Totals};
-use mkfs_alloc::units::format_size;
+use mkfs_alloc::recluster::{Extended, Planned, ReclusterError, Request};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -249,29 +248,6 @@ fn cut_image(path: &Path, len: u64) -> Result<(), Failure> {
                 "the volume is shrunk, but cutting the image to {len} bytes failed: {e}"
             ))
         })
-}
-
-/// A plan's free space before and after (and what it gains, or how much
-/// less there is), I/O and time estimate, as text.
-pub fn print_totals(t: &Totals) {
-    let sz = format_size;
-    let (before, after) = t.free;
-    let change = if after >= before {
-        format!("gained {}", sz(after - before))
-    } else {
-        format!("{} less", sz(before - after))
-    };
-    outln!(
-        "  free           {} -> {} ({change})",
-        sz(before),
-        sz(after)
-    );
-    let (r, w) = (sz(t.bytes_read), sz(t.bytes_written));
-    outln!("  I/O            reads {r}, writes {w}");
-    outln!(
-        "  time           about {:.1} s on a stick that reads 20 MB/s and writes 5 MB/s",
-        t.estimate_stick_seconds
-    );
 }
 
 /// The plan, as JSON or in the command's words.

@@ -6,6 +6,15 @@
 //! anything was written. With `--json`, every outcome prints exactly one
 //! JSON document on stdout (argument errors included).
 
+/// `print!` that ignores a closed stdout (`mkfs-alloc info x | head`)
+/// instead of panicking: for a library's text, whose lines end in newlines.
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($t)*);
+    }};
+}
+
 /// `println!` that ignores a closed stdout (`mkfs-alloc info x | head`)
 /// instead of panicking; errors still go to stderr and the exit code.
 macro_rules! outln {

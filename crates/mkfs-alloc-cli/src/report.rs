@@ -5,10 +5,10 @@
 
 use crate::target::{Action, Target};
 use mkfs_alloc::layout::units::{format_count, format_size};
-use mkfs_alloc::layout::{Layout, RegionKind, WriteReport};
-use mkfs_alloc::layout::{SdLayout, SD_SECTOR};
+use mkfs_alloc::layout::{Layout, WriteReport};
 use mkfs_alloc::partition::{Guid, Signature, TableSpec};
-use mkfs_alloc::report::{stored_label, PlanReport, SdReport};
+use mkfs_alloc::report::{stored_label, PlanReport};
+use mkfs_alloc::units::percent;
 use mkfs_alloc::MediumPlan;
 use mkfs_alloc_device::DeviceInfo;
 use serde_json::{json, Value};
@@ -47,34 +47,6 @@ impl Progress {
         if let Some(b) = self.0 {
             b.finish_and_clear();
         }
-    }
-}
-
-fn region_name(kind: RegionKind, index: u32, layout: &Layout) -> String {
-    match kind {
-        RegionKind::BootRegion => match layout.fs() {
-            mkfs_alloc::layout::FsKind::Exfat => "main boot region".into(),
-            mkfs_alloc::layout::FsKind::Fat32 => "reserved sectors (boot, FSInfo, backups)".into(),
-            _ => "reserved sectors (boot sector)".into(),
-        },
-        RegionKind::BackupBootRegion => "backup boot region".into(),
-        RegionKind::Padding => "alignment padding".into(),
-        RegionKind::Fat => format!("FAT #{}", index + 1),
-        RegionKind::HeapPadding => "alignment padding".into(),
-        RegionKind::Bitmap => "allocation bitmap".into(),
-        RegionKind::Upcase => "up-case table".into(),
-        RegionKind::RootDirectory => "root directory".into(),
-        RegionKind::FreeClusters => "free clusters".into(),
-        RegionKind::Tail => "unused tail".into(),
-    }
-}
-
-/// `part` in percent of `whole` (0 for nothing).
-pub fn pct(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        part as f64 * 100.0 / whole as f64
     }
 }
 
@@ -163,7 +135,7 @@ fn print_common(plan: &MediumPlan, rootdir: bool) {
         format_size(layout.usable_bytes()),
         format_size(layout.volume_bytes()),
         format_size(layout.overhead_bytes()),
-        pct(layout.overhead_bytes(), layout.volume_bytes())
+        percent(layout.overhead_bytes(), layout.volume_bytes())
     );
     outln!(
         "  FAT            at {} on the medium, {} x {} ({})",
@@ -178,38 +150,13 @@ fn print_common(plan: &MediumPlan, rootdir: bool) {
         alignment_note(layout.data_offset_on_medium())
     );
     if let Some(sd) = layout.sd() {
-        outln!("  layout         {}", sd_text(sd));
+        outln!("  layout         {}", sd.summary());
     }
     outln!("  serial         {}", serial_text(layout.serial()));
     outln!(
         "  label          {}",
         stored_label(layout).as_deref().unwrap_or("(none)")
     );
-}
-
-/// The SD layout in one line of the summary.
-fn sd_text(sd: &SdLayout) -> String {
-    let bu = sd.class.bu * SD_SECTOR;
-    let mut t = format!(
-        "SD Association, {} card of {}: boundary unit {}, data region on a boundary unit, CHS {} heads x {} sectors",
-        sd.class.name(),
-        format_size(sd.total_sectors * SD_SECTOR),
-        format_size(bu),
-        sd.heads,
-        sd.sectors_per_track
-    );
-    if sd.erase_block_bytes > 0 {
-        t += &format!(
-            ", Flash Parameters erase block {}",
-            format_size(sd.erase_block_bytes)
-        );
-    }
-    t
-}
-
-/// The SD layout for JSON (`null` for the standard layout).
-pub fn sd_json(sd: Option<&SdLayout>) -> Value {
-    json!(sd.map(SdReport::of))
 }
 
 fn print_warnings(layout: &Layout) {
@@ -251,7 +198,7 @@ pub fn print_plan(
     for r in layout.regions() {
         outln!(
             "  {:<42} {:>16} {:>16}  {}",
-            region_name(r.kind, r.index, layout),
+            r.kind.name(r.index, layout.fs()),
             r.offset,
             r.len,
             if r.written {
@@ -311,7 +258,7 @@ pub fn print_json_with(
     let layout = &plan.layout();
     let mut v = json!(PlanReport::of(plan));
     let list = layout.regions();
-    let names = list.iter().map(|r| region_name(r.kind, r.index, layout));
+    let names = list.iter().map(|r| r.kind.name(r.index, layout.fs()));
     let regions = v["regions"].as_array_mut().into_iter().flatten();
     for (r, name) in regions.zip(names) {
         r["name"] = json!(name);

@@ -82,6 +82,13 @@ pub fn format_count(n: u64) -> alloc::string::String {
     alloc::string::ToString::to_string(&Count(n))
 }
 
+/// `n` and the word for it: `1 file`, `2,048 files` (`one`, `many`: the
+/// singular and the plural).
+#[cfg(feature = "alloc")]
+pub fn plural(n: u64, one: &str, many: &str) -> alloc::string::String {
+    alloc::format!("{} {}", Count(n), if n == 1 { one } else { many })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

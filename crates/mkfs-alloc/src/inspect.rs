@@ -45,6 +45,13 @@ pub use mkfs_alloc_inspect::{
     Limits, ModelOptions, ReadOnlyFile, Report, Volume, VolumeModel,
 };
 
+#[cfg(feature = "serde")]
+mod json;
+mod text;
+
+#[cfg(feature = "serde")]
+pub use json::{InfoReport, VolumeReport};
+
 use crate::recluster::Unfinished;
 use mkfs_alloc_blockio::BlockIo;
 use mkfs_alloc_layout::sd::{sd_layout, SdLayout, SD_SECTOR};

@@ -3,7 +3,9 @@
 //! binary units of the layout crate (re-exported here, so one module holds
 //! both directions), and the UTC text of a time for reports.
 
-pub use mkfs_alloc_layout::units::{format_count, format_size, Count, Size, GIB, KIB, MIB, TIB};
+pub use mkfs_alloc_layout::units::{
+    format_count, format_size, plural, Count, Size, GIB, KIB, MIB, TIB,
+};
 
 /// What [`parse_size`] accepts, in words (the text of every size error).
 pub const ACCEPTED_SIZES: &str = "a whole number of bytes, optionally followed without a space by \
@@ -132,9 +134,30 @@ pub fn format_signed_size(v: i128) -> String {
     }
 }
 
+/// `part` in percent of `whole` (0 for nothing).
+pub fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plural_counts_and_picks_the_word() {
+        assert_eq!(plural(1, "file", "files"), "1 file");
+        assert_eq!(plural(0, "file", "files"), "0 files");
+        assert_eq!(
+            plural(2048, "old cluster", "old clusters"),
+            "2,048 old clusters"
+        );
+        assert_eq!(percent(1, 4), 25.0);
+        assert_eq!(percent(5, 0), 0.0);
+    }
 
     #[test]
     fn a_loss_is_signed_a_gain_is_not() {

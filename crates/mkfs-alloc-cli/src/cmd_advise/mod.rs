@@ -6,14 +6,14 @@
 //! reason. `--json` prints the same as one JSON document (field names are
 //! those of `mkfs_alloc_advise::Advice`: add fields, never rename them).
 
-use crate::cmd_info::plural;
 use crate::{usage, Failure};
 use anyhow::anyhow;
 use clap::ValueEnum;
 use mkfs_alloc::layout::WASTE_DEFINITION;
+use mkfs_alloc::units::plural;
 use mkfs_alloc::units::{format_count, format_size, parse_size};
 use mkfs_alloc_advise::{
-    advise_with, scan, Advice, FsAdvice, FsNote, FsSelection, Policy, Row, ScanError, ScanOptions,
+    advise_with, scan, Advice, FsAdvice, FsNote, FsSelection, Policy, ScanError, ScanOptions,
     ScanProgress, ScanResult, DEFAULT_MAX_WASTE_PERCENT,
 };
 use mkfs_alloc_device::SizeError;

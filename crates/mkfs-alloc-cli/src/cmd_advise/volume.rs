@@ -4,11 +4,11 @@
 //! of the volume: its cluster size now, the files counted, the waste now
 //! and at the recommendation, and the re-cluster to run.
 
-use crate::cmd_info::plural;
 use crate::Failure;
 use anyhow::anyhow;
 use mkfs_alloc::existing::{advise_volume, FsSelection, OnVolume, Policy, VolumeAdvice};
 use mkfs_alloc::inspect::ReadOnlyFile;
+use mkfs_alloc::units::plural;
 use mkfs_alloc::units::{format_count, format_size};
 use mkfs_alloc_advise::Advice;
 use serde::Serialize;

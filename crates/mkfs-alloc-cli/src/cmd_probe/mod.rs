@@ -189,8 +189,8 @@ fn holds(path: &Path, info: Option<&device::DeviceInfo>) -> Vec<String> {
                 },
                 format_size(h.volume_bytes),
                 format_size(h.cluster_size),
-                crate::cmd_info::plural(h.files, "file", "files"),
-                crate::cmd_info::plural(h.directories, "directory", "directories"),
+                mkfs_alloc::units::plural(h.files, "file", "files"),
+                mkfs_alloc::units::plural(h.directories, "directory", "directories"),
                 format_size(h.file_bytes),
                 format_count(h.file_bytes)
             ),

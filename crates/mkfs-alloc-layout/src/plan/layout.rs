@@ -38,6 +38,29 @@ pub enum RegionKind {
     Tail,
 }
 
+impl RegionKind {
+    /// The region's name in a plan's table (`index`: a FAT's, from 0), on
+    /// a volume of `fs`.
+    #[cfg(feature = "alloc")]
+    pub fn name(self, index: u32, fs: FsKind) -> alloc::string::String {
+        match self {
+            RegionKind::BootRegion => match fs {
+                FsKind::Exfat => "main boot region".into(),
+                FsKind::Fat32 => "reserved sectors (boot, FSInfo, backups)".into(),
+                _ => "reserved sectors (boot sector)".into(),
+            },
+            RegionKind::BackupBootRegion => "backup boot region".into(),
+            RegionKind::Padding | RegionKind::HeapPadding => "alignment padding".into(),
+            RegionKind::Fat => alloc::format!("FAT #{}", index + 1),
+            RegionKind::Bitmap => "allocation bitmap".into(),
+            RegionKind::Upcase => "up-case table".into(),
+            RegionKind::RootDirectory => "root directory".into(),
+            RegionKind::FreeClusters => "free clusters".into(),
+            RegionKind::Tail => "unused tail".into(),
+        }
+    }
+}
+
 /// One contiguous region of the volume.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(Serialize))]

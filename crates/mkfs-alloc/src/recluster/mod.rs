@@ -106,6 +106,7 @@ mod state;
 mod table;
 #[cfg(test)]
 mod tests;
+mod text;
 mod unfinished;
 mod used;
 

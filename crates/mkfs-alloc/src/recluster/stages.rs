@@ -7,8 +7,8 @@
 
 use mkfs_alloc_blockio::BlockIo;
 
-use super::overlay::Overlay;
 use super::convert::{self, ConvertJob};
+use super::overlay::Overlay;
 use super::{run, Job, ReclusterError};
 
 /// The most bytes the overlay holds: a job that writes more (a larger

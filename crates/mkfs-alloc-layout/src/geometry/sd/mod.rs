@@ -135,6 +135,30 @@ pub struct SdLayout {
     pub erase_block_bytes: u64,
 }
 
+impl SdLayout {
+    /// The layout in one line of a plan's summary: the class, the card's
+    /// size, the boundary unit, the CHS geometry, and exFAT's erase block.
+    #[cfg(feature = "alloc")]
+    pub fn summary(&self) -> alloc::string::String {
+        use crate::units::format_size;
+        let mut t = alloc::format!(
+            "SD Association, {} card of {}: boundary unit {}, data region on a boundary unit, CHS {} heads x {} sectors",
+            self.class.name(),
+            format_size(self.total_sectors * SD_SECTOR),
+            format_size(self.class.bu * SD_SECTOR),
+            self.heads,
+            self.sectors_per_track
+        );
+        if self.erase_block_bytes > 0 {
+            t += &alloc::format!(
+                ", Flash Parameters erase block {}",
+                format_size(self.erase_block_bytes)
+            );
+        }
+        t
+    }
+}
+
 fn div_ceil(a: u64, b: u64) -> u64 {
     a.div_ceil(b)
 }

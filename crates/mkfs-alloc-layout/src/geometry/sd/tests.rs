@@ -144,3 +144,41 @@ fn mbr_types_and_chs_geometry() {
     );
     assert_eq!(sd_layout(4000 * mib, false).map(|l| l.heads), Ok(128));
 }
+
+#[test]
+fn the_summary_names_class_boundary_unit_chs_and_erase_block() {
+    let sdsc = sd_layout(256 * 2048, false).expect("SDSC");
+    assert_eq!(
+        sdsc.summary(),
+        "SD Association, SDSC card of 256 MiB: boundary unit 32 KiB, data region on a \
+         boundary unit, CHS 16 heads x 32 sectors"
+    );
+    let sdxc = sd_layout(64 * 1024 * 2048, false).expect("SDXC");
+    assert_eq!(
+        sdxc.summary(),
+        "SD Association, SDXC card of 64 GiB: boundary unit 16 MiB, data region on a \
+         boundary unit, CHS 255 heads x 63 sectors, Flash Parameters erase block 8 MiB"
+    );
+}
+
+#[test]
+fn regions_are_named_as_a_plan_lists_them() {
+    use crate::RegionKind;
+    assert_eq!(
+        RegionKind::BootRegion.name(0, FsKind::Exfat),
+        "main boot region"
+    );
+    assert_eq!(
+        RegionKind::BootRegion.name(0, FsKind::Fat32),
+        "reserved sectors (boot, FSInfo, backups)"
+    );
+    assert_eq!(
+        RegionKind::BootRegion.name(0, FsKind::Fat16),
+        "reserved sectors (boot sector)"
+    );
+    assert_eq!(RegionKind::Fat.name(1, FsKind::Fat16), "FAT #2");
+    assert_eq!(
+        RegionKind::HeapPadding.name(0, FsKind::Exfat),
+        "alignment padding"
+    );
+}

@@ -256,8 +256,8 @@ fn stages_match_the_run(disk: &mut MemDisk, planned: &Planned) -> Vec<u64> {
     let before = disk.as_bytes().to_vec();
     let stages = planned.flush_stages(disk).expect("simulated");
     assert_eq!(disk.as_bytes(), &before[..], "the overlay wrote through");
-    let v = serde_json::to_value(planned.report(None).with_flush_stages(Some(stages.clone())))
-        .unwrap();
+    let v =
+        serde_json::to_value(planned.report(None).with_flush_stages(Some(stages.clone()))).unwrap();
     assert_eq!(v["flush_stages"], serde_json::json!(stages));
     let mut counted = PerFlush {
         inner: disk,
