@@ -1,28 +1,11 @@
 //! The probe's report: one JSON document, or text.
 
 use super::ProbeArgs;
+use mkfs_alloc::device::ProbeSummary;
 use mkfs_alloc::layout::units::format_size;
-use mkfs_alloc_capacity::{Mode, ProbeReport, Verdict};
+use mkfs_alloc_capacity::{Mode, ProbeReport};
 use serde_json::json;
 use std::path::Path;
-
-/// The verdict, announced and real size in one line.
-pub fn summary_line(r: &ProbeReport) -> String {
-    if r.verdict == Verdict::Genuine {
-        format!(
-            "genuine: {} announced, all of it real",
-            format_size(r.announced_bytes)
-        )
-    } else {
-        format!(
-            "{}: {} announced, {} real ({} bytes)",
-            r.verdict,
-            format_size(r.announced_bytes),
-            format_size(r.real_bytes),
-            r.real_bytes
-        )
-    }
-}
 
 /// Prints the report as `--json` / `--quiet` ask.
 pub fn report(a: &ProbeArgs, r: &ProbeReport) {
@@ -53,7 +36,7 @@ fn duration(secs: f64) -> String {
 }
 
 fn text(path: &Path, r: &ProbeReport) {
-    outln!("{}: {}", path.display(), summary_line(r));
+    outln!("{}: {}", path.display(), ProbeSummary(r));
     if let Some(w) = r.wrap_bytes {
         outln!("  wraps at    {}", format_size(w));
     }
