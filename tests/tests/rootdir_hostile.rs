@@ -20,7 +20,7 @@ fn sentinel(path: &Path) -> String {
     file_hash(path)
 }
 
-/// Item 4: a target inside `--rootdir` is refused before anything is
+/// A target inside `--rootdir` is refused before anything is
 /// written (exit 2), found by device and inode: an existing valid volume in
 /// the tree (the issue's `--size 1G -d . ./out.img`, which grew the image
 /// and left no volume), a new image in a subdirectory, a hard link of a tree
@@ -70,7 +70,7 @@ fn a_target_inside_the_tree_is_refused_before_writing() {
     assert!(!src.join("sub/new.img").exists() && !src.join("sub/x.img").exists());
 }
 
-/// Item 4, a device: a loop device whose backing file is in the tree.
+/// A device: a loop device whose backing file is in the tree.
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
 fn a_loop_device_backed_by_a_tree_file_is_refused() {
@@ -94,7 +94,7 @@ fn a_loop_device_backed_by_a_tree_file_is_refused() {
     assert_eq!(file_hash(&img), before, "the backing file changed");
 }
 
-/// Item 7: U+FFFF and the other Unicode noncharacters, and a surrogate in
+/// U+FFFF and the other Unicode noncharacters, and a surrogate in
 /// WTF-8 form, are refused on FAT32 and exFAT: exit 2, every offending path
 /// listed with its reason, the target unchanged.
 #[test]
@@ -141,7 +141,7 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
         .any(|i| hay[i] == needle[0] && hay[i..].starts_with(needle))
 }
 
-/// Item 3: a directory, or a file, of the source turns into a symbolic
+/// A directory, or a file, of the source turns into a symbolic
 /// link to a secret outside the tree after the walk opened it and before
 /// the copy (a FUSE tree that swaps on the walk's open: every time). The
 /// run fails (exit 1) naming the replaced entry, no boot sector is written
@@ -184,7 +184,7 @@ fn a_source_swapped_for_a_link_during_the_run_leaks_nothing() {
     }
 }
 
-/// Item 3 (descriptors, not paths): a tree nested deeper than PATH_MAX
+/// Descriptors, not paths: a tree nested deeper than PATH_MAX
 /// (24 levels of 200-character names, about 4,800 bytes of path) is walked
 /// and copied, and the `fatfs` crate reads every file back; a bad name at
 /// the bottom is refused with its path shortened in the message.

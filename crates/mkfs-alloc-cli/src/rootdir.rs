@@ -31,30 +31,22 @@ pub fn walk(dir: &Path, show: bool) -> Result<Tree, Failure> {
     Ok(tree)
 }
 
-/// Refuses a target inside the tree (exit 2, before anything is written):
-/// an image (existing, a hard link of a tree file, or to be created in a
-/// directory of the tree) or, for a loop device, its backing file, found in
-/// the tree by device and inode (not by name).
-/// The copy would otherwise read the volume while writing it.
+/// Refuses a target inside the tree (exit 2, before anything is written;
+/// [`mkfs_alloc::device::target_inside`]): the copy would otherwise read
+/// the volume while writing it.
 pub fn refuse_target_inside(tree: &Tree, dir: &Path, target: &Path) -> Result<(), Failure> {
-    // A device node is never read by the copy (the walk skips devices):
-    // only a loop device's backing file can be in the tree.
-    let device = mkfs_alloc_device::is_block_device(target);
-    let (what, hit) = if let Some(hit) = (!device).then(|| tree.find_path(target)).flatten() {
-        ("it".to_string(), hit)
-    } else if let Some((b, hit)) = mkfs_alloc_device::loop_backing_file(target)
-        .and_then(|b| tree.find_path(&b).map(|hit| (b, hit)))
-    {
-        (format!("its backing file {}", b.display()), hit)
-    } else {
+    let Some(inside) = mkfs_alloc::device::target_inside(tree, target) else {
         return Ok(());
     };
+    let what = inside.backing.map_or("it".to_string(), |b| {
+        format!("its backing file {}", b.display())
+    });
     Err(usage(anyhow!(
         "refusing to format {}: {what} is inside --rootdir {} (at {}): the copy would read \
          the volume while writing it; put the target outside the tree",
         target.display(),
         dir.display(),
-        hit.display()
+        inside.at.display()
     )))
 }
 

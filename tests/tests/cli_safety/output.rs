@@ -3,7 +3,7 @@
 
 use super::*;
 
-/// Item 7: `--json` prints exactly one JSON document for every outcome,
+/// `--json` prints exactly one JSON document for every outcome,
 /// argument errors included; `info --json` on a damaged image puts the
 /// error into its report instead of printing a second document.
 #[test]
@@ -70,7 +70,7 @@ fn json_is_one_document_for_every_outcome() {
     assert!(doc["volumes"].is_array(), "the report is kept:\n{out}");
 }
 
-/// Item 4: `info` on a FIFO (or another non-regular, non-block file) exits
+/// `info` on a FIFO (or another non-regular, non-block file) exits
 /// 2 at once instead of blocking on the open.
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
@@ -120,7 +120,7 @@ fn info_refuses_a_fifo_at_once() {
     }
 }
 
-/// Item 14: an option before a subcommand name does not turn the name into
+/// An option before a subcommand name does not turn the name into
 /// a target: `mkfs-alloc --size 64M list` formats nothing and says how to
 /// mean a file of that name (`./list`).
 #[test]
@@ -219,7 +219,7 @@ fn data_that_cannot_be_stored_is_refused() {
     assert!(!img.exists());
 }
 
-/// Item 15: the small things a careful user noticed.
+/// The small things a careful user noticed.
 #[test]
 fn small_things() {
     let tmp = TempDir::new("small-things");
@@ -322,7 +322,7 @@ fn small_things() {
     );
 }
 
-/// Item 12: `info --files` and `advise` report the same waste for the same
+/// `info --files` and `advise` report the same waste for the same
 /// tree, and both state the definition.
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
@@ -406,7 +406,7 @@ fn info_files_and_advise_agree_on_waste() {
     .contains(def));
 }
 
-/// Item 17: completion scripts for four shells, and the man pages.
+/// Completion scripts for four shells, and the man pages.
 #[test]
 fn completions_for_four_shells() {
     for (shell, marker) in [

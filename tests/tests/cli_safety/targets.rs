@@ -6,7 +6,7 @@
 use super::*;
 use mkfs_alloc_tests::{fsck_judge, FsckKind};
 
-/// Item 11: exit 2 for every refusal before anything is written, with the
+/// Exit 2 for every refusal before anything is written, with the
 /// reason in words; a run that fails after creating its image removes it.
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
@@ -66,7 +66,7 @@ fn refusals_before_writing_exit_2() {
     assert!(out.stderr.contains("Permission denied"), "{out}");
 }
 
-/// Item 10: `--dry-run` opens nothing for writing: it works on a read-only
+/// `--dry-run` opens nothing for writing: it works on a read-only
 /// file system and as a user who cannot write the image, and says what the
 /// real run would refuse.
 #[test]
@@ -117,7 +117,7 @@ fn dry_run_opens_nothing_for_writing() {
     assert!(!new.exists());
 }
 
-/// Item 10 on devices: a dry run on a mounted device, and as a user who
+/// On devices: a dry run on a mounted device, and as a user who
 /// may not open the device, works (exit 0) and says what the real run
 /// would refuse; the real runs exit 2.
 #[test]
@@ -151,7 +151,7 @@ fn dry_run_on_devices_reports_the_refusals() {
     mount.unmount();
 }
 
-/// Item 3: a run takes an exclusive advisory lock on the image; while
+/// A run takes an exclusive advisory lock on the image; while
 /// another process holds it, mkfs-alloc exits 2 "in use by another process"
 /// without writing. Two runs at once never both write.
 #[test]
@@ -213,7 +213,7 @@ fn a_locked_image_is_not_formatted() {
     }
 }
 
-/// Item 3 on devices: a whole block device locked by another process
+/// On devices: a whole block device locked by another process
 /// (systemd's "locking block device access") is refused the same way.
 #[test]
 #[ignore = "tool tier: cargo xtask test"]
@@ -244,7 +244,7 @@ fn a_locked_device_is_not_formatted() {
     );
 }
 
-/// Item 1: an image file whose loop device is mounted is refused (exit 2,
+/// An image file whose loop device is mounted is refused (exit 2,
 /// naming the device and the mount point); attached but not mounted, the
 /// run goes on and says so.
 #[test]
@@ -283,7 +283,7 @@ fn an_image_whose_loop_device_is_mounted_is_refused() {
     drop(lo);
 }
 
-/// Item 2: on a device, `--dry-run`, the confirmation and `list` show the
+/// On a device, `--dry-run`, the confirmation and `list` show the
 /// partitions read from the medium itself, with their file systems and
 /// labels (loop devices have no partition nodes).
 #[test]
@@ -361,7 +361,7 @@ fn an_image_mounted_by_a_fuse_driver_is_refused() {
     mkfs_alloc(&["--fs", "fat32", &link_s]).assert_success();
 }
 
-/// Item 5, the loop check by identity: exfat-fuse (which mounts block
+/// The loop check by identity: exfat-fuse (which mounts block
 /// devices only: on a regular file it says "Block device required") on a
 /// loop device over the image; the image given under a hard link's name is
 /// refused too (it was compared by name before).

@@ -40,6 +40,8 @@ pub use mkfs_alloc_device::target::{Opened, Target};
 use crate::batch::{TargetError, Verdict};
 
 pub use steps::{open_checked, ProbeSummary};
+#[cfg(feature = "populate")]
+pub use steps::{target_inside, InsideTree};
 pub use target::DeviceTarget;
 
 /// Whether the planned size is discarded (TRIM) before the format writes.

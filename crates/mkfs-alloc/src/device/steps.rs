@@ -151,3 +151,34 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     }
     text
 }
+
+/// Where a format target lies inside the tree the format copies (the copy
+/// would read the volume while writing it).
+#[cfg(feature = "populate")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InsideTree {
+    /// `None`: the target itself (an existing image, a hard link of a tree
+    /// file, or one to be created in a directory of the tree); else the
+    /// loop device's backing file.
+    pub backing: Option<std::path::PathBuf>,
+    /// Where the tree holds it: the host path it was read at.
+    pub at: std::path::PathBuf,
+}
+
+/// Whether `target` lies inside `tree` ([`InsideTree`]), found by device and
+/// inode, not by name. A device node is never read by the copy (the walk
+/// skips devices): only a loop device's backing file can be in the tree.
+#[cfg(feature = "populate")]
+pub fn target_inside(tree: &crate::populate::Tree, target: &Path) -> Option<InsideTree> {
+    if !mkfs_alloc_device::is_block_device(target) {
+        if let Some(at) = tree.find_path(target) {
+            return Some(InsideTree { backing: None, at });
+        }
+    }
+    let backing = mkfs_alloc_device::loop_backing_file(target)?;
+    let at = tree.find_path(&backing)?;
+    Some(InsideTree {
+        backing: Some(backing),
+        at,
+    })
+}

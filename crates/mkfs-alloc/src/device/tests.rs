@@ -213,3 +213,25 @@ fn a_target_refused_before_the_run_is_never_opened() {
     assert!(t.front_mut().calls.is_empty());
     assert!(!path.exists(), "a refused image was created");
 }
+
+#[test]
+fn a_target_inside_the_tree_is_found_by_inode_and_one_outside_is_not() {
+    use crate::populate::Tree;
+    let d = Dir::new("inside");
+    let tree_dir = d.0.join("tree");
+    std::fs::create_dir_all(tree_dir.join("sub")).expect("dir");
+    std::fs::write(tree_dir.join("sub/a.img"), b"x").expect("file");
+    std::fs::hard_link(tree_dir.join("sub/a.img"), d.0.join("link.img")).expect("link");
+    let tree = Tree::from_dir(&tree_dir).expect("tree");
+    // The file, a hard link of it outside the tree, and a new image in a
+    // directory of the tree are inside; a new one beside the tree is not.
+    for target in [
+        tree_dir.join("sub/a.img"),
+        d.0.join("link.img"),
+        tree_dir.join("sub/new.img"),
+    ] {
+        let inside = super::target_inside(&tree, &target).expect("inside");
+        assert_eq!(inside.backing, None, "{}", target.display());
+    }
+    assert_eq!(super::target_inside(&tree, &d.0.join("beside.img")), None);
+}
