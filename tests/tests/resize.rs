@@ -145,7 +145,7 @@ fn mkfs_fat_filled_by_mtools_grows_within_its_fats_slack() {
     let out = mkfs_alloc(&["resize", "--size", "max", "--yes", p]);
     out.assert_code(2);
     assert!(std::fs::read(&img).expect("read") == before);
-    let most = out.number_after("at most ");
+    let most = field_after(&out, "at most ");
     assert!(most > 300 << 20, "{out}");
     let out = mkfs_alloc(&["resize", "--size", &most.to_string(), "--yes", "--json", p]);
     out.assert_success();

@@ -139,7 +139,7 @@ fn every_reader_finds_every_file_of_a_mkfs_fat_volume_grown_within_its_fats_slac
     run("truncate", &["-s", "400M", &p]).assert_success();
     let out = mkfs_alloc(&["resize", "--size", "max", "--yes", &p]);
     out.assert_code(2);
-    let most = out.number_after("at most ");
+    let most = field_after(&out, "at most ");
     assert!(most > 300 * MIB, "{out}");
     mkfs_alloc(&["resize", "--size", &most.to_string(), "--yes", "-q", &p]).assert_success();
     println!("FAT32 grow 300 MiB to {most} bytes (the FATs' slack)");

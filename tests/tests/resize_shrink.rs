@@ -226,7 +226,7 @@ fn mkfs_fat32_filled_by_mtools_past_the_new_end_shrinks_and_every_file_stays() {
     // Fewer clusters than FAT32 has: refused, naming the least size.
     let out = mkfs_alloc(&["resize", "--size", "20M", "--yes", p]);
     out.assert_code(2);
-    let least = out.number_after("no less than ");
+    let least = field_after(&out, "no less than ");
     assert!(std::fs::read(&img).expect("read") == before);
     let new: u64 = 34 << 20;
     assert!(least < new, "{out}");

@@ -51,18 +51,6 @@ impl CmdOutput {
         self
     }
 
-    /// The number that follows the first `words` in stderr (a refusal's
-    /// "at most 1234"); panics, showing the whole output, without one.
-    #[track_caller]
-    pub fn number_after(&self, words: &str) -> u64 {
-        self.stderr
-            .split(words)
-            .nth(1)
-            .and_then(|r| r.split_whitespace().next())
-            .and_then(|n| n.parse::<u64>().ok())
-            .unwrap_or_else(|| panic!("no number after {words:?} in:\n{self}"))
-    }
-
     /// Non-empty lines of stdout and stderr together.
     pub fn lines(&self) -> impl Iterator<Item = &str> {
         self.stdout
